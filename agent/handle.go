@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"strings"
+)
+
+// MaxHandleBytes bounds the text of a handle a model may pass back. A
+// minted strand name stays well inside it.
+const MaxHandleBytes = 512
+
+// Handle names one operation (one run) of one strand: a spawn's first run
+// or a continuation started by Send. Its text form is
+// "{strand}#{operation}".
+type Handle struct {
+	// Strand is the durable name of the agent.
+	Strand string
+	// Operation names one run of that strand.
+	Operation string
+}
+
+// String returns the handle's text form, "{strand}#{operation}".
+func (h Handle) String() string { return h.Strand + "#" + h.Operation }
+
+// ParseHandle reads a handle's text form. It is total: every input yields
+// either a Handle or a *Refusal with CodeMalformedHandle, never a panic.
+//
+// An "@{orchestrator}" suffix after the operation is read and dropped: it
+// is a hint for the model, and nothing is ever routed by a suffix a model
+// typed. An empty suffix or a second "@" is malformed.
+func ParseHandle(s string) (Handle, error) {
+	bad := func(why string) (Handle, error) {
+		return Handle{}, refuse(CodeMalformedHandle,
+			"%s; a handle is {strand}#{operation}, exactly as agent_spawn or agent_send returned it", why)
+	}
+	if len(s) > MaxHandleBytes {
+		return bad("the handle is longer than " + itoa(MaxHandleBytes) + " bytes")
+	}
+	if strings.TrimSpace(s) != s {
+		return bad("the handle has surrounding spaces")
+	}
+	strand, rest, ok := strings.Cut(s, "#")
+	if !ok {
+		return bad("the handle has no '#'")
+	}
+	if strings.Contains(rest, "#") {
+		return bad("the handle has more than one '#'")
+	}
+	if strand == "" {
+		return bad("the strand part is empty")
+	}
+	if strings.Contains(strand, "@") {
+		return bad("the strand part contains '@'")
+	}
+	op, suffix, hasSuffix := strings.Cut(rest, "@")
+	if hasSuffix {
+		if suffix == "" {
+			return bad("the '@' suffix is empty")
+		}
+		if strings.Contains(suffix, "@") {
+			return bad("the handle has more than one '@'")
+		}
+	}
+	if op == "" {
+		return bad("the operation part is empty")
+	}
+	for _, r := range strand + op + suffix {
+		if r < 0x21 || r == 0x7f {
+			return bad("the handle contains a space or control character")
+		}
+	}
+	return Handle{Strand: strand, Operation: op}, nil
+}
+
+// itoa formats a small non-negative int without importing strconv into
+// every file that states a bound.
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

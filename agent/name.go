@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"strings"
+)
+
+// SubagentPrefix begins the name of every strand an Agency minted. A
+// strand without it is a root: the host named it.
+const SubagentPrefix = "sub:"
+
+// MaxSlugBytes caps the decorative half of a minted name. The slug never
+// discriminates between children, so the cap can truncate it freely.
+const MaxSlugBytes = 24
+
+// DigestHexChars is the width of the discriminating half of a minted
+// name: hex characters of SHA-256 over the call site.
+const DigestHexChars = 16
+
+// fallbackSlug stands in for a purpose with no usable character.
+const fallbackSlug = "agent"
+
+// IsSubagent reports whether strand was minted by an Agency.
+func IsSubagent(strand string) bool { return strings.HasPrefix(strand, SubagentPrefix) }
+
+// Slug folds free text into the slug grammar: lower-case ASCII letters,
+// digits and single '-' separators, no leading or trailing '-', at most
+// MaxSlugBytes, never empty. Every other character ('/', '#', '@', space,
+// non-ASCII) becomes a separator, so a slug can never forge the structure
+// of a name or a handle.
+func Slug(text string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(text) {
+		if b.Len() > MaxSlugBytes {
+			break
+		}
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			continue
+		}
+		dash = true
+	}
+	s := b.String()
+	if len(s) > MaxSlugBytes {
+		s = s[:MaxSlugBytes]
+	}
+	s = strings.TrimRight(s, "-")
+	if s == "" {
+		return fallbackSlug
+	}
+	return s
+}
+
+// MinterKind says who inside one tool call minted a child.
+type MinterKind int
+
+const (
+	// MintedByToolCall is a model's own agent_spawn call.
+	MintedByToolCall MinterKind = iota
+	// MintedByProgram is a code-mode program's Nth spawn, all of which
+	// share the dispatching call's operation, step and source index.
+	MintedByProgram
+)
+
+// Minter separates several spawns made under one call site. The zero
+// value is a model's own agent_spawn.
+type Minter struct {
+	Kind MinterKind
+	// Ordinal numbers a program's spawns in admission order; it is
+	// meaningful only for MintedByProgram.
+	Ordinal int
+}
+
+// ToolCallMinter is the Minter of a model's own agent_spawn call.
+func ToolCallMinter() Minter { return Minter{Kind: MintedByToolCall} }
+
+// ProgramMinter is the Minter of a code-mode program's ordinal-th spawn.
+func ProgramMinter(ordinal int) Minter { return Minter{Kind: MintedByProgram, Ordinal: ordinal} }
+
+// CallSiteDigest is the discriminating half of a minted name: the first
+// DigestHexChars hex characters of SHA-256 over the operation, the
+// minting step, the source index and the minter, each length-prefixed so
+// no two distinct call sites share an encoding. It takes no model text
+// and no parent name; it has a constant width, so no cap can truncate it.
+func CallSiteDigest(operation, step string, sourceIndex int, m Minter) string {
+	h := sha256.New()
+	var n [8]byte
+	field := func(s string) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	num := func(v int) {
+		binary.BigEndian.PutUint64(n[:], uint64(int64(v)))
+		h.Write(n[:])
+	}
+	field("loom/agent/call-site/v1")
+	field(operation)
+	field(step)
+	num(sourceIndex)
+	num(int(m.Kind))
+	if m.Kind == MintedByProgram {
+		num(m.Ordinal)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:DigestHexChars]
+}
+
+// MintName returns the strand name a spawn by caller with the given
+// purpose receives: "sub:{parent}/{slug}-{digest}", where parent is the
+// caller's strand without its own "sub:" prefix (so a grandchild reads
+// "sub:root/a-…/b-…"). Equal call sites under one parent mint one name,
+// which is what lets a replayed spawn reconcile onto the child it already
+// made; the purpose only decorates.
+func MintName(c Caller, purpose string) string {
+	parent := strings.TrimPrefix(c.Strand, SubagentPrefix)
+	return SubagentPrefix + parent + "/" + Slug(purpose) + "-" +
+		CallSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)
+}

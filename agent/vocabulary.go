@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Caller is who is asking: the strand making the call and the durable
+// coordinates of the call itself. An Agency judges every request against
+// it. It is built by the host from the call's own coordinates (see
+// CallerOf); no field ever comes from model arguments, so a model that
+// names another strand in its arguments does not become it.
+type Caller struct {
+	// Strand is the calling agent's durable name.
+	Strand string
+	// OpID names the calling run; StepID the batch of tool calls in it;
+	// SourceIndex the call's position in that batch.
+	OpID        string
+	StepID      string
+	SourceIndex int
+	// Minter separates several spawns made under one call site (a
+	// code-mode program's ordinals). The zero value is a tool call.
+	Minter Minter
+}
+
+// SpawnRequest is what a parent asks of a new child.
+type SpawnRequest struct {
+	// Purpose says in a few words what the child is for. It becomes the
+	// decorative slug of the child's name and is shown in the roster; it
+	// never discriminates between children.
+	Purpose string
+	// Prompt is the child's first message.
+	Prompt string
+	// Tools, when non-nil, replaces the default child tool set. The
+	// Agency adds the communication floor (FloorTools) back, limited to
+	// what the parent holds, and never adds agent_spawn.
+	Tools []string
+	// Model is a catalogue name from ModelNames; "" keeps host routing.
+	Model string
+	// Result, when non-nil, is the contract the child's result note must
+	// meet; a Wait on the child reports the verdict.
+	Result *ResultSchema
+	// Deadline bounds the child's first run; 0 takes the Agency's
+	// default. An Agency clamps it to its maximum.
+	Deadline time.Duration
+	// Detach keeps the child running after its parent's run ends.
+	Detach bool
+}
+
+// Spawned is the receipt of a spawn.
+type Spawned struct {
+	// Handle names the child's first run; wait on it.
+	Handle Handle
+	// Tools is the child's real tool set, floor included.
+	Tools []string
+	// Model is the model the child was configured with ("" = host routing).
+	Model string
+	// Deadline is when the first run is aborted if still running.
+	Deadline time.Time
+	// Reconciled is true when this call site had already minted the
+	// child (a replay): nothing new was started.
+	Reconciled bool
+}
+
+// SendRequest is a message from a parent to one of its descendants.
+type SendRequest struct {
+	// To is the strand addressed (a handle's Strand).
+	To string
+	// Message is the text delivered.
+	Message string
+	// Budget bounds the run a send to an idle strand starts; 0 takes the
+	// Agency's default. Ignored when the strand is running.
+	Budget time.Duration
+}
+
+// DeliveryKind says what a send did.
+type DeliveryKind string
+
+const (
+	// Delivered: the strand was running; the message waits in its inbox
+	// for its next turn, and no new operation began.
+	Delivered DeliveryKind = "delivered"
+	// Started: the strand was idle; a new run (a continuation) began with
+	// the message as its prompt, under a new handle. Earlier handles stay
+	// historical: they keep reporting their own runs.
+	Started DeliveryKind = "started"
+)
+
+// Delivery is the receipt of a send.
+type Delivery struct {
+	Kind DeliveryKind
+	// Handle is the run the message reached: the running one for
+	// Delivered, the new one for Started.
+	Handle Handle
+	// Deadline is the reached run's deadline.
+	Deadline time.Time
+}
+
+// State is where one run is in its life.
+type State string
+
+const (
+	// Running: not finished yet.
+	Running State = "running"
+	// Completed: the child gave its final answer.
+	Completed State = "completed"
+	// Failed: the host's runner reported an error.
+	Failed State = "failed"
+	// Aborted: the run was stopped; AbortReason says why.
+	Aborted State = "aborted"
+)
+
+// AbortReason records why a run was aborted. The wire state stays
+// "aborted"; the reason is reported beside it.
+type AbortReason string
+
+const (
+	// AbortBudgetExpired: the run passed its deadline.
+	AbortBudgetExpired AbortReason = "budget_expired"
+	// AbortParentFinished: the parent's run ended and the child was not
+	// detached.
+	AbortParentFinished AbortReason = "parent_finished"
+	// AbortClosed: the Agency was closed (the session ended).
+	AbortClosed AbortReason = "agency_closed"
+	// AbortCancelled: the host cancelled the run some other way.
+	AbortCancelled AbortReason = "cancelled"
+)
+
+// Waited is one handle's answer to a Wait. A pending answer is a success:
+// waiting again is the remedy.
+type Waited struct {
+	Handle Handle
+	// Ready is false while the run is still going (State == Running).
+	Ready bool
+	State State
+	// Report is the child's final text (Completed) or what went wrong
+	// (Failed, Aborted).
+	Report string
+	// AbortReason is set when State == Aborted.
+	AbortReason AbortReason
+	// Result is the verdict on the result contract; meaningful when Ready.
+	Result TerminalResult
+	// Deadline is the run's deadline.
+	Deadline time.Time
+}
+
+// Relation says how a peer relates to the caller.
+type Relation string
+
+const (
+	// Child: spawned by the caller.
+	Child Relation = "child"
+	// Descendant: spawned by one of the caller's descendants.
+	Descendant Relation = "descendant"
+)
+
+// Peer is one roster line: a descendant of the caller.
+type Peer struct {
+	Strand   string
+	Relation Relation
+	Parent   string
+	Purpose  string
+	Depth    int
+	// Latest names the strand's most recent run; State is that run's.
+	Latest      Handle
+	State       State
+	AbortReason AbortReason
+	Model       string
+	Deadline    time.Time
+	// Runs counts the strand's runs (1 + continuations).
+	Runs int
+}
+
+// Note is one blackboard entry. Key is the full key,
+// "agent/{strand}/{relative key}".
+type Note struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// NotesPage is the answer to a Notes read: matching entries in key order,
+// at most MaxNotesListed of them.
+type NotesPage struct {
+	Notes []Note
+	// Truncated is true when more entries matched than were returned.
+	Truncated bool
+}

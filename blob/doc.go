@@ -1,0 +1,39 @@
+// Package blob is Loom's content-addressed store and its overflow
+// decision: where output too large to show a model inline goes, and what
+// of it the model sees instead.
+//
+// It owns three things:
+//
+//   - The store (Store, Put, Read, Writer): blobs named by the lowercase
+//     hex SHA-256 of their bytes (Ref), laid out as root/ab/abcdef...
+//   - The overflow decision (Bound, Spool): output of at most
+//     OverflowThreshold (64 KiB) bytes stays inline; longer output is
+//     stored whole and replaced by an Overflow carrying its ref, path,
+//     size and head and tail excerpts of at most ExcerptBytes (2 KiB).
+//     Spool makes the same decision for a stream in bounded memory.
+//   - The rendering a model reads for spilled output (Overflow.Text) and
+//     the rune-safe excerpts it is built from (Excerpts).
+//
+// It does not own what output means, who may read a blob, or when output
+// is exempt from overflow (fs_read is): package tool decides those, and
+// its path discipline is what lets a model fs_read a blob's Path. It holds
+// no global state and knows nothing of tools, policies or jails.
+//
+// Invariants:
+//
+//   - A blob is established by a rename, never by a write. Bytes are
+//     staged in the store root under a name unique to that write
+//     (StagePrefix...StageSuffix), fsynced, made read-only (BlobMode) and
+//     renamed to their address, so nothing is ever reachable under a ref
+//     but the whole content it names. A crash before the rename leaves
+//     only a staged file, which nothing reads and Sweep removes.
+//   - Writes are idempotent: the same bytes get the same ref and are
+//     stored once, however many writers race to store them.
+//   - Read never returns bytes under a name that is not theirs: it
+//     re-hashes what it read and refuses a mismatch as CodeCorrupt.
+//   - A Ref is exactly 64 lowercase hex characters; ParseRef refuses
+//     everything else, and no method resolves a malformed Ref to a path.
+//   - Output is never silently clipped: when a spill cannot be stored the
+//     caller gets an error, not a truncated text.
+//   - Every failure is an *Error with a stable code (the Code* constants).
+package blob

@@ -1,0 +1,302 @@
+package blob_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+)
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		root string
+		code string
+	}{
+		{"relative", "blobs", blob.CodeInvalidRoot},
+		{"empty", "", blob.CodeInvalidRoot},
+		{"a file", file, blob.CodeInvalidRoot},
+		{"under a file", filepath.Join(file, "blobs"), blob.CodeIO},
+		{"missing nested", filepath.Join(dir, "a", "b", "c"), ""},
+		{"existing, uncleaned", dir + "/./x/../", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := blob.Open(tt.root)
+			if tt.code != "" {
+				if s != nil {
+					t.Fatalf("Open(%q) returned a store", tt.root)
+				}
+				wantCode(t, err, tt.code)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open(%q): %v", tt.root, err)
+			}
+			if s.Root() != filepath.Clean(tt.root) {
+				t.Fatalf("Root() = %q, want %q", s.Root(), filepath.Clean(tt.root))
+			}
+			fi, err := os.Stat(s.Root())
+			if err != nil || !fi.IsDir() {
+				t.Fatalf("root not created: %v", err)
+			}
+		})
+	}
+}
+
+func TestOpenCreatesRootWithRootMode(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "blobs")
+	if _, err := blob.Open(root); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The umask may only remove bits.
+	if perm := fi.Mode().Perm(); perm&^blob.RootMode != 0 || perm&0o700 != 0o700 {
+		t.Fatalf("root mode %v, want at most %v and owner rwx", perm, fs.FileMode(blob.RootMode))
+	}
+}
+
+func TestZeroStoreRefuses(t *testing.T) {
+	var s blob.Store
+	_, err := s.Put([]byte("x"))
+	wantCode(t, err, blob.CodeInvalidRoot)
+	_, err = s.Read(blob.Sum([]byte("x")))
+	wantCode(t, err, blob.CodeInvalidRoot)
+	_, err = s.Sweep(0)
+	wantCode(t, err, blob.CodeInvalidRoot)
+	_, err = s.Create().Write([]byte("x"))
+	wantCode(t, err, blob.CodeInvalidRoot)
+	if p := s.Path(blob.Sum(nil)); p != "" {
+		t.Fatalf("zero store Path = %q", p)
+	}
+}
+
+func TestPutRead(t *testing.T) {
+	s := openStore(t)
+	data := []byte("hello, blob\n")
+	r, err := s.Put(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := blob.Sum(data); r != want {
+		t.Fatalf("Put = %s, want %s", r, want)
+	}
+	if want := filepath.Join(s.Root(), string(r[:2]), string(r)); s.Path(r) != want {
+		t.Fatalf("Path = %s, want %s", s.Path(r), want)
+	}
+	got, err := s.Read(r)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Read = %q, %v", got, err)
+	}
+	fi, err := os.Stat(s.Path(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != blob.BlobMode {
+		t.Fatalf("blob mode %v, want %v", fi.Mode().Perm(), fs.FileMode(blob.BlobMode))
+	}
+	// Same bytes again: same ref, still one file.
+	r2, err := s.Put(bytes.Clone(data))
+	if err != nil || r2 != r {
+		t.Fatalf("second Put = %s, %v", r2, err)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(string(r[:2]), string(r))}, files(t, s.Root())); diff != "" {
+		t.Fatalf("store contents (-want +got):\n%s", diff)
+	}
+}
+
+func TestPutEmpty(t *testing.T) {
+	s := openStore(t)
+	r, err := s.Put(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Read(r)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Read(empty) = %q, %v", got, err)
+	}
+}
+
+func TestReadRefusals(t *testing.T) {
+	s := openStore(t)
+	missing := blob.Sum([]byte("never stored"))
+	_, err := s.Read(missing)
+	wantCode(t, err, blob.CodeNotFound)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("not-found error %v does not match fs.ErrNotExist", err)
+	}
+
+	_, err = s.Read(blob.Ref("../../etc/passwd"))
+	wantCode(t, err, blob.CodeInvalidRef)
+	if p := s.Path(blob.Ref("../../etc/passwd")); p != "" {
+		t.Fatalf("Path of a malformed ref = %q, want \"\"", p)
+	}
+
+	// A file under a name it does not hash to is never returned.
+	liar := blob.Sum([]byte("claimed"))
+	if err := os.MkdirAll(filepath.Dir(s.Path(liar)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.Path(liar), []byte("actual"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Read(liar)
+	wantCode(t, err, blob.CodeCorrupt)
+	if got != nil {
+		t.Fatalf("corrupt Read returned %q", got)
+	}
+
+	// Neither is something that is not a regular file.
+	dirRef := blob.Sum([]byte("a directory"))
+	if err := os.MkdirAll(s.Path(dirRef), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Read(dirRef)
+	wantCode(t, err, blob.CodeCorrupt)
+}
+
+func TestPutRepairsWrongSizedEntry(t *testing.T) {
+	s := openStore(t)
+	data := []byte("the real content")
+	r := blob.Sum(data)
+	if err := os.MkdirAll(filepath.Dir(s.Path(r)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.Path(r), []byte("torn"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Read(r)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Read after repair = %q, %v", got, err)
+	}
+}
+
+func TestRefOf(t *testing.T) {
+	s := openStore(t)
+	r := blob.Sum([]byte("x"))
+	tests := []struct {
+		name string
+		path string
+		ok   bool
+	}{
+		{"blob path", s.Path(r), true},
+		{"uncleaned blob path", s.Root() + "/./" + string(r[:2]) + "//" + string(r), true},
+		{"wrong shard", filepath.Join(s.Root(), "00", string(r)), r[:2] == "00"},
+		{"unsharded", filepath.Join(s.Root(), string(r)), false},
+		{"staged file", filepath.Join(s.Root(), blob.StagePrefix+"123"+blob.StageSuffix), false},
+		{"staged file named like a ref", filepath.Join(s.Root(), string(r[:2]), string(r)+blob.StageSuffix), false},
+		{"shard dir", filepath.Join(s.Root(), string(r[:2])), false},
+		{"root", s.Root(), false},
+		{"other root", filepath.Join("/elsewhere", string(r[:2]), string(r)), false},
+		{"relative", filepath.Join(string(r[:2]), string(r)), false},
+		{"uppercase", filepath.Join(s.Root(), string(r[:2]), string(bytes.ToUpper([]byte(r)))), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := s.RefOf(tt.path)
+			if ok != tt.ok || (ok && got != r) {
+				t.Fatalf("RefOf(%q) = %q, %v; want ok=%v", tt.path, got, ok, tt.ok)
+			}
+		})
+	}
+}
+
+// TestPutReadProperty: whatever bytes go in come back under their SHA-256.
+func TestPutReadProperty(t *testing.T) {
+	s := openStore(t)
+	rapid.Check(t, func(t *rapid.T) {
+		data := rapid.SliceOfN(rapid.Byte(), 0, 4096).Draw(t, "data")
+		r, err := s.Put(data)
+		if err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		sum := sha256.Sum256(data)
+		if want := blob.Sum(data); r != want || string(r) != hexOf(sum[:]) {
+			t.Fatalf("ref %s, want sha256 %x", r, sum)
+		}
+		got, err := s.Read(r)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("Read = %x, %v; want %x", got, err, data)
+		}
+		if back, ok := s.RefOf(s.Path(r)); !ok || back != r {
+			t.Fatalf("RefOf(Path(r)) = %s, %v", back, ok)
+		}
+	})
+	if left := staged(t, s.Root()); len(left) != 0 {
+		t.Fatalf("staged files left behind: %v", left)
+	}
+}
+
+func hexOf(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}
+
+// TestConcurrentPutIdentical: racing first writes of the same bytes leave
+// one blob with the right content and no staged file.
+func TestConcurrentPutIdentical(t *testing.T) {
+	const writers = 16
+	s := openStore(t)
+	data := bytes.Repeat([]byte("concurrent identical bytes\n"), 8<<10)
+	want := blob.Sum(data)
+	start := make(chan struct{})
+	refs := make([]blob.Ref, writers)
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			<-start
+			if i%2 == 0 {
+				refs[i], errs[i] = s.Put(data)
+				return
+			}
+			w := s.Create()
+			defer w.Abort()
+			for chunk := range slices.Chunk(data, 10000) {
+				if _, err := w.Write(chunk); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+			refs[i], errs[i] = w.Commit()
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range writers {
+		if errs[i] != nil || refs[i] != want {
+			t.Fatalf("writer %d: %s, %v", i, refs[i], errs[i])
+		}
+	}
+	if diff := cmp.Diff([]string{filepath.Join(string(want[:2]), string(want))}, files(t, s.Root())); diff != "" {
+		t.Fatalf("store contents (-want +got):\n%s", diff)
+	}
+	got, err := s.Read(want)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Read: %v (len %d, want %d)", err, len(got), len(data))
+	}
+}

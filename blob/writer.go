@@ -1,0 +1,137 @@
+package blob
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io/fs"
+	"os"
+)
+
+// WriteBufferBytes is the buffer a Writer holds between its caller and its
+// staged file, so a stream of small writes does not cost a system call
+// each. Writes at least this large bypass it.
+const WriteBufferBytes = 32 << 10
+
+// Writer streams content of unknown length into the store: it hashes the
+// bytes as they pass and writes them to a staged file, and Commit names
+// the result by its hash. Until Commit nothing is readable; a Writer
+// abandoned without Commit or Abort (a crash, say) leaves only a staged
+// file, which Store.Sweep removes.
+//
+// The staged file is created on the first Write (or at Commit, for empty
+// content), so Create cannot fail; a failure to stage is reported by that
+// Write and by every call after it. A Writer is not safe for concurrent
+// use.
+type Writer struct {
+	store *Store
+	f     *os.File
+	buf   *bufio.Writer
+	hash  hash.Hash
+	size  int64
+	err   error // sticky: the first failure, or CodeClosed once done
+	done  bool
+}
+
+// Create returns a Writer that stages a new blob in s.
+func (s *Store) Create() *Writer {
+	return &Writer{store: s, hash: sha256.New()}
+}
+
+// Write stages p. It returns len(p) and nil, or 0 and the first error
+// the Writer met (after which the Writer only fails; Abort it).
+func (w *Writer) Write(p []byte) (int, error) {
+	if err := w.open(); err != nil {
+		return 0, err
+	}
+	if _, err := w.buf.Write(p); err != nil {
+		w.err = ioError("write", "", w.f.Name(), err)
+		return 0, w.err
+	}
+	w.hash.Write(p)
+	w.size += int64(len(p))
+	return len(p), nil
+}
+
+// Size returns how many bytes have been staged so far.
+func (w *Writer) Size() int64 { return w.size }
+
+// Commit flushes and fsyncs the staged file, makes it read-only and
+// renames it to its content address, returning the Ref. If that blob
+// already exists the staged file is removed and the same Ref returned, so
+// committing identical content twice, or concurrently, is harmless. After
+// Commit (successful or not) the Writer is done: the staged file is gone
+// either way and further calls fail with CodeClosed.
+func (w *Writer) Commit() (Ref, error) {
+	if w.done {
+		return "", closedError("commit")
+	}
+	if err := w.open(); err != nil {
+		w.discard()
+		return "", err
+	}
+	w.done = true
+	w.err = closedError("write")
+	r := Ref(hex.EncodeToString(w.hash.Sum(nil)))
+	if err := w.buf.Flush(); err != nil {
+		w.f.Close()
+		os.Remove(w.f.Name())
+		return "", ioError("commit", r, w.f.Name(), err)
+	}
+	w.buf = nil
+	if err := w.store.establish("commit", w.f, r, w.size); err != nil {
+		return "", err
+	}
+	return r, nil
+}
+
+// Abort discards the staged file. It is safe to call more than once and
+// after Commit, where it does nothing, so `defer w.Abort()` is the usual
+// way to clean up a Writer that may not reach Commit.
+func (w *Writer) Abort() error {
+	if w.done {
+		return nil
+	}
+	return w.discard()
+}
+
+// open stages the file on first use and reports the sticky error.
+func (w *Writer) open() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.f != nil {
+		return nil
+	}
+	if err := w.store.check("write"); err != nil {
+		w.err = err
+		return err
+	}
+	f, err := w.store.stage()
+	if err != nil {
+		w.err = ioError("write", "", w.store.root, err)
+		return w.err
+	}
+	w.f = f
+	w.buf = bufio.NewWriterSize(f, WriteBufferBytes)
+	return nil
+}
+
+// discard closes and removes the staged file, if any, and marks w done.
+func (w *Writer) discard() error {
+	w.done = true
+	w.err = closedError("write")
+	w.buf = nil
+	if w.f == nil {
+		return nil
+	}
+	f := w.f
+	w.f = nil
+	f.Close()
+	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioError("abort", "", f.Name(), err)
+	}
+	return nil
+}

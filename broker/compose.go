@@ -1,0 +1,214 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Compose returns the policy one command runs under: the meet of the
+// session's base policy and a tool's requirements, widened by the grants
+// an operator approved for this call.
+//
+// The meet, field by field:
+//   - Roots: every required writable root must be covered (see Covers) by
+//     a base writable root or a writable grant; every required readable
+//     root by a base readable or writable root or a root grant of either
+//     kind. The result holds the required roots, never base roots the
+//     requirements did not ask for.
+//   - Network: the lesser of the two ("off" < "full"; empty is "off").
+//   - EnvAllow: the names both allow.
+//   - WallMs and each Limits field: the tighter non-zero value.
+//   - Protected: the union of both, sorted. No grant changes it.
+//
+// Grants are then applied: a root grant adds its root, GrantNetwork makes
+// the network "full", GrantWall lifts the wall (WallMs becomes 0).
+//
+// When a required root or the network is not covered, Compose returns a
+// *Denial with Code DenialRequirementsNotCovered whose Wanted is exactly
+// the minimal set of grants that covers the shortfall (sorted: writable
+// roots, readable roots, network), so Compose(base, requirements,
+// append(grants, d.Wanted...)) succeeds. A required writable root at or
+// under a protected entry can never be covered; its denial says so and
+// wants nothing for it. An invalid base, requirements or grant (see
+// Validate and ValidateGrant) is a *Denial with Code DenialInvalidPolicy
+// wrapping the *PolicyError; so is a writable grant at or under a
+// protected entry, since no grant lifts protection.
+//
+// Compose is total: it never panics, whatever its inputs. A policy it
+// returns without a denial passes Validate, and is never wider than the
+// base plus the grants.
+func Compose(base, requirements Policy, grants []Grant) (Policy, *Denial) {
+	if err := Validate(base); err != nil {
+		return Policy{}, NewDenial(DenialInvalidPolicy, "base policy: "+err.Error(), err)
+	}
+	if err := Validate(requirements); err != nil {
+		return Policy{}, NewDenial(DenialInvalidPolicy, "requirements: "+err.Error(), err)
+	}
+	protected := normalizeSet(append(slices.Clone(base.Protected), requirements.Protected...))
+	var grantRead, grantWrite []string
+	grantNet, grantWall := false, false
+	for i, g := range grants {
+		field := fmt.Sprintf("grants[%d]", i)
+		if err := ValidateGrant(field, g); err != nil {
+			return Policy{}, NewDenial(DenialInvalidPolicy, err.Error(), err)
+		}
+		switch g.Kind {
+		case GrantReadableRoot:
+			grantRead = append(grantRead, g.Path)
+		case GrantWritableRoot:
+			if pr, ok := coveredBy(protected, g.Path); ok {
+				err := &PolicyError{Code: PolicyWritableProtected, Field: field + ".path", Value: g.Path}
+				return Policy{}, NewDenial(DenialInvalidPolicy, fmt.Sprintf("%v; protected entry %s cannot be lifted by a grant", err, pr), err)
+			}
+			grantWrite = append(grantWrite, g.Path)
+		case GrantNetwork:
+			grantNet = true
+		case GrantWall:
+			grantWall = true
+		}
+	}
+
+	writeCover := append(slices.Clone(base.WritableRoots), grantWrite...)
+	readCover := slices.Concat(base.ReadableRoots, base.WritableRoots, grantRead, grantWrite)
+
+	var missWrite, missRead, unliftable []string
+	for _, w := range requirements.WritableRoots {
+		if pr, ok := coveredBy(protected, w); ok {
+			unliftable = append(unliftable, fmt.Sprintf("writable root %s lies under protected entry %s, which no grant lifts", w, pr))
+			continue
+		}
+		if _, ok := coveredBy(writeCover, w); !ok {
+			missWrite = append(missWrite, w)
+		}
+	}
+	missWrite = normalizeRoots(missWrite)
+	for _, r := range requirements.ReadableRoots {
+		if _, ok := coveredBy(readCover, r); ok {
+			continue
+		}
+		if _, ok := coveredBy(missWrite, r); ok {
+			continue // the writable grant wanted above covers it
+		}
+		missRead = append(missRead, r)
+	}
+	missRead = normalizeRoots(missRead)
+	missNet := netRank(requirements.Network) > netRank(base.Network) && !grantNet
+
+	if len(missWrite) > 0 || len(missRead) > 0 || missNet || len(unliftable) > 0 {
+		var wanted []Grant
+		var parts []string
+		for _, w := range missWrite {
+			wanted = append(wanted, Grant{Kind: GrantWritableRoot, Path: w})
+			parts = append(parts, "writable root "+w)
+		}
+		for _, r := range missRead {
+			wanted = append(wanted, Grant{Kind: GrantReadableRoot, Path: r})
+			parts = append(parts, "readable root "+r)
+		}
+		if missNet {
+			wanted = append(wanted, Grant{Kind: GrantNetwork})
+			parts = append(parts, "full network access")
+		}
+		reason := ""
+		if len(parts) > 0 {
+			reason = "the command needs " + strings.Join(parts, ", ") + ", which the session policy does not give"
+		}
+		if len(unliftable) > 0 {
+			if reason != "" {
+				reason += "; "
+			}
+			reason += strings.Join(unliftable, "; ")
+		}
+		return Policy{}, &Denial{Code: DenialRequirementsNotCovered, Reason: reason, Wanted: wanted}
+	}
+
+	out := Policy{
+		ReadableRoots: normalizeRoots(append(slices.Clone(requirements.ReadableRoots), grantRead...)),
+		WritableRoots: normalizeRoots(append(slices.Clone(requirements.WritableRoots), grantWrite...)),
+		Protected:     protected,
+		Network:       NetworkOff,
+		EnvAllow:      intersect(base.EnvAllow, requirements.EnvAllow),
+		WallMs:        tighter(base.WallMs, requirements.WallMs),
+		Limits: Limits{
+			CPUSeconds:    tighter(base.Limits.CPUSeconds, requirements.Limits.CPUSeconds),
+			MemoryBytes:   tighter(base.Limits.MemoryBytes, requirements.Limits.MemoryBytes),
+			Processes:     tighter(base.Limits.Processes, requirements.Limits.Processes),
+			FileSizeBytes: tighter(base.Limits.FileSizeBytes, requirements.Limits.FileSizeBytes),
+			OpenFiles:     tighter(base.Limits.OpenFiles, requirements.Limits.OpenFiles),
+		},
+	}
+	if grantNet || (base.Network == NetworkFull && requirements.Network == NetworkFull) {
+		out.Network = NetworkFull
+	}
+	if grantWall {
+		out.WallMs = 0
+	}
+	return out, nil
+}
+
+// coveredBy returns the first root in roots covering p.
+func coveredBy(roots []string, p string) (string, bool) {
+	for _, r := range roots {
+		if Covers(r, p) {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// normalizeRoots sorts roots and drops duplicates and any root covered by
+// another, so the result says the same with the fewest entries.
+func normalizeRoots(roots []string) []string {
+	if len(roots) == 0 {
+		return nil
+	}
+	s := slices.Clone(roots)
+	slices.Sort(s) // a covering root sorts before everything it covers
+	out := s[:0]
+	for _, r := range s {
+		if _, ok := coveredBy(out, r); ok {
+			continue
+		}
+		out = append(out, r)
+	}
+	return slices.Clip(out)
+}
+
+// normalizeSet sorts and drops exact duplicates only.
+func normalizeSet(xs []string) []string {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return slices.Clip(slices.Compact(s))
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return normalizeSet(out)
+}
+
+func tighter[T int | uint64](a, b T) T {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	default:
+		return min(a, b)
+	}
+}
+
+func netRank(n Network) int {
+	if n == NetworkFull {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,357 @@
+package broker
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+)
+
+func TestComposeTable(t *testing.T) {
+	base := Policy{
+		ReadableRoots: []string{"/usr", "/etc"},
+		WritableRoots: []string{"/w"},
+		Protected:     []string{"/w/.git/config", "/w/.git/hooks"},
+		Network:       NetworkFull,
+		EnvAllow:      []string{"HOME", "PATH", "TERM"},
+		WallMs:        600_000,
+		Limits:        Limits{CPUSeconds: 100, MemoryBytes: 1 << 30},
+	}
+	tests := []struct {
+		name   string
+		req    Policy
+		grants []Grant
+		want   Policy
+		code   DenialCode
+		wanted []Grant
+	}{
+		{
+			name: "grep-like: workspace readable, nothing writable, network off",
+			req:  Policy{ReadableRoots: []string{"/w"}, EnvAllow: []string{"PATH"}, WallMs: 60_000},
+			want: Policy{ReadableRoots: []string{"/w"}, Protected: base.Protected, Network: NetworkOff,
+				EnvAllow: []string{"PATH"}, WallMs: 60_000, Limits: base.Limits},
+		},
+		{
+			name: "bash-like: base writable roots, system readable, base network",
+			req:  Policy{ReadableRoots: []string{"/usr", "/etc"}, WritableRoots: []string{"/w"}, Network: NetworkFull, EnvAllow: base.EnvAllow, Limits: Limits{MemoryBytes: 1 << 20, Processes: 64}},
+			want: Policy{ReadableRoots: []string{"/etc", "/usr"}, WritableRoots: []string{"/w"}, Protected: base.Protected,
+				Network: NetworkFull, EnvAllow: base.EnvAllow, WallMs: 600_000,
+				Limits: Limits{CPUSeconds: 100, MemoryBytes: 1 << 20, Processes: 64}},
+		},
+		{
+			name: "readable root under a writable base root is covered",
+			req:  Policy{ReadableRoots: []string{"/w/src"}},
+			want: Policy{ReadableRoots: []string{"/w/src"}, Protected: base.Protected, Network: NetworkOff, WallMs: 600_000, Limits: base.Limits},
+		},
+		{
+			name:   "uncovered writable root",
+			req:    Policy{WritableRoots: []string{"/w", "/data/out"}},
+			code:   DenialRequirementsNotCovered,
+			wanted: []Grant{{Kind: GrantWritableRoot, Path: "/data/out"}},
+		},
+		{
+			name:   "readable base root does not cover a write",
+			req:    Policy{WritableRoots: []string{"/usr/local"}},
+			code:   DenialRequirementsNotCovered,
+			wanted: []Grant{{Kind: GrantWritableRoot, Path: "/usr/local"}},
+		},
+		{
+			name:   "component coverage: /wx is not under /w",
+			req:    Policy{ReadableRoots: []string{"/wx"}},
+			code:   DenialRequirementsNotCovered,
+			wanted: []Grant{{Kind: GrantReadableRoot, Path: "/wx"}},
+		},
+		{
+			name:   "wanted is minimal: nested roots collapse, a wanted writable covers a read",
+			req:    Policy{ReadableRoots: []string{"/d/x", "/d", "/d/y", "/r/a", "/r/b"}, WritableRoots: []string{"/r"}},
+			code:   DenialRequirementsNotCovered,
+			wanted: []Grant{{Kind: GrantWritableRoot, Path: "/r"}, {Kind: GrantReadableRoot, Path: "/d"}},
+		},
+		{
+			name:   "grants cover the shortfall",
+			req:    Policy{ReadableRoots: []string{"/d"}, WritableRoots: []string{"/r"}},
+			grants: []Grant{{Kind: GrantWritableRoot, Path: "/r"}, {Kind: GrantReadableRoot, Path: "/d"}},
+			want: Policy{ReadableRoots: []string{"/d"}, WritableRoots: []string{"/r"}, Protected: base.Protected,
+				Network: NetworkOff, WallMs: 600_000, Limits: base.Limits},
+		},
+		{
+			name:   "a wider grant covers a narrower requirement and is applied as granted",
+			req:    Policy{WritableRoots: []string{"/r/sub"}},
+			grants: []Grant{{Kind: GrantWritableRoot, Path: "/r"}},
+			want: Policy{WritableRoots: []string{"/r"}, Protected: base.Protected,
+				Network: NetworkOff, WallMs: 600_000, Limits: base.Limits},
+		},
+		{
+			name:   "wall grant lifts the wall",
+			req:    Policy{WallMs: 1000},
+			grants: []Grant{{Kind: GrantWall}},
+			want:   Policy{Protected: base.Protected, Network: NetworkOff, Limits: base.Limits},
+		},
+		{
+			name:   "requirement protected is unioned",
+			req:    Policy{ReadableRoots: []string{"/w"}, Protected: []string{"/w/secret", "/w/.git/hooks"}},
+			grants: []Grant{{Kind: GrantNetwork}},
+			want: Policy{ReadableRoots: []string{"/w"}, Protected: []string{"/w/.git/config", "/w/.git/hooks", "/w/secret"},
+				Network: NetworkFull, WallMs: 600_000, Limits: base.Limits},
+		},
+		{
+			name: "writable requirement under protected is never coverable",
+			req:  Policy{WritableRoots: []string{"/w/.git/hooks"}},
+			code: DenialRequirementsNotCovered,
+		},
+		{
+			name:   "writable grant under protected is refused",
+			req:    Policy{ReadableRoots: []string{"/w"}},
+			grants: []Grant{{Kind: GrantWritableRoot, Path: "/w/.git/hooks/x"}},
+			code:   DenialInvalidPolicy,
+		},
+		{
+			name: "invalid requirements",
+			req:  Policy{ReadableRoots: []string{"relative"}},
+			code: DenialInvalidPolicy,
+		},
+		{
+			name:   "unknown grant",
+			grants: []Grant{{Kind: "protected", Path: "/w/.git/hooks"}},
+			code:   DenialInvalidPolicy,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, d := Compose(base, tt.req, tt.grants)
+			if tt.code != "" {
+				if d == nil {
+					t.Fatalf("Compose = %+v, want denial %s", got, tt.code)
+				}
+				if d.Code != tt.code {
+					t.Fatalf("denial %v, want code %s", d, tt.code)
+				}
+				if diff := cmp.Diff(tt.wanted, d.Wanted, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("Wanted (-want +got):\n%s", diff)
+				}
+				if d.Reason == "" {
+					t.Fatal("denial has no reason")
+				}
+				return
+			}
+			if d != nil {
+				t.Fatalf("unexpected denial: %v", d)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("Compose (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestComposeBaseInvalidWrapsPolicyError(t *testing.T) {
+	_, d := Compose(Policy{Network: "lan"}, Policy{}, nil)
+	var pe *PolicyError
+	if d == nil || d.Code != DenialInvalidPolicy || !errors.As(d, &pe) || pe.Code != PolicyUnknownNetwork {
+		t.Fatalf("Compose with invalid base = %v, want invalid_policy wrapping unknown_network", d)
+	}
+}
+
+// --- properties -----------------------------------------------------------
+
+var components = []string{"a", "b", "c", ".git", ".gitx", "hooks"}
+
+func genPath() *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		n := rapid.IntRange(0, 3).Draw(t, "depth")
+		p := ""
+		for i := 0; i < n; i++ {
+			p += "/" + rapid.SampledFrom(components).Draw(t, "c")
+		}
+		if p == "" {
+			return "/"
+		}
+		return p
+	})
+}
+
+func genPaths(label string) *rapid.Generator[[]string] {
+	return rapid.SliceOfN(genPath(), 0, 4)
+}
+
+func genPolicy() *rapid.Generator[Policy] {
+	return rapid.Custom(func(t *rapid.T) Policy {
+		p := Policy{
+			ReadableRoots: genPaths("r").Draw(t, "readable"),
+			WritableRoots: genPaths("w").Draw(t, "writable"),
+			Protected:     genPaths("p").Draw(t, "protected"),
+			Network:       rapid.SampledFrom([]Network{"", NetworkOff, NetworkFull}).Draw(t, "net"),
+			EnvAllow:      rapid.SliceOfN(rapid.SampledFrom([]string{"PATH", "HOME", "X"}), 0, 3).Draw(t, "env"),
+			WallMs:        rapid.SampledFrom([]int{0, 100, 500}).Draw(t, "wall"),
+			Limits:        Limits{Processes: rapid.SampledFrom([]uint64{0, 10, 20}).Draw(t, "procs")},
+		}
+		// Keep most generated policies valid: drop writable roots under
+		// protected entries.
+		p.WritableRoots = slices.DeleteFunc(p.WritableRoots, func(w string) bool {
+			_, bad := coveredBy(p.Protected, w)
+			return bad
+		})
+		return p
+	})
+}
+
+func genGrants() *rapid.Generator[[]Grant] {
+	return rapid.SliceOfN(rapid.Custom(func(t *rapid.T) Grant {
+		switch k := rapid.SampledFrom(knownGrantKinds).Draw(t, "kind"); k {
+		case GrantReadableRoot, GrantWritableRoot:
+			return Grant{Kind: k, Path: genPath().Draw(t, "path")}
+		default:
+			return Grant{Kind: k}
+		}
+	}), 0, 3)
+}
+
+func TestComposeNeverWiderThanBasePlusGrants(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base, req, grants := genPolicy().Draw(t, "base"), genPolicy().Draw(t, "req"), genGrants().Draw(t, "grants")
+		got, d := Compose(base, req, grants)
+		if d != nil {
+			return
+		}
+		if err := Validate(got); err != nil {
+			t.Fatalf("composed policy invalid: %v", err)
+		}
+		var gRead, gWrite []string
+		gNet, gWall := false, false
+		for _, g := range grants {
+			switch g.Kind {
+			case GrantReadableRoot:
+				gRead = append(gRead, g.Path)
+			case GrantWritableRoot:
+				gWrite = append(gWrite, g.Path)
+			case GrantNetwork:
+				gNet = true
+			case GrantWall:
+				gWall = true
+			}
+		}
+		for _, w := range got.WritableRoots {
+			if _, ok := coveredBy(append(slices.Clone(base.WritableRoots), gWrite...), w); !ok {
+				t.Fatalf("writable %s not within base writable %v or grants %v", w, base.WritableRoots, gWrite)
+			}
+		}
+		for _, r := range got.ReadableRoots {
+			if _, ok := coveredBy(slices.Concat(base.ReadableRoots, base.WritableRoots, gRead, gWrite), r); !ok {
+				t.Fatalf("readable %s not within base or grants", r)
+			}
+		}
+		if got.Network == NetworkFull && base.Network != NetworkFull && !gNet {
+			t.Fatalf("network full without base or grant")
+		}
+		for _, e := range got.EnvAllow {
+			if !slices.Contains(base.EnvAllow, e) || !slices.Contains(req.EnvAllow, e) {
+				t.Fatalf("env %s allowed by composition but not by both sides", e)
+			}
+		}
+		if !gWall && base.WallMs != 0 && (got.WallMs == 0 || got.WallMs > base.WallMs) {
+			t.Fatalf("wall %d looser than base %d", got.WallMs, base.WallMs)
+		}
+		if base.Limits.Processes != 0 && (got.Limits.Processes == 0 || got.Limits.Processes > base.Limits.Processes) {
+			t.Fatalf("processes %d looser than base %d", got.Limits.Processes, base.Limits.Processes)
+		}
+		// Every requirement is met by the result.
+		for _, w := range req.WritableRoots {
+			if _, ok := coveredBy(got.WritableRoots, w); !ok {
+				t.Fatalf("required writable %s missing from %v", w, got.WritableRoots)
+			}
+		}
+		for _, r := range req.ReadableRoots {
+			if _, ok := coveredBy(slices.Concat(got.ReadableRoots, got.WritableRoots), r); !ok {
+				t.Fatalf("required readable %s missing", r)
+			}
+		}
+	})
+}
+
+func TestComposeWantedClearsTheShortfallExactly(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base, req, grants := genPolicy().Draw(t, "base"), genPolicy().Draw(t, "req"), genGrants().Draw(t, "grants")
+		_, d := Compose(base, req, grants)
+		if d == nil || d.Code != DenialRequirementsNotCovered {
+			return
+		}
+		_, d2 := Compose(base, req, append(slices.Clone(grants), d.Wanted...))
+		if d2 != nil && len(d2.Wanted) > 0 {
+			t.Fatalf("granting %v left wanted %v", d.Wanted, d2.Wanted)
+		}
+		if d2 != nil && d2.Code != DenialRequirementsNotCovered {
+			t.Fatalf("granting wanted produced a different denial: %v", d2)
+		}
+		if d2 != nil && !strings.Contains(d2.Reason, "protected") {
+			t.Fatalf("denial after granting everything wanted is not about protection: %v", d2)
+		}
+		// Minimal: without any one wanted grant the shortfall returns.
+		for i := range d.Wanted {
+			fewer := slices.Concat(grants, d.Wanted[:i], d.Wanted[i+1:])
+			if _, d3 := Compose(base, req, fewer); d3 == nil || len(d3.Wanted) == 0 {
+				t.Fatalf("wanted %v is not minimal: %v alone is redundant", d.Wanted, d.Wanted[i])
+			}
+		}
+	})
+}
+
+func TestComposeGrantsNeverTouchProtected(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base, req, grants := genPolicy().Draw(t, "base"), genPolicy().Draw(t, "req"), genGrants().Draw(t, "grants")
+		got, d := Compose(base, req, grants)
+		if d != nil {
+			return
+		}
+		union := map[string]bool{}
+		for _, p := range slices.Concat(base.Protected, req.Protected) {
+			union[p] = true
+		}
+		gotSet := map[string]bool{}
+		for _, p := range got.Protected {
+			gotSet[p] = true
+		}
+		if diff := cmp.Diff(union, gotSet, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("protected is not base ∪ requirements (-want +got):\n%s", diff)
+		}
+		for _, w := range got.WritableRoots {
+			for _, p := range got.Protected {
+				if Covers(p, w) {
+					t.Fatalf("writable root %s under protected %s", w, p)
+				}
+			}
+		}
+	})
+}
+
+func TestComposeIsTotal(t *testing.T) {
+	str := rapid.OneOf(rapid.String(), genPath(), rapid.SampledFrom([]string{"", ".", "..", "/", "//", "/a/../b", "a\x00b"}))
+	anyPolicy := rapid.Custom(func(t *rapid.T) Policy {
+		return Policy{
+			ReadableRoots: rapid.SliceOfN(str, 0, 3).Draw(t, "r"),
+			WritableRoots: rapid.SliceOfN(str, 0, 3).Draw(t, "w"),
+			Protected:     rapid.SliceOfN(str, 0, 3).Draw(t, "p"),
+			Network:       Network(rapid.OneOf(rapid.SampledFrom([]string{"", "off", "full"}), rapid.String()).Draw(t, "n")),
+			EnvAllow:      rapid.SliceOfN(rapid.String(), 0, 3).Draw(t, "e"),
+			WallMs:        rapid.Int().Draw(t, "wall"),
+		}
+	})
+	anyGrant := rapid.Custom(func(t *rapid.T) Grant {
+		return Grant{Kind: GrantKind(rapid.OneOf(rapid.SampledFrom(grantKindNames()), rapid.String()).Draw(t, "k")), Path: str.Draw(t, "p")}
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		got, d := Compose(anyPolicy.Draw(t, "base"), anyPolicy.Draw(t, "req"), rapid.SliceOfN(anyGrant, 0, 4).Draw(t, "grants"))
+		if d == nil {
+			if err := Validate(got); err != nil {
+				t.Fatalf("composed policy invalid: %v", err)
+			}
+			return
+		}
+		if d.Error() == "" || d.Explain() == "" {
+			t.Fatal("denial renders empty")
+		}
+	})
+}

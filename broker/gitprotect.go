@@ -1,0 +1,308 @@
+package broker
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	// MaxSubmoduleDepth bounds how deep DefaultProtected descends into
+	// .git/modules (nested submodules and module names with slashes).
+	MaxSubmoduleDepth = 8
+	// MaxProtectedGitDirs bounds how many git directories DefaultProtected
+	// inspects for one workspace (the worktree's, the common one, and
+	// every submodule's).
+	MaxProtectedGitDirs = 256
+	// MaxGitConfigBytes bounds how much of one git config file
+	// DefaultProtected reads looking for core.hooksPath and includes.
+	MaxGitConfigBytes = 1 << 20
+	// MaxGitIncludeDepth bounds how deeply included git config files are
+	// followed.
+	MaxGitIncludeDepth = 4
+)
+
+// DefaultProtected returns the paths of a workspace that must stay
+// read-only to a jailed command and out of reach of harness-side file
+// tools, so nothing a model runs can plant code that the host's own git
+// later executes outside the jail: for every git directory of the
+// workspace, its hooks directory, its config and config.worktree.
+//
+// Covered layouts:
+//   - an ordinary repository: <workspace>/.git/{hooks,config,config.worktree};
+//   - a linked worktree or submodule checkout, where .git is a file saying
+//     "gitdir: <dir>": that dir's entries, and, when it has a commondir
+//     file, the common directory's entries too;
+//   - submodules: every git directory under <gitdir>/modules (nested ones
+//     and names containing slashes included, to MaxSubmoduleDepth);
+//   - a hooks directory or config that is a symlink: its resolved target
+//     as well;
+//   - core.hooksPath set in a protected config (husky and friends point
+//     it into the workspace) and config files pulled in by include.path
+//     or includeIf.*.path.
+//
+// The lexical <workspace>/.git/hooks and <workspace>/.git/config are
+// always listed; other paths need not exist (the jail binds only those
+// that do). Paths are absolute, clean, sorted and unique. A workspace that
+// is not absolute yields the two lexical entries under its cleaned form,
+// which Validate then refuses: failing closed rather than protecting
+// nothing.
+func DefaultProtected(workspace string) []string {
+	ws := filepath.Clean(workspace)
+	g := &gitScan{ws: ws, seen: map[string]bool{}}
+	dotgit := filepath.Join(ws, ".git")
+	g.add(filepath.Join(dotgit, "hooks"))
+	g.add(filepath.Join(dotgit, "config"))
+
+	fi, err := os.Stat(dotgit)
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		g.gitDir(dotgit, 0)
+		if real, err := filepath.EvalSymlinks(dotgit); err == nil && real != dotgit {
+			g.gitDir(real, 0)
+		}
+	case fi.Mode().IsRegular():
+		if gd, ok := readGitdirFile(dotgit); ok {
+			g.gitDir(gd, 0)
+			if cd, ok := readCommondir(gd); ok {
+				g.gitDir(cd, 0)
+			}
+		}
+	}
+	return normalizeSet(g.out)
+}
+
+type gitScan struct {
+	ws   string
+	out  []string
+	seen map[string]bool
+	dirs int
+}
+
+func (g *gitScan) add(p string) {
+	if !filepath.IsAbs(p) {
+		return
+	}
+	p = filepath.Clean(p)
+	g.out = append(g.out, p)
+	if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+		g.out = append(g.out, real)
+	}
+}
+
+// gitDir protects one git directory's hooks and configs and descends into
+// its submodules.
+func (g *gitScan) gitDir(dir string, depth int) {
+	dir = filepath.Clean(dir)
+	if g.seen[dir] || g.dirs >= MaxProtectedGitDirs {
+		return
+	}
+	g.seen[dir] = true
+	g.dirs++
+	g.add(filepath.Join(dir, "hooks"))
+	for _, name := range []string{"config", "config.worktree"} {
+		cfg := filepath.Join(dir, name)
+		g.add(cfg)
+		g.config(cfg, 0)
+	}
+	g.modules(filepath.Join(dir, "modules"), depth)
+}
+
+// modules walks <gitdir>/modules: a directory holding HEAD is a
+// submodule's git directory; any other directory is part of a module name
+// containing slashes.
+func (g *gitScan) modules(dir string, depth int) {
+	if depth >= MaxSubmoduleDepth {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		if fi, err := os.Stat(filepath.Join(sub, "HEAD")); err == nil && fi.Mode().IsRegular() {
+			g.gitDir(sub, depth+1)
+		} else {
+			g.modules(sub, depth+1)
+		}
+	}
+}
+
+// config protects what a git config file points at: core.hooksPath
+// (relative to the worktree root, where hooks run) and included files
+// (relative to the including file), following includes to
+// MaxGitIncludeDepth.
+func (g *gitScan) config(file string, depth int) {
+	if depth > MaxGitIncludeDepth {
+		return
+	}
+	for _, kv := range readGitConfig(file) {
+		var p string
+		switch {
+		case kv.section == "core" && kv.key == "hookspath":
+			p = expandGitPath(kv.value, g.ws)
+			if p != "" {
+				g.add(p)
+			}
+		case (kv.section == "include" || kv.section == "includeif") && kv.key == "path":
+			p = expandGitPath(kv.value, filepath.Dir(file))
+			if p != "" {
+				g.add(p)
+				g.config(p, depth+1)
+			}
+		}
+	}
+}
+
+func expandGitPath(v, relTo string) string {
+	switch {
+	case v == "":
+		return ""
+	case strings.HasPrefix(v, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil || !filepath.IsAbs(home) {
+			return ""
+		}
+		return filepath.Join(home, v[2:])
+	case filepath.IsAbs(v):
+		return filepath.Clean(v)
+	default:
+		return filepath.Join(relTo, v)
+	}
+}
+
+type gitConfigEntry struct{ section, key, value string }
+
+// readGitConfig reads the section, key and value of each "key = value"
+// line of a git config file (first MaxGitConfigBytes). It understands
+// sections ("[core]", `[includeIf "gitdir:x"]`, "[a.b]"), comments,
+// quoted values and case-insensitive names: enough to find hooksPath and
+// includes, not a full git config parser.
+func readGitConfig(file string) []gitConfigEntry {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []gitConfigEntry
+	section := ""
+	sc := bufio.NewScanner(io.LimitReader(f, MaxGitConfigBytes))
+	sc.Buffer(make([]byte, 0, 4096), MaxGitConfigBytes)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			head := strings.TrimSpace(line[1:end])
+			if i := strings.IndexAny(head, " \t\"."); i >= 0 {
+				head = head[:i]
+			}
+			section = strings.ToLower(head)
+			line = strings.TrimSpace(line[end+1:])
+			if line == "" {
+				continue
+			}
+		}
+		key, value, _ := strings.Cut(line, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		out = append(out, gitConfigEntry{section: section, key: key, value: gitConfigValue(value)})
+	}
+	return out
+}
+
+// gitConfigValue unquotes a value and strips a trailing comment.
+func gitConfigValue(v string) string {
+	v = strings.TrimSpace(v)
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(v):
+			i++
+			switch v[i] {
+			case 't':
+				b.WriteByte('\t')
+			case 'n':
+				b.WriteByte('\n')
+			default:
+				b.WriteByte(v[i])
+			}
+		case !quoted && (c == '#' || c == ';'):
+			return strings.TrimSpace(b.String())
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// readGitdirFile reads a ".git" file of the form "gitdir: <path>"; a
+// relative path is relative to the file's directory.
+func readGitdirFile(file string) (string, bool) {
+	b, err := readSmall(file)
+	if err != nil {
+		return "", false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return "", false
+	}
+	p := strings.TrimSpace(rest)
+	if p == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(filepath.Dir(file), p)
+	}
+	return filepath.Clean(p), true
+}
+
+// readCommondir reads <gitdir>/commondir (relative to gitdir when not
+// absolute).
+func readCommondir(gitdir string) (string, bool) {
+	b, err := readSmall(filepath.Join(gitdir, "commondir"))
+	if err != nil {
+		return "", false
+	}
+	p := strings.TrimSpace(string(b))
+	if p == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(gitdir, p)
+	}
+	return filepath.Clean(p), true
+}
+
+// maxPointerFileBytes bounds a .git or commondir pointer file.
+const maxPointerFileBytes = 4096
+
+func readSmall(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, maxPointerFileBytes)
+	n, err := f.Read(buf)
+	if n == 0 && err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}

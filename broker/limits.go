@@ -1,0 +1,41 @@
+package broker
+
+// Default resource ceilings applied when a Limits field is zero. They are
+// generous for builds and test suites and still stop a runaway command
+// from exhausting the host.
+const (
+	// DefaultCPUSeconds bounds CPU time per process (RLIMIT_CPU).
+	DefaultCPUSeconds = 1200
+	// DefaultMemoryBytes bounds each process's address space (RLIMIT_AS).
+	// Runtimes that reserve large virtual ranges (Go, V8, the JVM) fit.
+	DefaultMemoryBytes = 16 << 30
+	// DefaultProcesses bounds the number of processes the jailed user may
+	// hold (RLIMIT_NPROC); inside a fresh user namespace it counts the
+	// jail's processes only.
+	DefaultProcesses = 1024
+	// DefaultFileSizeBytes bounds the size of any file a command writes
+	// (RLIMIT_FSIZE).
+	DefaultFileSizeBytes = 8 << 30
+	// DefaultOpenFiles bounds open descriptors per process (RLIMIT_NOFILE).
+	DefaultOpenFiles = 4096
+)
+
+// withDefaults returns l with every zero field replaced by its default.
+func (l Limits) withDefaults() Limits {
+	if l.CPUSeconds == 0 {
+		l.CPUSeconds = DefaultCPUSeconds
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = DefaultMemoryBytes
+	}
+	if l.Processes == 0 {
+		l.Processes = DefaultProcesses
+	}
+	if l.FileSizeBytes == 0 {
+		l.FileSizeBytes = DefaultFileSizeBytes
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = DefaultOpenFiles
+	}
+	return l
+}

@@ -1,0 +1,117 @@
+package broker
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Network says what a jailed command may reach over the network.
+type Network string
+
+const (
+	// NetworkOff gives the command a fresh network namespace holding only
+	// a loopback interface of its own; non-unix sockets are refused where
+	// the kernel allows it. It is the zero policy's network.
+	NetworkOff Network = "off"
+	// NetworkFull leaves the command in the host's network namespace.
+	NetworkFull Network = "full"
+)
+
+// Limits are the resource ceilings applied to a jailed command with
+// setrlimit. A zero field means "the broker's default", never "unlimited".
+type Limits struct {
+	CPUSeconds    uint64 `json:"cpu_seconds,omitempty"`
+	MemoryBytes   uint64 `json:"memory_bytes,omitempty"`
+	Processes     uint64 `json:"processes,omitempty"`
+	FileSizeBytes uint64 `json:"file_size_bytes,omitempty"`
+	OpenFiles     uint64 `json:"open_files,omitempty"`
+}
+
+// Policy is what one jailed command may touch. Every path is absolute and
+// clean (Validate refuses anything else). A writable root is readable too.
+// Protected entries stay read-only (jail) and unreadable and unwritable
+// (harness-side file tools) even under a writable or readable root, and no
+// Grant ever changes them.
+type Policy struct {
+	ReadableRoots []string `json:"readable_roots,omitempty"`
+	WritableRoots []string `json:"writable_roots,omitempty"`
+	Protected     []string `json:"protected,omitempty"`
+	Network       Network  `json:"network,omitempty"`
+	// EnvAllow names the environment variables a command may receive;
+	// anything else is dropped even if a caller supplies it.
+	EnvAllow []string `json:"env_allow,omitempty"`
+	// WallMs bounds a command's wall-clock time in milliseconds; 0 means
+	// the caller's own deadline alone bounds it.
+	WallMs int    `json:"wall_ms,omitempty"`
+	Limits Limits `json:"limits,omitempty"`
+}
+
+// GrantKind names one of the closed set of widenings an operator may approve.
+type GrantKind string
+
+const (
+	// GrantReadableRoot adds Path to the readable roots.
+	GrantReadableRoot GrantKind = "readable_root"
+	// GrantWritableRoot adds Path to the writable (and readable) roots.
+	GrantWritableRoot GrantKind = "writable_root"
+	// GrantNetwork raises the network to NetworkFull.
+	GrantNetwork GrantKind = "network"
+	// GrantWall lifts the wall limit (WallMs becomes 0: the caller's
+	// deadline alone bounds the command).
+	GrantWall GrantKind = "wall"
+)
+
+// Grant is one approved widening of a policy. Only Path is meaningful for
+// the root kinds; the other kinds carry no argument. No Grant can touch
+// Policy.Protected.
+type Grant struct {
+	Kind GrantKind `json:"kind"`
+	Path string    `json:"path,omitempty"`
+}
+
+// Covers reports whether path is root or lies under it, comparing whole
+// path components on the cleaned forms: "/w/.git" covers "/w/.git/hooks"
+// but not "/w/.gitx". An absolute root never covers a relative path and a
+// relative root never covers an absolute one. The empty string covers
+// nothing and is covered by nothing. Covers does not touch the filesystem.
+func Covers(root, path string) bool {
+	if root == "" || path == "" {
+		return false
+	}
+	if filepath.IsAbs(root) != filepath.IsAbs(path) {
+		return false
+	}
+	root, path = filepath.Clean(root), filepath.Clean(path)
+	if root == path {
+		return true
+	}
+	if root == string(filepath.Separator) {
+		return true
+	}
+	return len(path) > len(root) && path[len(root)] == filepath.Separator && path[:len(root)] == root
+}
+
+// systemRootCandidates are the directories a shell and ordinary
+// toolchains read outside the workspace: binaries, shared libraries,
+// configuration (resolv.conf, passwd, ld.so.cache, certificates) and
+// vendor installs. /proc, /dev and /tmp are not here: the jail mounts its
+// own.
+var systemRootCandidates = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc", "/opt", "/nix/store",
+}
+
+// SystemReadableRoots returns the system directories a shell needs
+// readable (/usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32, /etc, /opt,
+// /nix/store), filtered to those that exist on this host, in that order.
+// Tools put them in their requirements' ReadableRoots; a base policy
+// that should let shells run grants them too.
+func SystemReadableRoots() []string {
+	var out []string
+	for _, p := range systemRootCandidates {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

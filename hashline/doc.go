@@ -1,0 +1,49 @@
+// Package hashline is the pure core of anchored file editing: it cuts content
+// into numbered lines, gives each line a short content hash (its anchor),
+// renders lines for a reader, and turns edits addressed by line number and
+// anchor into a plan that applies to exactly one content.
+//
+// # What it owns
+//
+//   - Anchors: AnchorOf is the first 8 lowercase hex digits of FNV-1a 64
+//     over a line's bytes. It depends on the line's text alone, so an edit
+//     elsewhere never changes a line's anchor, only perhaps its number;
+//     that is why a Ref carries both and both are checked.
+//   - Digests: Digest is the full FNV-1a 64 hash plus the byte length of a
+//     content. A plan is bound to one digest.
+//   - Reading: Annotate, Window, RenderLine and RenderLines produce the
+//     "N:anchor|text" display form; HasDisplayPrefix recognises it, so a
+//     hunk that pastes display text instead of file text is refused.
+//   - Editing: DecodeHunks and ValidateHunks check hunks without the
+//     content; NewPlan checks them against it (overlaps, stale refs);
+//     Plan.Apply produces the post-image, its digest, its annotation
+//     (computed once) and the region each hunk landed on; RenderRegions
+//     renders those regions with context, merged and capped, from that one
+//     annotation.
+//
+// # What it refuses to own
+//
+// No I/O, no paths, no policy, no clocks, no global state: callers read and
+// write files and decide what a model sees. Errors are values with stable
+// codes (the Code* constants) and messages a model can act on; the package
+// never panics on any input.
+//
+// # Invariants
+//
+//   - Annotate then joining each line's text with its own line break (and
+//     the byte-order mark, if any) reproduces the content exactly. A final
+//     line break starts no extra line; empty content has no lines.
+//   - A Plan applies to the content it was made from and is refused
+//     (CodeStaleDigest) on every other, so re-applying a plan to its own
+//     result never applies it twice; it succeeds again only when the edit
+//     left the content byte-identical. Per-line anchors alone could not
+//     promise this: after a deletion an identical neighbour can slide into
+//     the removed line's number with the same anchor.
+//   - Apply keeps the bytes of every line it does not remove, each line's
+//     own LF or CRLF, a byte-order mark, and a missing final line break;
+//     written lines take the dominant line break. It runs in time linear in
+//     the content plus the hunks.
+//   - Applied.Lines equals Annotate(Applied.Content), and RenderRegions
+//     renders slices of it with RenderLines, so fresh anchors are
+//     byte-identical to what a new read would show.
+package hashline

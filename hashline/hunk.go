@@ -1,0 +1,248 @@
+package hashline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Op names what a hunk does.
+type Op string
+
+// The accepted operations.
+const (
+	// OpReplace replaces lines Start..End (inclusive; End omitted means
+	// Start) with Lines. Empty Lines deletes them.
+	OpReplace Op = "replace"
+	// OpInsertBefore places Lines immediately before line Start.
+	OpInsertBefore Op = "insert_before"
+	// OpInsertAfter places Lines immediately after line Start.
+	OpInsertAfter Op = "insert_after"
+	// OpAppend places Lines after the last line. It takes no refs and works
+	// on empty content.
+	OpAppend Op = "append"
+)
+
+// acceptedOps lists the accepted operations in documentation order.
+var acceptedOps = []Op{OpReplace, OpInsertBefore, OpInsertAfter, OpAppend}
+
+func (o Op) valid() bool { return slices.Contains(acceptedOps, o) }
+
+func opList() string {
+	names := make([]string, len(acceptedOps))
+	for i, o := range acceptedOps {
+		names[i] = string(o)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Hunk is one edit, addressed by refs into the content it was planned from.
+//
+// Lines are file text, never display text: an element that begins with the
+// display prefix ("12:ab12cd34|") is refused. An element holding line breaks
+// is several lines, cut the way content is cut: at each "\n", a "\r" just
+// before it belonging to the break, and a break at the very end of the
+// element starting no further line ("a\nb" and "a\r\nb\n" are two lines; ""
+// and "\n" are one empty line). A "\r" ending an element is dropped too,
+// since written before a line break it would become part of that break.
+// Written lines end with the file's dominant line break (CRLF when more
+// lines end in CRLF than in LF, else LF).
+type Hunk struct {
+	Op    Op       `json:"op"`
+	Start *Ref     `json:"start,omitempty"`
+	End   *Ref     `json:"end,omitempty"`
+	Lines []string `json:"lines"`
+}
+
+// hunkFields lists the JSON fields of a hunk, for the unknown-field message.
+var hunkFields = []string{"op", "start", "end", "lines"}
+
+// pieces cuts a hunk's Lines into the lines it writes (see Hunk).
+func pieces(elems []string) []string {
+	out := make([]string, 0, len(elems))
+	for _, e := range elems {
+		for {
+			i := strings.IndexByte(e, '\n')
+			if i < 0 {
+				out = append(out, strings.TrimSuffix(e, "\r"))
+				break
+			}
+			out = append(out, strings.TrimSuffix(e[:i], "\r"))
+			if e = e[i+1:]; e == "" {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ValidateHunks checks everything about hunks that does not depend on the
+// content: a non-empty list, known ops, the refs each op needs and no
+// others, lines numbered from 1, End not before Start, something to insert,
+// and no line in display form. It returns the first problem as a *HunkError.
+// Overlap and staleness need the content; NewPlan checks them.
+func ValidateHunks(hunks []Hunk) error {
+	if len(hunks) == 0 {
+		return &HunkError{Kind: CodeNoHunks, Index: -1, Detail: "no hunks: give at least one edit"}
+	}
+	for i, h := range hunks {
+		if err := validateHunk(i, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateHunk(i int, h Hunk) error {
+	if !h.Op.valid() {
+		return &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
+			Detail: fmt.Sprintf("unknown op %q; accepted ops: %s", truncate(string(h.Op), maxQuoted), opList())}
+	}
+	switch h.Op {
+	case OpAppend:
+		if h.Start != nil || h.End != nil {
+			return &HunkError{Kind: CodeUnexpectedRef, Index: i, Field: refField(h),
+				Detail: "append takes no start or end; it always adds after the last line"}
+		}
+	default:
+		if h.Start == nil {
+			return &HunkError{Kind: CodeMissingRef, Index: i, Field: "start",
+				Detail: fmt.Sprintf("%s needs start (\"line:anchor\")", h.Op)}
+		}
+		if err := h.Start.validate(h.Start.String()); err != nil {
+			return &HunkError{Kind: CodeBadRef, Index: i, Field: "start", Detail: "bad ref", Err: err}
+		}
+		if h.End != nil {
+			if h.Op != OpReplace {
+				return &HunkError{Kind: CodeUnexpectedRef, Index: i, Field: "end",
+					Detail: fmt.Sprintf("%s takes only start; end is for replace", h.Op)}
+			}
+			if err := h.End.validate(h.End.String()); err != nil {
+				return &HunkError{Kind: CodeBadRef, Index: i, Field: "end", Detail: "bad ref", Err: err}
+			}
+			if h.End.Line < h.Start.Line {
+				return &HunkError{Kind: CodeEndBeforeStart, Index: i, Field: "end",
+					Detail: fmt.Sprintf("end line %d is before start line %d", h.End.Line, h.Start.Line)}
+			}
+		}
+	}
+	ps := pieces(h.Lines)
+	if h.Op != OpReplace && len(ps) == 0 {
+		return &HunkError{Kind: CodeEmptyLines, Index: i, Field: "lines",
+			Detail: fmt.Sprintf("%s with no lines changes nothing; give the lines to add", h.Op)}
+	}
+	for j, p := range ps {
+		if HasDisplayPrefix(p) {
+			return &HunkError{Kind: CodeDisplayPrefix, Index: i, Field: "lines",
+				Detail: fmt.Sprintf("line %d starts with a display prefix (%q); lines are file text: drop the \"N:anchor|\" part", j+1, truncate(p, maxQuoted))}
+		}
+	}
+	return nil
+}
+
+func refField(h Hunk) string {
+	if h.Start != nil {
+		return "start"
+	}
+	return "end"
+}
+
+// DecodeHunks decodes a JSON array of hunk objects strictly and validates the
+// result with ValidateHunks. Each object has "op" (required), "start" and
+// "end" (optional "line:anchor" strings; null means absent) and "lines"
+// (required array of strings, possibly empty). Field names are matched
+// exactly; any other field is refused naming the accepted ones, and an
+// unknown op is refused naming the accepted ops. Every failure is a
+// *HunkError. DecodeHunks never panics, whatever data holds.
+func DecodeHunks(data []byte) ([]Hunk, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return nil, &HunkError{Kind: CodeBadJSON, Index: -1, Detail: "hunks must be a JSON array of objects"}
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(trimmed, &raws); err != nil {
+		return nil, &HunkError{Kind: CodeBadJSON, Index: -1, Detail: "hunks are not valid JSON", Err: err}
+	}
+	hunks := make([]Hunk, len(raws))
+	for i, raw := range raws {
+		h, err := decodeHunk(i, raw)
+		if err != nil {
+			return nil, err
+		}
+		hunks[i] = h
+	}
+	if err := ValidateHunks(hunks); err != nil {
+		return nil, err
+	}
+	return hunks, nil
+}
+
+func decodeHunk(i int, raw json.RawMessage) (Hunk, error) {
+	var h Hunk
+	if len(raw) == 0 || raw[0] != '{' {
+		return h, &HunkError{Kind: CodeBadJSON, Index: i, Detail: "each hunk must be a JSON object"}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return h, &HunkError{Kind: CodeBadJSON, Index: i, Detail: "hunk is not a valid JSON object", Err: err}
+	}
+	var unknown []string
+	for k := range fields {
+		if !slices.Contains(hunkFields, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return h, &HunkError{Kind: CodeUnknownField, Index: i, Field: truncate(unknown[0], maxQuoted),
+			Detail: fmt.Sprintf("unknown field %q; known fields: %s", truncate(unknown[0], maxQuoted), strings.Join(hunkFields, ", "))}
+	}
+	op, ok := fields["op"]
+	if !ok || isNull(op) {
+		return h, &HunkError{Kind: CodeMissingField, Index: i, Field: "op",
+			Detail: "op is required; accepted ops: " + opList()}
+	}
+	var opName string
+	if err := json.Unmarshal(op, &opName); err != nil {
+		return h, &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
+			Detail: "op must be a string; accepted ops: " + opList()}
+	}
+	h.Op = Op(opName)
+	if !h.Op.valid() {
+		return h, &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
+			Detail: fmt.Sprintf("unknown op %q; accepted ops: %s", truncate(opName, maxQuoted), opList())}
+	}
+	for _, f := range []struct {
+		name string
+		dst  **Ref
+	}{{"start", &h.Start}, {"end", &h.End}} {
+		v, ok := fields[f.name]
+		if !ok || isNull(v) {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return h, &HunkError{Kind: CodeBadRef, Index: i, Field: f.name,
+				Detail: "a ref must be a string \"line:anchor\", e.g. \"12:ab12cd34\""}
+		}
+		r, err := ParseRef(s)
+		if err != nil {
+			return h, &HunkError{Kind: CodeBadRef, Index: i, Field: f.name, Detail: "bad ref", Err: err}
+		}
+		*f.dst = &r
+	}
+	lines, ok := fields["lines"]
+	if !ok || isNull(lines) {
+		return h, &HunkError{Kind: CodeMissingField, Index: i, Field: "lines",
+			Detail: "lines is required: an array of strings ([] deletes with replace)"}
+	}
+	if err := json.Unmarshal(lines, &h.Lines); err != nil || h.Lines == nil {
+		return h, &HunkError{Kind: CodeBadJSON, Index: i, Field: "lines",
+			Detail: "lines must be an array of strings"}
+	}
+	return h, nil
+}
+
+func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }

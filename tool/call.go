@@ -1,0 +1,164 @@
+package tool
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+)
+
+// Call carries every seam one tool call may touch. A host builds one per
+// call (or copies a session template with At); tools read it and never
+// keep it. Only the fields a tool uses need to be set: a nil seam means
+// "this host has none", never a crash.
+type Call struct {
+	// Workspace is the absolute root of the model's workspace. Relative
+	// paths in arguments resolve against it.
+	Workspace string
+
+	// Strand is the durable name of the agent making the call; OpID and
+	// StepID identify the operation (a run) and the step (one batch of
+	// tool calls) inside it; SourceIndex is the call's position in the
+	// batch. Identity comes from here, never from model arguments.
+	Strand      string
+	OpID        string
+	StepID      string
+	SourceIndex int
+
+	// Base is the session's base policy; Grants are the widenings approved
+	// for this call. Base.Protected is enforced harness-side as well.
+	Base   broker.Policy
+	Grants []broker.Grant
+
+	// Env is the environment the host built for commands; the broker
+	// still drops anything Policy.EnvAllow does not name.
+	Env map[string]string
+	// TempDir is the session scratch directory shown to commands as
+	// TMPDIR. Empty means DefaultTempDir under the workspace.
+	TempDir string
+	// Shell holds the strand's current shell directory; nil means the
+	// workspace root, with working_directory unable to change it.
+	Shell *Shell
+
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Broker runs jailed commands; nil means this host runs none.
+	Broker *broker.Broker
+	// Blobs stores output that overflows; nil means overflow is refused.
+	Blobs *blob.Store
+
+	// ObserveOutput is shown the rolling tail of a running command's
+	// output after every chunk; nil ignores it.
+	ObserveOutput func(OutputTail)
+	// RaiseRefusal asks the host's escalation plane whether a refused
+	// policy may be widened; nil settles every refusal in band.
+	RaiseRefusal func(context.Context, RaisedRefusal) Escalation
+}
+
+// DefaultTempDir is the session scratch directory, relative to the
+// workspace, used when Call.TempDir is empty.
+const DefaultTempDir = ".loom/tmp"
+
+// At returns a copy of c with the per-call coordinates replaced. The copy
+// shares c's seams.
+func (c *Call) At(opID, stepID string, sourceIndex int) *Call {
+	d := *c
+	d.OpID, d.StepID, d.SourceIndex = opID, stepID, sourceIndex
+	return &d
+}
+
+// Clock returns the call's current time.
+func (c *Call) Clock() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// Scratch returns the absolute session scratch directory.
+func (c *Call) Scratch() string {
+	if c.TempDir != "" {
+		return c.TempDir
+	}
+	return filepath.Join(c.Workspace, DefaultTempDir)
+}
+
+// Dir returns the strand's current shell directory (the workspace when
+// no Shell is set or none was chosen).
+func (c *Call) Dir() string {
+	if c.Shell != nil {
+		if d := c.Shell.Dir(); d != "" {
+			return d
+		}
+	}
+	return c.Workspace
+}
+
+// Observe shows t to the host's output observer, if any.
+func (c *Call) Observe(t OutputTail) {
+	if c.ObserveOutput != nil {
+		c.ObserveOutput(t)
+	}
+}
+
+// Raise asks the host's escalation plane about a refusal. Without a plane
+// it answers Settle.
+func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
+	if c.RaiseRefusal == nil {
+		return Escalation{}
+	}
+	return c.RaiseRefusal(ctx, r)
+}
+
+// Shell is a strand's current shell directory, safe for concurrent use.
+// The zero value means "the workspace root".
+type Shell struct {
+	mu  sync.Mutex
+	dir string
+}
+
+// Dir returns the chosen directory, or "" when none was chosen.
+func (s *Shell) Dir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dir
+}
+
+// SetDir records dir (absolute, already authorized) as the current directory.
+func (s *Shell) SetDir(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dir = dir
+}
+
+// TailBytes bounds the window an OutputTail carries.
+const TailBytes = 4 << 10
+
+// OutputTail is one observation of a running command: the whole retained
+// window of one stream (at most TailBytes, cut on UTF-8 boundaries), not
+// the latest chunk, so an observer replaces what it shows.
+type OutputTail struct {
+	Stream     string // "stdout" or "stderr"
+	Tail       string
+	TotalBytes int64
+}
+
+// RaisedRefusal is a policy refusal a tool hands to the host's escalation
+// plane: the broker's denial (whose Wanted is exactly what an approval may
+// grant) and the refused work's deadline.
+type RaisedRefusal struct {
+	Tool     string
+	Denial   *broker.Denial
+	Deadline time.Time
+}
+
+// Escalation is the host's answer to a RaisedRefusal. The zero value
+// settles: the refusal stands and the tool reports it in band. Resume
+// retries once with Grants added to the call's own.
+type Escalation struct {
+	Resume bool
+	Grants []broker.Grant
+}

@@ -1,0 +1,195 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/agentloom/loom/hashline"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+type editArgs struct {
+	Path   string          `json:"path" jsonschema:"file to edit, relative to the workspace or absolute"`
+	Digest string          `json:"digest" jsonschema:"the digest: line of the fs_read, fs_write or fs_edit answer the hunks were planned against"`
+	Hunks  []hashline.Hunk `json:"hunks" jsonschema:"edits, each addressed by N:anchor refs copied from that answer; they must not overlap"`
+}
+
+// EditDetails is the Details of a successful fs_edit.
+type EditDetails struct {
+	Path    string            `json:"path"`
+	Digest  string            `json:"digest"`
+	Hunks   int               `json:"hunks"`
+	Regions []hashline.Region `json:"regions"`
+}
+
+// StaleDetails is the Details of an fs_edit refused as stale.
+type StaleDetails struct {
+	Error  string `json:"error"`
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+}
+
+var refSchema = &jsonschema.Schema{
+	Type:        "string",
+	Pattern:     `^[0-9]+:[0-9a-f]{8}$`,
+	Description: "a line reference N:anchor, exactly as shown before the | of a read",
+}
+
+var opSchema = &jsonschema.Schema{
+	Type:        "string",
+	Enum:        []any{"replace", "insert_before", "insert_after", "append"},
+	Description: "replace: lines start..end (end defaults to start) become lines, [] deletes; insert_before/insert_after: lines go next to start; append: lines go at the end (no refs; works on an empty file)",
+}
+
+// EditTool returns fs_edit: apply anchored hunks to a file, bound to the
+// digest the model planned against, answering with the new digest and the
+// fresh anchors of every changed region.
+func EditTool() Tool {
+	return Typed(Tool{
+		Name: "fs_edit",
+		Description: "Edit a file with hunks addressed by `N:anchor` refs from an fs_read, fs_write or fs_edit answer, " +
+			"sent with that answer's digest. `lines` are plain file text: never include the `N:anchor|` display prefix. " +
+			"If the file changed since, nothing is written and the answer gives the current digest and fresh anchors " +
+			"to replan from. A success gives the new digest and the fresh anchors of every changed region, so the next " +
+			"edit needs no read.",
+		PromptSnippet: "fs_edit: change lines of a file by anchor",
+		Replay:        ReplaySafe,
+		Mode:          Exclusive,
+	}, runEdit,
+		WithTypeSchema(reflect.TypeFor[hashline.Ref](), refSchema),
+		WithTypeSchema(reflect.TypeFor[hashline.Op](), opSchema))
+}
+
+func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
+	// Display prefixes are refused before anything else: they mean the
+	// model pasted rendered text, whatever the file now holds.
+	for i, h := range a.Hunks {
+		for j, l := range h.Lines {
+			if hashline.HasDisplayPrefix(l) {
+				return Fail(hashline.CodeDisplayPrefix, fmt.Sprintf(
+					"hunk %d, line %d starts with a display prefix (%q): `N:anchor|` is how reads show lines, not file text; send only the text after the |. Nothing was written.",
+					i, j, truncateText(l, 40)))
+			}
+		}
+	}
+	if err := hashline.ValidateHunks(a.Hunks); err != nil {
+		return hunkFailure(err)
+	}
+	path, err := c.ResolveWrite(a.Path)
+	if err != nil {
+		return pathFailure(err)
+	}
+	data, err := readRegular(path)
+	if err != nil {
+		return readFailure(a.Path, err)
+	}
+	shown := c.displayPath(path)
+	current := hashline.Digest(data)
+	if a.Digest != current {
+		return staleOutcome(shown, data, current, a.Hunks, fmt.Sprintf(
+			"stale digest: %s changed since the answer you planned from (you sent %s); nothing was written.", shown, a.Digest))
+	}
+	plan, err := hashline.NewPlan(data, a.Hunks)
+	if err != nil {
+		var se *hashline.StaleError
+		if errors.As(err, &se) {
+			return staleOutcome(shown, data, current, a.Hunks, "stale anchors: "+staleSummary(se)+"; nothing was written.")
+		}
+		return hunkFailure(err)
+	}
+	applied, err := plan.Apply(data)
+	if err != nil {
+		return hunkFailure(err)
+	}
+	if len(applied.Content) > MaxFileBytes {
+		return Fail("file_too_large", fmt.Sprintf("the edit would make %s %d bytes; at most %d bytes (8 MiB) are written. Nothing was written.", shown, len(applied.Content), MaxFileBytes))
+	}
+	if err := writeWhole(path, applied.Content); err != nil {
+		return Fail("write_failed", fmt.Sprintf("%s: %v (nothing was changed)", shown, err))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "applied %d hunk(s) to %s\n", len(a.Hunks), shown)
+	fmt.Fprintf(&b, "digest: %s\n", applied.Digest)
+	writeFreshAnchors(&b, shown, applied.Lines, applied.Regions)
+	return Outcome{Text: b.String(), Details: EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions}}
+}
+
+// writeFreshAnchors renders the anchors of regions under the heading a
+// success and a rejection share.
+func writeFreshAnchors(b *strings.Builder, shown string, lines []hashline.Line, regions []hashline.Region) {
+	if len(lines) == 0 {
+		b.WriteString("The file is now empty (0 lines).\n")
+		return
+	}
+	text, complete, stoppedAt := hashline.RenderRegions(lines, regions, hashline.DefaultFreshContext, hashline.MaxFreshAnchorBytes)
+	b.WriteString("Fresh anchors:\n")
+	b.WriteString(text)
+	if !complete {
+		fmt.Fprintf(b, "... (fresh anchors stop here at %d bytes; fs_read %s with offset=%d for the rest)\n", hashline.MaxFreshAnchorBytes, shown, stoppedAt)
+	}
+}
+
+// staleOutcome refuses an edit planned against other content, carrying
+// the current digest and the current anchors around every line the hunks
+// named, so the model can replan without a read.
+func staleOutcome(shown string, data []byte, current string, hunks []hashline.Hunk, headline string) Outcome {
+	lines := hashline.Annotate(data)
+	var regions []hashline.Region
+	for _, h := range hunks {
+		for _, r := range []*hashline.Ref{h.Start, h.End} {
+			if r != nil {
+				n := min(max(r.Line, 1), len(lines))
+				regions = append(regions, hashline.Region{Start: n, End: n})
+			}
+		}
+		if h.Op == hashline.OpAppend && len(lines) > 0 {
+			regions = append(regions, hashline.Region{Start: len(lines), End: len(lines)})
+		}
+	}
+	slices.SortFunc(regions, func(x, y hashline.Region) int { return x.Start - y.Start })
+	var b strings.Builder
+	b.WriteString(headline + "\n")
+	fmt.Fprintf(&b, "digest: %s\n", current)
+	writeFreshAnchors(&b, shown, lines, regions)
+	fmt.Fprintf(&b, "Replan the hunks against these anchors and send fs_edit again with digest %s.\n", current)
+	code := hashline.CodeStaleAnchor
+	if strings.HasPrefix(headline, "stale digest") {
+		code = hashline.CodeStaleDigest
+	}
+	return Outcome{Text: b.String(), IsError: true, Details: StaleDetails{Error: code, Path: shown, Digest: current}}
+}
+
+func staleSummary(se *hashline.StaleError) string {
+	parts := make([]string, 0, len(se.Stale))
+	for _, s := range se.Stale {
+		if s.Current == nil {
+			parts = append(parts, fmt.Sprintf("%s is past the end (%d lines)", s.Ref, se.Lines))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s is now %d:%s", s.Ref, s.Current.Number, s.Current.Anchor))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// hunkFailure renders a malformed hunk list.
+func hunkFailure(err error) Outcome {
+	var coded interface{ Code() string }
+	if errors.As(err, &coded) {
+		return Fail(coded.Code(), "invalid hunks: "+err.Error()+". Nothing was written.")
+	}
+	return Fail("invalid_hunks", "invalid hunks: "+err.Error()+". Nothing was written.")
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && (s[n]&0xC0) == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

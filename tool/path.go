@@ -1,0 +1,241 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// MaxLinkFollows bounds the symlinks followed while resolving one path.
+const MaxLinkFollows = 40
+
+// JailReplacedRoots are the directories a jail mounts its own copy of.
+// Outside the workspace the harness refuses to read them, since what it
+// would see is not what a jailed command sees.
+var JailReplacedRoots = []string{"/proc", "/dev", "/tmp"}
+
+// PathError is a refused path. Its Code is stable:
+//
+//	outside_roots            the resolved path is not under the workspace (or a readable root, for reads)
+//	protected_path           the path is at or under a protected entry
+//	protection_misconfigured a protected entry is not absolute, so nothing can be trusted
+//	jail_replaced            a read under /proc, /dev or /tmp outside the workspace
+//	too_many_links           more than MaxLinkFollows symlinks
+//	invalid_path             empty or containing a NUL byte
+type PathError struct {
+	Code  string
+	Path  string // the path as the model gave it
+	Entry string // the protected entry or root involved, if any
+	Err   error  // an underlying filesystem error, if any
+}
+
+func (e *PathError) Error() string {
+	switch e.Code {
+	case "outside_roots":
+		return fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every readable root; a bash or code_mode call may ask for it with permissions.readable_roots", e.Path, e.Entry)
+	case "protected_path":
+		return fmt.Sprintf("permission denied: %s is under the protected entry %s; no grant lifts this", e.Path, e.Entry)
+	case "protection_misconfigured":
+		return fmt.Sprintf("permission denied: the host's protected list holds the relative entry %q, which cannot be applied, so every path is refused until the host fixes it", e.Entry)
+	case "jail_replaced":
+		return fmt.Sprintf("permission denied: %s is under %s, which jailed commands see replaced; read it with bash instead", e.Path, e.Entry)
+	case "too_many_links":
+		return fmt.Sprintf("%s: more than %d symbolic links", e.Path, MaxLinkFollows)
+	default:
+		if e.Err != nil {
+			return fmt.Sprintf("invalid path %q: %v", e.Path, e.Err)
+		}
+		return fmt.Sprintf("invalid path %q", e.Path)
+	}
+}
+
+func (e *PathError) Unwrap() error { return e.Err }
+
+// within reports whether p is root or under it, comparing whole path
+// components (".gitx" is not under ".git"). Both must be clean and absolute.
+func within(root, p string) bool {
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// ResolveRead authorizes path for reading and returns the resolved
+// absolute path. Readable: the workspace, the base policy's readable and
+// writable roots, this call's granted roots, and the blob store. Refused:
+// protected entries (lexical or resolved form), and /proc, /dev and /tmp
+// unless the workspace or a readable root covers the path.
+func (c *Call) ResolveRead(path string) (string, error) {
+	lexical, resolved, err := c.resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if c.Blobs != nil {
+		if root, err := resolveReal(c.Blobs.Root()); err == nil && within(root, resolved) {
+			return resolved, nil
+		}
+	}
+	if err := c.checkProtected(path, lexical, resolved); err != nil {
+		return "", err
+	}
+	ws, err := resolveReal(c.Workspace)
+	if err != nil {
+		return "", &PathError{Code: "invalid_path", Path: path, Err: err}
+	}
+	if within(ws, resolved) {
+		return resolved, nil
+	}
+	for _, root := range c.readableRoots() {
+		if rr, err := resolveReal(root); err == nil && within(rr, resolved) {
+			return resolved, nil
+		}
+	}
+	for _, r := range JailReplacedRoots {
+		if within(r, resolved) || within(r, lexical) {
+			return "", &PathError{Code: "jail_replaced", Path: path, Entry: r}
+		}
+	}
+	return "", &PathError{Code: "outside_roots", Path: path, Entry: resolved}
+}
+
+// ResolveWrite authorizes path for writing and returns the resolved
+// absolute path. Writable: the workspace and the writable roots of the
+// base policy and this call's grants. Refused: protected entries, the blob
+// store, and anything a symlink carries outside those roots.
+func (c *Call) ResolveWrite(path string) (string, error) {
+	lexical, resolved, err := c.resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if err := c.checkProtected(path, lexical, resolved); err != nil {
+		return "", err
+	}
+	if c.Blobs != nil {
+		if root, err := resolveReal(c.Blobs.Root()); err == nil && within(root, resolved) {
+			return "", &PathError{Code: "protected_path", Path: path, Entry: root}
+		}
+	}
+	roots := append([]string{c.Workspace}, c.Base.WritableRoots...)
+	for _, g := range c.Grants {
+		if g.Kind == "writable_root" {
+			roots = append(roots, g.Path)
+		}
+	}
+	for _, root := range roots {
+		if rr, err := resolveReal(root); err == nil && within(rr, resolved) {
+			return resolved, nil
+		}
+	}
+	return "", &PathError{Code: "outside_roots", Path: path, Entry: resolved}
+}
+
+func (c *Call) readableRoots() []string {
+	roots := append(append([]string{}, c.Base.ReadableRoots...), c.Base.WritableRoots...)
+	for _, g := range c.Grants {
+		if g.Kind == "readable_root" || g.Kind == "writable_root" {
+			roots = append(roots, g.Path)
+		}
+	}
+	return roots
+}
+
+// resolve returns the lexical (cleaned, absolute) and resolved forms of path.
+func (c *Call) resolve(path string) (lexical, resolved string, err error) {
+	if path == "" || strings.ContainsRune(path, 0) {
+		return "", "", &PathError{Code: "invalid_path", Path: path, Err: errors.New("a path must be non-empty and free of NUL bytes")}
+	}
+	if !filepath.IsAbs(c.Workspace) {
+		return "", "", &PathError{Code: "invalid_path", Path: path, Err: fmt.Errorf("the host's workspace %q is not absolute", c.Workspace)}
+	}
+	lexical = path
+	if !filepath.IsAbs(lexical) {
+		lexical = filepath.Join(c.Workspace, lexical)
+	}
+	lexical = filepath.Clean(lexical)
+	resolved, err = resolveReal(lexical)
+	if err != nil {
+		var pe *PathError
+		if errors.As(err, &pe) {
+			pe.Path = path
+			return "", "", pe
+		}
+		return "", "", &PathError{Code: "invalid_path", Path: path, Err: err}
+	}
+	return lexical, resolved, nil
+}
+
+// checkProtected refuses lexical/resolved under any protected entry, and
+// refuses everything when an entry is relative.
+func (c *Call) checkProtected(path, lexical, resolved string) error {
+	for _, e := range c.Base.Protected {
+		if !filepath.IsAbs(e) {
+			return &PathError{Code: "protection_misconfigured", Path: path, Entry: e}
+		}
+	}
+	for _, e := range c.Base.Protected {
+		e = filepath.Clean(e)
+		re, err := resolveReal(e)
+		if err != nil {
+			re = e
+		}
+		if within(e, lexical) || within(e, resolved) || within(re, lexical) || within(re, resolved) {
+			return &PathError{Code: "protected_path", Path: path, Entry: e}
+		}
+	}
+	return nil
+}
+
+// resolveReal resolves every symlink in the absolute, clean path p, one
+// component at a time, following at most MaxLinkFollows links. Components
+// that do not exist are kept lexically, so a path to a file not yet
+// created resolves to where it would be created.
+func resolveReal(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", &PathError{Code: "invalid_path", Path: p, Err: errors.New("not absolute")}
+	}
+	rest := strings.Split(filepath.Clean(p), "/")[1:]
+	done := "/"
+	follows := 0
+	for len(rest) > 0 {
+		comp := rest[0]
+		rest = rest[1:]
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, comp)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				// The rest does not exist yet: keep it as written, but
+				// still apply any ".." lexically.
+				return filepath.Clean(filepath.Join(append([]string{next}, rest...)...)), nil
+			}
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		follows++
+		if follows > MaxLinkFollows {
+			return "", &PathError{Code: "too_many_links", Path: p}
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			done = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return done, nil
+}

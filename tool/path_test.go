@@ -1,0 +1,196 @@
+package tool
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+)
+
+// testWorkspace makes a workspace with a git layout, an outside directory
+// and a blob store, and returns a Call over it.
+func testWorkspace(t *testing.T) (*Call, string) {
+	t.Helper()
+	root := nonTmpDir(t)
+	ws := filepath.Join(root, "ws")
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{ws + "/.git/hooks", ws + "/.git/objects", ws + "/src", outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(ws+"/.git/config", "[core]\n")
+	write(ws+"/src/a.txt", "alpha\n")
+	write(outside+"/secret.txt", "secret\n")
+	store, err := blob.Open(filepath.Join(root, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Call{
+		Workspace: ws,
+		Base:      broker.Policy{Protected: []string{ws + "/.git/hooks", ws + "/.git/config"}},
+		Blobs:     store,
+	}
+	return c, outside
+}
+
+// nonTmpDir returns a fresh directory outside /tmp, which reads treat as
+// jail-replaced, so refusals of "outside" paths are about the roots alone.
+func nonTmpDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/var/tmp", "loom-tool-test-")
+	if err != nil {
+		t.Fatalf("no /var/tmp to build a non-/tmp workspace in: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func TestPathDiscipline(t *testing.T) {
+	c, outside := testWorkspace(t)
+	ws := c.Workspace
+	mustLink := func(target, link string) {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustLink(outside, "escape")               // a directory symlink out of the workspace
+	mustLink(outside+"/secret.txt", "leak")   // a file symlink out
+	mustLink(".git/hooks", "hooks")           // a symlink onto a protected entry
+	mustLink("src/../.git/config", "cfg")     // a relative link onto the other
+	mustLink("loop2", "loop1")                // a link cycle
+	mustLink("loop1", "loop2")                //
+	mustLink("src", "srclink")                // a harmless internal link
+	if err := os.MkdirAll(ws+"/.gitx", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := c.Blobs.Put([]byte("spilled output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobPath := c.Blobs.Path(ref)
+
+	cases := []struct {
+		path      string
+		read      string // expected code, "" = allowed
+		write     string
+		wantAfter string // expected resolved path suffix when allowed
+	}{
+		{"src/a.txt", "", "", "/ws/src/a.txt"},
+		{"new_dir/deeper/file.txt", "", "", "/ws/new_dir/deeper/file.txt"},
+		{"srclink/a.txt", "", "", "/ws/src/a.txt"},
+		{"../outside/secret.txt", "outside_roots", "outside_roots", ""},
+		{"src/../../outside/secret.txt", "outside_roots", "outside_roots", ""},
+		{outside + "/secret.txt", "outside_roots", "outside_roots", ""},
+		{"escape/secret.txt", "outside_roots", "outside_roots", ""},
+		{"escape/new.txt", "outside_roots", "outside_roots", ""},
+		{"leak", "outside_roots", "outside_roots", ""},
+		{".git/hooks/pre-commit", "protected_path", "protected_path", ""},
+		{".git/hooks", "protected_path", "protected_path", ""},
+		{".git/config", "protected_path", "protected_path", ""},
+		{"hooks/post-checkout", "protected_path", "protected_path", ""},
+		{"cfg", "protected_path", "protected_path", ""},
+		{".git/objects/ab", "", "", "/ws/.git/objects/ab"},
+		{".gitx/hooks", "", "", "/ws/.gitx/hooks"},
+		{"loop1", "too_many_links", "too_many_links", ""},
+		{"/proc/self/environ", "jail_replaced", "outside_roots", ""},
+		{"/dev/null", "jail_replaced", "outside_roots", ""},
+		{blobPath, "", "protected_path", blobPath[len(blobPath)-20:]},
+		{"", "invalid_path", "invalid_path", ""},
+		{"a\x00b", "invalid_path", "invalid_path", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			for _, op := range []struct {
+				name string
+				fn   func(string) (string, error)
+				want string
+			}{{"read", c.ResolveRead, tc.read}, {"write", c.ResolveWrite, tc.write}} {
+				got, err := op.fn(tc.path)
+				if op.want == "" {
+					if err != nil {
+						t.Errorf("%s: unexpected refusal: %v", op.name, err)
+					} else if !strings.HasSuffix(got, tc.wantAfter) {
+						t.Errorf("%s: resolved to %s, want suffix %s", op.name, got, tc.wantAfter)
+					}
+					continue
+				}
+				var pe *PathError
+				if !errors.As(err, &pe) || pe.Code != op.want {
+					t.Errorf("%s: got (%q, %v), want code %s", op.name, got, err, op.want)
+				}
+			}
+		})
+	}
+}
+
+func TestRelativeProtectedEntryFailsClosed(t *testing.T) {
+	c, _ := testWorkspace(t)
+	c.Base.Protected = append(c.Base.Protected, ".git")
+	for _, fn := range []func(string) (string, error){c.ResolveRead, c.ResolveWrite} {
+		_, err := fn("src/a.txt")
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Code != "protection_misconfigured" || pe.Entry != ".git" {
+			t.Fatalf("got %v, want protection_misconfigured naming .git", err)
+		}
+	}
+}
+
+func TestReadableRootsAndGrants(t *testing.T) {
+	c, outside := testWorkspace(t)
+	if _, err := c.ResolveRead(outside + "/secret.txt"); err == nil {
+		t.Fatal("control: outside must be refused without a root")
+	}
+	c.Base.ReadableRoots = []string{outside}
+	if _, err := c.ResolveRead(outside + "/secret.txt"); err != nil {
+		t.Fatalf("readable root: %v", err)
+	}
+	if _, err := c.ResolveWrite(outside + "/secret.txt"); err == nil {
+		t.Fatal("a readable root must not be writable")
+	}
+	c.Grants = []broker.Grant{{Kind: broker.GrantWritableRoot, Path: outside}}
+	if _, err := c.ResolveWrite(outside + "/new.txt"); err != nil {
+		t.Fatalf("granted writable root: %v", err)
+	}
+	// No grant lifts protection.
+	c.Grants = append(c.Grants, broker.Grant{Kind: broker.GrantWritableRoot, Path: c.Workspace + "/.git"})
+	if _, err := c.ResolveWrite(".git/hooks/x"); err == nil {
+		t.Fatal("a grant lifted a protected entry")
+	}
+}
+
+func TestLinkFollowBound(t *testing.T) {
+	dir := t.TempDir()
+	// A chain of exactly MaxLinkFollows links resolves; one more does not.
+	if err := os.WriteFile(dir+"/end", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prev := "end"
+	for i := 1; i <= MaxLinkFollows+1; i++ {
+		name := "l" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		if err := os.Symlink(prev, dir+"/"+name); err != nil {
+			t.Fatal(err)
+		}
+		if i == MaxLinkFollows {
+			if _, err := resolveReal(dir + "/" + name); err != nil {
+				t.Fatalf("%d links: %v", i, err)
+			}
+		}
+		if i == MaxLinkFollows+1 {
+			var pe *PathError
+			if _, err := resolveReal(dir + "/" + name); !errors.As(err, &pe) || pe.Code != "too_many_links" {
+				t.Fatalf("%d links: %v", i, err)
+			}
+		}
+		prev = name
+	}
+}

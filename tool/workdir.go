@@ -1,0 +1,67 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+type workdirArgs struct {
+	Path string `json:"path,omitempty" jsonschema:"directory to make the shell's current directory (relative to the workspace or absolute); omit to only report"`
+}
+
+// WorkdirDetails is the Details of working_directory.
+type WorkdirDetails struct {
+	Cwd       string `json:"cwd"`
+	Workspace string `json:"workspace"`
+	TempDir   string `json:"tmpdir"`
+	Changed   bool   `json:"changed"`
+}
+
+// WorkdirTool returns working_directory: report the shell's current
+// directory, the workspace and TMPDIR, or change the current directory
+// later bash calls start in. It is ReplayNever because a relative change
+// repeated after it landed would land somewhere else.
+func WorkdirTool() Tool {
+	return Typed(Tool{
+		Name: "working_directory",
+		Description: "Report the directory bash commands start in, the workspace root and TMPDIR (scratch that persists " +
+			"between calls), or change the start directory with `path`. File tools always resolve relative paths " +
+			"against the workspace root, not this directory.",
+		PromptSnippet: "working_directory: show or change where bash commands start",
+		Replay:        ReplayNever,
+		Mode:          Exclusive,
+	}, runWorkdir)
+}
+
+func runWorkdir(_ context.Context, c *Call, a workdirArgs) Outcome {
+	changed := false
+	if a.Path != "" {
+		if c.Shell == nil {
+			return Fail("unsupported", "this host keeps no shell directory, so it cannot be changed; pass cwd to each bash call instead")
+		}
+		base := c.Dir()
+		p := a.Path
+		if !filepath.IsAbs(p) {
+			// A relative change is relative to the current shell directory,
+			// as cd is.
+			p = filepath.Join(base, p)
+		}
+		dir, err := c.ResolveRead(p)
+		if err != nil {
+			return pathFailure(err)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return Fail("not_a_directory", fmt.Sprintf("%s is not an existing directory; the shell directory is unchanged (%s)", a.Path, c.displayPath(base)))
+		}
+		c.Shell.SetDir(dir)
+		changed = true
+	}
+	d := WorkdirDetails{Cwd: c.Dir(), Workspace: c.Workspace, TempDir: c.Scratch(), Changed: changed}
+	text := fmt.Sprintf("cwd: %s\nworkspace: %s\nTMPDIR: %s\n", d.Cwd, d.Workspace, d.TempDir)
+	if changed {
+		text = "changed the shell directory\n" + text
+	}
+	return Outcome{Text: text, Details: d}
+}
