@@ -9,7 +9,7 @@ import (
 // once it has spilled: enough for Excerpts to find the same rune
 // boundaries it would find in the whole stream, since deciding a cut at
 // ExcerptBytes looks at most utf8.UTFMax bytes past it.
-const excerptWindow = ExcerptBytes + 1 + 0*utf8.UTFMax
+const excerptWindow = ExcerptBytes + utf8.UTFMax
 
 // Spool applies the overflow decision to a stream whose length is not
 // known in advance, in bounded memory. It buffers up to OverflowThreshold

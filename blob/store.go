@@ -21,10 +21,11 @@ const (
 	// directory a blob lives in (root/ab/abcdef...), keeping any one
 	// directory to at most 256 shards of manageable size.
 	ShardLen = 2
-	// StagePrefix and StageSuffix frame the name of a staged file in the
-	// store root; the middle is random and unique to one write. Such a
+	// StagePrefix begins the name of every staged file in the store root;
+	// the middle of the name is random and unique to one write. A staged
 	// file is never a blob: only a rename establishes one.
 	StagePrefix = "stage-"
+	// StageSuffix ends the name of every staged file in the store root.
 	StageSuffix = ".tmp"
 )
 
@@ -43,7 +44,9 @@ type Store struct {
 
 // Open returns the store rooted at root, which must be an absolute path.
 // A missing root is created with RootMode (parents included); an existing
-// root must be a directory. Open neither lists nor sweeps the root.
+// root must be a directory. The store keeps the root with symbolic links
+// resolved, so Path and RefOf agree with a caller that resolves the paths
+// it checks. Open neither lists nor sweeps the root.
 func Open(root string) (*Store, error) {
 	if !filepath.IsAbs(root) {
 		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root must be an absolute path", nil)
@@ -62,10 +65,15 @@ func Open(root string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root is not a directory", nil)
 	}
-	return &Store{root: root}, nil
+	resolved, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, ioError("open", "", root, err)
+	}
+	return &Store{root: resolved}, nil
 }
 
-// Root returns the cleaned absolute root the store was opened with.
+// Root returns the store's absolute root, cleaned and with symbolic links
+// resolved.
 func (s *Store) Root() string { return s.root }
 
 // Path returns the absolute file path at which the blob r is (or would be)

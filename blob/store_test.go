@@ -58,6 +58,33 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+func TestOpenResolvesSymlinkedRoot(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	link := filepath.Join(dir, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := blob.Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.EvalSymlinks(real)
+	if s.Root() != want {
+		t.Fatalf("Root() = %q, want the resolved %q", s.Root(), want)
+	}
+	r, err := s.Put([]byte("via a link"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.RefOf(filepath.Join(want, string(r[:2]), string(r))); !ok || got != r {
+		t.Fatalf("RefOf(resolved path) = %q, %v", got, ok)
+	}
+}
+
 func TestOpenCreatesRootWithRootMode(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "blobs")
 	if _, err := blob.Open(root); err != nil {

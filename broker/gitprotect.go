@@ -53,7 +53,11 @@ func DefaultProtected(workspace string) []string {
 	ws := filepath.Clean(workspace)
 	g := &gitScan{ws: ws, seen: map[string]bool{}}
 	dotgit := filepath.Join(ws, ".git")
-	g.add(filepath.Join(dotgit, "hooks"))
+	g.out = append(g.out, filepath.Join(dotgit, "hooks"), filepath.Join(dotgit, "config"))
+	if !filepath.IsAbs(ws) {
+		return g.out // fail closed: Validate refuses these
+	}
+	g.add(filepath.Join(dotgit, "hooks")) // their resolved forms, if symlinks
 	g.add(filepath.Join(dotgit, "config"))
 
 	fi, err := os.Stat(dotgit)

@@ -53,8 +53,9 @@ func (t *Ticket) Deadline() time.Time { return t.deadline }
 // into the ledger.
 //
 // The ledger keeps a small record per step it has seen (the deadline and
-// abort must outlive the step's tickets); Forget drops an operation's
-// records once the host is done with it.
+// the abort must outlive the step's tickets); Forget drops an operation's
+// records once the host is done with it, and a host that never calls it
+// holds one record per step for the ledger's lifetime.
 type Ledger struct {
 	now func() time.Time
 
@@ -131,9 +132,6 @@ func (l *Ledger) Release(t *Ticket) {
 	t.released = true
 	if st := l.steps[t.key]; st != nil {
 		delete(st.outstanding, t)
-		if len(st.outstanding) == 0 && st.deadline.IsZero() && !st.aborted {
-			delete(l.steps, t.key) // nothing about this step needs remembering
-		}
 	}
 }
 

@@ -114,6 +114,7 @@ func newDecoder[A any](opts ...SchemaOption) (*decoder, error) {
 	if s.Type != "object" {
 		return nil, fmt.Errorf("arguments must be a struct, got schema type %q", s.Type)
 	}
+	dropNullable(s)
 	if s.Properties == nil {
 		// An object with no properties still says so explicitly; some
 		// clients reject an object schema without "properties".
@@ -133,6 +134,24 @@ func newDecoder[A any](opts ...SchemaOption) (*decoder, error) {
 	}
 	sort.Strings(known)
 	return &decoder{raw: raw, resolved: rs, known: known}, nil
+}
+
+// dropNullable rewrites the inferred type ["null", T] of slices and
+// pointers to plain T. A model never needs to send null (omitting an
+// optional property says the same), and several providers reject type
+// arrays in tool schemas.
+func dropNullable(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	for _, p := range s.Properties {
+		dropNullable(p)
+	}
+	dropNullable(s.Items)
+	dropNullable(s.AdditionalProperties)
 }
 
 // decode checks raw against the schema and unmarshals it into dst.

@@ -151,12 +151,15 @@ func (c *Call) resolve(path string) (lexical, resolved string, err error) {
 	if !filepath.IsAbs(c.Workspace) {
 		return "", "", &PathError{Code: "invalid_path", Path: path, Err: fmt.Errorf("the host's workspace %q is not absolute", c.Workspace)}
 	}
-	lexical = path
-	if !filepath.IsAbs(lexical) {
-		lexical = filepath.Join(c.Workspace, lexical)
+	raw := path
+	if !filepath.IsAbs(raw) {
+		raw = c.Workspace + "/" + raw
 	}
-	lexical = filepath.Clean(lexical)
-	resolved, err = resolveReal(lexical)
+	// Resolution walks the path as written, so "link/.." means the parent
+	// of the link's target, as it does to the kernel; the cleaned form is
+	// kept for matching protected entries lexically.
+	lexical = filepath.Clean(raw)
+	resolved, err = resolveReal(raw)
 	if err != nil {
 		var pe *PathError
 		if errors.As(err, &pe) {
@@ -189,7 +192,7 @@ func (c *Call) checkProtected(path, lexical, resolved string) error {
 	return nil
 }
 
-// resolveReal resolves every symlink in the absolute, clean path p, one
+// resolveReal resolves every symlink in the absolute path p, one
 // component at a time, following at most MaxLinkFollows links. Components
 // that do not exist are kept lexically, so a path to a file not yet
 // created resolves to where it would be created.
@@ -197,7 +200,7 @@ func resolveReal(p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", &PathError{Code: "invalid_path", Path: p, Err: errors.New("not absolute")}
 	}
-	rest := strings.Split(filepath.Clean(p), "/")[1:]
+	rest := strings.Split(p, "/")[1:]
 	done := "/"
 	follows := 0
 	for len(rest) > 0 {

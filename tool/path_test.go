@@ -194,3 +194,7 @@ func TestLinkFollowBound(t *testing.T) {
 		prev = name
 	}
 }
+
+func protectedHooks(ws string) broker.Policy {
+	return broker.Policy{Protected: []string{ws + "/.git/hooks", ws + "/.git/config"}}
+}

@@ -1,0 +1,101 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// MaxReportTextBytes bounds how much of one child's report agent_wait
+// shows in its text; Details carry the whole report.
+const MaxReportTextBytes = 16 << 10
+
+// MaxNotesTextBytes bounds the text of one agent_notes answer; Details
+// carry every returned value whole.
+const MaxNotesTextBytes = 64 << 10
+
+// Tools returns the agent family over agency, in the order a host should
+// register them: agent_spawn, agent_send, agent_wait, agent_note,
+// agent_notes, agent_roster and todo. They ask the broker for nothing
+// (no Requirements). agent_send is ReplayNever, the rest ReplaySafe; all
+// are Concurrent, since the Agency serializes what must be. A nil agency
+// yields tools that answer every call with CodeAgencyUnavailable.
+func Tools(agency Agency) []tool.Tool {
+	return []tool.Tool{
+		SpawnTool(agency), SendTool(agency), WaitTool(agency),
+		NoteTool(agency), NotesTool(agency), RosterTool(agency), TodoTool(agency),
+	}
+}
+
+// CallerOf builds the Caller of a model's own tool call from the call's
+// coordinates. Nothing in it comes from the call's arguments.
+func CallerOf(c *tool.Call) Caller {
+	return Caller{Strand: c.Strand, OpID: c.OpID, StepID: c.StepID, SourceIndex: c.SourceIndex, Minter: ToolCallMinter()}
+}
+
+// RefusalDetails is the Details of an outcome reporting a Refusal.
+type RefusalDetails struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+}
+
+// refusalOutcome renders err (a Refusal, or any other Agency failure) as
+// an in-band error outcome naming its code.
+func refusalOutcome(name string, err error) tool.Outcome {
+	var r *Refusal
+	if !errors.As(err, &r) {
+		r = &Refusal{Code: CodeAgencyUnavailable, Reason: "the agency failed: " + err.Error(), Err: err}
+	}
+	return tool.Outcome{
+		Text:    fmt.Sprintf("%s refused (%s): %s", name, r.Code, r.Reason),
+		IsError: true,
+		Details: RefusalDetails{Error: string(r.Code), Reason: r.Reason},
+	}
+}
+
+func unavailable(name string) tool.Outcome {
+	return refusalOutcome(name, refuse(CodeAgencyUnavailable, "this host offers no agency; sub-agents are not available"))
+}
+
+// guard wraps run so a nil agency answers in band.
+func guard[A any](agency Agency, name string, run func(ctx context.Context, c *tool.Call, a A) tool.Outcome) func(ctx context.Context, c *tool.Call, a A) tool.Outcome {
+	return func(ctx context.Context, c *tool.Call, a A) tool.Outcome {
+		if agency == nil {
+			return unavailable(name)
+		}
+		return run(ctx, c, a)
+	}
+}
+
+// untilText renders a deadline as time remaining.
+func untilText(now, deadline time.Time) string {
+	if deadline.IsZero() {
+		return "none"
+	}
+	d := deadline.Sub(now).Round(time.Second)
+	if d <= 0 {
+		return "passed"
+	}
+	return "in " + d.String()
+}
+
+func msUntil(now, deadline time.Time) int64 {
+	if deadline.IsZero() {
+		return 0
+	}
+	return max(deadline.Sub(now).Milliseconds(), 0)
+}
+
+func truncate(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	cut := n
+	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut], true
+}

@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/agentloom/loom/tool"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+type todoArgs struct {
+	Op     TodoOp   `json:"op" jsonschema:"the operation"`
+	Items  []string `json:"items,omitempty" jsonschema:"task texts, for init and append"`
+	Task   string   `json:"task,omitempty" jsonschema:"the task's text (exact, or a unique case- and spacing-insensitive match), for start, done, drop, block, unblock, remove"`
+	Reason string   `json:"reason,omitempty" jsonschema:"why the task is blocked, for block"`
+}
+
+// TodoDetails is the Details of a successful todo call: the op and the
+// board that landed.
+type TodoDetails struct {
+	Op   TodoOp `json:"op"`
+	Todo Board  `json:"todo"`
+}
+
+// TodoTool returns todo: the caller's own task board, one op per call,
+// applied by ApplyTodo under the agency's compare-and-set. Every op is
+// written to its postcondition, so the tool is ReplaySafe, and
+// Concurrent without losing a sibling call's update.
+func TodoTool(agency Agency) tool.Tool {
+	ops := &jsonschema.Schema{Type: "string", Description: "init, start, done, drop, block, unblock, append, remove or view"}
+	for _, o := range TodoOps {
+		ops.Enum = append(ops.Enum, string(o))
+	}
+	return tool.Typed(tool.Tool{
+		Name: TodoToolName,
+		Description: fmt.Sprintf("Keep your task list. Ops: init (replace the list with items), append (add items not already listed), "+
+			"start (make a task the active one), done, drop, block (with a reason), unblock, remove, view. "+
+			"One task is active at a time; when none is, the first pending task becomes active (blocked tasks never do). "+
+			"Name a task by its text. At most %d tasks of %d bytes each.", MaxTodoTasks, MaxTodoTextBytes),
+		PromptSnippet: "todo: keep your task list",
+		Replay:        tool.ReplaySafe,
+		Mode:          tool.Concurrent,
+	}, guard(agency, TodoToolName, func(ctx context.Context, c *tool.Call, a todoArgs) tool.Outcome {
+		step := TodoStep{Op: a.Op, Items: a.Items, Task: a.Task, Reason: a.Reason}
+		b, err := agency.Todos(ctx, CallerOf(c), func(b Board) (Board, error) { return ApplyTodo(b, step) })
+		if err != nil {
+			return refusalOutcome(TodoToolName, err)
+		}
+		if b.Tasks == nil {
+			b.Tasks = []Task{}
+		}
+		return tool.Outcome{Text: b.Render(), Details: TodoDetails{Op: a.Op, Todo: b}}
+	}), tool.WithTypeSchema(reflect.TypeFor[TodoOp](), ops))
+}

@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// noteEntry is one stored note: compact JSON.
+type noteEntry struct {
+	value json.RawMessage
+}
+
+// todoCell is one strand's board with its compare-and-set sequence.
+type todoCell struct {
+	board Board
+	seq   uint64
+}
+
+// ValidNoteKey reports whether key may name a note: segments of
+// [A-Za-z0-9._-] separated by single '/', none of them "." or "..", at
+// most MaxNoteKeyBytes, and not the reserved todo cell.
+func ValidNoteKey(key string) bool {
+	if key == "" || len(key) > MaxNoteKeyBytes || key == TodoNoteKey {
+		return false
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		for i := 0; i < len(seg); i++ {
+			c := seg[i]
+			ok := c == '.' || c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Note implements Agency.
+func (a *Reference) Note(ctx context.Context, c Caller, key string, value json.RawMessage) (Note, error) {
+	if !ValidNoteKey(key) {
+		return Note{}, refuse(CodeBadNoteKey, "note key %q must be segments of letters, digits, '.', '_' or '-' joined by '/', at most %d bytes, and not %q", key, MaxNoteKeyBytes, TodoNoteKey)
+	}
+	if len(value) > MaxNoteBytes {
+		return Note{}, refuse(CodeNoteTooLarge, "the note is %d bytes, more than %d; store a summary", len(value), MaxNoteBytes)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, value); err != nil || compact.Len() == 0 {
+		return Note{}, refuse(CodeNoteTooLarge, "the note value must be one JSON value")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, err := a.callerLocked(c); err != nil {
+		return Note{}, err
+	}
+	full := NoteKey(c.Strand, key)
+	v := json.RawMessage(compact.Bytes())
+	if old, ok := a.notes[full]; ok {
+		if bytes.Equal(old.value, v) {
+			return Note{Key: full, Value: old.value}, nil
+		}
+		return Note{}, refuse(CodeNoteExists, "%s is already written and notes are write-once; write a new key", full)
+	}
+	if a.written[c.Strand] >= MaxNotesPerStrand {
+		return Note{}, refuse(CodeNoteLimit, "%q has written %d notes, the most allowed", c.Strand, MaxNotesPerStrand)
+	}
+	a.notes[full] = noteEntry{value: v}
+	a.written[c.Strand]++
+	return Note{Key: full, Value: v}, nil
+}
+
+// Notes implements Agency. The blackboard is the session's: any strand
+// reads every strand's notes, while each writes only under its own
+// prefix. Todo cells appear as their board's JSON.
+func (a *Reference) Notes(ctx context.Context, c Caller, prefix string) (NotesPage, error) {
+	if !strings.HasPrefix(prefix, NotesNamespace) {
+		return NotesPage{}, refuse(CodeBadNoteKey, "a notes prefix must start with %q", NotesNamespace)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, err := a.callerLocked(c); err != nil {
+		return NotesPage{}, err
+	}
+	var keys []string
+	for k := range a.notes {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	for s, cell := range a.todos {
+		if k := NoteKey(s, TodoNoteKey); strings.HasPrefix(k, prefix) && len(cell.board.Tasks) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	page := NotesPage{}
+	if len(keys) > MaxNotesListed {
+		keys, page.Truncated = keys[:MaxNotesListed], true
+	}
+	for _, k := range keys {
+		if e, ok := a.notes[k]; ok {
+			page.Notes = append(page.Notes, Note{Key: k, Value: e.value})
+			continue
+		}
+		strand := strings.TrimSuffix(strings.TrimPrefix(k, NotesNamespace), "/"+TodoNoteKey)
+		b, _ := json.Marshal(a.todos[strand].board)
+		page.Notes = append(page.Notes, Note{Key: k, Value: b})
+	}
+	return page, nil
+}
+
+// Todos implements Agency: step runs outside the lock on a snapshot, and
+// its board lands only if nobody wrote the cell meanwhile; otherwise it
+// runs again on the fresh board, at most MaxTodoRetries times.
+func (a *Reference) Todos(ctx context.Context, c Caller, step func(Board) (Board, error)) (Board, error) {
+	for range MaxTodoRetries {
+		a.mu.Lock()
+		if _, err := a.callerLocked(c); err != nil {
+			a.mu.Unlock()
+			return Board{}, err
+		}
+		cell := a.todos[c.Strand]
+		var seen Board
+		var seq uint64
+		if cell != nil {
+			seen, seq = cell.board.clone(), cell.seq
+		}
+		a.mu.Unlock()
+
+		next, err := step(seen)
+		if err != nil {
+			return Board{}, err
+		}
+		if err := next.Validate(); err != nil {
+			return Board{}, err
+		}
+
+		a.mu.Lock()
+		cell = a.todos[c.Strand]
+		var now uint64
+		if cell != nil {
+			now = cell.seq
+		}
+		if now == seq {
+			a.todos[c.Strand] = &todoCell{board: next.clone(), seq: seq + 1}
+			a.mu.Unlock()
+			return next, nil
+		}
+		a.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return Board{}, &Refusal{Code: CodeTodoConflict, Reason: "the call was cancelled while the board was contended", Err: err}
+		}
+	}
+	return Board{}, refuse(CodeTodoConflict, "the board changed under this call %d times in a row; try again", MaxTodoRetries)
+}

@@ -1,0 +1,355 @@
+package broker
+
+import (
+	"context"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Bounds on a running command's output plumbing. Host memory held for
+// one command's output is at most OutputQueueChunks*OutputChunkBytes per
+// stream plus one read buffer: a consumer slower than the command
+// back-pressures the command through its pipe instead.
+const (
+	// OutputChunkBytes is the largest Output.Bytes the broker delivers.
+	OutputChunkBytes = 32 << 10
+	// OutputQueueChunks is how many undelivered chunks may wait for the
+	// consumer before the pipe readers stop reading.
+	OutputQueueChunks = 16
+	// OutputDrainGrace is how long, after the command's process tree was
+	// killed or exited, the broker keeps reading pipes whose write ends
+	// are still held open (only possible when the pid namespace layer was
+	// skipped) before it closes them.
+	OutputDrainGrace = 2 * time.Second
+	// JailSetupTimeout bounds how long a helper may take to confine
+	// itself and exec before the broker kills it.
+	JailSetupTimeout = 10 * time.Second
+)
+
+// ExitCodeNotExecuted is Settled.ExitCode when the command never ran.
+const ExitCodeNotExecuted = 127
+
+// Stream names which pipe an Output chunk came from.
+type Stream int
+
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+// String returns "stdout" or "stderr".
+func (s Stream) String() string {
+	if s == Stderr {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// Output is one chunk of a command's output, at most OutputChunkBytes.
+// Bytes is owned by the receiver.
+type Output struct {
+	Stream Stream
+	Bytes  []byte
+}
+
+// Settled is how a command ended; every Execution settles exactly once.
+type Settled struct {
+	// ExitCode is the command's exit status; -1 when a signal ended it.
+	ExitCode int
+	// Signal names the signal that ended it ("killed"), or is empty.
+	Signal string
+	// TimedOut: the broker killed the tree at the call's deadline (its
+	// Timeout, the policy's WallMs, or the step's wall budget).
+	TimedOut bool
+	// Cancelled: the broker killed the tree because the caller's context
+	// ended or the ledger cancelled the call (Cancel, AbortStep,
+	// AbortOperation).
+	Cancelled bool
+	// Failed says why the command could not run at all (e.g. it was not
+	// found); empty when it ran.
+	Failed string
+	// Duration is wall time from start to settlement.
+	Duration time.Duration
+}
+
+// CallSpec is one command to clear.
+type CallSpec struct {
+	// Key is the {operation, step} whose budget the call is pooled in.
+	Key StepKey
+	// Argv is the command; Argv[0] is looked up in the PATH of the
+	// command's own environment.
+	Argv []string
+	// Dir is the working directory (absolute); empty means the first
+	// writable root, else "/".
+	Dir string
+	// Env is offered to the command; only names in Policy.EnvAllow pass.
+	Env map[string]string
+	// Stdin feeds the command; nil means /dev/null.
+	Stdin io.Reader
+	// Policy is the already composed policy the command runs under.
+	Policy Policy
+	// Budget is the call's demand on its step's pool.
+	Budget Budget
+	// Timeout kills the tree after this long; 0 means no own timeout (the
+	// policy's WallMs, the step's wall budget and ctx still apply).
+	Timeout time.Duration
+}
+
+// Execution is a running command. Drain Output until it is closed, then
+// Wait; the command is killed at its deadline whatever the consumer does,
+// and output waits in a bounded queue (see OutputQueueChunks).
+type Execution struct {
+	// Enforcement reports how the command is confined. It is final when
+	// Clear returns.
+	Enforcement Enforcement
+
+	out     chan Output
+	done    chan struct{}
+	settled Settled
+	stop    func(cancelled bool)
+}
+
+// Output returns the command's output chunks in the order each stream
+// produced them. It is closed once both streams ended, before Wait
+// returns.
+func (e *Execution) Output() <-chan Output { return e.out }
+
+// Done is closed once the execution settled.
+func (e *Execution) Done() <-chan struct{} { return e.done }
+
+// Wait blocks until the execution settled and returns how. Call it after
+// Output is closed (or from another goroutine than the one draining).
+func (e *Execution) Wait() Settled {
+	<-e.done
+	return e.settled
+}
+
+// Cancel kills the command's whole process tree; the execution settles
+// with Cancelled set (unless it had already settled).
+func (e *Execution) Cancel() { e.stop(true) }
+
+// Clear checks spec against its policy and budget and starts the command
+// in the jail. It returns a Denial, never an Execution, when the policy is
+// invalid, the budget refuses, no confinement exists and unconfined runs
+// are not allowed, or the jail could not be built.
+func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial) {
+	if err := Validate(spec.Policy); err != nil {
+		return nil, NewDenial(DenialInvalidPolicy, err.Error(), err)
+	}
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return nil, NewDenial(DenialInvalidPolicy, "empty argv", nil)
+	}
+	probe := b.probed()
+	if !probe.anyLayer() && !b.opts.AllowUnconfined {
+		return nil, NewDenial(DenialUnconfinedRefused, availability(probe).String(), nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, NewDenial(DenialStepAborted, "context ended before the command started: "+err.Error(), err)
+	}
+
+	ex := &Execution{out: make(chan Output, OutputQueueChunks), done: make(chan struct{})}
+	kill := newKiller()
+	ex.stop = kill.fire
+	ticket, d := b.ledger.Admit(spec.Key, spec.Budget, func() { kill.fire(true) })
+	if d != nil {
+		return nil, d
+	}
+	deadline := time.Time{}
+	if spec.Timeout > 0 {
+		deadline = time.Now().Add(spec.Timeout)
+	}
+	if spec.Policy.WallMs > 0 {
+		deadline = earliest(deadline, time.Now().Add(time.Duration(spec.Policy.WallMs)*time.Millisecond))
+	}
+	deadline = earliest(deadline, ticket.Deadline())
+
+	dir := spec.Dir
+	if dir == "" {
+		dir = "/"
+		if len(spec.Policy.WritableRoots) > 0 {
+			dir = spec.Policy.WritableRoots[0]
+		}
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		b.ledger.Release(ticket)
+		return nil, NewDenial(DenialJailFailed, "stdout pipe: "+err.Error(), err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdoutR.Close()
+		stdoutW.Close()
+		b.ledger.Release(ticket)
+		return nil, NewDenial(DenialJailFailed, "stderr pipe: "+err.Error(), err)
+	}
+	proc, enf, execErr, d := b.start(jailRequest{
+		argv: spec.Argv, env: buildEnv(spec.Env, spec.Policy.EnvAllow), dir: dir,
+		policy: spec.Policy, stdin: spec.Stdin, stdout: stdoutW, stderr: stderrW, probe: probe,
+	})
+	stdoutW.Close()
+	stderrW.Close()
+	if d != nil {
+		stdoutR.Close()
+		stderrR.Close()
+		b.ledger.Release(ticket)
+		return nil, d
+	}
+	ex.Enforcement = enf
+	kill.attach(proc)
+
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go pump(&readers, stdoutR, Stdout, ex.out)
+	go pump(&readers, stderrR, Stderr, ex.out)
+
+	go func() {
+		var timer <-chan time.Time
+		if !deadline.IsZero() {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-proc.exited:
+		case <-timer:
+			kill.timeout()
+		case <-ctx.Done():
+			kill.fire(true)
+		case <-kill.fired:
+		}
+	}()
+
+	go func() {
+		state := proc.wait()
+		kill.killGroup() // whatever the command left in its group goes with it
+		// Pipes whose writers escaped the tree are cut after a grace.
+		grace := time.AfterFunc(OutputDrainGrace, func() {
+			stdoutR.SetReadDeadline(time.Now())
+			stderrR.SetReadDeadline(time.Now())
+		})
+		readers.Wait()
+		grace.Stop()
+		stdoutR.Close()
+		stderrR.Close()
+		s := settle(state, execErr)
+		s.Duration = time.Since(proc.started)
+		if s.Signal != "" { // a tree that exited on its own was not killed
+			s.TimedOut, s.Cancelled = kill.cause()
+		}
+		b.ledger.Release(ticket)
+		ex.settled = s
+		close(ex.out)
+		close(ex.done)
+	}()
+	return ex, nil
+}
+
+// pump copies one pipe into out in chunks of at most OutputChunkBytes.
+func pump(wg *sync.WaitGroup, r *os.File, s Stream, out chan<- Output) {
+	defer wg.Done()
+	buf := make([]byte, OutputChunkBytes)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			out <- Output{Stream: s, Bytes: append([]byte(nil), buf[:n]...)}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// buildEnv keeps exactly the entries of env whose names allow lists, in
+// sorted order. The helper's own marker never passes.
+func buildEnv(env map[string]string, allow []string) []string {
+	ok := make(map[string]bool, len(allow))
+	for _, a := range allow {
+		ok[a] = true
+	}
+	out := make([]string, 0, len(allow))
+	for k, v := range env {
+		if ok[k] && k+"="+v != helperEnv && k != helperEnvName {
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero():
+		return a
+	case b.Before(a):
+		return b
+	}
+	return a
+}
+
+// killer kills a process tree once, remembering why.
+type killer struct {
+	mu        sync.Mutex
+	proc      *jailProcess
+	fired     chan struct{}
+	once      sync.Once
+	timedOut  bool
+	cancelled bool
+	pending   bool // fired before the process was attached
+}
+
+func newKiller() *killer { return &killer{fired: make(chan struct{})} }
+
+func (k *killer) attach(p *jailProcess) {
+	k.mu.Lock()
+	k.proc = p
+	pending := k.pending
+	k.mu.Unlock()
+	if pending {
+		p.kill()
+	}
+}
+
+func (k *killer) fire(cancelled bool) {
+	k.once.Do(func() {
+		k.mu.Lock()
+		k.cancelled = cancelled
+		p := k.proc
+		if p == nil {
+			k.pending = true
+		}
+		k.mu.Unlock()
+		close(k.fired)
+		if p != nil {
+			p.kill()
+		}
+	})
+}
+
+func (k *killer) timeout() {
+	k.once.Do(func() {
+		k.mu.Lock()
+		k.timedOut = true
+		p := k.proc
+		k.mu.Unlock()
+		close(k.fired)
+		p.kill()
+	})
+}
+
+func (k *killer) killGroup() {
+	k.mu.Lock()
+	p := k.proc
+	k.mu.Unlock()
+	p.killGroup()
+}
+
+func (k *killer) cause() (timedOut, cancelled bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.timedOut, k.cancelled
+}

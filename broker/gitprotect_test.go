@@ -1,0 +1,177 @@
+package broker
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// tree builds files under root: a key ending in "/" is a directory, a
+// key prefixed "->" in its value is a symlink to the rest of the value.
+func tree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case name[len(name)-1] == '/':
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case len(content) > 2 && content[:2] == "->":
+			if err := os.Symlink(content[2:], p); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestDefaultProtected(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string // relative to a temp dir; workspace is "ws"
+		// want lists entries relative to the temp dir that must be
+		// present; deny lists entries that must not be.
+		want, deny []string
+	}{
+		{
+			name: "no repository: the lexical entries only",
+			want: []string{"ws/.git/config", "ws/.git/hooks"},
+		},
+		{
+			name:  "ordinary repository",
+			files: map[string]string{"ws/.git/HEAD": "ref: refs/heads/main\n", "ws/.git/hooks/": "", "ws/.git/config": "[core]\n"},
+			want:  []string{"ws/.git/config", "ws/.git/hooks", "ws/.git/config.worktree"},
+			deny:  []string{"ws/.git/objects", "ws/.git"},
+		},
+		{
+			name: "linked worktree: .git is a file",
+			files: map[string]string{
+				"main/.git/HEAD":                   "ref: refs/heads/main\n",
+				"main/.git/config":                 "[core]\n",
+				"main/.git/worktrees/wt/HEAD":      "ref: refs/heads/wt\n",
+				"main/.git/worktrees/wt/commondir": "../..\n",
+				"ws/.git":                          "gitdir: ../main/.git/worktrees/wt\n",
+			},
+			want: []string{
+				"ws/.git/config", "ws/.git/hooks",
+				"main/.git/worktrees/wt/hooks", "main/.git/worktrees/wt/config",
+				"main/.git/hooks", "main/.git/config",
+			},
+			deny: []string{"main/.git/worktrees/wt", "main/.git/objects"},
+		},
+		{
+			name: "submodules, nested and with slashes in the name",
+			files: map[string]string{
+				"ws/.git/HEAD":                           "ref: refs/heads/main\n",
+				"ws/.git/modules/lib/HEAD":               "x\n",
+				"ws/.git/modules/lib/modules/inner/HEAD": "x\n",
+				"ws/.git/modules/vendor/dep/HEAD":        "x\n",
+			},
+			want: []string{
+				"ws/.git/modules/lib/hooks", "ws/.git/modules/lib/config",
+				"ws/.git/modules/lib/modules/inner/hooks", "ws/.git/modules/lib/modules/inner/config",
+				"ws/.git/modules/vendor/dep/hooks", "ws/.git/modules/vendor/dep/config",
+			},
+			deny: []string{"ws/.git/modules/vendor/hooks"},
+		},
+		{
+			name: "submodule checkout: .git file into the superproject's modules",
+			files: map[string]string{
+				"super/.git/modules/sub/HEAD": "x\n",
+				"ws/.git":                     "gitdir: " + "../super/.git/modules/sub" + "\n",
+			},
+			want: []string{"super/.git/modules/sub/hooks", "super/.git/modules/sub/config"},
+		},
+		{
+			name: "symlinked hooks directory: the target too",
+			files: map[string]string{
+				"ws/.git/HEAD":     "x\n",
+				"elsewhere/hooks/": "",
+				"ws/.git/hooks":    "->../../elsewhere/hooks",
+			},
+			want: []string{"ws/.git/hooks", "elsewhere/hooks"},
+		},
+		{
+			name: "core.hooksPath and includes",
+			files: map[string]string{
+				"ws/.git/HEAD":      "x\n",
+				"ws/.git/config":    "[core]\n\tbare = false\n\thooksPath = \".husky/_\" # husky\n[include]\n\tpath = extra.cfg\n[includeIf \"gitdir:~/\"]\n  Path = /abs/cond.cfg\n",
+				"ws/.git/extra.cfg": "[core]\nhookspath=/abs/hooks2\n",
+			},
+			want: []string{"ws/.husky/_", "ws/.git/extra.cfg", "/abs/cond.cfg", "/abs/hooks2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree(t, dir, tt.files)
+			got := DefaultProtected(filepath.Join(dir, "ws"))
+			abs := func(p string) string {
+				if filepath.IsAbs(p) {
+					return p
+				}
+				return filepath.Join(dir, p)
+			}
+			for _, w := range tt.want {
+				if !slices.Contains(got, abs(w)) {
+					t.Errorf("missing %s in %v", w, got)
+				}
+			}
+			for _, d := range tt.deny {
+				if slices.Contains(got, abs(d)) {
+					t.Errorf("unexpected %s in %v", d, got)
+				}
+			}
+			if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+				t.Errorf("not sorted and unique: %v", got)
+			}
+			if err := Validate(Policy{Protected: got, WritableRoots: []string{filepath.Join(dir, "ws")}}); err != nil {
+				t.Errorf("protected set with the workspace writable is invalid: %v", err)
+			}
+		})
+	}
+}
+
+func TestDefaultProtectedSubmoduleDepthBound(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	p := filepath.Join(ws, ".git")
+	files := map[string]string{"ws/.git/HEAD": "x\n"}
+	rel := "ws/.git"
+	for i := 0; i <= MaxSubmoduleDepth; i++ {
+		rel += "/modules/m"
+		files[rel+"/HEAD"] = "x\n"
+	}
+	tree(t, dir, files)
+	got := DefaultProtected(ws)
+	// Depths 1..MaxSubmoduleDepth are protected, one past is not.
+	at := p
+	for i := 1; i <= MaxSubmoduleDepth+1; i++ {
+		at = filepath.Join(at, "modules", "m")
+		has := slices.Contains(got, filepath.Join(at, "hooks"))
+		if i <= MaxSubmoduleDepth && !has {
+			t.Errorf("depth %d not protected", i)
+		}
+		if i > MaxSubmoduleDepth && has {
+			t.Errorf("depth %d (one past the bound) protected", i)
+		}
+	}
+}
+
+func TestDefaultProtectedRelativeWorkspaceFailsClosed(t *testing.T) {
+	got := DefaultProtected("rel/ws")
+	if err := Validate(Policy{Protected: got}); err == nil {
+		t.Fatalf("relative workspace gave a valid protected set %v", got)
+	}
+}

@@ -1,0 +1,339 @@
+package broker
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The jail helper is this same executable, re-executed by the broker with
+// argv[0] set to helperArg0 and helperEnv set in its environment. Both
+// must match for a process to act as a helper.
+const (
+	helperArg0 = "loom-jail-helper"
+	probeArg0  = "loom-jail-probe"
+	helperEnv  = "LOOM_JAIL_HELPER=v1"
+
+	// helperConfigFd carries the JSON helperConfig; the broker closes its
+	// end after writing, so the helper reads to EOF.
+	helperConfigFd = 3
+	// helperReportFd carries JSON helperReport lines back; it is
+	// close-on-exec in the helper, so the broker reads to EOF and knows the
+	// command was exec'd (or the helper died).
+	helperReportFd = 4
+
+	// maxHelperConfigBytes bounds what a helper reads from its config fd.
+	maxHelperConfigBytes = 4 << 20
+
+	// exitHelperSetup is the helper's exit status when confinement failed
+	// before the command ran; exitHelperExec when exec itself failed.
+	exitHelperSetup = 125
+	exitHelperExec  = 127
+)
+
+// helperConfig is everything a helper needs to confine and exec one
+// command. It crosses the process boundary as JSON on helperConfigFd.
+type helperConfig struct {
+	Argv          []string `json:"argv"`
+	Env           []string `json:"env"`
+	Dir           string   `json:"dir"`
+	Namespaces    bool     `json:"namespaces"` // the helper was cloned into new namespaces
+	NetworkOff    bool     `json:"network_off"`
+	ReadableRoots []string `json:"readable_roots"`
+	WritableRoots []string `json:"writable_roots"`
+	Protected     []string `json:"protected"`
+	LandlockABI   int      `json:"landlock_abi"` // 0: skip Landlock
+	LandlockSkip  string   `json:"landlock_skip,omitempty"`
+	Seccomp       bool     `json:"seccomp"`
+	SeccompSkip   string   `json:"seccomp_skip,omitempty"`
+	Limits        Limits   `json:"limits"`
+}
+
+// helperReport is one message from a helper: the layers it applied,
+// then (only if it never exec'd) what went wrong.
+type helperReport struct {
+	Layers []Layer `json:"layers,omitempty"`
+	// Fatal: confinement could not be completed; the command never ran.
+	Fatal string `json:"fatal,omitempty"`
+	// Exec: confinement was complete but the command could not start.
+	Exec string `json:"exec,omitempty"`
+}
+
+func init() { HelperMain() }
+
+// HelperMain turns the current process into a jail helper when the broker
+// started it as one, and returns immediately otherwise. A helper confines
+// itself, execs the command it was given and never returns.
+//
+// The broker package calls HelperMain from its init, so a host that
+// imports the package needs no extra call. A host whose main package
+// does work in its own init functions before the broker's init runs (or
+// that wants the helper to start as early as possible) may call
+// HelperMain first thing in main; calling it twice is harmless.
+func HelperMain() {
+	if len(os.Args) == 0 || !hasEnv(helperEnv) {
+		return
+	}
+	switch os.Args[0] {
+	case probeArg0:
+		os.Exit(0)
+	case helperArg0:
+		runtime.LockOSThread()
+		os.Exit(runHelper())
+	}
+}
+
+func hasEnv(kv string) bool {
+	for _, e := range os.Environ() {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}
+
+// runHelper confines the calling thread and execs the command. Every step
+// runs on the locked thread that will exec: capabilities, no-new-privs,
+// Landlock and seccomp are per-thread and survive exec only from there.
+func runHelper() int {
+	unix.CloseOnExec(helperReportFd)
+	report := func(r helperReport) {
+		b, _ := json.Marshal(r)
+		b = append(b, '\n')
+		for len(b) > 0 {
+			n, err := unix.Write(helperReportFd, b)
+			if err != nil {
+				return
+			}
+			b = b[n:]
+		}
+	}
+	var cfg helperConfig
+	raw, err := io.ReadAll(io.LimitReader(os.NewFile(helperConfigFd, "config"), maxHelperConfigBytes))
+	unix.Close(helperConfigFd)
+	if err == nil {
+		err = json.Unmarshal(raw, &cfg)
+	}
+	if err == nil && len(cfg.Argv) == 0 {
+		err = fmt.Errorf("empty argv")
+	}
+	if err != nil {
+		report(helperReport{Fatal: "helper config: " + err.Error()})
+		return exitHelperSetup
+	}
+	var layers []Layer
+	fatal := func(err error) int {
+		report(helperReport{Layers: layers, Fatal: err.Error()})
+		return exitHelperSetup
+	}
+
+	landlockWrite := append([]string(nil), cfg.WritableRoots...)
+	landlockRead := append(append([]string(nil), cfg.ReadableRoots...), cfg.WritableRoots...)
+	landlockFiles := []string{devNull}
+	if cfg.Namespaces {
+		l, err := setupMounts(cfg)
+		if err != nil {
+			return fatal(err)
+		}
+		layers = append(layers, l)
+		if l.Applied {
+			// The private /proc, /dev and /tmp exist only inside this jail.
+			landlockRead = append(landlockRead, "/proc", "/dev")
+			landlockWrite = append(landlockWrite, scratchDir, "/dev/shm")
+			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full", "/dev/tty")
+		}
+		if cfg.NetworkOff {
+			if err := loopbackUp(); err != nil {
+				layers = append(layers, Layer{Name: LayerLoopback, Reason: errnoName(err)})
+			} else {
+				layers = append(layers, Layer{Name: LayerLoopback, Applied: true})
+			}
+		}
+	}
+	if err := unix.Chdir(cfg.Dir); err != nil {
+		report(helperReport{Layers: layers, Exec: fmt.Sprintf("chdir %s: %s", cfg.Dir, errnoName(err))})
+		return exitHelperExec
+	}
+
+	layers = append(layers, applyRlimits(cfg.Limits))
+	capLayer, err := dropCapabilities()
+	if err != nil {
+		return fatal(err)
+	}
+	layers = append(layers, capLayer)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fatal(fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err))
+	}
+	layers = append(layers, Layer{Name: LayerNoNewPrivs, Applied: true})
+
+	switch {
+	case cfg.LandlockABI <= 0:
+		layers = append(layers, Layer{Name: LayerLandlock, Reason: cfg.LandlockSkip})
+	default:
+		err := applyLandlock(landlockPlan{
+			ABI: cfg.LandlockABI, Read: landlockRead, Write: landlockWrite,
+			FileRW: landlockFiles, NetworkOff: cfg.NetworkOff,
+		})
+		if err != nil {
+			layers = append(layers, Layer{Name: LayerLandlock, Reason: err.Error()})
+		} else {
+			layers = append(layers, Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, landlockMaxKnownABI))})
+		}
+	}
+	switch {
+	case !cfg.Seccomp:
+		layers = append(layers, Layer{Name: LayerSeccomp, Reason: cfg.SeccompSkip})
+	default:
+		if err := applySeccomp(cfg.NetworkOff); err != nil {
+			layers = append(layers, Layer{Name: LayerSeccomp, Reason: err.Error()})
+		} else {
+			layers = append(layers, Layer{Name: LayerSeccomp, Applied: true})
+		}
+	}
+
+	path, err := lookPath(cfg.Argv[0], cfg.Env)
+	if err != nil {
+		report(helperReport{Layers: layers, Exec: err.Error()})
+		return exitHelperExec
+	}
+	report(helperReport{Layers: layers})
+	err = unix.Exec(path, cfg.Argv, cfg.Env)
+	report(helperReport{Exec: fmt.Sprintf("exec %s: %s", cfg.Argv[0], errnoName(err))})
+	return exitHelperExec
+}
+
+// setupMounts builds the jail's mount table: private propagation, a
+// fresh /proc, private /tmp and /dev, and the protected binds. A failure
+// to make / private or to hold a protected path read-only is fatal; the
+// private filesystems degrade the layer instead.
+func setupMounts(cfg helperConfig) (Layer, error) {
+	if err := makeRootPrivate(); err != nil {
+		return Layer{}, err
+	}
+	var skipped []string
+	if err := mountProc(); err != nil {
+		skipped = append(skipped, "proc: "+errnoName(err))
+	}
+	roots := append(append(append([]string(nil), cfg.ReadableRoots...), cfg.WritableRoots...), cfg.Dir)
+	roots = append(roots, cfg.Protected...)
+	if err := mountScratch(roots); err != nil {
+		skipped = append(skipped, "tmp: "+errnoName(err))
+	}
+	if err := mountDev(); err != nil {
+		skipped = append(skipped, "dev: "+errnoName(err))
+	}
+	n, err := protect(cfg.Protected, cfg.WritableRoots)
+	if err != nil {
+		return Layer{}, fmt.Errorf("protected paths: %w", err)
+	}
+	if len(skipped) > 0 {
+		return Layer{Name: LayerMounts, Reason: strings.Join(skipped, ", ")}, nil
+	}
+	return Layer{Name: LayerMounts, Applied: true, Detail: fmt.Sprintf("%d protected", n)}, nil
+}
+
+// applyRlimits sets every ceiling in l (defaults already filled in),
+// never raising a hard limit the helper was given.
+func applyRlimits(l Limits) Layer {
+	var failed []string
+	for _, r := range []struct {
+		name string
+		res  int
+		v    uint64
+	}{
+		{"cpu", unix.RLIMIT_CPU, l.CPUSeconds},
+		{"as", unix.RLIMIT_AS, l.MemoryBytes},
+		{"nproc", unix.RLIMIT_NPROC, l.Processes},
+		{"fsize", unix.RLIMIT_FSIZE, l.FileSizeBytes},
+		{"nofile", unix.RLIMIT_NOFILE, l.OpenFiles},
+		{"core", unix.RLIMIT_CORE, 0},
+	} {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(r.res, &cur); err != nil {
+			failed = append(failed, r.name+": "+errnoName(err))
+			continue
+		}
+		v := min(r.v, cur.Max)
+		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			failed = append(failed, r.name+": "+errnoName(err))
+		}
+	}
+	if len(failed) > 0 {
+		return Layer{Name: LayerRlimits, Reason: strings.Join(failed, ", ")}
+	}
+	return Layer{Name: LayerRlimits, Applied: true}
+}
+
+// dropCapabilities clears the bounding and ambient sets, locks the
+// securebits that would let root regain capabilities on exec, and clears
+// the effective, permitted and inheritable sets. A bounding set that
+// cannot be cleared is fatal when the helper is uid 0 (exec would refill
+// the permitted set from it); otherwise no-new-privs makes it inert and
+// the report says so.
+func dropCapabilities() (Layer, error) {
+	var notes []string
+	boundingKept := false
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			boundingKept = true
+			notes = append(notes, "bounding: "+errnoName(err))
+			break
+		}
+	}
+	const secure = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 // NOROOT, NO_SETUID_FIXUP, KEEP_CAPS, NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS itself off
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secure&^(1<<4), 0, 0, 0); err != nil {
+		notes = append(notes, "securebits: "+errnoName(err))
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return Layer{}, fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return Layer{}, fmt.Errorf("capset: %w", err)
+	}
+	if boundingKept && unix.Geteuid() == 0 {
+		return Layer{}, fmt.Errorf("cannot clear the capability bounding set as uid 0: %s", strings.Join(notes, ", "))
+	}
+	l := Layer{Name: LayerCapabilities, Applied: true}
+	if len(notes) > 0 {
+		l.Detail = strings.Join(notes, ", ")
+	}
+	return l, nil
+}
+
+// lookPath resolves name against the PATH in env (the command's own
+// environment, never the helper's).
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if unix.Access(p, unix.X_OK) == nil {
+			var st unix.Stat_t
+			if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("exec %s: executable file not found in PATH", name)
+}
+
+// defaultPath is searched when the command's environment has no PATH.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"

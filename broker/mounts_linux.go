@@ -1,0 +1,295 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// ScratchBytes bounds the private tmpfs mounted at /tmp inside the jail
+// (per command; it vanishes with the command's mount namespace).
+const ScratchBytes = 1 << 30
+
+// scratchDir is where the jail mounts a command's private scratch.
+const scratchDir = "/tmp"
+
+// makeRootPrivate stops every mount event in the jail from propagating
+// to the host (and back).
+func makeRootPrivate() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	return nil
+}
+
+// lockedFlags returns the mount flags of path that a remount inside a
+// user namespace must keep (the kernel refuses to clear them).
+func lockedFlags(path string) (uintptr, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, err
+	}
+	var f uintptr
+	for _, m := range []struct{ st, ms int64 }{
+		{unix.ST_NOSUID, unix.MS_NOSUID},
+		{unix.ST_NODEV, unix.MS_NODEV},
+		{unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME},
+		{unix.ST_NODIRATIME, unix.MS_NODIRATIME},
+		{unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&m.st != 0 {
+			f |= uintptr(m.ms)
+		}
+	}
+	return f, nil
+}
+
+// bindSelf bind-mounts path onto itself, read-only when ro.
+func bindSelf(path string, ro bool) error {
+	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", path, err)
+	}
+	if !ro {
+		return nil
+	}
+	locked, err := lockedFlags(path)
+	if err != nil {
+		return fmt.Errorf("statfs %s: %w", path, err)
+	}
+	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", path, err)
+	}
+	return nil
+}
+
+// protectPlan returns, for the protected paths that exist, the
+// directories to pin (bind onto themselves, read-write, so they become
+// mount points that cannot be renamed or removed — otherwise a command
+// could move .git aside and recreate it with hooks of its own) and the
+// paths to bind read-only. Symlinked entries contribute their resolved
+// target. Pins are ordered parents first; every returned path is clean.
+func protectPlan(protected, writable []string) (pins, ro []string) {
+	seenPin, seenRO := map[string]bool{}, map[string]bool{}
+	addRO := func(p string) {
+		if !seenRO[p] {
+			seenRO[p] = true
+			ro = append(ro, p)
+		}
+	}
+	for _, p := range protected {
+		p = filepath.Clean(p)
+		if _, err := os.Lstat(p); err != nil {
+			continue // missing protected paths are fine
+		}
+		targets := []string{p}
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			targets = append(targets, real)
+		}
+		for _, t := range targets {
+			if _, err := os.Stat(t); err != nil {
+				continue
+			}
+			addRO(t)
+			top := ""
+			for _, w := range writable {
+				if Covers(w, t) && w != "/" && (top == "" || len(w) < len(top)) {
+					top = filepath.Clean(w)
+				}
+			}
+			if top == "" {
+				continue
+			}
+			for d := filepath.Dir(t); Covers(top, d); d = filepath.Dir(d) {
+				if !seenPin[d] {
+					seenPin[d] = true
+					pins = append(pins, d)
+				}
+				if d == top {
+					break
+				}
+			}
+		}
+	}
+	// Parents before children so each later bind lands on the pinned tree.
+	sort.Slice(pins, func(i, j int) bool { return len(pins[i]) < len(pins[j]) })
+	sort.Slice(ro, func(i, j int) bool { return len(ro[i]) < len(ro[j]) })
+	return pins, ro
+}
+
+// protect pins and read-only-binds per protectPlan. It returns how many
+// paths it bound read-only.
+func protect(protected, writable []string) (int, error) {
+	pins, ro := protectPlan(protected, writable)
+	for _, d := range pins {
+		if err := bindSelf(d, false); err != nil {
+			return 0, err
+		}
+	}
+	for _, p := range ro {
+		if err := bindSelf(p, true); err != nil {
+			return 0, err
+		}
+	}
+	return len(ro), nil
+}
+
+// mountProc mounts a fresh procfs for the jail's pid namespace.
+func mountProc() error {
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
+}
+
+// mountScratch mounts a private tmpfs at /tmp and re-binds every root
+// that lived under the host's /tmp (a workspace there stays visible). The
+// roots are opened before the tmpfs hides them and bound from their
+// descriptors.
+func mountScratch(roots []string) error {
+	type held struct {
+		path string
+		fd   int
+		dir  bool
+	}
+	var keep []held
+	defer func() {
+		for _, h := range keep {
+			unix.Close(h.fd)
+		}
+	}()
+	seen := map[string]bool{}
+	for _, r := range roots {
+		r = filepath.Clean(r)
+		if r == scratchDir || !Covers(scratchDir, r) || seen[r] {
+			continue
+		}
+		seen[r] = true
+		fd, err := unix.Open(r, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // a missing root needs no binding
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			continue
+		}
+		keep = append(keep, held{r, fd, st.Mode&unix.S_IFMT == unix.S_IFDIR})
+	}
+	// Parents first, so a nested root lands inside its parent's bind.
+	sort.Slice(keep, func(i, j int) bool { return len(keep[i].path) < len(keep[j].path) })
+	opts := "mode=1777,size=" + strconv.Itoa(ScratchBytes)
+	if err := unix.Mount("tmpfs", scratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount scratch tmpfs: %w", err)
+	}
+	for _, h := range keep {
+		if h.dir {
+			if err := os.MkdirAll(h.path, 0o755); err != nil {
+				return fmt.Errorf("scratch mount point %s: %w", h.path, err)
+			}
+		} else {
+			if err := os.MkdirAll(filepath.Dir(h.path), 0o755); err != nil {
+				return fmt.Errorf("scratch mount point %s: %w", h.path, err)
+			}
+			f, err := os.OpenFile(h.path, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return fmt.Errorf("scratch mount point %s: %w", h.path, err)
+			}
+			f.Close()
+		}
+		src := "/proc/self/fd/" + strconv.Itoa(h.fd)
+		if err := unix.Mount(src, h.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("rebind %s into scratch: %w", h.path, err)
+		}
+	}
+	return nil
+}
+
+// loopbackUp brings lo up in the jail's fresh network namespace, so
+// servers a command starts on 127.0.0.1 are reachable by the command.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
+	}
+	return nil
+}
+
+// errnoName renders an error as its errno's symbolic name when it wraps
+// one ("EPERM"), else as its text.
+func errnoName(err error) string {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		if n := unix.ErrnoName(e); n != "" {
+			return n
+		}
+	}
+	return err.Error()
+}
+
+// devNodes are the host device nodes a jail's private /dev carries.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// mountDev replaces /dev with a small tmpfs holding binds of devNodes,
+// the fd/stdin/stdout/stderr links and an empty /dev/shm.
+func mountDev() error {
+	type held struct {
+		name string
+		fd   int
+	}
+	var keep []held
+	defer func() {
+		for _, h := range keep {
+			unix.Close(h.fd)
+		}
+	}()
+	for _, n := range devNodes {
+		fd, err := unix.Open("/dev/"+n, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		keep = append(keep, held{n, fd})
+	}
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
+		return fmt.Errorf("mount /dev tmpfs: %w", err)
+	}
+	for _, h := range keep {
+		p := "/dev/" + h.name
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o666)
+		if err != nil {
+			return fmt.Errorf("dev node %s: %w", p, err)
+		}
+		f.Close()
+		if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(h.fd), p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+	}
+	for name, target := range map[string]string{
+		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+	} {
+		if err := os.Symlink(target, "/dev/"+name); err != nil {
+			return fmt.Errorf("dev link %s: %w", name, err)
+		}
+	}
+	if err := os.Mkdir("/dev/shm", 0o1777); err != nil {
+		return fmt.Errorf("dev shm: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// probeResult is what the kernel offers, asked directly once per Broker.
+type probeResult struct {
+	usernsErr   error // nil: a user namespace with the jail's flags can be created
+	landlockABI int   // 0 when unavailable
+	landlockErr error
+	seccompErr  error
+}
+
+func (p probeResult) anyLayer() bool {
+	return p.usernsErr == nil || p.landlockABI > 0 || p.seccompErr == nil
+}
+
+// probeLayers asks the kernel which layers exist: the Landlock ABI
+// version, seccomp's errno action, and a trial clone of this executable
+// (in probe mode, which exits at once) into the jail's namespaces.
+func probeLayers(helperPath string) probeResult {
+	var p probeResult
+	p.landlockABI, p.landlockErr = landlockABI()
+	p.seccompErr = seccompAvailable()
+	cmd := &exec.Cmd{
+		Path:        helperPath,
+		Args:        []string{probeArg0},
+		Env:         []string{helperEnv},
+		SysProcAttr: jailSysProcAttr(true, true),
+	}
+	if err := cmd.Run(); err != nil {
+		p.usernsErr = unwrapSyscallErr(err)
+	}
+	return p
+}
+
+// unwrapSyscallErr reduces an os/exec start error to its errno where it
+// has one, so reports carry "EPERM" rather than a path-laden sentence.
+func unwrapSyscallErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		if en, ok := pe.Err.(syscall.Errno); ok {
+			return en
+		}
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return fmt.Errorf("probe exited: %s", ee.ProcessState)
+	}
+	return err
+}
+
+// jailSysProcAttr returns the attributes a helper is started with. With
+// namespaces, it gets new user, mount, pid and ipc namespaces (and a new
+// network namespace when newNet), an identity uid/gid map, and the
+// ambient capabilities it needs to build its mount table and bring lo up
+// (CAP_SETPCAP only so it can empty its own bounding set); it drops all
+// of them before exec.
+func jailSysProcAttr(namespaces, newNet bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if !namespaces {
+		return attr
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
+	if newNet {
+		attr.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	attr.GidMappingsEnableSetgroups = false
+	attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
+	return attr
+}
+
+// Capability numbers (linux/capability.h).
+const (
+	capSetpcap  = 8
+	capNetAdmin = 12
+	capSysAdmin = 21
+)

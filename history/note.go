@@ -1,0 +1,117 @@
+package history
+
+import (
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// NoteKind classifies a note; the set is closed.
+type NoteKind string
+
+const (
+	// Feedback is something the user asked for or corrected.
+	Feedback NoteKind = "feedback"
+	// Fact is something true about the repository or its environment.
+	Fact NoteKind = "fact"
+	// Decision is a choice made and the reason for it.
+	Decision NoteKind = "decision"
+)
+
+// NoteKinds lists every NoteKind, in the order the tool documents them.
+var NoteKinds = []NoteKind{Feedback, Fact, Decision}
+
+// Valid reports whether k is one of NoteKinds.
+func (k NoteKind) Valid() bool {
+	for _, v := range NoteKinds {
+		if k == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Bounds of a note and of the memory store.
+const (
+	// MaxTitleChars bounds a note's title, in characters (runes).
+	MaxTitleChars = 80
+	// MaxDescriptionChars bounds a note's one-line description, in
+	// characters.
+	MaxDescriptionChars = 160
+	// MaxNoteChars bounds a note's text, in characters, after redaction.
+	MaxNoteChars = 4000
+	// MaxNotes is the lifetime ceiling: the most notes one memory store
+	// ever accepts. It is a durable count, never reset.
+	MaxNotes = 500
+)
+
+// Note is one durable note. The tool fills Title, Description, Text and
+// Kind from the model's arguments, and Session and Time from the call.
+type Note struct {
+	Title       string
+	Description string
+	Text        string
+	Kind        NoteKind
+	// Session is the session that wrote the note; the host's, never the
+	// model's choice.
+	Session string
+	// Time is when the note was written; zero means the time it is stored.
+	Time time.Time
+}
+
+// PrepareNote redacts n (Redact on every text field) and checks it,
+// answering the note as it must be stored or a *Refusal:
+// FieldInvalid for an unknown kind, a missing session, or a title or
+// description that is blank, longer than its bound or not a single line;
+// NothingToRemember for a blank text; NoteTooLong for a text over
+// MaxNoteChars. The single-line fields are judged after redaction and
+// stored trimmed. Memory implementations call it before storing.
+func PrepareNote(n Note) (Note, error) {
+	n.Title = strings.TrimSpace(Redact(n.Title))
+	n.Description = strings.TrimSpace(Redact(n.Description))
+	n.Text = strings.TrimSpace(Redact(n.Text))
+	if !n.Kind.Valid() {
+		return Note{}, refuse(FieldInvalid, "kind %q is not one of feedback, fact, decision", n.Kind)
+	}
+	if n.Session == "" || len(n.Session) > MaxIDBytes {
+		return Note{}, refuse(FieldInvalid, "the note has no valid session (the host must set one of 1 to %d bytes)", MaxIDBytes)
+	}
+	if n.Text == "" {
+		return Note{}, refuse(NothingToRemember, "the note is blank; there is nothing to remember")
+	}
+	if err := checkLine("title", n.Title, MaxTitleChars); err != nil {
+		return Note{}, err
+	}
+	if err := checkLine("description", n.Description, MaxDescriptionChars); err != nil {
+		return Note{}, err
+	}
+	if c := utf8.RuneCountInString(n.Text); c > MaxNoteChars {
+		return Note{}, refuse(NoteTooLong, "the note is %d characters; at most %d are accepted", c, MaxNoteChars)
+	}
+	if !utf8.ValidString(n.Text) {
+		return Note{}, refuse(FieldInvalid, "the note is not valid UTF-8")
+	}
+	return n, nil
+}
+
+// checkLine judges a single-line field: not blank, at most limit
+// characters, valid UTF-8 and free of control characters (line breaks
+// included).
+func checkLine(name, s string, limit int) error {
+	if s == "" {
+		return refuse(FieldInvalid, "the %s is blank", name)
+	}
+	if !utf8.ValidString(s) {
+		return refuse(FieldInvalid, "the %s is not valid UTF-8", name)
+	}
+	if c := utf8.RuneCountInString(s); c > limit {
+		return refuse(FieldInvalid, "the %s is %d characters; at most %d are accepted", name, c, limit)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return refuse(FieldInvalid, "the %s must be one line without control characters", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package history
+
+import (
+	"context"
+	"time"
+)
+
+// History is the recall seam: what the history_search tool asks. A host
+// fills it with its own index or with the SQLite reference (OpenSQLite).
+// Implementations must be safe for concurrent use and answer every
+// failure with a *Refusal.
+type History interface {
+	// Search answers the entries matching q, newest first, at most q.Limit
+	// of them. q.Text is never blank; the tool browses with Recent instead.
+	Search(ctx context.Context, q Query) ([]Hit, error)
+	// Recent answers the newest entries of session, newest first, at most
+	// limit of them.
+	Recent(ctx context.Context, session string, limit int) ([]Hit, error)
+	// Read answers the entry (session, entry) with up to around entries of
+	// the same session on each side of it, oldest first. around is clamped
+	// to [0, MaxAround]. An unknown entry is refused with IndexRefused.
+	Read(ctx context.Context, session, entry string, around int) ([]Entry, error)
+}
+
+// Memory is the seam of durable notes: the remember tool's only door.
+// Implementations redact and check a note (PrepareNote does both), count
+// it against the lifetime ceiling MaxNotes, and store it where a later
+// history_search kind=note finds it.
+type Memory interface {
+	// Remember stores n or answers a *Refusal saying why not.
+	Remember(ctx context.Context, n Note) error
+}
+
+// Syntax says how Query.Text is read.
+type Syntax string
+
+const (
+	// Words (the default) reads the text as whitespace-separated words,
+	// all required; a bare OR between two words makes them alternatives,
+	// and a trailing * makes a word a prefix. Nothing else is an operator.
+	// See WordsToFTS5.
+	Words Syntax = "words"
+	// Raw passes the text to FTS5 as a query expression, operators and all.
+	// FTS5 syntax errors come back as IndexRefused with FTS5's message.
+	Raw Syntax = "raw"
+)
+
+// Scope says which sessions a search covers.
+type Scope string
+
+const (
+	// Repository (the default) searches every session indexed for the
+	// repository.
+	Repository Scope = "repository"
+	// Session searches the calling session only.
+	Session Scope = "session"
+)
+
+// Query is one search. The tool builds it; Session is the caller's own
+// session, taken from the tool.Call and never from model arguments.
+type Query struct {
+	// Text is the query, trimmed and not blank.
+	Text string
+	// Syntax is Words or Raw; "" means Words.
+	Syntax Syntax
+	// Kind, when set, keeps only entries of that kind ("note" for notes).
+	Kind string
+	// Before, when positive, keeps only entries with a Seq below it (the
+	// paging cursor: the smallest Seq of the previous page).
+	Before int64
+	// Limit is the most hits answered, already clamped by the caller to
+	// [MinLimit, MaxLimit].
+	Limit int
+	// Scope is Repository or Session; "" means Repository.
+	Scope Scope
+	// Session is the calling session; Scope Session searches only it.
+	Session string
+}
+
+// Hit is one search or browse result. Snippet is an excerpt of the entry's
+// text, at most MaxSnippetBytes long, with matched words marked by **.
+type Hit struct {
+	// Seq is the index's position of the entry: increasing in indexing
+	// order across the whole repository, the cursor Query.Before takes.
+	Seq     int64
+	Session string
+	Entry   string
+	Kind    string
+	Role    string
+	Time    time.Time
+	Snippet string
+	// Substring is true when the hit came from the substring (trigram)
+	// fallback rather than the word index.
+	Substring bool
+}
+
+// Entry is one item of a session log: what a host indexes and what Read
+// answers.
+type Entry struct {
+	// Session and ID identify the entry; the pair is unique in an index.
+	Session string
+	ID      string
+	// Kind classifies the entry (for example "message" or "tool_result");
+	// KindNote is reserved for notes stored through Memory.
+	Kind string
+	// Role is who wrote it ("user", "assistant", "tool"); for a note, its
+	// NoteKind.
+	Role string
+	Text string
+	// Time is when the entry was written. A zero Time is stored as the
+	// time of indexing.
+	Time time.Time
+}
+
+// KindNote is the entry kind under which notes are stored and searched.
+const KindNote = "note"
+
+// Bounds of the history seam and the history_search tool.
+const (
+	// MinLimit and MaxLimit bound the hits of one search or browse; the
+	// tool clamps a limit into this range (SQLite would read a negative
+	// LIMIT as "no limit").
+	MinLimit = 1
+	MaxLimit = 50
+	// DefaultLimit is the limit of a call that gives none.
+	DefaultLimit = 10
+	// MaxAround is the most neighbours on each side a read returns.
+	MaxAround = 5
+	// MaxQueryBytes bounds the text of one query.
+	MaxQueryBytes = 1024
+	// MaxQueryTerms bounds the words of one words-syntax query.
+	MaxQueryTerms = 32
+	// MaxKindBytes bounds an entry's kind and role and a query's kind.
+	MaxKindBytes = 64
+	// MaxIDBytes bounds a session or entry id.
+	MaxIDBytes = 256
+	// MaxEntryTextBytes bounds the text of one indexed entry.
+	MaxEntryTextBytes = 8 << 20
+	// MaxSnippetBytes bounds the snippet of one hit.
+	MaxSnippetBytes = 480
+	// MinSubstringRunes is the shortest word the substring fallback can
+	// look for: the trigram index knows nothing shorter than three
+	// characters.
+	MinSubstringRunes = 3
+)

@@ -1,0 +1,314 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/tool"
+)
+
+// SearchToolName is the name of the tool SearchTool builds.
+const SearchToolName = "history_search"
+
+// SessionOf tells the tools which session a call belongs to. It reads the
+// call (host state), never model arguments. StrandSession is the default.
+type SessionOf func(c *tool.Call) string
+
+// StrandSession answers the calling strand's name as its session.
+func StrandSession(c *tool.Call) string { return c.Strand }
+
+// Action is what a history_search call does.
+type Action string
+
+const (
+	// ActionSearch (the default) searches, or browses on a blank query.
+	ActionSearch Action = "search"
+	// ActionRead reads one entry and its neighbours.
+	ActionRead Action = "read"
+)
+
+// searchArgs are history_search's arguments.
+type searchArgs struct {
+	Action  Action `json:"action,omitempty" jsonschema:"search (default) or read"`
+	Query   string `json:"query,omitempty" jsonschema:"what to search for; blank with scope=session lists your newest entries"`
+	Syntax  Syntax `json:"syntax,omitempty" jsonschema:"words (default) or raw FTS5"`
+	Kind    string `json:"kind,omitempty" jsonschema:"only entries of this kind, e.g. note for remembered notes"`
+	Before  int64  `json:"before,omitempty" jsonschema:"only entries with a seq below this: the smallest seq of the previous page"`
+	Limit   *int   `json:"limit,omitempty" jsonschema:"most hits to show: 1 to 50, default 10 (clamped)"`
+	Scope   Scope  `json:"scope,omitempty" jsonschema:"repository (default: every session of this repository) or session (yours only)"`
+	Session string `json:"session,omitempty" jsonschema:"read: the session id shown on the hit (default: your own session)"`
+	Entry   string `json:"entry,omitempty" jsonschema:"read: the entry id shown on the hit"`
+	Around  *int   `json:"around,omitempty" jsonschema:"read: neighbours of the same session to include on each side: 0 to 5 (clamped), default 0"`
+}
+
+var (
+	syntaxSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Words), string(Raw)},
+		Description: "words (default): every word required, OR between words for alternatives, word* for a prefix; raw: an FTS5 query expression"}
+	scopeSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Repository), string(Session)},
+		Description: "repository (default) or session"}
+	actionSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(ActionSearch), string(ActionRead)},
+		Description: "search (default) or read"}
+)
+
+// SearchTool returns history_search over h. session tells which session a
+// call belongs to (nil means StrandSession). The tool clamps limit and
+// around, refuses a blank repository-scope query, fences every result as
+// quoted data under a fresh nonce, and spills a read longer than
+// blob.OverflowThreshold to c.Blobs. It asks the broker for nothing and is
+// ReplaySafe and Concurrent.
+func SearchTool(h History, session SessionOf) tool.Tool {
+	if session == nil {
+		session = StrandSession
+	}
+	return tool.Typed(tool.Tool{
+		Name:          SearchToolName,
+		Description:   searchDescription,
+		PromptSnippet: "history_search: search what this repository's sessions said before; read an entry; notes with kind=note",
+		Replay:        tool.ReplaySafe,
+		Mode:          tool.Concurrent,
+	}, func(ctx context.Context, c *tool.Call, a searchArgs) tool.Outcome {
+		return runSearch(ctx, c, h, session(c), a)
+	},
+		tool.WithTypeSchema(reflect.TypeFor[Syntax](), syntaxSchema),
+		tool.WithTypeSchema(reflect.TypeFor[Scope](), scopeSchema),
+		tool.WithTypeSchema(reflect.TypeFor[Action](), actionSchema))
+}
+
+var searchDescription = fmt.Sprintf(
+	"Search the full-text history of this repository: what models, users and tools wrote in this and earlier sessions, "+
+		"and notes left with remember (kind=note). Results are quoted data, newest first; each hit shows its seq, UTC date, kind, role, session and entry.\n"+
+		"- words syntax (default): every word must appear, matched as whole words, case-insensitively, with NO stemming "+
+		"(\"test\" does not find \"tests\": write test* for a prefix). Put OR between words for alternatives (retry OR retries). "+
+		"Quotes and operators in words are searched as text. If nothing matches whole words, words of %d+ characters are retried as substrings.\n"+
+		"- syntax=raw passes an FTS5 expression (\"exact phrase\", AND, OR, NOT, NEAR(), prefix*).\n"+
+		"- kind filters (kind=note for remembered notes); before=<seq> pages to older hits; limit is %d to %d (default %d); query at most %d bytes and %d words.\n"+
+		"- scope=session searches only your own session; a blank query with scope=session lists your newest entries.\n"+
+		"- action=read with entry (and session, default yours) returns that entry whole as JSON, with around=0..%d neighbours on each side (oldest first); "+
+		"reads over %d bytes spill to a file and show excerpts.",
+	MinSubstringRunes, MinLimit, MaxLimit, DefaultLimit, MaxQueryBytes, MaxQueryTerms, MaxAround, blob.OverflowThreshold)
+
+func runSearch(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {
+	if h == nil {
+		return refusalOutcome(refuse(IndexUnavailable, "this host has no history index"))
+	}
+	if a.Action == ActionRead {
+		return runRead(ctx, c, h, session, a)
+	}
+	if a.Session != "" || a.Entry != "" || a.Around != nil {
+		return tool.Fail(string(IndexRefused), "session, entry and around belong to action=read; a search takes query, syntax, kind, before, limit and scope")
+	}
+	limit := DefaultLimit
+	if a.Limit != nil {
+		limit = clampInt(*a.Limit, MinLimit, MaxLimit)
+	}
+	text := strings.TrimSpace(a.Query)
+	if text == "" {
+		if a.Scope != Session {
+			return tool.Fail(string(IndexRefused), "the query is blank: send a query to search the repository, "+
+				"or scope=session with a blank query to list your own newest entries")
+		}
+		hits, err := h.Recent(ctx, session, limit)
+		if err != nil {
+			return refusalOutcome(err)
+		}
+		return renderHits(hits, fmt.Sprintf("your %d newest entries", len(hits)), "", wordsPlan{}, a, limit)
+	}
+	q := Query{Text: text, Syntax: a.Syntax, Kind: a.Kind, Before: a.Before, Limit: limit, Scope: a.Scope, Session: session}
+	if q.Syntax == "" {
+		q.Syntax = Words
+	}
+	if q.Scope == "" {
+		q.Scope = Repository
+	}
+	if a.Before < 0 {
+		return tool.Fail(string(IndexRefused), fmt.Sprintf("before must be a seq shown on a hit (a positive number), not %d", a.Before))
+	}
+	var plan wordsPlan
+	if q.Syntax == Words {
+		p, err := planWords(text)
+		if err != nil {
+			return refusalOutcome(err)
+		}
+		plan = p
+	}
+	hits, err := h.Search(ctx, q)
+	if err != nil {
+		return refusalOutcome(err)
+	}
+	return renderHits(hits, "", text, plan, a, limit)
+}
+
+// searchDetails is the Details of a search or browse outcome.
+type searchDetails struct {
+	Hits  []Hit  `json:"hits"`
+	Query string `json:"query,omitempty"`
+	Limit int    `json:"limit"`
+}
+
+func renderHits(hits []Hit, browse, text string, plan wordsPlan, a searchArgs, limit int) tool.Outcome {
+	var b strings.Builder
+	syntax := a.Syntax
+	if syntax == "" {
+		syntax = Words
+	}
+	scope := a.Scope
+	if scope == "" {
+		scope = Repository
+	}
+	filters := "scope " + string(scope)
+	if a.Kind != "" {
+		filters += fmt.Sprintf(", kind %q", a.Kind)
+	}
+	if a.Before > 0 {
+		filters += fmt.Sprintf(", before %d", a.Before)
+	}
+	if len(hits) == 0 {
+		if browse != "" {
+			b.WriteString("history_search: your session has no indexed entries yet.")
+			return tool.Success(b.String()).WithDetails(searchDetails{Hits: hits, Limit: limit})
+		}
+		fmt.Fprintf(&b, "history_search: no hits for %s query %q (%s).\n", syntax, text, filters)
+		b.WriteString("Words match whole words, case-insensitively, with no stemming.")
+		if syntax == Words && plan.terms() > 1 {
+			fmt.Fprintf(&b, " Try alternatives with OR: %q.", plan.orVariant())
+		}
+		b.WriteString(" Also try a prefix (word*), fewer or other words")
+		if scope == Session {
+			b.WriteString(", scope=repository")
+		}
+		if a.Kind != "" || a.Before > 0 {
+			b.WriteString(", or dropping the kind/before filters")
+		}
+		b.WriteString(".\n")
+		return tool.Success(b.String()).WithDetails(searchDetails{Hits: hits, Query: text, Limit: limit})
+	}
+	if browse != "" {
+		fmt.Fprintf(&b, "history_search: %s, newest first.\n", browse)
+	} else {
+		fmt.Fprintf(&b, "history_search: %d hit(s) for %s query %q (%s), newest first.\n", len(hits), syntax, text, filters)
+		if hits[0].Substring {
+			b.WriteString("No entry has these whole words; these hits contain them as substrings.\n")
+		}
+	}
+	f := newFence()
+	var body strings.Builder
+	for i, h := range hits {
+		fmt.Fprintf(&body, "[%d] seq=%d date=%s kind=%s role=%s session=%q entry=%q\n",
+			i+1, h.Seq, utcDate(h), h.Kind, h.Role, h.Session, h.Entry)
+		for _, line := range strings.Split(strings.TrimRight(h.Snippet, "\n"), "\n") {
+			body.WriteString("    ")
+			body.WriteString(line)
+			body.WriteByte('\n')
+		}
+	}
+	f.quote(&b, body.String())
+	if len(hits) == limit {
+		fmt.Fprintf(&b, "There may be more: send the same call with before=%d for older hits.\n", hits[len(hits)-1].Seq)
+	}
+	b.WriteString("Read one entry whole with action=read, session and entry (around=1..5 adds neighbours).\n")
+	return tool.Success(b.String()).WithDetails(searchDetails{Hits: hits, Query: text, Limit: limit})
+}
+
+// utcDate renders a hit's time as a UTC date and minute.
+func utcDate(h Hit) string {
+	return h.Time.UTC().Format("2006-01-02 15:04Z")
+}
+
+// entryJSON is the shape action=read answers.
+type entryJSON struct {
+	Session string `json:"session"`
+	Entry   string `json:"entry"`
+	Kind    string `json:"kind"`
+	Role    string `json:"role"`
+	Time    string `json:"time"`
+	Text    string `json:"text"`
+}
+
+// readDetails is the Details of a read outcome.
+type readDetails struct {
+	Entries  []Entry        `json:"entries"`
+	Overflow *blob.Overflow `json:"overflow,omitempty"`
+}
+
+func runRead(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {
+	if a.Entry == "" {
+		return tool.Fail(string(IndexRefused), "action=read needs entry (and session, default your own): copy them from a hit")
+	}
+	if a.Query != "" || a.Kind != "" || a.Before != 0 || a.Limit != nil || a.Syntax != "" || a.Scope != "" {
+		return tool.Fail(string(IndexRefused), "action=read takes entry, session and around only; query, syntax, kind, before, limit and scope belong to a search")
+	}
+	around := 0
+	if a.Around != nil {
+		around = clampInt(*a.Around, 0, MaxAround)
+	}
+	if a.Session != "" {
+		session = a.Session
+	}
+	entries, err := h.Read(ctx, session, a.Entry, around)
+	if err != nil {
+		return refusalOutcome(err)
+	}
+	out := make([]entryJSON, len(entries))
+	for i, e := range entries {
+		out[i] = entryJSON{e.Session, e.ID, e.Kind, e.Role, e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), e.Text}
+	}
+	var data []byte
+	if around == 0 && len(out) == 1 {
+		data, err = json.MarshalIndent(out[0], "", "  ")
+	} else {
+		data, err = json.MarshalIndent(out, "", "  ")
+	}
+	if err != nil {
+		return tool.Fail(string(IndexUnavailable), "the entry could not be encoded: "+err.Error())
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "history_search: entry %q of session %q", a.Entry, session)
+	if around > 0 {
+		fmt.Fprintf(&b, " with up to %d neighbours on each side, oldest first", around)
+	}
+	b.WriteString(".\n")
+	f := newFence()
+	if len(data) <= blob.OverflowThreshold {
+		f.quote(&b, string(data))
+		return tool.Success(b.String()).WithDetails(readDetails{Entries: entries})
+	}
+	if c.Blobs == nil {
+		return tool.Fail("SpillFailed", fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and this host has no blob store to spill it to; read fewer neighbours (around)", len(data), blob.OverflowThreshold))
+	}
+	_, spilled, err := c.Blobs.Bound(data)
+	if err != nil || spilled == nil {
+		return tool.Fail("SpillFailed", fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and spilling it failed: %v", len(data), blob.OverflowThreshold, err))
+	}
+	f.quote(&b, spilled.Text("the read"))
+	b.WriteString("The whole read is JSON in the file named above; read it in bounded slices (it may be one long line).\n")
+	return tool.Success(b.String()).WithDetails(readDetails{Entries: entries, Overflow: spilled})
+}
+
+// refusalOutcome renders a seam failure for the model: the code, the
+// message, and for a transient code the advice to send the same call again.
+func refusalOutcome(err error) tool.Outcome {
+	code := CodeOf(err)
+	if code == "" {
+		code = IndexUnavailable
+	}
+	var r *Refusal
+	msg := err.Error()
+	if errors.As(err, &r) {
+		msg = r.Message
+	}
+	text := fmt.Sprintf("%s: %s.", code, strings.TrimSuffix(msg, "."))
+	switch {
+	case code.Transient():
+		text += " The request itself was fine: send the same call again."
+	case code == IndexRefused:
+		text += " Change the query or check the IDs."
+	}
+	return tool.Fail(string(code), text)
+}

@@ -1,0 +1,164 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Tuning of the reference SQLite store.
+const (
+	// DefaultBusyTimeout is how long a connection waits for another
+	// writer before the call is refused IndexBusy or MemoryBusy.
+	DefaultBusyTimeout = 5 * time.Second
+	// MaxReaders bounds the read connections kept open.
+	MaxReaders = 8
+	// indexHashBytes is FTS5's in-memory buffer per index before a segment
+	// is flushed; bigger batches merge less.
+	indexHashBytes = 16 << 20
+)
+
+// SQLite is the reference History and Memory on one SQLite database. It
+// is safe for concurrent use: writes are serialised (one writer, also
+// across processes through SQLite's lock), reads run in parallel on
+// their own connections under WAL.
+type SQLite struct {
+	path       string
+	writer     *sql.DB // one connection, BEGIN IMMEDIATE
+	readers    *sql.DB
+	substrings bool
+
+	mu     sync.Mutex // serialises writers in this process
+	closed atomic.Bool
+}
+
+var (
+	_ History = (*SQLite)(nil)
+	_ Memory  = (*SQLite)(nil)
+)
+
+// Option adjusts OpenSQLite.
+type Option func(*sqliteOptions)
+
+type sqliteOptions struct {
+	busy       time.Duration
+	substrings bool
+}
+
+// WithBusyTimeout sets how long a call waits for another writer before it
+// is refused IndexBusy or MemoryBusy (DefaultBusyTimeout when unset).
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *sqliteOptions) { o.busy = d }
+}
+
+// WithoutSubstrings creates the database without the trigram index, so
+// words-syntax searches have no substring fallback. Ingest is several times
+// faster and the file smaller. The choice is fixed when the database is
+// created; for an existing database the option is ignored.
+func WithoutSubstrings() Option {
+	return func(o *sqliteOptions) { o.substrings = false }
+}
+
+// OpenSQLite opens (creating if needed) the index at path, a file path
+// (not ":memory:"; readers and the writer need to share it), and migrates
+// its schema to SchemaVersion. A database with a newer schema is refused
+// IndexUnavailable. Close it when done.
+func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
+	o := sqliteOptions{busy: DefaultBusyTimeout, substrings: true}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") {
+		return nil, refuse(IndexUnavailable, "the index path %q must be a plain file path", path)
+	}
+	ms := o.busy.Milliseconds()
+	common := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)", path, ms)
+	writer, err := sql.Open("sqlite", common+"&_txlock=immediate")
+	if err != nil {
+		return nil, &Refusal{Code: IndexUnavailable, Message: "cannot open the index", Err: err}
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	s := &SQLite{path: path, writer: writer}
+	if err := s.migrate(context.Background(), o); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	readers, err := sql.Open("sqlite", common+"&_pragma=query_only(1)")
+	if err != nil {
+		writer.Close()
+		return nil, &Refusal{Code: IndexUnavailable, Message: "cannot open the index for reading", Err: err}
+	}
+	readers.SetMaxOpenConns(MaxReaders)
+	readers.SetMaxIdleConns(MaxReaders)
+	s.readers = readers
+	return s, nil
+}
+
+// Close closes the database. Calls after Close are refused
+// IndexUnavailable or MemoryUnavailable.
+func (s *SQLite) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return errors.Join(s.readers.Close(), s.writer.Close())
+}
+
+// Path returns the database file's path.
+func (s *SQLite) Path() string { return s.path }
+
+// Substrings reports whether the database has the trigram index that
+// backs the substring fallback.
+func (s *SQLite) Substrings() bool { return s.substrings }
+
+// classify turns a database error into a *Refusal. busy and unavailable
+// are the codes of the calling seam (IndexBusy or MemoryBusy, and
+// IndexUnavailable or MemoryUnavailable); refusedSQL, when set, is the
+// code a plain SQL error maps to (a raw query FTS5 rejected).
+func classify(err error, busy, unavailable, refusedSQL Code, what string) error {
+	if err == nil {
+		return nil
+	}
+	var r *Refusal
+	if errors.As(err, &r) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &Refusal{Code: busy, Message: what + " was interrupted before it finished; send the same call again", Err: err}
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_BUSY_RECOVERY:
+			return &Refusal{Code: IndexNotReady, Message: "the index is recovering; send the same call again", Err: err}
+		}
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return &Refusal{Code: busy, Message: "another writer held the database past the busy timeout; send the same call again", Err: err}
+		case sqlite3.SQLITE_ERROR:
+			if refusedSQL != "" {
+				return &Refusal{Code: refusedSQL, Message: "FTS5 refused the query: " + strings.TrimPrefix(se.Error(), "SQL logic error: "), Err: err}
+			}
+		}
+	}
+	return &Refusal{Code: unavailable, Message: what + " failed", Err: err}
+}
+
+// check answers a refusal when the store is closed.
+func (s *SQLite) check(code Code) error {
+	if s.closed.Load() {
+		return refuse(code, "the index is closed")
+	}
+	return nil
+}

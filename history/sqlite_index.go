@@ -1,0 +1,159 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+)
+
+// rowsPerInsert is how many entries one INSERT statement carries in a
+// batch; SQLite's bound-parameter limit is far above rowsPerInsert*7.
+const rowsPerInsert = 64
+
+// MaxBatchEntries bounds one IndexBatch call: one transaction.
+const MaxBatchEntries = 100_000
+
+// Index adds one entry to the index. It is IndexBatch of one entry.
+func (s *SQLite) Index(ctx context.Context, e Entry) error {
+	_, err := s.IndexBatch(ctx, []Entry{e})
+	return err
+}
+
+// IndexBatch adds entries in one transaction and answers how many were
+// new. Indexing is idempotent: an entry whose (Session, ID) is already
+// indexed is skipped and keeps its first text, so a host may re-feed its
+// log after a crash. Either the whole batch is indexed or none of it.
+// Entries are checked first: an empty Session or ID, a field over its
+// bound (MaxIDBytes, MaxKindBytes, MaxEntryTextBytes), an empty Kind or
+// the reserved KindNote are refused IndexRefused, naming the entry.
+func (s *SQLite) IndexBatch(ctx context.Context, entries []Entry) (int, error) {
+	if len(entries) > MaxBatchEntries {
+		return 0, refuse(IndexRefused, "a batch holds at most %d entries, not %d", MaxBatchEntries, len(entries))
+	}
+	for i := range entries {
+		if err := checkEntry(&entries[i]); err != nil {
+			return 0, err
+		}
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	now := time.Now()
+	return s.write(ctx, IndexBusy, IndexUnavailable, "indexing", func(tx *sql.Tx) (int, error) {
+		return insertEntries(ctx, tx, entries, now, s.substrings)
+	})
+}
+
+// checkEntry refuses an entry that breaks a bound.
+func checkEntry(e *Entry) error {
+	switch {
+	case e.Session == "" || len(e.Session) > MaxIDBytes:
+		return refuse(IndexRefused, "entry %.64q: the session id must be 1 to %d bytes", e.ID, MaxIDBytes)
+	case e.ID == "" || len(e.ID) > MaxIDBytes:
+		return refuse(IndexRefused, "an entry of session %.64q: the entry id must be 1 to %d bytes", e.Session, MaxIDBytes)
+	case e.Kind == "" || len(e.Kind) > MaxKindBytes:
+		return refuse(IndexRefused, "entry %.64q: the kind must be 1 to %d bytes", e.ID, MaxKindBytes)
+	case e.Kind == KindNote:
+		return refuse(IndexRefused, "entry %.64q: kind %q is reserved for notes stored through Remember", e.ID, KindNote)
+	case len(e.Role) > MaxKindBytes:
+		return refuse(IndexRefused, "entry %.64q: the role must be at most %d bytes", e.ID, MaxKindBytes)
+	case len(e.Text) > MaxEntryTextBytes:
+		return refuse(IndexRefused, "entry %.64q: the text is %d bytes; at most %d are indexed", e.ID, len(e.Text), MaxEntryTextBytes)
+	}
+	return nil
+}
+
+// write runs fn in one immediate transaction on the writer, serialised
+// with every other write of this process, and classifies its failure with
+// the caller's codes.
+func (s *SQLite) write(ctx context.Context, busy, unavailable Code, what string, fn func(*sql.Tx) (int, error)) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return 0, refuse(unavailable, "the index is closed")
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, classify(err, busy, unavailable, "", what)
+	}
+	defer tx.Rollback()
+	n, err := fn(tx)
+	if err != nil {
+		return 0, classify(err, busy, unavailable, "", what)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, classify(err, busy, unavailable, "", what)
+	}
+	return n, nil
+}
+
+// insertEntries stores entries (skipping known ones) and then feeds every
+// row the transaction added to the FTS5 indexes in one statement each,
+// which is far cheaper than a trigger per row.
+func insertEntries(ctx context.Context, tx *sql.Tx, entries []Entry, now time.Time, substrings bool) (int, error) {
+	var last int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&last); err != nil {
+		return 0, err
+	}
+	var full *sql.Stmt
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
+	args := make([]any, 0, 6*rowsPerInsert)
+	added := 0
+	for start := 0; start < len(entries); start += rowsPerInsert {
+		chunk := entries[start:min(start+rowsPerInsert, len(entries))]
+		args = args[:0]
+		for _, e := range chunk {
+			at := e.Time
+			if at.IsZero() {
+				at = now
+			}
+			args = append(args, e.Session, e.ID, e.Kind, e.Role, at.UnixMilli(), e.Text)
+		}
+		var res sql.Result
+		var err error
+		if len(chunk) == rowsPerInsert {
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, insertSQL(rowsPerInsert)); err != nil {
+					return 0, err
+				}
+			}
+			res, err = full.ExecContext(ctx, args...)
+		} else {
+			res, err = tx.ExecContext(ctx, insertSQL(len(chunk)), args...)
+		}
+		if err != nil {
+			return 0, err
+		}
+		n, _ := res.RowsAffected()
+		added += int(n)
+	}
+	if added == 0 {
+		return 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO entries_words(rowid, text) SELECT seq, text FROM entries WHERE seq > ?`, last); err != nil {
+		return 0, err
+	}
+	if substrings {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO entries_grams(rowid, text) SELECT seq, text FROM entries WHERE seq > ?`, last); err != nil {
+			return 0, err
+		}
+	}
+	return added, nil
+}
+
+func insertSQL(rows int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT OR IGNORE INTO entries(session, entry, kind, role, at, text) VALUES `)
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?)")
+	}
+	return b.String()
+}

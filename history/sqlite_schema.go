@@ -1,0 +1,108 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// SchemaVersion is the schema this library writes, kept in PRAGMA
+// user_version. Opening a database migrates it up to this version, one
+// step per transaction; a newer database is refused.
+const SchemaVersion = 1
+
+// migration moves the schema from version i to i+1 inside tx.
+type migration func(ctx context.Context, tx *sql.Tx, o sqliteOptions) error
+
+// migrations[i] migrates version i to i+1.
+var migrations = []migration{
+	migrateCreate,
+}
+
+// migrateCreate creates the version-1 schema: the entries table (the
+// content, with seq as the repository-wide position), the word index and,
+// unless disabled, the trigram index, both external-content FTS5 tables
+// keyed by seq, and a small settings table holding the note counter.
+func migrateCreate(ctx context.Context, tx *sql.Tx, o sqliteOptions) error {
+	stmts := []string{
+		`CREATE TABLE entries(
+			seq INTEGER PRIMARY KEY,
+			session TEXT NOT NULL,
+			entry TEXT NOT NULL,
+			kind TEXT NOT NULL,
+			role TEXT NOT NULL,
+			at INTEGER NOT NULL,
+			text TEXT NOT NULL,
+			UNIQUE(session, entry)
+		)`,
+		`CREATE INDEX entries_by_session ON entries(session, seq)`,
+		`CREATE TABLE settings(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`,
+		`CREATE VIRTUAL TABLE entries_words USING fts5(text, content='entries', content_rowid='seq', tokenize='unicode61 remove_diacritics 2')`,
+		fmt.Sprintf(`INSERT INTO entries_words(entries_words, rank) VALUES('hashsize', %d)`, indexHashBytes),
+		`INSERT INTO settings(name, value) VALUES('notes', 0)`,
+	}
+	if o.substrings {
+		stmts = append(stmts,
+			`CREATE VIRTUAL TABLE entries_grams USING fts5(text, content='entries', content_rowid='seq', tokenize='trigram remove_diacritics 1')`,
+			fmt.Sprintf(`INSERT INTO entries_grams(entries_grams, rank) VALUES('hashsize', %d)`, indexHashBytes),
+			`INSERT INTO settings(name, value) VALUES('substrings', 1)`,
+		)
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("schema v1: %w", err)
+		}
+	}
+	return nil
+}
+
+// migrate brings the schema to SchemaVersion and reads the settings.
+func (s *SQLite) migrate(ctx context.Context, o sqliteOptions) error {
+	for {
+		var v int
+		if err := s.writer.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+			return classify(err, IndexBusy, IndexUnavailable, "", "reading the schema version")
+		}
+		if v > SchemaVersion {
+			return refuse(IndexUnavailable, "the index has schema version %d, newer than this library's %d", v, SchemaVersion)
+		}
+		if v == SchemaVersion {
+			break
+		}
+		if err := s.step(ctx, v, o); err != nil {
+			return err
+		}
+	}
+	var n int
+	err := s.writer.QueryRowContext(ctx, `SELECT count(*) FROM settings WHERE name = 'substrings' AND value = 1`).Scan(&n)
+	if err != nil {
+		return classify(err, IndexBusy, IndexUnavailable, "", "reading the index settings")
+	}
+	s.substrings = n == 1
+	return nil
+}
+
+// step runs migrations[from] in one immediate transaction, re-checking the
+// version inside it so two processes opening a new file at once migrate it
+// once.
+func (s *SQLite) step(ctx context.Context, from int, o sqliteOptions) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(err, IndexBusy, IndexUnavailable, "", "migrating the schema")
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return classify(err, IndexBusy, IndexUnavailable, "", "migrating the schema")
+	}
+	if v != from {
+		return nil // another process got there first; the caller re-reads
+	}
+	if err := migrations[from](ctx, tx, o); err != nil {
+		return classify(err, IndexBusy, IndexUnavailable, "", "migrating the schema")
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, from+1)); err != nil {
+		return classify(err, IndexBusy, IndexUnavailable, "", "migrating the schema")
+	}
+	return classify(tx.Commit(), IndexBusy, IndexUnavailable, "", "migrating the schema")
+}

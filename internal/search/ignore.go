@@ -1,0 +1,243 @@
+package search
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+const (
+	// MaxIgnoreFileBytes bounds how much of one .gitignore is read.
+	MaxIgnoreFileBytes = 1 << 20
+	// MaxIgnorePatterns bounds the patterns taken from one .gitignore.
+	MaxIgnorePatterns = 10_000
+)
+
+// verdict is what a rule set says about one path.
+type verdict int
+
+const (
+	none      verdict = iota // no rule matched
+	ignored                  // excluded
+	whitelist                // explicitly included ("!pattern", or a glob)
+)
+
+// rule is one compiled gitignore-syntax pattern.
+type rule struct {
+	re      *regexp.Regexp
+	negate  bool
+	dirOnly bool
+}
+
+// ruleSet is the rules of one .gitignore (or one glob), matched against
+// paths relative to dir.
+type ruleSet struct {
+	dir   string // absolute, clean
+	rules []rule
+}
+
+// compileRule compiles one gitignore line; ok is false for blank lines,
+// comments and patterns that cannot match anything.
+func compileRule(line string) (rule, bool) {
+	line = strings.TrimSuffix(line, "\r")
+	// Trailing spaces are ignored unless escaped.
+	for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\\ ") {
+		line = line[:len(line)-1]
+	}
+	if line == "" || line[0] == '#' {
+		return rule{}, false
+	}
+	var r rule
+	if line[0] == '!' {
+		r.negate = true
+		line = line[1:]
+	} else if strings.HasPrefix(line, `\!`) || strings.HasPrefix(line, `\#`) {
+		line = line[1:]
+	}
+	if strings.HasSuffix(line, "/") {
+		r.dirOnly = true
+		line = strings.TrimRight(line, "/")
+	}
+	if line == "" {
+		return rule{}, false
+	}
+	anchored := strings.Contains(line, "/")
+	line = strings.TrimPrefix(line, "/")
+	expr := globRegexp(line)
+	if !anchored {
+		expr = "(?:.*/)?" + expr
+	}
+	re, err := regexp.Compile("^" + expr + "$")
+	if err != nil {
+		return rule{}, false
+	}
+	r.re = re
+	return r, true
+}
+
+// globRegexp translates gitignore glob syntax into a regexp body: "*" and
+// "?" stay within a component, "**" spans components where it is a whole
+// component, "[...]" is a class ("[!...]" negated), "\x" is literal x.
+func globRegexp(g string) string {
+	var b strings.Builder
+	for i := 0; i < len(g); i++ {
+		c := g[i]
+		switch {
+		case c == '*' && i+1 < len(g) && g[i+1] == '*' &&
+			(i == 0 || g[i-1] == '/') && (i+2 == len(g) || g[i+2] == '/'):
+			switch {
+			case i+2 == len(g): // trailing "**": everything below
+				b.WriteString(".*")
+			default: // "**/": zero or more whole components
+				b.WriteString("(?:.*/)?")
+				i++ // the '/' after "**"
+			}
+			i++
+		case c == '*':
+			b.WriteString("[^/]*")
+		case c == '?':
+			b.WriteString("[^/]")
+		case c == '[':
+			j := i + 1
+			if j < len(g) && (g[j] == '!' || g[j] == '^') {
+				j++
+			}
+			if j < len(g) && g[j] == ']' {
+				j++
+			}
+			for j < len(g) && g[j] != ']' {
+				j++
+			}
+			if j >= len(g) { // no closing bracket: a literal '['
+				b.WriteString(`\[`)
+				continue
+			}
+			class := g[i+1 : j]
+			b.WriteByte('[')
+			if class != "" && (class[0] == '!' || class[0] == '^') {
+				b.WriteByte('^')
+				class = class[1:]
+			}
+			b.WriteString(strings.ReplaceAll(class, `\`, `\\`))
+			b.WriteByte(']')
+			i = j
+		case c == '\\' && i+1 < len(g):
+			i++
+			b.WriteString(regexp.QuoteMeta(string(g[i])))
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	return b.String()
+}
+
+// loadIgnore reads dir/.gitignore; a missing or unreadable file is an
+// empty set (nil).
+func loadIgnore(dir string) *ruleSet {
+	f, err := os.Open(filepath.Join(dir, ".gitignore"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxIgnoreFileBytes))
+	if err != nil {
+		return nil
+	}
+	return parseIgnore(dir, data)
+}
+
+func parseIgnore(dir string, data []byte) *ruleSet {
+	rs := &ruleSet{dir: dir}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), MaxIgnoreFileBytes)
+	for sc.Scan() && len(rs.rules) < MaxIgnorePatterns {
+		if r, ok := compileRule(sc.Text()); ok {
+			rs.rules = append(rs.rules, r)
+		}
+	}
+	if len(rs.rules) == 0 {
+		return nil
+	}
+	return rs
+}
+
+// match returns the verdict of the last rule matching abs (a path at or
+// below rs.dir).
+func (rs *ruleSet) match(abs string, isDir bool) verdict {
+	rel, ok := relBelow(rs.dir, abs)
+	if !ok {
+		return none
+	}
+	for i := len(rs.rules) - 1; i >= 0; i-- {
+		r := rs.rules[i]
+		if r.dirOnly && !isDir {
+			continue
+		}
+		if r.re.MatchString(rel) {
+			if r.negate {
+				return whitelist
+			}
+			return ignored
+		}
+	}
+	return none
+}
+
+// relBelow returns p relative to dir when p is strictly below dir.
+func relBelow(dir, p string) (string, bool) {
+	if dir == "/" {
+		return strings.TrimPrefix(p, "/"), len(p) > 1
+	}
+	if len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir {
+		return p[len(dir)+1:], true
+	}
+	return "", false
+}
+
+// globFilter is the Options.Glob rule, matched relative to the root.
+type globFilter struct {
+	set    ruleSet
+	negate bool
+}
+
+func newGlobFilter(root, glob string) *globFilter {
+	if glob == "" {
+		return nil
+	}
+	g := &globFilter{set: ruleSet{dir: root}}
+	if strings.HasPrefix(glob, "!") {
+		g.negate = true
+		glob = glob[1:]
+	}
+	r, ok := compileRule(glob)
+	if !ok {
+		// A glob that cannot match: admits nothing (or excludes nothing).
+		return g
+	}
+	r.negate = false
+	g.set.rules = []rule{r}
+	return g
+}
+
+// match gives the glob's verdict: an excluding glob ignores what it
+// matches; an admitting glob whitelists matching paths and ignores
+// non-matching files (directories are still entered).
+func (g *globFilter) match(abs string, isDir bool) verdict {
+	m := g.set.match(abs, isDir) == ignored
+	switch {
+	case g.negate && m:
+		return ignored
+	case g.negate:
+		return none
+	case m:
+		return whitelist
+	case isDir:
+		return none
+	default:
+		return ignored
+	}
+}

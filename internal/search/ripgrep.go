@@ -1,0 +1,255 @@
+package search
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// MaxEventBytes bounds one line of ripgrep's --json stream. A longer event
+// (a match in a line of many megabytes) fails the parse.
+const MaxEventBytes = 16 << 20
+
+// RipgrepArgs returns the arguments (without the program name) that make
+// ripgrep search root and select files as the Go engine does: JSON
+// events, no config file, .gitignore honoured with or without a git
+// repository, no .ignore/.rgignore, no global or info/exclude ignores, no
+// encoding sniffing (so a UTF-16 file is binary to both), and the
+// pattern, case and glob of o. Run it with its working directory at root
+// (at root's directory when root is a file): ripgrep matches globs
+// relative to its working directory. Protected subtrees are not expressed
+// as arguments; RipgrepCollector drops them, as it drops binary files.
+func RipgrepArgs(root string, o Options) []string {
+	args := []string{
+		"--json", "--no-config", "--line-number",
+		"--no-require-git", "--no-ignore-dot", "--no-ignore-exclude", "--no-ignore-global",
+		"--encoding", "none",
+	}
+	if o.CaseInsensitive {
+		args = append(args, "--ignore-case")
+	} else {
+		args = append(args, "--case-sensitive")
+	}
+	if c := min(max(o.Context, 0), MaxContext); c > 0 {
+		args = append(args, "--context", strconv.Itoa(c))
+	}
+	if o.Glob != "" {
+		args = append(args, "--glob", o.Glob)
+	}
+	return append(args, "--regexp", o.Pattern, "--", root)
+}
+
+// Event is one parsed ripgrep --json event.
+type Event struct {
+	// Type is "begin", "match", "context", "end", "summary", or whatever
+	// newer ripgrep versions add (kept, not refused).
+	Type string
+	// Path is the file the event is about (absent from "summary").
+	Path string
+	// Line is the 1-based line number of a match or context event.
+	Line int
+	// Text is the line's text as Hit.Text holds it.
+	Text string
+	// Binary is set on an "end" event when ripgrep found a NUL byte in
+	// the file.
+	Binary bool
+}
+
+// ParseError is a ripgrep event that could not be understood. Code is
+// always "bad_ripgrep_event".
+type ParseError struct {
+	Reason string
+	Err    error
+}
+
+// Code returns "bad_ripgrep_event".
+func (e *ParseError) Code() string { return "bad_ripgrep_event" }
+
+func (e *ParseError) Error() string {
+	if e.Err != nil {
+		return "ripgrep --json: " + e.Reason + ": " + e.Err.Error()
+	}
+	return "ripgrep --json: " + e.Reason
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+type rgText struct {
+	Text  *string `json:"text"`
+	Bytes *string `json:"bytes"`
+}
+
+func (t rgText) decode() ([]byte, bool, error) {
+	switch {
+	case t.Text != nil:
+		return []byte(*t.Text), true, nil
+	case t.Bytes != nil:
+		b, err := base64.StdEncoding.DecodeString(*t.Bytes)
+		return b, true, err
+	}
+	return nil, false, nil
+}
+
+type rgEvent struct {
+	Type string `json:"type"`
+	Data struct {
+		Path         rgText `json:"path"`
+		Lines        rgText `json:"lines"`
+		LineNumber   *int   `json:"line_number"`
+		BinaryOffset *int64 `json:"binary_offset"`
+	} `json:"data"`
+}
+
+// ParseRipgrepEvent parses one line of ripgrep's --json output. Match and
+// context events must carry a path, their lines and a positive line
+// number; begin and end events a path. Events of other types are returned
+// with their Type only.
+func ParseRipgrepEvent(line []byte) (Event, error) {
+	if len(line) > MaxEventBytes {
+		return Event{}, &ParseError{Reason: fmt.Sprintf("event of %d bytes exceeds %d", len(line), MaxEventBytes)}
+	}
+	var ev rgEvent
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return Event{}, &ParseError{Reason: "malformed event", Err: err}
+	}
+	out := Event{Type: ev.Type}
+	switch ev.Type {
+	case "match", "context", "begin", "end":
+	default:
+		return out, nil
+	}
+	p, ok, err := ev.Data.Path.decode()
+	if err != nil || !ok || len(p) == 0 {
+		return Event{}, &ParseError{Reason: ev.Type + " event without a usable path", Err: err}
+	}
+	out.Path = filepath.Clean(string(p))
+	switch ev.Type {
+	case "end":
+		out.Binary = ev.Data.BinaryOffset != nil
+	case "match", "context":
+		text, ok, err := ev.Data.Lines.decode()
+		if err != nil || !ok {
+			return Event{}, &ParseError{Reason: ev.Type + " event without usable lines", Err: err}
+		}
+		if ev.Data.LineNumber == nil || *ev.Data.LineNumber <= 0 {
+			return Event{}, &ParseError{Reason: ev.Type + " event without a positive line_number"}
+		}
+		out.Line = *ev.Data.LineNumber
+		out.Text = lineText(text)
+	}
+	return out, nil
+}
+
+// RipgrepCollector turns ripgrep's --json stream into a Result with the
+// Go engine's semantics: binary files and protected subtrees yield
+// nothing, hits are sorted, and collection stops at MaxScanMatches. It is
+// an io.Writer so it can be handed a command's stdout directly; it is not
+// safe for concurrent use.
+type RipgrepCollector struct {
+	protected []string
+	partial   []byte           // an event line not yet terminated
+	pending   map[string][]Hit // hits of files whose end event is due
+	pendingN  int              // matches in pending
+	res       Result
+	err       error
+}
+
+// NewRipgrepCollector returns a collector for a search run with o.
+func NewRipgrepCollector(o Options) *RipgrepCollector {
+	return &RipgrepCollector{protected: o.Protected, pending: map[string][]Hit{}}
+}
+
+// ErrScanFull is returned by Write once MaxScanMatches matches have been
+// collected: the caller should stop ripgrep; the result so far stands.
+var ErrScanFull = errors.New("search: match collection limit reached")
+
+// Write consumes a chunk of the stream. It returns a *ParseError for an
+// event it cannot parse (and keeps failing after one), or ErrScanFull.
+func (c *RipgrepCollector) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(c.partial)+len(p) > MaxEventBytes {
+				c.err = &ParseError{Reason: fmt.Sprintf("event exceeds %d bytes", MaxEventBytes)}
+				return 0, c.err
+			}
+			c.partial = append(c.partial, p...)
+			break
+		}
+		line := p[:i]
+		if len(c.partial) > 0 {
+			line = append(c.partial, line...)
+			c.partial = c.partial[:0]
+		}
+		p = p[i+1:]
+		if err := c.feed(line); err != nil {
+			c.err = err
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// feed handles one complete event line.
+func (c *RipgrepCollector) feed(line []byte) error {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil
+	}
+	ev, err := ParseRipgrepEvent(line)
+	if err != nil {
+		return err
+	}
+	switch ev.Type {
+	case "match", "context":
+		if isProtected(c.protected, ev.Path) {
+			return nil
+		}
+		c.pending[ev.Path] = append(c.pending[ev.Path], Hit{Path: ev.Path, Line: ev.Line, Text: ev.Text, Match: ev.Type == "match"})
+		if ev.Type == "match" {
+			c.pendingN++
+			if c.res.Matches+c.pendingN > 2*MaxScanMatches {
+				// Hold no more than this, even for files that may yet
+				// turn out binary.
+				c.res.Stopped = true
+				return ErrScanFull
+			}
+		}
+	case "end":
+		hs := c.pending[ev.Path]
+		delete(c.pending, ev.Path)
+		m := 0
+		for _, h := range hs {
+			if h.Match {
+				m++
+			}
+		}
+		c.pendingN -= m
+		if ev.Binary || m == 0 {
+			return nil
+		}
+		if c.res.Matches+m > MaxScanMatches {
+			c.res.Stopped = true
+			return ErrScanFull
+		}
+		c.res.Matches += m
+		c.res.Files++
+		c.res.Hits = append(c.res.Hits, hs...)
+	}
+	return nil
+}
+
+// Result returns what was collected: files whose end event arrived, with
+// hits sorted. Call it after the stream ends (or after ErrScanFull).
+func (c *RipgrepCollector) Result() Result {
+	r := c.res
+	r.Hits = sortHits(append([]Hit(nil), r.Hits...))
+	return r
+}
