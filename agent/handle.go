@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -33,7 +34,7 @@ func ParseHandle(s string) (Handle, error) {
 			"%s; a handle is {strand}#{operation}, exactly as agent_spawn or agent_send returned it", why)
 	}
 	if len(s) > MaxHandleBytes {
-		return bad("the handle is longer than " + itoa(MaxHandleBytes) + " bytes")
+		return bad("the handle is longer than " + strconv.Itoa(MaxHandleBytes) + " bytes")
 	}
 	if strings.TrimSpace(s) != s {
 		return bad("the handle has surrounding spaces")
@@ -69,28 +70,4 @@ func ParseHandle(s string) (Handle, error) {
 		}
 	}
 	return Handle{Strand: strand, Operation: op}, nil
-}
-
-// itoa formats a small non-negative int without importing strconv into
-// every file that states a bound.
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }

@@ -9,145 +9,6 @@ import (
 	"time"
 )
 
-// Tool names of the agent family.
-const (
-	SpawnToolName  = "agent_spawn"
-	SendToolName   = "agent_send"
-	WaitToolName   = "agent_wait"
-	NoteToolName   = "agent_note"
-	NotesToolName  = "agent_notes"
-	RosterToolName = "agent_roster"
-	TodoToolName   = "todo"
-)
-
-// FloorTools is a child's communication floor: added back to an explicit
-// tools list (when the parent holds them) so a child can always report.
-// agent_spawn is never part of it.
-var FloorTools = []string{NoteToolName, SendToolName}
-
-// Defaults of Limits. Each applies when the corresponding field is zero.
-const (
-	// DefaultDepthCap: children nest at most this deep below a root.
-	DefaultDepthCap = 3
-	// DefaultFanOut: running children of one parent at once.
-	DefaultFanOut = 8
-	// DefaultSessionStrands: running strands of the whole session at once.
-	DefaultSessionStrands = 32
-	// DefaultMaxWait: the longest single wait.
-	DefaultMaxWait = 30 * time.Second
-	// DefaultRunBudget: a run's deadline when the request names none.
-	DefaultRunBudget = 10 * time.Minute
-	// DefaultMaxRunBudget: the longest deadline a request may name.
-	DefaultMaxRunBudget = time.Hour
-)
-
-// Bounds the reference Agency enforces on requests.
-const (
-	// MaxPurposeBytes bounds a spawn's purpose.
-	MaxPurposeBytes = 200
-	// MaxPromptBytes bounds a spawn's prompt and a sent message.
-	MaxPromptBytes = 64 << 10
-	// MaxSpawnTools bounds an explicit tools list.
-	MaxSpawnTools = 64
-	// MaxWaitHandles bounds the handles of one wait.
-	MaxWaitHandles = 16
-	// MaxInboxMessages bounds the messages queued for one strand.
-	MaxInboxMessages = 64
-	// MaxNoteBytes bounds one note's JSON value.
-	MaxNoteBytes = 16 << 10
-	// MaxNoteKeyBytes bounds a note's relative key.
-	MaxNoteKeyBytes = 128
-	// MaxNotesPerStrand bounds the notes one strand may write.
-	MaxNotesPerStrand = 256
-	// MaxNotesListed bounds the entries one Notes read returns.
-	MaxNotesListed = 64
-)
-
-// Limits configures NewAgency. Zero fields take the Default constants.
-type Limits struct {
-	DepthCap       int
-	FanOut         int
-	SessionStrands int
-	MaxWait        time.Duration
-	RunBudget      time.Duration
-	MaxRunBudget   time.Duration
-	// Models are the catalogue names a spawn may ask for.
-	Models []string
-	// RootTools are the tools a root strand holds; nil means every tool.
-	RootTools []string
-	// ChildTools is a child's tool set when its spawn names none; nil
-	// means the parent's own set without agent_spawn.
-	ChildTools []string
-}
-
-func (l Limits) withDefaults() Limits {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defd := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&l.DepthCap, DefaultDepthCap)
-	def(&l.FanOut, DefaultFanOut)
-	def(&l.SessionStrands, DefaultSessionStrands)
-	defd(&l.MaxWait, DefaultMaxWait)
-	defd(&l.RunBudget, DefaultRunBudget)
-	defd(&l.MaxRunBudget, DefaultMaxRunBudget)
-	if l.RunBudget > l.MaxRunBudget {
-		l.RunBudget = l.MaxRunBudget
-	}
-	l.Models = slices.Clone(l.Models)
-	l.RootTools = slices.Clone(l.RootTools)
-	l.ChildTools = slices.Clone(l.ChildTools)
-	return l
-}
-
-// Turn is one child run handed to the host's Runner.
-type Turn struct {
-	Strand    string
-	Operation string
-	Parent    string
-	Purpose   string
-	// Prompt is the spawn's prompt, or the message(s) that started a
-	// continuation.
-	Prompt string
-	// Tools is the child's tool set; Model its model ("" = host routing).
-	Tools []string
-	Model string
-	// Notice tells the child its real tool set, that its final message is
-	// its report, and where a result contract wants its value. A runner
-	// shows it to the model (for example as a system message).
-	Notice string
-	// Result is the spawn's contract, or nil.
-	Result *ResultSchema
-	// Deadline is when the run is aborted.
-	Deadline time.Time
-	// Inbox drains the messages sent to the strand while it runs. A
-	// runner calls it between model steps; messages never drained are
-	// prepended to the strand's next continuation.
-	Inbox func() []string
-}
-
-// Runner runs one child turn (a model with its tools, until it gives a
-// final answer) and returns that final text. It must honour ctx: its
-// deadline is the run's budget. A Runner is called from its own goroutine
-// and must be safe for concurrent use. The host dispatches the child's
-// tool calls with a tool.Call whose Strand is Turn.Strand and whose OpID
-// is Turn.Operation.
-type Runner interface {
-	Run(ctx context.Context, t Turn) (string, error)
-}
-
-// RunnerFunc adapts a function to Runner.
-type RunnerFunc func(ctx context.Context, t Turn) (string, error)
-
-// Run calls f.
-func (f RunnerFunc) Run(ctx context.Context, t Turn) (string, error) { return f(ctx, t) }
-
 // Reference is the in-process Agency: a lineage ledger, the session
 // blackboard and todo cells in memory, and child runs in goroutines.
 // Safe for concurrent use. Close it when the session ends.
@@ -162,9 +23,10 @@ type Reference struct {
 	mu       sync.Mutex
 	closed   bool
 	strands  map[string]*strand
-	order    []string       // strand names in creation order
-	live     int            // running runs in the session
-	children map[string]int // running children per parent strand
+	order    []string            // strand names in creation order
+	kids     map[string][]string // child names per parent, in creation order
+	live     int                 // running runs in the session
+	children map[string]int      // running children per parent strand
 	notes    map[string]noteEntry
 	written  map[string]int // notes written per strand
 	todos    map[string]*todoCell
@@ -183,6 +45,7 @@ func NewAgency(runner Runner, limits Limits) *Reference {
 		cancel:   cancel,
 		strands:  map[string]*strand{},
 		children: map[string]int{},
+		kids:     map[string][]string{},
 		notes:    map[string]noteEntry{},
 		written:  map[string]int{},
 		todos:    map[string]*todoCell{},

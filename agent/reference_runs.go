@@ -59,21 +59,13 @@ func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spaw
 	s.receipt = Spawned{Handle: r.handle(name), Tools: slices.Clone(tools), Model: req.Model, Deadline: r.deadline}
 	a.strands[name] = s
 	a.order = append(a.order, name)
+	a.kids[c.Strand] = append(a.kids[c.Strand], name)
 	return s.receipt, nil
 }
 
 func (a *Reference) checkSpawn(req SpawnRequest) error {
-	switch {
-	case strings.TrimSpace(req.Purpose) == "":
-		return refuse(CodeInvalidRequest, "purpose is empty; say in a few words what the child is for")
-	case len(req.Purpose) > MaxPurposeBytes:
-		return refuse(CodeInvalidRequest, "purpose is %d bytes, more than %d", len(req.Purpose), MaxPurposeBytes)
-	case strings.TrimSpace(req.Prompt) == "":
-		return refuse(CodeInvalidRequest, "prompt is empty; it is the child's first message")
-	case len(req.Prompt) > MaxPromptBytes:
-		return refuse(CodeInvalidRequest, "prompt is %d bytes, more than %d", len(req.Prompt), MaxPromptBytes)
-	case len(req.Tools) > MaxSpawnTools:
-		return refuse(CodeInvalidRequest, "%d tools named, more than %d", len(req.Tools), MaxSpawnTools)
+	if err := req.Check(); err != nil {
+		return err
 	}
 	if req.Model != "" && !slices.Contains(a.limits.Models, req.Model) {
 		if len(a.limits.Models) == 0 {
@@ -134,7 +126,7 @@ func (a *Reference) childTools(parent *strand, c Caller, asked []string) ([]stri
 			out = append(out, t)
 		}
 	}
-	for _, t := range FloorTools {
+	for _, t := range FloorTools() {
 		if holds(t) && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
@@ -147,11 +139,8 @@ func (a *Reference) childTools(parent *strand, c Caller, asked []string) ([]stri
 
 // Send implements Agency.
 func (a *Reference) Send(ctx context.Context, c Caller, req SendRequest) (Delivery, error) {
-	switch {
-	case strings.TrimSpace(req.Message) == "":
-		return Delivery{}, refuse(CodeInvalidRequest, "message is empty")
-	case len(req.Message) > MaxPromptBytes:
-		return Delivery{}, refuse(CodeInvalidRequest, "message is %d bytes, more than %d", len(req.Message), MaxPromptBytes)
+	if err := req.Check(); err != nil {
+		return Delivery{}, err
 	}
 	budget, err := a.clampBudget(req.Budget)
 	if err != nil {
@@ -284,9 +273,9 @@ func (a *Reference) finish(ctx context.Context, s *strand, r *run, text string, 
 
 // reapChildrenLocked aborts the running, undetached children of parent.
 func (a *Reference) reapChildrenLocked(parent string) {
-	for _, name := range a.order {
+	for _, name := range a.kids[parent] {
 		c := a.strands[name]
-		if c.parent == parent && !c.detach && c.latest().state == Running {
+		if !c.detach && c.latest().state == Running {
 			c.latest().abort(abortCause{AbortParentFinished})
 		}
 	}

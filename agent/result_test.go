@@ -19,7 +19,7 @@ func TestParseResultSchema(t *testing.T) {
 	}
 	ok := []struct {
 		name, in string
-		want ResultSchema
+		want     ResultSchema
 	}{
 		{"all required by default", `{"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"string","description":"d"}}}`,
 			ResultSchema{Fields: []ResultField{{Name: "a", Type: TypeString, Description: "d", Required: true}, {Name: "b", Type: TypeInteger, Required: true}}}},

@@ -74,8 +74,10 @@ const (
 	TodoView TodoOp = "view"
 )
 
-// TodoOps lists every operation, in the order the tool documents them.
-var TodoOps = []TodoOp{TodoInit, TodoStart, TodoDone, TodoDrop, TodoBlock, TodoUnblock, TodoAppend, TodoRemove, TodoView}
+// TodoOps returns every operation, in the order the tool documents them.
+func TodoOps() []TodoOp {
+	return []TodoOp{TodoInit, TodoStart, TodoDone, TodoDrop, TodoBlock, TodoUnblock, TodoAppend, TodoRemove, TodoView}
+}
 
 // TodoStep is one operation with its arguments.
 type TodoStep struct {
@@ -220,8 +222,9 @@ func ApplyTodo(b Board, s TodoStep) (Board, error) {
 }
 
 func opList() string {
-	q := make([]string, len(TodoOps))
-	for i, o := range TodoOps {
+	ops := TodoOps()
+	q := make([]string, len(ops))
+	for i, o := range ops {
 		q[i] = string(o)
 	}
 	return strings.Join(q, ", ")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -47,6 +48,34 @@ type SpawnRequest struct {
 	Detach bool
 }
 
+// Check refuses a request breaking a bound every Agency shares: an empty
+// or oversized purpose (MaxPurposeBytes) or prompt (MaxPromptBytes), more
+// than MaxSpawnTools tools or a tool name that is empty or longer than
+// MaxToolNameBytes, or a negative deadline. The tools check it before
+// asking the Agency; an Agency checks it again.
+func (r SpawnRequest) Check() error {
+	switch {
+	case strings.TrimSpace(r.Purpose) == "":
+		return refuse(CodeInvalidRequest, "purpose is empty; say in a few words what the child is for")
+	case len(r.Purpose) > MaxPurposeBytes:
+		return refuse(CodeInvalidRequest, "purpose is %d bytes, more than %d", len(r.Purpose), MaxPurposeBytes)
+	case strings.TrimSpace(r.Prompt) == "":
+		return refuse(CodeInvalidRequest, "prompt is empty; it is the child's first message")
+	case len(r.Prompt) > MaxPromptBytes:
+		return refuse(CodeInvalidRequest, "prompt is %d bytes, more than %d", len(r.Prompt), MaxPromptBytes)
+	case len(r.Tools) > MaxSpawnTools:
+		return refuse(CodeInvalidRequest, "%d tools named, more than %d", len(r.Tools), MaxSpawnTools)
+	case r.Deadline < 0:
+		return refuse(CodeInvalidRequest, "a deadline must not be negative")
+	}
+	for _, t := range r.Tools {
+		if t == "" || len(t) > MaxToolNameBytes {
+			return refuse(CodeInvalidRequest, "tool name %q must be 1 to %d bytes", t, MaxToolNameBytes)
+		}
+	}
+	return nil
+}
+
 // Spawned is the receipt of a spawn.
 type Spawned struct {
 	// Handle names the child's first run; wait on it.
@@ -71,6 +100,20 @@ type SendRequest struct {
 	// Budget bounds the run a send to an idle strand starts; 0 takes the
 	// Agency's default. Ignored when the strand is running.
 	Budget time.Duration
+}
+
+// Check refuses an empty message or one longer than MaxPromptBytes, and a
+// negative budget.
+func (r SendRequest) Check() error {
+	switch {
+	case strings.TrimSpace(r.Message) == "":
+		return refuse(CodeInvalidRequest, "message is empty")
+	case len(r.Message) > MaxPromptBytes:
+		return refuse(CodeInvalidRequest, "message is %d bytes, more than %d", len(r.Message), MaxPromptBytes)
+	case r.Budget < 0:
+		return refuse(CodeInvalidRequest, "a budget must not be negative")
+	}
+	return nil
 }
 
 // DeliveryKind says what a send did.

@@ -47,8 +47,9 @@ func TestOpen(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open(%q): %v", tt.root, err)
 			}
-			if s.Root() != filepath.Clean(tt.root) {
-				t.Fatalf("Root() = %q, want %q", s.Root(), filepath.Clean(tt.root))
+			want, err := filepath.EvalSymlinks(filepath.Clean(tt.root))
+			if err != nil || s.Root() != want {
+				t.Fatalf("Root() = %q, want %q (%v)", s.Root(), want, err)
 			}
 			fi, err := os.Stat(s.Root())
 			if err != nil || !fi.IsDir() {

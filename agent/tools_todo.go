@@ -29,7 +29,7 @@ type TodoDetails struct {
 // Concurrent without losing a sibling call's update.
 func TodoTool(agency Agency) tool.Tool {
 	ops := &jsonschema.Schema{Type: "string", Description: "init, start, done, drop, block, unblock, append, remove or view"}
-	for _, o := range TodoOps {
+	for _, o := range TodoOps() {
 		ops.Enum = append(ops.Enum, string(o))
 	}
 	return tool.Typed(tool.Tool{

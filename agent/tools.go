@@ -9,6 +9,22 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
+// Tool names of the agent family.
+const (
+	SpawnToolName  = "agent_spawn"
+	SendToolName   = "agent_send"
+	WaitToolName   = "agent_wait"
+	NoteToolName   = "agent_note"
+	NotesToolName  = "agent_notes"
+	RosterToolName = "agent_roster"
+	TodoToolName   = "todo"
+)
+
+// FloorTools returns a child's communication floor: added back to an explicit
+// tools list (when the parent holds them) so a child can always report.
+// agent_spawn is never part of it.
+func FloorTools() []string { return []string{NoteToolName, SendToolName} }
+
 // MaxReportTextBytes bounds how much of one child's report agent_wait
 // shows in its text; Details carry the whole report.
 const MaxReportTextBytes = 16 << 10

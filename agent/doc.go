@@ -1,0 +1,58 @@
+// Package agent lets a model hand work to sub-agents: spawn them, talk to
+// them, wait for them against a deadline, read what they wrote, demand a
+// typed result, and keep a task list. It holds the Agency seam, the tools
+// that are thin shells over it (agent_spawn, agent_send, agent_wait,
+// agent_note, agent_notes, agent_roster and todo), the vocabulary that
+// crosses the seam, and Reference, an in-process Agency a host may use as
+// is (NewAgency).
+//
+// # What it owns
+//
+//   - The name and handle grammar. A child's strand name is minted as
+//     "sub:{parent}/{slug}-{digest}" (MintName): the slug is the purpose,
+//     folded and capped, and only decorates; the digest is sixteen hex
+//     characters over the call site (operation, step, source index and
+//     Minter) and is the whole of what tells two children apart. No model
+//     text reaches the digest. A handle "{strand}#{operation}" names one
+//     run; ParseHandle is total.
+//   - Result contracts: ParseResultSchema accepts only the subset of JSON
+//     Schema it can enforce and refuses the rest; Judge reports a verdict
+//     (NoResultAsked, valid, missing, mismatched) beside the prose report.
+//   - The todo board's semantics, pure (ApplyTodo): one active task, the
+//     first pending task promoted when none is, blocked tasks never
+//     promoted, texts distinct under LooseKey, every op written to its
+//     postcondition so a replay lands the same board.
+//   - The model's half of each tool: schemas (derived from the argument
+//     structs), clamps, wording, and in-band refusals with stable codes.
+//
+// # What it refuses to own
+//
+// Running a model. The host's Runner runs one child turn and returns its
+// final text; the host dispatches the child's tool calls itself, with a
+// tool.Call whose Strand and OpID are the child's. Remote orchestrators
+// are not modelled: an "@suffix" on a handle is read and ignored. The
+// agent tools ask the broker for nothing.
+//
+// # Invariants
+//
+//   - Identity comes from the call, never from arguments: CallerOf builds
+//     the Caller from tool.Call's Strand, OpID, StepID and SourceIndex. A
+//     model cannot become another strand, choose its child's name, or
+//     write outside "agent/{its strand}/".
+//   - A strand addresses only its descendants (send, wait, roster); a
+//     handle of any other strand is refused with CodeNotDescendant, an
+//     invented one with CodeUnknownHandle.
+//   - Reference holds DepthCap, FanOut (running children per parent) and
+//     SessionStrands (running strands per session) under any sequence of
+//     calls; a run past its deadline is aborted (AbortBudgetExpired); a
+//     run's undetached children are aborted when it ends
+//     (AbortParentFinished).
+//   - Notes are write-once and bounded (MaxNoteBytes, MaxNotesPerStrand);
+//     the todo cell is updated by compare-and-set with bounded retries.
+//   - Every failure is a *Refusal with a Code; the tools turn it into an
+//     IsError outcome whose Details carry the code. A pending wait is a
+//     success.
+//   - agent_send is tool.ReplayNever (a replay would deliver twice); the
+//     other tools are tool.ReplaySafe: a replayed spawn reconciles onto the
+//     child its call site already minted.
+package agent

@@ -1,0 +1,48 @@
+package agent
+
+import (
+	"context"
+	"time"
+)
+
+// Turn is one child run handed to the host's Runner.
+type Turn struct {
+	Strand    string
+	Operation string
+	Parent    string
+	Purpose   string
+	// Prompt is the spawn's prompt, or the message(s) that started a
+	// continuation.
+	Prompt string
+	// Tools is the child's tool set; Model its model ("" = host routing).
+	Tools []string
+	Model string
+	// Notice tells the child its real tool set, that its final message is
+	// its report, and where a result contract wants its value. A runner
+	// shows it to the model (for example as a system message).
+	Notice string
+	// Result is the spawn's contract, or nil.
+	Result *ResultSchema
+	// Deadline is when the run is aborted.
+	Deadline time.Time
+	// Inbox drains the messages sent to the strand while it runs. A
+	// runner calls it between model steps; messages never drained are
+	// prepended to the strand's next continuation.
+	Inbox func() []string
+}
+
+// Runner runs one child turn (a model with its tools, until it gives a
+// final answer) and returns that final text. It must honour ctx: its
+// deadline is the run's budget. A Runner is called from its own goroutine
+// and must be safe for concurrent use. The host dispatches the child's
+// tool calls with a tool.Call whose Strand is Turn.Strand and whose OpID
+// is Turn.Operation.
+type Runner interface {
+	Run(ctx context.Context, t Turn) (string, error)
+}
+
+// RunnerFunc adapts a function to Runner.
+type RunnerFunc func(ctx context.Context, t Turn) (string, error)
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context, t Turn) (string, error) { return f(ctx, t) }

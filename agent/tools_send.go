@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/tool"
+)
+
+type sendArgs struct {
+	To       string `json:"to" jsonschema:"the handle (or strand name) of a sub-agent you spawned, or one of its descendants"`
+	Message  string `json:"message" jsonschema:"what to tell it"`
+	BudgetMs int64  `json:"budget_ms,omitempty" jsonschema:"if the sub-agent is idle this starts a new run; its budget in milliseconds (omit for the default)"`
+}
+
+// SendDetails is the Details of a successful agent_send.
+type SendDetails struct {
+	Delivery   string `json:"delivery"`
+	Handle     string `json:"handle"`
+	DeadlineMs int64  `json:"deadline_ms"`
+}
+
+// SendTool returns agent_send: message a descendant. A running descendant
+// reads it at its next turn; an idle one starts a new run (a continuation)
+// under a new handle. ReplayNever: a replay would deliver twice.
+func SendTool(agency Agency) tool.Tool {
+	return tool.Typed(tool.Tool{
+		Name: SendToolName,
+		Description: "Send a message to a sub-agent you spawned (or one of its descendants). " +
+			"If it is still running, it reads the message at its next turn and the handle you hold still names that run. " +
+			"If it has finished, the message starts a new run of the same sub-agent under a NEW handle, which is the one to wait on; " +
+			"the old handle keeps reporting the earlier run. Use agent_send to continue a sub-agent, agent_wait to observe one run. " +
+			fmt.Sprintf("A message is at most %d bytes.", MaxPromptBytes),
+		PromptSnippet: "agent_send: message or continue a sub-agent",
+		Replay:        tool.ReplayNever,
+		Mode:          tool.Concurrent,
+	}, guard(agency, SendToolName, func(ctx context.Context, c *tool.Call, a sendArgs) tool.Outcome {
+		to := strings.TrimSpace(a.To)
+		if strings.ContainsAny(to, "#@") {
+			h, err := ParseHandle(to)
+			if err != nil {
+				return refusalOutcome(SendToolName, err)
+			}
+			to = h.Strand
+		}
+		req := SendRequest{To: to, Message: a.Message, Budget: time.Duration(a.BudgetMs) * time.Millisecond}
+		if err := req.Check(); err != nil {
+			return refusalOutcome(SendToolName, err)
+		}
+		d, err := agency.Send(ctx, CallerOf(c), req)
+		if err != nil {
+			return refusalOutcome(SendToolName, err)
+		}
+		now := c.Clock()
+		var text string
+		switch d.Kind {
+		case Started:
+			text = fmt.Sprintf("%s was idle: the message started a new run.\nhandle: %s (wait on this one; earlier handles report earlier runs)\ndeadline: %s",
+				d.Handle.Strand, d.Handle, untilText(now, d.Deadline))
+		default:
+			text = fmt.Sprintf("delivered to %s, which is running; it reads the message at its next turn.\nhandle: %s\ndeadline: %s",
+				d.Handle.Strand, d.Handle, untilText(now, d.Deadline))
+		}
+		return tool.Outcome{Text: text, Details: SendDetails{Delivery: string(d.Kind), Handle: d.Handle.String(), DeadlineMs: msUntil(now, d.Deadline)}}
+	}))
+}

@@ -1,0 +1,149 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/tool"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+type waitArgs struct {
+	Handles []string `json:"handles" jsonschema:"handles from agent_spawn or agent_send; all are waited on against one deadline"`
+	WaitMs  *waitMs  `json:"wait_ms,omitempty"`
+}
+
+type waitMs int64
+
+// WaitDetails is the Details of agent_wait: one entry per handle, in the
+// order asked.
+type WaitDetails struct {
+	WaitedMs int64        `json:"waited_ms"`
+	Clamped  bool         `json:"clamped,omitempty"`
+	Results  []WaitResult `json:"results"`
+}
+
+// WaitResult is one handle's entry in WaitDetails.
+type WaitResult struct {
+	Handle      string          `json:"handle"`
+	Pending     bool            `json:"pending"`
+	State       string          `json:"state"`
+	AbortReason string          `json:"abort_reason,omitempty"`
+	Report      string          `json:"report,omitempty"`
+	Result      string          `json:"result,omitempty"`
+	Value       json.RawMessage `json:"value,omitempty"`
+	Mismatch    *Mismatch       `json:"mismatch,omitempty"`
+	DeadlineMs  int64           `json:"deadline_ms"`
+}
+
+// WaitTool returns agent_wait: wait for several runs against one
+// deadline. wait_ms is clamped to the agency's MaxWaitMs (the clamp is
+// said in the text); a run still going is reported pending, which is a
+// success: wait again.
+func WaitTool(agency Agency) tool.Tool {
+	maxWait := 0
+	if agency != nil {
+		maxWait = agency.MaxWaitMs()
+	}
+	return tool.Typed(tool.Tool{
+		Name: WaitToolName,
+		Description: fmt.Sprintf("Wait for sub-agent runs to finish and read their reports. Pass every handle you are waiting for in one call: "+
+			"they share one deadline of at most %d ms (wait_ms; larger values are clamped). A run still going is reported as pending; "+
+			"call again to keep waiting. At most %d handles per call.", maxWait, MaxWaitHandles),
+		PromptSnippet: "agent_wait: wait for sub-agents' reports",
+		Replay:        tool.ReplaySafe,
+		Mode:          tool.Concurrent,
+	}, guard(agency, WaitToolName, func(ctx context.Context, c *tool.Call, a waitArgs) tool.Outcome {
+		return runWait(ctx, agency, c, a)
+	}), tool.WithTypeSchema(reflect.TypeFor[waitMs](), &jsonschema.Schema{Type: "integer",
+		Description: fmt.Sprintf("how long to wait in milliseconds, at most %d; omitted or larger values wait the maximum", maxWait)}))
+}
+
+func runWait(ctx context.Context, agency Agency, c *tool.Call, a waitArgs) tool.Outcome {
+	if len(a.Handles) == 0 {
+		return refusalOutcome(WaitToolName, refuse(CodeInvalidRequest, "handles is empty; pass the handles agent_spawn or agent_send returned"))
+	}
+	if len(a.Handles) > MaxWaitHandles {
+		return refusalOutcome(WaitToolName, refuse(CodeInvalidRequest, "%d handles, more than %d; wait on fewer at once", len(a.Handles), MaxWaitHandles))
+	}
+	handles := make([]Handle, len(a.Handles))
+	for i, s := range a.Handles {
+		h, err := ParseHandle(s)
+		if err != nil {
+			var r *Refusal
+			if !errors.As(err, &r) {
+				return refusalOutcome(WaitToolName, err)
+			}
+			return refusalOutcome(WaitToolName, &Refusal{Code: r.Code, Reason: fmt.Sprintf("handles[%d]: %s", i, r.Reason), Err: r})
+		}
+		handles[i] = h
+	}
+	maxMs := int64(agency.MaxWaitMs())
+	wait, clamped := maxMs, false
+	if a.WaitMs != nil {
+		switch asked := int64(*a.WaitMs); {
+		case asked < 0:
+			return refusalOutcome(WaitToolName, refuse(CodeWaitTooLong, "wait_ms must not be negative"))
+		case asked > maxMs:
+			clamped = true
+		default:
+			wait = asked
+		}
+	}
+	start := c.Clock()
+	ws, err := agency.Wait(ctx, CallerOf(c), handles, time.Duration(wait)*time.Millisecond)
+	if err != nil {
+		return refusalOutcome(WaitToolName, err)
+	}
+	now := c.Clock()
+	d := WaitDetails{WaitedMs: now.Sub(start).Milliseconds(), Clamped: clamped}
+	var b strings.Builder
+	if clamped {
+		fmt.Fprintf(&b, "wait_ms %d is more than the maximum; waited at most %d ms.\n", *a.WaitMs, maxMs)
+	}
+	pending := 0
+	for i, w := range ws {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		r := WaitResult{Handle: w.Handle.String(), Pending: !w.Ready, State: string(w.State),
+			AbortReason: string(w.AbortReason), DeadlineMs: msUntil(now, w.Deadline)}
+		if !w.Ready {
+			pending++
+			fmt.Fprintf(&b, "%s: pending (still running; deadline %s)\n", w.Handle, untilText(now, w.Deadline))
+			d.Results = append(d.Results, r)
+			continue
+		}
+		r.Report = w.Report
+		state := string(w.State)
+		if w.State == Aborted && w.AbortReason != "" {
+			state += " (" + string(w.AbortReason) + ")"
+		}
+		report, cut := truncate(w.Report, MaxReportTextBytes)
+		fmt.Fprintf(&b, "%s: %s\nreport:\n%s\n", w.Handle, state, report)
+		if cut {
+			fmt.Fprintf(&b, "[report truncated at %d bytes; the whole report is in details]\n", MaxReportTextBytes)
+		}
+		switch w.Result.Kind {
+		case ResultValid:
+			fmt.Fprintf(&b, "result: %s\n", w.Result.Value)
+		case ResultMissing:
+			b.WriteString("result: MISSING - the child finished without recording agent_note \"result\"\n")
+		case ResultMismatched:
+			fmt.Fprintf(&b, "result: MISMATCH - %s\n", w.Result.Mismatch.Describe())
+		}
+		if w.Result.Kind != NoResultAsked && w.Result.Kind != "" {
+			r.Result, r.Value, r.Mismatch = string(w.Result.Kind), w.Result.Value, w.Result.Mismatch
+		}
+		d.Results = append(d.Results, r)
+	}
+	if pending > 0 {
+		fmt.Fprintf(&b, "\n%d of %d still pending; call agent_wait again to keep waiting.", pending, len(ws))
+	}
+	return tool.Outcome{Text: strings.TrimRight(b.String(), "\n"), Details: d}
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"spawned sub:main/review-auth-",
+		"result contract: {area: string, issues: integer}",
+		`result: {"area":"auth","issues":1}`,
+		`result: {"area":"storage","issues":1}`,
+		"result: MISMATCH - the result did not meet its contract {area: string, issues: integer}: issues is a string, want integer",
+		"/findings = {\"area\":\"storage\"",
+		"3 sub-agents",
+		"agent_wait refused (unknown_handle)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if n := strings.Count(text, ": completed\n"); n != 3 {
+		t.Errorf("%d children completed, want 3:\n%s", n, text)
+	}
+	if n := strings.Count(text, "[error]"); n != 1 {
+		t.Errorf("%d error outcomes, want only the forged handle's:\n%s", n, text)
+	}
+}
