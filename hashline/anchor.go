@@ -15,8 +15,10 @@ const (
 const hexDigits = "0123456789abcdef"
 
 // sum64 is FNV-1a 64 over the bytes of s.
-func sum64[T ~string | ~[]byte](s T) uint64 {
-	h := uint64(fnvOffset64)
+func sum64[T ~string | ~[]byte](s T) uint64 { return fnvAdd(fnvOffset64, s) }
+
+// fnvAdd continues the FNV-1a 64 hash h over the bytes of s.
+func fnvAdd[T ~string | ~[]byte](h uint64, s T) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
 		h *= fnvPrime64
@@ -49,13 +51,15 @@ func AnchorOf(line string) string {
 // lowercase hex digits, a hyphen, then the byte length in decimal
 // ("%016x-%d"). Two contents share a digest only if they share both the hash
 // and the length.
-func Digest(content []byte) string {
-	h := sum64(content)
+func Digest(content []byte) string { return formatDigest(sum64(content), len(content)) }
+
+// formatDigest renders a whole-content hash and length as Digest does.
+func formatDigest(h uint64, size int) string {
 	buf := make([]byte, 0, 16+1+20)
 	for shift := 60; shift >= 0; shift -= 4 {
 		buf = append(buf, hexDigits[(h>>uint(shift))&0xf])
 	}
 	buf = append(buf, '-')
-	buf = strconv.AppendInt(buf, int64(len(content)), 10)
+	buf = strconv.AppendInt(buf, int64(size), 10)
 	return string(buf)
 }

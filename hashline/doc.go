@@ -25,8 +25,8 @@
 //
 // No I/O, no paths, no policy, no clocks, no global state: callers read and
 // write files and decide what a model sees. Errors are values with stable
-// codes (the Code* constants) and messages a model can act on; the package
-// never panics on any input.
+// codes (the Code* constants) and messages a model can act on; no input,
+// however malformed, makes the package panic.
 //
 // # Invariants
 //

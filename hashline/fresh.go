@@ -3,7 +3,6 @@ package hashline
 import (
 	"cmp"
 	"slices"
-	"strings"
 )
 
 // Bounds for rendering the fresh anchors of an edit.
@@ -41,12 +40,9 @@ func RenderRegions(lines []Line, regions []Region, context, maxBytes int) (text 
 	size := 0
 	fit := len(blocks)
 	for k, b := range blocks {
-		n := 0
+		n := linesLen(lines[b.Start-1 : b.End])
 		if k > 0 {
-			n = len(RegionSeparator)
-		}
-		for _, l := range lines[b.Start-1 : b.End] {
-			n += renderedLen(l) + 1
+			n += len(RegionSeparator)
 		}
 		if maxBytes > 0 && size+n > maxBytes {
 			fit = k
@@ -54,21 +50,17 @@ func RenderRegions(lines []Line, regions []Region, context, maxBytes int) (text 
 		}
 		size += n
 	}
-	var sb strings.Builder
-	sb.Grow(size)
+	out := make([]byte, 0, size)
 	for k, b := range blocks[:fit] {
 		if k > 0 {
-			sb.WriteString(RegionSeparator)
+			out = append(out, RegionSeparator...)
 		}
-		for _, l := range lines[b.Start-1 : b.End] {
-			writeLine(&sb, l)
-			sb.WriteByte('\n')
-		}
+		out = appendLines(out, lines[b.Start-1:b.End])
 	}
 	if fit < len(blocks) {
-		return sb.String(), false, blocks[fit].Start
+		return string(out), false, blocks[fit].Start
 	}
-	return sb.String(), true, 0
+	return string(out), true, 0
 }
 
 // mergeRegions widens regions by context, clamps them to 1..total, drops the

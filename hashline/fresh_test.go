@@ -54,7 +54,7 @@ func TestRenderRegionsMerge(t *testing.T) {
 
 func TestRenderRegionsCap(t *testing.T) {
 	lines := numbered(20)
-	first := RenderLines(lines[1:4])  // region {3,3} with context 1
+	first := RenderLines(lines[1:4])   // region {3,3} with context 1
 	second := RenderLines(lines[9:12]) // region {11,11} with context 1
 	whole := first + RegionSeparator + second
 	regions := []Region{{3, 3}, {11, 11}}

@@ -2,7 +2,6 @@ package hashline
 
 import (
 	"bytes"
-	"testing"
 )
 
 // refTo returns a ref to line n of content carrying the line's real anchor,
@@ -15,11 +14,24 @@ func refTo(content string, n int) *Ref {
 	return &Ref{Line: n, Anchor: "00000000"}
 }
 
-// rejoin rebuilds content from its annotation and each line's own break.
-func rejoin(t *testing.T, content []byte) []byte {
+// fataler is what rejoin needs of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// rejoin rebuilds content from its annotation and each line's own break,
+// checking on the way that scan, annotate and Digest agree.
+func rejoin(t fataler, content []byte) []byte {
 	t.Helper()
 	lines := Annotate(content)
-	bomLen, spans := split(content)
+	bomLen, spans, digest := scan(content)
+	if got, want := formatDigest(digest, len(content)), Digest(content); got != want {
+		t.Fatalf("scan digest %s, Digest %s", got, want)
+	}
+	if _, d := annotate(content); formatDigest(d, len(content)) != Digest(content) {
+		t.Fatalf("annotate digest %s, Digest %s", formatDigest(d, len(content)), Digest(content))
+	}
 	if len(lines) != len(spans) {
 		t.Fatalf("Annotate gave %d lines, split %d", len(lines), len(spans))
 	}

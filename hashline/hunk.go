@@ -25,17 +25,15 @@ const (
 	OpAppend Op = "append"
 )
 
-// acceptedOps lists the accepted operations in documentation order.
-var acceptedOps = []Op{OpReplace, OpInsertBefore, OpInsertAfter, OpAppend}
+// acceptedOps names the accepted operations, for messages.
+const acceptedOps = "replace, insert_before, insert_after, append"
 
-func (o Op) valid() bool { return slices.Contains(acceptedOps, o) }
-
-func opList() string {
-	names := make([]string, len(acceptedOps))
-	for i, o := range acceptedOps {
-		names[i] = string(o)
+func (o Op) valid() bool {
+	switch o {
+	case OpReplace, OpInsertBefore, OpInsertAfter, OpAppend:
+		return true
 	}
-	return strings.Join(names, ", ")
+	return false
 }
 
 // Hunk is one edit, addressed by refs into the content it was planned from.
@@ -56,8 +54,16 @@ type Hunk struct {
 	Lines []string `json:"lines"`
 }
 
-// hunkFields lists the JSON fields of a hunk, for the unknown-field message.
-var hunkFields = []string{"op", "start", "end", "lines"}
+// knownFields names the JSON fields of a hunk, for messages.
+const knownFields = "op, start, end, lines"
+
+func isHunkField(name string) bool {
+	switch name {
+	case "op", "start", "end", "lines":
+		return true
+	}
+	return false
+}
 
 // pieces cuts a hunk's Lines into the lines it writes (see Hunk).
 func pieces(elems []string) []string {
@@ -85,7 +91,7 @@ func pieces(elems []string) []string {
 // Overlap and staleness need the content; NewPlan checks them.
 func ValidateHunks(hunks []Hunk) error {
 	if len(hunks) == 0 {
-		return &HunkError{Kind: CodeNoHunks, Index: -1, Detail: "no hunks: give at least one edit"}
+		return &HunkError{Kind: CodeNoHunks, Index: -1, Detail: "empty: give at least one edit"}
 	}
 	for i, h := range hunks {
 		if err := validateHunk(i, h); err != nil {
@@ -98,7 +104,7 @@ func ValidateHunks(hunks []Hunk) error {
 func validateHunk(i int, h Hunk) error {
 	if !h.Op.valid() {
 		return &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
-			Detail: fmt.Sprintf("unknown op %q; accepted ops: %s", truncate(string(h.Op), maxQuoted), opList())}
+			Detail: fmt.Sprintf("unknown op %q; accepted ops: %s", truncate(string(h.Op), maxQuoted), acceptedOps)}
 	}
 	switch h.Op {
 	case OpAppend:
@@ -159,11 +165,11 @@ func refField(h Hunk) string {
 func DecodeHunks(data []byte) ([]Hunk, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return nil, &HunkError{Kind: CodeBadJSON, Index: -1, Detail: "hunks must be a JSON array of objects"}
+		return nil, &HunkError{Kind: CodeBadJSON, Index: -1, Detail: "must be a JSON array of hunk objects"}
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(trimmed, &raws); err != nil {
-		return nil, &HunkError{Kind: CodeBadJSON, Index: -1, Detail: "hunks are not valid JSON", Err: err}
+		return nil, &HunkError{Kind: CodeBadJSON, Index: -1, Detail: "not valid JSON", Err: err}
 	}
 	hunks := make([]Hunk, len(raws))
 	for i, raw := range raws {
@@ -190,29 +196,29 @@ func decodeHunk(i int, raw json.RawMessage) (Hunk, error) {
 	}
 	var unknown []string
 	for k := range fields {
-		if !slices.Contains(hunkFields, k) {
+		if !isHunkField(k) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
 		return h, &HunkError{Kind: CodeUnknownField, Index: i, Field: truncate(unknown[0], maxQuoted),
-			Detail: fmt.Sprintf("unknown field %q; known fields: %s", truncate(unknown[0], maxQuoted), strings.Join(hunkFields, ", "))}
+			Detail: "unknown field; known fields: " + knownFields}
 	}
 	op, ok := fields["op"]
 	if !ok || isNull(op) {
 		return h, &HunkError{Kind: CodeMissingField, Index: i, Field: "op",
-			Detail: "op is required; accepted ops: " + opList()}
+			Detail: "op is required; accepted ops: " + acceptedOps}
 	}
 	var opName string
 	if err := json.Unmarshal(op, &opName); err != nil {
 		return h, &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
-			Detail: "op must be a string; accepted ops: " + opList()}
+			Detail: "op must be a string; accepted ops: " + acceptedOps}
 	}
 	h.Op = Op(opName)
 	if !h.Op.valid() {
 		return h, &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
-			Detail: fmt.Sprintf("unknown op %q; accepted ops: %s", truncate(opName, maxQuoted), opList())}
+			Detail: fmt.Sprintf("unknown op %q; accepted ops: %s", truncate(opName, maxQuoted), acceptedOps)}
 	}
 	for _, f := range []struct {
 		name string

@@ -2,8 +2,6 @@ package hashline
 
 import (
 	"bytes"
-	"strconv"
-	"strings"
 )
 
 // bom is the UTF-8 byte-order mark. When a content starts with it, it belongs
@@ -26,34 +24,60 @@ type Line struct {
 // line that has none).
 type span struct{ start, textEnd, end int }
 
-// split cuts content into lines. A line ends at each LF; a CR immediately
-// before the LF belongs to the terminator. A final LF does not start another
-// line, so empty content (or a lone byte-order mark) has no lines.
-func split(content []byte) (bomLen int, spans []span) {
+// lineBounds finds the end of the line starting at pos in s, given lf, the
+// index of the first LF in s[pos:] (-1 when there is none). The line's text
+// ends at textEnd and the line, with its terminator, at end. A CR just before
+// the LF belongs to the terminator; a last line without LF keeps every byte,
+// CR included, as text.
+func lineBounds[T ~string | ~[]byte](s T, pos, lf int) (textEnd, end int) {
+	if lf < 0 {
+		return len(s), len(s)
+	}
+	textEnd, end = pos+lf, pos+lf+1
+	if textEnd > pos && s[textEnd-1] == '\r' {
+		textEnd--
+	}
+	return textEnd, end
+}
+
+// bomLen is the length of the byte-order mark content starts with, or 0.
+func bomLen(content []byte) int {
 	if bytes.HasPrefix(content, []byte(bom)) {
-		bomLen = len(bom)
+		return len(bom)
 	}
-	rest := content[bomLen:]
-	if len(rest) == 0 {
-		return bomLen, nil
+	return 0
+}
+
+// scan cuts content into lines (see lineBounds) and computes its digest hash in
+// the same pass. A final LF does not start another line, so empty content
+// (or a lone byte-order mark) has no lines.
+func scan(content []byte) (skip int, spans []span, digest uint64) {
+	skip = bomLen(content)
+	digest = sum64(content[:skip])
+	if len(content) == skip {
+		return skip, nil, digest
 	}
-	spans = make([]span, 0, bytes.Count(rest, []byte{'\n'})+1)
-	pos := bomLen
-	for pos < len(content) {
-		i := bytes.IndexByte(content[pos:], '\n')
-		if i < 0 {
-			spans = append(spans, span{pos, len(content), len(content)})
-			break
-		}
-		end := pos + i + 1
-		textEnd := pos + i
-		if textEnd > pos && content[textEnd-1] == '\r' {
-			textEnd--
-		}
+	spans = make([]span, 0, bytes.Count(content[skip:], []byte{'\n'})+1)
+	for pos := skip; pos < len(content); {
+		textEnd, end := lineBounds(content, pos, bytes.IndexByte(content[pos:], '\n'))
 		spans = append(spans, span{pos, textEnd, end})
+		digest = fnvAdd(digest, content[pos:end])
 		pos = end
 	}
-	return bomLen, spans
+	return skip, spans, digest
+}
+
+// countLines is len(Annotate(content)), computed without annotating.
+func countLines(content []byte) int {
+	rest := content[bomLen(content):]
+	if len(rest) == 0 {
+		return 0
+	}
+	n := bytes.Count(rest, []byte{'\n'})
+	if rest[len(rest)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // Annotate returns every line of content, numbered from 1 and anchored. A
@@ -61,139 +85,52 @@ func split(content []byte) (bomLen int, spans []span) {
 // no lines. Texts share one copy of content, so annotating costs one copy plus
 // the Line slice, whatever the number of lines.
 func Annotate(content []byte) []Line {
-	_, spans := split(content)
-	if len(spans) == 0 {
-		return nil
-	}
-	s := string(content)
-	anchors := make([]byte, AnchorLen*len(spans))
-	for i, sp := range spans {
-		putAnchor(anchors[AnchorLen*i:], sum64(s[sp.start:sp.textEnd]))
-	}
-	as := string(anchors)
-	lines := make([]Line, len(spans))
-	for i, sp := range spans {
-		lines[i] = Line{
-			Number: i + 1,
-			Anchor: as[AnchorLen*i : AnchorLen*(i+1)],
-			Text:   s[sp.start:sp.textEnd],
-		}
-	}
+	lines, _ := annotate(content)
 	return lines
 }
 
-// renderedLen is len(RenderLine(l)).
-func renderedLen(l Line) int {
-	return decimalLen(l.Number) + 1 + len(l.Anchor) + 1 + len(l.Text)
-}
-
-func decimalLen(n int) int {
-	if n < 0 {
-		return 1 + decimalLen(-n)
+// annotate is Annotate that also returns the digest hash of content,
+// computed in the same pass: the whole-content hash and each line's hash are
+// independent multiply chains, so the second costs little. Line ends are
+// found in that pass too (the rules of lineBounds).
+func annotate(content []byte) ([]Line, uint64) {
+	skip := bomLen(content)
+	digest := sum64(content[:skip])
+	n := countLines(content)
+	if n == 0 {
+		return nil, digest
 	}
-	d := 1
-	for n >= 10 {
-		n /= 10
-		d++
-	}
-	return d
-}
-
-// RenderLine renders l in display form "N:anchor|text", with no terminator.
-// HasDisplayPrefix reports true for every rendering of a well-formed Line.
-func RenderLine(l Line) string {
-	var b strings.Builder
-	b.Grow(renderedLen(l))
-	writeLine(&b, l)
-	return b.String()
-}
-
-func writeLine(b *strings.Builder, l Line) {
-	var num [20]byte
-	b.Write(strconv.AppendInt(num[:0], int64(l.Number), 10))
-	b.WriteByte(':')
-	b.WriteString(l.Anchor)
-	b.WriteByte('|')
-	b.WriteString(l.Text)
-}
-
-// RenderLines renders each line with RenderLine followed by "\n", in order.
-// It is the one renderer for whole files, windows and fresh-anchor regions,
-// so all three are byte-identical for the same line.
-func RenderLines(lines []Line) string {
-	n := 0
-	for _, l := range lines {
-		n += renderedLen(l) + 1
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, l := range lines {
-		writeLine(&b, l)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// Window selects the lines a windowed read shows. offset is the 1-based number
-// of the first line; an offset below 1 is read as 1. limit is the most lines
-// to return; limit <= 0 means every line from offset on. The total is
-// len(lines).
-//
-// win is a subslice of lines (never a copy). more reports whether lines remain
-// after the window, and next is then the offset that continues the read
-// (the number of the line after the window); next is 0 when more is false.
-// An offset past the last line yields an empty window with more false.
-func Window(lines []Line, offset, limit int) (win []Line, next int, more bool) {
-	if offset < 1 {
-		offset = 1
-	}
-	total := len(lines)
-	if offset > total {
-		return lines[total:], 0, false
-	}
-	end := total
-	if limit > 0 && limit < total-offset+1 {
-		end = offset - 1 + limit
-	}
-	win = lines[offset-1 : end]
-	if end < total {
-		return win, end + 1, true
-	}
-	return win, 0, false
-}
-
-// HasDisplayPrefix reports whether s begins with the display prefix
-// RenderLine writes: one or more ASCII digits, a colon, exactly eight
-// lowercase hex digits, and a pipe ("12:ab12cd34|"). A bare eight-hex token
-// ("deadbeef = 1") is not a prefix, since real lines begin with hex constants.
-func HasDisplayPrefix(s string) bool {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	if i == 0 || i >= len(s) || s[i] != ':' {
-		return false
-	}
-	i++
-	if len(s)-i < AnchorLen+1 {
-		return false
-	}
-	if !isAnchor(s[i : i+AnchorLen]) {
-		return false
-	}
-	return s[i+AnchorLen] == '|'
-}
-
-// isAnchor reports whether s is exactly AnchorLen lowercase hex digits.
-func isAnchor(s string) bool {
-	if len(s) != AnchorLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
+	s := string(content)
+	lines := make([]Line, n)
+	anchors := make([]byte, AnchorLen*n)
+	pos := skip
+	for i := range lines {
+		h := uint64(fnvOffset64)
+		j := pos
+		for ; j < len(s); j++ {
+			c := s[j]
+			if c == '\n' || (c == '\r' && j+1 < len(s) && s[j+1] == '\n') {
+				break
+			}
+			h = (h ^ uint64(c)) * fnvPrime64
+			digest = (digest ^ uint64(c)) * fnvPrime64
 		}
+		lines[i].Number = i + 1
+		lines[i].Text = s[pos:j]
+		putAnchor(anchors[AnchorLen*i:], h)
+		if j < len(s) && s[j] == '\r' {
+			digest = (digest ^ '\r') * fnvPrime64
+			j++
+		}
+		if j < len(s) {
+			digest = (digest ^ '\n') * fnvPrime64
+			j++
+		}
+		pos = j
 	}
-	return true
+	as := string(anchors)
+	for i := range lines {
+		lines[i].Anchor = as[AnchorLen*i : AnchorLen*(i+1)]
+	}
+	return lines, digest
 }

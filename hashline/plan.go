@@ -12,17 +12,30 @@ import (
 // what makes a replayed edit unable to apply twice.
 type Plan struct {
 	digest string
-	lines  int      // line count of the planned content
 	hunks  []placed // sorted by position
+	first  gap      // gap 0: just after the byte-order mark, if any
+	last   gap      // gap n: the end of the content
+	eol    string   // the break written lines get
+	// noFinalBreak: the content's last line has no break.
+	noFinalBreak bool
 }
 
-// placed is one hunk located in the planned content. Positions are gaps: gap
-// g lies between line g and line g+1 (gap 0 before line 1, gap n after line
-// n). A hunk removes every line between gap lo and gap hi (none when lo ==
-// hi) and writes its lines there.
+// gap is a position between lines of the planned content: gap g lies between
+// line g and line g+1 (gap 0 before line 1, gap n after line n). Because a
+// plan only ever applies to the exact content it was made from, the byte
+// offsets it records are valid in Apply.
+type gap struct {
+	line      int  // g
+	off       int  // byte offset: where line g+1 starts
+	prevBreak int  // byte length of line g's break (0: none)
+	prevEmpty bool // whether line g's text is empty
+}
+
+// placed is one hunk located in the planned content: it removes every line
+// between gaps lo and hi (none when they are equal) and writes lines there.
 type placed struct {
 	index  int // position in the caller's hunk list
-	lo, hi int
+	lo, hi gap
 	lines  []string
 }
 
@@ -62,7 +75,7 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 	if err := ValidateHunks(hunks); err != nil {
 		return nil, err
 	}
-	_, spans := split(content)
+	skip, spans, digest := scan(content)
 	n := len(spans)
 	ps := make([]placed, len(hunks))
 	for i, h := range hunks {
@@ -73,40 +86,57 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 			if h.End != nil {
 				end = h.End.Line
 			}
-			p.lo, p.hi = h.Start.Line-1, end
+			p.lo.line, p.hi.line = h.Start.Line-1, end
 		case OpInsertBefore:
-			p.lo, p.hi = h.Start.Line-1, h.Start.Line-1
+			p.lo.line, p.hi.line = h.Start.Line-1, h.Start.Line-1
 		case OpInsertAfter:
-			p.lo, p.hi = h.Start.Line, h.Start.Line
+			p.lo.line, p.hi.line = h.Start.Line, h.Start.Line
 		case OpAppend:
-			p.lo, p.hi = n, n
+			p.lo.line, p.hi.line = n, n
 		}
 		ps[i] = p
 	}
 	slices.SortStableFunc(ps, func(a, b placed) int {
-		if c := cmp.Compare(a.lo, b.lo); c != 0 {
+		if c := cmp.Compare(a.lo.line, b.lo.line); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.hi, b.hi)
+		return cmp.Compare(a.hi.line, b.hi.line)
 	})
 	for k := 1; k < len(ps); k++ {
 		a, b := ps[k-1], ps[k]
-		sameGap := a.lo == a.hi && b.lo == b.hi && a.lo == b.lo
-		if b.lo < a.hi || sameGap {
+		sameGap := a.lo.line == a.hi.line && b.lo.line == b.hi.line && a.lo.line == b.lo.line
+		if b.lo.line < a.hi.line || sameGap {
 			first, second := min(a.index, b.index), max(a.index, b.index)
 			return nil, &HunkError{Kind: CodeOverlap, Index: second,
 				Detail: fmt.Sprintf("overlaps hunk %d; hunks must not touch the same lines or insert at the same place: merge them into one hunk", first)}
 		}
 	}
-	if err := staleRefs(content, spans, hunks); err != nil {
+	if err := staleRefs(content, spans, digest, hunks); err != nil {
 		return nil, err
 	}
-	return &Plan{digest: Digest(content), lines: n, hunks: ps}, nil
+	gapAt := func(g int) gap {
+		if g == 0 {
+			return gap{off: skip}
+		}
+		sp := spans[g-1]
+		return gap{line: g, off: sp.end, prevBreak: sp.end - sp.textEnd, prevEmpty: sp.textEnd == sp.start}
+	}
+	for k := range ps {
+		ps[k].lo, ps[k].hi = gapAt(ps[k].lo.line), gapAt(ps[k].hi.line)
+	}
+	return &Plan{
+		digest:       formatDigest(digest, len(content)),
+		hunks:        ps,
+		first:        gapAt(0),
+		last:         gapAt(n),
+		eol:          dominantBreak(spans),
+		noFinalBreak: n > 0 && spans[n-1].end == spans[n-1].textEnd,
+	}, nil
 }
 
 // staleRefs returns a *StaleError listing every ref of hunks that does not
 // match content, or nil.
-func staleRefs(content []byte, spans []span, hunks []Hunk) error {
+func staleRefs(content []byte, spans []span, digest uint64, hunks []Hunk) error {
 	var stale []StaleRef
 	seen := make(map[Ref]bool)
 	check := func(r *Ref) {
@@ -135,7 +165,7 @@ func staleRefs(content []byte, spans []span, hunks []Hunk) error {
 	if stale == nil {
 		return nil
 	}
-	return &StaleError{Kind: CodeStaleAnchor, Current: Digest(content), Lines: len(spans), Stale: stale}
+	return &StaleError{Kind: CodeStaleAnchor, Current: formatDigest(digest, len(content)), Lines: len(spans), Stale: stale}
 }
 
 // Digest returns the digest of the content p was made from; Apply accepts
@@ -148,8 +178,7 @@ func (p *Plan) Digest() string { return p.digest }
 // against an older read, even when every anchor still matches.
 func CheckDigest(content []byte, want string) error {
 	if d := Digest(content); d != want {
-		_, spans := split(content)
-		return &StaleError{Kind: CodeStaleDigest, Want: want, Current: d, Lines: len(spans)}
+		return &StaleError{Kind: CodeStaleDigest, Want: want, Current: d, Lines: countLines(content)}
 	}
 	return nil
 }
@@ -163,45 +192,41 @@ func CheckDigest(content []byte, want string) error {
 // Bytes are preserved exactly: lines no hunk removed keep their bytes and
 // their own line break (LF or CRLF), a byte-order mark stays, and written
 // lines take the content's dominant line break. When content does not end
-// with a line break, neither does the result; the single exception is a
-// result whose last line is empty, which needs its line break to exist (and a
-// last line ending in "\r" that gets lines written after it, whose "\r" then
-// joins the new line break).
+// with a line break, neither does the result, unless the result's last line
+// is empty: such a line exists only with its break. One edge follows from
+// the line rules: a last line ending in "\r" without a break that gets lines
+// written after it reads afterwards as a CRLF line without that "\r".
 func (p *Plan) Apply(content []byte) (Applied, error) {
 	if err := CheckDigest(content, p.digest); err != nil {
 		return Applied{}, err
 	}
-	bomLen, spans := split(content)
-	n := len(spans)
-	if n != p.lines { // unreachable unless FNV-64 and length both collide
-		return Applied{}, &StaleError{Kind: CodeStaleDigest, Want: p.digest, Current: p.digest, Lines: n}
-	}
-	eol := dominantBreak(spans)
-	noFinalBreak := n > 0 && spans[n-1].end == spans[n-1].textEnd
-
-	size := len(content) + len(eol)
+	// Equal digests mean equal lengths, so every offset the plan recorded is
+	// inside content.
+	size := len(content) + len(p.eol)
 	for _, h := range p.hunks {
 		for _, l := range h.lines {
-			size += len(l) + len(eol)
+			size += len(l) + len(p.eol)
 		}
 	}
-	w := writer{out: make([]byte, 0, size), content: content, spans: spans, eol: eol, noFinalBreak: noFinalBreak}
-	w.out = append(w.out, content[:bomLen]...)
-	w.bomLen = bomLen
+	w := writer{out: make([]byte, 0, size), content: content, eol: p.eol}
+	w.out = append(w.out, content[:p.first.off]...)
 	regions := make([]Region, len(p.hunks))
-	gap := 0
+	at := p.first
 	for _, h := range p.hunks {
-		w.copyLines(gap, h.lo)
+		w.copyLines(at, h.lo)
 		start := w.lines + 1
 		for _, l := range h.lines {
 			w.writeLine(l)
 		}
 		regions[h.index] = Region{Start: start, End: w.lines}
-		gap = h.hi
+		at = h.hi
 	}
-	w.copyLines(gap, n)
-	out := w.finish()
-	return Applied{Content: out, Digest: Digest(out), Lines: Annotate(out), Regions: regions}, nil
+	w.copyLines(at, p.last)
+	if p.noFinalBreak && w.lines > 0 && !w.lastEmpty {
+		w.out = w.out[:len(w.out)-w.lastBreak]
+	}
+	lines, digest := annotate(w.out)
+	return Applied{Content: w.out, Digest: formatDigest(digest, len(w.out)), Lines: lines, Regions: regions}, nil
 }
 
 // dominantBreak is the line break written lines get: CRLF when more lines end
@@ -223,38 +248,30 @@ func dominantBreak(spans []span) string {
 }
 
 // writer builds a post-image. Every line it emits ends with a line break;
-// finish removes the last one when the pre-image had none.
+// Apply removes the last one when the pre-image had none.
 type writer struct {
-	out          []byte
-	content      []byte
-	spans        []span
-	eol          string
-	noFinalBreak bool
-	bomLen       int
-	lines        int  // lines emitted so far
-	lastBreak    int  // byte length of the last emitted line's break
-	lastEmpty    bool // whether the last emitted line's text is empty
+	out       []byte
+	content   []byte
+	eol       string
+	lines     int  // lines emitted so far
+	lastBreak int  // byte length of the last emitted line's break
+	lastEmpty bool // whether the last emitted line's text is empty
 }
 
-// copyLines copies pre-image lines gap a+1 .. gap b unchanged, supplying the
-// dominant break after a last line that has none.
-func (w *writer) copyLines(a, b int) {
-	if b <= a {
+// copyLines copies the pre-image lines between gaps a and b unchanged,
+// supplying the written break after a last line that has none.
+func (w *writer) copyLines(a, b gap) {
+	if b.line <= a.line {
 		return
 	}
-	from := w.bomLen
-	if a > 0 {
-		from = w.spans[a-1].end
-	}
-	last := w.spans[b-1]
-	w.out = append(w.out, w.content[from:last.end]...)
-	w.lastBreak = last.end - last.textEnd
+	w.out = append(w.out, w.content[a.off:b.off]...)
+	w.lastBreak = b.prevBreak
 	if w.lastBreak == 0 {
 		w.out = append(w.out, w.eol...)
 		w.lastBreak = len(w.eol)
 	}
-	w.lastEmpty = last.textEnd == last.start
-	w.lines += b - a
+	w.lastEmpty = b.prevEmpty
+	w.lines += b.line - a.line
 }
 
 func (w *writer) writeLine(text string) {
@@ -263,11 +280,4 @@ func (w *writer) writeLine(text string) {
 	w.lastBreak = len(w.eol)
 	w.lastEmpty = text == ""
 	w.lines++
-}
-
-func (w *writer) finish() []byte {
-	if w.noFinalBreak && w.lines > 0 && !w.lastEmpty {
-		w.out = w.out[:len(w.out)-w.lastBreak]
-	}
-	return w.out
 }

@@ -323,3 +323,27 @@ func TestReplaceWithSameTextIsIdempotent(t *testing.T) {
 		t.Errorf("re-applying a no-op edit: %q, %v", second.Content, err)
 	}
 }
+
+func TestPlanIsSafeToShare(t *testing.T) {
+	const c = "a\nb\nc\n"
+	plan, err := NewPlan([]byte(c), []Hunk{{Op: OpReplace, Start: refTo(c, 2), Lines: []string{"B"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan []byte, 8)
+	for range cap(results) {
+		go func() {
+			applied, err := plan.Apply([]byte(c))
+			if err != nil {
+				results <- nil
+				return
+			}
+			results <- applied.Content
+		}()
+	}
+	for range cap(results) {
+		if got := <-results; string(got) != "a\nB\nc\n" {
+			t.Errorf("concurrent Apply = %q", got)
+		}
+	}
+}

@@ -161,7 +161,7 @@ func mustApply(t *rapid.T, s scenario) (*Plan, Applied) {
 func TestPropAnnotateRejoins(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		content := rapid.OneOf(genContent, rapid.SliceOfN(rapid.SampledFrom([]byte("a\r\n\xef\xbb\xbf")), 0, 30)).Draw(rt, "content")
-		if got := rejoin(t, content); !bytes.Equal(got, content) {
+		if got := rejoin(rt, content); !bytes.Equal(got, content) {
 			rt.Fatalf("rejoin = %q, want %q", got, content)
 		}
 	})
@@ -301,8 +301,8 @@ func TestPropUntouchedLinesKeepTheirBytes(t *testing.T) {
 		s := genScenario.Draw(rt, "scenario")
 		_, applied := mustApply(rt, s)
 		pre, post := s.content, applied.Content
-		preBOM, preSpans := split(pre)
-		postBOM, postSpans := split(post)
+		preBOM, preSpans, _ := scan(pre)
+		postBOM, postSpans, _ := scan(post)
 		if !bytes.Equal(pre[:preBOM], post[:postBOM]) {
 			rt.Fatalf("byte-order mark changed: %q -> %q", pre[:preBOM], post[:postBOM])
 		}

@@ -1,0 +1,405 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+)
+
+// Bounds of the bash tool.
+const (
+	// DefaultBashTimeout is a command's timeout when timeout_ms is absent.
+	DefaultBashTimeout = 120 * time.Second
+	// MaxBashTimeout is the longest timeout_ms accepted; larger values are
+	// clamped to it.
+	MaxBashTimeout = 600 * time.Second
+	// bashStderrTail is how much of stderr bash keeps to recognise a
+	// permission error.
+	bashStderrTail = 4 << 10
+)
+
+// ScratchEnv names the variable holding a command's private scratch
+// directory (the jail's own /tmp, gone when the command ends). TMPDIR
+// holds the session scratch, which persists between calls.
+const ScratchEnv = "LOOM_SCRATCH_DIR"
+
+// bashShell is the shell bash runs commands with; bashFallbackShell when
+// bash is not installed.
+const (
+	bashShell         = "bash"
+	bashFallbackShell = "/bin/sh"
+)
+
+type bashPermissions struct {
+	ReadableRoots []string `json:"readable_roots,omitempty" jsonschema:"extra directories the command needs to read (absolute, or relative to the workspace)"`
+	WritableRoots []string `json:"writable_roots,omitempty" jsonschema:"extra directories the command needs to write (absolute, or relative to the workspace)"`
+	Network       string   `json:"network,omitempty" jsonschema:"\"full\" to give the command network access"`
+}
+
+type bashArgs struct {
+	Command     string           `json:"command" jsonschema:"the shell command to run (bash -c)"`
+	TimeoutMs   int              `json:"timeout_ms,omitempty" jsonschema:"kill the command after this many milliseconds (default 120000, at most 600000)"`
+	Cwd         string           `json:"cwd,omitempty" jsonschema:"working directory inside the workspace (default: the current shell directory)"`
+	Permissions *bashPermissions `json:"permissions,omitempty" jsonschema:"more access than the session gives, approved by the operator for this one call"`
+}
+
+// BashDetails is the Details of a bash outcome.
+type BashDetails struct {
+	// Error is the failure code of an error outcome: "nonzero_exit",
+	// "timeout", "cancelled", "exec_failed", a broker.DenialCode, or an
+	// argument code; empty on success.
+	Error string `json:"error,omitempty"`
+	// ExitCode is the command's exit status (-1 when a signal ended it).
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	// Cancelled: the call's context ended, or the step was aborted.
+	Cancelled  bool   `json:"cancelled,omitempty"`
+	Failed     string `json:"failed,omitempty"`
+	DurationMs int64  `json:"duration_ms"`
+	TimeoutMs  int64  `json:"timeout_ms"`
+	Cwd        string `json:"cwd"`
+	// Bytes is the total output (stdout and stderr) the command wrote.
+	Bytes int64 `json:"bytes"`
+	// Overflow is set when the output spilled to a blob.
+	Overflow *blob.Overflow `json:"overflow,omitempty"`
+	// Sandbox is the full enforcement report.
+	Sandbox *broker.Enforcement `json:"sandbox,omitempty"`
+	// Wanted lists the grants a refused policy needed.
+	Wanted []broker.Grant `json:"wanted,omitempty"`
+}
+
+// BashTool returns bash: run one shell command in the broker's jail, in
+// the foreground, and return its combined output, exit status and the
+// jail's enforcement line.
+func BashTool() Tool {
+	return Typed(Tool{
+		Name: "bash",
+		Description: "Run a shell command (bash -c) in a sandbox and return its combined stdout and stderr, " +
+			"exit code and the sandbox report. The command may write the workspace and the session's other " +
+			"writable roots, read the system directories, and gets the session's network access; .git/hooks " +
+			"and .git/config stay read-only. `timeout_ms` defaults to 120000 and is clamped to 600000; at the " +
+			"timeout the whole process tree is killed. `cwd` must lie inside the workspace. For more access " +
+			"(another directory, or the network), call again with `permissions` {readable_roots, writable_roots, " +
+			"network: \"full\"}; the operator approves it for that call only. Output over 64 KiB is saved to a " +
+			"file fs_read can page through, and only its head and tail are shown. Scratch files: $" + ScratchEnv +
+			" (when set) is private to one command and vanishes with it; $TMPDIR persists between calls.",
+		PromptSnippet: "bash: run a shell command in the sandbox (workspace writable, 120 s default timeout)",
+		Replay:        ReplayNever,
+		Mode:          Exclusive,
+		Requirements:  bashRequirements,
+	}, runBash)
+}
+
+// bashRequirements is what bash states statically: the workspace
+// writable, the system directories readable, network off. At run time it
+// asks for every writable root the session base grants (not the
+// workspace alone: Compose keeps only the roots asked for) and the base's
+// own network, so it never asks past the base by itself.
+func bashRequirements(workspace string) broker.Policy {
+	return broker.Policy{
+		ReadableRoots: broker.SystemReadableRoots(),
+		WritableRoots: []string{workspace},
+		Network:       broker.NetworkOff,
+	}
+}
+
+// bashPolicyFor builds the call's requirements from the base and the
+// model's permissions.
+func bashPolicyFor(c *Call, perm *bashPermissions) (broker.Policy, error) {
+	req := broker.Policy{
+		ReadableRoots: broker.SystemReadableRoots(),
+		WritableRoots: append([]string{c.Workspace}, c.Base.WritableRoots...),
+		Network:       c.Base.Network,
+		EnvAllow:      slices.Clone(c.Base.EnvAllow),
+	}
+	if s := c.Scratch(); !within(c.Workspace, s) {
+		req.WritableRoots = append(req.WritableRoots, s)
+	}
+	if perm == nil {
+		return req, nil
+	}
+	abs := func(p string) (string, error) {
+		if p == "" || strings.ContainsRune(p, 0) {
+			return "", fmt.Errorf("permission paths must be non-empty and free of NUL bytes")
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(c.Workspace, p)
+		}
+		return filepath.Clean(p), nil
+	}
+	for _, r := range perm.ReadableRoots {
+		p, err := abs(r)
+		if err != nil {
+			return req, err
+		}
+		req.ReadableRoots = append(req.ReadableRoots, p)
+	}
+	for _, w := range perm.WritableRoots {
+		p, err := abs(w)
+		if err != nil {
+			return req, err
+		}
+		req.WritableRoots = append(req.WritableRoots, p)
+	}
+	switch perm.Network {
+	case "":
+	case string(broker.NetworkFull):
+		req.Network = broker.NetworkFull
+	default:
+		return req, fmt.Errorf("permissions.network must be \"full\" or absent, not %q", perm.Network)
+	}
+	return req, nil
+}
+
+func bashFail(code, text string, d BashDetails) Outcome {
+	d.Error = code
+	return Outcome{Text: text, IsError: true, Details: d}
+}
+
+func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
+	var notes []string
+	det := BashDetails{}
+	if strings.TrimSpace(a.Command) == "" {
+		return bashFail("invalid_arguments", "command must not be empty", det)
+	}
+	timeout := DefaultBashTimeout
+	switch {
+	case a.TimeoutMs < 0:
+		return bashFail("invalid_arguments", fmt.Sprintf("timeout_ms must not be negative (got %d)", a.TimeoutMs), det)
+	case a.TimeoutMs > 0:
+		timeout = time.Duration(a.TimeoutMs) * time.Millisecond
+	}
+	if timeout > MaxBashTimeout {
+		notes = append(notes, fmt.Sprintf("timeout_ms %d clamped to %d", a.TimeoutMs, MaxBashTimeout.Milliseconds()))
+		timeout = MaxBashTimeout
+	}
+	det.TimeoutMs = timeout.Milliseconds()
+
+	cwd := c.Dir()
+	if a.Cwd != "" {
+		dir, err := c.ResolveRead(a.Cwd)
+		if err != nil {
+			return pathFailure(err)
+		}
+		ws, _ := resolveReal(c.Workspace)
+		if ws == "" || !within(ws, dir) {
+			return bashFail("outside_workspace", fmt.Sprintf("cwd %q is outside the workspace %s", a.Cwd, c.Workspace), det)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return bashFail("invalid_cwd", fmt.Sprintf("cwd %q is not a directory", a.Cwd), det)
+		}
+		cwd = dir
+	}
+	det.Cwd = cwd
+	if c.Broker == nil {
+		return bashFail("no_broker", "this host runs no commands: it has no broker", det)
+	}
+
+	req, err := bashPolicyFor(c, a.Permissions)
+	if err != nil {
+		return bashFail("invalid_arguments", err.Error(), det)
+	}
+	pol, d := broker.Compose(c.Base, req, c.Grants)
+	if d != nil && d.Code == broker.DenialRequirementsNotCovered {
+		esc := c.Raise(ctx, RaisedRefusal{Tool: "bash", Denial: d, Deadline: c.Clock().Add(timeout)})
+		if esc.Resume {
+			pol, d = broker.Compose(c.Base, req, append(slices.Clone(c.Grants), esc.Grants...))
+		}
+	}
+	if d != nil {
+		det.Wanted = d.Wanted
+		text := d.Explain()
+		if d.Code == broker.DenialRequirementsNotCovered {
+			text += " The operator did not approve it for this call; do without it, or ask the user."
+		}
+		return bashFail(string(d.Code), text, det)
+	}
+	// The tool's own variables carry no host secret: they always pass.
+	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", ScratchEnv)
+
+	env := make(map[string]string, len(c.Env)+2)
+	for k, v := range c.Env {
+		env[k] = v
+	}
+	scratch := c.Scratch()
+	if err := os.MkdirAll(scratch, 0o755); err == nil {
+		env["TMPDIR"] = scratch
+	}
+	if c.Broker.Available().Applied(broker.LayerNamespaces) {
+		env[ScratchEnv] = "/tmp" // the jail's private tmpfs
+	}
+
+	ex, d := c.Broker.Clear(ctx, broker.CallSpec{
+		Key:     c.stepKey(),
+		Argv:    []string{shellPath(), "-c", a.Command},
+		Dir:     cwd,
+		Env:     env,
+		Policy:  pol,
+		Timeout: timeout,
+	})
+	if d != nil {
+		return bashFail(string(d.Code), d.Explain(), det)
+	}
+	enf := ex.Enforcement
+	det.Sandbox = &enf
+
+	out := newBashOutput(c)
+	for o := range ex.Output() {
+		out.add(c, o)
+	}
+	s := ex.Wait()
+	det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
+	det.DurationMs = s.Duration.Milliseconds()
+	det.Bytes = out.total
+
+	body, overflow, err := out.finish()
+	if err != nil {
+		return bashFail("output_unstored", fmt.Sprintf("the command's output (%d bytes) could not be stored: %v", out.total, err), det)
+	}
+	det.Overflow = overflow
+
+	var b strings.Builder
+	for _, n := range notes {
+		b.WriteString("note: " + n + "\n")
+	}
+	if body == "" {
+		b.WriteString("(no output)\n")
+	} else {
+		b.WriteString(body)
+		if !strings.HasSuffix(body, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	code := ""
+	switch {
+	case s.Failed != "":
+		code = "exec_failed"
+		fmt.Fprintf(&b, "[the command could not start: %s]\n", s.Failed)
+	case s.TimedOut:
+		code = "timeout"
+		fmt.Fprintf(&b, "[timed out after %d ms; the command and everything it started were killed]\n", timeout.Milliseconds())
+	case s.Cancelled:
+		code = "cancelled"
+		b.WriteString("[cancelled; the command and everything it started were killed]\n")
+	case s.Signal != "":
+		code = "nonzero_exit"
+		fmt.Fprintf(&b, "[killed by signal: %s]\n", s.Signal)
+	case s.ExitCode != 0:
+		code = "nonzero_exit"
+		fmt.Fprintf(&b, "[exit code %d]\n", s.ExitCode)
+	default:
+		b.WriteString("[exit code 0]\n")
+	}
+	if code != "" && code != "cancelled" && permissionError(out.stderrTail) {
+		b.WriteString(permissionHint(out.stderrTail))
+	}
+	b.WriteString(enf.String())
+	det.Error = code
+	return Outcome{Text: b.String(), IsError: code != "", Details: det}
+}
+
+// shellPath returns bash when installed, else /bin/sh.
+func shellPath() string {
+	if p, err := exec.LookPath(bashShell); err == nil {
+		return p
+	}
+	return bashFallbackShell
+}
+
+// bashOutput collects a command's combined output in bounded memory:
+// into a blob spool when the host has a store, else into the first
+// OverflowThreshold bytes plus a rolling tail.
+type bashOutput struct {
+	spool      *blob.Spool
+	head       []byte // without a store: the first OverflowThreshold bytes
+	tail       *Tail  // without a store: the last ExcerptBytes
+	total      int64
+	tails      map[broker.Stream]*Tail
+	stderrTail []byte
+}
+
+func newBashOutput(c *Call) *bashOutput {
+	o := &bashOutput{tails: map[broker.Stream]*Tail{broker.Stdout: NewTail(TailBytes), broker.Stderr: NewTail(TailBytes)}}
+	if c.Blobs != nil {
+		o.spool = c.Blobs.NewSpool()
+	} else {
+		o.tail = NewTail(blob.ExcerptBytes)
+	}
+	return o
+}
+
+func (o *bashOutput) add(c *Call, out broker.Output) {
+	o.total += int64(len(out.Bytes))
+	switch {
+	case o.spool != nil:
+		o.spool.Write(out.Bytes) // an error is sticky and reported by finish
+	default:
+		n := min(len(out.Bytes), blob.OverflowThreshold-len(o.head))
+		o.head = append(o.head, out.Bytes[:n]...)
+		o.tail.Push(out.Bytes)
+	}
+	if out.Stream == broker.Stderr {
+		o.stderrTail = append(o.stderrTail, out.Bytes...)
+		if len(o.stderrTail) > bashStderrTail {
+			o.stderrTail = o.stderrTail[len(o.stderrTail)-bashStderrTail:]
+		}
+	}
+	t := o.tails[out.Stream]
+	t.Push(out.Bytes)
+	w, _ := t.Since(t.Front())
+	c.Observe(OutputTail{Stream: out.Stream.String(), Tail: string(w.Bytes), TotalBytes: t.Received()})
+}
+
+// finish returns the text to show and, when the output spilled, its
+// overflow record.
+func (o *bashOutput) finish() (string, *blob.Overflow, error) {
+	if o.spool != nil {
+		inline, spilled, err := o.spool.Finish()
+		if err != nil {
+			return "", nil, err
+		}
+		if spilled != nil {
+			return spilled.Text("output"), spilled, nil
+		}
+		return inline, nil, nil
+	}
+	if o.total <= blob.OverflowThreshold {
+		return string(o.head), nil, nil
+	}
+	o.tail.End()
+	w, _ := o.tail.Since(o.tail.Front())
+	head, _ := blob.Excerpts(o.head, blob.ExcerptBytes)
+	omitted := o.total - int64(len(head)) - int64(len(w.Bytes))
+	return fmt.Sprintf("%s\n[... %d bytes of output omitted: it is %d bytes in all, over the %d-byte inline limit, and this host keeps no overflow store ...]\n%s",
+		head, omitted, o.total, blob.OverflowThreshold, w.Bytes), nil, nil
+}
+
+// permissionPattern matches the messages a refused file or network
+// access produces.
+var permissionPattern = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|EACCES|EPERM|EROFS`)
+
+// gitLockPattern finds an absolute git lock path quoted in an error.
+var gitLockPattern = regexp.MustCompile(`'(/[^'\n]*?/\.git)(/[^'\n]*)?\.lock'`)
+
+func permissionError(stderr []byte) bool { return permissionPattern.Match(stderr) }
+
+// permissionHint tells the model how to ask for more access in a fresh
+// call. stderr never grants anything: a path it names is only suggested.
+func permissionHint(stderr []byte) string {
+	hint := "hint: the sandbox may have refused an access. If the command needs another directory or the network, " +
+		"call bash again with permissions {readable_roots, writable_roots, network: \"full\"}; the operator decides."
+	if m := gitLockPattern.FindSubmatch(stderr); m != nil {
+		hint += fmt.Sprintf(" The git metadata directory %s may need to be in writable_roots.", m[1])
+	}
+	return hint + "\n"
+}

@@ -1,0 +1,320 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+)
+
+// bashBroker is shared by the bash tests: probing the kernel once.
+var bashBroker = broker.New(broker.Options{})
+
+func bashCall(t *testing.T, withStore bool) *Call {
+	t.Helper()
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644)
+	c := &Call{
+		Workspace: ws,
+		OpID:      "op", StepID: t.Name(),
+		Base: broker.Policy{
+			ReadableRoots: broker.SystemReadableRoots(),
+			WritableRoots: []string{ws},
+			Protected:     broker.DefaultProtected(ws),
+			Network:       broker.NetworkOff,
+			EnvAllow:      []string{"PATH", "HOME"},
+		},
+		Env:    map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws, "API_TOKEN": "s3cr3t"},
+		Broker: bashBroker,
+	}
+	if withStore {
+		store, err := blob.Open(filepath.Join(root, "blobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Blobs = store
+	}
+	return c
+}
+
+func runBashArgs(t *testing.T, c *Call, args map[string]any) (Outcome, BashDetails) {
+	t.Helper()
+	r, err := NewRegistry(BashTool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(args)
+	o := r.Dispatch(context.Background(), c, "bash", raw)
+	d, _ := o.Details.(BashDetails)
+	return o, d
+}
+
+func TestBashDeclaration(t *testing.T) {
+	b := BashTool()
+	if b.Replay != ReplayNever || b.Mode != Exclusive {
+		t.Fatalf("bash is %v/%v, want never/exclusive", b.Replay, b.Mode)
+	}
+	req := b.Requirements("/w")
+	if len(req.WritableRoots) != 1 || req.WritableRoots[0] != "/w" || req.Network != broker.NetworkOff {
+		t.Fatalf("requirements %+v", req)
+	}
+	if err := broker.Validate(req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBashRunsJailed(t *testing.T) {
+	c := bashCall(t, true)
+	o, d := runBashArgs(t, c, map[string]any{"command": "echo hello; echo oops >&2; echo \"token=$API_TOKEN\"; pwd"})
+	if o.IsError || d.ExitCode != 0 {
+		t.Fatalf("outcome %+v", o)
+	}
+	for _, want := range []string{"hello\n", "oops\n", "token=\n", c.Workspace + "\n", "[exit code 0]", "sandbox: "} {
+		if !strings.Contains(o.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, o.Text)
+		}
+	}
+	if d.Sandbox == nil || !d.Sandbox.Applied(broker.LayerLandlock) && !d.Sandbox.Degraded {
+		t.Errorf("sandbox report %+v", d.Sandbox)
+	}
+}
+
+func TestBashExitCodeAndError(t *testing.T) {
+	c := bashCall(t, true)
+	o, d := runBashArgs(t, c, map[string]any{"command": "exit 3"})
+	if !o.IsError || d.ExitCode != 3 || d.Error != "nonzero_exit" || !strings.Contains(o.Text, "[exit code 3]") {
+		t.Fatalf("outcome %+v", o)
+	}
+}
+
+func TestBashTimeout(t *testing.T) {
+	c := bashCall(t, true)
+	o, d := runBashArgs(t, c, map[string]any{"command": "echo started; sleep 30", "timeout_ms": 300})
+	if !o.IsError || !d.TimedOut || d.Error != "timeout" || !strings.Contains(o.Text, "timed out after 300 ms") || !strings.Contains(o.Text, "started") {
+		t.Fatalf("outcome %+v", o)
+	}
+}
+
+func TestBashTimeoutClamp(t *testing.T) {
+	max := MaxBashTimeout.Milliseconds()
+	for _, tc := range []struct {
+		ms      int64
+		want    int64
+		clamped bool
+	}{
+		{0, DefaultBashTimeout.Milliseconds(), false},
+		{1, 1000 / 1000, false},
+		{max, max, false},
+		{max + 1, max, true},
+	} {
+		t.Run(fmt.Sprint(tc.ms), func(t *testing.T) {
+			c := bashCall(t, true)
+			args := map[string]any{"command": "true"}
+			if tc.ms != 0 {
+				args["timeout_ms"] = tc.ms
+			}
+			o, d := runBashArgs(t, c, args)
+			if d.TimeoutMs != tc.want {
+				t.Fatalf("timeout %d, want %d (%s)", d.TimeoutMs, tc.want, o.Text)
+			}
+			if got := strings.Contains(o.Text, "clamped"); got != tc.clamped {
+				t.Fatalf("clamp note %v, want %v:\n%s", got, tc.clamped, o.Text)
+			}
+		})
+	}
+	o, d := runBashArgs(t, bashCall(t, true), map[string]any{"command": "true", "timeout_ms": -1})
+	if !o.IsError || d.Error != "invalid_arguments" {
+		t.Fatalf("negative timeout: %+v", o)
+	}
+}
+
+func TestBashCwd(t *testing.T) {
+	c := bashCall(t, true)
+	sub := filepath.Join(c.Workspace, "sub")
+	os.Mkdir(sub, 0o755)
+	o, _ := runBashArgs(t, c, map[string]any{"command": "pwd", "cwd": "sub"})
+	if o.IsError || !strings.Contains(o.Text, sub+"\n") {
+		t.Fatalf("cwd sub: %+v", o)
+	}
+	for _, bad := range []string{"/usr", "..", "missing"} {
+		o, _ := runBashArgs(t, c, map[string]any{"command": "pwd", "cwd": bad})
+		if !o.IsError {
+			t.Errorf("cwd %q accepted: %s", bad, o.Text)
+		}
+	}
+}
+
+func TestBashOutputOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		n       int
+		spilled bool
+	}{
+		{blob.OverflowThreshold, false},
+		{blob.OverflowThreshold + 1, true},
+		{1 << 20, true},
+	} {
+		for _, store := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%d/store=%v", tc.n, store), func(t *testing.T) {
+				c := bashCall(t, store)
+				var mu sync.Mutex
+				var last OutputTail
+				calls := 0
+				c.ObserveOutput = func(ot OutputTail) {
+					mu.Lock()
+					defer mu.Unlock()
+					calls++
+					if len(ot.Tail) > TailBytes {
+						t.Errorf("observed tail of %d bytes > %d", len(ot.Tail), TailBytes)
+					}
+					last = ot
+				}
+				o, d := runBashArgs(t, c, map[string]any{"command": fmt.Sprintf("head -c %d /dev/zero | tr '\\0' 'x'; printf END", tc.n-3)})
+				if o.IsError || d.Bytes != int64(tc.n) {
+					t.Fatalf("bytes %d want %d: %.300s", d.Bytes, tc.n, o.Text)
+				}
+				if calls == 0 || last.TotalBytes != int64(tc.n) || !strings.HasSuffix(last.Tail, "END") {
+					t.Fatalf("observer: %d calls, last total %d", calls, last.TotalBytes)
+				}
+				if got := d.Overflow != nil; store && got != tc.spilled {
+					t.Fatalf("spilled %v want %v", got, tc.spilled)
+				}
+				if tc.spilled && (len(o.Text) > blob.OverflowThreshold/2 || !strings.Contains(o.Text, "END")) {
+					t.Fatalf("spilled output shown as %d bytes", len(o.Text))
+				}
+				if !tc.spilled && !strings.Contains(o.Text, strings.Repeat("x", tc.n-3)+"END") {
+					t.Fatalf("inline output missing")
+				}
+			})
+		}
+	}
+}
+
+func TestBashWriteOutsideGetsHint(t *testing.T) {
+	c := bashCall(t, true)
+	outside := t.TempDir()
+	c.Base.ReadableRoots = append(c.Base.ReadableRoots, outside)
+	o, d := runBashArgs(t, c, map[string]any{"command": fmt.Sprintf("echo x > %s/f", outside), "permissions": map[string]any{"readable_roots": []string{outside}}})
+	if !o.IsError || d.ExitCode == 0 || !strings.Contains(o.Text, "hint:") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+		t.Fatal("the write outside the workspace landed")
+	}
+	o, _ = runBashArgs(t, c, map[string]any{"command": "echo x > .git/hooks/pre-commit"})
+	if !o.IsError || !strings.Contains(o.Text, "hint:") {
+		t.Fatalf("protected write: %+v", o)
+	}
+	if _, err := os.Stat(filepath.Join(c.Workspace, ".git", "hooks", "pre-commit")); err == nil {
+		t.Fatal("a hook was planted")
+	}
+}
+
+func TestBashPermissionsRaiseRefusal(t *testing.T) {
+	for _, approve := range []bool{true, false} {
+		t.Run(fmt.Sprint("approve=", approve), func(t *testing.T) {
+			c := bashCall(t, true)
+			extra := t.TempDir()
+			var raised []RaisedRefusal
+			c.RaiseRefusal = func(_ context.Context, r RaisedRefusal) Escalation {
+				raised = append(raised, r)
+				if !approve {
+					return Escalation{}
+				}
+				return Escalation{Resume: true, Grants: r.Denial.Wanted}
+			}
+			o, d := runBashArgs(t, c, map[string]any{
+				"command":     fmt.Sprintf("echo granted > %s/f", extra),
+				"permissions": map[string]any{"writable_roots": []string{extra}},
+			})
+			if len(raised) != 1 {
+				t.Fatalf("raised %d refusals", len(raised))
+			}
+			w := raised[0].Denial.Wanted
+			if len(w) != 1 || w[0].Kind != broker.GrantWritableRoot || w[0].Path != extra {
+				t.Fatalf("wanted %+v", w)
+			}
+			_, err := os.Stat(filepath.Join(extra, "f"))
+			if approve && (o.IsError || err != nil) {
+				t.Fatalf("approved write failed: %+v", o)
+			}
+			if !approve && (!o.IsError || d.Error != string(broker.DenialRequirementsNotCovered) || err == nil) {
+				t.Fatalf("unapproved: %+v (stat err %v)", o, err)
+			}
+		})
+	}
+}
+
+func TestBashNetworkPermission(t *testing.T) {
+	c := bashCall(t, true)
+	var wanted []broker.Grant
+	c.RaiseRefusal = func(_ context.Context, r RaisedRefusal) Escalation {
+		wanted = r.Denial.Wanted
+		return Escalation{}
+	}
+	o, _ := runBashArgs(t, c, map[string]any{"command": "true", "permissions": map[string]any{"network": "full"}})
+	if !o.IsError || len(wanted) != 1 || wanted[0].Kind != broker.GrantNetwork {
+		t.Fatalf("outcome %+v wanted %+v", o, wanted)
+	}
+	o, d := runBashArgs(t, c, map[string]any{"command": "true", "permissions": map[string]any{"network": "some"}})
+	if !o.IsError || d.Error != "invalid_arguments" {
+		t.Fatalf("bad network: %+v", o)
+	}
+}
+
+func TestBashNoBroker(t *testing.T) {
+	c := bashCall(t, true)
+	c.Broker = nil
+	o, d := runBashArgs(t, c, map[string]any{"command": "true"})
+	if !o.IsError || d.Error != "no_broker" {
+		t.Fatalf("%+v", o)
+	}
+}
+
+func TestBashPermissionHint(t *testing.T) {
+	for _, tc := range []struct {
+		stderr string
+		hint   bool
+		root   string
+	}{
+		{"sh: 1: cannot create /etc/x: Permission denied", true, ""},
+		{"touch: cannot touch 'a': Read-only file system", true, ""},
+		{"fatal: Unable to create '/w/repo/.git/index.lock': Read-only file system", true, "/w/repo/.git"},
+		{"error: file not found", false, ""},
+	} {
+		if got := permissionError([]byte(tc.stderr)); got != tc.hint {
+			t.Errorf("%q: permission error %v, want %v", tc.stderr, got, tc.hint)
+		}
+		h := permissionHint([]byte(tc.stderr))
+		if tc.root != "" && !strings.Contains(h, tc.root+" may need") {
+			t.Errorf("%q: hint %q lacks %s", tc.stderr, h, tc.root)
+		}
+		if tc.root == "" && strings.Contains(h, "metadata") {
+			t.Errorf("%q: hint %q names a git directory", tc.stderr, h)
+		}
+	}
+}
+
+func FuzzBashPermissionHint(f *testing.F) {
+	f.Add([]byte("fatal: Unable to create '/a/.git/index.lock': File exists"))
+	f.Add([]byte("Permission denied"))
+	f.Fuzz(func(t *testing.T, stderr []byte) {
+		h := permissionHint(stderr)
+		if !strings.HasPrefix(h, "hint: ") || !strings.HasSuffix(h, "\n") {
+			t.Fatalf("hint %q", h)
+		}
+		if m := gitLockPattern.FindSubmatch(stderr); m != nil && !strings.HasSuffix(string(m[1]), "/.git") {
+			t.Fatalf("git root %q does not end in /.git", m[1])
+		}
+	})
+}

@@ -1,0 +1,303 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/internal/search"
+)
+
+// Bounds of the grep tool.
+const (
+	// DefaultGrepResults is how many matching lines grep shows when
+	// max_results is not given.
+	DefaultGrepResults = 100
+	// MaxGrepResults is the most matching lines grep shows; a larger
+	// max_results is clamped to it.
+	MaxGrepResults = 1000
+	// MaxGrepContext is the most context lines grep shows around a match
+	// (search.MaxContext); a larger context is clamped to it.
+	MaxGrepContext = search.MaxContext
+	// GrepTimeout bounds one search, whichever engine runs it.
+	GrepTimeout = 60 * time.Second
+	// MaxConcurrentSearches is grep's declared headroom in its step's
+	// budget: how many grep calls of one batch may run at once (grep is
+	// Concurrent, so a batch may hold several).
+	MaxConcurrentSearches = 4
+	// grepStderrBytes is how much of ripgrep's stderr is kept for an
+	// error message.
+	grepStderrBytes = 4 << 10
+)
+
+// Engine names reported in GrepDetails.Engine.
+const (
+	EngineRipgrep = "ripgrep"
+	EngineGo      = "go"
+)
+
+type grepArgs struct {
+	Pattern         string `json:"pattern" jsonschema:"regular expression (RE2 syntax) matched against each line"`
+	Path            string `json:"path,omitempty" jsonschema:"file or directory to search, relative to the workspace or absolute (default: the workspace)"`
+	Glob            string `json:"glob,omitempty" jsonschema:"only search files matching this glob, e.g. *.go or src/**/*.ts; a leading ! excludes instead"`
+	CaseInsensitive bool   `json:"case_insensitive,omitempty" jsonschema:"match letters of either case"`
+	Context         int    `json:"context,omitempty" jsonschema:"lines of context before and after each match (0 to 10)"`
+	MaxResults      int    `json:"max_results,omitempty" jsonschema:"most matching lines to show (default 100, at most 1000)"`
+}
+
+// GrepDetails is the Details of a grep outcome (success or a search
+// that failed after the arguments were accepted).
+type GrepDetails struct {
+	// Error is the failure code of an error outcome (as ErrorDetails.Error),
+	// empty on success.
+	Error string `json:"error,omitempty"`
+	// Engine is "ripgrep" or "go".
+	Engine string `json:"engine"`
+	// Fallback says why the Go engine ran although ripgrep is installed
+	// (empty when it was not installed, or ripgrep ran).
+	Fallback string `json:"fallback,omitempty"`
+	// Matches counts matching lines found; Files the files holding them.
+	Matches int `json:"matches"`
+	Files   int `json:"files"`
+	// Shown counts the matching lines in the text.
+	Shown int `json:"shown"`
+	// Truncated: more matches were found than shown.
+	Truncated bool `json:"truncated"`
+	// Stopped: the search stopped collecting at search.MaxScanMatches,
+	// so Matches is a lower bound.
+	Stopped bool `json:"stopped,omitempty"`
+	// TimedOut: the search hit GrepTimeout; what was found is shown.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// SkippedLarge counts files the Go engine skipped for their size.
+	SkippedLarge int `json:"skipped_large,omitempty"`
+	// Overflow is set when the rendered result spilled to a blob.
+	Overflow *blob.Overflow `json:"overflow,omitempty"`
+	// Enforcement is the jail report of the ripgrep run.
+	Enforcement *broker.Enforcement `json:"enforcement,omitempty"`
+}
+
+// GrepTool returns grep: a regular-expression search over files, with
+// ripgrep (jailed through the call's broker: read-only, network off) when
+// it is on PATH and the host has a broker, and the pure-Go engine of
+// internal/search otherwise. Both select files and render results the
+// same way; GrepDetails.Engine says which ran.
+func GrepTool() Tool {
+	return Typed(Tool{
+		Name: "grep",
+		Description: "Search file contents with a regular expression (RE2 syntax). Output lines are " +
+			"`path:line:text` for matches and `path-line-text` for context lines (groups separated by `--`), " +
+			"sorted by path then line. Skips hidden files, .gitignored files, binary files and protected paths. " +
+			"`path` is a file or directory (default: the workspace); `glob` filters files (e.g. `*.go`, `!*_test.go`); " +
+			"`context` adds up to 10 lines around each match; `max_results` shows up to 1000 matching lines " +
+			"(default 100) and says how many more there were. A search stops after 60 s or 10000 matches. " +
+			"Lines longer than 1000 bytes are cut; output over 64 KiB is saved to a file fs_read can page through.",
+		PromptSnippet: "grep: regex search over files (ripgrep semantics), path:line:text results",
+		Replay:        ReplaySafe,
+		Mode:          Concurrent,
+		Requirements:  grepRequirements,
+	}, runGrep)
+}
+
+// grepRequirements: the workspace and the system roots readable, nothing
+// writable, network off, GrepTimeout of wall time.
+func grepRequirements(workspace string) broker.Policy {
+	return broker.Policy{
+		ReadableRoots: append([]string{workspace}, broker.SystemReadableRoots()...),
+		Network:       broker.NetworkOff,
+		WallMs:        int(GrepTimeout / time.Millisecond),
+	}
+}
+
+func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
+	var notes []string
+	if a.Context < 0 || a.MaxResults < 0 {
+		return Fail("invalid_arguments", fmt.Sprintf("context and max_results must not be negative (got context=%d, max_results=%d)", a.Context, a.MaxResults))
+	}
+	if a.Context > MaxGrepContext {
+		notes = append(notes, fmt.Sprintf("context %d clamped to %d", a.Context, MaxGrepContext))
+		a.Context = MaxGrepContext
+	}
+	switch {
+	case a.MaxResults == 0:
+		a.MaxResults = DefaultGrepResults
+	case a.MaxResults > MaxGrepResults:
+		notes = append(notes, fmt.Sprintf("max_results %d clamped to %d", a.MaxResults, MaxGrepResults))
+		a.MaxResults = MaxGrepResults
+	}
+	opts := search.Options{Pattern: a.Pattern, CaseInsensitive: a.CaseInsensitive, Glob: a.Glob, Context: a.Context}
+	if _, err := search.Compile(opts); err != nil {
+		return Fail("invalid_pattern", err.Error()+"; escape regex metacharacters such as ( [ { . * + ? with a backslash to match them literally")
+	}
+	if a.Path == "" {
+		a.Path = "."
+	}
+	root, err := c.ResolveRead(a.Path)
+	if err != nil {
+		return pathFailure(err)
+	}
+	ws, _ := resolveReal(c.Workspace)
+	if ws != "" && within(ws, root) {
+		opts.IgnoreRoot = ws
+	}
+	opts.Protected = protectedForms(c.Base.Protected)
+
+	ctx, cancel := context.WithTimeout(ctx, GrepTimeout)
+	defer cancel()
+	det := GrepDetails{Engine: EngineGo}
+	if rg := ripgrepPath(c); rg != "" {
+		r := runRipgrep(ctx, c, rg, root, opts)
+		det.Enforcement = r.enf
+		switch {
+		case r.denial != nil:
+			return grepFail(string(r.denial.Code), r.denial.Explain(), det)
+		case r.err != nil:
+			return grepFail("search_failed", r.err.Error(), det)
+		case r.fallback == "":
+			det.Engine, det.TimedOut = EngineRipgrep, r.timedOut
+			return grepOutcome(c, a, r.res, det, notes)
+		}
+		det.Fallback = r.fallback
+	}
+	if c.Broker != nil {
+		// The Go engine is budgeted like a clearance, so a step's cap and
+		// its aborts hold whichever engine runs.
+		t, d := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, cancel)
+		if d != nil {
+			return grepFail(string(d.Code), d.Explain(), det)
+		}
+		defer c.Broker.Ledger().Release(t)
+	}
+	res, err := search.Go(ctx, root, opts)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		det.TimedOut = true
+	case errors.Is(err, context.Canceled):
+		return grepFail("cancelled", "the search was cancelled before it finished", det)
+	case err != nil:
+		return grepFail("search_failed", fmt.Sprintf("searching %s: %v", a.Path, err), det)
+	}
+	return grepOutcome(c, a, res, det, notes)
+}
+
+// stepKey is the ledger pool the call's clearances are budgeted in.
+func (c *Call) stepKey() broker.StepKey { return broker.StepKey{OpID: c.OpID, StepID: c.StepID} }
+
+// protectedForms returns each protected entry and, when it differs, its
+// resolved form, so a walk over real paths skips both.
+func protectedForms(protected []string) []string {
+	var out []string
+	for _, p := range protected {
+		p = filepath.Clean(p)
+		out = append(out, p)
+		if r, err := resolveReal(p); err == nil && r != p {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ripgrepPath returns the resolved path of rg when the ripgrep engine can
+// run (rg is on PATH and the host has a broker), else "".
+func ripgrepPath(c *Call) string {
+	if c.Broker == nil {
+		return ""
+	}
+	p, err := exec.LookPath("rg")
+	if err != nil {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return p
+}
+
+func grepOutcome(c *Call, a grepArgs, res search.Result, det GrepDetails, notes []string) Outcome {
+	det.Matches, det.Files, det.Stopped, det.SkippedLarge = res.Matches, res.Files, res.Stopped, res.SkippedLarge
+	hits, truncated := search.Bound(res.Hits, a.MaxResults, a.Context)
+	det.Truncated = truncated
+	for _, h := range hits {
+		if h.Match {
+			det.Shown++
+		}
+	}
+	var b strings.Builder
+	if det.Matches == 0 {
+		fmt.Fprintf(&b, "No matches for %q in %s.\n", a.Pattern, a.Path)
+	} else {
+		b.WriteString(search.Render(hits, a.Context, displayFunc(c)))
+	}
+	var tail []string
+	if truncated {
+		more := "more"
+		if res.Stopped {
+			more = "at least that many"
+		}
+		tail = append(tail, fmt.Sprintf("showing the first %d of %d matching lines in %d files (%s); narrow pattern, path or glob, or raise max_results (at most %d)",
+			det.Shown, det.Matches, det.Files, more, MaxGrepResults))
+	} else if det.Matches > 0 {
+		tail = append(tail, fmt.Sprintf("%d matching lines in %d files", det.Matches, det.Files))
+	}
+	if res.Stopped {
+		tail = append(tail, fmt.Sprintf("the search stopped after %d matching lines", search.MaxScanMatches))
+	}
+	if det.TimedOut {
+		tail = append(tail, fmt.Sprintf("the search timed out after %s; results are partial", GrepTimeout))
+	}
+	if res.SkippedLarge > 0 {
+		tail = append(tail, fmt.Sprintf("%d files over %d MiB were not searched", res.SkippedLarge, search.MaxFileBytes>>20))
+	}
+	tail = append(tail, notes...)
+	if len(tail) > 0 {
+		b.WriteString("[" + strings.Join(tail, "; ") + "]\n")
+	}
+	text := b.String()
+	if len(text) > blob.OverflowThreshold {
+		if c.Blobs == nil {
+			cut := strings.LastIndexByte(text[:blob.OverflowThreshold], '\n') + 1
+			text = text[:cut] + fmt.Sprintf("[output cut at %d bytes: this host stores no overflow; narrow the search]\n", cut)
+		} else {
+			_, ov, err := c.Blobs.Bound([]byte(text))
+			if err != nil {
+				return grepFail("overflow_failed", fmt.Sprintf("grep output of %d bytes could not be stored: %v; narrow the search", len(text), err), det)
+			}
+			det.Overflow = ov
+			text = ov.Text("grep output")
+		}
+	}
+	return Success(text).WithDetails(det)
+}
+
+// grepFail is an error outcome that keeps the search's details, with the
+// failure code in GrepDetails.Error.
+func grepFail(code, text string, det GrepDetails) Outcome {
+	det.Error = code
+	return Fail(code, text).WithDetails(det)
+}
+
+// displayFunc renders result paths as fs tools do (relative to the
+// workspace when under it, absolute otherwise), resolving the workspace
+// once rather than per line.
+func displayFunc(c *Call) func(string) string {
+	ws, err := resolveReal(c.Workspace)
+	if err != nil {
+		return c.displayPath
+	}
+	return func(p string) string {
+		if within(ws, p) {
+			if rel, err := filepath.Rel(ws, p); err == nil {
+				return rel
+			}
+		}
+		return p
+	}
+}

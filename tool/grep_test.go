@@ -1,0 +1,450 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/google/go-cmp/cmp"
+)
+
+var grepTree = map[string]string{
+	"a.txt":           "alpha needle\nbeta\ngamma\ndelta needle\nepsilon\n",
+	"a/b.txt":         "needle in a\n",
+	"src/main.go":     "package main\n\n// Needle here\nfunc main() {}\n",
+	"src/gen/x.go":    "needle generated\n",
+	"src/.gitignore":  "gen/\n",
+	".gitignore":      "*.log\n",
+	"debug.log":       "needle in a log\n",
+	".hidden/h.txt":   "needle hidden\n",
+	"bin.dat":         "\x00\x01needle\n",
+	".git/config":     "[core]\n# needle in config\n",
+	".git/hooks/pre":  "needle in hook\n",
+	"private/k.txt":   "needle protected\n",
+	"crlf.txt":        "needle\r\n",
+	"deep/er/est.txt": "x\nneedle deep\ny\n",
+}
+
+// grepCall returns a Call over a fresh workspace holding files; withBroker
+// gives it a broker (so ripgrep runs when installed).
+func grepCall(t *testing.T, files map[string]string, withBroker bool) *Call {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(root, "ws")
+	for name, content := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store, err := blob.Open(filepath.Join(root, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Call{
+		Workspace: ws,
+		OpID:      "op", StepID: t.Name(),
+		Base: broker.Policy{
+			ReadableRoots: broker.SystemReadableRoots(),
+			WritableRoots: []string{ws},
+			Protected:     append(broker.DefaultProtected(ws), filepath.Join(ws, "private")),
+		},
+		Blobs: store,
+	}
+	if withBroker {
+		c.Broker = broker.New(broker.Options{})
+	}
+	return c
+}
+
+func runGrepArgs(t *testing.T, c *Call, args map[string]any) Outcome {
+	t.Helper()
+	r, err := NewRegistry(GrepTool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Dispatch(context.Background(), c, "grep", raw)
+}
+
+func grepDetails(t *testing.T, o Outcome) GrepDetails {
+	t.Helper()
+	d, ok := o.Details.(GrepDetails)
+	if !ok {
+		t.Fatalf("details %T (%+v), want GrepDetails; text %q", o.Details, o.Details, o.Text)
+	}
+	return d
+}
+
+func requireRg(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("rg"); err != nil {
+		t.Fatal("ripgrep (rg) is not on PATH; install it (apt-get install ripgrep) to test the ripgrep engine")
+	}
+}
+
+func TestGrepGoEngine(t *testing.T) {
+	c := grepCall(t, grepTree, false)
+	o := runGrepArgs(t, c, map[string]any{"pattern": "needle"})
+	if o.IsError {
+		t.Fatalf("grep failed: %s", o.Text)
+	}
+	want := "a/b.txt:1:needle in a\n" +
+		"a.txt:1:alpha needle\n" +
+		"a.txt:4:delta needle\n" +
+		"crlf.txt:1:needle\n" +
+		"deep/er/est.txt:2:needle deep\n" +
+		"[5 matching lines in 4 files]\n"
+	if diff := cmp.Diff(want, o.Text); diff != "" {
+		t.Fatalf("text (-want +got):\n%s", diff)
+	}
+	d := grepDetails(t, o)
+	if d.Engine != EngineGo || d.Matches != 5 || d.Files != 4 || d.Shown != 5 || d.Truncated {
+		t.Fatalf("details %+v", d)
+	}
+}
+
+func TestGrepEnginesRenderTheSame(t *testing.T) {
+	requireRg(t)
+	cases := []map[string]any{
+		{"pattern": "needle"},
+		{"pattern": "NEEDLE", "case_insensitive": true},
+		{"pattern": "needle", "context": 1},
+		{"pattern": "needle", "glob": "*.go"},
+		{"pattern": "needle", "glob": "!a*"},
+		{"pattern": "needle", "path": "src"},
+		{"pattern": "needle", "path": "a.txt", "context": 2},
+		{"pattern": "needle", "max_results": 2},
+		{"pattern": "^needle$"},
+		{"pattern": "no such thing"},
+	}
+	goCall := grepCall(t, grepTree, false)
+	rgCall := grepCall(t, grepTree, true)
+	for _, args := range cases {
+		t.Run(fmt.Sprint(args), func(t *testing.T) {
+			g := runGrepArgs(t, goCall, args)
+			r := runGrepArgs(t, rgCall, args)
+			gd, rd := grepDetails(t, g), grepDetails(t, r)
+			if gd.Engine != EngineGo || rd.Engine != EngineRipgrep {
+				t.Fatalf("engines %q and %q (fallback %q), want go and ripgrep", gd.Engine, rd.Engine, rd.Fallback)
+			}
+			if rd.Enforcement == nil {
+				t.Fatal("ripgrep run has no enforcement report")
+			}
+			if diff := cmp.Diff(g.Text, r.Text); diff != "" {
+				t.Fatalf("outputs differ (-go +ripgrep):\n%s", diff)
+			}
+			if g.IsError || r.IsError {
+				t.Fatalf("error outcomes: %q / %q", g.Text, r.Text)
+			}
+		})
+	}
+}
+
+func TestGrepMaxResultsBound(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 12; i++ {
+		b.WriteString("hit\n")
+	}
+	files := map[string]string{"f.txt": b.String()}
+	for _, withBroker := range []bool{false, true} {
+		if withBroker {
+			requireRg(t)
+		}
+		c := grepCall(t, files, withBroker)
+		for _, tt := range []struct {
+			max       int
+			shown     int
+			truncated bool
+		}{{12, 12, false}, {11, 11, true}, {13, 12, false}, {1, 1, true}} {
+			o := runGrepArgs(t, c, map[string]any{"pattern": "hit", "max_results": tt.max})
+			d := grepDetails(t, o)
+			if d.Shown != tt.shown || d.Truncated != tt.truncated || d.Matches != 12 {
+				t.Errorf("broker=%v max_results=%d: %+v", withBroker, tt.max, d)
+			}
+			if tt.truncated && !strings.Contains(o.Text, fmt.Sprintf("showing the first %d of 12", tt.shown)) {
+				t.Errorf("truncation not stated: %q", o.Text)
+			}
+		}
+	}
+}
+
+func TestGrepClamps(t *testing.T) {
+	c := grepCall(t, map[string]string{"f.txt": "a\n"}, false)
+	for _, tt := range []struct {
+		args map[string]any
+		note string // "" means no clamp note
+	}{
+		{map[string]any{"pattern": "a", "max_results": MaxGrepResults}, ""},
+		{map[string]any{"pattern": "a", "max_results": MaxGrepResults + 1}, fmt.Sprintf("max_results %d clamped to %d", MaxGrepResults+1, MaxGrepResults)},
+		{map[string]any{"pattern": "a", "context": MaxGrepContext}, ""},
+		{map[string]any{"pattern": "a", "context": MaxGrepContext + 1}, fmt.Sprintf("context %d clamped to %d", MaxGrepContext+1, MaxGrepContext)},
+	} {
+		o := runGrepArgs(t, c, tt.args)
+		if o.IsError {
+			t.Fatalf("%v: %s", tt.args, o.Text)
+		}
+		if got := strings.Contains(o.Text, "clamped"); got != (tt.note != "") || (tt.note != "" && !strings.Contains(o.Text, tt.note)) {
+			t.Errorf("%v: text %q, want note %q", tt.args, o.Text, tt.note)
+		}
+	}
+	o := runGrepArgs(t, c, map[string]any{"pattern": "a", "context": -1})
+	if !o.IsError || grepCode(o) != "invalid_arguments" {
+		t.Errorf("negative context accepted: %q", o.Text)
+	}
+}
+
+func TestGrepRefusals(t *testing.T) {
+	c := grepCall(t, grepTree, false)
+	outside := t.TempDir()
+	tests := []struct {
+		args    map[string]any
+		code    string
+		mention string
+	}{
+		{map[string]any{"pattern": "(unclosed"}, "invalid_pattern", "missing closing )"},
+		{map[string]any{"pattern": "a{2,1}"}, "invalid_pattern", "invalid repeat count"},
+		{map[string]any{"pattern": ""}, "invalid_pattern", "empty pattern"},
+		{map[string]any{"pattern": "x", "path": outside}, outsideCode(outside), "permission denied"},
+		{map[string]any{"pattern": "x", "path": "../"}, outsideCode(filepath.Dir(c.Workspace)), "permission denied"},
+		{map[string]any{"pattern": "x", "path": ".git/hooks"}, "protected_path", ".git/hooks"},
+		{map[string]any{"pattern": "x", "path": "private/k.txt"}, "protected_path", "private"},
+		{map[string]any{"pattern": "x", "bogus": 1}, "unknown_property", "bogus"},
+	}
+	for _, tt := range tests {
+		o := runGrepArgs(t, c, tt.args)
+		if !o.IsError || grepCode(o) != tt.code || !strings.Contains(o.Text, tt.mention) {
+			t.Errorf("%v: IsError=%v code=%q text=%q, want %s mentioning %q", tt.args, o.IsError, grepCode(o), o.Text, tt.code, tt.mention)
+		}
+	}
+}
+
+func TestGrepOverflowsToBlob(t *testing.T) {
+	line := strings.Repeat("z", 200) + "\n"
+	files := map[string]string{"big.txt": strings.Repeat(line, 600)}
+	c := grepCall(t, files, false)
+	o := runGrepArgs(t, c, map[string]any{"pattern": "z", "max_results": 600})
+	d := grepDetails(t, o)
+	if o.IsError || d.Overflow == nil {
+		t.Fatalf("no overflow: error=%v details=%+v", o.IsError, d)
+	}
+	full, err := os.ReadFile(d.Overflow.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(full), "big.txt:"); n != 600 {
+		t.Fatalf("blob holds %d result lines, want 600", n)
+	}
+	if len(o.Text) > blob.OverflowThreshold {
+		t.Fatalf("inline text of %d bytes is over the threshold", len(o.Text))
+	}
+}
+
+func TestGrepRespectsStepBudget(t *testing.T) {
+	for _, engine := range []string{EngineRipgrep, EngineGo} {
+		t.Run(engine, func(t *testing.T) {
+			if engine == EngineGo {
+				t.Setenv("PATH", "") // no rg: the Go engine runs, still budgeted
+			} else {
+				requireRg(t)
+			}
+			c := grepCall(t, grepTree, true)
+			l := c.Broker.Ledger()
+			// MaxConcurrentSearches-1 searches in flight: one more fits.
+			var held []*broker.Ticket
+			for i := 0; i < MaxConcurrentSearches-1; i++ {
+				tk, d := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, nil)
+				if d != nil {
+					t.Fatal(d)
+				}
+				held = append(held, tk)
+			}
+			o := runGrepArgs(t, c, map[string]any{"pattern": "needle"})
+			if o.IsError || grepDetails(t, o).Engine != engine {
+				t.Fatalf("at the cap: %q (%+v)", o.Text, o.Details)
+			}
+			// MaxConcurrentSearches in flight: refused in band.
+			tk, _ := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, nil)
+			o = runGrepArgs(t, c, map[string]any{"pattern": "needle"})
+			if !o.IsError || grepCode(o) != string(broker.DenialOutstandingCapReached) {
+				t.Fatalf("one past the cap: IsError=%v code=%q text=%q", o.IsError, grepCode(o), o.Text)
+			}
+			l.Release(tk)
+			for _, h := range held {
+				l.Release(h)
+			}
+			l.AbortStep(c.stepKey())
+			o = runGrepArgs(t, c, map[string]any{"pattern": "needle"})
+			if !o.IsError || grepCode(o) != string(broker.DenialStepAborted) {
+				t.Fatalf("aborted step: IsError=%v code=%q text=%q", o.IsError, grepCode(o), o.Text)
+			}
+		})
+	}
+}
+
+func TestGrepDeclaration(t *testing.T) {
+	g := GrepTool()
+	if g.Mode != Concurrent || g.Replay != ReplaySafe {
+		t.Fatalf("grep is %v/%v, want concurrent/safe", g.Mode, g.Replay)
+	}
+	req := g.Requirements("/w")
+	if len(req.WritableRoots) != 0 || req.Network != broker.NetworkOff || req.ReadableRoots[0] != "/w" {
+		t.Fatalf("requirements %+v", req)
+	}
+	if err := broker.Validate(req); err != nil {
+		t.Fatal(err)
+	}
+	if MaxConcurrentSearches <= broker.DefaultMaxOutstanding {
+		t.Fatal("a Concurrent tool must declare headroom above the default cap")
+	}
+}
+
+// grepCode returns the failure code of an outcome, whatever its Details.
+func grepCode(o Outcome) string {
+	if d, ok := o.Details.(GrepDetails); ok {
+		return d.Error
+	}
+	return code(o)
+}
+
+// outsideCode is the refusal a path outside the workspace gets: under /tmp
+// it is "jail_replaced", elsewhere "outside_roots".
+func outsideCode(p string) string {
+	if within("/tmp", p) {
+		return "jail_replaced"
+	}
+	return "outside_roots"
+}
+
+// benchTree writes a generated source-like tree of benchFiles files under
+// a fresh workspace; about one file in ten mentions the needle.
+const (
+	benchFiles = 3000
+	benchDirs  = 60
+	benchLines = 60
+)
+
+func benchCall(b *testing.B, withBroker bool) *Call {
+	b.Helper()
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := filepath.Join(root, "ws")
+	words := []string{"alpha", "beta", "gamma", "delta", "func", "return", "value", "index", "error", "context", "buffer", "stream"}
+	for i := 0; i < benchFiles; i++ {
+		dir := filepath.Join(ws, fmt.Sprintf("pkg%02d", i%benchDirs), fmt.Sprintf("sub%d", i%7))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		var sb strings.Builder
+		for l := 0; l < benchLines; l++ {
+			for w := 0; w < 8; w++ {
+				sb.WriteString(words[(i*31+l*7+w*13)%len(words)])
+				sb.WriteByte(' ')
+			}
+			if i%10 == 0 && l == benchLines/2 {
+				sb.WriteString("needleXYZ")
+			}
+			sb.WriteByte('\n')
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d.go", i)), []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	store, err := blob.Open(filepath.Join(root, "blobs"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &Call{
+		Workspace: ws, OpID: "bench", StepID: "s",
+		Base: broker.Policy{
+			ReadableRoots: broker.SystemReadableRoots(),
+			WritableRoots: []string{ws},
+			Protected:     broker.DefaultProtected(ws),
+		},
+		Blobs: store,
+	}
+	if withBroker {
+		c.Broker = broker.New(broker.Options{})
+	}
+	return c
+}
+
+// BenchmarkGrep compares, on the same generated tree of benchFiles files:
+// plain rg run directly (the baseline), the ripgrep engine (rg --json
+// jailed through the broker, parsed and rendered) and the pure-Go engine,
+// both through the grep tool.
+func BenchmarkGrep(b *testing.B) {
+	if _, err := exec.LookPath("rg"); err != nil {
+		b.Fatal("ripgrep (rg) is not on PATH")
+	}
+	args := map[string]any{"pattern": "needle[A-Z]+", "max_results": MaxGrepResults}
+	b.Run("plain_rg", func(b *testing.B) {
+		c := benchCall(b, false)
+		b.ResetTimer()
+		for b.Loop() {
+			cmd := exec.Command("rg", "-n", "needle[A-Z]+", c.Workspace)
+			if out, err := cmd.Output(); err != nil || len(out) == 0 {
+				b.Fatalf("rg: %v", err)
+			}
+		}
+	})
+	for _, engine := range []string{EngineRipgrep, EngineGo} {
+		b.Run(engine+"_engine", func(b *testing.B) {
+			c := benchCall(b, engine == EngineRipgrep)
+			r, err := NewRegistry(GrepTool())
+			if err != nil {
+				b.Fatal(err)
+			}
+			raw, _ := json.Marshal(args)
+			b.ResetTimer()
+			for b.Loop() {
+				o := r.Dispatch(context.Background(), c, "grep", raw)
+				if d, _ := o.Details.(GrepDetails); o.IsError || d.Engine != engine || d.Matches != benchFiles/10 {
+					b.Fatalf("engine %q matches %d: %s", d.Engine, d.Matches, o.Text[:min(len(o.Text), 300)])
+				}
+			}
+		})
+	}
+}
+
+// grep over a workspace with the pure-Go engine (a Call without a broker);
+// with a broker and rg on PATH the same text comes from jailed ripgrep.
+func ExampleGrepTool() {
+	ws, _ := os.MkdirTemp("", "grep-example")
+	defer os.RemoveAll(ws)
+	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
+	os.WriteFile(filepath.Join(ws, "src", "main.go"), []byte("package main\n\n// TODO: wire the broker\nfunc main() {}\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("todo: nothing\n"), 0o644)
+
+	reg, _ := NewRegistry(GrepTool())
+	c := &Call{Workspace: ws}
+	out := reg.Dispatch(context.Background(), c, "grep", json.RawMessage(`{"pattern":"todo","case_insensitive":true}`))
+	fmt.Print(out.Text)
+	fmt.Println(out.Details.(GrepDetails).Engine)
+	// Output:
+	// notes.txt:1:todo: nothing
+	// src/main.go:3:// TODO: wire the broker
+	// [2 matching lines in 2 files]
+	// go
+}

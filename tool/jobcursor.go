@@ -1,0 +1,106 @@
+package tool
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"strings"
+)
+
+// cursorTokenPrefix versions the cursor token format.
+const cursorTokenPrefix = "c1."
+
+// MaxCursorTokenBytes bounds a cursor token ParseCursor reads; every
+// token Token mints is shorter.
+const MaxCursorTokenBytes = 64
+
+// cursorCheckBytes is the length of the check that binds a token to its
+// job and refuses a hand-edited one.
+const cursorCheckBytes = 4
+
+// InvalidCursorCode is CursorError's stable code.
+const InvalidCursorCode = "invalid_cursor"
+
+// CursorError refuses a cursor token that could not have been minted for
+// the job (malformed, edited, another job's, or ahead of the stream). A
+// refused cursor is never rewound to the start.
+type CursorError struct {
+	Token  string
+	Reason string
+}
+
+// Code returns InvalidCursorCode.
+func (e *CursorError) Code() string { return InvalidCursorCode }
+
+func (e *CursorError) Error() string {
+	return "cursor " + quoteToken(e.Token) + " refused: " + e.Reason
+}
+
+func quoteToken(s string) string {
+	if len(s) > MaxCursorTokenBytes {
+		s = s[:MaxCursorTokenBytes] + "..."
+	}
+	return `"` + s + `"`
+}
+
+// Token renders c as the opaque string a model passes back to continue
+// reading job id. It is bound to id: another job's token does not parse.
+func (c Cursors) Token(id JobID) string {
+	var buf [2*binary.MaxVarintLen64 + cursorCheckBytes]byte
+	n := binary.PutUvarint(buf[:], uint64(c.Stdout))
+	n += binary.PutUvarint(buf[n:], uint64(c.Stderr))
+	binary.BigEndian.PutUint32(buf[n:], cursorCheck(id, buf[:n]))
+	return cursorTokenPrefix + base64.RawURLEncoding.EncodeToString(buf[:n+cursorCheckBytes])
+}
+
+// ParseCursor reads a token Token minted for id. The empty token is the
+// start of both streams. Whether the offsets lie within the job's streams
+// is the plane's check; ParseCursor refuses everything else a token could
+// be: too long, another version, bad or non-canonical encoding, trailing
+// bytes, offsets past math.MaxInt64, or a check that does not match id.
+func ParseCursor(id JobID, token string) (Cursors, error) {
+	if token == "" {
+		return Cursors{}, nil
+	}
+	fail := func(reason string) (Cursors, error) {
+		return Cursors{}, &CursorError{Token: token, Reason: reason}
+	}
+	if len(token) > MaxCursorTokenBytes {
+		return fail("longer than any cursor this job hands out")
+	}
+	body, ok := strings.CutPrefix(token, cursorTokenPrefix)
+	if !ok {
+		return fail("not a cursor token; pass back the cursor a poll of this job returned, or omit it to read from the start")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || len(raw) <= cursorCheckBytes {
+		return fail("damaged token")
+	}
+	payload, check := raw[:len(raw)-cursorCheckBytes], raw[len(raw)-cursorCheckBytes:]
+	out, n := binary.Uvarint(payload)
+	if n <= 0 {
+		return fail("damaged token")
+	}
+	errOff, m := binary.Uvarint(payload[n:])
+	if m <= 0 || n+m != len(payload) || out > math.MaxInt64 || errOff > math.MaxInt64 {
+		return fail("damaged token")
+	}
+	if binary.BigEndian.Uint32(check) != cursorCheck(id, payload) {
+		return fail("not a cursor of job " + string(id))
+	}
+	c := Cursors{Stdout: int64(out), Stderr: int64(errOff)}
+	if c.Token(id) != token {
+		// An overlong varint or stray base64 bits: one cursor has one token.
+		return fail("damaged token")
+	}
+	return c, nil
+}
+
+func cursorCheck(id JobID, payload []byte) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	h.Write([]byte{0})
+	h.Write(payload)
+	return h.Sum32()
+}

@@ -1,0 +1,39 @@
+// Package mcpserve serves a tool.Registry to Model Context Protocol
+// clients, with the official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// New lists every registered tool under its name, description and input
+// schema. A tools/call request becomes one Registry.Dispatch with a
+// tool.Call copied from the session template the host gave New, carrying
+// fresh coordinates: the template's strand (DefaultStrand if none), an
+// operation id "<prefix>/<n>" per request, StepID and source index 0. Each
+// request is a step of its own, so Tool.Mode does not serialise requests:
+// an MCP client schedules its own calls. The Outcome becomes the result:
+// Text a text block, Images image blocks, IsError the in-band tool error,
+// Details the structured content when it encodes as a JSON object.
+// Cancellation from the client cancels the tool's context. When the
+// client sent a progress token, the rolling output tail a tool shows
+// through Call.ObserveOutput is relayed as progress notifications, at most
+// one per ProgressInterval and never after the result.
+//
+// ServeStdio serves one session over standard input and output through
+// Transport, a newline-delimited JSON-RPC transport that answers a
+// malformed line (not JSON, not JSON-RPC, a batch, over MaxMessageBytes)
+// with a JSON-RPC error and keeps reading, where the SDK's stdio transport
+// would end the session.
+//
+// This package owns the mapping between Loom's tool record and MCP. It
+// does not own what the tools may touch (the session template's policy,
+// broker and workspace, built by the host: see examples/mcpserver), and
+// it offers no MCP resources, prompts or sampling.
+//
+// Invariants:
+//   - A tool failure never becomes a protocol error: every Outcome,
+//     including bad arguments and refusals, is a result with isError set.
+//     Protocol errors are kept for what MCP defines them for (an unknown
+//     tool name, malformed requests).
+//   - Every served tool passed CheckTool: an MCP-valid name and a schema
+//     github.com/google/jsonschema-go resolves, of type "object".
+//   - Bad input over the wire never ends a Transport session; only the
+//     end of input or Close does.
+//   - The session template is never modified; each call gets its own copy.
+package mcpserve
