@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"sync"
@@ -36,7 +38,9 @@ const ExitCodeNotExecuted = 127
 type Stream int
 
 const (
+	// Stdout is the command's standard output.
 	Stdout Stream = 1
+	// Stderr is the command's standard error.
 	Stderr Stream = 2
 )
 
@@ -73,6 +77,25 @@ type Settled struct {
 	Failed string
 	// Duration is wall time from start to settlement.
 	Duration time.Duration
+	// ProtectedCreated lists protected paths that did not exist when the
+	// command started and did when it ended (a hooks directory a
+	// repository lacked, say). No mount can hold a missing path
+	// read-only, so the broker moves each aside once the command's tree
+	// is gone, before anything outside the jail can run it.
+	ProtectedCreated []Quarantine
+}
+
+// QuarantineSuffix marks where the broker moved a protected path a
+// command created: <path><QuarantineSuffix>-<unix nanoseconds>.
+const QuarantineSuffix = ".loom-quarantine"
+
+// Quarantine is one protected path a command created.
+type Quarantine struct {
+	Path string `json:"path"`
+	// MovedTo is where the broker renamed it; empty when it could not.
+	MovedTo string `json:"moved_to,omitempty"`
+	// Err says why it could not be moved.
+	Err string `json:"err,omitempty"`
 }
 
 // CallSpec is one command to clear.
@@ -173,6 +196,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 			dir = spec.Policy.WritableRoots[0]
 		}
 	}
+	absent := absentPaths(spec.Policy.Protected)
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		b.ledger.Release(ticket)
@@ -236,6 +260,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		stderrR.Close()
 		s := settle(state, execErr)
 		s.Duration = time.Since(proc.started)
+		s.ProtectedCreated = quarantineCreated(absent)
 		if s.Signal != "" { // a tree that exited on its own was not killed
 			s.TimedOut, s.Cancelled = kill.cause()
 		}
@@ -243,8 +268,38 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		ex.settled = s
 		close(ex.out)
 		close(ex.done)
+		proc.release()
 	}()
 	return ex, nil
+}
+
+// absentPaths returns the entries of paths that do not exist.
+func absentPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// quarantineCreated moves aside every path of absent that now exists.
+func quarantineCreated(absent []string) []Quarantine {
+	var out []Quarantine
+	for _, p := range absent {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		q := Quarantine{Path: p}
+		if to, err := quarantineAside(p); err != nil {
+			q.Err = err.Error()
+		} else {
+			q.MovedTo = to
+		}
+		out = append(out, q)
+	}
+	return out
 }
 
 // pump copies one pipe into out in chunks of at most OutputChunkBytes.

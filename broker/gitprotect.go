@@ -33,8 +33,9 @@ const (
 // Covered layouts:
 //   - an ordinary repository: <workspace>/.git/{hooks,config,config.worktree};
 //   - a linked worktree or submodule checkout, where .git is a file saying
-//     "gitdir: <dir>": that dir's entries, and, when it has a commondir
-//     file, the common directory's entries too;
+//     "gitdir: <dir>": the .git file itself (so it cannot be re-aimed),
+//     that dir's entries and its commondir file, and, when it has one,
+//     the common directory's entries too;
 //   - submodules: every git directory under <gitdir>/modules (nested ones
 //     and names containing slashes included, to MaxSubmoduleDepth);
 //   - a hooks directory or config that is a symlink: its resolved target
@@ -69,8 +70,12 @@ func DefaultProtected(workspace string) []string {
 			g.gitDir(real, 0)
 		}
 	case fi.Mode().IsRegular():
+		// The pointer file itself: rewritten, it would aim the host's git
+		// at a directory (and hooks) of the command's choosing.
+		g.add(dotgit)
 		if gd, ok := readGitdirFile(dotgit); ok {
 			g.gitDir(gd, 0)
+			g.add(filepath.Join(gd, "commondir"))
 			if cd, ok := readCommondir(gd); ok {
 				g.gitDir(cd, 0)
 			}
@@ -107,10 +112,20 @@ func (g *gitScan) gitDir(dir string, depth int) {
 	g.seen[dir] = true
 	g.dirs++
 	g.add(filepath.Join(dir, "hooks"))
+	// Hooks run in the git directory's worktree: core.worktree (a
+	// submodule's points back into the superproject), else the workspace.
+	worktree := g.ws
+	for _, kv := range readGitConfig(filepath.Join(dir, "config")) {
+		if kv.section == "core" && kv.key == "worktree" {
+			if wt := expandGitPath(kv.value, dir); wt != "" {
+				worktree = wt
+			}
+		}
+	}
 	for _, name := range []string{"config", "config.worktree"} {
 		cfg := filepath.Join(dir, name)
 		g.add(cfg)
-		g.config(cfg, 0)
+		g.config(cfg, worktree, 0)
 	}
 	g.modules(filepath.Join(dir, "modules"), depth)
 }
@@ -140,10 +155,10 @@ func (g *gitScan) modules(dir string, depth int) {
 }
 
 // config protects what a git config file points at: core.hooksPath
-// (relative to the worktree root, where hooks run) and included files
+// (relative to worktree, where hooks run) and included files
 // (relative to the including file), following includes to
 // MaxGitIncludeDepth.
-func (g *gitScan) config(file string, depth int) {
+func (g *gitScan) config(file, worktree string, depth int) {
 	if depth > MaxGitIncludeDepth {
 		return
 	}
@@ -151,7 +166,7 @@ func (g *gitScan) config(file string, depth int) {
 		var p string
 		switch {
 		case kv.section == "core" && kv.key == "hookspath":
-			p = expandGitPath(kv.value, g.ws)
+			p = expandGitPath(kv.value, worktree)
 			if p != "" {
 				g.add(p)
 			}
@@ -159,7 +174,7 @@ func (g *gitScan) config(file string, depth int) {
 			p = expandGitPath(kv.value, filepath.Dir(file))
 			if p != "" {
 				g.add(p)
-				g.config(p, depth+1)
+				g.config(p, worktree, depth+1)
 			}
 		}
 	}
@@ -195,9 +210,13 @@ func readGitConfig(file string) []gitConfigEntry {
 		return nil
 	}
 	defer f.Close()
+	return parseGitConfig(io.LimitReader(f, MaxGitConfigBytes))
+}
+
+func parseGitConfig(r io.Reader) []gitConfigEntry {
 	var out []gitConfigEntry
 	section := ""
-	sc := bufio.NewScanner(io.LimitReader(f, MaxGitConfigBytes))
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), MaxGitConfigBytes)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -49,7 +50,7 @@ func TestDefaultProtected(t *testing.T) {
 			name:  "ordinary repository",
 			files: map[string]string{"ws/.git/HEAD": "ref: refs/heads/main\n", "ws/.git/hooks/": "", "ws/.git/config": "[core]\n"},
 			want:  []string{"ws/.git/config", "ws/.git/hooks", "ws/.git/config.worktree"},
-			deny:  []string{"ws/.git/objects", "ws/.git"},
+			deny:  []string{"ws/.git/objects", "ws/.git"}, // a .git directory stays writable (objects, index)
 		},
 		{
 			name: "linked worktree: .git is a file",
@@ -61,7 +62,7 @@ func TestDefaultProtected(t *testing.T) {
 				"ws/.git":                          "gitdir: ../main/.git/worktrees/wt\n",
 			},
 			want: []string{
-				"ws/.git/config", "ws/.git/hooks",
+				"ws/.git", "ws/.git/config", "ws/.git/hooks", "main/.git/worktrees/wt/commondir",
 				"main/.git/worktrees/wt/hooks", "main/.git/worktrees/wt/config",
 				"main/.git/hooks", "main/.git/config",
 			},
@@ -74,11 +75,13 @@ func TestDefaultProtected(t *testing.T) {
 				"ws/.git/modules/lib/HEAD":               "x\n",
 				"ws/.git/modules/lib/modules/inner/HEAD": "x\n",
 				"ws/.git/modules/vendor/dep/HEAD":        "x\n",
+				"ws/.git/modules/vendor/dep/config":      "[core]\n\tworktree = ../../../../vendor/dep\n\thooksPath = .hooks\n",
 			},
 			want: []string{
 				"ws/.git/modules/lib/hooks", "ws/.git/modules/lib/config",
 				"ws/.git/modules/lib/modules/inner/hooks", "ws/.git/modules/lib/modules/inner/config",
 				"ws/.git/modules/vendor/dep/hooks", "ws/.git/modules/vendor/dep/config",
+				"ws/vendor/dep/.hooks", // relative to the submodule's worktree
 			},
 			deny: []string{"ws/.git/modules/vendor/hooks"},
 		},
@@ -174,4 +177,43 @@ func TestDefaultProtectedRelativeWorkspaceFailsClosed(t *testing.T) {
 	if err := Validate(Policy{Protected: got}); err == nil {
 		t.Fatalf("relative workspace gave a valid protected set %v", got)
 	}
+}
+
+func TestParseGitConfig(t *testing.T) {
+	in := "# c\n[core]\n\thooksPath = \"a b\" ; trailing\n[includeIf \"gitdir:/x/\"]\npath=one\\ttab\n[Core] HooksPath = x # y\n[broken\nlonely\n"
+	got := parseGitConfig(strings.NewReader(in))
+	want := []gitConfigEntry{
+		{"core", "hookspath", "a b"},
+		{"includeif", "path", "one\ttab"},
+		{"core", "hookspath", "x"},
+		{"core", "lonely", ""},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("parseGitConfig = %q, want %q", got, want)
+	}
+}
+
+func FuzzParseGitConfig(f *testing.F) {
+	f.Add("[core]\n\thooksPath = .husky/_\n[include]\npath = x\n")
+	f.Add("[includeIf \"gitdir:~/\"]\n  Path = \"/abs/c\\\"fg\" # c\n")
+	f.Add("gitdir: ../x\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, e := range parseGitConfig(strings.NewReader(s)) {
+			if e.section != strings.ToLower(e.section) || e.key != strings.ToLower(e.key) {
+				t.Fatalf("names not folded: %+v", e)
+			}
+		}
+		dir := t.TempDir()
+		p := filepath.Join(dir, ".git")
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if gd, ok := readGitdirFile(p); ok && !filepath.IsAbs(gd) {
+			t.Fatalf("gitdir %q is not absolute", gd)
+		}
+		got := DefaultProtected(dir)
+		if len(got) < 2 || !slices.IsSorted(got) {
+			t.Fatalf("DefaultProtected = %v", got)
+		}
+	})
 }

@@ -172,18 +172,29 @@ func runHelper() int {
 	}
 	layers = append(layers, Layer{Name: LayerNoNewPrivs, Applied: true})
 
+	var landlockFileWrite []string
+	carved := 0
+	if !cfg.Namespaces && len(cfg.Protected) > 0 {
+		// No mount namespace holds the protected paths read-only: Landlock
+		// must refuse them outright, by never granting them.
+		landlockWrite, landlockFileWrite, carved = carveWritable(landlockWrite, cfg.Protected)
+	}
 	switch {
 	case cfg.LandlockABI <= 0:
 		layers = append(layers, Layer{Name: LayerLandlock, Reason: cfg.LandlockSkip})
 	default:
 		err := applyLandlock(landlockPlan{
 			ABI: cfg.LandlockABI, Read: landlockRead, Write: landlockWrite,
-			FileRW: landlockFiles, NetworkOff: cfg.NetworkOff,
+			FileRW: landlockFiles, FileWrite: landlockFileWrite, NetworkOff: cfg.NetworkOff,
 		})
 		if err != nil {
 			layers = append(layers, Layer{Name: LayerLandlock, Reason: err.Error()})
 		} else {
-			layers = append(layers, Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, landlockMaxKnownABI))})
+			detail := fmt.Sprintf("abi %d", min(cfg.LandlockABI, landlockMaxKnownABI))
+			if carved > 0 {
+				detail += fmt.Sprintf(", %d dirs around protected paths read-only", carved)
+			}
+			layers = append(layers, Layer{Name: LayerLandlock, Applied: true, Detail: detail})
 		}
 	}
 	switch {
@@ -217,16 +228,38 @@ func setupMounts(cfg helperConfig) (Layer, error) {
 		return Layer{}, err
 	}
 	var skipped []string
+	detail := ""
 	if err := mountProc(); err != nil {
 		skipped = append(skipped, "proc: "+errnoName(err))
+	} else {
+		if err := limitPids(cfg.Limits.Processes); err != nil {
+			skipped = append(skipped, "pid_max: "+errnoName(err))
+		} else {
+			detail = fmt.Sprintf("pid_max %d, ", cfg.Limits.Processes+pidReserve+1)
+		}
+		if err := protectProc(); err != nil {
+			return Layer{}, fmt.Errorf("read-only /proc: %w", err)
+		}
 	}
 	roots := append(append(append([]string(nil), cfg.ReadableRoots...), cfg.WritableRoots...), cfg.Dir)
 	roots = append(roots, cfg.Protected...)
-	if err := mountScratch(roots); err != nil {
+	if err := mountScratch(roots, cfg.WritableRoots); err != nil {
 		skipped = append(skipped, "tmp: "+errnoName(err))
 	}
 	if err := mountDev(); err != nil {
 		skipped = append(skipped, "dev: "+errnoName(err))
+	}
+	if cfg.LandlockABI <= 0 {
+		// Without Landlock the mount table is the write confinement.
+		failed, err := readOnlyElsewhere(cfg.WritableRoots)
+		if err != nil {
+			return Layer{}, fmt.Errorf("read-only mounts: %w", err)
+		}
+		if len(failed) > 0 {
+			skipped = append(skipped, fmt.Sprintf("%d mounts left writable (%s)", len(failed), failed[0]))
+		} else {
+			detail += "read-only outside writable roots, "
+		}
 	}
 	n, err := protect(cfg.Protected, cfg.WritableRoots)
 	if err != nil {
@@ -235,7 +268,7 @@ func setupMounts(cfg helperConfig) (Layer, error) {
 	if len(skipped) > 0 {
 		return Layer{Name: LayerMounts, Reason: strings.Join(skipped, ", ")}, nil
 	}
-	return Layer{Name: LayerMounts, Applied: true, Detail: fmt.Sprintf("%d protected", n)}, nil
+	return Layer{Name: LayerMounts, Applied: true, Detail: fmt.Sprintf("%s%d protected", detail, n)}, nil
 }
 
 // applyRlimits sets every ceiling in l (defaults already filled in),

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,31 +20,13 @@ const selfExe = "/proc/self/exe"
 // helperEnvName is the name part of helperEnv.
 const helperEnvName = "LOOM_JAIL_HELPER"
 
+// pipeBufferBytes is the capacity of a Linux pipe by default: a write of
+// at most this much never blocks on an empty pipe.
+const pipeBufferBytes = 64 << 10
+
 // maxHelperReportBytes bounds what the broker reads from a helper's
 // report pipe.
 const maxHelperReportBytes = 1 << 20
-
-// jailRequest is one command to start, already cleared.
-type jailRequest struct {
-	argv           []string
-	env            []string
-	dir            string
-	policy         Policy
-	stdin          io.Reader
-	stdout, stderr *os.File
-	probe          probeResult
-}
-
-// jailProcess is a started helper (and, after exec, the command).
-type jailProcess struct {
-	cmd     *exec.Cmd
-	pid     int
-	started time.Time
-	exited  chan struct{}
-
-	mu     sync.Mutex
-	reaped bool
-}
 
 // kill sends SIGKILL to the command (the pid namespace's init, whose
 // death takes every process in the namespace with it) and to its process
@@ -59,17 +40,14 @@ func (p *jailProcess) kill() {
 	p.killGroup()
 }
 
-// killGroup sends SIGKILL to the command's process group.
-func (p *jailProcess) killGroup() { unix.Kill(-p.pid, unix.SIGKILL) }
-
-// wait reaps the command and returns its state.
-func (p *jailProcess) wait() *os.ProcessState {
-	p.cmd.Wait() // the state is in ProcessState even when err != nil
+// killGroup sends SIGKILL to the command's process group, until the
+// execution settled (after which the group id may name someone else's).
+func (p *jailProcess) killGroup() {
 	p.mu.Lock()
-	p.reaped = true
-	p.mu.Unlock()
-	close(p.exited)
-	return p.cmd.ProcessState
+	defer p.mu.Unlock()
+	if !p.settled {
+		unix.Kill(-p.pid, unix.SIGKILL)
+	}
 }
 
 // settle converts a reaped command's state into a Settled.
@@ -93,7 +71,7 @@ func availability(p probeResult) Enforcement {
 	if p.usernsErr != nil {
 		e.add(Layer{Name: LayerNamespaces, Reason: errnoName(p.usernsErr)})
 	} else {
-		e.add(Layer{Name: LayerNamespaces, Applied: true, Detail: "user,mount,net,pid,ipc"})
+		e.add(Layer{Name: LayerNamespaces, Applied: true, Detail: "user,mount,net,pid,ipc,uts"})
 	}
 	if p.landlockABI > 0 {
 		e.add(Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(p.landlockABI, landlockMaxKnownABI))})
@@ -157,58 +135,90 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		SysProcAttr: jailSysProcAttr(namespaces, networkOff),
 		WaitDelay:   OutputDrainGrace,
 	}
+	// A configuration that fits the pipe is written before the start, so
+	// the helper never waits for this goroutine to be scheduled.
+	early := len(payload) <= pipeBufferBytes
+	if early {
+		cfgW.Write(payload)
+		cfgW.Close()
+	}
 	err = cmd.Start()
 	cfgR.Close()
 	repW.Close()
 	if err != nil {
-		cfgW.Close()
+		if !early {
+			cfgW.Close()
+		}
 		return nil, enf, "", NewDenial(DenialJailFailed, "start helper: "+errnoName(unwrapSyscallErr(err)), err)
 	}
 	proc = &jailProcess{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{})}
+	if namespaces {
+		// Hold the mount namespace so its teardown (an RCU grace period per
+		// unmount batch) happens off the settlement path; see release.
+		if fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/mnt", proc.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+			proc.nsHold = fd
+		}
+	}
 	setup := time.AfterFunc(JailSetupTimeout, proc.kill)
 	defer setup.Stop()
-	go func() {
-		cfgW.Write(payload)
-		cfgW.Close()
-	}()
+	if !early {
+		go func() {
+			cfgW.Write(payload)
+			cfgW.Close()
+		}()
+	}
 
 	if namespaces {
-		detail := "user,mount,pid,ipc"
+		detail := "user,mount,pid,ipc,uts"
 		if networkOff {
-			detail = "user,mount,net,pid,ipc"
+			detail = "user,mount,net,pid,ipc,uts"
 		}
 		enf.add(Layer{Name: LayerNamespaces, Applied: true, Detail: detail})
 	} else {
 		enf.add(Layer{Name: LayerNamespaces, Reason: errnoName(req.probe.usernsErr)})
 	}
-	var fatal string
-	reported := false
-	sc := bufio.NewScanner(io.LimitReader(repR, maxHelperReportBytes))
-	sc.Buffer(make([]byte, 64<<10), maxHelperReportBytes)
-	for sc.Scan() {
-		var r helperReport
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			fatal = "malformed helper report: " + err.Error()
-			break
-		}
-		reported = true
-		for _, l := range r.Layers {
-			enf.add(l)
-		}
-		if r.Fatal != "" {
-			fatal = r.Fatal
-		}
-		if r.Exec != "" {
-			execErr = r.Exec
-		}
-	}
-	if !reported && fatal == "" {
-		fatal = "helper ended before reporting"
+	layers, fatal, execErr := readHelperReport(repR)
+	for _, l := range layers {
+		enf.add(l)
 	}
 	if fatal != "" {
 		proc.kill()
 		st := proc.wait()
+		proc.release()
 		return nil, enf, "", NewDenial(DenialJailFailed, fmt.Sprintf("%s (helper %s)", fatal, strings.TrimSpace(st.String())), nil)
 	}
 	return proc, enf, execErr, nil
 }
+
+// readHelperReport reads a helper's report stream to EOF (at most
+// maxHelperReportBytes): the layers it applied, a fatal setup error, or
+// an exec error. A stream that ends without any report is fatal: the
+// helper died before it could say what it did.
+func readHelperReport(r io.Reader) (layers []Layer, fatal, execErr string) {
+	reported := false
+	sc := bufio.NewScanner(io.LimitReader(r, maxHelperReportBytes))
+	sc.Buffer(make([]byte, 0, 64<<10), maxHelperReportBytes)
+	for sc.Scan() {
+		var rep helperReport
+		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
+			return layers, "malformed helper report: " + err.Error(), ""
+		}
+		reported = true
+		layers = append(layers, rep.Layers...)
+		if rep.Fatal != "" {
+			fatal = rep.Fatal
+		}
+		if rep.Exec != "" {
+			execErr = rep.Exec
+		}
+	}
+	if err := sc.Err(); err != nil && fatal == "" {
+		fatal = "helper report: " + err.Error()
+	}
+	if !reported && fatal == "" {
+		fatal = "helper ended before reporting"
+	}
+	return layers, fatal, execErr
+}
+
+func closeFd(fd int) { unix.Close(fd) }

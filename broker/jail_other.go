@@ -1,3 +1,96 @@
 //go:build !linux
 
 package broker
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"time"
+)
+
+// selfExe is unused outside Linux: no helper is re-executed.
+const selfExe = ""
+
+// helperEnvName names the helper marker; outside Linux it only keeps
+// the marker out of a command's environment.
+const helperEnvName = "LOOM_JAIL_HELPER"
+
+const helperEnv = helperEnvName + "=v1"
+
+// errNoJail is every layer's skip reason outside Linux.
+var errNoJail = errors.New("no jail on " + runtime.GOOS + ": the command runs unconfined")
+
+// HelperMain does nothing outside Linux, where there is no jail helper.
+func HelperMain() {}
+
+func probeLayers(string) probeResult {
+	return probeResult{usernsErr: errNoJail, landlockErr: errNoJail, seccompErr: errNoJail}
+}
+
+func errnoName(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// availability says plainly that nothing confines a command here.
+func availability(probeResult) Enforcement {
+	var e Enforcement
+	e.add(Layer{Name: LayerJail, Reason: errNoJail.Error()})
+	return e
+}
+
+// kill ends the command itself; outside Linux its descendants are not
+// tracked and may outlive it.
+func (p *jailProcess) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reaped {
+		p.cmd.Process.Kill()
+	}
+}
+
+func (p *jailProcess) killGroup() {}
+
+func settle(st *os.ProcessState, execErr string) Settled {
+	if execErr != "" {
+		return Settled{ExitCode: ExitCodeNotExecuted, Failed: execErr}
+	}
+	if st == nil {
+		return Settled{ExitCode: -1, Failed: "process state unavailable"}
+	}
+	if !st.Exited() {
+		return Settled{ExitCode: -1, Signal: "killed"}
+	}
+	return Settled{ExitCode: st.ExitCode()}
+}
+
+// start runs the command unconfined (Clear only gets here when the host
+// set AllowUnconfined).
+func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Denial) {
+	enf := availability(req.probe)
+	cmd := exec.Command(req.argv[0], req.argv[1:]...)
+	cmd.Env = req.env
+	cmd.Dir = req.dir
+	cmd.Stdin = req.stdin
+	cmd.Stdout = req.stdout
+	cmd.Stderr = req.stderr
+	cmd.WaitDelay = OutputDrainGrace
+	if err := cmd.Start(); err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) {
+			return nil, enf, "", NewDenial(DenialJailFailed, err.Error(), err)
+		}
+		return nil, enf, "", NewDenial(DenialJailFailed, "start: "+err.Error(), err)
+	}
+	return &jailProcess{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{})}, enf, "", nil
+}
+
+func closeFd(int) {}
+
+func quarantineAside(path string) (string, error) {
+	return "", errNoJail
+}

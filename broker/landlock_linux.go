@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -60,13 +62,9 @@ type landlockRulesetAttr struct {
 	scoped           uint64
 }
 
-// landlockPathBeneathAttr mirrors struct landlock_path_beneath_attr, which
-// the kernel declares packed (12 bytes).
-type landlockPathBeneathAttr struct {
-	allowedAccess uint64
-	parentFd      int32
-}
-
+// landlockPathBeneathSize is the size of struct landlock_path_beneath_attr
+// (__u64 allowed_access; __s32 parent_fd), which the kernel declares
+// packed; rules are encoded into a byte array of this size.
 const landlockPathBeneathSize = 12
 
 // landlockABI asks the kernel which Landlock ABI it offers. It returns
@@ -113,6 +111,7 @@ type landlockPlan struct {
 	Read       []string // read and execute beneath
 	Write      []string // every handled right beneath
 	FileRW     []string // read and write a single file (e.g. /dev/null)
+	FileWrite  []string // write and truncate existing files (carved roots)
 	NetworkOff bool     // handle TCP bind/connect with no rule: all denied
 }
 
@@ -178,6 +177,11 @@ func applyLandlock(p landlockPlan) error {
 			return err
 		}
 	}
+	for _, f := range p.FileWrite {
+		if err := add(f, llFSRead|llFSWriteFile|llFSTruncate); err != nil {
+			return err
+		}
+	}
 	for _, f := range p.FileRW {
 		if err := add(f, llFSReadFile|llFSWriteFile|llFSTruncate|llFSIoctlDev); err != nil {
 			return err
@@ -191,3 +195,69 @@ func applyLandlock(p landlockPlan) error {
 
 // devNull is the one device a jailed command may always write.
 const devNull = os.DevNull
+
+// MaxCarveEntries bounds how many directory entries carveWritable
+// inspects for one command; past it the remaining entries of a split
+// directory stay read-only (failing closed).
+const MaxCarveEntries = 4096
+
+// carveWritable splits writable roots around protected paths for a jail
+// without a mount namespace, where nothing can bind a protected path
+// read-only and Landlock can only add rights. A writable root holding no
+// protected path is granted whole. One that does is replaced by rules on
+// its children, recursively down every directory leading to a protected
+// path: siblings are granted whole (directories) or as files (write and
+// truncate, not create or remove), symlinks are never followed, and the
+// split directories themselves stay read-only — nothing can be created,
+// removed or renamed directly in them. It returns the directory rules,
+// the file rules and how many directories were split.
+func carveWritable(writable, protected []string) (dirs, files []string, split int) {
+	var prot []string
+	for _, p := range protected {
+		prot = append(prot, filepath.Clean(p))
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			prot = append(prot, real)
+		}
+	}
+	budget := MaxCarveEntries
+	var walk func(dir string)
+	walk = func(dir string) {
+		holds := false
+		for _, p := range prot {
+			if p == dir {
+				return // protected itself: read-only
+			}
+			if Covers(dir, p) {
+				holds = true
+			}
+		}
+		if !holds {
+			dirs = append(dirs, dir)
+			return
+		}
+		split++
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if budget--; budget < 0 {
+				return
+			}
+			child := filepath.Join(dir, e.Name())
+			switch {
+			case e.IsDir():
+				walk(child)
+			case e.Type()&os.ModeSymlink != 0:
+				// A rule opens its path, following a link: never grant one.
+			case slices.Contains(prot, child):
+			default:
+				files = append(files, child)
+			}
+		}
+	}
+	for _, w := range writable {
+		walk(filepath.Clean(w))
+	}
+	return dirs, files, split
+}

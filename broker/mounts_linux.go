@@ -3,10 +3,12 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -150,12 +152,15 @@ func mountProc() error {
 // mountScratch mounts a private tmpfs at /tmp and re-binds every root
 // that lived under the host's /tmp (a workspace there stays visible). The
 // roots are opened before the tmpfs hides them and bound from their
-// descriptors.
-func mountScratch(roots []string) error {
+// descriptors. A root that no writable root covers is bound read-only:
+// the scratch's own Landlock rule grants writes beneath /tmp, so the
+// mount flag is what keeps such a root unwritable.
+func mountScratch(roots, writable []string) error {
 	type held struct {
 		path string
 		fd   int
 		dir  bool
+		ro   bool
 	}
 	var keep []held
 	defer func() {
@@ -179,7 +184,13 @@ func mountScratch(roots []string) error {
 			unix.Close(fd)
 			continue
 		}
-		keep = append(keep, held{r, fd, st.Mode&unix.S_IFMT == unix.S_IFDIR})
+		ro := true
+		for _, w := range writable {
+			if Covers(w, r) {
+				ro = false
+			}
+		}
+		keep = append(keep, held{r, fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, ro})
 	}
 	// Parents first, so a nested root lands inside its parent's bind.
 	sort.Slice(keep, func(i, j int) bool { return len(keep[i].path) < len(keep[j].path) })
@@ -206,6 +217,49 @@ func mountScratch(roots []string) error {
 		if err := unix.Mount(src, h.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("rebind %s into scratch: %w", h.path, err)
 		}
+		if h.ro {
+			locked, err := lockedFlags(h.path)
+			if err != nil {
+				return fmt.Errorf("statfs %s: %w", h.path, err)
+			}
+			if err := unix.Mount("", h.path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, ""); err != nil {
+				return fmt.Errorf("rebind %s read-only: %w", h.path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// procReadOnly are the parts of a fresh /proc that configure the kernel
+// rather than describe processes; the jail binds them read-only (a uid 0
+// jail would otherwise pass the sysctl owner checks).
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
+
+// protectProc binds procReadOnly read-only.
+func protectProc() error {
+	for _, p := range procReadOnly {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := bindSelf(p, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pidReserve is how many pids the kernel keeps below the wrap point of a
+// pid namespace (RESERVED_PIDS): once allocation wraps it restarts there.
+const pidReserve = 300
+
+// limitPids caps the pid numbers of the jail's pid namespace (Linux 6.14
+// and later namespace kernel.pid_max), so at most about n+pidReserve
+// processes can exist in it at once. It bounds a fork bomb even where
+// RLIMIT_NPROC does not apply (uid 0 is exempt from it).
+func limitPids(n uint64) error {
+	v := strconv.FormatUint(n+pidReserve+1, 10)
+	if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(v), 0); err != nil {
+		return fmt.Errorf("pid_max: %w", err)
 	}
 	return nil
 }
@@ -244,6 +298,10 @@ func errnoName(err error) string {
 	return err.Error()
 }
 
+// devBytes bounds the tmpfs holding the jail's private /dev (device
+// binds, links and /dev/shm).
+const devBytes = 1 << 20
+
 // devNodes are the host device nodes a jail's private /dev carries.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
@@ -267,7 +325,7 @@ func mountDev() error {
 		}
 		keep = append(keep, held{n, fd})
 	}
-	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=1m"); err != nil {
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size="+strconv.Itoa(devBytes)); err != nil {
 		return fmt.Errorf("mount /dev tmpfs: %w", err)
 	}
 	for _, h := range keep {
@@ -292,4 +350,86 @@ func mountDev() error {
 		return fmt.Errorf("dev shm: %w", err)
 	}
 	return nil
+}
+
+// maxMountinfoBytes bounds how much of /proc/self/mountinfo is read.
+const maxMountinfoBytes = 4 << 20
+
+// mountPoints lists the mount points of the calling process's mount
+// namespace, in mountinfo order (parents before children). Octal escapes
+// (\040 for a space) are decoded.
+func mountPoints() ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxMountinfoBytes))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 {
+			continue
+		}
+		out = append(out, unescapeMountinfo(fields[4]))
+	}
+	return out, nil
+}
+
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// readOnlyElsewhere is the write confinement of a jail without Landlock:
+// every writable root is bound onto itself read-write, then every other
+// mount (except the jail's private /proc, /dev and /tmp) is remounted
+// read-only. It returns the mount points it could not make read-only.
+func readOnlyElsewhere(writable []string) ([]string, error) {
+	for _, w := range writable {
+		if _, err := os.Stat(w); err != nil {
+			continue
+		}
+		if err := bindSelf(w, false); err != nil {
+			return nil, err
+		}
+	}
+	mps, err := mountPoints()
+	if err != nil {
+		return nil, fmt.Errorf("mountinfo: %w", err)
+	}
+	var failed []string
+	for _, mp := range mps {
+		keep := Covers("/proc", mp) || Covers("/dev", mp) || Covers(scratchDir, mp)
+		for _, w := range writable {
+			keep = keep || Covers(w, mp)
+		}
+		if keep {
+			continue
+		}
+		locked, err := lockedFlags(mp)
+		if err == nil {
+			err = unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, "")
+		}
+		if err != nil {
+			failed = append(failed, mp+": "+errnoName(err))
+		}
+	}
+	return failed, nil
 }

@@ -7,18 +7,6 @@ import (
 	"syscall"
 )
 
-// probeResult is what the kernel offers, asked directly once per Broker.
-type probeResult struct {
-	usernsErr   error // nil: a user namespace with the jail's flags can be created
-	landlockABI int   // 0 when unavailable
-	landlockErr error
-	seccompErr  error
-}
-
-func (p probeResult) anyLayer() bool {
-	return p.usernsErr == nil || p.landlockABI > 0 || p.seccompErr == nil
-}
-
 // probeLayers asks the kernel which layers exist: the Landlock ABI
 // version, seccomp's errno action, and a trial clone of this executable
 // (in probe mode, which exits at once) into the jail's namespaces.
@@ -53,7 +41,7 @@ func unwrapSyscallErr(err error) error {
 }
 
 // jailSysProcAttr returns the attributes a helper is started with. With
-// namespaces, it gets new user, mount, pid and ipc namespaces (and a new
+// namespaces, it gets new user, mount, pid, ipc and uts namespaces (and a new
 // network namespace when newNet), an identity uid/gid map, and the
 // ambient capabilities it needs to build its mount table and bring lo up
 // (CAP_SETPCAP only so it can empty its own bounding set); it drops all
@@ -64,7 +52,7 @@ func jailSysProcAttr(namespaces, newNet bool) *syscall.SysProcAttr {
 		return attr
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
+	attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 	if newNet {
 		attr.Cloneflags |= syscall.CLONE_NEWNET
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package broker
 
 import (
@@ -6,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -127,4 +130,10 @@ func ptraceAttachDetach(pid int) error {
 		})
 	}()
 	return <-done
+}
+
+func lockAndRun(f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	f()
 }

@@ -5,7 +5,7 @@ import "golang.org/x/sys/unix"
 const (
 	seccompArchSupported = true
 	seccompAuditArch     = unix.AUDIT_ARCH_AARCH64
-	// seccompX32Bit marks x32-ABI syscall numbers on arm64 (none); all refused.
+	// seccompX32Bit is zero: arm64 has no x32-style second ABI to refuse.
 	seccompX32Bit = 0
 )
 

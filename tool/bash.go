@@ -76,6 +76,9 @@ type BashDetails struct {
 	Sandbox *broker.Enforcement `json:"sandbox,omitempty"`
 	// Wanted lists the grants a refused policy needed.
 	Wanted []broker.Grant `json:"wanted,omitempty"`
+	// ProtectedCreated lists protected paths the command created, which
+	// the broker moved aside.
+	ProtectedCreated []broker.Quarantine `json:"protected_created,omitempty"`
 }
 
 // BashTool returns bash: run one shell command in the broker's jail, in
@@ -260,6 +263,7 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 	s := ex.Wait()
 	det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
 	det.DurationMs = s.Duration.Milliseconds()
+	det.ProtectedCreated = s.ProtectedCreated
 	det.Bytes = out.total
 
 	body, overflow, err := out.finish()
@@ -299,6 +303,13 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 		fmt.Fprintf(&b, "[exit code %d]\n", s.ExitCode)
 	default:
 		b.WriteString("[exit code 0]\n")
+	}
+	for _, q := range s.ProtectedCreated {
+		if q.MovedTo != "" {
+			fmt.Fprintf(&b, "note: %s is protected; the command created it, so it was moved aside to %s\n", q.Path, q.MovedTo)
+		} else {
+			fmt.Fprintf(&b, "warning: %s is protected; the command created it and it could not be moved aside: %s\n", q.Path, q.Err)
+		}
 	}
 	if code != "" && code != "cancelled" && permissionError(out.stderrTail) {
 		b.WriteString(permissionHint(out.stderrTail))

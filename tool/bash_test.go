@@ -318,3 +318,15 @@ func FuzzBashPermissionHint(f *testing.F) {
 		}
 	})
 }
+
+func TestBashProtectedCreatedMovedAside(t *testing.T) {
+	c := bashCall(t, true)
+	os.RemoveAll(filepath.Join(c.Workspace, ".git", "hooks"))
+	o, d := runBashArgs(t, c, map[string]any{"command": "mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit"})
+	if len(d.ProtectedCreated) != 1 || d.ProtectedCreated[0].MovedTo == "" || !strings.Contains(o.Text, "moved aside") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if _, err := os.Stat(filepath.Join(c.Workspace, ".git", "hooks", "pre-commit")); err == nil {
+		t.Fatal("the planted hook is still in place")
+	}
+}

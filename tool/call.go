@@ -70,6 +70,9 @@ func (c *Call) At(opID, stepID string, sourceIndex int) *Call {
 	return &d
 }
 
+// stepKey is the ledger pool the call's clearances are budgeted in.
+func (c *Call) stepKey() broker.StepKey { return broker.StepKey{OpID: c.OpID, StepID: c.StepID} }
+
 // Clock returns the call's current time.
 func (c *Call) Clock() time.Time {
 	if c.Now != nil {

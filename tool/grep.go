@@ -185,9 +185,6 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	return grepOutcome(c, a, res, det, notes)
 }
 
-// stepKey is the ledger pool the call's clearances are budgeted in.
-func (c *Call) stepKey() broker.StepKey { return broker.StepKey{OpID: c.OpID, StepID: c.StepID} }
-
 // protectedForms returns each protected entry and, when it differs, its
 // resolved form, so a walk over real paths skips both.
 func protectedForms(protected []string) []string {

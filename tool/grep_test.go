@@ -448,3 +448,17 @@ func ExampleGrepTool() {
 	// [2 matching lines in 2 files]
 	// go
 }
+
+func TestGrepFallsBackToGoWhenRipgrepCannotBeJailed(t *testing.T) {
+	requireRg(t)
+	c := grepCall(t, grepTree, true)
+	c.Base.ReadableRoots = nil // rg's own directory is not readable under the base
+	o := runGrepArgs(t, c, map[string]any{"pattern": "needle"})
+	d := grepDetails(t, o)
+	if o.IsError || d.Engine != EngineGo || !strings.Contains(d.Fallback, "cannot be jailed") {
+		t.Fatalf("IsError=%v engine=%q fallback=%q", o.IsError, d.Engine, d.Fallback)
+	}
+	if d.Matches != 5 {
+		t.Fatalf("fallback search found %d matches, want 5", d.Matches)
+	}
+}

@@ -33,6 +33,7 @@ type CursorError struct {
 // Code returns InvalidCursorCode.
 func (e *CursorError) Code() string { return InvalidCursorCode }
 
+// Error renders the refused token (shortened) and why.
 func (e *CursorError) Error() string {
 	return "cursor " + quoteToken(e.Token) + " refused: " + e.Reason
 }

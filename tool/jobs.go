@@ -126,6 +126,7 @@ const LifetimeRefusedCode = "lifetime_refused"
 // Code returns LifetimeRefusedCode.
 func (e *LifetimeError) Code() string { return LifetimeRefusedCode }
 
+// Error renders the refusal with its reason.
 func (e *LifetimeError) Error() string {
 	return "lifetime " + string(e.Lifetime) + " refused: " + e.Reason
 }
@@ -348,6 +349,7 @@ type JobError struct {
 	Denial *broker.Denial
 }
 
+// Error renders "job: <code>: <reason>".
 func (e *JobError) Error() string { return "job: " + string(e.Code) + ": " + e.Reason }
 
 // Unwrap returns the broker denial, if any.

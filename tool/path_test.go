@@ -63,13 +63,13 @@ func TestPathDiscipline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustLink(outside, "escape")               // a directory symlink out of the workspace
-	mustLink(outside+"/secret.txt", "leak")   // a file symlink out
-	mustLink(".git/hooks", "hooks")           // a symlink onto a protected entry
-	mustLink("src/../.git/config", "cfg")     // a relative link onto the other
-	mustLink("loop2", "loop1")                // a link cycle
-	mustLink("loop1", "loop2")                //
-	mustLink("src", "srclink")                // a harmless internal link
+	mustLink(outside, "escape")             // a directory symlink out of the workspace
+	mustLink(outside+"/secret.txt", "leak") // a file symlink out
+	mustLink(".git/hooks", "hooks")         // a symlink onto a protected entry
+	mustLink("src/../.git/config", "cfg")   // a relative link onto the other
+	mustLink("loop2", "loop1")              // a link cycle
+	mustLink("loop1", "loop2")              //
+	mustLink("src", "srclink")              // a harmless internal link
 	if err := os.MkdirAll(ws+"/.gitx", 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,9 @@ type echoArgs struct {
 
 func echoTool(name string) Tool {
 	return Typed(Tool{Name: name, Description: "echo", PromptSnippet: name + ": echoes"},
-		func(_ context.Context, _ *Call, a echoArgs) Outcome { return Success(strings.Repeat(a.Say, max(a.Times, 1))) })
+		func(_ context.Context, _ *Call, a echoArgs) Outcome {
+			return Success(strings.Repeat(a.Say, max(a.Times, 1)))
+		})
 }
 
 func TestRegisterRefusals(t *testing.T) {

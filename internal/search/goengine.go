@@ -3,7 +3,6 @@ package search
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,8 +19,9 @@ const MaxWalkDepth = 256
 // with the pure-Go engine under the rules documented on Options. Files
 // are read in parallel; the result is sorted and deterministic unless
 // the search stopped at MaxScanMatches. It returns a *PatternError for a
-// bad pattern, ctx.Err() when cancelled, and an error when root cannot be
-// read at all; unreadable entries below the root are skipped.
+// bad pattern and an error when root cannot be read at all; unreadable
+// entries below the root are skipped. When ctx ends first it returns
+// what it found so far (files it finished) together with ctx.Err().
 func Go(ctx context.Context, root string, o Options) (Result, error) {
 	re, err := Compile(o)
 	if err != nil {
@@ -36,20 +36,26 @@ func Go(ctx context.Context, root string, o Options) (Result, error) {
 		return Result{}, err
 	}
 	s := &goSearch{re: re, o: o, ctx: ctx}
-	var files []string
-	if fi.IsDir() {
-		w := &walker{root: root, opts: o, glob: newGlobFilter(root, o.Glob), ctx: ctx}
+	files := make(chan string, walkQueue)
+	go func() {
+		defer close(files)
+		if !fi.IsDir() {
+			if !s.protected(root) {
+				files <- root
+			}
+			return
+		}
+		w := &walker{root: root, opts: o, glob: newGlobFilter(root, o.Glob), ctx: ctx, stop: &s.stopped, out: files}
 		w.ancestors()
 		w.walk(root, 0)
-		files = w.files
-	} else if !s.protected(root) {
-		files = []string{root}
-	}
-	if err := ctx.Err(); err != nil {
-		return Result{}, err
-	}
+	}()
 	return s.run(files)
 }
+
+// walkQueue is how many listed files may wait for a reader: the walk
+// runs ahead of the readers by at most this much, so memory does not
+// grow with the size of the tree.
+const walkQueue = 256
 
 type walker struct {
 	root  string
@@ -57,7 +63,8 @@ type walker struct {
 	glob  *globFilter
 	ctx   context.Context
 	stack []*ruleSet // .gitignore sets in effect, shallowest first
-	files []string
+	stop  *atomic.Bool
+	out   chan<- string
 }
 
 // ancestors loads the .gitignore files of the directories from
@@ -82,7 +89,7 @@ func (w *walker) ancestors() {
 }
 
 func (w *walker) walk(dir string, depth int) {
-	if depth > MaxWalkDepth || w.ctx.Err() != nil {
+	if depth > MaxWalkDepth || w.ctx.Err() != nil || w.stop.Load() {
 		return
 	}
 	entries, err := os.ReadDir(dir)
@@ -90,9 +97,14 @@ func (w *walker) walk(dir string, depth int) {
 		return
 	}
 	pushed := false
-	if rs := loadIgnore(dir); rs != nil {
-		w.stack = append(w.stack, rs)
-		pushed = true
+	for _, e := range entries {
+		if e.Name() == ".gitignore" {
+			if rs := loadIgnore(dir); rs != nil {
+				w.stack = append(w.stack, rs)
+				pushed = true
+			}
+			break
+		}
 	}
 	for _, e := range entries {
 		t := e.Type()
@@ -113,7 +125,11 @@ func (w *walker) walk(dir string, depth int) {
 		if isDir {
 			w.walk(p, depth+1)
 		} else {
-			w.files = append(w.files, p)
+			select {
+			case w.out <- p:
+			case <-w.ctx.Done():
+				return
+			}
 		}
 	}
 	if pushed {
@@ -164,62 +180,51 @@ type goSearch struct {
 
 func (s *goSearch) protected(p string) bool { return isProtected(s.o.Protected, p) }
 
-func (s *goSearch) run(files []string) (Result, error) {
-	perFile := make([][]Hit, len(files))
-	var next atomic.Int64
-	workers := min(runtime.GOMAXPROCS(0), max(len(files), 1))
+func (s *goSearch) run(files <-chan string) (Result, error) {
+	workers := runtime.GOMAXPROCS(0)
+	found := make([][]Hit, workers) // per worker, so no lock is needed
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, 0, 64<<10)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(files) || s.stopped.Load() || s.ctx.Err() != nil {
-					return
+			for path := range files {
+				if s.stopped.Load() || s.ctx.Err() != nil {
+					continue // drain, so the walker can finish
 				}
-				perFile[i], buf = s.file(files[i], buf)
+				var hs []Hit
+				hs, buf = s.file(path, buf)
+				found[w] = append(found[w], hs...)
 			}
 		}()
 	}
 	wg.Wait()
-	if err := s.ctx.Err(); err != nil {
-		return Result{}, err
-	}
 	var res Result
-	for _, hs := range perFile {
-		if len(hs) == 0 {
-			continue
-		}
-		res.Files++
-		for _, h := range hs {
-			if h.Match {
-				res.Matches++
-			}
-		}
+	for _, hs := range found {
 		res.Hits = append(res.Hits, hs...)
 	}
 	res.Hits = sortHits(res.Hits)
+	var last string
+	for _, h := range res.Hits {
+		if h.Match {
+			res.Matches++
+			if h.Path != last {
+				res.Files++
+				last = h.Path
+			}
+		}
+	}
 	res.Stopped = s.stopped.Load()
 	res.SkippedLarge = int(s.large.Load())
-	return res, nil
+	return res, s.ctx.Err()
 }
 
-// file searches one file, reusing buf for its contents.
+// file searches one file, reusing buf for its contents. The walk only
+// lists regular files; a file swapped for something else since is read
+// with O_NONBLOCK, so a FIFO cannot stall the search.
 func (s *goSearch) file(path string, buf []byte) ([]Hit, []byte) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, buf
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, buf
-	} else if fi.Size() > MaxFileBytes {
-		s.large.Add(1)
-		return nil, buf
-	}
-	data, err := readAll(f, buf[:0])
+	data, err := readFile(path, buf)
 	if err != nil {
 		return nil, data
 	}
@@ -231,25 +236,6 @@ func (s *goSearch) file(path string, buf []byte) ([]Hit, []byte) {
 		return nil, data // binary
 	}
 	return s.scan(path, data), data
-}
-
-func readAll(r io.Reader, buf []byte) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-		if len(buf) > MaxFileBytes {
-			return buf, nil
-		}
-	}
 }
 
 // scan finds the matching lines of data. The whole buffer is searched

@@ -81,12 +81,23 @@ func compileRule(line string) (rule, bool) {
 
 // globRegexp translates gitignore glob syntax into a regexp body: "*" and
 // "?" stay within a component, "**" spans components where it is a whole
-// component, "[...]" is a class ("[!...]" negated), "\x" is literal x.
+// component, "[...]" is a class ("[!...]" negated), "{a,b}" is an
+// alternation (as ripgrep's globs allow), "\x" is literal x.
 func globRegexp(g string) string {
 	var b strings.Builder
+	braces := 0 // open {a,b} alternations
+	balanced := strings.Count(g, "{") == strings.Count(g, "}")
 	for i := 0; i < len(g); i++ {
 		c := g[i]
 		switch {
+		case balanced && c == '{':
+			braces++
+			b.WriteString("(?:")
+		case balanced && c == '}' && braces > 0:
+			braces--
+			b.WriteString(")")
+		case balanced && c == ',' && braces > 0:
+			b.WriteString("|")
 		case c == '*' && i+1 < len(g) && g[i+1] == '*' &&
 			(i == 0 || g[i-1] == '/') && (i+2 == len(g) || g[i+2] == '/'):
 			switch {

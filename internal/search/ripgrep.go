@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp/syntax"
 	"strconv"
+	"strings"
 )
 
 // MaxEventBytes bounds one line of ripgrep's --json stream. A longer event
@@ -19,7 +21,9 @@ const MaxEventBytes = 16 << 20
 // events, no config file, .gitignore honoured with or without a git
 // repository, no .ignore/.rgignore, no global or info/exclude ignores, no
 // encoding sniffing (so a UTF-16 file is binary to both), and the
-// pattern, case and glob of o. Run it with its working directory at root
+// pattern, case and glob of o; ancestors' .gitignore files are read only
+// when o.IgnoreRoot lies above root (ripgrep then reads every readable
+// ancestor's, which the jail limits to the readable roots). Run it with its working directory at root
 // (at root's directory when root is a file): ripgrep matches globs
 // relative to its working directory. Protected subtrees are not expressed
 // as arguments; RipgrepCollector drops them, as it drops binary files.
@@ -40,7 +44,43 @@ func RipgrepArgs(root string, o Options) []string {
 	if o.Glob != "" {
 		args = append(args, "--glob", o.Glob)
 	}
-	return append(args, "--regexp", o.Pattern, "--", root)
+	if o.IgnoreRoot == "" || o.IgnoreRoot == root {
+		// No ancestor's .gitignore applies; without this ripgrep would
+		// read every parent directory's.
+		args = append(args, "--no-ignore-parent")
+	}
+	return append(args, "--regexp", RipgrepPattern(o), "--", root)
+}
+
+// RipgrepPattern rewrites o.Pattern so ripgrep's regex engine means what
+// Go's does: the pattern is parsed with Go's syntax and printed back,
+// which spells out Go's ASCII-only \d, \w and \s as explicit classes and
+// ^ and $ as line anchors, and \b and \B become ASCII word boundaries
+// ((?-u:\b)). A pattern Go cannot parse is returned unchanged (Compile
+// refuses it before any search runs).
+func RipgrepPattern(o Options) string {
+	re, err := syntax.Parse("(?m)"+o.Pattern, syntax.Perl)
+	if err != nil {
+		return o.Pattern
+	}
+	s := re.String()
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case 'b':
+				b.WriteString(`(?-u:\b)`)
+			case 'B':
+				b.WriteString(`(?-u:\B)`)
+			default:
+				b.WriteString(s[i : i+2])
+			}
+			i++
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // Event is one parsed ripgrep --json event.
@@ -69,6 +109,7 @@ type ParseError struct {
 // Code returns "bad_ripgrep_event".
 func (e *ParseError) Code() string { return "bad_ripgrep_event" }
 
+// Error names the event that failed and why it was refused.
 func (e *ParseError) Error() string {
 	if e.Err != nil {
 		return "ripgrep --json: " + e.Reason + ": " + e.Err.Error()
@@ -76,6 +117,7 @@ func (e *ParseError) Error() string {
 	return "ripgrep --json: " + e.Reason
 }
 
+// Unwrap returns the underlying error, if any.
 func (e *ParseError) Unwrap() error { return e.Err }
 
 type rgText struct {

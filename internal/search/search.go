@@ -83,6 +83,7 @@ type PatternError struct {
 // Code returns "invalid_pattern".
 func (e *PatternError) Code() string { return "invalid_pattern" }
 
+// Error names the pattern and why it was refused.
 func (e *PatternError) Error() string {
 	var se *syntax.Error
 	if errors.As(e.Err, &se) {
@@ -91,6 +92,7 @@ func (e *PatternError) Error() string {
 	return fmt.Sprintf("invalid regular expression %q: %v", e.Pattern, e.Err)
 }
 
+// Unwrap returns the underlying error, if any.
 func (e *PatternError) Unwrap() error { return e.Err }
 
 // Compile validates o's pattern and returns the line regexp both engines

