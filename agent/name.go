@@ -5,11 +5,14 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"strings"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // SubagentPrefix begins the name of every strand an Agency minted. A
-// strand without it is a root: the host named it.
-const SubagentPrefix = "sub:"
+// strand without it is a root: the host named it. It is the tool package's
+// prefix, which the job plane tests too, so the two cannot disagree.
+const SubagentPrefix = tool.SubagentPrefix
 
 // MaxSlugBytes caps the decorative half of a minted name. The slug never
 // discriminates between children, so the cap can truncate it freely.
@@ -23,7 +26,7 @@ const DigestHexChars = 16
 const fallbackSlug = "agent"
 
 // IsSubagent reports whether strand was minted by an Agency.
-func IsSubagent(strand string) bool { return strings.HasPrefix(strand, SubagentPrefix) }
+func IsSubagent(strand string) bool { return tool.IsSubagent(strand) }
 
 // Slug folds free text into the slug grammar: lower-case ASCII letters,
 // digits and single '-' separators, no leading or trailing '-', at most

@@ -1,0 +1,375 @@
+package job
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
+)
+
+// Defaults of the reference plane, used where an Options field is zero.
+const (
+	// DefaultMaxLive is how many live (starting or running) jobs one
+	// strand may hold at once.
+	DefaultMaxLive = 8
+	// DefaultMaxEnded is how many ended jobs the plane keeps per strand
+	// for polling and listing; older ones are forgotten (unknown_job).
+	DefaultMaxEnded = 32
+	// DefaultWall is a default-lifetime job's wall when its spec names
+	// none.
+	DefaultWall = 30 * time.Minute
+	// DefaultMaxWall is the most wall a default-lifetime job may ask for.
+	DefaultMaxWall = 4 * time.Hour
+	// DefaultMaxWait is the longest a poll waits.
+	DefaultMaxWait = 30 * time.Second
+	// DefaultTailBytes is the window kept of each of a job's streams:
+	// what a poll can return at most, and what a foreground run shows
+	// inline at most.
+	DefaultTailBytes = blob.OverflowThreshold
+	// DefaultHeartbeat is the interval of idle heartbeats for a job that
+	// asked for them.
+	DefaultHeartbeat = time.Minute
+)
+
+// Fixed bounds of the reference plane.
+const (
+	// KillSettleTimeout is how long Kill waits for a killed job's tree to
+	// be reaped before answering its row as it stands.
+	KillSettleTimeout = 5 * time.Second
+	// SendTimeout bounds one write to a job's standard input; a job that
+	// does not read leaves its pipe full and the send refused.
+	SendTimeout = 5 * time.Second
+	// jobStepPrefix begins the sibling step a job's budget is pooled in.
+	jobStepPrefix = "job/"
+)
+
+// Options configure a Plane. Zero fields take the defaults above.
+type Options struct {
+	// MaxLive is the per-strand ceiling on live jobs (DefaultMaxLive).
+	MaxLive int
+	// MaxEnded is how many ended jobs are kept per strand (DefaultMaxEnded).
+	MaxEnded int
+	// Wall is a default-lifetime job's wall when its spec names none
+	// (DefaultWall); MaxWall clamps any asked wall (DefaultMaxWall).
+	Wall, MaxWall time.Duration
+	// MaxWait is the longest a poll waits (DefaultMaxWait).
+	MaxWait time.Duration
+	// TailBytes is the window kept per stream (DefaultTailBytes, at least
+	// tool.MinTailCapacity).
+	TailBytes int
+	// Heartbeat is the idle heartbeat interval (DefaultHeartbeat).
+	Heartbeat time.Duration
+	// Notify, when set, is told when a job its owner holds ends (an
+	// attended job only once Release answered Released; a session-lifetime
+	// job only if it asked for heartbeats), and at each heartbeat of a job
+	// that asked for them while its owner holds it. It is called from the
+	// job's own goroutine with no lock held and must not block for long.
+	Notify func(Notice)
+	// Blobs, when set, receives each stream's whole output when it
+	// outgrows the window, so an ended job's Row.Spill can name it.
+	Blobs *blob.Store
+}
+
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxLive, DefaultMaxLive)
+	def(&o.MaxEnded, DefaultMaxEnded)
+	def(&o.TailBytes, DefaultTailBytes)
+	defDur(&o.Wall, DefaultWall)
+	defDur(&o.MaxWall, DefaultMaxWall)
+	defDur(&o.MaxWait, DefaultMaxWait)
+	defDur(&o.Heartbeat, DefaultHeartbeat)
+	o.Wall = min(o.Wall, o.MaxWall)
+	return o
+}
+
+// NoticeKind says what a Notice reports.
+type NoticeKind int
+
+const (
+	// NoticeEnded: a job its owner holds reached a terminal state.
+	NoticeEnded NoticeKind = iota + 1
+	// NoticeHeartbeat: a job that asked for heartbeats is still running.
+	NoticeHeartbeat
+)
+
+// String returns "ended" or "heartbeat".
+func (k NoticeKind) String() string {
+	if k == NoticeHeartbeat {
+		return "heartbeat"
+	}
+	return "ended"
+}
+
+// Notice is what a Plane tells its host about a job the owner holds.
+type Notice struct {
+	Kind  NoticeKind
+	Owner Owner
+	Job   Row
+	// Received is the bytes both streams received so far.
+	Received int64
+}
+
+// Plane is the reference job plane: jobs cleared through a broker under
+// the sibling step {operation, "job/<id>"}, a per-strand ceiling on live
+// jobs, a finite default wall (or none, for an explicitly session-lifetime
+// job of a top-level strand), a bounded window over each stream with
+// opaque cursors, standard input writes, whole-tree kills and notices to
+// the host. It implements Jobs and is safe for concurrent use. A Plane
+// lives for a session: Close kills what still runs.
+type Plane struct {
+	broker *broker.Broker
+	opts   Options
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	jobs   map[ID]*job
+	order  map[string][]ID // strand -> its jobs, oldest first
+	seq    uint64
+	closed bool
+	wg     sync.WaitGroup // one per job from admission to settlement
+}
+
+var _ Jobs = (*Plane)(nil)
+
+// NewPlane returns a plane running jobs through b. A nil b gives a plane
+// that refuses every start with Unavailable.
+func NewPlane(b *broker.Broker, opts Options) *Plane {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Plane{broker: b, opts: opts.withDefaults(), ctx: ctx, cancel: cancel,
+		jobs: map[ID]*job{}, order: map[string][]ID{}}
+}
+
+// Options returns the plane's options with every default filled in.
+func (p *Plane) Options() Options { return p.opts }
+
+// MaxWait returns the longest a poll waits.
+func (p *Plane) MaxWait() time.Duration { return p.opts.MaxWait }
+
+// Start clears spec and runs it as a job its owner holds from the start.
+func (p *Plane) Start(ctx context.Context, o Owner, spec Spec) (Started, error) {
+	return p.start(ctx, o, spec, true)
+}
+
+// Attend clears spec and runs it as a job the caller watches until
+// Release.
+func (p *Plane) Attend(ctx context.Context, o Owner, spec Spec) (Started, error) {
+	return p.start(ctx, o, spec, false)
+}
+
+func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (Started, error) {
+	if err := tool.CheckLifetime(o.Strand, spec.Lifetime); err != nil {
+		return Started{}, err
+	}
+	if p.broker == nil {
+		return Started{}, &Error{Code: Unavailable, Reason: "this plane has no broker to run commands"}
+	}
+	if err := ctx.Err(); err != nil {
+		return Started{}, &Error{Code: Unavailable, Reason: "the call ended before the job started: " + err.Error()}
+	}
+	j, err := p.admit(o, spec, released)
+	if err != nil {
+		return Started{}, err
+	}
+	var timeout time.Duration
+	if spec.Lifetime != LifetimeSession {
+		timeout = spec.Wall
+		if timeout <= 0 {
+			timeout = p.opts.Wall
+		}
+		timeout = min(timeout, p.opts.MaxWall)
+	}
+	stdinR, stdinW, perr := os.Pipe()
+	if perr != nil {
+		p.forget(j)
+		return Started{}, &Error{Code: Unavailable, Reason: "could not make the job's standard input: " + perr.Error()}
+	}
+	ex, d := p.broker.Clear(p.ctx, broker.CallSpec{
+		Key:     broker.StepKey{OpID: o.OpID, StepID: jobStepPrefix + string(j.id)},
+		Argv:    spec.Argv,
+		Dir:     spec.Dir,
+		Env:     spec.Env,
+		Stdin:   stdinR,
+		Policy:  spec.Policy,
+		Budget:  broker.Budget{MaxOutstanding: 1},
+		Timeout: timeout,
+	})
+	stdinR.Close() // the command holds its own copy
+	if d != nil {
+		stdinW.Close()
+		p.forget(j)
+		return Started{}, &Error{Code: ClearanceRefused, Reason: d.Explain(), Denial: d}
+	}
+	j.sendMu.Lock()
+	j.stdin = stdinW
+	j.sendMu.Unlock()
+	p.mu.Lock()
+	j.ex = ex
+	j.row.State, _ = advance(j.row.State, evCleared)
+	if timeout > 0 {
+		j.row.Deadline = j.row.Started.Add(timeout)
+	}
+	kill := j.cause != ""
+	j.signal()
+	started := Started{ID: j.id, Deadline: j.row.Deadline, Enforcement: ex.Enforcement}
+	p.mu.Unlock()
+	if kill { // killed or the plane closed while it was clearing
+		ex.Cancel()
+	}
+	go p.run(j)
+	return started, nil
+}
+
+// admit reserves a Starting record for o's strand, or refuses.
+func (p *Plane) admit(o Owner, spec Spec, released bool) (*job, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, &Error{Code: Unavailable, Reason: "the job plane is closed"}
+	}
+	live := 0
+	for _, id := range p.order[o.Strand] {
+		if p.jobs[id].row.State.Pending() {
+			live++
+		}
+	}
+	if live >= p.opts.MaxLive {
+		return nil, &Error{Code: CeilingReached, Reason: fmt.Sprintf(
+			"%d of %d jobs already run for this agent; wait for one to end or kill one with job_kill", live, p.opts.MaxLive)}
+	}
+	p.seq++
+	lifetime := spec.Lifetime
+	if lifetime == "" {
+		lifetime = LifetimeDefault
+	}
+	j := &job{
+		id:       ID(fmt.Sprintf("j%d-%s", p.seq, randomHex(2))),
+		owner:    o,
+		wake:     spec.Wake,
+		released: released,
+		out:      tool.NewTail(p.opts.TailBytes),
+		errs:     tool.NewTail(p.opts.TailBytes),
+		changed:  make(chan struct{}),
+		settled:  make(chan struct{}),
+		row:      Row{Command: spec.Command, State: Starting, Started: time.Now(), Lifetime: lifetime},
+	}
+	j.row.ID = j.id
+	if p.opts.Blobs != nil {
+		j.spools = [2]*blob.Spool{p.opts.Blobs.NewSpool(), p.opts.Blobs.NewSpool()}
+	}
+	p.jobs[j.id] = j
+	p.order[o.Strand] = append(p.order[o.Strand], j.id)
+	p.wg.Add(1)
+	return j, nil
+}
+
+// forget drops a record that never ran (its clearance was refused): the
+// caller reports the refusal, so no listing shows it. A Kill already
+// waiting on it answers Refused at once.
+func (p *Plane) forget(j *job) {
+	p.mu.Lock()
+	p.remove(j)
+	j.row.State, _ = advance(j.row.State, evNeverRan)
+	j.row.Refusal = "its clearance was refused"
+	j.signal()
+	close(j.settled)
+	p.mu.Unlock()
+	for _, sp := range j.spools {
+		if sp != nil {
+			sp.Abort()
+		}
+	}
+	p.wg.Done()
+}
+
+// remove deletes j from the tables. p.mu held.
+func (p *Plane) remove(j *job) {
+	delete(p.jobs, j.id)
+	ids := p.order[j.owner.Strand]
+	for i, id := range ids {
+		if id == j.id {
+			ids = append(ids[:i:i], ids[i+1:]...)
+			break
+		}
+	}
+	if len(ids) == 0 {
+		delete(p.order, j.owner.Strand)
+	} else {
+		p.order[j.owner.Strand] = ids
+	}
+}
+
+// lookup finds o's job id. p.mu held.
+func (p *Plane) lookup(o Owner, id ID) (*job, error) {
+	j := p.jobs[id]
+	if j == nil || j.owner.Strand != o.Strand {
+		return nil, &Error{Code: Unknown, Reason: fmt.Sprintf("no job %q belongs to this agent; job_poll without a handle lists yours", id)}
+	}
+	return j, nil
+}
+
+// Close kills every job still running (their rows say StopShutdown) and
+// refuses new ones, then waits for the jobs to settle until ctx ends.
+// Jobs that did not settle by then are marked Lost and ctx's error is
+// returned. Close may be called more than once.
+func (p *Plane) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	var kill []*broker.Execution
+	for _, j := range p.jobs {
+		if j.row.State.Pending() && j.cause == "" {
+			j.cause = StopShutdown
+			if j.ex != nil {
+				kill = append(kill, j.ex)
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, ex := range kill {
+		ex.Cancel()
+	}
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		p.cancel()
+		return nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	for _, j := range p.jobs {
+		if s, ok := advance(j.row.State, evLost); ok {
+			j.row.State, j.row.Lost = s, LostUnsettled
+			j.signal()
+		}
+	}
+	p.mu.Unlock()
+	p.cancel()
+	return ctx.Err()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

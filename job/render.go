@@ -1,0 +1,176 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// PollDetails is the Details of a job_poll answer about one job. Pending
+// is decided by State.Pending alone, as is the wording of the text.
+type PollDetails struct {
+	Row
+	Pending bool     `json:"pending"`
+	Cursor  string   `json:"cursor"`
+	Stdout  Streamed `json:"stdout"`
+	Stderr  Streamed `json:"stderr"`
+}
+
+// ListDetails is the Details of a job_poll listing.
+type ListDetails struct {
+	Jobs []Row `json:"jobs"`
+}
+
+// RefusalDetails is the Details of a refused job call: the stable code
+// and, for clearance_refused, the broker's structured denial.
+type RefusalDetails struct {
+	Error  string   `json:"error"`
+	Denial *Denial  `json:"denial,omitempty"`
+	Known  []string `json:"known,omitempty"`
+}
+
+// Denial is the JSON shape of a broker denial inside RefusalDetails.
+type Denial struct {
+	Code   string   `json:"code"`
+	Reason string   `json:"reason"`
+	Wanted []string `json:"wanted,omitempty"`
+}
+
+// RefusalOutcome renders err, as a job plane or a cursor parse returned
+// it, as tool name's in-band error outcome: *Error keeps its code (and denial),
+// *CursorError and *LifetimeError keep theirs, anything else is
+// Unavailable.
+func RefusalOutcome(name string, err error) tool.Outcome {
+	var (
+		je *Error
+		ce *CursorError
+		le *LifetimeError
+	)
+	d := RefusalDetails{Error: string(Unavailable)}
+	text := err.Error()
+	switch {
+	case errors.As(err, &je):
+		d.Error, text = string(je.Code), je.Reason
+		if je.Denial != nil {
+			dn := &Denial{Code: string(je.Denial.Code), Reason: je.Denial.Reason}
+			for _, g := range je.Denial.Wanted {
+				dn.Wanted = append(dn.Wanted, g.String())
+			}
+			d.Denial = dn
+		}
+	case errors.As(err, &ce):
+		d.Error, text = ce.Code(), ce.Error()
+	case errors.As(err, &le):
+		d.Error, text = le.Code(), le.Reason
+	}
+	return tool.Outcome{Text: fmt.Sprintf("%s refused (%s): %s", name, d.Error, text), IsError: true, Details: d}
+}
+
+// renderPoll renders one poll answer. Whether it reads as pending comes
+// from State.Pending alone.
+func renderPoll(p Polled, now time.Time) tool.Outcome {
+	var b strings.Builder
+	b.WriteString(rowHeadline(p.JobRow, now))
+	b.WriteString("\n")
+	for _, s := range []struct {
+		name string
+		got  Streamed
+	}{{"stdout", p.Stdout}, {"stderr", p.Stderr}} {
+		if s.got.Dropped > 0 {
+			fmt.Fprintf(&b, "[%d bytes of %s fell out of the window before this poll]\n", s.got.Dropped, s.name)
+		}
+		if s.got.Text == "" {
+			fmt.Fprintf(&b, "%s: nothing new (%d bytes in all)\n", s.name, s.got.Received)
+			continue
+		}
+		fmt.Fprintf(&b, "%s (%d new bytes, %d in all):\n%s", s.name, len(s.got.Text), s.got.Received, s.got.Text)
+		if !strings.HasSuffix(s.got.Text, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	if sp := p.Spill; sp != nil {
+		if sp.Stdout != nil {
+			fmt.Fprintf(&b, "whole stdout (%d bytes): %s\n", sp.Stdout.Size, sp.Stdout.Path)
+		}
+		if sp.Stderr != nil {
+			fmt.Fprintf(&b, "whole stderr (%d bytes): %s\n", sp.Stderr.Size, sp.Stderr.Path)
+		}
+	}
+	token := p.Next.Token(p.ID)
+	if p.State.Pending() {
+		fmt.Fprintf(&b, "still running: poll again with cursor %q to continue, or stop it with job_kill", token)
+	} else {
+		fmt.Fprintf(&b, "cursor %q (nothing more will arrive)", token)
+	}
+	return tool.Outcome{Text: b.String(), Details: PollDetails{
+		Row: p.JobRow, Pending: p.State.Pending(), Cursor: token, Stdout: p.Stdout, Stderr: p.Stderr,
+	}}
+}
+
+// rowHeadline is one line saying what a job is and where it stands.
+func rowHeadline(r Row, now time.Time) string {
+	age := now.Sub(r.Started).Round(100 * time.Millisecond)
+	s := fmt.Sprintf("job %s %s", r.ID, r.State)
+	switch r.State {
+	case Exited:
+		if r.Exit != nil {
+			s += " " + exitPhrase(r)
+		}
+	case Killed:
+		s += fmt.Sprintf(" (%s)", causePhrase(r.Cause))
+		if r.Exit != nil {
+			s += fmt.Sprintf(" after %s", r.Exit.Duration.Round(time.Millisecond))
+		}
+	case Lost:
+		s += fmt.Sprintf(" (%s)", r.Lost)
+	case Refused:
+		s += ": it never ran: " + r.Refusal
+	default:
+		s += fmt.Sprintf(" for %s", age)
+		if r.Lifetime == LifetimeSession {
+			s += ", no wall deadline"
+		} else if !r.Deadline.IsZero() {
+			s += fmt.Sprintf(", killed at its wall in %s", r.Deadline.Sub(now).Round(time.Second))
+		}
+	}
+	return s + ": " + r.Command
+}
+
+func exitPhrase(r Row) string {
+	e := r.Exit
+	if e.Signal != "" {
+		return fmt.Sprintf("by signal %s after %s", e.Signal, e.Duration.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("with code %d after %s", e.ExitCode, e.Duration.Round(time.Millisecond))
+}
+
+func causePhrase(c StopCause) string {
+	switch c {
+	case StopOwner:
+		return "by job_kill"
+	case StopWall:
+		return "at its wall deadline"
+	case StopAbort:
+		return "its operation was aborted"
+	case StopShutdown:
+		return "the session ended"
+	}
+	return string(c)
+}
+
+// renderList renders a strand's jobs.
+func renderList(l Listed, now time.Time) tool.Outcome {
+	if len(l.Jobs) == 0 {
+		return tool.Outcome{Text: "no jobs; start one with bash mode \"background\"", Details: ListDetails{Jobs: []Row{}}}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d jobs, oldest first:\n", len(l.Jobs))
+	for _, r := range l.Jobs {
+		b.WriteString(rowHeadline(r, now))
+		b.WriteString("\n")
+	}
+	return tool.Outcome{Text: b.String(), Details: ListDetails{Jobs: l.Jobs}}
+}

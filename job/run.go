@@ -1,0 +1,193 @@
+package job
+
+import (
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
+)
+
+// job is one job's record. Fields other than the immutable identity are
+// guarded by the plane's mutex, except stdin (sendMu).
+type job struct {
+	id    ID
+	owner Owner
+	wake  IdleWake
+
+	row      Row
+	released bool      // the owner holds it (Start, or Release answered Released)
+	cause    StopCause // why the harness asked it to stop, before it settled
+	ex       *broker.Execution
+	out      *tool.Tail
+	errs     *tool.Tail
+	spools   [2]*blob.Spool // nil without Options.Blobs
+	changed  chan struct{}  // closed and replaced on every change
+	settled  chan struct{}  // closed once the row is terminal for good
+
+	sendMu      sync.Mutex
+	stdin       *os.File
+	stdinClosed bool
+}
+
+// signal wakes every poll waiting on j. p.mu held.
+func (j *job) signal() {
+	close(j.changed)
+	j.changed = make(chan struct{})
+}
+
+// tail returns the window of stream s.
+func (j *job) tail(s broker.Stream) *tool.Tail {
+	if s == broker.Stderr {
+		return j.errs
+	}
+	return j.out
+}
+
+// run drains j's output into its windows until the command settles, sends
+// heartbeats when asked, then records the end.
+func (p *Plane) run(j *job) {
+	defer p.wg.Done()
+	var beat <-chan time.Time
+	if j.wake == WakeWhenIdle && p.opts.Notify != nil {
+		t := time.NewTicker(p.opts.Heartbeat)
+		defer t.Stop()
+		beat = t.C
+	}
+	output := j.ex.Output()
+	for output != nil {
+		select {
+		case o, ok := <-output:
+			if !ok {
+				output = nil
+				break
+			}
+			p.mu.Lock()
+			j.tail(o.Stream).Push(o.Bytes)
+			j.signal()
+			p.mu.Unlock()
+			if sp := j.spools[o.Stream-broker.Stdout]; sp != nil {
+				sp.Write(o.Bytes) // a failed spool only costs the spill
+			}
+		case <-beat:
+			p.mu.Lock()
+			n, send := p.noticeOf(j, NoticeHeartbeat), j.released
+			p.mu.Unlock()
+			if send {
+				p.opts.Notify(n)
+			}
+		}
+	}
+	settled := j.ex.Wait()
+	spill := j.finishSpools(p.opts.Blobs)
+
+	j.sendMu.Lock()
+	j.stdin.Close()
+	j.stdinClosed = true
+	j.sendMu.Unlock()
+
+	p.mu.Lock()
+	j.out.End()
+	j.errs.End()
+	ev := evExited
+	switch {
+	case settled.Failed != "":
+		ev = evNeverRan
+	case settled.TimedOut:
+		ev = evKilled
+		j.cause = StopWall
+	case settled.Cancelled:
+		ev = evKilled
+		if j.cause == "" {
+			j.cause = StopAbort // the ledger cancelled it: step or operation abort
+		}
+	}
+	if s, ok := advance(j.row.State, ev); ok {
+		j.row.State = s
+		switch s {
+		case Refused:
+			j.row.Refusal = settled.Failed
+		case Killed:
+			j.row.Cause = j.cause
+			j.row.Exit = &settled
+		case Exited:
+			j.row.Exit = &settled
+		}
+		j.row.Spill = spill
+	}
+	notify := j.released && p.opts.Notify != nil &&
+		(j.row.Lifetime != LifetimeSession || j.wake == WakeWhenIdle)
+	n := p.noticeOf(j, NoticeEnded)
+	j.signal()
+	close(j.settled)
+	p.prune(j.owner.Strand)
+	p.mu.Unlock()
+	if notify {
+		p.opts.Notify(n)
+	}
+}
+
+// finishSpools commits the spools, answering where each stream that
+// outgrew its window went. A stream short enough to stay inline in its
+// spool but longer than the window is stored too, so every stream a poll
+// could have missed bytes of has its whole text somewhere.
+func (j *job) finishSpools(store *blob.Store) *Spill {
+	var s Spill
+	for i, sp := range j.spools {
+		if sp == nil {
+			continue
+		}
+		inline, o, err := sp.Finish()
+		if err != nil {
+			continue
+		}
+		if o == nil && [2]*tool.Tail{j.out, j.errs}[i].Front() > 0 {
+			data := []byte(inline)
+			ref, err := store.Put(data)
+			if err != nil {
+				continue
+			}
+			head, tail := blob.Excerpts(data, blob.ExcerptBytes)
+			o = &blob.Overflow{Ref: ref, Path: store.Path(ref), Size: int64(len(data)), HeadExcerpt: head, TailExcerpt: tail}
+		}
+		if o == nil {
+			continue
+		}
+		if i == 0 {
+			s.Stdout = o
+		} else {
+			s.Stderr = o
+		}
+	}
+	if s.Stdout == nil && s.Stderr == nil {
+		return nil
+	}
+	return &s
+}
+
+// noticeOf builds a notice about j. p.mu held.
+func (p *Plane) noticeOf(j *job, k NoticeKind) Notice {
+	return Notice{Kind: k, Owner: j.owner, Job: j.row, Received: j.out.Received() + j.errs.Received()}
+}
+
+// prune forgets strand's oldest ended jobs past MaxEnded. p.mu held.
+func (p *Plane) prune(strand string) {
+	ended := 0
+	ids := p.order[strand]
+	for _, id := range ids {
+		if !p.jobs[id].row.State.Pending() {
+			ended++
+		}
+	}
+	for _, id := range ids {
+		if ended <= p.opts.MaxEnded {
+			return
+		}
+		if j := p.jobs[id]; !j.row.State.Pending() {
+			p.remove(j)
+			ended--
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package job_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
+)
+
+// dispatch runs one job tool call as strand through a registry.
+func dispatch(t *testing.T, r *tool.Registry, strand, name string, args any) tool.Outcome {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tool.Call{Strand: strand, OpID: "op1", StepID: "step9"}
+	return r.Dispatch(context.Background(), c, name, raw)
+}
+
+// detailCode is the stable code in an error outcome's Details.
+func detailCode(o tool.Outcome) string {
+	b, _ := json.Marshal(o.Details)
+	var d struct {
+		Error string `json:"error"`
+	}
+	json.Unmarshal(b, &d)
+	return d.Error
+}
+
+func TestToolsDeclarations(t *testing.T) {
+	r, err := tool.NewRegistry(job.Tools(job.NoPlane())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{job.PollToolName, job.KillToolName, job.SendToolName} {
+		d, ok := r.Declarations().Declared(name)
+		if !ok || d.Replay != tool.ReplayNever || d.Mode != tool.Concurrent {
+			t.Errorf("%s declared %+v (%v), want never/concurrent", name, d, ok)
+		}
+	}
+}
+
+func TestToolsRefuseBadInputInBand(t *testing.T) {
+	f := newFixture(t, job.Options{MaxWait: time.Second})
+	r, err := tool.NewRegistry(job.Tools(f.plane)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := string(f.start(mainOwner, f.sh("echo hi; cat >/dev/null")))
+	f.waitFor(mainOwner, job.ID(id), "hi")
+	other := f.start(mainOwner, f.sh("true"))
+	ahead := job.Cursors{Stdout: 1 << 20}.Token(job.ID(id))
+	valid := job.Cursors{Stdout: 3}.Token(job.ID(id))
+
+	for _, tc := range []struct {
+		name   string
+		strand string
+		tool   string
+		args   map[string]any
+		code   string
+	}{
+		{"unknown handle", "main", job.PollToolName, map[string]any{"job": "j999-0000"}, "unknown_job"},
+		{"foreign strand's handle", "intruder", job.PollToolName, map[string]any{"job": id}, "unknown_job"},
+		{"foreign strand cannot kill", "intruder", job.KillToolName, map[string]any{"job": id}, "unknown_job"},
+		{"foreign strand cannot send", "intruder", job.SendToolName, map[string]any{"job": id, "input": "x"}, "unknown_job"},
+		{"malformed cursor", "main", job.PollToolName, map[string]any{"job": id, "cursor": "12"}, "invalid_cursor"},
+		{"edited cursor", "main", job.PollToolName, map[string]any{"job": id, "cursor": valid[:len(valid)-1] + flip(valid[len(valid)-1])}, "invalid_cursor"},
+		{"another job's cursor", "main", job.PollToolName, map[string]any{"job": string(other), "cursor": valid}, "invalid_cursor"},
+		{"cursor past the stream", "main", job.PollToolName, map[string]any{"job": id, "cursor": ahead}, "invalid_cursor"},
+		{"overlong cursor", "main", job.PollToolName, map[string]any{"job": id, "cursor": strings.Repeat("c", tool.MaxCursorTokenBytes+1)}, "invalid_cursor"},
+		{"cursor without job", "main", job.PollToolName, map[string]any{"cursor": valid}, "invalid_arguments"},
+		{"negative wait", "main", job.PollToolName, map[string]any{"job": id, "wait_ms": -1}, "invalid_arguments"},
+		{"unknown property", "main", job.PollToolName, map[string]any{"job": id, "timeout": 5}, "unknown_property"},
+		{"kill without job", "main", job.KillToolName, map[string]any{"job": ""}, "invalid_arguments"},
+		{"send nothing", "main", job.SendToolName, map[string]any{"job": id}, "invalid_arguments"},
+		{"send one byte too many", "main", job.SendToolName, map[string]any{"job": id, "input": strings.Repeat("x", job.MaxSendBytes+1)}, "invalid_arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := dispatch(t, r, tc.strand, tc.tool, tc.args)
+			if !o.IsError || detailCode(o) != tc.code {
+				t.Fatalf("%s(%v) = %q (error %v, code %q), want code %q", tc.tool, tc.args, o.Text, o.IsError, detailCode(o), tc.code)
+			}
+		})
+	}
+
+	// At the bounds: a cursor at the stream's end, a wait of exactly the
+	// maximum, and a send of exactly MaxSendBytes are accepted.
+	atEnd := job.Cursors{Stdout: 3}.Token(job.ID(id))
+	if o := dispatch(t, r, "main", job.PollToolName, map[string]any{"job": id, "cursor": atEnd, "wait_ms": 1}); o.IsError {
+		t.Fatalf("cursor at the end: %s", o.Text)
+	}
+	if o := dispatch(t, r, "main", job.SendToolName, map[string]any{"job": id, "input": strings.Repeat("x", job.MaxSendBytes)}); o.IsError {
+		t.Fatalf("send at the bound: %s", o.Text)
+	}
+}
+
+// flip returns a different base64url character than c.
+func flip(c byte) string {
+	if c == 'A' {
+		return "B"
+	}
+	return "A"
+}
+
+func TestPendingPollIsASuccess(t *testing.T) {
+	f := newFixture(t, job.Options{})
+	r, _ := tool.NewRegistry(job.Tools(f.plane)...)
+	id := string(f.start(mainOwner, f.sh("echo first; sleep 60")))
+	f.waitFor(mainOwner, job.ID(id), "first")
+
+	o := dispatch(t, r, "main", job.PollToolName, map[string]any{"job": id})
+	d, ok := o.Details.(job.PollDetails)
+	if o.IsError || !ok || !d.Pending || d.State != job.Running || !strings.Contains(o.Text, "still running") || !strings.Contains(o.Text, "first") {
+		t.Fatalf("pending poll: %q %+v", o.Text, o.Details)
+	}
+	// The returned cursor continues without repeats.
+	o = dispatch(t, r, "main", job.PollToolName, map[string]any{"job": id, "cursor": d.Cursor})
+	if d2 := o.Details.(job.PollDetails); o.IsError || d2.Stdout.Text != "" || d2.Cursor != d.Cursor {
+		t.Fatalf("poll at the cursor: %q", o.Text)
+	}
+
+	o = dispatch(t, r, "main", job.KillToolName, map[string]any{"job": id})
+	if row, ok := o.Details.(job.Row); o.IsError || !ok || row.State != job.Killed {
+		t.Fatalf("kill: %q %+v", o.Text, o.Details)
+	}
+	o = dispatch(t, r, "main", job.PollToolName, map[string]any{"job": id, "cursor": d.Cursor})
+	if d3 := o.Details.(job.PollDetails); o.IsError || d3.Pending || strings.Contains(o.Text, "still running") {
+		t.Fatalf("poll after the kill: %q", o.Text)
+	}
+
+	o = dispatch(t, r, "main", job.PollToolName, map[string]any{})
+	if l, ok := o.Details.(job.ListDetails); o.IsError || !ok || len(l.Jobs) != 1 || string(l.Jobs[0].ID) != id {
+		t.Fatalf("listing: %q %+v", o.Text, o.Details)
+	}
+}
+
+func TestNoPlaneRefusesEverything(t *testing.T) {
+	r, _ := tool.NewRegistry(job.Tools(nil)...)
+	for name, args := range map[string]map[string]any{
+		job.PollToolName: {},
+		job.KillToolName: {"job": "j1-0000"},
+		job.SendToolName: {"job": "j1-0000", "eof": true},
+	} {
+		if o := dispatch(t, r, "main", name, args); !o.IsError || detailCode(o) != "no_jobs_plane" {
+			t.Errorf("%s without a plane: %q code %q", name, o.Text, detailCode(o))
+		}
+	}
+	if o := job.ReadURI(context.Background(), nil, &tool.Call{}, "job://"); detailCode(o) != "no_jobs_plane" {
+		t.Errorf("job:// without a plane: %q", o.Text)
+	}
+}
+
+func TestRefusalCodesAreStable(t *testing.T) {
+	want := []string{"unknown_job", "ceiling_reached", "clearance_refused", "no_jobs_plane", "unavailable"}
+	got := tool.JobRefusalCodes()
+	if len(got) != len(want) {
+		t.Fatalf("%d codes, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if string(got[i]) != want[i] {
+			t.Errorf("code %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestReadURI(t *testing.T) {
+	f := newFixture(t, job.Options{})
+	id := f.start(mainOwner, f.sh("echo via uri"))
+	f.drain(mainOwner, id, job.Cursors{})
+	c := &tool.Call{Strand: "main"}
+	for _, tc := range []struct {
+		uri, code, text string
+	}{
+		{"job://", "", string(id)},
+		{"job:///", "", string(id)},
+		{"job://" + string(id), "", "via uri"},
+		{"job://" + string(id), "", "via uri"}, // a read advances nothing
+		{"job://" + string(id) + "/x", job.MalformedURICode, ""},
+		{"cap://fs", job.UnknownSchemeCode, ""},
+		{"job://j999-0000", "unknown_job", ""},
+	} {
+		o := job.ReadURI(context.Background(), f.plane, c, tc.uri)
+		if tc.code != "" {
+			if !o.IsError || detailCode(o) != tc.code {
+				t.Errorf("%s: %q code %q, want %q", tc.uri, o.Text, detailCode(o), tc.code)
+			}
+			continue
+		}
+		if o.IsError || !strings.Contains(o.Text, tc.text) {
+			t.Errorf("%s: %q, want it to mention %q", tc.uri, o.Text, tc.text)
+		}
+	}
+	if o := job.ReadURI(context.Background(), f.plane, &tool.Call{Strand: "intruder"}, "job://"+string(id)); detailCode(o) != "unknown_job" {
+		t.Errorf("another strand read %s: %q", id, o.Text)
+	}
+}
+
+func TestPollToolStatesTheMaxWait(t *testing.T) {
+	f := newFixture(t, job.Options{MaxWait: 1234 * time.Millisecond})
+	if d := job.PollTool(f.plane).Description; !strings.Contains(d, fmt.Sprint(1234)) {
+		t.Fatalf("description does not state the plane's max wait: %s", d)
+	}
+}
