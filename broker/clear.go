@@ -21,10 +21,10 @@ const (
 	// OutputQueueChunks is how many undelivered chunks may wait for the
 	// consumer before the pipe readers stop reading.
 	OutputQueueChunks = 16
-	// OutputDrainGrace is how long, after the command's process tree was
-	// killed or exited, the broker keeps reading pipes whose write ends
-	// are still held open (only possible when the pid namespace layer was
-	// skipped) before it closes them.
+	// OutputDrainGrace is how long, after the command exited, the broker
+	// keeps reading its pipes when the pid namespace layer was skipped
+	// (a process that left the command's group may still hold them);
+	// output still unread then is dropped.
 	OutputDrainGrace = 2 * time.Second
 	// JailSetupTimeout bounds how long a helper may take to confine
 	// itself and exec before the broker kills it.
@@ -66,11 +66,12 @@ type Settled struct {
 	// Signal names the signal that ended it ("killed"), or is empty.
 	Signal string
 	// TimedOut: the broker killed the tree at the call's deadline (its
-	// Timeout, the policy's WallMs, or the step's wall budget).
+	// Timeout, the policy's WallMs, the step's wall budget, or the
+	// context's deadline).
 	TimedOut bool
 	// Cancelled: the broker killed the tree because the caller's context
-	// ended or the ledger cancelled the call (Cancel, AbortStep,
-	// AbortOperation).
+	// was cancelled, Execution.Cancel was called, or the ledger cancelled
+	// the call (Cancel, AbortStep, AbortOperation).
 	Cancelled bool
 	// Failed says why the command could not run at all (e.g. it was not
 	// found); empty when it ran.
@@ -241,7 +242,11 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		case <-timer:
 			kill.timeout()
 		case <-ctx.Done():
-			kill.fire(true)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				kill.timeout() // the caller's deadline is a timeout too
+			} else {
+				kill.fire(true)
+			}
 		case <-kill.fired:
 		}
 	}()
@@ -249,13 +254,17 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	go func() {
 		state := proc.wait()
 		kill.killGroup() // whatever the command left in its group goes with it
-		// Pipes whose writers escaped the tree are cut after a grace.
-		grace := time.AfterFunc(OutputDrainGrace, func() {
-			stdoutR.SetReadDeadline(time.Now())
-			stderrR.SetReadDeadline(time.Now())
-		})
+		// In a pid namespace the kernel reaps the init only after every
+		// process in it is gone, so the pipes end by themselves. Without
+		// one, writers that escaped the group are cut off after a grace.
+		if !proc.pidNamespace {
+			grace := time.AfterFunc(OutputDrainGrace, func() {
+				stdoutR.SetReadDeadline(time.Now())
+				stderrR.SetReadDeadline(time.Now())
+			})
+			defer grace.Stop()
+		}
 		readers.Wait()
-		grace.Stop()
 		stdoutR.Close()
 		stderrR.Close()
 		s := settle(state, execErr)

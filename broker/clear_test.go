@@ -182,7 +182,7 @@ func TestClearWithoutLandlock(t *testing.T) {
 
 func TestClearCancellation(t *testing.T) {
 	ws := t.TempDir()
-	for _, how := range []string{"context", "execution", "ledger_abort", "ledger_cancel"} {
+	for _, how := range []string{"context", "execution", "ledger_abort_step", "ledger_abort_operation"} {
 		t.Run(how, func(t *testing.T) {
 			l := NewLedger(nil)
 			b := New(Options{Ledger: l})
@@ -203,11 +203,11 @@ func TestClearCancellation(t *testing.T) {
 				cancel()
 			case "execution":
 				ex.Cancel()
-			case "ledger_abort":
+			case "ledger_abort_step":
 				if n := l.AbortStep(key); n != 1 {
 					t.Fatalf("AbortStep cancelled %d", n)
 				}
-			case "ledger_cancel":
+			case "ledger_abort_operation":
 				l.AbortOperation("op")
 			}
 			for range ex.Output() {
@@ -259,11 +259,17 @@ func TestClearTimeoutSources(t *testing.T) {
 		{"spec", 200 * time.Millisecond, 0, 0},
 		{"policy_wall", 0, 200, 0},
 		{"step_budget", 0, 0, 200 * time.Millisecond},
+		{"context_deadline", 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPolicy(ws)
 			p.WallMs = tc.wallMs
-			ex, d := b.Clear(context.Background(), CallSpec{Key: StepKey{OpID: "op", StepID: tc.name}, Argv: []string{"sleep", "300"},
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			if tc.name != "context_deadline" {
+				ctx = context.Background()
+			}
+			ex, d := b.Clear(ctx, CallSpec{Key: StepKey{OpID: "op", StepID: tc.name}, Argv: []string{"sleep", "300"},
 				Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"}, Timeout: tc.timeout, Budget: Budget{Wall: tc.budget}})
 			if d != nil {
 				t.Fatal(d)
@@ -446,5 +452,62 @@ func TestProcSysReadOnly(t *testing.T) {
 	out, err := exec.Command("unshare", "-rn", "sh", "-c", probe).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "33") {
 		t.Errorf("control: %v %q", err, out)
+	}
+}
+
+// TestClearSlowConsumerLosesNothing: a consumer that starts draining
+// after the command has exited (and after OutputDrainGrace) still gets
+// every byte, since the command waits on the bounded queue meanwhile.
+func TestClearSlowConsumerLosesNothing(t *testing.T) {
+	const n = 1 << 20
+	ex, d := New(Options{}).Clear(context.Background(), CallSpec{Argv: []string{"head", "-c", fmt.Sprint(n), "/dev/zero"},
+		Policy: testPolicy(t.TempDir()), Env: map[string]string{"PATH": "/usr/bin:/bin"}})
+	if d != nil {
+		t.Fatal(d)
+	}
+	time.Sleep(OutputDrainGrace + 500*time.Millisecond)
+	total := 0
+	for o := range ex.Output() {
+		if len(o.Bytes) > OutputChunkBytes {
+			t.Fatalf("chunk of %d bytes", len(o.Bytes))
+		}
+		total += len(o.Bytes)
+	}
+	if s := ex.Wait(); total != n || s.ExitCode != 0 {
+		t.Fatalf("got %d of %d bytes, settled %+v", total, n, s)
+	}
+}
+
+// TestGitCommitInsideJail: the protected hooks and config stay read-only,
+// yet git can still commit: objects, refs, the index and its lock live
+// elsewhere in .git, which stays writable.
+func TestGitCommitInsideJail(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("git is needed for this test: %v", err)
+	}
+	ws := t.TempDir()
+	if out, err := exec.Command(git, "-C", ws, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	p := testPolicy(ws)
+	p.Protected = DefaultProtected(ws)
+	p.EnvAllow = append(p.EnvAllow, "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
+	ex, d := New(Options{}).Clear(context.Background(), CallSpec{
+		Argv:   []string{"sh", "-c", "echo hi > f && git add f && git commit -qm jailed && git log --format=%s && echo evil > .git/hooks/pre-commit"},
+		Dir:    ws,
+		Policy: p,
+		Env: map[string]string{"PATH": "/usr/bin:/bin", "HOME": ws, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+			"GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"},
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	r := collect(ex)
+	if !strings.Contains(r.stdout, "jailed") {
+		t.Fatalf("commit failed: %q %q\n%s", r.stdout, r.stderr, r.enf)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
+		t.Fatal("a hook was planted")
 	}
 }

@@ -22,8 +22,12 @@ const (
 type Layer struct {
 	Name    string `json:"name"`
 	Applied bool   `json:"applied"`
-	// Detail carries the layer's parameters when applied, e.g. "abi 6".
+	// Detail is a short qualifier the compact line shows in parentheses,
+	// e.g. "abi 6" for Landlock.
 	Detail string `json:"detail,omitempty"`
+	// Params are the layer's parameters for the full report (which
+	// namespaces, how many protected paths); the compact line omits them.
+	Params string `json:"params,omitempty"`
 	// Reason says why a layer was skipped; empty when applied.
 	Reason string `json:"reason,omitempty"`
 }
@@ -61,8 +65,8 @@ func (e *Enforcement) add(l Layer) {
 }
 
 // String renders the compact, model-facing line: applied layers by name
-// (with their detail in parentheses), then, when degraded, the skipped
-// layers with their reasons. For example
+// (with their Detail in parentheses), then, when degraded, the skipped
+// layers with their reasons. Params stay in the full report. For example
 //
 //	sandbox: namespaces, mounts, landlock(abi 6), seccomp, rlimits applied
 //	sandbox: landlock(abi 6), seccomp applied; DEGRADED, skipped: namespaces: EPERM

@@ -420,6 +420,21 @@ func escapeCases() []escapeCase {
 			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".husky", "pre-commit") },
 		},
 		{
+			name: "git_symlinked_hooks_dir_replaced",
+			setup: func(t *testing.T, e *escapeEnv) {
+				e.gitRepo(t, e.ws)
+				os.RemoveAll(hooks(e))
+				store := filepath.Join(e.ws, ".husky")
+				os.MkdirAll(store, 0o755)
+				if err := os.Symlink(store, hooks(e)); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script:  `rm "$WS/.git/hooks" && mkdir "$WS/.git/hooks" && echo evil > "$WS/.git/hooks/pre-commit"`,
+			widen:   noProtected,
+			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "hooks", "pre-commit") },
+		},
+		{
 			name: "git_submodule_hooks",
 			setup: func(t *testing.T, e *escapeEnv) {
 				e.gitRepo(t, e.ws)

@@ -37,6 +37,12 @@ const (
 	exitHelperExec  = 127
 )
 
+// helperProcessEnv is the helper's own environment (never the
+// command's): the marker, and GOMAXPROCS=1, which spares the Go runtime
+// its start-up sizing (it reads cgroup limits) in a process that runs
+// one thread of work and then execs.
+var helperProcessEnv = []string{helperEnv, "GOMAXPROCS=1"}
+
 // helperConfig is everything a helper needs to confine and exec one
 // command. It crosses the process boundary as JSON on helperConfigFd.
 type helperConfig struct {
@@ -188,13 +194,13 @@ func runHelper() int {
 			FileRW: landlockFiles, FileWrite: landlockFileWrite, NetworkOff: cfg.NetworkOff,
 		})
 		if err != nil {
-			layers = append(layers, Layer{Name: LayerLandlock, Reason: err.Error()})
+			layers = append(layers, Layer{Name: LayerLandlock, Reason: errnoName(err)})
 		} else {
-			detail := fmt.Sprintf("abi %d", min(cfg.LandlockABI, landlockMaxKnownABI))
+			l := Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, landlockMaxKnownABI))}
 			if carved > 0 {
-				detail += fmt.Sprintf(", %d dirs around protected paths read-only", carved)
+				l.Params = fmt.Sprintf("%d dirs around protected paths read-only", carved)
 			}
-			layers = append(layers, Layer{Name: LayerLandlock, Applied: true, Detail: detail})
+			layers = append(layers, l)
 		}
 	}
 	switch {
@@ -202,7 +208,7 @@ func runHelper() int {
 		layers = append(layers, Layer{Name: LayerSeccomp, Reason: cfg.SeccompSkip})
 	default:
 		if err := applySeccomp(cfg.NetworkOff); err != nil {
-			layers = append(layers, Layer{Name: LayerSeccomp, Reason: err.Error()})
+			layers = append(layers, Layer{Name: LayerSeccomp, Reason: errnoName(err)})
 		} else {
 			layers = append(layers, Layer{Name: LayerSeccomp, Applied: true})
 		}
@@ -261,14 +267,17 @@ func setupMounts(cfg helperConfig) (Layer, error) {
 			detail += "read-only outside writable roots, "
 		}
 	}
-	n, err := protect(cfg.Protected, cfg.WritableRoots)
+	n, unpinned, err := protect(cfg.Protected, cfg.WritableRoots)
 	if err != nil {
 		return Layer{}, fmt.Errorf("protected paths: %w", err)
+	}
+	if len(unpinned) > 0 {
+		skipped = append(skipped, "protected symlinks replaceable ("+strings.Join(unpinned, ", ")+")")
 	}
 	if len(skipped) > 0 {
 		return Layer{Name: LayerMounts, Reason: strings.Join(skipped, ", ")}, nil
 	}
-	return Layer{Name: LayerMounts, Applied: true, Detail: fmt.Sprintf("%s%d protected", detail, n)}, nil
+	return Layer{Name: LayerMounts, Applied: true, Params: fmt.Sprintf("%s%d protected", detail, n)}, nil
 }
 
 // applyRlimits sets every ceiling in l (defaults already filled in),
@@ -336,7 +345,7 @@ func dropCapabilities() (Layer, error) {
 	}
 	l := Layer{Name: LayerCapabilities, Applied: true}
 	if len(notes) > 0 {
-		l.Detail = strings.Join(notes, ", ")
+		l.Params = strings.Join(notes, ", ")
 	}
 	return l, nil
 }

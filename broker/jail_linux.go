@@ -71,7 +71,7 @@ func availability(p probeResult) Enforcement {
 	if p.usernsErr != nil {
 		e.add(Layer{Name: LayerNamespaces, Reason: errnoName(p.usernsErr)})
 	} else {
-		e.add(Layer{Name: LayerNamespaces, Applied: true, Detail: "user,mount,net,pid,ipc,uts"})
+		e.add(Layer{Name: LayerNamespaces, Applied: true, Params: "user,mount,net,pid,ipc,uts"})
 	}
 	if p.landlockABI > 0 {
 		e.add(Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(p.landlockABI, landlockMaxKnownABI))})
@@ -126,7 +126,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	cmd := &exec.Cmd{
 		Path:        b.opts.HelperPath,
 		Args:        []string{helperArg0},
-		Env:         []string{helperEnv},
+		Env:         helperProcessEnv,
 		Dir:         "/",
 		Stdin:       req.stdin,
 		Stdout:      req.stdout,
@@ -151,7 +151,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		}
 		return nil, enf, "", NewDenial(DenialJailFailed, "start helper: "+errnoName(unwrapSyscallErr(err)), err)
 	}
-	proc = &jailProcess{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{})}
+	proc = &jailProcess{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{}), pidNamespace: namespaces}
 	if namespaces {
 		// Hold the mount namespace so its teardown (an RCU grace period per
 		// unmount batch) happens off the settlement path; see release.
@@ -173,7 +173,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		if networkOff {
 			detail = "user,mount,net,pid,ipc,uts"
 		}
-		enf.add(Layer{Name: LayerNamespaces, Applied: true, Detail: detail})
+		enf.add(Layer{Name: LayerNamespaces, Applied: true, Params: detail})
 	} else {
 		enf.add(Layer{Name: LayerNamespaces, Reason: errnoName(req.probe.usernsErr)})
 	}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,12 +85,13 @@ func TestProtectPlan(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, ".git", "config"), nil, 0o644)
 	os.Symlink(filepath.Join(ws, ".husky"), filepath.Join(ws, "sub", ".git", "hooks"))
 	j := func(p ...string) string { return filepath.Join(append([]string{ws}, p...)...) }
-	pins, ro := protectPlan([]string{
+	pins, ro, links := protectPlan([]string{
 		j(".git", "hooks"), j(".git", "config"), j(".git", "missing"),
 		j("sub", ".git", "modules", "x", "hooks"), j("sub", ".git", "hooks"),
 	}, []string{ws})
-	wantRO := []string{j(".husky"), j(".git", "hooks"), j(".git", "config"), j("sub", ".git", "hooks"), j("sub", ".git", "modules", "x", "hooks")}
+	wantRO := []string{j(".husky"), j(".git", "hooks"), j(".git", "config"), j("sub", ".git", "modules", "x", "hooks")}
 	wantPins := []string{ws, j(".git"), j("sub"), j("sub", ".git"), j("sub", ".git", "modules"), j("sub", ".git", "modules", "x")}
+	wantLinks := []string{j("sub", ".git", "hooks")}
 	slices.Sort(ro)
 	slices.Sort(wantRO)
 	slices.Sort(pins)
@@ -99,8 +102,11 @@ func TestProtectPlan(t *testing.T) {
 	if !slices.Equal(pins, wantPins) {
 		t.Errorf("pins\n got %v\nwant %v", pins, wantPins)
 	}
+	if !slices.Equal(links, wantLinks) {
+		t.Errorf("links\n got %v\nwant %v", links, wantLinks)
+	}
 	// Outside every writable root nothing needs pinning.
-	pins, ro = protectPlan([]string{j(".git", "hooks")}, nil)
+	pins, ro, _ = protectPlan([]string{j(".git", "hooks")}, nil)
 	if len(pins) != 0 || len(ro) != 1 {
 		t.Errorf("no writable roots: pins %v ro %v", pins, ro)
 	}
@@ -158,5 +164,21 @@ func TestQuarantineAside(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(real, "x")); err != nil {
 		t.Fatal("the symlink target was touched")
+	}
+}
+
+func TestErrnoName(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{unix.EPERM, "EPERM"},
+		{fmt.Errorf("landlock_add_rule /x: %w", unix.EACCES), "landlock_add_rule /x: EACCES"},
+		{errors.New("plain"), "plain"},
+	} {
+		if got := errnoName(tc.err); got != tc.want {
+			t.Errorf("errnoName(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

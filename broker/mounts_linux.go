@@ -73,10 +73,13 @@ func bindSelf(path string, ro bool) error {
 // protectPlan returns, for the protected paths that exist, the
 // directories to pin (bind onto themselves, read-write, so they become
 // mount points that cannot be renamed or removed — otherwise a command
-// could move .git aside and recreate it with hooks of its own) and the
-// paths to bind read-only. Symlinked entries contribute their resolved
-// target. Pins are ordered parents first; every returned path is clean.
-func protectPlan(protected, writable []string) (pins, ro []string) {
+// could move .git aside and recreate it with hooks of its own), the
+// paths to bind read-only, and the protected symlinks to pin as links. A
+// symlinked entry contributes its resolved target to the read-only binds,
+// and the link itself is pinned (else a command could replace the link
+// with a directory of its own). Pins are ordered parents first; every
+// returned path is clean.
+func protectPlan(protected, writable []string) (pins, ro, links []string) {
 	seenPin, seenRO := map[string]bool{}, map[string]bool{}
 	addRO := func(p string) {
 		if !seenRO[p] {
@@ -84,61 +87,91 @@ func protectPlan(protected, writable []string) (pins, ro []string) {
 			ro = append(ro, p)
 		}
 	}
+	pinAbove := func(t string) {
+		top := ""
+		for _, w := range writable {
+			if Covers(w, t) && w != "/" && (top == "" || len(w) < len(top)) {
+				top = filepath.Clean(w)
+			}
+		}
+		if top == "" {
+			return
+		}
+		for d := filepath.Dir(t); Covers(top, d); d = filepath.Dir(d) {
+			if !seenPin[d] {
+				seenPin[d] = true
+				pins = append(pins, d)
+			}
+			if d == top {
+				break
+			}
+		}
+	}
 	for _, p := range protected {
 		p = filepath.Clean(p)
-		if _, err := os.Lstat(p); err != nil {
-			continue // missing protected paths are fine
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue // missing protected paths are fine (see quarantineCreated)
 		}
-		targets := []string{p}
-		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
-			targets = append(targets, real)
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if !seenRO[p] {
+				seenRO[p] = true
+				links = append(links, p)
+			}
+			pinAbove(p)
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				continue // a dangling link is pinned; there is nothing to bind
+			}
+			p = real
 		}
-		for _, t := range targets {
-			if _, err := os.Stat(t); err != nil {
-				continue
-			}
-			addRO(t)
-			top := ""
-			for _, w := range writable {
-				if Covers(w, t) && w != "/" && (top == "" || len(w) < len(top)) {
-					top = filepath.Clean(w)
-				}
-			}
-			if top == "" {
-				continue
-			}
-			for d := filepath.Dir(t); Covers(top, d); d = filepath.Dir(d) {
-				if !seenPin[d] {
-					seenPin[d] = true
-					pins = append(pins, d)
-				}
-				if d == top {
-					break
-				}
-			}
-		}
+		addRO(p)
+		pinAbove(p)
 	}
 	// Parents before children so each later bind lands on the pinned tree.
 	sort.Slice(pins, func(i, j int) bool { return len(pins[i]) < len(pins[j]) })
 	sort.Slice(ro, func(i, j int) bool { return len(ro[i]) < len(ro[j]) })
-	return pins, ro
+	return pins, ro, links
 }
 
 // protect pins and read-only-binds per protectPlan. It returns how many
-// paths it bound read-only.
-func protect(protected, writable []string) (int, error) {
-	pins, ro := protectPlan(protected, writable)
+// paths it held, and the symlinks it could not pin (a kernel without the
+// mount API, before Linux 5.2).
+func protect(protected, writable []string) (int, []string, error) {
+	pins, ro, links := protectPlan(protected, writable)
 	for _, d := range pins {
 		if err := bindSelf(d, false); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	for _, p := range ro {
 		if err := bindSelf(p, true); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
-	return len(ro), nil
+	var unpinned []string
+	for _, l := range links {
+		if err := pinSymlink(l); err != nil {
+			unpinned = append(unpinned, l+": "+errnoName(err))
+		}
+	}
+	return len(ro) + len(links) - len(unpinned), unpinned, nil
+}
+
+// pinSymlink mounts a clone of the symlink at path over itself: the link
+// keeps working, but as a mount point it can be neither removed, renamed
+// nor replaced. Only the mount API (open_tree, move_mount) can mount a
+// symlink; mount(2) follows it.
+func pinSymlink(path string) error {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return fmt.Errorf("open_tree %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount %s: %w", path, err)
+	}
+	return nil
 }
 
 // mountProc mounts a fresh procfs for the jail's pid namespace.
@@ -286,13 +319,17 @@ func loopbackUp() error {
 	return nil
 }
 
-// errnoName renders an error as its errno's symbolic name when it wraps
-// one ("EPERM"), else as its text.
+// errnoName renders an error for a report: a bare errno as its symbolic
+// name ("EPERM"), a wrapped one with its text's errno message replaced by
+// the name ("landlock_add_rule /x: EACCES"), anything else as its text.
 func errnoName(err error) string {
+	if err == nil {
+		return ""
+	}
 	var e unix.Errno
 	if errors.As(err, &e) {
 		if n := unix.ErrnoName(e); n != "" {
-			return n
+			return strings.Replace(err.Error(), e.Error(), n, 1)
 		}
 	}
 	return err.Error()

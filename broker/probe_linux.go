@@ -17,7 +17,7 @@ func probeLayers(helperPath string) probeResult {
 	cmd := &exec.Cmd{
 		Path:        helperPath,
 		Args:        []string{probeArg0},
-		Env:         []string{helperEnv},
+		Env:         helperProcessEnv,
 		SysProcAttr: jailSysProcAttr(true, true),
 	}
 	if err := cmd.Run(); err != nil {

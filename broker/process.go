@@ -38,6 +38,8 @@ type jailProcess struct {
 	started time.Time
 	exited  chan struct{}
 
+	// pidNamespace: the command is the init of its own pid namespace.
+	pidNamespace bool
 	// nsHold is a descriptor keeping the command's mount namespace alive
 	// past its exit (-1 or 0 when none); release drops it.
 	nsHold int

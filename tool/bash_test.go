@@ -1,3 +1,5 @@
+//go:build linux
+
 package tool
 
 import (
@@ -329,4 +331,31 @@ func TestBashProtectedCreatedMovedAside(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.Workspace, ".git", "hooks", "pre-commit")); err == nil {
 		t.Fatal("the planted hook is still in place")
 	}
+}
+
+// bash runs one command in the jail and states the exit code and the
+// sandbox report in its text.
+func ExampleBashTool() {
+	ws, _ := os.MkdirTemp("", "loom-bash-example-")
+	defer os.RemoveAll(ws)
+	c := &Call{
+		Workspace: ws,
+		OpID:      "op1", StepID: "step1",
+		Base: broker.Policy{
+			ReadableRoots: broker.SystemReadableRoots(),
+			WritableRoots: []string{ws},
+			Protected:     broker.DefaultProtected(ws),
+			EnvAllow:      []string{"PATH"},
+		},
+		Env:    map[string]string{"PATH": "/usr/bin:/bin"},
+		Broker: broker.New(broker.Options{}),
+	}
+	r, _ := NewRegistry(BashTool())
+	o := r.Dispatch(context.Background(), c, "bash", json.RawMessage(`{"command":"echo hello; echo x > /etc/loom-example"}`))
+	lines := strings.Split(o.Text, "\n")
+	fmt.Println(lines[0])
+	fmt.Println(o.IsError, strings.HasPrefix(lines[len(lines)-1], "sandbox: "))
+	// Output:
+	// hello
+	// true true
 }
