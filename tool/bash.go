@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,10 +48,29 @@ type bashPermissions struct {
 
 type bashArgs struct {
 	Command     string           `json:"command" jsonschema:"the shell command to run (bash -c)"`
-	TimeoutMs   int              `json:"timeout_ms,omitempty" jsonschema:"kill the command after this many milliseconds (default 120000, at most 600000)"`
+	TimeoutMs   int              `json:"timeout_ms,omitempty" jsonschema:"foreground: kill the command after this many milliseconds; auto: how long to wait before it continues as a background job (default 120000, at most 600000)"`
 	Cwd         string           `json:"cwd,omitempty" jsonschema:"working directory inside the workspace (default: the current shell directory)"`
 	Permissions *bashPermissions `json:"permissions,omitempty" jsonschema:"more access than the session gives, approved by the operator for this one call"`
+	Mode        string           `json:"mode,omitempty" jsonschema:"auto (default): wait up to timeout_ms, then leave the command running as a background job; foreground: kill it at timeout_ms; background: start it as a job and answer at once"`
+	Heartbeat   bool             `json:"heartbeat,omitempty" jsonschema:"for a command that becomes a job: wake me with a periodic heartbeat while it runs (default: silent until it ends)"`
+	Lifetime    string           `json:"lifetime,omitempty" jsonschema:"background only: default (killed at a finite wall) or session (runs until killed or the session ends; not for sub-agents; tests, builds and anything expected to finish use the default)"`
 }
+
+// Bash modes: how a command runs relative to the call.
+const (
+	// BashAuto starts the command as a job, watches it up to timeout_ms,
+	// and renders it like a foreground run if it ends in that window;
+	// otherwise the job is released to its owner and the call answers
+	// with its handle. Without a job plane, at the plane's ceiling, or
+	// when the plane's clearance is refused, it runs in the foreground.
+	BashAuto = "auto"
+	// BashForeground runs the command in the call and kills it at
+	// timeout_ms.
+	BashForeground = "foreground"
+	// BashBackground starts the command as a job and answers with its
+	// handle at once.
+	BashBackground = "background"
+)
 
 // BashDetails is the Details of a bash outcome.
 type BashDetails struct {
@@ -76,6 +96,19 @@ type BashDetails struct {
 	Sandbox *broker.Enforcement `json:"sandbox,omitempty"`
 	// Wanted lists the grants a refused policy needed.
 	Wanted []broker.Grant `json:"wanted,omitempty"`
+	// Mode is how the command ran: BashForeground, BashAuto or
+	// BashBackground (an auto call that fell back to the foreground says
+	// foreground).
+	Mode string `json:"mode,omitempty"`
+	// Job is the handle of the job the command still runs as (background,
+	// or auto past its timeout); empty when the call saw it end.
+	Job JobID `json:"job,omitempty"`
+	// Cursor continues reading the job's output after what the call
+	// showed.
+	Cursor string `json:"cursor,omitempty"`
+	// Spill names a watched job's whole output when it outgrew the job
+	// plane's window.
+	Spill *JobSpill `json:"spill,omitempty"`
 	// ProtectedCreated lists protected paths the command created, which
 	// the broker moved aside.
 	ProtectedCreated []broker.Quarantine `json:"protected_created,omitempty"`
@@ -95,7 +128,13 @@ func BashTool() Tool {
 			"(another directory, or the network), call again with `permissions` {readable_roots, writable_roots, " +
 			"network: \"full\"}; the operator approves it for that call only. Output over 64 KiB is saved to a " +
 			"file fs_read can page through, and only its head and tail are shown. Scratch files: $" + ScratchEnv +
-			" (when set) is private to one command and vanishes with it; $TMPDIR persists between calls.",
+			" (when set) is private to one command and vanishes with it; $TMPDIR persists between calls. " +
+			"`mode`: auto (default) waits up to timeout_ms and, if the command still runs, leaves it running as a " +
+			"background job and returns its handle; foreground kills it at timeout_ms; background returns a handle at " +
+			"once (use it for servers and watchers). Read a job with job_poll, feed it with job_send, stop it with " +
+			"job_kill. `heartbeat: true` wakes you periodically while a job runs. `lifetime: \"session\"` (background " +
+			"only, not for sub-agents) removes a job's wall deadline; tests, builds and anything expected to finish " +
+			"use the default.",
 		PromptSnippet: "bash: run a shell command in the sandbox (workspace writable, 120 s default timeout)",
 		Replay:        ReplayNever,
 		Mode:          Exclusive,
@@ -172,6 +211,26 @@ func bashFail(code, text string, d BashDetails) Outcome {
 func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 	var notes []string
 	det := BashDetails{}
+	// A sub-agent's session lifetime is refused ahead of every other
+	// check: it must raise no approval and start nothing.
+	lifetime := JobLifetime(a.Lifetime)
+	if err := CheckLifetime(c.Strand, lifetime); err != nil {
+		var le *LifetimeError
+		errors.As(err, &le)
+		return bashFail(LifetimeRefusedCode, le.Reason, det)
+	}
+	mode := a.Mode
+	switch mode {
+	case "":
+		mode = BashAuto
+	case BashAuto, BashForeground, BashBackground:
+	default:
+		return bashFail("invalid_arguments", fmt.Sprintf("mode must be %q, %q or %q, not %q", BashAuto, BashForeground, BashBackground, a.Mode), det)
+	}
+	if lifetime == LifetimeSession && mode != BashBackground {
+		return bashFail("invalid_arguments", "lifetime \"session\" applies to mode \"background\" only", det)
+	}
+	det.Mode = mode
 	if strings.TrimSpace(a.Command) == "" {
 		return bashFail("invalid_arguments", "command must not be empty", det)
 	}
@@ -213,10 +272,16 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 		return bashFail("invalid_arguments", err.Error(), det)
 	}
 	pol, d := broker.Compose(c.Base, req, c.Grants)
+	if d == nil && lifetime == LifetimeSession && pol.WallMs > 0 {
+		d = sessionWallDenial(pol.WallMs)
+	}
 	if d != nil && d.Code == broker.DenialRequirementsNotCovered {
 		esc := c.Raise(ctx, RaisedRefusal{Tool: "bash", Denial: d, Deadline: c.Clock().Add(timeout)})
 		if esc.Resume {
 			pol, d = broker.Compose(c.Base, req, append(slices.Clone(c.Grants), esc.Grants...))
+			if d == nil && lifetime == LifetimeSession && pol.WallMs > 0 {
+				d = sessionWallDenial(pol.WallMs)
+			}
 		}
 	}
 	if d != nil {
@@ -242,9 +307,28 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 		env[ScratchEnv] = "/tmp" // the jail's private tmpfs
 	}
 
+	argv := []string{shellPath(), "-c", a.Command}
+	if mode != BashForeground {
+		spec := JobSpec{Command: a.Command, Argv: argv, Dir: cwd, Env: env, Policy: pol, Lifetime: lifetime}
+		if a.Heartbeat {
+			spec.Wake = WakeWhenIdle
+		}
+		if mode == BashBackground {
+			return startBackground(ctx, c, spec, notes, det)
+		}
+		o, ran, note := runAuto(ctx, c, spec, timeout, notes, det)
+		if ran {
+			return o
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		det.Mode = BashForeground
+	}
+
 	ex, d := c.Broker.Clear(ctx, broker.CallSpec{
 		Key:     c.stepKey(),
-		Argv:    []string{shellPath(), "-c", a.Command},
+		Argv:    argv,
 		Dir:     cwd,
 		Env:     env,
 		Policy:  pol,
@@ -271,7 +355,17 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 		return bashFail("output_unstored", fmt.Sprintf("the command's output (%d bytes) could not be stored: %v", out.total, err), det)
 	}
 	det.Overflow = overflow
+	return renderSettled(notes, body, s, timeout, out.stderrTail, enf, det)
+}
 
+// renderSettled renders a command that ended, run in the foreground or
+// watched to its end as a job: notes, output, how it ended, protected
+// paths it created, a permission hint when stderr suggests one, and the
+// sandbox line.
+func renderSettled(notes []string, body string, s broker.Settled, timeout time.Duration, stderrTail []byte, enf broker.Enforcement, det BashDetails) Outcome {
+	det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
+	det.DurationMs = s.Duration.Milliseconds()
+	det.ProtectedCreated = s.ProtectedCreated
 	var b strings.Builder
 	for _, n := range notes {
 		b.WriteString("note: " + n + "\n")
@@ -311,8 +405,8 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 			fmt.Fprintf(&b, "warning: %s is protected; the command created it and it could not be moved aside: %s\n", q.Path, q.Err)
 		}
 	}
-	if code != "" && code != "cancelled" && permissionError(out.stderrTail) {
-		b.WriteString(permissionHint(out.stderrTail))
+	if code != "" && code != "cancelled" && permissionError(stderrTail) {
+		b.WriteString(permissionHint(stderrTail))
 	}
 	b.WriteString(enf.String())
 	det.Error = code

@@ -49,6 +49,10 @@ type Call struct {
 	Broker *broker.Broker
 	// Blobs stores output that overflows; nil means overflow is refused.
 	Blobs *blob.Store
+	// Jobs runs background jobs (bash's auto and background modes); nil
+	// means this host runs none: auto runs in the foreground and
+	// background is refused with NoJobsPlane.
+	Jobs Jobs
 
 	// ObserveOutput is shown the rolling tail of a running command's
 	// output after every chunk; nil ignores it.
