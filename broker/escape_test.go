@@ -461,13 +461,11 @@ func escapeCases() []escapeCase {
 		{
 			// git follows <gitdir>/commondir in any repository, so a planted
 			// one redirects hooks and config to a directory the command
-			// controls. It does not exist, so no bind can hold it: the
-			// broker moves it aside when the command ends.
+			// controls. DefaultProtected lists it; it does not exist, so no
+			// bind can hold it: the broker moves it aside when the command
+			// ends.
 			name:  "git_commondir_planted",
 			setup: func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
-			policy: func(e *escapeEnv, p *Policy) {
-				p.Protected = append(p.Protected, filepath.Join(e.ws, ".git", "commondir"))
-			},
 			script:  `mkdir -p "$WS/evil/hooks" && echo "$WS/evil" > "$WS/.git/commondir"`,
 			widen:   noProtected,
 			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "commondir") },

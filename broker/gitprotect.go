@@ -28,7 +28,8 @@ const (
 // read-only to a jailed command and out of reach of harness-side file
 // tools, so nothing a model runs can plant code that the host's own git
 // later executes outside the jail: for every git directory of the
-// workspace, its hooks directory, its config and config.worktree.
+// workspace, its hooks directory, its config, config.worktree and
+// commondir (which would re-aim git at another directory's hooks).
 //
 // Covered layouts:
 //   - an ordinary repository: <workspace>/.git/{hooks,config,config.worktree};
@@ -75,7 +76,6 @@ func DefaultProtected(workspace string) []string {
 		g.add(dotgit)
 		if gd, ok := readGitdirFile(dotgit); ok {
 			g.gitDir(gd, 0)
-			g.add(filepath.Join(gd, "commondir"))
 			if cd, ok := readCommondir(gd); ok {
 				g.gitDir(cd, 0)
 			}
@@ -112,6 +112,9 @@ func (g *gitScan) gitDir(dir string, depth int) {
 	g.seen[dir] = true
 	g.dirs++
 	g.add(filepath.Join(dir, "hooks"))
+	// A planted commondir re-aims git at another directory's hooks and
+	// config, even in an ordinary repository.
+	g.add(filepath.Join(dir, "commondir"))
 	// Hooks run in the git directory's worktree: core.worktree (a
 	// submodule's points back into the superproject), else the workspace.
 	worktree := g.ws

@@ -14,9 +14,10 @@
 //
 // SQLite (opened with OpenSQLite) is the reference implementation of both
 // seams, on the pure-Go modernc.org/sqlite driver: WAL journal, one writer
-// and many readers, an FTS5 word index (unicode61, no stemming) and an
-// optional trigram index used as a substring fallback (which also finds
-// words inside CJK runs), a schema versioned with PRAGMA user_version.
+// and many readers, an FTS5 word index (unicode61, no stemming), an
+// optional trigram index over the vocabulary of indexed words used as a
+// substring fallback (it also finds pieces of CJK runs, which the word
+// index keeps whole), a schema versioned with PRAGMA user_version.
 // A host feeds it with Index or IndexBatch as its session log grows.
 //
 // The tools own the model's half: schemas, the limit and around clamps (a
@@ -35,11 +36,17 @@
 //   - Every failure of a seam is a *Refusal with a stable Code; IndexBusy,
 //     IndexNotReady and MemoryBusy are transient and their text says to
 //     send the same call again.
-//   - The words syntax (WordsToFTS5) quotes every term, so no user text can
-//     produce an FTS5 syntax error or an operator the user did not ask for.
+//   - The words syntax quotes every term (SQLite.WordsToFTS5 shows the
+//     result), so no user text can produce an FTS5 syntax error or an
+//     operator the user did not ask for; a fuzz test holds every
+//     translation to the rows a reference predicate selects.
 //   - Secrets (API keys, bearer tokens, private keys, KEY=value secrets) are
 //     redacted from a note before it is checked against its bounds and
 //     before it is stored (Redact, PrepareNote).
+//   - Indexing is idempotent per (session, entry id): a host may re-feed its
+//     log after a crash, and a batch lands whole or not at all.
+//   - Searches answer newest first, so paging with before (the smallest
+//     seq of the previous page) neither skips nor repeats a hit.
 //   - At most MaxNotes notes are ever stored in one database: a durable
 //     lifetime ceiling, counted in the same transaction as the write.
 //   - history_search asks the broker for nothing and is ReplaySafe and

@@ -19,12 +19,13 @@ const (
 	Decision NoteKind = "decision"
 )
 
-// NoteKinds lists every NoteKind, in the order the tool documents them.
-var NoteKinds = []NoteKind{Feedback, Fact, Decision}
+// NoteKinds returns every NoteKind, in the order the tool documents them.
+// The slice is the caller's.
+func NoteKinds() []NoteKind { return []NoteKind{Feedback, Fact, Decision} }
 
 // Valid reports whether k is one of NoteKinds.
 func (k NoteKind) Valid() bool {
-	for _, v := range NoteKinds {
+	for _, v := range NoteKinds() {
 		if k == v {
 			return true
 		}

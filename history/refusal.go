@@ -50,9 +50,12 @@ func (c Code) Transient() bool {
 // Refusal is the error every seam in this package returns. Message is a
 // sentence a model can act on; Err, when set, is the underlying cause.
 type Refusal struct {
-	Code    Code
+	// Code is the stable name a program switches on.
+	Code Code
+	// Message says, for a model, what was refused and what to do.
 	Message string
-	Err     error
+	// Err is the underlying cause, or nil.
+	Err error
 }
 
 // Error returns the code and the message.
@@ -85,4 +88,13 @@ func CodeOf(err error) Code {
 
 func refuse(code Code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// asRefusalOf returns the first *Refusal in err's chain, or nil.
+func asRefusalOf(err error) *Refusal {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r
+	}
+	return nil
 }

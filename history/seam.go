@@ -38,7 +38,7 @@ const (
 	// Words (the default) reads the text as whitespace-separated words,
 	// all required; a bare OR between two words makes them alternatives,
 	// and a trailing * makes a word a prefix. Nothing else is an operator.
-	// See WordsToFTS5.
+	// SQLite.WordsToFTS5 shows the FTS5 query a words query becomes.
 	Words Syntax = "words"
 	// Raw passes the text to FTS5 as a query expression, operators and all.
 	// FTS5 syntax errors come back as IndexRefused with FTS5's message.
@@ -82,15 +82,19 @@ type Query struct {
 type Hit struct {
 	// Seq is the index's position of the entry: increasing in indexing
 	// order across the whole repository, the cursor Query.Before takes.
-	Seq     int64
+	Seq int64
+	// Session and Entry identify the entry, as action=read takes them.
 	Session string
 	Entry   string
-	Kind    string
-	Role    string
-	Time    time.Time
+	// Kind and Role are the entry's (for a note: KindNote and its NoteKind).
+	Kind string
+	Role string
+	// Time is when the entry was written, in UTC.
+	Time time.Time
+	// Snippet is the excerpt shown for the hit.
 	Snippet string
-	// Substring is true when the hit came from the substring (trigram)
-	// fallback rather than the word index.
+	// Substring is true when the hit came from the substring fallback:
+	// it contains a word of which the query's words are pieces.
 	Substring bool
 }
 
@@ -106,6 +110,7 @@ type Entry struct {
 	// Role is who wrote it ("user", "assistant", "tool"); for a note, its
 	// NoteKind.
 	Role string
+	// Text is what was written; it is what the word index searches.
 	Text string
 	// Time is when the entry was written. A zero Time is stored as the
 	// time of indexing.
@@ -135,11 +140,11 @@ const (
 	// MaxIDBytes bounds a session or entry id.
 	MaxIDBytes = 256
 	// MaxEntryTextBytes bounds the text of one indexed entry.
-	MaxEntryTextBytes = 8 << 20
+	MaxEntryTextBytes = 1 << 20
 	// MaxSnippetBytes bounds the snippet of one hit.
 	MaxSnippetBytes = 480
 	// MinSubstringRunes is the shortest word the substring fallback can
-	// look for: the trigram index knows nothing shorter than three
-	// characters.
+	// look for (a trigram index knows nothing shorter), and the shortest
+	// word it keeps in its vocabulary.
 	MinSubstringRunes = 3
 )

@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -86,7 +85,7 @@ var searchDescription = fmt.Sprintf(
 		"and notes left with remember (kind=note). Results are quoted data, newest first; each hit shows its seq, UTC date, kind, role, session and entry.\n"+
 		"- words syntax (default): every word must appear, matched as whole words, case-insensitively, with NO stemming "+
 		"(\"test\" does not find \"tests\": write test* for a prefix). Put OR between words for alternatives (retry OR retries). "+
-		"Quotes and operators in words are searched as text. If nothing matches whole words, words of %d+ characters are retried as substrings.\n"+
+		"Quotes and operators in words are searched as text. If no entry has the whole words, words of %d+ characters are retried as pieces of longer words (this also finds words inside CJK text).\n"+
 		"- syntax=raw passes an FTS5 expression (\"exact phrase\", AND, OR, NOT, NEAR(), prefix*).\n"+
 		"- kind filters (kind=note for remembered notes); before=<seq> pages to older hits; limit is %d to %d (default %d); query at most %d bytes and %d words.\n"+
 		"- scope=session searches only your own session; a blank query with scope=session lists your newest entries.\n"+
@@ -114,6 +113,9 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 			return tool.Fail(string(IndexRefused), "the query is blank: send a query to search the repository, "+
 				"or scope=session with a blank query to list your own newest entries")
 		}
+		if a.Kind != "" || a.Before != 0 || a.Syntax != "" {
+			return tool.Fail(string(IndexRefused), "a blank query lists your newest entries and takes no kind, before or syntax; send a query to filter")
+		}
 		hits, err := h.Recent(ctx, session, limit)
 		if err != nil {
 			return refusalOutcome(err)
@@ -132,7 +134,7 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 	}
 	var plan wordsPlan
 	if q.Syntax == Words {
-		p, err := planWords(text)
+		p, err := parseBounded(text)
 		if err != nil {
 			return refusalOutcome(err)
 		}
@@ -145,14 +147,24 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 	return renderHits(hits, "", text, plan, a, limit)
 }
 
-// searchDetails is the Details of a search or browse outcome.
-type searchDetails struct {
+// SearchDetails is the Details of a successful search or browse: the hits
+// as the seam answered them, the query as searched ("" for a browse) and
+// the limit after clamping.
+type SearchDetails struct {
 	Hits  []Hit  `json:"hits"`
 	Query string `json:"query,omitempty"`
 	Limit int    `json:"limit"`
 }
 
 func renderHits(hits []Hit, browse, text string, plan wordsPlan, a searchArgs, limit int) tool.Outcome {
+	// The bounds are the tool's: a History answering more, or longer
+	// snippets, than asked is cut here.
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	for i := range hits {
+		hits[i].Snippet = clipBytes(hits[i].Snippet, MaxSnippetBytes)
+	}
 	var b strings.Builder
 	syntax := a.Syntax
 	if syntax == "" {
@@ -172,7 +184,7 @@ func renderHits(hits []Hit, browse, text string, plan wordsPlan, a searchArgs, l
 	if len(hits) == 0 {
 		if browse != "" {
 			b.WriteString("history_search: your session has no indexed entries yet.")
-			return tool.Success(b.String()).WithDetails(searchDetails{Hits: hits, Limit: limit})
+			return tool.Success(b.String()).WithDetails(SearchDetails{Hits: hits, Limit: limit})
 		}
 		fmt.Fprintf(&b, "history_search: no hits for %s query %q (%s).\n", syntax, text, filters)
 		b.WriteString("Words match whole words, case-insensitively, with no stemming.")
@@ -187,14 +199,14 @@ func renderHits(hits []Hit, browse, text string, plan wordsPlan, a searchArgs, l
 			b.WriteString(", or dropping the kind/before filters")
 		}
 		b.WriteString(".\n")
-		return tool.Success(b.String()).WithDetails(searchDetails{Hits: hits, Query: text, Limit: limit})
+		return tool.Success(b.String()).WithDetails(SearchDetails{Hits: hits, Query: text, Limit: limit})
 	}
 	if browse != "" {
 		fmt.Fprintf(&b, "history_search: %s, newest first.\n", browse)
 	} else {
 		fmt.Fprintf(&b, "history_search: %d hit(s) for %s query %q (%s), newest first.\n", len(hits), syntax, text, filters)
 		if hits[0].Substring {
-			b.WriteString("No entry has these whole words; these hits contain them as substrings.\n")
+			b.WriteString("No entry has these whole words; these hits have longer words containing them.\n")
 		}
 	}
 	f := newFence()
@@ -213,7 +225,7 @@ func renderHits(hits []Hit, browse, text string, plan wordsPlan, a searchArgs, l
 		fmt.Fprintf(&b, "There may be more: send the same call with before=%d for older hits.\n", hits[len(hits)-1].Seq)
 	}
 	b.WriteString("Read one entry whole with action=read, session and entry (around=1..5 adds neighbours).\n")
-	return tool.Success(b.String()).WithDetails(searchDetails{Hits: hits, Query: text, Limit: limit})
+	return tool.Success(b.String()).WithDetails(SearchDetails{Hits: hits, Query: text, Limit: limit})
 }
 
 // utcDate renders a hit's time as a UTC date and minute.
@@ -231,8 +243,10 @@ type entryJSON struct {
 	Text    string `json:"text"`
 }
 
-// readDetails is the Details of a read outcome.
-type readDetails struct {
+// ReadDetails is the Details of a successful read: the entries, oldest
+// first, and where the rendered read spilled when it was over
+// blob.OverflowThreshold.
+type ReadDetails struct {
 	Entries  []Entry        `json:"entries"`
 	Overflow *blob.Overflow `json:"overflow,omitempty"`
 }
@@ -271,13 +285,13 @@ func runRead(ctx context.Context, c *tool.Call, h History, session string, a sea
 	var b strings.Builder
 	fmt.Fprintf(&b, "history_search: entry %q of session %q", a.Entry, session)
 	if around > 0 {
-		fmt.Fprintf(&b, " with up to %d neighbours on each side, oldest first", around)
+		fmt.Fprintf(&b, " with up to %d neighbouring entries on each side, oldest first", around)
 	}
 	b.WriteString(".\n")
 	f := newFence()
 	if len(data) <= blob.OverflowThreshold {
 		f.quote(&b, string(data))
-		return tool.Success(b.String()).WithDetails(readDetails{Entries: entries})
+		return tool.Success(b.String()).WithDetails(ReadDetails{Entries: entries})
 	}
 	if c.Blobs == nil {
 		return tool.Fail("SpillFailed", fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and this host has no blob store to spill it to; read fewer neighbours (around)", len(data), blob.OverflowThreshold))
@@ -288,7 +302,7 @@ func runRead(ctx context.Context, c *tool.Call, h History, session string, a sea
 	}
 	f.quote(&b, spilled.Text("the read"))
 	b.WriteString("The whole read is JSON in the file named above; read it in bounded slices (it may be one long line).\n")
-	return tool.Success(b.String()).WithDetails(readDetails{Entries: entries, Overflow: spilled})
+	return tool.Success(b.String()).WithDetails(ReadDetails{Entries: entries, Overflow: spilled})
 }
 
 // refusalOutcome renders a seam failure for the model: the code, the
@@ -298,9 +312,8 @@ func refusalOutcome(err error) tool.Outcome {
 	if code == "" {
 		code = IndexUnavailable
 	}
-	var r *Refusal
 	msg := err.Error()
-	if errors.As(err, &r) {
+	if r := asRefusalOf(err); r != nil {
 		msg = r.Message
 	}
 	text := fmt.Sprintf("%s: %s.", code, strings.TrimSuffix(msg, "."))

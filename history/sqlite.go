@@ -21,6 +21,17 @@ const (
 	DefaultBusyTimeout = 5 * time.Second
 	// MaxReaders bounds the read connections kept open.
 	MaxReaders = 8
+	// writerCacheKiB and readerCacheKiB size each connection's page cache;
+	// the writer's is large because batched inserts touch many pages.
+	writerCacheKiB = 64 << 10
+	readerCacheKiB = 8 << 10
+	// walCheckpointPages is how large (in pages) the WAL may grow before a
+	// commit copies it back into the database; above SQLite's default of
+	// 1000, a page rewritten by several batches is copied back once.
+	walCheckpointPages = 16384
+	// mmapBytes is how much of the file each connection maps into memory
+	// rather than reading it through system calls.
+	mmapBytes = 256 << 20
 	// indexHashBytes is FTS5's in-memory buffer per index before a segment
 	// is flushed; bigger batches merge less.
 	indexHashBytes = 16 << 20
@@ -34,10 +45,13 @@ type SQLite struct {
 	path       string
 	writer     *sql.DB // one connection, BEGIN IMMEDIATE
 	readers    *sql.DB
+	probe      *tokenProbe
 	substrings bool
 
-	mu     sync.Mutex // serialises writers in this process
-	closed atomic.Bool
+	mu      sync.Mutex // serialises writers in this process; guards known, pending
+	known   knownWords // vocabulary words known to be stored
+	pending []any      // vocabulary words the open transaction stored
+	closed  atomic.Bool
 }
 
 var (
@@ -59,16 +73,17 @@ func WithBusyTimeout(d time.Duration) Option {
 	return func(o *sqliteOptions) { o.busy = d }
 }
 
-// WithoutSubstrings creates the database without the trigram index, so
-// words-syntax searches have no substring fallback. Ingest is several times
-// faster and the file smaller. The choice is fixed when the database is
-// created; for an existing database the option is ignored.
+// WithoutSubstrings creates the database without the vocabulary and its
+// trigram index, so words-syntax searches have no substring fallback;
+// ingest is faster and the file smaller. The choice is fixed when the
+// database is created; for an existing database the option is ignored.
 func WithoutSubstrings() Option {
 	return func(o *sqliteOptions) { o.substrings = false }
 }
 
 // OpenSQLite opens (creating if needed) the index at path, a file path
-// (not ":memory:"; readers and the writer need to share it), and migrates
+// (not ":memory:", since readers and the writer share it, and without
+// '?', '#' or '%', which SQLite would read as URI syntax), and migrates
 // its schema to SchemaVersion. A database with a newer schema is refused
 // IndexUnavailable. Close it when done.
 func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
@@ -76,24 +91,24 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") {
+	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#%") {
 		return nil, refuse(IndexUnavailable, "the index path %q must be a plain file path", path)
 	}
 	ms := o.busy.Milliseconds()
 	common := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)", path, ms)
-	writer, err := sql.Open("sqlite", common+"&_txlock=immediate")
+	writer, err := sql.Open("sqlite", common+fmt.Sprintf("&_txlock=immediate&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)&_pragma=mmap_size(%d)", writerCacheKiB, walCheckpointPages, mmapBytes))
 	if err != nil {
 		return nil, &Refusal{Code: IndexUnavailable, Message: "cannot open the index", Err: err}
 	}
 	writer.SetMaxOpenConns(1)
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
-	s := &SQLite{path: path, writer: writer}
+	s := &SQLite{path: path, writer: writer, known: knownWords{}}
 	if err := s.migrate(context.Background(), o); err != nil {
 		writer.Close()
 		return nil, err
 	}
-	readers, err := sql.Open("sqlite", common+"&_pragma=query_only(1)")
+	readers, err := sql.Open("sqlite", common+fmt.Sprintf("&_pragma=query_only(1)&_pragma=cache_size(-%d)&_pragma=mmap_size(%d)", readerCacheKiB, mmapBytes))
 	if err != nil {
 		writer.Close()
 		return nil, &Refusal{Code: IndexUnavailable, Message: "cannot open the index for reading", Err: err}
@@ -101,6 +116,11 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 	readers.SetMaxOpenConns(MaxReaders)
 	readers.SetMaxIdleConns(MaxReaders)
 	s.readers = readers
+	if s.probe, err = openProbe(context.Background()); err != nil {
+		readers.Close()
+		writer.Close()
+		return nil, &Refusal{Code: IndexUnavailable, Message: "cannot open the tokenizer probe", Err: err}
+	}
 	return s, nil
 }
 
@@ -112,13 +132,13 @@ func (s *SQLite) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return errors.Join(s.readers.Close(), s.writer.Close())
+	return errors.Join(s.probe.close(), s.readers.Close(), s.writer.Close())
 }
 
 // Path returns the database file's path.
 func (s *SQLite) Path() string { return s.path }
 
-// Substrings reports whether the database has the trigram index that
+// Substrings reports whether the database keeps the vocabulary index that
 // backs the substring fallback.
 func (s *SQLite) Substrings() bool { return s.substrings }
 

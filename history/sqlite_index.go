@@ -12,7 +12,7 @@ import (
 const rowsPerInsert = 64
 
 // MaxBatchEntries bounds one IndexBatch call: one transaction.
-const MaxBatchEntries = 100_000
+const MaxBatchEntries = 20_000
 
 // Index adds one entry to the index. It is IndexBatch of one entry.
 func (s *SQLite) Index(ctx context.Context, e Entry) error {
@@ -41,7 +41,7 @@ func (s *SQLite) IndexBatch(ctx context.Context, entries []Entry) (int, error) {
 	}
 	now := time.Now()
 	return s.write(ctx, IndexBusy, IndexUnavailable, "indexing", func(tx *sql.Tx) (int, error) {
-		return insertEntries(ctx, tx, entries, now, s.substrings)
+		return s.insertEntries(ctx, tx, entries, now)
 	})
 }
 
@@ -66,7 +66,8 @@ func checkEntry(e *Entry) error {
 
 // write runs fn in one immediate transaction on the writer, serialised
 // with every other write of this process, and classifies its failure with
-// the caller's codes.
+// the caller's codes. Words fn stored in the vocabulary (s.pending) are
+// remembered once the transaction commits.
 func (s *SQLite) write(ctx context.Context, busy, unavailable Code, what string, fn func(*sql.Tx) (int, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,6 +79,7 @@ func (s *SQLite) write(ctx context.Context, busy, unavailable Code, what string,
 		return 0, classify(err, busy, unavailable, "", what)
 	}
 	defer tx.Rollback()
+	s.pending = s.pending[:0]
 	n, err := fn(tx)
 	if err != nil {
 		return 0, classify(err, busy, unavailable, "", what)
@@ -85,13 +87,16 @@ func (s *SQLite) write(ctx context.Context, busy, unavailable Code, what string,
 	if err := tx.Commit(); err != nil {
 		return 0, classify(err, busy, unavailable, "", what)
 	}
+	s.known.remember(s.pending)
+	s.pending = s.pending[:0]
 	return n, nil
 }
 
-// insertEntries stores entries (skipping known ones) and then feeds every
-// row the transaction added to the FTS5 indexes in one statement each,
-// which is far cheaper than a trigger per row.
-func insertEntries(ctx context.Context, tx *sql.Tx, entries []Entry, now time.Time, substrings bool) (int, error) {
+// insertEntries stores entries (skipping known ones), feeds every row the
+// transaction added to the word index in one statement, which is far
+// cheaper than a trigger per row, and adds their words to the vocabulary.
+// It runs under s.mu, inside write.
+func (s *SQLite) insertEntries(ctx context.Context, tx *sql.Tx, entries []Entry, now time.Time) (int, error) {
 	var last int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&last); err != nil {
 		return 0, err
@@ -138,10 +143,12 @@ func insertEntries(ctx context.Context, tx *sql.Tx, entries []Entry, now time.Ti
 	if _, err := tx.ExecContext(ctx, `INSERT INTO entries_words(rowid, text) SELECT seq, text FROM entries WHERE seq > ?`, last); err != nil {
 		return 0, err
 	}
-	if substrings {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO entries_grams(rowid, text) SELECT seq, text FROM entries WHERE seq > ?`, last); err != nil {
+	if s.substrings {
+		words, err := insertVocabulary(ctx, tx, entries, s.known)
+		if err != nil {
 			return 0, err
 		}
+		s.pending = append(s.pending, words...)
 	}
 	return added, nil
 }

@@ -38,7 +38,7 @@ func (s *SQLite) Remember(ctx context.Context, n Note) error {
 			Text:    n.Title + "\n" + n.Description + "\n\n" + n.Text,
 			Time:    n.Time,
 		}
-		return insertEntries(ctx, tx, []Entry{e}, n.Time, s.substrings)
+		return s.insertEntries(ctx, tx, []Entry{e}, n.Time)
 	})
 	return err
 }

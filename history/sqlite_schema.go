@@ -20,9 +20,10 @@ var migrations = []migration{
 }
 
 // migrateCreate creates the version-1 schema: the entries table (the
-// content, with seq as the repository-wide position), the word index and,
-// unless disabled, the trigram index, both external-content FTS5 tables
-// keyed by seq, and a small settings table holding the note counter.
+// content, with seq as the repository-wide position), the word index (an
+// external-content FTS5 table keyed by seq), unless disabled the
+// vocabulary and its trigram index (the substring fallback), and a small
+// settings table holding the note counter and the substring choice.
 func migrateCreate(ctx context.Context, tx *sql.Tx, o sqliteOptions) error {
 	stmts := []string{
 		`CREATE TABLE entries(
@@ -37,14 +38,14 @@ func migrateCreate(ctx context.Context, tx *sql.Tx, o sqliteOptions) error {
 		)`,
 		`CREATE INDEX entries_by_session ON entries(session, seq)`,
 		`CREATE TABLE settings(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`,
-		`CREATE VIRTUAL TABLE entries_words USING fts5(text, content='entries', content_rowid='seq', tokenize='unicode61 remove_diacritics 2')`,
+		`CREATE VIRTUAL TABLE entries_words USING fts5(text, content='entries', content_rowid='seq', tokenize='unicode61 remove_diacritics 2', columnsize=0)`,
 		fmt.Sprintf(`INSERT INTO entries_words(entries_words, rank) VALUES('hashsize', %d)`, indexHashBytes),
 		`INSERT INTO settings(name, value) VALUES('notes', 0)`,
 	}
 	if o.substrings {
 		stmts = append(stmts,
-			`CREATE VIRTUAL TABLE entries_grams USING fts5(text, content='entries', content_rowid='seq', tokenize='trigram remove_diacritics 1')`,
-			fmt.Sprintf(`INSERT INTO entries_grams(entries_grams, rank) VALUES('hashsize', %d)`, indexHashBytes),
+			`CREATE TABLE vocabulary(id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE)`,
+			`CREATE VIRTUAL TABLE vocabulary_grams USING fts5(word, content='vocabulary', content_rowid='id', tokenize='trigram remove_diacritics 1')`,
 			`INSERT INTO settings(name, value) VALUES('substrings', 1)`,
 		)
 	}

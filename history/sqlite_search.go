@@ -12,9 +12,10 @@ import (
 const snippetTokens = 24
 
 // Search answers the entries matching q, newest first. A words query that
-// finds nothing in the word index is retried as substrings in the trigram
-// index, when the database has one and every word is at least
-// MinSubstringRunes long; such hits have Substring set.
+// finds nothing is retried as substrings, when the database keeps the
+// vocabulary index and every word is at least MinSubstringRunes long:
+// each word stands for the (at most MaxSubstringWords newest) indexed
+// words containing it. Such hits have Substring set.
 func (s *SQLite) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err := s.check(IndexUnavailable); err != nil {
 		return nil, err
@@ -26,7 +27,7 @@ func (s *SQLite) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.Syntax == Raw {
 		return s.match(ctx, "entries_words", q.Text, q, limit, IndexRefused)
 	}
-	plan, err := planWords(q.Text)
+	plan, err := s.planWords(ctx, q.Text)
 	if err != nil {
 		return nil, err
 	}
@@ -34,11 +35,11 @@ func (s *SQLite) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil || len(hits) > 0 || !s.substrings {
 		return hits, err
 	}
-	sub, ok := plan.substringFTS5()
-	if !ok {
-		return hits, nil
+	sub, ok, err := s.substringPlan(ctx, plan)
+	if err != nil || !ok {
+		return hits, classify(err, IndexBusy, IndexUnavailable, "", "searching")
 	}
-	hits, err = s.match(ctx, "entries_grams", sub, q, limit, "")
+	hits, err = s.match(ctx, "entries_words", sub.fts5(), q, limit, "")
 	for i := range hits {
 		hits[i].Substring = true
 	}
@@ -67,7 +68,7 @@ func checkQuery(q Query) error {
 	return nil
 }
 
-// match runs one MATCH against table (entries_words or entries_grams).
+// match runs one MATCH against an FTS5 table keyed by entries.seq.
 func (s *SQLite) match(ctx context.Context, table, expr string, q Query, limit int, refusedSQL Code) ([]Hit, error) {
 	var b strings.Builder
 	b.WriteString(`SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, snippet(` + table + `, 0, '**', '**', '…', ` + itoa(snippetTokens) + `)

@@ -1,0 +1,98 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// RememberToolName is the name of the tool RememberTool builds.
+const RememberToolName = "remember"
+
+// rememberArgs are remember's arguments; all are required.
+type rememberArgs struct {
+	Title       string   `json:"title" jsonschema:"one line, at most 80 characters"`
+	Description string   `json:"description" jsonschema:"one line, at most 160 characters: when the note matters"`
+	Note        string   `json:"note" jsonschema:"the note itself, at most 4000 characters"`
+	Kind        NoteKind `json:"kind" jsonschema:"feedback, fact or decision"`
+}
+
+var noteKindSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Feedback), string(Fact), string(Decision)},
+	Description: "feedback (what the user asked for or corrected), fact (true about the repository), decision (a choice and its reason)"}
+
+// RememberTool returns remember over m. session tells which session a
+// call belongs to (nil means StrandSession). The tool checks the note with
+// PrepareNote (redaction first) and hands the model's text to m, which
+// checks it again and stores it. It asks the broker for nothing; it is
+// ReplayNever (a replay would store the note twice and spend two of the
+// MaxNotes lifetime slots) and Exclusive (two in one batch would only
+// contend for the one writer).
+func RememberTool(m Memory, session SessionOf) tool.Tool {
+	if session == nil {
+		session = StrandSession
+	}
+	return tool.Typed(tool.Tool{
+		Name:          RememberToolName,
+		Description:   rememberDescription,
+		PromptSnippet: "remember: leave a durable note for later sessions of this repository",
+		Replay:        tool.ReplayNever,
+		Mode:          tool.Exclusive,
+	}, func(ctx context.Context, c *tool.Call, a rememberArgs) tool.Outcome {
+		return runRemember(ctx, c, m, session(c), a)
+	}, tool.WithTypeSchema(reflect.TypeFor[NoteKind](), noteKindSchema))
+}
+
+var rememberDescription = fmt.Sprintf(
+	"Leave a durable note for later sessions of this repository: something the user told you (feedback), something true "+
+		"about the repository (fact), or a choice and why (decision). Later sessions find notes with history_search kind=note; "+
+		"there is no other way to read them. title: one line, at most %d characters; description: one line, at most %d characters; "+
+		"note: at most %d characters. Secrets (API keys, tokens, private keys, KEY=value secrets) are redacted before storage, so "+
+		"never rely on a note to keep one. At most %d notes are ever kept for a repository: write few, and make each count.",
+	MaxTitleChars, MaxDescriptionChars, MaxNoteChars, MaxNotes)
+
+// RememberDetails is the Details of a successful remember: the title and
+// kind as stored (trimmed and redacted).
+type RememberDetails struct {
+	Title string   `json:"title"`
+	Kind  NoteKind `json:"kind"`
+}
+
+func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a rememberArgs) tool.Outcome {
+	if m == nil {
+		return memoryOutcome(refuse(MemoryUnavailable, "this host keeps no memory"))
+	}
+	n := Note{Title: a.Title, Description: a.Description, Text: a.Note, Kind: a.Kind, Session: session, Time: c.Clock()}
+	prepared, err := PrepareNote(n)
+	if err != nil {
+		return memoryOutcome(err)
+	}
+	if err := m.Remember(ctx, n); err != nil {
+		return memoryOutcome(err)
+	}
+	text := fmt.Sprintf("Remembered %s note %q. Later sessions find it with history_search kind=note.", prepared.Kind, prepared.Title)
+	if prepared.Text != a.Note || prepared.Title != a.Title || prepared.Description != a.Description {
+		text += " (Surrounding blanks were trimmed and anything that looked like a secret was replaced by " + RedactedMark + ".)"
+	}
+	return tool.Success(text).WithDetails(RememberDetails{Title: prepared.Title, Kind: prepared.Kind})
+}
+
+// memoryOutcome renders a Memory refusal for the model.
+func memoryOutcome(err error) tool.Outcome {
+	code := CodeOf(err)
+	if code == "" {
+		code = MemoryUnavailable
+	}
+	msg := err.Error()
+	if r := asRefusalOf(err); r != nil {
+		msg = r.Message
+	}
+	text := fmt.Sprintf("%s: %s.", code, msg)
+	if code.Transient() {
+		text += " The note was fine: send the same call again later."
+	}
+	return tool.Fail(string(code), text)
+}
