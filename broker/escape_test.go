@@ -464,8 +464,8 @@ func escapeCases() []escapeCase {
 			// controls. DefaultProtected lists it; it does not exist, so no
 			// bind can hold it: the broker moves it aside when the command
 			// ends.
-			name:  "git_commondir_planted",
-			setup: func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
+			name:    "git_commondir_planted",
+			setup:   func(t *testing.T, e *escapeEnv) { e.gitRepo(t, e.ws) },
 			script:  `mkdir -p "$WS/evil/hooks" && echo "$WS/evil" > "$WS/.git/commondir"`,
 			widen:   noProtected,
 			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool { return e.exists(e.ws, ".git", "commondir") },
