@@ -49,3 +49,17 @@ func ReadURI(ctx context.Context, j Jobs, c *tool.Call, uri string) tool.Outcome
 	}
 	return renderPoll(p, c.Clock())
 }
+
+// Scheme returns the job:// namespace for fs_read, served from the
+// calling Call's Jobs plane:
+//
+//	reg.Register(tool.ReadTool(job.Scheme()))
+func Scheme() tool.Scheme {
+	return tool.Scheme{
+		Name:     strings.TrimSuffix(SchemePrefix, "://"),
+		Describe: "`job://` lists your background jobs and `job://<handle>` shows one's state and recent output without advancing anything.",
+		Read: func(ctx context.Context, c *tool.Call, uri string) tool.Outcome {
+			return ReadURI(ctx, c.Jobs, c, uri)
+		},
+	}
+}

@@ -201,6 +201,26 @@ func TestReadURI(t *testing.T) {
 	}
 }
 
+func TestSchemeServesFsRead(t *testing.T) {
+	f := newFixture(t, job.Options{})
+	id := f.start(mainOwner, f.sh("echo through fs_read"))
+	f.drain(mainOwner, id, job.Cursors{})
+	reg, err := tool.NewRegistry(tool.ReadTool(job.Scheme()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tool.Call{Workspace: f.ws, Strand: "main", Jobs: f.plane}
+	o := reg.Dispatch(context.Background(), c, "fs_read", json.RawMessage(`{"path":"job://`+string(id)+`"}`))
+	if o.IsError || !strings.Contains(o.Text, "through fs_read") {
+		t.Fatalf("fs_read job://%s: %q", id, o.Text)
+	}
+	c.Strand = "intruder"
+	o = reg.Dispatch(context.Background(), c, "fs_read", json.RawMessage(`{"path":"job://`+string(id)+`"}`))
+	if detailCode(o) != "unknown_job" {
+		t.Fatalf("another strand read %s through fs_read: %q", id, o.Text)
+	}
+}
+
 func TestPollToolStatesTheMaxWait(t *testing.T) {
 	f := newFixture(t, job.Options{MaxWait: 1234 * time.Millisecond})
 	if d := job.PollTool(f.plane).Description; !strings.Contains(d, fmt.Sprint(1234)) {

@@ -8,8 +8,12 @@
 //
 // This package owns the model's half of every tool: argument schemas and
 // decoding, clamps, path discipline for harness-side file access, and the
-// wording of every outcome. It does not own confinement (package broker),
-// content addressing (package blob) or anchor arithmetic (package hashline).
+// wording of every outcome. It also declares the seam bash starts
+// background jobs through (Jobs, with opaque Cursors) and the rolling
+// output window both use (Tail); package job implements the seam and
+// serves job_poll, job_kill and job_send. It does not own confinement
+// (package broker), content addressing (package blob), anchor arithmetic
+// (package hashline) or job lifetimes (package job).
 //
 // Invariants:
 //   - Dispatch is total. A tool never panics into the host and never

@@ -274,3 +274,29 @@ func TestWorkingDirectory(t *testing.T) {
 		t.Fatalf("missing dir: %+v", out)
 	}
 }
+
+func TestReadSchemes(t *testing.T) {
+	c, _ := testWorkspace(t)
+	echo := Scheme{Name: "echo", Describe: "`echo://x` echoes x.", Read: func(_ context.Context, c *Call, uri string) Outcome {
+		return Success(c.Strand + " read " + uri)
+	}}
+	r, err := NewRegistry(ReadTool(echo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Strand = "main"
+	if out := call(t, r, c, "fs_read", map[string]any{"path": "echo://hello"}); out.IsError || out.Text != "main read echo://hello" {
+		t.Fatalf("scheme read: %+v", out)
+	}
+	out := call(t, r, c, "fs_read", map[string]any{"path": "cap://fs"})
+	if code(out) != "unknown_scheme" || !strings.Contains(out.Text, "echo://") {
+		t.Fatalf("unknown scheme: %+v", out)
+	}
+	// A path that merely contains "://" after a slash is a file path.
+	if out := call(t, r, c, "fs_read", map[string]any{"path": "src/x://y"}); code(out) != "not_found" {
+		t.Fatalf("file path with ://: %+v", out)
+	}
+	if tl, _ := r.Lookup("fs_read"); !strings.Contains(tl.Description, "echoes x") {
+		t.Error("a scheme's sentence is missing from the description")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/agentloom/loom/hashline"
@@ -46,19 +47,62 @@ type ImageDetails struct {
 	Size int    `json:"size"`
 }
 
+// Scheme is a read-only virtual namespace fs_read serves: a path of the
+// form "<Name>://..." goes to Read instead of the filesystem, with the
+// same caller. A scheme must answer only what the caller may see, and its
+// reads must be replay-safe, since fs_read is.
+type Scheme struct {
+	// Name is the part before "://", e.g. "job".
+	Name string
+	// Describe is one sentence added to fs_read's description.
+	Describe string
+	// Read answers one path under the scheme, "<Name>://" included.
+	Read func(ctx context.Context, c *Call, uri string) Outcome
+}
+
 // ReadTool returns fs_read: a text file as anchored lines (digest first,
-// windows that say how to continue) or an image as image content.
-func ReadTool() Tool {
+// windows that say how to continue), an image as image content, or a path
+// under one of schemes answered by that scheme.
+func ReadTool(schemes ...Scheme) Tool {
+	desc := "Read a file. Text comes back as `N:anchor|text` lines after a `digest:` line; " +
+		"fs_edit needs that digest and the `N:anchor` refs. Reads show at most 2000 lines (use offset/limit " +
+		"to page; a partial read says the offset that continues it). PNG, JPEG, GIF and WebP files come back " +
+		"as images. Files over 8 MiB are refused; overflowed tool output (a blob path) is readable too."
+	byName := make(map[string]Scheme, len(schemes))
+	for _, s := range schemes {
+		byName[s.Name] = s
+		if s.Describe != "" {
+			desc += " " + s.Describe
+		}
+	}
 	return Typed(Tool{
-		Name: "fs_read",
-		Description: "Read a file. Text comes back as `N:anchor|text` lines after a `digest:` line; " +
-			"fs_edit needs that digest and the `N:anchor` refs. Reads show at most 2000 lines (use offset/limit " +
-			"to page; a partial read says the offset that continues it). PNG, JPEG, GIF and WebP files come back " +
-			"as images. Files over 8 MiB are refused; overflowed tool output (a blob path) is readable too.",
+		Name:          "fs_read",
+		Description:   desc,
 		PromptSnippet: "fs_read: read a file as anchored lines (or an image)",
 		Replay:        ReplaySafe,
 		Mode:          Concurrent,
-	}, runRead)
+	}, func(ctx context.Context, c *Call, a readArgs) Outcome {
+		if name, _, ok := strings.Cut(a.Path, "://"); ok && !strings.Contains(name, "/") {
+			s, known := byName[name]
+			if !known || s.Read == nil {
+				return Fail("unknown_scheme", fmt.Sprintf("%s:// is not a namespace this host serves; served: %s", name, schemeList(byName)))
+			}
+			return s.Read(ctx, c, a.Path)
+		}
+		return runRead(ctx, c, a)
+	})
+}
+
+func schemeList(byName map[string]Scheme) string {
+	if len(byName) == 0 {
+		return "none (give a file path)"
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n+"://")
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 func runRead(_ context.Context, c *Call, a readArgs) Outcome {

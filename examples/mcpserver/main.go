@@ -23,9 +23,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/tool/mcpserve"
 )
@@ -43,6 +45,10 @@ func main() {
 	}
 }
 
+// planeCloseWait bounds how long shutdown waits for background jobs to be
+// killed and reaped.
+const planeCloseWait = 10 * time.Second
+
 func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -58,7 +64,14 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	reg, err := tool.NewRegistry(builtinTools()...)
+	plane := job.NewPlane(session.Broker, job.Options{Blobs: session.Blobs})
+	session.Jobs = plane
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), planeCloseWait)
+		defer cancel()
+		plane.Close(ctx)
+	}()
+	reg, err := tool.NewRegistry(builtinTools(plane)...)
 	if err != nil {
 		return err
 	}

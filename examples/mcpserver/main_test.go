@@ -143,7 +143,7 @@ func TestGoClientEndToEnd(t *testing.T) {
 		names = append(names, lt.Name)
 	}
 	var want []string
-	for _, bt := range builtinTools() {
+	for _, bt := range builtinTools(nil) {
 		want = append(want, bt.Name)
 	}
 	slices.Sort(want)
@@ -400,7 +400,7 @@ func TestTypeScriptClient(t *testing.T) {
 // TestBuiltinToolsServable checks every tool this program registers can
 // be served: an MCP-valid name and a schema jsonschema-go resolves.
 func TestBuiltinToolsServable(t *testing.T) {
-	for _, bt := range builtinTools() {
+	for _, bt := range builtinTools(nil) {
 		if err := mcpserve.CheckTool(bt); err != nil {
 			t.Error(err)
 		}
