@@ -4,14 +4,12 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/internal/jailtest"
 )
 
 // BenchmarkTrue compares `true` run plainly with exec.Command and run
@@ -32,36 +30,8 @@ func BenchmarkTrue(b *testing.B) {
 	// initialise before the broker's init runs); a host program that
 	// imports the broker is what production re-executes.
 	b.Run("jailed-host-helper", func(b *testing.B) {
-		benchJailed(b, New(Options{HelperPath: buildHostHelper(b)}), plainMedian)
+		benchJailed(b, New(Options{HelperPath: jailtest.HostHelper(b)}), plainMedian)
 	})
-}
-
-// buildHostHelper builds a minimal host program importing this package,
-// through a go build overlay so no file is written into the module.
-func buildHostHelper(b *testing.B) string {
-	dir := b.TempDir()
-	pkgDir, err := os.Getwd()
-	if err != nil {
-		b.Fatal(err)
-	}
-	src := filepath.Join(dir, "main.go")
-	main := "package main\n\nimport _ \"github.com/agentloom/loom/broker\"\n\nfunc main() {}\n"
-	if err := os.WriteFile(src, []byte(main), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	virtual := filepath.Join(pkgDir, "zz_benchhost", "main.go")
-	overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{virtual: src}})
-	ovl := filepath.Join(dir, "overlay.json")
-	if err := os.WriteFile(ovl, overlay, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	out := filepath.Join(dir, "host")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-overlay", ovl, "-o", out, "./zz_benchhost")
-	cmd.Dir = pkgDir
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building the host helper: %v\n%s", err, msg)
-	}
-	return out
 }
 
 func benchJailed(b *testing.B, br *Broker, plainMedian time.Duration) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/internal/search/searchtest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -335,14 +337,6 @@ func outsideCode(p string) string {
 	return "outside_roots"
 }
 
-// benchTree writes a generated source-like tree of benchFiles files under
-// a fresh workspace; about one file in ten mentions the needle.
-const (
-	benchFiles = 3000
-	benchDirs  = 60
-	benchLines = 60
-)
-
 func benchCall(b *testing.B, withBroker bool) *Call {
 	b.Helper()
 	root, err := filepath.EvalSymlinks(b.TempDir())
@@ -350,26 +344,8 @@ func benchCall(b *testing.B, withBroker bool) *Call {
 		b.Fatal(err)
 	}
 	ws := filepath.Join(root, "ws")
-	words := []string{"alpha", "beta", "gamma", "delta", "func", "return", "value", "index", "error", "context", "buffer", "stream"}
-	for i := 0; i < benchFiles; i++ {
-		dir := filepath.Join(ws, fmt.Sprintf("pkg%02d", i%benchDirs), fmt.Sprintf("sub%d", i%7))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		var sb strings.Builder
-		for l := 0; l < benchLines; l++ {
-			for w := 0; w < 8; w++ {
-				sb.WriteString(words[(i*31+l*7+w*13)%len(words)])
-				sb.WriteByte(' ')
-			}
-			if i%10 == 0 && l == benchLines/2 {
-				sb.WriteString("needleXYZ")
-			}
-			sb.WriteByte('\n')
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d.go", i)), []byte(sb.String()), 0o644); err != nil {
-			b.Fatal(err)
-		}
+	if err := searchtest.WriteTree(ws); err != nil {
+		b.Fatal(err)
 	}
 	store, err := blob.Open(filepath.Join(root, "blobs"))
 	if err != nil {
@@ -390,7 +366,7 @@ func benchCall(b *testing.B, withBroker bool) *Call {
 	return c
 }
 
-// BenchmarkGrep compares, on the same generated tree of benchFiles files:
+// BenchmarkGrep compares, on the same generated tree of searchtest.Files files:
 // plain rg run directly (the baseline), the ripgrep engine (rg --json
 // jailed through the broker, parsed and rendered) and the pure-Go engine,
 // both through the grep tool.
@@ -409,9 +385,15 @@ func BenchmarkGrep(b *testing.B) {
 			}
 		}
 	})
+	// The jail helper is a host program, not this test binary (see
+	// package jailtest), so the ripgrep engine costs what a host pays.
+	helper := jailtest.HostHelper(b)
 	for _, engine := range []string{EngineRipgrep, EngineGo} {
 		b.Run(engine+"_engine", func(b *testing.B) {
 			c := benchCall(b, engine == EngineRipgrep)
+			if c.Broker != nil {
+				c.Broker = broker.New(broker.Options{HelperPath: helper})
+			}
 			r, err := NewRegistry(GrepTool())
 			if err != nil {
 				b.Fatal(err)
@@ -420,7 +402,7 @@ func BenchmarkGrep(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				o := r.Dispatch(context.Background(), c, "grep", raw)
-				if d, _ := o.Details.(GrepDetails); o.IsError || d.Engine != engine || d.Matches != benchFiles/10 {
+				if d, _ := o.Details.(GrepDetails); o.IsError || d.Engine != engine || d.Matches != searchtest.Files/10 {
 					b.Fatalf("engine %q matches %d: %s", d.Engine, d.Matches, o.Text[:min(len(o.Text), 300)])
 				}
 			}
