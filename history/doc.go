@@ -17,7 +17,9 @@
 // and many readers, an FTS5 word index (unicode61, no stemming), an
 // optional trigram index over the vocabulary of indexed words used as a
 // substring fallback (it also finds pieces of CJK runs, which the word
-// index keeps whole), a schema versioned with PRAGMA user_version.
+// index keeps whole), a schema versioned with PRAGMA user_version, and a
+// background checkpointer that copies the WAL of batched ingest back into
+// the database file on its own connection while the writer goes on.
 // A host feeds it with Index or IndexBatch as its session log grows.
 //
 // The tools own the model's half: schemas, the limit and around clamps (a

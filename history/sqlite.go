@@ -25,16 +25,26 @@ const (
 	// the writer's is large because batched inserts touch many pages.
 	writerCacheKiB = 64 << 10
 	readerCacheKiB = 8 << 10
-	// walCheckpointPages is how large (in pages) the WAL may grow before a
-	// commit copies it back into the database; above SQLite's default of
-	// 1000, a page rewritten by several batches is copied back once.
-	walCheckpointPages = 16384
+	// walCheckpointPages is how large (in pages) the WAL may grow before
+	// the writer's commit itself copies it back into the database. Batched
+	// ingest is normally checkpointed sooner, in the background (see
+	// checkpointer); this bound is the backstop for small writes and for a
+	// background checkpointer that falls behind. Far above SQLite's default
+	// of 1000, so an index page rewritten by several commits is copied
+	// back once. The WAL file keeps its high-water mark, about this many
+	// pages plus one batch.
+	walCheckpointPages = 32768
 	// mmapBytes is how much of the file each connection maps into memory
 	// rather than reading it through system calls.
 	mmapBytes = 256 << 20
 	// indexHashBytes is FTS5's in-memory buffer per index before a segment
 	// is flushed; bigger batches merge less.
 	indexHashBytes = 16 << 20
+	// indexAutomerge is how many segments of one level FTS5 lets build up
+	// before merging them into one (SQLite's default is 4). Every commit
+	// writes a segment, so merging drives ingest cost; 8 merges each
+	// posting fewer times and leaves a query a few more segments to read.
+	indexAutomerge = 8
 )
 
 // SQLite is the reference History and Memory on one SQLite database. It
@@ -46,9 +56,10 @@ type SQLite struct {
 	writer     *sql.DB // one connection, BEGIN IMMEDIATE
 	readers    *sql.DB
 	probe      *tokenProbe
+	checkpoint *checkpointer
 	substrings bool
 
-	mu      sync.Mutex // serialises writers in this process; guards known, pending
+	mu      sync.Mutex // serialises writers in this process; guards known, pending, checkpoint.since
 	known   knownWords // vocabulary words known to be stored
 	pending []any      // vocabulary words the open transaction stored
 	closed  atomic.Bool
@@ -121,6 +132,12 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 		writer.Close()
 		return nil, &Refusal{Code: IndexUnavailable, Message: "cannot open the tokenizer probe", Err: err}
 	}
+	if s.checkpoint, err = startCheckpointer(common); err != nil {
+		s.probe.close()
+		readers.Close()
+		writer.Close()
+		return nil, &Refusal{Code: IndexUnavailable, Message: "cannot open the checkpoint connection", Err: err}
+	}
 	return s, nil
 }
 
@@ -132,7 +149,7 @@ func (s *SQLite) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return errors.Join(s.probe.close(), s.readers.Close(), s.writer.Close())
+	return errors.Join(s.checkpoint.close(), s.probe.close(), s.readers.Close(), s.writer.Close())
 }
 
 // Path returns the database file's path.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -67,7 +68,8 @@ func checkEntry(e *Entry) error {
 // write runs fn in one immediate transaction on the writer, serialised
 // with every other write of this process, and classifies its failure with
 // the caller's codes. Words fn stored in the vocabulary (s.pending) are
-// remembered once the transaction commits.
+// remembered once the transaction commits, and the entries it counted go
+// towards the next background checkpoint (see checkpointer).
 func (s *SQLite) write(ctx context.Context, busy, unavailable Code, what string, fn func(*sql.Tx) (int, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,14 +91,23 @@ func (s *SQLite) write(ctx context.Context, busy, unavailable Code, what string,
 	}
 	s.known.remember(s.pending)
 	s.pending = s.pending[:0]
+	s.checkpoint.added(n)
 	return n, nil
 }
 
 // insertEntries stores entries (skipping known ones), feeds every row the
 // transaction added to the word index in one statement, which is far
 // cheaper than a trigger per row, and adds their words to the vocabulary.
-// It runs under s.mu, inside write.
+// It runs under s.mu, inside write. The batch's new vocabulary words are
+// gathered on another goroutine while SQLite stores the entries; s.known
+// changes only after fn returns, so that goroutine's reads of it are safe.
 func (s *SQLite) insertEntries(ctx context.Context, tx *sql.Tx, entries []Entry, now time.Time) (int, error) {
+	var words []any
+	var gather sync.WaitGroup
+	if s.substrings {
+		gather.Go(func() { words = newWords(entries, s.known) })
+		defer gather.Wait()
+	}
 	var last int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&last); err != nil {
 		return 0, err
@@ -144,8 +155,8 @@ func (s *SQLite) insertEntries(ctx context.Context, tx *sql.Tx, entries []Entry,
 		return 0, err
 	}
 	if s.substrings {
-		words, err := insertVocabulary(ctx, tx, entries, s.known)
-		if err != nil {
+		gather.Wait()
+		if err := insertVocabulary(ctx, tx, words); err != nil {
 			return 0, err
 		}
 		s.pending = append(s.pending, words...)

@@ -40,6 +40,7 @@ func migrateCreate(ctx context.Context, tx *sql.Tx, o sqliteOptions) error {
 		`CREATE TABLE settings(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`,
 		`CREATE VIRTUAL TABLE entries_words USING fts5(text, content='entries', content_rowid='seq', tokenize='unicode61 remove_diacritics 2', columnsize=0)`,
 		fmt.Sprintf(`INSERT INTO entries_words(entries_words, rank) VALUES('hashsize', %d)`, indexHashBytes),
+		fmt.Sprintf(`INSERT INTO entries_words(entries_words, rank) VALUES('automerge', %d)`, indexAutomerge),
 		`INSERT INTO settings(name, value) VALUES('notes', 0)`,
 	}
 	if o.substrings {

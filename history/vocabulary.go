@@ -34,12 +34,12 @@ const (
 // word ("ackof" in "backoff") and a piece of a CJK run, which the word
 // index keeps as one token; it does not find text spanning two words.
 
-// collectWords adds the vocabulary words of text to into. A word is a
-// run of letters, numbers, private-use characters and combining marks,
-// approximating the word index's tokenizer; a difference only costs the
-// fallback a candidate, never a wrong hit, because candidates are searched
-// in the word index itself.
-func collectWords(text string, into map[string]struct{}) {
+// eachWord calls add with every vocabulary word of text, lowercased. A
+// word is a run of letters, numbers, private-use characters and combining
+// marks, approximating the word index's tokenizer; a difference only costs
+// the fallback a candidate, never a wrong hit, because candidates are
+// searched in the word index itself.
+func eachWord(text string, add func(string)) {
 	start := -1
 	for i, r := range text {
 		if wordRune(r) {
@@ -49,12 +49,12 @@ func collectWords(text string, into map[string]struct{}) {
 			continue
 		}
 		if start >= 0 {
-			addWord(text[start:i], into)
+			vocabularyWord(text[start:i], add)
 			start = -1
 		}
 	}
 	if start >= 0 {
-		addWord(text[start:], into)
+		vocabularyWord(text[start:], add)
 	}
 }
 
@@ -65,16 +65,44 @@ func wordRune(r rune) bool {
 	return r != utf8.RuneError && unicode.In(r, unicode.L, unicode.N, unicode.Co, unicode.Mn)
 }
 
-func addWord(w string, into map[string]struct{}) {
+// vocabularyWord passes w on, lowercased, when its length suits the
+// vocabulary.
+func vocabularyWord(w string, add func(string)) {
 	if len(w) > MaxVocabularyWordBytes || utf8.RuneCountInString(w) < MinSubstringRunes {
 		return
 	}
-	into[strings.ToLower(w)] = struct{}{}
+	add(strings.ToLower(w))
 }
 
-// knownWords remembers words the vocabulary already holds. Only the
-// writer touches it, under SQLite.mu, and only after a commit, so it never
-// claims a word a rolled-back transaction failed to store.
+// newWords answers the distinct vocabulary words of entries that known
+// does not hold, in the order they first occur. It only reads known, so it
+// may run while the writer's transaction executes SQL (see insertEntries).
+func newWords(entries []Entry, known knownWords) []any {
+	var words []any
+	var fresh map[string]struct{}
+	add := func(w string) {
+		if _, ok := known[w]; ok {
+			return
+		}
+		if _, ok := fresh[w]; ok {
+			return
+		}
+		if fresh == nil {
+			fresh = make(map[string]struct{})
+		}
+		fresh[w] = struct{}{}
+		words = append(words, w)
+	}
+	for i := range entries {
+		eachWord(entries[i].Text, add)
+	}
+	return words
+}
+
+// knownWords remembers words the vocabulary already holds. It is used
+// only while SQLite.mu is held: read by the writer's newWords goroutine,
+// which insertEntries waits for, and added to only after a commit, so it
+// never claims a word a rolled-back transaction failed to store.
 type knownWords map[string]struct{}
 
 // remember adds committed words while there is room.
@@ -87,26 +115,15 @@ func (k knownWords) remember(words []any) {
 	}
 }
 
-// insertVocabulary stores the words of entries not known to be stored and
-// feeds the new ones to the trigram index. It answers the words it
-// inserted, for known.remember once the transaction commits.
-func insertVocabulary(ctx context.Context, tx *sql.Tx, entries []Entry, known knownWords) ([]any, error) {
-	seen := make(map[string]struct{}, len(entries)*4)
-	for _, e := range entries {
-		collectWords(e.Text, seen)
-	}
-	words := make([]any, 0, len(seen))
-	for w := range seen {
-		if _, ok := known[w]; !ok {
-			words = append(words, w)
-		}
-	}
+// insertVocabulary stores words (newWords of a batch) and feeds the ones
+// the vocabulary did not hold yet to the trigram index.
+func insertVocabulary(ctx context.Context, tx *sql.Tx, words []any) error {
 	if len(words) == 0 {
-		return nil, nil
+		return nil
 	}
 	var last int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM vocabulary`).Scan(&last); err != nil {
-		return nil, err
+		return err
 	}
 	var full *sql.Stmt
 	defer func() {
@@ -120,7 +137,7 @@ func insertVocabulary(ctx context.Context, tx *sql.Tx, entries []Entry, known kn
 		if len(chunk) == wordsPerInsert {
 			if full == nil {
 				if full, err = tx.PrepareContext(ctx, vocabularySQL(wordsPerInsert)); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			_, err = full.ExecContext(ctx, chunk...)
@@ -128,13 +145,13 @@ func insertVocabulary(ctx context.Context, tx *sql.Tx, entries []Entry, known kn
 			_, err = tx.ExecContext(ctx, vocabularySQL(len(chunk)), chunk...)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO vocabulary_grams(rowid, word) SELECT id, word FROM vocabulary WHERE id > ?`, last); err != nil {
-		return nil, err
+		return err
 	}
-	return words, nil
+	return nil
 }
 
 func vocabularySQL(rows int) string {
