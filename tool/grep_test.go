@@ -393,6 +393,7 @@ func BenchmarkGrep(b *testing.B) {
 			c := benchCall(b, engine == EngineRipgrep)
 			if c.Broker != nil {
 				c.Broker = broker.New(broker.Options{HelperPath: helper})
+				c.Broker.Available() // the one-time layer probe, outside the timing
 			}
 			r, err := NewRegistry(GrepTool())
 			if err != nil {
