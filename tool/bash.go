@@ -239,7 +239,9 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 	case a.TimeoutMs < 0:
 		return bashFail("invalid_arguments", fmt.Sprintf("timeout_ms must not be negative (got %d)", a.TimeoutMs), det)
 	case a.TimeoutMs > 0:
-		timeout = time.Duration(a.TimeoutMs) * time.Millisecond
+		// Capped before converting, so a huge value cannot wrap negative
+		// (which the broker would read as no timeout at all).
+		timeout = time.Duration(min(int64(a.TimeoutMs), MaxBashTimeout.Milliseconds()+1)) * time.Millisecond
 	}
 	if timeout > MaxBashTimeout {
 		notes = append(notes, fmt.Sprintf("timeout_ms %d clamped to %d", a.TimeoutMs, MaxBashTimeout.Milliseconds()))
@@ -299,8 +301,11 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 	for k, v := range c.Env {
 		env[k] = v
 	}
+	// The harness creates the scratch directory unjailed, so it goes
+	// through the write discipline: a link a command left on the way
+	// cannot make the harness create it elsewhere.
 	scratch := c.Scratch()
-	if err := os.MkdirAll(scratch, 0o755); err == nil {
+	if dir, err := c.ResolveWrite(scratch); err == nil && os.MkdirAll(dir, 0o755) == nil {
 		env["TMPDIR"] = scratch
 	}
 	if c.Broker.Available().Applied(broker.LayerNamespaces) {

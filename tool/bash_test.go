@@ -119,6 +119,8 @@ func TestBashTimeoutClamp(t *testing.T) {
 		{1, 1000 / 1000, false},
 		{max, max, false},
 		{max + 1, max, true},
+		{1 << 54, max, true},   // milliseconds as a Duration would wrap negative
+		{1<<63 - 1, max, true}, // the largest JSON integer an int takes
 	} {
 		t.Run(fmt.Sprint(tc.ms), func(t *testing.T) {
 			c := bashCall(t, true)
@@ -351,11 +353,29 @@ func ExampleBashTool() {
 		Broker: broker.New(broker.Options{}),
 	}
 	r, _ := NewRegistry(BashTool())
-	o := r.Dispatch(context.Background(), c, "bash", json.RawMessage(`{"command":"echo hello; echo x > /etc/loom-example"}`))
+	o := r.Dispatch(context.Background(), c, "bash", json.RawMessage(`{"command":"exec 2>&1; echo hello; echo x > /etc/loom-example"}`))
 	lines := strings.Split(o.Text, "\n")
 	fmt.Println(lines[0])
 	fmt.Println(o.IsError, strings.HasPrefix(lines[len(lines)-1], "sandbox: "))
 	// Output:
 	// hello
 	// true true
+}
+
+// TestBashScratchLinkedOut: the harness creates the session scratch
+// directory itself, unjailed. A command that replaced .loom with a link
+// out of the workspace must not make it create a directory there.
+func TestBashScratchLinkedOut(t *testing.T) {
+	c := bashCall(t, false)
+	outside := filepath.Join(filepath.Dir(c.Workspace), "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(c.Workspace, ".loom")); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := runBashArgs(t, c, map[string]any{"command": "true", "mode": "foreground"})
+	if _, err := os.Stat(filepath.Join(outside, "tmp")); err == nil {
+		t.Errorf("the harness created the scratch directory outside the workspace: %s", o.Text)
+	}
 }

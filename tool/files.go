@@ -23,7 +23,7 @@ func (e errTooLarge) Error() string {
 // readRegular reads the regular file at path, refusing anything else and
 // anything over MaxFileBytes.
 func readRegular(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openResolved(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
@@ -60,8 +60,16 @@ func writeWhole(path string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// Every step below goes through the directory as opened without
+	// symlinks, so a link swapped in after resolution cannot redirect it.
+	dir, release, err := pinDir(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	target := filepath.Join(dir, filepath.Base(path))
 	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
+	if fi, err := os.Stat(target); err == nil {
 		if !fi.Mode().IsRegular() {
 			return fmt.Errorf("%s exists and is not a regular file", path)
 		}
@@ -93,7 +101,7 @@ func writeWhole(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(name, path); err != nil {
+	if err := os.Rename(name, target); err != nil {
 		return err
 	}
 	ok = true

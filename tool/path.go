@@ -13,6 +13,10 @@ import (
 // MaxLinkFollows bounds the symlinks followed while resolving one path.
 const MaxLinkFollows = 40
 
+// MaxPathBytes bounds a path argument: the kernel's PATH_MAX, past which
+// no system call would accept it anyway.
+const MaxPathBytes = 4096
+
 // JailReplacedRoots are the directories a jail mounts its own copy of.
 // Outside the workspace the harness refuses to read them, since what it
 // would see is not what a jailed command sees.
@@ -25,6 +29,7 @@ var JailReplacedRoots = []string{"/proc", "/dev", "/tmp"}
 //	protection_misconfigured a protected entry is not absolute, so nothing can be trusted
 //	jail_replaced            a read under /proc, /dev or /tmp outside the workspace
 //	too_many_links           more than MaxLinkFollows symlinks
+//	path_too_long            more than MaxPathBytes bytes
 //	invalid_path             empty or containing a NUL byte
 type PathError struct {
 	Code  string
@@ -74,10 +79,10 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if c.Blobs != nil {
-		if root, err := resolveReal(c.Blobs.Root()); err == nil && within(root, resolved) {
-			return resolved, nil
-		}
+	// The store resolved its root when it opened; resolving it again
+	// here would let a symlink swapped in since redirect the allowance.
+	if c.Blobs != nil && c.Blobs.Root() != "" && within(filepath.Clean(c.Blobs.Root()), resolved) {
+		return resolved, nil
 	}
 	if err := c.checkProtected(path, lexical, resolved); err != nil {
 		return "", err
@@ -148,6 +153,9 @@ func (c *Call) resolve(path string) (lexical, resolved string, err error) {
 	if path == "" || strings.ContainsRune(path, 0) {
 		return "", "", &PathError{Code: "invalid_path", Path: path, Err: errors.New("a path must be non-empty and free of NUL bytes")}
 	}
+	if len(path) > MaxPathBytes {
+		return "", "", &PathError{Code: "path_too_long", Path: path[:64] + "…", Err: fmt.Errorf("a path is at most %d bytes; this one is %d", MaxPathBytes, len(path))}
+	}
 	if !filepath.IsAbs(c.Workspace) {
 		return "", "", &PathError{Code: "invalid_path", Path: path, Err: fmt.Errorf("the host's workspace %q is not absolute", c.Workspace)}
 	}
@@ -217,9 +225,11 @@ func resolveReal(p string) (string, error) {
 		fi, err := os.Lstat(next)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				// The rest does not exist yet: keep it as written, but
-				// still apply any ".." lexically.
-				return filepath.Clean(filepath.Join(append([]string{next}, rest...)...)), nil
+				// This component does not exist yet: keep it as written
+				// and go on, since a later ".." climbs back into real
+				// directories whose symlinks must still be followed.
+				done = next
+				continue
 			}
 			return "", err
 		}

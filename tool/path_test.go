@@ -198,3 +198,120 @@ func TestLinkFollowBound(t *testing.T) {
 func protectedHooks(ws string) broker.Policy {
 	return broker.Policy{Protected: []string{ws + "/.git/hooks", ws + "/.git/config"}}
 }
+
+// TestMissingComponentThenDotDot: a ".." after a component that does not
+// exist climbs back into real directories, whose symlinks must still be
+// followed; cleaning the rest lexically would hide a link out of the
+// workspace or onto a protected entry behind the missing name.
+func TestMissingComponentThenDotDot(t *testing.T) {
+	c, outside := testWorkspace(t)
+	ws := c.Workspace
+	for link, target := range map[string]string{"escape": outside, "hooks": ".git/hooks", "srclink": "src"} {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		path      string
+		want      string // refusal code for read and write, "" = allowed
+		wantAfter string
+	}{
+		{"nope/../escape/secret.txt", "outside_roots", ""},
+		{"nope/deeper/../../escape/new.txt", "outside_roots", ""},
+		{"src/a.txt/x/../../../escape/secret.txt", "outside_roots", ""}, // through a file (ENOTDIR)
+		{"nope/../hooks/pre-commit", "protected_path", ""},
+		{"nope/../srclink/a.txt", "", "/ws/src/a.txt"},
+		{"nope/../new.txt", "", "/ws/new.txt"},
+	}
+	for _, tc := range cases {
+		for _, op := range []struct {
+			name string
+			fn   func(string) (string, error)
+		}{{"read", c.ResolveRead}, {"write", c.ResolveWrite}} {
+			got, err := op.fn(tc.path)
+			if tc.want == "" {
+				if err != nil || !strings.HasSuffix(got, tc.wantAfter) {
+					t.Errorf("%s %s: got (%q, %v), want suffix %s", op.name, tc.path, got, err, tc.wantAfter)
+				}
+				continue
+			}
+			var pe *PathError
+			if !errors.As(err, &pe) || pe.Code != tc.want {
+				t.Errorf("%s %s: got (%q, %v), want code %s", op.name, tc.path, got, err, tc.want)
+			}
+		}
+	}
+	// End to end: neither the outside file nor the hook is touched.
+	r, err := NewRegistry(FileTools()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := call(t, r, c, "fs_write", map[string]any{"path": "nope/../escape/pwned.txt", "content": "x"}); !out.IsError {
+		t.Errorf("write through a missing component escaped: %s", out.Text)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "pwned.txt")); err == nil {
+		t.Error("a file was written outside the workspace")
+	}
+	if out := call(t, r, c, "fs_write", map[string]any{"path": "nope/../hooks/pre-commit", "content": "#!/bin/sh\n"}); !out.IsError {
+		t.Errorf("write onto a hook through a missing component: %s", out.Text)
+	}
+	if out := call(t, r, c, "fs_read", map[string]any{"path": "nope/../escape/secret.txt"}); !out.IsError {
+		t.Errorf("read through a missing component escaped: %s", out.Text)
+	}
+}
+
+// TestBlobRootRedirect: the blob store's root is fixed when the store
+// opens. A command that replaces it (or a parent) with a symlink, as it can
+// when the store lives in the workspace, must not turn the blob allowance
+// into a read of wherever the link points.
+func TestBlobRootRedirect(t *testing.T) {
+	c, outside := testWorkspace(t)
+	ws := c.Workspace
+	store, err := blob.Open(filepath.Join(ws, ".loom", "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Blobs = store
+	ref, err := store.Put([]byte("spilled"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ResolveRead(store.Path(ref)); err != nil {
+		t.Fatalf("control: a blob must be readable: %v", err)
+	}
+	if err := os.Rename(store.Root(), filepath.Join(ws, ".loom", "moved")); err != nil {
+		t.Fatal(err)
+	}
+	for target, probe := range map[string]struct{ path, want string }{
+		outside:      {outside + "/secret.txt", "outside_roots"},
+		ws + "/.git": {ws + "/.git/config", "protected_path"},
+		"../.git":    {ws + "/.git/hooks/pre-commit", "protected_path"},
+	} {
+		os.Remove(store.Root())
+		if err := os.Symlink(target, store.Root()); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ResolveRead(probe.path)
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Code != probe.want {
+			t.Errorf("blob root linked to %s: read %s got (%q, %v), want %s", target, probe.path, got, err, probe.want)
+		}
+	}
+}
+
+func TestPathLengthBound(t *testing.T) {
+	c, _ := testWorkspace(t)
+	at := strings.Repeat("a/", MaxPathBytes/2-1) + "bb"
+	if len(at) != MaxPathBytes {
+		t.Fatalf("test path is %d bytes", len(at))
+	}
+	// At the bound the length is not what refuses it (the kernel may still
+	// find the joined path too long); one byte past, it is.
+	var pe *PathError
+	if _, err := c.ResolveWrite(at); errors.As(err, &pe) && pe.Code == "path_too_long" {
+		t.Fatalf("a path of exactly %d bytes refused for its length: %v", MaxPathBytes, err)
+	}
+	if _, err := c.ResolveRead(at + "c"); !errors.As(err, &pe) || pe.Code != "path_too_long" {
+		t.Fatalf("one byte past the bound: %v", err)
+	}
+}
