@@ -97,13 +97,6 @@ func grepDetails(t *testing.T, o Outcome) GrepDetails {
 	return d
 }
 
-func requireRg(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("rg"); err != nil {
-		t.Fatal("ripgrep (rg) is not on PATH; install it (apt-get install ripgrep) to test the ripgrep engine")
-	}
-}
-
 func TestGrepGoEngine(t *testing.T) {
 	c := grepCall(t, grepTree, false)
 	o := runGrepArgs(t, c, map[string]any{"pattern": "needle"})
@@ -126,7 +119,7 @@ func TestGrepGoEngine(t *testing.T) {
 }
 
 func TestGrepEnginesRenderTheSame(t *testing.T) {
-	requireRg(t)
+	searchtest.RequireRipgrep(t)
 	cases := []map[string]any{
 		{"pattern": "needle"},
 		{"pattern": "NEEDLE", "case_insensitive": true},
@@ -170,7 +163,7 @@ func TestGrepMaxResultsBound(t *testing.T) {
 	files := map[string]string{"f.txt": b.String()}
 	for _, withBroker := range []bool{false, true} {
 		if withBroker {
-			requireRg(t)
+			searchtest.RequireRipgrep(t)
 		}
 		c := grepCall(t, files, withBroker)
 		for _, tt := range []struct {
@@ -267,7 +260,7 @@ func TestGrepRespectsStepBudget(t *testing.T) {
 			if engine == EngineGo {
 				t.Setenv("PATH", "") // no rg: the Go engine runs, still budgeted
 			} else {
-				requireRg(t)
+				searchtest.RequireRipgrep(t)
 			}
 			c := grepCall(t, grepTree, true)
 			l := c.Broker.Ledger()
@@ -371,9 +364,7 @@ func benchCall(b *testing.B, withBroker bool) *Call {
 // jailed through the broker, parsed and rendered) and the pure-Go engine,
 // both through the grep tool.
 func BenchmarkGrep(b *testing.B) {
-	if _, err := exec.LookPath("rg"); err != nil {
-		b.Fatal("ripgrep (rg) is not on PATH")
-	}
+	searchtest.RequireRipgrep(b)
 	args := map[string]any{"pattern": "needle[A-Z]+", "max_results": MaxGrepResults}
 	b.Run("plain_rg", func(b *testing.B) {
 		c := benchCall(b, false)
@@ -433,7 +424,7 @@ func ExampleGrepTool() {
 }
 
 func TestGrepFallsBackToGoWhenRipgrepCannotBeJailed(t *testing.T) {
-	requireRg(t)
+	searchtest.RequireRipgrep(t)
 	c := grepCall(t, grepTree, true)
 	c.Base.ReadableRoots = nil // rg's own directory is not readable under the base
 	o := runGrepArgs(t, c, map[string]any{"pattern": "needle"})

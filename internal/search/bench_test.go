@@ -27,9 +27,7 @@ func benchTree(b *testing.B) string {
 // BenchmarkSearch compares plain rg (run directly, output discarded), rg
 // --json parsed by RipgrepCollector (unjailed), and the Go engine.
 func BenchmarkSearch(b *testing.B) {
-	if _, err := exec.LookPath("rg"); err != nil {
-		b.Fatal("ripgrep (rg) is not on PATH")
-	}
+	searchtest.RequireRipgrep(b)
 	root := benchTree(b)
 	o := Options{Pattern: "needle[A-Z]+"}
 	b.Run("plain_rg", func(b *testing.B) {

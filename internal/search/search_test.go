@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloom/loom/internal/search/searchtest"
 )
 
 // fixture writes files (name -> content; "->target" makes a symlink) under
@@ -93,13 +95,6 @@ func rgRun(t testing.TB, root string, o Options) Result {
 	return col.Result()
 }
 
-func requireRipgrep(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("rg"); err != nil {
-		t.Fatal("ripgrep (rg) is not on PATH; install it (apt-get install ripgrep) to run the engine comparison")
-	}
-}
-
 func TestGoEngineSelection(t *testing.T) {
 	root := fixture(t, treeFiles)
 	o := Options{Pattern: "foo", Protected: []string{filepath.Join(root, "secret")}}
@@ -119,7 +114,7 @@ func TestGoEngineSelection(t *testing.T) {
 }
 
 func TestEnginesAgree(t *testing.T) {
-	requireRipgrep(t)
+	searchtest.RequireRipgrep(t)
 	root := fixture(t, treeFiles)
 	prot := []string{filepath.Join(root, "secret")}
 	cases := []Options{
