@@ -2,6 +2,22 @@ package broker
 
 import (
 	"sync"
+	"time"
+)
+
+// Bounds on warm helpers.
+const (
+	// DefaultWarmHelperIdle is how long a helper started ahead of the next
+	// command waits for one before the broker retires it, when
+	// Options.WarmHelperIdle is zero.
+	DefaultWarmHelperIdle = 30 * time.Second
+	// MaxWarmHelperIdle caps Options.WarmHelperIdle.
+	MaxWarmHelperIdle = 5 * time.Minute
+	// helperIdleTimeout is how long a helper waits for its configuration
+	// before exiting by itself: a backstop for a host that stopped
+	// retiring it (frozen, say). It outlasts every idle allowance, so the
+	// broker never hands a command to a helper about to leave.
+	helperIdleTimeout = MaxWarmHelperIdle + time.Minute
 )
 
 // Options configure a Broker.
@@ -20,6 +36,16 @@ type Options struct {
 	// a program that imports this package (or calls HelperMain). Empty
 	// means /proc/self/exe, the running program itself.
 	HelperPath string
+	// WarmHelperIdle is how long the broker keeps one helper started
+	// ahead of the next command. A helper's process start, its fresh
+	// namespaces and its runtime's initialisation then happen while the
+	// previous command runs, not in the next command's latency; the warm
+	// helper holds no policy and has confined nothing until a command is
+	// handed to it, and each helper serves exactly one command. Zero means
+	// DefaultWarmHelperIdle; values above MaxWarmHelperIdle are capped; a
+	// negative value turns prestarting off, so every command starts its
+	// helper when it is cleared. Close discards the warm helper.
+	WarmHelperIdle time.Duration
 }
 
 // Broker clears commands: it checks a call's policy and budget, then runs
@@ -31,6 +57,11 @@ type Broker struct {
 
 	probeOnce sync.Once
 	probe     probeResult
+
+	warmMu  sync.Mutex
+	warm    *waitingHelper // the helper waiting for the next command, or nil
+	warming bool           // a helper is being started for the warm slot
+	closed  bool           // Close was called: prestart nothing more
 }
 
 // New returns a Broker. It does not touch the kernel until the first
@@ -44,6 +75,28 @@ func New(opts Options) *Broker {
 		opts.HelperPath = selfExe
 	}
 	return &Broker{opts: opts, ledger: l}
+}
+
+// Close discards the helper kept warm for the next command and stops
+// prestarting; commands already cleared run on. The Broker stays usable
+// after Close, starting each command's helper when it is cleared. Close
+// always returns nil.
+func (b *Broker) Close() error {
+	b.closeWarm()
+	return nil
+}
+
+// warmIdle is the effective Options.WarmHelperIdle; zero or less means
+// no prestarting.
+func (b *Broker) warmIdle() time.Duration {
+	switch d := b.opts.WarmHelperIdle; {
+	case d == 0:
+		return DefaultWarmHelperIdle
+	case d < 0:
+		return 0
+	default:
+		return min(d, MaxWarmHelperIdle)
+	}
 }
 
 // Ledger returns the ledger the broker admits clearances into.

@@ -111,7 +111,10 @@ type CallSpec struct {
 	Dir string
 	// Env is offered to the command; only names in Policy.EnvAllow pass.
 	Env map[string]string
-	// Stdin feeds the command; nil means /dev/null.
+	// Stdin feeds the command; nil means /dev/null. An *os.File is the
+	// command's fd 0 itself, as with os/exec (the caller may close its
+	// copy once Clear returns); any other reader is copied into a pipe
+	// until it ends or the command exits.
 	Stdin io.Reader
 	// Policy is the already composed policy the command runs under.
 	Policy Policy
@@ -198,27 +201,11 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		}
 	}
 	absent := absentPaths(spec.Policy.Protected)
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		b.ledger.Release(ticket)
-		return nil, NewDenial(DenialJailFailed, "stdout pipe: "+err.Error(), err)
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		stdoutR.Close()
-		stdoutW.Close()
-		b.ledger.Release(ticket)
-		return nil, NewDenial(DenialJailFailed, "stderr pipe: "+err.Error(), err)
-	}
 	proc, enf, execErr, d := b.start(jailRequest{
 		argv: spec.Argv, env: buildEnv(spec.Env, spec.Policy.EnvAllow), dir: dir,
-		policy: spec.Policy, stdin: spec.Stdin, stdout: stdoutW, stderr: stderrW, probe: probe,
+		policy: spec.Policy, stdin: spec.Stdin, probe: probe,
 	})
-	stdoutW.Close()
-	stderrW.Close()
 	if d != nil {
-		stdoutR.Close()
-		stderrR.Close()
 		b.ledger.Release(ticket)
 		return nil, d
 	}
@@ -227,8 +214,8 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go pump(&readers, stdoutR, Stdout, ex.out)
-	go pump(&readers, stderrR, Stderr, ex.out)
+	go pump(&readers, proc.stdout, Stdout, ex.out)
+	go pump(&readers, proc.stderr, Stderr, ex.out)
 
 	go func() {
 		var timer <-chan time.Time
@@ -259,14 +246,13 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		// one, writers that escaped the group are cut off after a grace.
 		if !proc.pidNamespace {
 			grace := time.AfterFunc(OutputDrainGrace, func() {
-				stdoutR.SetReadDeadline(time.Now())
-				stderrR.SetReadDeadline(time.Now())
+				proc.stdout.SetReadDeadline(time.Now())
+				proc.stderr.SetReadDeadline(time.Now())
 			})
 			defer grace.Stop()
 		}
 		readers.Wait()
-		stdoutR.Close()
-		stderrR.Close()
+		proc.closeOutput()
 		s := settle(state, execErr)
 		s.Duration = time.Since(proc.started)
 		s.ProtectedCreated = quarantineCreated(absent)

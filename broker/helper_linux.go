@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,9 @@ const (
 	// before the command ran; exitHelperExec when exec itself failed.
 	exitHelperSetup = 125
 	exitHelperExec  = 127
+	// exitHelperIdle is a warm helper's status when no configuration came
+	// within helperIdleTimeout.
+	exitHelperIdle = 0
 )
 
 // helperProcessEnv is the helper's own environment (never the
@@ -59,6 +63,8 @@ type helperConfig struct {
 	Seccomp       bool     `json:"seccomp"`
 	SeccompSkip   string   `json:"seccomp_skip,omitempty"`
 	Limits        Limits   `json:"limits"`
+	// NullStdin: the command reads /dev/null, not the stdin pipe.
+	NullStdin bool `json:"null_stdin,omitempty"`
 }
 
 // helperReport is one message from a helper: the layers it applied,
@@ -120,6 +126,10 @@ func runHelper() int {
 			b = b[n:]
 		}
 	}
+	if !readableWithin(helperConfigFd, helperIdleTimeout) {
+		// A warm helper nobody needed: leave without a word.
+		return exitHelperIdle
+	}
 	var cfg helperConfig
 	raw, err := io.ReadAll(io.LimitReader(os.NewFile(helperConfigFd, "config"), maxHelperConfigBytes))
 	unix.Close(helperConfigFd)
@@ -137,6 +147,11 @@ func runHelper() int {
 	fatal := func(err error) int {
 		report(helperReport{Layers: layers, Fatal: err.Error()})
 		return exitHelperSetup
+	}
+	if cfg.NullStdin {
+		if err := nullStdin(); err != nil {
+			return fatal(fmt.Errorf("stdin from %s: %w", devNull, err))
+		}
 	}
 
 	landlockWrite := append([]string(nil), cfg.WritableRoots...)
@@ -223,6 +238,36 @@ func runHelper() int {
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	report(helperReport{Exec: fmt.Sprintf("exec %s: %s", cfg.Argv[0], errnoName(err))})
 	return exitHelperExec
+}
+
+// readableWithin waits up to d for fd to become readable (data, or the
+// other end closed) and reports whether it did. An fd poll refuses counts
+// as readable, so the read that follows says what is wrong.
+func readableWithin(fd int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(left/time.Millisecond)+1)
+		switch {
+		case err == unix.EINTR:
+		case err != nil, n > 0:
+			return true
+		}
+	}
+}
+
+// nullStdin makes /dev/null the command's standard input.
+func nullStdin() error {
+	fd, err := unix.Open(devNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Dup3(fd, 0, 0)
 }
 
 // setupMounts builds the jail's mount table: private propagation, a

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -86,10 +85,11 @@ func availability(p probeResult) Enforcement {
 	return e
 }
 
-// start launches the helper for req, hands it the configuration, and
-// reads its report up to exec. It returns the running process and its
-// Enforcement; execErr is set when confinement completed but the command
-// could not be exec'd (the process then exits on its own).
+// start hands req to a helper (a warm one when the broker holds one of the
+// right flavour, else one started now) and reads its report up to exec.
+// It returns the running process and its Enforcement; execErr is set when
+// confinement completed but the command could not be exec'd (the process
+// then exits on its own).
 func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, execErr string, d *Denial) {
 	namespaces := req.probe.usernsErr == nil
 	networkOff := req.policy.Network != NetworkFull
@@ -101,6 +101,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		LandlockABI: req.probe.landlockABI,
 		Seccomp:     req.probe.seccompErr == nil,
 		Limits:      req.policy.Limits.withDefaults(),
+		NullStdin:   req.stdin == nil,
 	}
 	if req.probe.landlockABI <= 0 {
 		cfg.LandlockSkip = errnoName(req.probe.landlockErr)
@@ -112,96 +113,94 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	if err != nil {
 		return nil, enf, "", NewDenial(DenialJailFailed, "encode helper config: "+err.Error(), err)
 	}
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		return nil, enf, "", NewDenial(DenialJailFailed, "config pipe: "+err.Error(), err)
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		cfgR.Close()
-		cfgW.Close()
-		return nil, enf, "", NewDenial(DenialJailFailed, "report pipe: "+err.Error(), err)
-	}
-	defer repR.Close()
-	cmd := &exec.Cmd{
-		Path:        b.opts.HelperPath,
-		Args:        []string{helperArg0},
-		Env:         helperProcessEnv,
-		Dir:         "/",
-		Stdin:       req.stdin,
-		Stdout:      req.stdout,
-		Stderr:      req.stderr,
-		ExtraFiles:  []*os.File{cfgR, repW}, // fds 3 and 4
-		SysProcAttr: jailSysProcAttr(namespaces, networkOff),
-		WaitDelay:   OutputDrainGrace,
-	}
-	// A configuration that fits the pipe is written before the start, so
-	// the helper never waits for this goroutine to be scheduled.
-	early := len(payload) <= pipeBufferBytes
-	if early {
-		cfgW.Write(payload)
-		cfgW.Close()
-	}
-	err = cmd.Start()
-	cfgR.Close()
-	repW.Close()
-	if err != nil {
-		if !early {
-			cfgW.Close()
+	f := flavour{namespaces: namespaces, newNet: namespaces && networkOff}
+	// A command whose stdin is a file gets that file as its fd 0, as
+	// os/exec does; only a helper started for it can hold it.
+	stdinFile, _ := req.stdin.(*os.File)
+	if stdinFile == nil {
+		if h := b.takeWarm(f); h != nil {
+			proc, enf, execErr, d, silent := b.configure(h, payload, req)
+			if !silent {
+				b.prewarm(f)
+				return proc, enf, execErr, d
+			}
+			// The warm helper died before it could say anything (killed
+			// from outside, say): nothing ran, so a fresh helper may try.
 		}
+	}
+	h, err := b.spawnHelper(f, stdinFile)
+	if err != nil {
 		return nil, enf, "", NewDenial(DenialJailFailed, "start helper: "+errnoName(unwrapSyscallErr(err)), err)
 	}
-	proc = &jailProcess{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{}), pidNamespace: namespaces}
-	if namespaces {
-		// Hold the mount namespace so its teardown (an RCU grace period per
-		// unmount batch) happens off the settlement path; see release.
-		if fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/mnt", proc.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
-			proc.nsHold = fd
-		}
-	}
+	b.prewarm(f)
+	proc, enf, execErr, d, _ = b.configure(h, payload, req)
+	return proc, enf, execErr, d
+}
+
+// configure sends a waiting helper its configuration and the command's
+// stdin, then reads its report. silent is set when the helper ended
+// without reporting anything: confinement never began and the command
+// never ran.
+func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (proc *jailProcess, enf Enforcement, execErr string, d *Denial, silent bool) {
+	proc = h.proc
+	defer h.repR.Close()
 	setup := time.AfterFunc(JailSetupTimeout, proc.kill)
 	defer setup.Stop()
-	if !early {
+	if len(payload) <= pipeBufferBytes {
+		h.cfgW.Write(payload) // an error means the helper is gone; its report says so
+		h.cfgW.Close()
+	} else {
 		go func() {
-			cfgW.Write(payload)
-			cfgW.Close()
+			h.cfgW.Write(payload)
+			h.cfgW.Close()
 		}()
 	}
+	switch {
+	case h.stdinW == nil: // the command's own file is its fd 0
+	case req.stdin == nil:
+		h.stdinW.Close()
+	default:
+		go func() {
+			io.Copy(h.stdinW, req.stdin)
+			h.stdinW.Close()
+		}()
+	}
+	proc.started = time.Now()
 
-	if namespaces {
+	if h.flavour.namespaces {
 		detail := "user,mount,pid,ipc,uts"
-		if networkOff {
+		if h.flavour.newNet {
 			detail = "user,mount,net,pid,ipc,uts"
 		}
 		enf.add(Layer{Name: LayerNamespaces, Applied: true, Params: detail})
 	} else {
 		enf.add(Layer{Name: LayerNamespaces, Reason: errnoName(req.probe.usernsErr)})
 	}
-	layers, fatal, execErr := readHelperReport(repR)
+	layers, fatal, execErr, reported := readHelperReport(h.repR)
 	for _, l := range layers {
 		enf.add(l)
 	}
 	if fatal != "" {
 		proc.kill()
 		st := proc.wait()
+		proc.closeOutput()
 		proc.release()
-		return nil, enf, "", NewDenial(DenialJailFailed, fmt.Sprintf("%s (helper %s)", fatal, strings.TrimSpace(st.String())), nil)
+		return nil, enf, "", NewDenial(DenialJailFailed, fmt.Sprintf("%s (helper %s)", fatal, strings.TrimSpace(st.String())), nil), !reported
 	}
-	return proc, enf, execErr, nil
+	return proc, enf, execErr, nil, false
 }
 
 // readHelperReport reads a helper's report stream to EOF (at most
 // maxHelperReportBytes): the layers it applied, a fatal setup error, or
 // an exec error. A stream that ends without any report is fatal: the
 // helper died before it could say what it did.
-func readHelperReport(r io.Reader) (layers []Layer, fatal, execErr string) {
-	reported := false
+func readHelperReport(r io.Reader) (layers []Layer, fatal, execErr string, reported bool) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxHelperReportBytes))
 	sc.Buffer(make([]byte, 0, 64<<10), maxHelperReportBytes)
 	for sc.Scan() {
 		var rep helperReport
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
-			return layers, "malformed helper report: " + err.Error(), ""
+			return layers, "malformed helper report: " + err.Error(), "", true
 		}
 		reported = true
 		layers = append(layers, rep.Layers...)
@@ -218,7 +217,7 @@ func readHelperReport(r io.Reader) (layers []Layer, fatal, execErr string) {
 	if !reported && fatal == "" {
 		fatal = "helper ended before reporting"
 	}
-	return layers, fatal, execErr
+	return layers, fatal, execErr, reported
 }
 
 func closeFd(fd int) { unix.Close(fd) }

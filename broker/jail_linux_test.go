@@ -114,19 +114,20 @@ func TestProtectPlan(t *testing.T) {
 
 func TestReadHelperReport(t *testing.T) {
 	for _, tc := range []struct {
-		in                   string
-		layers               int
-		fatal, exec, wantErr string
+		in          string
+		layers      int
+		fatal, exec string
+		reported    bool
 	}{
-		{"", 0, "helper ended before reporting", "", ""},
-		{`{"layers":[{"name":"seccomp","applied":true}]}` + "\n", 1, "", "", ""},
-		{`{"layers":[{"name":"a","applied":true}]}` + "\n" + `{"exec":"exec x: ENOENT"}` + "\n", 1, "", "exec x: ENOENT", ""},
-		{`{"fatal":"mount: EPERM"}` + "\n", 0, "mount: EPERM", "", ""},
-		{"not json\n", 0, "malformed", "", ""},
+		{"", 0, "helper ended before reporting", "", false},
+		{`{"layers":[{"name":"seccomp","applied":true}]}` + "\n", 1, "", "", true},
+		{`{"layers":[{"name":"a","applied":true}]}` + "\n" + `{"exec":"exec x: ENOENT"}` + "\n", 1, "", "exec x: ENOENT", true},
+		{`{"fatal":"mount: EPERM"}` + "\n", 0, "mount: EPERM", "", true},
+		{"not json\n", 0, "malformed", "", true},
 	} {
-		layers, fatal, exec := readHelperReport(strings.NewReader(tc.in))
-		if len(layers) != tc.layers || !strings.HasPrefix(fatal, tc.fatal) || exec != tc.exec {
-			t.Errorf("%q: %v %q %q", tc.in, layers, fatal, exec)
+		layers, fatal, exec, reported := readHelperReport(strings.NewReader(tc.in))
+		if len(layers) != tc.layers || !strings.HasPrefix(fatal, tc.fatal) || exec != tc.exec || reported != tc.reported {
+			t.Errorf("%q: %v %q %q reported=%v", tc.in, layers, fatal, exec, reported)
 		}
 	}
 }
@@ -136,9 +137,12 @@ func FuzzReadHelperReport(f *testing.F) {
 	f.Add([]byte(`{"fatal":"x"}` + "\n" + `{"exec":"y"}`))
 	f.Add([]byte("\n\n{}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		layers, fatal, _ := readHelperReport(strings.NewReader(string(data)))
+		layers, fatal, _, reported := readHelperReport(strings.NewReader(string(data)))
 		if fatal == "" && len(data) == 0 {
 			t.Fatal("an empty report must be fatal")
+		}
+		if !reported && fatal == "" {
+			t.Fatal("a stream with no report must be fatal")
 		}
 		_ = layers
 	})

@@ -72,22 +72,43 @@ func settle(st *os.ProcessState, execErr string) Settled {
 // set AllowUnconfined).
 func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Denial) {
 	enf := availability(req.probe)
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return nil, enf, "", NewDenial(DenialJailFailed, "stdout pipe: "+err.Error(), err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdoutR.Close()
+		stdoutW.Close()
+		return nil, enf, "", NewDenial(DenialJailFailed, "stderr pipe: "+err.Error(), err)
+	}
 	cmd := exec.Command(req.argv[0], req.argv[1:]...)
 	cmd.Env = req.env
 	cmd.Dir = req.dir
 	cmd.Stdin = req.stdin
-	cmd.Stdout = req.stdout
-	cmd.Stderr = req.stderr
+	cmd.Stdout = stdoutW
+	cmd.Stderr = stderrW
 	cmd.WaitDelay = OutputDrainGrace
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stdoutR.Close()
+		stderrR.Close()
 		var ee *exec.Error
 		if errors.As(err, &ee) {
 			return nil, enf, "", NewDenial(DenialJailFailed, err.Error(), err)
 		}
 		return nil, enf, "", NewDenial(DenialJailFailed, "start: "+err.Error(), err)
 	}
-	return &jailProcess{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{})}, enf, "", nil
+	return &jailProcess{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{}),
+		stdout: stdoutR, stderr: stderrR}, enf, "", nil
 }
+
+// waitingHelper exists only where helpers do: on Linux.
+type waitingHelper struct{}
+
+func (b *Broker) closeWarm() {}
 
 func closeFd(int) {}
 

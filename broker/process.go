@@ -22,13 +22,12 @@ func (p probeResult) anyLayer() bool {
 
 // jailRequest is one command to start, already cleared.
 type jailRequest struct {
-	argv           []string
-	env            []string
-	dir            string
-	policy         Policy
-	stdin          io.Reader
-	stdout, stderr *os.File
-	probe          probeResult
+	argv   []string
+	env    []string
+	dir    string
+	policy Policy
+	stdin  io.Reader
+	probe  probeResult
 }
 
 // jailProcess is a started helper (and, after exec, the command).
@@ -37,6 +36,9 @@ type jailProcess struct {
 	pid     int
 	started time.Time
 	exited  chan struct{}
+	// stdout and stderr are the read ends of the command's output pipes;
+	// the broker holds no write end.
+	stdout, stderr *os.File
 
 	// pidNamespace: the command is the init of its own pid namespace.
 	pidNamespace bool
@@ -61,6 +63,12 @@ func (p *jailProcess) release() {
 		p.nsHold = 0
 		go closeFd(fd)
 	}
+}
+
+// closeOutput closes the read ends of the output pipes.
+func (p *jailProcess) closeOutput() {
+	p.stdout.Close()
+	p.stderr.Close()
 }
 
 // wait reaps the command and returns its state.

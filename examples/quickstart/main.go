@@ -61,6 +61,10 @@ func run(w io.Writer) error {
 	// The session's base policy: commands read the system and the
 	// workspace, write the workspace only, have no network, and never
 	// touch .git/hooks or .git/config (nor do the file tools).
+	// The broker keeps one jail helper started ahead of the next command;
+	// Close lets it go.
+	br := broker.New(broker.Options{})
+	defer br.Close()
 	call := &tool.Call{
 		Workspace: ws,
 		Strand:    "main",
@@ -73,7 +77,7 @@ func run(w io.Writer) error {
 			EnvAllow:      []string{"PATH", "HOME", "LANG"},
 		},
 		Env:    map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"},
-		Broker: broker.New(broker.Options{}),
+		Broker: br,
 		Blobs:  blobs,
 		Shell:  &tool.Shell{},
 	}

@@ -1,0 +1,180 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// flavour is what a helper must be started with, before anything about
+// its command is known: whether it gets namespaces, and whether a
+// network namespace among them.
+type flavour struct{ namespaces, newNet bool }
+
+// waitingHelper is a helper process started and blocked reading its
+// configuration. It holds no policy and has confined nothing yet: its
+// namespaces are fresh, empty and its own.
+type waitingHelper struct {
+	proc    *jailProcess
+	flavour flavour
+	cfgW    *os.File // fd 3 in the helper: configuration in
+	repR    *os.File // fd 4 in the helper: report out
+	stdinW  *os.File // fd 0 in the helper; nil when the command's own file is
+	born    time.Time
+	retire  *time.Timer // set while the helper waits in the warm slot
+}
+
+// pipe is one os.Pipe whose ends are closed together on failure.
+type pipe struct{ r, w *os.File }
+
+// spawnHelper starts a helper of flavour f with fresh pipes for its
+// standard streams, configuration and report; stdin, when not nil, is
+// the helper's fd 0 instead of a pipe.
+func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) {
+	var ps [5]pipe // stdin, stdout, stderr, config, report
+	for i := range ps {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, p := range ps[:i] {
+				p.r.Close()
+				p.w.Close()
+			}
+			return nil, fmt.Errorf("pipe: %w", err)
+		}
+		ps[i] = pipe{r, w}
+	}
+	in, stdout, stderr, cfg, rep := ps[0], ps[1], ps[2], ps[3], ps[4]
+	fd0 := in.r
+	if stdin != nil {
+		fd0 = stdin
+	}
+	cmd := &exec.Cmd{
+		Path:        b.opts.HelperPath,
+		Args:        []string{helperArg0},
+		Env:         helperProcessEnv,
+		Dir:         "/",
+		Stdin:       fd0,
+		Stdout:      stdout.w,
+		Stderr:      stderr.w,
+		ExtraFiles:  []*os.File{cfg.r, rep.w}, // fds 3 and 4
+		SysProcAttr: jailSysProcAttr(f.namespaces, f.newNet),
+	}
+	err := cmd.Start()
+	for _, f := range []*os.File{in.r, stdout.w, stderr.w, cfg.r, rep.w} {
+		f.Close()
+	}
+	stdinW := in.w
+	if stdin != nil {
+		stdinW.Close()
+		stdinW = nil
+	}
+	if err != nil {
+		for _, f := range []*os.File{stdinW, stdout.r, stderr.r, cfg.w, rep.r} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, err
+	}
+	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
+		pidNamespace: f.namespaces, stdout: stdout.r, stderr: stderr.r}
+	if f.namespaces {
+		// Hold the mount namespace so its teardown (an RCU grace period per
+		// unmount batch) happens off the settlement path; see release.
+		if fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/mnt", proc.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+			proc.nsHold = fd
+		}
+	}
+	return &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now()}, nil
+}
+
+// discard kills a helper that will never be configured and reaps it in
+// the background.
+func (h *waitingHelper) discard() {
+	h.cfgW.Close()
+	h.repR.Close()
+	h.stdinW.Close() // nil-safe: a warm helper always has its pipe
+	h.proc.kill()
+	go func() {
+		h.proc.wait()
+		h.proc.closeOutput()
+		h.proc.release()
+	}()
+}
+
+// takeWarm removes and returns the warm helper when it has flavour f and
+// has not outlived the broker's idle allowance; otherwise nil.
+func (b *Broker) takeWarm(f flavour) *waitingHelper {
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	h := b.warm
+	if h == nil || h.flavour != f || time.Since(h.born) >= b.warmIdle() {
+		return nil
+	}
+	b.warm = nil
+	h.retire.Stop()
+	return h
+}
+
+// prewarm starts, in the background, a helper of flavour f for the next
+// command, unless one is ready or starting, prestarting is off, or the
+// broker is closed. A warm helper of another flavour is replaced: the
+// command just cleared predicts the next one.
+func (b *Broker) prewarm(f flavour) {
+	idle := b.warmIdle()
+	b.warmMu.Lock()
+	if idle <= 0 || b.closed || b.warming || (b.warm != nil && b.warm.flavour == f) {
+		b.warmMu.Unlock()
+		return
+	}
+	b.warming = true
+	b.warmMu.Unlock()
+	go func() {
+		h, err := b.spawnHelper(f, nil)
+		b.warmMu.Lock()
+		b.warming = false
+		if err != nil || b.closed {
+			b.warmMu.Unlock()
+			if h != nil {
+				h.discard()
+			}
+			return
+		}
+		old := b.warm
+		b.warm = h
+		h.retire = time.AfterFunc(idle, func() { b.retireWarm(h) })
+		b.warmMu.Unlock()
+		if old != nil {
+			old.retire.Stop()
+			old.discard()
+		}
+	}()
+}
+
+// retireWarm discards h if it still waits in the warm slot.
+func (b *Broker) retireWarm(h *waitingHelper) {
+	b.warmMu.Lock()
+	if b.warm != h {
+		b.warmMu.Unlock()
+		return
+	}
+	b.warm = nil
+	b.warmMu.Unlock()
+	h.discard()
+}
+
+// closeWarm stops prestarting and discards the warm helper, if any.
+func (b *Broker) closeWarm() {
+	b.warmMu.Lock()
+	b.closed = true
+	h := b.warm
+	b.warm = nil
+	b.warmMu.Unlock()
+	if h != nil {
+		h.retire.Stop()
+		h.discard()
+	}
+}

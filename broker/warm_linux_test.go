@@ -1,0 +1,249 @@
+//go:build linux
+
+package broker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// waitWarm waits until b holds a warm helper and returns its pid.
+func waitWarm(t *testing.T, b *Broker) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b.warmMu.Lock()
+		h := b.warm
+		b.warmMu.Unlock()
+		if h != nil {
+			return h.proc.pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no warm helper appeared within 10s")
+	return 0
+}
+
+// waitGone waits until pid no longer exists (it was killed and reaped).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("process %d still exists", pid)
+}
+
+func TestWarmHelperRunsTheNextCommand(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	p := testPolicy(t.TempDir())
+	run(t, b, p, 10*time.Second, "true")
+	pid := waitWarm(t, b)
+	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sleep", "5"}, Policy: p,
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+	if d != nil {
+		t.Fatal(d)
+	}
+	defer func() {
+		ex.Cancel()
+		for range ex.Output() {
+		}
+		ex.Wait()
+	}()
+	// The helper that waited is the process that now runs the command.
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.HasPrefix(cmdline, []byte("sleep\x00")) {
+		t.Fatalf("warm helper %d runs %q (%v), want sleep", pid, cmdline, err)
+	}
+	if !ex.Enforcement.Applied(LayerLandlock) || !ex.Enforcement.Applied(LayerSeccomp) || ex.Enforcement.Degraded {
+		t.Fatalf("a warm helper confined less: %s", ex.Enforcement)
+	}
+}
+
+// Control for the test above: with prestarting off, no helper waits.
+func TestColdStartKeepsNoHelper(t *testing.T) {
+	b := New(Options{WarmHelperIdle: -1})
+	r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "sh", "-c", "echo cold")
+	if r.stdout != "cold\n" {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+	time.Sleep(50 * time.Millisecond)
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	if b.warm != nil || b.warming {
+		t.Fatal("a helper was prestarted with WarmHelperIdle < 0")
+	}
+}
+
+func TestWarmHelperRetiredWhenIdle(t *testing.T) {
+	b := New(Options{WarmHelperIdle: 100 * time.Millisecond})
+	run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
+	pid := waitWarm(t, b)
+	waitGone(t, pid)
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	if b.warm != nil {
+		t.Fatal("a retired helper is still in the warm slot")
+	}
+}
+
+func TestCloseDiscardsWarmHelper(t *testing.T) {
+	b := New(Options{})
+	p := testPolicy(t.TempDir())
+	run(t, b, p, 10*time.Second, "true")
+	pid := waitWarm(t, b)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	// Still usable, and nothing is prestarted any more.
+	if r := run(t, b, p, 10*time.Second, "sh", "-c", "echo after"); r.stdout != "after\n" {
+		t.Fatalf("after Close: %q %+v", r.stdout, r.settled)
+	}
+	time.Sleep(50 * time.Millisecond)
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	if b.warm != nil || b.warming {
+		t.Fatal("a closed broker prestarted a helper")
+	}
+}
+
+func TestWarmHelperKilledFromOutside(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	p := testPolicy(t.TempDir())
+	run(t, b, p, 10*time.Second, "true")
+	pid := waitWarm(t, b)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, b, p, 10*time.Second, "sh", "-c", "echo fresh")
+	if r.stdout != "fresh\n" || r.settled.ExitCode != 0 {
+		t.Fatalf("after the warm helper died: %q %+v", r.stdout, r.settled)
+	}
+}
+
+// A warm helper is started for one flavour of namespaces; a command that
+// needs another gets a helper of its own, and its report says which.
+func TestWarmHelperFlavours(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	off := testPolicy(t.TempDir())
+	full := off
+	full.Network = NetworkFull
+	for _, p := range []Policy{off, full, full, off} {
+		r := run(t, b, p, 10*time.Second, "sh", "-c", "echo ok")
+		l, _ := r.enf.Layer(LayerNamespaces)
+		hasNet := strings.Contains(l.Params, "net")
+		if r.stdout != "ok\n" || hasNet != (p.Network == NetworkOff) {
+			t.Fatalf("network %v: stdout %q namespaces %q", p.Network, r.stdout, l.Params)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestClearStdin(t *testing.T) {
+	for _, idle := range []time.Duration{0, -1} {
+		b := New(Options{WarmHelperIdle: idle})
+		p := testPolicy(t.TempDir())
+		for i := 0; i < 2; i++ { // the second runs on a warm helper when idle >= 0
+			ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sh", "-c", "cat; readlink /proc/self/fd/0 >&2"},
+				Stdin: strings.NewReader("fed\n"), Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+			if d != nil {
+				t.Fatal(d)
+			}
+			var out bytes.Buffer
+			for o := range ex.Output() {
+				if o.Stream == Stdout {
+					out.Write(o.Bytes)
+				}
+			}
+			ex.Wait()
+			if out.String() != "fed\n" {
+				t.Fatalf("idle %v run %d: stdin gave %q", idle, i, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// A file is the command's fd 0 itself: the caller's copy may close
+		// at once while its writer goes on feeding the command.
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"cat"}, Stdin: pr, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		pr.Close()
+		if d != nil {
+			t.Fatal(d)
+		}
+		pw.Write([]byte("streamed\n"))
+		pw.Close()
+		var out bytes.Buffer
+		for o := range ex.Output() {
+			out.Write(o.Bytes)
+		}
+		if ex.Wait(); out.String() != "streamed\n" {
+			t.Fatalf("idle %v: file stdin gave %q", idle, out.String())
+		}
+		// Without Stdin the command reads /dev/null.
+		r := run(t, b, p, 10*time.Second, "sh", "-c", "readlink /proc/self/fd/0; cat")
+		if r.stdout != "/dev/null\n" {
+			t.Fatalf("idle %v: nil Stdin gave %q", idle, r.stdout)
+		}
+		b.Close()
+	}
+}
+
+func TestWarmHelpersUnderConcurrentClears(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	p := testPolicy(t.TempDir())
+	var wg sync.WaitGroup
+	for g := 0; g < 6; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 4; i++ {
+				want := fmt.Sprintf("g%d-%d", g, i)
+				r := run(t, b, p, 10*time.Second, "sh", "-c", "echo "+want)
+				if r.stdout != want+"\n" {
+					t.Errorf("got %q want %q", r.stdout, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestReadableWithin(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if readableWithin(int(r.Fd()), 30*time.Millisecond) {
+		t.Fatal("an empty pipe was readable")
+	}
+	w.Write([]byte("x"))
+	if !readableWithin(int(r.Fd()), time.Second) {
+		t.Fatal("a pipe with data was not readable")
+	}
+	r2, w2, _ := os.Pipe()
+	defer r2.Close()
+	w2.Close()
+	if !readableWithin(int(r2.Fd()), time.Second) {
+		t.Fatal("a pipe whose writer closed was not readable")
+	}
+	w.Close()
+}
