@@ -14,53 +14,76 @@ import (
 
 // BenchmarkTrue compares `true` run plainly with exec.Command and run
 // through Clear in the full jail, in the same process. Each sub-benchmark
-// reports the median wall time per run (median-ms); the jailed one also
-// reports the overhead over the plain median measured in the same run.
+// reports the median wall time per run (median-ms); the jailed ones also
+// report the overhead over the plain median measured in the same run.
+//
+//   - jailed-cold: every helper starts when its command is cleared
+//     (Options.WarmHelperIdle < 0).
+//   - jailed-warm: the command finds the helper prestarted after the
+//     previous one (the broker's default); the wait for it to be ready is
+//     outside the timing, as a model's turn is between two commands.
+//   - jailed-cold-test-binary: the test binary as the helper. It is a
+//     heavy one (testing, rapid and go-cmp initialise before the broker's
+//     init runs); a host program that imports the broker is what
+//     production re-executes, so the others use jailtest.HostHelper.
 func BenchmarkTrue(b *testing.B) {
 	var plainMedian time.Duration
 	b.Run("plain", func(b *testing.B) {
-		plainMedian = benchMedian(b, func() {
+		plainMedian = benchMedian(b, nil, func() {
 			if err := exec.Command("true").Run(); err != nil {
 				b.Fatal(err)
 			}
 		})
 	})
-	b.Run("jailed", func(b *testing.B) { benchJailed(b, New(Options{}), plainMedian) })
-	// The test binary is a heavy helper (testing, rapid and go-cmp all
-	// initialise before the broker's init runs); a host program that
-	// imports the broker is what production re-executes.
-	b.Run("jailed-host-helper", func(b *testing.B) {
-		benchJailed(b, New(Options{HelperPath: jailtest.HostHelper(b)}), plainMedian)
+	helper := jailtest.HostHelper(b)
+	b.Run("jailed-cold", func(b *testing.B) {
+		benchJailed(b, New(Options{HelperPath: helper, WarmHelperIdle: -1}), false, plainMedian)
+	})
+	b.Run("jailed-warm", func(b *testing.B) {
+		benchJailed(b, New(Options{HelperPath: helper}), true, plainMedian)
+	})
+	b.Run("jailed-cold-test-binary", func(b *testing.B) {
+		benchJailed(b, New(Options{WarmHelperIdle: -1}), false, plainMedian)
 	})
 }
 
-func benchJailed(b *testing.B, br *Broker, plainMedian time.Duration) {
-	{
-		p := testPolicy(b.TempDir())
-		br.Available() // probe outside the timed loop
-		med := benchMedian(b, func() {
-			ex, d := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
-				Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
-			if d != nil {
-				b.Fatal(d)
-			}
-			for range ex.Output() {
-			}
-			if s := ex.Wait(); s.ExitCode != 0 {
-				b.Fatalf("settled %+v", s)
-			}
-		})
-		if plainMedian > 0 {
-			b.ReportMetric(float64(med-plainMedian)/float64(time.Millisecond), "overhead-ms")
+func benchJailed(b *testing.B, br *Broker, warm bool, plainMedian time.Duration) {
+	defer br.Close()
+	p := testPolicy(b.TempDir())
+	runTrue := func() {
+		ex, d := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		if d != nil {
+			b.Fatal(d)
 		}
+		for range ex.Output() {
+		}
+		if s := ex.Wait(); s.ExitCode != 0 {
+			b.Fatalf("settled %+v", s)
+		}
+	}
+	runTrue() // the one-time layer probe (and the first prestart), untimed
+	var prepare func()
+	if warm {
+		prepare = func() { waitWarm(b, br) }
+	}
+	med := benchMedian(b, prepare, runTrue)
+	if plainMedian > 0 {
+		b.ReportMetric(float64(med-plainMedian)/float64(time.Millisecond), "overhead-ms")
 	}
 }
 
-// benchMedian times f b.N times and reports the median in milliseconds.
-func benchMedian(b *testing.B, f func()) time.Duration {
+// benchMedian times f b.N times and reports the median in milliseconds;
+// prepare, when not nil, runs untimed before each f.
+func benchMedian(b *testing.B, prepare, f func()) time.Duration {
 	samples := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if prepare != nil {
+			b.StopTimer()
+			prepare()
+			b.StartTimer()
+		}
 		start := time.Now()
 		f()
 		samples = append(samples, time.Since(start))

@@ -15,7 +15,7 @@ import (
 )
 
 // waitWarm waits until b holds a warm helper and returns its pid.
-func waitWarm(t *testing.T, b *Broker) int {
+func waitWarm(t testing.TB, b *Broker) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -32,7 +32,7 @@ func waitWarm(t *testing.T, b *Broker) int {
 }
 
 // waitGone waits until pid no longer exists (it was killed and reaped).
-func waitGone(t *testing.T, pid int) {
+func waitGone(t testing.TB, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
