@@ -2,8 +2,6 @@ package search
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -120,32 +118,6 @@ func (e *ParseError) Error() string {
 // Unwrap returns the underlying error, if any.
 func (e *ParseError) Unwrap() error { return e.Err }
 
-type rgText struct {
-	Text  *string `json:"text"`
-	Bytes *string `json:"bytes"`
-}
-
-func (t rgText) decode() ([]byte, bool, error) {
-	switch {
-	case t.Text != nil:
-		return []byte(*t.Text), true, nil
-	case t.Bytes != nil:
-		b, err := base64.StdEncoding.DecodeString(*t.Bytes)
-		return b, true, err
-	}
-	return nil, false, nil
-}
-
-type rgEvent struct {
-	Type string `json:"type"`
-	Data struct {
-		Path         rgText `json:"path"`
-		Lines        rgText `json:"lines"`
-		LineNumber   *int   `json:"line_number"`
-		BinaryOffset *int64 `json:"binary_offset"`
-	} `json:"data"`
-}
-
 // ParseRipgrepEvent parses one line of ripgrep's --json output. Match and
 // context events must carry a path, their lines and a positive line
 // number; begin and end events a path. Events of other types are returned
@@ -154,33 +126,34 @@ func ParseRipgrepEvent(line []byte) (Event, error) {
 	if len(line) > MaxEventBytes {
 		return Event{}, &ParseError{Reason: fmt.Sprintf("event of %d bytes exceeds %d", len(line), MaxEventBytes)}
 	}
-	var ev rgEvent
-	if err := json.Unmarshal(line, &ev); err != nil {
+	ev, err := scanEvent(line)
+	if err != nil {
 		return Event{}, &ParseError{Reason: "malformed event", Err: err}
 	}
-	out := Event{Type: ev.Type}
-	switch ev.Type {
+	typ := string(ev.typ)
+	out := Event{Type: typ}
+	switch typ {
 	case "match", "context", "begin", "end":
 	default:
 		return out, nil
 	}
-	p, ok, err := ev.Data.Path.decode()
+	p, ok, err := ev.path.decode()
 	if err != nil || !ok || len(p) == 0 {
-		return Event{}, &ParseError{Reason: ev.Type + " event without a usable path", Err: err}
+		return Event{}, &ParseError{Reason: typ + " event without a usable path", Err: err}
 	}
 	out.Path = filepath.Clean(string(p))
-	switch ev.Type {
+	switch typ {
 	case "end":
-		out.Binary = ev.Data.BinaryOffset != nil
+		out.Binary = ev.binaryOffset
 	case "match", "context":
-		text, ok, err := ev.Data.Lines.decode()
+		text, ok, err := ev.lines.decode()
 		if err != nil || !ok {
-			return Event{}, &ParseError{Reason: ev.Type + " event without usable lines", Err: err}
+			return Event{}, &ParseError{Reason: typ + " event without usable lines", Err: err}
 		}
-		if ev.Data.LineNumber == nil || *ev.Data.LineNumber <= 0 {
-			return Event{}, &ParseError{Reason: ev.Type + " event without a positive line_number"}
+		if !ev.hasLine || ev.lineNumber <= 0 {
+			return Event{}, &ParseError{Reason: typ + " event without a positive line_number"}
 		}
-		out.Line = *ev.Data.LineNumber
+		out.Line = ev.lineNumber
 		out.Text = lineText(text)
 	}
 	return out, nil

@@ -330,7 +330,11 @@ func FuzzParseRipgrepJSON(f *testing.F) {
 	f.Add([]byte(`{"type":"summary","data":{}}`))
 	f.Add([]byte(`{"type":"match","data":{"path":{"text":""},"line_number":-1}}`))
 	f.Add([]byte(`not json`))
+	f.Add([]byte(`{"type":"match","data":{"path":{"text":"a\ud83d\ude00\u00e9"},"lines":{"text":"x\"y\\z\t"},"line_number":2,"stats":{"a":[1,-2.5e3,true,null]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The scanner reads what encoding/json reads, and accepts only
+		// valid JSON.
+		checkAgainstReference(t, data)
 		ev, err := ParseRipgrepEvent(data)
 		if err != nil {
 			var pe *ParseError
