@@ -20,6 +20,9 @@
 //     it, its process group).
 //   - Output waits in a bounded queue: a slow consumer slows the command,
 //     never grows host memory.
+//   - A helper serves exactly one command. A warm helper (see below) holds
+//     no policy and has confined nothing before its command is handed to
+//     it; no namespace, mount or process outlives the command it served.
 //
 // # The Linux jail
 //
@@ -53,4 +56,16 @@
 // once per Broker; a missing one is reported skipped with the kernel's
 // errno, and Enforcement.Degraded is set. Outside Linux nothing confines a
 // command and Clear refuses unless Options.AllowUnconfined.
+//
+// # Warm helpers
+//
+// Starting a helper (the clone into fresh namespaces and the Go runtime's
+// start-up) is most of a jail's fixed cost. After each command the broker
+// starts the next helper in the background, with the namespace flavour
+// that command used, and keeps it blocked on its configuration for
+// Options.WarmHelperIdle; the next command of that flavour is handed to
+// it, so its latency is configuration, confinement and exec only. A
+// command whose Stdin is an *os.File, one of another flavour, or one that
+// finds the helper gone gets a helper started for it. Close discards the
+// warm helper; a helper that no configuration reaches exits by itself.
 package broker
