@@ -899,23 +899,33 @@ func runClosedStdout(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 
 func TestEscapeSuite(t *testing.T) {
 	t.Setenv(hostSecretName, hostSecretValue)
-	b := New(Options{})
-	t.Logf("%s", b.Available())
 	cases := escapeCases()
 	if len(cases) < 30 {
 		t.Fatalf("escape suite has %d cases, want at least 30", len(cases))
 	}
 	root := os.Geteuid() == 0
-	for _, c := range cases {
-		if c.rootControl && !root {
-			continue // the unprivileged run covers the cases whose control a non-root user can show
-		}
-		t.Run(c.name, func(t *testing.T) {
-			if runEscape(t, b, c, true) {
-				t.Errorf("ESCAPED: the probe succeeded inside the jail")
-			}
-			if !runEscape(t, b, c, false) {
-				t.Errorf("control failed: the probe does not succeed with the layer absent, so the case proves nothing")
+	// Each case runs on a helper prestarted after the previous one (the
+	// default) and on one started for the command alone.
+	for _, start := range []struct {
+		name string
+		idle time.Duration
+	}{{"warm", 0}, {"cold", -1}} {
+		t.Run(start.name, func(t *testing.T) {
+			b := New(Options{WarmHelperIdle: start.idle})
+			defer b.Close()
+			t.Logf("%s", b.Available())
+			for _, c := range cases {
+				if c.rootControl && !root {
+					continue // the unprivileged run covers the cases whose control a non-root user can show
+				}
+				t.Run(c.name, func(t *testing.T) {
+					if runEscape(t, b, c, true) {
+						t.Errorf("ESCAPED: the probe succeeded inside the jail")
+					}
+					if !runEscape(t, b, c, false) {
+						t.Errorf("control failed: the probe does not succeed with the layer absent, so the case proves nothing")
+					}
+				})
 			}
 		})
 	}
