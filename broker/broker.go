@@ -62,6 +62,10 @@ type Broker struct {
 	warm    *waitingHelper // the helper waiting for the next command, or nil
 	warming bool           // a helper is being started for the warm slot
 	closed  bool           // Close was called: prestart nothing more
+
+	// launchAboveRSS overrides largeHostRSS for tests: negative means
+	// always start helpers through a launcher.
+	launchAboveRSS int64
 }
 
 // New returns a Broker. It does not touch the kernel until the first

@@ -905,13 +905,18 @@ func TestEscapeSuite(t *testing.T) {
 	}
 	root := os.Geteuid() == 0
 	// Each case runs on a helper prestarted after the previous one (the
-	// default) and on one started for the command alone.
+	// default) and on one started for the command alone, through a
+	// launcher as a large host starts it.
 	for _, start := range []struct {
-		name string
-		idle time.Duration
-	}{{"warm", 0}, {"cold", -1}} {
+		name     string
+		idle     time.Duration
+		launched bool
+	}{{"warm", 0, false}, {"cold-launched", -1, true}} {
 		t.Run(start.name, func(t *testing.T) {
 			b := New(Options{WarmHelperIdle: start.idle})
+			if start.launched {
+				b.launchAboveRSS = -1
+			}
 			defer b.Close()
 			t.Logf("%s", b.Available())
 			for _, c := range cases {

@@ -75,6 +75,9 @@ type helperReport struct {
 	Fatal string `json:"fatal,omitempty"`
 	// Exec: confinement was complete but the command could not start.
 	Exec string `json:"exec,omitempty"`
+	// JailPid is the helper's pid in the host's pid namespace, sent by the
+	// launcher that started it.
+	JailPid int `json:"jail_pid,omitempty"`
 }
 
 func init() { HelperMain() }
@@ -98,6 +101,9 @@ func HelperMain() {
 	case helperArg0:
 		runtime.LockOSThread()
 		os.Exit(runHelper())
+	case launcherArg0:
+		runtime.LockOSThread() // the helper's parent-death signal follows this thread
+		os.Exit(runLauncher())
 	}
 }
 

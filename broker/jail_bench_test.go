@@ -19,6 +19,8 @@ import (
 //
 //   - jailed-cold: every helper starts when its command is cleared
 //     (Options.WarmHelperIdle < 0).
+//   - jailed-cold-launched: the same through a launcher, as a host larger
+//     than largeHostRSS starts every helper.
 //   - jailed-warm: the command finds the helper prestarted after the
 //     previous one (the broker's default); the wait for it to be ready is
 //     outside the timing, as a model's turn is between two commands.
@@ -38,6 +40,13 @@ func BenchmarkTrue(b *testing.B) {
 	helper := jailtest.HostHelper(b)
 	b.Run("jailed-cold", func(b *testing.B) {
 		benchJailed(b, New(Options{HelperPath: helper, WarmHelperIdle: -1}), false, plainMedian)
+	})
+	// What a large host pays per cold command: a launcher between it and
+	// the helper (see launcherArg0), whatever the host's size.
+	b.Run("jailed-cold-launched", func(b *testing.B) {
+		br := New(Options{HelperPath: helper, WarmHelperIdle: -1})
+		br.launchAboveRSS = -1
+		benchJailed(b, br, false, plainMedian)
 	})
 	b.Run("jailed-warm", func(b *testing.B) {
 		benchJailed(b, New(Options{HelperPath: helper}), true, plainMedian)

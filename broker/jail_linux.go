@@ -30,10 +30,15 @@ const maxHelperReportBytes = 1 << 20
 // kill sends SIGKILL to the command (the pid namespace's init, whose
 // death takes every process in the namespace with it) and to its process
 // group.
+//
+// Behind a launcher, the command is the launcher's child: once the
+// launcher reported it, it and its group are the targets and the launcher
+// follows them out; before that (the helper is still setting up), the
+// launcher is, and its death takes the helper with it.
 func (p *jailProcess) kill() {
 	p.mu.Lock()
 	if !p.reaped {
-		unix.Kill(p.pid, unix.SIGKILL)
+		unix.Kill(p.commandPid(), unix.SIGKILL)
 	}
 	p.mu.Unlock()
 	p.killGroup()
@@ -45,7 +50,38 @@ func (p *jailProcess) killGroup() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.settled {
-		unix.Kill(-p.pid, unix.SIGKILL)
+		unix.Kill(-p.commandPid(), unix.SIGKILL)
+	}
+}
+
+// commandPid is the pid of the command's process (the helper, then what
+// it exec'd): the launcher's report of it, else the host's own child.
+// Callers hold p.mu.
+func (p *jailProcess) commandPid() int {
+	if p.jailPid > 0 {
+		return p.jailPid
+	}
+	return p.pid
+}
+
+// setJailPid records the pid the launcher reported and holds the helper's
+// mount namespace (see release).
+func (p *jailProcess) setJailPid(pid int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.launched || p.jailPid != 0 || pid <= 0 {
+		return
+	}
+	p.jailPid = pid
+	p.holdMountNamespace(pid)
+}
+
+// holdMountNamespace keeps the mount namespace of pid alive past its exit,
+// so its teardown (an RCU grace period per unmount batch) happens in
+// release, off the settlement path.
+func (p *jailProcess) holdMountNamespace(pid int) {
+	if fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/mnt", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		p.nsHold = fd
 	}
 }
 
@@ -176,7 +212,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	} else {
 		enf.add(Layer{Name: LayerNamespaces, Reason: errnoName(req.probe.usernsErr)})
 	}
-	layers, fatal, execErr, reported := readHelperReport(h.repR)
+	layers, fatal, execErr, reported := readHelperReport(h.repR, proc.setJailPid)
 	for _, l := range layers {
 		enf.add(l)
 	}
@@ -194,13 +230,22 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 // maxHelperReportBytes): the layers it applied, a fatal setup error, or
 // an exec error. A stream that ends without any report is fatal: the
 // helper died before it could say what it did.
-func readHelperReport(r io.Reader) (layers []Layer, fatal, execErr string, reported bool) {
+//
+// onJailPid is called with a launcher's report of the helper's pid as
+// soon as it is read.
+func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, execErr string, reported bool) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxHelperReportBytes))
 	sc.Buffer(make([]byte, 0, 64<<10), maxHelperReportBytes)
 	for sc.Scan() {
 		var rep helperReport
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
 			return layers, "malformed helper report: " + err.Error(), "", true
+		}
+		if rep.JailPid != 0 {
+			// The launcher's word, not the helper's: the helper has said
+			// nothing yet.
+			onJailPid(rep.JailPid)
+			continue
 		}
 		reported = true
 		layers = append(layers, rep.Layers...)

@@ -42,6 +42,10 @@ type jailProcess struct {
 
 	// pidNamespace: the command is the init of its own pid namespace.
 	pidNamespace bool
+	// launched: pid is a launcher, whose child is the helper (see
+	// launcherArg0); jailPid is that child's pid once the launcher said it.
+	launched bool
+	jailPid  int
 	// nsHold is a descriptor keeping the command's mount namespace alive
 	// past its exit (-1 or 0 when none); release drops it.
 	nsHold int

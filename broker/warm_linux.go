@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // flavour is what a helper must be started with, before anything about
@@ -62,6 +65,12 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) 
 		ExtraFiles:  []*os.File{cfg.r, rep.w}, // fds 3 and 4
 		SysProcAttr: jailSysProcAttr(f.namespaces, f.newNet),
 	}
+	launched := f.namespaces && b.hostIsLarge()
+	if launched {
+		// The namespaces are the launcher's to make (see launcherArg0).
+		cmd.Args = launcherArgs(f)
+		cmd.SysProcAttr = jailSysProcAttr(false, false)
+	}
 	err := cmd.Start()
 	for _, f := range []*os.File{in.r, stdout.w, stderr.w, cfg.r, rep.w} {
 		f.Close()
@@ -80,15 +89,85 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) 
 		return nil, err
 	}
 	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
-		pidNamespace: f.namespaces, stdout: stdout.r, stderr: stderr.r}
-	if f.namespaces {
-		// Hold the mount namespace so its teardown (an RCU grace period per
-		// unmount batch) happens off the settlement path; see release.
-		if fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/mnt", proc.pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
-			proc.nsHold = fd
+		pidNamespace: f.namespaces, launched: launched, stdout: stdout.r, stderr: stderr.r}
+	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now()}
+	switch {
+	case launched:
+		// Ready only once the launcher has started the helper and said
+		// its pid (nothing else is on the report pipe before the helper
+		// has its configuration).
+		if err := h.awaitLauncher(); err != nil {
+			h.discard()
+			return nil, err
+		}
+	case f.namespaces:
+		proc.holdMountNamespace(proc.pid)
+	}
+	return h, nil
+}
+
+// maxLauncherLineBytes bounds the launcher's one report line.
+const maxLauncherLineBytes = 4 << 10
+
+// awaitLauncher reads the launcher's line: the helper's pid, or why it
+// could not be started.
+func (h *waitingHelper) awaitLauncher() error {
+	h.repR.SetReadDeadline(time.Now().Add(JailSetupTimeout))
+	defer h.repR.SetReadDeadline(time.Time{})
+	var line []byte
+	buf := make([]byte, 512)
+	for !bytes.Contains(line, []byte{'\n'}) {
+		n, err := h.repR.Read(buf)
+		line = append(line, buf[:n]...)
+		if err != nil || len(line) > maxLauncherLineBytes {
+			return fmt.Errorf("jail launcher ended without starting the helper (%v)", err)
 		}
 	}
-	return &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now()}, nil
+	var rep helperReport
+	if err := json.Unmarshal(bytes.TrimSpace(line), &rep); err != nil {
+		return fmt.Errorf("malformed launcher report: %w", err)
+	}
+	if rep.Fatal != "" {
+		return errors.New(rep.Fatal)
+	}
+	if rep.JailPid <= 0 {
+		return fmt.Errorf("launcher reported no helper pid")
+	}
+	h.proc.setJailPid(rep.JailPid)
+	return nil
+}
+
+// largeHostRSS is the resident size above which a host starts each
+// helper through a launcher (see launcherArg0): past it, copying the
+// host's page tables for a namespaced child costs more than the
+// launcher's own start.
+const largeHostRSS = 64 << 20
+
+// hostIsLarge reports whether this process is resident above the
+// broker's launcher threshold.
+func (b *Broker) hostIsLarge() bool {
+	limit := b.launchAboveRSS
+	if limit == 0 {
+		limit = largeHostRSS
+	}
+	if limit < 0 {
+		return true
+	}
+	return residentBytes() > limit
+}
+
+// residentBytes is this process's resident set size, or 0 when unknown.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
 }
 
 // discard kills a helper that will never be configured and reaps it in

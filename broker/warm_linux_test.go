@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,8 +46,25 @@ func waitGone(t testing.TB, pid int) {
 	t.Fatalf("process %d still exists", pid)
 }
 
+// childOf returns the one child of pid.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var kids []string
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		kids = append(kids, strings.Fields(string(b))...)
+	}
+	if len(kids) != 1 {
+		t.Fatalf("launcher %d has children %v, want one", pid, kids)
+	}
+	child, _ := strconv.Atoi(kids[0])
+	return child
+}
+
 func TestWarmHelperRunsTheNextCommand(t *testing.T) {
 	b := New(Options{})
+	b.launchAboveRSS = -1 // as a large host starts it
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
@@ -61,10 +80,11 @@ func TestWarmHelperRunsTheNextCommand(t *testing.T) {
 		}
 		ex.Wait()
 	}()
-	// The helper that waited is the process that now runs the command.
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	// The helper that waited (behind its launcher) is the process that now
+	// runs the command.
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", childOf(t, pid)))
 	if err != nil || !bytes.HasPrefix(cmdline, []byte("sleep\x00")) {
-		t.Fatalf("warm helper %d runs %q (%v), want sleep", pid, cmdline, err)
+		t.Fatalf("warm helper of launcher %d runs %q (%v), want sleep", pid, cmdline, err)
 	}
 	if !ex.Enforcement.Applied(LayerLandlock) || !ex.Enforcement.Applied(LayerSeccomp) || ex.Enforcement.Degraded {
 		t.Fatalf("a warm helper confined less: %s", ex.Enforcement)
@@ -156,6 +176,9 @@ func TestWarmHelperFlavours(t *testing.T) {
 func TestClearStdin(t *testing.T) {
 	for _, idle := range []time.Duration{0, -1} {
 		b := New(Options{WarmHelperIdle: idle})
+		if idle == 0 {
+			b.launchAboveRSS = -1 // warm helpers through a launcher; cold ones direct
+		}
 		p := testPolicy(t.TempDir())
 		for i := 0; i < 2; i++ { // the second runs on a warm helper when idle >= 0
 			ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sh", "-c", "cat; readlink /proc/self/fd/0 >&2"},
@@ -206,7 +229,16 @@ func TestClearStdin(t *testing.T) {
 }
 
 func TestWarmHelpersUnderConcurrentClears(t *testing.T) {
+	for _, launched := range []bool{false, true} {
+		t.Run(fmt.Sprint("launched=", launched), func(t *testing.T) { concurrentClears(t, launched) })
+	}
+}
+
+func concurrentClears(t *testing.T, launched bool) {
 	b := New(Options{})
+	if launched {
+		b.launchAboveRSS = -1
+	}
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	var wg sync.WaitGroup
@@ -246,4 +278,20 @@ func TestReadableWithin(t *testing.T) {
 		t.Fatal("a pipe whose writer closed was not readable")
 	}
 	w.Close()
+}
+
+func TestHostIsLarge(t *testing.T) {
+	if residentBytes() <= 0 {
+		t.Fatal("resident size unknown")
+	}
+	for _, tc := range []struct {
+		limit int64
+		want  bool
+	}{{-1, true}, {1, true}, {1 << 62, false}} {
+		b := New(Options{})
+		b.launchAboveRSS = tc.limit
+		if got := b.hostIsLarge(); got != tc.want {
+			t.Errorf("limit %d: hostIsLarge %v, want %v", tc.limit, got, tc.want)
+		}
+	}
 }
