@@ -114,6 +114,6 @@ func (b *Broker) Available() Enforcement {
 }
 
 func (b *Broker) probed() probeResult {
-	b.probeOnce.Do(func() { b.probe = probeLayers(b.opts.HelperPath) })
+	b.probeOnce.Do(func() { b.probe = probeLayers(b.opts.HelperPath, b.hostIsLarge()) })
 	return b.probe
 }

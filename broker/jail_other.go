@@ -25,7 +25,7 @@ var errNoJail = errors.New("no jail on " + runtime.GOOS + ": the command runs un
 // HelperMain does nothing outside Linux, where there is no jail helper.
 func HelperMain() {}
 
-func probeLayers(string) probeResult {
+func probeLayers(string, bool) probeResult {
 	return probeResult{usernsErr: errNoJail, landlockErr: errNoJail, seccompErr: errNoJail}
 }
 
@@ -109,6 +109,8 @@ func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Den
 type waitingHelper struct{}
 
 func (b *Broker) closeWarm() {}
+
+func (b *Broker) hostIsLarge() bool { return false }
 
 func closeFd(int) {}
 

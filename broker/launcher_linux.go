@@ -2,8 +2,13 @@ package broker
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -26,6 +31,10 @@ const (
 	launcherArg0 = "loom-jail-launcher"
 	// launcherNetArg asks the launcher for a network namespace too.
 	launcherNetArg = "net"
+	// launcherProbeArg makes the launcher a layer probe: it starts the
+	// helper in probe mode, and prints "errno N" (or why) on stdout and
+	// exits 1 when the namespaces could not be made.
+	launcherProbeArg = "probe"
 )
 
 // launcherArgs are the launcher's argv for flavour f (which has
@@ -41,7 +50,10 @@ func launcherArgs(f flavour) []string {
 // report fd, waits for it and returns only if it could not mirror the
 // helper's end.
 func runLauncher() int {
-	newNet := len(os.Args) > 1 && os.Args[1] == launcherNetArg
+	newNet := slices.Contains(os.Args[1:], launcherNetArg)
+	if slices.Contains(os.Args[1:], launcherProbeArg) {
+		return launcherProbe(newNet)
+	}
 	cfg := os.NewFile(helperConfigFd, "config")
 	rep := os.NewFile(helperReportFd, "report")
 	cmd := &exec.Cmd{
@@ -78,6 +90,37 @@ func runLauncher() int {
 	default:
 		return ws.ExitStatus()
 	}
+}
+
+// launcherProbe starts the helper in probe mode in the jail's
+// namespaces and says how it went.
+func launcherProbe(newNet bool) int {
+	cmd := &exec.Cmd{Path: selfExe, Args: []string{probeArg0}, Env: helperProcessEnv, SysProcAttr: jailSysProcAttr(true, newNet)}
+	err := cmd.Run()
+	if err == nil {
+		return 0
+	}
+	if en, ok := unwrapSyscallErr(err).(syscall.Errno); ok {
+		fmt.Printf("errno %d\n", int(en))
+	} else {
+		fmt.Println(unwrapSyscallErr(err))
+	}
+	return 1
+}
+
+// launcherProbeError turns a failed launcher probe's output back into the
+// error the helper's start met.
+func launcherProbeError(out []byte, err error) error {
+	line := strings.TrimSpace(string(out))
+	if n, ok := strings.CutPrefix(line, "errno "); ok {
+		if v, perr := strconv.Atoi(n); perr == nil {
+			return syscall.Errno(v)
+		}
+	}
+	if line != "" {
+		return errors.New(line)
+	}
+	return unwrapSyscallErr(err)
 }
 
 // dieBy ends the process by sig, as the default action does: no handler,

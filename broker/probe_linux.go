@@ -9,11 +9,23 @@ import (
 
 // probeLayers asks the kernel which layers exist: the Landlock ABI
 // version, seccomp's errno action, and a trial clone of this executable
-// (in probe mode, which exits at once) into the jail's namespaces.
-func probeLayers(helperPath string) probeResult {
+// (in probe mode, which exits at once) into the jail's namespaces —
+// through a launcher when viaLauncher, as a large host starts helpers.
+func probeLayers(helperPath string, viaLauncher bool) probeResult {
 	var p probeResult
 	p.landlockABI, p.landlockErr = landlockABI()
 	p.seccompErr = seccompAvailable()
+	if viaLauncher {
+		cmd := &exec.Cmd{
+			Path: helperPath,
+			Args: []string{launcherArg0, launcherNetArg, launcherProbeArg},
+			Env:  helperProcessEnv,
+		}
+		if out, err := cmd.Output(); err != nil {
+			p.usernsErr = launcherProbeError(out, err)
+		}
+		return p
+	}
 	cmd := &exec.Cmd{
 		Path:        helperPath,
 		Args:        []string{probeArg0},

@@ -107,7 +107,7 @@ func TestColdStartKeepsNoHelper(t *testing.T) {
 }
 
 func TestWarmHelperRetiredWhenIdle(t *testing.T) {
-	b := New(Options{WarmHelperIdle: 100 * time.Millisecond})
+	b := New(Options{WarmHelperIdle: time.Second})
 	run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
 	pid := waitWarm(t, b)
 	waitGone(t, pid)
