@@ -62,6 +62,10 @@ type Broker struct {
 	warm    *waitingHelper // the helper waiting for the next command, or nil
 	warming bool           // a helper is being started for the warm slot
 	closed  bool           // Close was called: prestart nothing more
+	warmErr error          // why the last prestart failed, or nil
+	// lastWarmPid is the pid of the helper last put in the warm slot
+	// (tests watch it come and go).
+	lastWarmPid int
 
 	// launchAboveRSS overrides largeHostRSS for tests: negative means
 	// always start helpers through a launcher.

@@ -215,6 +215,7 @@ func (b *Broker) prewarm(f flavour) {
 		h, err := b.spawnHelper(f, nil)
 		b.warmMu.Lock()
 		b.warming = false
+		b.warmErr = err
 		if err != nil || b.closed {
 			b.warmMu.Unlock()
 			if h != nil {
@@ -224,6 +225,7 @@ func (b *Broker) prewarm(f flavour) {
 		}
 		old := b.warm
 		b.warm = h
+		b.lastWarmPid = h.proc.pid
 		h.retire = time.AfterFunc(idle, func() { b.retireWarm(h) })
 		b.warmMu.Unlock()
 		if old != nil {
