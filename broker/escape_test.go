@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/internal/jailtest"
 )
 
 // The escape suite: every case is a probe that must fail inside the jail,
@@ -904,6 +906,7 @@ func TestEscapeSuite(t *testing.T) {
 		t.Fatalf("escape suite has %d cases, want at least 30", len(cases))
 	}
 	root := os.Geteuid() == 0
+	helper := jailtest.HostHelper(t)
 	// Each case runs on a helper prestarted after the previous one (the
 	// default) and on one started for the command alone, through a
 	// launcher as a large host starts it.
@@ -913,7 +916,10 @@ func TestEscapeSuite(t *testing.T) {
 		launched bool
 	}{{"warm", 0, false}, {"cold-launched", -1, true}} {
 		t.Run(start.name, func(t *testing.T) {
-			b := New(Options{WarmHelperIdle: start.idle})
+			// A host program as the helper: the test binary is a slow one,
+			// under -race especially, and a helper runs no Go code worth
+			// race-checking (one goroutine, then exec).
+			b := New(Options{WarmHelperIdle: start.idle, HelperPath: helper})
 			if start.launched {
 				b.launchAboveRSS = -1
 			}

@@ -37,8 +37,13 @@ const maxHelperReportBytes = 1 << 20
 // launcher is, and its death takes the helper with it.
 func (p *jailProcess) kill() {
 	p.mu.Lock()
-	if !p.reaped {
-		unix.Kill(p.commandPid(), unix.SIGKILL)
+	switch {
+	case p.jailPidfd > 0:
+		unix.PidfdSendSignal(p.jailPidfd, unix.SIGKILL, nil, 0)
+	case p.jailPid > 0:
+		unix.Kill(p.jailPid, unix.SIGKILL)
+	case !p.reaped:
+		unix.Kill(p.pid, unix.SIGKILL)
 	}
 	p.mu.Unlock()
 	p.killGroup()
@@ -46,34 +51,22 @@ func (p *jailProcess) kill() {
 
 // killGroup sends SIGKILL to the command's process group, until the
 // execution settled (after which the group id may name someone else's).
+// A launched command's group is left alone once its init has exited: the
+// group lived in its pid namespace, which is empty by then.
 func (p *jailProcess) killGroup() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.settled {
-		unix.Kill(-p.commandPid(), unix.SIGKILL)
+	switch {
+	case p.settled:
+	case p.jailPidfd > 0:
+		if !pidfdExited(p.jailPidfd) {
+			unix.Kill(-p.jailPid, unix.SIGKILL)
+		}
+	case p.jailPid > 0:
+		unix.Kill(-p.jailPid, unix.SIGKILL)
+	default:
+		unix.Kill(-p.pid, unix.SIGKILL)
 	}
-}
-
-// commandPid is the pid of the command's process (the helper, then what
-// it exec'd): the launcher's report of it, else the host's own child.
-// Callers hold p.mu.
-func (p *jailProcess) commandPid() int {
-	if p.jailPid > 0 {
-		return p.jailPid
-	}
-	return p.pid
-}
-
-// setJailPid records the pid the launcher reported and holds the helper's
-// mount namespace (see release).
-func (p *jailProcess) setJailPid(pid int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.launched || p.jailPid != 0 || pid <= 0 {
-		return
-	}
-	p.jailPid = pid
-	p.holdMountNamespace(pid)
 }
 
 // holdMountNamespace keeps the mount namespace of pid alive past its exit,

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -90,6 +92,130 @@ func runLauncher() int {
 	default:
 		return ws.ExitStatus()
 	}
+}
+
+// maxLauncherLineBytes bounds the launcher's one report line.
+const maxLauncherLineBytes = 4 << 10
+
+// awaitLauncher reads the launcher's line: the helper's pid, or why it
+// could not be started.
+func (h *waitingHelper) awaitLauncher() error {
+	h.repR.SetReadDeadline(time.Now().Add(JailSetupTimeout))
+	defer h.repR.SetReadDeadline(time.Time{})
+	var line []byte
+	buf := make([]byte, 512)
+	for !bytes.Contains(line, []byte{'\n'}) {
+		n, err := h.repR.Read(buf)
+		line = append(line, buf[:n]...)
+		if err != nil || len(line) > maxLauncherLineBytes {
+			return fmt.Errorf("jail launcher ended without starting the helper (%v)", err)
+		}
+	}
+	var rep helperReport
+	if err := json.Unmarshal(bytes.TrimSpace(line), &rep); err != nil {
+		return fmt.Errorf("malformed launcher report: %w", err)
+	}
+	if rep.Fatal != "" {
+		return errors.New(rep.Fatal)
+	}
+	if rep.JailPid <= 0 {
+		return fmt.Errorf("launcher reported no helper pid")
+	}
+	h.proc.setJailPid(rep.JailPid)
+	return nil
+}
+
+// largeHostRSS is the resident size above which a host starts each
+// helper through a launcher (see launcherArg0): past it, copying the
+// host's page tables for a namespaced child costs more than the
+// launcher's own start.
+const largeHostRSS = 64 << 20
+
+// hostIsLarge reports whether this process is resident above the
+// broker's launcher threshold.
+func (b *Broker) hostIsLarge() bool {
+	limit := b.launchAboveRSS
+	if limit == 0 {
+		limit = largeHostRSS
+	}
+	if limit < 0 {
+		return true
+	}
+	return residentBytes() > limit
+}
+
+// residentBytes is this process's resident set size, or 0 when unknown.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// setJailPid records the helper pid the launcher reported, once it is
+// confirmed to be the launcher's running child, and holds the helper's
+// mount namespace (see release). An unconfirmed pid is ignored: kills
+// then go to the launcher, whose death takes the helper with it.
+func (p *jailProcess) setJailPid(pid int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.launched || p.jailPid != 0 || pid <= 0 {
+		return
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		// No pidfds (Linux before 5.3): the pid alone, if it checks out.
+		if parentPid(pid) == p.pid {
+			p.jailPid = pid
+			p.holdMountNamespace(pid)
+		}
+		return
+	}
+	// The pidfd names whatever process holds pid now. While that process
+	// runs its pid cannot be reused, so a parent check made before seeing
+	// it still running speaks of the same process.
+	if parentPid(pid) != p.pid || pidfdExited(fd) {
+		unix.Close(fd)
+		return
+	}
+	p.jailPid, p.jailPidfd = pid, fd
+	p.holdMountNamespace(pid)
+}
+
+// parentPid is pid's parent as /proc says, or -1.
+func parentPid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// "pid (comm) state ppid ...": comm may hold anything, so read past
+	// its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return -1
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return -1
+	}
+	return ppid
+}
+
+// pidfdExited reports whether the process a pidfd names has exited.
+func pidfdExited(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
 }
 
 // launcherProbe starts the helper in probe mode in the jail's

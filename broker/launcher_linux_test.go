@@ -4,6 +4,7 @@ package broker
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -39,4 +40,36 @@ func TestLauncherProbeError(t *testing.T) {
 	if !errors.Is(launcherProbeError([]byte("errno 1"), exitErr), syscall.EPERM) {
 		t.Error("errno 1 is not EPERM")
 	}
+}
+
+func TestLaunchedHelperPidIsConfirmed(t *testing.T) {
+	b := New(Options{})
+	b.launchAboveRSS = -1
+	h, err := b.spawnHelper(flavour{namespaces: true, newNet: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := childOf(t, h.proc.pid)
+	if h.proc.jailPid != child || h.proc.jailPidfd <= 0 || h.proc.nsHold <= 0 {
+		t.Fatalf("launcher %d, child %d: jailPid %d pidfd %d nsHold %d", h.proc.pid, child, h.proc.jailPid, h.proc.jailPidfd, h.proc.nsHold)
+	}
+	// A pid that is not the launcher's child is not believed.
+	stranger := &jailProcess{launched: true, pid: os.Getpid()}
+	stranger.setJailPid(child)
+	stranger.setJailPid(1)
+	if stranger.jailPid != 0 || stranger.jailPidfd != 0 {
+		t.Fatalf("a pid that is not the launcher's child was taken: %d", stranger.jailPid)
+	}
+	// Killing goes to the helper through its pidfd; the launcher follows.
+	h.proc.kill()
+	waitGone(t, child)
+	st := h.proc.wait()
+	if ws := st.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("launcher ended %v, want killed like its helper", st)
+	}
+	h.cfgW.Close()
+	h.repR.Close()
+	h.stdinW.Close()
+	h.proc.closeOutput()
+	h.proc.release()
 }

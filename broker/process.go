@@ -43,9 +43,13 @@ type jailProcess struct {
 	// pidNamespace: the command is the init of its own pid namespace.
 	pidNamespace bool
 	// launched: pid is a launcher, whose child is the helper (see
-	// launcherArg0); jailPid is that child's pid once the launcher said it.
-	launched bool
-	jailPid  int
+	// launcherArg0); jailPid is that child's pid once the launcher said it
+	// and it was confirmed, and jailPidfd (0 when none) a pidfd naming
+	// exactly that process, so no signal meant for it reaches a process
+	// that reused its pid.
+	launched  bool
+	jailPid   int
+	jailPidfd int
 	// nsHold is a descriptor keeping the command's mount namespace alive
 	// past its exit (-1 or 0 when none); release drops it.
 	nsHold int
@@ -61,6 +65,10 @@ type jailProcess struct {
 func (p *jailProcess) release() {
 	p.mu.Lock()
 	p.settled = true
+	if p.jailPidfd > 0 {
+		closeFd(p.jailPidfd)
+		p.jailPidfd = 0
+	}
 	p.mu.Unlock()
 	if p.nsHold > 0 {
 		fd := p.nsHold

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentloom/loom/internal/jailtest"
 )
 
 // unprivilegedUID is the uid (and gid) the suite re-runs itself as when
@@ -44,23 +46,15 @@ func TestUnprivileged(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyExe := filepath.Join(dir, "broker.test")
-	src, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst, err := os.OpenFile(copyExe, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	src.Close()
-	dst.Close()
+	copyExecutable(t, exe, copyExe)
+	// The helper the escape suite uses is built here: nobody has no Go
+	// build cache to build it with.
+	helper := filepath.Join(dir, "host-helper")
+	copyExecutable(t, jailtest.HostHelper(t), helper)
 
 	cmd := exec.Command(copyExe, "-test.run", "^(TestClearEcho|TestEscapeSuite|TestUnprivileged)$", "-test.v", "-test.count=1")
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp"}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp", jailtest.HelperEnv + "=" + helper}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -73,5 +67,25 @@ func TestUnprivileged(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "--- PASS: TestEscapeSuite") {
 		t.Fatalf("the unprivileged escape suite did not pass:\n%s", out)
+	}
+}
+
+// copyExecutable copies the program at src to dst, executable by all.
+func copyExecutable(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

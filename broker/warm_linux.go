@@ -1,14 +1,9 @@
 package broker
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -104,70 +99,6 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) 
 		proc.holdMountNamespace(proc.pid)
 	}
 	return h, nil
-}
-
-// maxLauncherLineBytes bounds the launcher's one report line.
-const maxLauncherLineBytes = 4 << 10
-
-// awaitLauncher reads the launcher's line: the helper's pid, or why it
-// could not be started.
-func (h *waitingHelper) awaitLauncher() error {
-	h.repR.SetReadDeadline(time.Now().Add(JailSetupTimeout))
-	defer h.repR.SetReadDeadline(time.Time{})
-	var line []byte
-	buf := make([]byte, 512)
-	for !bytes.Contains(line, []byte{'\n'}) {
-		n, err := h.repR.Read(buf)
-		line = append(line, buf[:n]...)
-		if err != nil || len(line) > maxLauncherLineBytes {
-			return fmt.Errorf("jail launcher ended without starting the helper (%v)", err)
-		}
-	}
-	var rep helperReport
-	if err := json.Unmarshal(bytes.TrimSpace(line), &rep); err != nil {
-		return fmt.Errorf("malformed launcher report: %w", err)
-	}
-	if rep.Fatal != "" {
-		return errors.New(rep.Fatal)
-	}
-	if rep.JailPid <= 0 {
-		return fmt.Errorf("launcher reported no helper pid")
-	}
-	h.proc.setJailPid(rep.JailPid)
-	return nil
-}
-
-// largeHostRSS is the resident size above which a host starts each
-// helper through a launcher (see launcherArg0): past it, copying the
-// host's page tables for a namespaced child costs more than the
-// launcher's own start.
-const largeHostRSS = 64 << 20
-
-// hostIsLarge reports whether this process is resident above the
-// broker's launcher threshold.
-func (b *Broker) hostIsLarge() bool {
-	limit := b.launchAboveRSS
-	if limit == 0 {
-		limit = largeHostRSS
-	}
-	if limit < 0 {
-		return true
-	}
-	return residentBytes() > limit
-}
-
-// residentBytes is this process's resident set size, or 0 when unknown.
-func residentBytes() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
 }
 
 // discard kills a helper that will never be configured and reaps it in

@@ -15,12 +15,21 @@ import (
 	"testing"
 )
 
+// HelperEnv, when set, names an already built host helper that
+// HostHelper returns instead of building one: a test that re-runs itself
+// as another user (who may have no Go build cache) builds the helper
+// first and passes it on.
+const HelperEnv = "LOOM_TEST_HOST_HELPER"
+
 // HostHelper builds a minimal program that imports the broker (and so
 // serves as its jail helper) and returns its path, for
 // broker.Options.HelperPath. The program is built through a go build
 // overlay, so nothing is written into the module.
 func HostHelper(tb testing.TB) string {
 	tb.Helper()
+	if p := os.Getenv(HelperEnv); p != "" {
+		return p
+	}
 	_, here, _, ok := runtime.Caller(0)
 	if !ok {
 		tb.Fatal("jailtest: cannot locate the module")
