@@ -24,11 +24,10 @@ import (
 // host holding 1 GiB of heap paid ~40 ms per jailed command for that
 // copy, and stalled while it ran. So a host resident above largeHostRSS
 // starts the launcher the cheap way (vfork, no namespaces), and the
-// launcher — a small process —
-// starts the helper in its namespaces, says which pid it got, lets go of
-// every descriptor, and waits, then leaves the way the helper's process
-// did (exit code or signal), so the host reads the command's status as
-// its own child's.
+// launcher — a small process — starts the helper in its namespaces, says
+// which pid it got, lets go of every descriptor, and waits, then leaves
+// the way the helper's process did (exit code or signal), so the host
+// reads the command's status as its own child's.
 const (
 	launcherArg0 = "loom-jail-launcher"
 	// launcherNetArg asks the launcher for a network namespace too.
@@ -74,8 +73,8 @@ func runLauncher() int {
 		rep.Write(append(b, '\n'))
 		return exitHelperSetup
 	}
-	// One short line: a single atomic pipe write, whatever the helper
-	// writes around it.
+	// The first line on the report pipe: the helper writes only once it
+	// has its configuration, which the host sends after reading this.
 	b, _ := json.Marshal(helperReport{JailPid: cmd.Process.Pid})
 	rep.Write(append(b, '\n'))
 	for _, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr, cfg, rep} {
