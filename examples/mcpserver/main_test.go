@@ -44,7 +44,7 @@ func serverBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "mcpserver")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=false", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -48,7 +48,7 @@ func HostHelper(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	out := filepath.Join(dir, "host")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-overlay", ovl, "-o", out, "./zz_host")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildvcs=false", "-overlay", ovl, "-o", out, "./zz_host")
 	cmd.Dir = pkgDir
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("jailtest: building the host helper: %v\n%s", err, msg)
