@@ -63,9 +63,9 @@ type Broker struct {
 	warming bool           // a helper is being started for the warm slot
 	closed  bool           // Close was called: prestart nothing more
 	warmErr error          // why the last prestart failed, or nil
-	// lastWarmPid is the pid of the helper last put in the warm slot
-	// (tests watch it come and go).
-	lastWarmPid int
+	// onSpawn, when set (by tests), is told the pid of every helper
+	// process the broker starts.
+	onSpawn func(pid int)
 
 	// launchAboveRSS overrides largeHostRSS for tests: negative means
 	// always start helpers through a launcher.

@@ -83,6 +83,9 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) 
 		}
 		return nil, err
 	}
+	if b.onSpawn != nil {
+		b.onSpawn(cmd.Process.Pid)
+	}
 	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
 		pidNamespace: f.namespaces, launched: launched, stdout: stdout.r, stderr: stderr.r}
 	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now()}
@@ -116,16 +119,22 @@ func (h *waitingHelper) discard() {
 }
 
 // takeWarm removes and returns the warm helper when it has flavour f and
-// has not outlived the broker's idle allowance; otherwise nil.
+// has not outlived the broker's idle allowance; otherwise nil. One that
+// outlived it (its retirement is due) is discarded on the way.
 func (b *Broker) takeWarm(f flavour) *waitingHelper {
 	b.warmMu.Lock()
-	defer b.warmMu.Unlock()
 	h := b.warm
-	if h == nil || h.flavour != f || time.Since(h.born) >= b.warmIdle() {
+	if h == nil || h.flavour != f {
+		b.warmMu.Unlock()
 		return nil
 	}
 	b.warm = nil
 	h.retire.Stop()
+	b.warmMu.Unlock()
+	if time.Since(h.born) >= b.warmIdle() {
+		h.discard()
+		return nil
+	}
 	return h
 }
 
@@ -156,7 +165,6 @@ func (b *Broker) prewarm(f flavour) {
 		}
 		old := b.warm
 		b.warm = h
-		b.lastWarmPid = h.proc.pid
 		h.retire = time.AfterFunc(idle, func() { b.retireWarm(h) })
 		b.warmMu.Unlock()
 		if old != nil {

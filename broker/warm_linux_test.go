@@ -110,24 +110,23 @@ func TestColdStartKeepsNoHelper(t *testing.T) {
 
 func TestWarmHelperRetiredWhenIdle(t *testing.T) {
 	b := New(Options{WarmHelperIdle: 100 * time.Millisecond})
+	spawned := make(chan int, 8)
+	b.onSpawn = func(pid int) { spawned <- pid }
 	run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
-	// The helper may come and go before run returns (a slow machine, a
-	// race build): watch for its pid, not for the slot.
-	var pid int
-	deadline := time.Now().Add(10 * time.Second)
-	for pid == 0 && time.Now().Before(deadline) {
+	<-spawned // the command's own helper
+	// The next is the prestarted one; it may come and go before run
+	// returns (a slow machine, a race build), so follow its pid.
+	select {
+	case pid := <-spawned:
+		waitGone(t, pid)
+	case <-time.After(10 * time.Second):
 		b.warmMu.Lock()
-		pid = b.lastWarmPid
-		b.warmMu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-	}
-	if pid == 0 {
+		defer b.warmMu.Unlock()
 		t.Fatalf("no helper was prestarted (last error %v)", b.warmErr)
 	}
-	waitGone(t, pid)
 	b.warmMu.Lock()
 	defer b.warmMu.Unlock()
-	if b.warm != nil && b.warm.proc.pid == pid {
+	if b.warm != nil {
 		t.Fatal("a retired helper is still in the warm slot")
 	}
 }

@@ -1,0 +1,168 @@
+//go:build linux
+
+package broker
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentloom/loom/internal/jailtest"
+	"pgregory.net/rapid"
+)
+
+// TestWarmSlotStateMachine drives one broker through random sequences of
+// commands of both network flavours, commands whose stdin is a file,
+// warm helpers killed from outside, idle periods past the allowance and
+// Close, against a model that says only what must hold: every command
+// runs and reports the namespaces of its flavour, a closed broker
+// prestarts nothing, and once the broker is closed every helper process
+// it ever started is gone.
+func TestWarmSlotStateMachine(t *testing.T) {
+	helper := jailtest.HostHelper(t)
+	defer fewerChecks(warmModelChecks)()
+	rapid.Check(t, func(rt *rapid.T) {
+		const idle = 30 * time.Millisecond
+		b := New(Options{HelperPath: helper, WarmHelperIdle: idle})
+		if rapid.Bool().Draw(rt, "launched") {
+			b.launchAboveRSS = -1
+		}
+		var mu sync.Mutex
+		var spawned []int
+		b.onSpawn = func(pid int) {
+			mu.Lock()
+			spawned = append(spawned, pid)
+			mu.Unlock()
+		}
+		ws := t.TempDir()
+		closed := false
+		n := 0
+		// After Close, a command's own helper is the only one started.
+		spawnedAtClose, clearsSinceClose := 0, 0
+		clear := func(network Network, stdin *os.File) {
+			n++
+			if closed {
+				clearsSinceClose++
+			}
+			p := testPolicy(ws)
+			p.Network = network
+			want := fmt.Sprintf("run-%d", n)
+			spec := CallSpec{Argv: []string{"sh", "-c", "echo " + want}, Policy: p,
+				Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}}
+			if stdin != nil {
+				spec.Stdin = stdin
+			}
+			ex, d := b.Clear(context.Background(), spec)
+			if d != nil {
+				rt.Fatalf("Clear: %v", d)
+			}
+			var out bytes.Buffer
+			for o := range ex.Output() {
+				out.Write(o.Bytes)
+			}
+			s := ex.Wait()
+			l, _ := ex.Enforcement.Layer(LayerNamespaces)
+			if out.String() != want+"\n" || s.ExitCode != 0 || strings.Contains(l.Params, "net") != (network == NetworkOff) {
+				rt.Fatalf("network %v: out %q settled %+v namespaces %q", network, out.String(), s, l.Params)
+			}
+		}
+		rt.Repeat(map[string]func(*rapid.T){
+			"clear": func(rt *rapid.T) {
+				clear(rapid.SampledFrom([]Network{NetworkOff, NetworkFull}).Draw(rt, "network"), nil)
+			},
+			"clear with a file as stdin": func(rt *rapid.T) {
+				f, err := os.Open(os.DevNull)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				defer f.Close()
+				clear(NetworkOff, f)
+			},
+			"kill the warm helper": func(rt *rapid.T) {
+				b.warmMu.Lock()
+				if b.warm != nil {
+					syscall.Kill(b.warm.proc.pid, syscall.SIGKILL)
+				}
+				b.warmMu.Unlock()
+			},
+			"idle past the allowance": func(rt *rapid.T) {
+				time.Sleep(idle + 20*time.Millisecond)
+			},
+			"close": func(rt *rapid.T) {
+				b.Close()
+				if !closed {
+					closed = true
+					mu.Lock()
+					spawnedAtClose = len(spawned)
+					mu.Unlock()
+				}
+			},
+			"": func(rt *rapid.T) {
+				if !closed {
+					return
+				}
+				time.Sleep(10 * time.Millisecond) // a prestart would have begun
+				mu.Lock()
+				extra := len(spawned) - spawnedAtClose - clearsSinceClose
+				mu.Unlock()
+				if extra != 0 {
+					rt.Fatalf("a closed broker started %d helpers beyond its commands' own", extra)
+				}
+				// A closed broker ends up with nothing warm, and stays so.
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					b.warmMu.Lock()
+					quiet := b.warm == nil && !b.warming
+					b.warmMu.Unlock()
+					if quiet {
+						break
+					}
+					if time.Now().After(deadline) {
+						rt.Fatal("a closed broker still holds or starts a warm helper")
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			},
+		})
+		b.Close()
+		// Every helper process this broker started is gone.
+		mu.Lock()
+		pids := append([]int(nil), spawned...)
+		mu.Unlock()
+		deadline := time.Now().Add(10 * time.Second)
+		for _, pid := range pids {
+			for syscall.Kill(pid, 0) != syscall.ESRCH {
+				if time.Now().After(deadline) {
+					rt.Fatalf("helper %d outlived its closed broker (of %v)", pid, pids)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	})
+}
+
+// warmModelChecks is how many sequences the warm-slot model runs unless
+// -rapid.checks says otherwise: each starts dozens of real jails.
+const warmModelChecks = 20
+
+// fewerChecks lowers rapid's number of checks to n for one test, unless
+// the command line set it, and returns what restores it.
+func fewerChecks(n int) (restore func()) {
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "rapid.checks" })
+	f := flag.Lookup("rapid.checks")
+	if explicit || f == nil {
+		return func() {}
+	}
+	old := f.Value.String()
+	f.Value.Set(strconv.Itoa(n))
+	return func() { f.Value.Set(old) }
+}
