@@ -23,6 +23,17 @@ type waitingHelper struct {
 	stdinW  *os.File // fd 0 in the helper; nil when the command's own file is
 	born    time.Time
 	retire  *time.Timer // set while the helper waits in the warm slot
+	// who is the host's identity when the helper was started, which the
+	// helper (and so the command) carries.
+	who identity
+}
+
+// identity is a process's user and group ids.
+type identity struct{ uid, gid, euid, egid int }
+
+// currentIdentity is this process's identity now.
+func currentIdentity() identity {
+	return identity{os.Getuid(), os.Getgid(), os.Geteuid(), os.Getegid()}
 }
 
 // pipe is one os.Pipe whose ends are closed together on failure.
@@ -66,6 +77,7 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) 
 		cmd.Args = launcherArgs(f)
 		cmd.SysProcAttr = jailSysProcAttr(false, false)
 	}
+	who := currentIdentity()
 	err := cmd.Start()
 	for _, f := range []*os.File{in.r, stdout.w, stderr.w, cfg.r, rep.w} {
 		f.Close()
@@ -88,7 +100,7 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) 
 	}
 	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
 		pidNamespace: f.namespaces, launched: launched, stdout: stdout.r, stderr: stderr.r}
-	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now()}
+	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now(), who: who}
 	switch {
 	case launched:
 		// Ready only once the launcher has started the helper and said
@@ -118,9 +130,11 @@ func (h *waitingHelper) discard() {
 	}()
 }
 
-// takeWarm removes and returns the warm helper when it has flavour f and
-// has not outlived the broker's idle allowance; otherwise nil. One that
-// outlived it (its retirement is due) is discarded on the way.
+// takeWarm removes and returns the warm helper when it has flavour f, has
+// not outlived the broker's idle allowance and carries the host's
+// identity of now (a host that changed its uid since must not run a
+// command as the old one); otherwise nil. One that fails the last two is
+// discarded on the way.
 func (b *Broker) takeWarm(f flavour) *waitingHelper {
 	b.warmMu.Lock()
 	h := b.warm
@@ -131,7 +145,7 @@ func (b *Broker) takeWarm(f flavour) *waitingHelper {
 	b.warm = nil
 	h.retire.Stop()
 	b.warmMu.Unlock()
-	if time.Since(h.born) >= b.warmIdle() {
+	if time.Since(h.born) >= b.warmIdle() || h.who != currentIdentity() {
 		h.discard()
 		return nil
 	}

@@ -308,3 +308,30 @@ func TestHostIsLarge(t *testing.T) {
 		}
 	}
 }
+
+// A warm helper started under another identity (a host that changed its
+// uid since) never runs a command: it is discarded and the command gets a
+// helper of its own.
+func TestWarmHelperOfAnotherIdentityIsDiscarded(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	p := testPolicy(t.TempDir())
+	run(t, b, p, 10*time.Second, "true")
+	pid := waitWarm(t, b)
+	b.warmMu.Lock()
+	b.warm.who.euid++ // as if the host's identity changed after the start
+	b.warmMu.Unlock()
+	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sleep", "60"}, Policy: p,
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+	if d != nil {
+		t.Fatal(d)
+	}
+	defer func() {
+		ex.Cancel()
+		for range ex.Output() {
+		}
+		ex.Wait()
+	}()
+	// Had it run the command, it would be sleeping now.
+	waitGone(t, pid)
+}
