@@ -211,6 +211,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	}
 	ex.Enforcement = enf
 	kill.attach(proc)
+	prestart := proc.schedulePrestart()
 
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -264,6 +265,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		close(ex.out)
 		close(ex.done)
 		proc.release()
+		prestart()
 	}()
 	return ex, nil
 }

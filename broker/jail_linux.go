@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -150,19 +151,23 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		if h := b.takeWarm(f); h != nil {
 			proc, enf, execErr, d, silent := b.configure(h, payload, req)
 			if !silent {
-				b.prewarm(f)
+				if proc != nil {
+					proc.prestartNext = sync.OnceFunc(func() { b.prewarm(f) })
+				}
 				return proc, enf, execErr, d
 			}
 			// The warm helper died before it could say anything (killed
 			// from outside, say): nothing ran, so a fresh helper may try.
 		}
 	}
-	h, err := b.spawnHelper(f, stdinFile)
+	h, err := b.spawnHelper(f, stdinFile, false)
 	if err != nil {
 		return nil, enf, "", NewDenial(DenialJailFailed, "start helper: "+errnoName(unwrapSyscallErr(err)), err)
 	}
-	b.prewarm(f)
 	proc, enf, execErr, d, _ = b.configure(h, payload, req)
+	if proc != nil {
+		proc.prestartNext = sync.OnceFunc(func() { b.prewarm(f) })
+	}
 	return proc, enf, execErr, d
 }
 

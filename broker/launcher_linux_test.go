@@ -45,7 +45,7 @@ func TestLauncherProbeError(t *testing.T) {
 func TestLaunchedHelperPidIsConfirmed(t *testing.T) {
 	b := New(Options{})
 	b.launchAboveRSS = -1
-	h, err := b.spawnHelper(flavour{namespaces: true, newNet: true}, nil)
+	h, err := b.spawnHelper(flavour{namespaces: true, newNet: true}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

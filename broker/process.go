@@ -50,6 +50,11 @@ type jailProcess struct {
 	launched  bool
 	jailPid   int
 	jailPidfd int
+	// prestartNext, when set, starts the helper for the next command; the
+	// broker calls it once the command settled or has run for
+	// prestartAfter, whichever comes first, so a short command never
+	// shares the machine with its successor's start.
+	prestartNext func()
 	// nsHold is a descriptor keeping the command's mount namespace alive
 	// past its exit (-1 or 0 when none); release drops it.
 	nsHold int
@@ -57,6 +62,24 @@ type jailProcess struct {
 	mu      sync.Mutex
 	reaped  bool
 	settled bool
+}
+
+// prestartAfter is how long a command runs before the broker starts the
+// next command's helper anyway (a long job must not leave the session
+// without a warm helper).
+const prestartAfter = 100 * time.Millisecond
+
+// schedulePrestart arranges for prestartNext and returns what to call at
+// settlement.
+func (p *jailProcess) schedulePrestart() (settled func()) {
+	if p.prestartNext == nil {
+		return func() {}
+	}
+	t := time.AfterFunc(prestartAfter, p.prestartNext)
+	return func() {
+		t.Stop()
+		p.prestartNext()
+	}
 }
 
 // release drops what the process held past its exit, in the background:

@@ -41,8 +41,14 @@ type pipe struct{ r, w *os.File }
 
 // spawnHelper starts a helper of flavour f with fresh pipes for its
 // standard streams, configuration and report; stdin, when not nil, is
-// the helper's fd 0 instead of a pipe.
-func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) {
+// the helper's fd 0 instead of a pipe. A helper with namespaces is
+// started through a launcher when the host is large, and always when
+// warm (not awaited by a command): the launcher is a vfork, while a
+// direct start copies the host's page tables and stalls the host's
+// allocating threads meanwhile — a cost a command waiting for its own
+// helper would rather pay than the launcher's start, and one nothing
+// else should.
+func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelper, error) {
 	var ps [5]pipe // stdin, stdout, stderr, config, report
 	for i := range ps {
 		r, w, err := os.Pipe()
@@ -71,7 +77,7 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File) (*waitingHelper, error) 
 		ExtraFiles:  []*os.File{cfg.r, rep.w}, // fds 3 and 4
 		SysProcAttr: jailSysProcAttr(f.namespaces, f.newNet),
 	}
-	launched := f.namespaces && b.hostIsLarge()
+	launched := f.namespaces && (warm || b.hostIsLarge())
 	if launched {
 		// The namespaces are the launcher's to make (see launcherArg0).
 		cmd.Args = launcherArgs(f)
@@ -166,7 +172,7 @@ func (b *Broker) prewarm(f flavour) {
 	b.warming = true
 	b.warmMu.Unlock()
 	go func() {
-		h, err := b.spawnHelper(f, nil)
+		h, err := b.spawnHelper(f, nil, true)
 		b.warmMu.Lock()
 		b.warming = false
 		b.warmErr = err

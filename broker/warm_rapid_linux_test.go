@@ -98,12 +98,26 @@ func TestWarmSlotStateMachine(t *testing.T) {
 			},
 			"close": func(rt *rapid.T) {
 				b.Close()
-				if !closed {
-					closed = true
-					mu.Lock()
-					spawnedAtClose = len(spawned)
-					mu.Unlock()
+				if closed {
+					return
 				}
+				closed = true
+				// A prestart already under way finishes (and is discarded)
+				// before the count starts.
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+					b.warmMu.Lock()
+					warming := b.warming
+					b.warmMu.Unlock()
+					if !warming {
+						break
+					}
+					if time.Now().After(deadline) {
+						rt.Fatal("a prestart under way at Close never finished")
+					}
+				}
+				mu.Lock()
+				spawnedAtClose = len(spawned)
+				mu.Unlock()
 			},
 			"": func(rt *rapid.T) {
 				if !closed {
