@@ -60,18 +60,26 @@
 // # Warm helpers
 //
 // Starting a helper (the clone into fresh namespaces and the Go runtime's
-// start-up) is most of a jail's fixed cost. After each command the broker
-// starts the next helper in the background, with the namespace flavour
-// that command used, and keeps it blocked on its configuration for
-// Options.WarmHelperIdle; the next command of that flavour is handed to
-// it, so its latency is configuration, confinement and exec only. A
-// command whose Stdin is an *os.File, one of another flavour, or one that
-// finds the helper gone gets a helper started for it. Close discards the
-// warm helper; a helper that no configuration reaches exits by itself.
+// start-up) is most of a jail's fixed cost. Once a command settles (or
+// has run for 100 ms) the broker starts the next helper in the
+// background, with the namespace flavour that command used, and keeps it
+// blocked on its configuration for Options.WarmHelperIdle; the next
+// command of that flavour is handed to it, so its latency is
+// configuration, confinement and exec only. A command whose Stdin is an
+// *os.File, one of another flavour, or one that finds the helper gone,
+// stale or started under another host identity gets a helper started for
+// it. Close discards the warm helper; a helper that no configuration
+// reaches exits by itself.
 //
-// A host resident above 64 MiB starts each helper through a small
-// launcher process instead of directly: a Go parent that clones a child
-// into a new user namespace copies its own page tables, which for a host
-// of 1 GiB cost ~40 ms per command. The launcher mirrors the helper's
-// exit status, so nothing else changes.
+// # The launcher
+//
+// A Go parent that clones a child into a new user namespace copies its
+// own page tables (without CLONE_VM, so it can write the child's uid map
+// while the child waits), stalling its allocating threads meanwhile; for a
+// host of 1 GiB that cost ~40 ms per command. So warm helpers, and every
+// helper of a host resident above 64 MiB, are started through a small
+// launcher process the host vforks: the launcher makes the namespaces,
+// reports the helper's pid (which the broker confirms and then signals
+// only through a pidfd) and mirrors the helper's exit status, so nothing
+// else changes.
 package broker
