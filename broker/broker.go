@@ -38,13 +38,14 @@ type Options struct {
 	HelperPath string
 	// WarmHelperIdle is how long the broker keeps one helper started
 	// ahead of the next command. A helper's process start, its fresh
-	// namespaces and its runtime's initialisation then happen while the
-	// previous command runs, not in the next command's latency; the warm
-	// helper holds no policy and has confined nothing until a command is
-	// handed to it, and each helper serves exactly one command. Zero means
-	// DefaultWarmHelperIdle; values above MaxWarmHelperIdle are capped; a
-	// negative value turns prestarting off, so every command starts its
-	// helper when it is cleared. Close discards the warm helper.
+	// namespaces and its runtime's initialisation then happen after the
+	// previous command settled (or once it has run a while), not in the
+	// next command's latency; the warm helper holds no policy and has
+	// confined nothing until a command is handed to it, and each helper
+	// serves exactly one command. Zero means DefaultWarmHelperIdle; values
+	// above MaxWarmHelperIdle are capped; a negative value turns
+	// prestarting off, so every command starts its helper when it is
+	// cleared. Close discards the warm helper.
 	WarmHelperIdle time.Duration
 }
 
