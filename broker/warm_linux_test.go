@@ -48,6 +48,24 @@ func waitGone(t testing.TB, pid int) {
 	t.Fatalf("process %d still exists", pid)
 }
 
+// startSleep clears a long sleep under p; stopSleep ends it.
+func startSleep(t *testing.T, b *Broker, p Policy) *Execution {
+	t.Helper()
+	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sleep", "60"}, Policy: p,
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+	if d != nil {
+		t.Fatal(d)
+	}
+	return ex
+}
+
+func stopSleep(ex *Execution) {
+	ex.Cancel()
+	for range ex.Output() {
+	}
+	ex.Wait()
+}
+
 // childOf returns the one child of pid.
 func childOf(t *testing.T, pid int) int {
 	t.Helper()
@@ -71,17 +89,8 @@ func TestWarmHelperRunsTheNextCommand(t *testing.T) {
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	pid := waitWarm(t, b)
-	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sleep", "5"}, Policy: p,
-		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
-	if d != nil {
-		t.Fatal(d)
-	}
-	defer func() {
-		ex.Cancel()
-		for range ex.Output() {
-		}
-		ex.Wait()
-	}()
+	ex := startSleep(t, b, p)
+	defer stopSleep(ex)
 	// The helper that waited (behind its launcher) is the process that now
 	// runs the command.
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", childOf(t, pid)))
@@ -321,17 +330,8 @@ func TestWarmHelperOfAnotherIdentityIsDiscarded(t *testing.T) {
 	b.warmMu.Lock()
 	b.warm.who.euid++ // as if the host's identity changed after the start
 	b.warmMu.Unlock()
-	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sleep", "60"}, Policy: p,
-		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
-	if d != nil {
-		t.Fatal(d)
-	}
-	defer func() {
-		ex.Cancel()
-		for range ex.Output() {
-		}
-		ex.Wait()
-	}()
+	ex := startSleep(t, b, p)
+	defer stopSleep(ex)
 	// Had it run the command, it would be sleeping now.
 	waitGone(t, pid)
 }

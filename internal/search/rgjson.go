@@ -128,18 +128,7 @@ func (s *jsonScanner) literal(word string) bool {
 // object reads {"key": value, ...}, calling field for each key with the
 // scanner positioned at its value; field must consume the value.
 func (s *jsonScanner) object(field func(key []byte) error) error {
-	s.space()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return errJSON
-	}
-	s.i++
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return nil
-	}
-	for {
-		s.space()
+	return s.sequence('{', '}', func() error {
 		key, err := s.string()
 		if err != nil {
 			return err
@@ -150,7 +139,27 @@ func (s *jsonScanner) object(field func(key []byte) error) error {
 		}
 		s.i++
 		s.space()
-		if err := field(key); err != nil {
+		return field(key)
+	})
+}
+
+// sequence reads open, then elements separated by commas, then close
+// (an object's members or an array's values), calling elem at each
+// element's start; elem must consume the element.
+func (s *jsonScanner) sequence(open, close byte, elem func() error) error {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != open {
+		return errJSON
+	}
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == close {
+		s.i++
+		return nil
+	}
+	for {
+		s.space()
+		if err := elem(); err != nil {
 			return err
 		}
 		s.space()
@@ -160,7 +169,7 @@ func (s *jsonScanner) object(field func(key []byte) error) error {
 		switch s.b[s.i] {
 		case ',':
 			s.i++
-		case '}':
+		case close:
 			s.i++
 			return nil
 		default:
@@ -390,31 +399,7 @@ func (s *jsonScanner) skip(depth int) error {
 	case c == '{':
 		return s.object(func([]byte) error { return s.skip(depth + 1) })
 	case c == '[':
-		s.i++
-		s.space()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			return nil
-		}
-		for {
-			s.space()
-			if err := s.skip(depth + 1); err != nil {
-				return err
-			}
-			s.space()
-			if s.i >= len(s.b) {
-				return errJSON
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return nil
-			default:
-				return errJSON
-			}
-		}
+		return s.sequence('[', ']', func() error { return s.skip(depth + 1) })
 	case c == '-' || '0' <= c && c <= '9':
 		return s.number()
 	case s.literal("true"), s.literal("false"), s.literal("null"):
