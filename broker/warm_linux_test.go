@@ -48,6 +48,18 @@ func waitGone(t testing.TB, pid int) {
 	t.Fatalf("process %d still exists", pid)
 }
 
+// requireNoWarm fails t with why if, shortly after its last command
+// settled, b holds or is starting a warm helper.
+func requireNoWarm(t *testing.T, b *Broker, why string) {
+	t.Helper()
+	time.Sleep(50 * time.Millisecond)
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	if b.warm != nil || b.warming {
+		t.Fatal(why)
+	}
+}
+
 // startSleep clears a long sleep under p; stopSleep ends it.
 func startSleep(t *testing.T, b *Broker, p Policy) *Execution {
 	t.Helper()
@@ -109,12 +121,7 @@ func TestColdStartKeepsNoHelper(t *testing.T) {
 	if r.stdout != "cold\n" {
 		t.Fatalf("stdout %q", r.stdout)
 	}
-	time.Sleep(50 * time.Millisecond)
-	b.warmMu.Lock()
-	defer b.warmMu.Unlock()
-	if b.warm != nil || b.warming {
-		t.Fatal("a helper was prestarted with WarmHelperIdle < 0")
-	}
+	requireNoWarm(t, b, "a helper was prestarted with WarmHelperIdle < 0")
 }
 
 func TestWarmHelperRetiredWhenIdle(t *testing.T) {
@@ -153,12 +160,7 @@ func TestCloseDiscardsWarmHelper(t *testing.T) {
 	if r := run(t, b, p, 10*time.Second, "sh", "-c", "echo after"); r.stdout != "after\n" {
 		t.Fatalf("after Close: %q %+v", r.stdout, r.settled)
 	}
-	time.Sleep(50 * time.Millisecond)
-	b.warmMu.Lock()
-	defer b.warmMu.Unlock()
-	if b.warm != nil || b.warming {
-		t.Fatal("a closed broker prestarted a helper")
-	}
+	requireNoWarm(t, b, "a closed broker prestarted a helper")
 }
 
 func TestWarmHelperKilledFromOutside(t *testing.T) {
