@@ -47,6 +47,11 @@ type Options struct {
 	// prestarting off, so every command starts its helper when it is
 	// cleared. Close discards the warm helper.
 	WarmHelperIdle time.Duration
+	// Audit, when set, sees every quarantine, neutralisation, fenced
+	// workspace, degraded run and tool escalation (see AuditEvent). It is
+	// called synchronously from the goroutine that did the work; keep it
+	// quick. Nil means no audit.
+	Audit func(AuditEvent)
 }
 
 // Broker clears commands: it checks a call's policy and budget, then runs

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"sort"
 	"sync"
@@ -200,15 +199,21 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 			dir = spec.Policy.WritableRoots[0]
 		}
 	}
-	absent := absentPaths(spec.Policy.Protected)
+	guard, d := b.guardGit(spec.Policy)
+	if d != nil {
+		b.ledger.Release(ticket)
+		return nil, d
+	}
 	proc, enf, execErr, d := b.start(jailRequest{
 		argv: spec.Argv, env: buildEnv(spec.Env, spec.Policy.EnvAllow), dir: dir,
 		policy: spec.Policy, stdin: spec.Stdin, probe: probe,
 	})
 	if d != nil {
+		guard.abandon()
 		b.ledger.Release(ticket)
 		return nil, d
 	}
+	guard.started()
 	ex.Enforcement = enf
 	kill.attach(proc)
 	prestart := proc.schedulePrestart()
@@ -256,7 +261,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		proc.closeOutput()
 		s := settle(state, execErr)
 		s.Duration = time.Since(proc.started)
-		s.ProtectedCreated = quarantineCreated(absent)
+		guard.settle(&s)
 		if s.Signal != "" { // a tree that exited on its own was not killed
 			s.TimedOut, s.Cancelled = kill.cause()
 		}
@@ -270,36 +275,6 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	return ex, nil
 }
 
-// absentPaths returns the entries of paths that do not exist.
-func absentPaths(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// quarantineCreated moves aside every path of absent that now exists.
-func quarantineCreated(absent []string) []Quarantine {
-	var out []Quarantine
-	for _, p := range absent {
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
-		q := Quarantine{Path: p}
-		if to, err := quarantineAside(p); err != nil {
-			q.Err = err.Error()
-		} else {
-			q.MovedTo = to
-		}
-		out = append(out, q)
-	}
-	return out
-}
-
-// pump copies one pipe into out in chunks of at most OutputChunkBytes.
 func pump(wg *sync.WaitGroup, r *os.File, s Stream, out chan<- Output) {
 	defer wg.Done()
 	buf := make([]byte, OutputChunkBytes)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -236,7 +237,13 @@ func hostSleeper(t *testing.T, e *escapeEnv) *exec.Cmd {
 
 var sleeperDone = map[*escapeEnv]chan struct{}{}
 
+// escapeCases is the whole suite: the core cases here and the groups
+// kept beside the layer each one attacks.
 func escapeCases() []escapeCase {
+	return slices.Concat(coreEscapeCases(), layerEscapeCases(), gitEscapeCases(), boundEscapeCases())
+}
+
+func coreEscapeCases() []escapeCase {
 	hooks := func(e *escapeEnv) string { return filepath.Join(e.ws, ".git", "hooks") }
 	return []escapeCase{
 		{

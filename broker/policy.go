@@ -33,6 +33,13 @@ type Limits struct {
 // (harness-side file tools) even under a writable or readable root, and no
 // Grant ever changes them.
 type Policy struct {
+	// SystemRoots are read-only roots a jailed command needs to run
+	// programs (binaries, libraries, configuration; see
+	// SystemReadableRoots). They reach the jail only: harness-side tools
+	// (fs_read, grep's in-host engine) never read through them.
+	SystemRoots []string `json:"system_roots,omitempty"`
+	// ReadableRoots are roots a host lists on purpose: the jail and the
+	// harness-side tools may read them.
 	ReadableRoots []string `json:"readable_roots,omitempty"`
 	WritableRoots []string `json:"writable_roots,omitempty"`
 	Protected     []string `json:"protected,omitempty"`
@@ -44,6 +51,9 @@ type Policy struct {
 	// the caller's own deadline alone bounds it.
 	WallMs int    `json:"wall_ms,omitempty"`
 	Limits Limits `json:"limits,omitempty"`
+	// Sockets are host pathname sockets the jail may reach (a socket the
+	// host means to share); no other host pathname socket is reachable.
+	Sockets []string `json:"sockets,omitempty"`
 }
 
 // GrantKind names one of the closed set of widenings an operator may approve.
