@@ -52,6 +52,12 @@ type Options struct {
 	// called synchronously from the goroutine that did the work; keep it
 	// quick. Nil means no audit.
 	Audit func(AuditEvent)
+	// RequiredLayers names layers (LayerNamespaces, LayerLandlock, ...)
+	// the host will not run a command without: a Clear whose report
+	// skips one of them is refused with DenialLayerRequired instead of
+	// running degraded. Empty means every available layer is applied and
+	// a partial jail runs with Enforcement.Degraded set.
+	RequiredLayers []string
 }
 
 // Broker clears commands: it checks a call's policy and budget, then runs

@@ -83,6 +83,9 @@ type Settled struct {
 	// read-only, so the broker moves each aside once the command's tree
 	// is gone, before anything outside the jail can run it.
 	ProtectedCreated []Quarantine
+	// OutputLimited: the command's output reached its bound
+	// (CallSpec.MaxOutputBytes) and the broker stopped the command there.
+	OutputLimited bool
 }
 
 // QuarantineSuffix marks where the broker moved a protected path a
@@ -122,6 +125,11 @@ type CallSpec struct {
 	// Timeout kills the tree after this long; 0 means no own timeout (the
 	// policy's WallMs, the step's wall budget and ctx still apply).
 	Timeout time.Duration
+	// MaxOutputBytes bounds what the command may write to stdout and
+	// stderr together; at the bound the broker stops its tree and the
+	// execution settles with OutputLimited. Zero means
+	// DefaultMaxOutputBytes; it is never unlimited.
+	MaxOutputBytes int64
 }
 
 // Execution is a running command. Drain Output until it is closed, then

@@ -30,6 +30,17 @@ const (
 	DenialUnconfinedRefused DenialCode = "unconfined_refused"
 	// DenialJailFailed: the jail could not be set up for this command.
 	DenialJailFailed DenialCode = "jail_failed"
+	// DenialLayerRequired: a layer the host named in
+	// Options.RequiredLayers was not applied by the kernel, so the command
+	// was not run.
+	DenialLayerRequired DenialCode = "layer_required"
+	// DenialHostBusy: the host-wide bound on live commands (or on the
+	// jails' scratch memory) stayed full until the call's deadline.
+	DenialHostBusy DenialCode = "host_busy"
+	// DenialWorkspaceFenced: an earlier command left something in this
+	// workspace the broker could not quarantine or neutralise; it runs
+	// nothing more there until an operator clears it (the reason says how).
+	DenialWorkspaceFenced DenialCode = "workspace_fenced"
 )
 
 // Denial is a refused clearance: a value, never a panic, that a host can

@@ -18,6 +18,9 @@ const (
 	DefaultFileSizeBytes = 8 << 30
 	// DefaultOpenFiles bounds open descriptors per process (RLIMIT_NOFILE).
 	DefaultOpenFiles = 4096
+	// DefaultMaxOutputBytes bounds one command's stdout and stderr
+	// together when CallSpec.MaxOutputBytes is zero.
+	DefaultMaxOutputBytes = 1 << 30
 )
 
 // withDefaults returns l with every zero field replaced by its default.
