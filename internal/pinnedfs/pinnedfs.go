@@ -1,0 +1,151 @@
+package pinnedfs
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+)
+
+// ErrNotRegular is returned (wrapped in a *fs.PathError) when a name
+// does not name a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// TooLargeError reports a file past the caller's bound.
+type TooLargeError struct {
+	Name  string
+	Size  int64 // bytes seen (at least Limit+1 when the size was not known ahead)
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is %d bytes; the bound is %d", e.Name, e.Size, e.Limit)
+}
+
+// OpenRegular opens name beneath root for reading. It never blocks (a
+// FIFO is refused, not waited on) and returns an error wrapping
+// ErrNotRegular unless name is a regular file. Non-blocking mode means
+// nothing to a regular file's reads, so the file reads as usual.
+func OpenRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &fs.PathError{Op: "open", Path: name, Err: ErrNotRegular}
+	}
+	return f, fi, nil
+}
+
+// ReadRegular reads the whole regular file name beneath root, refusing
+// one larger than limit bytes with a *TooLargeError (checked before
+// reading and again while reading, since the file may grow).
+func ReadRegular(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, fi, err := OpenRegular(root, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > limit {
+		return nil, &TooLargeError{Name: name, Size: fi.Size(), Limit: limit}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{Name: name, Size: int64(len(data)), Limit: limit}
+	}
+	return data, nil
+}
+
+// WriteWhole replaces the file name beneath root with data. Missing
+// parent directories are created (mode 0755) beneath root. An existing
+// target must be a regular file and keeps its permission bits; a new one
+// gets perm. A reader sees the old content or the new, never a part.
+func WriteWhole(root *os.Root, name string, data []byte, perm fs.FileMode) error {
+	dir, base := path.Split(path.Clean(name))
+	if dir = path.Clean(dir); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	d, err := root.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if fi, err := d.Lstat(base); err == nil {
+		if !fi.Mode().IsRegular() {
+			return &fs.PathError{Op: "write", Path: name, Err: ErrNotRegular}
+		}
+		perm = fi.Mode().Perm()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	tmp, err := stage(d, base, data, perm)
+	if err != nil {
+		return err
+	}
+	if err := d.Rename(tmp, base); err != nil {
+		d.Remove(tmp)
+		return err
+	}
+	return syncDir(d)
+}
+
+// stage writes data to a fresh temporary file in d and returns its name.
+func stage(d *os.Root, base string, data []byte, perm fs.FileMode) (string, error) {
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	tmp := "." + base + ".loom-" + hex.EncodeToString(nonce[:]) + ".tmp"
+	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			d.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return "", err
+	}
+	if err := f.Chmod(perm); err != nil {
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	ok = true
+	return tmp, nil
+}
+
+// syncDir makes a rename in d durable.
+func syncDir(d *os.Root) error {
+	f, err := d.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
