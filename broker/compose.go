@@ -14,8 +14,16 @@ import (
 //   - Roots: every required writable root must be covered (see Covers) by
 //     a base writable root or a writable grant; every required readable
 //     root by a base readable or writable root or a root grant of either
-//     kind. The result holds the required roots, never base roots the
-//     requirements did not ask for.
+//     kind; every required system root by a base system, readable or
+//     writable root or a root grant of either kind. A base system root
+//     covers only required system roots, never a required readable
+//     root: a root a host lists for programs to run is not one it listed
+//     for reading on purpose. The result holds the required roots (each
+//     in its own list), never base roots the requirements did not ask for.
+//   - Sockets: every required socket must be covered by a base socket
+//     (the same path, or a directory holding it). No grant kind widens
+//     the sockets: a host shares a socket in its base or not at all. The
+//     result holds the required sockets.
 //   - Network: the lesser of the two ("off" < "full"; empty is "off").
 //   - EnvAllow: the names both allow.
 //   - WallMs and each Limits field: the tighter non-zero value.
@@ -27,13 +35,15 @@ import (
 // When a required root or the network is not covered, Compose returns a
 // *Denial with Code DenialRequirementsNotCovered whose Wanted is exactly
 // the minimal set of grants that covers the shortfall (sorted: writable
-// roots, readable roots, network), so Compose(base, requirements,
-// append(grants, d.Wanted...)) succeeds. A required writable root at or
-// under a protected entry can never be covered; its denial says so and
-// wants nothing for it. An invalid base, requirements or grant (see
-// Validate and ValidateGrant) is a *Denial with Code DenialInvalidPolicy
-// wrapping the *PolicyError; so is a writable grant at or under a
-// protected entry, since no grant lifts protection.
+// roots, readable roots, network; a missing system root is wanted as a
+// readable root), so Compose(base, requirements, append(grants,
+// d.Wanted...)) succeeds. A required writable root at or under a
+// protected entry, and a required socket the base does not share, can
+// never be covered; the denial says so and wants nothing for them. An
+// invalid base, requirements or grant (see Validate and ValidateGrant) is
+// a *Denial with Code DenialInvalidPolicy wrapping the *PolicyError; so
+// is a writable grant at or under a protected entry, since no grant lifts
+// protection.
 //
 // Compose is total: it never panics, whatever its inputs. A policy it
 // returns without a denial passes Validate, and is never wider than the
@@ -71,6 +81,7 @@ func Compose(base, requirements Policy, grants []Grant) (Policy, *Denial) {
 
 	writeCover := append(slices.Clone(base.WritableRoots), grantWrite...)
 	readCover := slices.Concat(base.ReadableRoots, base.WritableRoots, grantRead, grantWrite)
+	systemCover := slices.Concat(base.SystemRoots, readCover)
 
 	var missWrite, missRead, unliftable []string
 	for _, w := range requirements.WritableRoots {
@@ -92,7 +103,21 @@ func Compose(base, requirements Policy, grants []Grant) (Policy, *Denial) {
 		}
 		missRead = append(missRead, r)
 	}
+	for _, r := range requirements.SystemRoots {
+		if _, ok := coveredBy(systemCover, r); ok {
+			continue
+		}
+		if _, ok := coveredBy(missWrite, r); ok {
+			continue
+		}
+		missRead = append(missRead, r)
+	}
 	missRead = normalizeRoots(missRead)
+	for _, sk := range requirements.Sockets {
+		if _, ok := coveredBy(base.Sockets, sk); !ok {
+			unliftable = append(unliftable, fmt.Sprintf("socket %s is not one the session policy shares, and no grant shares a socket", sk))
+		}
+	}
 	missNet := netRank(requirements.Network) > netRank(base.Network) && !grantNet
 
 	if len(missWrite) > 0 || len(missRead) > 0 || missNet || len(unliftable) > 0 {
@@ -124,9 +149,11 @@ func Compose(base, requirements Policy, grants []Grant) (Policy, *Denial) {
 	}
 
 	out := Policy{
+		SystemRoots:   normalizeRoots(requirements.SystemRoots),
 		ReadableRoots: normalizeRoots(append(slices.Clone(requirements.ReadableRoots), grantRead...)),
 		WritableRoots: normalizeRoots(append(slices.Clone(requirements.WritableRoots), grantWrite...)),
 		Protected:     protected,
+		Sockets:       normalizeRoots(requirements.Sockets),
 		Network:       NetworkOff,
 		EnvAllow:      intersect(base.EnvAllow, requirements.EnvAllow),
 		WallMs:        tighter(base.WallMs, requirements.WallMs),

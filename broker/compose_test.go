@@ -115,6 +115,35 @@ func TestComposeTable(t *testing.T) {
 			code: DenialInvalidPolicy,
 		},
 		{
+			name: "system roots are covered by base readable roots and carried as system roots",
+			req:  Policy{SystemRoots: []string{"/usr", "/etc/ssl"}},
+			want: Policy{SystemRoots: []string{"/etc/ssl", "/usr"}, Protected: base.Protected, Network: NetworkOff, WallMs: 600_000, Limits: base.Limits},
+		},
+		{
+			name:   "an uncovered system root is wanted as a readable root",
+			req:    Policy{SystemRoots: []string{"/usr", "/opt"}},
+			code:   DenialRequirementsNotCovered,
+			wanted: []Grant{{Kind: GrantReadableRoot, Path: "/opt"}},
+		},
+		{
+			name:   "a readable grant covers a system root",
+			req:    Policy{SystemRoots: []string{"/opt"}},
+			grants: []Grant{{Kind: GrantReadableRoot, Path: "/opt"}},
+			want: Policy{SystemRoots: []string{"/opt"}, ReadableRoots: []string{"/opt"}, Protected: base.Protected,
+				Network: NetworkOff, WallMs: 600_000, Limits: base.Limits},
+		},
+		{
+			name:   "sockets the base does not share are never coverable, and no grant shares one",
+			req:    Policy{Sockets: []string{"/run/docker.sock"}},
+			grants: []Grant{{Kind: GrantReadableRoot, Path: "/run"}, {Kind: GrantWritableRoot, Path: "/run"}, {Kind: GrantNetwork}, {Kind: GrantWall}},
+			code:   DenialRequirementsNotCovered,
+		},
+		{
+			name: "invalid socket path",
+			req:  Policy{Sockets: []string{"run/x.sock"}},
+			code: DenialInvalidPolicy,
+		},
+		{
 			name:   "unknown grant",
 			grants: []Grant{{Kind: "protected", Path: "/w/.git/hooks"}},
 			code:   DenialInvalidPolicy,
@@ -145,6 +174,40 @@ func TestComposeTable(t *testing.T) {
 				t.Fatalf("Compose (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestComposeSystemRootsAreJailOnly: a base system root covers a
+// required system root, but never a required readable root, and never
+// appears in the result's readable roots; base sockets cover required
+// sockets (exactly or by a directory holding them) and are carried only
+// when required.
+func TestComposeSystemRootsAndSockets(t *testing.T) {
+	base := Policy{
+		SystemRoots:   []string{"/etc", "/usr"},
+		ReadableRoots: []string{"/srv/data"},
+		WritableRoots: []string{"/w"},
+		Sockets:       []string{"/run/agent.sock", "/run/shared"},
+	}
+	got, d := Compose(base, Policy{SystemRoots: []string{"/usr", "/etc"}, WritableRoots: []string{"/w"}, Sockets: []string{"/run/agent.sock", "/run/shared/db.sock"}}, nil)
+	if d != nil {
+		t.Fatalf("bash-like requirements denied: %v", d)
+	}
+	want := Policy{SystemRoots: []string{"/etc", "/usr"}, WritableRoots: []string{"/w"}, Sockets: []string{"/run/agent.sock", "/run/shared/db.sock"}, Network: NetworkOff}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("Compose (-want +got):\n%s", diff)
+	}
+	_, d = Compose(base, Policy{ReadableRoots: []string{"/etc"}}, nil)
+	if d == nil || d.Code != DenialRequirementsNotCovered || !cmp.Equal(d.Wanted, []Grant{{Kind: GrantReadableRoot, Path: "/etc"}}) {
+		t.Fatalf("a readable root covered only by a base system root: %v, want a denial wanting readable_root /etc", d)
+	}
+	got, d = Compose(base, Policy{WritableRoots: []string{"/w"}}, nil)
+	if d != nil || len(got.Sockets) != 0 || len(got.SystemRoots) != 0 {
+		t.Fatalf("unrequired sockets or system roots carried: %+v, %v", got, d)
+	}
+	_, d = Compose(base, Policy{Sockets: []string{"/run/other.sock"}}, nil)
+	if d == nil || d.Code != DenialRequirementsNotCovered || len(d.Wanted) != 0 || !strings.Contains(d.Reason, "/run/other.sock") {
+		t.Fatalf("unshared socket: %v, want a denial naming it and wanting nothing", d)
 	}
 }
 
@@ -181,9 +244,11 @@ func genPaths(label string) *rapid.Generator[[]string] {
 func genPolicy() *rapid.Generator[Policy] {
 	return rapid.Custom(func(t *rapid.T) Policy {
 		p := Policy{
+			SystemRoots:   genPaths("s").Draw(t, "system"),
 			ReadableRoots: genPaths("r").Draw(t, "readable"),
 			WritableRoots: genPaths("w").Draw(t, "writable"),
 			Protected:     genPaths("p").Draw(t, "protected"),
+			Sockets:       genPaths("k").Draw(t, "sockets"),
 			Network:       rapid.SampledFrom([]Network{"", NetworkOff, NetworkFull}).Draw(t, "net"),
 			EnvAllow:      rapid.SliceOfN(rapid.SampledFrom([]string{"PATH", "HOME", "X"}), 0, 3).Draw(t, "env"),
 			WallMs:        rapid.SampledFrom([]int{0, 100, 500}).Draw(t, "wall"),
@@ -213,6 +278,12 @@ func genGrants() *rapid.Generator[[]Grant] {
 func TestComposeNeverWiderThanBasePlusGrants(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		base, req, grants := genPolicy().Draw(t, "base"), genPolicy().Draw(t, "req"), genGrants().Draw(t, "grants")
+		if rapid.Bool().Draw(t, "shareSockets") {
+			// Most random requirements ask for a socket the base does not
+			// share, which is denied; share them often enough that the
+			// successful compositions get checked too.
+			base.Sockets = append(base.Sockets, req.Sockets...)
+		}
 		got, d := Compose(base, req, grants)
 		if d != nil {
 			return
@@ -241,7 +312,17 @@ func TestComposeNeverWiderThanBasePlusGrants(t *testing.T) {
 		}
 		for _, r := range got.ReadableRoots {
 			if _, ok := coveredBy(slices.Concat(base.ReadableRoots, base.WritableRoots, gRead, gWrite), r); !ok {
-				t.Fatalf("readable %s not within base or grants", r)
+				t.Fatalf("readable %s not within base readable or writable roots or grants (base system roots %v never count)", r, base.SystemRoots)
+			}
+		}
+		for _, r := range got.SystemRoots {
+			if _, ok := coveredBy(slices.Concat(base.SystemRoots, base.ReadableRoots, base.WritableRoots, gRead, gWrite), r); !ok {
+				t.Fatalf("system root %s not within base roots or grants", r)
+			}
+		}
+		for _, k := range got.Sockets {
+			if _, ok := coveredBy(base.Sockets, k); !ok {
+				t.Fatalf("socket %s not shared by the base %v (grants %v never share one)", k, base.Sockets, grants)
 			}
 		}
 		if got.Network == NetworkFull && base.Network != NetworkFull && !gNet {
@@ -269,6 +350,16 @@ func TestComposeNeverWiderThanBasePlusGrants(t *testing.T) {
 				t.Fatalf("required readable %s missing", r)
 			}
 		}
+		for _, r := range req.SystemRoots {
+			if _, ok := coveredBy(got.SystemRoots, r); !ok {
+				t.Fatalf("required system root %s not carried in %v", r, got.SystemRoots)
+			}
+		}
+		for _, k := range req.Sockets {
+			if _, ok := coveredBy(got.Sockets, k); !ok {
+				t.Fatalf("required socket %s not carried in %v", k, got.Sockets)
+			}
+		}
 	})
 }
 
@@ -286,8 +377,8 @@ func TestComposeWantedClearsTheShortfallExactly(t *testing.T) {
 		if d2 != nil && d2.Code != DenialRequirementsNotCovered {
 			t.Fatalf("granting wanted produced a different denial: %v", d2)
 		}
-		if d2 != nil && !strings.Contains(d2.Reason, "protected") {
-			t.Fatalf("denial after granting everything wanted is not about protection: %v", d2)
+		if d2 != nil && !strings.Contains(d2.Reason, "protected") && !strings.Contains(d2.Reason, "socket") {
+			t.Fatalf("denial after granting everything wanted is not about protection or an unshared socket: %v", d2)
 		}
 		// Minimal: without any one wanted grant the shortfall returns.
 		for i := range d.Wanted {

@@ -52,7 +52,9 @@ type Policy struct {
 	WallMs int    `json:"wall_ms,omitempty"`
 	Limits Limits `json:"limits,omitempty"`
 	// Sockets are host pathname sockets the jail may reach (a socket the
-	// host means to share); no other host pathname socket is reachable.
+	// host means to share, or a directory of them); no other host
+	// pathname socket is reachable. Compose carries a required socket
+	// only when the base lists it: no Grant shares a socket.
 	Sockets []string `json:"sockets,omitempty"`
 }
 
@@ -114,8 +116,10 @@ var systemRootCandidates = []string{
 // SystemReadableRoots returns the system directories a shell needs
 // readable (/usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32, /etc, /opt,
 // /nix/store), filtered to those that exist on this host, in that order.
-// Tools put them in their requirements' ReadableRoots; a base policy
-// that should let shells run grants them too.
+// Tools put them in their requirements' SystemRoots, and a base policy
+// that should let shells run lists them in its own SystemRoots, never in
+// ReadableRoots: that keeps them jail-only, so harness-side tools (fs_read,
+// grep's in-host engine) do not read /etc.
 func SystemReadableRoots() []string {
 	var out []string
 	for _, p := range systemRootCandidates {

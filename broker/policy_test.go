@@ -62,6 +62,15 @@ func TestValidate(t *testing.T) {
 		{name: "empty writable", p: Policy{WritableRoots: []string{"/w", ""}}, code: PolicyRelativePath, field: "writable_roots[1]"},
 		{name: "relative protected", p: Policy{Protected: []string{".git"}}, code: PolicyRelativePath, field: "protected[0]"},
 		{name: "dot-dot", p: Policy{ReadableRoots: []string{"/w/../etc"}}, code: PolicyUncleanPath, field: "readable_roots[0]"},
+		{name: "system root also readable is fine", p: Policy{SystemRoots: []string{"/usr", "/etc"}, ReadableRoots: []string{"/usr"}}},
+		{name: "relative system root", p: Policy{SystemRoots: []string{"usr"}}, code: PolicyRelativePath, field: "system_roots[0]"},
+		{name: "unclean system root", p: Policy{SystemRoots: []string{"/usr/"}}, code: PolicyUncleanPath, field: "system_roots[0]"},
+		{name: "nul system root", p: Policy{SystemRoots: []string{"/u\x00"}}, code: PolicyInvalidPath, field: "system_roots[0]"},
+		{name: "system roots come first", p: Policy{ReadableRoots: []string{"r"}, SystemRoots: []string{"/a", "s"}}, code: PolicyRelativePath, field: "system_roots[1]"},
+		{name: "sockets", p: Policy{Sockets: []string{"/run/user/1000/bus", "/var/run/docker.sock"}}},
+		{name: "relative socket", p: Policy{Sockets: []string{"docker.sock"}}, code: PolicyRelativePath, field: "sockets[0]"},
+		{name: "unclean socket", p: Policy{Sockets: []string{"/run/../x.sock"}}, code: PolicyUncleanPath, field: "sockets[0]"},
+		{name: "nul socket", p: Policy{Sockets: []string{"/run/x\x00"}}, code: PolicyInvalidPath, field: "sockets[0]"},
 		{name: "trailing slash", p: Policy{WritableRoots: []string{"/w/"}}, code: PolicyUncleanPath, field: "writable_roots[0]"},
 		{name: "double slash", p: Policy{Protected: []string{"/w//.git"}}, code: PolicyUncleanPath, field: "protected[0]"},
 		{name: "nul", p: Policy{ReadableRoots: []string{"/w\x00x"}}, code: PolicyInvalidPath, field: "readable_roots[0]"},
@@ -134,7 +143,7 @@ func TestValidateGrant(t *testing.T) {
 
 func TestSystemReadableRoots(t *testing.T) {
 	roots := SystemReadableRoots()
-	if err := Validate(Policy{ReadableRoots: roots}); err != nil {
+	if err := Validate(Policy{SystemRoots: roots}); err != nil {
 		t.Fatalf("system roots invalid: %v", err)
 	}
 	present := map[string]bool{}

@@ -84,26 +84,29 @@ func grantKindNames() []string {
 	return out
 }
 
-// Validate reports the first problem in p, in field order (readable
-// roots, writable roots, protected, network, env, wall), as a
-// *PolicyError, or nil when p is usable.
+// Validate reports the first problem in p as a *PolicyError, or nil when
+// p is usable. Checks run in this order: the path lists (system roots,
+// readable roots, writable roots, protected, sockets), writable roots
+// against protected entries, network, env, wall.
 //
-// Refused: relative, empty, unclean or NUL-carrying paths in any root or
-// protected list; a writable root at or under a protected entry (nothing
+// Refused: relative, empty, unclean or NUL-carrying paths in any root,
+// protected or socket list; a writable root at or under a protected entry (nothing
 // in it could be written, which is never what the author meant); an
 // unknown network; a malformed EnvAllow name; a negative WallMs.
 // Accepted, because they are normal: a writable root that contains
 // protected entries (a workspace holding .git/hooks), a readable root
 // under a protected entry (the jail still shows it read-only), duplicate
-// or nested roots.
+// or nested roots, and a system root that is also a readable root.
 func Validate(p Policy) error {
 	lists := []struct {
 		field string
 		paths []string
 	}{
+		{"system_roots", p.SystemRoots},
 		{"readable_roots", p.ReadableRoots},
 		{"writable_roots", p.WritableRoots},
 		{"protected", p.Protected},
+		{"sockets", p.Sockets},
 	}
 	for _, l := range lists {
 		for i, path := range l.paths {
