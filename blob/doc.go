@@ -21,6 +21,14 @@
 //
 // Invariants:
 //
+//   - Nothing is read or written outside the root, whatever links appear:
+//     Open pins the root directory (refusing a root that is a link), and
+//     every later operation goes through that pinned descriptor one name
+//     at a time; a shard directory is used only once confirmed a real
+//     directory of the store, so a link swapped in for the root or a
+//     shard, even mid-write, is refused (CodeLinkRefused), never
+//     followed. Keep the root out of every tree a jailed command can
+//     write; DefaultRoot (the user cache directory) is.
 //   - A blob is established by a rename, never by a write. Bytes are
 //     staged in the store root under a name unique to that write
 //     (StagePrefix...StageSuffix), fsynced, made read-only (BlobMode) and

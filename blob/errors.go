@@ -7,8 +7,8 @@ import "errors"
 const (
 	// CodeInvalidRef: a string offered as a Ref is not 64 lowercase hex.
 	CodeInvalidRef = "invalid_ref"
-	// CodeInvalidRoot: a store root is relative, not a directory, or the
-	// Store was never opened.
+	// CodeInvalidRoot: a store root is relative, "/", not a directory, a
+	// symbolic link (never followed), or the Store was never opened.
 	CodeInvalidRoot = "invalid_root"
 	// CodeNotFound: no blob is stored under the ref.
 	CodeNotFound = "not_found"
@@ -17,6 +17,10 @@ const (
 	CodeCorrupt = "corrupt"
 	// CodeClosed: a Writer or Spool was used after Commit, Finish or Abort.
 	CodeClosed = "closed"
+	// CodeLinkRefused: a directory or entry inside the store was a
+	// symbolic link, or was replaced while the store opened it; the store
+	// refused to read or write through it, so nothing left the root.
+	CodeLinkRefused = "link_refused"
 	// CodeIO: the filesystem refused an operation (staging, fsync, rename,
 	// read); the wrapped error says which and why.
 	CodeIO = "io"
@@ -28,7 +32,7 @@ const (
 // (a missing blob, for instance, matches fs.ErrNotExist).
 type Error struct {
 	// Op is the operation that failed: "parse", "open", "put", "read",
-	// "write", "commit", "abort", "spool" or "sweep".
+	// "write", "commit", "abort", "spool", "sweep" or "close".
 	Op string
 	// Ref is the content address involved, when there is one.
 	Ref Ref

@@ -1,12 +1,16 @@
 package blob
 
 import (
+	"crypto/rand"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agentloom/loom/internal/pinnedfs"
 )
 
 // Filesystem layout and modes of a store.
@@ -29,52 +33,116 @@ const (
 	StageSuffix = ".tmp"
 )
 
+// DefaultRoot returns where a host keeps its store unless it has reason
+// to choose otherwise: the user's cache directory (os.UserCacheDir, e.g.
+// ~/.cache on Linux) joined with "loom/blobs". It is outside every
+// workspace, so no jailed command can replace the store or its ancestors
+// with links. It fails when the system names no cache directory (on
+// Linux, neither $XDG_CACHE_HOME nor $HOME is set); the caller then picks
+// a root itself.
+func DefaultRoot() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", newError(CodeInvalidRoot, "open", "", "", "the system names no user cache directory for the default store root; choose one", err)
+	}
+	return filepath.Join(dir, "loom", "blobs"), nil
+}
+
 // Store is a content-addressed blob store rooted at one directory. A blob
 // lives at root/<first ShardLen hex>/<ref> and is established only by
 // renaming a fully written, fsynced, read-only staged file into place, so
 // nothing is ever reachable under an address but the whole content it
 // names. Writing the same bytes twice stores them once.
 //
+// The store holds its root open as a pinned directory (an *os.Root) from
+// Open on: every stage, write, rename, read and sweep goes through that
+// descriptor, one name at a time, never through a path string joined and
+// reopened. A shard directory is used only after it is confirmed to be a
+// real directory inside the root, not a symbolic link, and to be the very
+// directory that was checked (see CodeLinkRefused). So replacing the root
+// or any directory under it with a link, even while a write runs, cannot
+// make the store read or write anywhere else.
+//
 // A Store holds no mutable state beyond its root; all its methods are safe
 // for concurrent use, including by several processes sharing one root.
 // The zero Store is not usable; call Open.
 type Store struct {
-	root string
+	dir  *os.Root // the pinned root; nil for the zero Store
+	root string   // its absolute path, ancestors resolved, for Path and RefOf
 }
 
-// Open returns the store rooted at root, which must be an absolute path.
-// A missing root is created with RootMode (parents included); an existing
-// root must be a directory. The store keeps the root with symbolic links
-// resolved, so Path and RefOf agree with a caller that resolves the paths
-// it checks. Open neither lists nor sweeps the root.
+// Open returns the store rooted at root, which must be an absolute path
+// other than "/". Missing ancestors are created with RootMode and, being
+// the host's own path, are resolved as the system resolves them; the root
+// itself is created with RootMode if missing and must then be a real
+// directory: a root that is a symbolic link is refused with
+// CodeInvalidRoot rather than followed, and so is one swapped for another
+// directory while Open pins it. The store keeps the pinned directory
+// until Close, and reports its path with ancestors' links resolved, so
+// Path and RefOf agree with a caller that resolves the paths it checks.
+// Open neither lists nor sweeps the root.
+//
+// Keep the root outside every tree a jailed command can write (the
+// workspace above all): the default place is DefaultRoot. Inside such a
+// tree a command could still replace an ancestor with a link before the
+// next Open, which Open would follow.
 func Open(root string) (*Store, error) {
 	if !filepath.IsAbs(root) {
 		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root must be an absolute path", nil)
 	}
 	root = filepath.Clean(root)
-	fi, err := os.Stat(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(root, RootMode); err != nil {
-			return nil, ioError("open", "", root, err)
-		}
-		fi, err = os.Stat(root)
+	parent, base := filepath.Split(root)
+	if base == "" {
+		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root must not be the file system root", nil)
 	}
+	if err := os.MkdirAll(parent, RootMode); err != nil {
+		return nil, ioError("open", "", root, err)
+	}
+	resolved, err := filepath.EvalSymlinks(parent)
 	if err != nil {
 		return nil, ioError("open", "", root, err)
 	}
-	if !fi.IsDir() {
-		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root is not a directory", nil)
-	}
-	resolved, err := filepath.EvalSymlinks(root)
+	up, err := os.OpenRoot(resolved)
 	if err != nil {
 		return nil, ioError("open", "", root, err)
 	}
-	return &Store{root: resolved}, nil
+	defer up.Close()
+	if err := up.Mkdir(base, RootMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, ioError("open", "", root, err)
+	}
+	dir, err := openDirNoFollow(up, base)
+	switch {
+	case errors.Is(err, errLink):
+		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root is a symbolic link or was replaced while it was opened; a store root is never followed through a link", err)
+	case errors.Is(err, errNotDir):
+		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root is not a directory", err)
+	case err != nil:
+		return nil, ioError("open", "", root, err)
+	}
+	return &Store{dir: dir, root: filepath.Join(resolved, base)}, nil
 }
 
-// Root returns the store's absolute root, cleaned and with symbolic links
-// resolved.
-func (s *Store) Root() string { return s.root }
+// Close releases the pinned root. Every later operation fails with
+// CodeIO; Path and RefOf keep working, as they never touch the file
+// system. Close is safe to call more than once.
+func (s *Store) Close() error {
+	if s == nil || s.dir == nil {
+		return nil
+	}
+	if err := s.dir.Close(); err != nil && !errors.Is(err, fs.ErrClosed) {
+		return ioError("close", "", s.root, err)
+	}
+	return nil
+}
+
+// Root returns the store's absolute root, cleaned and with its ancestors'
+// symbolic links resolved (the root itself is never a link).
+func (s *Store) Root() string {
+	if s == nil {
+		return ""
+	}
+	return s.root
+}
 
 // Path returns the absolute file path at which the blob r is (or would be)
 // stored. It returns "" when r is not a well-formed Ref, so a forged Ref
@@ -117,16 +185,16 @@ func (s *Store) Put(data []byte) (Ref, error) {
 	if s.present(r, int64(len(data))) {
 		return r, nil
 	}
-	f, err := s.stage()
+	f, name, err := s.stage()
 	if err != nil {
 		return "", ioError("put", r, s.root, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		os.Remove(f.Name())
-		return "", ioError("put", r, f.Name(), err)
+		s.dir.Remove(name)
+		return "", ioError("put", r, s.stagedPath(name), err)
 	}
-	if err := s.establish("put", f, r, int64(len(data))); err != nil {
+	if err := s.establish("put", f, name, r, int64(len(data))); err != nil {
 		return "", err
 	}
 	return r, nil
@@ -146,7 +214,12 @@ func (s *Store) Read(r Ref) ([]byte, error) {
 		return nil, err
 	}
 	p := s.Path(r)
-	fi, err := os.Lstat(p)
+	shard, err := s.openShard(r, false)
+	if err != nil {
+		return nil, s.shardError("read", r, err)
+	}
+	defer shard.Close()
+	fi, err := shard.Lstat(string(r))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, newError(CodeNotFound, "read", r, "", "no blob is stored under this ref", err)
 	}
@@ -156,7 +229,18 @@ func (s *Store) Read(r Ref) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, newError(CodeCorrupt, "read", r, p, "the stored entry is not a regular file", nil)
 	}
-	data, err := os.ReadFile(p)
+	f, opened, err := pinnedfs.OpenRegular(shard, string(r))
+	if errors.Is(err, pinnedfs.ErrNotRegular) {
+		return nil, newError(CodeCorrupt, "read", r, p, "the stored entry is not a regular file", err)
+	}
+	if err != nil {
+		return nil, ioError("read", r, p, err)
+	}
+	defer f.Close()
+	if !os.SameFile(fi, opened) {
+		return nil, newError(CodeLinkRefused, "read", r, p, "the stored entry was replaced while it was opened", nil)
+	}
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, ioError("read", r, p, err)
 	}
@@ -178,7 +262,12 @@ func (s *Store) Sweep(olderThan time.Duration) (int, error) {
 		return 0, err
 	}
 	cutoff := time.Now().Add(-max(olderThan, 0))
-	entries, err := os.ReadDir(s.root)
+	d, err := s.dir.Open(".")
+	if err != nil {
+		return 0, ioError("sweep", "", s.root, err)
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return 0, ioError("sweep", "", s.root, err)
 	}
@@ -188,24 +277,23 @@ func (s *Store) Sweep(olderThan time.Duration) (int, error) {
 		if !isStageName(e.Name()) || !e.Type().IsRegular() {
 			continue
 		}
-		fi, err := e.Info()
+		fi, err := s.dir.Lstat(e.Name())
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // committed or swept concurrently
 		}
 		if err != nil {
-			errs = append(errs, ioError("sweep", "", filepath.Join(s.root, e.Name()), err))
+			errs = append(errs, ioError("sweep", "", s.stagedPath(e.Name()), err))
 			continue
 		}
-		if fi.ModTime().After(cutoff) {
+		if !fi.Mode().IsRegular() || fi.ModTime().After(cutoff) {
 			continue
 		}
-		p := filepath.Join(s.root, e.Name())
-		switch err := os.Remove(p); {
+		switch err := s.dir.Remove(e.Name()); {
 		case err == nil:
 			removed++
 		case errors.Is(err, fs.ErrNotExist):
 		default:
-			errs = append(errs, ioError("sweep", "", p, err))
+			errs = append(errs, ioError("sweep", "", s.stagedPath(e.Name()), err))
 		}
 	}
 	return removed, errors.Join(errs...)
@@ -216,35 +304,119 @@ func isStageName(name string) bool {
 }
 
 func (s *Store) check(op string) error {
-	if s == nil || s.root == "" {
+	if s == nil || s.dir == nil {
 		return newError(CodeInvalidRoot, op, "", "", "the store was not opened with blob.Open", nil)
 	}
 	return nil
 }
 
+// stagedPath is the absolute path of the staged file name, for messages.
+func (s *Store) stagedPath(name string) string { return filepath.Join(s.root, name) }
+
 // present reports whether a regular file of the given size already sits at
-// r's address. Only a rename puts a file there, so presence means the
-// whole content is there.
+// r's address, in a shard directory that is not a link. Only a rename puts
+// a file there, so presence means the whole content is there.
 func (s *Store) present(r Ref, size int64) bool {
-	fi, err := os.Lstat(s.Path(r))
+	shard, err := s.openShard(r, false)
+	if err != nil {
+		return false
+	}
+	defer shard.Close()
+	fi, err := shard.Lstat(string(r))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
 }
 
 // stage creates a fresh staged file in the root, on the same filesystem
-// as every blob so the rename that establishes it is atomic.
-func (s *Store) stage() (*os.File, error) {
-	return os.CreateTemp(s.root, StagePrefix+"*"+StageSuffix)
+// as every blob so the rename that establishes it is atomic, and returns
+// it with its name in the root. O_CREATE|O_EXCL never follows a link, so
+// a name planted in the root cannot redirect the write.
+func (s *Store) stage() (*os.File, string, error) {
+	for range stageAttempts {
+		name := StagePrefix + rand.Text() + StageSuffix
+		f, err := s.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, name, err
+	}
+	return nil, "", fs.ErrExist
 }
 
-// establish fsyncs and closes the staged file f, makes it read-only and
-// renames it to r's address. When a blob of the same size is already
-// there the staged file is removed instead. On every failure the staged
-// file is removed too.
-func (s *Store) establish(op string, f *os.File, r Ref, size int64) (err error) {
-	tmp := f.Name()
+// stageAttempts bounds how many fresh random names stage tries; with 26
+// random base-32 characters a collision is already vanishingly rare.
+const stageAttempts = 4
+
+// openShard opens r's shard directory beneath the pinned root, creating
+// it (mode RootMode) when create is set. It refuses with errLink a shard
+// that is a symbolic link or was swapped while it was opened.
+func (s *Store) openShard(r Ref, create bool) (*os.Root, error) {
+	name := string(r[:ShardLen])
+	if create {
+		if err := s.dir.Mkdir(name, RootMode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	return openDirNoFollow(s.dir, name)
+}
+
+// shardError turns a failure to open r's shard into the package's error.
+func (s *Store) shardError(op string, r Ref, err error) error {
+	dir := filepath.Join(s.root, string(r[:ShardLen]))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return newError(CodeNotFound, op, r, "", "no blob is stored under this ref", err)
+	case errors.Is(err, errLink), errors.Is(err, errNotDir):
+		return newError(CodeLinkRefused, op, r, dir, "the shard directory is not a real directory of the store (a link, or replaced while it was opened); nothing was read or written through it", err)
+	}
+	return ioError(op, r, dir, err)
+}
+
+// errLink and errNotDir are the causes openDirNoFollow refuses with.
+var (
+	errLink   = errors.New("a symbolic link, or replaced while it was opened")
+	errNotDir = errors.New("not a directory")
+)
+
+// openDirNoFollow opens the directory name directly beneath parent as a
+// pinned root without following a link: it looks at the entry itself
+// first, opens it, and confirms the opened directory is that same entry,
+// so a link in its place (or swapped in between) is refused with errLink.
+func openDirNoFollow(parent *os.Root, name string) (*os.Root, error) {
+	fi, err := parent.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, errLink
+	}
+	if !fi.IsDir() {
+		return nil, errNotDir
+	}
+	d, err := parent.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	opened, err := d.Stat(".")
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if !os.SameFile(fi, opened) {
+		d.Close()
+		return nil, errLink
+	}
+	return d, nil
+}
+
+// establish fsyncs and closes the staged file f (named name in the root),
+// makes it read-only and renames it to r's address. When a blob of the
+// same size is already there the staged file is removed instead. On every
+// failure the staged file is removed too.
+func (s *Store) establish(op string, f *os.File, name string, r Ref, size int64) (err error) {
+	tmp := s.stagedPath(name)
 	defer func() {
 		if err != nil {
-			os.Remove(tmp)
+			s.dir.Remove(name)
 		}
 	}()
 	if err := f.Sync(); err != nil {
@@ -259,29 +431,29 @@ func (s *Store) establish(op string, f *os.File, r Ref, size int64) (err error) 
 		return ioError(op, r, tmp, err)
 	}
 	if s.present(r, size) {
-		os.Remove(tmp)
+		s.dir.Remove(name)
 		return nil
 	}
-	dst := s.Path(r)
-	dir := filepath.Dir(dst)
-	if err := os.MkdirAll(dir, RootMode); err != nil {
-		return ioError(op, r, dir, err)
+	shard, err := s.openShard(r, true)
+	if err != nil {
+		return s.shardError(op, r, err)
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return ioError(op, r, dst, err)
+	defer shard.Close()
+	if err := renameInto(s.dir, name, shard, string(r[:ShardLen]), string(r)); err != nil {
+		return ioError(op, r, s.Path(r), err)
 	}
-	syncDir(dir)
+	syncDir(shard)
 	return nil
 }
 
-// syncDir makes a rename into dir durable where the platform allows it.
+// syncDir makes a rename into d durable where the platform allows it.
 // It is best effort: some filesystems refuse fsync on a directory, and
 // the blob is already correct and readable either way.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
+func syncDir(d *os.Root) {
+	f, err := d.Open(".")
 	if err != nil {
 		return
 	}
-	d.Sync()
-	d.Close()
+	f.Sync()
+	f.Close()
 }

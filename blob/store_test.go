@@ -59,31 +59,103 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-func TestOpenResolvesSymlinkedRoot(t *testing.T) {
+// TestOpenRefusesSymlinkedRoot: a root that is a link is refused, never
+// followed; a link among the root's ancestors (the host's own path) is
+// resolved, and Root reports the resolved path.
+func TestOpenRefusesSymlinkedRoot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real")
-	link := filepath.Join(dir, "link")
 	if err := os.Mkdir(real, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(real, link); err != nil {
+	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := blob.Open(link)
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"link", "dangling"} {
+		s, err := blob.Open(filepath.Join(dir, name))
+		if s != nil {
+			t.Fatalf("Open(%s) returned a store", name)
+		}
+		wantCode(t, err, blob.CodeInvalidRoot)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open created the dangling link's target: %v", err)
+	}
+	if ents, _ := os.ReadDir(real); len(ents) != 0 {
+		t.Fatalf("Open wrote through the link: %v", ents)
+	}
+
+	s, err := blob.Open(filepath.Join(dir, "link", "blobs"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
 	want, _ := filepath.EvalSymlinks(real)
+	want = filepath.Join(want, "blobs")
 	if s.Root() != want {
 		t.Fatalf("Root() = %q, want the resolved %q", s.Root(), want)
 	}
-	r, err := s.Put([]byte("via a link"))
+	r, err := s.Put([]byte("under a linked ancestor"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := s.RefOf(filepath.Join(want, string(r[:2]), string(r))); !ok || got != r {
 		t.Fatalf("RefOf(resolved path) = %q, %v", got, ok)
 	}
+}
+
+// TestClosedStoreRefuses: after Close every operation fails in band and
+// nothing panics.
+func TestClosedStoreRefuses(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	r, err := s.Put([]byte("before close"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	_, err = s.Put([]byte("after close"))
+	wantCode(t, err, blob.CodeIO)
+	_, err = s.Read(r)
+	wantCode(t, err, blob.CodeIO)
+	_, err = s.Sweep(0)
+	wantCode(t, err, blob.CodeIO)
+	if s.Path(r) == "" {
+		t.Fatal("Path stopped working after Close")
+	}
+}
+
+// TestReadRefusesLinkedShard: a shard directory replaced by a link, even
+// to a directory holding the right bytes, is refused, not followed.
+func TestReadRefusesLinkedShard(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	data := []byte("lives in its shard")
+	r, err := s.Put(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Dir(s.Path(r))
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(shard, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, shard); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Read(r)
+	wantCode(t, err, blob.CodeLinkRefused)
+	_, err = s.Put(append([]byte(nil), data...))
+	wantCode(t, err, blob.CodeLinkRefused)
 }
 
 func TestOpenCreatesRootWithRootMode(t *testing.T) {

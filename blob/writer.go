@@ -28,6 +28,7 @@ const WriteBufferBytes = 32 << 10
 type Writer struct {
 	store *Store
 	f     *os.File
+	name  string // f's name in the store root
 	buf   *bufio.Writer
 	hash  hash.Hash
 	size  int64
@@ -47,7 +48,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	if _, err := w.buf.Write(p); err != nil {
-		w.err = ioError("write", "", w.f.Name(), err)
+		w.err = ioError("write", "", w.store.stagedPath(w.name), err)
 		return 0, w.err
 	}
 	w.hash.Write(p)
@@ -77,11 +78,11 @@ func (w *Writer) Commit() (Ref, error) {
 	r := Ref(hex.EncodeToString(w.hash.Sum(nil)))
 	if err := w.buf.Flush(); err != nil {
 		w.f.Close()
-		os.Remove(w.f.Name())
-		return "", ioError("commit", r, w.f.Name(), err)
+		w.store.dir.Remove(w.name)
+		return "", ioError("commit", r, w.store.stagedPath(w.name), err)
 	}
 	w.buf = nil
-	if err := w.store.establish("commit", w.f, r, w.size); err != nil {
+	if err := w.store.establish("commit", w.f, w.name, r, w.size); err != nil {
 		return "", err
 	}
 	return r, nil
@@ -109,12 +110,12 @@ func (w *Writer) open() error {
 		w.err = err
 		return err
 	}
-	f, err := w.store.stage()
+	f, name, err := w.store.stage()
 	if err != nil {
 		w.err = ioError("write", "", w.store.root, err)
 		return w.err
 	}
-	w.f = f
+	w.f, w.name = f, name
 	w.buf = bufio.NewWriterSize(f, WriteBufferBytes)
 	return nil
 }
@@ -130,8 +131,8 @@ func (w *Writer) discard() error {
 	f := w.f
 	w.f = nil
 	f.Close()
-	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return ioError("abort", "", f.Name(), err)
+	if err := w.store.dir.Remove(w.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioError("abort", "", w.store.stagedPath(w.name), err)
 	}
 	return nil
 }
