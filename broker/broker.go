@@ -58,6 +58,44 @@ type Options struct {
 	// running degraded. Empty means every available layer is applied and
 	// a partial jail runs with Enforcement.Degraded set.
 	RequiredLayers []string
+	// MaxOutputBytes lowers every command's output bound
+	// (CallSpec.MaxOutputBytes, DefaultMaxOutputBytes when a call sets
+	// none) to at most this many bytes of stdout and stderr together; a
+	// host that spools output to disk sets what one command may write
+	// there. Zero or less leaves each call's bound as it is.
+	MaxOutputBytes int64
+	// MaxLiveCommands bounds how many commands this Broker runs at once:
+	// foreground commands, background jobs and the helper prestarted for
+	// the next command all count (a warm helper never takes a slot a
+	// command waits for, and is discarded to make room for one). A
+	// command over the bound waits, first come first served, within its
+	// own deadline (its context, Timeout, the policy's WallMs, the step's
+	// wall budget), then is refused with DenialHostBusy. Zero or less
+	// means DefaultMaxLiveCommands. The bound is per Broker: a host
+	// running several shares one Broker to bound them together.
+	MaxLiveCommands int
+	// ScratchBudgetBytes bounds the in-memory scratch (the private /tmp
+	// and /dev tmpfs, ScratchBytes plus a little for /dev) that the jails
+	// of live commands may hold together. Each jail with a mount
+	// namespace reserves its scratch's full size from the budget before
+	// it starts, or waits like a command over MaxLiveCommands. Zero or
+	// less means the host's physical memory divided by
+	// DefaultScratchBudgetDivisor; any value is raised to at least one
+	// jail's scratch, so a command can always run on an idle host.
+	ScratchBudgetBytes int64
+	// CgroupParent is a cgroup v2 directory the host created and
+	// delegated to Loom (writable by the host's uid, with the memory and
+	// pids controllers enabled in its own parent's cgroup.subtree_control).
+	// The broker enables those controllers for its children, makes one
+	// child cgroup per helper (<CgroupParent>/loom-<pid>-<n>), starts the
+	// helper inside it (CLONE_INTO_CGROUP: the host's own process is never
+	// moved), writes memory.max and pids.max from the command's Limits
+	// before the command is handed over, and kills and removes the child
+	// once the command's tree is gone. The Enforcement report carries a
+	// cgroup layer saying what was bounded. To bound all jails together,
+	// the host sets memory.max and pids.max on CgroupParent itself. Empty
+	// means no cgroup (Linux only; ignored elsewhere).
+	CgroupParent string
 }
 
 // Broker clears commands: it checks a call's policy and budget, then runs
@@ -82,6 +120,14 @@ type Broker struct {
 	// launchAboveRSS overrides largeHostRSS for tests: negative means
 	// always start helpers through a launcher.
 	launchAboveRSS int64
+
+	hostOnce sync.Once
+	host     *hostBound // admission against the host-wide bounds
+
+	cgOnce        sync.Once
+	cg            *cgroupParent // the delegated cgroup, or nil
+	cgErr         error         // why CgroupParent is unusable
+	helperCgroups sync.Map      // *jailProcess -> *helperCgroup, until claimed
 }
 
 // New returns a Broker. It does not touch the kernel until the first

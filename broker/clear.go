@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -199,6 +198,11 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		deadline = earliest(deadline, time.Now().Add(time.Duration(spec.Policy.WallMs)*time.Millisecond))
 	}
 	deadline = earliest(deadline, ticket.Deadline())
+	lease, d := b.admitHost(ctx, kill, deadline, probe)
+	if d != nil {
+		b.ledger.Release(ticket)
+		return nil, d
+	}
 
 	dir := spec.Dir
 	if dir == "" {
@@ -209,6 +213,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	}
 	guard, d := b.guardGit(spec.Policy)
 	if d != nil {
+		lease.release()
 		b.ledger.Release(ticket)
 		return nil, d
 	}
@@ -218,18 +223,25 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	})
 	if d != nil {
 		guard.abandon()
+		b.sweepCgroups()
+		lease.release()
 		b.ledger.Release(ticket)
 		return nil, d
 	}
 	guard.started()
+	cg := b.claimCgroup(proc)
+	if cg != nil {
+		enf.add(cg.layer)
+	}
 	ex.Enforcement = enf
 	kill.attach(proc)
 	prestart := proc.schedulePrestart()
 
+	bound := newOutputBound(b.maxOutputBytes(spec), kill.outputLimit)
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go pump(&readers, proc.stdout, Stdout, ex.out)
-	go pump(&readers, proc.stderr, Stderr, ex.out)
+	go pump(&readers, proc.stdout, Stdout, ex.out, bound)
+	go pump(&readers, proc.stderr, Stderr, ex.out, bound)
 
 	go func() {
 		var timer <-chan time.Time
@@ -255,6 +267,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	go func() {
 		state := proc.wait()
 		kill.killGroup() // whatever the command left in its group goes with it
+		cg.remove()      // and whatever it left in its cgroup
 		// In a pid namespace the kernel reaps the init only after every
 		// process in it is gone, so the pipes end by themselves. Without
 		// one, writers that escaped the group are cut off after a grace.
@@ -273,6 +286,8 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		if s.Signal != "" { // a tree that exited on its own was not killed
 			s.TimedOut, s.Cancelled = kill.cause()
 		}
+		s.OutputLimited = bound.limited() // its output was cut, however it ended
+		lease.release()
 		b.ledger.Release(ticket)
 		ex.settled = s
 		close(ex.out)
@@ -281,20 +296,6 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		prestart()
 	}()
 	return ex, nil
-}
-
-func pump(wg *sync.WaitGroup, r *os.File, s Stream, out chan<- Output) {
-	defer wg.Done()
-	buf := make([]byte, OutputChunkBytes)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			out <- Output{Stream: s, Bytes: append([]byte(nil), buf[:n]...)}
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // buildEnv keeps exactly the entries of env whose names allow lists, in
@@ -312,6 +313,18 @@ func buildEnv(env map[string]string, allow []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// admitHost waits for the host-wide bounds (see Options.MaxLiveCommands
+// and Options.ScratchBudgetBytes) within the call's deadline; a jail with
+// a mount namespace reserves its scratch too. The ledger's cancellation
+// of the call ends the wait as well.
+func (b *Broker) admitHost(ctx context.Context, kill *killer, deadline time.Time, probe probeResult) (*hostLease, *Denial) {
+	var scratch int64
+	if probe.usernsErr == nil {
+		scratch = jailScratchBytes
+	}
+	return b.hostBounds().acquire(ctx, kill.fired, deadline, scratch)
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -369,6 +382,19 @@ func (k *killer) timeout() {
 	k.once.Do(func() {
 		k.mu.Lock()
 		k.timedOut = true
+		p := k.proc
+		k.mu.Unlock()
+		close(k.fired)
+		p.kill()
+	})
+}
+
+// outputLimit kills the tree because its output reached its bound; the
+// execution's Settled then says OutputLimited, neither timed out nor
+// cancelled.
+func (k *killer) outputLimit() {
+	k.once.Do(func() {
+		k.mu.Lock()
 		p := k.proc
 		k.mu.Unlock()
 		close(k.fired)

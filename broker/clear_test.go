@@ -3,7 +3,6 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -35,11 +34,23 @@ type result struct {
 	enf            Enforcement
 }
 
-// run clears argv under p and collects everything.
+// run clears argv under p and collects everything; a refusal fails the
+// test. Call it only from the test's goroutine (see tryRun).
 func run(t testing.TB, b *Broker, p Policy, timeout time.Duration, argv ...string) result {
 	t.Helper()
+	r, d := tryRun(b, t.Name(), p, timeout, argv...)
+	if d != nil {
+		t.Fatalf("Clear(%q): %v", argv, d)
+	}
+	return r
+}
+
+// tryRun clears argv under p (pooled in step) and collects everything,
+// or returns the refusal. It never touches a testing.TB, so any goroutine
+// may call it.
+func tryRun(b *Broker, step string, p Policy, timeout time.Duration, argv ...string) (result, *Denial) {
 	ex, d := b.Clear(context.Background(), CallSpec{
-		Key:     StepKey{OpID: "op", StepID: t.Name()},
+		Key:     StepKey{OpID: "op", StepID: step},
 		Argv:    argv,
 		Env:     map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent"},
 		Policy:  p,
@@ -47,17 +58,9 @@ func run(t testing.TB, b *Broker, p Policy, timeout time.Duration, argv ...strin
 		Timeout: timeout,
 	})
 	if d != nil {
-		t.Fatalf("Clear(%q): %v", argv, d)
+		return result{}, d
 	}
-	var out, errb bytes.Buffer
-	for o := range ex.Output() {
-		if o.Stream == Stdout {
-			out.Write(o.Bytes)
-		} else {
-			errb.Write(o.Bytes)
-		}
-	}
-	return result{out.String(), errb.String(), ex.Wait(), ex.Enforcement}
+	return collect(ex), nil
 }
 
 func TestClearEcho(t *testing.T) {

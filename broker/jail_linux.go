@@ -178,6 +178,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (proc *jailProcess, enf Enforcement, execErr string, d *Denial, silent bool) {
 	proc = h.proc
 	defer h.repR.Close()
+	b.limitHelperCgroup(proc, req.policy.Limits.withDefaults()) // before the command reaches the helper
 	setup := time.AfterFunc(JailSetupTimeout, proc.kill)
 	defer setup.Stop()
 	if len(payload) <= pipeBufferBytes {

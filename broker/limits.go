@@ -19,8 +19,13 @@ const (
 	// DefaultOpenFiles bounds open descriptors per process (RLIMIT_NOFILE).
 	DefaultOpenFiles = 4096
 	// DefaultMaxOutputBytes bounds one command's stdout and stderr
-	// together when CallSpec.MaxOutputBytes is zero.
-	DefaultMaxOutputBytes = 1 << 30
+	// together when CallSpec.MaxOutputBytes is zero (Options.MaxOutputBytes
+	// lowers it for every call). Past 64 KiB the tools spool output to a
+	// blob a model pages through; 256 MiB is more than any build or test
+	// log a model can use, a day of a chatty server's log, and keeps the
+	// disk a full host of live commands can fill (DefaultMaxLiveCommands
+	// of them) at 8 GiB. The first byte past the bound stops the tree.
+	DefaultMaxOutputBytes = 256 << 20
 )
 
 // withDefaults returns l with every zero field replaced by its default.

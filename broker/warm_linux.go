@@ -26,6 +26,13 @@ type waitingHelper struct {
 	// who is the host's identity when the helper was started, which the
 	// helper (and so the command) carries.
 	who identity
+	// lease is a warm helper's share of the host-wide bounds (nil for a
+	// helper started for a command, which holds its own); released when
+	// the helper is discarded or handed its command.
+	lease *hostLease
+	// cg is the cgroup the helper was born into, or nil; a discarded
+	// helper's is removed once it is reaped.
+	cg *helperCgroup
 }
 
 // identity is a process's user and group ids.
@@ -83,6 +90,13 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 		cmd.Args = launcherArgs(f)
 		cmd.SysProcAttr = jailSysProcAttr(false, false)
 	}
+	// Born into its cgroup (a launcher's helper inherits it), so no
+	// process of the command ever runs outside it.
+	cg := b.newHelperCgroup()
+	if cg != nil && cg.fd >= 0 {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = cg.fd
+	}
 	who := currentIdentity()
 	err := cmd.Start()
 	for _, f := range []*os.File{in.r, stdout.w, stderr.w, cfg.r, rep.w} {
@@ -99,21 +113,26 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 				f.Close()
 			}
 		}
+		cg.remove()
 		return nil, err
+	}
+	if cg != nil && cg.fd >= 0 {
+		cg.placed()
 	}
 	if b.onSpawn != nil {
 		b.onSpawn(cmd.Process.Pid)
 	}
 	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
 		pidNamespace: f.namespaces, launched: launched, stdout: stdout.r, stderr: stderr.r}
-	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now(), who: who}
+	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now(), who: who, cg: cg}
+	b.trackCgroup(proc, cg)
 	switch {
 	case launched:
 		// Ready only once the launcher has started the helper and said
 		// its pid (nothing else is on the report pipe before the helper
 		// has its configuration).
 		if err := h.awaitLauncher(); err != nil {
-			h.discard()
+			b.discard(h)
 			return nil, err
 		}
 	case f.namespaces:
@@ -123,8 +142,9 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 }
 
 // discard kills a helper that will never be configured and reaps it in
-// the background.
-func (h *waitingHelper) discard() {
+// the background; once it is reaped, its cgroup is removed and its share
+// of the host-wide bounds returned.
+func (b *Broker) discard(h *waitingHelper) {
 	h.cfgW.Close()
 	h.repR.Close()
 	h.stdinW.Close() // nil-safe: a warm helper always has its pipe
@@ -133,6 +153,8 @@ func (h *waitingHelper) discard() {
 		h.proc.wait()
 		h.proc.closeOutput()
 		h.proc.release()
+		b.claimCgroup(h.proc).remove()
+		h.lease.release()
 	}()
 }
 
@@ -152,9 +174,12 @@ func (b *Broker) takeWarm(f flavour) *waitingHelper {
 	h.retire.Stop()
 	b.warmMu.Unlock()
 	if time.Since(h.born) >= b.warmIdle() || h.who != currentIdentity() {
-		h.discard()
+		b.discard(h)
 		return nil
 	}
+	// The command holds its own share of the host-wide bounds now.
+	h.lease.release()
+	h.lease = nil
 	return h
 }
 
@@ -169,17 +194,29 @@ func (b *Broker) prewarm(f flavour) {
 		b.warmMu.Unlock()
 		return
 	}
+	// A warm helper counts against the host-wide bounds, and never takes
+	// a slot a command waits for.
+	lease := b.hostBounds().tryAcquire(0)
+	if lease == nil {
+		b.warmMu.Unlock()
+		return
+	}
 	b.warming = true
 	b.warmMu.Unlock()
 	go func() {
 		h, err := b.spawnHelper(f, nil, true)
+		if err != nil {
+			lease.release()
+		} else {
+			h.lease = lease
+		}
 		b.warmMu.Lock()
 		b.warming = false
 		b.warmErr = err
 		if err != nil || b.closed {
 			b.warmMu.Unlock()
 			if h != nil {
-				h.discard()
+				b.discard(h)
 			}
 			return
 		}
@@ -189,7 +226,12 @@ func (b *Broker) prewarm(f flavour) {
 		b.warmMu.Unlock()
 		if old != nil {
 			old.retire.Stop()
-			old.discard()
+			b.discard(old)
+		}
+		if b.hostBounds().waiting() {
+			// A command began waiting while this helper started (see
+			// makeRoom): it needs the slot more.
+			b.retireWarm(h)
 		}
 	}()
 }
@@ -203,7 +245,7 @@ func (b *Broker) retireWarm(h *waitingHelper) {
 	}
 	b.warm = nil
 	b.warmMu.Unlock()
-	h.discard()
+	b.discard(h)
 }
 
 // closeWarm stops prestarting and discards the warm helper, if any.
@@ -215,6 +257,19 @@ func (b *Broker) closeWarm() {
 	b.warmMu.Unlock()
 	if h != nil {
 		h.retire.Stop()
-		h.discard()
+		b.discard(h)
+	}
+}
+
+// makeRoom discards the warm helper, if any, so a command waiting for the
+// host-wide bounds gets its slot once the helper is reaped.
+func (b *Broker) makeRoom() {
+	b.warmMu.Lock()
+	h := b.warm
+	b.warm = nil
+	b.warmMu.Unlock()
+	if h != nil {
+		h.retire.Stop()
+		b.discard(h)
 	}
 }

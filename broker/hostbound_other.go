@@ -1,0 +1,23 @@
+//go:build !linux
+
+package broker
+
+// jailScratchBytes is zero outside Linux: no jail mounts scratch.
+const jailScratchBytes = 0
+
+// physicalMemoryBytes is unknown outside Linux.
+func physicalMemoryBytes() int64 { return 0 }
+
+// helperCgroup exists only where cgroups do: on Linux.
+type helperCgroup struct{ layer Layer }
+
+func (c *helperCgroup) remove() {}
+
+func (b *Broker) claimCgroup(*jailProcess) *helperCgroup { return nil }
+
+func (b *Broker) sweepCgroups() {}
+
+// makeRoom has no warm helper to discard outside Linux.
+func (b *Broker) makeRoom() {}
+
+type cgroupParent struct{}
