@@ -45,7 +45,7 @@ func lockedFlags(path string) (uintptr, error) {
 		{unix.ST_NODIRATIME, unix.MS_NODIRATIME},
 		{unix.ST_RELATIME, unix.MS_RELATIME},
 	} {
-		if st.Flags&m.st != 0 {
+		if int64(st.Flags)&m.st != 0 {
 			f |= uintptr(m.ms)
 		}
 	}
