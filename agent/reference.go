@@ -6,15 +6,19 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // Reference is the in-process Agency: a lineage ledger, the session
 // blackboard and todo cells in memory, and child runs in goroutines.
 // Safe for concurrent use. Close it when the session ends.
 type Reference struct {
-	runner Runner
-	limits Limits
+	runner   Runner
+	limits   Limits
+	registry atomic.Pointer[tool.Registry] // set by Govern; nil: tool names unchecked
 
 	base   context.Context
 	cancel context.CancelCauseFunc

@@ -13,7 +13,9 @@ import (
 // call site that already minted it reconciles onto it (Reconciled) and
 // starts nothing. Otherwise the depth cap, the parent's fan-out and the
 // session's running strands are checked, the child's tool set is fixed,
-// and its first run starts in its own goroutine.
+// and its first run starts in its own goroutine. Under Govern, a tools
+// list naming a tool the registry does not offer is refused first, with
+// CodeUnknownTool.
 func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spawned, error) {
 	if err := a.checkSpawn(req); err != nil {
 		return Spawned{}, err
@@ -65,6 +67,9 @@ func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spaw
 
 func (a *Reference) checkSpawn(req SpawnRequest) error {
 	if err := req.Check(); err != nil {
+		return err
+	}
+	if err := a.checkToolNames(req.Tools); err != nil {
 		return err
 	}
 	if req.Model != "" && !slices.Contains(a.limits.Models, req.Model) {

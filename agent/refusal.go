@@ -38,6 +38,9 @@ const (
 	// CodeToolNotHeld: a tool the caller's strand does not hold (asked by
 	// Holds, or named in a spawn's tools list).
 	CodeToolNotHeld Code = "tool_not_held"
+	// CodeUnknownTool: a spawn's tools list naming a tool the host's
+	// registry does not offer (see Reference.Govern).
+	CodeUnknownTool Code = "unknown_tool"
 	// CodeBadNoteKey: a note key outside the key grammar.
 	CodeBadNoteKey Code = "bad_note_key"
 	// CodeNoteTooLarge: a note value larger than MaxNoteBytes, or not JSON.

@@ -36,6 +36,14 @@ const (
 	// DefaultHeartbeat is the interval of idle heartbeats for a job that
 	// asked for them.
 	DefaultHeartbeat = time.Minute
+	// DefaultMaxOutputBytes bounds what one job may write to stdout and
+	// stderr together: the same bound bash states for every command it
+	// runs (tool.MaxCommandOutputBytes). At the bound the broker stops the
+	// job's whole tree; the row says Killed with cause StopOutputBound,
+	// the windows keep the output's tail and the spill (with a blob
+	// store) holds everything up to the bound. A host lowers it with
+	// Options.MaxOutputBytes.
+	DefaultMaxOutputBytes = tool.MaxCommandOutputBytes
 )
 
 // Fixed bounds of the reference plane.
@@ -75,6 +83,11 @@ type Options struct {
 	// Blobs, when set, receives each stream's whole output when it
 	// outgrows the window, so an ended job's Row.Spill can name it.
 	Blobs *blob.Store
+	// MaxOutputBytes bounds what one job may write to stdout and stderr
+	// together (DefaultMaxOutputBytes); a larger value is clamped to
+	// DefaultMaxOutputBytes, so a host can only lower it. It is what a
+	// job may spool to Blobs.
+	MaxOutputBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -96,6 +109,9 @@ func (o Options) withDefaults() Options {
 	defDur(&o.MaxWait, DefaultMaxWait)
 	defDur(&o.Heartbeat, DefaultHeartbeat)
 	o.Wall = min(o.Wall, o.MaxWall)
+	if o.MaxOutputBytes <= 0 || o.MaxOutputBytes > DefaultMaxOutputBytes {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
 	return o
 }
 
@@ -210,6 +226,8 @@ func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (S
 		Policy:  spec.Policy,
 		Budget:  broker.Budget{MaxOutstanding: 1},
 		Timeout: timeout,
+
+		MaxOutputBytes: p.opts.MaxOutputBytes,
 	})
 	stdinR.Close() // the command holds its own copy
 	if d != nil {

@@ -157,6 +157,8 @@ func causePhrase(c StopCause) string {
 		return "its operation was aborted"
 	case StopShutdown:
 		return "the session ended"
+	case StopOutputBound:
+		return "the output bound ended it: it wrote the most output one job may (stdout and stderr together) and the broker stopped its whole tree there; the output up to the bound is kept"
 	}
 	return string(c)
 }

@@ -95,6 +95,9 @@ func (p *Plane) run(j *job) {
 	switch {
 	case settled.Failed != "":
 		ev = evNeverRan
+	case settled.OutputLimited:
+		ev = evKilled
+		j.cause = StopOutputBound // whatever else was asked: the bound stopped it
 	case settled.TimedOut:
 		ev = evKilled
 		j.cause = StopWall

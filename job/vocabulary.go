@@ -96,6 +96,11 @@ const (
 	LostRestart   = tool.LostRestart
 )
 
+// StopOutputBound is the cause of a job the broker stopped because its
+// output reached the plane's bound (Options.MaxOutputBytes): the row is
+// Killed, its Exit says OutputLimited.
+const StopOutputBound StopCause = "output_bound"
+
 // NoPlane returns a Jobs for a host with no job plane: every call is
 // refused with NoJobsPlane. It is tool.NoJobs.
 func NoPlane() Jobs { return tool.NoJobs() }

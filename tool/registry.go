@@ -16,10 +16,55 @@ import (
 // provider's cached prefix must not depend on registration order), while
 // Registered and Snippets keep the order tools were registered in. A
 // Registry is safe for concurrent use.
+//
+// A registry may be gated by who holds which tool (SetHolds): then
+// Dispatch refuses, before the tool runs, a call by a strand that does not
+// hold it. Without a gate every strand holds every tool.
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
 	order []string
+	holds HoldsFunc
+}
+
+// HoldsFunc reports whether strand (a Call's Strand) holds the tool named
+// tool right now. It must be safe for concurrent use and must not call
+// back into the Registry's Dispatch. A gate that cannot judge (an unknown
+// strand, a fault) answers false: Dispatch then refuses, failing closed.
+type HoldsFunc func(ctx context.Context, strand, tool string) bool
+
+// CodeToolNotHeld is the Details code of the outcome Dispatch returns for
+// a call by a strand that does not hold the tool it called.
+const CodeToolNotHeld = "tool_not_held"
+
+// MaxHeldListed bounds how many held tool names a tool_not_held refusal
+// lists; the rest are counted.
+const MaxHeldListed = 32
+
+// NotHeldDetails is the Details of a tool_not_held outcome.
+type NotHeldDetails struct {
+	// Error is CodeToolNotHeld.
+	Error string `json:"error"`
+	// Tool is the tool that was called; Strand the caller.
+	Tool   string `json:"tool"`
+	Strand string `json:"strand"`
+	// Held lists, sorted, at most MaxHeldListed of the registered tools
+	// the strand does hold; HeldMore counts those left off.
+	Held     []string `json:"held"`
+	HeldMore int      `json:"held_more,omitempty"`
+}
+
+// SetHolds gates r: from now on Dispatch runs a call only when holds
+// answers true for the call's Strand and the tool's name, and refuses it
+// otherwise, before the tool runs, with an error outcome coded
+// CodeToolNotHeld that names the tool, the strand and the registered
+// tools the strand does hold. A nil holds removes the gate (every strand
+// holds every tool, as in a registry never gated). An unknown tool name
+// is still answered as unknown, whoever calls it.
+func (r *Registry) SetHolds(holds HoldsFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holds = holds
 }
 
 // NewRegistry returns a registry holding tools, in order. It fails like
@@ -85,13 +130,21 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 // Dispatch runs one call. It is total: an unknown name, bad arguments and
 // even a panic inside the tool come back as an error Outcome. An unknown
 // name's outcome has no Details, since no tool's details contract applies.
+// In a gated registry (SetHolds) a call by a strand that does not hold the
+// tool is refused with CodeToolNotHeld before the tool runs.
 func (r *Registry) Dispatch(ctx context.Context, c *Call, name string, args json.RawMessage) (out Outcome) {
-	t, ok := r.Lookup(name)
+	r.mu.RLock()
+	t, ok := r.tools[name]
+	holds := r.holds
+	r.mu.RUnlock()
 	if !ok {
 		return Outcome{IsError: true, Text: fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(r.Names(), ", "))}
 	}
 	if c == nil {
 		c = &Call{}
+	}
+	if holds != nil && !holds(ctx, c.Strand, name) {
+		return r.notHeld(ctx, holds, c.Strand, name)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -103,6 +156,34 @@ func (r *Registry) Dispatch(ctx context.Context, c *Call, name string, args json
 		return Fail("cancelled", fmt.Sprintf("tool %s was not run: %v", name, cancelCause(ctx)))
 	}
 	return t.Run(ctx, c, args)
+}
+
+// notHeld builds the refusal of a call to name by a strand that does not
+// hold it, listing (bounded) the registered tools it does hold.
+func (r *Registry) notHeld(ctx context.Context, holds HoldsFunc, strand, name string) Outcome {
+	d := NotHeldDetails{Error: CodeToolNotHeld, Tool: name, Strand: strand, Held: []string{}}
+	for _, n := range r.Names() {
+		if !holds(ctx, strand, n) {
+			continue
+		}
+		if len(d.Held) == MaxHeldListed {
+			d.HeldMore++
+			continue
+		}
+		d.Held = append(d.Held, n)
+	}
+	held := "none of this host's tools"
+	if len(d.Held) > 0 {
+		held = strings.Join(d.Held, ", ")
+		if d.HeldMore > 0 {
+			held += fmt.Sprintf(" and %d more", d.HeldMore)
+		}
+	}
+	return Outcome{
+		IsError: true,
+		Text:    fmt.Sprintf("tool %s was not run: strand %q does not hold it; the tools it holds: %s", name, strand, held),
+		Details: d,
+	}
 }
 
 // PanicDetails is the Details of an outcome recovered from a panic.

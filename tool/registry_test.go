@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -196,5 +199,118 @@ func TestSchemaComesFromTheStruct(t *testing.T) {
 		if len(tl.Schema) == 0 {
 			t.Errorf("%s has no schema", tl.Name)
 		}
+	}
+}
+
+// countingTool is a tool that records each run, so a test can tell a
+// refused call from one that ran.
+func countingTool(name string, runs *atomic.Int64) Tool {
+	return Typed(Tool{Name: name, Description: "counts"}, func(context.Context, *Call, struct{}) Outcome {
+		runs.Add(1)
+		return Success("ran " + name)
+	})
+}
+
+// TestDispatchGate: a gated registry runs a call only for a strand that
+// holds the tool; a refusal names the tool, the strand and the held tools
+// (bounded), and the tool never runs. No gate, or a gate removed, means
+// every strand holds every tool.
+func TestDispatchGate(t *testing.T) {
+	t.Parallel()
+	held := map[string][]string{
+		"main":  nil, // every tool
+		"child": {"read"},
+		"none":  {},
+	}
+	gate := func(_ context.Context, strand, tool string) bool {
+		tools, ok := held[strand]
+		return ok && (tools == nil || slices.Contains(tools, tool))
+	}
+	cases := []struct {
+		name     string
+		gate     HoldsFunc
+		strand   string
+		tool     string
+		ran      bool
+		wantHeld []string
+	}{
+		{"no gate runs anything", nil, "child", "bash", true, nil},
+		{"every tool held", gate, "main", "bash", true, nil},
+		{"held tool", gate, "child", "read", true, nil},
+		{"tool not held", gate, "child", "bash", false, []string{"read"}},
+		{"strand holding nothing", gate, "none", "read", false, []string{}},
+		{"unknown strand fails closed", gate, "stranger", "read", false, []string{}},
+		{"empty strand fails closed", gate, "", "read", false, []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var runs atomic.Int64
+			r, err := NewRegistry(countingTool("bash", &runs), countingTool("read", &runs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.SetHolds(tc.gate)
+			out := r.Dispatch(context.Background(), &Call{Strand: tc.strand}, tc.tool, json.RawMessage(`{}`))
+			if got := runs.Load() == 1; got != tc.ran || out.IsError == tc.ran {
+				t.Fatalf("ran=%v (outcome %+v), want ran=%v", got, out, tc.ran)
+			}
+			if tc.ran {
+				return
+			}
+			d, ok := out.Details.(NotHeldDetails)
+			if !ok || d.Error != CodeToolNotHeld || d.Tool != tc.tool || d.Strand != tc.strand || !slices.Equal(d.Held, tc.wantHeld) {
+				t.Fatalf("details %#v, want tool_not_held for %s/%q holding %v", out.Details, tc.tool, tc.strand, tc.wantHeld)
+			}
+			for _, m := range append([]string{tc.tool, fmt.Sprintf("%q", tc.strand)}, tc.wantHeld...) {
+				if !strings.Contains(out.Text, m) {
+					t.Errorf("refusal %q does not mention %q", out.Text, m)
+				}
+			}
+		})
+	}
+}
+
+// TestDispatchGateUnknownAndRemoved: an unknown tool stays "unknown"
+// under a gate, and SetHolds(nil) lifts the gate.
+func TestDispatchGateUnknownAndRemoved(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	r, _ := NewRegistry(countingTool("bash", &runs))
+	r.SetHolds(func(context.Context, string, string) bool { return false })
+	if out := r.Dispatch(context.Background(), &Call{Strand: "s"}, "nope", nil); !out.IsError || out.Details != nil || !strings.Contains(out.Text, "unknown tool") {
+		t.Fatalf("unknown tool under a gate: %+v", out)
+	}
+	if out := r.Dispatch(context.Background(), &Call{Strand: "s"}, "bash", json.RawMessage(`{}`)); !out.IsError || runs.Load() != 0 {
+		t.Fatalf("gate closed: %+v, %d runs", out, runs.Load())
+	}
+	r.SetHolds(nil)
+	if out := r.Dispatch(context.Background(), &Call{Strand: "s"}, "bash", json.RawMessage(`{}`)); out.IsError || runs.Load() != 1 {
+		t.Fatalf("gate removed: %+v, %d runs", out, runs.Load())
+	}
+}
+
+// TestDispatchGateListIsBounded: a refusal lists at most MaxHeldListed
+// held tools and counts the rest.
+func TestDispatchGateListIsBounded(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	var tools []Tool
+	for i := range MaxHeldListed + 5 {
+		tools = append(tools, countingTool(fmt.Sprintf("t%03d", i), &runs))
+	}
+	tools = append(tools, countingTool("withheld", &runs))
+	r, err := NewRegistry(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetHolds(func(_ context.Context, _, tool string) bool { return tool != "withheld" })
+	out := r.Dispatch(context.Background(), &Call{Strand: "s"}, "withheld", json.RawMessage(`{}`))
+	d, ok := out.Details.(NotHeldDetails)
+	if !ok || len(d.Held) != MaxHeldListed || d.HeldMore != 5 || runs.Load() != 0 {
+		t.Fatalf("details %+v (%d runs), want %d listed and 5 more", out.Details, runs.Load(), MaxHeldListed)
+	}
+	if !strings.Contains(out.Text, "and 5 more") {
+		t.Errorf("refusal %q does not count the tools left off", out.Text)
 	}
 }

@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// MaxToolNamesListed bounds how many valid tool names a refusal of an
+// unknown tool name lists; the rest are counted.
+const MaxToolNamesListed = 32
+
+// Govern ties reg to this Agency's table of who holds what. From then on:
+//
+//   - reg.Dispatch refuses, before the tool runs, a call whose Call.Strand
+//     does not hold the tool (tool.CodeToolNotHeld): a child holds exactly
+//     the tools its spawn fixed, a root strand holds Limits.RootTools (nil:
+//     every tool), and a strand this Agency cannot judge (an unminted
+//     sub-agent name, an empty or malformed root name) holds nothing.
+//   - Spawn refuses a tools list naming a tool reg does not register
+//     (CodeUnknownTool), listing the registered names (bounded).
+//
+// Call Govern once, with the registry the session dispatches every
+// strand's calls through, before any model runs. It replaces any gate reg
+// already had.
+func (a *Reference) Govern(reg *tool.Registry) {
+	a.registry.Store(reg)
+	reg.SetHolds(func(ctx context.Context, strand, name string) bool {
+		return a.Holds(ctx, Caller{Strand: strand}, name) == nil
+	})
+}
+
+// checkToolNames refuses a spawn's tools list naming a tool the governed
+// registry does not register. Without a governed registry every name
+// passes (the Agency cannot know them).
+func (a *Reference) checkToolNames(asked []string) error {
+	reg := a.registry.Load()
+	if reg == nil {
+		return nil
+	}
+	for _, t := range asked {
+		if _, ok := reg.Lookup(t); ok {
+			continue
+		}
+		names := reg.Names()
+		listed := names[:min(len(names), MaxToolNamesListed)]
+		valid := strings.Join(listed, ", ")
+		if more := len(names) - len(listed); more > 0 {
+			valid += fmt.Sprintf(" and %d more", more)
+		}
+		if valid == "" {
+			valid = "none"
+		}
+		return refuse(CodeUnknownTool, "tool %q does not exist on this host; the tools a child can be given are among: %s", t, valid)
+	}
+	return nil
+}
