@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
+	"strings"
 )
 
 // MaxFileBytes bounds a file the harness reads (text or image) or writes.
@@ -20,24 +19,41 @@ func (e errTooLarge) Error() string {
 	return fmt.Sprintf("file is %d bytes; at most %d bytes (8 MiB) are read", e.size, MaxFileBytes)
 }
 
-// readRegular reads the regular file at path, refusing anything else and
-// anything over MaxFileBytes.
+// errIsDirectory is wrapped when a read meets a directory.
+var errIsDirectory = errors.New("is a directory; use bash (ls) or grep to list it")
+
+// writeResult says what a writeWhole changed, whether or not it failed:
+// the directories it created, whether the file was renamed into place
+// (and was new), and a failure to sync the directory after the rename.
+type writeResult struct {
+	Dirs    []string
+	Created bool
+	Written bool
+	SyncErr error
+}
+
+// changed renders what a failed write nevertheless changed, or says
+// nothing was.
+func (r writeResult) changed(c *Call) string {
+	if len(r.Dirs) == 0 {
+		return "nothing was changed"
+	}
+	shown := make([]string, len(r.Dirs))
+	for i, d := range r.Dirs {
+		shown[i] = c.displayPath(d)
+	}
+	return "the file was not written, but these directories were created on the way: " + strings.Join(shown, ", ")
+}
+
+// readRegular reads the regular file at the resolved path (never
+// following a link, never blocking), refusing anything else and anything
+// over MaxFileBytes.
 func readRegular(path string) ([]byte, error) {
-	f, err := openResolved(path, os.O_RDONLY)
+	f, fi, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return nil, fmt.Errorf("%s is a directory; use bash (ls) or grep to list it", path)
-		}
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
 	if fi.Size() > MaxFileBytes {
 		return nil, errTooLarge{fi.Size()}
 	}
@@ -49,63 +65,6 @@ func readRegular(path string) ([]byte, error) {
 		return nil, errTooLarge{int64(len(data))}
 	}
 	return data, nil
-}
-
-// writeWhole replaces the file at path with data: parents are created, the
-// bytes are staged in a temporary file beside the target, synced and
-// renamed into place, so a reader sees the old content or the new, never a
-// part. An existing file keeps its permission bits.
-func writeWhole(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	// Every step below goes through the directory as opened without
-	// symlinks, so a link swapped in after resolution cannot redirect it.
-	dir, release, err := pinDir(dir)
-	if err != nil {
-		return err
-	}
-	defer release()
-	target := filepath.Join(dir, filepath.Base(path))
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(target); err == nil {
-		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s exists and is not a regular file", path)
-		}
-		mode = fi.Mode().Perm()
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".loom-*.tmp")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := io.Copy(tmp, bytes.NewReader(data)); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(name, target); err != nil {
-		return err
-	}
-	ok = true
-	return nil
 }
 
 // imageMIME returns the MIME type of an image the providers accept,
@@ -134,10 +93,4 @@ func (c *Call) displayPath(resolved string) string {
 		}
 	}
 	return resolved
-}
-
-// exists reports whether anything is at path (without following a final symlink).
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }

@@ -109,7 +109,7 @@ func TestReadBounds(t *testing.T) {
 	if out := call(t, r, c, "fs_read", map[string]any{"path": "missing.txt"}); code(out) != "not_found" {
 		t.Fatalf("missing: %+v", out.Details)
 	}
-	if out := call(t, r, c, "fs_read", map[string]any{"path": "src"}); code(out) != "read_failed" || !strings.Contains(out.Text, "directory") {
+	if out := call(t, r, c, "fs_read", map[string]any{"path": "src"}); code(out) != "read_failed" || !strings.Contains(out.Text, "is a directory") {
 		t.Fatalf("directory: %+v", out)
 	}
 }
@@ -272,6 +272,17 @@ func TestWorkingDirectory(t *testing.T) {
 	}
 	if out := call(t, r, c, "working_directory", map[string]any{"path": "nope"}); code(out) != "not_a_directory" {
 		t.Fatalf("missing dir: %+v", out)
+	}
+	// A directory bash would refuse as its cwd is refused when selected,
+	// even when the session may read it.
+	c.Base.ReadableRoots = []string{"/etc"}
+	c.Base.SystemRoots = []string{"/etc"}
+	out = call(t, r, c, "working_directory", map[string]any{"path": "/etc"})
+	if code(out) != "outside_writable_roots" || !strings.Contains(out.Text, "bash could run in") || !strings.Contains(out.Text, c.Workspace) || !strings.Contains(out.Text, "unchanged") {
+		t.Fatalf("/etc selected: %+v", out)
+	}
+	if !strings.HasSuffix(c.Dir(), "/src") {
+		t.Fatalf("a refused change moved the shell directory to %s", c.Dir())
 	}
 }
 

@@ -108,12 +108,16 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 	if len(applied.Content) > MaxFileBytes {
 		return Fail("file_too_large", fmt.Sprintf("the edit would make %s %d bytes; at most %d bytes (8 MiB) are written. Nothing was written.", shown, len(applied.Content), MaxFileBytes))
 	}
-	if err := writeWhole(path, applied.Content); err != nil {
-		return Fail("write_failed", fmt.Sprintf("%s: %v (nothing was changed)", shown, err))
+	// The file was just read from its directory, so no parent is made:
+	// one that vanished since is a failure, not something to recreate.
+	res, err := writeWhole(path, applied.Content, false)
+	if err != nil {
+		return writeFailure(c, shown, res, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "applied %d hunk(s) to %s\n", len(a.Hunks), shown)
 	fmt.Fprintf(&b, "digest: %s\n", applied.Digest)
+	writeNotes(&b, c, res)
 	writeFreshAnchors(&b, shown, applied.Lines, applied.Regions)
 	return Outcome{Text: b.String(), Details: EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions}}
 }

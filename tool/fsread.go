@@ -196,6 +196,10 @@ func readFailure(path string, err error) Outcome {
 		return Fail("not_found", fmt.Sprintf("%s does not exist; check the path (relative paths start at the workspace root) or create it with fs_write", path))
 	case errors.Is(err, fs.ErrPermission):
 		return Fail("permission_denied", fmt.Sprintf("%s: permission denied by the filesystem", path))
+	case errors.Is(err, ErrPathChanged):
+		return Fail("path_changed", fmt.Sprintf("%s: %v; nothing was read. Something (a running command?) replaced part of the path just now; try again once it settles", path, err))
+	case errors.Is(err, ErrNotRegularFile):
+		return Fail("not_a_regular_file", fmt.Sprintf("%s is not a regular file (a FIFO, device, socket or the like); the file tools read and write regular files only: inspect it with bash", path))
 	}
 	return Fail("read_failed", fmt.Sprintf("%s: %v", path, err))
 }

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -46,11 +47,12 @@ func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 	if err != nil {
 		return pathFailure(err)
 	}
-	created := !exists(path)
 	data := []byte(a.Content)
-	if err := writeWhole(path, data); err != nil {
-		return Fail("write_failed", fmt.Sprintf("%s: %v (nothing was changed)", a.Path, err))
+	res, err := writeWhole(path, data, true)
+	if err != nil {
+		return writeFailure(c, a.Path, res, err)
 	}
+	created := res.Created
 	shown := c.displayPath(path)
 	digest := hashline.Digest(data)
 	lines := hashline.Annotate(data)
@@ -61,6 +63,7 @@ func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 	}
 	fmt.Fprintf(&b, "%s %s (%d bytes, %d lines)\n", verb, shown, len(data), len(lines))
 	fmt.Fprintf(&b, "digest: %s\n", digest)
+	writeNotes(&b, c, res)
 	if len(lines) > 0 {
 		// Rendering is strictly larger than the content, so a file
 		// already over the cap is never annotated to find out.
@@ -76,4 +79,32 @@ func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 		}
 	}
 	return Outcome{Text: b.String(), Details: WriteDetails{Path: shown, Bytes: len(data), Lines: len(lines), Digest: digest, Created: created}}
+}
+
+// writeNotes states what a successful write changed besides the file:
+// the directories it created, and a directory sync that failed after the
+// rename (the content is in place but may not survive a crash).
+func writeNotes(b *strings.Builder, c *Call, res writeResult) {
+	if len(res.Dirs) > 0 {
+		shown := make([]string, len(res.Dirs))
+		for i, d := range res.Dirs {
+			shown[i] = c.displayPath(d)
+		}
+		fmt.Fprintf(b, "created directories: %s\n", strings.Join(shown, ", "))
+	}
+	if res.SyncErr != nil {
+		fmt.Fprintf(b, "warning: the file is written, but its directory could not be synced (%v); a crash now could lose it\n", res.SyncErr)
+	}
+}
+
+// writeFailure renders a failed write, saying what it changed anyway.
+func writeFailure(c *Call, path string, res writeResult, err error) Outcome {
+	code := "write_failed"
+	switch {
+	case errors.Is(err, ErrPathChanged):
+		code = "path_changed"
+	case errors.Is(err, ErrNotRegularFile):
+		code = "not_a_regular_file"
+	}
+	return Fail(code, fmt.Sprintf("%s: %v (%s)", path, err, res.changed(c)))
 }

@@ -3,48 +3,250 @@
 package tool
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
-	"strconv"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// openResolved opens a path the resolver returned without following any
-// symlink on the way. A resolved path holds none, so a link met here was
-// swapped in after resolution: the open fails (ELOOP) instead of leaving
-// the roots. O_NONBLOCK keeps a FIFO from blocking the open; callers
-// refuse anything but a regular file. Kernels without openat2 (before
-// 5.6) fall back to a plain open, and the race stays open there.
-func openResolved(path string, flag int) (*os.File, error) {
-	how := &unix.OpenHow{Flags: uint64(flag | unix.O_CLOEXEC | unix.O_NONBLOCK), Resolve: unix.RESOLVE_NO_SYMLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
-	if errors.Is(err, unix.ENOSYS) {
-		return os.OpenFile(path, flag|unix.O_NONBLOCK, 0)
+// This file is how the harness touches a path the resolver returned. A
+// resolved path holds no symlink, so every operation here reaches it by
+// walking it one component at a time from "/", each component opened
+// with O_NOFOLLOW relative to the descriptor of the one before (a pinned
+// directory), and acts on the last one through that descriptor. A link,
+// a FIFO or a file a command swaps in after resolution is met as itself
+// and refused: it is never followed and never blocks. Directories are
+// created the same way (mkdirat on the pinned parent, then opened
+// O_NOFOLLOW), never by path.
+
+// ErrPathChanged is wrapped in the *fs.PathError of an operation that met
+// a symbolic link where the resolver had seen none: something replaced a
+// component after the path was resolved, and nothing was followed.
+var ErrPathChanged = errors.New("changed after it was resolved (a symbolic link is there now); it was not followed")
+
+// ErrNotRegularFile is wrapped in the *fs.PathError of a read or write
+// that met a FIFO, device, socket or directory where a regular file was
+// wanted.
+var ErrNotRegularFile = errors.New("not a regular file")
+
+// errNotDirectory is wrapped when a component that must be a directory
+// is a file of another kind.
+var errNotDirectory = errors.New("not a directory")
+
+const dirFlags = unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+
+// walkDir opens the resolved absolute directory dir without following
+// any link and returns its descriptor. With create, missing components
+// are made (mode 0755) through their pinned parent and returned in
+// created, outermost first.
+func walkDir(dir string, create bool) (fd int, created []string, err error) {
+	if !filepath.IsAbs(dir) {
+		return -1, nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not absolute")}
 	}
+	fd, err = unix.Open("/", dirFlags, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return -1, nil, &fs.PathError{Op: "open", Path: "/", Err: err}
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	cur := "/"
+	for _, comp := range strings.Split(dir, "/") {
+		if comp == "" {
+			continue
+		}
+		next := filepath.Join(cur, comp)
+		if comp == "." || comp == ".." {
+			unix.Close(fd)
+			return -1, created, &fs.PathError{Op: "open", Path: next, Err: errors.New("a resolved path holds no . or .. component")}
+		}
+		nfd, err := unix.Openat(fd, comp, dirFlags, 0)
+		if errors.Is(err, unix.ENOENT) && create {
+			switch merr := unix.Mkdirat(fd, comp, 0o755); {
+			case merr == nil:
+				created = append(created, next)
+			case !errors.Is(merr, unix.EEXIST):
+				unix.Close(fd)
+				return -1, created, &fs.PathError{Op: "mkdir", Path: next, Err: merr}
+			}
+			nfd, err = unix.Openat(fd, comp, dirFlags, 0)
+		}
+		if err != nil {
+			err = explainAt(fd, comp, err, errNotDirectory)
+			unix.Close(fd)
+			return -1, created, &fs.PathError{Op: "open", Path: next, Err: err}
+		}
+		unix.Close(fd)
+		fd, cur = nfd, next
+	}
+	return fd, created, nil
 }
 
-// pinDir opens the resolved directory dir without following symlinks and
-// returns a name for it that later path operations cannot be redirected
-// from (/proc/self/fd/N), and a release func. Without openat2 or /proc it
-// returns dir itself.
-func pinDir(dir string) (string, func(), error) {
-	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, dir, how)
-	if errors.Is(err, unix.ENOSYS) {
-		return dir, func() {}, nil
+// explainAt turns the errno of a no-follow open of name in dirfd into
+// what is there: ErrPathChanged for a link, wrongKind for a file of
+// another kind, else err itself. It only looks (fstatat without
+// following).
+func explainAt(dirfd int, name string, err, wrongKind error) error {
+	if !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ENXIO) {
+		return err
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return ErrPathChanged
+	}
+	return wrongKind
+}
+
+// splitResolved splits a resolved absolute path into its directory and
+// final name; the root itself has no final name.
+func splitResolved(path string) (dir, base string, err error) {
+	path = filepath.Clean(path)
+	if !filepath.IsAbs(path) || path == "/" {
+		return "", "", &fs.PathError{Op: "open", Path: path, Err: errors.New("not a file path")}
+	}
+	return filepath.Dir(path), filepath.Base(path), nil
+}
+
+// openRegular opens the resolved path for reading: no link followed, the
+// open never blocks (O_NONBLOCK), and anything but a regular file is
+// closed again and refused with ErrNotRegularFile (a directory says so).
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	dir, base, err := splitResolved(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	dfd, _, err := walkDir(dir, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: explainAt(dfd, base, err, ErrNotRegularFile)}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		if fi.IsDir() {
+			return nil, fi, &fs.PathError{Op: "open", Path: path, Err: errIsDirectory}
+		}
+		return nil, fi, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegularFile}
+	}
+	return f, fi, nil
+}
+
+// isDir reports, without following any link, whether the resolved path
+// is an existing directory; the error says what is there instead.
+func isDir(path string) error {
+	fd, _, err := walkDir(path, false)
+	if err != nil {
+		return err
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// mkdirAll makes the resolved directory path and its missing parents
+// through pinned parents, returning the directories it created.
+func mkdirAll(path string) ([]string, error) {
+	fd, created, err := walkDir(path, true)
+	if err != nil {
+		return created, err
+	}
+	unix.Close(fd)
+	return created, nil
+}
+
+// writeWhole replaces the file at the resolved path with data: the bytes
+// are staged in a fresh file in the target's pinned directory, synced and
+// renamed over the target, so a reader sees the old content or the new,
+// never a part. With parents, missing directories are created (and
+// reported in the result, written or not). An existing target must be a
+// regular file and keeps its permission bits (setuid, setgid and sticky
+// dropped); a new one gets 0644.
+func writeWhole(path string, data []byte, parents bool) (writeResult, error) {
+	var res writeResult
+	dir, base, err := splitResolved(path)
+	if err != nil {
+		return res, err
+	}
+	dfd, created, err := walkDir(dir, parents)
+	res.Dirs = created
+	if err != nil {
+		return res, err
+	}
+	defer unix.Close(dfd)
+	perm := uint32(0o644)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return res, &fs.PathError{Op: "write", Path: path, Err: ErrPathChanged}
+	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return res, &fs.PathError{Op: "write", Path: path, Err: ErrNotRegularFile}
+	case err == nil:
+		perm = st.Mode & 0o777
+	case errors.Is(err, unix.ENOENT):
+		res.Created = true
+	default:
+		return res, &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	tmp, err := stageIn(dfd, base, data, perm)
+	if err != nil {
+		return res, &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
+		unix.Unlinkat(dfd, tmp, 0)
+		return res, &fs.PathError{Op: "rename", Path: path, Err: err}
+	}
+	res.Written = true
+	if sfd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		if err := unix.Fsync(sfd); err != nil && !errors.Is(err, unix.EINVAL) {
+			res.SyncErr = err
+		}
+		unix.Close(sfd)
+	} else {
+		res.SyncErr = err
+	}
+	return res, nil
+}
+
+// stageIn writes data to a fresh file (O_EXCL, never a link) in dirfd
+// and returns its name; on failure nothing is left behind.
+func stageIn(dirfd int, base string, data []byte, perm uint32) (string, error) {
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	tmp := "." + base[:min(len(base), 200)] + ".loom-" + hex.EncodeToString(nonce[:]) + ".tmp"
+	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	err = func() error {
+		if _, err := f.Write(data); err != nil {
+			return err
+		}
+		if err := f.Chmod(fs.FileMode(perm)); err != nil {
+			return err
+		}
+		return f.Sync()
+	}()
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
-		return "", nil, &os.PathError{Op: "open", Path: dir, Err: err}
+		unix.Unlinkat(dirfd, tmp, 0)
+		return "", fmt.Errorf("stage: %w", err)
 	}
-	pinned := "/proc/self/fd/" + strconv.Itoa(fd)
-	if _, err := os.Stat(pinned); err != nil {
-		unix.Close(fd)
-		return dir, func() {}, nil
-	}
-	return pinned, func() { unix.Close(fd) }, nil
+	return tmp, nil
 }

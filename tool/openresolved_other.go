@@ -2,15 +2,117 @@
 
 package tool
 
-import "os"
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
 
-// openResolved opens a resolved path. Outside Linux there is no openat2,
-// so a symlink swapped in after resolution is followed.
-func openResolved(path string, flag int) (*os.File, error) {
-	return os.OpenFile(path, flag, 0)
+// Outside Linux the harness has no pinned, no-follow walk: these act on
+// paths, checking for links and non-regular files first, so a link a
+// command swaps in between the check and the act is followed. Outside
+// Linux nothing confines commands either (see package broker).
+
+// ErrPathChanged is wrapped when a symbolic link is met where the
+// resolver had seen none.
+var ErrPathChanged = errors.New("changed after it was resolved (a symbolic link is there now); it was not followed")
+
+// ErrNotRegularFile is wrapped when a FIFO, device, socket or directory
+// is met where a regular file was wanted.
+var ErrNotRegularFile = errors.New("not a regular file")
+
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: ErrPathChanged}
+	case fi.IsDir():
+		return nil, fi, &fs.PathError{Op: "open", Path: path, Err: errIsDirectory}
+	case !fi.Mode().IsRegular():
+		return nil, fi, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegularFile}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
-// pinDir returns dir itself outside Linux.
-func pinDir(dir string) (string, func(), error) {
-	return dir, func() {}, nil
+func isDir(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &fs.PathError{Op: "open", Path: path, Err: errors.New("not a directory")}
+	}
+	return nil
+}
+
+func mkdirAll(path string) ([]string, error) {
+	var missing []string
+	for p := path; ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || p == filepath.Dir(p) {
+			break
+		}
+		missing = append([]string{p}, missing...)
+	}
+	var created []string
+	for _, p := range missing {
+		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return created, err
+		}
+		created = append(created, p)
+	}
+	return created, nil
+}
+
+func writeWhole(path string, data []byte, parents bool) (writeResult, error) {
+	var res writeResult
+	if parents {
+		created, err := mkdirAll(filepath.Dir(path))
+		res.Dirs = created
+		if err != nil {
+			return res, err
+		}
+	}
+	perm := fs.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return res, &fs.PathError{Op: "write", Path: path, Err: ErrNotRegularFile}
+		}
+		perm = fi.Mode().Perm()
+	} else if errors.Is(err, fs.ErrNotExist) {
+		res.Created = true
+	} else {
+		return res, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".loom-*.tmp")
+	if err != nil {
+		return res, err
+	}
+	name := tmp.Name()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(perm)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(name, path)
+	}
+	if err != nil {
+		os.Remove(name)
+		return res, err
+	}
+	res.Written = true
+	return res, nil
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/agentloom/loom/broker"
 )
 
 // MaxLinkFollows bounds the symlinks followed while resolving one path.
@@ -25,6 +27,8 @@ var JailReplacedRoots = []string{"/proc", "/dev", "/tmp"}
 // PathError is a refused path. Its Code is stable:
 //
 //	outside_roots            the resolved path is not under the workspace (or a readable root, for reads)
+//	outside_writable_roots   a shell directory resolves outside the workspace and every writable root
+//	not_a_directory          a shell directory is not an existing directory
 //	protected_path           the path is at or under a protected entry
 //	protection_misconfigured a protected entry is not absolute, so nothing can be trusted
 //	jail_replaced            a read under /proc, /dev or /tmp outside the workspace
@@ -34,14 +38,31 @@ var JailReplacedRoots = []string{"/proc", "/dev", "/tmp"}
 type PathError struct {
 	Code  string
 	Path  string // the path as the model gave it
-	Entry string // the protected entry or root involved, if any
-	Err   error  // an underlying filesystem error, if any
+	Entry string // the protected entry or root involved, or the resolved path
+	// Accepted lists the roots a path of this kind would be accepted
+	// under (outside_roots, outside_writable_roots).
+	Accepted []string
+	// SystemRoot is the base policy's system root the refused path lies
+	// under, if any: one the jail reads, never the file tools.
+	SystemRoot string
+	Err        error // an underlying filesystem error, if any
 }
 
 func (e *PathError) Error() string {
 	switch e.Code {
 	case "outside_roots":
-		return fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every readable root; a bash or code_mode call may ask for it with permissions.readable_roots", e.Path, e.Entry)
+		msg := fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every readable root; the file tools read only under %s", e.Path, e.Entry, rootList(e.Accepted))
+		if e.SystemRoot != "" {
+			msg += fmt.Sprintf(". %s is a system root: jailed commands read it to run programs, and the file tools never do", e.SystemRoot)
+		}
+		return msg + ". Where this host offers bash, a command may ask the operator for another directory with permissions.readable_roots"
+	case "outside_writable_roots":
+		return fmt.Sprintf("%s resolves to %s, which is not a directory bash could run in: a shell directory must lie under the workspace or another writable root (%s)", e.Path, e.Entry, rootList(e.Accepted))
+	case "not_a_directory":
+		if e.Err != nil {
+			return fmt.Sprintf("%s is not an existing directory (%v); a shell directory must be one, under %s", e.Path, e.Err, rootList(e.Accepted))
+		}
+		return fmt.Sprintf("%s is not an existing directory; a shell directory must be one, under %s", e.Path, rootList(e.Accepted))
 	case "protected_path":
 		return fmt.Sprintf("permission denied: %s is under the protected entry %s; no grant lifts this", e.Path, e.Entry)
 	case "protection_misconfigured":
@@ -58,6 +79,14 @@ func (e *PathError) Error() string {
 	}
 }
 
+// rootList renders roots for a refusal.
+func rootList(roots []string) string {
+	if len(roots) == 0 {
+		return "no root at all"
+	}
+	return strings.Join(roots, ", ")
+}
+
 func (e *PathError) Unwrap() error { return e.Err }
 
 // within reports whether p is root or under it, comparing whole path
@@ -71,9 +100,10 @@ func within(root, p string) bool {
 
 // ResolveRead authorizes path for reading and returns the resolved
 // absolute path. Readable: the workspace, the base policy's readable and
-// writable roots, this call's granted roots, and the blob store. Refused:
-// protected entries (lexical or resolved form), and /proc, /dev and /tmp
-// unless the workspace or a readable root covers the path.
+// writable roots, this call's granted roots, and the blob store — never
+// the base's SystemRoots, which are the jail's alone. Refused: protected
+// entries (lexical or resolved form), and /proc, /dev and /tmp unless
+// the workspace or a readable root covers the path.
 func (c *Call) ResolveRead(path string) (string, error) {
 	lexical, resolved, err := c.resolve(path)
 	if err != nil {
@@ -94,9 +124,13 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	if within(ws, resolved) {
 		return resolved, nil
 	}
+	accepted := []string{ws}
 	for _, root := range c.readableRoots() {
-		if rr, err := resolveReal(root); err == nil && within(rr, resolved) {
-			return resolved, nil
+		if rr, err := resolveReal(root); err == nil {
+			if within(rr, resolved) {
+				return resolved, nil
+			}
+			accepted = addRoot(accepted, rr)
 		}
 	}
 	for _, r := range JailReplacedRoots {
@@ -104,7 +138,14 @@ func (c *Call) ResolveRead(path string) (string, error) {
 			return "", &PathError{Code: "jail_replaced", Path: path, Entry: r}
 		}
 	}
-	return "", &PathError{Code: "outside_roots", Path: path, Entry: resolved}
+	pe := &PathError{Code: "outside_roots", Path: path, Entry: resolved, Accepted: accepted}
+	for _, sr := range c.Base.SystemRoots {
+		if within(filepath.Clean(sr), resolved) || within(filepath.Clean(sr), lexical) {
+			pe.SystemRoot = sr
+			break
+		}
+	}
+	return "", pe
 }
 
 // ResolveWrite authorizes path for writing and returns the resolved
@@ -124,24 +165,81 @@ func (c *Call) ResolveWrite(path string) (string, error) {
 			return "", &PathError{Code: "protected_path", Path: path, Entry: root}
 		}
 	}
-	roots := append([]string{c.Workspace}, c.Base.WritableRoots...)
-	for _, g := range c.Grants {
-		if g.Kind == "writable_root" {
-			roots = append(roots, g.Path)
-		}
-	}
-	for _, root := range roots {
-		if rr, err := resolveReal(root); err == nil && within(rr, resolved) {
+	roots := c.writableRoots()
+	for _, rr := range roots {
+		if within(rr, resolved) {
 			return resolved, nil
 		}
 	}
-	return "", &PathError{Code: "outside_roots", Path: path, Entry: resolved}
+	return "", &PathError{Code: "outside_roots", Path: path, Entry: resolved, Accepted: roots}
 }
 
+// ResolveShellDir authorizes path as a directory bash commands run in
+// and returns it resolved: an existing directory (no link followed to
+// check it) under the workspace or a writable root of the base policy or
+// this call's grants, outside protected entries. A relative path is
+// relative to the workspace. bash's cwd and working_directory both ask
+// this one predicate, so a directory working_directory selects is one
+// bash accepts. Refusals are *PathError with codes outside_writable_roots
+// and not_a_directory (and the resolver's own).
+func (c *Call) ResolveShellDir(path string) (string, error) {
+	lexical, resolved, err := c.resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if err := c.checkProtected(path, lexical, resolved); err != nil {
+		return "", err
+	}
+	roots := c.writableRoots()
+	inside := false
+	for _, rr := range roots {
+		inside = inside || within(rr, resolved)
+	}
+	if !inside {
+		return "", &PathError{Code: "outside_writable_roots", Path: path, Entry: resolved, Accepted: roots}
+	}
+	if err := isDir(resolved); err != nil {
+		return "", &PathError{Code: "not_a_directory", Path: path, Entry: resolved, Accepted: roots, Err: err}
+	}
+	return resolved, nil
+}
+
+// writableRoots returns the resolved workspace and writable roots of the
+// base policy and this call's grants; a root that cannot be resolved is
+// left out.
+func (c *Call) writableRoots() []string {
+	roots := append([]string{c.Workspace}, c.Base.WritableRoots...)
+	for _, g := range c.Grants {
+		if g.Kind == broker.GrantWritableRoot {
+			roots = append(roots, g.Path)
+		}
+	}
+	out := make([]string, 0, len(roots))
+	for _, root := range roots {
+		if rr, err := resolveReal(root); err == nil {
+			out = addRoot(out, rr)
+		}
+	}
+	return out
+}
+
+// addRoot appends root to roots unless one of them already covers it.
+func addRoot(roots []string, root string) []string {
+	for _, r := range roots {
+		if within(r, root) {
+			return roots
+		}
+	}
+	return append(roots, root)
+}
+
+// readableRoots returns the roots reads may use besides the workspace:
+// the base's readable and writable roots and this call's root grants.
+// The base's SystemRoots are deliberately absent.
 func (c *Call) readableRoots() []string {
 	roots := append(append([]string{}, c.Base.ReadableRoots...), c.Base.WritableRoots...)
 	for _, g := range c.Grants {
-		if g.Kind == "readable_root" || g.Kind == "writable_root" {
+		if g.Kind == broker.GrantReadableRoot || g.Kind == broker.GrantWritableRoot {
 			roots = append(roots, g.Path)
 		}
 	}

@@ -168,6 +168,82 @@ func TestReadableRootsAndGrants(t *testing.T) {
 	}
 }
 
+// TestSystemRootsAreNeverReadByTheFileTools: a base system root is the
+// jail's alone. A path under it is refused for reading, naming the system
+// root and the roots that would be accepted; the control is the same
+// directory listed as a readable root, which reads.
+func TestSystemRootsAreNeverReadByTheFileTools(t *testing.T) {
+	c, outside := testWorkspace(t)
+	c.Base.SystemRoots = []string{outside}
+	_, err := c.ResolveRead(outside + "/secret.txt")
+	var pe *PathError
+	if !errors.As(err, &pe) || pe.Code != "outside_roots" || pe.SystemRoot != outside {
+		t.Fatalf("read under a system root: %v, want outside_roots naming the system root", err)
+	}
+	for _, want := range []string{outside + " is a system root", "read only under " + c.Workspace, "permissions.readable_roots"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "code_mode") {
+		t.Errorf("refusal %q names a tool this host may not have", err)
+	}
+	c.Base.ReadableRoots = []string{outside}
+	if _, err := c.ResolveRead(outside + "/secret.txt"); err != nil {
+		t.Fatalf("control: the same directory as a readable root: %v", err)
+	}
+}
+
+// TestResolveShellDir: the one predicate bash's cwd and working_directory
+// share accepts only existing directories under the workspace or a
+// writable root, whatever the readable and system roots say.
+func TestResolveShellDir(t *testing.T) {
+	c, outside := testWorkspace(t)
+	ws := c.Workspace
+	extra := filepath.Join(filepath.Dir(ws), "extra")
+	os.MkdirAll(extra+"/sub", 0o755)
+	os.Symlink(outside, ws+"/out")
+	os.Symlink("/etc", ws+"/etclink")
+	os.Symlink(extra+"/sub", ws+"/extralink")
+	c.Base.ReadableRoots = []string{outside, "/etc"}
+	c.Base.SystemRoots = []string{"/etc", "/usr"}
+	c.Base.WritableRoots = []string{ws, extra}
+	for _, tc := range []struct {
+		path, code, want string
+	}{
+		{ws, "", ws},
+		{"src", "", ws + "/src"},
+		{"src/../.git/objects", "", ws + "/.git/objects"},
+		{extra + "/sub", "", extra + "/sub"},
+		{"extralink", "", extra + "/sub"},
+		{"/etc", "outside_writable_roots", ""},
+		{"etclink", "outside_writable_roots", ""},
+		{"/usr", "outside_writable_roots", ""},
+		{outside, "outside_writable_roots", ""},
+		{"out", "outside_writable_roots", ""},
+		{"missing", "not_a_directory", ""},
+		{"src/a.txt", "not_a_directory", ""},
+		{".git/hooks", "protected_path", ""},
+		{"", "invalid_path", ""},
+	} {
+		got, err := c.ResolveShellDir(tc.path)
+		if tc.code == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("ResolveShellDir(%q) = %q, %v; want %q", tc.path, got, err, tc.want)
+			}
+			continue
+		}
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Code != tc.code {
+			t.Errorf("ResolveShellDir(%q) = %q, %v; want code %s", tc.path, got, err, tc.code)
+			continue
+		}
+		if tc.code == "outside_writable_roots" && (!strings.Contains(err.Error(), ws) || !strings.Contains(err.Error(), extra)) {
+			t.Errorf("refusal %q does not name the roots that would be accepted", err)
+		}
+	}
+}
+
 func TestLinkFollowBound(t *testing.T) {
 	dir := t.TempDir()
 	// A chain of exactly MaxLinkFollows links resolves; one more does not.

@@ -3,7 +3,6 @@ package tool
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -27,7 +26,8 @@ func WorkdirTool() Tool {
 	return Typed(Tool{
 		Name: "working_directory",
 		Description: "Report the directory bash commands start in, the workspace root and TMPDIR (scratch that persists " +
-			"between calls), or change the start directory with `path`. File tools always resolve relative paths " +
+			"between calls), or change the start directory with `path` (relative to the current one): it must be an " +
+			"existing directory under the workspace or another writable root, as bash's cwd must. File tools always resolve relative paths " +
 			"against the workspace root, not this directory.",
 		PromptSnippet: "working_directory: show or change where bash commands start",
 		Replay:        ReplayNever,
@@ -48,12 +48,14 @@ func runWorkdir(_ context.Context, c *Call, a workdirArgs) Outcome {
 			// as cd is.
 			p = filepath.Join(base, p)
 		}
-		dir, err := c.ResolveRead(p)
+		// The predicate bash applies to its cwd: only a directory bash
+		// could run in is selected, so the refusal comes now, not at the
+		// next command.
+		dir, err := c.ResolveShellDir(p)
 		if err != nil {
-			return pathFailure(err)
-		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return Fail("not_a_directory", fmt.Sprintf("%s is not an existing directory; the shell directory is unchanged (%s)", a.Path, c.displayPath(base)))
+			o := pathFailure(err)
+			o.Text += fmt.Sprintf("; the shell directory is unchanged (%s)", c.displayPath(base))
+			return o
 		}
 		c.Shell.SetDir(dir)
 		changed = true
