@@ -3,6 +3,8 @@ package search
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,15 +17,28 @@ import (
 // MaxWalkDepth bounds how deep the Go engine descends below the root.
 const MaxWalkDepth = 256
 
-// Go searches root (an absolute, clean path to a file or a directory)
-// with the pure-Go engine under the rules documented on Options. Files
-// are read in parallel; the result is sorted and deterministic unless
-// the search stopped at MaxScanMatches. It returns a *PatternError for a
-// bad pattern and an error when root cannot be read at all; unreadable
-// entries below the root are skipped. When ctx ends first it returns
-// what it found so far (files it finished) together with ctx.Err().
+// Go searches root with the pure-Go engine under the rules documented on
+// Options. Files are read in parallel; the result is sorted and
+// deterministic unless the search stopped at MaxScanMatches.
+//
+// root is an absolute, clean path with no symbolic link in it: the
+// resolved form of a path the caller authorized. Go opens it one
+// component at a time without following links, so a link swapped into
+// it since makes the search fail rather than lead elsewhere, and below
+// it every directory and file is opened relative to its parent's
+// descriptor, never following a link, never blocking (a FIFO, device or
+// socket is skipped, whatever its name: a .gitignore too), and only
+// regular files are read. Nothing the Go engine reads lies outside root
+// and, for .gitignore files, the directories from o.IgnoreRoot down to
+// it.
+//
+// It returns a *PatternError or *GlobError for a bad pattern or glob, and
+// an error when root cannot be opened (wrapping fs.ErrInvalid when it is
+// neither a directory nor a regular file); unreadable entries below the
+// root are skipped. When ctx ends first it returns what it found so far
+// (files it finished) together with ctx.Err().
 func Go(ctx context.Context, root string, o Options) (Result, error) {
-	re, err := Compile(o)
+	re, err := Validate(o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -31,31 +46,62 @@ func Go(ctx context.Context, root string, o Options) (Result, error) {
 		o.Context = 0
 	}
 	o.Context = min(o.Context, MaxContext)
-	fi, err := os.Stat(root)
+	if !filepath.IsAbs(root) || filepath.Clean(root) != root {
+		return Result{}, &fs.PathError{Op: "search", Path: root, Err: errors.New("not an absolute, clean path")}
+	}
+	w := &walker{root: root, opts: o, ctx: ctx}
+	dir, file, err := openRoot(root, w.ancestor)
 	if err != nil {
 		return Result{}, err
 	}
 	s := &goSearch{re: re, o: o, ctx: ctx}
-	files := make(chan string, walkQueue)
+	w.stop = &s.stopped
+	files := make(chan fileJob, walkQueue)
+	w.out = files
 	go func() {
 		defer close(files)
-		if !fi.IsDir() {
+		defer dir.release()
+		if file != "" {
 			if !s.protected(root) {
-				files <- root
+				dir.retain()
+				files <- fileJob{dir: dir, name: file, path: root}
 			}
 			return
 		}
-		w := &walker{root: root, opts: o, glob: newGlobFilter(root, o.Glob), ctx: ctx, stop: &s.stopped, out: files}
-		w.ancestors()
-		w.walk(root, 0)
+		w.glob = newGlobFilter(root, o.Glob)
+		w.walk(dir, 0)
 	}()
 	return s.run(files)
 }
 
+// Validate checks o's pattern and glob as both engines need them, and
+// returns the compiled line regexp (see Compile). It returns a
+// *PatternError or a *GlobError; a caller runs it before choosing an
+// engine, so neither ever sees input the other would refuse.
+func Validate(o Options) (*regexp.Regexp, error) {
+	re, err := Compile(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateGlob(o.Glob); err != nil {
+		return nil, err
+	}
+	return re, nil
+}
+
 // walkQueue is how many listed files may wait for a reader: the walk
-// runs ahead of the readers by at most this much, so memory does not
-// grow with the size of the tree.
+// runs ahead of the readers by at most this much, so memory (and the
+// directory descriptors queued files hold) does not grow with the size
+// of the tree.
 const walkQueue = 256
+
+// fileJob is one listed file: its name in a pinned directory, which the
+// job holds a reference to until a reader is done with it.
+type fileJob struct {
+	dir  *pinnedDir
+	name string
+	path string // absolute
+}
 
 type walker struct {
 	root  string
@@ -64,36 +110,30 @@ type walker struct {
 	ctx   context.Context
 	stack []*ruleSet // .gitignore sets in effect, shallowest first
 	stop  *atomic.Bool
-	out   chan<- string
+	out   chan<- fileJob
 }
 
-// ancestors loads the .gitignore files of the directories from
-// IgnoreRoot down to the root's parent.
-func (w *walker) ancestors() {
+// ancestor loads the .gitignore of d, a directory openRoot passed on
+// its way to the root, when d lies at or below IgnoreRoot.
+func (w *walker) ancestor(d *pinnedDir) {
 	top := w.opts.IgnoreRoot
 	if top == "" || top == w.root {
 		return
 	}
-	rel, ok := relBelow(top, w.root)
-	if !ok {
+	if _, below := relBelow(top, d.path); !below && d.path != top {
 		return
 	}
-	dir := top
-	parts := strings.Split(rel, "/")
-	for _, p := range parts {
-		if rs := loadIgnore(dir); rs != nil {
-			w.stack = append(w.stack, rs)
-		}
-		dir = filepath.Join(dir, p)
+	if rs := loadIgnore(d); rs != nil {
+		w.stack = append(w.stack, rs)
 	}
 }
 
-func (w *walker) walk(dir string, depth int) {
+func (w *walker) walk(dir *pinnedDir, depth int) {
 	if depth > MaxWalkDepth || w.ctx.Err() != nil || w.stop.Load() {
 		return
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	entries, err := dir.list()
+	if err != nil && len(entries) == 0 {
 		return
 	}
 	pushed := false
@@ -106,15 +146,19 @@ func (w *walker) walk(dir string, depth int) {
 			break
 		}
 	}
+	defer func() {
+		if pushed {
+			w.stack = w.stack[:len(w.stack)-1]
+		}
+	}()
 	for _, e := range entries {
+		// The type is the directory's word for it, a hint: sub and
+		// readAt check what they actually open.
 		t := e.Type()
 		if t&os.ModeSymlink != 0 || !(t.IsDir() || t.IsRegular()) {
 			continue
 		}
-		p := dir + "/" + e.Name()
-		if dir == "/" {
-			p = "/" + e.Name()
-		}
+		p := joinPath(dir.path, e.Name())
 		isDir := t.IsDir()
 		if !w.admit(p, e.Name(), isDir) {
 			continue
@@ -123,18 +167,33 @@ func (w *walker) walk(dir string, depth int) {
 			continue
 		}
 		if isDir {
-			w.walk(p, depth+1)
-		} else {
-			select {
-			case w.out <- p:
-			case <-w.ctx.Done():
+			sub, err := dir.sub(e.Name())
+			if err != nil {
+				continue
+			}
+			w.walk(sub, depth+1)
+			sub.release()
+			if w.ctx.Err() != nil {
 				return
 			}
+			continue
+		}
+		dir.retain()
+		select {
+		case w.out <- fileJob{dir: dir, name: e.Name(), path: p}:
+		case <-w.ctx.Done():
+			dir.release()
+			return
 		}
 	}
-	if pushed {
-		w.stack = w.stack[:len(w.stack)-1]
+}
+
+// joinPath joins a directory's absolute path and an entry name.
+func joinPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
 	}
+	return dir + "/" + name
 }
 
 // admit applies the glob, then .gitignore (deepest first), then the
@@ -180,7 +239,7 @@ type goSearch struct {
 
 func (s *goSearch) protected(p string) bool { return isProtected(s.o.Protected, p) }
 
-func (s *goSearch) run(files <-chan string) (Result, error) {
+func (s *goSearch) run(files <-chan fileJob) (Result, error) {
 	workers := runtime.GOMAXPROCS(0)
 	found := make([][]Hit, workers) // per worker, so no lock is needed
 	var wg sync.WaitGroup
@@ -189,12 +248,14 @@ func (s *goSearch) run(files <-chan string) (Result, error) {
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, 0, 64<<10)
-			for path := range files {
+			for job := range files {
 				if s.stopped.Load() || s.ctx.Err() != nil {
+					job.dir.release()
 					continue // drain, so the walker can finish
 				}
 				var hs []Hit
-				hs, buf = s.file(path, buf)
+				hs, buf = s.file(job, buf)
+				job.dir.release()
 				found[w] = append(found[w], hs...)
 			}
 		}()
@@ -220,22 +281,22 @@ func (s *goSearch) run(files <-chan string) (Result, error) {
 	return res, s.ctx.Err()
 }
 
-// file searches one file, reusing buf for its contents. The walk only
-// lists regular files; a file swapped for something else since is read
-// with O_NONBLOCK, so a FIFO cannot stall the search.
-func (s *goSearch) file(path string, buf []byte) ([]Hit, []byte) {
-	data, err := readFile(path, buf)
-	if err != nil {
+// file searches one listed file, reusing buf for its contents. The
+// walk listed a regular file; readAt refuses whatever stands there now if
+// it is not one (a link or a FIFO swapped in since).
+func (s *goSearch) file(job fileJob, buf []byte) ([]Hit, []byte) {
+	data, err := job.dir.readAt(job.name, buf, MaxFileBytes)
+	if errors.Is(err, errTooLarge) {
+		s.large.Add(1)
 		return nil, data
 	}
-	if len(data) > MaxFileBytes {
-		s.large.Add(1)
+	if err != nil {
 		return nil, data
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		return nil, data // binary
 	}
-	return s.scan(path, data), data
+	return s.scan(job.path, data), data
 }
 
 // scan finds the matching lines of data. The whole buffer is searched

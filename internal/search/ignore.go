@@ -3,11 +3,9 @@ package search
 import (
 	"bufio"
 	"bytes"
-	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 const (
@@ -62,7 +60,8 @@ func compileRule(line string) (rule, bool) {
 		r.dirOnly = true
 		line = strings.TrimRight(line, "/")
 	}
-	if line == "" {
+	if line == "" || globProblem(line) != "" {
+		// ripgrep skips (and warns about) a line it cannot parse.
 		return rule{}, false
 	}
 	anchored := strings.Contains(line, "/")
@@ -79,24 +78,26 @@ func compileRule(line string) (rule, bool) {
 	return r, true
 }
 
-// globRegexp translates gitignore glob syntax into a regexp body: "*" and
-// "?" stay within a component, "**" spans components where it is a whole
-// component, "[...]" is a class ("[!...]" negated), "{a,b}" is an
-// alternation (as ripgrep's globs allow), "\x" is literal x.
+// globRegexp translates a glob that ValidateGlob accepts into a regexp
+// body: "*" and "?" stay within a component, "**" spans components where
+// it is a whole component, "[...]" is the class parseClass reads
+// ("[!...]" negated), "{a,b}" is an alternation (as ripgrep's globs
+// allow; a "}" or "," outside one is literal), "\x" is literal x. An
+// invalid class or alternation is taken literally, so the function is
+// total, but callers validate first.
 func globRegexp(g string) string {
 	var b strings.Builder
-	braces := 0 // open {a,b} alternations
-	balanced := strings.Count(g, "{") == strings.Count(g, "}")
+	inAlt := false
 	for i := 0; i < len(g); i++ {
 		c := g[i]
 		switch {
-		case balanced && c == '{':
-			braces++
+		case c == '{' && !inAlt && strings.IndexByte(g[i:], '}') > 0:
+			inAlt = true
 			b.WriteString("(?:")
-		case balanced && c == '}' && braces > 0:
-			braces--
+		case c == '}' && inAlt:
+			inAlt = false
 			b.WriteString(")")
-		case balanced && c == ',' && braces > 0:
+		case c == ',' && inAlt:
 			b.WriteString("|")
 		case c == '*' && i+1 < len(g) && g[i+1] == '*' &&
 			(i == 0 || g[i-1] == '/') && (i+2 == len(g) || g[i+2] == '/'):
@@ -113,52 +114,56 @@ func globRegexp(g string) string {
 		case c == '?':
 			b.WriteString("[^/]")
 		case c == '[':
-			j := i + 1
-			if j < len(g) && (g[j] == '!' || g[j] == '^') {
-				j++
-			}
-			if j < len(g) && g[j] == ']' {
-				j++
-			}
-			for j < len(g) && g[j] != ']' {
-				j++
-			}
-			if j >= len(g) { // no closing bracket: a literal '['
+			cl, why := parseClass(g, i)
+			if why != "" {
 				b.WriteString(`\[`)
 				continue
 			}
-			class := g[i+1 : j]
 			b.WriteByte('[')
-			if class != "" && (class[0] == '!' || class[0] == '^') {
+			if cl.negated {
 				b.WriteByte('^')
-				class = class[1:]
 			}
-			b.WriteString(strings.ReplaceAll(class, `\`, `\\`))
+			for _, r := range cl.ranges {
+				b.WriteString(classChar(r[0]))
+				if r[1] != r[0] {
+					b.WriteByte('-')
+					b.WriteString(classChar(r[1]))
+				}
+			}
 			b.WriteByte(']')
-			i = j
+			i = cl.end
 		case c == '\\' && i+1 < len(g):
-			i++
-			b.WriteString(regexp.QuoteMeta(string(g[i])))
+			_, n := utf8.DecodeRuneInString(g[i+1:])
+			b.WriteString(regexp.QuoteMeta(g[i+1 : i+1+n]))
+			i += n
 		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
+			b.WriteString(regexp.QuoteMeta(g[i : i+1])) // a byte of a rune passes through whole
 		}
+	}
+	if inAlt {
+		b.WriteString(")")
 	}
 	return b.String()
 }
 
-// loadIgnore reads dir/.gitignore; a missing or unreadable file is an
-// empty set (nil).
-func loadIgnore(dir string) *ruleSet {
-	f, err := os.Open(filepath.Join(dir, ".gitignore"))
+// classChar spells r for use inside a regexp character class.
+func classChar(r rune) string {
+	if r < utf8.RuneSelf && strings.ContainsRune(`\]^-[`, r) {
+		return `\` + string(r)
+	}
+	return string(r)
+}
+
+// loadIgnore reads the .gitignore of the pinned directory d: a regular
+// file of at most MaxIgnoreFileBytes, opened without following a link or
+// blocking. Anything else there (missing, a link, a FIFO, a device, too
+// large, unreadable) is an empty set (nil).
+func loadIgnore(d *pinnedDir) *ruleSet {
+	data, err := d.readAt(".gitignore", nil, MaxIgnoreFileBytes)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxIgnoreFileBytes))
-	if err != nil {
-		return nil
-	}
-	return parseIgnore(dir, data)
+	return parseIgnore(d.path, data)
 }
 
 func parseIgnore(dir string, data []byte) *ruleSet {

@@ -74,22 +74,23 @@ type Result struct {
 }
 
 // PatternError is a pattern that does not compile. Code is always
-// "invalid_pattern"; Error names the problem and the offending text.
+// CodeInvalidPattern; Error names the problem and the offending text,
+// each quoted to at most MaxQuotedBytes.
 type PatternError struct {
 	Pattern string
 	Err     error
 }
 
-// Code returns "invalid_pattern".
-func (e *PatternError) Code() string { return "invalid_pattern" }
+// Code returns CodeInvalidPattern.
+func (e *PatternError) Code() string { return CodeInvalidPattern }
 
 // Error names the pattern and why it was refused.
 func (e *PatternError) Error() string {
 	var se *syntax.Error
 	if errors.As(e.Err, &se) {
-		return fmt.Sprintf("invalid regular expression %q: %s in %q (RE2 syntax: no look-around or backreferences)", e.Pattern, se.Code, se.Expr)
+		return fmt.Sprintf("invalid regular expression %s: %s in %s (RE2 syntax: no look-around or backreferences)", quoteShort(e.Pattern), se.Code, quoteShort(se.Expr))
 	}
-	return fmt.Sprintf("invalid regular expression %q: %v", e.Pattern, e.Err)
+	return fmt.Sprintf("invalid regular expression %s: %v", quoteShort(e.Pattern), e.Err)
 }
 
 // Unwrap returns the underlying error, if any.
