@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +57,7 @@ type helperConfig struct {
 	Dir           string   `json:"dir"`
 	Namespaces    bool     `json:"namespaces"` // the helper was cloned into new namespaces
 	NetworkOff    bool     `json:"network_off"`
+	SystemRoots   []string `json:"system_roots,omitempty"`
 	ReadableRoots []string `json:"readable_roots"`
 	WritableRoots []string `json:"writable_roots"`
 	Protected     []string `json:"protected"`
@@ -65,6 +68,16 @@ type helperConfig struct {
 	Limits        Limits   `json:"limits"`
 	// NullStdin: the command reads /dev/null, not the stdin pipe.
 	NullStdin bool `json:"null_stdin,omitempty"`
+	// Sockets are host sockets the policy shares: bound back where a
+	// hidden directory covers them, never masked.
+	Sockets []string `json:"sockets,omitempty"`
+	// MaskSockets are host pathname sockets under the jail's roots (from
+	// the broker's /proc/self/net/unix) to hide.
+	MaskSockets []string `json:"mask_sockets,omitempty"`
+	// Required are the layers the host will not run without
+	// (Options.RequiredLayers): when one is not applied the helper
+	// refuses before exec.
+	Required []string `json:"required,omitempty"`
 }
 
 // helperReport is one message from a helper: the layers it applied,
@@ -75,6 +88,9 @@ type helperReport struct {
 	Fatal string `json:"fatal,omitempty"`
 	// Exec: confinement was complete but the command could not start.
 	Exec string `json:"exec,omitempty"`
+	// Refused names a layer the host required that was not applied (and
+	// why); the command never ran.
+	Refused string `json:"refused,omitempty"`
 	// JailPid is the helper's pid in the host's pid namespace, sent by the
 	// launcher that started it.
 	JailPid int `json:"jail_pid,omitempty"`
@@ -161,19 +177,21 @@ func runHelper() int {
 	}
 
 	landlockWrite := append([]string(nil), cfg.WritableRoots...)
-	landlockRead := append(append([]string(nil), cfg.ReadableRoots...), cfg.WritableRoots...)
+	landlockRead := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
 	landlockFiles := []string{devNull}
+	pidMax := uint64(0)
 	if cfg.Namespaces {
-		l, err := setupMounts(cfg)
+		l, pm, err := setupMounts(cfg)
 		if err != nil {
 			return fatal(err)
 		}
+		pidMax = pm
 		layers = append(layers, l)
 		if l.Applied {
 			// The private /proc, /dev and /tmp exist only inside this jail.
 			landlockRead = append(landlockRead, "/proc", "/dev")
 			landlockWrite = append(landlockWrite, scratchDir, "/dev/shm")
-			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full", "/dev/tty")
+			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full")
 		}
 		if cfg.NetworkOff {
 			if err := loopbackUp(); err != nil {
@@ -182,13 +200,15 @@ func runHelper() int {
 				layers = append(layers, Layer{Name: LayerLoopback, Applied: true})
 			}
 		}
+	} else {
+		layers = append(layers, Layer{Name: LayerMounts, Reason: "no mount namespace: the host view is not read-only by mount (chmod, utime and xattr outside the writable roots are not refused), no secret or socket is hidden, /proc, /dev and /tmp are the host's"})
 	}
 	if err := unix.Chdir(cfg.Dir); err != nil {
 		report(helperReport{Layers: layers, Exec: fmt.Sprintf("chdir %s: %s", cfg.Dir, errnoName(err))})
 		return exitHelperExec
 	}
 
-	layers = append(layers, applyRlimits(cfg.Limits))
+	layers = append(layers, applyRlimits(cfg.Limits, cfg.Namespaces, pidMax))
 	capLayer, err := dropCapabilities()
 	if err != nil {
 		return fatal(err)
@@ -210,7 +230,7 @@ func runHelper() int {
 	case cfg.LandlockABI <= 0:
 		layers = append(layers, Layer{Name: LayerLandlock, Reason: cfg.LandlockSkip})
 	default:
-		err := applyLandlock(landlockPlan{
+		linked, err := applyLandlock(landlockPlan{
 			ABI: cfg.LandlockABI, Read: landlockRead, Write: landlockWrite,
 			FileRW: landlockFiles, FileWrite: landlockFileWrite, NetworkOff: cfg.NetworkOff,
 		})
@@ -218,9 +238,14 @@ func runHelper() int {
 			layers = append(layers, Layer{Name: LayerLandlock, Reason: errnoName(err)})
 		} else {
 			l := Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, landlockMaxKnownABI))}
+			var params []string
 			if carved > 0 {
-				l.Params = fmt.Sprintf("%d dirs around protected paths read-only", carved)
+				params = append(params, fmt.Sprintf("%d dirs around protected paths read-only", carved))
 			}
+			if len(linked) > 0 {
+				params = append(params, "no rule for roots reached through a link ("+strings.Join(linked, ", ")+")")
+			}
+			l.Params = strings.Join(params, "; ")
 			layers = append(layers, l)
 		}
 	}
@@ -233,6 +258,11 @@ func runHelper() int {
 		} else {
 			layers = append(layers, Layer{Name: LayerSeccomp, Applied: true})
 		}
+	}
+
+	if missing := missingLayer(cfg.Required, cfg.Namespaces, layers); missing != "" {
+		report(helperReport{Layers: layers, Refused: missing})
+		return exitHelperSetup
 	}
 
 	path, err := lookPath(cfg.Argv[0], cfg.Env)
@@ -276,65 +306,169 @@ func nullStdin() error {
 	return unix.Dup3(fd, 0, 0)
 }
 
-// setupMounts builds the jail's mount table: private propagation, a
-// fresh /proc, private /tmp and /dev, and the protected binds. A failure
-// to make / private or to hold a protected path read-only is fatal; the
-// private filesystems degrade the layer instead.
-func setupMounts(cfg helperConfig) (Layer, error) {
+// setupMounts builds the jail's mount table: private propagation; the
+// whole host view read-only; a fresh /proc (with the pid namespace's
+// pid_max capped, returned, or 0 when it could not be); private /tmp and
+// /dev; the host's socket directories hidden; the writable roots bound
+// read-write, nosuid and nodev; secrets and host sockets masked; the
+// protected binds. A failure to make / private or read-only, to bind a
+// writable root, to mask a secret or to hold a protected path read-only
+// is fatal; the private filesystems degrade the layer instead.
+func setupMounts(cfg helperConfig) (Layer, uint64, error) {
 	if err := makeRootPrivate(); err != nil {
-		return Layer{}, err
+		return Layer{}, 0, err
 	}
-	var skipped []string
-	detail := ""
+	var skipped, params []string
+	method, failed, err := hostViewReadOnly()
+	if err != nil {
+		return Layer{}, 0, err
+	}
+	if len(failed) > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d mounts left writable (%s)", len(failed), failed[0]))
+	} else {
+		params = append(params, "host view read-only ("+method+")")
+	}
+	pidMax := uint64(0)
 	if err := mountProc(); err != nil {
 		skipped = append(skipped, "proc: "+errnoName(err))
 	} else {
 		if err := limitPids(cfg.Limits.Processes); err != nil {
 			skipped = append(skipped, "pid_max: "+errnoName(err))
 		} else {
-			detail = fmt.Sprintf("pid_max %d, ", cfg.Limits.Processes+pidReserve+1)
+			pidMax = cfg.Limits.Processes + pidReserve + 1
+			params = append(params, fmt.Sprintf("pid_max %d", pidMax))
 		}
 		if err := protectProc(); err != nil {
-			return Layer{}, fmt.Errorf("read-only /proc: %w", err)
+			return Layer{}, 0, fmt.Errorf("read-only /proc: %w", err)
 		}
 	}
-	roots := append(append(append([]string(nil), cfg.ReadableRoots...), cfg.WritableRoots...), cfg.Dir)
-	roots = append(roots, cfg.Protected...)
-	if err := mountScratch(roots, cfg.WritableRoots); err != nil {
+	var roots []jailRoot
+	for _, r := range slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, []string{cfg.Dir}, cfg.Protected) {
+		roots = append(roots, jailRoot{path: r, writable: coveredByAny(cfg.WritableRoots, r)})
+	}
+	for _, w := range cfg.WritableRoots {
+		roots = append(roots, jailRoot{path: w, writable: true})
+	}
+	scratchOpts := "mode=1777,size=" + strconv.Itoa(ScratchBytes)
+	if err := overmount(scratchDir, scratchOpts, roots); err != nil {
 		skipped = append(skipped, "tmp: "+errnoName(err))
 	}
 	if err := mountDev(); err != nil {
 		skipped = append(skipped, "dev: "+errnoName(err))
 	}
-	if cfg.LandlockABI <= 0 {
-		// Without Landlock the mount table is the write confinement.
-		failed, err := readOnlyElsewhere(cfg.WritableRoots)
-		if err != nil {
-			return Layer{}, fmt.Errorf("read-only mounts: %w", err)
-		}
-		if len(failed) > 0 {
-			skipped = append(skipped, fmt.Sprintf("%d mounts left writable (%s)", len(failed), failed[0]))
-		} else {
-			detail += "read-only outside writable roots, "
-		}
+	hidden, err := hideSocketDirs(roots, cfg.Sockets)
+	if err != nil {
+		return Layer{}, 0, fmt.Errorf("hide host sockets: %w", err)
 	}
+	if err := bindWritable(cfg.WritableRoots, append([]string{scratchDir}, hidden...)); err != nil {
+		return Layer{}, 0, fmt.Errorf("writable roots: %w", err)
+	}
+	visible := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
+	secrets := secretTargets(visible, hostHomes(envValue(cfg.Env, "HOME")), globPaths)
+	masked, err := maskAll(slices.Concat(secrets, cfg.MaskSockets))
+	if err != nil {
+		return Layer{}, 0, fmt.Errorf("mask secrets and sockets: %w", err)
+	}
+	params = append(params, fmt.Sprintf("writable roots nosuid,nodev; %s hidden; %d secrets and sockets masked", strings.Join(hidden, ", "), masked))
 	n, unpinned, err := protect(cfg.Protected, cfg.WritableRoots)
 	if err != nil {
-		return Layer{}, fmt.Errorf("protected paths: %w", err)
+		return Layer{}, 0, fmt.Errorf("protected paths: %w", err)
 	}
 	if len(unpinned) > 0 {
 		skipped = append(skipped, "protected symlinks replaceable ("+strings.Join(unpinned, ", ")+")")
 	}
+	params = append(params, fmt.Sprintf("%d protected", n))
 	if len(skipped) > 0 {
-		return Layer{Name: LayerMounts, Reason: strings.Join(skipped, ", ")}, nil
+		return Layer{Name: LayerMounts, Reason: strings.Join(skipped, ", "), Params: strings.Join(params, ", ")}, pidMax, nil
 	}
-	return Layer{Name: LayerMounts, Applied: true, Params: fmt.Sprintf("%s%d protected", detail, n)}, nil
+	return Layer{Name: LayerMounts, Applied: true, Params: strings.Join(params, ", ")}, pidMax, nil
+}
+
+// hostSocketDirBytes sizes the empty tmpfs that hides a socket directory
+// (it holds only mount points for what is bound back).
+const hostSocketDirBytes = 64 << 10
+
+// hideSocketDirs hides each of hostSocketDirs (resolved, once each) under
+// an empty tmpfs, binding back the roots beneath it, the shared sockets
+// and the file /etc/resolv.conf resolves to (read-only). It returns the
+// directories it hid.
+func hideSocketDirs(roots []jailRoot, shared []string) ([]string, error) {
+	keep := append([]jailRoot(nil), roots...)
+	for _, s := range shared {
+		keep = append(keep, jailRoot{path: s})
+	}
+	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
+		keep = append(keep, jailRoot{path: r})
+	}
+	var hidden []string
+	for _, d := range hostSocketDirs {
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil || real == "/" || slices.Contains(hidden, real) {
+			continue
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := overmount(real, "mode=0755,size="+strconv.Itoa(hostSocketDirBytes), keep); err != nil {
+			return hidden, err
+		}
+		hidden = append(hidden, real)
+	}
+	return hidden, nil
+}
+
+// globPaths expands a pattern, dropping a malformed one.
+func globPaths(pattern string) []string {
+	m, _ := filepath.Glob(pattern)
+	return m
+}
+
+// envValue is the value of name in env ("NAME=value" entries), or "".
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if rest, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = rest
+		}
+	}
+	return v
+}
+
+// missingLayer returns the first layer of required that layers (plus the
+// namespaces layer, applied when namespaces) does not hold applied, with
+// the reason it was skipped, or "" when every one was applied.
+func missingLayer(required []string, namespaces bool, layers []Layer) string {
+	for _, name := range required {
+		if name == LayerNamespaces && namespaces {
+			continue
+		}
+		reason := "not applied"
+		ok := false
+		for _, l := range layers {
+			if l.Name == name {
+				ok = l.Applied
+				if l.Reason != "" {
+					reason = l.Reason
+				}
+			}
+		}
+		if !ok {
+			return name + ": " + reason
+		}
+	}
+	return ""
 }
 
 // applyRlimits sets every ceiling in l (defaults already filled in),
-// never raising a hard limit the helper was given.
-func applyRlimits(l Limits) Layer {
-	var failed []string
+// never raising a hard limit the helper was given, and says what bounds
+// the number of processes: RLIMIT_NPROC, which the kernel counts per
+// uid (in the jail's own user namespace when it has one, across the host
+// otherwise) and does not enforce at all for uid 0, and the pid
+// namespace's pid_max when the mount layer set one (pidMax, else 0).
+// With uid 0 and no pid_max nothing bounds the processes, and the layer
+// is reported skipped.
+func applyRlimits(l Limits, namespaces bool, pidMax uint64) Layer {
+	var failed, params []string
 	for _, r := range []struct {
 		name string
 		res  int
@@ -355,12 +489,37 @@ func applyRlimits(l Limits) Layer {
 		v := min(r.v, cur.Max)
 		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
 			failed = append(failed, r.name+": "+errnoName(err))
+			continue
 		}
+		if r.res == unix.RLIMIT_NPROC {
+			continue // said below, with what it counts
+		}
+		params = append(params, fmt.Sprintf("%s %d", r.name, v))
+	}
+	switch {
+	case unix.Getuid() == 0 && pidMax > 0:
+		params = append(params, fmt.Sprintf("nproc not enforced for uid 0; processes bounded by pid_max %d", pidMax))
+	case unix.Getuid() == 0:
+		failed = append(failed, "processes unbounded: uid 0 is exempt from RLIMIT_NPROC and no pid_max was set")
+	case namespaces:
+		params = append(params, fmt.Sprintf("nproc %d (the jail's uid in its user namespace)", min(l.Processes, nprocMax())))
+		if pidMax > 0 {
+			params = append(params, fmt.Sprintf("pid_max %d", pidMax))
+		}
+	default:
+		params = append(params, fmt.Sprintf("nproc %d (per uid across the host)", min(l.Processes, nprocMax())))
 	}
 	if len(failed) > 0 {
-		return Layer{Name: LayerRlimits, Reason: strings.Join(failed, ", ")}
+		return Layer{Name: LayerRlimits, Reason: strings.Join(failed, ", "), Params: strings.Join(params, ", ")}
 	}
-	return Layer{Name: LayerRlimits, Applied: true}
+	return Layer{Name: LayerRlimits, Applied: true, Params: strings.Join(params, ", ")}
+}
+
+// nprocMax is the RLIMIT_NPROC now in force.
+func nprocMax() uint64 {
+	var cur unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_NPROC, &cur)
+	return cur.Cur
 }
 
 // dropCapabilities clears the bounding and ambient sets, locks the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -126,12 +127,19 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	cfg := helperConfig{
 		Argv: req.argv, Env: req.env, Dir: req.dir,
 		Namespaces: namespaces, NetworkOff: networkOff,
+		SystemRoots:   req.policy.SystemRoots,
 		ReadableRoots: req.policy.ReadableRoots, WritableRoots: req.policy.WritableRoots,
 		Protected:   req.policy.Protected,
+		Sockets:     req.policy.Sockets,
+		Required:    b.opts.RequiredLayers,
 		LandlockABI: req.probe.landlockABI,
 		Seccomp:     req.probe.seccompErr == nil,
 		Limits:      req.policy.Limits.withDefaults(),
 		NullStdin:   req.stdin == nil,
+	}
+	if namespaces {
+		roots := slices.Concat(req.policy.SystemRoots, req.policy.ReadableRoots, req.policy.WritableRoots)
+		cfg.MaskSockets = hostSockets(roots, req.policy.Sockets)
 	}
 	if req.probe.landlockABI <= 0 {
 		cfg.LandlockSkip = errnoName(req.probe.landlockErr)
@@ -211,9 +219,16 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	} else {
 		enf.add(Layer{Name: LayerNamespaces, Reason: errnoName(req.probe.usernsErr)})
 	}
-	layers, fatal, execErr, reported := readHelperReport(h.repR, proc.setJailPid)
+	layers, fatal, execErr, refused, reported := readHelperReport(h.repR, proc.setJailPid)
 	for _, l := range layers {
 		enf.add(l)
+	}
+	if refused != "" {
+		proc.kill()
+		proc.wait()
+		proc.closeOutput()
+		proc.release()
+		return nil, enf, "", NewDenial(DenialLayerRequired, "required layer "+refused, nil), false
 	}
 	if fatal != "" {
 		proc.kill()
@@ -226,19 +241,19 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 }
 
 // readHelperReport reads a helper's report stream to EOF (at most
-// maxHelperReportBytes): the layers it applied, a fatal setup error, or
-// an exec error. A stream that ends without any report is fatal: the
+// maxHelperReportBytes): the layers it applied, a fatal setup error, an
+// exec error, or the required layer it refused to run without. A stream that ends without any report is fatal: the
 // helper died before it could say what it did.
 //
 // onJailPid is called with a launcher's report of the helper's pid as
 // soon as it is read.
-func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, execErr string, reported bool) {
+func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, execErr, refused string, reported bool) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxHelperReportBytes))
 	sc.Buffer(make([]byte, 0, 64<<10), maxHelperReportBytes)
 	for sc.Scan() {
 		var rep helperReport
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
-			return layers, "malformed helper report: " + err.Error(), "", true
+			return layers, "malformed helper report: " + err.Error(), "", "", true
 		}
 		if rep.JailPid != 0 {
 			// The launcher's word, not the helper's: the helper has said
@@ -254,6 +269,9 @@ func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, 
 		if rep.Exec != "" {
 			execErr = rep.Exec
 		}
+		if rep.Refused != "" {
+			refused = rep.Refused
+		}
 	}
 	if err := sc.Err(); err != nil && fatal == "" {
 		fatal = "helper report: " + err.Error()
@@ -261,7 +279,7 @@ func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, 
 	if !reported && fatal == "" {
 		fatal = "helper ended before reporting"
 	}
-	return layers, fatal, execErr, reported
+	return layers, fatal, execErr, refused, reported
 }
 
 func closeFd(fd int) { unix.Close(fd) }

@@ -116,8 +116,11 @@ type landlockPlan struct {
 }
 
 // applyLandlock builds the ruleset and restricts the calling thread. It
-// must run after PR_SET_NO_NEW_PRIVS. Paths that do not exist are skipped.
-func applyLandlock(p landlockPlan) error {
+// must run after PR_SET_NO_NEW_PRIVS. Every rule's path is opened without
+// following any link (see openNoFollow): a root that is, or is reached
+// through, a symbolic link gets no rule at all, so a link can never widen
+// a rule; those paths are returned. Paths that do not exist are skipped.
+func applyLandlock(p landlockPlan) (linked []string, err error) {
 	fsAll, netAll, scoped := landlockRights(p.ABI)
 	attr := landlockRulesetAttr{handledAccessFS: fsAll, scoped: scoped}
 	if p.NetworkOff {
@@ -132,14 +135,18 @@ func applyLandlock(p landlockPlan) error {
 	}
 	rfd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if e != 0 {
-		return fmt.Errorf("landlock_create_ruleset: %w", e)
+		return nil, fmt.Errorf("landlock_create_ruleset: %w", e)
 	}
 	fd := int(rfd)
 	defer unix.Close(fd)
 
 	add := func(path string, access uint64) error {
-		pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		pfd, err := openNoFollow(path)
 		if err != nil {
+			if errors.Is(err, unix.ELOOP) {
+				linked = append(linked, path)
+				return nil
+			}
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				return nil
 			}
@@ -169,28 +176,28 @@ func applyLandlock(p landlockPlan) error {
 	}
 	for _, r := range p.Read {
 		if err := add(r, llFSRead); err != nil {
-			return err
+			return linked, err
 		}
 	}
 	for _, w := range p.Write {
 		if err := add(w, fsAll); err != nil {
-			return err
+			return linked, err
 		}
 	}
 	for _, f := range p.FileWrite {
 		if err := add(f, llFSRead|llFSWriteFile|llFSTruncate); err != nil {
-			return err
+			return linked, err
 		}
 	}
 	for _, f := range p.FileRW {
 		if err := add(f, llFSReadFile|llFSWriteFile|llFSTruncate|llFSIoctlDev); err != nil {
-			return err
+			return linked, err
 		}
 	}
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); e != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", e)
+		return linked, fmt.Errorf("landlock_restrict_self: %w", e)
 	}
-	return nil
+	return linked, nil
 }
 
 // devNull is the one device a jailed command may always write.

@@ -182,18 +182,24 @@ func mountProc() error {
 	return nil
 }
 
-// mountScratch mounts a private tmpfs at /tmp and re-binds every root
-// that lived under the host's /tmp (a workspace there stays visible). The
-// roots are opened before the tmpfs hides them and bound from their
-// descriptors. A root that no writable root covers is bound read-only:
-// the scratch's own Landlock rule grants writes beneath /tmp, so the
-// mount flag is what keeps such a root unwritable.
-func mountScratch(roots, writable []string) error {
+// jailRoot is one root the jail's mount table must show: rebound when a
+// private filesystem hides where it lives, bound onto itself read-write
+// when writable.
+type jailRoot struct {
+	path     string
+	writable bool
+}
+
+// overmount mounts a fresh tmpfs at dir (mode and size as given) and
+// binds back every root that lived beneath it, so a workspace under the
+// host's /tmp stays visible. The roots are opened (never following a
+// link) before the tmpfs hides them and bound from their descriptors,
+// parents first; each keeps its own writability (see setRootFlags).
+func overmount(dir, opts string, roots []jailRoot) error {
 	type held struct {
-		path string
-		fd   int
-		dir  bool
-		ro   bool
+		jailRoot
+		fd  int
+		dir bool
 	}
 	var keep []held
 	defer func() {
@@ -203,64 +209,189 @@ func mountScratch(roots, writable []string) error {
 	}()
 	seen := map[string]bool{}
 	for _, r := range roots {
-		r = filepath.Clean(r)
-		if r == scratchDir || !Covers(scratchDir, r) || seen[r] {
+		p := filepath.Clean(r.path)
+		if p == dir || !Covers(dir, p) || seen[p] {
 			continue
 		}
-		seen[r] = true
-		fd, err := unix.Open(r, unix.O_PATH|unix.O_CLOEXEC, 0)
+		seen[p] = true
+		fd, err := openNoFollow(p)
 		if err != nil {
-			continue // a missing root needs no binding
+			continue // a missing root (or one reached through a link) gets no binding
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)
 			continue
 		}
-		ro := true
-		for _, w := range writable {
-			if Covers(w, r) {
-				ro = false
-			}
-		}
-		keep = append(keep, held{r, fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, ro})
+		keep = append(keep, held{jailRoot{p, r.writable}, fd, st.Mode&unix.S_IFMT == unix.S_IFDIR})
 	}
 	// Parents first, so a nested root lands inside its parent's bind.
 	sort.Slice(keep, func(i, j int) bool { return len(keep[i].path) < len(keep[j].path) })
-	opts := "mode=1777,size=" + strconv.Itoa(ScratchBytes)
-	if err := unix.Mount("tmpfs", scratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount scratch tmpfs: %w", err)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs at %s: %w", dir, err)
 	}
 	for _, h := range keep {
 		if h.dir {
 			if err := os.MkdirAll(h.path, 0o755); err != nil {
-				return fmt.Errorf("scratch mount point %s: %w", h.path, err)
+				return fmt.Errorf("mount point %s: %w", h.path, err)
 			}
 		} else {
 			if err := os.MkdirAll(filepath.Dir(h.path), 0o755); err != nil {
-				return fmt.Errorf("scratch mount point %s: %w", h.path, err)
+				return fmt.Errorf("mount point %s: %w", h.path, err)
 			}
 			f, err := os.OpenFile(h.path, os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
-				return fmt.Errorf("scratch mount point %s: %w", h.path, err)
+				return fmt.Errorf("mount point %s: %w", h.path, err)
 			}
 			f.Close()
 		}
-		src := "/proc/self/fd/" + strconv.Itoa(h.fd)
-		if err := unix.Mount(src, h.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("rebind %s into scratch: %w", h.path, err)
-		}
-		if h.ro {
-			locked, err := lockedFlags(h.path)
-			if err != nil {
-				return fmt.Errorf("statfs %s: %w", h.path, err)
-			}
-			if err := unix.Mount("", h.path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, ""); err != nil {
-				return fmt.Errorf("rebind %s read-only: %w", h.path, err)
-			}
+		if err := bindRoot(h.fd, h.path, h.writable); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// bindRoot binds the file or directory fd names (with everything mounted
+// beneath it) onto target and sets its flags per setRootFlags.
+func bindRoot(fd int, target string, writable bool) error {
+	src := "/proc/self/fd/" + strconv.Itoa(fd)
+	if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", target, err)
+	}
+	return setRootFlags(target, writable)
+}
+
+// Mount attributes every bound root carries: nothing on it is honoured
+// as setuid or as a device.
+const (
+	rootAttrs   = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	rootMSFlags = unix.MS_NOSUID | unix.MS_NODEV
+)
+
+// setRootFlags makes the mount at path nosuid and nodev, and read-write
+// when writable (the host view it was bound from is read-only by then),
+// read-only otherwise. The change reaches the mounts beneath it too,
+// except where the kernel locked a flag the host set (a read-only mount
+// inherited from the host stays read-only).
+func setRootFlags(path string, writable bool) error {
+	attr := unix.MountAttr{Attr_set: rootAttrs}
+	if writable {
+		attr.Attr_clr = unix.MOUNT_ATTR_RDONLY
+	} else {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	err := unix.MountSetattr(unix.AT_FDCWD, path, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, &attr)
+	if err == unix.EPERM {
+		// A locked flag beneath: change the root's own mount alone.
+		err = unix.MountSetattr(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, &attr)
+	}
+	if err != unix.ENOSYS {
+		if err != nil {
+			return fmt.Errorf("mount_setattr %s: %w", path, err)
+		}
+		return nil
+	}
+	// Before Linux 5.12: a bind remount of the root's own mount.
+	locked, err := lockedFlags(path)
+	if err != nil {
+		return fmt.Errorf("statfs %s: %w", path, err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | rootMSFlags)
+	flags |= locked
+	if writable {
+		flags &^= unix.MS_RDONLY
+	} else {
+		flags |= unix.MS_RDONLY
+	}
+	if err := unix.Mount("", path, "", flags, ""); err != nil {
+		return fmt.Errorf("remount %s: %w", path, err)
+	}
+	return nil
+}
+
+// openNoFollow opens path as an O_PATH descriptor without following any
+// symbolic link on the way (openat2 RESOLVE_NO_SYMLINKS; before Linux
+// 5.6, O_NOFOLLOW on the last component). A link anywhere fails with
+// ELOOP: a root reached through a link must never widen what the jail
+// grants.
+func openNoFollow(path string) (int, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err == unix.ENOSYS {
+		fd, err = unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				unix.Close(fd)
+				return -1, unix.ELOOP
+			}
+		}
+	}
+	return fd, err
+}
+
+// bindWritable binds every writable root onto itself read-write, nosuid
+// and nodev, parents first, skipping the roots a private filesystem
+// already rebound (those under skip) and roots that do not exist or are
+// reached through a link.
+func bindWritable(writable []string, skip []string) error {
+	ws := append([]string(nil), writable...)
+	sort.Slice(ws, func(i, j int) bool { return len(ws[i]) < len(ws[j]) })
+outer:
+	for _, w := range ws {
+		w = filepath.Clean(w)
+		for _, s := range skip {
+			if Covers(s, w) {
+				continue outer
+			}
+		}
+		fd, err := openNoFollow(w)
+		if err != nil {
+			continue
+		}
+		err = bindRoot(fd, w, true)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hostViewReadOnly makes every mount of the jail's view of the host
+// read-only, so nothing outside the roots bound writable afterwards can
+// be written, chmod'ed, touched or given extended attributes, whatever
+// Landlock covers. It is one recursive mount_setattr (Linux 5.12); an
+// older kernel remounts each mount point, and the mount points that
+// could not be made read-only are returned.
+func hostViewReadOnly() (method string, failed []string, err error) {
+	err = unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	if err == nil {
+		return "mount_setattr", nil, nil
+	}
+	if err != unix.ENOSYS {
+		return "", nil, fmt.Errorf("mount_setattr / read-only: %w", err)
+	}
+	mps, err := mountPoints()
+	if err != nil {
+		return "", nil, fmt.Errorf("mountinfo: %w", err)
+	}
+	for _, mp := range mps {
+		if Covers("/proc", mp) || Covers("/dev", mp) || Covers(scratchDir, mp) {
+			continue // replaced by the jail's own before the command runs
+		}
+		locked, err := lockedFlags(mp)
+		if err == nil {
+			err = unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, "")
+		}
+		if err != nil {
+			failed = append(failed, mp+": "+errnoName(err))
+		}
+	}
+	return "remount", failed, nil
 }
 
 // procReadOnly are the parts of a fresh /proc that configure the kernel
@@ -340,7 +471,11 @@ func errnoName(err error) string {
 const devBytes = 1 << 20
 
 // devNodes are the host device nodes a jail's private /dev carries.
-var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+//
+// /dev/tty is not among them: a jailed command has no controlling
+// terminal (it runs in a session of its own), and no terminal is reachable
+// by path.
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
 // mountDev replaces /dev with a small tmpfs holding binds of devNodes,
 // the fd/stdin/stdout/stderr links and an empty /dev/shm.
@@ -432,41 +567,4 @@ func unescapeMountinfo(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// readOnlyElsewhere is the write confinement of a jail without Landlock:
-// every writable root is bound onto itself read-write, then every other
-// mount (except the jail's private /proc, /dev and /tmp) is remounted
-// read-only. It returns the mount points it could not make read-only.
-func readOnlyElsewhere(writable []string) ([]string, error) {
-	for _, w := range writable {
-		if _, err := os.Stat(w); err != nil {
-			continue
-		}
-		if err := bindSelf(w, false); err != nil {
-			return nil, err
-		}
-	}
-	mps, err := mountPoints()
-	if err != nil {
-		return nil, fmt.Errorf("mountinfo: %w", err)
-	}
-	var failed []string
-	for _, mp := range mps {
-		keep := Covers("/proc", mp) || Covers("/dev", mp) || Covers(scratchDir, mp)
-		for _, w := range writable {
-			keep = keep || Covers(w, mp)
-		}
-		if keep {
-			continue
-		}
-		locked, err := lockedFlags(mp)
-		if err == nil {
-			err = unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, "")
-		}
-		if err != nil {
-			failed = append(failed, mp+": "+errnoName(err))
-		}
-	}
-	return failed, nil
 }

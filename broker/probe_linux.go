@@ -52,14 +52,17 @@ func unwrapSyscallErr(err error) error {
 	return err
 }
 
-// jailSysProcAttr returns the attributes a helper is started with. With
+// jailSysProcAttr returns the attributes a helper is started with: a
+// session of its own (so the command has no controlling terminal, and
+// the session's process group is the one the broker kills) and death
+// with its parent. With
 // namespaces, it gets new user, mount, pid, ipc and uts namespaces (and a new
 // network namespace when newNet), an identity uid/gid map, and the
 // ambient capabilities it needs to build its mount table and bring lo up
 // (CAP_SETPCAP only so it can empty its own bounding set); it drops all
 // of them before exec.
 func jailSysProcAttr(namespaces, newNet bool) *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if !namespaces {
 		return attr
 	}

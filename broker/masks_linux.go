@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxPasswdBytes bounds how much of the host's /etc/passwd the helper
+// reads to find home directories.
+const maxPasswdBytes = 1 << 20
+
+// hostHomes returns the home directories of the host's /etc/passwd
+// (other than "/") and home, the command's own HOME when absolute.
+func hostHomes(home string) []string {
+	var out []string
+	if filepath.IsAbs(home) {
+		out = append(out, filepath.Clean(home))
+	}
+	f, err := os.Open("/etc/passwd")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, maxPasswdBytes))
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) >= 6 && filepath.IsAbs(fields[5]) && filepath.Clean(fields[5]) != "/" {
+			out = append(out, filepath.Clean(fields[5]))
+		}
+	}
+	return out
+}
+
+// masker hides paths in the jail's mount table under empty, read-only
+// stand-ins: a directory under an empty directory, anything else under
+// an empty regular file. The stand-ins are clones of one small tmpfs
+// that is never attached anywhere a command could see it.
+type masker struct {
+	fs   int // the detached tmpfs (an fsmount fd), 0 before first use
+	noFS bool
+}
+
+// Names in the detached tmpfs.
+const (
+	maskFile = "f"
+	maskDir  = "d"
+)
+
+// maskStandinBytes sizes the detached tmpfs: it holds one empty file and
+// one empty directory, and nothing can write to it.
+const maskStandinBytes = 4096
+
+func (m *masker) standins() error {
+	if m.fs > 0 || m.noFS {
+		return nil
+	}
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err == unix.ENOSYS {
+		m.noFS = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fsopen tmpfs: %w", err)
+	}
+	defer unix.Close(fs)
+	for k, v := range map[string]string{"size": strconv.Itoa(maskStandinBytes), "mode": "0555"} {
+		if err := unix.FsconfigSetString(fs, k, v); err != nil {
+			return fmt.Errorf("fsconfig %s: %w", k, err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return fmt.Errorf("fsconfig create: %w", err)
+	}
+	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return fmt.Errorf("fsmount: %w", err)
+	}
+	fd, err := unix.Openat(mnt, maskFile, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o444)
+	if err == nil {
+		unix.Close(fd)
+		err = unix.Mkdirat(mnt, maskDir, 0o555)
+	}
+	if err == nil {
+		err = unix.MountSetattr(mnt, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	}
+	if err != nil {
+		unix.Close(mnt)
+		return fmt.Errorf("mask stand-ins: %w", err)
+	}
+	m.fs = mnt
+	return nil
+}
+
+// mask hides path. It returns false when path does not exist or is
+// reached through a symbolic link (nothing there to hide at that path).
+func (m *masker) mask(path string) (bool, error) {
+	fd, err := openNoFollow(path)
+	if err != nil {
+		return false, nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if err := m.standins(); err != nil {
+		return false, err
+	}
+	if m.noFS {
+		// Before Linux 5.2: a fresh read-only tmpfs, or /dev/null.
+		target := "/proc/self/fd/" + strconv.Itoa(fd)
+		if isDir {
+			err = unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size="+strconv.Itoa(maskStandinBytes)+",mode=0555")
+		} else {
+			err = unix.Mount(devNull, target, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return false, fmt.Errorf("mask %s: %w", path, err)
+		}
+		return true, nil
+	}
+	name := maskFile
+	if isDir {
+		name = maskDir
+	}
+	clone, err := unix.OpenTree(m.fs, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return false, fmt.Errorf("open_tree mask: %w", err)
+	}
+	defer unix.Close(clone)
+	if err := unix.MoveMount(clone, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return false, fmt.Errorf("mask %s: %w", path, err)
+	}
+	return true, nil
+}
+
+func (m *masker) close() {
+	if m.fs > 0 {
+		unix.Close(m.fs)
+	}
+}
+
+// maskAll hides every path in paths that exists, and returns how many.
+func maskAll(paths []string) (int, error) {
+	var m masker
+	defer m.close()
+	n := 0
+	for _, p := range paths {
+		ok, err := m.mask(p)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}

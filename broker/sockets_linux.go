@@ -1,0 +1,86 @@
+package broker
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// hostSocketDirs are the directories where hosts keep their service
+// sockets (the system and user buses, docker.sock, agents). The jail
+// hides each under an empty tmpfs; the roots a policy lists beneath them,
+// the sockets it shares (Policy.Sockets) and the resolver configuration
+// /etc/resolv.conf points at are bound back.
+var hostSocketDirs = []string{"/run", "/var/run"}
+
+// maxUnixTableBytes bounds how much of /proc/self/net/unix the broker
+// reads per command.
+const maxUnixTableBytes = 8 << 20
+
+// unixTable is the kernel's table of this network namespace's unix
+// sockets.
+const unixTable = "/proc/self/net/unix"
+
+// hostSockets lists the pathname sockets bound in the host's network
+// namespace (read from the broker's own /proc/self/net/unix, since a
+// helper already lives in a namespace of its own) that lie under one of
+// roots and are not shared: the jail hides each one. A socket bound in
+// another network namespace (a container's) is not listed and stays
+// reachable if a root shows it.
+func hostSockets(roots, shared []string) []string {
+	f, err := os.Open(unixTable)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return parseUnixTable(io.LimitReader(f, maxUnixTableBytes), roots, shared)
+}
+
+// parseUnixTable reads /proc/net/unix lines ("Num RefCount Protocol
+// Flags Type St Inode Path"), keeping absolute paths under roots and not
+// in shared; duplicates are dropped.
+func parseUnixTable(r io.Reader, roots, shared []string) []string {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	seen := map[string]bool{}
+	var out []string
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			continue // the header
+		}
+		line := sc.Text()
+		// Seven fields, then the path (which may hold spaces).
+		rest := line
+		for i := 0; i < 7; i++ {
+			rest = strings.TrimLeft(rest, " ")
+			j := strings.IndexByte(rest, ' ')
+			if j < 0 {
+				rest = ""
+				break
+			}
+			rest = rest[j:]
+		}
+		p := strings.TrimLeft(rest, " ")
+		if !filepath.IsAbs(p) || seen[p] || filepath.Clean(p) != p {
+			continue
+		}
+		seen[p] = true
+		if !coveredByAny(roots, p) {
+			continue
+		}
+		isShared := false
+		for _, s := range shared {
+			if filepath.Clean(s) == p {
+				isShared = true
+			}
+		}
+		if !isShared {
+			out = append(out, p)
+		}
+	}
+	return out
+}
