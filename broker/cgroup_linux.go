@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -23,7 +26,8 @@ import (
 // removes once the command's tree is gone.
 const (
 	// cgroupChildPrefix starts the name of every child cgroup the broker
-	// makes: <prefix><host pid>-<sequence>.
+	// makes: <prefix><host pid>-<random hex>-<sequence> (random per
+	// Broker, so brokers sharing one parent never collide).
 	cgroupChildPrefix = "loom-"
 	// cgroupDrainTimeout bounds how long settlement waits, after killing
 	// a command's cgroup, for its last process to leave before removing
@@ -48,6 +52,7 @@ type cgroupParent struct {
 	// have; missing says why the others are absent.
 	enabled []string
 	missing string
+	tag     string // names this Broker's children (see cgroupChildPrefix)
 
 	mu  sync.Mutex
 	seq uint64
@@ -69,12 +74,14 @@ func openCgroupParent(path string) (*cgroupParent, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("cgroup parent %s is not a cgroup v2 directory", path)
 	}
-	p := &cgroupParent{path: path, fd: fd}
+	var tag [4]byte
+	rand.Read(tag[:])
+	p := &cgroupParent{path: path, fd: fd, tag: strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(tag[:])}
 	offered := strings.Fields(readCgroupFile(fd, "cgroup.controllers"))
 	var absent []string
 	for _, c := range cgroupControllers {
 		if !slices.Contains(offered, c) {
-			absent = append(absent, c+" not offered (cgroup.controllers: "+strings.Join(offered, " ")+")")
+			absent = append(absent, c+" not offered (cgroup.controllers: "+cmp.Or(strings.Join(offered, " "), "none")+")")
 			continue
 		}
 		if err := writeCgroupFile(fd, "cgroup.subtree_control", "+"+c); err != nil {
@@ -135,7 +142,7 @@ type helperCgroup struct {
 func (p *cgroupParent) child() *helperCgroup {
 	p.mu.Lock()
 	p.seq++
-	name := cgroupChildPrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(p.seq, 10)
+	name := cgroupChildPrefix + p.tag + "-" + strconv.FormatUint(p.seq, 10)
 	p.mu.Unlock()
 	c := &helperCgroup{parent: p, name: name, fd: -1}
 	if err := unix.Mkdirat(p.fd, name, 0o755); err != nil {

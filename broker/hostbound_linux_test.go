@@ -1,0 +1,320 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentloom/loom/internal/jailtest"
+	"golang.org/x/sys/unix"
+)
+
+// liveCounter counts the helper processes (and launchers) a broker
+// started that have not exited yet, through pidfds opened when each is
+// spawned, and remembers the most it ever saw at once.
+type liveCounter struct {
+	mu   sync.Mutex
+	fds  []int
+	peak int
+}
+
+// watch makes c count b's helpers.
+func (c *liveCounter) watch(b *Broker) {
+	b.onSpawn = func(pid int) {
+		fd, err := unix.PidfdOpen(pid, 0) // our unreaped child: the pid is still its
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if err == nil {
+			c.fds = append(c.fds, fd)
+		}
+		live := 0
+		for _, f := range c.fds {
+			if !pidfdExited(f) {
+				live++
+			}
+		}
+		c.peak = max(c.peak, live)
+	}
+}
+
+func (c *liveCounter) max() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.peak
+}
+
+func (c *liveCounter) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.fds {
+		unix.Close(f)
+	}
+	c.fds = nil
+}
+
+// concurrentSleeps clears n short commands at once on b and returns every
+// refusal or wrong result.
+func concurrentSleeps(b *Broker, n int) (errs []string) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	p := testPolicy("/tmp")
+	p.WritableRoots = nil
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := fmt.Sprintf("c%d", i)
+			r, d := tryRun(b, want, p, 2*time.Minute, "sh", "-c", "sleep 0.2; echo "+want)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case d != nil:
+				errs = append(errs, d.Error())
+			case r.stdout != want+"\n":
+				errs = append(errs, fmt.Sprintf("%s: stdout %q settled %+v", want, r.stdout, r.settled))
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestHostBoundConcurrentClears: 40 concurrent commands on a broker
+// bounded to 4 all run, and never more than 4 helper processes (warm
+// ones included) are alive at once. The control, bounded to 64, shows
+// the counter sees more than 4 when nothing holds them back.
+func TestHostBoundConcurrentClears(t *testing.T) {
+	helper := jailtest.HostHelper(t)
+	for _, tc := range []struct {
+		name     string
+		maxLive  int
+		idle     time.Duration
+		launched bool
+		bounded  bool
+	}{
+		{"warm", 4, 0, false, true},
+		{"cold-launched", 4, -1, true, true},
+		{"control", 64, -1, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(Options{MaxLiveCommands: tc.maxLive, WarmHelperIdle: tc.idle, HelperPath: helper})
+			if tc.launched {
+				b.launchAboveRSS = -1
+			}
+			b.Available() // probe first: probes are not commands
+			var c liveCounter
+			c.watch(b)
+			defer c.close()
+			errs := concurrentSleeps(b, 40)
+			b.Close()
+			for _, e := range errs {
+				t.Error(e)
+			}
+			peak := c.max()
+			t.Logf("bound %d: at most %d helpers alive at once", tc.maxLive, peak)
+			if tc.bounded && peak > tc.maxLive {
+				t.Fatalf("%d helpers alive at once, over the bound of %d", peak, tc.maxLive)
+			}
+			if tc.bounded && peak < tc.maxLive {
+				t.Fatalf("only %d helpers alive at once under a bound of %d: the bound was never reached, so the test shows nothing", peak, tc.maxLive)
+			}
+			if !tc.bounded && peak <= 4 {
+				t.Fatalf("control: only %d helpers alive at once with room for 64; the counter cannot show a bound of 4", peak)
+			}
+		})
+	}
+}
+
+// startSleepFor starts a long sleep that holds a slot until cancelled.
+func startSleepFor(t *testing.T, b *Broker) *Execution {
+	t.Helper()
+	ex, d := b.Clear(context.Background(), CallSpec{
+		Key: StepKey{OpID: "op", StepID: t.Name() + "/holder"}, Argv: []string{"sleep", "300"},
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1},
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	return ex
+}
+
+// queuedSignal makes b's admission tell the returned channel each time a
+// command starts waiting (after making room, as it always does).
+func queuedSignal(b *Broker) <-chan struct{} {
+	h := b.hostBounds()
+	ch := make(chan struct{}, 64)
+	room := h.onWait
+	h.onWait = func() {
+		room()
+		ch <- struct{}{}
+	}
+	return ch
+}
+
+// TestHostBoundWaiterAdmittedWhenSlotFrees: with the only slot held, a
+// command waits inside Clear, and runs once the holder settles.
+func TestHostBoundWaiterAdmittedWhenSlotFrees(t *testing.T) {
+	t.Parallel()
+	b := New(Options{MaxLiveCommands: 1, WarmHelperIdle: -1})
+	defer b.Close()
+	queued := queuedSignal(b)
+	holder := startSleepFor(t, b)
+	got := make(chan result, 1)
+	go func() {
+		r, d := tryRun(b, "waiter", testPolicy("/tmp"), time.Minute, "echo", "admitted")
+		if d != nil {
+			r.stderr = d.Error()
+		}
+		got <- r
+	}()
+	<-queued
+	select {
+	case r := <-got:
+		t.Fatalf("ran while the only slot was held: %+v", r)
+	default:
+	}
+	holder.Cancel()
+	for range holder.Output() {
+	}
+	holder.Wait()
+	if r := <-got; r.stdout != "admitted\n" {
+		t.Fatalf("waiter after the slot freed: stdout %q stderr %q settled %+v", r.stdout, r.stderr, r.settled)
+	}
+}
+
+// TestHostBoundDeadlineRefuses: a command that waits past its deadline
+// (its Timeout, its policy's WallMs, its context's deadline) is refused
+// host_busy; one whose context is cancelled or whose step is aborted
+// while it waits is refused step_aborted. The holder keeps the only slot
+// throughout.
+func TestHostBoundDeadlineRefuses(t *testing.T) {
+	t.Parallel()
+	b := New(Options{MaxLiveCommands: 1, WarmHelperIdle: -1})
+	defer b.Close()
+	queued := queuedSignal(b)
+	holder := startSleepFor(t, b)
+	defer func() {
+		holder.Cancel()
+		for range holder.Output() {
+		}
+	}()
+	const wait = 50 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		spec func(*CallSpec) (ctx context.Context, during func())
+		want DenialCode
+	}{
+		{"timeout", func(s *CallSpec) (context.Context, func()) {
+			s.Timeout = wait
+			return context.Background(), nil
+		}, DenialHostBusy},
+		{"policy wall", func(s *CallSpec) (context.Context, func()) {
+			s.Policy.WallMs = int(wait / time.Millisecond)
+			return context.Background(), nil
+		}, DenialHostBusy},
+		{"context deadline", func(s *CallSpec) (context.Context, func()) {
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			t.Cleanup(cancel)
+			return ctx, nil
+		}, DenialHostBusy},
+		{"context cancelled", func(s *CallSpec) (context.Context, func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			return ctx, cancel
+		}, DenialStepAborted},
+		{"step aborted", func(s *CallSpec) (context.Context, func()) {
+			return context.Background(), func() { b.Ledger().AbortStep(s.Key) }
+		}, DenialStepAborted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := CallSpec{
+				Key: StepKey{OpID: "op", StepID: t.Name()}, Argv: []string{"true"},
+				Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1},
+			}
+			ctx, during := tc.spec(&spec)
+			if during != nil {
+				go func() {
+					<-queued
+					during()
+				}()
+			}
+			start := time.Now()
+			ex, d := b.Clear(ctx, spec)
+			if ex != nil || d == nil || d.Code != tc.want {
+				t.Fatalf("Clear over the bound: %v, %v; want %s", ex, d, tc.want)
+			}
+			if during == nil {
+				<-queued
+				if took := time.Since(start); took < wait {
+					t.Fatalf("refused after %v, before its deadline of %v", took, wait)
+				}
+			}
+			t.Logf("%s", d.Reason)
+		})
+	}
+}
+
+// TestWarmHelperMakesRoom: a warm helper holding the only slot is
+// discarded when a command needs it; the command runs at once.
+func TestWarmHelperMakesRoom(t *testing.T) {
+	t.Parallel()
+	b := New(Options{MaxLiveCommands: 1})
+	defer b.Close()
+	p := testPolicy(t.TempDir())
+	run(t, b, p, 10*time.Second, "true")
+	pid := waitWarm(t, b)
+	// A command of another flavour cannot use the warm helper: it must
+	// be discarded to free the slot.
+	p2 := p
+	p2.Network = NetworkFull
+	r := run(t, b, p2, 10*time.Second, "echo", "ran")
+	if r.stdout != "ran\n" {
+		t.Fatalf("with a warm helper holding the only slot: stdout %q settled %+v", r.stdout, r.settled)
+	}
+	waitGone(t, pid)
+}
+
+// TestScratchBudget: with a budget of one jail's scratch, a second
+// namespaced command waits for the first, and is refused host_busy at its
+// deadline, saying so.
+func TestScratchBudget(t *testing.T) {
+	t.Parallel()
+	b := New(Options{MaxLiveCommands: 8, ScratchBudgetBytes: 1, WarmHelperIdle: -1})
+	defer b.Close()
+	if !b.Available().Applied(LayerNamespaces) {
+		t.Fatal("this test needs the namespaces layer (every jail then mounts scratch)")
+	}
+	if got := b.hostBounds().budget; got != jailScratchBytes {
+		t.Fatalf("budget %d, want it raised to one jail's scratch %d", got, jailScratchBytes)
+	}
+	holder := startSleepFor(t, b)
+	defer func() {
+		holder.Cancel()
+		for range holder.Output() {
+		}
+	}()
+	_, d := b.Clear(context.Background(), CallSpec{
+		Key: StepKey{OpID: "op", StepID: t.Name()}, Argv: []string{"true"},
+		Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1}, Timeout: 50 * time.Millisecond,
+	})
+	if d == nil || d.Code != DenialHostBusy {
+		t.Fatalf("second jail over the scratch budget: %v, want host_busy", d)
+	}
+	t.Logf("%s", d.Reason)
+}
+
+// TestDefaultHostBounds: the zero Options give DefaultMaxLiveCommands and
+// half the host's memory as the scratch budget.
+func TestDefaultHostBounds(t *testing.T) {
+	t.Parallel()
+	h := New(Options{}).hostBounds()
+	mem := physicalMemoryBytes()
+	if mem <= 0 {
+		t.Fatal("physical memory unknown")
+	}
+	if h.maxLive != DefaultMaxLiveCommands || h.budget != max(mem/DefaultScratchBudgetDivisor, jailScratchBytes) {
+		t.Fatalf("defaults: %d live, %d scratch; want %d, %d", h.maxLive, h.budget, DefaultMaxLiveCommands, mem/DefaultScratchBudgetDivisor)
+	}
+}
