@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +26,19 @@ const (
 	// bashStderrTail is how much of stderr bash keeps to recognise a
 	// permission error.
 	bashStderrTail = 4 << 10
+	// MaxCommandOutputBytes bounds what one command may write to stdout
+	// and stderr together (128 MiB). At the bound the broker stops the
+	// command's whole tree; the output kept up to it is shown as head and
+	// tail (the whole of it spooled to a blob where the host has a store)
+	// and the result says the output bound ended the command. A host
+	// lowers it per call with Call.MaxOutputBytes, and for every broker
+	// client with broker.Options.MaxOutputBytes.
+	MaxCommandOutputBytes = 128 << 20
 )
+
+// OutputLimitedCode is the failure code of a command the output bound
+// ended (see MaxCommandOutputBytes).
+const OutputLimitedCode = "output_limited"
 
 // ScratchEnv names the variable holding a command's private scratch
 // directory (the jail's own /tmp, gone when the command ends). TMPDIR
@@ -75,8 +87,9 @@ const (
 // BashDetails is the Details of a bash outcome.
 type BashDetails struct {
 	// Error is the failure code of an error outcome: "nonzero_exit",
-	// "timeout", "cancelled", "exec_failed", a broker.DenialCode, or an
-	// argument code; empty on success.
+	// "timeout", "cancelled", "exec_failed", OutputLimitedCode, a
+	// broker.DenialCode, a PathError code for cwd, or an argument code;
+	// empty on success.
 	Error string `json:"error,omitempty"`
 	// ExitCode is the command's exit status (-1 when a signal ended it).
 	ExitCode int    `json:"exit_code"`
@@ -88,8 +101,14 @@ type BashDetails struct {
 	DurationMs int64  `json:"duration_ms"`
 	TimeoutMs  int64  `json:"timeout_ms"`
 	Cwd        string `json:"cwd"`
-	// Bytes is the total output (stdout and stderr) the command wrote.
+	// Bytes is the total output (stdout and stderr) the command wrote,
+	// up to its output bound.
 	Bytes int64 `json:"bytes"`
+	// OutputBound is the bound the command's output ran under (see
+	// MaxCommandOutputBytes); OutputLimited is set when the output
+	// reached past it and the broker stopped the command there.
+	OutputBound   int64 `json:"output_bound,omitempty"`
+	OutputLimited bool  `json:"output_limited,omitempty"`
 	// Overflow is set when the output spilled to a blob.
 	Overflow *blob.Overflow `json:"overflow,omitempty"`
 	// Sandbox is the full enforcement report.
@@ -124,10 +143,13 @@ func BashTool() Tool {
 			"exit code and the sandbox report. The command may write the workspace and the session's other " +
 			"writable roots, read the system directories, and gets the session's network access; .git/hooks " +
 			"and .git/config stay read-only. `timeout_ms` defaults to 120000 and is clamped to 600000; at the " +
-			"timeout the whole process tree is killed. `cwd` must lie inside the workspace. For more access " +
-			"(another directory, or the network), call again with `permissions` {readable_roots, writable_roots, " +
-			"network: \"full\"}; the operator approves it for that call only. Output over 64 KiB is saved to a " +
-			"file fs_read can page through, and only its head and tail are shown. Scratch files: $" + ScratchEnv +
+			"timeout the whole process tree is killed. `cwd` must be a directory inside the workspace or another " +
+			"writable root. For more access (another directory, or the network), call again with `permissions` " +
+			"{readable_roots, writable_roots, network: \"full\"} (roots are taken as the directories they resolve to, " +
+			"links followed); the operator approves it for that call only. Output over 64 KiB is saved to a " +
+			"file fs_read can page through, and only its head and tail are shown. A command that writes more than " +
+			strconv.Itoa(MaxCommandOutputBytes) + " bytes of output (stdout and stderr together) is killed at that bound. " +
+			"Scratch files: $" + ScratchEnv +
 			" (when set) is private to one command and vanishes with it; $TMPDIR persists between calls. " +
 			"`mode`: auto (default) waits up to timeout_ms and, if the command still runs, leaves it running as a " +
 			"background job and returns its handle; foreground kills it at timeout_ms; background returns a handle at " +
@@ -143,26 +165,31 @@ func BashTool() Tool {
 }
 
 // bashRequirements is what bash states statically: the workspace
-// writable, the system directories readable, network off. At run time it
+// writable, the system directories readable by the jail (as system
+// roots, which the file tools never read), network off. At run time it
 // asks for every writable root the session base grants (not the
-// workspace alone: Compose keeps only the roots asked for) and the base's
-// own network, so it never asks past the base by itself.
+// workspace alone: Compose keeps only the roots asked for), the base's
+// own system roots, sockets and network, so it never asks past the base
+// by itself.
 func bashRequirements(workspace string) broker.Policy {
 	return broker.Policy{
-		ReadableRoots: broker.SystemReadableRoots(),
+		SystemRoots:   broker.SystemReadableRoots(),
 		WritableRoots: []string{workspace},
 		Network:       broker.NetworkOff,
 	}
 }
 
 // bashPolicyFor builds the call's requirements from the base and the
-// model's permissions.
+// model's permissions. Every root the model names is canonical before
+// Compose sees it (see canonicalRoot), so a link cannot make a root look
+// covered by the workspace.
 func bashPolicyFor(c *Call, perm *bashPermissions) (broker.Policy, error) {
 	req := broker.Policy{
-		ReadableRoots: broker.SystemReadableRoots(),
+		SystemRoots:   slices.Concat(broker.SystemReadableRoots(), c.Base.SystemRoots),
 		WritableRoots: append([]string{c.Workspace}, c.Base.WritableRoots...),
 		Network:       c.Base.Network,
 		EnvAllow:      slices.Clone(c.Base.EnvAllow),
+		Sockets:       slices.Clone(c.Base.Sockets),
 	}
 	if s := c.Scratch(); !within(c.Workspace, s) {
 		req.WritableRoots = append(req.WritableRoots, s)
@@ -170,26 +197,17 @@ func bashPolicyFor(c *Call, perm *bashPermissions) (broker.Policy, error) {
 	if perm == nil {
 		return req, nil
 	}
-	abs := func(p string) (string, error) {
-		if p == "" || strings.ContainsRune(p, 0) {
-			return "", fmt.Errorf("permission paths must be non-empty and free of NUL bytes")
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(c.Workspace, p)
-		}
-		return filepath.Clean(p), nil
-	}
-	for _, r := range perm.ReadableRoots {
-		p, err := abs(r)
+	for i, r := range perm.ReadableRoots {
+		p, err := c.canonicalRoot(r)
 		if err != nil {
-			return req, err
+			return req, fmt.Errorf("permissions.readable_roots[%d]: %w", i, err)
 		}
 		req.ReadableRoots = append(req.ReadableRoots, p)
 	}
-	for _, w := range perm.WritableRoots {
-		p, err := abs(w)
+	for i, w := range perm.WritableRoots {
+		p, err := c.canonicalRoot(w)
 		if err != nil {
-			return req, err
+			return req, fmt.Errorf("permissions.writable_roots[%d]: %w", i, err)
 		}
 		req.WritableRoots = append(req.WritableRoots, p)
 	}
@@ -203,87 +221,177 @@ func bashPolicyFor(c *Call, perm *bashPermissions) (broker.Policy, error) {
 	return req, nil
 }
 
+// canonicalRoot turns a root the model requested into the directory it
+// really is: relative roots join the workspace, then every symlink is
+// resolved against the filesystem (components that do not exist yet are
+// kept as written). A root that resolves outside the workspace is
+// requested as what it resolves to (a link "rootfs -> /" asks for "/");
+// one that resolves inside is expressed under the workspace path as the
+// host wrote it, so base roots written the same way still cover it.
+func (c *Call) canonicalRoot(p string) (string, error) {
+	if p == "" || strings.ContainsRune(p, 0) {
+		return "", errors.New("a root must be non-empty and free of NUL bytes")
+	}
+	if len(p) > MaxPathBytes {
+		return "", fmt.Errorf("a root is at most %d bytes; this one is %d", MaxPathBytes, len(p))
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.Workspace, p)
+	}
+	resolved, err := resolveReal(p)
+	if err != nil {
+		return "", fmt.Errorf("%s cannot be resolved: %w", p, err)
+	}
+	if ws, err := resolveReal(c.Workspace); err == nil && within(ws, resolved) {
+		rel, err := filepath.Rel(ws, resolved)
+		if err == nil {
+			return filepath.Join(c.Workspace, rel), nil
+		}
+	}
+	return resolved, nil
+}
+
 func bashFail(code, text string, d BashDetails) Outcome {
 	d.Error = code
 	return Outcome{Text: text, IsError: true, Details: d}
 }
 
+// bashRun is what runBash's argument check settles before anything runs.
+type bashRun struct {
+	mode     string
+	lifetime JobLifetime
+	timeout  time.Duration
+	cwd      string
+	notes    []string
+}
+
 func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
-	var notes []string
 	det := BashDetails{}
+	run, fail := checkBashArgs(c, a, &det)
+	if fail != nil {
+		return *fail
+	}
+	pol, fail := bashClear(ctx, c, a, run, &det)
+	if fail != nil {
+		return *fail
+	}
+	env := bashEnv(c)
+	argv := []string{shellPath(), "-c", a.Command}
+	if run.mode != BashForeground {
+		spec := JobSpec{Command: a.Command, Argv: argv, Dir: run.cwd, Env: env, Policy: pol, Lifetime: run.lifetime}
+		if a.Heartbeat {
+			spec.Wake = WakeWhenIdle
+		}
+		if run.mode == BashBackground {
+			return startBackground(ctx, c, spec, run.notes, det)
+		}
+		o, ran, note := runAuto(ctx, c, spec, run.timeout, run.notes, det)
+		if ran {
+			return o
+		}
+		if note != "" {
+			run.notes = append(run.notes, note)
+		}
+		det.Mode = BashForeground
+	}
+	return runForeground(ctx, c, run, broker.CallSpec{
+		Key:            c.stepKey(),
+		Argv:           argv,
+		Dir:            run.cwd,
+		Env:            env,
+		Policy:         pol,
+		Timeout:        run.timeout,
+		MaxOutputBytes: c.maxOutputBytes(),
+	}, det)
+}
+
+// checkBashArgs checks bash's arguments (lifetime first, then mode,
+// command, timeout and cwd) and settles how the command will run.
+func checkBashArgs(c *Call, a bashArgs, det *BashDetails) (bashRun, *Outcome) {
+	fail := func(code, text string) (bashRun, *Outcome) {
+		o := bashFail(code, text, *det)
+		return bashRun{}, &o
+	}
 	// A sub-agent's session lifetime is refused ahead of every other
 	// check: it must raise no approval and start nothing.
-	lifetime := JobLifetime(a.Lifetime)
-	if err := CheckLifetime(c.Strand, lifetime); err != nil {
+	run := bashRun{lifetime: JobLifetime(a.Lifetime), mode: a.Mode}
+	if err := CheckLifetime(c.Strand, run.lifetime); err != nil {
 		var le *LifetimeError
 		errors.As(err, &le)
-		return bashFail(LifetimeRefusedCode, le.Reason, det)
+		return fail(LifetimeRefusedCode, le.Reason)
 	}
-	mode := a.Mode
-	switch mode {
+	switch run.mode {
 	case "":
-		mode = BashAuto
+		run.mode = BashAuto
 	case BashAuto, BashForeground, BashBackground:
 	default:
-		return bashFail("invalid_arguments", fmt.Sprintf("mode must be %q, %q or %q, not %q", BashAuto, BashForeground, BashBackground, a.Mode), det)
+		return fail("invalid_arguments", fmt.Sprintf("mode must be %q, %q or %q, not %q", BashAuto, BashForeground, BashBackground, a.Mode))
 	}
-	if lifetime == LifetimeSession && mode != BashBackground {
-		return bashFail("invalid_arguments", "lifetime \"session\" applies to mode \"background\" only", det)
+	if run.lifetime == LifetimeSession && run.mode != BashBackground {
+		return fail("invalid_arguments", "lifetime \"session\" applies to mode \"background\" only")
 	}
-	det.Mode = mode
+	det.Mode = run.mode
 	if strings.TrimSpace(a.Command) == "" {
-		return bashFail("invalid_arguments", "command must not be empty", det)
+		return fail("invalid_arguments", "command must not be empty")
 	}
-	timeout := DefaultBashTimeout
+	run.timeout = DefaultBashTimeout
 	switch {
 	case a.TimeoutMs < 0:
-		return bashFail("invalid_arguments", fmt.Sprintf("timeout_ms must not be negative (got %d)", a.TimeoutMs), det)
+		return fail("invalid_arguments", fmt.Sprintf("timeout_ms must not be negative (got %d)", a.TimeoutMs))
 	case a.TimeoutMs > 0:
 		// Capped before converting, so a huge value cannot wrap negative
 		// (which the broker would read as no timeout at all).
-		timeout = time.Duration(min(int64(a.TimeoutMs), MaxBashTimeout.Milliseconds()+1)) * time.Millisecond
+		run.timeout = time.Duration(min(int64(a.TimeoutMs), MaxBashTimeout.Milliseconds()+1)) * time.Millisecond
 	}
-	if timeout > MaxBashTimeout {
-		notes = append(notes, fmt.Sprintf("timeout_ms %d clamped to %d", a.TimeoutMs, MaxBashTimeout.Milliseconds()))
-		timeout = MaxBashTimeout
+	if run.timeout > MaxBashTimeout {
+		run.notes = append(run.notes, fmt.Sprintf("timeout_ms %d clamped to %d", a.TimeoutMs, MaxBashTimeout.Milliseconds()))
+		run.timeout = MaxBashTimeout
 	}
-	det.TimeoutMs = timeout.Milliseconds()
-
+	det.TimeoutMs = run.timeout.Milliseconds()
+	// The shell directory working_directory chose passed the same
+	// predicate when it was chosen; it is checked again, since a command
+	// may have replaced it since.
 	cwd := c.Dir()
 	if a.Cwd != "" {
-		dir, err := c.ResolveRead(a.Cwd)
-		if err != nil {
-			return pathFailure(err)
-		}
-		ws, _ := resolveReal(c.Workspace)
-		if ws == "" || !within(ws, dir) {
-			return bashFail("outside_workspace", fmt.Sprintf("cwd %q is outside the workspace %s", a.Cwd, c.Workspace), det)
-		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return bashFail("invalid_cwd", fmt.Sprintf("cwd %q is not a directory", a.Cwd), det)
-		}
-		cwd = dir
+		cwd = a.Cwd
 	}
-	det.Cwd = cwd
+	dir, err := c.ResolveShellDir(cwd)
+	if err != nil {
+		var pe *PathError
+		if errors.As(err, &pe) {
+			return fail(pe.Code, "cwd: "+err.Error())
+		}
+		return fail("invalid_path", "cwd: "+err.Error())
+	}
+	run.cwd = dir
+	det.Cwd = dir
 	if c.Broker == nil {
-		return bashFail("no_broker", "this host runs no commands: it has no broker", det)
+		return fail("no_broker", "this host runs no commands: it has no broker")
 	}
+	return run, nil
+}
 
+// bashClear composes the command's policy from the base, the
+// requirements the arguments imply and the call's grants, raising a
+// shortfall to the host's escalation plane once.
+func bashClear(ctx context.Context, c *Call, a bashArgs, run bashRun, det *BashDetails) (broker.Policy, *Outcome) {
 	req, err := bashPolicyFor(c, a.Permissions)
 	if err != nil {
-		return bashFail("invalid_arguments", err.Error(), det)
+		o := bashFail("invalid_arguments", err.Error(), *det)
+		return broker.Policy{}, &o
 	}
-	pol, d := broker.Compose(c.Base, req, c.Grants)
-	if d == nil && lifetime == LifetimeSession && pol.WallMs > 0 {
-		d = sessionWallDenial(pol.WallMs)
+	compose := func(grants []broker.Grant) (broker.Policy, *broker.Denial) {
+		pol, d := broker.Compose(c.Base, req, grants)
+		if d == nil && run.lifetime == LifetimeSession && pol.WallMs > 0 {
+			d = sessionWallDenial(pol.WallMs)
+		}
+		return pol, d
 	}
+	pol, d := compose(c.Grants)
 	if d != nil && d.Code == broker.DenialRequirementsNotCovered {
-		esc := c.Raise(ctx, RaisedRefusal{Tool: "bash", Denial: d, Deadline: c.Clock().Add(timeout)})
+		esc := c.Raise(ctx, RaisedRefusal{Tool: "bash", Denial: d, Deadline: c.Clock().Add(run.timeout)})
 		if esc.Resume {
-			pol, d = broker.Compose(c.Base, req, append(slices.Clone(c.Grants), esc.Grants...))
-			if d == nil && lifetime == LifetimeSession && pol.WallMs > 0 {
-				d = sessionWallDenial(pol.WallMs)
-			}
+			pol, d = compose(append(slices.Clone(c.Grants), esc.Grants...))
 		}
 	}
 	if d != nil {
@@ -292,53 +400,41 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 		if d.Code == broker.DenialRequirementsNotCovered {
 			text += " The operator did not approve it for this call; do without it, or ask the user."
 		}
-		return bashFail(string(d.Code), text, det)
+		o := bashFail(string(d.Code), text, *det)
+		return broker.Policy{}, &o
 	}
 	// The tool's own variables carry no host secret: they always pass.
 	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", ScratchEnv)
+	return pol, nil
+}
 
+// bashEnv is the environment offered to the command: the host's, plus
+// TMPDIR (the session scratch, created here) and ScratchEnv.
+func bashEnv(c *Call) map[string]string {
 	env := make(map[string]string, len(c.Env)+2)
 	for k, v := range c.Env {
 		env[k] = v
 	}
 	// The harness creates the scratch directory unjailed, so it goes
-	// through the write discipline: a link a command left on the way
-	// cannot make the harness create it elsewhere.
+	// through the write discipline: resolved, then made through pinned
+	// no-follow parents, so a link a command left on the way cannot
+	// make the harness create it elsewhere.
 	scratch := c.Scratch()
-	if dir, err := c.ResolveWrite(scratch); err == nil && os.MkdirAll(dir, 0o755) == nil {
-		env["TMPDIR"] = scratch
+	if dir, err := c.ResolveWrite(scratch); err == nil {
+		if _, err := mkdirAll(dir); err == nil {
+			env["TMPDIR"] = scratch
+		}
 	}
 	if c.Broker.Available().Applied(broker.LayerNamespaces) {
 		env[ScratchEnv] = "/tmp" // the jail's private tmpfs
 	}
+	return env
+}
 
-	argv := []string{shellPath(), "-c", a.Command}
-	if mode != BashForeground {
-		spec := JobSpec{Command: a.Command, Argv: argv, Dir: cwd, Env: env, Policy: pol, Lifetime: lifetime}
-		if a.Heartbeat {
-			spec.Wake = WakeWhenIdle
-		}
-		if mode == BashBackground {
-			return startBackground(ctx, c, spec, notes, det)
-		}
-		o, ran, note := runAuto(ctx, c, spec, timeout, notes, det)
-		if ran {
-			return o
-		}
-		if note != "" {
-			notes = append(notes, note)
-		}
-		det.Mode = BashForeground
-	}
-
-	ex, d := c.Broker.Clear(ctx, broker.CallSpec{
-		Key:     c.stepKey(),
-		Argv:    argv,
-		Dir:     cwd,
-		Env:     env,
-		Policy:  pol,
-		Timeout: timeout,
-	})
+// runForeground clears spec, collects its output and renders how it
+// ended.
+func runForeground(ctx context.Context, c *Call, run bashRun, spec broker.CallSpec, det BashDetails) Outcome {
+	ex, d := c.Broker.Clear(ctx, spec)
 	if d != nil {
 		return bashFail(string(d.Code), d.Explain(), det)
 	}
@@ -350,17 +446,18 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 		out.add(c, o)
 	}
 	s := ex.Wait()
-	det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
-	det.DurationMs = s.Duration.Milliseconds()
-	det.ProtectedCreated = s.ProtectedCreated
 	det.Bytes = out.total
+	det.OutputBound = spec.MaxOutputBytes
 
 	body, overflow, err := out.finish()
 	if err != nil {
+		det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
+		det.DurationMs = s.Duration.Milliseconds()
+		det.ProtectedCreated = s.ProtectedCreated
 		return bashFail("output_unstored", fmt.Sprintf("the command's output (%d bytes) could not be stored: %v", out.total, err), det)
 	}
 	det.Overflow = overflow
-	return renderSettled(notes, body, s, timeout, out.stderrTail, enf, det)
+	return renderSettled(run.notes, body, s, run.timeout, out.stderrTail, enf, det)
 }
 
 // renderSettled renders a command that ended, run in the foreground or
@@ -388,6 +485,14 @@ func renderSettled(notes []string, body string, s broker.Settled, timeout time.D
 	case s.Failed != "":
 		code = "exec_failed"
 		fmt.Fprintf(&b, "[the command could not start: %s]\n", s.Failed)
+	case s.OutputLimited:
+		code = OutputLimitedCode
+		det.OutputLimited = true
+		bound := "its output bound"
+		if det.OutputBound > 0 {
+			bound = fmt.Sprintf("the %d-byte output bound", det.OutputBound)
+		}
+		fmt.Fprintf(&b, "[the output bound ended the command: it wrote past %s (stdout and stderr together), so it and everything it started were killed; what it wrote up to the bound is kept, its head and tail shown above]\n", bound)
 	case s.TimedOut:
 		code = "timeout"
 		fmt.Fprintf(&b, "[timed out after %d ms; the command and everything it started were killed]\n", timeout.Milliseconds())

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +33,7 @@ func bashCall(t *testing.T, withStore bool) *Call {
 		Workspace: ws,
 		OpID:      "op", StepID: t.Name(),
 		Base: broker.Policy{
-			ReadableRoots: broker.SystemReadableRoots(),
+			SystemRoots:   broker.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     broker.DefaultProtected(ws),
 			Network:       broker.NetworkOff,
@@ -70,6 +72,12 @@ func TestBashDeclaration(t *testing.T) {
 	req := b.Requirements("/w")
 	if len(req.WritableRoots) != 1 || req.WritableRoots[0] != "/w" || req.Network != broker.NetworkOff {
 		t.Fatalf("requirements %+v", req)
+	}
+	if len(req.ReadableRoots) != 0 || !slices.Equal(req.SystemRoots, broker.SystemReadableRoots()) {
+		t.Fatalf("bash must need the system directories as system roots, not readable roots: %+v", req)
+	}
+	if !strings.Contains(b.Description, strconv.Itoa(MaxCommandOutputBytes)+" bytes of output") {
+		t.Fatalf("the description does not state the output bound: %s", b.Description)
 	}
 	if err := broker.Validate(req); err != nil {
 		t.Fatal(err)
@@ -151,11 +159,132 @@ func TestBashCwd(t *testing.T) {
 	if o.IsError || !strings.Contains(o.Text, sub+"\n") {
 		t.Fatalf("cwd sub: %+v", o)
 	}
-	for _, bad := range []string{"/usr", "..", "missing"} {
-		o, _ := runBashArgs(t, c, map[string]any{"command": "pwd", "cwd": bad})
-		if !o.IsError {
-			t.Errorf("cwd %q accepted: %s", bad, o.Text)
+	for _, bad := range []struct{ cwd, code string }{
+		{"/usr", "outside_writable_roots"},
+		{"/etc", "outside_writable_roots"},
+		{"..", "outside_writable_roots"},
+		{"missing", "not_a_directory"},
+		{".git/hooks", "protected_path"},
+	} {
+		o, d := runBashArgs(t, c, map[string]any{"command": "pwd", "cwd": bad.cwd})
+		if !o.IsError || d.Error != bad.code {
+			t.Errorf("cwd %q: %s %+v, want code %s", bad.cwd, d.Error, o.Text, bad.code)
 		}
+	}
+	// Another writable root of the session is a directory bash runs in.
+	extra := nonTmpDir(t)
+	c.Base.WritableRoots = append(c.Base.WritableRoots, extra)
+	o, _ = runBashArgs(t, c, map[string]any{"command": "pwd", "cwd": extra})
+	if o.IsError || !strings.Contains(o.Text, extra+"\n") {
+		t.Fatalf("cwd in another writable root: %+v", o)
+	}
+	// The directory working_directory selected is checked again: one a
+	// command replaced with a link out since is refused.
+	c.Shell = &Shell{}
+	c.Shell.SetDir(sub)
+	os.Rename(sub, sub+".real")
+	os.Symlink("/etc", sub)
+	if o, d := runBashArgs(t, c, map[string]any{"command": "pwd"}); d.Error != "outside_writable_roots" {
+		t.Fatalf("a shell directory swapped for a link to /etc: %+v", o)
+	}
+}
+
+// TestBashRootsThroughSymlinks is the attack of a link in the workspace
+// onto "/": asked for as a readable root, it must reach Compose as "/"
+// (so the operator is asked for "/"), never as a path inside the
+// workspace that the workspace's writable root covers. The control is
+// the lexical root the tool used to send, which Compose does find
+// covered.
+func TestBashRootsThroughSymlinks(t *testing.T) {
+	c := bashCall(t, true)
+	ws := c.Workspace
+	os.Symlink("/", filepath.Join(ws, "rootfs"))
+	os.Mkdir(filepath.Join(ws, "src"), 0o755)
+	os.Symlink("src", filepath.Join(ws, "srclink"))
+
+	if _, d := broker.Compose(c.Base, broker.Policy{ReadableRoots: []string{filepath.Join(ws, "rootfs")}}, nil); d != nil {
+		t.Fatalf("control: the lexical root should look covered by the workspace, got %v", d)
+	}
+	for _, tc := range []struct {
+		name   string
+		perm   map[string]any
+		wanted []broker.Grant
+	}{
+		{"readable rootfs", map[string]any{"readable_roots": []string{"rootfs"}}, []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/"}}},
+		{"readable rootfs/root", map[string]any{"readable_roots": []string{"rootfs/root"}}, []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/root"}}},
+		{"absolute through the link", map[string]any{"readable_roots": []string{ws + "/rootfs/etc"}}, []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/etc"}}},
+		{"writable rootfs/etc", map[string]any{"writable_roots": []string{"rootfs/etc"}}, []broker.Grant{{Kind: broker.GrantWritableRoot, Path: "/etc"}}},
+		{"a link inside stays inside", map[string]any{"writable_roots": []string{"srclink"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var raised []RaisedRefusal
+			c.RaiseRefusal = func(_ context.Context, r RaisedRefusal) Escalation {
+				raised = append(raised, r)
+				return Escalation{}
+			}
+			o, d := runBashArgs(t, c, map[string]any{"command": "true", "mode": "foreground", "permissions": tc.perm})
+			if tc.wanted == nil {
+				if len(raised) != 0 || o.IsError {
+					t.Fatalf("a root inside the workspace raised %+v: %s", raised, o.Text)
+				}
+				return
+			}
+			if len(raised) != 1 || !slices.Equal(raised[0].Denial.Wanted, tc.wanted) {
+				t.Fatalf("raised %+v, want one refusal wanting %+v", raised, tc.wanted)
+			}
+			if !o.IsError || d.Error != string(broker.DenialRequirementsNotCovered) || !slices.Equal(d.Wanted, tc.wanted) {
+				t.Fatalf("unapproved: %+v", o)
+			}
+		})
+	}
+}
+
+// TestBashOutputBound: a command writing exactly its output bound runs to
+// its end; one byte past it is stopped by the broker, and the answer says
+// the output bound ended it, keeping the head and tail.
+func TestBashOutputBound(t *testing.T) {
+	const bound = 256 << 10
+	for _, tc := range []struct {
+		n       int
+		limited bool
+	}{
+		{bound, false},
+		{bound + 1, true},
+	} {
+		for _, store := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%d/store=%v", tc.n, store), func(t *testing.T) {
+				c := bashCall(t, store)
+				c.MaxOutputBytes = bound
+				// Past the bound the command then waits to be stopped: only
+				// the bound can end it before its timeout.
+				cmd := fmt.Sprintf("printf HEAD; head -c %d /dev/zero | tr '\\0' x; printf TAIL", tc.n-8)
+				if tc.limited {
+					cmd += "; exec sleep 60"
+				}
+				o, d := runBashArgs(t, c, map[string]any{"mode": "foreground", "timeout_ms": 60000, "command": cmd})
+				if d.OutputBound != bound {
+					t.Fatalf("output bound %d, want %d", d.OutputBound, bound)
+				}
+				if tc.limited {
+					if !o.IsError || d.Error != OutputLimitedCode || !d.OutputLimited || d.TimedOut || d.Bytes != bound {
+						t.Fatalf("past the bound: error %q limited %v timed out %v bytes %d:\n%.400s", d.Error, d.OutputLimited, d.TimedOut, d.Bytes, o.Text)
+					}
+					if !strings.Contains(o.Text, "the output bound ended the command") || !strings.Contains(o.Text, strconv.Itoa(bound)+"-byte output bound") || !strings.Contains(o.Text, "HEAD") {
+						t.Fatalf("past the bound the text does not say so:\n%.600s", o.Text)
+					}
+					return
+				}
+				if o.IsError || d.OutputLimited || d.Bytes != bound || !strings.Contains(o.Text, "TAIL") {
+					t.Fatalf("at the bound: error %q limited %v bytes %d:\n%.400s", d.Error, d.OutputLimited, d.Bytes, o.Text)
+				}
+			})
+		}
+	}
+	if got := (&Call{MaxOutputBytes: 2 * MaxCommandOutputBytes}).maxOutputBytes(); got != MaxCommandOutputBytes {
+		t.Fatalf("a host raised the bound to %d", got)
+	}
+	if got := (&Call{}).maxOutputBytes(); got != MaxCommandOutputBytes {
+		t.Fatalf("default bound %d", got)
 	}
 }
 
@@ -344,7 +473,7 @@ func ExampleBashTool() {
 		Workspace: ws,
 		OpID:      "op1", StepID: "step1",
 		Base: broker.Policy{
-			ReadableRoots: broker.SystemReadableRoots(),
+			SystemRoots:   broker.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     broker.DefaultProtected(ws),
 			EnvAllow:      []string{"PATH"},

@@ -54,6 +54,12 @@ type Call struct {
 	// background is refused with NoJobsPlane.
 	Jobs Jobs
 
+	// MaxOutputBytes bounds what one command this call runs may write
+	// to stdout and stderr together. Zero means MaxCommandOutputBytes; a
+	// host may lower the bound, never raise it: larger values are
+	// clamped to MaxCommandOutputBytes.
+	MaxOutputBytes int64
+
 	// ObserveOutput is shown the rolling tail of a running command's
 	// output after every chunk; nil ignores it.
 	ObserveOutput func(OutputTail)
@@ -76,6 +82,14 @@ func (c *Call) At(opID, stepID string, sourceIndex int) *Call {
 
 // stepKey is the ledger pool the call's clearances are budgeted in.
 func (c *Call) stepKey() broker.StepKey { return broker.StepKey{OpID: c.OpID, StepID: c.StepID} }
+
+// maxOutputBytes is the output bound of a command this call runs.
+func (c *Call) maxOutputBytes() int64 {
+	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < MaxCommandOutputBytes {
+		return c.MaxOutputBytes
+	}
+	return MaxCommandOutputBytes
+}
 
 // Clock returns the call's current time.
 func (c *Call) Clock() time.Time {

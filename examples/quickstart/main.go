@@ -37,7 +37,14 @@ func run(w io.Writer) error {
 	if err := os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil {
 		return err
 	}
-	blobs, err := blob.Open(filepath.Join(ws, ".loom", "blobs"))
+	// Overflowed output lives outside the workspace, where no command can
+	// reach it (a real host would use os.UserCacheDir).
+	blobDir, err := os.MkdirTemp("", "loom-quickstart-blobs-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(blobDir)
+	blobs, err := blob.Open(blobDir)
 	if err != nil {
 		return err
 	}
@@ -58,9 +65,6 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The session's base policy: commands read the system and the
-	// workspace, write the workspace only, have no network, and never
-	// touch .git/hooks or .git/config (nor do the file tools).
 	// The broker keeps one jail helper started ahead of the next command;
 	// Close lets it go.
 	br := broker.New(broker.Options{})
@@ -69,13 +73,7 @@ func run(w io.Writer) error {
 		Workspace: ws,
 		Strand:    "main",
 		OpID:      "op-1",
-		Base: broker.Policy{
-			ReadableRoots: append([]string{ws}, broker.SystemReadableRoots()...),
-			WritableRoots: []string{ws},
-			Protected:     broker.DefaultProtected(ws),
-			Network:       broker.NetworkOff,
-			EnvAllow:      []string{"PATH", "HOME", "LANG"},
-		},
+		Base:      basePolicy(ws),
 		Env:    map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"},
 		Broker: br,
 		Blobs:  blobs,
@@ -145,7 +143,27 @@ func run(w io.Writer) error {
 	if _, err := os.Stat(escape); err == nil {
 		fmt.Fprintf(w, "\nWARNING: this machine offers no confinement layer that stops the write above (see the report).\n")
 	}
+
+	// 8. The system directories are the jail's, for running programs:
+	// the file tools do not read them, so /etc/shadow stays unread.
+	if shadow := do("fs_read", map[string]any{"path": "/etc/shadow"}); !shadow.IsError {
+		return fmt.Errorf("fs_read read /etc/shadow")
+	}
 	return nil
+}
+
+// basePolicy is the session's base policy: commands read the system
+// directories (as system roots: the jail reads them to run programs, the
+// file tools never do) and write the workspace only, have no network,
+// and never touch .git/hooks or .git/config (nor do the file tools).
+func basePolicy(ws string) broker.Policy {
+	return broker.Policy{
+		SystemRoots:   broker.SystemReadableRoots(),
+		WritableRoots: []string{ws},
+		Protected:     broker.DefaultProtected(ws),
+		Network:       broker.NetworkOff,
+		EnvAllow:      []string{"PATH", "HOME", "LANG"},
+	}
 }
 
 // anchorOf returns the "N:anchor" ref of line n in a read's text.
