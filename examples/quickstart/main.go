@@ -74,10 +74,10 @@ func run(w io.Writer) error {
 		Strand:    "main",
 		OpID:      "op-1",
 		Base:      basePolicy(ws),
-		Env:    map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"},
-		Broker: br,
-		Blobs:  blobs,
-		Shell:  &tool.Shell{},
+		Env:       map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"},
+		Broker:    br,
+		Blobs:     blobs,
+		Shell:     &tool.Shell{},
 	}
 
 	step := 0
