@@ -7,10 +7,17 @@
 //
 // The jail is on: commands run under the broker's kernel jail (user,
 // mount and network namespaces, Landlock, seccomp), may write only inside
-// the workspace, never into .git/hooks or .git/config, and have no
-// network. When the host offers no confinement layer at all, commands are
-// refused unless -allow-unconfined is given. See README.md for the client
-// configuration.
+// the workspace and the session's scratch directory, never into
+// .git/hooks or .git/config, and have no network. When the host offers no
+// confinement layer at all, commands are refused unless -allow-unconfined
+// is given. See README.md for the client configuration.
+//
+// Nothing of the server's own lives in the workspace: the blob store
+// (overflowing output) is in the user cache directory
+// (<cache>/loom/blobs, or -blobs), outside every tree a command can
+// write, and the scratch directory commands see as TMPDIR is a fresh
+// directory under <cache>/loom/scratch (or -scratch), removed when the
+// server exits.
 package main
 
 import (
@@ -22,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,8 +40,9 @@ import (
 	"github.com/agentloom/loom/tool/mcpserve"
 )
 
-// blobDir is where overflowing output is stored, relative to the workspace.
-const blobDir = ".loom/blobs"
+// scratchDir is where per-session scratch directories are made, under
+// the user cache directory.
+const scratchDir = "loom/scratch"
 
 // commandPath is the PATH commands see.
 const commandPath = "/usr/local/bin:/usr/bin:/bin"
@@ -52,18 +61,22 @@ const planeCloseWait = 10 * time.Second
 func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	workspace := fs.String("workspace", ".", "the directory the tools work in (default: the current directory)")
-	unconfined := fs.Bool("allow-unconfined", false, "run commands even when this host offers no confinement layer at all")
+	var cfg config
+	fs.StringVar(&cfg.workspace, "workspace", ".", "the directory the tools work in (default: the current directory)")
+	fs.StringVar(&cfg.blobs, "blobs", "", "where overflowing output is stored, outside the workspace (default: <user cache>/loom/blobs)")
+	fs.StringVar(&cfg.scratch, "scratch", "", "the scratch directory commands see as TMPDIR, kept on exit (default: a fresh directory under <user cache>/loom/scratch, removed on exit)")
+	fs.BoolVar(&cfg.allowUnconfined, "allow-unconfined", false, "run commands even when this host offers no confinement layer at all")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	session, err := newSession(*workspace, *unconfined)
+	session, cleanup, err := newSession(cfg)
 	if err != nil {
 		return err
 	}
+	defer cleanup()
 	plane := job.NewPlane(session.Broker, job.Options{Blobs: session.Blobs})
 	session.Jobs = plane
 	defer func() {
@@ -75,6 +88,9 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Every call this server dispatches is the session's strand; a call
+	// under any other strand (a host bug) is refused before it runs.
+	reg.SetHolds(func(_ context.Context, strand, _ string) bool { return strand == session.Strand })
 	srv, err := mcpserve.New(reg, session, &mcpserve.Options{
 		Name:         "loom",
 		Instructions: "Tools over the workspace " + session.Workspace + ". Read files with fs_read before editing them with fs_edit.",
@@ -90,45 +106,117 @@ func run(args []string, stderr io.Writer) error {
 	return nil
 }
 
+// config is what the flags choose.
+type config struct {
+	workspace, blobs, scratch string
+	allowUnconfined           bool
+}
+
 // newSession builds the call template every request copies: the
 // workspace, a base policy that lets commands read the system and the
-// workspace and write the workspace only (network off, .git hooks and
-// config protected), a broker running the jail, and a blob store.
-func newSession(workspace string, allowUnconfined bool) (*tool.Call, error) {
-	abs, err := filepath.Abs(workspace)
+// workspace and write the workspace and the scratch directory only
+// (network off, .git hooks and config protected), a broker running the
+// jail, and a blob store outside the workspace. cleanup closes the store
+// and removes a scratch directory newSession made.
+func newSession(cfg config) (c *tool.Call, cleanup func(), err error) {
+	abs, err := filepath.Abs(cfg.workspace)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ws, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
 	if fi, err := os.Stat(ws); err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		return nil, nil, fmt.Errorf("workspace: %w", err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("workspace %s is not a directory", ws)
+		return nil, nil, fmt.Errorf("workspace %s is not a directory", ws)
 	}
-	blobs, err := blob.Open(filepath.Join(ws, blobDir))
+	blobRoot := cfg.blobs
+	if blobRoot == "" {
+		if blobRoot, err = blob.DefaultRoot(); err != nil {
+			return nil, nil, fmt.Errorf("%w; name a blob directory with -blobs", err)
+		}
+	}
+	if blobRoot, err = filepath.Abs(blobRoot); err != nil {
+		return nil, nil, err
+	}
+	blobs, err := blob.Open(blobRoot)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if within(ws, blobs.Root()) {
+		blobs.Close()
+		return nil, nil, fmt.Errorf("blob store %s is inside the workspace %s, where a command could tamper with it; choose a directory outside it with -blobs", blobs.Root(), ws)
+	}
+	scratch, removeScratch, err := makeScratch(cfg.scratch)
+	if err != nil {
+		blobs.Close()
+		return nil, nil, fmt.Errorf("scratch: %w", err)
+	}
+	cleanup = func() {
+		blobs.Close()
+		removeScratch()
 	}
 	base := broker.Policy{
 		ReadableRoots: append([]string{ws}, broker.SystemReadableRoots()...),
-		WritableRoots: []string{ws},
+		WritableRoots: []string{ws, scratch},
 		Protected:     broker.DefaultProtected(ws),
 		Network:       broker.NetworkOff,
 		EnvAllow:      []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR"},
 	}
 	if err := broker.Validate(base); err != nil {
-		return nil, err
+		cleanup()
+		return nil, nil, err
 	}
 	return &tool.Call{
 		Workspace: ws,
 		Strand:    "mcp",
 		Base:      base,
 		Env:       map[string]string{"PATH": commandPath, "HOME": ws, "LANG": "C.UTF-8", "TERM": "dumb"},
+		TempDir:   scratch,
 		Shell:     &tool.Shell{},
-		Broker:    broker.New(broker.Options{AllowUnconfined: allowUnconfined}),
+		Broker:    broker.New(broker.Options{AllowUnconfined: cfg.allowUnconfined}),
 		Blobs:     blobs,
-	}, nil
+	}, cleanup, nil
+}
+
+// makeScratch returns the session's scratch directory, resolved: dir
+// (created if missing, kept on exit) when set, else a fresh private
+// directory under the user cache directory, which remove deletes.
+func makeScratch(dir string) (scratch string, remove func(), err error) {
+	if dir != "" {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return "", nil, err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", nil, err
+		}
+		dir, err = filepath.EvalSymlinks(dir)
+		return dir, func() {}, err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", nil, fmt.Errorf("%w; name a scratch directory with -scratch", err)
+	}
+	parent := filepath.Join(cache, scratchDir)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", nil, err
+	}
+	made, err := os.MkdirTemp(parent, "session-")
+	if err != nil {
+		return "", nil, err
+	}
+	resolved, err := filepath.EvalSymlinks(made)
+	if err != nil {
+		os.Remove(made)
+		return "", nil, err
+	}
+	return resolved, func() { os.RemoveAll(resolved) }, nil
+}
+
+// within reports whether p is root or beneath it; both are clean and
+// absolute.
+func within(root, p string) bool {
+	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
 }

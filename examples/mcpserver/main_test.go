@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// serverCmd runs the built server on ws with its own user cache
+// directory, so the blob store and scratch it keeps there are the test's.
+func serverCmd(t testing.TB, bin, ws string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, append([]string{"-workspace", ws}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	return cmd
+}
+
 // dirs returns a fresh workspace and a directory outside it.
 func dirs(t *testing.T) (ws, outside string) {
 	root := t.TempDir()
@@ -107,7 +116,7 @@ func TestGoClientEndToEnd(t *testing.T) {
 	bin := serverBinary(t)
 	ws, outside := dirs(t)
 	var stderr strings.Builder
-	cmd := exec.Command(bin, "-workspace", ws)
+	cmd := serverCmd(t, bin, ws)
 	cmd.Stderr = &stderr
 	progress := &progressLog{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "go-e2e", Version: "1"}, &mcp.ClientOptions{ProgressNotificationHandler: progress.add})
@@ -275,7 +284,7 @@ type rawServer struct {
 func startRawServer(t *testing.T) *rawServer {
 	bin := serverBinary(t)
 	ws, _ := dirs(t)
-	cmd := exec.Command(bin, "-workspace", ws)
+	cmd := serverCmd(t, bin, ws)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -433,23 +442,108 @@ func TestRunRefusesBadSetup(t *testing.T) {
 }
 
 func TestNewSession(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
 	ws, _ := dirs(t)
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(ws, link); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newSession(link, false)
+	c, cleanup, err := newSession(config{workspace: link})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Workspace != ws {
 		t.Errorf("workspace = %q, want the resolved %q", c.Workspace, ws)
 	}
-	if !slices.Equal(c.Base.WritableRoots, []string{ws}) || c.Base.Network != "off" || c.Broker == nil || c.Blobs == nil {
+	realCache, _ := filepath.EvalSymlinks(cache)
+	if want := filepath.Join(realCache, "loom", "blobs"); c.Blobs == nil || c.Blobs.Root() != want {
+		t.Errorf("blob store at %v, want %s in the user cache", c.Blobs, want)
+	}
+	scratch := c.Scratch()
+	if within(ws, scratch) || !within(filepath.Join(realCache, scratchDir), scratch) {
+		t.Errorf("scratch %s, want a directory under the user cache, outside the workspace", scratch)
+	}
+	if !slices.Equal(c.Base.WritableRoots, []string{ws, scratch}) || c.Base.Network != "off" || c.Broker == nil {
 		t.Errorf("session = %+v", c)
 	}
 	if !slices.Contains(c.Base.Protected, filepath.Join(ws, ".git", "hooks")) {
 		t.Errorf("protected = %v lacks .git/hooks", c.Base.Protected)
+	}
+	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+		t.Errorf("the session left %d entries in the workspace", len(ents))
+	}
+	cleanup()
+	if _, err := os.Stat(scratch); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("scratch %s survived cleanup: %v", scratch, err)
+	}
+}
+
+// TestNewSessionRefusesBlobsInWorkspace: a blob store inside the
+// workspace, where a command could tamper with it, is refused.
+func TestNewSessionRefusesBlobsInWorkspace(t *testing.T) {
+	ws, _ := dirs(t)
+	for _, dir := range []string{filepath.Join(ws, ".loom", "blobs"), ws} {
+		if _, _, err := newSession(config{workspace: ws, blobs: dir, scratch: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+			t.Errorf("-blobs %s: %v, want a refusal", dir, err)
+		}
+	}
+}
+
+// TestServerStateOutsideWorkspace: the built server spills overflowing
+// output into the blob store in the user cache and gives commands a
+// TMPDIR there; the workspace gets nothing of the server's, and the
+// scratch directory is gone once the server exits.
+func TestServerStateOutsideWorkspace(t *testing.T) {
+	bin := serverBinary(t)
+	ws, _ := dirs(t)
+	cmd := serverCmd(t, bin, ws)
+	cache := strings.TrimPrefix(cmd.Env[len(cmd.Env)-1], "XDG_CACHE_HOME=")
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "state", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+		"command": "echo \"tmp=$TMPDIR\"; touch \"$TMPDIR/mark\"; head -c 200000 /dev/zero | tr '\\0' a"}})
+	if err != nil || r.IsError {
+		t.Fatalf("bash: %v %s", err, text(r))
+	}
+	m := regexp.MustCompile(`tmp=(\S+)`).FindStringSubmatch(text(r))
+	if m == nil {
+		t.Fatalf("no TMPDIR in %.500s", text(r))
+	}
+	realCache, _ := filepath.EvalSymlinks(cache)
+	scratch := m[1]
+	if !within(filepath.Join(realCache, scratchDir), scratch) {
+		t.Errorf("TMPDIR %s is not under the user cache %s", scratch, realCache)
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "mark")); err != nil {
+		t.Errorf("the command could not write its TMPDIR: %v", err)
+	}
+	var blobs []string
+	filepath.WalkDir(filepath.Join(realCache, "loom", "blobs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			blobs = append(blobs, p)
+		}
+		return nil
+	})
+	if len(blobs) != 1 || !strings.Contains(text(r), blobs[0]) {
+		t.Errorf("blobs in the cache %v; the answer should name the one spilled:\n%.300s", blobs, text(r))
+	}
+	if len(blobs) == 1 {
+		read, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs_read", Arguments: map[string]any{"path": blobs[0]}})
+		if err != nil || read.IsError {
+			t.Errorf("fs_read of the spilled blob: %v %.300s", err, text(read))
+		}
+	}
+	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+		t.Errorf("the server left %d entries in the workspace, e.g. %s", len(ents), ents[0].Name())
+	}
+	cs.Close()
+	cmd.Wait()
+	if _, err := os.Stat(scratch); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("scratch %s survived the server: %v", scratch, err)
 	}
 }
 
@@ -459,7 +553,7 @@ func benchSession(b *testing.B) (*mcp.ClientSession, string) {
 	bin := serverBinary(b)
 	ws := b.TempDir()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(bin, "-workspace", ws)}, nil)
+		Connect(context.Background(), &mcp.CommandTransport{Command: serverCmd(b, bin, ws)}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

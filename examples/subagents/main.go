@@ -2,8 +2,10 @@
 // scripted parent spawns three reviewers with a result contract, waits on
 // all of them in one call, and reads what they wrote on the blackboard.
 // Each child is a scripted Runner that "calls tools" through the same
-// Registry a model would, as itself. Every outcome is printed as a model
-// would read it.
+// Registry a model would, as itself; the Agency governs that registry, so
+// a child's call to a tool it does not hold is refused before it runs,
+// and a spawn naming a tool the registry lacks is refused in band. Every
+// outcome is printed as a model would read it.
 //
 //	go run ./examples/subagents
 package main
@@ -45,6 +47,14 @@ func run(ctx context.Context, w io.Writer) error {
 		area := strings.TrimPrefix(t.Prompt, "Review ")
 		issues := len(area) % 3
 		child := &tool.Call{Strand: t.Strand, OpID: t.Operation, StepID: "step-1"}
+		// A child holds only the tools its spawn gave it (here just the
+		// floor, agent_note and agent_send): anything else is refused
+		// before it runs.
+		if out := reg.Dispatch(ctx, child.At(t.Operation, "step-0", 0), agent.RosterToolName, json.RawMessage(`{}`)); !out.IsError {
+			return "", fmt.Errorf("a child ran %s, which it does not hold", agent.RosterToolName)
+		} else if d, ok := out.Details.(tool.NotHeldDetails); !ok || d.Error != tool.CodeToolNotHeld {
+			return "", fmt.Errorf("child's %s: %s", agent.RosterToolName, out.Text)
+		}
 		findings, _ := json.Marshal(map[string]any{"area": area, "notes": fmt.Sprintf("%d issue(s) in %s", issues, area)})
 		if out := reg.Dispatch(ctx, child.At(t.Operation, "step-1", 0), agent.NoteToolName,
 			json.RawMessage(fmt.Sprintf(`{"key":"findings","value":%s}`, findings))); out.IsError {
@@ -67,6 +77,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if reg, err = tool.NewRegistry(agent.Tools(agency)...); err != nil {
 		return err
 	}
+	agency.Govern(reg)
 
 	// The parent's turn: one step with three spawns, then one wait.
 	parent := &tool.Call{Strand: "main", OpID: "op-1"}
@@ -85,6 +96,7 @@ func run(ctx context.Context, w io.Writer) error {
 			"purpose":       "review " + area,
 			"prompt":        "Review " + area,
 			"result_schema": json.RawMessage(resultSchema),
+			"tools":         []string{},
 		})
 		out := show(agent.SpawnToolName, parent.At("op-1", "step-1", i), string(args))
 		d, ok := out.Details.(agent.SpawnDetails)
@@ -106,6 +118,9 @@ func run(ctx context.Context, w io.Writer) error {
 	if out := show(agent.RosterToolName, parent.At("op-1", "step-3", 1), `{}`); out.IsError {
 		return fmt.Errorf("roster: %s", out.Text)
 	}
+	// A spawn naming a tool this host does not offer is refused in band,
+	// listing the tools that exist.
+	show(agent.SpawnToolName, parent.At("op-1", "step-4", 1), `{"purpose":"typo","prompt":"p","tools":["fs_raed"]}`)
 	// A handle the parent does not own is refused in band.
 	show(agent.WaitToolName, parent.At("op-1", "step-4", 0), `{"handles":["sub:other/x-0000000000000000#run-1"]}`)
 	return nil

@@ -22,6 +22,7 @@ func TestRun(t *testing.T) {
 		"/findings = {\"area\":\"storage\"",
 		"3 sub-agents",
 		"agent_wait refused (unknown_handle)",
+		`agent_spawn refused (unknown_tool): tool "fs_raed" does not exist on this host`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -30,7 +31,7 @@ func TestRun(t *testing.T) {
 	if n := strings.Count(text, ": completed\n"); n != 3 {
 		t.Errorf("%d children completed, want 3:\n%s", n, text)
 	}
-	if n := strings.Count(text, "[error]"); n != 1 {
-		t.Errorf("%d error outcomes, want only the forged handle's:\n%s", n, text)
+	if n := strings.Count(text, "[error]"); n != 2 {
+		t.Errorf("%d error outcomes, want only the unknown tool's and the forged handle's:\n%s", n, text)
 	}
 }
