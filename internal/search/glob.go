@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -55,7 +56,7 @@ func quoteShort(s string) string {
 // *GlobError when it is not. It refuses exactly what ripgrep's glob
 // parser refuses (an unclosed [class or {alternation, nested
 // alternations, a range whose ends are reversed, a trailing lone
-// backslash) and globs longer than MaxGlobBytes. The empty glob means no
+// backslash), a } that closes no alternation, a lone "!", and globs longer than MaxGlobBytes. The empty glob means no
 // glob and is accepted.
 func ValidateGlob(glob string) error {
 	if len(glob) > MaxGlobBytes {
@@ -64,7 +65,13 @@ func ValidateGlob(glob string) error {
 	body := glob
 	if len(body) > 0 && body[0] == '!' {
 		body = body[1:]
+		if body == "" {
+			return &GlobError{Glob: glob, Reason: "a leading ! must be followed by the glob to exclude"}
+		}
 	}
+	// ripgrep takes one trailing "/" to mean "directories only" and
+	// parses the glob without it.
+	body = strings.TrimSuffix(body, "/")
 	if reason := globProblem(body); reason != "" {
 		return &GlobError{Glob: glob, Reason: reason}
 	}
@@ -75,7 +82,9 @@ func ValidateGlob(glob string) error {
 // ripgrep's parser does: "\x" is a literal x, "[" opens a class in which
 // a first "]" (after an optional "!" or "^") and a first or last "-" are
 // literal and no escape applies, "{" opens an alternation that must close
-// before another opens, and a "}" or "," outside one is literal.
+// before another opens, and a "," outside one is literal. A "}" outside
+// an alternation is refused too: ripgrep 13 ends the glob there, later
+// versions take it literally.
 func globProblem(g string) string {
 	inAlt := false
 	for i := 0; i < len(g); {
@@ -94,6 +103,10 @@ func globProblem(g string) string {
 			}
 			inAlt = true
 		case '}':
+			if !inAlt {
+				// ripgrep versions disagree on what this means.
+				return "a } closes no alternation (write [}] for a literal })"
+			}
 			inAlt = false
 		case '[':
 			cl, reason := parseClass(g, i)

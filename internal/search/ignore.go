@@ -57,8 +57,9 @@ func compileRule(line string) (rule, bool) {
 		line = line[1:]
 	}
 	if strings.HasSuffix(line, "/") {
+		// One trailing slash means "directories only", as to ripgrep.
 		r.dirOnly = true
-		line = strings.TrimRight(line, "/")
+		line = line[:len(line)-1]
 	}
 	if line == "" || globProblem(line) != "" {
 		// ripgrep skips (and warns about) a line it cannot parse.
