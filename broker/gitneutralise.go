@@ -1,0 +1,370 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrGitConfigSyntax is returned (wrapped) by neutraliseGitConfig for a
+// file git itself would refuse to parse; the guard moves such a file
+// aside whole rather than guess what git would make of it.
+var ErrGitConfigSyntax = errors.New("git config syntax error")
+
+// gitConfigItem is one "key [= value]" entry of a git config file with
+// the byte span it occupies: from the key's first byte to the newline
+// (or end of file) that ends its value, continuation lines included.
+type gitConfigItem struct {
+	section, subsection, key string
+	value                    string
+	boolean                  bool // a key without "=": git reads it as true
+	start, end               int
+}
+
+// Name is the entry's canonical dotted name, as `git config --list`
+// prints it (section and key lower-cased, subsection as written).
+func (it gitConfigItem) name() string {
+	if it.section == "" { // git reads a key before any header under its bare name
+		return it.key
+	}
+	if it.subsection != "" {
+		return it.section + "." + it.subsection + "." + it.key
+	}
+	return it.section + "." + it.key
+}
+
+// scanGitConfig parses data as git's own config reader does (config.c:
+// a UTF-8 byte order mark, CRLF line ends, comments, "[section]",
+// `[section "sub"]` and the old "[section.sub]" headers, entries after a
+// header on its line, quoted values, escapes and backslash-newline
+// continuations) and returns every entry. Any input git would reject is
+// ErrGitConfigSyntax, never a best guess.
+func scanGitConfig(data []byte) ([]gitConfigItem, error) {
+	s := &cfgScanner{b: data}
+	if len(data) >= 3 && data[0] == 0xef && data[1] == 0xbb && data[2] == 0xbf {
+		s.i = 3
+	}
+	var out []gitConfigItem
+	section, sub := "", ""
+	comment := false
+	for {
+		at := s.i
+		c := s.next()
+		if c == '\n' {
+			if s.atEnd() {
+				return out, nil
+			}
+			comment = false
+			continue
+		}
+		if comment {
+			continue
+		}
+		switch {
+		case isCSpace(c):
+			continue
+		case c == '#' || c == ';':
+			comment = true
+			continue
+		case c == '[':
+			var err error
+			if section, sub, err = s.header(); err != nil {
+				return nil, err
+			}
+			continue
+		case !isAlpha(c):
+			return nil, fmt.Errorf("%w: unexpected byte %q at offset %d", ErrGitConfigSyntax, c, at)
+		}
+		it, err := s.entry(c, at)
+		if err != nil {
+			return nil, err
+		}
+		it.section, it.subsection = section, sub
+		out = append(out, it)
+	}
+}
+
+type cfgScanner struct {
+	b []byte
+	i int
+}
+
+// next returns the next byte, reading CRLF as "\n"; at the end of the
+// data it returns '\n' (and atEnd turns true), every time, as git does:
+// a last line without a newline ends like any other.
+func (s *cfgScanner) next() byte {
+	if s.i >= len(s.b) {
+		s.i = len(s.b) + 1
+		return '\n'
+	}
+	c := s.b[s.i]
+	s.i++
+	if c == '\r' && s.i < len(s.b) && s.b[s.i] == '\n' {
+		s.i++
+		return '\n'
+	}
+	return c
+}
+
+// atEnd reports whether the data is used up.
+func (s *cfgScanner) atEnd() bool { return s.i > len(s.b) }
+
+func (s *cfgScanner) header() (section, sub string, err error) {
+	var name strings.Builder
+	for {
+		c := s.next()
+		if s.atEnd() {
+			return "", "", fmt.Errorf("%w: unterminated section header", ErrGitConfigSyntax)
+		}
+		if isCSpace(c) {
+			sub, err := s.subsection()
+			if err != nil {
+				return "", "", err
+			}
+			if name.Len() == 0 {
+				return "", "", fmt.Errorf("%w: empty section name", ErrGitConfigSyntax)
+			}
+			return name.String(), sub, nil
+		}
+		if c == ']' {
+			if name.Len() == 0 {
+				return "", "", fmt.Errorf("%w: empty section name", ErrGitConfigSyntax)
+			}
+			n := name.String()
+			// "[a.b]" is the old form: section a, subsection b, all lower case.
+			sec, rest, ok := strings.Cut(n, ".")
+			if ok {
+				return sec, rest, nil
+			}
+			return n, "", nil
+		}
+		if !isKeyChar(c) && c != '.' {
+			return "", "", fmt.Errorf("%w: bad byte %q in section name", ErrGitConfigSyntax, c)
+		}
+		name.WriteByte(lower(c))
+	}
+}
+
+// subsection reads ` "sub"]` after a section name and a blank.
+func (s *cfgScanner) subsection() (string, error) {
+	c := s.next()
+	for c == ' ' || c == '\t' {
+		c = s.next()
+	}
+	if c != '"' {
+		return "", fmt.Errorf("%w: subsection must be quoted", ErrGitConfigSyntax)
+	}
+	var b strings.Builder
+	for {
+		c := s.next()
+		if c == '\n' {
+			return "", fmt.Errorf("%w: unterminated subsection", ErrGitConfigSyntax)
+		}
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			if c = s.next(); c == '\n' {
+				return "", fmt.Errorf("%w: unterminated subsection", ErrGitConfigSyntax)
+			}
+		}
+		b.WriteByte(c)
+	}
+	if s.next() != ']' {
+		return "", fmt.Errorf("%w: subsection not followed by ]", ErrGitConfigSyntax)
+	}
+	return b.String(), nil
+}
+
+// entry reads a key (whose first byte, c at offset at, was read) and its
+// value.
+func (s *cfgScanner) entry(c byte, at int) (gitConfigItem, error) {
+	it := gitConfigItem{start: at}
+	var key strings.Builder
+	key.WriteByte(lower(c))
+	for {
+		c = s.next()
+		if s.atEnd() || !isKeyChar(c) {
+			break
+		}
+		key.WriteByte(lower(c))
+	}
+	it.key = key.String()
+	for c == ' ' || c == '\t' {
+		c = s.next()
+	}
+	if c == '\n' {
+		it.boolean = true
+		it.end = s.lineEnd()
+		return it, nil
+	}
+	if c != '=' {
+		return it, fmt.Errorf("%w: key %q not followed by '='", ErrGitConfigSyntax, it.key)
+	}
+	v, err := s.value()
+	if err != nil {
+		return it, fmt.Errorf("%w in the value of %q", err, it.key)
+	}
+	it.value = v
+	it.end = s.lineEnd()
+	return it, nil
+}
+
+// lineEnd is the offset of the newline just read (so a span ends before
+// it, and a removed entry leaves its line's end in place).
+func (s *cfgScanner) lineEnd() int {
+	end := s.i - 1
+	if end >= len(s.b) {
+		return len(s.b)
+	}
+	if end > 0 && s.b[end] == '\n' && s.b[end-1] == '\r' {
+		end--
+	}
+	return end
+}
+
+func (s *cfgScanner) value() (string, error) {
+	var b strings.Builder
+	quote, comment := false, false
+	spaces := 0
+	for {
+		c := s.next()
+		if c == '\n' {
+			if quote {
+				return "", fmt.Errorf("%w: unterminated quote", ErrGitConfigSyntax)
+			}
+			return b.String(), nil
+		}
+		if comment {
+			continue
+		}
+		if isCSpace(c) && !quote {
+			if b.Len() > 0 {
+				spaces++
+			}
+			continue
+		}
+		if !quote && (c == ';' || c == '#') {
+			comment = true
+			continue
+		}
+		for ; spaces > 0; spaces-- {
+			b.WriteByte(' ')
+		}
+		switch c {
+		case '\\':
+			c = s.next()
+			switch {
+			case c == '\n':
+				continue
+			case c == 't':
+				c = '\t'
+			case c == 'b':
+				c = '\b'
+			case c == 'n':
+				c = '\n'
+			case c == '\\' || c == '"':
+			default:
+				return "", fmt.Errorf("%w: bad escape", ErrGitConfigSyntax)
+			}
+			b.WriteByte(c)
+		case '"':
+			quote = !quote
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+func isCSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+func isAlpha(c byte) bool   { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isKeyChar(c byte) bool { return isAlpha(c) || c >= '0' && c <= '9' || c == '-' }
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// gitExecSections are sections every key of which can make git run a
+// program, read a host file into the repository, or re-aim a command at
+// one: a repository a command wrote keeps none of them.
+var gitExecSections = map[string]bool{
+	"alias": true, "browser": true, "difftool": true, "filter": true, "gpg": true,
+	"guitool": true, "hook": true, "instaweb": true, "man": true, "mergetool": true,
+	"pager": true, "protocol": true, "sendemail": true, "trace2": true, "web": true,
+}
+
+// gitExecKeys are "section.key" (no subsection) and "section.*.key"
+// (any subsection) names that can make git run a program.
+var gitExecKeys = map[string]bool{
+	"core.fsmonitor": true, "core.hookspath": true, "core.pager": true, "core.editor": true,
+	"core.sshcommand": true, "core.askpass": true, "core.gitproxy": true,
+	"core.alternaterefscommand": true, "sequence.editor": true, "diff.external": true,
+	"diff.*.textconv": true, "diff.*.command": true, "merge.*.driver": true,
+	"credential.helper": true, "credential.*.helper": true, "remote.*.uploadpack": true,
+	"remote.*.receivepack": true, "remote.*.vcs": true, "include.path": true,
+	"includeif.*.path": true, "uploadpack.packobjectshook": true,
+	"interactive.difffilter": true, "commit.template": true, "log.showsignature": true,
+}
+
+// gitSubmoduleUpdateModes are the submodule.<name>.update values that run
+// nothing; any other ("!command") runs a program.
+var gitSubmoduleUpdateModes = map[string]bool{"checkout": true, "rebase": true, "merge": true, "none": true}
+
+// isGitExecEntry reports whether a config entry can make git run a
+// program (or redirect it to content the writer chose).
+func isGitExecEntry(it gitConfigItem) bool {
+	if gitExecSections[it.section] {
+		return true
+	}
+	if it.subsection == "" {
+		return gitExecKeys[it.section+"."+it.key]
+	}
+	if it.section == "submodule" && it.key == "update" {
+		return it.boolean || !gitSubmoduleUpdateModes[it.value]
+	}
+	return gitExecKeys[it.section+".*."+it.key]
+}
+
+// neutraliseGitConfig returns data without its exec-capable entries (see
+// isGitExecEntry) and the names of the entries it removed, in file
+// order; out is data itself when nothing was removed. Everything else is
+// kept byte for byte. A file git would refuse is ErrGitConfigSyntax;
+// the result is parsed again and must hold no exec-capable entry, or the
+// call fails rather than return it.
+func neutraliseGitConfig(data []byte) (out []byte, removed []string, err error) {
+	items, err := scanGitConfig(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cut [][2]int
+	for _, it := range items {
+		if isGitExecEntry(it) {
+			removed = append(removed, it.name())
+			cut = append(cut, [2]int{it.start, it.end})
+		}
+	}
+	if len(cut) == 0 {
+		return data, nil, nil
+	}
+	out = make([]byte, 0, len(data))
+	prev := 0
+	for _, c := range cut {
+		out = append(out, data[prev:c[0]]...)
+		prev = c[1]
+	}
+	out = append(out, data[prev:]...)
+	again, err := scanGitConfig(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rewritten config does not parse: %w", err)
+	}
+	for _, it := range again {
+		if isGitExecEntry(it) {
+			return nil, nil, fmt.Errorf("%w: %s survived the rewrite", ErrGitConfigSyntax, it.name())
+		}
+	}
+	return out, removed, nil
+}
