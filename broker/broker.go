@@ -70,7 +70,9 @@ type Options struct {
 	// command waits for, and is discarded to make room for one). A
 	// command over the bound waits, first come first served, within its
 	// own deadline (its context, Timeout, the policy's WallMs, the step's
-	// wall budget), then is refused with DenialHostBusy. Zero or less
+	// wall budget; at most MaxHostBusyWait) inside Clear, then is refused
+	// with DenialHostBusy; its waiting counts against its Timeout. Zero
+	// or less
 	// means DefaultMaxLiveCommands. The bound is per Broker: a host
 	// running several shares one Broker to bound them together.
 	MaxLiveCommands int
@@ -123,6 +125,8 @@ type Broker struct {
 
 	hostOnce sync.Once
 	host     *hostBound // admission against the host-wide bounds
+	// hostBusyWait overrides MaxHostBusyWait for tests.
+	hostBusyWait time.Duration
 
 	cgOnce        sync.Once
 	cg            *cgroupParent // the delegated cgroup, or nil

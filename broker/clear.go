@@ -82,8 +82,12 @@ type Settled struct {
 	// read-only, so the broker moves each aside once the command's tree
 	// is gone, before anything outside the jail can run it.
 	ProtectedCreated []Quarantine
-	// OutputLimited: the command's output reached its bound
-	// (CallSpec.MaxOutputBytes) and the broker stopped the command there.
+	// OutputLimited: the command wrote more than its output bound
+	// (CallSpec.MaxOutputBytes, lowered by Options.MaxOutputBytes). The
+	// broker delivered exactly the bound (both streams together), dropped
+	// the rest and killed the tree at the first byte past it, as at a
+	// timeout; TimedOut and Cancelled stay false unless those happened
+	// too. Output of exactly the bound is not limited.
 	OutputLimited bool
 }
 
@@ -125,9 +129,10 @@ type CallSpec struct {
 	// policy's WallMs, the step's wall budget and ctx still apply).
 	Timeout time.Duration
 	// MaxOutputBytes bounds what the command may write to stdout and
-	// stderr together; at the bound the broker stops its tree and the
-	// execution settles with OutputLimited. Zero means
-	// DefaultMaxOutputBytes; it is never unlimited.
+	// stderr together; past the bound the broker stops its tree and the
+	// execution settles with OutputLimited (see there). Zero or less means
+	// DefaultMaxOutputBytes, and Options.MaxOutputBytes lowers any value:
+	// it is never unlimited.
 	MaxOutputBytes int64
 }
 
@@ -268,6 +273,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		state := proc.wait()
 		kill.killGroup() // whatever the command left in its group goes with it
 		cg.remove()      // and whatever it left in its cgroup
+		b.sweepCgroups() // and any helper that died unclaimed
 		// In a pid namespace the kernel reaps the init only after every
 		// process in it is gone, so the pipes end by themselves. Without
 		// one, writers that escaped the group are cut off after a grace.
@@ -316,14 +322,19 @@ func buildEnv(env map[string]string, allow []string) []string {
 }
 
 // admitHost waits for the host-wide bounds (see Options.MaxLiveCommands
-// and Options.ScratchBudgetBytes) within the call's deadline; a jail with
-// a mount namespace reserves its scratch too. The ledger's cancellation
-// of the call ends the wait as well.
+// and Options.ScratchBudgetBytes) within the call's deadline, and at most
+// MaxHostBusyWait; a jail with a mount namespace reserves its scratch
+// too. The ledger's cancellation of the call ends the wait as well.
 func (b *Broker) admitHost(ctx context.Context, kill *killer, deadline time.Time, probe probeResult) (*hostLease, *Denial) {
 	var scratch int64
 	if probe.usernsErr == nil {
 		scratch = jailScratchBytes
 	}
+	wait := MaxHostBusyWait
+	if b.hostBusyWait > 0 {
+		wait = b.hostBusyWait
+	}
+	deadline = earliest(deadline, time.Now().Add(wait))
 	return b.hostBounds().acquire(ctx, kill.fired, deadline, scratch)
 }
 

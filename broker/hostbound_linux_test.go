@@ -219,6 +219,11 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 			t.Cleanup(cancel)
 			return ctx, nil
 		}, DenialHostBusy},
+		{"no deadline: MaxHostBusyWait", func(s *CallSpec) (context.Context, func()) {
+			b.hostBusyWait = wait
+			t.Cleanup(func() { b.hostBusyWait = 0 })
+			return context.Background(), nil
+		}, DenialHostBusy},
 		{"context cancelled", func(s *CallSpec) (context.Context, func()) {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
