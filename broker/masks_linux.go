@@ -98,10 +98,16 @@ func (m *masker) standins() error {
 	return nil
 }
 
-// mask hides path. It returns false when path does not exist or is
-// reached through a symbolic link (nothing there to hide at that path).
+// mask hides path. A path that is (or is reached through) a symbolic
+// link has its resolved target hidden instead. It returns false when
+// nothing exists there.
 func (m *masker) mask(path string) (bool, error) {
 	fd, err := openNoFollow(path)
+	if err == unix.ELOOP {
+		if real, rerr := filepath.EvalSymlinks(path); rerr == nil {
+			fd, err = openNoFollow(real)
+		}
+	}
 	if err != nil {
 		return false, nil
 	}
