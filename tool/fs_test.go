@@ -256,6 +256,27 @@ func TestWriteRefusals(t *testing.T) {
 	}
 }
 
+// TestFailedWriteSaysWhatItChanged: a write that fails after creating
+// parent directories (here the file name is one byte longer than a name
+// may be, which only the final step meets) says which directories it
+// created, never that nothing was changed; one that fails before
+// creating anything says nothing was changed.
+func TestFailedWriteSaysWhatItChanged(t *testing.T) {
+	r, c := fileRegistry(t)
+	long := strings.Repeat("n", 256)
+	out := call(t, r, c, "fs_write", map[string]any{"path": "made/deeper/" + long, "content": "x"})
+	if !out.IsError || strings.Contains(out.Text, "nothing was changed") || !strings.Contains(out.Text, "made, made/deeper") {
+		t.Fatalf("failed write after creating parents: %s", out.Text)
+	}
+	if fi, err := os.Stat(filepath.Join(c.Workspace, "made", "deeper")); err != nil || !fi.IsDir() {
+		t.Fatalf("the directories the answer names are not there: %v", err)
+	}
+	out = call(t, r, c, "fs_write", map[string]any{"path": "made", "content": "x"})
+	if code(out) != "not_a_regular_file" || !strings.Contains(out.Text, "nothing was changed") {
+		t.Fatalf("failed write that created nothing: %s", out.Text)
+	}
+}
+
 func TestWorkingDirectory(t *testing.T) {
 	r, c := fileRegistry(t)
 	c.Shell = &Shell{}

@@ -117,7 +117,7 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 	var b strings.Builder
 	fmt.Fprintf(&b, "applied %d hunk(s) to %s\n", len(a.Hunks), shown)
 	fmt.Fprintf(&b, "digest: %s\n", applied.Digest)
-	writeNotes(&b, c, res)
+	writeNotes(&b, res)
 	writeFreshAnchors(&b, shown, applied.Lines, applied.Regions)
 	return Outcome{Text: b.String(), Details: EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions}}
 }

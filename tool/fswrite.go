@@ -63,7 +63,7 @@ func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 	}
 	fmt.Fprintf(&b, "%s %s (%d bytes, %d lines)\n", verb, shown, len(data), len(lines))
 	fmt.Fprintf(&b, "digest: %s\n", digest)
-	writeNotes(&b, c, res)
+	writeNotes(&b, res)
 	if len(lines) > 0 {
 		// Rendering is strictly larger than the content, so a file
 		// already over the cap is never annotated to find out.
@@ -81,17 +81,12 @@ func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 	return Outcome{Text: b.String(), Details: WriteDetails{Path: shown, Bytes: len(data), Lines: len(lines), Digest: digest, Created: created}}
 }
 
-// writeNotes states what a successful write changed besides the file:
-// the directories it created, and a directory sync that failed after the
-// rename (the content is in place but may not survive a crash).
-func writeNotes(b *strings.Builder, c *Call, res writeResult) {
-	if len(res.Dirs) > 0 {
-		shown := make([]string, len(res.Dirs))
-		for i, d := range res.Dirs {
-			shown[i] = c.displayPath(d)
-		}
-		fmt.Fprintf(b, "created directories: %s\n", strings.Join(shown, ", "))
-	}
+// writeNotes states what a successful write could not make durable: a
+// directory sync that failed after the rename (the content is in place
+// but may not survive a crash). Parents a write created are implied by
+// its success ("missing parent directories are created"); a failed
+// write names them (see writeResult.changed).
+func writeNotes(b *strings.Builder, res writeResult) {
 	if res.SyncErr != nil {
 		fmt.Fprintf(b, "warning: the file is written, but its directory could not be synced (%v); a crash now could lose it\n", res.SyncErr)
 	}
