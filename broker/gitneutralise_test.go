@@ -105,7 +105,9 @@ func TestNeutraliseGitConfig(t *testing.T) {
 			}
 			// What git reads afterwards is what it read before, minus
 			// exactly the removed entries.
-			want := slices.DeleteFunc(slices.Clone(gitIn), func(n string) bool { return slices.Contains(tt.removed, strings.ToLower(n)) || slices.Contains(tt.removed, n) })
+			want := slices.DeleteFunc(slices.Clone(gitIn), func(n string) bool {
+				return slices.Contains(tt.removed, strings.ToLower(n)) || slices.Contains(tt.removed, n)
+			})
 			if !slices.Equal(gitOut, want) {
 				t.Errorf("git reads %q after the rewrite, want %q", gitOut, want)
 			}

@@ -2,10 +2,13 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentloom/loom/internal/pinnedfs"
 )
 
 const (
@@ -16,8 +19,9 @@ const (
 	// inspects for one workspace (the worktree's, the common one, and
 	// every submodule's).
 	MaxProtectedGitDirs = 256
-	// MaxGitConfigBytes bounds how much of one git config file
-	// DefaultProtected reads looking for core.hooksPath and includes.
+	// MaxGitConfigBytes bounds one git config file the broker reads
+	// (DefaultProtected looking for core.hooksPath and includes, the git
+	// guard neutralising one); a larger file is not read.
 	MaxGitConfigBytes = 1 << 20
 	// MaxGitIncludeDepth bounds how deeply included git config files are
 	// followed.
@@ -43,7 +47,17 @@ const (
 //     as well;
 //   - core.hooksPath set in a protected config (husky and friends point
 //     it into the workspace) and config files pulled in by include.path
-//     or includeIf.*.path.
+//     or includeIf.*.path;
+//   - core.hooksPath set in the host's global or system git config
+//     (GIT_CONFIG_GLOBAL, else ~/.gitconfig and
+//     $XDG_CONFIG_HOME/git/config; GIT_CONFIG_SYSTEM, else
+//     /etc/gitconfig, unless GIT_CONFIG_NOSYSTEM), relative ones taken
+//     relative to the workspace, where the host's git runs them.
+//
+// Every file it reads is opened beneath its pinned parent directory,
+// non-blocking and only if it is a regular file, within a size bound: a
+// FIFO or device planted where a config or pointer file belongs is
+// skipped, never waited on.
 //
 // The lexical <workspace>/.git/hooks and <workspace>/.git/config are
 // always listed; other paths need not exist (the jail binds only those
@@ -61,6 +75,10 @@ func DefaultProtected(workspace string) []string {
 	}
 	g.add(filepath.Join(dotgit, "hooks")) // their resolved forms, if symlinks
 	g.add(filepath.Join(dotgit, "config"))
+
+	for _, cfg := range hostGitConfigs() {
+		g.config(cfg, ws, 0)
+	}
 
 	fi, err := os.Stat(dotgit)
 	switch {
@@ -140,7 +158,7 @@ func (g *gitScan) modules(dir string, depth int) {
 	if depth >= MaxSubmoduleDepth {
 		return
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := readDirPinned(dir)
 	if err != nil {
 		return
 	}
@@ -208,12 +226,76 @@ type gitConfigEntry struct{ section, key, value string }
 // quoted values and case-insensitive names: enough to find hooksPath and
 // includes, not a full git config parser.
 func readGitConfig(file string) []gitConfigEntry {
-	f, err := os.Open(file)
+	b, err := readPinned(file, MaxGitConfigBytes)
 	if err != nil {
 		return nil
 	}
+	return parseGitConfig(bytes.NewReader(b))
+}
+
+// hostGitConfigs lists the host's global and system git config files
+// the host's own git reads, in git's order of precedence.
+func hostGitConfigs() []string {
+	var out []string
+	if os.Getenv("GIT_CONFIG_NOSYSTEM") == "" {
+		if p := os.Getenv("GIT_CONFIG_SYSTEM"); p != "" {
+			out = append(out, p)
+		} else {
+			out = append(out, "/etc/gitconfig")
+		}
+	}
+	if p := os.Getenv("GIT_CONFIG_GLOBAL"); p != "" {
+		return append(out, p)
+	}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	home, _ := os.UserHomeDir()
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	if xdg != "" {
+		out = append(out, filepath.Join(xdg, "git", "config"))
+	}
+	if home != "" {
+		out = append(out, filepath.Join(home, ".gitconfig"))
+	}
+	return out
+}
+
+// readPinned reads the regular file at path, opened beneath its parent
+// directory (pinned by descriptor) without blocking: a FIFO, device,
+// socket or directory there is an error, never a wait, and so is a file
+// over limit bytes.
+func readPinned(path string, limit int64) ([]byte, error) {
+	dir, base := filepath.Split(filepath.Clean(path))
+	r, err := openDirRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return pinnedfs.ReadRegular(r, base, limit)
+}
+
+// openDirRoot pins the directory dir. os.OpenRoot alone opens whatever
+// is there, and opening a FIFO blocks; a trailing "/." makes the kernel
+// refuse anything but a directory during lookup, before any open.
+func openDirRoot(dir string) (*os.Root, error) {
+	return os.OpenRoot(strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator) + ".")
+}
+
+// readDirPinned lists a directory opened as a directory (O_DIRECTORY
+// refuses a FIFO without opening it, so nothing blocks).
+func readDirPinned(dir string) ([]os.DirEntry, error) {
+	r, err := openDirRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.Open(".")
+	if err != nil {
+		return nil, err
+	}
 	defer f.Close()
-	return parseGitConfig(io.LimitReader(f, MaxGitConfigBytes))
+	return f.ReadDir(-1)
 }
 
 func parseGitConfig(r io.Reader) []gitConfigEntry {
@@ -320,15 +402,5 @@ func readCommondir(gitdir string) (string, bool) {
 const maxPointerFileBytes = 4096
 
 func readSmall(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	buf := make([]byte, maxPointerFileBytes)
-	n, err := f.Read(buf)
-	if n == 0 && err != nil {
-		return nil, err
-	}
-	return buf[:n], nil
+	return readPinned(file, maxPointerFileBytes)
 }

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // tree builds files under root: a key ending in "/" is a directory, a
@@ -216,4 +218,102 @@ func FuzzParseGitConfig(f *testing.F) {
 			t.Fatalf("DefaultProtected = %v", got)
 		}
 	})
+}
+
+// TestDefaultProtectedNeverBlocks plants FIFOs (and a directory) where
+// DefaultProtected reads config, pointer and module entries: it must
+// return, skipping them, rather than wait for a writer. The control shows
+// a plain open of such a FIFO does block.
+func TestDefaultProtectedNeverBlocks(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		fifo  string // relative to ws
+	}{
+		{name: "submodule config", files: map[string]string{"ws/.git/HEAD": "x\n", "ws/.git/modules/x/HEAD": "x\n"}, fifo: ".git/modules/x/config"},
+		{name: "top config", files: map[string]string{"ws/.git/HEAD": "x\n"}, fifo: ".git/config"},
+		{name: "modules directory", files: map[string]string{"ws/.git/HEAD": "x\n"}, fifo: ".git/modules"},
+		{name: "commondir", files: map[string]string{"ws/.git": "gitdir: ../gd\n", "gd/HEAD": "x\n"}, fifo: "../gd/commondir"},
+		{name: "included config", files: map[string]string{"ws/.git/HEAD": "x\n", "ws/.git/config": "[include]\n\tpath = inc\n"}, fifo: ".git/inc"},
+		{name: "gitdir file", files: map[string]string{}, fifo: ".git"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tree(t, dir, tt.files)
+			ws := filepath.Join(dir, "ws")
+			os.MkdirAll(ws, 0o755)
+			fifo := filepath.Join(ws, tt.fifo)
+			if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if !opensBlock(fifo) {
+				t.Fatal("control: a plain open of the FIFO does not block, so the case proves nothing")
+			}
+			done := make(chan []string, 1)
+			go func() { done <- DefaultProtected(ws) }()
+			select {
+			case got := <-done:
+				if !slices.Contains(got, filepath.Join(ws, ".git", "config")) {
+					t.Errorf("lexical entries missing: %v", got)
+				}
+			case <-time.After(5 * time.Second):
+				// Unblock the stuck reader so the test binary can exit.
+				if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					f.Close()
+				}
+				t.Fatal("DefaultProtected blocked on a FIFO")
+			}
+		})
+	}
+}
+
+// opensBlock reports whether a plain open of path is still waiting after
+// a short while; it releases the waiting open either way.
+func opensBlock(path string) bool {
+	opened := make(chan struct{})
+	go func() {
+		if f, err := os.Open(path); err == nil {
+			f.Close()
+		}
+		close(opened)
+	}()
+	select {
+	case <-opened:
+		return false
+	case <-time.After(100 * time.Millisecond):
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		<-opened
+		return true
+	}
+}
+
+// TestDefaultProtectedHostHooksPath: a core.hooksPath in the host's
+// global config that points into the workspace is protected, relative or
+// absolute, and so are files that config includes.
+func TestDefaultProtectedHostHooksPath(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	global := filepath.Join(dir, "gitconfig")
+	tree(t, dir, map[string]string{
+		"ws/.git/HEAD": "x\n",
+		"gitconfig":    "[core]\n\thooksPath = .githooks\n[include]\n\tpath = " + filepath.Join(ws, "inc.cfg") + "\n",
+		"ws/inc.cfg":   "[core]\n\thooksPath = " + filepath.Join(ws, "abs-hooks") + "\n",
+	})
+	t.Setenv("GIT_CONFIG_GLOBAL", global)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	got := DefaultProtected(ws)
+	for _, w := range []string{"ws/.githooks", "ws/inc.cfg", "ws/abs-hooks"} {
+		if !slices.Contains(got, filepath.Join(dir, w)) {
+			t.Errorf("missing %s in %v", w, got)
+		}
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(dir, "none"))
+	if got := DefaultProtected(ws); slices.Contains(got, filepath.Join(ws, ".githooks")) {
+		t.Errorf("control: without the global config the hooks path is still listed: %v", got)
+	}
 }
