@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -38,9 +39,35 @@ const (
 
 // Engine names reported in GrepDetails.Engine.
 const (
+	// EngineRipgrep is ripgrep run in a jail through the call's broker.
 	EngineRipgrep = "ripgrep"
-	EngineGo      = "go"
+	// EngineGo is the pure-Go engine, run in the host process.
+	EngineGo = "go"
 )
+
+// Failure codes grep adds to the shared ones (in Outcome.Code and
+// GrepDetails.Error).
+const (
+	// CodeInvalidPattern: the pattern does not compile (RE2 syntax) or is
+	// empty; the text names the problem and the offending part.
+	CodeInvalidPattern = search.CodeInvalidPattern
+	// CodeInvalidGlob: the glob is one the engines would not agree on
+	// (ripgrep refuses it, or reads it differently across versions) or
+	// is longer than search.MaxGlobBytes; the text names what is wrong
+	// and the syntax accepted. Refused before any engine runs.
+	CodeInvalidGlob = search.CodeInvalidGlob
+	// CodeSearchFailed: the arguments were accepted but the search could
+	// not be completed: ripgrep failed in its jail, or the root changed
+	// (a link swapped into it) while it was being opened. The other
+	// engine is never tried instead.
+	CodeSearchFailed = "search_failed"
+)
+
+// GoEngineInHost is GrepDetails.InHost whenever the Go engine ran: what
+// confines it, since no jail does.
+const GoEngineInHost = "the Go engine ran in the host process with no jail; " +
+	"it follows no symbolic link, opens directories and regular files only and never blocks on an open, " +
+	"and reads only the workspace and the readable roots the host listed"
 
 type grepArgs struct {
 	Pattern         string `json:"pattern" jsonschema:"regular expression (RE2 syntax) matched against each line"`
@@ -57,10 +84,15 @@ type GrepDetails struct {
 	// Error is the failure code of an error outcome (as ErrorDetails.Error),
 	// empty on success.
 	Error string `json:"error,omitempty"`
-	// Engine is "ripgrep" or "go".
+	// Engine is EngineRipgrep or EngineGo: the engine that produced
+	// this outcome.
 	Engine string `json:"engine"`
+	// InHost is GoEngineInHost when the Go engine ran, empty when
+	// ripgrep did.
+	InHost string `json:"in_host,omitempty"`
 	// Fallback says why the Go engine ran although ripgrep is installed
-	// (empty when it was not installed, or ripgrep ran).
+	// and the host has a broker: the session's policy cannot give a jail
+	// what ripgrep needs. Empty otherwise.
 	Fallback string `json:"fallback,omitempty"`
 	// Matches counts matching lines found; Files the files holding them.
 	Matches int `json:"matches"`
@@ -78,15 +110,37 @@ type GrepDetails struct {
 	SkippedLarge int `json:"skipped_large,omitempty"`
 	// Overflow is set when the rendered result spilled to a blob.
 	Overflow *blob.Overflow `json:"overflow,omitempty"`
-	// Enforcement is the jail report of the ripgrep run.
+	// Warnings is ripgrep's stderr (its last grepStderrBytes) when it
+	// searched to the end but could not read some entries.
+	Warnings string `json:"warnings,omitempty"`
+	// Enforcement is the jail report of the ripgrep run that produced
+	// this outcome; nil when the Go engine ran, which no jail confines.
 	Enforcement *broker.Enforcement `json:"enforcement,omitempty"`
 }
 
-// GrepTool returns grep: a regular-expression search over files, with
-// ripgrep (jailed through the call's broker: read-only, network off) when
-// it is on PATH and the host has a broker, and the pure-Go engine of
-// internal/search otherwise. Both select files and render results the
-// same way; GrepDetails.Engine says which ran.
+// GrepTool returns grep: a regular-expression search over files. Both
+// engines select files and render results the same way; GrepDetails.Engine
+// says which ran.
+//
+// The pattern and the glob are validated first, so no engine meets input
+// the other would refuse (CodeInvalidPattern, CodeInvalidGlob), and the
+// path is authorized by ResolveRead: the workspace, the readable and
+// writable roots the host listed and this call's granted roots, never the
+// base's SystemRoots. The engine is then chosen once, from the host's
+// configuration alone:
+//   - ripgrep, jailed through the call's broker (read-only, network off),
+//     when rg is on PATH, the host has a broker and the session's policy
+//     can give a jail the search root and rg's own directory;
+//   - otherwise the pure-Go engine of internal/search, in the host, with
+//     GrepDetails.Fallback saying why when rg is installed. It follows no
+//     link, never blocks on an open and reads regular files only, all
+//     relative to directory descriptors it pinned, so what it reads is
+//     what the path discipline authorized (GrepDetails.InHost says so).
+//
+// Once ripgrep was chosen, anything that goes wrong (the broker refuses,
+// ripgrep exits 2 before searching, its output cannot be parsed) is an
+// error outcome carrying that run's enforcement report, never a silent
+// switch to the in-host engine.
 func GrepTool() Tool {
 	return Typed(Tool{
 		Name: "grep",
@@ -104,11 +158,13 @@ func GrepTool() Tool {
 	}, runGrep)
 }
 
-// grepRequirements: the workspace and the system roots readable, nothing
-// writable, network off, GrepTimeout of wall time.
+// grepRequirements: the workspace readable, the system roots for the
+// jailed ripgrep (jail-only), nothing writable, network off, GrepTimeout
+// of wall time.
 func grepRequirements(workspace string) broker.Policy {
 	return broker.Policy{
-		ReadableRoots: append([]string{workspace}, broker.SystemReadableRoots()...),
+		ReadableRoots: []string{workspace},
+		SystemRoots:   broker.SystemReadableRoots(),
 		Network:       broker.NetworkOff,
 		WallMs:        int(GrepTimeout / time.Millisecond),
 	}
@@ -131,8 +187,12 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 		a.MaxResults = MaxGrepResults
 	}
 	opts := search.Options{Pattern: a.Pattern, CaseInsensitive: a.CaseInsensitive, Glob: a.Glob, Context: a.Context}
-	if _, err := search.Compile(opts); err != nil {
-		return Fail("invalid_pattern", err.Error()+"; escape regex metacharacters such as ( [ { . * + ? with a backslash to match them literally")
+	if _, err := search.Validate(opts); err != nil {
+		var ge *search.GlobError
+		if errors.As(err, &ge) {
+			return Fail(CodeInvalidGlob, err.Error())
+		}
+		return Fail(CodeInvalidPattern, err.Error()+"; escape regex metacharacters such as ( [ { . * + ? with a backslash to match them literally")
 	}
 	if a.Path == "" {
 		a.Path = "."
@@ -149,20 +209,16 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 
 	ctx, cancel := context.WithTimeout(ctx, GrepTimeout)
 	defer cancel()
-	det := GrepDetails{Engine: EngineGo}
+	det := GrepDetails{Engine: EngineGo, InHost: GoEngineInHost}
 	if rg := ripgrepPath(c); rg != "" {
-		r := runRipgrep(ctx, c, rg, root, opts)
-		det.Enforcement = r.enf
-		switch {
-		case r.denial != nil:
-			return grepFail(string(r.denial.Code), r.denial.Explain(), det)
-		case r.err != nil:
-			return grepFail("search_failed", r.err.Error(), det)
-		case r.fallback == "":
-			det.Engine, det.TimedOut = EngineRipgrep, r.timedOut
-			return grepOutcome(c, a, r.res, det, notes)
+		p, d := ripgrepPolicy(c, rg, root, opts)
+		if d == nil {
+			return runRipgrepEngine(ctx, c, a, rg, root, p, opts, notes)
 		}
-		det.Fallback = r.fallback
+		// The host's policy cannot jail ripgrep for this root (rg's own
+		// directory or the root is not one it lets a jail read): a fact
+		// of the host's configuration, decided before anything ran.
+		det.Fallback = "ripgrep is installed but cannot be jailed under this session's policy: " + d.Explain()
 	}
 	if c.Broker != nil {
 		// The Go engine is budgeted like a clearance, so a step's cap and
@@ -179,11 +235,50 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 		det.TimedOut = true
 	case errors.Is(err, context.Canceled):
 		return grepFail("cancelled", "the search was cancelled before it finished", det)
+	case errors.Is(err, fs.ErrInvalid):
+		return grepFail(CodeSearchFailed, fmt.Sprintf("%s is neither a directory nor a regular file; grep searches only those", a.Path), det)
 	case err != nil:
-		return grepFail("search_failed", fmt.Sprintf("searching %s: %v", a.Path, err), det)
+		return grepFail(CodeSearchFailed, fmt.Sprintf("searching %s: %v (a link may have been swapped into the path since it was checked; grep follows none)", a.Path, err), det)
 	}
 	return grepOutcome(c, a, res, det, notes)
 }
+
+// runRipgrepEngine runs the ripgrep engine and renders its outcome; every
+// failure is an error outcome, never a switch to the Go engine.
+func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string, p broker.Policy, opts search.Options, notes []string) Outcome {
+	det := GrepDetails{Engine: EngineRipgrep}
+	r := runRipgrep(ctx, c, rg, root, p, opts)
+	det.Enforcement = r.enf
+	switch {
+	case r.denial != nil:
+		return grepFail(string(r.denial.Code), r.denial.Explain(), det)
+	case r.err != nil:
+		code := CodeSearchFailed
+		if r.cancelled {
+			code = "cancelled"
+		}
+		return grepFail(code, r.err.Error(), det)
+	}
+	det.TimedOut, det.Warnings = r.timedOut, r.warnings
+	if r.warnings != "" {
+		notes = append(notes, "ripgrep could not read some entries: "+firstLine(r.warnings))
+	}
+	return grepOutcome(c, a, r.res, det, notes)
+}
+
+// firstLine returns s up to its first newline, cut to maxNoteBytes.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > maxNoteBytes {
+		s = strings.ToValidUTF8(s[:maxNoteBytes], "") + "…"
+	}
+	return s
+}
+
+// maxNoteBytes bounds a line of ripgrep's stderr quoted in the text.
+const maxNoteBytes = 200
 
 // protectedForms returns each protected entry and, when it differs, its
 // resolved form, so a walk over real paths skips both.

@@ -14,62 +14,61 @@ import (
 	"github.com/agentloom/loom/internal/search"
 )
 
-// rgRun is how a jailed ripgrep search went.
+// rgRun is how a jailed ripgrep search went. Whatever happened, enf is
+// the report of the jail it ran in (nil when none was started).
 type rgRun struct {
 	res      search.Result
 	timedOut bool
+	// warnings is ripgrep's stderr when it searched to the end but
+	// could not read some entries.
+	warnings string
 	enf      *broker.Enforcement
-	// fallback, when set, says why the Go engine should run instead.
-	fallback string
-	// denial is a budget refusal to report in band (no fallback: the
-	// step's budget binds whichever engine runs).
+	// denial is the broker's refusal, reported in band with its code.
 	denial *broker.Denial
-	err    error
-}
-
-// budgetDenial reports whether d refuses the step's budget rather than
-// the jail or the policy.
-func budgetDenial(d *broker.Denial) bool {
-	switch d.Code {
-	case broker.DenialOutstandingCapReached, broker.DenialStepAborted, broker.DenialBudgetExpired:
-		return true
-	}
-	return false
+	// err is a failure after the jail started; cancelled marks the
+	// caller's cancellation.
+	err       error
+	cancelled bool
 }
 
 // ripgrepPolicy composes what a jailed ripgrep needs: the search root (or
-// the workspace, whose .gitignore files apply above it), rg's own
-// directory and the system roots the session already reads, nothing
-// writable, network off, GrepTimeout of wall time.
+// the workspace, whose .gitignore files apply above it) readable; rg's
+// own directory and the system roots the session's base already covers
+// as jail-only system roots; nothing writable, network off, GrepTimeout
+// of wall time. A denial means the session's policy cannot jail ripgrep
+// for this root; it depends on the host's configuration and the
+// authorized root only.
 func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *broker.Denial) {
 	readable := []string{root}
 	if o.IgnoreRoot != "" {
 		readable = []string{o.IgnoreRoot}
 	}
-	readable = append(readable, filepath.Dir(rg))
-	have := slices.Concat(c.Base.ReadableRoots, c.Base.WritableRoots)
+	cover := slices.Concat(c.Base.SystemRoots, c.Base.ReadableRoots, c.Base.WritableRoots)
 	for _, g := range c.Grants {
 		if g.Kind == broker.GrantReadableRoot || g.Kind == broker.GrantWritableRoot {
-			have = append(have, g.Path)
+			cover = append(cover, g.Path)
 		}
 	}
+	system := []string{filepath.Dir(rg)}
 	for _, s := range broker.SystemReadableRoots() {
-		if slices.ContainsFunc(have, func(h string) bool { return broker.Covers(h, s) }) {
-			readable = append(readable, s)
+		if slices.ContainsFunc(cover, func(h string) bool { return broker.Covers(h, s) }) {
+			system = append(system, s)
 		}
 	}
-	req := broker.Policy{ReadableRoots: readable, Network: broker.NetworkOff, WallMs: int(GrepTimeout / time.Millisecond)}
+	req := broker.Policy{
+		ReadableRoots: readable,
+		SystemRoots:   system,
+		Network:       broker.NetworkOff,
+		WallMs:        int(GrepTimeout / time.Millisecond),
+	}
 	return broker.Compose(c.Base, req, c.Grants)
 }
 
-// runRipgrep runs rg --json on root, jailed through the call's broker.
-func runRipgrep(ctx context.Context, c *Call, rg, root string, o search.Options) rgRun {
-	p, d := ripgrepPolicy(c, rg, root, o)
-	if d != nil {
-		return rgRun{fallback: "ripgrep cannot be jailed under this session's policy: " + d.Explain()}
-	}
+// runRipgrep runs rg --json on root under p, jailed through the call's
+// broker.
+func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, o search.Options) rgRun {
 	dir := root
-	if fi, err := os.Stat(root); err == nil && !fi.IsDir() {
+	if fi, err := os.Lstat(root); err == nil && !fi.IsDir() {
 		dir = filepath.Dir(root)
 	}
 	ex, d := c.Broker.Clear(ctx, broker.CallSpec{
@@ -81,10 +80,7 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, o search.Options)
 		Timeout: GrepTimeout,
 	})
 	if d != nil {
-		if budgetDenial(d) {
-			return rgRun{denial: d}
-		}
-		return rgRun{fallback: "ripgrep could not be started in the jail: " + d.Explain()}
+		return rgRun{denial: d}
 	}
 	enf := ex.Enforcement
 	col := search.NewRipgrepCollector(o)
@@ -116,12 +112,18 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, o search.Options)
 	}
 	s := ex.Wait()
 	r := rgRun{res: col.Result(), enf: &enf}
-	errText := strings.TrimSpace(string(stderr))
+	errText := strings.ToValidUTF8(strings.TrimSpace(string(stderr)), "\uFFFD")
+	fail := func(why string) rgRun {
+		if errText != "" {
+			why += ": " + errText
+		}
+		return rgRun{enf: &enf, err: errors.New(why)}
+	}
 	switch {
 	case parseErr != nil:
-		return rgRun{enf: &enf, fallback: "ripgrep's output could not be parsed: " + parseErr.Error()}
+		return fail("ripgrep's output could not be parsed (" + parseErr.Error() + ")")
 	case s.Failed != "":
-		return rgRun{enf: &enf, fallback: "ripgrep could not run: " + s.Failed}
+		return fail("ripgrep could not run in its jail: " + s.Failed)
 	case full:
 		// Stopped by us at the collection limit; the result stands.
 	case s.TimedOut:
@@ -131,19 +133,16 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, o search.Options)
 			r.timedOut = true
 			break
 		}
-		return rgRun{enf: &enf, err: fmt.Errorf("the search was cancelled before it finished")}
+		return rgRun{enf: &enf, err: errors.New("the search was cancelled before it finished"), cancelled: true}
 	case s.ExitCode == 0 || s.ExitCode == 1:
-	case s.ExitCode == 2 && r.res.Matches > 0:
-		// Some files were unreadable; what was found stands.
+	case s.ExitCode == 2 && col.Completed():
+		// ripgrep searched to the end but could not read some entries:
+		// what it found stands, and what it said is kept.
+		r.warnings = errText
+	case s.Signal != "":
+		return fail("ripgrep was killed by signal " + s.Signal)
 	default:
-		why := fmt.Sprintf("ripgrep exited with status %d", s.ExitCode)
-		if s.Signal != "" {
-			why = "ripgrep was killed by signal " + s.Signal
-		}
-		if errText != "" {
-			why += ": " + errText
-		}
-		return rgRun{enf: &enf, fallback: why}
+		return fail(fmt.Sprintf("ripgrep exited with status %d before searching", s.ExitCode))
 	}
 	return r
 }

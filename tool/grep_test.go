@@ -65,7 +65,7 @@ func grepCall(t *testing.T, files map[string]string, withBroker bool) *Call {
 		Workspace: ws,
 		OpID:      "op", StepID: t.Name(),
 		Base: broker.Policy{
-			ReadableRoots: broker.SystemReadableRoots(),
+			SystemRoots:   broker.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     append(broker.DefaultProtected(ws), filepath.Join(ws, "private")),
 		},
@@ -349,7 +349,7 @@ func benchCall(b *testing.B, withBroker bool) *Call {
 	c := &Call{
 		Workspace: ws, OpID: "bench", StepID: "s",
 		Base: broker.Policy{
-			ReadableRoots: broker.SystemReadableRoots(),
+			SystemRoots:   broker.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     broker.DefaultProtected(ws),
 		},
@@ -456,7 +456,7 @@ func ExampleGrepTool() {
 func TestGrepFallsBackToGoWhenRipgrepCannotBeJailed(t *testing.T) {
 	searchtest.RequireRipgrep(t)
 	c := grepCall(t, grepTree, true)
-	c.Base.ReadableRoots = nil // rg's own directory is not readable under the base
+	c.Base.SystemRoots = nil // rg's own directory is not readable under the base
 	o := runGrepArgs(t, c, map[string]any{"pattern": "needle"})
 	d := grepDetails(t, o)
 	if o.IsError || d.Engine != EngineGo || !strings.Contains(d.Fallback, "cannot be jailed") {

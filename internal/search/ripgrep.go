@@ -171,6 +171,7 @@ type RipgrepCollector struct {
 	pendingN  int              // matches in pending
 	res       Result
 	err       error
+	summary   bool // the "summary" event arrived
 }
 
 // NewRipgrepCollector returns a collector for a search run with o.
@@ -223,6 +224,8 @@ func (c *RipgrepCollector) feed(line []byte) error {
 		return err
 	}
 	switch ev.Type {
+	case "summary":
+		c.summary = true
 	case "match", "context":
 		if isProtected(c.protected, ev.Path) {
 			return nil
@@ -260,6 +263,12 @@ func (c *RipgrepCollector) feed(line []byte) error {
 	}
 	return nil
 }
+
+// Completed reports whether the stream held ripgrep's closing "summary"
+// event: ripgrep searched to the end (whatever it said on stderr about
+// entries it could not read), rather than stopping before it searched,
+// as it does for arguments it refuses.
+func (c *RipgrepCollector) Completed() bool { return c.summary }
 
 // Result returns what was collected: files whose end event arrived, with
 // hits sorted. Call it after the stream ends (or after ErrScanFull).
