@@ -65,20 +65,32 @@ func layerProbe(mode string, args []string) error {
 		return tiocsti(0)
 	case "tty-reopen":
 		// Reopening the terminal as a session leader with none makes it
-		// the controlling terminal without any ioctl.
-		fd, err := unix.Open("/proc/self/fd/0", unix.O_RDWR, 0)
+		// the controlling terminal without any ioctl; read-only is enough
+		// for TIOCSTI.
+		fd, err := unix.Open("/proc/self/fd/0", unix.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(fd)
 		return tiocsti(fd)
 	case "tty-dev":
-		fd, err := unix.Open("/dev/tty", unix.O_RDWR, 0)
+		fd, err := unix.Open("/dev/tty", unix.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(fd)
 		return tiocsti(fd)
+	case "session":
+		// Succeeds when the process shares a session with whoever started
+		// it (the host's session and so its controlling terminal).
+		sid, err := unix.Getsid(0)
+		if err != nil {
+			return err
+		}
+		if sid == unix.Getpid() {
+			return fmt.Errorf("session %d is the process's own", sid)
+		}
+		return nil
 	case "mode":
 		return modeProbe(arg(0), arg(1))
 	case "xattr":
@@ -229,6 +241,11 @@ func layerEscapeCases() []escapeCase {
 		{name: "terminal_tiocsti_after_sctty", run: runTerminalProbe("tty-sctty")},
 		{name: "terminal_tiocsti_reopened_stdin", run: runTerminalProbe("tty-reopen")},
 		{name: "terminal_dev_tty", run: runTerminalProbe("tty-dev")},
+		{
+			name:    "terminal_host_session",
+			script:  layerProbeEnv + `=session exec "$PROBE"`,
+			escaped: probeSucceeded,
+		},
 
 		// Setuid and setgid bits (item 3): the chmod family and creation modes.
 		{
@@ -297,6 +314,24 @@ func layerEscapeCases() []escapeCase {
 				sz, err := unix.Getxattr(filepath.Join(e.hidden, "target"), "user.loom_escape", nil)
 				return err == nil && sz > 0
 			},
+		},
+
+		// A root that is a symbolic link (item 6): the Landlock rule is
+		// never opened through it, so it grants nothing.
+		{
+			name: "readable_root_through_symlink",
+			setup: func(t *testing.T, e *escapeEnv) {
+				e.write(t, filepath.Join(e.hidden, "secret"), "s3cr3t-behind-link\n")
+				if err := os.Symlink(e.hidden, filepath.Join(e.base, "rootfs")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			policy: func(e *escapeEnv, p *Policy) {
+				p.ReadableRoots = append(p.ReadableRoots, filepath.Join(e.base, "rootfs"))
+			},
+			script:  `cat "$HIDDEN/secret" "$WS/../rootfs/secret"`,
+			widen:   func(e *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, e.hidden) },
+			escaped: stdoutHas("s3cr3t-behind-link"),
 		},
 
 		// Host unix sockets (item 8).

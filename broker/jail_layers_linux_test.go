@@ -1,0 +1,236 @@
+//go:build linux
+
+package broker
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestSecretTargets(t *testing.T) {
+	glob := func(p string) []string {
+		if p == "/etc/ssh/ssh_host_*_key" {
+			return []string{"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_rsa_key"}
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name         string
+		roots, homes []string
+		has, hasNot  []string
+	}{
+		{
+			name:  "system root /etc",
+			roots: []string{"/usr", "/etc"},
+			has:   []string{"/etc/shadow", "/etc/gshadow-", "/etc/sudoers.d", "/etc/ssh/ssh_host_rsa_key"},
+		},
+		{
+			name:   "no root covers /etc",
+			roots:  []string{"/usr"},
+			hasNot: []string{"/etc/shadow", "/etc/ssh/ssh_host_rsa_key"},
+		},
+		{
+			name:   "a home a root covers",
+			roots:  []string{"/home"},
+			homes:  []string{"/home/u", "/srv/other"},
+			has:    []string{"/home/u/.ssh", "/home/u/.netrc", "/home/u/.docker/config.json", "/home/u/.config/gh"},
+			hasNot: []string{"/srv/other/.ssh", "/etc/shadow"},
+		},
+		{
+			name:   "the secret listed on purpose",
+			roots:  []string{"/home/u", "/home/u/.ssh"},
+			homes:  []string{"/home/u"},
+			has:    []string{"/home/u/.aws"},
+			hasNot: []string{"/home/u/.ssh"},
+		},
+		{
+			name:   "a root inside the secret",
+			roots:  []string{"/home/u", "/home/u/.config/gh/extensions"},
+			homes:  []string{"/home/u"},
+			hasNot: []string{"/home/u/.config/gh"},
+		},
+		{
+			name:   "a root inside a home only",
+			roots:  []string{"/home/u/project"},
+			homes:  []string{"/home/u"},
+			hasNot: []string{"/home/u/.ssh"},
+		},
+		{
+			name:   "relative home ignored",
+			roots:  []string{"/"},
+			homes:  []string{"home/u"},
+			has:    []string{"/etc/shadow"},
+			hasNot: []string{"home/u/.ssh", "/home/u/.ssh"},
+		},
+	} {
+		got := secretTargets(tc.roots, tc.homes, glob)
+		for _, h := range tc.has {
+			if !slices.Contains(got, h) {
+				t.Errorf("%s: %s not masked (got %v)", tc.name, h, got)
+			}
+		}
+		for _, h := range tc.hasNot {
+			if slices.Contains(got, h) {
+				t.Errorf("%s: %s masked", tc.name, h)
+			}
+		}
+		if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+			t.Errorf("%s: not sorted and unique: %v", tc.name, got)
+		}
+	}
+}
+
+func TestMaskedSecretListsAreCopies(t *testing.T) {
+	s := MaskedSystemSecrets()
+	s[0] = "changed"
+	h := MaskedHomeSecrets()
+	h[0] = "changed"
+	if MaskedSystemSecrets()[0] == "changed" || MaskedHomeSecrets()[0] == "changed" {
+		t.Fatal("the exported lists share their backing arrays")
+	}
+	for _, want := range []string{"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key"} {
+		if !slices.Contains(MaskedSystemSecrets(), want) {
+			t.Errorf("system secrets lack %s", want)
+		}
+	}
+	for _, want := range []string{".ssh", ".aws", ".netrc", ".config/gh", ".docker/config.json", ".kube", ".gnupg"} {
+		if !slices.Contains(MaskedHomeSecrets(), want) {
+			t.Errorf("home secrets lack %s", want)
+		}
+	}
+}
+
+func TestParseUnixTable(t *testing.T) {
+	table := "Num       RefCount Protocol Flags    Type St Inode Path\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 17351 /run/systemd/private\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 17352 /home/u/.gnupg/S.gpg-agent\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 17353 /home/u/with space.sock\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 17354 @/tmp/.X11-unix/X0\n" +
+		"0000000000000000: 00000003 00000000 00000000 0001 03 17355\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 17356 relative.sock\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 17357 /home/u/shared.sock\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 17358 /home/u/.gnupg/S.gpg-agent\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 17359 /srv/elsewhere.sock\n"
+	got := parseUnixTable(strings.NewReader(table), []string{"/home/u", "/run"}, []string{"/home/u/shared.sock"})
+	want := []string{"/run/systemd/private", "/home/u/.gnupg/S.gpg-agent", "/home/u/with space.sock"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// TestRequiredLayerRefused: a host that requires the mount layer gets a
+// layer_required denial, and no command runs, where the jail has no
+// mount namespace; without the requirement the same command runs with a
+// report that says the mount layer is missing and why.
+func TestRequiredLayerRefused(t *testing.T) {
+	ws := t.TempDir()
+	marker := filepath.Join(ws, "ran")
+	for _, required := range [][]string{nil, {LayerMounts}, {LayerNamespaces}, {LayerSeccomp}} {
+		b := New(Options{WarmHelperIdle: -1, RequiredLayers: required})
+		b.probeOnce.Do(func() {
+			b.probe = probeLayers(b.opts.HelperPath, false)
+			b.probe.usernsErr = unix.EPERM // as where unprivileged user namespaces are refused
+		})
+		os.Remove(marker)
+		r, d := tryRun(b, t.Name(), testPolicy(ws), 10*time.Second, "sh", "-c", "touch "+marker)
+		_, ranErr := os.Stat(marker)
+		switch {
+		case len(required) == 0 || required[0] == LayerSeccomp:
+			if d != nil {
+				t.Fatalf("required %v: refused: %v", required, d)
+			}
+			if ranErr != nil {
+				t.Errorf("required %v: the command did not run", required)
+			}
+			l, ok := r.enf.Layer(LayerMounts)
+			if !ok || l.Applied || !strings.Contains(l.Reason, "no mount namespace") || !r.enf.Degraded {
+				t.Errorf("required %v: mounts layer %+v (present %v), degraded %v", required, l, ok, r.enf.Degraded)
+			}
+		default:
+			var den *Denial
+			if !errors.As(d, &den) || den.Code != DenialLayerRequired {
+				t.Fatalf("required %v: got %v, want %s", required, d, DenialLayerRequired)
+			}
+			if ranErr == nil {
+				t.Errorf("required %v: the command ran although refused", required)
+			}
+		}
+		b.Close()
+	}
+}
+
+// TestRlimitsReportWhatBoundsProcesses: the rlimits layer names
+// RLIMIT_NPROC only where the kernel enforces it (never for uid 0), and
+// then says the pid namespace's pid_max bounds the processes instead.
+func TestRlimitsReportWhatBoundsProcesses(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	p := testPolicy(t.TempDir())
+	p.Limits.Processes = 77
+	r := run(t, b, p, 10*time.Second, "true")
+	l, ok := r.enf.Layer(LayerRlimits)
+	if !ok || !l.Applied {
+		t.Fatalf("rlimits layer: %+v", l)
+	}
+	if os.Getuid() == 0 {
+		if strings.Contains(l.Params, "nproc 77") || !strings.Contains(l.Params, "nproc not enforced for uid 0") || !strings.Contains(l.Params, "pid_max 378") {
+			t.Errorf("uid 0: rlimits params %q", l.Params)
+		}
+	} else if !strings.Contains(l.Params, "nproc 77") {
+		t.Errorf("uid %d: rlimits params %q", os.Getuid(), l.Params)
+	}
+}
+
+// TestWritableRootsNosuid: inside the jail the workspace's mount is
+// nosuid and nodev and writable, and the host view around it read-only.
+func TestWritableRootsNosuid(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	ws := t.TempDir()
+	r := run(t, b, testPolicy(ws), 10*time.Second, "sh", "-c", `grep -E " (`+ws+`|/usr|/) " /proc/self/mountinfo`)
+	found := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 5 {
+			found[f[4]] = f[5]
+		}
+	}
+	opts := func(mp string) []string { return strings.Split(found[mp], ",") }
+	if o := opts(ws); !slices.Contains(o, "rw") || !slices.Contains(o, "nosuid") || !slices.Contains(o, "nodev") {
+		t.Errorf("workspace mount options %v (mountinfo %q)", o, r.stdout)
+	}
+	if o := opts("/"); !slices.Contains(o, "ro") {
+		t.Errorf("/ mount options %v, want ro", o)
+	}
+}
+
+// TestSystemRootsReachTheJail: a policy whose programs' roots are in
+// SystemRoots alone runs them and reads under them; without them the
+// same file is out of reach.
+func TestSystemRootsReachTheJail(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	ws := t.TempDir()
+	sys := t.TempDir()
+	if err := os.WriteFile(filepath.Join(sys, "tool.conf"), []byte("system-root-content\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := testPolicy(ws)
+	p.SystemRoots, p.ReadableRoots = append(p.ReadableRoots, sys), nil
+	r := run(t, b, p, 10*time.Second, "cat", filepath.Join(sys, "tool.conf"))
+	if !strings.Contains(r.stdout, "system-root-content") {
+		t.Fatalf("system root not readable: %+v %q %q", r.settled, r.stdout, r.stderr)
+	}
+	p.SystemRoots = p.SystemRoots[:len(p.SystemRoots)-1]
+	r = run(t, b, p, 10*time.Second, "cat", filepath.Join(sys, "tool.conf"))
+	if strings.Contains(r.stdout, "system-root-content") {
+		t.Fatalf("readable without its system root")
+	}
+}
