@@ -382,6 +382,7 @@ func TestGoEngineThreadsStayBoundedOverFIFOs(t *testing.T) {
 	if f := failed.Load(); f != nil {
 		t.Fatalf("a search failed: %s", f)
 	}
+	t.Logf("%d searches, %d at once: %d OS threads before, at most %d during", threadCalls, threadConcurrency, base, peak.Load())
 	if extra := int(peak.Load()) - base; extra > maxExtraThreads {
 		t.Fatalf("%d searches added %d OS threads (base %d, peak %d), more than %d", threadCalls, extra, base, peak.Load(), maxExtraThreads)
 	}
@@ -399,7 +400,9 @@ func TestGoEngineThreadsStayBoundedOverFIFOs(t *testing.T) {
 	}
 	grew := false
 	for range 1000 {
-		if osThreads(t)-base >= blocked {
+		// Most of them, at least: idle threads counted in base may
+		// have exited since. Either way far past maxExtraThreads.
+		if osThreads(t)-base >= 3*blocked/4 {
 			grew = true
 			break
 		}
@@ -416,6 +419,6 @@ func TestGoEngineThreadsStayBoundedOverFIFOs(t *testing.T) {
 		}
 	}
 	if !grew {
-		t.Fatalf("control: %d blocked opens did not add %d threads (now %d over base)", blocked, blocked, osThreads(t)-base)
+		t.Fatalf("control: %d blocked opens did not add %d threads (now %d over base)", blocked, 3*blocked/4, osThreads(t)-base)
 	}
 }
