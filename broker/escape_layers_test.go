@@ -322,14 +322,15 @@ func layerEscapeCases() []escapeCase {
 			name: "readable_root_through_symlink",
 			setup: func(t *testing.T, e *escapeEnv) {
 				e.write(t, filepath.Join(e.hidden, "secret"), "s3cr3t-behind-link\n")
-				if err := os.Symlink(e.hidden, filepath.Join(e.base, "rootfs")); err != nil {
+				// Outside /tmp, so the jail's mount table shows the link as
+				// the host has it and only the Landlock rule decides.
+				if err := os.Symlink(e.hidden, e.hidden+"-link"); err != nil {
 					t.Fatal(err)
 				}
+				e.cleanup = append(e.cleanup, func() { os.Remove(e.hidden + "-link") })
 			},
-			policy: func(e *escapeEnv, p *Policy) {
-				p.ReadableRoots = append(p.ReadableRoots, filepath.Join(e.base, "rootfs"))
-			},
-			script:  `cat "$HIDDEN/secret" "$WS/../rootfs/secret"`,
+			policy:  func(e *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, e.hidden+"-link") },
+			script:  `cat "$HIDDEN/secret" "$HIDDEN-link/secret"`,
 			widen:   func(e *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, e.hidden) },
 			escaped: stdoutHas("s3cr3t-behind-link"),
 		},
