@@ -78,6 +78,10 @@ type helperConfig struct {
 	// (Options.RequiredLayers): when one is not applied the helper
 	// refuses before exec.
 	Required []string `json:"required,omitempty"`
+	// HostViewByRemount makes the host view read-only one mount at a
+	// time, as on kernels without mount_setattr (set only by the
+	// benchmark comparing the two).
+	HostViewByRemount bool `json:"host_view_by_remount,omitempty"`
 }
 
 // helperReport is one message from a helper: the layers it applied,
@@ -319,7 +323,7 @@ func setupMounts(cfg helperConfig) (Layer, uint64, error) {
 		return Layer{}, 0, err
 	}
 	var skipped, params []string
-	method, failed, err := hostViewReadOnly()
+	method, failed, err := hostViewReadOnly(cfg.HostViewByRemount)
 	if err != nil {
 		return Layer{}, 0, err
 	}

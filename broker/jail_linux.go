@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -116,6 +117,11 @@ func availability(p probeResult) Enforcement {
 	return e
 }
 
+// benchHostViewByRemount, set only by a benchmark, makes every jail
+// build its read-only host view one mount at a time (see
+// hostViewReadOnly).
+var benchHostViewByRemount atomic.Bool
+
 // start hands req to a helper (a warm one when the broker holds one of the
 // right flavour, else one started now) and reads its report up to exec.
 // It returns the running process and its Enforcement; execErr is set when
@@ -129,13 +135,14 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		Namespaces: namespaces, NetworkOff: networkOff,
 		SystemRoots:   req.policy.SystemRoots,
 		ReadableRoots: req.policy.ReadableRoots, WritableRoots: req.policy.WritableRoots,
-		Protected:   req.policy.Protected,
-		Sockets:     req.policy.Sockets,
-		Required:    b.opts.RequiredLayers,
-		LandlockABI: req.probe.landlockABI,
-		Seccomp:     req.probe.seccompErr == nil,
-		Limits:      req.policy.Limits.withDefaults(),
-		NullStdin:   req.stdin == nil,
+		Protected:         req.policy.Protected,
+		Sockets:           req.policy.Sockets,
+		Required:          b.opts.RequiredLayers,
+		HostViewByRemount: benchHostViewByRemount.Load(),
+		LandlockABI:       req.probe.landlockABI,
+		Seccomp:           req.probe.seccompErr == nil,
+		Limits:            req.policy.Limits.withDefaults(),
+		NullStdin:         req.stdin == nil,
 	}
 	if namespaces {
 		roots := slices.Concat(req.policy.SystemRoots, req.policy.ReadableRoots, req.policy.WritableRoots)
