@@ -400,3 +400,55 @@ func TestConcurrentPutIdentical(t *testing.T) {
 		t.Fatalf("Read: %v (len %d, want %d)", err, len(got), len(data))
 	}
 }
+
+// TestPutAfterRootSwappedForLink is the deterministic form of the root
+// race: once the store is open, its root is moved aside and a link to
+// another directory put in its place. The pinned store keeps writing
+// into its own directory (now moved); a write by path (the control)
+// lands in the link's target.
+func TestPutAfterRootSwappedForLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	root, moved, target := filepath.Join(dir, "blobs"), filepath.Join(dir, "moved"), filepath.Join(dir, "target")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := blob.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := os.Rename(root, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, root); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("* * * * * root /tmp/payload\n")
+	r, err := s.Put(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.Create()
+	w.Write([]byte("streamed"))
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(files(t, target)); n != 0 {
+		t.Fatalf("%d files written through the swapped-in link", n)
+	}
+	if got, err := os.ReadFile(filepath.Join(moved, string(r[:2]), string(r))); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the blob is not in the store's own directory: %q, %v", got, err)
+	}
+	// Control: the same write by path goes where the link points.
+	p := filepath.Join(root, string(r[:2]), string(r))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(files(t, target)); n != 1 {
+		t.Fatalf("control: a write by path put %d files in the target, want 1", n)
+	}
+}

@@ -492,11 +492,12 @@ func TestNewSessionRefusesBlobsInWorkspace(t *testing.T) {
 
 // TestServerStateOutsideWorkspace: the built server spills overflowing
 // output into the blob store in the user cache and gives commands a
-// TMPDIR there; the workspace gets nothing of the server's, and the
-// scratch directory is gone once the server exits.
+// TMPDIR there; the workspace gets nothing of the server's, a command
+// cannot swap the store for a link, and the scratch directory is gone
+// once the server exits.
 func TestServerStateOutsideWorkspace(t *testing.T) {
 	bin := serverBinary(t)
-	ws, _ := dirs(t)
+	ws, outside := dirs(t)
 	cmd := serverCmd(t, bin, ws)
 	cache := strings.TrimPrefix(cmd.Env[len(cmd.Env)-1], "XDG_CACHE_HOME=")
 	ctx := context.Background()
@@ -539,6 +540,37 @@ func TestServerStateOutsideWorkspace(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
 		t.Errorf("the server left %d entries in the workspace, e.g. %s", len(ents), ents[0].Name())
+	}
+
+	// The attack of issue 11: a command replaces the store with a link to
+	// a directory of its choosing, then makes the server spill again.
+	// With the store in the user cache the command cannot reach it; the
+	// control shows the same command does replace a directory it can
+	// reach (where the store used to live, in the workspace).
+	store := filepath.Join(realCache, "loom", "blobs")
+	swap := func(dir string) string {
+		return fmt.Sprintf("rm -rf '%s' && ln -s '%s' '%s'", dir, outside, dir)
+	}
+	victim := filepath.Join(ws, "victim")
+	if err := os.Mkdir(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": swap(victim)}}); err != nil || r.IsError {
+		t.Fatalf("control: the swap failed inside the workspace: %v %s", err, text(r))
+	}
+	if got, err := os.Readlink(victim); err != nil || got != outside {
+		t.Fatalf("control: %s -> %q, %v; want a link to %s", victim, got, err, outside)
+	}
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": swap(store)}})
+	if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+		"command": "head -c 300000 /dev/zero | tr '\\0' b"}}); err != nil || r.IsError {
+		t.Fatalf("second spill: %v %s", err, text(r))
+	}
+	if fi, err := os.Lstat(store); err != nil || !fi.IsDir() {
+		t.Errorf("the blob store is no longer a directory: %v %v", fi, err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("the server wrote %d entries into the command's chosen directory", len(ents))
 	}
 	cs.Close()
 	cmd.Wait()
