@@ -34,6 +34,11 @@
 //     (Options.TailBytes), each strand at most MaxLive live and MaxEnded
 //     ended jobs; output past the window goes to the blob store when one
 //     is set.
+//   - Output is bounded too: one job writes at most Options.MaxOutputBytes
+//     (DefaultMaxOutputBytes, the bound bash states) to its two streams
+//     together; at the bound the broker stops the whole tree and the row
+//     says Killed with cause StopOutputBound, so no job can fill the disk
+//     through its spill.
 //   - Refusals carry one of five stable codes (unknown_job,
 //     ceiling_reached, clearance_refused, no_jobs_plane, unavailable) that
 //     code mode reuses; argument problems carry invalid_arguments,
