@@ -15,10 +15,25 @@
 // jailed through package broker) or overflow of long output (package
 // blob).
 //
+// The Go engine runs in the host process, where no jail confines it, so
+// it confines itself: it opens the search root one component at a time
+// from "/" without following links (the caller resolved and authorized
+// it first), then every directory and file relative to its parent's
+// descriptor with O_NOFOLLOW and O_NONBLOCK, and reads regular files only
+// (fstat on what it opened). A symbolic link is never followed, a FIFO,
+// device or socket never read or waited on (a .gitignore included), and
+// nothing is read outside the root and the directories between
+// Options.IgnoreRoot and it. Outside unix it holds an *os.Root per
+// directory instead, which refuses every escape but may follow a link
+// that stays inside.
+//
 // Invariants:
 //   - Both engines select the same files as ripgrep run with RipgrepArgs,
 //     for the rule subset documented on Options, and produce hits that
 //     sort, bound and render identically.
+//   - Validate (pattern and glob) refuses exactly what would make the
+//     engines differ before either runs: a glob ripgrep refuses, or one
+//     its versions read differently.
 //   - Every bound is a named constant; no input makes the package hold
 //     more than MaxScanMatches matches or MaxLineBytes of one line.
 //   - Nothing here panics on any input; parse failures are errors.

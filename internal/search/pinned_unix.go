@@ -86,7 +86,8 @@ func (d *pinnedDir) list() ([]os.DirEntry, error) {
 var errTooLarge = errors.New("file over the size bound")
 
 // readAt reads the regular file name in d into buf (reusing its
-// storage). A link, a FIFO, a device, a socket or a directory is refused
+// storage), up to the size fstat gave when it was opened (to its end
+// when that size is 0, as for files that do not know theirs). A link, a FIFO, a device, a socket or a directory is refused
 // with fs.ErrInvalid before a byte is read; a file over limit bytes (by
 // fstat, or while reading, since it may grow) with errTooLarge.
 func (d *pinnedDir) readAt(name string, buf []byte, limit int) ([]byte, error) {
@@ -123,6 +124,11 @@ func (d *pinnedDir) readAt(name string, buf []byte, limit int) ([]byte, error) {
 		buf = buf[:len(buf)+n]
 		if len(buf) > limit {
 			return buf, errTooLarge
+		}
+		if st.Size > 0 && len(buf) >= int(st.Size) {
+			// What fstat saw is read: the file as it was when opened
+			// (saving the read that would find its end).
+			return buf, nil
 		}
 	}
 }
