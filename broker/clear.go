@@ -82,6 +82,7 @@ type Settled struct {
 	// read-only, so the broker moves each aside once the command's tree
 	// is gone, before anything outside the jail can run it.
 	ProtectedCreated []Quarantine
+	GitNeutralised   []Neutralisation // repository-controlled execution the git guard disarmed in the writable roots; see Neutralisation
 	// OutputLimited: the command wrote more than its output bound
 	// (CallSpec.MaxOutputBytes, lowered by Options.MaxOutputBytes). The
 	// broker delivered exactly the bound (both streams together), dropped

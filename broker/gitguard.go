@@ -1,35 +1,489 @@
 package broker
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 )
 
-// gitGuard keeps one command from leaving repository-controlled execution
-// behind in its writable roots (see guardGit). Clear calls started once
+// The git guard keeps a command from leaving repository-controlled
+// execution behind for the host's own git: the top-level repository's
+// control files are read-only in the jail (Policy.Protected); protected
+// paths that were missing and that a command created are moved aside;
+// and in every git directory anywhere in a writable root (nested
+// repositories, submodules' and linked worktrees' git directories, a
+// .git file's target) config the command created or changed loses its
+// exec-capable entries and hooks it created are moved aside
+// (Neutralisation). Changes are found by a persistent inotify watch of
+// each writable root (a dirty-directory set), checked as they happen
+// while a command runs and again when it settles; a root whose watch
+// overflowed, or where inotify is unavailable, is swept whole instead.
+// What cannot be done fences the workspace (DenialWorkspaceFenced) until
+// Broker.Unfence succeeds. A marker kept outside the workspace while a
+// command runs makes the next broker sweep the root whole first when the
+// host died mid-command.
+
+// gitFences is the broker's git guard state: one entry per writable root
+// it has run commands in.
+type gitFences struct {
+	mu    sync.Mutex
+	roots map[string]*gitRoot
+	// off turns the whole guard off (tests: the escape suite's controls).
+	off bool
+	// markerDir, when set (tests), is where crash markers are kept.
+	markerDir string
+}
+
+// gitRoot is the guard's view of one writable root.
+type gitRoot struct {
+	b   *Broker
+	abs string
+
+	mu       sync.Mutex
+	root     *os.Root
+	sweep    *gitSweep
+	watch    *gitWatch // nil when inotify is unavailable
+	started  bool      // the first command's baseline (or crash) sweep ran
+	active   int       // commands running with this root writable
+	fenced   string    // why the root is fenced; empty when it is not
+	seq      int64
+	log      []gitLogged
+	absent   map[string]int // absolute absent protected paths → running commands that listed them
+	audits   []AuditEvent
+	skipSeen map[string]bool
+}
+
+// gitLogged is one thing the guard did, numbered so each command's
+// settlement reports what happened while it ran.
+type gitLogged struct {
+	seq int64
+	n   *Neutralisation
+	q   *Quarantine
+}
+
+// gitGuard is one command's hold on the guard. Clear calls started once
 // the command runs, then exactly one of settle (after the command's tree
 // is gone) or abandon (the command never started).
 type gitGuard struct {
+	b      *Broker
+	off    bool
 	absent []string
+	roots  []gitEntry
+}
+
+type gitEntry struct {
+	r     *gitRoot
+	since int64
 }
 
 // guardGit prepares the guard for a command under p, or refuses the
-// command with a Denial when the workspace cannot be kept safe.
+// command with a Denial when the workspace cannot be kept safe: it is
+// fenced, a sweep after a host crash failed, or the crash marker cannot
+// be written.
 func (b *Broker) guardGit(p Policy) (*gitGuard, *Denial) {
-	return &gitGuard{absent: absentPaths(p.Protected)}, nil
+	g := &gitGuard{b: b, absent: absentPaths(p.Protected)}
+	if b.git.off {
+		g.off = true
+		return g, nil
+	}
+	for _, w := range p.WritableRoots {
+		r := b.git.rootFor(b, filepath.Clean(w))
+		since, d := r.enter(p, g.absent)
+		r.flushAudits()
+		if d != nil {
+			g.abandon()
+			return nil, d
+		}
+		g.roots = append(g.roots, gitEntry{r: r, since: since})
+	}
+	return g, nil
 }
 
 // started is called once the command is running.
 func (g *gitGuard) started() {}
 
 // abandon is called when the command never started.
-func (g *gitGuard) abandon() {}
+func (g *gitGuard) abandon() {
+	for _, e := range g.roots {
+		e.r.mu.Lock()
+		e.r.leave(g.absent)
+		e.r.mu.Unlock()
+	}
+	g.roots = nil
+}
 
 // settle runs after the command's tree is gone and records what was done
 // in s.
 func (g *gitGuard) settle(s *Settled) {
-	s.ProtectedCreated = quarantineCreated(g.absent)
+	if g.off {
+		return
+	}
+	// Absent protected paths beneath a writable root are quarantined by
+	// that root's pass below, under its lock; others here.
+	var outside []string
+	for _, p := range g.absent {
+		if g.rootOf(p) == nil {
+			outside = append(outside, p)
+		}
+	}
+	for _, q := range quarantineCreated(outside) {
+		s.ProtectedCreated = append(s.ProtectedCreated, q)
+		g.b.Audit(AuditEvent{Kind: AuditQuarantine, Path: q.Path, Detail: quarantineDetail(q)})
+	}
+	var neutralised []Neutralisation
+	for _, e := range g.roots {
+		r := e.r
+		r.mu.Lock()
+		r.pass(true)
+		for _, l := range r.log {
+			if l.seq <= e.since {
+				continue
+			}
+			if l.q != nil {
+				s.ProtectedCreated = append(s.ProtectedCreated, *l.q)
+			}
+			if l.n != nil {
+				neutralised = append(neutralised, *l.n)
+			}
+		}
+		r.leave(g.absent)
+		r.mu.Unlock()
+		r.flushAudits()
+	}
+	s.GitNeutralised = neutralised
+	g.roots = nil
+}
+
+func (g *gitGuard) rootOf(p string) *gitRoot {
+	for _, e := range g.roots {
+		if Covers(e.r.abs, p) {
+			return e.r
+		}
+	}
+	return nil
+}
+
+func quarantineDetail(q Quarantine) string {
+	if q.Err != "" {
+		return "could not move aside: " + q.Err
+	}
+	return "moved to " + q.MovedTo
+}
+
+// Unfence re-runs the git guard's full sweep of workspace (a writable
+// root a fenced command ran in) and, only if every neutralisation now
+// succeeds, lets commands run there again. Fix what the fence's reason
+// names (a directory the broker cannot write, a file it cannot move)
+// first. A workspace that is not fenced returns nil. A failed sweep
+// returns a *Denial with DenialWorkspaceFenced saying what remains.
+func (b *Broker) Unfence(workspace string) error {
+	b.git.mu.Lock()
+	r := b.git.roots[filepath.Clean(workspace)]
+	b.git.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	if r.fenced == "" {
+		r.mu.Unlock()
+		return nil
+	}
+	r.fenced = ""
+	r.pass(true)
+	why := r.fenced
+	if why == "" {
+		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: "fence lifted: a full sweep succeeded"})
+		if r.active == 0 {
+			r.b.git.clearMarker(r.abs)
+		}
+	}
+	r.mu.Unlock()
+	r.flushAudits()
+	if why != "" {
+		return NewDenial(DenialWorkspaceFenced, why, nil)
+	}
+	return nil
+}
+
+// GitFenced reports why workspace is fenced, or "" when it is not.
+func (b *Broker) GitFenced(workspace string) string {
+	b.git.mu.Lock()
+	r := b.git.roots[filepath.Clean(workspace)]
+	b.git.mu.Unlock()
+	if r == nil {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fenced
+}
+
+func (f *gitFences) rootFor(b *Broker, abs string) *gitRoot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.roots == nil {
+		f.roots = map[string]*gitRoot{}
+	}
+	r := f.roots[abs]
+	if r == nil {
+		r = &gitRoot{b: b, abs: abs, absent: map[string]int{}, skipSeen: map[string]bool{}}
+		f.roots[abs] = r
+	}
+	return r
+}
+
+// enter registers a command about to run with this root writable and
+// returns the log position it starts at.
+func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fenced != "" {
+		return 0, r.fenceDenial()
+	}
+	if r.root == nil {
+		root, err := openDirRoot(r.abs)
+		if err != nil {
+			// Nothing to guard: the jail will refuse a missing root.
+			return r.seq, nil
+		}
+		r.root = root
+		r.sweep = newGitSweep(root, r.abs)
+	}
+	for _, pr := range p.Protected {
+		if rel, ok := relUnder(r.abs, pr); ok {
+			r.sweep.skip[rel] = true
+		}
+	}
+	since := r.seq
+	if !r.started {
+		crashed := r.b.git.markerExists(r.abs)
+		if w, err := newGitWatch(); err == nil {
+			r.watch = w
+			r.sweep.onDir = w.add
+			go r.live(w)
+		}
+		if crashed {
+			r.audits = append(r.audits, AuditEvent{Kind: AuditNeutralised, Workspace: r.abs,
+				Detail: "a command was running here when the host stopped: sweeping the whole root"})
+		}
+		r.started = true
+		r.sweepAll(crashed)
+		if r.fenced != "" {
+			return 0, r.fenceDenial()
+		}
+	} else if r.active == 0 {
+		// Between commands, what changed was the host's own doing.
+		r.pass(false)
+	}
+	if r.active == 0 {
+		if err := r.b.git.setMarker(r.abs); err != nil {
+			return 0, NewDenial(DenialWorkspaceFenced, fmt.Sprintf(
+				"the git guard cannot record that a command runs in %s (%v), so a host crash could leave it unchecked; make the user cache directory writable", r.abs, err), err)
+		}
+	}
+	r.active++
+	for _, a := range absent {
+		if Covers(r.abs, a) {
+			r.absent[a]++
+		}
+	}
+	return since, nil
+}
+
+// leave undoes enter once the command is done (or never ran).
+func (r *gitRoot) leave(absent []string) {
+	for _, a := range absent {
+		if n := r.absent[a]; n > 1 {
+			r.absent[a] = n - 1
+		} else {
+			delete(r.absent, a)
+		}
+	}
+	if r.active--; r.active <= 0 {
+		r.active = 0
+		r.log = nil
+		if r.fenced == "" {
+			r.b.git.clearMarker(r.abs)
+		}
+	}
+}
+
+// live neutralises changes while commands run, as inotify reports them.
+func (r *gitRoot) live(w *gitWatch) {
+	for range w.kick {
+		r.mu.Lock()
+		if r.active > 0 {
+			r.pass(true)
+		}
+		r.mu.Unlock()
+		r.flushAudits()
+	}
+}
+
+// sweepAll walks the whole root: acting (after a crash, or when no watch
+// can stand in for one) or recording the baseline.
+func (r *gitRoot) sweepAll(act bool) {
+	r.sweep.begin(act)
+	r.sweep.full()
+	r.sweep.knownDirs()
+	r.finish(act)
+}
+
+// pass checks what changed since the last pass (the whole root when the
+// watch cannot say) and, when act, neutralises it.
+func (r *gitRoot) pass(act bool) {
+	if r.sweep == nil {
+		return
+	}
+	if r.watch == nil {
+		if act {
+			r.sweepAll(true)
+		}
+		return
+	}
+	dirty, fresh, whole := r.watch.take()
+	r.sweep.begin(act)
+	if whole {
+		r.sweep.full()
+	} else {
+		for _, d := range fresh {
+			r.sweep.walk(d, 0)
+		}
+		for _, d := range dirty {
+			r.sweep.dirty(d)
+		}
+	}
+	r.sweep.knownDirs()
+	r.finish(act)
+}
+
+// finish quarantines absent protected paths a command created, logs and
+// audits what the pass did, and fences the root on any failure.
+func (r *gitRoot) finish(act bool) {
+	if act && len(r.absent) > 0 {
+		var paths []string
+		for p := range r.absent {
+			paths = append(paths, p)
+		}
+		for _, q := range quarantineCreated(paths) {
+			if q.Err != "" && errors.Is(statErr(q.Path), fs.ErrNotExist) {
+				continue // the command removed it itself meanwhile
+			}
+			r.seq++
+			r.log = append(r.log, gitLogged{seq: r.seq, q: &q})
+			r.audits = append(r.audits, AuditEvent{Kind: AuditQuarantine, Workspace: r.abs, Path: q.Path, Detail: quarantineDetail(q)})
+			if q.Err != "" {
+				r.sweep.failed = append(r.sweep.failed, q.Path+": "+q.Err)
+			}
+		}
+	}
+	for i := range r.sweep.done {
+		n := r.sweep.done[i]
+		r.seq++
+		r.log = append(r.log, gitLogged{seq: r.seq, n: &n})
+		r.audits = append(r.audits, AuditEvent{Kind: AuditNeutralised, Workspace: r.abs, Path: n.Path, Detail: neutralisedDetail(n)})
+	}
+	if len(r.sweep.failed) > 0 && r.fenced == "" {
+		r.fenced = fmt.Sprintf("the broker could not neutralise git configuration a command left in %s (%s); "+
+			"remove or repair what is named, then call Broker.Unfence(%q)", r.abs, strings.Join(r.sweep.failed, "; "), r.abs)
+		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: r.fenced})
+	}
+	r.sweep.done, r.sweep.failed = nil, nil
+}
+
+func statErr(p string) error {
+	_, err := os.Lstat(p)
+	return err
+}
+
+func neutralisedDetail(n Neutralisation) string {
+	switch {
+	case n.Err != "":
+		return "could not neutralise: " + n.Err
+	case n.MovedTo != "":
+		return "moved aside to " + n.MovedTo
+	default:
+		return "removed " + strings.Join(n.Removed, ", ")
+	}
+}
+
+func (r *gitRoot) fenceDenial() *Denial {
+	return NewDenial(DenialWorkspaceFenced, r.fenced, nil)
+}
+
+// flushAudits hands queued audit events to the host, outside every lock
+// of the guard.
+func (r *gitRoot) flushAudits() {
+	r.mu.Lock()
+	a := r.audits
+	r.audits = nil
+	r.mu.Unlock()
+	for _, e := range a {
+		r.b.Audit(e)
+	}
+}
+
+// relUnder returns p relative to root, slash-separated, when p lies
+// strictly beneath root.
+func relUnder(root, p string) (string, bool) {
+	if !Covers(root, p) {
+		return "", false
+	}
+	rel, err := filepath.Rel(root, filepath.Clean(p))
+	if err != nil || rel == "." {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// GitGuardMarkerDirName is the directory, under the user cache directory
+// (os.UserCacheDir, else the temporary directory), where the git guard
+// keeps one marker per writable root while a command runs there.
+const GitGuardMarkerDirName = "loom-git-guard"
+
+func (f *gitFences) markerPath(abs string) (string, error) {
+	dir := f.markerDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, GitGuardMarkerDirName)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(dir, hex.EncodeToString(sum[:16])), nil
+}
+
+func (f *gitFences) markerExists(abs string) bool {
+	p, err := f.markerPath(abs)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(p)
+	return err == nil
+}
+
+func (f *gitFences) setMarker(abs string) error {
+	p, err := f.markerPath(abs)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(abs+"\n"), 0o600)
+}
+
+func (f *gitFences) clearMarker(abs string) {
+	if p, err := f.markerPath(abs); err == nil {
+		os.Remove(p)
+	}
 }
 
 // absentPaths returns the entries of paths that do not exist.
@@ -60,5 +514,3 @@ func quarantineCreated(absent []string) []Quarantine {
 	}
 	return out
 }
-
-// pump copies one pipe into out in chunks of at most OutputChunkBytes.

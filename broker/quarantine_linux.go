@@ -2,7 +2,10 @@ package broker
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,16 +18,62 @@ import (
 func quarantineAside(path string) (string, error) {
 	dir, name := filepath.Split(filepath.Clean(path))
 	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NONBLOCK | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
 		return "", fmt.Errorf("open %s without following links: %s", dir, errnoName(err))
 	}
 	defer unix.Close(fd)
-	aside := fmt.Sprintf("%s%s-%d", name, QuarantineSuffix, time.Now().UnixNano())
-	if err := unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE); err != nil {
-		return "", fmt.Errorf("rename %s: %s", path, errnoName(err))
+	aside, err := renameAsideFd(fd, name)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	return filepath.Join(dir, aside), nil
+}
+
+// renameAside renames name in the directory dir beneath root to a fresh
+// sibling, name + QuarantineSuffix + a timestamp, never replacing
+// anything, and returns the new name. When the directory is not writable
+// (a command ran chmod 555 on it; a root host would not notice) the
+// broker, which owns it as the jail did, adds u+w for the rename and puts
+// the mode back.
+func renameAside(root *os.Root, dir, name string) (string, error) {
+	d, err := root.OpenFile(dirName(dir), os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	return renameAsideFd(int(d.Fd()), name)
+}
+
+// renameAsideFd is renameAside in the directory open as fd (which must
+// be a real descriptor, not O_PATH, so fchmod works on it).
+func renameAsideFd(fd int, name string) (string, error) {
+	aside := fmt.Sprintf("%s%s-%d", name, QuarantineSuffix, time.Now().UnixNano())
+	err := unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
+	if err == unix.EACCES || err == unix.EPERM {
+		var st unix.Stat_t
+		if serr := unix.Fstat(fd, &st); serr != nil {
+			return "", fmt.Errorf("rename: %s; fstat: %s", errnoName(err), errnoName(serr))
+		}
+		if cerr := unix.Fchmod(fd, st.Mode&0o7777|0o700); cerr != nil {
+			return "", fmt.Errorf("rename: %s; making the directory writable: %s", errnoName(err), errnoName(cerr))
+		}
+		err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
+		unix.Fchmod(fd, st.Mode&0o7777)
+	}
+	if err != nil {
+		return "", fmt.Errorf("rename: %s: %w", errnoName(err), err)
+	}
+	return aside, nil
+}
+
+// fingerprintOf identifies the version of a file fi describes.
+func fingerprintOf(fi fs.FileInfo) gitFingerprint {
+	fp := gitFingerprint{size: fi.Size(), mode: fi.Mode()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		fp.dev, fp.ino, fp.ctime = uint64(st.Dev), st.Ino, st.Ctim.Nano()
+	}
+	return fp
 }

@@ -1,0 +1,42 @@
+//go:build !linux
+
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"time"
+)
+
+// renameAside renames name in dir beneath root to name +
+// QuarantineSuffix + a timestamp (without the no-replace guarantee
+// renameat2 gives on Linux).
+func renameAside(root *os.Root, dir, name string) (string, error) {
+	aside := fmt.Sprintf("%s%s-%d", name, QuarantineSuffix, time.Now().UnixNano())
+	if _, err := root.Lstat(path.Join(dir, aside)); err == nil {
+		return "", fs.ErrExist
+	}
+	if err := root.Rename(path.Join(dir, name), path.Join(dir, aside)); err != nil {
+		return "", err
+	}
+	return aside, nil
+}
+
+// fingerprintOf identifies the version of a file fi describes, by what
+// the portable file info offers.
+func fingerprintOf(fi fs.FileInfo) gitFingerprint {
+	return gitFingerprint{size: fi.Size(), mode: fi.Mode(), ctime: fi.ModTime().UnixNano()}
+}
+
+// gitWatch exists only where inotify does; elsewhere every settle sweeps
+// the writable roots whole.
+type gitWatch struct{ kick chan struct{} }
+
+func newGitWatch() (*gitWatch, error) { return nil, errors.New("no inotify on this platform") }
+
+func (w *gitWatch) add(string, *os.File) {}
+
+func (w *gitWatch) take() (dirty, fresh []string, whole bool) { return nil, nil, true }

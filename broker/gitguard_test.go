@@ -1,0 +1,341 @@
+//go:build linux
+
+package broker
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// guardWorld is a workspace and a broker whose git guard is driven
+// directly (guardGit, then settle), standing in for a command's writes.
+type guardWorld struct {
+	t      *testing.T
+	ws     string
+	b      *Broker
+	mu     sync.Mutex
+	audits []AuditEvent
+	seen   chan AuditEvent
+}
+
+func newGuardWorld(t *testing.T) *guardWorld {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &guardWorld{t: t, ws: filepath.Join(dir, "ws"), seen: make(chan AuditEvent, 256)}
+	if err := os.MkdirAll(w.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.b = New(Options{Audit: func(e AuditEvent) {
+		w.mu.Lock()
+		w.audits = append(w.audits, e)
+		w.mu.Unlock()
+		select {
+		case w.seen <- e:
+		default:
+		}
+	}})
+	w.b.git.markerDir = filepath.Join(dir, "markers")
+	return w
+}
+
+// git runs git in dir with a private HOME and no system config.
+func (w *guardWorld) git(dir string, args ...string) string {
+	w.t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = hostGitEnv(w.t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (w *guardWorld) write(rel, s string) {
+	w.t.Helper()
+	p := filepath.Join(w.ws, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *guardWorld) read(rel string) string {
+	b, _ := os.ReadFile(filepath.Join(w.ws, rel))
+	return string(b)
+}
+
+func (w *guardWorld) policy() Policy {
+	return Policy{WritableRoots: []string{w.ws}, Protected: DefaultProtected(w.ws)}
+}
+
+// command enters the guard, runs do as the command's writes, and
+// settles.
+func (w *guardWorld) command(do func()) (Settled, *Denial) {
+	w.t.Helper()
+	g, d := w.b.guardGit(w.policy())
+	if d != nil {
+		return Settled{}, d
+	}
+	g.started()
+	if do != nil {
+		do()
+	}
+	var s Settled
+	g.settle(&s)
+	return s, nil
+}
+
+// hostGitEnv is an environment for a test's own git: a private HOME, no
+// system config.
+func hostGitEnv(t testing.TB) []string {
+	return []string{"HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0"}
+}
+
+func neutralisedPaths(s Settled) []string {
+	var out []string
+	for _, n := range s.GitNeutralised {
+		out = append(out, n.Path)
+	}
+	return out
+}
+
+func TestGitGuardNeutralisesWhatACommandPlants(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	w.git(w.ws, "init", "-q")
+	s, d := w.command(func() {
+		w.git(w.ws, "init", "-q", "lib")
+		w.git(filepath.Join(w.ws, "lib"), "config", "core.fsmonitor", filepath.Join(w.ws, "evil.sh"))
+		w.git(filepath.Join(w.ws, "lib"), "config", "diff.x.textconv", "evil")
+		w.write("lib/.git/hooks/post-checkout", "#!/bin/sh\n")
+		w.write(".git/commondir", "../evil\n")
+		w.write("deep/er/bare/HEAD", "ref: refs/heads/main\n")
+		w.write("deep/er/bare/objects/.keep", "")
+		w.write("deep/er/bare/config", "[core]\n\tpager = evil\n")
+		w.write("sub/.git", "gitdir: ../planted\n")
+		w.write("planted/config", "[core]\n\tsshCommand = evil\n")
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	cfg := w.read("lib/.git/config")
+	if strings.Contains(cfg, "fsmonitor") || strings.Contains(cfg, "textconv") || !strings.Contains(cfg, "repositoryformatversion") {
+		t.Errorf("lib/.git/config after settle:\n%s", cfg)
+	}
+	if _, err := os.Lstat(filepath.Join(w.ws, "lib/.git/hooks/post-checkout")); err == nil {
+		t.Error("planted hook still in place")
+	}
+	if strings.Contains(w.read("deep/er/bare/config"), "pager") {
+		t.Error("bare repository's pager survived")
+	}
+	if strings.Contains(w.read("planted/config"), "sshCommand") {
+		t.Error("the config a .git file points at kept sshCommand")
+	}
+	if _, err := os.Lstat(filepath.Join(w.ws, ".git/commondir")); err == nil {
+		t.Error("planted commondir still in place")
+	}
+	got := neutralisedPaths(s)
+	for _, want := range []string{"lib/.git/config", "lib/.git/hooks/post-checkout", "deep/er/bare/config", "planted/config"} {
+		if !slices.Contains(got, filepath.Join(w.ws, want)) {
+			t.Errorf("Settled.GitNeutralised lacks %s: %+v", want, s.GitNeutralised)
+		}
+	}
+	if len(s.ProtectedCreated) != 1 || s.ProtectedCreated[0].Path != filepath.Join(w.ws, ".git/commondir") {
+		t.Errorf("ProtectedCreated = %+v", s.ProtectedCreated)
+	}
+	w.mu.Lock()
+	kinds := map[AuditKind]int{}
+	for _, e := range w.audits {
+		kinds[e.Kind]++
+	}
+	w.mu.Unlock()
+	if kinds[AuditNeutralised] < 4 || kinds[AuditQuarantine] < 1 {
+		t.Errorf("audits: %v", kinds)
+	}
+	// The next command sees a clean slate: nothing more to do.
+	s, d = w.command(nil)
+	if d != nil || len(s.GitNeutralised) != 0 {
+		t.Errorf("second command: %v %+v", d, s.GitNeutralised)
+	}
+}
+
+// TestGitGuardLeavesCloneAndHostConfig: a fresh clone a command makes is
+// untouched, and so are nested repositories' exec keys that were there
+// before the broker's first command (the host's own).
+func TestGitGuardLeavesCloneAndHostConfig(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	w.git(w.ws, "init", "-q", "src")
+	w.git(filepath.Join(w.ws, "src"), "commit", "-q", "--allow-empty", "-m", "x")
+	w.git(w.ws, "init", "-q", "mine")
+	w.git(filepath.Join(w.ws, "mine"), "config", "core.hooksPath", ".husky")
+	before := w.read("mine/.git/config")
+	s, d := w.command(func() {
+		w.git(w.ws, "clone", "-q", "src", "clone")
+		w.git(filepath.Join(w.ws, "clone"), "commit", "-q", "--allow-empty", "-m", "y")
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	if len(s.GitNeutralised) != 0 || len(s.ProtectedCreated) != 0 {
+		t.Errorf("a clone and a commit were neutralised: %+v %+v", s.GitNeutralised, s.ProtectedCreated)
+	}
+	if w.read("mine/.git/config") != before {
+		t.Error("the host's own nested config was rewritten")
+	}
+	// Changed by a command, the same config loses the key.
+	s, _ = w.command(func() { w.git(filepath.Join(w.ws, "mine"), "config", "user.name", "changed") })
+	if strings.Contains(w.read("mine/.git/config"), "hooksPath") || len(s.GitNeutralised) != 1 {
+		t.Errorf("changed config kept hooksPath: %+v", s.GitNeutralised)
+	}
+}
+
+// TestGitGuardLive: while a command runs, what it plants is neutralised
+// as inotify reports it, before the command settles.
+func TestGitGuardLive(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	g, d := w.b.guardGit(w.policy())
+	if d != nil {
+		t.Fatal(d)
+	}
+	g.started()
+	w.write("a/b/c/.git/HEAD", "ref: refs/heads/main\n")
+	w.write("a/b/c/.git/config", "[core]\n\tfsmonitor = evil\n")
+	deadline := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case e := <-w.seen:
+			done = e.Kind == AuditNeutralised && strings.HasSuffix(e.Path, "a/b/c/.git/config")
+		case <-deadline:
+			t.Fatal("nothing neutralised while the command ran")
+		}
+	}
+	if strings.Contains(w.read("a/b/c/.git/config"), "fsmonitor") {
+		t.Error("fsmonitor still set")
+	}
+	var s Settled
+	g.settle(&s)
+	if !slices.Contains(neutralisedPaths(s), filepath.Join(w.ws, "a/b/c/.git/config")) {
+		t.Errorf("settlement does not report the live neutralisation: %+v", s.GitNeutralised)
+	}
+}
+
+// TestGitGuardCrashMarker: a marker left by a host that died mid-command
+// makes the next broker sweep the root whole before its first command;
+// without it, what was there is taken as the host's.
+func TestGitGuardCrashMarker(t *testing.T) {
+	t.Parallel()
+	for _, crashed := range []bool{true, false} {
+		w := newGuardWorld(t)
+		w.write("lib/.git/HEAD", "ref: refs/heads/main\n")
+		w.write("lib/.git/config", "[core]\n\tfsmonitor = evil\n")
+		if crashed {
+			if err := w.b.git.setMarker(w.ws); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, d := w.command(nil); d != nil {
+			t.Fatal(d)
+		}
+		if got := strings.Contains(w.read("lib/.git/config"), "fsmonitor"); got == crashed {
+			t.Errorf("crashed=%v: fsmonitor kept=%v", crashed, got)
+		}
+		if w.b.git.markerExists(w.ws) {
+			t.Errorf("crashed=%v: marker left after the command settled", crashed)
+		}
+	}
+}
+
+// TestGitGuardFence: a neutralisation the broker cannot do (an immutable
+// directory) fences the workspace until Unfence succeeds.
+func TestGitGuardFence(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root to set the immutable flag")
+	}
+	w := newGuardWorld(t)
+	if _, d := w.command(func() {
+		w.write("lib/.git/HEAD", "ref: refs/heads/main\n")
+		w.write("lib/.git/config", "[core]\n\tfsmonitor = evil\n")
+		setImmutable(t, filepath.Join(w.ws, "lib/.git"), true)
+	}); d != nil {
+		t.Fatal(d)
+	}
+	t.Cleanup(func() { setImmutable(t, filepath.Join(w.ws, "lib/.git"), false) })
+	_, d := w.command(nil)
+	if d == nil || d.Code != DenialWorkspaceFenced || !strings.Contains(d.Reason, "Unfence") || !strings.Contains(d.Reason, "lib/.git/config") {
+		t.Fatalf("next command: %v", d)
+	}
+	if !w.b.git.markerExists(w.ws) {
+		t.Error("a fenced workspace lost its marker (a restarted host would not re-check it)")
+	}
+	var den *Denial
+	if err := w.b.Unfence(w.ws); !errors.As(err, &den) || den.Code != DenialWorkspaceFenced {
+		t.Fatalf("Unfence with the cause still there: %v", err)
+	}
+	setImmutable(t, filepath.Join(w.ws, "lib/.git"), false)
+	if err := w.b.Unfence(w.ws); err != nil {
+		t.Fatalf("Unfence: %v", err)
+	}
+	if strings.Contains(w.read("lib/.git/config"), "fsmonitor") {
+		t.Error("Unfence lifted the fence without neutralising")
+	}
+	if _, d := w.command(nil); d != nil {
+		t.Fatalf("after Unfence: %v", d)
+	}
+}
+
+func setImmutable(t *testing.T, p string, on bool) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var flags int
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.FS_IOC_GETFLAGS, uintptr(unsafe.Pointer(&flags))); e != 0 {
+		t.Fatalf("FS_IOC_GETFLAGS: %v", e)
+	}
+	if on {
+		flags |= fsImmutableFl
+	} else {
+		flags &^= fsImmutableFl
+	}
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.FS_IOC_SETFLAGS, uintptr(unsafe.Pointer(&flags))); e != 0 {
+		t.Fatalf("FS_IOC_SETFLAGS: %v", e)
+	}
+}
+
+// TestGitGuardOff is the control for the tests above: with the guard off
+// the same plant survives.
+func TestGitGuardOff(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	w.b.git.off = true
+	w.command(func() {
+		w.write("lib/.git/HEAD", "ref: refs/heads/main\n")
+		w.write("lib/.git/config", "[core]\n\tfsmonitor = evil\n")
+	})
+	if !strings.Contains(w.read("lib/.git/config"), "fsmonitor") {
+		t.Error("control: the plant did not survive with the guard off")
+	}
+}
+
+// fsImmutableFl is FS_IMMUTABLE_FL from linux/fs.h.
+const fsImmutableFl = 0x00000010

@@ -1,0 +1,502 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/agentloom/loom/internal/pinnedfs"
+)
+
+// Bounds on one sweep of a writable root for git control files.
+const (
+	// MaxGitSweepDirs bounds how many directories one full sweep of a
+	// writable root visits; a root with more cannot be vouched for, so its
+	// workspace is fenced (see DenialWorkspaceFenced) rather than
+	// half-checked.
+	MaxGitSweepDirs = 1 << 18
+	// MaxGitModuleDepth bounds how deep a sweep descends into a git
+	// directory's modules/ and worktrees/ (module names with slashes,
+	// nested submodules).
+	MaxGitModuleDepth = 16
+)
+
+// Neutralisation is one piece of repository-controlled execution the
+// broker disarmed in a writable root after a command: an exec-capable key
+// removed from a git config the command created or changed, or a hook,
+// pointer or config it moved aside whole.
+type Neutralisation struct {
+	// Path is the file (absolute).
+	Path string `json:"path"`
+	// Removed names the config entries taken out (dotted, as `git config
+	// --list` prints them); empty when the file was moved aside whole.
+	Removed []string `json:"removed,omitempty"`
+	// MovedTo is where the file was moved aside, when it was.
+	MovedTo string `json:"moved_to,omitempty"`
+	// Err says why it could not be done; the workspace is then fenced.
+	Err string `json:"err,omitempty"`
+}
+
+// gitFingerprint identifies one version of a file or directory entry: a
+// rewrite, a rename over it, a chmod or a new hard link changes it (its
+// change time moves, or its inode does).
+type gitFingerprint struct {
+	dev, ino    uint64
+	ctime, size int64
+	mode        fs.FileMode
+}
+
+// gitSweep checks git control files beneath one writable root. Every
+// access is relative to the pinned root (os.Root: no link or ".." leads
+// out of it), non-blocking and, for reads, regular files only.
+type gitSweep struct {
+	root *os.Root
+	abs  string
+	// known holds the fingerprint of every control file seen, by path
+	// relative to the root; a file whose fingerprint is unchanged was not
+	// written since and is left alone.
+	known map[string]gitFingerprint
+	// gitdirs are the git directories found so far (relative).
+	gitdirs map[string]bool
+	// skip holds paths the sweep never acts on: protected paths (held
+	// read-only in the jail, so any change is the host's) and absent
+	// protected ones (moved aside whole by quarantineCreated).
+	skip map[string]bool
+	// onDir, when set, is told of every directory the sweep opens (the
+	// watcher adds its watch there).
+	onDir func(rel string, f *os.File)
+
+	// per pass
+	act     bool // neutralise; false only records fingerprints
+	visited map[string]bool
+	dirs    int
+	done    []Neutralisation
+	failed  []string
+}
+
+func newGitSweep(root *os.Root, abs string) *gitSweep {
+	return &gitSweep{root: root, abs: abs, known: map[string]gitFingerprint{},
+		gitdirs: map[string]bool{}, skip: map[string]bool{}}
+}
+
+// begin starts a pass: act says whether changes are neutralised or only
+// recorded.
+func (s *gitSweep) begin(act bool) {
+	s.act, s.visited, s.dirs, s.done, s.failed = act, map[string]bool{}, 0, nil, nil
+}
+
+// full walks the whole root.
+func (s *gitSweep) full() {
+	s.walk(".", 0)
+}
+
+// dirty checks what a change in directory rel can have made: rel or its
+// parent become a git directory, or a .git entry in rel.
+func (s *gitSweep) dirty(rel string) {
+	for _, d := range []string{rel, path.Dir(rel)} {
+		if d != "." && s.isGitDir(d) {
+			s.gitDir(d, 0)
+		}
+	}
+	s.dotGit(rel)
+}
+
+// knownDirs re-checks every git directory found so far (cheap: a few
+// lstats each), which catches writes through a hard link elsewhere.
+func (s *gitSweep) knownDirs() {
+	for d := range s.gitdirs {
+		if _, err := s.root.Lstat(d); err != nil {
+			delete(s.gitdirs, d)
+			continue
+		}
+		s.gitDir(d, 0)
+	}
+}
+
+// walk visits rel and, unless it is a git directory, every directory
+// beneath it.
+func (s *gitSweep) walk(rel string, depth int) {
+	if s.dirs >= MaxGitSweepDirs {
+		if s.dirs == MaxGitSweepDirs {
+			s.fail(rel, fmt.Errorf("more than %d directories beneath %s: too many to sweep", MaxGitSweepDirs, s.abs))
+			s.dirs++
+		}
+		return
+	}
+	s.dirs++
+	if inGitStore(rel) {
+		return
+	}
+	entries, ok := s.readDir(rel)
+	if !ok {
+		return
+	}
+	if s.isGitDirEntries(rel, entries) {
+		s.gitDir(rel, 0)
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		child := path.Join(rel, name)
+		switch {
+		case name == ".git" && e.Type().IsRegular():
+			s.pointer(child, path.Dir(child))
+		case e.IsDir():
+			s.walk(child, depth+1)
+		}
+	}
+}
+
+// inGitStore reports whether rel lies in a .git directory's object,
+// ref or log store, which holds nothing git runs and which the sweep
+// neither walks nor watches.
+func inGitStore(rel string) bool {
+	parts := strings.Split(rel, "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == ".git" {
+			switch parts[i+1] {
+			case "objects", "refs", "logs", "lfs":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readDir lists a directory opened beneath the root as a directory (a
+// FIFO there is refused without blocking) and tells onDir about it.
+func (s *gitSweep) readDir(rel string) ([]fs.DirEntry, bool) {
+	f, err := s.root.OpenFile(dirName(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if s.onDir != nil {
+		s.onDir(rel, f)
+	}
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, false
+	}
+	return entries, true
+}
+
+// dirName makes an open of rel refuse anything but a directory during
+// lookup: "x/." resolves only when x is one.
+func dirName(rel string) string {
+	if rel == "." {
+		return "."
+	}
+	return rel + "/."
+}
+
+// isGitDir reports whether rel is a directory git would take as a git
+// directory: one named .git, or one holding a HEAD file and objects/ or
+// a commondir (a bare repository, a submodule's, a linked worktree's).
+func (s *gitSweep) isGitDir(rel string) bool {
+	if path.Base(rel) == ".git" {
+		fi, err := s.root.Lstat(rel)
+		return err == nil && fi.IsDir()
+	}
+	fi, err := s.root.Lstat(path.Join(rel, "HEAD"))
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if fi, err := s.root.Lstat(path.Join(rel, "objects")); err == nil && fi.IsDir() {
+		return true
+	}
+	_, err = s.root.Lstat(path.Join(rel, "commondir"))
+	return err == nil
+}
+
+func (s *gitSweep) isGitDirEntries(rel string, entries []fs.DirEntry) bool {
+	if path.Base(rel) == ".git" {
+		return true
+	}
+	var head, objects, commondir bool
+	for _, e := range entries {
+		switch e.Name() {
+		case "HEAD":
+			head = e.Type().IsRegular()
+		case "objects":
+			objects = e.IsDir()
+		case "commondir":
+			commondir = true
+		}
+	}
+	return head && (objects || commondir)
+}
+
+// dotGit checks rel/.git: a git directory, or a "gitdir:" pointer file.
+func (s *gitSweep) dotGit(rel string) {
+	p := path.Join(rel, ".git")
+	fi, err := s.root.Lstat(p)
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		s.gitDir(p, 0)
+	default:
+		s.pointer(p, rel)
+	}
+}
+
+// gitDir checks one git directory's control files and descends into its
+// modules and worktrees.
+func (s *gitSweep) gitDir(rel string, depth int) {
+	if s.visited[rel] || depth > MaxGitModuleDepth {
+		return
+	}
+	s.visited[rel] = true
+	s.gitdirs[rel] = true
+	if s.onDir != nil {
+		s.readDir(rel) // the watcher needs the directory itself
+	}
+	for _, name := range []string{"config", "config.worktree"} {
+		s.config(path.Join(rel, name))
+	}
+	s.hooks(path.Join(rel, "hooks"))
+	s.pointer(path.Join(rel, "commondir"), rel)
+	for _, sub := range []string{"modules", "worktrees"} {
+		s.container(path.Join(rel, sub), depth+1)
+	}
+}
+
+// container walks modules/ or worktrees/: a directory that is a git
+// directory is checked as one, any other is part of a name with slashes.
+func (s *gitSweep) container(rel string, depth int) {
+	if depth > MaxGitModuleDepth {
+		return
+	}
+	entries, ok := s.readDir(rel)
+	if !ok {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		child := path.Join(rel, e.Name())
+		if fi, err := s.root.Lstat(path.Join(child, "HEAD")); err == nil && fi.Mode().IsRegular() {
+			s.gitDir(child, depth)
+		} else {
+			s.container(child, depth+1)
+		}
+	}
+}
+
+// changed reports whether rel must be acted on: it exists, is not one
+// the sweep skips, and differs from the version last seen. Outside an
+// acting pass it only records the version.
+func (s *gitSweep) changed(rel string) (fs.FileInfo, bool) {
+	fi, err := s.root.Lstat(rel)
+	if err != nil {
+		delete(s.known, rel)
+		return nil, false
+	}
+	if s.skip[rel] {
+		return fi, false
+	}
+	fp := fingerprintOf(fi)
+	if old, ok := s.known[rel]; ok && old == fp {
+		return fi, false
+	}
+	s.known[rel] = fp
+	return fi, s.act
+}
+
+// config neutralises a git config file the command created or changed:
+// exec-capable entries are removed (staged beside it and renamed over
+// it); one that is not a regular file, is too large, or does not parse
+// is moved aside whole.
+func (s *gitSweep) config(rel string) {
+	fi, ok := s.changed(rel)
+	if !ok {
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		s.aside(rel, "not a regular file")
+		return
+	}
+	dir, base := path.Split(rel)
+	d, err := s.root.OpenRoot(dirName(path.Clean(dir)))
+	if err != nil {
+		s.fail(rel, err)
+		return
+	}
+	defer d.Close()
+	data, err := pinnedfs.ReadRegular(d, base, MaxGitConfigBytes)
+	if err != nil {
+		var tl *pinnedfs.TooLargeError
+		if errors.As(err, &tl) || errors.Is(err, pinnedfs.ErrNotRegular) {
+			s.aside(rel, err.Error())
+			return
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.fail(rel, err)
+		}
+		return
+	}
+	out, removed, err := neutraliseGitConfig(data)
+	if err != nil {
+		s.aside(rel, err.Error())
+		return
+	}
+	if len(removed) == 0 {
+		return
+	}
+	if err := writeBeside(d, base, out); err != nil {
+		s.fail(rel, fmt.Errorf("rewrite without %s: %w", strings.Join(removed, ", "), err))
+		return
+	}
+	if fi, err := s.root.Lstat(rel); err == nil {
+		s.known[rel] = fingerprintOf(fi)
+	}
+	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), Removed: removed})
+}
+
+// hooks moves aside every hook the command created or changed: anything
+// in a hooks directory but git's inert *.sample files, or the hooks
+// directory itself when it is a link.
+func (s *gitSweep) hooks(rel string) {
+	fi, ok := s.changed(rel)
+	if s.skip[rel] || fi == nil {
+		return
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if ok {
+			s.aside(rel, "hooks directory is a link")
+		}
+		return
+	}
+	if !fi.IsDir() {
+		return
+	}
+	entries, okd := s.readDir(rel)
+	if !okd {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".sample") || strings.Contains(name, QuarantineSuffix) {
+			continue
+		}
+		if _, ok := s.changed(path.Join(rel, name)); ok {
+			s.aside(path.Join(rel, name), "hook")
+		}
+	}
+}
+
+// pointer follows a commondir or .git "gitdir:" file to the git
+// directory it names, when that lies beneath the root (one outside it is
+// the host's own, which no command could write). One that is not a
+// regular file (git would block on a FIFO) is moved aside.
+func (s *gitSweep) pointer(rel, base string) {
+	fi, ok := s.changed(rel)
+	if fi == nil {
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		if ok {
+			s.aside(rel, "git pointer is not a regular file")
+		}
+		return
+	}
+	dir, name := path.Split(rel)
+	d, err := s.root.OpenRoot(dirName(path.Clean(dir)))
+	if err != nil {
+		return
+	}
+	data, err := pinnedfs.ReadRegular(d, name, maxPointerFileBytes)
+	d.Close()
+	if err != nil {
+		return
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	line = strings.TrimSpace(line)
+	if name == ".git" {
+		var found bool
+		if line, found = strings.CutPrefix(line, "gitdir:"); !found {
+			return
+		}
+		line = strings.TrimSpace(line)
+	}
+	if line == "" {
+		return
+	}
+	var target string
+	if filepath.IsAbs(line) {
+		r, err := filepath.Rel(s.abs, filepath.Clean(line))
+		if err != nil {
+			return
+		}
+		target = filepath.ToSlash(r)
+	} else {
+		target = path.Join(base, filepath.ToSlash(line))
+	}
+	if target == ".." || strings.HasPrefix(target, "../") || target == "." {
+		return // outside the root (or the root itself): not the command's
+	}
+	s.gitDir(target, 0)
+}
+
+// aside moves rel out of git's way, renaming it beside itself.
+func (s *gitSweep) aside(rel, why string) {
+	dir, name := path.Split(rel)
+	to, err := renameAside(s.root, path.Clean(dir), name)
+	if errors.Is(err, fs.ErrNotExist) {
+		delete(s.known, rel) // gone already: the command removed it
+		return
+	}
+	if err != nil {
+		s.fail(rel, fmt.Errorf("%s: move aside: %w", why, err))
+		return
+	}
+	delete(s.known, rel)
+	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), MovedTo: s.absPath(path.Join(path.Clean(dir), to))})
+}
+
+func (s *gitSweep) fail(rel string, err error) {
+	delete(s.known, rel) // so the next pass tries again
+	msg := fmt.Sprintf("%s: %v", s.absPath(rel), err)
+	s.failed = append(s.failed, msg)
+	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), Err: err.Error()})
+}
+
+func (s *gitSweep) absPath(rel string) string {
+	return filepath.Join(s.abs, filepath.FromSlash(rel))
+}
+
+// writeBeside replaces name in d with data (staged in d and renamed
+// over it), making d writable for the owner meanwhile when a command
+// took that away (chmod 555 .git), and restoring its mode after.
+func writeBeside(d *os.Root, name string, data []byte) error {
+	err := pinnedfs.WriteWhole(d, name, data, 0o644)
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	restore, cerr := ownerWritable(d)
+	if cerr != nil {
+		return fmt.Errorf("%w (and making the directory writable: %v)", err, cerr)
+	}
+	defer restore()
+	return pinnedfs.WriteWhole(d, name, data, 0o644)
+}
+
+// ownerWritable adds u+w to the directory d and returns how to put its
+// mode back.
+func ownerWritable(d *os.Root) (func(), error) {
+	fi, err := d.Stat(".")
+	if err != nil {
+		return nil, err
+	}
+	mode := fi.Mode().Perm()
+	if err := d.Chmod(".", mode|0o700); err != nil {
+		return nil, err
+	}
+	return func() { d.Chmod(".", mode) }, nil
+}

@@ -1,0 +1,235 @@
+package broker
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// gitWatchMask is what the watcher asks inotify for on every directory
+// of a writable root: entries created, removed, renamed, written and
+// closed, or changed in mode or link count.
+const gitWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+
+// MaxGitDirtyDirs bounds how many changed directories the watcher keeps
+// for one writable root between sweeps; past it the root is swept whole,
+// as after an inotify queue overflow.
+const MaxGitDirtyDirs = 1 << 16
+
+// inotifyHub is the process's one inotify instance (instances are few
+// per user: 128 by default), shared by every broker's writable roots.
+// inotify marks inodes, so it sees what a jailed command does through
+// its own mount namespace and any path.
+type inotifyHub struct {
+	once sync.Once
+	f    *os.File
+	fd   int
+	err  error
+
+	mu    sync.Mutex
+	subs  map[int32][]watchSub
+	roots map[*gitWatch]bool
+}
+
+type watchSub struct {
+	w   *gitWatch
+	rel string
+}
+
+var hub inotifyHub
+
+func (h *inotifyHub) start() error {
+	h.once.Do(func() {
+		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			h.err = fmt.Errorf("inotify_init1: %s", errnoName(err))
+			return
+		}
+		h.fd, h.f = fd, os.NewFile(uintptr(fd), "inotify")
+		h.subs, h.roots = map[int32][]watchSub{}, map[*gitWatch]bool{}
+		go h.read()
+	})
+	return h.err
+}
+
+// read delivers events to the writable roots watching each directory.
+func (h *inotifyHub) read() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := h.f.Read(buf)
+		if err != nil {
+			h.mu.Lock()
+			for w := range h.roots {
+				w.broken(fmt.Errorf("inotify read: %v", err))
+			}
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Lock()
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+			mask := binary.NativeEndian.Uint32(buf[off+4:])
+			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
+			name := buf[off+unix.SizeofInotifyEvent : min(n, off+unix.SizeofInotifyEvent+nameLen)]
+			for i, c := range name {
+				if c == 0 {
+					name = name[:i]
+					break
+				}
+			}
+			off += unix.SizeofInotifyEvent + nameLen
+			if mask&unix.IN_Q_OVERFLOW != 0 {
+				for w := range h.roots {
+					w.overflowed()
+				}
+				continue
+			}
+			for _, s := range h.subs[wd] {
+				s.w.note(s.rel, string(name), mask)
+			}
+			if mask&unix.IN_IGNORED != 0 {
+				for _, s := range h.subs[wd] {
+					s.w.forget(s.rel, wd)
+				}
+				delete(h.subs, wd)
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+// gitWatch collects, for one writable root, the directories in which
+// something changed since the last sweep took them.
+type gitWatch struct {
+	kick chan struct{} // signalled (without blocking) after new changes
+
+	mu       sync.Mutex
+	watched  map[string]int32
+	dirty    map[string]bool
+	fresh    map[string]bool // new directories, to be walked whole
+	overflow bool
+	err      error // why watching stopped; a full sweep stands in
+}
+
+// newGitWatch returns a watcher, or an error saying why inotify is not
+// available (the guard then sweeps whole at every settle).
+func newGitWatch() (*gitWatch, error) {
+	if err := hub.start(); err != nil {
+		return nil, err
+	}
+	w := &gitWatch{kick: make(chan struct{}, 1), watched: map[string]int32{},
+		dirty: map[string]bool{}, fresh: map[string]bool{}}
+	hub.mu.Lock()
+	hub.roots[w] = true
+	hub.mu.Unlock()
+	return w, nil
+}
+
+// add watches the directory rel, open as f (so the watch lands on the
+// inode the sweep just pinned, whatever a command does to the path).
+func (w *gitWatch) add(rel string, f *os.File) {
+	w.mu.Lock()
+	_, done := w.watched[rel]
+	w.mu.Unlock()
+	if done {
+		return
+	}
+	wd, err := unix.InotifyAddWatch(hub.fd, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), gitWatchMask)
+	if err != nil {
+		w.broken(fmt.Errorf("inotify_add_watch %s: %s", rel, errnoName(err)))
+		return
+	}
+	hub.mu.Lock()
+	subs := hub.subs[int32(wd)]
+	replaced := false
+	for i := range subs {
+		if subs[i].w == w { // the same directory under a new name: it moved
+			w.mu.Lock()
+			delete(w.watched, subs[i].rel)
+			w.mu.Unlock()
+			subs[i].rel, replaced = rel, true
+		}
+	}
+	if !replaced {
+		subs = append(subs, watchSub{w: w, rel: rel})
+	}
+	hub.subs[int32(wd)] = subs
+	hub.mu.Unlock()
+	w.mu.Lock()
+	w.watched[rel] = int32(wd)
+	w.mu.Unlock()
+}
+
+func (w *gitWatch) note(rel, name string, mask uint32) {
+	w.mu.Lock()
+	if len(w.dirty)+len(w.fresh) >= MaxGitDirtyDirs {
+		w.overflow = true
+	} else {
+		w.dirty[rel] = true
+		if name != "" && mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+			w.fresh[path.Join(rel, name)] = true
+		}
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *gitWatch) forget(rel string, wd int32) {
+	w.mu.Lock()
+	if w.watched[rel] == wd {
+		delete(w.watched, rel)
+	}
+	w.mu.Unlock()
+}
+
+func (w *gitWatch) overflowed() {
+	w.mu.Lock()
+	w.overflow = true
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *gitWatch) broken(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *gitWatch) signal() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take hands over the changes collected so far: directories to check,
+// new ones to walk, and whether a whole sweep is needed instead (the
+// queue overflowed or watching failed).
+func (w *gitWatch) take() (dirty, fresh []string, whole bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for d := range w.dirty {
+		dirty = append(dirty, d)
+	}
+	for d := range w.fresh {
+		fresh = append(fresh, d)
+	}
+	whole = w.overflow || w.err != nil
+	w.dirty, w.fresh, w.overflow = map[string]bool{}, map[string]bool{}, false
+	return dirty, fresh, whole
+}
+
+// stopped reports why watching stopped, or nil.
+func (w *gitWatch) stopped() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
