@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"time"
@@ -127,11 +128,25 @@ func (c *Call) Observe(t OutputTail) {
 
 // Raise asks the host's escalation plane about a refusal. Without a plane
 // it answers Settle.
+//
+// Every raise, and every answer that resumes with grants, is handed to the
+// broker's audit hook (broker.Options.Audit) as an AuditEscalation.
 func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
 	if c.RaiseRefusal == nil {
 		return Escalation{}
 	}
-	return c.RaiseRefusal(ctx, r)
+	reason := ""
+	if r.Denial != nil {
+		reason = fmt.Sprintf("%s, wanting %v", r.Denial.Code, r.Denial.Wanted)
+	}
+	c.Broker.Audit(broker.AuditEvent{Kind: broker.AuditEscalation, Workspace: c.Workspace,
+		Detail: r.Tool + " raised " + reason})
+	esc := c.RaiseRefusal(ctx, r)
+	if esc.Resume {
+		c.Broker.Audit(broker.AuditEvent{Kind: broker.AuditEscalation, Workspace: c.Workspace,
+			Detail: fmt.Sprintf("%s resumed with grants %v", r.Tool, esc.Grants)})
+	}
+	return esc
 }
 
 // Shell is a strand's current shell directory, safe for concurrent use.
