@@ -159,7 +159,9 @@ func newSession(cfg config) (c *tool.Call, cleanup func(), err error) {
 		removeScratch()
 	}
 	base := broker.Policy{
-		ReadableRoots: append([]string{ws}, broker.SystemReadableRoots()...),
+		// The system directories programs need are the jail's alone: the
+		// file tools never read them (fs_read /etc/shadow is refused).
+		SystemRoots:   broker.SystemReadableRoots(),
 		WritableRoots: []string{ws, scratch},
 		Protected:     broker.DefaultProtected(ws),
 		Network:       broker.NetworkOff,

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -617,5 +618,29 @@ func BenchmarkStdioBashTrue(b *testing.B) {
 		if r, err := cs.CallTool(context.Background(), params); err != nil || r.IsError {
 			b.Fatal(err, r)
 		}
+	}
+}
+
+// TestSessionKeepsSystemSecretsFromFileTools: the server's file tools read
+// the workspace, never the system roots the jail needs (/etc/shadow
+// among them); a command can still run programs from those roots.
+func TestSessionKeepsSystemSecretsFromFileTools(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ws, _ := dirs(t)
+	c, cleanup, err := newSession(config{workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	if !slices.Contains(c.Base.SystemRoots, "/etc") || slices.Contains(c.Base.ReadableRoots, "/etc") {
+		t.Fatalf("base policy: system roots %v, readable roots %v; want /etc a system root only", c.Base.SystemRoots, c.Base.ReadableRoots)
+	}
+	reg, err := tool.NewRegistry(tool.FileTools()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := reg.Dispatch(context.Background(), c.At("op", "s", 0), "fs_read", json.RawMessage(`{"path":"/etc/passwd"}`))
+	if !out.IsError || strings.Contains(out.Text, "root:x:0") {
+		t.Errorf("fs_read /etc/passwd through the server's session = %q, want a refusal", out.Text)
 	}
 }
