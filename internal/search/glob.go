@@ -56,18 +56,28 @@ func quoteShort(s string) string {
 // *GlobError when it is not. It refuses exactly what ripgrep's glob
 // parser refuses (an unclosed [class or {alternation, nested
 // alternations, a range whose ends are reversed, a trailing lone
-// backslash), a } that closes no alternation, a lone "!", and globs longer than MaxGlobBytes. The empty glob means no
+// backslash), a } that closes no alternation, a leading # (a comment to
+// ripgrep), a blank glob, a lone "!", and globs longer than MaxGlobBytes. The empty glob means no
 // glob and is accepted.
 func ValidateGlob(glob string) error {
 	if len(glob) > MaxGlobBytes {
 		return &GlobError{Glob: glob, Reason: fmt.Sprintf("it is %d bytes, more than %d", len(glob), MaxGlobBytes)}
 	}
+	if glob == "" {
+		return nil
+	}
 	body := glob
+	if strings.HasPrefix(body, "#") {
+		return &GlobError{Glob: glob, Reason: `ripgrep reads a glob starting with # as a comment and ignores it (write \# for a literal #)`}
+	}
 	if len(body) > 0 && body[0] == '!' {
 		body = body[1:]
 		if body == "" {
 			return &GlobError{Glob: glob, Reason: "a leading ! must be followed by the glob to exclude"}
 		}
+	}
+	if strings.TrimRight(body, " ") == "" {
+		return &GlobError{Glob: glob, Reason: "it is blank once its trailing spaces are dropped, as ripgrep drops them"}
 	}
 	// ripgrep takes one trailing "/" to mean "directories only" and
 	// parses the glob without it.

@@ -229,6 +229,10 @@ func newGlobFilter(root, glob string) *globFilter {
 	if strings.HasPrefix(glob, "!") {
 		g.negate = true
 		glob = glob[1:]
+		if strings.HasPrefix(glob, "!") || strings.HasPrefix(glob, "#") {
+			// After the one "!", ripgrep takes these literally.
+			glob = `\` + glob
+		}
 	}
 	r, ok := compileRule(glob)
 	if !ok {
