@@ -115,6 +115,10 @@ type Broker struct {
 	warming bool           // a helper is being started for the warm slot
 	closed  bool           // Close was called: prestart nothing more
 	warmErr error          // why the last prestart failed, or nil
+	// warmDeferred: a prestart of warmDeferredFlavour found the host-wide
+	// bounds full; it is retried when a slot is released.
+	warmDeferred        bool
+	warmDeferredFlavour flavour
 	// onSpawn, when set (by tests), is told the pid of every helper
 	// process the broker starts.
 	onSpawn func(pid int)

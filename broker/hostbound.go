@@ -55,6 +55,10 @@ type hostBound struct {
 	// onWait, when set, is called (without mu) each time a request
 	// starts waiting: the broker discards its warm helper to make room.
 	onWait func()
+	// onRelease, when set, is called (without mu) after each release: the
+	// broker starts a warm helper it had to forgo while the bound was
+	// full.
+	onRelease func()
 }
 
 // hostWaiter is one request for a slot and scratch bytes.
@@ -215,6 +219,9 @@ func (l *hostLease) release() {
 		h.scratch -= l.scratch
 		h.grantLocked()
 		h.mu.Unlock()
+		if h.onRelease != nil {
+			h.onRelease()
+		}
 	})
 }
 
@@ -237,6 +244,7 @@ func (b *Broker) hostBounds() *hostBound {
 		budget = max(budget, jailScratchBytes)
 		b.host = newHostBound(live, budget)
 		b.host.onWait = b.makeRoom
+		b.host.onRelease = b.prewarmDeferred
 	})
 	return b.host
 }

@@ -21,3 +21,9 @@ func (b *Broker) sweepCgroups() {}
 func (b *Broker) makeRoom() {}
 
 type cgroupParent struct{}
+
+// prewarmDeferred has no warm helper to start outside Linux.
+func (b *Broker) prewarmDeferred() {}
+
+// flavour exists only where helpers do: on Linux.
+type flavour struct{}

@@ -198,9 +198,12 @@ func (b *Broker) prewarm(f flavour) {
 	// a slot a command waits for.
 	lease := b.hostBounds().tryAcquire(0)
 	if lease == nil {
+		// Started once a slot frees (see prewarmDeferred).
+		b.warmDeferred, b.warmDeferredFlavour = true, f
 		b.warmMu.Unlock()
 		return
 	}
+	b.warmDeferred = false
 	b.warming = true
 	b.warmMu.Unlock()
 	go func() {
@@ -271,5 +274,17 @@ func (b *Broker) makeRoom() {
 	if h != nil {
 		h.retire.Stop()
 		b.discard(h)
+	}
+}
+
+// prewarmDeferred starts the warm helper a prewarm had to forgo because
+// the host-wide bounds were full, now that a slot was released.
+func (b *Broker) prewarmDeferred() {
+	b.warmMu.Lock()
+	f, deferred := b.warmDeferredFlavour, b.warmDeferred
+	b.warmDeferred = false
+	b.warmMu.Unlock()
+	if deferred {
+		b.prewarm(f)
 	}
 }
