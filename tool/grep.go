@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -201,6 +202,11 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	if err != nil {
 		return pathFailure(err)
 	}
+	if fi, err := os.Lstat(root); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		// A FIFO, device or socket: neither engine searches one (ripgrep
+		// would wait on a FIFO in its jail until GrepTimeout).
+		return Fail(CodeSearchFailed, notSearchable(a.Path))
+	}
 	ws, _ := resolveReal(c.Workspace)
 	if ws != "" && within(ws, root) {
 		opts.IgnoreRoot = ws
@@ -236,11 +242,17 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	case errors.Is(err, context.Canceled):
 		return grepFail("cancelled", "the search was cancelled before it finished", det)
 	case errors.Is(err, fs.ErrInvalid):
-		return grepFail(CodeSearchFailed, fmt.Sprintf("%s is neither a directory nor a regular file; grep searches only those", a.Path), det)
+		return grepFail(CodeSearchFailed, notSearchable(a.Path), det)
 	case err != nil:
 		return grepFail(CodeSearchFailed, fmt.Sprintf("searching %s: %v (a link may have been swapped into the path since it was checked; grep follows none)", a.Path, err), det)
 	}
 	return grepOutcome(c, a, res, det, notes)
+}
+
+// notSearchable is the refusal of a root that is neither a directory nor
+// a regular file.
+func notSearchable(path string) string {
+	return fmt.Sprintf("%s is neither a directory nor a regular file; grep searches only those", path)
 }
 
 // runRipgrepEngine runs the ripgrep engine and renders its outcome; every

@@ -75,3 +75,16 @@ func TestGrepGoEngineNeverFollowsASwappedLink(t *testing.T) {
 		t.Fatal("no call found the harmless files: the race searched nothing")
 	}
 }
+
+func TestGrepRefusesAFIFORootForEitherEngine(t *testing.T) {
+	t.Parallel()
+	for engine, c := range engineCalls(t, grepTree) {
+		if err := unix.Mkfifo(filepath.Join(c.Workspace, "pipe"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := runGrepArgs(t, c, map[string]any{"pattern": "x", "path": "pipe"})
+		if !o.IsError || grepCode(o) != CodeSearchFailed || !strings.Contains(o.Text, "neither a directory nor a regular file") {
+			t.Errorf("%s: grep path=pipe: IsError=%v code=%q text=%q", engine, o.IsError, grepCode(o), o.Text)
+		}
+	}
+}
