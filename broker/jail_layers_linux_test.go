@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"pgregory.net/rapid"
 )
 
 func TestSecretTargets(t *testing.T) {
@@ -233,4 +234,27 @@ func TestSystemRootsReachTheJail(t *testing.T) {
 	if strings.Contains(r.stdout, "system-root-content") {
 		t.Fatalf("readable without its system root")
 	}
+}
+
+// TestCoversClean holds the allocation-free cover test to Covers on clean
+// absolute paths.
+func TestCoversClean(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		seg := rapid.SampledFrom([]string{"a", "b", "ab", ".git", "x y"})
+		gen := rapid.Custom(func(t *rapid.T) string {
+			n := rapid.IntRange(0, 4).Draw(t, "n")
+			p := ""
+			for i := 0; i < n; i++ {
+				p += "/" + seg.Draw(t, "seg")
+			}
+			if p == "" {
+				p = "/"
+			}
+			return p
+		})
+		root, p := gen.Draw(t, "root"), gen.Draw(t, "path")
+		if coversClean(root, p) != Covers(root, p) {
+			t.Fatalf("coversClean(%q, %q) = %v, Covers says %v", root, p, coversClean(root, p), Covers(root, p))
+		}
+	})
 }

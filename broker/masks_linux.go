@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,8 @@ func hostHomes(home string) []string {
 			out = append(out, filepath.Clean(fields[5]))
 		}
 	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // masker hides paths in the jail's mount table under empty, read-only
@@ -159,7 +161,11 @@ func maskAll(paths []string) (int, error) {
 	var m masker
 	defer m.close()
 	n := 0
+	var st unix.Stat_t
 	for _, p := range paths {
+		if unix.Lstat(p, &st) != nil {
+			continue // nothing there: the cheap answer for most candidates
+		}
 		ok, err := m.mask(p)
 		if err != nil {
 			return n, err

@@ -59,10 +59,16 @@ func MaskedHomeSecrets() []string { return slices.Clone(homeSecrets) }
 // host's filesystem (filepath.Glob); the result is sorted and free of
 // duplicates, and may name paths that do not exist.
 func secretTargets(roots, homes []string, glob func(string) []string) []string {
+	clean := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if filepath.IsAbs(r) {
+			clean = append(clean, filepath.Clean(r))
+		}
+	}
 	var cands []string
 	for _, s := range systemSecrets {
 		if hasMeta(s) {
-			if coveredByAny(roots, filepath.Dir(s)) {
+			if coveredByClean(clean, filepath.Dir(s)) {
 				cands = append(cands, glob(s)...)
 			}
 			continue
@@ -73,6 +79,18 @@ func secretTargets(roots, homes []string, glob func(string) []string) []string {
 		if !filepath.IsAbs(h) {
 			continue
 		}
+		h = filepath.Clean(h)
+		// A home no root reaches into holds nothing to hide.
+		reached := false
+		for _, r := range clean {
+			if coversClean(r, h) || coversClean(h, r) {
+				reached = true
+				break
+			}
+		}
+		if !reached {
+			continue
+		}
 		for _, s := range homeSecrets {
 			cands = append(cands, filepath.Join(h, s))
 		}
@@ -80,12 +98,12 @@ func secretTargets(roots, homes []string, glob func(string) []string) []string {
 	var out []string
 	for _, c := range cands {
 		c = filepath.Clean(c)
-		if !coveredByAny(roots, c) {
+		if !coveredByClean(clean, c) {
 			continue
 		}
 		listed := false
-		for _, r := range roots {
-			if Covers(c, r) {
+		for _, r := range clean {
+			if coversClean(c, r) {
 				listed = true
 			}
 		}
@@ -95,6 +113,24 @@ func secretTargets(roots, homes []string, glob func(string) []string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// coversClean is Covers for two clean absolute paths, without cleaning
+// (and so without allocating).
+func coversClean(root, p string) bool {
+	if root == p || root == "/" {
+		return true
+	}
+	return len(p) > len(root) && p[len(root)] == '/' && p[:len(root)] == root
+}
+
+func coveredByClean(roots []string, p string) bool {
+	for _, r := range roots {
+		if coversClean(r, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func coveredByAny(roots []string, p string) bool {
