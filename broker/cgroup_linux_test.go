@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/internal/jailtest"
 )
 
 // cgroup2Mount returns where this process's cgroup v2 hierarchy is
@@ -54,6 +57,10 @@ func ownCgroup2() (string, error) {
 // removes it at the end. It fails the test, saying exactly why, when the
 // machine offers none.
 func testCgroupParent(t *testing.T) string {
+	return testCgroupParentB(t)
+}
+
+func testCgroupParentB(t testing.TB) string {
 	t.Helper()
 	mnt, err := cgroup2Mount()
 	if err != nil {
@@ -198,4 +205,48 @@ func TestNoCgroupLayerWithoutParent(t *testing.T) {
 	if _, ok := r.enf.Layer(LayerCgroup); ok {
 		t.Fatalf("a cgroup layer without CgroupParent: %+v", r.enf)
 	}
+}
+
+// BenchmarkCgroupTrue measures what the cgroup layer adds to a cold
+// jailed `true` (a child cgroup made, the helper cloned into it, limits
+// written, the cgroup killed, drained and removed): the two brokers run
+// interleaved, one command each per iteration, and each reports its
+// median; cgroup-delta-ms is the difference of the medians.
+func BenchmarkCgroupTrue(b *testing.B) {
+	parent := testCgroupParentB(b)
+	helper := jailtest.HostHelper(b)
+	plain := New(Options{HelperPath: helper, WarmHelperIdle: -1})
+	withCg := New(Options{HelperPath: helper, WarmHelperIdle: -1, CgroupParent: parent})
+	defer plain.Close()
+	defer withCg.Close()
+	p := testPolicy(b.TempDir())
+	runTrue := func(br *Broker) time.Duration {
+		start := time.Now()
+		ex, d := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		if d != nil {
+			b.Fatal(d)
+		}
+		for range ex.Output() {
+		}
+		if s := ex.Wait(); s.ExitCode != 0 {
+			b.Fatalf("settled %+v", s)
+		}
+		return time.Since(start)
+	}
+	runTrue(plain) // probes, untimed
+	runTrue(withCg)
+	var a, c []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a = append(a, runTrue(plain))
+		c = append(c, runTrue(withCg))
+	}
+	med := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(med(a), "plain-median-ms")
+	b.ReportMetric(med(c), "cgroup-median-ms")
+	b.ReportMetric(med(c)-med(a), "cgroup-delta-ms")
 }
