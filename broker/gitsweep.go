@@ -70,6 +70,9 @@ type gitSweep struct {
 	// onDir, when set, is told of every directory the sweep opens (the
 	// watcher adds its watch there).
 	onDir func(rel string, f *os.File)
+	// onConfig, when set, is told of every git config file the sweep
+	// finds, changed or not (SafeGitEnvFor collects them).
+	onConfig func(rel string)
 
 	// per pass
 	act     bool // neutralise; false only records fingerprints
@@ -314,6 +317,9 @@ func (s *gitSweep) changed(rel string) (fs.FileInfo, bool) {
 // it); one that is not a regular file, is too large, or does not parse
 // is moved aside whole.
 func (s *gitSweep) config(rel string) {
+	if s.onConfig != nil {
+		s.onConfig(rel)
+	}
 	fi, ok := s.changed(rel)
 	if !ok {
 		return

@@ -1,0 +1,230 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agentloom/loom/internal/pinnedfs"
+)
+
+// safeGitConfig is what SafeGitEnv sets through GIT_CONFIG_COUNT: the
+// command-line scope git reads last, so each entry overrides whatever a
+// repository's config (or a file it includes) says. Single-valued keys
+// get an inert value; list-valued ones (credential.helper) an empty one,
+// which clears the list.
+var safeGitConfig = [][2]string{
+	{"core.fsmonitor", "false"},
+	{"core.hooksPath", "/dev/null"},
+	{"core.pager", "cat"},
+	{"core.editor", "true"},
+	{"sequence.editor", "true"},
+	{"core.sshCommand", "ssh"},
+	{"core.askPass", ""},
+	{"core.alternateRefsCommand", ""},
+	{"credential.helper", ""},
+	{"gpg.program", "gpg"},
+	{"gpg.openpgp.program", "gpg"},
+	{"gpg.x509.program", "gpgsm"},
+	{"gpg.ssh.program", "ssh-keygen"},
+	{"gpg.ssh.defaultKeyCommand", ""},
+	{"log.showSignature", "false"},
+	{"protocol.ext.allow", "never"},
+	// A local remote's uploadpack and receivepack run on this host, and
+	// git takes the first value it reads (the repository's), so no later
+	// value overrides them: local-path remotes are refused instead.
+	{"protocol.file.allow", "never"},
+	{"interactive.diffFilter", ""},
+}
+
+// safeGitVars are plain environment variables SafeGitEnv sets: each
+// takes precedence over the config key of the same job, or turns a
+// prompt off.
+var safeGitVars = []string{
+	"GIT_PAGER=cat",
+	"GIT_EDITOR=true",
+	"GIT_SEQUENCE_EDITOR=true",
+	"GIT_ASKPASS=",
+	"SSH_ASKPASS=",
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_PROXY_COMMAND=",
+}
+
+// SafeGitEnv returns environment entries ("NAME=value") under which the
+// host's own git, and every git it starts (submodules a status recurses
+// into included: git passes GIT_CONFIG_COUNT on to them), runs no
+// program a repository's configuration names: no fsmonitor hook, no
+// hooks, no pager or editor but inert ones, no external diff, no
+// credential helper or askpass prompt, no ssh command or git proxy but
+// the host's, no gpg but the default programs, no ext:: transport, and
+// no fetch or push through a local-path remote (whose upload-pack and
+// receive-pack a repository can name, first value winning). It
+// keeps the host's global and system config (its identity, its own
+// helpers) and adds to whatever environment the caller passes, e.g.
+// cmd.Env = append(os.Environ(), broker.SafeGitEnv()...); an existing
+// GIT_CONFIG_COUNT in that environment is replaced, so put its entries
+// in the config instead.
+//
+// What it cannot reach by itself is keyed by a name the repository
+// chooses: filter.<driver>.*, diff.<driver>.textconv and .command,
+// merge.<driver>.driver (picked by .gitattributes or info/attributes),
+// alias.<name>, and submodule.<name>.update. SafeGitEnvFor adds an
+// override for each such name it finds in a workspace's git configs.
+//
+// One key no environment can turn off: diff.external (git runs an empty
+// value as a program, failing the diff). Pass --no-ext-diff to git diff,
+// git log -p and git show as well.
+func SafeGitEnv() []string {
+	return safeGitEnv(safeGitConfig)
+}
+
+func safeGitEnv(cfg [][2]string) []string {
+	out := append([]string(nil), safeGitVars...)
+	out = append(out, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(cfg)))
+	for i, kv := range cfg {
+		out = append(out, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
+	}
+	return out
+}
+
+// MaxSafeGitNames bounds how many repository-chosen names SafeGitEnvFor
+// overrides; a workspace naming more is refused (an error), not half
+// covered.
+const MaxSafeGitNames = 1024
+
+// SafeGitEnvFor is SafeGitEnv plus, for every driver, remote, alias and
+// submodule name that a git config anywhere beneath workspace defines an
+// exec-capable key for (nested repositories, submodules' and linked
+// worktrees' git directories, and workspace files they include), an
+// override that disarms it: empty filter commands (required=false), empty
+// textconv and diff commands, false as the merge driver (the merge of
+// that file fails), an empty alias (git refuses to run it), and checkout
+// as the submodule update mode. It reads the workspace as the broker's
+// guard does: beneath a pinned directory, non-blocking, regular files
+// only. Call it right before running git; what a command writes later is
+// not covered.
+func SafeGitEnvFor(workspace string) ([]string, error) {
+	abs, err := filepath.Abs(workspace)
+	if err != nil {
+		return nil, err
+	}
+	root, err := openDirRoot(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	s := newGitSweep(root, abs)
+	var configs []string
+	s.onConfig = func(rel string) { configs = append(configs, rel) }
+	s.begin(false)
+	s.full()
+	if len(s.failed) > 0 {
+		return nil, fmt.Errorf("broker: sweep of %s: %s", abs, strings.Join(s.failed, "; "))
+	}
+	names := map[string]bool{}
+	seen := map[string]bool{}
+	for len(configs) > 0 {
+		rel := configs[0]
+		configs = configs[1:]
+		if seen[rel] || len(seen) > MaxProtectedGitDirs*4 {
+			continue
+		}
+		seen[rel] = true
+		data, err := readRootFile(root, rel)
+		if err != nil {
+			continue
+		}
+		items, err := scanGitConfig(data)
+		if err != nil {
+			continue // git refuses the file too: it runs nothing from it
+		}
+		for _, it := range items {
+			if (it.section == "include" || it.section == "includeif") && it.key == "path" {
+				if inc, ok := includeTarget(abs, rel, it.value); ok {
+					configs = append(configs, inc)
+				}
+				continue
+			}
+			for _, kv := range safeOverride(it) {
+				names[kv[0]+"\x00"+kv[1]] = true
+			}
+		}
+	}
+	if len(names) > MaxSafeGitNames {
+		return nil, fmt.Errorf("broker: %s names %d git drivers, remotes and aliases; the bound is %d", abs, len(names), MaxSafeGitNames)
+	}
+	var extra [][2]string
+	for k := range names {
+		key, value, _ := strings.Cut(k, "\x00")
+		extra = append(extra, [2]string{key, value})
+	}
+	sort.Slice(extra, func(i, j int) bool { return extra[i][0] < extra[j][0] })
+	return safeGitEnv(append(append([][2]string(nil), safeGitConfig...), extra...)), nil
+}
+
+// safeOverride returns the overrides that disarm a named exec-capable
+// entry, or none.
+func safeOverride(it gitConfigItem) [][2]string {
+	if it.section == "alias" {
+		return [][2]string{{"alias." + it.key, ""}}
+	}
+	if it.subsection == "" {
+		return nil
+	}
+	pre := it.section + "." + it.subsection + "."
+	switch it.section {
+	case "filter":
+		return [][2]string{{pre + "clean", ""}, {pre + "smudge", ""}, {pre + "process", ""}, {pre + "required", "false"}}
+	case "diff":
+		if it.key == "textconv" || it.key == "command" {
+			return [][2]string{{pre + "textconv", ""}, {pre + "command", ""}}
+		}
+	case "merge":
+		if it.key == "driver" {
+			return [][2]string{{pre + "driver", "false"}}
+		}
+	case "submodule":
+		if it.key == "update" && isGitExecEntry(it) {
+			return [][2]string{{pre + "update", "checkout"}}
+		}
+	}
+	return nil
+}
+
+// readRootFile reads a config beneath root, non-blocking, regular only.
+func readRootFile(root interface {
+	OpenRoot(string) (*os.Root, error)
+}, rel string) ([]byte, error) {
+	dir, base := path.Split(rel)
+	d, err := root.OpenRoot(dirName(path.Clean(dir)))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return pinnedfs.ReadRegular(d, base, MaxGitConfigBytes)
+}
+
+// includeTarget resolves an include.path value found in the config rel
+// to a path beneath the workspace, when it lies there.
+func includeTarget(abs, rel, v string) (string, bool) {
+	var p string
+	switch {
+	case v == "" || strings.HasPrefix(v, "~"):
+		return "", false // the host's home: not the command's
+	case filepath.IsAbs(v):
+		r, ok := relUnder(abs, v)
+		if !ok {
+			return "", false
+		}
+		p = r
+	default:
+		p = path.Join(path.Dir(rel), filepath.ToSlash(v))
+	}
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return "", false
+	}
+	return p, true
+}
