@@ -196,27 +196,14 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	if d != nil {
 		return nil, d
 	}
-	deadline := time.Time{}
-	if spec.Timeout > 0 {
-		deadline = time.Now().Add(spec.Timeout)
-	}
-	if spec.Policy.WallMs > 0 {
-		deadline = earliest(deadline, time.Now().Add(time.Duration(spec.Policy.WallMs)*time.Millisecond))
-	}
-	deadline = earliest(deadline, ticket.Deadline())
+	deadline := callDeadline(spec, ticket)
 	lease, d := b.admitHost(ctx, kill, deadline, probe)
 	if d != nil {
 		b.ledger.Release(ticket)
 		return nil, d
 	}
 
-	dir := spec.Dir
-	if dir == "" {
-		dir = "/"
-		if len(spec.Policy.WritableRoots) > 0 {
-			dir = spec.Policy.WritableRoots[0]
-		}
-	}
+	dir := workDir(spec)
 	guard, d := b.guardGit(spec.Policy)
 	if d != nil {
 		lease.release()
@@ -249,26 +236,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	go pump(&readers, proc.stdout, Stdout, ex.out, bound)
 	go pump(&readers, proc.stderr, Stderr, ex.out, bound)
 
-	go func() {
-		var timer <-chan time.Time
-		if !deadline.IsZero() {
-			t := time.NewTimer(time.Until(deadline))
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-proc.exited:
-		case <-timer:
-			kill.timeout()
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				kill.timeout() // the caller's deadline is a timeout too
-			} else {
-				kill.fire(true)
-			}
-		case <-kill.fired:
-		}
-	}()
+	go kill.watch(ctx, proc, deadline)
 
 	go func() {
 		state := proc.wait()
@@ -320,6 +288,57 @@ func buildEnv(env map[string]string, allow []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// callDeadline is when spec's command is killed as timed out: the
+// earliest of its Timeout, its policy's WallMs and its step's wall
+// budget; zero when none applies (the context's deadline is watched
+// apart).
+func callDeadline(spec CallSpec, ticket *Ticket) time.Time {
+	deadline := time.Time{}
+	if spec.Timeout > 0 {
+		deadline = time.Now().Add(spec.Timeout)
+	}
+	if spec.Policy.WallMs > 0 {
+		deadline = earliest(deadline, time.Now().Add(time.Duration(spec.Policy.WallMs)*time.Millisecond))
+	}
+	return earliest(deadline, ticket.Deadline())
+}
+
+// workDir is the command's working directory: spec.Dir, else the first
+// writable root, else "/".
+func workDir(spec CallSpec) string {
+	switch {
+	case spec.Dir != "":
+		return spec.Dir
+	case len(spec.Policy.WritableRoots) > 0:
+		return spec.Policy.WritableRoots[0]
+	}
+	return "/"
+}
+
+// watch kills the tree at deadline (a timeout), or when ctx ends (a
+// timeout at its deadline, a cancellation otherwise), unless the command
+// exited or was killed first.
+func (k *killer) watch(ctx context.Context, proc *jailProcess, deadline time.Time) {
+	var timer <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-proc.exited:
+	case <-timer:
+		k.timeout()
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			k.timeout() // the caller's deadline is a timeout too
+		} else {
+			k.fire(true)
+		}
+	case <-k.fired:
+	}
 }
 
 // admitHost waits for the host-wide bounds (see Options.MaxLiveCommands
