@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/internal/jailtest"
+	"golang.org/x/sys/unix"
 )
 
 // cgroup2Mount returns where this process's cgroup v2 hierarchy is
@@ -249,4 +250,64 @@ func BenchmarkCgroupTrue(b *testing.B) {
 	b.ReportMetric(med(a), "plain-median-ms")
 	b.ReportMetric(med(c), "cgroup-median-ms")
 	b.ReportMetric(med(c)-med(a), "cgroup-delta-ms")
+}
+
+// TestCgroupKillsEscapedProcesses: where the jail has no pid namespace
+// (forced here as if the host refused user namespaces), a process that
+// left the command's process group (setsid) outlives the command; in a
+// delegated cgroup it is killed with the cgroup before the execution
+// settles. The control, without CgroupParent, shows it survives.
+func TestCgroupKillsEscapedProcesses(t *testing.T) {
+	parent := testCgroupParent(t)
+	for _, withCgroup := range []bool{false, true} {
+		t.Run(fmt.Sprint("cgroup=", withCgroup), func(t *testing.T) {
+			opts := Options{WarmHelperIdle: -1}
+			if withCgroup {
+				opts.CgroupParent = parent
+			}
+			b := New(opts)
+			defer b.Close()
+			b.probed()
+			b.probe.usernsErr = unix.EPERM // no namespaces: no pid namespace to take the tree down
+			marker := fmt.Sprintf("loom-escapee-%d-%d", os.Getpid(), time.Now().UnixNano())
+			defer killWithArg(marker)
+			// The escapee says it runs (its argv already carries the
+			// marker) before the command exits.
+			script := `setsid sh -c 'touch ready; while :; do sleep 1; done' ` + marker + ` </dev/null >/dev/null 2>&1 &
+until [ -e ready ]; do :; done; echo started`
+			r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "sh", "-c", script)
+			if r.stdout != "started\n" || r.enf.Applied(LayerNamespaces) {
+				t.Fatalf("stdout %q, report %s", r.stdout, r.enf)
+			}
+			alive := killWithArg(marker)
+			if withCgroup && alive {
+				t.Fatalf("a process that left the command's group outlived its execution in a cgroup")
+			}
+			if !withCgroup && !alive {
+				t.Fatalf("control: the setsid process did not survive without a cgroup, so the test shows nothing")
+			}
+		})
+	}
+}
+
+// killWithArg kills every live process with arg as a whole argument and
+// reports whether there was one.
+func killWithArg(arg string) bool {
+	ents, _ := os.ReadDir("/proc")
+	found := false
+	for _, ent := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			continue
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
+			continue
+		}
+		var pid int
+		fmt.Sscan(ent.Name(), &pid)
+		unix.Kill(pid, unix.SIGKILL)
+		found = true
+	}
+	return found
 }
