@@ -87,16 +87,21 @@ type Options struct {
 	ScratchBudgetBytes int64
 	// CgroupParent is a cgroup v2 directory the host created and
 	// delegated to Loom (writable by the host's uid, with the memory and
-	// pids controllers enabled in its own parent's cgroup.subtree_control).
+	// pids controllers enabled in its own parent's cgroup.subtree_control,
+	// and no process of its own: cgroup v2 enables controllers only for
+	// the children of a cgroup that holds none).
 	// The broker enables those controllers for its children, makes one
 	// child cgroup per helper (<CgroupParent>/loom-<pid>-<n>), starts the
 	// helper inside it (CLONE_INTO_CGROUP: the host's own process is never
 	// moved), writes memory.max and pids.max from the command's Limits
 	// before the command is handed over, and kills and removes the child
-	// once the command's tree is gone. The Enforcement report carries a
-	// cgroup layer saying what was bounded. To bound all jails together,
-	// the host sets memory.max and pids.max on CgroupParent itself. Empty
-	// means no cgroup (Linux only; ignored elsewhere).
+	// once the command's tree is gone (so where the jail has no pid
+	// namespace, processes that left the command's process group die with
+	// it too). The Enforcement report carries a cgroup layer saying what
+	// was bounded, skipped (and the run Degraded) when nothing could be.
+	// To bound all jails together, the host sets memory.max and pids.max
+	// on CgroupParent itself. Empty means no cgroup (Linux only; ignored
+	// elsewhere).
 	CgroupParent string
 }
 
