@@ -2,7 +2,256 @@
 
 package broker
 
-// gitEscapeCases attacks repository-controlled execution a command plants.
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// gitEscapeCases attacks repository-controlled execution a command
+// plants: each jailed script leaves git configuration behind, then the
+// test runs the host's own plain git (unjailed, HOME a temp dir) the way
+// a host or its user would, and the case escaped if that git ran the
+// payload (which leaves a marker in $OUT, a directory the jail cannot
+// write). The control runs the same script jailed on a broker whose git
+// guard is off: the jail alone does not stop any of these.
 func gitEscapeCases() []escapeCase {
-	return nil
+	status := [][]string{{"status"}, {"diff"}, {"log", "-p"}}
+	nested := func(cmds ...[]string) [][]string {
+		var out [][]string
+		for _, c := range cmds {
+			out = append(out, append([]string{"-C", "lib"}, c...))
+		}
+		return out
+	}
+	lib := `git init -q lib && git -C lib commit -q --allow-empty -m x && `
+	return []escapeCase{
+		gitCase("git_nested_fsmonitor_gitlink", hostRepo,
+			lib+`git -C lib config core.fsmonitor "$WS/evil.sh" && git add lib`, status),
+		gitCase("git_nested_hooks_path", hostRepo,
+			lib+`mkdir lib/h && cp "$WS/evil.sh" lib/h/post-commit && git -C lib config core.hooksPath h`,
+			nested([]string{"commit", "-q", "--allow-empty", "-m", "y"})),
+		gitCase("git_nested_hook_file", hostRepo,
+			lib+`cp "$WS/evil.sh" lib/.git/hooks/post-commit`,
+			nested([]string{"commit", "-q", "--allow-empty", "-m", "y"})),
+		gitCase("git_nested_filter_attributes", hostRepo,
+			lib+`echo one > lib/a.txt && git -C lib add a.txt && git -C lib commit -qm a && echo '*.txt filter=x' > lib/.gitattributes && `+
+				`git -C lib config filter.x.clean "$WS/evil.sh" && echo two > lib/a.txt`,
+			nested([]string{"diff"}, []string{"status"})),
+		gitCase("git_nested_info_attributes_textconv", hostRepo,
+			lib+`echo one > lib/a.txt && git -C lib add a.txt && git -C lib commit -qm a && echo '*.txt diff=t' > lib/.git/info/attributes && `+
+				`git -C lib config diff.t.textconv "$WS/evil.sh" && echo two > lib/a.txt`,
+			nested([]string{"diff"}, []string{"log", "-p"})),
+		gitCase("git_nested_diff_external", hostRepo,
+			lib+`echo one > lib/a.txt && git -C lib add a.txt && git -C lib commit -qm a && git -C lib config diff.external "$WS/evil.sh" && echo two > lib/a.txt`,
+			nested([]string{"diff"})),
+		gitCase("git_nested_include_into_workspace", hostRepo,
+			lib+`printf '[core]\n\tfsmonitor = %s\n' "$WS/evil.sh" > "$WS/inc.cfg" && git -C lib config include.path "$WS/inc.cfg" && git add lib`, status),
+		gitCase("git_submodule_modules_config", hostRepo,
+			`mkdir -p .git/modules && git init -q --separate-git-dir "$WS/.git/modules/x" x && git -C x commit -q --allow-empty -m x && `+
+				`git -C x config core.fsmonitor "$WS/evil.sh" && git add x`, status),
+		gitCase("git_dotgit_file_in_plain_workspace", nil,
+			`git init -q --separate-git-dir "$WS/planted" "$WS" && git config core.fsmonitor "$WS/evil.sh"`, status),
+		gitCase("git_nested_chmod_555", hostRepo,
+			lib+`git -C lib config core.fsmonitor "$WS/evil.sh" && git add lib && chmod 555 lib/.git`, status),
+		{
+			name: "git_global_hooks_path_into_workspace",
+			run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+				hostRepo(t, e)
+				global := filepath.Join(e.base, "global.gitconfig")
+				e.write(t, global, "[core]\n\thooksPath = "+filepath.Join(e.ws, ".githooks")+"\n")
+				t.Setenv("GIT_CONFIG_GLOBAL", global)
+				return runGitEscape(t, b, e, jailed, `mkdir -p .githooks && cp "$WS/evil.sh" .githooks/post-commit`,
+					[][]string{{"commit", "-q", "--allow-empty", "-m", "y"}}, global)
+			},
+		},
+		{
+			name: "git_commondir_from_background_job",
+			run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+				hostRepo(t, e)
+				return runGitBackground(t, b, e, jailed,
+					`mkdir -p evil && cp .git/config evil/config && printf '[core]\n\tfsmonitor = %s\n' "$WS/evil.sh" >> evil/config && `+
+						`mkdir evil/objects evil/refs && echo "$WS/evil" > .git/commondir`, ".git/commondir")
+			},
+		},
+		{
+			name: "git_nested_fsmonitor_from_background_job",
+			run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+				hostRepo(t, e)
+				return runGitBackground(t, b, e, jailed,
+					lib+`git add lib && git -C lib config core.fsmonitor "$WS/evil.sh"`, "")
+			},
+		},
+		{
+			// Not code execution but the same class: a FIFO where git
+			// reads a config hangs the host's next git.
+			name: "git_nested_fifo_config_hangs_host",
+			run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+				hostRepo(t, e)
+				br := b
+				if !jailed {
+					br = unguarded(b)
+				}
+				writeEvil(t, e)
+				runIn(t, br, e, e.policy(), 30*time.Second, gitScriptEnv+lib+`git add lib && rm lib/.git/config && mkfifo lib/.git/config`)
+				_, hung := hostGit(t, e, "", 3*time.Second, "status")
+				return hung
+			},
+		},
+	}
+}
+
+// gitScriptEnv gives a jailed script a git identity.
+const gitScriptEnv = `export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@a GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@a; cd "$WS" && `
+
+func gitCase(name string, setup func(t *testing.T, e *escapeEnv), script string, host [][]string) escapeCase {
+	return escapeCase{
+		name: name,
+		run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+			if setup != nil {
+				setup(t, e)
+			}
+			return runGitEscape(t, b, e, jailed, script, host, "")
+		},
+	}
+}
+
+// hostRepo makes the workspace a repository with one commit, as a host
+// hands a model its checkout.
+func hostRepo(t *testing.T, e *escapeEnv) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
+		if out, hung := hostGit(t, e, "", 20*time.Second, args...); hung || strings.Contains(out, "fatal") {
+			t.Fatalf("git %v: %s", args, out)
+		}
+	}
+}
+
+// writeEvil puts the payload in the workspace: run by the host, it
+// leaves $OUT/pwned.
+func writeEvil(t *testing.T, e *escapeEnv) {
+	e.write(t, filepath.Join(e.ws, "evil.sh"), "#!/bin/sh\necho ran >> "+filepath.Join(e.out, "pwned")+"\nexit 0\n")
+	os.Chmod(filepath.Join(e.ws, "evil.sh"), 0o755)
+}
+
+func payloadRan(e *escapeEnv) bool { return e.exists(e.out, "pwned") }
+
+// runGitEscape runs script jailed (on b, or with the guard off for the
+// control), then the host's git commands; it reports whether the
+// payload ran on the host.
+func runGitEscape(t *testing.T, b *Broker, e *escapeEnv, jailed bool, script string, host [][]string, global string) bool {
+	writeEvil(t, e)
+	br := b
+	if !jailed {
+		br = unguarded(b)
+	}
+	r := runIn(t, br, e, e.policy(), 60*time.Second, gitScriptEnv+script)
+	if r.settled.ExitCode != 0 {
+		t.Logf("jailed=%v script exit %d: %s", jailed, r.settled.ExitCode, r.stderr)
+	}
+	for _, args := range host {
+		out, _ := hostGit(t, e, global, 20*time.Second, args...)
+		if payloadRan(e) {
+			t.Logf("jailed=%v: host git %v ran the payload (%s); settled %+v", jailed, args, out, r.settled.GitNeutralised)
+			return true
+		}
+	}
+	return false
+}
+
+// runGitBackground runs script as a long job that stays alive, waits
+// (while it still runs) until the guard has acted on gone (when not
+// empty) or briefly, then runs the host's git status while the job is
+// still running: what a background job plants must not wait for its
+// settlement to be neutralised.
+func runGitBackground(t *testing.T, b *Broker, e *escapeEnv, jailed bool, script, gone string) bool {
+	writeEvil(t, e)
+	br := b
+	if !jailed {
+		br = unguarded(b)
+	}
+	ready := filepath.Join(e.ws, "planted-done")
+	ex, d := br.Clear(context.Background(), CallSpec{
+		Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", gitScriptEnv + script + ` && touch "$WS/planted-done"; sleep 60`},
+		Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: 90 * time.Second,
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	defer func() {
+		ex.Cancel()
+		collect(ex)
+	}()
+	waitFor(t, 20*time.Second, func() bool { return e.exists(ready) })
+	if jailed && gone != "" {
+		waitFor(t, 10*time.Second, func() bool { return !e.exists(e.ws, gone) })
+	}
+	if jailed && gone == "" {
+		waitFor(t, 10*time.Second, func() bool {
+			return !strings.Contains(e.read(filepath.Join(e.ws, "lib", ".git", "config")), "fsmonitor")
+		})
+	}
+	select {
+	case <-ex.Done():
+		t.Fatal("the job settled before the host's git ran; the case tests nothing")
+	default:
+	}
+	hostGit(t, e, "", 20*time.Second, "status")
+	return payloadRan(e)
+}
+
+// waitFor polls cond (a file the jailed job or the guard changes: no
+// event reaches the test for it) until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Logf("condition not met within %v", d)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hostGit runs the host's plain git in the workspace: no jail, no
+// SafeGitEnv, a private HOME. It reports the output and whether git was
+// still running at the timeout.
+func hostGit(t *testing.T, e *escapeEnv, global string, timeout time.Duration, args ...string) (string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "user.name=h", "-c", "user.email=h@h"}, args...)...)
+	cmd.Dir = e.ws
+	cmd.Env = []string{"HOME=" + filepath.Join(e.base, "host-home"), "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0"}
+	if global != "" {
+		cmd.Env = append(cmd.Env, "GIT_CONFIG_GLOBAL="+global)
+	}
+	out, _ := cmd.CombinedOutput()
+	return string(out), ctx.Err() != nil
+}
+
+var (
+	unguardedMu sync.Mutex
+	unguardedBy = map[*Broker]*Broker{}
+)
+
+// unguarded is a broker like b with the git guard off: the controls'
+// jail, identical but for the layer under test.
+func unguarded(b *Broker) *Broker {
+	unguardedMu.Lock()
+	defer unguardedMu.Unlock()
+	u := unguardedBy[b]
+	if u == nil {
+		opts := b.opts
+		opts.WarmHelperIdle = -1
+		u = New(opts)
+		u.launchAboveRSS = b.launchAboveRSS
+		u.git.off = true
+		unguardedBy[b] = u
+	}
+	return u
 }
