@@ -72,7 +72,7 @@ func (m *masker) standins() error {
 		return fmt.Errorf("fsopen tmpfs: %w", err)
 	}
 	defer unix.Close(fs)
-	for k, v := range map[string]string{"size": strconv.Itoa(maskStandinBytes), "mode": "0555"} {
+	for k, v := range map[string]string{"size": strconv.Itoa(maskStandinBytes), "mode": "0755"} {
 		if err := unix.FsconfigSetString(fs, k, v); err != nil {
 			return fmt.Errorf("fsconfig %s: %w", k, err)
 		}
