@@ -104,3 +104,28 @@ func (e Enforcement) String() string {
 	}
 	return b.String()
 }
+
+// missingLayer returns the first layer of required that layers (plus the
+// namespaces layer, applied when namespaces) does not hold applied, with
+// the reason it was skipped, or "" when every one was applied.
+func missingLayer(required []string, namespaces bool, layers []Layer) string {
+	for _, name := range required {
+		if name == LayerNamespaces && namespaces {
+			continue
+		}
+		reason := "not applied"
+		ok := false
+		for _, l := range layers {
+			if l.Name == name {
+				ok = l.Applied
+				if l.Reason != "" {
+					reason = l.Reason
+				}
+			}
+		}
+		if !ok {
+			return name + ": " + reason
+		}
+	}
+	return ""
+}

@@ -72,6 +72,9 @@ func settle(st *os.ProcessState, execErr string) Settled {
 // set AllowUnconfined).
 func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Denial) {
 	enf := availability(req.probe)
+	if missing := missingLayer(b.opts.RequiredLayers, false, enf.Layers); missing != "" {
+		return nil, enf, "", NewDenial(DenialLayerRequired, "required layer "+missing, nil)
+	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, enf, "", NewDenial(DenialJailFailed, "stdout pipe: "+err.Error(), err)
