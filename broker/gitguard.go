@@ -278,8 +278,9 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 			return 0, r.fenceDenial()
 		}
 	} else if r.active == 0 {
-		// Between commands, what changed was the host's own doing.
-		r.pass(false)
+		// Between commands, what changed was the host's own doing: the
+		// directories the watch saw change are recorded, not acted on.
+		r.passChanged(false, false)
 	}
 	if r.active == 0 {
 		if err := r.b.git.setMarker(r.abs); err != nil {
@@ -337,7 +338,11 @@ func (r *gitRoot) sweepAll(act bool) {
 
 // pass checks what changed since the last pass (the whole root when the
 // watch cannot say) and, when act, neutralises it.
-func (r *gitRoot) pass(act bool) {
+func (r *gitRoot) pass(act bool) { r.passChanged(act, true) }
+
+// passChanged is pass; known says whether every known git directory is
+// re-checked too (which catches a write through a hard link elsewhere).
+func (r *gitRoot) passChanged(act, known bool) {
 	if r.sweep == nil {
 		return
 	}
@@ -359,7 +364,9 @@ func (r *gitRoot) pass(act bool) {
 			r.sweep.dirty(d)
 		}
 	}
-	r.sweep.knownDirs()
+	if known {
+		r.sweep.knownDirs()
+	}
 	r.finish(act)
 }
 

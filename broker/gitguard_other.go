@@ -40,3 +40,10 @@ func newGitWatch() (*gitWatch, error) { return nil, errors.New("no inotify on th
 func (w *gitWatch) add(string, *os.File) {}
 
 func (w *gitWatch) take() (dirty, fresh []string, whole bool) { return nil, nil, true }
+
+// openChildDir opens the directory name in parent; without openat here,
+// through the parent's path (the sweep falls back to the root when this
+// fails).
+func openChildDir(parent *os.File, name string) (*os.File, error) {
+	return nil, errNoChildOpen
+}

@@ -270,10 +270,18 @@ func TestGitGuardFence(t *testing.T) {
 		t.Fatal("needs root to set the immutable flag")
 	}
 	w := newGuardWorld(t)
+	w.write("lib/.git/HEAD", "ref: refs/heads/main\n")
+	w.write("lib/.git/config", "[core]\n\tbare = false\n")
 	if _, d := w.command(func() {
-		w.write("lib/.git/HEAD", "ref: refs/heads/main\n")
-		w.write("lib/.git/config", "[core]\n\tfsmonitor = evil\n")
+		// The directory first, so not even a pass while the command runs
+		// can rewrite the config (it stages a file beside it).
 		setImmutable(t, filepath.Join(w.ws, "lib/.git"), true)
+		f, err := os.OpenFile(filepath.Join(w.ws, "lib/.git/config"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("\tfsmonitor = evil\n")
+		f.Close()
 	}); d != nil {
 		t.Fatal(d)
 	}

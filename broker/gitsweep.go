@@ -74,12 +74,41 @@ type gitSweep struct {
 	// finds, changed or not (SafeGitEnvFor collects them).
 	onConfig func(rel string)
 
+	// cur is the git directory being checked, pinned, so the lookups
+	// beneath it resolve from it rather than from the root.
+	cur *pinnedDir
+
 	// per pass
 	act     bool // neutralise; false only records fingerprints
 	visited map[string]bool
 	dirs    int
 	done    []Neutralisation
 	failed  []string
+}
+
+type pinnedDir struct {
+	rel  string
+	root *os.Root
+}
+
+// base returns the pinned directory to resolve rel from (the current git
+// directory when rel lies beneath it, else the root) and rel relative to
+// it.
+func (s *gitSweep) base(rel string) (*os.Root, string) {
+	if c := s.cur; c != nil {
+		if rel == c.rel {
+			return c.root, "."
+		}
+		if strings.HasPrefix(rel, c.rel+"/") {
+			return c.root, rel[len(c.rel)+1:]
+		}
+	}
+	return s.root, rel
+}
+
+func (s *gitSweep) lstat(rel string) (fs.FileInfo, error) {
+	r, name := s.base(rel)
+	return r.Lstat(name)
 }
 
 func newGitSweep(root *os.Root, abs string) *gitSweep {
@@ -113,7 +142,7 @@ func (s *gitSweep) dirty(rel string) {
 // lstats each), which catches writes through a hard link elsewhere.
 func (s *gitSweep) knownDirs() {
 	for d := range s.gitdirs {
-		if _, err := s.root.Lstat(d); err != nil {
+		if _, err := s.lstat(d); err != nil {
 			delete(s.gitdirs, d)
 			continue
 		}
@@ -124,6 +153,22 @@ func (s *gitSweep) knownDirs() {
 // walk visits rel and, unless it is a git directory, every directory
 // beneath it.
 func (s *gitSweep) walk(rel string, depth int) {
+	s.walkIn(nil, rel, depth)
+}
+
+// errNoChildOpen: the platform cannot open a directory relative to its
+// parent's descriptor; the sweep opens it from the root instead.
+var errNoChildOpen = errors.New("no openat on this platform")
+
+// maxGitSweepFdDepth is how deep the sweep keeps each directory on the
+// path open to open the next one relative to it (one openat per
+// directory); deeper ones are opened from the root, component by
+// component, so the descriptors held stay bounded.
+const maxGitSweepFdDepth = 64
+
+// walkIn is walk with rel's parent directory open as parent (nil: open
+// rel from the root).
+func (s *gitSweep) walkIn(parent *os.File, rel string, depth int) {
 	if s.dirs >= MaxGitSweepDirs {
 		if s.dirs == MaxGitSweepDirs {
 			s.fail(rel, fmt.Errorf("more than %d directories beneath %s: too many to sweep", MaxGitSweepDirs, s.abs))
@@ -135,13 +180,32 @@ func (s *gitSweep) walk(rel string, depth int) {
 	if inGitStore(rel) {
 		return
 	}
-	entries, ok := s.readDir(rel)
-	if !ok {
+	var f *os.File
+	var err error
+	if parent != nil {
+		f, err = openChildDir(parent, path.Base(rel))
+	}
+	if parent == nil || errors.Is(err, errNoChildOpen) {
+		f, err = s.root.OpenFile(dirName(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if s.onDir != nil {
+		s.onDir(rel, f)
+	}
+	entries, err := f.ReadDir(-1)
+	if err != nil {
 		return
 	}
 	if s.isGitDirEntries(rel, entries) {
 		s.gitDir(rel, 0)
 		return
+	}
+	next := f
+	if depth >= maxGitSweepFdDepth {
+		next = nil
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -150,7 +214,7 @@ func (s *gitSweep) walk(rel string, depth int) {
 		case name == ".git" && e.Type().IsRegular():
 			s.pointer(child, path.Dir(child))
 		case e.IsDir():
-			s.walk(child, depth+1)
+			s.walkIn(next, child, depth+1)
 		}
 	}
 }
@@ -174,7 +238,8 @@ func inGitStore(rel string) bool {
 // readDir lists a directory opened beneath the root as a directory (a
 // FIFO there is refused without blocking) and tells onDir about it.
 func (s *gitSweep) readDir(rel string) ([]fs.DirEntry, bool) {
-	f, err := s.root.OpenFile(dirName(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	r, name := s.base(rel)
+	f, err := r.OpenFile(dirName(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
 	}
@@ -203,17 +268,17 @@ func dirName(rel string) string {
 // a commondir (a bare repository, a submodule's, a linked worktree's).
 func (s *gitSweep) isGitDir(rel string) bool {
 	if path.Base(rel) == ".git" {
-		fi, err := s.root.Lstat(rel)
+		fi, err := s.lstat(rel)
 		return err == nil && fi.IsDir()
 	}
-	fi, err := s.root.Lstat(path.Join(rel, "HEAD"))
+	fi, err := s.lstat(path.Join(rel, "HEAD"))
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	if fi, err := s.root.Lstat(path.Join(rel, "objects")); err == nil && fi.IsDir() {
+	if fi, err := s.lstat(path.Join(rel, "objects")); err == nil && fi.IsDir() {
 		return true
 	}
-	_, err = s.root.Lstat(path.Join(rel, "commondir"))
+	_, err = s.lstat(path.Join(rel, "commondir"))
 	return err == nil
 }
 
@@ -238,7 +303,7 @@ func (s *gitSweep) isGitDirEntries(rel string, entries []fs.DirEntry) bool {
 // dotGit checks rel/.git: a git directory, or a "gitdir:" pointer file.
 func (s *gitSweep) dotGit(rel string) {
 	p := path.Join(rel, ".git")
-	fi, err := s.root.Lstat(p)
+	fi, err := s.lstat(p)
 	switch {
 	case err != nil:
 	case fi.IsDir():
@@ -256,6 +321,15 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 	}
 	s.visited[rel] = true
 	s.gitdirs[rel] = true
+	r, name := s.base(rel)
+	gd, err := r.OpenRoot(dirName(name))
+	if err != nil {
+		return
+	}
+	defer gd.Close()
+	prev := s.cur
+	s.cur = &pinnedDir{rel: rel, root: gd}
+	defer func() { s.cur = prev }()
 	if s.onDir != nil {
 		s.readDir(rel) // the watcher needs the directory itself
 	}
@@ -284,7 +358,7 @@ func (s *gitSweep) container(rel string, depth int) {
 			continue
 		}
 		child := path.Join(rel, e.Name())
-		if fi, err := s.root.Lstat(path.Join(child, "HEAD")); err == nil && fi.Mode().IsRegular() {
+		if fi, err := s.lstat(path.Join(child, "HEAD")); err == nil && fi.Mode().IsRegular() {
 			s.gitDir(child, depth)
 		} else {
 			s.container(child, depth+1)
@@ -296,7 +370,7 @@ func (s *gitSweep) container(rel string, depth int) {
 // the sweep skips, and differs from the version last seen. Outside an
 // acting pass it only records the version.
 func (s *gitSweep) changed(rel string) (fs.FileInfo, bool) {
-	fi, err := s.root.Lstat(rel)
+	fi, err := s.lstat(rel)
 	if err != nil {
 		delete(s.known, rel)
 		return nil, false
@@ -329,7 +403,8 @@ func (s *gitSweep) config(rel string) {
 		return
 	}
 	dir, base := path.Split(rel)
-	d, err := s.root.OpenRoot(dirName(path.Clean(dir)))
+	r, dn := s.base(path.Clean(dir))
+	d, err := r.OpenRoot(dirName(dn))
 	if err != nil {
 		s.fail(rel, err)
 		return
@@ -359,7 +434,7 @@ func (s *gitSweep) config(rel string) {
 		s.fail(rel, fmt.Errorf("rewrite without %s: %w", strings.Join(removed, ", "), err))
 		return
 	}
-	if fi, err := s.root.Lstat(rel); err == nil {
+	if fi, err := s.lstat(rel); err == nil {
 		s.known[rel] = fingerprintOf(fi)
 	}
 	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), Removed: removed})
@@ -413,7 +488,8 @@ func (s *gitSweep) pointer(rel, base string) {
 		return
 	}
 	dir, name := path.Split(rel)
-	d, err := s.root.OpenRoot(dirName(path.Clean(dir)))
+	r, dn := s.base(path.Clean(dir))
+	d, err := r.OpenRoot(dirName(dn))
 	if err != nil {
 		return
 	}
@@ -453,7 +529,8 @@ func (s *gitSweep) pointer(rel, base string) {
 // aside moves rel out of git's way, renaming it beside itself.
 func (s *gitSweep) aside(rel, why string) {
 	dir, name := path.Split(rel)
-	to, err := renameAside(s.root, path.Clean(dir), name)
+	r, dn := s.base(path.Clean(dir))
+	to, err := renameAside(r, dn, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		delete(s.known, rel) // gone already: the command removed it
 		return

@@ -77,3 +77,14 @@ func fingerprintOf(fi fs.FileInfo) gitFingerprint {
 	}
 	return fp
 }
+
+// openChildDir opens the directory name (one component) in parent,
+// without following a link, and only if it is a directory (O_DIRECTORY
+// refuses a FIFO before opening it, so nothing blocks).
+func openChildDir(parent *os.File, name string) (*os.File, error) {
+	fd, err := unix.Openat(int(parent.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
