@@ -260,7 +260,11 @@ func runHelper() int {
 		if err := applySeccomp(cfg.NetworkOff); err != nil {
 			layers = append(layers, Layer{Name: LayerSeccomp, Reason: errnoName(err)})
 		} else {
-			layers = append(layers, Layer{Name: LayerSeccomp, Applied: true})
+			params := "denied syscalls, namespace clones, terminal-injection ioctls, setuid/setgid modes; clone3 and openat2 ENOSYS"
+			if cfg.NetworkOff {
+				params += "; non-unix sockets"
+			}
+			layers = append(layers, Layer{Name: LayerSeccomp, Applied: true, Params: params})
 		}
 	}
 
