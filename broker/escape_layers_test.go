@@ -380,6 +380,19 @@ func layerEscapeCases() []escapeCase {
 			escaped: hostListenerHit,
 		},
 
+		{
+			// A host that lists /run itself keeps it, but not its sockets.
+			name:        "unix_socket_under_listed_run",
+			rootControl: true,
+			setup: unixListener("unix", func(e *escapeEnv) string {
+				return fmt.Sprintf("/run/loom-escape-%d-%d.sock", os.Getpid(), time.Now().UnixNano())
+			}),
+			policy:  func(_ *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, "/run") },
+			script:  layerProbeEnv + `=unix exec "$PROBE" "$ARG"`,
+			widen:   shareArg,
+			escaped: hostListenerHit,
+		},
+
 		// Secrets under system and readable roots (item 9).
 		{
 			name:        "secret_etc_shadow",

@@ -398,8 +398,8 @@ const hostSocketDirBytes = 64 << 10
 
 // hideSocketDirs hides each of hostSocketDirs (resolved, once each) under
 // an empty tmpfs, binding back the roots beneath it, the shared sockets
-// and the file /etc/resolv.conf resolves to (read-only). It returns the
-// directories it hid.
+// and the file /etc/resolv.conf resolves to (read-only). A directory a
+// root names exactly is left in place. It returns the directories it hid.
 func hideSocketDirs(roots []jailRoot, shared []string) ([]string, error) {
 	keep := append([]jailRoot(nil), roots...)
 	for _, s := range shared {
@@ -415,6 +415,11 @@ func hideSocketDirs(roots []jailRoot, shared []string) ([]string, error) {
 			continue
 		}
 		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			continue
+		}
+		if slices.ContainsFunc(roots, func(r jailRoot) bool { return filepath.Clean(r.path) == real }) {
+			// The host listed the directory itself: it stays, and only its
+			// sockets are masked (they are in the host's socket table).
 			continue
 		}
 		if err := overmount(real, "mode=0755,size="+strconv.Itoa(hostSocketDirBytes), keep); err != nil {
