@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -165,46 +166,64 @@ func wsFileSpecial(name string) func(*testing.T, *escapeEnv, result) bool {
 	return func(_ *testing.T, e *escapeEnv, _ result) bool { return hasSpecialBits(filepath.Join(e.ws, name)) }
 }
 
-// unixListener serves a unix socket (stream or datagram) at the path
-// where(e) names, counting what reaches it, and passes the path as $ARG.
+// unixListener binds a unix socket (stream or datagram) at the path
+// where(e) names and passes the path as $ARG; unixReached then asks the
+// kernel whether anything reached it (a connection in the accept queue,
+// a datagram in the receive queue), so no reader goroutine races the
+// check.
 func unixListener(network string, where func(e *escapeEnv) string) func(t *testing.T, e *escapeEnv) {
 	return func(t *testing.T, e *escapeEnv) {
 		path := where(e)
 		e.arg = path
 		e.cleanup = append(e.cleanup, func() { os.Remove(path) })
+		var reached func() bool
 		if network == "unixgram" {
 			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e.cleanup = append(e.cleanup, func() { c.Close() })
-			go func() {
-				buf := make([]byte, 64)
-				for {
-					if _, _, err := c.ReadFrom(buf); err != nil {
-						return
-					}
-					e.hits.Add(1)
-				}
-			}()
-			return
-		}
-		l, err := net.Listen("unix", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.cleanup = append(e.cleanup, func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				e.hits.Add(1)
-				c.Close()
+			reached = func() bool {
+				c.SetReadDeadline(time.Now().Add(unixQueueWait))
+				_, _, err := c.ReadFrom(make([]byte, 64))
+				return err == nil
 			}
-		}()
+		} else {
+			l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.cleanup = append(e.cleanup, func() { l.Close() })
+			reached = func() bool {
+				l.SetDeadline(time.Now().Add(unixQueueWait))
+				c, err := l.Accept()
+				if err == nil {
+					c.Close()
+				}
+				return err == nil
+			}
+		}
+		unixReachedMu.Lock()
+		unixReachedBy[e] = reached
+		unixReachedMu.Unlock()
 	}
+}
+
+// unixQueueWait is how long unixReached waits on a queue that is empty;
+// anything the probe sent is queued before the probe exits.
+const unixQueueWait = 20 * time.Millisecond
+
+var (
+	unixReachedMu sync.Mutex
+	unixReachedBy = map[*escapeEnv]func() bool{}
+)
+
+func unixReached(_ *testing.T, e *escapeEnv, _ result) bool {
+	unixReachedMu.Lock()
+	f := unixReachedBy[e]
+	delete(unixReachedBy, e)
+	unixReachedMu.Unlock()
+	return f != nil && f()
 }
 
 // shareArg lists the case's socket ($ARG) in Policy.Sockets.
@@ -341,21 +360,21 @@ func layerEscapeCases() []escapeCase {
 			setup:   unixListener("unix", func(e *escapeEnv) string { return filepath.Join(e.out, "s.sock") }),
 			script:  layerProbeEnv + `=unix exec "$PROBE" "$ARG"`,
 			widen:   shareArg,
-			escaped: hostListenerHit,
+			escaped: unixReached,
 		},
 		{
 			name:    "unixgram_socket_under_readable_root",
 			setup:   unixListener("unixgram", func(e *escapeEnv) string { return filepath.Join(e.out, "g.sock") }),
 			script:  layerProbeEnv + `=unixgram exec "$PROBE" "$ARG"`,
 			widen:   shareArg,
-			escaped: hostListenerHit,
+			escaped: unixReached,
 		},
 		{
 			name:    "unix_socket_in_workspace",
 			setup:   unixListener("unix", func(e *escapeEnv) string { return filepath.Join(e.ws, "s.sock") }),
 			script:  layerProbeEnv + `=unix exec "$PROBE" "$ARG"`,
 			widen:   shareArg,
-			escaped: hostListenerHit,
+			escaped: unixReached,
 		},
 		{
 			name: "unix_socket_through_symlink",
@@ -367,7 +386,7 @@ func layerEscapeCases() []escapeCase {
 			},
 			script:  layerProbeEnv + `=unix exec "$PROBE" "$WS/link.sock"`,
 			widen:   shareArg,
-			escaped: hostListenerHit,
+			escaped: unixReached,
 		},
 		{
 			name:        "unix_socket_under_run",
@@ -377,7 +396,7 @@ func layerEscapeCases() []escapeCase {
 			}),
 			script:  layerProbeEnv + `=unix exec "$PROBE" "$ARG"`,
 			widen:   shareArg,
-			escaped: hostListenerHit,
+			escaped: unixReached,
 		},
 
 		{
@@ -390,7 +409,7 @@ func layerEscapeCases() []escapeCase {
 			policy:  func(_ *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, "/run") },
 			script:  layerProbeEnv + `=unix exec "$PROBE" "$ARG"`,
 			widen:   shareArg,
-			escaped: hostListenerHit,
+			escaped: unixReached,
 		},
 
 		// Secrets under system and readable roots (item 9).
