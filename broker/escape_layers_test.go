@@ -370,6 +370,15 @@ func layerEscapeCases() []escapeCase {
 			escaped: unixReached,
 		},
 		{
+			// Landlock does not mediate connect(2): a socket outside every
+			// root is as reachable as one inside.
+			name:    "unix_socket_outside_every_root",
+			setup:   unixListener("unix", func(e *escapeEnv) string { return filepath.Join(e.hidden, "s.sock") }),
+			script:  layerProbeEnv + `=unix exec "$PROBE" "$ARG"`,
+			widen:   shareArg,
+			escaped: unixReached,
+		},
+		{
 			name:    "unix_socket_in_workspace",
 			setup:   unixListener("unix", func(e *escapeEnv) string { return filepath.Join(e.ws, "s.sock") }),
 			script:  layerProbeEnv + `=unix exec "$PROBE" "$ARG"`,

@@ -372,6 +372,11 @@ func setupMounts(cfg helperConfig) (Layer, uint64, error) {
 		return Layer{}, 0, fmt.Errorf("writable roots: %w", err)
 	}
 	visible := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
+	if cfg.LandlockABI <= 0 {
+		// Without Landlock nothing confines reads: every secret in the
+		// view is within reach.
+		visible = []string{"/"}
+	}
 	secrets := secretTargets(visible, hostHomes(envValue(cfg.Env, "HOME")), globPaths)
 	masked, err := maskAll(slices.Concat(secrets, cfg.MaskSockets))
 	if err != nil {

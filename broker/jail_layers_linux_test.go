@@ -3,6 +3,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -257,4 +258,51 @@ func TestCoversClean(t *testing.T) {
 			t.Fatalf("coversClean(%q, %q) = %v, Covers says %v", root, p, coversClean(root, p), Covers(root, p))
 		}
 	})
+}
+
+// TestSecretsMaskedWithoutLandlock: where Landlock is missing nothing
+// confines reads, so secrets are masked wherever the jail's view shows
+// them, not only under its roots. The home here is under no root (and
+// outside /tmp, so the jail's mount table shows it as the host has it).
+func TestSecretsMaskedWithoutLandlock(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "loom-nolandlock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	home := filepath.Join(base, "home")
+	cred := filepath.Join(home, ".aws", "credentials")
+	if err := os.MkdirAll(filepath.Dir(cred), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cred, []byte("s3cr3t-no-landlock\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := New(Options{WarmHelperIdle: -1})
+	defer b.Close()
+	b.probeOnce.Do(func() {
+		b.probe = probeLayers(b.opts.HelperPath, false)
+		b.probe.landlockABI, b.probe.landlockErr = 0, unix.EOPNOTSUPP
+	})
+	for _, asHome := range []bool{false, true} {
+		env := map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+		if asHome {
+			env["HOME"] = home
+		}
+		ex, d := b.Clear(context.Background(), CallSpec{Key: StepKey{OpID: "t", StepID: t.Name()}, Argv: []string{"cat", cred},
+			Env: env, Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1}, Timeout: 10 * time.Second})
+		if d != nil {
+			t.Fatal(d)
+		}
+		r := collect(ex)
+		if r.enf.Applied(LayerLandlock) {
+			t.Fatalf("Landlock applied: the test does not exercise its absence")
+		}
+		leaked := strings.Contains(r.stdout, "s3cr3t-no-landlock")
+		// Not a home: an ordinary file, readable for want of Landlock
+		// (the control). The command's HOME: masked.
+		if leaked == asHome {
+			t.Errorf("HOME is the file's home: %v; leaked: %v (stdout %q stderr %q)", asHome, leaked, r.stdout, r.stderr)
+		}
+	}
 }

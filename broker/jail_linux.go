@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,8 +144,10 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		NullStdin:         req.stdin == nil,
 	}
 	if namespaces {
-		roots := slices.Concat(req.policy.SystemRoots, req.policy.ReadableRoots, req.policy.WritableRoots)
-		cfg.MaskSockets = hostSockets(roots, req.policy.Sockets)
+		// Landlock does not mediate connect(2): a host socket anywhere in
+		// the jail's view is reachable, whatever the roots, so every one
+		// the host has bound is masked.
+		cfg.MaskSockets = hostSockets([]string{"/"}, req.policy.Sockets)
 	}
 	if req.probe.landlockABI <= 0 {
 		cfg.LandlockSkip = errnoName(req.probe.landlockErr)

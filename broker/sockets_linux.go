@@ -28,7 +28,7 @@ const unixTable = "/proc/self/net/unix"
 // helper already lives in a namespace of its own) that lie under one of
 // roots and are not shared: the jail hides each one. A socket bound in
 // another network namespace (a container's) is not listed and stays
-// reachable if a root shows it.
+// reachable wherever the jail's mount table shows it.
 func hostSockets(roots, shared []string) []string {
 	f, err := os.Open(unixTable)
 	if err != nil {
