@@ -57,7 +57,12 @@ func gitEscapeCases() []escapeCase {
 				`git -C x config core.fsmonitor "$WS/evil.sh" && git add x`, status),
 		gitCase("git_dotgit_file_in_plain_workspace", nil,
 			`git init -q --separate-git-dir "$WS/planted" "$WS" && git config core.fsmonitor "$WS/evil.sh"`, status),
-		gitCase("git_nested_chmod_555", hostRepo,
+		// As an unprivileged host the broker must make lib/.git writable
+		// itself to rewrite the config in it (root would not notice).
+		gitCase("git_nested_chmod_555", func(t *testing.T, e *escapeEnv) {
+			hostRepo(t, e)
+			t.Cleanup(func() { os.Chmod(filepath.Join(e.ws, "lib", ".git"), 0o755) })
+		},
 			lib+`git -C lib config core.fsmonitor "$WS/evil.sh" && git add lib && chmod 555 lib/.git`, status),
 		{
 			name: "git_global_hooks_path_into_workspace",

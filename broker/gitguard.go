@@ -36,8 +36,10 @@ type gitFences struct {
 	roots map[string]*gitRoot
 	// off turns the whole guard off (tests: the escape suite's controls).
 	off bool
-	// markerDir, when set (tests), is where crash markers are kept.
+	// markerDir, when set (tests), is where crash markers are kept; once
+	// markerOK, it is the directory checked and in use.
 	markerDir string
+	markerOK  bool
 }
 
 // gitRoot is the guard's view of one writable root.
@@ -449,25 +451,62 @@ func relUnder(root, p string) (string, bool) {
 	return filepath.ToSlash(rel), true
 }
 
-// GitGuardMarkerDirName is the directory, under the user cache directory
-// (os.UserCacheDir, else the temporary directory), where the git guard
-// keeps one marker per writable root while a command runs there.
+// GitGuardMarkerDirName is the directory, under the user cache
+// directory (os.UserCacheDir) or, when that cannot be created, under the
+// temporary directory with the uid appended, where the git guard keeps
+// one marker per writable root while a command runs there. A directory
+// that is a link or is not the broker's own (mode 0700) is refused.
 const GitGuardMarkerDirName = "loom-git-guard"
 
 func (f *gitFences) markerPath(abs string) (string, error) {
-	dir := f.markerDir
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
+	f.mu.Lock()
+	dir, ok := f.markerDir, f.markerOK
+	f.mu.Unlock()
+	if !ok {
+		var errs []string
+		var candidates []string
+		if dir != "" {
+			candidates = []string{dir} // set by a test
+		} else {
+			if base, err := os.UserCacheDir(); err == nil {
+				candidates = append(candidates, filepath.Join(base, GitGuardMarkerDirName))
+			}
+			candidates = append(candidates, filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d", GitGuardMarkerDirName, os.Geteuid())))
 		}
-		dir = filepath.Join(base, GitGuardMarkerDirName)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+		dir = ""
+		for _, c := range candidates {
+			if err := ownPrivateDir(c); err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			dir = c
+			break
+		}
+		if dir == "" {
+			return "", errors.New(strings.Join(errs, "; "))
+		}
+		f.mu.Lock()
+		f.markerDir, f.markerOK = dir, true
+		f.mu.Unlock()
 	}
 	sum := sha256.Sum256([]byte(abs))
 	return filepath.Join(dir, hex.EncodeToString(sum[:16])), nil
+}
+
+// ownPrivateDir makes dir (mode 0700) if it is missing and checks it is
+// a directory, not a link, that only the broker's user can change.
+func ownPrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 || !ownedByMe(fi) {
+		return fmt.Errorf("%s is not a private directory of this user", dir)
+	}
+	return nil
 }
 
 func (f *gitFences) markerExists(abs string) bool {

@@ -130,6 +130,13 @@ func TestGitGuardNeutralisesWhatACommandPlants(t *testing.T) {
 		w.write("deep/er/bare/config", "[core]\n\tpager = evil\n")
 		w.write("sub/.git", "gitdir: ../planted\n")
 		w.write("planted/config", "[core]\n\tsshCommand = evil\n")
+		// A gitdir hidden in the object store the sweep does not walk,
+		// reached through a .git symlink.
+		w.write(".git/objects/zz/HEAD", "ref: refs/heads/main\n")
+		w.write(".git/objects/zz/objects/.keep", "")
+		w.write(".git/objects/zz/config", "[core]\n\tfsmonitor = evil\n")
+		os.MkdirAll(filepath.Join(w.ws, "linked"), 0o755)
+		os.Symlink("../.git/objects/zz", filepath.Join(w.ws, "linked/.git"))
 	})
 	if d != nil {
 		t.Fatal(d)
@@ -151,7 +158,7 @@ func TestGitGuardNeutralisesWhatACommandPlants(t *testing.T) {
 		t.Error("planted commondir still in place")
 	}
 	got := neutralisedPaths(s)
-	for _, want := range []string{"lib/.git/config", "lib/.git/hooks/post-checkout", "deep/er/bare/config", "planted/config"} {
+	for _, want := range []string{"lib/.git/config", "lib/.git/hooks/post-checkout", "deep/er/bare/config", "planted/config", ".git/objects/zz/config"} {
 		if !slices.Contains(got, filepath.Join(w.ws, want)) {
 			t.Errorf("Settled.GitNeutralised lacks %s: %+v", want, s.GitNeutralised)
 		}

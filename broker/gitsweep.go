@@ -211,8 +211,8 @@ func (s *gitSweep) walkIn(parent *os.File, rel string, depth int) {
 		name := e.Name()
 		child := path.Join(rel, name)
 		switch {
-		case name == ".git" && e.Type().IsRegular():
-			s.pointer(child, path.Dir(child))
+		case name == ".git" && (e.Type().IsRegular() || e.Type()&fs.ModeSymlink != 0):
+			s.pointer(child, rel)
 		case e.IsDir():
 			s.walkIn(next, child, depth+1)
 		}
@@ -481,13 +481,21 @@ func (s *gitSweep) pointer(rel, base string) {
 	if fi == nil {
 		return
 	}
-	if !fi.Mode().IsRegular() {
+	dir, name := path.Split(rel)
+	if fi.Mode()&fs.ModeSymlink != 0 && name == ".git" {
+		// git takes a .git link to a directory as the git directory.
+		r, n := s.base(rel)
+		if to, err := r.Readlink(n); err == nil {
+			s.follow(to, base)
+		}
+		return
+	}
+	if !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
 		if ok {
 			s.aside(rel, "git pointer is not a regular file")
 		}
 		return
 	}
-	dir, name := path.Split(rel)
 	r, dn := s.base(path.Clean(dir))
 	d, err := r.OpenRoot(dirName(dn))
 	if err != nil {
@@ -507,6 +515,12 @@ func (s *gitSweep) pointer(rel, base string) {
 		}
 		line = strings.TrimSpace(line)
 	}
+	s.follow(line, base)
+}
+
+// follow checks the git directory a pointer names (relative to base),
+// when it lies beneath the root.
+func (s *gitSweep) follow(line, base string) {
 	if line == "" {
 		return
 	}

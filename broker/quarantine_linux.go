@@ -88,3 +88,9 @@ func openChildDir(parent *os.File, name string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), name), nil
 }
+
+// ownedByMe reports whether fi's owner is the broker's effective user.
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
