@@ -122,6 +122,12 @@ func (d *Denial) Explain() string {
 		what = "No sandbox is available on this host and unconfined runs are not allowed"
 	case DenialJailFailed:
 		what = "The sandbox could not be set up for this command"
+	case DenialLayerRequired:
+		what = "This host requires a sandbox layer the kernel did not apply, so the command was not run"
+	case DenialHostBusy:
+		what = "Too many commands are running on this host; try again when one has finished"
+	case DenialWorkspaceFenced:
+		what = "Commands are stopped in this workspace until an operator clears it"
 	default:
 		what = "Refused by the broker (" + string(d.Code) + ")"
 	}

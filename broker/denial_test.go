@@ -9,7 +9,8 @@ import (
 func TestDenialRendering(t *testing.T) {
 	codes := []DenialCode{
 		DenialRequirementsNotCovered, DenialOutstandingCapReached, DenialStepAborted,
-		DenialBudgetExpired, DenialInvalidPolicy, DenialUnconfinedRefused, DenialJailFailed, "novel_code",
+		DenialBudgetExpired, DenialInvalidPolicy, DenialUnconfinedRefused, DenialJailFailed,
+		DenialLayerRequired, DenialHostBusy, DenialWorkspaceFenced, "novel_code",
 	}
 	seen := map[string]bool{}
 	for _, c := range codes {
