@@ -36,6 +36,10 @@ const (
 	// grepStderrBytes is how much of ripgrep's stderr is kept for an
 	// error message.
 	grepStderrBytes = 4 << 10
+	// MaxRipgrepOutputBytes bounds the JSON stream one jailed ripgrep run
+	// may write; at the bound the broker stops it and the matches read so
+	// far stand, with a note that the search was cut there.
+	MaxRipgrepOutputBytes = 64 << 20
 )
 
 // Engine names reported in GrepDetails.Engine.
@@ -272,6 +276,9 @@ func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string,
 		return grepFail(code, r.err.Error(), det)
 	}
 	det.TimedOut, det.Warnings = r.timedOut, r.warnings
+	if r.outputLimited {
+		notes = append(notes, fmt.Sprintf("ripgrep's output reached its %d-byte bound and the search was stopped there: narrow the path or the pattern to see the rest", MaxRipgrepOutputBytes))
+	}
 	if r.warnings != "" {
 		notes = append(notes, "ripgrep could not read some entries: "+firstLine(r.warnings))
 	}

@@ -194,3 +194,33 @@ func TestGrepReadsNoSystemRootTheHostDidNotList(t *testing.T) {
 		}
 	}
 }
+
+// Not parallel: fakeRipgrep sets PATH. A ripgrep whose stream passes
+// MaxRipgrepOutputBytes is stopped there by the broker; what it found
+// stands and the outcome says the search was cut. Control: the same
+// stream without the flood completes with no such note.
+func TestGrepRipgrepOutputBound(t *testing.T) {
+	for _, flood := range []bool{false, true} {
+		c := grepCall(t, grepTree, true)
+		out := rgEvents(filepath.Join(c.Workspace, "a.txt"), "alpha needle", !flood)
+		fakeRipgrep(t, c, out, "", 0)
+		if flood {
+			// Endless begin/end pairs of files without matches: valid
+			// events the collector keeps reading, so only the bound ends it.
+			p, _ := json.Marshal(map[string]string{"text": filepath.Join(c.Workspace, "nomatch.txt")})
+			pair := fmt.Sprintf(`{"type":"begin","data":{"path":%s}}`+"\n"+`{"type":"end","data":{"path":%s,"binary_offset":null}}`, p, p)
+			rg := filepath.Join(filepath.SplitList(os.Getenv("PATH"))[0], "rg")
+			script, _ := os.ReadFile(rg)
+			script = []byte(strings.Replace(string(script), "exit 0", "yes '"+pair+"'\nexit 0", 1))
+			if err := os.WriteFile(rg, script, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o := runGrepArgs(t, c, map[string]any{"pattern": "needle"})
+		d := grepDetails(t, o)
+		noted := strings.Contains(o.Text, "output reached its")
+		if o.IsError || d.Engine != EngineRipgrep || d.Matches != 1 || noted != flood {
+			t.Errorf("flood=%v: IsError=%v engine=%q matches=%d noted=%v: %s", flood, o.IsError, d.Engine, d.Matches, noted, o.Text)
+		}
+	}
+}

@@ -25,6 +25,8 @@ type rgRun struct {
 	enf      *broker.Enforcement
 	// denial is the broker's refusal, reported in band with its code.
 	denial *broker.Denial
+	// outputLimited: the broker stopped rg at MaxRipgrepOutputBytes.
+	outputLimited bool
 	// err is a failure after the jail started; cancelled marks the
 	// caller's cancellation.
 	err       error
@@ -78,6 +80,8 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, 
 		Policy:  p,
 		Budget:  broker.Budget{MaxOutstanding: MaxConcurrentSearches},
 		Timeout: GrepTimeout,
+
+		MaxOutputBytes: MaxRipgrepOutputBytes,
 	})
 	if d != nil {
 		return rgRun{denial: d}
@@ -126,6 +130,9 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, 
 		return fail("ripgrep could not run in its jail: " + s.Failed)
 	case full:
 		// Stopped by us at the collection limit; the result stands.
+	case s.OutputLimited:
+		// Stopped by the broker at the output bound; what was read stands.
+		r.outputLimited = true
 	case s.TimedOut:
 		r.timedOut = true
 	case s.Cancelled:
