@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -80,8 +81,9 @@ type gitGuard struct {
 }
 
 type gitEntry struct {
-	r     *gitRoot
-	since int64
+	r      *gitRoot
+	since  int64
+	events uint64 // the watch's change count when the command entered
 }
 
 // guardGit prepares the guard for a command under p, or refuses the
@@ -102,7 +104,11 @@ func (b *Broker) guardGit(p Policy) (*gitGuard, *Denial) {
 			g.abandon()
 			return nil, d
 		}
-		g.roots = append(g.roots, gitEntry{r: r, since: since})
+		e := gitEntry{r: r, since: since}
+		if r.watch != nil {
+			e.events, _ = r.watch.count()
+		}
+		g.roots = append(g.roots, e)
 	}
 	return g, nil
 }
@@ -138,11 +144,30 @@ func (g *gitGuard) settle(s *Settled) {
 		s.ProtectedCreated = append(s.ProtectedCreated, q)
 		g.b.Audit(AuditEvent{Kind: AuditQuarantine, Path: q.Path, Detail: quarantineDetail(q)})
 	}
+	// A command in whose writable roots the watch saw no change at all
+	// (nothing created, written, truncated, renamed, linked or chmodded)
+	// left nothing to check: only the log of what was done while it ran
+	// is collected.
+	// Every change the command made is read from the kernel's queue
+	// before anything is decided (else a plant whose events are still
+	// queued would be taken for the host's at the next command).
+	synced := len(g.roots) == 0 || syncWatch()
+	quiet := synced
+	for _, e := range g.roots {
+		if e.r.watch == nil {
+			quiet = false
+			continue
+		}
+		n, ok := e.r.watch.count()
+		quiet = quiet && ok && n == e.events
+	}
 	var neutralised []Neutralisation
 	for _, e := range g.roots {
 		r := e.r
 		r.mu.Lock()
-		r.pass(true)
+		if !quiet {
+			r.passChanged(true, true, synced)
+		}
 		for _, l := range r.log {
 			if l.seq <= e.since {
 				continue
@@ -197,7 +222,7 @@ func (b *Broker) Unfence(workspace string) error {
 		return nil
 	}
 	r.fenced = ""
-	r.pass(true)
+	r.passChanged(true, true, syncWatch())
 	why := r.fenced
 	if why == "" {
 		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: "fence lifted: a full sweep succeeded"})
@@ -257,9 +282,13 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 		r.root = root
 		r.sweep = newGitSweep(root, r.abs)
 	}
+	var existing []string
 	for _, pr := range p.Protected {
 		if rel, ok := relUnder(r.abs, pr); ok {
 			r.sweep.skip[rel] = true
+			if !slices.Contains(absent, pr) {
+				existing = append(existing, rel)
+			}
 		}
 	}
 	since := r.seq
@@ -282,7 +311,12 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 	} else if r.active == 0 {
 		// Between commands, what changed was the host's own doing: the
 		// directories the watch saw change are recorded, not acted on.
-		r.passChanged(false, false)
+		r.passChanged(false, false, true)
+	}
+	if r.watch != nil {
+		for _, rel := range existing {
+			r.watch.protect(rel)
+		}
 	}
 	if r.active == 0 {
 		if err := r.b.git.setMarker(r.abs); err != nil {
@@ -340,11 +374,13 @@ func (r *gitRoot) sweepAll(act bool) {
 
 // pass checks what changed since the last pass (the whole root when the
 // watch cannot say) and, when act, neutralises it.
-func (r *gitRoot) pass(act bool) { r.passChanged(act, true) }
+func (r *gitRoot) pass(act bool) { r.passChanged(act, true, true) }
 
 // passChanged is pass; known says whether every known git directory is
-// re-checked too (which catches a write through a hard link elsewhere).
-func (r *gitRoot) passChanged(act, known bool) {
+// re-checked too (which catches a write through a hard link elsewhere),
+// synced whether the watch is known to have read every change queued
+// (if not, the root is swept whole).
+func (r *gitRoot) passChanged(act, known, synced bool) {
 	if r.sweep == nil {
 		return
 	}
@@ -354,7 +390,7 @@ func (r *gitRoot) passChanged(act, known bool) {
 		}
 		return
 	}
-	dirty, fresh, whole := r.watch.take()
+	dirty, fresh, whole := r.watch.take(synced)
 	r.sweep.begin(act)
 	if whole {
 		r.sweep.full()

@@ -39,7 +39,10 @@ func newGitWatch() (*gitWatch, error) { return nil, errors.New("no inotify on th
 
 func (w *gitWatch) add(string, *os.File) {}
 
-func (w *gitWatch) take() (dirty, fresh []string, whole bool) { return nil, nil, true }
+func (w *gitWatch) take(bool) (dirty, fresh []string, whole bool) { return nil, nil, true }
+
+// syncWatch has nothing to wait for where there is no watch.
+func syncWatch() bool { return false }
 
 // openChildDir opens the directory name in parent; without openat here,
 // through the parent's path (the sweep falls back to the root when this
@@ -51,3 +54,7 @@ func openChildDir(parent *os.File, name string) (*os.File, error) {
 // ownedByMe cannot be told from portable file info; the directory's mode
 // is checked alone.
 func ownedByMe(fs.FileInfo) bool { return true }
+
+func (w *gitWatch) count() (uint64, bool) { return 0, false }
+
+func (w *gitWatch) protect(string) {}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
+	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,12 +17,17 @@ import (
 // of a writable root: entries created, removed, renamed, written and
 // closed, or changed in mode or link count.
 const gitWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
-	unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+	unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
 // MaxGitDirtyDirs bounds how many changed directories the watcher keeps
 // for one writable root between sweeps; past it the root is swept whole,
 // as after an inotify queue overflow.
 const MaxGitDirtyDirs = 1 << 16
+
+// GitWatchSyncTimeout bounds how long a settling command waits for the
+// watcher to have read every change queued before it; past it, the
+// writable roots are swept whole instead.
+const GitWatchSyncTimeout = 5 * time.Second
 
 // inotifyHub is the process's one inotify instance (instances are few
 // per user: 128 by default), shared by every broker's writable roots.
@@ -34,6 +42,14 @@ type inotifyHub struct {
 	mu    sync.Mutex
 	subs  map[int32][]watchSub
 	roots map[*gitWatch]bool
+
+	// The barrier: a private directory whose entries' creation, queued
+	// behind every change before it, tells sync its changes were read.
+	syncDir  string
+	syncWd   int32
+	syncSeq  uint64
+	syncSeen uint64
+	syncWait map[uint64]chan struct{}
 }
 
 type watchSub struct {
@@ -51,7 +67,13 @@ func (h *inotifyHub) start() error {
 			return
 		}
 		h.fd, h.f = fd, os.NewFile(uintptr(fd), "inotify")
-		h.subs, h.roots = map[int32][]watchSub{}, map[*gitWatch]bool{}
+		h.subs, h.roots, h.syncWait = map[int32][]watchSub{}, map[*gitWatch]bool{}, map[uint64]chan struct{}{}
+		h.syncWd = -1
+		if dir, err := os.MkdirTemp("", "loom-git-sync-"); err == nil {
+			if wd, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW); err == nil {
+				h.syncDir, h.syncWd = dir, int32(wd)
+			}
+		}
 		go h.read()
 	})
 	return h.err
@@ -89,6 +111,18 @@ func (h *inotifyHub) read() {
 				}
 				continue
 			}
+			if wd == h.syncWd && h.syncWd >= 0 {
+				if n, err := strconv.ParseUint(string(name), 10, 64); err == nil && n > h.syncSeen {
+					h.syncSeen = n
+					for k, ch := range h.syncWait {
+						if k <= n {
+							close(ch)
+							delete(h.syncWait, k)
+						}
+					}
+				}
+				continue
+			}
 			for _, s := range h.subs[wd] {
 				s.w.note(s.rel, string(name), mask)
 			}
@@ -103,15 +137,58 @@ func (h *inotifyHub) read() {
 	}
 }
 
+// sync returns once the watcher has read every change the kernel queued
+// before the call, so the dirty sets are complete; false when that
+// cannot be told (then the caller sweeps whole).
+func (h *inotifyHub) sync() bool {
+	h.mu.Lock()
+	if h.syncWd < 0 {
+		h.mu.Unlock()
+		return false
+	}
+	h.syncSeq++
+	n := h.syncSeq
+	ch := make(chan struct{})
+	h.syncWait[n] = ch
+	h.mu.Unlock()
+	name := filepath.Join(h.syncDir, strconv.FormatUint(n, 10))
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err == nil {
+		f.Close()
+		os.Remove(name)
+	}
+	ok := err == nil
+	if ok {
+		t := time.NewTimer(GitWatchSyncTimeout)
+		select {
+		case <-ch:
+		case <-t.C:
+			ok = false
+		}
+		t.Stop()
+	}
+	if !ok {
+		h.mu.Lock()
+		delete(h.syncWait, n)
+		h.mu.Unlock()
+	}
+	return ok
+}
+
 // gitWatch collects, for one writable root, the directories in which
 // something changed since the last sweep took them.
 type gitWatch struct {
 	kick chan struct{} // signalled (without blocking) after new changes
 
-	mu       sync.Mutex
-	watched  map[string]int32
-	dirty    map[string]bool
-	fresh    map[string]bool // new directories, to be walked whole
+	mu      sync.Mutex
+	events  uint64 // every change noted, ever: a command that saw none changed nothing
+	watched map[string]int32
+	dirty   map[string]bool
+	fresh   map[string]bool // new directories, to be walked whole
+	// ignore holds protected paths (relative): read-only in the jail, so
+	// a write or attribute event on one is the jail's own bind machinery
+	// or the host, never a command.
+	ignore   map[string]bool
 	overflow bool
 	err      error // why watching stopped; a full sweep stands in
 }
@@ -123,7 +200,7 @@ func newGitWatch() (*gitWatch, error) {
 		return nil, err
 	}
 	w := &gitWatch{kick: make(chan struct{}, 1), watched: map[string]int32{},
-		dirty: map[string]bool{}, fresh: map[string]bool{}}
+		dirty: map[string]bool{}, fresh: map[string]bool{}, ignore: map[string]bool{}}
 	hub.mu.Lock()
 	hub.roots[w] = true
 	hub.mu.Unlock()
@@ -167,6 +244,11 @@ func (w *gitWatch) add(rel string, f *os.File) {
 
 func (w *gitWatch) note(rel, name string, mask uint32) {
 	w.mu.Lock()
+	if mask&^(unix.IN_CLOSE_WRITE|unix.IN_MODIFY|unix.IN_ATTRIB) == 0 && w.ignore[path.Join(rel, name)] {
+		w.mu.Unlock()
+		return
+	}
+	w.events++
 	if len(w.dirty)+len(w.fresh) >= MaxGitDirtyDirs {
 		w.overflow = true
 	} else {
@@ -189,6 +271,7 @@ func (w *gitWatch) forget(rel string, wd int32) {
 
 func (w *gitWatch) overflowed() {
 	w.mu.Lock()
+	w.events++
 	w.overflow = true
 	w.mu.Unlock()
 	w.signal()
@@ -212,8 +295,9 @@ func (w *gitWatch) signal() {
 
 // take hands over the changes collected so far: directories to check,
 // new ones to walk, and whether a whole sweep is needed instead (the
-// queue overflowed or watching failed).
-func (w *gitWatch) take() (dirty, fresh []string, whole bool) {
+// queue overflowed, watching failed, or, when synced, the watcher could
+// not confirm it had read everything queued).
+func (w *gitWatch) take(synced bool) (dirty, fresh []string, whole bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for d := range w.dirty {
@@ -222,9 +306,24 @@ func (w *gitWatch) take() (dirty, fresh []string, whole bool) {
 	for d := range w.fresh {
 		fresh = append(fresh, d)
 	}
-	whole = w.overflow || w.err != nil
+	whole = w.overflow || w.err != nil || !synced
 	w.dirty, w.fresh, w.overflow = map[string]bool{}, map[string]bool{}, false
 	return dirty, fresh, whole
+}
+
+// protect tells the watch that rel is a protected path (see ignore).
+func (w *gitWatch) protect(rel string) {
+	w.mu.Lock()
+	w.ignore[rel] = true
+	w.mu.Unlock()
+}
+
+// count returns how many changes were noted so far, and whether the
+// watch still stands (no overflow pending, no failure).
+func (w *gitWatch) count() (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.events, !w.overflow && w.err == nil
 }
 
 // stopped reports why watching stopped, or nil.
@@ -233,3 +332,6 @@ func (w *gitWatch) stopped() error {
 	defer w.mu.Unlock()
 	return w.err
 }
+
+// syncWatch is hub.sync: every change queued so far has been noted.
+func syncWatch() bool { return hub.sync() }
