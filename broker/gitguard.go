@@ -41,6 +41,8 @@ type gitFences struct {
 	// markerOK, it is the directory checked and in use.
 	markerDir string
 	markerOK  bool
+	// noWatch (tests) runs the guard as where inotify is unavailable.
+	noWatch bool
 }
 
 // gitRoot is the guard's view of one writable root.
@@ -273,6 +275,15 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 	if r.fenced != "" {
 		return 0, r.fenceDenial()
 	}
+	if r.root != nil && r.active == 0 && !sameDir(r.root, r.abs) {
+		// The workspace was replaced since: start over on the new one.
+		r.root.Close()
+		r.root, r.sweep, r.started = nil, nil, false
+		if r.watch != nil {
+			r.watch.retire()
+			r.watch = nil
+		}
+	}
 	if r.root == nil {
 		root, err := openDirRoot(r.abs)
 		if err != nil {
@@ -294,7 +305,7 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 	since := r.seq
 	if !r.started {
 		crashed := r.b.git.markerExists(r.abs)
-		if w, err := newGitWatch(); err == nil {
+		if w, err := newGitWatch(); err == nil && !r.b.git.noWatch {
 			r.watch = w
 			r.sweep.onDir = w.add
 			go r.live(w)
@@ -440,6 +451,17 @@ func (r *gitRoot) finish(act bool) {
 		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: r.fenced})
 	}
 	r.sweep.done, r.sweep.failed = nil, nil
+}
+
+// sameDir reports whether the directory pinned as root is still the one
+// at abs.
+func sameDir(root *os.Root, abs string) bool {
+	a, err := root.Stat(".")
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(abs)
+	return err == nil && os.SameFile(a, b)
 }
 
 func statErr(p string) error {

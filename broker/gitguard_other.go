@@ -58,3 +58,5 @@ func ownedByMe(fs.FileInfo) bool { return true }
 func (w *gitWatch) count() (uint64, bool) { return 0, false }
 
 func (w *gitWatch) protect(string) {}
+
+func (w *gitWatch) retire() {}

@@ -354,3 +354,102 @@ func TestGitGuardOff(t *testing.T) {
 
 // fsImmutableFl is FS_IMMUTABLE_FL from linux/fs.h.
 const fsImmutableFl = 0x00000010
+
+// TestGitGuardWithoutWatch: where inotify is unavailable every settle
+// sweeps the root whole, and still finds what a command planted.
+func TestGitGuardWithoutWatch(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	w.b.git.noWatch = true
+	s, d := w.command(func() {
+		w.write("x/y/.git/HEAD", "ref: refs/heads/main\n")
+		w.write("x/y/.git/config", "[core]\n\thooksPath = h\n")
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	if strings.Contains(w.read("x/y/.git/config"), "hooksPath") || len(s.GitNeutralised) != 1 {
+		t.Errorf("without a watch: %+v", s.GitNeutralised)
+	}
+	if r := w.b.git.roots[w.ws]; r == nil || r.watch != nil {
+		t.Errorf("the guard watched anyway")
+	}
+}
+
+// TestGitGuardHardLink: a write through a hard link elsewhere in the
+// workspace (no event in the git directory) is still caught at settle.
+func TestGitGuardHardLink(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	w.write("lib/.git/HEAD", "ref: refs/heads/main\n")
+	w.write("lib/.git/config", "[core]\n\tbare = false\n")
+	if _, d := w.command(func() {
+		if err := os.Link(filepath.Join(w.ws, "lib/.git/config"), filepath.Join(w.ws, "innocent")); err != nil {
+			t.Fatal(err)
+		}
+	}); d != nil {
+		t.Fatal(d)
+	}
+	s, d := w.command(func() {
+		f, err := os.OpenFile(filepath.Join(w.ws, "innocent"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("\tfsmonitor = evil\n")
+		f.Close()
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	if strings.Contains(w.read("lib/.git/config"), "fsmonitor") {
+		t.Errorf("write through a hard link survived: %+v", s.GitNeutralised)
+	}
+}
+
+// TestGitGuardOverflowSweepsWhole: after an inotify queue overflow the
+// next pass walks the root whole instead of trusting the dirty set.
+func TestGitGuardOverflowSweepsWhole(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	g, d := w.b.guardGit(w.policy())
+	if d != nil {
+		t.Fatal(d)
+	}
+	r := w.b.git.roots[w.ws]
+	r.watch.overflowed()
+	if _, _, whole := r.watch.take(true); !whole {
+		t.Error("an overflow did not ask for a whole sweep")
+	}
+	if _, _, whole := r.watch.take(true); whole {
+		t.Error("the overflow was not cleared by the whole sweep")
+	}
+	if _, _, whole := r.watch.take(false); !whole {
+		t.Error("an unsynced take did not ask for a whole sweep")
+	}
+	var s Settled
+	g.settle(&s)
+}
+
+// TestGitGuardWorkspaceReplaced: a workspace directory replaced between
+// commands is guarded afresh, not through the old directory's handle.
+func TestGitGuardWorkspaceReplaced(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	if _, d := w.command(nil); d != nil {
+		t.Fatal(d)
+	}
+	if err := os.Rename(w.ws, w.ws+".old"); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(w.ws, 0o755)
+	s, d := w.command(func() {
+		w.write("n/.git/HEAD", "ref: refs/heads/main\n")
+		w.write("n/.git/config", "[core]\n\tfsmonitor = evil\n")
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	if strings.Contains(w.read("n/.git/config"), "fsmonitor") {
+		t.Errorf("the replaced workspace was not guarded: %+v", s.GitNeutralised)
+	}
+}

@@ -189,6 +189,7 @@ type gitWatch struct {
 	// a write or attribute event on one is the jail's own bind machinery
 	// or the host, never a command.
 	ignore   map[string]bool
+	retired  bool // no more changes delivered; kick is closed
 	overflow bool
 	err      error // why watching stopped; a full sweep stands in
 }
@@ -287,6 +288,11 @@ func (w *gitWatch) broken(err error) {
 }
 
 func (w *gitWatch) signal() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.retired {
+		return
+	}
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -309,6 +315,31 @@ func (w *gitWatch) take(synced bool) (dirty, fresh []string, whole bool) {
 	whole = w.overflow || w.err != nil || !synced
 	w.dirty, w.fresh, w.overflow = map[string]bool{}, map[string]bool{}, false
 	return dirty, fresh, whole
+}
+
+// retire stops delivering changes to w (its root was replaced).
+func (w *gitWatch) retire() {
+	hub.mu.Lock()
+	delete(hub.roots, w)
+	for wd, subs := range hub.subs {
+		kept := subs[:0]
+		for _, s := range subs {
+			if s.w != w {
+				kept = append(kept, s)
+			}
+		}
+		if len(kept) == 0 {
+			delete(hub.subs, wd)
+			unix.InotifyRmWatch(hub.fd, uint32(wd))
+		} else {
+			hub.subs[wd] = kept
+		}
+	}
+	hub.mu.Unlock()
+	w.mu.Lock()
+	w.retired = true
+	close(w.kick)
+	w.mu.Unlock()
 }
 
 // protect tells the watch that rel is a protected path (see ignore).
