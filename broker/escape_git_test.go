@@ -64,6 +64,12 @@ func gitEscapeCases() []escapeCase {
 			t.Cleanup(func() { os.Chmod(filepath.Join(e.ws, "lib", ".git"), 0o755) })
 		},
 			lib+`git -C lib config core.fsmonitor "$WS/evil.sh" && git add lib && chmod 555 lib/.git`, status),
+		// Unreadable to an unprivileged broker until it gives itself access.
+		gitCase("git_nested_chmod_111", func(t *testing.T, e *escapeEnv) {
+			hostRepo(t, e)
+			t.Cleanup(func() { os.Chmod(filepath.Join(e.ws, "lib", ".git"), 0o755) })
+		},
+			lib+`git -C lib config core.fsmonitor "$WS/evil.sh" && git add lib && chmod 111 lib/.git`, status),
 		{
 			name: "git_global_hooks_path_into_workspace",
 			run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {

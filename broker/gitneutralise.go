@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// ErrGitConfigSyntax is returned (wrapped) by neutraliseGitConfig for a
+// errGitConfigSyntax is returned (wrapped) by neutraliseGitConfig for a
 // file git itself would refuse to parse; the guard moves such a file
 // aside whole rather than guess what git would make of it.
-var ErrGitConfigSyntax = errors.New("git config syntax error")
+var errGitConfigSyntax = errors.New("git config syntax error")
 
 // gitConfigItem is one "key [= value]" entry of a git config file with
 // the byte span it occupies: from the key's first byte to the newline
@@ -38,7 +38,7 @@ func (it gitConfigItem) name() string {
 // `[section "sub"]` and the old "[section.sub]" headers, entries after a
 // header on its line, quoted values, escapes and backslash-newline
 // continuations) and returns every entry. Any input git would reject is
-// ErrGitConfigSyntax, never a best guess.
+// errGitConfigSyntax, never a best guess.
 func scanGitConfig(data []byte) ([]gitConfigItem, error) {
 	s := &cfgScanner{b: data}
 	if len(data) >= 3 && data[0] == 0xef && data[1] == 0xbb && data[2] == 0xbf {
@@ -73,7 +73,7 @@ func scanGitConfig(data []byte) ([]gitConfigItem, error) {
 			}
 			continue
 		case !isAlpha(c):
-			return nil, fmt.Errorf("%w: unexpected byte %q at offset %d", ErrGitConfigSyntax, c, at)
+			return nil, fmt.Errorf("%w: unexpected byte %q at offset %d", errGitConfigSyntax, c, at)
 		}
 		it, err := s.entry(c, at)
 		if err != nil {
@@ -114,7 +114,7 @@ func (s *cfgScanner) header() (section, sub string, err error) {
 	for {
 		c := s.next()
 		if s.atEnd() {
-			return "", "", fmt.Errorf("%w: unterminated section header", ErrGitConfigSyntax)
+			return "", "", fmt.Errorf("%w: unterminated section header", errGitConfigSyntax)
 		}
 		if isCSpace(c) {
 			sub, err := s.subsection()
@@ -122,13 +122,13 @@ func (s *cfgScanner) header() (section, sub string, err error) {
 				return "", "", err
 			}
 			if name.Len() == 0 {
-				return "", "", fmt.Errorf("%w: empty section name", ErrGitConfigSyntax)
+				return "", "", fmt.Errorf("%w: empty section name", errGitConfigSyntax)
 			}
 			return name.String(), sub, nil
 		}
 		if c == ']' {
 			if name.Len() == 0 {
-				return "", "", fmt.Errorf("%w: empty section name", ErrGitConfigSyntax)
+				return "", "", fmt.Errorf("%w: empty section name", errGitConfigSyntax)
 			}
 			n := name.String()
 			// "[a.b]" is the old form: section a, subsection b, all lower case.
@@ -139,7 +139,7 @@ func (s *cfgScanner) header() (section, sub string, err error) {
 			return n, "", nil
 		}
 		if !isKeyChar(c) && c != '.' {
-			return "", "", fmt.Errorf("%w: bad byte %q in section name", ErrGitConfigSyntax, c)
+			return "", "", fmt.Errorf("%w: bad byte %q in section name", errGitConfigSyntax, c)
 		}
 		name.WriteByte(lower(c))
 	}
@@ -152,26 +152,26 @@ func (s *cfgScanner) subsection() (string, error) {
 		c = s.next()
 	}
 	if c != '"' {
-		return "", fmt.Errorf("%w: subsection must be quoted", ErrGitConfigSyntax)
+		return "", fmt.Errorf("%w: subsection must be quoted", errGitConfigSyntax)
 	}
 	var b strings.Builder
 	for {
 		c := s.next()
 		if c == '\n' {
-			return "", fmt.Errorf("%w: unterminated subsection", ErrGitConfigSyntax)
+			return "", fmt.Errorf("%w: unterminated subsection", errGitConfigSyntax)
 		}
 		if c == '"' {
 			break
 		}
 		if c == '\\' {
 			if c = s.next(); c == '\n' {
-				return "", fmt.Errorf("%w: unterminated subsection", ErrGitConfigSyntax)
+				return "", fmt.Errorf("%w: unterminated subsection", errGitConfigSyntax)
 			}
 		}
 		b.WriteByte(c)
 	}
 	if s.next() != ']' {
-		return "", fmt.Errorf("%w: subsection not followed by ]", ErrGitConfigSyntax)
+		return "", fmt.Errorf("%w: subsection not followed by ]", errGitConfigSyntax)
 	}
 	return b.String(), nil
 }
@@ -199,7 +199,7 @@ func (s *cfgScanner) entry(c byte, at int) (gitConfigItem, error) {
 		return it, nil
 	}
 	if c != '=' {
-		return it, fmt.Errorf("%w: key %q not followed by '='", ErrGitConfigSyntax, it.key)
+		return it, fmt.Errorf("%w: key %q not followed by '='", errGitConfigSyntax, it.key)
 	}
 	v, err := s.value()
 	if err != nil {
@@ -231,7 +231,7 @@ func (s *cfgScanner) value() (string, error) {
 		c := s.next()
 		if c == '\n' {
 			if quote {
-				return "", fmt.Errorf("%w: unterminated quote", ErrGitConfigSyntax)
+				return "", fmt.Errorf("%w: unterminated quote", errGitConfigSyntax)
 			}
 			return b.String(), nil
 		}
@@ -265,7 +265,7 @@ func (s *cfgScanner) value() (string, error) {
 				c = '\n'
 			case c == '\\' || c == '"':
 			default:
-				return "", fmt.Errorf("%w: bad escape", ErrGitConfigSyntax)
+				return "", fmt.Errorf("%w: bad escape", errGitConfigSyntax)
 			}
 			b.WriteByte(c)
 		case '"':
@@ -332,7 +332,7 @@ func isGitExecEntry(it gitConfigItem) bool {
 // neutraliseGitConfig returns data without its exec-capable entries (see
 // isGitExecEntry) and the names of the entries it removed, in file
 // order; out is data itself when nothing was removed. Everything else is
-// kept byte for byte. A file git would refuse is ErrGitConfigSyntax;
+// kept byte for byte. A file git would refuse is errGitConfigSyntax;
 // the result is parsed again and must hold no exec-capable entry, or the
 // call fails rather than return it.
 func neutraliseGitConfig(data []byte) (out []byte, removed []string, err error) {
@@ -363,7 +363,7 @@ func neutraliseGitConfig(data []byte) (out []byte, removed []string, err error) 
 	}
 	for _, it := range again {
 		if isGitExecEntry(it) {
-			return nil, nil, fmt.Errorf("%w: %s survived the rewrite", ErrGitConfigSyntax, it.name())
+			return nil, nil, fmt.Errorf("%w: %s survived the rewrite", errGitConfigSyntax, it.name())
 		}
 	}
 	return out, removed, nil

@@ -85,8 +85,8 @@ func TestNeutraliseGitConfig(t *testing.T) {
 			}
 			out, removed, err := neutraliseGitConfig(in)
 			if tt.bad {
-				if !errors.Is(err, ErrGitConfigSyntax) {
-					t.Fatalf("err = %v, want ErrGitConfigSyntax", err)
+				if !errors.Is(err, errGitConfigSyntax) {
+					t.Fatalf("err = %v, want errGitConfigSyntax", err)
 				}
 				return
 			}
@@ -145,7 +145,7 @@ func FuzzNeutraliseGitConfig(f *testing.F) {
 		before, perr := scanGitConfig(data)
 		out, removed, err := neutraliseGitConfig(data)
 		if err != nil {
-			if perr == nil && !errors.Is(err, ErrGitConfigSyntax) {
+			if perr == nil && !errors.Is(err, errGitConfigSyntax) {
 				t.Fatalf("parsable input refused: %v", err)
 			}
 			return

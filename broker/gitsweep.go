@@ -185,10 +185,20 @@ func (s *gitSweep) walkIn(parent *os.File, rel string, depth int) {
 	if parent != nil {
 		f, err = openChildDir(parent, path.Base(rel))
 	}
-	if parent == nil || errors.Is(err, errNoChildOpen) {
-		f, err = s.root.OpenFile(dirName(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if parent == nil || errors.Is(err, errNoChildOpen) || errors.Is(err, fs.ErrPermission) {
+		var d *os.Root
+		var restore func()
+		d, restore, err = openDirAccessible(s.root, rel)
+		if err == nil {
+			defer restore()
+			f, err = d.OpenFile(".", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			d.Close()
+		}
 	}
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			s.fail(rel, err) // a directory the broker cannot read may hide a repository
+		}
 		return
 	}
 	defer f.Close()
@@ -322,10 +332,14 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 	s.visited[rel] = true
 	s.gitdirs[rel] = true
 	r, name := s.base(rel)
-	gd, err := r.OpenRoot(dirName(name))
+	gd, restore, err := openDirAccessible(r, name)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.fail(rel, err)
+		}
 		return
 	}
+	defer restore()
 	defer gd.Close()
 	prev := s.cur
 	s.cur = &pinnedDir{rel: rel, root: gd}
@@ -434,9 +448,9 @@ func (s *gitSweep) config(rel string) {
 		s.fail(rel, fmt.Errorf("rewrite without %s: %w", strings.Join(removed, ", "), err))
 		return
 	}
-	if fi, err := s.lstat(rel); err == nil {
-		s.known[rel] = fingerprintOf(fi)
-	}
+	// Not recorded as seen: a command still running may have renamed its
+	// own version over ours already, so the next pass reads it again.
+	delete(s.known, rel)
 	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), Removed: removed})
 }
 
@@ -566,6 +580,34 @@ func (s *gitSweep) fail(rel string, err error) {
 
 func (s *gitSweep) absPath(rel string) string {
 	return filepath.Join(s.abs, filepath.FromSlash(rel))
+}
+
+// openDirAccessible pins the directory name beneath r. When a command
+// took the broker's own access away (chmod 111 or 000 on a directory it
+// created: the jail runs as the host's user, so the host owns it), the
+// broker gives itself u+rwx for as long as it works there: restore puts
+// the mode back. A directory it cannot chmod (not its own, so no command
+// made it) stays an error.
+func openDirAccessible(r *os.Root, name string) (*os.Root, func(), error) {
+	d, err := r.OpenRoot(dirName(name))
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		return d, func() {}, err
+	}
+	fi, lerr := r.Lstat(name)
+	if lerr != nil || !fi.IsDir() {
+		return nil, nil, err
+	}
+	mode := fi.Mode().Perm()
+	if cerr := r.Chmod(name, mode|0o700); cerr != nil {
+		return nil, nil, fmt.Errorf("%w (and giving the broker access: %v)", err, cerr)
+	}
+	restore := func() { r.Chmod(name, mode) }
+	d, err = r.OpenRoot(dirName(name))
+	if err != nil {
+		restore()
+		return nil, nil, err
+	}
+	return d, restore, nil
 }
 
 // writeBeside replaces name in d with data (staged in d and renamed
