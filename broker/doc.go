@@ -32,30 +32,81 @@
 // init (or by an explicit HelperMain call at the top of main). The helper
 // is born in new user, mount, pid, ipc, uts and (network off) network
 // namespaces with an identity uid/gid map and, as ambient capabilities,
-// only CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_SETPCAP. It reads its
-// configuration from fd 3 and, on the thread that will exec: makes every
-// mount private; mounts a fresh /proc (capping the namespace's pid_max, /proc/sys and
-// the other kernel knobs read-only),
-// a private tmpfs /tmp (roots under the host's /tmp bound back, read-only
-// unless writable) and a small /dev; pins the directories above every
-// protected path and binds the protected paths (and symlink targets)
-// read-only; brings lo up; sets rlimits; clears every capability set and
-// locks the securebits; sets no-new-privs; applies Landlock (read on the
-// readable roots, everything on the writable roots, TCP denied with the
-// network off, abstract unix sockets and signals scoped); installs a
-// seccomp filter (ptrace, process_vm_*, io_uring, the mount API, bpf,
-// keyrings, namespaces, module and kexec loading, x32, and with the
-// network off every non-unix socket, all EPERM); reports on fd 4 (which
-// closes at exec) and execs the command. A protected path that did not
-// exist when the command started (a missing hooks directory) cannot be
-// bound; if the command creates it, the broker moves it aside when the
-// command's tree is gone (Settled.ProtectedCreated). Without a user
-// namespace, Landlock refuses protected paths by splitting the writable
-// roots around them; without Landlock, the mount namespace remounts
-// everything outside the writable roots read-only. Every layer is probed directly
-// once per Broker; a missing one is reported skipped with the kernel's
-// errno, and Enforcement.Degraded is set. Outside Linux nothing confines a
-// command and Clear refuses unless Options.AllowUnconfined.
+// only CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_SETPCAP, in a session of its
+// own (no controlling terminal). It reads its configuration from fd 3
+// and, on the thread that will exec:
+//   - makes every mount private and the whole host view read-only (one
+//     recursive mount_setattr, or a remount per mount before Linux 5.12),
+//     so chmod, utime and xattr outside the writable roots fail whatever
+//     Landlock covers, then binds the writable roots back read-write,
+//     nosuid and nodev, each opened without following links;
+//   - mounts a fresh /proc (capping the namespace's pid_max; /proc/sys
+//     and the other kernel knobs read-only), a private tmpfs /tmp (roots
+//     under the host's /tmp bound back) and a small /dev without
+//     /dev/tty;
+//   - hides /run and /var/run under empty tmpfs (roots beneath them,
+//     Policy.Sockets and the file /etc/resolv.conf names are bound back)
+//     and masks every other pathname socket the host has bound (its
+//     /proc/net/unix) except Policy.Sockets, under empty read-only
+//     stand-ins;
+//   - masks the secrets MaskedSystemSecrets and MaskedHomeSecrets list
+//     under every root it shows;
+//   - pins and read-only-binds the protected paths (every git control
+//     file DefaultProtected lists);
+//   - brings lo up and sets rlimits (the report says what bounds
+//     processes: RLIMIT_NPROC in the jail's user namespace, or, for uid
+//     0, which the kernel exempts from it, the pid namespace's pid_max);
+//   - clears every capability set, locks the securebits, sets
+//     no-new-privs;
+//   - applies Landlock: read on the system and readable roots,
+//     everything on the writable roots, each rule's path opened without
+//     following any link; TCP denied with the network off; abstract unix
+//     sockets and signals scoped;
+//   - installs a seccomp filter refusing ptrace, process_vm_*, io_uring,
+//     the mount API, bpf, keyrings, namespaces, module and kexec loading,
+//     x32, the terminal-injection ioctls (TIOCSTI, TIOCLINUX, TIOCSETD,
+//     TIOCCONS, TIOCSCTTY), setuid or setgid bits on the chmod family and
+//     on creation modes, and with the network off every non-unix socket,
+//     all EPERM; clone3 and openat2 answer ENOSYS so callers fall back to
+//     calls whose arguments the filter can read;
+//   - refuses before exec when a layer Options.RequiredLayers names was
+//     not applied (DenialLayerRequired);
+//   - reports on fd 4 (which closes at exec) and execs the command.
+//
+// Without a user namespace, Landlock refuses protected paths by splitting
+// the writable roots around them, and the mounts layer is reported
+// skipped: nothing is read-only by mount, hidden or masked. Every layer
+// is probed directly once per Broker; a missing one is reported skipped
+// with the kernel's errno (and, for user namespaces, the kernel setting
+// that refuses them and what an operator can do), and Enforcement.Degraded
+// is set. Outside Linux nothing confines a command and Clear refuses
+// unless Options.AllowUnconfined.
+//
+// # What a command leaves behind
+//
+// A protected path that did not exist when the command started cannot be
+// bound read-only; if the command creates it, the broker moves it aside
+// once the command's tree is gone (Settled.ProtectedCreated). The git
+// guard keeps every other git configuration a command
+// writes in its writable roots from running a program in the host's later
+// git; where it cannot, the workspace is fenced (DenialWorkspaceFenced)
+// until Broker.Unfence succeeds. SafeGitEnv is the environment a host
+// runs its own git with on a workspace an agent touched.
+//
+// # Bounds
+//
+// One command's output is bounded (CallSpec.MaxOutputBytes, at most
+// Options.MaxOutputBytes, DefaultMaxOutputBytes by default): at the bound
+// the broker stops its tree and the execution settles with
+// OutputLimited. Across commands, a Broker runs at most
+// Options.MaxLiveCommands at once (foreground commands, background jobs
+// and the warm helper alike) and reserves each jail's in-memory scratch
+// against Options.ScratchBudgetBytes; a command over either bound waits,
+// in arrival order, within its own deadline and at most MaxHostBusyWait,
+// then is refused with DenialHostBusy. With Options.CgroupParent, each
+// helper is born in a child cgroup of it whose memory.max and pids.max
+// come from the policy's Limits, killed and removed at settlement; the
+// host's own process is never moved.
 //
 // # Warm helpers
 //
