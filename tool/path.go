@@ -31,7 +31,8 @@ var JailReplacedRoots = []string{"/proc", "/dev", "/tmp"}
 //	not_a_directory          a shell directory is not an existing directory
 //	protected_path           the path is at or under a protected entry
 //	protection_misconfigured a protected entry is not absolute, so nothing can be trusted
-//	jail_replaced            a read under /proc, /dev or /tmp outside the workspace
+//	jail_replaced            a read under /proc, /dev or /tmp outside the workspace and every root inside them
+//	blob_store               a read in the blob store of anything but a blob (the root, a shard, a staged file)
 //	too_many_links           more than MaxLinkFollows symlinks
 //	path_too_long            more than MaxPathBytes bytes
 //	invalid_path             empty or containing a NUL byte
@@ -69,6 +70,8 @@ func (e *PathError) Error() string {
 		return fmt.Sprintf("permission denied: the host's protected list holds the relative entry %q, which cannot be applied, so every path is refused until the host fixes it", e.Entry)
 	case "jail_replaced":
 		return fmt.Sprintf("permission denied: %s is under %s, which jailed commands see replaced; read it with bash instead", e.Path, e.Entry)
+	case "blob_store":
+		return fmt.Sprintf("permission denied: %s is in the blob store (%s) but is not a blob; read a blob by the exact path an answer named", e.Path, e.Entry)
 	case "too_many_links":
 		return fmt.Sprintf("%s: more than %d symbolic links", e.Path, MaxLinkFollows)
 	default:
@@ -111,8 +114,14 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	}
 	// The store resolved its root when it opened; resolving it again
 	// here would let a symlink swapped in since redirect the allowance.
+	// Only a blob itself is readable, by its exact path: never the root or
+	// a shard (a search there would read every session's output), never a
+	// staged file. A ref is unguessable, so holding one means it was shown.
 	if c.Blobs != nil && c.Blobs.Root() != "" && within(filepath.Clean(c.Blobs.Root()), resolved) {
-		return resolved, nil
+		if _, ok := c.Blobs.RefOf(resolved); ok {
+			return resolved, nil
+		}
+		return "", &PathError{Code: "blob_store", Path: path, Entry: c.Blobs.Root()}
 	}
 	if err := c.checkProtected(path, lexical, resolved); err != nil {
 		return "", err
@@ -121,22 +130,28 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	if err != nil {
 		return "", &PathError{Code: "invalid_path", Path: path, Err: err}
 	}
-	if within(ws, resolved) {
-		return resolved, nil
-	}
 	accepted := []string{ws}
 	for _, root := range c.readableRoots() {
 		if rr, err := resolveReal(root); err == nil {
-			if within(rr, resolved) {
-				return resolved, nil
-			}
 			accepted = addRoot(accepted, rr)
 		}
 	}
-	for _, r := range JailReplacedRoots {
-		if within(r, resolved) || within(r, lexical) {
-			return "", &PathError{Code: "jail_replaced", Path: path, Entry: r}
+	replaced := jailReplacedRoot(resolved)
+	for _, rr := range accepted {
+		if !within(rr, resolved) {
+			continue
 		}
+		// The jail shows its own /proc, /dev and /tmp, so a root above one
+		// of them ("/") does not make the host's copy readable here: that
+		// would read the host process's own state. A root inside one (a
+		// workspace under /tmp) does.
+		if replaced != "" && !within(replaced, rr) {
+			return "", &PathError{Code: "jail_replaced", Path: path, Entry: replaced}
+		}
+		return resolved, nil
+	}
+	if replaced != "" {
+		return "", &PathError{Code: "jail_replaced", Path: path, Entry: replaced}
 	}
 	pe := &PathError{Code: "outside_roots", Path: path, Entry: resolved, Accepted: accepted}
 	for _, sr := range c.Base.SystemRoots {
@@ -146,6 +161,16 @@ func (c *Call) ResolveRead(path string) (string, error) {
 		}
 	}
 	return "", pe
+}
+
+// jailReplacedRoot returns the entry of JailReplacedRoots covering p, or "".
+func jailReplacedRoot(p string) string {
+	for _, r := range JailReplacedRoots {
+		if within(r, p) {
+			return r
+		}
+	}
+	return ""
 }
 
 // ResolveWrite authorizes path for writing and returns the resolved

@@ -391,3 +391,55 @@ func TestPathLengthBound(t *testing.T) {
 		t.Fatalf("one byte past the bound: %v", err)
 	}
 }
+
+// TestReadBlobStoreOnlyByRef: through the store's allowance only a blob
+// itself is readable, by its exact path; the root, a shard or a staged
+// file (where every session's output lies) is refused. Control: the
+// blob's own path reads.
+func TestReadBlobStoreOnlyByRef(t *testing.T) {
+	t.Parallel()
+	c, _ := testWorkspace(t)
+	ref, err := c.Blobs.Put([]byte("SECRET_OF_ANOTHER_SESSION\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobPath := c.Blobs.Path(ref)
+	if got, err := c.ResolveRead(blobPath); err != nil || got != blobPath {
+		t.Fatalf("ResolveRead(blob) = %q, %v; want the blob readable", got, err)
+	}
+	for _, p := range []string{c.Blobs.Root(), filepath.Dir(blobPath), c.Blobs.Root() + "/", filepath.Join(filepath.Dir(blobPath), "."+string(ref)+".tmp")} {
+		_, err := c.ResolveRead(p)
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Code != "blob_store" {
+			t.Errorf("ResolveRead(%q) = %v; want a blob_store refusal", p, err)
+		}
+	}
+}
+
+// TestReadableRootAboveJailReplaced: a readable root of "/" does not make
+// the host's /proc or /dev readable (the jail would show its own), while
+// a root inside /tmp stays readable. Control: without the rule, "/"
+// would cover /proc/self/status.
+func TestReadableRootAboveJailReplaced(t *testing.T) {
+	t.Parallel()
+	c, _ := testWorkspace(t)
+	c.Base.ReadableRoots = []string{"/"}
+	for _, p := range []string{"/proc/self/status", "/proc/self/environ", "/dev/null"} {
+		_, err := c.ResolveRead(p)
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Code != "jail_replaced" {
+			t.Errorf("ResolveRead(%q) under readable root / = %v; want jail_replaced", p, err)
+		}
+	}
+	if _, err := c.ResolveRead("/etc/hostname"); err != nil {
+		t.Errorf("control: /etc/hostname under readable root /: %v", err)
+	}
+	tmpRoot := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tmpRoot, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Base.ReadableRoots = []string{tmpRoot}
+	if _, err := c.ResolveRead(filepath.Join(tmpRoot, "f")); err != nil {
+		t.Errorf("a readable root inside /tmp: %v", err)
+	}
+}
