@@ -227,6 +227,9 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 		enf.add(cg.layer)
 	}
 	ex.Enforcement = enf
+	if enf.Degraded {
+		b.Audit(AuditEvent{Kind: AuditDegraded, Workspace: dir, Detail: enf.String(), Enforcement: &ex.Enforcement})
+	}
 	kill.attach(proc)
 	prestart := proc.schedulePrestart()
 
