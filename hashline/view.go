@@ -1,0 +1,173 @@
+package hashline
+
+import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+)
+
+// skipChunkBytes is how much content lineStart counts line breaks over at a
+// time (with bytes.Count, which is vectorised) before it walks break by break
+// inside the chunk that holds the line it looks for.
+const skipChunkBytes = 64 << 10
+
+// View is one window of a content's anchored lines, as a windowed read shows
+// it. ViewOf finds it without annotating, hashing or copying any line outside
+// the window, so its cost in memory is the window's bytes plus a constant
+// per shown line, whatever the size or line count of the content.
+type View struct {
+	// Total is the number of lines of the content: len(Annotate(content)).
+	Total int
+	// Lines are the window's lines exactly as Annotate gives them (numbered
+	// from the window's offset, whole text, whole-line anchor). They are a
+	// prefix of Window(Annotate(content), offset, limit): all of it unless
+	// the byte bound stopped the window early. Lines is empty when Long is
+	// set.
+	Lines []Line
+	// Long is set when the window's first line alone renders past the byte
+	// bound: that line is then the only one shown, cut. nil otherwise.
+	Long *LongLine
+	// Next is the offset that continues the read (the number of the line
+	// after the last line shown) when More is true, and 0 otherwise.
+	Next int
+	// More reports whether lines remain after the last line shown.
+	More bool
+}
+
+// LongLine is a line shown cut because its rendering alone is over a view's
+// byte bound.
+type LongLine struct {
+	// Number is the line's 1-based number.
+	Number int
+	// Anchor is the anchor of the whole line, AnchorOf of its full text, so
+	// the ref Number:Anchor addresses the whole line (a replace of it
+	// replaces all of it, not the part shown).
+	Anchor string
+	// Head is the longest start of the line's text whose rendering, with its
+	// line break, fits the bound, shortened by at most utf8.UTFMax-1 bytes so
+	// that it does not end inside a UTF-8 sequence. It is shorter than the
+	// text, unless the bound is shorter than the line's display prefix.
+	Head string
+	// Len is the byte length of the line's whole text.
+	Len int
+	// Start is the byte offset of the line's text in the content: the part
+	// not shown is content[Start+len(Head) : Start+Len].
+	Start int
+}
+
+// ViewOf returns the window of content's lines that
+// Window(Annotate(content), offset, limit) selects (an offset below 1 reads
+// as 1, a limit <= 0 means every line from offset on), bounded in bytes:
+// lines are taken while RenderLines of them stays within maxBytes (text of
+// exactly maxBytes fits), and when even the first line does not fit it is
+// returned as a LongLine, cut. maxBytes <= 0 means no bound. An offset past
+// the last line gives an empty view with More false.
+//
+// With no bound, v.Lines equals Window(Annotate(content), offset, limit) and
+// v.Render() equals RenderLines of it. Time is one vectorised count of the
+// content's line breaks plus a walk to the window; memory is the window's
+// text, copied once, and one Line per shown line.
+func ViewOf(content []byte, offset, limit, maxBytes int) View {
+	total := countLines(content)
+	offset = max(offset, 1)
+	if offset > total {
+		return View{Total: total}
+	}
+	first := lineStart(content, bomLen(content), offset)
+	// First pass: how many lines fit, and where the last one's text ends.
+	n, size, textEnd := 0, 0, first
+	for pos := first; pos < len(content) && (limit <= 0 || n < limit); n++ {
+		te, end := lineBounds(content, pos, bytes.IndexByte(content[pos:], '\n'))
+		r := decimalLen(offset+n) + 1 + AnchorLen + 1 + (te - pos) + 1
+		if maxBytes > 0 && size+r > maxBytes {
+			if n == 0 {
+				return longView(content, total, offset, pos, te, maxBytes)
+			}
+			break
+		}
+		size += r
+		textEnd = te
+		pos = end
+	}
+	// Second pass: one copy of the window's text, one string of anchors.
+	s := string(content[first:textEnd])
+	lines := make([]Line, n)
+	anchors := make([]byte, AnchorLen*n)
+	for i, pos := 0, 0; i < n; i++ {
+		te, end := lineBounds(s, pos, strings.IndexByte(s[pos:], '\n'))
+		lines[i].Number = offset + i
+		lines[i].Text = s[pos:te]
+		putAnchor(anchors[AnchorLen*i:], sum64(lines[i].Text))
+		pos = end
+	}
+	as := string(anchors)
+	for i := range lines {
+		lines[i].Anchor = as[AnchorLen*i : AnchorLen*(i+1)]
+	}
+	v := View{Total: total, Lines: lines}
+	if last := offset + n - 1; last < total {
+		v.More, v.Next = true, last+1
+	}
+	return v
+}
+
+// longView is the view of line number whose text is content[start:textEnd]
+// when its rendering alone is over maxBytes: the line, cut.
+func longView(content []byte, total, number, start, textEnd, maxBytes int) View {
+	text := content[start:textEnd]
+	keep := max(0, maxBytes-(decimalLen(number)+1+AnchorLen+1+1))
+	// keep < len(text), since the whole rendering does not fit. Step back
+	// off a UTF-8 continuation byte, at most as far as a sequence reaches.
+	for back := 0; keep > 0 && back < utf8.UTFMax-1 && !utf8.RuneStart(text[keep]); back++ {
+		keep--
+	}
+	var anchor [AnchorLen]byte
+	putAnchor(anchor[:], sum64(text))
+	v := View{Total: total, Long: &LongLine{
+		Number: number,
+		Anchor: string(anchor[:]),
+		Head:   string(text[:keep]),
+		Len:    len(text),
+		Start:  start,
+	}}
+	if number < total {
+		v.More, v.Next = true, number+1
+	}
+	return v
+}
+
+// lineStart returns the byte offset at which line n (1-based) of content
+// starts, where line 1 starts at skip (just after any byte-order mark). A
+// line past the last starts at len(content).
+func lineStart(content []byte, skip, n int) int {
+	pos, need := skip, n-1 // need: line breaks still to pass
+	for need > 0 && pos < len(content) {
+		chunk := content[pos:min(len(content), pos+skipChunkBytes)]
+		if c := bytes.Count(chunk, []byte{'\n'}); c < need {
+			need -= c
+			pos += len(chunk)
+			continue
+		}
+		for ; need > 0; need-- {
+			pos += bytes.IndexByte(content[pos:], '\n') + 1
+		}
+	}
+	return min(pos, len(content))
+}
+
+// Render renders the view in display form: RenderLines(v.Lines), or, for a
+// cut line, "N:anchor|Head" and a line break, which is the start of the whole
+// line's rendering. The result is at most the view's byte bound, unless the
+// bound is shorter than a cut line's display prefix.
+func (v View) Render() string {
+	if l := v.Long; l != nil {
+		out := make([]byte, 0, decimalLen(l.Number)+1+AnchorLen+1+len(l.Head)+1)
+		out = appendLine(out, Line{Number: l.Number, Anchor: l.Anchor, Text: l.Head})
+		return string(append(out, '\n'))
+	}
+	return RenderLines(v.Lines)
+}
+
+// LineCount is len(Annotate(content)), counted without annotating: one
+// vectorised count of line breaks, no allocation.
+func LineCount(content []byte) int { return countLines(content) }
