@@ -102,43 +102,80 @@ func TestViewOfBoundedIsWindowOfAnnotateCut(t *testing.T) {
 			shownLast = win[k-1].Number
 		default:
 			whole := win[0]
-			l := v.Long
-			if l == nil || len(v.Lines) != 0 {
+			if v.Long == nil || len(v.Lines) != 0 {
 				t.Fatalf("first line %q over %d bytes not cut: %+v", RenderLine(whole), maxBytes, v)
 			}
-			if l.Number != whole.Number || l.Anchor != whole.Anchor || l.Len != len(whole.Text) {
-				t.Fatalf("cut line %+v, whole line %+v", l, whole)
-			}
-			if l.Start < 0 || l.Start+l.Len > len(content) || string(content[l.Start:l.Start+l.Len]) != whole.Text {
-				t.Fatalf("Start %d, Len %d do not locate %q in the content", l.Start, l.Len, whole.Text)
-			}
-			prefix := len(RenderLine(Line{Number: whole.Number, Anchor: whole.Anchor}))
-			// Only a bound under the display prefix leaves nothing to cut.
-			if !strings.HasPrefix(whole.Text, l.Head) || (len(l.Head) >= len(whole.Text) && maxBytes > prefix) {
-				t.Fatalf("head %q is not a proper prefix of %q", l.Head, whole.Text)
-			}
-			budget := max(0, maxBytes-prefix-1)
-			if len(l.Head) > budget || budget-len(l.Head) > utf8.UTFMax-1 {
-				t.Fatalf("head of %d bytes for a budget of %d", len(l.Head), budget)
-			}
-			if utf8.ValidString(whole.Text) && len(l.Head) < len(whole.Text) {
-				_, size := utf8.DecodeRuneInString(whole.Text[len(l.Head):])
-				if len(l.Head)+size <= budget {
-					t.Fatalf("head %q stops short of a rune that fits the budget %d", l.Head, budget)
-				}
-			}
-			want := RenderLine(whole)[:prefix+len(l.Head)] + "\n"
-			if got := v.Render(); got != want {
-				t.Fatalf("Render = %q, want %q", got, want)
-			}
-			if maxBytes >= prefix+1 && len(want) > maxBytes {
-				t.Fatalf("cut rendering of %d bytes over the bound %d", len(want), maxBytes)
-			}
+			checkCut(t, content, whole, v, maxBytes)
 			shownLast = whole.Number
 		}
 		wantMore := shownLast > 0 && shownLast < len(lines)
 		if v.More != wantMore || (wantMore && v.Next != shownLast+1) || (!wantMore && v.Next != 0) {
 			t.Fatalf("more %v next %d after line %d of %d", v.More, v.Next, shownLast, len(lines))
+		}
+	})
+}
+
+// checkCut checks that v shows the line whole cut to maxBytes: its number,
+// whole-line anchor and length, the location of its text in content, a head
+// that is the longest rune-aligned start that fits, and a rendering that is
+// the start of the whole line's.
+func checkCut(t *rapid.T, content []byte, whole Line, v View, maxBytes int) {
+	l := v.Long
+	if l.Number != whole.Number || l.Anchor != whole.Anchor || l.Len != len(whole.Text) {
+		t.Fatalf("cut line %+v, whole line %+v", l, whole)
+	}
+	if l.Start < 0 || l.Start+l.Len > len(content) || string(content[l.Start:l.Start+l.Len]) != whole.Text {
+		t.Fatalf("Start %d, Len %d do not locate %q in the content", l.Start, l.Len, whole.Text)
+	}
+	prefix := len(RenderLine(Line{Number: whole.Number, Anchor: whole.Anchor}))
+	// Only a bound under the display prefix leaves nothing to cut.
+	if !strings.HasPrefix(whole.Text, l.Head) || (len(l.Head) >= len(whole.Text) && maxBytes > prefix) {
+		t.Fatalf("head %q is not a proper prefix of %q", l.Head, whole.Text)
+	}
+	budget := max(0, maxBytes-prefix-1)
+	if len(l.Head) > budget || budget-len(l.Head) > utf8.UTFMax-1 {
+		t.Fatalf("head of %d bytes for a budget of %d", len(l.Head), budget)
+	}
+	if utf8.ValidString(whole.Text) && !utf8.ValidString(l.Head) {
+		t.Fatalf("head %q of valid text ends inside a UTF-8 sequence", l.Head)
+	}
+	if utf8.ValidString(whole.Text) && len(l.Head) < len(whole.Text) {
+		_, size := utf8.DecodeRuneInString(whole.Text[len(l.Head):])
+		if len(l.Head)+size <= budget {
+			t.Fatalf("head %q stops short of a rune that fits the budget %d", l.Head, budget)
+		}
+	}
+	want := RenderLine(whole)[:prefix+len(l.Head)] + "\n"
+	if got := v.Render(); got != want {
+		t.Fatalf("Render = %q, want %q", got, want)
+	}
+	if maxBytes >= prefix+1 && len(want) > maxBytes {
+		t.Fatalf("cut rendering of %d bytes over the bound %d", len(want), maxBytes)
+	}
+}
+
+// TestViewOfCutsAnOverlongFirstLine: whenever the window's first line alone
+// renders past the bound, it is cut as checkCut says, and the read continues
+// at the next line.
+func TestViewOfCutsAnOverlongFirstLine(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		before := rapid.SliceOfN(genText, 0, 3).Draw(t, "before")
+		long := rapid.OneOf(
+			rapid.StringOfN(rapid.SampledFrom([]rune("aé€😀")), 1, 60, -1),
+			genViewText,
+		).Draw(t, "long")
+		after := rapid.SliceOfN(genText, 0, 3).Draw(t, "after")
+		content := []byte(strings.Join(slices.Concat(before, []string{long}, after), "\n") + "\n")
+		number := len(before) + 1
+		whole := Annotate(content)[number-1]
+		maxBytes := rapid.IntRange(1, len(RenderLine(whole))).Draw(t, "maxBytes")
+		v := ViewOf(content, number, rapid.IntRange(0, 3).Draw(t, "limit"), maxBytes)
+		if v.Long == nil || len(v.Lines) != 0 {
+			t.Fatalf("line %q over %d bytes not cut: %+v", RenderLine(whole), maxBytes, v)
+		}
+		checkCut(t, content, whole, v, maxBytes)
+		if wantMore := len(after) > 0; v.More != wantMore || (wantMore && v.Next != number+1) {
+			t.Fatalf("more %v next %d after line %d with %d lines after", v.More, v.Next, number, len(after))
 		}
 	})
 }
