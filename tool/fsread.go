@@ -18,6 +18,8 @@ const (
 	DefaultReadLines = 2000
 	// MaxWindowBytes bounds the rendered text of one fs_read window; a
 	// window stops at the line that would cross it and says where to go on.
+	// A line that alone would cross it is shown cut to fit, with a notice
+	// giving the byte range of the rest; its anchor is the whole line's.
 	MaxWindowBytes = 256 << 10
 	// binarySniffBytes is how much of a file is checked for NUL bytes.
 	binarySniffBytes = 8 << 10
@@ -38,6 +40,9 @@ type ReadDetails struct {
 	LastLine   int    `json:"last_line"`
 	HasMore    bool   `json:"has_more"`
 	NextOffset int    `json:"next_offset,omitempty"`
+	// CutLine is the number of the line shown cut because it alone is over
+	// MaxWindowBytes rendered (it is then the only line shown), or 0.
+	CutLine int `json:"cut_line,omitempty"`
 }
 
 // ImageDetails is the Details of an fs_read that returned an image.
@@ -64,10 +69,11 @@ type Scheme struct {
 // windows that say how to continue), an image as image content, or a path
 // under one of schemes answered by that scheme.
 func ReadTool(schemes ...Scheme) Tool {
-	desc := "Read a file. Text comes back as `N:anchor|text` lines after a `digest:` line; " +
-		"fs_edit needs that digest and the `N:anchor` refs. Reads show at most 2000 lines (use offset/limit " +
-		"to page; a partial read says the offset that continues it). PNG, JPEG, GIF and WebP files come back " +
-		"as images. Files over 8 MiB are refused; overflowed tool output (a blob path) is readable too."
+	desc := fmt.Sprintf("Read a file. Text comes back as `N:anchor|text` lines after a `digest:` line; "+
+		"fs_edit needs that digest and the `N:anchor` refs. Reads show at most %d lines and %d KiB (use offset/limit "+
+		"to page; a partial read says the offset that continues it; a longer line is cut, its anchor still the whole line's). "+
+		"PNG, JPEG, GIF and WebP files come back "+
+		"as images. Files over %d MiB are refused; overflowed tool output (a blob path) is readable too.", DefaultReadLines, MaxWindowBytes>>10, MaxFileBytes>>20)
 	byName := make(map[string]Scheme, len(schemes))
 	for _, s := range schemes {
 		byName[s.Name] = s
@@ -131,50 +137,71 @@ func runRead(_ context.Context, c *Call, a readArgs) Outcome {
 	return renderWindow(shown, data, a.Offset, a.Limit)
 }
 
-// renderWindow renders one window of data's anchored lines.
+// renderWindow renders one window of data's anchored lines. Only the
+// window's lines are annotated: the digest is one pass over data and the
+// window is found by counting line breaks, so a file of millions of short
+// lines costs no more than a small one beyond that pass.
 func renderWindow(shown string, data []byte, offset, limit int) Outcome {
 	digest := hashline.Digest(data)
-	lines := hashline.Annotate(data)
 	if offset == 0 {
 		offset = 1
 	}
 	if limit == 0 || limit > DefaultReadLines {
 		limit = DefaultReadLines
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "digest: %s\n", digest)
-	if len(lines) == 0 {
-		fmt.Fprintf(&b, "%s: empty file (0 lines); add lines with fs_edit op \"append\" or fs_write\n", shown)
-		return Outcome{Text: b.String(), Details: ReadDetails{Path: shown, Digest: digest}}
-	}
-	if offset > len(lines) {
-		return Fail("offset_past_end", fmt.Sprintf("digest: %s\noffset %d is past the end of %s, which has %d lines; use an offset from 1 to %d", digest, offset, shown, len(lines), len(lines)))
-	}
-	win, _, _ := hashline.Window(lines, offset, limit)
-	// Keep the rendered window under MaxWindowBytes; a single line over the
-	// cap is shown alone rather than not at all.
-	size := 0
-	for i, l := range win {
-		size += len(hashline.RenderLine(l)) + 1
-		if size > MaxWindowBytes && i > 0 {
-			win = win[:i]
-			break
+	v := hashline.ViewOf(data, offset, limit, MaxWindowBytes)
+	total := v.Total
+	if total == 0 {
+		return Outcome{
+			Text:    fmt.Sprintf("digest: %s\n%s: empty file (0 lines); add lines with fs_edit op \"append\" or fs_write\n", digest, shown),
+			Details: ReadDetails{Path: shown, Digest: digest},
 		}
 	}
-	last := win[len(win)-1].Number
-	more := last < len(lines)
-	d := ReadDetails{Path: shown, Digest: digest, TotalLines: len(lines), FirstLine: offset, LastLine: last, HasMore: more}
-	if more {
-		d.NextOffset = last + 1
-		fmt.Fprintf(&b, "%s: lines %d-%d of %d (partial: continue with offset=%d)\n", shown, offset, last, len(lines), last+1)
-	} else {
-		fmt.Fprintf(&b, "%s: lines %d-%d of %d\n", shown, offset, last, len(lines))
+	if offset > total {
+		return Fail("offset_past_end", fmt.Sprintf("digest: %s\noffset %d is past the end of %s, which has %d lines; use an offset from 1 to %d", digest, offset, shown, total, total))
 	}
-	b.WriteString(hashline.RenderLines(win))
-	if more {
-		fmt.Fprintf(&b, "(%d more lines; continue with offset=%d)\n", len(lines)-last, last+1)
+	rendered := v.Render()
+	last := offset
+	if n := len(v.Lines); n > 0 {
+		last = v.Lines[n-1].Number
+	}
+	d := ReadDetails{Path: shown, Digest: digest, TotalLines: total, FirstLine: offset, LastLine: last, HasMore: v.More, NextOffset: v.Next}
+	var b strings.Builder
+	b.Grow(len(rendered) + 512)
+	fmt.Fprintf(&b, "digest: %s\n", digest)
+	if v.More {
+		fmt.Fprintf(&b, "%s: lines %d-%d of %d (partial: continue with offset=%d)\n", shown, offset, last, total, v.Next)
+	} else {
+		fmt.Fprintf(&b, "%s: lines %d-%d of %d\n", shown, offset, last, total)
+	}
+	b.WriteString(rendered)
+	if l := v.Long; l != nil {
+		d.CutLine = l.Number
+		writeCutNotice(&b, shown, l)
+	}
+	if v.More {
+		fmt.Fprintf(&b, "(%d more lines; continue with offset=%d)\n", total-last, v.Next)
 	}
 	return Outcome{Text: b.String(), Details: d}
+}
+
+// writeCutNotice says that line l was shown cut, how to read the rest, and
+// that its anchor still names the whole line. The rest is given as 1-based
+// byte positions of the file, which is what tail -c counts.
+func writeCutNotice(b *strings.Builder, shown string, l *hashline.LongLine) {
+	from, rest := l.Start+len(l.Head)+1, l.Len-len(l.Head)
+	fmt.Fprintf(b, "(line %d is cut: its text is %d bytes and one read shows at most %d bytes (%d KiB), so only its first %d are shown. "+
+		"Its anchor %d:%s is the whole line's: fs_edit can replace the whole line with it. "+
+		"The other %d bytes are bytes %d-%d of the file: read them with bash, e.g. tail -c +%d %s | head -c %d)\n",
+		l.Number, l.Len, MaxWindowBytes, MaxWindowBytes>>10, len(l.Head),
+		l.Number, l.Anchor,
+		rest, from, l.Start+l.Len, from, shellQuoted(shown), rest)
+}
+
+// shellQuoted quotes s as one POSIX shell word: in single quotes, each
+// single quote inside closed, escaped with a backslash and reopened.
+func shellQuoted(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // pathFailure renders a refused path.
