@@ -275,23 +275,14 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 	if r.fenced != "" {
 		return 0, r.fenceDenial()
 	}
-	if r.root != nil && r.active == 0 && !sameDir(r.root, r.abs) {
-		// The workspace was replaced since: start over on the new one.
-		r.root.Close()
-		r.root, r.sweep, r.started = nil, nil, false
-		if r.watch != nil {
-			r.watch.retire()
-			r.watch = nil
-		}
+	if err := r.pin(); err != nil {
+		// Nothing to guard: the jail will refuse a missing root.
+		return r.seq, nil
 	}
-	if r.root == nil {
-		root, err := openDirRoot(r.abs)
-		if err != nil {
-			// Nothing to guard: the jail will refuse a missing root.
-			return r.seq, nil
-		}
-		r.root = root
-		r.sweep = newGitSweep(root, r.abs)
+	if r.active == 0 {
+		// Only the policies of the commands running now say what is
+		// read-only in a jail.
+		clear(r.sweep.skip)
 	}
 	var existing []string
 	for _, pr := range p.Protected {
@@ -304,18 +295,7 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 	}
 	since := r.seq
 	if !r.started {
-		crashed := r.b.git.markerExists(r.abs)
-		if w, err := newGitWatch(); err == nil && !r.b.git.noWatch {
-			r.watch = w
-			r.sweep.onDir = w.add
-			go r.live(w)
-		}
-		if crashed {
-			r.audits = append(r.audits, AuditEvent{Kind: AuditNeutralised, Workspace: r.abs,
-				Detail: "a command was running here when the host stopped: sweeping the whole root"})
-		}
-		r.started = true
-		r.sweepAll(crashed)
+		r.start()
 		if r.fenced != "" {
 			return 0, r.fenceDenial()
 		}
@@ -342,6 +322,47 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 		}
 	}
 	return since, nil
+}
+
+// pin opens the root when it is not open yet, or again when no command
+// runs and the directory at its path was replaced (then the guard starts
+// over on the new one).
+func (r *gitRoot) pin() error {
+	if r.root != nil && r.active == 0 && !sameDir(r.root, r.abs) {
+		r.root.Close()
+		r.root, r.sweep, r.started = nil, nil, false
+		if r.watch != nil {
+			r.watch.retire()
+			r.watch = nil
+		}
+	}
+	if r.root == nil {
+		root, err := openDirRoot(r.abs)
+		if err != nil {
+			return err
+		}
+		r.root = root
+		r.sweep = newGitSweep(root, r.abs)
+	}
+	return nil
+}
+
+// start begins guarding a pinned root: its watch, and the first sweep,
+// which records the baseline (or, when the host stopped while a command
+// ran here, acts on everything it finds).
+func (r *gitRoot) start() {
+	crashed := r.b.git.markerExists(r.abs)
+	if w, err := newGitWatch(); err == nil && !r.b.git.noWatch {
+		r.watch = w
+		r.sweep.onDir = w.add
+		go r.live(w)
+	}
+	if crashed {
+		r.audits = append(r.audits, AuditEvent{Kind: AuditNeutralised, Workspace: r.abs,
+			Detail: "a command was running here when the host stopped: sweeping the whole root"})
+	}
+	r.started = true
+	r.sweepAll(crashed)
 }
 
 // leave undoes enter once the command is done (or never ran).

@@ -73,6 +73,17 @@ type gitSweep struct {
 	// onConfig, when set, is told of every git config file the sweep
 	// finds, changed or not (SafeGitEnvFor collects them).
 	onConfig func(rel string)
+	// tainted holds control-file paths a tool wrote on a model's behalf
+	// (see GuardToolWrite), with the version it left: while that version
+	// is there, every pass that meets the file acts on it, so no pass
+	// can take it for the host's baseline.
+	tainted map[string]gitFingerprint
+	// tool is the tool write the current pass checks, nil in other
+	// passes; forced are the git directories that write made or changed,
+	// every control file of which the pass acts on whatever its
+	// fingerprint says.
+	tool   *gitToolWrite
+	forced []string
 
 	// cur is the git directory being checked, pinned, so the lookups
 	// beneath it resolve from it rather than from the root.
@@ -113,7 +124,7 @@ func (s *gitSweep) lstat(rel string) (fs.FileInfo, error) {
 
 func newGitSweep(root *os.Root, abs string) *gitSweep {
 	return &gitSweep{root: root, abs: abs, known: map[string]gitFingerprint{},
-		gitdirs: map[string]bool{}, skip: map[string]bool{}}
+		gitdirs: map[string]bool{}, skip: map[string]bool{}, tainted: map[string]gitFingerprint{}}
 }
 
 // begin starts a pass: act says whether changes are neutralised or only
@@ -131,7 +142,7 @@ func (s *gitSweep) full() {
 // parent become a git directory, or a .git entry in rel.
 func (s *gitSweep) dirty(rel string) {
 	for _, d := range []string{rel, path.Dir(rel)} {
-		if d != "." && s.isGitDir(d) {
+		if s.isGitDir(d) {
 			s.gitDir(d, 0)
 		}
 	}
@@ -330,6 +341,7 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 		return
 	}
 	s.visited[rel] = true
+	s.forceIfMade(rel)
 	s.gitdirs[rel] = true
 	r, name := s.base(rel)
 	gd, restore, err := openDirAccessible(r, name)
@@ -389,10 +401,26 @@ func (s *gitSweep) changed(rel string) (fs.FileInfo, bool) {
 		delete(s.known, rel)
 		return nil, false
 	}
+	fp := fingerprintOf(fi)
+	if t, ok := s.tainted[rel]; ok {
+		delete(s.tainted, rel)
+		if t == fp {
+			// Still what a tool wrote for the model (even where a
+			// command's policy protects the path: the tool wrote it
+			// outside the jail): acted on in any pass, never recorded
+			// as the host's.
+			s.known[rel] = fp
+			return fi, true
+		}
+		// Rewritten since: whoever did it is judged as any writer is.
+	}
 	if s.skip[rel] {
 		return fi, false
 	}
-	fp := fingerprintOf(fi)
+	if s.forcedPath(rel) {
+		s.known[rel] = fp
+		return fi, true
+	}
 	if old, ok := s.known[rel]; ok && old == fp {
 		return fi, false
 	}
@@ -459,16 +487,19 @@ func (s *gitSweep) config(rel string) {
 // directory itself when it is a link.
 func (s *gitSweep) hooks(rel string) {
 	fi, ok := s.changed(rel)
-	if s.skip[rel] || fi == nil {
+	if fi == nil {
 		return
 	}
+	// A protected hooks directory is read-only in the jail: only a hook
+	// a tool wrote there for the model (tainted) can be the model's.
+	protected := s.skip[rel]
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		if ok {
 			s.aside(rel, "hooks directory is a link")
 		}
 		return
 	}
-	if !fi.IsDir() {
+	if !fi.IsDir() || protected && !s.taintedIn(rel) {
 		return
 	}
 	entries, okd := s.readDir(rel)
@@ -478,6 +509,9 @@ func (s *gitSweep) hooks(rel string) {
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, ".sample") || strings.Contains(name, QuarantineSuffix) {
+			continue
+		}
+		if _, mine := s.tainted[path.Join(rel, name)]; protected && !mine {
 			continue
 		}
 		if _, ok := s.changed(path.Join(rel, name)); ok {
@@ -496,6 +530,11 @@ func (s *gitSweep) pointer(rel, base string) {
 		return
 	}
 	dir, name := path.Split(rel)
+	if t := s.tool; t != nil && rel == t.rel {
+		// The tool wrote this pointer: what it names is the model's.
+		t.aimed = true
+		defer func() { t.aimed = false }()
+	}
 	if fi.Mode()&fs.ModeSymlink != 0 && name == ".git" {
 		// git takes a .git link to a directory as the git directory.
 		r, n := s.base(rel)
@@ -548,8 +587,8 @@ func (s *gitSweep) follow(line, base string) {
 	} else {
 		target = path.Join(base, filepath.ToSlash(line))
 	}
-	if target == ".." || strings.HasPrefix(target, "../") || target == "." {
-		return // outside the root (or the root itself): not the command's
+	if target == ".." || strings.HasPrefix(target, "../") {
+		return // outside the root: not the command's
 	}
 	s.gitDir(target, 0)
 }

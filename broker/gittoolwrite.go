@@ -1,0 +1,258 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Tool writes and the git guard.
+//
+// The guard takes what changes in a writable root between commands for
+// the host's own doing: it records it as the baseline and does not act.
+// A harness-side tool (fs_write, fs_edit) writing on a model's behalf
+// also writes between commands, from the host's process, so each such
+// write is reported to the guard with GuardToolWrite, which checks at
+// once what the write can have armed and remembers the control files the
+// tool wrote as the model's, so no later pass records them as the host's.
+
+// MaxGitToolWriteTaints bounds how many control-file paths written by
+// tools (files named config, config.worktree, commondir or .git, and
+// files in a directory named hooks) the guard of one writable root
+// remembers as the model's while no git directory holds them yet. Past
+// it, entries whose file is gone or was rewritten since are dropped;
+// when none is, the root is fenced (DenialWorkspaceFenced) rather than
+// forget one.
+const MaxGitToolWriteTaints = 1 << 14
+
+// gitToolWrite is the write one tool-write pass checks.
+type gitToolWrite struct {
+	rel string // the written file, relative to the root
+	// fresh: the guard started on the root in this very call, so no git
+	// directory it holds is known to be the host's from before.
+	fresh bool
+	// aimed: the pass is following the pointer file the tool wrote.
+	aimed bool
+}
+
+// GuardToolWrite is called by a tool after it wrote the file at path
+// (absolute, beneath the writable root root, in the form the policy
+// names the root) on a model's behalf, outside any jail. When it returns
+// nil, no git configuration that write created or changed can make the
+// host's git run a program: every git directory the written path lies in
+// or beneath, that an ancestor's .git names, or that the written file
+// points at (a .git or commondir file) has been checked, exec-capable
+// entries removed from its configs and hooks moved aside, as after a
+// command. It acts on:
+//   - the written file, if it is a git control file, whatever the guard
+//     recorded of the path before;
+//   - every control file of a git directory the write made one (or that
+//     the written pointer names) and that the guard did not know as one
+//     before (for a root it had never seen, every such directory);
+//   - while a command runs in the root, whatever changed, as its live
+//     passes do.
+//
+// A control file written outside any git directory is remembered (see
+// MaxGitToolWriteTaints) and acted on by whichever later pass, between
+// commands or during one, first finds a git directory around it, in
+// whatever order the rest of the repository appears.
+//
+// The work is bounded by the written path's depth: the path's ancestors
+// up to the root and the git directories they are or point at, never a
+// sweep of the root, except once, when the guard had never run in root:
+// then its first sweep records the baseline before the write is
+// attributed. The result lists what was neutralised. When something
+// cannot be, the root is fenced and the error is a *Denial with
+// DenialWorkspaceFenced; a path not beneath root is a *Denial with
+// DenialInvalidPolicy.
+//
+// On a nil *Broker (a host that runs no commands, whose own git may
+// still meet the workspace) the same checks run without memory: the
+// written file and every git directory containing it are acted on, and
+// a failure is reported but fences nothing, as nothing runs there.
+func (b *Broker) GuardToolWrite(root, path string) ([]Neutralisation, error) {
+	root = filepath.Clean(root)
+	rel, ok := relUnder(root, path)
+	if !filepath.IsAbs(root) || !ok {
+		return nil, NewDenial(DenialInvalidPolicy, fmt.Sprintf("the git guard was told of a write to %s, which is not beneath the writable root %s", path, root), nil)
+	}
+	if b == nil {
+		return guardToolWriteAlone(root, rel)
+	}
+	if b.git.off {
+		return nil, nil
+	}
+	r := b.git.rootFor(b, root)
+	r.mu.Lock()
+	done, err := r.toolWrite(rel)
+	r.mu.Unlock()
+	r.flushAudits()
+	return done, err
+}
+
+// toolWrite is GuardToolWrite on one root, under its lock.
+func (r *gitRoot) toolWrite(rel string) ([]Neutralisation, error) {
+	if err := r.pin(); err != nil {
+		r.fence(fmt.Sprintf("the git guard cannot open %s to check a file a tool wrote there (%v); call Broker.Unfence(%q) once it opens", r.abs, err, r.abs))
+		return nil, r.fenceDenial()
+	}
+	first := r.seq
+	r.taint(rel)
+	fresh := !r.started
+	if fresh {
+		r.start()
+	}
+	act := r.active > 0
+	r.sweep.begin(act)
+	r.sweep.tool = &gitToolWrite{rel: rel, fresh: fresh}
+	r.sweep.ancestors(rel)
+	r.sweep.tool, r.sweep.forced = nil, nil
+	r.finish(act)
+	var done []Neutralisation
+	for _, l := range r.log {
+		if l.seq > first && l.n != nil {
+			done = append(done, *l.n)
+		}
+	}
+	if r.active == 0 {
+		r.log = nil // no command's settlement will collect it
+	}
+	if r.fenced != "" {
+		return done, r.fenceDenial()
+	}
+	return done, nil
+}
+
+// taint remembers rel, when it is a control file, as the model's (see
+// gitSweep.tainted), fencing the root when the bound is reached.
+func (r *gitRoot) taint(rel string) {
+	s := r.sweep
+	if !gitControlName(rel) {
+		return
+	}
+	fi, err := s.root.Lstat(rel)
+	if err != nil {
+		return // gone already: nothing there to arm anything
+	}
+	delete(s.known, rel)
+	if _, ok := s.tainted[rel]; !ok && len(s.tainted) >= MaxGitToolWriteTaints {
+		for p, fp := range s.tainted {
+			if cur, err := s.root.Lstat(p); err != nil || fingerprintOf(cur) != fp {
+				delete(s.tainted, p)
+			}
+		}
+		if len(s.tainted) >= MaxGitToolWriteTaints {
+			r.fence(fmt.Sprintf("tools wrote more than %d git control files (config, hooks, pointers) in %s outside any git directory; "+
+				"remove the ones that are not needed, then call Broker.Unfence(%q)", MaxGitToolWriteTaints, r.abs, r.abs))
+			return
+		}
+	}
+	s.tainted[rel] = fingerprintOf(fi)
+}
+
+// fence fences the root for why, unless it is fenced already.
+func (r *gitRoot) fence(why string) {
+	if r.fenced == "" {
+		r.fenced = why
+		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: why})
+	}
+}
+
+// ancestors checks every directory from rel's parent up to the root:
+// each one that is a git directory, and the git directory its .git entry
+// is or names.
+func (s *gitSweep) ancestors(rel string) {
+	for d := path.Dir(rel); ; d = path.Dir(d) {
+		if s.isGitDir(d) {
+			s.gitDir(d, 0)
+		}
+		s.dotGit(d)
+		if d == "." {
+			return
+		}
+	}
+}
+
+// forceIfMade marks the git directory rel as the tool write's own when
+// the write lies in it (or is the pointer naming it) and the guard did
+// not know it as a git directory before.
+func (s *gitSweep) forceIfMade(rel string) {
+	t := s.tool
+	if t == nil || (!t.fresh && s.gitdirs[rel]) {
+		return
+	}
+	if t.aimed || rel == "." || strings.HasPrefix(t.rel, rel+"/") {
+		s.forced = append(s.forced, rel)
+	}
+}
+
+// forcedPath reports whether rel lies in a git directory the current
+// tool write made (see forceIfMade).
+func (s *gitSweep) forcedPath(rel string) bool {
+	for _, f := range s.forced {
+		switch {
+		case f == ".":
+			// The root itself is the git directory: its own control
+			// files, not every repository beneath it.
+			first, _, _ := strings.Cut(rel, "/")
+			switch first {
+			case "config", "config.worktree", "commondir", "hooks", "modules", "worktrees":
+				return true
+			}
+		case rel == f || strings.HasPrefix(rel, f+"/"):
+			return true
+		}
+	}
+	return false
+}
+
+// taintedIn reports whether a file a tool wrote lies directly in dir.
+func (s *gitSweep) taintedIn(dir string) bool {
+	for p := range s.tainted {
+		if path.Dir(p) == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// gitControlName reports whether a file at rel is one git can take as a
+// control file that runs or re-aims something, wherever it lies: a
+// config, a pointer, or a hook.
+func gitControlName(rel string) bool {
+	switch strings.ToLower(path.Base(rel)) {
+	case "config", "config.worktree", "commondir", ".git":
+		return true
+	}
+	return strings.ToLower(path.Base(path.Dir(rel))) == "hooks"
+}
+
+// guardToolWriteAlone is GuardToolWrite without a broker: one pass with
+// no memory of what came before.
+func guardToolWriteAlone(root, rel string) ([]Neutralisation, error) {
+	rt, err := openDirRoot(root)
+	if err != nil {
+		return nil, NewDenial(DenialWorkspaceFenced, fmt.Sprintf("the git guard cannot open %s to check a file a tool wrote there: %v", root, err), err)
+	}
+	defer rt.Close()
+	s := newGitSweep(rt, root)
+	if gitControlName(rel) {
+		if fi, err := rt.Lstat(rel); err == nil {
+			s.tainted[rel] = fingerprintOf(fi)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, NewDenial(DenialWorkspaceFenced, fmt.Sprintf("the git guard cannot check %s: %v", filepath.Join(root, rel), err), err)
+		}
+	}
+	s.begin(false)
+	s.tool = &gitToolWrite{rel: rel, fresh: true}
+	s.ancestors(rel)
+	if len(s.failed) > 0 {
+		return s.done, NewDenial(DenialWorkspaceFenced, fmt.Sprintf(
+			"the git guard could not neutralise git configuration a tool wrote in %s (%s); remove or repair what is named before the host runs git there",
+			root, strings.Join(s.failed, "; ")), nil)
+	}
+	return s.done, nil
+}
