@@ -14,6 +14,11 @@
 //   - Reading: Annotate, Window, RenderLine and RenderLines produce the
 //     "N:anchor|text" display form; HasDisplayPrefix recognises it, so a
 //     hunk that pastes display text instead of file text is refused.
+//     ViewOf renders one byte-bounded window straight from the content
+//     (an over-long first line cut, keeping its whole-line anchor),
+//     RenderRegionsOf renders regions the same way and LineCount counts
+//     lines: none of them annotates the content whole, so what they cost
+//     follows what they show, not how many lines the content has.
 //   - Editing: DecodeHunks and ValidateHunks check hunks without the
 //     content; NewPlan checks them against it (overlaps, stale refs);
 //     Plan.Apply produces the post-image, its digest, its annotation
@@ -43,6 +48,9 @@
 //     own LF or CRLF, a byte-order mark, and a missing final line break;
 //     written lines take the dominant line break. It runs in time linear in
 //     the content plus the hunks.
+//   - ViewOf(content, offset, limit, 0) is Window(Annotate(content),
+//     offset, limit), and RenderRegionsOf(content, ...) is
+//     RenderRegions(Annotate(content), ...), byte for byte.
 //   - Applied.Lines equals Annotate(Applied.Content), and RenderRegions
 //     renders slices of it with RenderLines, so fresh anchors are
 //     byte-identical to what a new read would show.

@@ -85,3 +85,39 @@ func mergeRegions(total int, regions []Region, context int) []Region {
 	}
 	return merged
 }
+
+// RenderRegionsOf is RenderRegions(Annotate(content), regions, context,
+// maxBytes): the same text, completeness and stopping line. It never
+// annotates content whole: it counts the lines, walks once through the
+// merged blocks in order, measures each block before annotating it and
+// annotates only the blocks it renders, so with maxBytes > 0 its memory is
+// bounded by maxBytes plus one Line per rendered line, whatever the size or
+// line count of content. Use it where no whole-file annotation is at hand:
+// the anchors of a fresh write, or around the refs of a refused edit.
+func RenderRegionsOf(content []byte, regions []Region, context, maxBytes int) (text string, complete bool, stoppedAt int) {
+	total := countLines(content)
+	blocks := mergeRegions(total, regions, min(max(context, 0), total))
+	var out []byte
+	pos, line := bomLen(content), 1 // line number `line` starts at pos
+	for k, b := range blocks {
+		pos = lineStart(content, pos, b.Start-line+1)
+		sep := 0
+		if k > 0 {
+			sep = len(RegionSeparator)
+		}
+		budget := -1
+		if maxBytes > 0 {
+			budget = max(maxBytes-len(out)-sep, 0)
+		}
+		m := measure(content, pos, b.Start, b.End-b.Start+1, budget)
+		if m.over {
+			return string(out), false, b.Start
+		}
+		if k > 0 {
+			out = append(out, RegionSeparator...)
+		}
+		out = appendLines(out, annotateRange(content, pos, m.textEnd, b.Start, m.lines))
+		pos, line = m.next, b.End+1
+	}
+	return string(out), true, 0
+}

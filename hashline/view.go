@@ -74,28 +74,64 @@ func ViewOf(content []byte, offset, limit, maxBytes int) View {
 		return View{Total: total}
 	}
 	first := lineStart(content, bomLen(content), offset)
-	// First pass: how many lines fit, and where the last one's text ends.
-	n, size, textEnd := 0, 0, first
-	for pos := first; pos < len(content) && (limit <= 0 || n < limit); n++ {
-		te, end := lineBounds(content, pos, bytes.IndexByte(content[pos:], '\n'))
-		r := decimalLen(offset+n) + 1 + AnchorLen + 1 + (te - pos) + 1
-		if maxBytes > 0 && size+r > maxBytes {
-			if n == 0 {
-				return longView(content, total, offset, pos, te, maxBytes)
-			}
-			break
-		}
-		size += r
-		textEnd = te
-		pos = end
+	budget := -1
+	if maxBytes > 0 {
+		budget = maxBytes
 	}
-	// Second pass: one copy of the window's text, one string of anchors.
+	m := measure(content, first, offset, limit, budget)
+	if m.lines == 0 {
+		return longView(content, total, offset, first, m.overTextEnd, maxBytes)
+	}
+	lines := annotateRange(content, first, m.textEnd, offset, m.lines)
+	n := m.lines
+	v := View{Total: total, Lines: lines}
+	if last := offset + n - 1; last < total {
+		v.More, v.Next = true, last+1
+	}
+	return v
+}
+
+// measured is how much of a content measure found fits.
+type measured struct {
+	lines   int // how many lines fit
+	size    int // len(RenderLines) of those lines
+	textEnd int // where the last fitting line's text ends (its start when none fits)
+	next    int // where the line after the last fitting one starts
+	// over reports that a line was left out because it did not fit the
+	// budget; overTextEnd is where that line's text ends.
+	over        bool
+	overTextEnd int
+}
+
+// measure walks at most limit lines (limit <= 0: every line) of content from
+// pos, where line number starts, and counts those whose rendering, added up,
+// stays within budget bytes (budget < 0: no bound). It allocates nothing.
+func measure(content []byte, pos, number, limit, budget int) measured {
+	m := measured{textEnd: pos, next: pos}
+	for m.next < len(content) && (limit <= 0 || m.lines < limit) {
+		te, end := lineBounds(content, m.next, bytes.IndexByte(content[m.next:], '\n'))
+		r := decimalLen(number+m.lines) + 1 + AnchorLen + 1 + (te - m.next) + 1
+		if budget >= 0 && m.size+r > budget {
+			m.over, m.overTextEnd = true, te
+			return m
+		}
+		m.size += r
+		m.lines++
+		m.textEnd, m.next = te, end
+	}
+	return m
+}
+
+// annotateRange annotates the n lines of content whose texts run from first
+// to textEnd, numbered from number, as Annotate would: one copy of those
+// bytes, one string of anchors.
+func annotateRange(content []byte, first, textEnd, number, n int) []Line {
 	s := string(content[first:textEnd])
 	lines := make([]Line, n)
 	anchors := make([]byte, AnchorLen*n)
 	for i, pos := 0, 0; i < n; i++ {
 		te, end := lineBounds(s, pos, strings.IndexByte(s[pos:], '\n'))
-		lines[i].Number = offset + i
+		lines[i].Number = number + i
 		lines[i].Text = s[pos:te]
 		putAnchor(anchors[AnchorLen*i:], sum64(lines[i].Text))
 		pos = end
@@ -104,11 +140,7 @@ func ViewOf(content []byte, offset, limit, maxBytes int) View {
 	for i := range lines {
 		lines[i].Anchor = as[AnchorLen*i : AnchorLen*(i+1)]
 	}
-	v := View{Total: total, Lines: lines}
-	if last := offset + n - 1; last < total {
-		v.More, v.Next = true, last+1
-	}
-	return v
+	return lines
 }
 
 // longView is the view of line number whose text is content[start:textEnd]
