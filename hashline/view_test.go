@@ -119,7 +119,8 @@ func TestViewOfBoundedIsWindowOfAnnotateCut(t *testing.T) {
 // whole-line anchor and length, the location of its text in content, a head
 // that is the longest rune-aligned start that fits, and a rendering that is
 // the start of the whole line's.
-func checkCut(t *rapid.T, content []byte, whole Line, v View, maxBytes int) {
+func checkCut(t fataler, content []byte, whole Line, v View, maxBytes int) {
+	t.Helper()
 	l := v.Long
 	if l.Number != whole.Number || l.Anchor != whole.Anchor || l.Len != len(whole.Text) {
 		t.Fatalf("cut line %+v, whole line %+v", l, whole)
@@ -251,4 +252,41 @@ func TestViewOfAllocatesForTheWindowOnly(t *testing.T) {
 	if len(v.Lines) != 1 || v.Lines[0].Number != len(content)/2 || v.Total != len(content) {
 		t.Errorf("view %+v", v)
 	}
+}
+
+// FuzzViewOf: for any content and window, ViewOf never panics, agrees with
+// the whole-file annotation when unbounded, shows a prefix of it when
+// bounded, and cuts only a first line that alone is over the bound.
+func FuzzViewOf(f *testing.F) {
+	f.Add([]byte("a\nb\r\nc"), 1, 0, 0)
+	f.Add([]byte(bom+"\n\n\n"), 2, 1, 5)
+	f.Add([]byte("x\n"+strings.Repeat("€", 30)+"\n"), 2, 1, 20)
+	f.Add([]byte("\xff\xc3\r\n\xe2\x82"), 1, 2, 13)
+	f.Fuzz(func(t *testing.T, content []byte, offset, limit, maxBytes int) {
+		lines := Annotate(content)
+		win, next, more := Window(lines, offset, limit)
+		v := ViewOf(content, offset, limit, maxBytes)
+		if v.Total != len(lines) {
+			t.Fatalf("total %d, want %d", v.Total, len(lines))
+		}
+		if maxBytes <= 0 {
+			if !slices.Equal(v.Lines, win) || v.Next != next || v.More != more || v.Long != nil {
+				t.Fatalf("unbounded view %+v, want %+v, %d, %v", v, win, next, more)
+			}
+			return
+		}
+		if v.Long != nil {
+			if len(win) == 0 || len(RenderLine(win[0]))+1 <= maxBytes {
+				t.Fatalf("cut a line that fits: %+v", v.Long)
+			}
+			checkCut(t, content, win[0], v, maxBytes)
+			return
+		}
+		if len(v.Lines) > len(win) || !slices.Equal(v.Lines, win[:len(v.Lines)]) || len(v.Render()) > maxBytes {
+			t.Fatalf("bounded view %+v is not a prefix of %+v within %d bytes", v.Lines, win, maxBytes)
+		}
+		if len(v.Lines) < len(win) && len(v.Render())+len(RenderLine(win[len(v.Lines)]))+1 <= maxBytes {
+			t.Fatalf("bounded view stopped before line %d, which fits", win[len(v.Lines)].Number)
+		}
+	})
 }
