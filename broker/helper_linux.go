@@ -185,12 +185,13 @@ func runHelper() int {
 	landlockFiles := []string{devNull}
 	pidMax := uint64(0)
 	if cfg.Namespaces {
-		l, pm, err := setupMounts(cfg)
+		m, err := setupMounts(cfg)
 		if err != nil {
 			return fatal(err)
 		}
-		pidMax = pm
-		layers = append(layers, l)
+		pidMax = m.pidMax
+		l := m.layer
+		layers = append(layers, l, m.limits)
 		if l.Applied {
 			// The private /proc, /dev and /tmp exist only inside this jail.
 			landlockRead = append(landlockRead, "/proc", "/dev")
@@ -205,7 +206,9 @@ func runHelper() int {
 			}
 		}
 	} else {
-		layers = append(layers, Layer{Name: LayerMounts, Reason: "no mount namespace: the host view is not read-only by mount (chmod, utime and xattr outside the writable roots are not refused), no secret or socket is hidden, /proc, /dev and /tmp are the host's"})
+		layers = append(layers,
+			Layer{Name: LayerMounts, Reason: "no mount namespace: the host view is not read-only by mount (chmod, utime and xattr outside the writable roots are not refused), no secret or socket is hidden, /proc, /dev and /tmp are the host's"},
+			Layer{Name: LayerNamespaceLimits, Reason: "no IPC or user namespace of the jail's own: SysV shared memory, message queues and inotify watches are bounded only by the host's limits"})
 	}
 	if err := unix.Chdir(cfg.Dir); err != nil {
 		report(helperReport{Layers: layers, Exec: fmt.Sprintf("chdir %s: %s", cfg.Dir, errnoName(err))})
@@ -314,22 +317,33 @@ func nullStdin() error {
 	return unix.Dup3(fd, 0, 0)
 }
 
+// mountResult is what setupMounts built: the mounts layer, the
+// namespace-limits layer (written on the fresh /proc before /proc/sys
+// went read-only), and the pid namespace's pid_max (0 when it could not
+// be capped).
+type mountResult struct {
+	layer, limits Layer
+	pidMax        uint64
+}
+
 // setupMounts builds the jail's mount table: private propagation; the
 // whole host view read-only; a fresh /proc (with the pid namespace's
-// pid_max capped, returned, or 0 when it could not be); private /tmp and
-// /dev; the host's socket directories hidden; the writable roots bound
-// read-write, nosuid and nodev; secrets and host sockets masked; the
-// protected binds. A failure to make / private or read-only, to bind a
-// writable root, to mask a secret or to hold a protected path read-only
-// is fatal; the private filesystems degrade the layer instead.
-func setupMounts(cfg helperConfig) (Layer, uint64, error) {
+// pid_max capped); private /tmp and /dev; the host's socket directories
+// hidden; the writable roots bound read-write, nosuid and nodev; secrets,
+// host sockets and kernel state (procMasked, sysMasked) masked; the
+// protected binds; last, the per-namespace limits, and procReadOnly bound
+// read-only. A failure to make / private or read-only,
+// to bind a writable root, to mask a secret or kernel file or to hold a
+// protected path read-only is fatal; the private filesystems degrade the
+// layer instead.
+func setupMounts(cfg helperConfig) (mountResult, error) {
 	if err := makeRootPrivate(); err != nil {
-		return Layer{}, 0, err
+		return mountResult{}, err
 	}
 	var skipped, params []string
 	method, failed, err := hostViewReadOnly(cfg.HostViewByRemount)
 	if err != nil {
-		return Layer{}, 0, err
+		return mountResult{}, err
 	}
 	if len(failed) > 0 {
 		skipped = append(skipped, fmt.Sprintf("%d mounts left writable (%s)", len(failed), failed[0]))
@@ -337,8 +351,10 @@ func setupMounts(cfg helperConfig) (Layer, uint64, error) {
 		params = append(params, "host view read-only ("+method+")")
 	}
 	pidMax := uint64(0)
-	if err := mountProc(); err != nil {
-		skipped = append(skipped, "proc: "+errnoName(err))
+	var kernelMasks []string
+	procErr := mountProc()
+	if procErr != nil {
+		skipped = append(skipped, "proc: "+errnoName(procErr))
 	} else {
 		if err := limitPids(cfg.Limits.Processes); err != nil {
 			skipped = append(skipped, "pid_max: "+errnoName(err))
@@ -346,9 +362,7 @@ func setupMounts(cfg helperConfig) (Layer, uint64, error) {
 			pidMax = cfg.Limits.Processes + pidReserve + 1
 			params = append(params, fmt.Sprintf("pid_max %d", pidMax))
 		}
-		if err := protectProc(); err != nil {
-			return Layer{}, 0, fmt.Errorf("read-only /proc: %w", err)
-		}
+		kernelMasks = procMasked
 	}
 	var roots []jailRoot
 	for _, r := range slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, []string{cfg.Dir}, cfg.Protected) {
@@ -366,10 +380,10 @@ func setupMounts(cfg helperConfig) (Layer, uint64, error) {
 	}
 	hidden, err := hideSocketDirs(roots, cfg.Sockets)
 	if err != nil {
-		return Layer{}, 0, fmt.Errorf("hide host sockets: %w", err)
+		return mountResult{}, fmt.Errorf("hide host sockets: %w", err)
 	}
 	if err := bindWritable(cfg.WritableRoots, append([]string{scratchDir}, hidden...)); err != nil {
-		return Layer{}, 0, fmt.Errorf("writable roots: %w", err)
+		return mountResult{}, fmt.Errorf("writable roots: %w", err)
 	}
 	visible := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
 	if cfg.LandlockABI <= 0 {
@@ -378,23 +392,36 @@ func setupMounts(cfg helperConfig) (Layer, uint64, error) {
 		visible = []string{"/"}
 	}
 	secrets := secretTargets(visible, hostHomes(envValue(cfg.Env, "HOME")), globPaths)
-	masked, err := maskAll(slices.Concat(secrets, cfg.MaskSockets))
+	kernelMasks = append(kernelMasks, sysMaskTargets(visible)...)
+	masked, err := maskAll(slices.Concat(secrets, cfg.MaskSockets, kernelMasks))
 	if err != nil {
-		return Layer{}, 0, fmt.Errorf("mask secrets and sockets: %w", err)
+		return mountResult{}, fmt.Errorf("mask secrets, sockets and kernel state: %w", err)
 	}
-	params = append(params, fmt.Sprintf("writable roots nosuid,nodev; %s hidden; %d secrets and sockets masked", strings.Join(hidden, ", "), masked))
+	params = append(params, fmt.Sprintf("writable roots nosuid,nodev; %s hidden; %d secrets, sockets and kernel files masked", strings.Join(hidden, ", "), masked))
 	n, unpinned, err := protect(cfg.Protected, cfg.WritableRoots)
 	if err != nil {
-		return Layer{}, 0, fmt.Errorf("protected paths: %w", err)
+		return mountResult{}, fmt.Errorf("protected paths: %w", err)
 	}
 	if len(unpinned) > 0 {
 		skipped = append(skipped, "protected symlinks replaceable ("+strings.Join(unpinned, ", ")+")")
 	}
 	params = append(params, fmt.Sprintf("%d protected", n))
-	if len(skipped) > 0 {
-		return Layer{Name: LayerMounts, Reason: strings.Join(skipped, ", "), Params: strings.Join(params, ", ")}, pidMax, nil
+	// Last, once nothing more needs a mount namespace (the mask stand-ins
+	// and pinned links each take an anonymous one, which the nested
+	// namespace count would refuse): the per-namespace limits, then
+	// /proc/sys read-only.
+	limits := Layer{Name: LayerNamespaceLimits, Reason: "no private /proc to write them through (" + errnoName(procErr) + ")"}
+	if procErr == nil {
+		limits = setNamespaceLimits()
+		if err := protectProc(); err != nil {
+			return mountResult{}, fmt.Errorf("read-only /proc: %w", err)
+		}
 	}
-	return Layer{Name: LayerMounts, Applied: true, Params: strings.Join(params, ", ")}, pidMax, nil
+	res := mountResult{limits: limits, pidMax: pidMax, layer: Layer{Name: LayerMounts, Applied: true, Params: strings.Join(params, ", ")}}
+	if len(skipped) > 0 {
+		res.layer.Applied, res.layer.Reason = false, strings.Join(skipped, ", ")
+	}
+	return res, nil
 }
 
 // hostSocketDirBytes sizes the empty tmpfs that hides a socket directory
@@ -472,6 +499,7 @@ func applyRlimits(l Limits, namespaces bool, pidMax uint64) Layer {
 		{"nproc", unix.RLIMIT_NPROC, l.Processes},
 		{"fsize", unix.RLIMIT_FSIZE, l.FileSizeBytes},
 		{"nofile", unix.RLIMIT_NOFILE, l.OpenFiles},
+		{"msgqueue", unix.RLIMIT_MSGQUEUE, JailMqueueBytes},
 		{"core", unix.RLIMIT_CORE, 0},
 	} {
 		var cur unix.Rlimit

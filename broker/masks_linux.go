@@ -176,3 +176,32 @@ func maskAll(paths []string) (int, error) {
 	}
 	return n, nil
 }
+
+// procMasked are the files and directories of a fresh /proc that show
+// kernel-wide state rather than the jail's processes (the list container
+// runtimes mask): physical memory as a core file, every key the caller
+// can see, every CPU's timers with their owners' addresses, the
+// scheduler's internals, latency and timer statistics, ACPI and SCSI
+// device state. The jail hides each that exists under an empty,
+// read-only stand-in before /proc/sys goes read-only.
+var procMasked = []string{
+	"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+	"/proc/latency_stats", "/proc/timer_stats", "/proc/acpi", "/proc/scsi",
+}
+
+// sysMasked are the parts of the host's /sys that show firmware state
+// (ACPI tables, the firmware memory map); the jail masks them when a
+// root makes them visible.
+var sysMasked = []string{"/sys/firmware"}
+
+// sysMaskTargets returns the entries of sysMasked that visible (the
+// roots the jail may read) covers.
+func sysMaskTargets(visible []string) []string {
+	var out []string
+	for _, p := range sysMasked {
+		if coveredByAny(visible, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

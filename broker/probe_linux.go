@@ -59,8 +59,9 @@ func unwrapSyscallErr(err error) error {
 // namespaces, it gets new user, mount, pid, ipc and uts namespaces (and a new
 // network namespace when newNet), an identity uid/gid map, and the
 // ambient capabilities it needs to build its mount table and bring lo up
-// (CAP_SETPCAP only so it can empty its own bounding set); it drops all
-// of them before exec.
+// (CAP_SETPCAP only so it can empty its own bounding set, CAP_SYS_RESOURCE
+// only so it can lower its user namespace's limits); it drops all of them
+// before exec.
 func jailSysProcAttr(namespaces, newNet bool) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if !namespaces {
@@ -74,13 +75,14 @@ func jailSysProcAttr(namespaces, newNet bool) *syscall.SysProcAttr {
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	attr.GidMappingsEnableSetgroups = false
-	attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
+	attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap, capSysResource}
 	return attr
 }
 
 // Capability numbers (linux/capability.h).
 const (
-	capSetpcap  = 8
-	capNetAdmin = 12
-	capSysAdmin = 21
+	capSetpcap     = 8
+	capNetAdmin    = 12
+	capSysAdmin    = 21
+	capSysResource = 24
 )
