@@ -467,7 +467,7 @@ func (r *gitRoot) finish(act bool) {
 		r.audits = append(r.audits, AuditEvent{Kind: AuditNeutralised, Workspace: r.abs, Path: n.Path, Detail: neutralisedDetail(n)})
 	}
 	if len(r.sweep.failed) > 0 && r.fenced == "" {
-		r.fenced = fmt.Sprintf("the broker could not neutralise git configuration a command left in %s (%s); "+
+		r.fenced = fmt.Sprintf("the broker could not neutralise git configuration a command or a tool left in %s (%s); "+
 			"remove or repair what is named, then call Broker.Unfence(%q)", r.abs, strings.Join(r.sweep.failed, "; "), r.abs)
 		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: r.fenced})
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/hashline"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -24,6 +25,9 @@ type EditDetails struct {
 	Digest  string            `json:"digest"`
 	Hunks   int               `json:"hunks"`
 	Regions []hashline.Region `json:"regions"`
+	// GitNeutralised is what the broker's git guard disarmed because of
+	// this edit; empty when nothing.
+	GitNeutralised []broker.Neutralisation `json:"git_neutralised,omitempty"`
 }
 
 // StaleDetails is the Details of an fs_edit refused as stale.
@@ -83,6 +87,9 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 	if err != nil {
 		return pathFailure(err)
 	}
+	if o, refused := refuseGitControl(c, a.Path, path); refused {
+		return o
+	}
 	data, err := readRegular(path)
 	if err != nil {
 		return readFailure(a.Path, err)
@@ -114,12 +121,17 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 	if err != nil {
 		return writeFailure(c, shown, res, err)
 	}
+	guarded, err := guardGitWrite(c, path)
+	if err != nil {
+		return gitGuardFailure(c, shown, guarded, err)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "applied %d hunk(s) to %s\n", len(a.Hunks), shown)
 	fmt.Fprintf(&b, "digest: %s\n", applied.Digest)
 	writeNotes(&b, res)
+	writeGitGuard(&b, c, path, guarded)
 	writeFreshAnchors(&b, shown, applied.Lines, applied.Regions)
-	return Outcome{Text: b.String(), Details: EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions}}
+	return Outcome{Text: b.String(), Details: EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions, GitNeutralised: guarded}}
 }
 
 // writeFreshAnchors renders the anchors of regions under the heading a
