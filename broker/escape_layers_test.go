@@ -3,12 +3,15 @@
 package broker
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -96,6 +99,14 @@ func layerProbe(mode string, args []string) error {
 		return modeProbe(arg(0), arg(1))
 	case "xattr":
 		return unix.Setxattr(arg(0), "user.loom_escape", []byte("x"), 0)
+	case "shm":
+		return shmProbe(args)
+	case "inotify":
+		n, err := strconv.Atoi(arg(1))
+		if err != nil {
+			return err
+		}
+		return inotifyProbe(arg(0), n)
 	case "unix", "unixgram":
 		c, err := net.DialTimeout(mode, arg(0), 2*time.Second)
 		if err != nil {
@@ -154,6 +165,179 @@ func modeProbe(how, path string) error {
 		return unix.Mknod(path, unix.S_IFREG|0o4755, 0)
 	}
 	return fmt.Errorf("unknown mode probe %q", how)
+}
+
+// shmProbe creates a SysV shared memory segment of each size in sizes
+// (bytes, never touched, so nothing is allocated) and removes them all;
+// it fails at the first segment the kernel refuses.
+func shmProbe(sizes []string) error {
+	var ids []int
+	defer func() {
+		for _, id := range ids {
+			unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+		}
+	}()
+	for _, a := range sizes {
+		size, err := strconv.Atoi(a)
+		if err != nil {
+			return err
+		}
+		id, err := unix.SysvShmGet(unix.IPC_PRIVATE, size, unix.IPC_CREAT|0o600)
+		if err != nil {
+			return fmt.Errorf("shmget %d bytes after %d segments: %w", size, len(ids), err)
+		}
+		ids = append(ids, id)
+	}
+	return nil
+}
+
+// inotifyProbe creates n files in dir and adds an inotify watch on each,
+// stopping at the first the kernel refuses. It then prints how many it
+// holds and "HOLDING", and keeps them until its stdin closes; it fails
+// when it could not add all n. It removes dir when done.
+func inotifyProbe(dir string, n int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	held := 0
+	var werr error
+	for i := 0; i < n && werr == nil; i++ {
+		p := filepath.Join(dir, strconv.Itoa(i))
+		if werr = os.WriteFile(p, nil, 0o644); werr != nil {
+			break
+		}
+		if _, werr = unix.InotifyAddWatch(fd, p, unix.IN_MODIFY); werr == nil {
+			held++
+		}
+	}
+	fmt.Printf("WATCHES %d\n%s\n", held, inotifyHolding)
+	io.Copy(io.Discard, os.Stdin)
+	if held < n {
+		return fmt.Errorf("%d of %d watches: %v", held, n, werr)
+	}
+	return nil
+}
+
+// inotifyHolding is the line the inotify probe prints once it holds all
+// the watches it could add.
+const inotifyHolding = "HOLDING"
+
+// inotifyProbeExtra is how many watches past the jail's ceiling the
+// inotify probe asks for.
+const inotifyProbeExtra = 64
+
+// runInotifyPastBound: a command adding inotify watches past the jail's
+// ceiling must be refused at the ceiling, and while it holds them the
+// host must still be able to add a watch of its own. The control runs
+// the same probe unjailed, where the host's per-uid limit (far above the
+// jail's) lets it add them all.
+func runInotifyPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+	ceiling := notifyCeiling(JailInotifyWatches, hostSysctl("fs/inotify/max_user_watches"))
+	// The files live in /dev/shm (the jail's own, or the host's for the
+	// control), a tmpfs where creating thousands is cheap; the probe
+	// removes them.
+	script := fmt.Sprintf(`%s=inotify exec "$PROBE" "$(mktemp -d -p /dev/shm loom-inotify-XXXXXX)" %d`, layerProbeEnv, ceiling+inotifyProbeExtra)
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdinR.Close()
+	defer stdinW.Close()
+	var out strings.Builder
+	hostAdded := true
+	onHolding := func() {
+		if jailed {
+			hostAdded = hostCanWatch(t, e.out)
+		}
+		stdinW.Close()
+	}
+	if jailed {
+		ex, d := b.Clear(context.Background(), CallSpec{
+			Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: 60 * time.Second,
+			Stdin: stdinR,
+		})
+		if d != nil {
+			t.Fatalf("Clear: %v", d)
+		}
+		held := false
+		for o := range ex.Output() {
+			if o.Stream == Stdout {
+				out.Write(o.Bytes)
+			}
+			if !held && strings.Contains(out.String(), inotifyHolding) {
+				held = true
+				onHolding()
+			}
+		}
+		ex.Wait()
+	} else {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = e.ws
+		for k, v := range e.vars() {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Stdin = stdinR
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if sc.Text() == inotifyHolding {
+				onHolding()
+			}
+		}
+		cmd.Wait()
+	}
+	t.Logf("jailed=%v ceiling %d: %s", jailed, ceiling, strings.TrimSpace(out.String()))
+	if !hostAdded {
+		t.Errorf("the host could not add an inotify watch while the jail held its own")
+	}
+	return strings.Contains(out.String(), "PROBE-SUCCEEDED") || !hostAdded
+}
+
+// hostCanWatch reports whether the host can add an inotify watch on dir
+// now.
+func hostCanWatch(t *testing.T, dir string) bool {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Logf("host inotify_init1: %v", err)
+		return false
+	}
+	defer unix.Close(fd)
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_MODIFY); err != nil {
+		t.Logf("host inotify_add_watch: %v", err)
+		return false
+	}
+	return true
+}
+
+// shmRefusedOrOwned: the SysV probe succeeded (an escape), except in an
+// unprivileged jail whose report says the IPC limits were refused: the
+// kernel lets only uid 0 of the jail's user namespace set them, so there
+// the bound is missing and the report must say so (its absence is then
+// the escape).
+func shmRefusedOrOwned(t *testing.T, _ *escapeEnv, r result) bool {
+	if !strings.Contains(r.stdout, "PROBE-SUCCEEDED") {
+		return false
+	}
+	l, ok := r.enf.Layer(LayerNamespaceLimits)
+	if ok && os.Geteuid() != 0 && !l.Applied && strings.Contains(l.Reason, "kernel.shmall") && strings.Contains(l.Reason, "kernel.shmmax") {
+		t.Logf("unprivileged: SysV shared memory unbounded, and the report says so: %s", l.Reason)
+		return false
+	}
+	return true
 }
 
 // hasSpecialBits reports whether the host sees path setuid or setgid.
@@ -297,7 +481,40 @@ func layerEscapeCases() []escapeCase {
 			escaped: wsFileSpecial("t"),
 		})
 	}
+	page := os.Getpagesize()
 	cases = append(cases, []escapeCase{
+		// Exhaustion through per-namespace kernel limits: the jail's IPC
+		// namespace would otherwise allow SysV segments without bound
+		// (none of it counted by RLIMIT_AS once detached), and its user
+		// namespace the host uid's whole inotify budget. The control runs
+		// on the host, whose own limits are far higher (no segment is
+		// touched, so nothing is allocated).
+		{
+			name:    "ipc_sysv_shm_segment_past_bound",
+			script:  fmt.Sprintf(`%s=shm exec "$PROBE" %d`, layerProbeEnv, JailSysVShmBytes+page),
+			escaped: shmRefusedOrOwned,
+		},
+		{
+			name:    "ipc_sysv_shm_total_past_bound",
+			script:  fmt.Sprintf(`%s=shm exec "$PROBE" %d %d`, layerProbeEnv, JailSysVShmBytes/2+page, JailSysVShmBytes/2+page),
+			escaped: shmRefusedOrOwned,
+		},
+		{name: "inotify_watches_past_bound", run: runInotifyPastBound},
+
+		// Kernel-wide state in the jail's fresh /proc.
+		{
+			name:        "proc_timer_list",
+			rootControl: true, // root-only on the host
+			script:      `cat /proc/timer_list`,
+			escaped:     stdoutHas("Timer List"),
+		},
+		{
+			name:        "proc_keys",
+			rootControl: true, // lists the keys the caller may view: the host root has some
+			script:      `cat /proc/keys`,
+			escaped:     stdoutHas("keyring"),
+		},
+
 		// The host view outside the writable roots (item 3): Landlock has
 		// no right for these, the read-only mount refuses them.
 		{
