@@ -3,10 +3,13 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/agentloom/loom/internal/pinnedfs"
 )
@@ -66,13 +69,20 @@ const (
 // which Validate then refuses: failing closed rather than protecting
 // nothing.
 func DefaultProtected(workspace string) []string {
+	return scanProtected(workspace).out
+}
+
+// scanProtected is DefaultProtected, returning the scan (tests read its
+// counters).
+func scanProtected(workspace string) *gitScan {
 	ws := filepath.Clean(workspace)
 	g := &gitScan{ws: ws, seen: map[string]bool{}}
 	dotgit := filepath.Join(ws, ".git")
 	g.out = append(g.out, filepath.Join(dotgit, "hooks"), filepath.Join(dotgit, "config"))
 	if !filepath.IsAbs(ws) {
-		return g.out // fail closed: Validate refuses these
+		return g // fail closed: Validate refuses these
 	}
+	defer func() { g.out = normalizeSet(g.out) }()
 	g.add(filepath.Join(dotgit, "hooks")) // their resolved forms, if symlinks
 	g.add(filepath.Join(dotgit, "config"))
 
@@ -80,33 +90,63 @@ func DefaultProtected(workspace string) []string {
 		g.config(cfg, ws, 0)
 	}
 
-	fi, err := os.Stat(dotgit)
+	// The workspace is the host's; beneath it nothing is followed.
+	wsf, err := os.OpenFile(dirName(ws), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return g
+	}
+	defer wsf.Close()
+	g.wsf = wsf
+	fi, err := os.Lstat(dotgit)
 	switch {
 	case err != nil:
+	case fi.Mode()&fs.ModeSymlink != 0:
+		// git takes a .git link to a directory as the git directory:
+		// what it names is protected, never walked.
+		if real, err := filepath.EvalSymlinks(dotgit); err == nil {
+			if rfi, err := os.Stat(real); err == nil && rfi.IsDir() {
+				g.gitDir(real, 0, nil)
+			}
+		}
 	case fi.IsDir():
-		g.gitDir(dotgit, 0)
-		if real, err := filepath.EvalSymlinks(dotgit); err == nil && real != dotgit {
-			g.gitDir(real, 0)
+		d := g.child(wsf, ws, ".git")
+		g.gitDir(dotgit, 0, d)
+		if d != nil {
+			d.Close()
 		}
 	case fi.Mode().IsRegular():
 		// The pointer file itself: rewritten, it would aim the host's git
 		// at a directory (and hooks) of the command's choosing.
 		g.add(dotgit)
 		if gd, ok := readGitdirFile(dotgit); ok {
-			g.gitDir(gd, 0)
+			g.gitDirAt(gd)
 			if cd, ok := readCommondir(gd); ok {
-				g.gitDir(cd, 0)
+				g.gitDirAt(cd)
 			}
 		}
 	}
-	return normalizeSet(g.out)
+	return g
 }
+
+// Bounds on DefaultProtected's walk.
+const (
+	// MaxProtectedWalkDirs bounds how many directories DefaultProtected
+	// opens while walking modules directories for submodules' git
+	// directories; past it the rest is not walked.
+	MaxProtectedWalkDirs = 4096
+	// MaxProtectedDirEntries bounds how many entries of one modules
+	// directory DefaultProtected reads.
+	MaxProtectedDirEntries = 4096
+)
 
 type gitScan struct {
 	ws   string
+	wsf  *os.File // the workspace, opened; nil when it cannot be
 	out  []string
 	seen map[string]bool
 	dirs int
+	// walked counts the directories opened walking modules.
+	walked int
 }
 
 func (g *gitScan) add(p string) {
@@ -120,9 +160,61 @@ func (g *gitScan) add(p string) {
 	}
 }
 
-// gitDir protects one git directory's hooks and configs and descends into
-// its submodules.
-func (g *gitScan) gitDir(dir string, depth int) {
+// gitDirAt checks a git directory a pointer file names: walked when it
+// lies beneath the workspace and is reached there without a link, else
+// only its own entries are protected.
+func (g *gitScan) gitDirAt(dir string) {
+	d := g.openBeneath(dir)
+	g.gitDir(dir, 0, d)
+	if d != nil {
+		d.Close()
+	}
+}
+
+// openBeneath opens dir, when it lies beneath the workspace, one
+// component at a time from the workspace without following any link;
+// nil when it is elsewhere or a component is a link or no directory.
+func (g *gitScan) openBeneath(dir string) *os.File {
+	rel, err := filepath.Rel(g.ws, filepath.Clean(dir))
+	if g.wsf == nil || err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	cur, at := g.wsf, g.ws
+	for _, name := range strings.Split(rel, string(filepath.Separator)) {
+		next := g.child(cur, at, name)
+		if cur != g.wsf {
+			cur.Close()
+		}
+		if next == nil {
+			return nil
+		}
+		cur, at = next, filepath.Join(at, name)
+	}
+	return cur
+}
+
+// child opens the directory name in parent (whose path is at) without
+// following a link; nil when it is not a directory. Where the platform
+// cannot open relative to a descriptor, it checks with lstat first.
+func (g *gitScan) child(parent *os.File, at, name string) *os.File {
+	f, err := openChildDir(parent, name)
+	if errors.Is(err, errNoChildOpen) {
+		p := filepath.Join(at, name)
+		if fi, lerr := os.Lstat(p); lerr != nil || !fi.IsDir() {
+			return nil
+		}
+		f, err = os.OpenFile(dirName(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// gitDir protects one git directory's hooks and configs and, when it is
+// open as f (beneath the workspace, reached without a link), descends
+// into its submodules.
+func (g *gitScan) gitDir(dir string, depth int, f *os.File) {
 	dir = filepath.Clean(dir)
 	if g.seen[dir] || g.dirs >= MaxProtectedGitDirs {
 		return
@@ -148,29 +240,60 @@ func (g *gitScan) gitDir(dir string, depth int) {
 		g.add(cfg)
 		g.config(cfg, worktree, 0)
 	}
-	g.modules(filepath.Join(dir, "modules"), depth)
+	if f == nil {
+		return
+	}
+	if m := g.child(f, dir, "modules"); m != nil {
+		g.modules(m, filepath.Join(dir, "modules"), depth)
+		m.Close()
+	}
 }
 
-// modules walks <gitdir>/modules: a directory holding HEAD is a
-// submodule's git directory; any other directory is part of a module name
-// containing slashes.
-func (g *gitScan) modules(dir string, depth int) {
+// modules walks <gitdir>/modules, open as f: a directory holding a
+// regular HEAD is a submodule's git directory; any other directory is
+// part of a module name containing slashes. Links are never followed:
+// an entry that is one is not a directory here.
+func (g *gitScan) modules(f *os.File, dir string, depth int) {
 	if depth >= MaxSubmoduleDepth {
 		return
 	}
-	entries, err := readDirPinned(dir)
-	if err != nil {
-		return
-	}
+	entries, _ := f.ReadDir(MaxProtectedDirEntries)
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
+		if g.walked >= MaxProtectedWalkDirs {
+			return
+		}
+		g.walked++
 		sub := filepath.Join(dir, e.Name())
-		if fi, err := os.Stat(filepath.Join(sub, "HEAD")); err == nil && fi.Mode().IsRegular() {
-			g.gitDir(sub, depth+1)
+		c := g.child(f, dir, e.Name())
+		if c == nil {
+			continue
+		}
+		if hasRegularHead(c) {
+			g.gitDir(sub, depth+1, c)
 		} else {
-			g.modules(sub, depth+1)
+			g.modules(c, sub, depth+1)
+		}
+		c.Close()
+	}
+}
+
+// hasRegularHead reports whether the directory open as d holds a
+// regular file named HEAD (looked up without following a link), leaving
+// d's listing at its start.
+func hasRegularHead(d *os.File) bool {
+	defer d.Seek(0, io.SeekStart)
+	for {
+		entries, err := d.ReadDir(256)
+		for _, e := range entries {
+			if e.Name() == "HEAD" {
+				return e.Type().IsRegular()
+			}
+		}
+		if err != nil || len(entries) == 0 {
+			return false
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -315,5 +316,118 @@ func TestDefaultProtectedHostHooksPath(t *testing.T) {
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(dir, "none"))
 	if got := DefaultProtected(ws); slices.Contains(got, filepath.Join(ws, ".githooks")) {
 		t.Errorf("control: without the global config the hooks path is still listed: %v", got)
+	}
+}
+
+// TestDefaultProtectedFollowsNoLink is the red team's finding: a
+// command that links .git/modules to / (or to any host directory) made
+// the next DefaultProtected walk the host's filesystem, reading other
+// repositories' configs and listing them. Nothing in the walk is
+// followed through a link, and git directories outside the workspace
+// (a pointer's or a link's target) have their own entries protected but
+// are not walked. The controls are the same layouts without the link,
+// which are walked.
+func TestDefaultProtectedFollowsNoLink(t *testing.T) {
+	t.Parallel()
+	host := map[string]string{
+		"host/.git/HEAD":              "ref: refs/heads/main\n",
+		"host/.git/modules/hm/HEAD":   "x\n",
+		"host/.git/modules/hm/config": "[core]\n",
+	}
+	tests := []struct {
+		name       string
+		files      map[string]string
+		want, deny []string
+	}{
+		{
+			name:  "modules is a link to the host",
+			files: map[string]string{"ws/.git/HEAD": "x\n", "ws/.git/modules": "->../../host/.git/modules"},
+			deny:  []string{"host/.git/modules/hm/hooks", "host/.git/modules/hm/config", "ws/.git/modules/hm/hooks"},
+		},
+		{
+			name:  "modules is a link to /",
+			files: map[string]string{"ws/.git/HEAD": "x\n", "ws/.git/modules": "->/"},
+		},
+		{
+			name:  "a module is a link",
+			files: map[string]string{"ws/.git/HEAD": "x\n", "ws/.git/modules/": "", "ws/.git/modules/hm": "->../../../host/.git/modules/hm"},
+			deny:  []string{"host/.git/modules/hm/hooks", "ws/.git/modules/hm/hooks"},
+		},
+		{
+			name:  "control: a real module",
+			files: map[string]string{"ws/.git/HEAD": "x\n", "ws/.git/modules/hm/HEAD": "x\n"},
+			want:  []string{"ws/.git/modules/hm/hooks", "ws/.git/modules/hm/config"},
+		},
+		{
+			name:  "a pointer outside the workspace: its entries, not its modules",
+			files: map[string]string{"ws/.git": "gitdir: ../host/.git\n"},
+			want:  []string{"ws/.git", "host/.git/hooks", "host/.git/config"},
+			deny:  []string{"host/.git/modules/hm/hooks"},
+		},
+		{
+			name:  ".git is a link outside the workspace: its entries, not its modules",
+			files: map[string]string{"ws/.git": "->../host/.git"},
+			want:  []string{"host/.git/hooks", "host/.git/config"},
+			deny:  []string{"host/.git/modules/hm/hooks"},
+		},
+		{
+			name:  "a pointer inside the workspace through a link",
+			files: map[string]string{"ws/.git": "gitdir: repo/.git\n", "ws/repo": "->../host"},
+			deny:  []string{"host/.git/modules/hm/hooks", "ws/repo/.git/modules/hm/hooks"},
+		},
+		{
+			name:  "control: a pointer inside the workspace",
+			files: map[string]string{"ws/.git": "gitdir: repo/.git\n", "ws/repo/.git/HEAD": "x\n", "ws/repo/.git/modules/m/HEAD": "x\n"},
+			want:  []string{"ws/repo/.git/hooks", "ws/repo/.git/modules/m/hooks"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree(t, dir, host)
+			tree(t, dir, tt.files)
+			g := scanProtected(filepath.Join(dir, "ws"))
+			for _, w := range tt.want {
+				if !slices.Contains(g.out, filepath.Join(dir, w)) {
+					t.Errorf("missing %s in %v", w, g.out)
+				}
+			}
+			for _, d := range tt.deny {
+				if slices.Contains(g.out, filepath.Join(dir, d)) {
+					t.Errorf("listed %s, reached through a link or outside the workspace: %v", d, g.out)
+				}
+			}
+			if g.walked > 4 {
+				t.Errorf("walked %d directories", g.walked)
+			}
+			for _, p := range g.out {
+				if !strings.HasPrefix(p, dir+"/") && !slices.Contains(hostGitConfigs(), p) {
+					t.Errorf("listed %s, outside the test's directory", p)
+				}
+			}
+		})
+	}
+}
+
+// TestDefaultProtectedWalkBound: a modules tree wider than the bound is
+// walked up to MaxProtectedWalkDirs directories and no further.
+func TestDefaultProtectedWalkBound(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	for i := range 70 {
+		for j := range 70 {
+			if err := os.MkdirAll(filepath.Join(ws, ".git/modules", fmt.Sprintf("a%d/b%d", i, j)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	g := scanProtected(ws)
+	if g.walked != MaxProtectedWalkDirs {
+		t.Errorf("walked %d directories of %d, want the bound %d", g.walked, 70*71, MaxProtectedWalkDirs)
 	}
 }
