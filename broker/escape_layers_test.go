@@ -101,6 +101,12 @@ func layerProbe(mode string, args []string) error {
 		return unix.Setxattr(arg(0), "user.loom_escape", []byte("x"), 0)
 	case "shm":
 		return shmProbe(args)
+	case "shm-touch":
+		size, err := strconv.Atoi(arg(0))
+		if err != nil {
+			return err
+		}
+		return shmTouchProbe(size)
 	case "inotify":
 		n, err := strconv.Atoi(arg(1))
 		if err != nil {
@@ -189,6 +195,24 @@ func shmProbe(sizes []string) error {
 		ids = append(ids, id)
 	}
 	return nil
+}
+
+// shmTouchProbe uses a SysV segment of size bytes as a program would:
+// creates it, attaches it, writes every page, detaches and removes it.
+func shmTouchProbe(size int) error {
+	id, err := unix.SysvShmGet(unix.IPC_PRIVATE, size, unix.IPC_CREAT|0o600)
+	if err != nil {
+		return fmt.Errorf("shmget %d bytes: %w", size, err)
+	}
+	defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	b, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		return fmt.Errorf("shmat: %w", err)
+	}
+	for i := 0; i < len(b); i += os.Getpagesize() {
+		b[i] = 1
+	}
+	return unix.SysvShmDetach(b)
 }
 
 // inotifyProbe creates n files in dir and adds an inotify watch on each,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +305,55 @@ func TestSecretsMaskedWithoutLandlock(t *testing.T) {
 		if leaked == asHome {
 			t.Errorf("HOME is the file's home: %v; leaked: %v (stdout %q stderr %q)", asHome, leaked, r.stdout, r.stderr)
 		}
+	}
+}
+
+// namespaceLimitsRoom is what ordinary tools need under the jail's
+// namespace limits, and each check the jail must pass: a SysV segment a
+// database test server configures (64 MiB, written through), one as
+// large as the bound, and a recursive watcher over a few thousand files.
+var namespaceLimitsRoom = []struct{ name, script string }{
+	{"sysv segment 64 MiB written", layerProbeEnv + `=shm-touch exec "$PROBE" ` + strconv.Itoa(64<<20)},
+	{"sysv segment at the bound", layerProbeEnv + `=shm exec "$PROBE" ` + strconv.Itoa(JailSysVShmBytes)},
+	{"4000 inotify watches", layerProbeEnv + `=inotify exec "$PROBE" "$(mktemp -d -p /dev/shm loom-inotify-XXXXXX)" 4000`},
+}
+
+// TestNamespaceLimitsLeaveRoom: under the namespace limits the jail
+// still runs what ordinary tools do (namespaceLimitsRoom), and, as uid 0
+// (which may set every limit), the report says each limit was set with
+// its value.
+func TestNamespaceLimitsLeaveRoom(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	for _, tc := range namespaceLimitsRoom {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEscapeEnv(t)
+			r := runIn(t, b, e, e.policy(), 30*time.Second, tc.script)
+			if !strings.Contains(r.stdout, "PROBE-SUCCEEDED") {
+				t.Errorf("stdout %q stderr %q settled %+v", r.stdout, r.stderr, r.settled)
+			}
+			l, ok := r.enf.Layer(LayerNamespaceLimits)
+			if !ok {
+				t.Fatalf("no %s layer in %s", LayerNamespaceLimits, r.enf)
+			}
+			if os.Geteuid() != 0 {
+				return
+			}
+			if !l.Applied {
+				t.Errorf("uid 0: %+v", l)
+			}
+			for _, want := range []string{
+				"kernel.shmmax=" + strconv.Itoa(JailSysVShmBytes),
+				"kernel.shmall=" + strconv.Itoa(JailSysVShmBytes/os.Getpagesize()),
+				"kernel.msgmni=" + strconv.Itoa(JailSysVMsgQueues),
+				"fs.mqueue.queues_max=" + strconv.Itoa(JailMqueueQueues),
+				"user.max_inotify_watches=",
+				"user.max_user_namespaces=0",
+			} {
+				if !strings.Contains(l.Params, want) {
+					t.Errorf("params %q lack %q", l.Params, want)
+				}
+			}
+		})
 	}
 }
