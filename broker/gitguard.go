@@ -29,6 +29,14 @@ import (
 // Broker.Unfence succeeds. A marker kept outside the workspace while a
 // command runs makes the next broker sweep the root whole first when the
 // host died mid-command.
+//
+// Between commands the watch's changes are the host's own and only
+// recorded as the baseline. Writes a harness-side tool makes on a
+// model's behalf happen there too, in the host's process, so each is
+// reported with Broker.GuardToolWrite (gittoolwrite.go): it checks the
+// written path's ancestors and the git directories they are or name at
+// once, and marks the control files it wrote as the model's (tainted),
+// so no baseline ever records them as the host's.
 
 // gitFences is the broker's git guard state: one entry per writable root
 // it has run commands in.

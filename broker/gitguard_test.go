@@ -453,3 +453,44 @@ func TestGitGuardWorkspaceReplaced(t *testing.T) {
 		t.Errorf("the replaced workspace was not guarded: %+v", s.GitNeutralised)
 	}
 }
+
+// TestGitGuardRootAsGitDir: a command makes the root itself the git
+// directory (a .git file saying "gitdir: .", with HEAD, objects and refs
+// beside it), so the host's git status in the root reads the root's own
+// config, and runs its fsmonitor. The guard checks the root as it checks
+// any git directory; the control turns the guard off and the payload
+// runs. A .git file naming the root when the root is no git directory
+// leaves the root's own project file named config alone.
+func TestGitGuardRootAsGitDir(t *testing.T) {
+	t.Parallel()
+	for _, off := range []bool{false, true} {
+		w := newGuardWorld(t)
+		w.b.git.off = off
+		mark := filepath.Join(t.TempDir(), "PWNED")
+		if _, d := w.command(nil); d != nil {
+			t.Fatal(d)
+		}
+		if _, d := w.command(func() {
+			w.write("HEAD", "ref: refs/heads/main\n")
+			w.write("objects/.keep", "")
+			w.write("refs/heads/.keep", "")
+			w.write("config", "[core]\n\tbare = false\n\tfsmonitor = \"touch "+mark+"; false\"\n")
+			w.write(".git", "gitdir: .\n")
+		}); d != nil {
+			t.Fatal(d)
+		}
+		if got := hostGitRuns(t, w.ws, mark); got != off {
+			t.Errorf("guard off=%v: host git ran the payload: %v", off, got)
+		}
+	}
+	w := newGuardWorld(t)
+	if _, d := w.command(func() {
+		w.write("config", "not git's = [\n")
+		w.write(".git", "gitdir: .\n")
+	}); d != nil {
+		t.Fatal(d)
+	}
+	if w.read("config") != "not git's = [\n" {
+		t.Error("the root's own file named config was touched though the root is no git directory")
+	}
+}

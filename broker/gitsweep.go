@@ -284,6 +284,13 @@ func dirName(rel string) string {
 	return rel + "/."
 }
 
+// isHeadMode reports whether a HEAD of this type makes its directory a
+// git directory to git: a regular file, or a symbolic link (git reads a
+// HEAD link to refs/... as a symbolic ref).
+func isHeadMode(m fs.FileMode) bool {
+	return m.IsRegular() || m&fs.ModeSymlink != 0
+}
+
 // isGitDir reports whether rel is a directory git would take as a git
 // directory: one named .git, or one holding a HEAD file and objects/ or
 // a commondir (a bare repository, a submodule's, a linked worktree's).
@@ -293,7 +300,7 @@ func (s *gitSweep) isGitDir(rel string) bool {
 		return err == nil && fi.IsDir()
 	}
 	fi, err := s.lstat(path.Join(rel, "HEAD"))
-	if err != nil || !fi.Mode().IsRegular() {
+	if err != nil || !isHeadMode(fi.Mode()) {
 		return false
 	}
 	if fi, err := s.lstat(path.Join(rel, "objects")); err == nil && fi.IsDir() {
@@ -311,7 +318,7 @@ func (s *gitSweep) isGitDirEntries(rel string, entries []fs.DirEntry) bool {
 	for _, e := range entries {
 		switch e.Name() {
 		case "HEAD":
-			head = e.Type().IsRegular()
+			head = isHeadMode(e.Type())
 		case "objects":
 			objects = e.IsDir()
 		case "commondir":
@@ -384,7 +391,7 @@ func (s *gitSweep) container(rel string, depth int) {
 			continue
 		}
 		child := path.Join(rel, e.Name())
-		if fi, err := s.lstat(path.Join(child, "HEAD")); err == nil && fi.Mode().IsRegular() {
+		if fi, err := s.lstat(path.Join(child, "HEAD")); err == nil && isHeadMode(fi.Mode()) {
 			s.gitDir(child, depth)
 		} else {
 			s.container(child, depth+1)
@@ -589,6 +596,11 @@ func (s *gitSweep) follow(line, base string) {
 	}
 	if target == ".." || strings.HasPrefix(target, "../") {
 		return // outside the root: not the command's
+	}
+	if target == "." && !s.isGitDir(".") {
+		// git refuses a root that is no git directory; the root's own
+		// files named config or hooks are the host's project files.
+		return
 	}
 	s.gitDir(target, 0)
 }
