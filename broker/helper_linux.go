@@ -371,12 +371,20 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 	for _, w := range cfg.WritableRoots {
 		roots = append(roots, jailRoot{path: w, writable: true})
 	}
-	scratchOpts := "mode=1777,size=" + strconv.Itoa(ScratchBytes)
-	if err := overmount(scratchDir, scratchOpts, roots); err != nil {
+	var scratch scratchFS
+	defer scratch.close()
+	scratchSize := strconv.Itoa(ScratchBytes)
+	if err := overmountWith(scratchDir, func() error {
+		return scratch.mount(map[string]string{"source": "tmpfs", "size": scratchSize, "mode": "0755"}, "mode=1777,size="+scratchSize)
+	}, roots); err != nil {
 		skipped = append(skipped, "tmp: "+errnoName(err))
 	}
 	if err := mountDev(); err != nil {
 		skipped = append(skipped, "dev: "+errnoName(err))
+	} else if shared, err := scratch.attachShm(); err != nil {
+		skipped = append(skipped, "dev/shm: "+errnoName(err))
+	} else if shared {
+		params = append(params, "/tmp and /dev/shm share one scratch tmpfs")
 	}
 	hidden, err := hideSocketDirs(roots, cfg.Sockets)
 	if err != nil {

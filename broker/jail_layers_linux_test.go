@@ -357,3 +357,26 @@ func TestNamespaceLimitsLeaveRoom(t *testing.T) {
 		})
 	}
 }
+
+// TestDevShmSharesScratch: POSIX shared memory has room for what a
+// program maps there (64 MiB, as Python's multiprocessing.shared_memory
+// or a database's dynamic shared memory takes), and it is the scratch
+// tmpfs itself (one device with /tmp, so the one ScratchBytes the broker
+// reserves bounds both), not /dev's small one.
+func TestDevShmSharesScratch(t *testing.T) {
+	b := New(Options{})
+	defer b.Close()
+	e := newEscapeEnv(t)
+	r := runIn(t, b, e, e.policy(), 30*time.Second,
+		`head -c 64M /dev/zero > /dev/shm/seg && rm /dev/shm/seg && stat -c %d /tmp /dev/shm /dev`)
+	f := strings.Fields(r.stdout)
+	if r.settled.ExitCode != 0 || len(f) != 3 {
+		t.Fatalf("stdout %q stderr %q settled %+v", r.stdout, r.stderr, r.settled)
+	}
+	if f[0] != f[1] || f[1] == f[2] {
+		t.Errorf("devices /tmp %s, /dev/shm %s, /dev %s: want /dev/shm on /tmp's", f[0], f[1], f[2])
+	}
+	if l, _ := r.enf.Layer(LayerMounts); !strings.Contains(l.Params, "/tmp and /dev/shm share one scratch tmpfs") {
+		t.Errorf("mounts params %q", l.Params)
+	}
+}

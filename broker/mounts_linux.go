@@ -20,6 +20,102 @@ const ScratchBytes = 1 << 30
 // scratchDir is where the jail mounts a command's private scratch.
 const scratchDir = "/tmp"
 
+// shmDir is where POSIX shared memory (shm_open, sem_open) lives.
+const shmDir = "/dev/shm"
+
+// Directories of the scratch tmpfs: what the jail shows at scratchDir
+// and at shmDir. The tmpfs's own root is never attached, so neither is
+// reachable from the other, and the two share ScratchBytes.
+const (
+	scratchTmpName = "tmp"
+	scratchShmName = "shm"
+)
+
+// scratchFS is the jail's scratch: one tmpfs of ScratchBytes shown at
+// scratchDir and, once /dev exists, at shmDir.
+type scratchFS struct {
+	shm int // a detached clone of the tmpfs's shm directory; 0 when none
+}
+
+// mount mounts the scratch at scratchDir with the given tmpfs options.
+// With the mount API (Linux 5.2) it builds the tmpfs detached, attaches
+// its tmp directory at scratchDir and keeps a clone of its shm directory
+// for attachShm; without it, a plain tmpfs at scratchDir, and shared
+// memory stays in the small /dev.
+func (s *scratchFS) mount(opts map[string]string, legacyOpts string) error {
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err == unix.ENOSYS {
+		if err := unix.Mount("tmpfs", scratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, legacyOpts); err != nil {
+			return fmt.Errorf("mount tmpfs at %s: %w", scratchDir, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fsopen scratch: %w", err)
+	}
+	defer unix.Close(fs)
+	for k, v := range opts {
+		if err := unix.FsconfigSetString(fs, k, v); err != nil {
+			return fmt.Errorf("fsconfig scratch %s: %w", k, err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return fmt.Errorf("fsconfig scratch create: %w", err)
+	}
+	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return fmt.Errorf("fsmount scratch: %w", err)
+	}
+	defer unix.Close(mnt)
+	for _, d := range []string{scratchTmpName, scratchShmName} {
+		if err := unix.Mkdirat(mnt, d, 0o777); err != nil {
+			return fmt.Errorf("scratch %s: %w", d, err)
+		}
+		// mkdirat's mode passes through the umask and never carries the
+		// sticky bit.
+		if err := unix.Fchmodat(mnt, d, 0o1777, 0); err != nil {
+			return fmt.Errorf("scratch %s: %w", d, err)
+		}
+	}
+	tmp, err := unix.OpenTree(mnt, scratchTmpName, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("open_tree scratch: %w", err)
+	}
+	defer unix.Close(tmp)
+	if err := unix.MoveMount(tmp, "", unix.AT_FDCWD, scratchDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount scratch to %s: %w", scratchDir, err)
+	}
+	shm, err := unix.OpenTree(mnt, scratchShmName, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("open_tree scratch shm: %w", err)
+	}
+	s.shm = shm
+	return nil
+}
+
+// attachShm mounts the scratch's shm directory at shmDir, noexec as the
+// rest of /dev, and reports whether it did (false: shared memory stays
+// in /dev's own small tmpfs).
+func (s *scratchFS) attachShm() (bool, error) {
+	if s.shm <= 0 {
+		return false, nil
+	}
+	err := unix.MountSetattr(s.shm, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOEXEC})
+	if err == nil {
+		err = unix.MoveMount(s.shm, "", unix.AT_FDCWD, shmDir, unix.MOVE_MOUNT_F_EMPTY_PATH)
+	}
+	if err != nil {
+		return false, fmt.Errorf("scratch at %s: %w", shmDir, err)
+	}
+	return true, nil
+}
+
+func (s *scratchFS) close() {
+	if s.shm > 0 {
+		unix.Close(s.shm)
+	}
+}
+
 // makeRootPrivate stops every mount event in the jail from propagating
 // to the host (and back).
 func makeRootPrivate() error {
@@ -196,6 +292,17 @@ type jailRoot struct {
 // link) before the tmpfs hides them and bound from their descriptors,
 // parents first; each keeps its own writability (see setRootFlags).
 func overmount(dir, opts string, roots []jailRoot) error {
+	return overmountWith(dir, func() error {
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mount tmpfs at %s: %w", dir, err)
+		}
+		return nil
+	}, roots)
+}
+
+// overmountWith is overmount with the filesystem mounted at dir by
+// mount.
+func overmountWith(dir string, mount func() error, roots []jailRoot) error {
 	type held struct {
 		jailRoot
 		fd  int
@@ -227,8 +334,8 @@ func overmount(dir, opts string, roots []jailRoot) error {
 	}
 	// Parents first, so a nested root lands inside its parent's bind.
 	sort.Slice(keep, func(i, j int) bool { return len(keep[i].path) < len(keep[j].path) })
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount tmpfs at %s: %w", dir, err)
+	if err := mount(); err != nil {
+		return err
 	}
 	for _, h := range keep {
 		if h.dir {
