@@ -236,19 +236,24 @@ func TestGitToolWriteKeepsHostChanges(t *testing.T) {
 	t.Parallel()
 	w := newGuardWorld(t)
 	w.git(w.ws, "init", "-q")
+	w.git(w.ws, "init", "-q", "sub") // a nested repository, not protected
 	if _, d := w.command(nil); d != nil {
 		t.Fatal(d)
 	}
-	w.git(w.ws, "config", "alias.st", "status")
-	w.git(w.ws, "config", "core.pager", "less")
-	for _, rel := range []string{"src/main.go", "config", "hooks/useThing.ts"} {
+	for _, dir := range []string{w.ws, filepath.Join(w.ws, "sub")} {
+		w.git(dir, "config", "alias.st", "status")
+		w.git(dir, "config", "core.pager", "less")
+	}
+	for _, rel := range []string{"src/main.go", "config", "hooks/useThing.ts", "sub/src/main.go"} {
 		done, err := w.toolWrite(rel, "package main\n")
 		if err != nil || len(done) != 0 {
 			t.Fatalf("%s: neutralised %+v, %v", rel, done, err)
 		}
 	}
-	if c := w.read(".git/config"); !strings.Contains(c, "alias") || !strings.Contains(c, "pager") {
-		t.Errorf("the host's own config lost its entries: %q", c)
+	for _, cfg := range []string{".git/config", "sub/.git/config"} {
+		if c := w.read(cfg); !strings.Contains(c, "alias") || !strings.Contains(c, "pager") {
+			t.Errorf("the host's own %s lost its entries: %q", cfg, c)
+		}
 	}
 	// The ordinary files a tool wrote are left as written.
 	if w.read("config") != "package main\n" {
@@ -364,5 +369,48 @@ func TestGitToolWriteDuringCommand(t *testing.T) {
 	}
 	if toolErr != nil || strings.Contains(w.read("sub/.git/config"), "fsmonitor") {
 		t.Fatalf("config %q, %v", w.read("sub/.git/config"), toolErr)
+	}
+}
+
+// BenchmarkGuardToolWrite measures what one tool write costs the guard
+// once the root is started: in a workspace that is no repository and in
+// one that is (whose .git the ancestor check visits), at depth 1 and 6.
+func BenchmarkGuardToolWrite(b *testing.B) {
+	for _, repo := range []bool{false, true} {
+		for _, rel := range []string{"f.txt", "a/b/c/d/e/f.txt"} {
+			b.Run(fmt.Sprintf("repo=%v/%s", repo, rel), func(b *testing.B) {
+				dir, err := filepath.EvalSymlinks(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				ws := filepath.Join(dir, "ws")
+				p := filepath.Join(ws, rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					b.Fatal(err)
+				}
+				if repo {
+					cmd := exec.Command("git", "init", "-q", ws)
+					cmd.Env = hostGitEnv(b)
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("%v %s", err, out)
+					}
+				}
+				br := New(Options{})
+				defer br.Close()
+				br.git.markerDir = filepath.Join(dir, "markers")
+				if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := br.GuardToolWrite(ws, p); err != nil { // starts the root
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					if _, err := br.GuardToolWrite(ws, p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
