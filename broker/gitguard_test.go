@@ -494,3 +494,32 @@ func TestGitGuardRootAsGitDir(t *testing.T) {
 		t.Error("the root's own file named config was touched though the root is no git directory")
 	}
 }
+
+// TestGitGuardGitDirBecomesPointer: a command turns a nested .git
+// directory the guard knows into a pointer file (git's own submodule
+// absorbing does this); the guard follows the pointer and does not fence
+// the workspace for a git directory that is no directory any more.
+func TestGitGuardGitDirBecomesPointer(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	w.write("sub/.git/HEAD", "ref: refs/heads/main\n")
+	w.write("sub/.git/objects/.keep", "")
+	if _, d := w.command(nil); d != nil {
+		t.Fatal(d)
+	}
+	if _, d := w.command(func() {
+		if err := os.Rename(filepath.Join(w.ws, "sub/.git"), filepath.Join(w.ws, "sub-gd")); err != nil {
+			t.Fatal(err)
+		}
+		w.write("sub/.git", "gitdir: ../sub-gd\n")
+		w.write("sub-gd/config", "[core]\n\tfsmonitor = evil\n")
+	}); d != nil {
+		t.Fatal(d)
+	}
+	if why := w.b.GitFenced(w.ws); why != "" {
+		t.Errorf("fenced: %s", why)
+	}
+	if strings.Contains(w.read("sub-gd/config"), "fsmonitor") {
+		t.Error("the config the pointer names is armed")
+	}
+}

@@ -153,7 +153,9 @@ func (s *gitSweep) dirty(rel string) {
 // lstats each), which catches writes through a hard link elsewhere.
 func (s *gitSweep) knownDirs() {
 	for d := range s.gitdirs {
-		if _, err := s.lstat(d); err != nil {
+		if fi, err := s.lstat(d); err != nil || !fi.IsDir() {
+			// Gone, or no directory now (a .git directory replaced by a
+			// pointer file, which its parent's pass checks as one).
 			delete(s.gitdirs, d)
 			continue
 		}
@@ -353,7 +355,9 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 	r, name := s.base(rel)
 	gd, restore, err := openDirAccessible(r, name)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
+		// Missing, or not a directory (then no git directory either;
+		// a pointer file there is checked as one by its parent's pass).
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			s.fail(rel, err)
 		}
 		return
