@@ -375,7 +375,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 	defer scratch.close()
 	scratchSize := strconv.Itoa(ScratchBytes)
 	if err := overmountWith(scratchDir, func() error {
-		return scratch.mount(map[string]string{"source": "tmpfs", "size": scratchSize, "mode": "0755"}, "mode=1777,size="+scratchSize)
+		return scratch.mount("mode=0755,size=" + scratchSize)
 	}, roots); err != nil {
 		skipped = append(skipped, "tmp: "+errnoName(err))
 	}

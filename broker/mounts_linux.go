@@ -24,8 +24,9 @@ const scratchDir = "/tmp"
 const shmDir = "/dev/shm"
 
 // Directories of the scratch tmpfs: what the jail shows at scratchDir
-// and at shmDir. The tmpfs's own root is never attached, so neither is
-// reachable from the other, and the two share ScratchBytes.
+// and at shmDir. The tmpfs's own root ends up covered (by the bind of its
+// tmp directory at scratchDir), so neither is reachable from the other,
+// and the two share ScratchBytes.
 const (
 	scratchTmpName = "tmp"
 	scratchShmName = "shm"
@@ -34,75 +35,48 @@ const (
 // scratchFS is the jail's scratch: one tmpfs of ScratchBytes shown at
 // scratchDir and, once /dev exists, at shmDir.
 type scratchFS struct {
-	shm int // a detached clone of the tmpfs's shm directory; 0 when none
+	shm int // an O_PATH descriptor of the tmpfs's shm directory; 0 when none
 }
 
-// mount mounts the scratch at scratchDir with the given tmpfs options.
-// With the mount API (Linux 5.2) it builds the tmpfs detached, attaches
-// its tmp directory at scratchDir and keeps a clone of its shm directory
-// for attachShm; without it, a plain tmpfs at scratchDir, and shared
-// memory stays in the small /dev.
-func (s *scratchFS) mount(opts map[string]string, legacyOpts string) error {
-	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
-	if err == unix.ENOSYS {
-		if err := unix.Mount("tmpfs", scratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, legacyOpts); err != nil {
-			return fmt.Errorf("mount tmpfs at %s: %w", scratchDir, err)
-		}
-		return nil
+// mount mounts the scratch tmpfs (with the given options) at scratchDir,
+// makes its tmp and shm directories (mode 1777), holds the shm one for
+// attachShm, and binds the tmp one over scratchDir, covering the root.
+func (s *scratchFS) mount(opts string) error {
+	if err := unix.Mount("tmpfs", scratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs at %s: %w", scratchDir, err)
 	}
-	if err != nil {
-		return fmt.Errorf("fsopen scratch: %w", err)
-	}
-	defer unix.Close(fs)
-	for k, v := range opts {
-		if err := unix.FsconfigSetString(fs, k, v); err != nil {
-			return fmt.Errorf("fsconfig scratch %s: %w", k, err)
-		}
-	}
-	if err := unix.FsconfigCreate(fs); err != nil {
-		return fmt.Errorf("fsconfig scratch create: %w", err)
-	}
-	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
-	if err != nil {
-		return fmt.Errorf("fsmount scratch: %w", err)
-	}
-	defer unix.Close(mnt)
 	for _, d := range []string{scratchTmpName, scratchShmName} {
-		if err := unix.Mkdirat(mnt, d, 0o777); err != nil {
+		p := scratchDir + "/" + d
+		// mkdir's mode passes through the umask and never carries the
+		// sticky bit: the chmod sets it.
+		if err := unix.Mkdir(p, 0o777); err != nil {
 			return fmt.Errorf("scratch %s: %w", d, err)
 		}
-		// mkdirat's mode passes through the umask and never carries the
-		// sticky bit.
-		if err := unix.Fchmodat(mnt, d, 0o1777, 0); err != nil {
+		if err := unix.Chmod(p, 0o1777); err != nil {
 			return fmt.Errorf("scratch %s: %w", d, err)
 		}
 	}
-	tmp, err := unix.OpenTree(mnt, scratchTmpName, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	shm, err := unix.Open(scratchDir+"/"+scratchShmName, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("open_tree scratch: %w", err)
-	}
-	defer unix.Close(tmp)
-	if err := unix.MoveMount(tmp, "", unix.AT_FDCWD, scratchDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("move_mount scratch to %s: %w", scratchDir, err)
-	}
-	shm, err := unix.OpenTree(mnt, scratchShmName, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("open_tree scratch shm: %w", err)
+		return fmt.Errorf("scratch %s: %w", scratchShmName, err)
 	}
 	s.shm = shm
+	if err := unix.Mount(scratchDir+"/"+scratchTmpName, scratchDir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind scratch at %s: %w", scratchDir, err)
+	}
 	return nil
 }
 
-// attachShm mounts the scratch's shm directory at shmDir, noexec as the
-// rest of /dev, and reports whether it did (false: shared memory stays
-// in /dev's own small tmpfs).
+// attachShm binds the scratch's shm directory at shmDir, noexec as the
+// rest of /dev, and reports whether it did (false when the scratch was
+// never mounted: shared memory stays in /dev's own small tmpfs).
 func (s *scratchFS) attachShm() (bool, error) {
 	if s.shm <= 0 {
 		return false, nil
 	}
-	err := unix.MountSetattr(s.shm, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOEXEC})
+	err := unix.Mount("/proc/self/fd/"+strconv.Itoa(s.shm), shmDir, "", unix.MS_BIND, "")
 	if err == nil {
-		err = unix.MoveMount(s.shm, "", unix.AT_FDCWD, shmDir, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		err = unix.Mount("", shmDir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	}
 	if err != nil {
 		return false, fmt.Errorf("scratch at %s: %w", shmDir, err)
