@@ -62,6 +62,15 @@ const (
 // FIFO or device planted where a config or pointer file belongs is
 // skipped, never waited on.
 //
+// Its walk follows no link: modules directories and their entries are
+// opened one component at a time from the workspace without following
+// any (a link there is not walked, so a command's .git/modules -> / reads
+// nothing of the host), and a git directory outside the workspace (a
+// pointer's, commondir's or .git link's target) has its own hooks,
+// configs and commondir listed but is never walked. The walk opens at
+// most MaxProtectedWalkDirs directories and reads at most
+// MaxProtectedDirEntries entries of each.
+//
 // The lexical <workspace>/.git/hooks and <workspace>/.git/config are
 // always listed; other paths need not exist (the jail binds only those
 // that do). Paths are absolute, clean, sorted and unique. A workspace that
