@@ -259,7 +259,7 @@ func (g *gitScan) gitDir(dir string, depth int, f *os.File) {
 }
 
 // modules walks <gitdir>/modules, open as f: a directory holding a
-// regular HEAD is a submodule's git directory; any other directory is
+// HEAD is a submodule's git directory; any other directory is
 // part of a module name containing slashes. Links are never followed:
 // an entry that is one is not a directory here.
 func (g *gitScan) modules(f *os.File, dir string, depth int) {
@@ -280,7 +280,7 @@ func (g *gitScan) modules(f *os.File, dir string, depth int) {
 		if c == nil {
 			continue
 		}
-		if hasRegularHead(c) {
+		if hasHead(c) {
 			g.gitDir(sub, depth+1, c)
 		} else {
 			g.modules(c, sub, depth+1)
@@ -289,16 +289,16 @@ func (g *gitScan) modules(f *os.File, dir string, depth int) {
 	}
 }
 
-// hasRegularHead reports whether the directory open as d holds a
-// regular file named HEAD (looked up without following a link), leaving
-// d's listing at its start.
-func hasRegularHead(d *os.File) bool {
+// hasHead reports whether the directory open as d holds a HEAD git
+// takes as one (a regular file or a link, see isHeadMode; looked at, not
+// followed), leaving d's listing at its start.
+func hasHead(d *os.File) bool {
 	defer d.Seek(0, io.SeekStart)
 	for {
 		entries, err := d.ReadDir(256)
 		for _, e := range entries {
 			if e.Name() == "HEAD" {
-				return e.Type().IsRegular()
+				return isHeadMode(e.Type())
 			}
 		}
 		if err != nil || len(entries) == 0 {
