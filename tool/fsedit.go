@@ -130,18 +130,19 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 	fmt.Fprintf(&b, "digest: %s\n", applied.Digest)
 	writeNotes(&b, res)
 	writeGitGuard(&b, c, path, guarded)
-	writeFreshAnchors(&b, shown, applied.Lines, applied.Regions)
+	writeFreshAnchors(&b, shown, applied.Content, len(applied.Lines), applied.Regions)
 	return Outcome{Text: b.String(), Details: EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions, GitNeutralised: guarded}}
 }
 
-// writeFreshAnchors renders the anchors of regions under the heading a
-// success and a rejection share.
-func writeFreshAnchors(b *strings.Builder, shown string, lines []hashline.Line, regions []hashline.Region) {
-	if len(lines) == 0 {
+// writeFreshAnchors renders the anchors of regions of data (total lines)
+// under the heading a success and a rejection share, annotating only the
+// regions' blocks.
+func writeFreshAnchors(b *strings.Builder, shown string, data []byte, total int, regions []hashline.Region) {
+	if total == 0 {
 		b.WriteString("The file is now empty (0 lines).\n")
 		return
 	}
-	text, complete, stoppedAt := hashline.RenderRegions(lines, regions, hashline.DefaultFreshContext, hashline.MaxFreshAnchorBytes)
+	text, complete, stoppedAt := hashline.RenderRegionsOf(data, regions, hashline.DefaultFreshContext, hashline.MaxFreshAnchorBytes)
 	b.WriteString("Fresh anchors:\n")
 	b.WriteString(text)
 	if !complete {
@@ -153,24 +154,24 @@ func writeFreshAnchors(b *strings.Builder, shown string, lines []hashline.Line, 
 // the current digest and the current anchors around every line the hunks
 // named, so the model can replan without a read.
 func staleOutcome(shown string, data []byte, current string, hunks []hashline.Hunk, headline string) Outcome {
-	lines := hashline.Annotate(data)
+	total := hashline.LineCount(data)
 	var regions []hashline.Region
 	for _, h := range hunks {
 		for _, r := range []*hashline.Ref{h.Start, h.End} {
 			if r != nil {
-				n := min(max(r.Line, 1), len(lines))
+				n := min(max(r.Line, 1), total)
 				regions = append(regions, hashline.Region{Start: n, End: n})
 			}
 		}
-		if h.Op == hashline.OpAppend && len(lines) > 0 {
-			regions = append(regions, hashline.Region{Start: len(lines), End: len(lines)})
+		if h.Op == hashline.OpAppend && total > 0 {
+			regions = append(regions, hashline.Region{Start: total, End: total})
 		}
 	}
 	slices.SortFunc(regions, func(x, y hashline.Region) int { return x.Start - y.Start })
 	var b strings.Builder
 	b.WriteString(headline + "\n")
 	fmt.Fprintf(&b, "digest: %s\n", current)
-	writeFreshAnchors(&b, shown, lines, regions)
+	writeFreshAnchors(&b, shown, data, total, regions)
 	fmt.Fprintf(&b, "Replan the hunks against these anchors and send fs_edit again with digest %s.\n", current)
 	code := hashline.CodeStaleAnchor
 	if strings.HasPrefix(headline, "stale digest") {

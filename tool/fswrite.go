@@ -73,23 +73,20 @@ func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 		return gitGuardFailure(c, shown, guarded, err)
 	}
 	digest := hashline.Digest(data)
-	lines := hashline.Annotate(data)
+	total := hashline.LineCount(data)
 	var b strings.Builder
 	verb := "wrote"
 	if created {
 		verb = "created"
 	}
-	fmt.Fprintf(&b, "%s %s (%d bytes, %d lines)\n", verb, shown, len(data), len(lines))
+	fmt.Fprintf(&b, "%s %s (%d bytes, %d lines)\n", verb, shown, len(data), total)
 	fmt.Fprintf(&b, "digest: %s\n", digest)
 	writeNotes(&b, res)
 	writeGitGuard(&b, c, path, guarded)
-	if len(lines) > 0 {
-		// Rendering is strictly larger than the content, so a file
-		// already over the cap is never annotated to find out.
-		text, complete := "", false
-		if len(data) < hashline.MaxFreshAnchorBytes {
-			text, complete, _ = hashline.RenderRegions(lines, []hashline.Region{{Start: 1, End: len(lines)}}, 0, hashline.MaxFreshAnchorBytes)
-		}
+	if total > 0 {
+		// Rendered within the cap, block by block: a file whose anchors do
+		// not fit costs no more than the cap to find out.
+		text, complete, _ := hashline.RenderRegionsOf(data, []hashline.Region{{Start: 1, End: total}}, 0, hashline.MaxFreshAnchorBytes)
 		if complete {
 			b.WriteString("Fresh anchors:\n")
 			b.WriteString(text)
@@ -97,7 +94,7 @@ func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 			fmt.Fprintf(&b, "The file is too large to show its anchors here (over %d bytes rendered); fs_read it, with offset/limit for the part you will edit.\n", hashline.MaxFreshAnchorBytes)
 		}
 	}
-	return Outcome{Text: b.String(), Details: WriteDetails{Path: shown, Bytes: len(data), Lines: len(lines), Digest: digest, Created: created, GitNeutralised: guarded}}
+	return Outcome{Text: b.String(), Details: WriteDetails{Path: shown, Bytes: len(data), Lines: total, Digest: digest, Created: created, GitNeutralised: guarded}}
 }
 
 // writeNotes states what a successful write could not make durable: a
