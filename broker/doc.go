@@ -32,7 +32,8 @@
 // init (or by an explicit HelperMain call at the top of main). The helper
 // is born in new user, mount, pid, ipc, uts and (network off) network
 // namespaces with an identity uid/gid map and, as ambient capabilities,
-// only CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_SETPCAP, in a session of its
+// only CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETPCAP and CAP_SYS_RESOURCE
+// (which it drops before exec), in a session of its
 // own (no controlling terminal). It reads its configuration from fd 3
 // and, on the thread that will exec:
 //   - makes every mount private and the whole host view read-only (one
@@ -41,9 +42,10 @@
 //     Landlock covers, then binds the writable roots back read-write,
 //     nosuid and nodev, each opened without following links;
 //   - mounts a fresh /proc (capping the namespace's pid_max; /proc/sys
-//     and the other kernel knobs read-only), a private tmpfs /tmp (roots
-//     under the host's /tmp bound back) and a small /dev without
-//     /dev/tty;
+//     and the other kernel knobs read-only; kcore, keys, timer_list and
+//     the other kernel-wide files hidden), one private scratch tmpfs
+//     serving /tmp and /dev/shm (roots under the host's /tmp bound back)
+//     and a small /dev without /dev/tty;
 //   - hides /run and /var/run under empty tmpfs (roots beneath them,
 //     Policy.Sockets and the file /etc/resolv.conf names are bound back)
 //     and masks every other pathname socket the host has bound (its
@@ -53,6 +55,8 @@
 //     under every root it shows;
 //   - pins and read-only-binds the protected paths (every git control
 //     file DefaultProtected lists);
+//   - writes small per-namespace limits (SysV and POSIX IPC, inotify
+//     and fanotify, nested namespaces: the namespace_limits layer);
 //   - brings lo up and sets rlimits (the report says what bounds
 //     processes: RLIMIT_NPROC in the jail's user namespace, or, for uid
 //     0, which the kernel exempts from it, the pid namespace's pid_max);
@@ -89,8 +93,9 @@
 // once the command's tree is gone (Settled.ProtectedCreated). The git
 // guard keeps every other git configuration a command
 // writes in its writable roots from running a program in the host's later
-// git; where it cannot, the workspace is fenced (DenialWorkspaceFenced)
-// until Broker.Unfence succeeds. SafeGitEnv is the environment a host
+// git, and GuardToolWrite does the same for a file a tool wrote on a
+// model's behalf; where it cannot, the workspace is fenced
+// (DenialWorkspaceFenced) until Broker.Unfence succeeds. SafeGitEnv is the environment a host
 // runs its own git with on a workspace an agent touched.
 //
 // # Bounds
