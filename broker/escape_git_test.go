@@ -30,6 +30,9 @@ func gitEscapeCases() []escapeCase {
 		return out
 	}
 	lib := `git init -q lib && git -C lib commit -q --allow-empty -m x && `
+	// planted is an armed repository made in the jail's own /tmp, which
+	// the host never sees, to be copied into the workspace.
+	planted := `(cd /tmp && git init -q s && git -C s commit -q --allow-empty -m x && git -C s config core.fsmonitor "$WS/evil.sh") && `
 	return []escapeCase{
 		gitCase("git_nested_fsmonitor_gitlink", hostRepo,
 			lib+`git -C lib config core.fsmonitor "$WS/evil.sh" && git add lib`, status),
@@ -70,6 +73,40 @@ func gitEscapeCases() []escapeCase {
 			t.Cleanup(func() { os.Chmod(filepath.Join(e.ws, "lib", ".git"), 0o755) })
 		},
 			lib+`git -C lib config core.fsmonitor "$WS/evil.sh" && git add lib && chmod 111 lib/.git`, status),
+		// The red team's G1: a git directory hidden in the top-level
+		// repository's object store, named by a pointer whose absolute
+		// path leaves the root through /proc and comes back to it on the
+		// host.
+		gitCase("git_pointer_proc_root_into_object_store", hostRepo,
+			planted+`cp -a /tmp/s/.git "$WS/.git/objects/ev" && mkdir sub && `+
+				`echo "gitdir: /proc/self/root$WS/.git/objects/ev" > sub/.git && git add sub`, status),
+		// G1's variant: a .git link through /proc to a git directory whose
+		// HEAD is a link to its branch.
+		gitCase("git_pointer_link_proc_root_head_link", hostRepo,
+			planted+`mkdir sub && cp -a /tmp/s/.git sub/x && ref=$(git -C sub/x symbolic-ref HEAD) && rm sub/x/HEAD && ln -s "$ref" sub/x/HEAD && `+
+				`ln -s "/proc/self/root$WS/sub/x" sub/.git && git add sub`, status),
+		// /proc/self/cwd means the reading process's directory: the
+		// host's git reads the pointer in the workspace and, recursing,
+		// in sub, and a link in each leads it to the hidden directory.
+		// The gitlink is added without the jail's git reading the pointer.
+		gitCase("git_pointer_proc_cwd_into_object_store", hostRepo,
+			planted+`cp -a /tmp/s/.git "$WS/.git/objects/ev" && mkdir sub && ln -s .git/objects/ev ev && ln -s ../.git/objects/ev sub/ev && `+
+				`echo "gitdir: /proc/self/cwd/ev" > sub/.git && `+
+				`git update-index --add --cacheinfo "160000,$(git -C /tmp/s rev-parse HEAD),sub"`, status),
+		// G2: git stops reading a .git file at its first NUL.
+		gitCase("git_pointer_nul_cut", hostRepo,
+			planted+`cp -a /tmp/s/.git "$WS/.git/objects/ev" && mkdir sub && `+
+				`printf 'gitdir: ../.git/objects/ev\0/../../../nothing\n' > sub/.git && git add sub`, status),
+		// G2 with the NUL followed by more than the guard reads of a
+		// pointer.
+		gitCase("git_pointer_nul_padded", hostRepo,
+			planted+`cp -a /tmp/s/.git "$WS/.git/objects/ev" && mkdir sub && `+
+				`{ printf 'gitdir: ../.git/objects/ev\0'; head -c 5000 /dev/zero | tr '\0' a; echo; } > sub/.git && git add sub`, status),
+		// The root itself as the git directory: a .git file saying
+		// "gitdir: ." beside HEAD, objects, refs and an armed config.
+		gitCase("git_root_as_git_dir", nil,
+			`git init -q --bare "$WS" && git config -f "$WS/config" core.bare false && git config -f "$WS/config" core.fsmonitor "$WS/evil.sh" && `+
+				`echo 'gitdir: .' > "$WS/.git"`, status),
 		{
 			name: "git_global_hooks_path_into_workspace",
 			run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {

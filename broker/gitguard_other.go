@@ -60,3 +60,7 @@ func (w *gitWatch) count() (uint64, bool) { return 0, false }
 func (w *gitWatch) protect(string) {}
 
 func (w *gitWatch) retire() {}
+
+// onProcFS: without a portable file-system type, procfs is known by its
+// path alone (see special).
+func onProcFS(fs.FileInfo, []string) bool { return false }

@@ -88,10 +88,18 @@ type gitSweep struct {
 	// cur is the git directory being checked, pinned, so the lookups
 	// beneath it resolve from it rather than from the root.
 	cur *pinnedDir
+	// pointers holds every pointer found (relative) with where it led
+	// when last followed (see gitpointer.go); each pass that re-checks
+	// the known git directories follows them all again.
+	pointers map[string]gitAim
+	// canon is the root's own path resolved, as components from "/"
+	// (nil when it cannot be resolved: every pointer is then uncertain).
+	canon []string
 
 	// per pass
 	act     bool // neutralise; false only records fingerprints
 	visited map[string]bool
+	ptrSeen map[string]bool
 	dirs    int
 	done    []Neutralisation
 	failed  []string
@@ -124,13 +132,15 @@ func (s *gitSweep) lstat(rel string) (fs.FileInfo, error) {
 
 func newGitSweep(root *os.Root, abs string) *gitSweep {
 	return &gitSweep{root: root, abs: abs, known: map[string]gitFingerprint{},
-		gitdirs: map[string]bool{}, skip: map[string]bool{}, tainted: map[string]gitFingerprint{}}
+		gitdirs: map[string]bool{}, skip: map[string]bool{}, tainted: map[string]gitFingerprint{},
+		pointers: map[string]gitAim{}}
 }
 
 // begin starts a pass: act says whether changes are neutralised or only
 // recorded.
 func (s *gitSweep) begin(act bool) {
-	s.act, s.visited, s.dirs, s.done, s.failed = act, map[string]bool{}, 0, nil, nil
+	s.act, s.visited, s.ptrSeen, s.dirs, s.done, s.failed = act, map[string]bool{}, map[string]bool{}, 0, nil, nil
+	s.canon = canonRoot(s.abs)
 }
 
 // full walks the whole root.
@@ -161,10 +171,15 @@ func (s *gitSweep) knownDirs() {
 		}
 		s.gitDir(d, 0)
 	}
+	s.knownPointers()
 }
 
-// walk visits rel and, unless it is a git directory, every directory
-// beneath it.
+// walk visits rel and every directory beneath it but what lies in a
+// directory named .git (whose control files gitDir checks, and whose
+// other contents no path git tracks can reach). A git directory by any
+// other name is walked on: git may not take it for one (the sweep's test
+// is wider than git's), and a repository it tracks can lie anywhere in
+// it.
 func (s *gitSweep) walk(rel string, depth int) {
 	s.walkIn(nil, rel, depth)
 }
@@ -224,7 +239,9 @@ func (s *gitSweep) walkIn(parent *os.File, rel string, depth int) {
 	}
 	if s.isGitDirEntries(rel, entries) {
 		s.gitDir(rel, 0)
-		return
+		if path.Base(rel) == ".git" {
+			return
+		}
 	}
 	next := f
 	if depth >= maxGitSweepFdDepth {
@@ -234,8 +251,8 @@ func (s *gitSweep) walkIn(parent *os.File, rel string, depth int) {
 		name := e.Name()
 		child := path.Join(rel, name)
 		switch {
-		case name == ".git" && (e.Type().IsRegular() || e.Type()&fs.ModeSymlink != 0):
-			s.pointer(child, rel)
+		case name == ".git" && !e.IsDir():
+			s.pointer(child)
 		case e.IsDir():
 			s.walkIn(next, child, depth+1)
 		}
@@ -286,16 +303,24 @@ func dirName(rel string) string {
 	return rel + "/."
 }
 
-// isHeadMode reports whether a HEAD of this type makes its directory a
-// git directory to git: a regular file, or a symbolic link (git reads a
-// HEAD link to refs/... as a symbolic ref).
+// isHeadMode reports whether a HEAD of this type can make its directory
+// a git directory to git: anything but a directory (git takes a link to
+// refs/... as a symbolic ref, and opens and reads anything else).
 func isHeadMode(m fs.FileMode) bool {
-	return m.IsRegular() || m&fs.ModeSymlink != 0
+	return !m.IsDir()
 }
 
-// isGitDir reports whether rel is a directory git would take as a git
-// directory: one named .git, or one holding a HEAD file and objects/ or
-// a commondir (a bare repository, a submodule's, a linked worktree's).
+// isObjectsMode reports whether an objects entry of this type can be
+// git's object store: a directory, or a link (git follows it).
+func isObjectsMode(m fs.FileMode) bool {
+	return m.IsDir() || m&fs.ModeSymlink != 0
+}
+
+// isGitDir reports whether rel is a directory git could take as a git
+// directory: one named .git, or one holding a HEAD (see isHeadMode) and
+// objects (see isObjectsMode) or a commondir (a bare repository, a
+// submodule's, a linked worktree's). It is wider than git's own test,
+// never narrower.
 func (s *gitSweep) isGitDir(rel string) bool {
 	if path.Base(rel) == ".git" {
 		fi, err := s.lstat(rel)
@@ -305,7 +330,7 @@ func (s *gitSweep) isGitDir(rel string) bool {
 	if err != nil || !isHeadMode(fi.Mode()) {
 		return false
 	}
-	if fi, err := s.lstat(path.Join(rel, "objects")); err == nil && fi.IsDir() {
+	if fi, err := s.lstat(path.Join(rel, "objects")); err == nil && isObjectsMode(fi.Mode()) {
 		return true
 	}
 	_, err = s.lstat(path.Join(rel, "commondir"))
@@ -322,7 +347,7 @@ func (s *gitSweep) isGitDirEntries(rel string, entries []fs.DirEntry) bool {
 		case "HEAD":
 			head = isHeadMode(e.Type())
 		case "objects":
-			objects = e.IsDir()
+			objects = isObjectsMode(e.Type())
 		case "commondir":
 			commondir = true
 		}
@@ -339,7 +364,7 @@ func (s *gitSweep) dotGit(rel string) {
 	case fi.IsDir():
 		s.gitDir(p, 0)
 	default:
-		s.pointer(p, rel)
+		s.pointer(p)
 	}
 }
 
@@ -374,7 +399,7 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 		s.config(path.Join(rel, name))
 	}
 	s.hooks(path.Join(rel, "hooks"))
-	s.pointer(path.Join(rel, "commondir"), rel)
+	s.pointer(path.Join(rel, "commondir"))
 	for _, sub := range []string{"modules", "worktrees"} {
 		s.container(path.Join(rel, sub), depth+1)
 	}
@@ -465,13 +490,10 @@ func (s *gitSweep) config(rel string) {
 	defer d.Close()
 	data, err := pinnedfs.ReadRegular(d, base, MaxGitConfigBytes)
 	if err != nil {
-		var tl *pinnedfs.TooLargeError
-		if errors.As(err, &tl) || errors.Is(err, pinnedfs.ErrNotRegular) {
-			s.aside(rel, err.Error())
-			return
-		}
+		// Too large, not regular by now, or unreadable: what git would
+		// make of it cannot be told, so git must not meet it.
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.fail(rel, err)
+			s.aside(rel, err.Error())
 		}
 		return
 	}
@@ -529,84 +551,6 @@ func (s *gitSweep) hooks(rel string) {
 			s.aside(path.Join(rel, name), "hook")
 		}
 	}
-}
-
-// pointer follows a commondir or .git "gitdir:" file to the git
-// directory it names, when that lies beneath the root (one outside it is
-// the host's own, which no command could write). One that is not a
-// regular file (git would block on a FIFO) is moved aside.
-func (s *gitSweep) pointer(rel, base string) {
-	fi, ok := s.changed(rel)
-	if fi == nil {
-		return
-	}
-	dir, name := path.Split(rel)
-	if t := s.tool; t != nil && rel == t.rel {
-		// The tool wrote this pointer: what it names is the model's.
-		t.aimed = true
-		defer func() { t.aimed = false }()
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 && name == ".git" {
-		// git takes a .git link to a directory as the git directory.
-		r, n := s.base(rel)
-		if to, err := r.Readlink(n); err == nil {
-			s.follow(to, base)
-		}
-		return
-	}
-	if !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
-		if ok {
-			s.aside(rel, "git pointer is not a regular file")
-		}
-		return
-	}
-	r, dn := s.base(path.Clean(dir))
-	d, err := r.OpenRoot(dirName(dn))
-	if err != nil {
-		return
-	}
-	data, err := pinnedfs.ReadRegular(d, name, maxPointerFileBytes)
-	d.Close()
-	if err != nil {
-		return
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	line = strings.TrimSpace(line)
-	if name == ".git" {
-		var found bool
-		if line, found = strings.CutPrefix(line, "gitdir:"); !found {
-			return
-		}
-		line = strings.TrimSpace(line)
-	}
-	s.follow(line, base)
-}
-
-// follow checks the git directory a pointer names (relative to base),
-// when it lies beneath the root.
-func (s *gitSweep) follow(line, base string) {
-	if line == "" {
-		return
-	}
-	var target string
-	if filepath.IsAbs(line) {
-		r, err := filepath.Rel(s.abs, filepath.Clean(line))
-		if err != nil {
-			return
-		}
-		target = filepath.ToSlash(r)
-	} else {
-		target = path.Join(base, filepath.ToSlash(line))
-	}
-	if target == ".." || strings.HasPrefix(target, "../") {
-		return // outside the root: not the command's
-	}
-	if target == "." && !s.isGitDir(".") {
-		// git refuses a root that is no git directory; the root's own
-		// files named config or hooks are the host's project files.
-		return
-	}
-	s.gitDir(target, 0)
 }
 
 // aside moves rel out of git's way, renaming it beside itself.

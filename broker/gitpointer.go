@@ -1,0 +1,466 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/agentloom/loom/internal/pinnedfs"
+)
+
+// Git pointers: a ".git" file or link, and a git directory's commondir.
+//
+// The guard reads a pointer exactly as git does (setup.c:
+// read_gitfile_gently for a .git file, get_common_dir_noenv for
+// commondir), resolves the path git would open on the host's file
+// system, component by component and link by link as the kernel does,
+// and then decides:
+//   - a target beneath the writable root is checked as a git directory
+//     wherever it lies (inside another repository's objects, refs or
+//     logs too), or, while it is none yet, watched and looked at again
+//     in every later pass;
+//   - a pointer a command created or changed (or one whose target a
+//     command re-aimed through a link or a directory it swapped) that
+//     git could not be followed to with certainty is moved aside: one
+//     that is not plain (a NUL byte, a control byte, invalid UTF-8, more
+//     than maxPointerFileBytes, not a regular file, a commondir link, a
+//     .git link to a file), whose resolution passes through /proc or
+//     /dev (what /proc/self, /proc/<pid>/root or cwd and /dev/fd name
+//     depends on which process reads them), loops past maxGitLinks
+//     links, or cannot be looked at; and one naming a directory outside
+//     its writable root (another writable root, which that root's
+//     guard never sees as named, or the host's own repositories, which
+//     a command has no business aiming the host's git at). Only when the
+//     move fails is the workspace fenced.
+//
+// A pointer the host made (the baseline) is followed but never moved.
+
+// maxGitLinks bounds the links one pointer's resolution follows, as the
+// kernel's own bound (MAXSYMLINKS) does; past it git's open fails with
+// ELOOP, and the guard takes the pointer as one it cannot follow.
+const maxGitLinks = 40
+
+// gitfilePrefix is what a .git file must start with for git to read it.
+const gitfilePrefix = "gitdir: "
+
+// parseGitfile returns the path a .git file holding data names, as git's
+// read_gitfile_gently reads it: data must start with "gitdir: "; every
+// trailing '\n' and '\r' is dropped; what follows the prefix, up to the
+// first NUL, is the path (an empty one names the .git file's own
+// directory). ok is false where git refuses the file.
+func parseGitfile(data []byte) (p string, ok bool) {
+	if !bytes.HasPrefix(data, []byte(gitfilePrefix)) {
+		return "", false
+	}
+	n := len(data)
+	for n > 0 && (data[n-1] == '\n' || data[n-1] == '\r') {
+		n--
+	}
+	if n <= len(gitfilePrefix) {
+		return "", false
+	}
+	rest := data[len(gitfilePrefix):n]
+	if i := bytes.IndexByte(rest, 0); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(rest), true
+}
+
+// parseCommondir returns the path a commondir file holding data names,
+// as git's get_common_dir_noenv reads it: every trailing '\n' and '\r'
+// is dropped and the rest, up to the first NUL, is the path. An empty
+// file is refused (git dies on it); a path that is empty after the NUL
+// cut names the git directory itself.
+func parseCommondir(data []byte) (p string, ok bool) {
+	if len(data) == 0 {
+		return "", false
+	}
+	n := len(data)
+	for n > 0 && (data[n-1] == '\n' || data[n-1] == '\r') {
+		n--
+	}
+	rest := data[:n]
+	if i := bytes.IndexByte(rest, 0); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(rest), true
+}
+
+// plainPointer reports whether data is a pointer as git itself writes
+// one, which every reader takes the same way: for a .git file "gitdir: "
+// then the path, for commondir the path alone, then nothing but line
+// ends; the path non-empty, valid UTF-8, without NUL or any other
+// control byte, and the whole at most maxPointerFileBytes.
+func plainPointer(data []byte, gitfile bool) bool {
+	if len(data) > maxPointerFileBytes {
+		return false
+	}
+	if gitfile {
+		var found bool
+		if data, found = bytes.CutPrefix(data, []byte(gitfilePrefix)); !found {
+			return false
+		}
+	}
+	data = bytes.TrimRight(data, "\r\n")
+	if len(data) == 0 || !utf8.Valid(data) {
+		return false
+	}
+	for _, c := range data {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// gitAimKind says what a pointer's resolution found.
+type gitAimKind uint8
+
+const (
+	// aimNone: git would not follow the pointer at all (a .git file
+	// without the "gitdir: " prefix, an empty commondir).
+	aimNone gitAimKind = iota
+	// aimInRoot: the path lies beneath the writable root; rel is the
+	// target (relative, "." for the root itself), present says whether
+	// it is a directory now.
+	aimInRoot
+	// aimOutside: the path names something outside the writable root.
+	aimOutside
+	// aimUncertain: the guard cannot tell with certainty what git would
+	// open (why says why).
+	aimUncertain
+)
+
+// gitAim is where a pointer leads, as recorded per pointer: a pass that
+// finds it changed re-decides.
+type gitAim struct {
+	kind    gitAimKind
+	rel     string
+	present bool
+	odd     bool   // the file is not a plain pointer (see plainPointer)
+	why     string // aimOutside, aimUncertain, odd: what to tell
+}
+
+// errGitResolve says a host path cannot be resolved with certainty.
+var errGitResolve = errors.New("cannot resolve with certainty")
+
+// hostResolution is the outcome of resolving one path on the host.
+type hostResolution struct {
+	// comps is the resolved path's components from "/" (each a real
+	// directory but perhaps the last), dir whether the last is a
+	// directory, missing whether it does not exist (comps then holds
+	// the deepest directory that does, then the first missing name).
+	comps   []string
+	dir     bool
+	missing bool
+	// through lists every directory the resolution passed (as
+	// component lists), so the guard can watch those beneath the root.
+	through [][]string
+}
+
+// hostFS is how a resolution looks at the host's file system: lstat and
+// readlink of an absolute path whose every parent component the
+// resolver already found to be a real directory.
+type hostFS interface {
+	lstat(comps []string) (fs.FileInfo, error)
+	readlink(comps []string) (string, error)
+}
+
+// resolveHost resolves p (absolute, or relative to the directory start,
+// given as components from "/") the way the kernel resolves a path git
+// opens: every link followed (at most maxGitLinks), ".." the parent of
+// the real directory reached so far. It refuses with errGitResolve a
+// path through /proc or /dev (or any procfs), one that loops, and any
+// component it cannot look at.
+func resolveHost(h hostFS, start []string, p string) (hostResolution, error) {
+	var res hostResolution
+	stack := []string{}
+	if !strings.HasPrefix(p, "/") {
+		stack = append(stack, start...)
+	}
+	rest := splitPath(p)
+	links := 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		if c == ".." {
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		next := append(slices.Clip(stack), c)
+		if special(next) {
+			return res, fmt.Errorf("%w: the path passes through /%s, which means something else to each process", errGitResolve, strings.Join(next, "/"))
+		}
+		fi, err := h.lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			res.comps, res.missing = next, true
+			return res, nil
+		}
+		if err != nil {
+			return res, fmt.Errorf("%w: /%s: %v", errGitResolve, strings.Join(next, "/"), err)
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if links++; links > maxGitLinks {
+				return res, fmt.Errorf("%w: more than %d links", errGitResolve, maxGitLinks)
+			}
+			to, err := h.readlink(next)
+			if err != nil {
+				return res, fmt.Errorf("%w: readlink /%s: %v", errGitResolve, strings.Join(next, "/"), err)
+			}
+			if to == "" {
+				return res, fmt.Errorf("%w: /%s is an empty link", errGitResolve, strings.Join(next, "/"))
+			}
+			if strings.HasPrefix(to, "/") {
+				stack = []string{}
+			}
+			rest = append(splitPath(to), rest...)
+		case fi.IsDir():
+			if onProcFS(fi, next) {
+				return res, fmt.Errorf("%w: /%s is on procfs", errGitResolve, strings.Join(next, "/"))
+			}
+			stack = next
+			res.through = append(res.through, stack)
+		default:
+			if len(rest) > 0 {
+				// ENOTDIR for git: nothing there.
+				res.comps, res.missing = next, true
+				return res, nil
+			}
+			res.comps = next
+			return res, nil
+		}
+	}
+	res.comps, res.dir = stack, true
+	return res, nil
+}
+
+// special reports whether comps lies in /proc or /dev.
+func special(comps []string) bool {
+	return len(comps) > 0 && (comps[0] == "proc" || comps[0] == "dev")
+}
+
+// splitPath splits p into its components, dropping empty ones and ".".
+func splitPath(p string) []string {
+	var out []string
+	for c := range strings.SplitSeq(p, "/") {
+		if c != "" && c != "." {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// sweepFS is the host file system as a sweep looks at it: beneath its
+// root through the pinned root (no link or ".." leads out of it), above
+// and beside it by absolute path.
+type sweepFS struct{ s *gitSweep }
+
+func (f sweepFS) rel(comps []string) (string, bool) {
+	c := f.s.canon
+	if c == nil || len(comps) < len(c) || !slices.Equal(comps[:len(c)], c) {
+		return "", false
+	}
+	if len(comps) == len(c) {
+		return ".", true
+	}
+	return strings.Join(comps[len(c):], "/"), true
+}
+
+func (f sweepFS) lstat(comps []string) (fs.FileInfo, error) {
+	if rel, ok := f.rel(comps); ok {
+		return f.s.root.Lstat(rel)
+	}
+	return os.Lstat("/" + strings.Join(comps, "/"))
+}
+
+func (f sweepFS) readlink(comps []string) (string, error) {
+	if rel, ok := f.rel(comps); ok {
+		return f.s.root.Readlink(rel)
+	}
+	return os.Readlink("/" + strings.Join(comps, "/"))
+}
+
+// canonRoot resolves the root's own path (what the host's git sees as
+// its path) into components, nil when it cannot be.
+func canonRoot(abs string) []string {
+	res, err := resolveHost(osFS{}, nil, abs)
+	if err != nil || !res.dir {
+		return nil
+	}
+	return res.comps
+}
+
+// osFS is the host file system by absolute path.
+type osFS struct{}
+
+func (osFS) lstat(comps []string) (fs.FileInfo, error) {
+	return os.Lstat("/" + strings.Join(comps, "/"))
+}
+
+func (osFS) readlink(comps []string) (string, error) {
+	return os.Readlink("/" + strings.Join(comps, "/"))
+}
+
+// aimOf reads the pointer at rel (fi its lstat) and resolves where git
+// would go from it, watching every directory beneath the root the
+// resolution passed.
+func (s *gitSweep) aimOf(rel string, fi fs.FileInfo) gitAim {
+	dir, name := path.Split(rel)
+	dir = path.Clean(dir)
+	gitfile := name != "commondir"
+	if s.canon == nil {
+		return gitAim{kind: aimUncertain, why: "the writable root's own path cannot be resolved"}
+	}
+	start := slices.Concat(s.canon, splitPath(dir))
+	var target string
+	var aim gitAim
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0 && gitfile:
+		// git takes a .git link to a directory as the git directory
+		// (and would read one to a file as a .git file: never written
+		// by git, so not followed).
+		target = name
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return gitAim{kind: aimUncertain, why: "commondir is a link"}
+	case !fi.Mode().IsRegular():
+		return gitAim{kind: aimUncertain, why: "git pointer is not a regular file"}
+	default:
+		r, dn := s.base(dir)
+		d, err := r.OpenRoot(dirName(dn))
+		if err != nil {
+			return gitAim{kind: aimUncertain, why: fmt.Sprintf("cannot open its directory: %v", err)}
+		}
+		data, err := pinnedfs.ReadRegular(d, name, maxPointerFileBytes)
+		d.Close()
+		if errors.Is(err, fs.ErrNotExist) {
+			return gitAim{kind: aimNone}
+		}
+		if err != nil {
+			return gitAim{kind: aimUncertain, why: fmt.Sprintf("git pointer cannot be read whole: %v", err)}
+		}
+		var ok bool
+		if gitfile {
+			target, ok = parseGitfile(data)
+		} else {
+			target, ok = parseCommondir(data)
+		}
+		if !plainPointer(data, gitfile) {
+			aim.odd, aim.why = true, "git pointer is not plain (a NUL or control byte, invalid UTF-8, no path, or not as git writes one)"
+		}
+		if !ok {
+			return aim
+		}
+		if target == "" {
+			target = "."
+		}
+	}
+	res, err := resolveHost(sweepFS{s}, start, target)
+	for _, t := range res.through {
+		if r, ok := (sweepFS{s}).rel(t); ok {
+			s.watchDir(r)
+		}
+	}
+	if err != nil {
+		aim.kind, aim.why = aimUncertain, err.Error()
+		return aim
+	}
+	r, in := (sweepFS{s}).rel(res.comps)
+	switch {
+	case !in:
+		aim.kind = aimOutside
+		if aim.why == "" {
+			aim.why = fmt.Sprintf("names /%s, outside the writable root", strings.Join(res.comps, "/"))
+		}
+	case !res.dir && !res.missing:
+		aim.kind, aim.why = aimUncertain, "the git pointer leads to a file"
+	default:
+		aim.kind, aim.rel, aim.present = aimInRoot, r, res.dir
+	}
+	return aim
+}
+
+// watchDir has the watcher (when there is one) watch the directory rel.
+func (s *gitSweep) watchDir(rel string) {
+	if s.onDir == nil {
+		return
+	}
+	r, name := s.base(rel)
+	f, err := r.OpenFile(dirName(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	s.onDir(rel, f)
+	f.Close()
+}
+
+// pointer checks the .git file or link, or the commondir, at rel: it
+// follows it to the git directory git would use (see aimOf) and moves
+// it aside when git could not be followed there with certainty and a
+// command made it so (see the comment at the top of this file).
+func (s *gitSweep) pointer(rel string) {
+	if s.ptrSeen[rel] {
+		return
+	}
+	s.ptrSeen[rel] = true
+	fi, changed := s.changed(rel)
+	if fi == nil {
+		delete(s.pointers, rel)
+		return
+	}
+	if t := s.tool; t != nil && rel == t.rel {
+		// The tool wrote this pointer: what it names is the model's.
+		t.aimed = true
+		defer func() { t.aimed = false }()
+	}
+	aim := s.aimOf(rel, fi)
+	prev, seen := s.pointers[rel]
+	s.pointers[rel] = aim
+	act := changed || (s.act && seen && prev != aim && !s.skip[rel])
+	if aim.kind == aimInRoot && aim.present && (aim.rel != "." || s.isGitDir(".")) {
+		// Checked as a git directory even while git would refuse it as
+		// one (it may become one at any time); but the root's own files
+		// named config or hooks are the host's project files unless the
+		// root is a git directory.
+		s.gitDir(aim.rel, 0)
+	}
+	if !act {
+		return
+	}
+	switch {
+	case aim.odd:
+		s.aside(rel, aim.why)
+	case aim.kind == aimUncertain, aim.kind == aimOutside:
+		s.aside(rel, aim.why)
+	default:
+		return
+	}
+	delete(s.pointers, rel)
+}
+
+// knownPointers re-follows every pointer found so far: what it names
+// may have been created, or a link or directory on its way swapped,
+// where no watched directory changed.
+func (s *gitSweep) knownPointers() {
+	for _, rel := range sortedKeys(s.pointers) {
+		s.pointer(rel)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
