@@ -62,5 +62,8 @@ func (w *gitWatch) protect(string) {}
 func (w *gitWatch) retire() {}
 
 // onProcFS: without a portable file-system type, procfs is known by its
-// path alone (see special).
-func onProcFS(fs.FileInfo, []string) bool { return false }
+// path alone (see special), and /dev/fd, a file system of its own on the
+// BSDs and macOS, is taken as one: what it names depends on the reader.
+func onProcFS(_ fs.FileInfo, comps []string) bool {
+	return len(comps) >= 2 && comps[0] == "dev" && comps[1] == "fd"
+}

@@ -31,9 +31,9 @@ import (
 //     git could not be followed to with certainty is moved aside: one
 //     that is not plain (a NUL byte, a control byte, invalid UTF-8, more
 //     than maxPointerFileBytes, not a regular file, a commondir link, a
-//     .git link to a file), whose resolution passes through /proc or
-//     /dev (what /proc/self, /proc/<pid>/root or cwd and /dev/fd name
-//     depends on which process reads them), loops past maxGitLinks
+//     .git link to a file), whose resolution passes through procfs (what
+//     /proc/self, /proc/<pid>/root or cwd and /dev/fd name depends on
+//     which process reads them), loops past maxGitLinks
 //     links, or cannot be looked at; and one naming a directory outside
 //     its writable root (another writable root, which that root's
 //     guard never sees as named, or the host's own repositories, which
@@ -190,6 +190,9 @@ func resolveHost(h hostFS, start []string, p string) (hostResolution, error) {
 	for len(rest) > 0 {
 		c := rest[0]
 		rest = rest[1:]
+		if c == "." {
+			continue // what the stack holds is a directory
+		}
 		if c == ".." {
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
@@ -244,18 +247,25 @@ func resolveHost(h hostFS, start []string, p string) (hostResolution, error) {
 	return res, nil
 }
 
-// special reports whether comps lies in /proc or /dev.
+// special reports whether comps lies in /proc. (/dev/fd, /dev/stdin and
+// the like are links into /proc/self, caught there; onProcFS catches a
+// procfs mounted anywhere else.)
 func special(comps []string) bool {
-	return len(comps) > 0 && (comps[0] == "proc" || comps[0] == "dev")
+	return len(comps) > 0 && comps[0] == "proc"
 }
 
-// splitPath splits p into its components, dropping empty ones and ".".
+// splitPath splits p into its components, dropping empty ones and ".",
+// but for a trailing "/" or "/.", kept as a last "." (it requires what
+// comes before to be a directory).
 func splitPath(p string) []string {
 	var out []string
 	for c := range strings.SplitSeq(p, "/") {
 		if c != "" && c != "." {
 			out = append(out, c)
 		}
+	}
+	if len(out) > 0 && (strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.")) {
+		out = append(out, ".")
 	}
 	return out
 }
@@ -321,7 +331,7 @@ func (s *gitSweep) aimOf(rel string, fi fs.FileInfo) gitAim {
 	if s.canon == nil {
 		return gitAim{kind: aimUncertain, why: "the writable root's own path cannot be resolved"}
 	}
-	start := slices.Concat(s.canon, splitPath(dir))
+	start := slices.Concat(s.canon, splitPath(dir)) // dir is clean: no trailing "."
 	var target string
 	var aim gitAim
 	switch {
@@ -426,12 +436,18 @@ func (s *gitSweep) pointer(rel string) {
 	prev, seen := s.pointers[rel]
 	s.pointers[rel] = aim
 	act := changed || (s.act && seen && prev != aim && !s.skip[rel])
+	failed := len(s.failed)
 	if aim.kind == aimInRoot && aim.present && (aim.rel != "." || s.isGitDir(".")) {
 		// Checked as a git directory even while git would refuse it as
 		// one (it may become one at any time); but the root's own files
 		// named config or hooks are the host's project files unless the
 		// root is a git directory.
 		s.gitDir(aim.rel, 0)
+	}
+	if len(s.failed) > failed && (changed || s.act && !s.skip[rel]) {
+		// What it names could not be neutralised (the root is fenced for
+		// that): the host's git must not be led there meanwhile.
+		aim.odd, aim.why, act = true, "what it names could not be neutralised", true
 	}
 	if !act {
 		return

@@ -1,0 +1,385 @@
+//go:build linux
+
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// armedRepo makes a repository outside the workspace (where a command
+// prepares one in its own /tmp) whose fsmonitor touches mark, and
+// returns its .git directory and its HEAD commit.
+func (w *guardWorld) armedRepo(mark string) (gitdir, head string) {
+	w.t.Helper()
+	dir := filepath.Join(w.t.TempDir(), "src")
+	w.git(filepath.Dir(dir), "init", "-q", dir)
+	w.git(dir, "commit", "-q", "--allow-empty", "-m", "x")
+	w.git(dir, "config", "core.fsmonitor", "touch "+mark+"; false")
+	return filepath.Join(dir, ".git"), strings.TrimSpace(w.git(dir, "rev-parse", "HEAD"))
+}
+
+// copyDir copies the directory from to rel in the workspace.
+func (w *guardWorld) copyDir(from, rel string) {
+	w.t.Helper()
+	to := filepath.Join(w.ws, rel)
+	os.MkdirAll(filepath.Dir(to), 0o755)
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		w.t.Fatalf("cp -a %s %s: %v %s", from, to, err, out)
+	}
+}
+
+// gitlink records rel as a submodule in the workspace's index without
+// reading what rel holds, so the host's git status recurses into it.
+func (w *guardWorld) gitlink(rel, head string) {
+	w.t.Helper()
+	w.git(w.ws, "update-index", "--add", "--cacheinfo", "160000,"+head+","+rel)
+}
+
+func (w *guardWorld) symlink(to, rel string) {
+	w.t.Helper()
+	p := filepath.Join(w.ws, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.Symlink(to, p); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// pointerPlant is one way to leave a pointer git follows to an armed
+// git directory: each step is one command's writes.
+type pointerPlant struct {
+	name  string
+	steps []func(w *guardWorld, src, head string)
+}
+
+func pointerPlants() []pointerPlant {
+	hide := func(w *guardWorld, src, _ string) { w.copyDir(src, ".git/objects/ev") }
+	pointTo := func(content string) func(w *guardWorld, src, head string) {
+		return func(w *guardWorld, _, head string) {
+			w.write("sub/.git", strings.ReplaceAll(content, "$WS", w.ws))
+			w.gitlink("sub", head)
+		}
+	}
+	both := func(fs ...func(w *guardWorld, src, head string)) func(w *guardWorld, src, head string) {
+		return func(w *guardWorld, src, head string) {
+			for _, f := range fs {
+				f(w, src, head)
+			}
+		}
+	}
+	return []pointerPlant{
+		{"proc_root_into_store", []func(*guardWorld, string, string){both(hide, pointTo("gitdir: /proc/self/root$WS/.git/objects/ev\n"))}},
+		{"proc_self_fd_root", []func(*guardWorld, string, string){both(hide, pointTo("gitdir: /dev/fd/../../self/root$WS/.git/objects/ev\n"))}},
+		{"nul_cut", []func(*guardWorld, string, string){both(hide, pointTo("gitdir: ../.git/objects/ev\x00/../../../nothing\n"))}},
+		{"nul_padded", []func(*guardWorld, string, string){both(hide, pointTo("gitdir: ../.git/objects/ev\x00"+strings.Repeat("a", 5000)+"\n"))}},
+		{"trailing_space_kept", []func(*guardWorld, string, string){both(func(w *guardWorld, src, _ string) {
+			w.copyDir(src, ".git/objects/ev ")
+		}, pointTo("gitdir: ../.git/objects/ev \r\n"))}},
+		{"target_in_a_later_command", []func(*guardWorld, string, string){
+			both(func(w *guardWorld, _, _ string) { os.MkdirAll(filepath.Join(w.ws, ".git/objects"), 0o755) },
+				pointTo("gitdir: ../.git/objects/ev\n")),
+			hide,
+		}},
+		{"link_on_the_way_swapped_later", []func(*guardWorld, string, string){
+			both(hide, func(w *guardWorld, _, _ string) {
+				os.MkdirAll(filepath.Join(w.ws, ".git/objects/empty"), 0o755)
+				w.symlink("empty", ".git/objects/lnk")
+			}, pointTo("gitdir: ../.git/objects/lnk\n")),
+			func(w *guardWorld, _, _ string) {
+				w.symlink("ev", ".git/objects/lnk2")
+				if err := os.Rename(filepath.Join(w.ws, ".git/objects/lnk2"), filepath.Join(w.ws, ".git/objects/lnk")); err != nil {
+					w.t.Fatal(err)
+				}
+			},
+		}},
+		{"outside_the_root", []func(*guardWorld, string, string){func(w *guardWorld, src, head string) {
+			w.write("sub/.git", "gitdir: "+src+"\n")
+			w.gitlink("sub", head)
+		}}},
+		{"commondir_link_to_a_file", []func(*guardWorld, string, string){both(hide, func(w *guardWorld, src, _ string) {
+			head, _ := os.ReadFile(filepath.Join(src, "HEAD"))
+			w.write("wt/HEAD", string(head))
+			w.write(".git/objects/cd", filepath.Join(w.ws, ".git/objects/ev")+"\n")
+			w.symlink("../.git/objects/cd", "wt/commondir")
+		}, pointTo("gitdir: ../wt\n"))}},
+		{"git_link_through_proc", []func(*guardWorld, string, string){both(hide, func(w *guardWorld, _, head string) {
+			w.symlink("/proc/self/root"+w.ws+"/.git/objects/ev", "sub/.git")
+			w.gitlink("sub", head)
+		})}},
+		{"nested_repo_inside_a_fake_git_dir", []func(*guardWorld, string, string){func(w *guardWorld, src, head string) {
+			// b looks like a git directory to a HEAD-and-objects test but
+			// is none to git, which tracks the repository inside it.
+			w.write("b/HEAD", "not a ref\n")
+			w.write("b/objects/.keep", "")
+			w.copyDir(src, "b/inner/.git")
+			w.gitlink("b/inner", head)
+		}}},
+	}
+}
+
+// TestGitGuardPointerClass plants, as commands, every way of hiding an
+// armed git directory behind a pointer the red team found or that the
+// same class holds: the host's plain git status never runs the payload;
+// the control, with the guard off, shows each plant arms the host's git.
+func TestGitGuardPointerClass(t *testing.T) {
+	t.Parallel()
+	for _, pl := range pointerPlants() {
+		t.Run(pl.name, func(t *testing.T) {
+			t.Parallel()
+			for _, off := range []bool{false, true} {
+				w := newGuardWorld(t)
+				w.b.git.off = off
+				w.git(w.ws, "init", "-q")
+				w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
+				mark := filepath.Join(t.TempDir(), "PWNED")
+				src, head := w.armedRepo(mark)
+				if _, d := w.command(nil); d != nil {
+					t.Fatal(d)
+				}
+				for _, step := range pl.steps {
+					if _, d := w.command(func() { step(w, src, head) }); d != nil {
+						t.Fatal(d)
+					}
+				}
+				if got := hostGitRuns(t, w.ws, mark); got != off {
+					t.Errorf("guard off=%v: host git ran the payload: %v", off, got)
+				}
+				if !off {
+					if why := w.b.GitFenced(w.ws); why != "" {
+						t.Errorf("fenced where moving aside sufficed: %s", why)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGitGuardPointerMovedAside: a pointer a command wrote that the
+// guard cannot follow with certainty is moved aside and reported, not
+// merely fenced; the same pointer the host made is left alone.
+func TestGitGuardPointerMovedAside(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, content string }{
+		{"nul", "gitdir: ../x\x00y\n"},
+		{"oversize", "gitdir: ../x" + strings.Repeat("/.", maxPointerFileBytes) + "\n"},
+		{"proc", "gitdir: /proc/self/cwd\n"},
+		{"dev", "gitdir: /dev/fd/3\n"},
+		{"no_prefix", "gitdir:../x\n"},
+		{"control_byte", "gitdir: ../x\ty\n"},
+		{"outside", "gitdir: /usr\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			host := newGuardWorld(t)
+			host.write("sub/.git", tc.content)
+			if _, d := host.command(nil); d != nil {
+				t.Fatal(d)
+			}
+			if host.read("sub/.git") != tc.content {
+				t.Error("the host's own pointer was moved")
+			}
+			w := newGuardWorld(t)
+			if _, d := w.command(nil); d != nil {
+				t.Fatal(d)
+			}
+			s, d := w.command(func() { w.write("sub/.git", tc.content) })
+			if d != nil {
+				t.Fatal(d)
+			}
+			if _, err := os.Lstat(filepath.Join(w.ws, "sub/.git")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("sub/.git still in place: %v", err)
+			}
+			var moved bool
+			for _, n := range s.GitNeutralised {
+				moved = moved || n.Path == filepath.Join(w.ws, "sub/.git") && n.MovedTo != ""
+			}
+			if !moved {
+				t.Errorf("not reported moved aside: %+v", s.GitNeutralised)
+			}
+			if why := w.b.GitFenced(w.ws); why != "" {
+				t.Errorf("fenced: %s", why)
+			}
+		})
+	}
+	// A plain pointer to a git directory beneath the root stays.
+	w := newGuardWorld(t)
+	if _, d := w.command(nil); d != nil {
+		t.Fatal(d)
+	}
+	if _, d := w.command(func() {
+		w.write("gd/HEAD", "ref: refs/heads/main\n")
+		w.write("gd/objects/.keep", "")
+		w.write("sub/.git", "gitdir: ../gd\n")
+	}); d != nil {
+		t.Fatal(d)
+	}
+	if w.read("sub/.git") != "gitdir: ../gd\n" {
+		t.Error("a plain pointer into the root was moved")
+	}
+}
+
+// gitReadGitfile is git's read_gitfile_gently on a buffer, modelled on
+// its C semantics byte for byte (a NUL-terminated copy, starts_with,
+// the trailing line-end loop, the C string at offset 8): the oracle the
+// parser is checked against.
+func gitReadGitfile(data []byte) (string, bool) {
+	buf := append(append([]byte{}, data...), 0)
+	cstr := func(b []byte) []byte { return b[:bytes.IndexByte(b, 0)] }
+	if !bytes.HasPrefix(cstr(buf), []byte("gitdir: ")) {
+		return "", false
+	}
+	n := len(data)
+	for buf[n-1] == '\n' || buf[n-1] == '\r' {
+		n--
+	}
+	if n < 9 {
+		return "", false
+	}
+	buf[n] = 0
+	return string(cstr(buf[8:])), true
+}
+
+// gitReadCommondir is git's get_common_dir_noenv on a buffer: the data
+// (empty refused), trailing line ends dropped, then read as a C string.
+func gitReadCommondir(data []byte) (string, bool) {
+	if len(data) == 0 {
+		return "", false
+	}
+	buf := append(append([]byte{}, data...), 0)
+	n := len(data)
+	for n > 0 && (buf[n-1] == '\n' || buf[n-1] == '\r') {
+		n--
+	}
+	buf[n] = 0
+	return string(buf[:bytes.IndexByte(buf, 0)]), true
+}
+
+func checkGitPointer(t interface{ Fatalf(string, ...any) }, data []byte) {
+	p, ok := parseGitfile(data)
+	wp, wok := gitReadGitfile(data)
+	if p != wp || ok != wok {
+		t.Fatalf("parseGitfile(%q) = %q, %v; git reads %q, %v", data, p, ok, wp, wok)
+	}
+	c, cok := parseCommondir(data)
+	wc, wcok := gitReadCommondir(data)
+	if c != wc || cok != wcok {
+		t.Fatalf("parseCommondir(%q) = %q, %v; git reads %q, %v", data, c, cok, wc, wcok)
+	}
+	// A plain pointer is one every reader takes the same way: the bytes
+	// between the prefix and the line ends, NUL-free, never empty.
+	if plainPointer(data, true) {
+		want := strings.TrimRight(strings.TrimPrefix(string(data), gitfilePrefix), "\r\n")
+		if !ok || p != want || p == "" || strings.ContainsRune(p, 0) {
+			t.Fatalf("plain .git file %q read as %q, %v", data, p, ok)
+		}
+	}
+	if plainPointer(data, false) {
+		if want := strings.TrimRight(string(data), "\r\n"); !cok || c != want || c == "" {
+			t.Fatalf("plain commondir %q read as %q, %v", data, c, cok)
+		}
+	}
+	if bytes.IndexByte(data, 0) >= 0 && (plainPointer(data, true) || plainPointer(data, false)) {
+		t.Fatalf("%q holds a NUL yet is plain", data)
+	}
+}
+
+// FuzzGitPointer checks the pointer parsers against the model of git's
+// own reading, and plainPointer's promise.
+func FuzzGitPointer(f *testing.F) {
+	for _, s := range []string{
+		"gitdir: ../.git/modules/x\n", "gitdir: ../.git/objects/ev\x00/../../../nothing\n", "gitdir: \x00x\n",
+		"gitdir: a\n\x00", "gitdir:x\n", "gitdir: \n", "gitdir: x \r\n\r\n", "", "\n", "../common\n", "\x00/abs",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkGitPointer(t, data) })
+}
+
+// TestGitPointerParseProperties is FuzzGitPointer's check over drawn
+// inputs, so plain go test runs it: bytes biased toward the ones git's
+// reading turns on.
+func TestGitPointerParseProperties(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		pick := rapid.SampledFrom([]string{"gitdir: ", "gitdir:", "\x00", "\n", "\r", " ", "/", "..", "a", "é", "\t", "\xff"})
+		var b []byte
+		for _, s := range rapid.SliceOfN(pick, 0, 12).Draw(t, "parts") {
+			b = append(b, s...)
+		}
+		checkGitPointer(t, b)
+	})
+}
+
+// TestGitPointerResolveMatchesKernel: over drawn trees of directories
+// and links (relative, absolute, looping, dangling) and drawn paths,
+// resolveHost lands where the kernel does (os.Stat of the same path),
+// or says the path is missing exactly when the kernel finds nothing.
+func TestGitPointerResolveMatchesKernel(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(rt *rapid.T) {
+		base, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			rt.Fatal(err)
+		}
+		names := []string{"a", "b", "c", "d"}
+		name := rapid.SampledFrom(names)
+		rel := func(label string) string {
+			var parts []string
+			for _, p := range rapid.SliceOfN(rapid.SampledFrom(append(names, "..", ".")), 1, 4).Draw(rt, label) {
+				parts = append(parts, p)
+			}
+			return strings.Join(parts, "/")
+		}
+		for i, n := 0, rapid.IntRange(1, 10).Draw(rt, "entries"); i < n; i++ {
+			p := filepath.Join(base, name.Draw(rt, "parent"), name.Draw(rt, "name"))
+			if rapid.Bool().Draw(rt, "top") {
+				p = filepath.Join(base, name.Draw(rt, "name"))
+			}
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			switch rapid.IntRange(0, 3).Draw(rt, "kind") {
+			case 0:
+				os.Mkdir(p, 0o755)
+			case 1:
+				os.Symlink(rel("link"), p)
+			case 2:
+				os.Symlink(filepath.Join(base, rel("abs")), p)
+			default:
+				os.WriteFile(p, nil, 0o644)
+			}
+		}
+		p := filepath.Join(base, rel("path"))
+		if rapid.Bool().Draw(rt, "relative") {
+			p = rel("path")
+		}
+		res, err := resolveHost(osFS{}, splitPath(base), p)
+		full := p
+		if !filepath.IsAbs(p) {
+			full = base + "/" + p
+		}
+		want, kerr := os.Stat(full)
+		switch {
+		case err != nil:
+			if !errors.Is(kerr, syscall.ELOOP) {
+				rt.Fatalf("resolveHost(%q): %v; the kernel: %v", p, err, kerr)
+			}
+		case res.missing:
+			if kerr == nil {
+				rt.Fatalf("resolveHost(%q) missing at %v; the kernel finds it", p, res.comps)
+			}
+		default:
+			got, err := os.Lstat("/" + strings.Join(res.comps, "/"))
+			if kerr != nil || err != nil || !os.SameFile(got, want) || got.IsDir() != res.dir {
+				rt.Fatalf("resolveHost(%q) = /%s (%v); the kernel: %v", p, strings.Join(res.comps, "/"), err, kerr)
+			}
+		}
+	})
+}
