@@ -21,7 +21,14 @@ import (
 // repositories, submodules' and linked worktrees' git directories, a
 // .git file's target) config the command created or changed loses its
 // exec-capable entries and hooks it created are moved aside
-// (Neutralisation). Changes are found by a persistent inotify watch of
+// (Neutralisation). Every pointer (.git file or link, commondir) is read
+// and resolved exactly as git does on the host (gitpointer.go): the git
+// directory it names is checked wherever in the root it lies, and one a
+// command wrote or re-aimed that cannot be followed with certainty (a
+// NUL, an odd byte, too large, through /proc, a loop) or that names a
+// directory outside the root is moved aside. Whatever cannot be
+// understood is moved out of git's way first; the workspace is fenced
+// only when even that fails. Changes are found by a persistent inotify watch of
 // each writable root (a dirty-directory set), checked as they happen
 // while a command runs and again when it settles; a root whose watch
 // overflowed, or where inotify is unavailable, is swept whole instead.

@@ -383,3 +383,34 @@ func TestGitPointerResolveMatchesKernel(t *testing.T) {
 		}
 	})
 }
+
+// TestGitToolWritePointerThroughProc: a tool writes, on a model's
+// behalf, a pointer through /proc to an armed git directory a command
+// hid in the object store. GuardToolWrite moves it aside at once, and
+// the host's git does not run the payload; the control (guard off)
+// shows the write alone arms the host's git.
+func TestGitToolWritePointerThroughProc(t *testing.T) {
+	t.Parallel()
+	for _, off := range []bool{false, true} {
+		w := newGuardWorld(t)
+		w.b.git.off = off
+		w.git(w.ws, "init", "-q")
+		w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
+		mark := filepath.Join(t.TempDir(), "PWNED")
+		src, head := w.armedRepo(mark)
+		if _, d := w.command(func() { w.copyDir(src, ".git/objects/ev") }); d != nil {
+			t.Fatal(d)
+		}
+		w.gitlink("sub", head)
+		n, err := w.toolWrite("sub/.git", "gitdir: /proc/self/root"+w.ws+"/.git/objects/ev\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hostGitRuns(t, w.ws, mark); got != off {
+			t.Errorf("guard off=%v: host git ran the payload: %v (neutralised %+v)", off, got, n)
+		}
+		if !off && (len(n) != 1 || n[0].MovedTo == "") {
+			t.Errorf("GuardToolWrite did not report the pointer moved aside: %+v", n)
+		}
+	}
+}

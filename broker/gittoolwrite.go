@@ -46,7 +46,9 @@ type gitToolWrite struct {
 // or beneath, that an ancestor's .git names, or that the written file
 // points at (a .git or commondir file) has been checked, exec-capable
 // entries removed from its configs and hooks moved aside, as after a
-// command. It acts on:
+// command, and a pointer the write made or re-aimed that cannot be
+// followed with certainty, or that names a directory outside root, has
+// been moved aside (see gitpointer.go). It acts on:
 //   - the written file, if it is a git control file, whatever the guard
 //     recorded of the path before;
 //   - every control file of a git directory the write made one (or that
