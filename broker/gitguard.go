@@ -416,6 +416,7 @@ func (r *gitRoot) sweepAll(act bool) {
 	r.sweep.begin(act)
 	r.sweep.full()
 	r.sweep.knownDirs()
+	r.sweep.knownPointers(nil)
 	r.finish(act)
 }
 
@@ -451,6 +452,11 @@ func (r *gitRoot) passChanged(act, known, synced bool) {
 	}
 	if known {
 		r.sweep.knownDirs()
+		if whole {
+			r.sweep.knownPointers(nil)
+		} else {
+			r.sweep.knownPointers(append(dirty, fresh...))
+		}
 	}
 	r.finish(act)
 }

@@ -328,6 +328,9 @@ func (s *gitSweep) aimOf(rel string, fi fs.FileInfo) gitAim {
 	dir, name := path.Split(rel)
 	dir = path.Clean(dir)
 	gitfile := name != "commondir"
+	if !s.canonDone {
+		s.canon, s.canonDone = canonRoot(s.abs), true
+	}
 	if s.canon == nil {
 		return gitAim{kind: aimUncertain, why: "the writable root's own path cannot be resolved"}
 	}
@@ -375,11 +378,14 @@ func (s *gitSweep) aimOf(rel string, fi fs.FileInfo) gitAim {
 		}
 	}
 	res, err := resolveHost(sweepFS{s}, start, target)
+	var through []string
 	for _, t := range res.through {
-		if r, ok := (sweepFS{s}).rel(t); ok {
+		if r, ok := (sweepFS{s}).rel(t); ok && !slices.Contains(through, r) {
+			through = append(through, r)
 			s.watchDir(r)
 		}
 	}
+	s.through[rel] = through
 	if err != nil {
 		aim.kind, aim.why = aimUncertain, err.Error()
 		return aim
@@ -425,6 +431,7 @@ func (s *gitSweep) pointer(rel string) {
 	fi, changed := s.changed(rel)
 	if fi == nil {
 		delete(s.pointers, rel)
+		delete(s.through, rel)
 		return
 	}
 	if t := s.tool; t != nil && rel == t.rel {
@@ -461,14 +468,22 @@ func (s *gitSweep) pointer(rel string) {
 		return
 	}
 	delete(s.pointers, rel)
+	delete(s.through, rel)
 }
 
-// knownPointers re-follows every pointer found so far: what it names
-// may have been created, or a link or directory on its way swapped,
-// where no watched directory changed.
-func (s *gitSweep) knownPointers() {
+// knownPointers follows again every pointer found so far whose
+// resolution passed one of the directories dirty (a change there may
+// have created what it names, or swapped a link or a directory on its
+// way, in a place no walk visits), or every one when dirty is nil.
+func (s *gitSweep) knownPointers(dirty []string) {
+	set := make(map[string]bool, len(dirty))
+	for _, d := range dirty {
+		set[d] = true
+	}
 	for _, rel := range sortedKeys(s.pointers) {
-		s.pointer(rel)
+		if dirty == nil || set[path.Dir(rel)] || slices.ContainsFunc(s.through[rel], func(d string) bool { return set[d] }) {
+			s.pointer(rel)
+		}
 	}
 }
 

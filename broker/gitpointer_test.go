@@ -135,9 +135,10 @@ func TestGitGuardPointerClass(t *testing.T) {
 	for _, pl := range pointerPlants() {
 		t.Run(pl.name, func(t *testing.T) {
 			t.Parallel()
-			for _, off := range []bool{false, true} {
+			for _, mode := range []struct{ off, noWatch bool }{{false, false}, {false, true}, {true, false}} {
+				off := mode.off
 				w := newGuardWorld(t)
-				w.b.git.off = off
+				w.b.git.off, w.b.git.noWatch = off, mode.noWatch
 				w.git(w.ws, "init", "-q")
 				w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
 				mark := filepath.Join(t.TempDir(), "PWNED")
@@ -151,7 +152,7 @@ func TestGitGuardPointerClass(t *testing.T) {
 					}
 				}
 				if got := hostGitRuns(t, w.ws, mark); got != off {
-					t.Errorf("guard off=%v: host git ran the payload: %v", off, got)
+					t.Errorf("guard off=%v (no watch %v): host git ran the payload: %v", off, mode.noWatch, got)
 				}
 				if !off {
 					if why := w.b.GitFenced(w.ws); why != "" {

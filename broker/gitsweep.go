@@ -92,9 +92,15 @@ type gitSweep struct {
 	// when last followed (see gitpointer.go); each pass that re-checks
 	// the known git directories follows them all again.
 	pointers map[string]gitAim
+	// through holds, per pointer, the directories beneath the root its
+	// resolution last passed (all watched): a change in one of them is
+	// what can re-aim it.
+	through map[string][]string
 	// canon is the root's own path resolved, as components from "/"
-	// (nil when it cannot be resolved: every pointer is then uncertain).
-	canon []string
+	// (nil when it cannot be resolved: every pointer is then uncertain),
+	// once per pass that meets a pointer (canonDone).
+	canon     []string
+	canonDone bool
 
 	// per pass
 	act     bool // neutralise; false only records fingerprints
@@ -133,14 +139,14 @@ func (s *gitSweep) lstat(rel string) (fs.FileInfo, error) {
 func newGitSweep(root *os.Root, abs string) *gitSweep {
 	return &gitSweep{root: root, abs: abs, known: map[string]gitFingerprint{},
 		gitdirs: map[string]bool{}, skip: map[string]bool{}, tainted: map[string]gitFingerprint{},
-		pointers: map[string]gitAim{}}
+		pointers: map[string]gitAim{}, through: map[string][]string{}}
 }
 
 // begin starts a pass: act says whether changes are neutralised or only
 // recorded.
 func (s *gitSweep) begin(act bool) {
 	s.act, s.visited, s.ptrSeen, s.dirs, s.done, s.failed = act, map[string]bool{}, map[string]bool{}, 0, nil, nil
-	s.canon = canonRoot(s.abs)
+	s.canon, s.canonDone = nil, false
 }
 
 // full walks the whole root.
@@ -171,7 +177,6 @@ func (s *gitSweep) knownDirs() {
 		}
 		s.gitDir(d, 0)
 	}
-	s.knownPointers()
 }
 
 // walk visits rel and every directory beneath it but what lies in a
