@@ -28,7 +28,9 @@ import (
 //     in every later pass;
 //   - a pointer a command created or changed (or one whose target a
 //     command re-aimed through a link or a directory it swapped) that
-//     git could not be followed to with certainty is moved aside: one
+//     git would follow but the guard cannot with certainty is moved
+//     aside (one git refuses outright, such as an empty file or one
+//     without the "gitdir: " prefix, is left: it runs nothing): one
 //     that is not plain (a NUL byte, a control byte, invalid UTF-8, more
 //     than maxPointerFileBytes, not a regular file, a commondir link, a
 //     .git link to a file), whose resolution passes through procfs (what
@@ -367,11 +369,15 @@ func (s *gitSweep) aimOf(rel string, fi fs.FileInfo) gitAim {
 		} else {
 			target, ok = parseCommondir(data)
 		}
-		if !plainPointer(data, gitfile) {
-			aim.odd, aim.why = true, "git pointer is not plain (a NUL or control byte, invalid UTF-8, no path, or not as git writes one)"
-		}
 		if !ok {
-			return aim
+			// git refuses it (no "gitdir: " prefix, no path, an empty
+			// commondir): nothing to follow, nothing git would run. Also
+			// what a live pass sees of a pointer being written, between
+			// its creation and its one write.
+			return gitAim{kind: aimNone}
+		}
+		if !plainPointer(data, gitfile) {
+			aim.odd, aim.why = true, "git pointer is not plain (a NUL or control byte, invalid UTF-8, or more than one line)"
 		}
 		if target == "" {
 			target = "."
