@@ -34,29 +34,7 @@ const raceIterations = 3000
 // It stops when stop is closed and reports how many swaps it made.
 func raceSwapper(t *testing.T, ws, outside string, stop <-chan struct{}) (wait func() int64) {
 	t.Helper()
-	for _, d := range []string{ws + "/d", ws + "/p"} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []struct{ path, body string }{
-		{ws + "/d/secret.txt", "inside\n"},
-		{ws + "/d/e.txt", "edit me\n"},
-		{ws + "/f.txt", "regular\n"},
-	} {
-		if err := os.WriteFile(f.path, []byte(f.body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(outside, ws+"/dlink"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(ws+"/.git/hooks", ws+"/plink"); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mkfifo(ws+"/fifo", 0o644); err != nil {
-		t.Fatal(err)
-	}
+	raceLayout(t, ws, outside)
 	var swaps atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -80,6 +58,36 @@ func raceSwapper(t *testing.T, ws, outside string, stop <-chan struct{}) (wait f
 		}
 	}()
 	return func() int64 { wg.Wait(); return swaps.Load() }
+}
+
+// raceLayout lays out what raceSwapper (or a jailed swapper) exchanges:
+// the directories d and p, the links dlink (-> outside) and plink (->
+// .git/hooks), the regular file f.txt and the FIFO fifo.
+func raceLayout(t *testing.T, ws, outside string) {
+	t.Helper()
+	for _, d := range []string{ws + "/d", ws + "/p"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []struct{ path, body string }{
+		{ws + "/d/secret.txt", "inside\n"},
+		{ws + "/d/e.txt", "edit me\n"},
+		{ws + "/f.txt", "regular\n"},
+	} {
+		if err := os.WriteFile(f.path, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, ws+"/dlink"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ws+"/.git/hooks", ws+"/plink"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(ws+"/fifo", 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // snapshot lists everything under dir with its size and modification
