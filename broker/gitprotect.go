@@ -498,13 +498,8 @@ func readGitdirFile(file string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	p, ok := parseGitfile(b) // as git reads it, so the bind holds what git uses
 	if !ok {
-		return "", false
-	}
-	p := strings.TrimSpace(rest)
-	if p == "" {
 		return "", false
 	}
 	if !filepath.IsAbs(p) {
@@ -514,14 +509,14 @@ func readGitdirFile(file string) (string, bool) {
 }
 
 // readCommondir reads <gitdir>/commondir (relative to gitdir when not
-// absolute).
+// absolute), as git reads it.
 func readCommondir(gitdir string) (string, bool) {
 	b, err := readSmall(filepath.Join(gitdir, "commondir"))
 	if err != nil {
 		return "", false
 	}
-	p := strings.TrimSpace(string(b))
-	if p == "" {
+	p, ok := parseCommondir(b)
+	if !ok {
 		return "", false
 	}
 	if !filepath.IsAbs(p) {
