@@ -91,15 +91,16 @@
 // A protected path that did not exist when the command started cannot be
 // bound read-only; if the command creates it, the broker moves it aside
 // once the command's tree is gone (Settled.ProtectedCreated). The git
-// guard keeps every other git configuration a command
-// writes in its writable roots from running a program in the host's later
-// git, and GuardToolWrite does the same for a file a tool wrote on a
-// model's behalf. Pointers (.git files and links, commondir) are read
-// and resolved exactly as git reads them; one that cannot be followed
-// with certainty, or that aims outside its root, is moved aside. Where
-// the guard cannot act, the workspace is fenced
-// (DenialWorkspaceFenced) until Broker.Unfence succeeds. SafeGitEnv is the environment a host
-// runs its own git with on a workspace an agent touched.
+// guard keeps every other git configuration a command writes in its
+// writable roots from running a program in the host's later git, and
+// GuardToolWrite does the same for a file a tool wrote on a model's
+// behalf. Pointers (.git files and links, commondir) are read and resolved
+// exactly as git reads them; one that cannot be followed with certainty,
+// or that aims outside its root, is moved aside. Where the guard cannot
+// act, the workspace is fenced (DenialWorkspaceFenced) until
+// Broker.Unfence succeeds. SafeGitEnvFor (or SafeGitEnv) is the
+// environment a host runs its own git with on a workspace an agent
+// touched.
 //
 // # Bounds
 //
