@@ -4,6 +4,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -521,5 +522,57 @@ func TestGitGuardGitDirBecomesPointer(t *testing.T) {
 	}
 	if strings.Contains(w.read("sub-gd/config"), "fsmonitor") {
 		t.Error("the config the pointer names is armed")
+	}
+}
+
+// TestGitGuardModulesPastDepthFence: a submodule git directory deeper
+// under .git/modules than MaxGitModuleDepth cannot be vouched for, so the
+// workspace is fenced rather than the armed directory left unchecked
+// (the host's `git submodule update` reuses it). Control: the same plant
+// one level shallower is neutralised.
+func TestGitGuardModulesPastDepthFence(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		levels int
+		fenced bool
+	}{{"within", MaxGitModuleDepth - 1, false}, {"past", MaxGitModuleDepth + 1, true}} {
+		w := newGuardWorld(t)
+		if _, d := w.command(nil); d != nil {
+			t.Fatal(d)
+		}
+		// Built where the watch does not look, then moved into place as
+		// the workspace's .git in one rename, as a command would.
+		built := filepath.Join(t.TempDir(), "built")
+		module := "modules"
+		for i := range tc.levels {
+			module += fmt.Sprintf("/n%d", i)
+		}
+		for rel, body := range map[string]string{
+			"HEAD": "ref: refs/heads/main\n", "objects/info/.keep": "", "refs/heads/.keep": "", "config": "[core]\n",
+			module + "/HEAD": "ref: refs/heads/main\n", module + "/objects/info/.keep": "", module + "/refs/heads/.keep": "",
+			module + "/config": "[core]\n\tfsmonitor = \"touch /tmp/pwned; false\"\n",
+		} {
+			p := filepath.Join(built, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, d := w.command(func() {
+			if err := os.Rename(built, filepath.Join(w.ws, ".git")); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if d != nil {
+			t.Fatal(d)
+		}
+		fenced := w.b.GitFenced(w.ws) != ""
+		armed := strings.Contains(w.read(".git/"+module+"/config"), "fsmonitor")
+		if fenced != tc.fenced || (!fenced && armed) {
+			t.Errorf("%s (%d levels): fenced=%v armed=%v neutralised=%v", tc.name, tc.levels, fenced, armed, neutralisedPaths(s))
+		}
 	}
 }

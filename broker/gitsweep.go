@@ -22,8 +22,10 @@ const (
 	MaxGitSweepDirs = 1 << 18
 	// MaxGitModuleDepth bounds how deep a sweep descends into a git
 	// directory's modules/ and worktrees/ (module names with slashes,
-	// nested submodules).
-	MaxGitModuleDepth = 16
+	// nested submodules). A tree deeper than that cannot be vouched for:
+	// the sweep fails there, so the workspace is fenced rather than a git
+	// directory below the bound left unchecked.
+	MaxGitModuleDepth = 64
 )
 
 // Neutralisation is one piece of repository-controlled execution the
@@ -376,7 +378,11 @@ func (s *gitSweep) dotGit(rel string) {
 // gitDir checks one git directory's control files and descends into its
 // modules and worktrees.
 func (s *gitSweep) gitDir(rel string, depth int) {
-	if s.visited[rel] || depth > MaxGitModuleDepth {
+	if s.visited[rel] {
+		return
+	}
+	if depth > MaxGitModuleDepth {
+		s.fail(rel, errGitTooDeep)
 		return
 	}
 	s.visited[rel] = true
@@ -414,6 +420,7 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 // directory is checked as one, any other is part of a name with slashes.
 func (s *gitSweep) container(rel string, depth int) {
 	if depth > MaxGitModuleDepth {
+		s.fail(rel, errGitTooDeep)
 		return
 	}
 	entries, ok := s.readDir(rel)
@@ -574,6 +581,10 @@ func (s *gitSweep) aside(rel, why string) {
 	delete(s.known, rel)
 	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), MovedTo: s.absPath(path.Join(path.Clean(dir), to))})
 }
+
+// errGitTooDeep is the failure of a modules/ or worktrees/ tree deeper
+// than MaxGitModuleDepth.
+var errGitTooDeep = fmt.Errorf("modules or worktrees nested deeper than %d levels, which the git guard does not check", MaxGitModuleDepth)
 
 func (s *gitSweep) fail(rel string, err error) {
 	delete(s.known, rel) // so the next pass tries again
