@@ -252,22 +252,19 @@ func (b *Broker) retireWarm(h *waitingHelper) {
 }
 
 // closeWarm stops prestarting and discards the warm helper, if any.
-func (b *Broker) closeWarm() {
-	b.warmMu.Lock()
-	b.closed = true
-	h := b.warm
-	b.warm = nil
-	b.warmMu.Unlock()
-	if h != nil {
-		h.retire.Stop()
-		b.discard(h)
-	}
-}
+func (b *Broker) closeWarm() { b.dropWarm(true) }
 
 // makeRoom discards the warm helper, if any, so a command waiting for the
 // host-wide bounds gets its slot once the helper is reaped.
-func (b *Broker) makeRoom() {
+func (b *Broker) makeRoom() { b.dropWarm(false) }
+
+// dropWarm discards the warm helper, if any, and with closing stops
+// prestarting for good.
+func (b *Broker) dropWarm(closing bool) {
 	b.warmMu.Lock()
+	if closing {
+		b.closed = true
+	}
 	h := b.warm
 	b.warm = nil
 	b.warmMu.Unlock()
