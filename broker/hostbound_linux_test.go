@@ -161,9 +161,12 @@ func TestHostBoundWaiterAdmittedWhenSlotFrees(t *testing.T) {
 	defer b.Close()
 	queued := queuedSignal(b)
 	holder := startSleepFor(t, b)
+	ws := t.TempDir()
 	got := make(chan result, 1)
 	go func() {
-		r, d := tryRun(b, "waiter", testPolicy("/tmp"), time.Minute, "echo", "admitted")
+		// A root of its own: a guard on all of /tmp would neutralise
+		// the repositories parallel tests make there.
+		r, d := tryRun(b, "waiter", testPolicy(ws), time.Minute, "echo", "admitted")
 		if d != nil {
 			r.stderr = d.Error()
 		}
