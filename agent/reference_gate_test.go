@@ -62,7 +62,7 @@ func TestGovernedChildCannotRunUnheldTool(t *testing.T) {
 	got := <-calls
 	bash, read := got[0], got[1]
 	d, ok := bash.Details.(tool.NotHeldDetails)
-	if !bash.IsError || !ok || d.Error != tool.CodeToolNotHeld || d.Tool != "bash" || d.Strand != sp.Strand {
+	if !bash.IsError || !ok || bash.Code != tool.CodeToolNotHeld || d.Tool != "bash" || d.Strand != sp.Strand {
 		t.Fatalf("child's bash: %+v, want tool_not_held for %s", bash, sp.Strand)
 	}
 	if !slices.Contains(d.Held, "fs_read") || slices.Contains(d.Held, "bash") || !strings.Contains(bash.Text, "fs_read") {
@@ -118,7 +118,7 @@ func TestGovernedUnknownStrandHoldsNothing(t *testing.T) {
 	_, reg, bashRuns, _, _ := governed(t)
 	for _, strand := range []string{"sub:main/forged-0000000000000000", ""} {
 		out := reg.Dispatch(bg, &tool.Call{Strand: strand}, "bash", json.RawMessage(`{"command":"id"}`))
-		if d, ok := out.Details.(tool.NotHeldDetails); !ok || d.Error != tool.CodeToolNotHeld {
+		if _, ok := out.Details.(tool.NotHeldDetails); !ok || out.Code != tool.CodeToolNotHeld {
 			t.Errorf("strand %q: %+v, want tool_not_held", strand, out)
 		}
 	}

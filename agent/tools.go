@@ -68,6 +68,7 @@ func refusalOutcome(name string, err error) tool.Outcome {
 	return tool.Outcome{
 		Text:    fmt.Sprintf("%s refused (%s): %s", name, r.Code, r.Reason),
 		IsError: true,
+		Code:    tool.Code(r.Code),
 		Details: RefusalDetails{Error: string(r.Code), Reason: r.Reason},
 	}
 }

@@ -47,8 +47,8 @@ func NoteTool(agency Agency) tool.Tool {
 	}), anyJSON())
 }
 
-func anyJSON() tool.SchemaOption {
-	return tool.WithTypeSchema(reflect.TypeFor[json.RawMessage](), &jsonschema.Schema{})
+func anyJSON() tool.TypeSchema {
+	return tool.TypeSchema{Type: reflect.TypeFor[json.RawMessage](), Schema: &jsonschema.Schema{}}
 }
 
 type notesArgs struct {

@@ -69,10 +69,10 @@ func SpawnTool(agency Agency) tool.Tool {
 	}, guard(agency, SpawnToolName, func(ctx context.Context, c *tool.Call, a spawnArgs) tool.Outcome {
 		return runSpawn(ctx, agency, c, a)
 	}),
-		tool.WithTypeSchema(reflect.TypeFor[modelName](), modelSchema),
-		tool.WithTypeSchema(reflect.TypeFor[json.RawMessage](), &jsonschema.Schema{
+		tool.TypeSchema{Type: reflect.TypeFor[modelName](), Schema: modelSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[json.RawMessage](), Schema: &jsonschema.Schema{
 			Types: []string{"object", "string"},
-		}))
+		}})
 }
 
 func runSpawn(ctx context.Context, agency Agency, c *tool.Call, a spawnArgs) tool.Outcome {

@@ -44,15 +44,7 @@ func dispatch(r *tool.Registry, c *tool.Call, name, args string) tool.Outcome {
 }
 
 func errorCode(o tool.Outcome) string {
-	switch d := o.Details.(type) {
-	case RefusalDetails:
-		return d.Error
-	case tool.ArgErrorDetails:
-		return d.Error
-	case tool.ErrorDetails:
-		return d.Error
-	}
-	return ""
+	return string(o.Code)
 }
 
 func TestToolDeclarations(t *testing.T) {

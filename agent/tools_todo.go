@@ -51,5 +51,5 @@ func TodoTool(agency Agency) tool.Tool {
 			b.Tasks = []Task{}
 		}
 		return tool.Outcome{Text: b.Render(), Details: TodoDetails{Op: a.Op, Todo: b}}
-	}), tool.WithTypeSchema(reflect.TypeFor[TodoOp](), ops))
+	}), tool.TypeSchema{Type: reflect.TypeFor[TodoOp](), Schema: ops})
 }

@@ -60,8 +60,8 @@ func WaitTool(agency Agency) tool.Tool {
 		Mode:          tool.Concurrent,
 	}, guard(agency, WaitToolName, func(ctx context.Context, c *tool.Call, a waitArgs) tool.Outcome {
 		return runWait(ctx, agency, c, a)
-	}), tool.WithTypeSchema(reflect.TypeFor[waitMs](), &jsonschema.Schema{Type: "integer",
-		Description: fmt.Sprintf("how long to wait in milliseconds, at most %d; omitted or larger values wait the maximum", maxWait)}))
+	}), tool.TypeSchema{Type: reflect.TypeFor[waitMs](), Schema: &jsonschema.Schema{Type: "integer",
+		Description: fmt.Sprintf("how long to wait in milliseconds, at most %d; omitted or larger values wait the maximum", maxWait)}})
 }
 
 func runWait(ctx context.Context, agency Agency, c *tool.Call, a waitArgs) tool.Outcome {

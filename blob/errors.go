@@ -2,28 +2,31 @@ package blob
 
 import "errors"
 
-// Error codes a program can switch on. The set is closed: every error this
-// package returns is an *Error carrying exactly one of these codes.
+// Code is the stable reason of an Error; a program switches on it.
+type Code string
+
+// The codes. The set is closed: every error this package returns is an
+// *Error carrying exactly one of them.
 const (
 	// CodeInvalidRef: a string offered as a Ref is not 64 lowercase hex.
-	CodeInvalidRef = "invalid_ref"
+	CodeInvalidRef Code = "invalid_ref"
 	// CodeInvalidRoot: a store root is relative, "/", not a directory, a
 	// symbolic link (never followed), or the Store was never opened.
-	CodeInvalidRoot = "invalid_root"
+	CodeInvalidRoot Code = "invalid_root"
 	// CodeNotFound: no blob is stored under the ref.
-	CodeNotFound = "not_found"
+	CodeNotFound Code = "blob_not_found"
 	// CodeCorrupt: the file stored under a ref does not hash to that ref, or
 	// is not a regular file.
-	CodeCorrupt = "corrupt"
+	CodeCorrupt Code = "blob_corrupt"
 	// CodeClosed: a Writer or Spool was used after Commit, Finish or Abort.
-	CodeClosed = "closed"
+	CodeClosed Code = "blob_closed"
 	// CodeLinkRefused: a directory or entry inside the store was a
 	// symbolic link, or was replaced while the store opened it; the store
 	// refused to read or write through it, so nothing left the root.
-	CodeLinkRefused = "link_refused"
+	CodeLinkRefused Code = "link_refused"
 	// CodeIO: the filesystem refused an operation (staging, fsync, rename,
 	// read); the wrapped error says which and why.
-	CodeIO = "io"
+	CodeIO Code = "blob_io"
 )
 
 // Error is the one error type of package blob. Its code is stable; its
@@ -42,12 +45,9 @@ type Error struct {
 	Reason string
 	// Err is the underlying cause, or nil.
 	Err error
-
-	code string
+	// Code is the stable reason, one of the Code* constants.
+	Code Code
 }
-
-// Code returns the stable code of e, one of the Code* constants.
-func (e *Error) Code() string { return e.code }
 
 // Error renders "blob: <op> <ref or path>: <reason>: <cause>", omitting
 // empty parts.
@@ -73,16 +73,16 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // CodeOf returns the code of the first *Error in err's chain, or "" when
 // there is none.
-func CodeOf(err error) string {
+func CodeOf(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
-		return e.code
+		return e.Code
 	}
 	return ""
 }
 
-func newError(code, op string, ref Ref, path, reason string, cause error) *Error {
-	return &Error{Op: op, Ref: ref, Path: path, Reason: reason, Err: cause, code: code}
+func newError(code Code, op string, ref Ref, path, reason string, cause error) *Error {
+	return &Error{Op: op, Ref: ref, Path: path, Reason: reason, Err: cause, Code: code}
 }
 
 func ioError(op string, ref Ref, path string, cause error) *Error {

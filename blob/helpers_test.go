@@ -52,7 +52,7 @@ func staged(t testing.TB, root string) []string {
 }
 
 // wantCode fails t unless err carries code.
-func wantCode(t testing.TB, err error, code string) {
+func wantCode(t testing.TB, err error, code blob.Code) {
 	t.Helper()
 	if got := blob.CodeOf(err); got != code {
 		t.Fatalf("error %v: code %q, want %q", err, got, code)

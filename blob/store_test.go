@@ -25,7 +25,7 @@ func TestOpen(t *testing.T) {
 	tests := []struct {
 		name string
 		root string
-		code string
+		code blob.Code
 	}{
 		{"relative", "blobs", blob.CodeInvalidRoot},
 		{"empty", "", blob.CodeInvalidRoot},

@@ -1,51 +1,56 @@
 package hashline
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
 
-// Stable error codes. Every error this package returns has a Code() method
-// answering one of them; callers switch on the code, never on the message.
+// Code is the stable reason of a refusal: every error this package
+// returns carries one in its Code field. Callers switch on the code, never
+// on the message.
+type Code string
+
+// The codes, each one of the Code type.
 const (
 	// CodeStaleDigest: the content is not the one a plan (or a read) was made
 	// from. Re-read and re-plan.
-	CodeStaleDigest = "stale_digest"
+	CodeStaleDigest Code = "stale_digest"
 	// CodeStaleAnchor: some refs name a line that no longer exists or no
 	// longer has the given anchor.
-	CodeStaleAnchor = "stale_anchor"
+	CodeStaleAnchor Code = "stale_anchor"
 	// CodeBadRef: a ref is not "line:anchor" or its line is below 1.
-	CodeBadRef = "bad_ref"
+	CodeBadRef Code = "bad_ref"
 	// CodeBadJSON: the hunk list is not a JSON array of objects.
-	CodeBadJSON = "bad_json"
+	CodeBadJSON Code = "bad_json"
 	// CodeUnknownField: a hunk object has a field other than op, start, end, lines.
-	CodeUnknownField = "unknown_field"
+	CodeUnknownField Code = "unknown_field"
 	// CodeMissingField: a hunk object lacks op or lines.
-	CodeMissingField = "missing_field"
+	CodeMissingField Code = "missing_field"
 	// CodeBadOp: op is not one of the accepted operations.
-	CodeBadOp = "bad_op"
+	CodeBadOp Code = "bad_op"
 	// CodeMissingRef: replace, insert_before or insert_after without start.
-	CodeMissingRef = "missing_ref"
+	CodeMissingRef Code = "missing_ref"
 	// CodeUnexpectedRef: a ref the op does not take (end on an insert, any ref on append).
-	CodeUnexpectedRef = "unexpected_ref"
+	CodeUnexpectedRef Code = "unexpected_ref"
 	// CodeEndBeforeStart: a replace whose end line is before its start line.
-	CodeEndBeforeStart = "end_before_start"
+	CodeEndBeforeStart Code = "end_before_start"
 	// CodeOverlap: two hunks touch the same lines or insert at the same place.
-	CodeOverlap = "overlap"
+	CodeOverlap Code = "overlap"
 	// CodeDisplayPrefix: a line to write starts with "N:anchor|", i.e. was
 	// pasted from a read's display form rather than being file text.
-	CodeDisplayPrefix = "display_prefix"
+	CodeDisplayPrefix Code = "display_prefix"
 	// CodeNoHunks: the hunk list is empty.
-	CodeNoHunks = "no_hunks"
+	CodeNoHunks Code = "no_hunks"
 	// CodeEmptyLines: an insert or append with no lines to add.
-	CodeEmptyLines = "empty_lines"
+	CodeEmptyLines Code = "empty_lines"
 )
 
 // HunkError reports a malformed hunk list: one that would be refused whatever
 // the content. It names the first offending hunk.
 type HunkError struct {
-	// Kind is one of the Code* constants above; Code returns it.
-	Kind string
+	// Code is one of the Code* constants above.
+	Code Code
 	// Index is the 0-based position of the offending hunk, or -1 when the
 	// error concerns the list as a whole.
 	Index int
@@ -75,9 +80,6 @@ func (e *HunkError) Error() string {
 	return b.String()
 }
 
-// Code returns e.Kind.
-func (e *HunkError) Code() string { return e.Kind }
-
 // Unwrap returns the underlying cause, if any.
 func (e *HunkError) Unwrap() error { return e.Err }
 
@@ -93,9 +95,9 @@ type StaleRef struct {
 // StaleError reports that a plan or its refs no longer match the content.
 // Both kinds carry the current digest so a caller can re-read and re-plan.
 type StaleError struct {
-	// Kind is CodeStaleDigest (Apply over other content) or CodeStaleAnchor
-	// (NewPlan found refs that do not match); Code returns it.
-	Kind string
+	// Code is CodeStaleDigest (Apply over other content) or
+	// CodeStaleAnchor (NewPlan found refs that do not match).
+	Code Code
 	// Want is the digest the plan was bound to (CodeStaleDigest), or empty.
 	Want string
 	// Current is the digest of the content actually given.
@@ -108,7 +110,7 @@ type StaleError struct {
 
 func (e *StaleError) Error() string {
 	var b strings.Builder
-	switch e.Kind {
+	switch e.Code {
 	case CodeStaleDigest:
 		fmt.Fprintf(&b, "content changed: digest is now %s, the edit was planned against %s; read the file again and re-plan", e.Current, e.Want)
 	default:
@@ -125,5 +127,21 @@ func (e *StaleError) Error() string {
 	return b.String()
 }
 
-// Code returns e.Kind.
-func (e *StaleError) Code() string { return e.Kind }
+// CodeOf returns the code of the first error of this package in err's
+// chain, or "" when there is none.
+func CodeOf(err error) Code {
+	var (
+		he *HunkError
+		se *StaleError
+		re *RefError
+	)
+	switch {
+	case errors.As(err, &he):
+		return he.Code
+	case errors.As(err, &se):
+		return se.Code
+	case errors.As(err, &re):
+		return re.Code
+	}
+	return ""
+}

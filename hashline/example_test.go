@@ -56,7 +56,7 @@ func ExampleNewPlan() {
 	// The plan is bound to the original digest: it cannot apply twice.
 	_, err = plan.Apply(applied.Content)
 	var stale *hashline.StaleError
-	fmt.Println(errors.As(err, &stale), stale.Code())
+	fmt.Println(errors.As(err, &stale), stale.Code)
 	// Output:
 	// one
 	// TWO

@@ -39,7 +39,7 @@ func FuzzDecodeHunksApply(f *testing.F) {
 		hunks, err := DecodeHunks(data)
 		if err != nil {
 			var he *HunkError
-			if !errors.As(err, &he) || he.Code() == "" || he.Error() == "" {
+			if !errors.As(err, &he) || he.Code == "" || he.Error() == "" {
 				t.Fatalf("DecodeHunks error %v is not a coded *HunkError", err)
 			}
 			return
@@ -70,8 +70,7 @@ func checkPlan(t *testing.T, content []byte, hunks []Hunk) {
 	orig := bytes.Clone(content)
 	plan, err := NewPlan(content, hunks)
 	if err != nil {
-		var coded interface{ Code() string }
-		if !errors.As(err, &coded) || coded.Code() == "" || err.Error() == "" {
+		if CodeOf(err) == "" || err.Error() == "" {
 			t.Fatalf("NewPlan error %v is not coded", err)
 		}
 		return

@@ -91,7 +91,7 @@ func pieces(elems []string) []string {
 // Overlap and staleness need the content; NewPlan checks them.
 func ValidateHunks(hunks []Hunk) error {
 	if len(hunks) == 0 {
-		return &HunkError{Kind: CodeNoHunks, Index: -1, Detail: "empty: give at least one edit"}
+		return &HunkError{Code: CodeNoHunks, Index: -1, Detail: "empty: give at least one edit"}
 	}
 	for i, h := range hunks {
 		if err := validateHunk(i, h); err != nil {
@@ -103,45 +103,45 @@ func ValidateHunks(hunks []Hunk) error {
 
 func validateHunk(i int, h Hunk) error {
 	if !h.Op.valid() {
-		return &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
+		return &HunkError{Code: CodeBadOp, Index: i, Field: "op",
 			Detail: fmt.Sprintf("unknown op %q; accepted ops: %s", truncate(string(h.Op), maxQuoted), acceptedOps)}
 	}
 	switch h.Op {
 	case OpAppend:
 		if h.Start != nil || h.End != nil {
-			return &HunkError{Kind: CodeUnexpectedRef, Index: i, Field: refField(h),
+			return &HunkError{Code: CodeUnexpectedRef, Index: i, Field: refField(h),
 				Detail: "append takes no start or end; it always adds after the last line"}
 		}
 	default:
 		if h.Start == nil {
-			return &HunkError{Kind: CodeMissingRef, Index: i, Field: "start",
+			return &HunkError{Code: CodeMissingRef, Index: i, Field: "start",
 				Detail: fmt.Sprintf("%s needs start (\"line:anchor\")", h.Op)}
 		}
 		if err := h.Start.validate(h.Start.String()); err != nil {
-			return &HunkError{Kind: CodeBadRef, Index: i, Field: "start", Detail: "bad ref", Err: err}
+			return &HunkError{Code: CodeBadRef, Index: i, Field: "start", Detail: "bad ref", Err: err}
 		}
 		if h.End != nil {
 			if h.Op != OpReplace {
-				return &HunkError{Kind: CodeUnexpectedRef, Index: i, Field: "end",
+				return &HunkError{Code: CodeUnexpectedRef, Index: i, Field: "end",
 					Detail: fmt.Sprintf("%s takes only start; end is for replace", h.Op)}
 			}
 			if err := h.End.validate(h.End.String()); err != nil {
-				return &HunkError{Kind: CodeBadRef, Index: i, Field: "end", Detail: "bad ref", Err: err}
+				return &HunkError{Code: CodeBadRef, Index: i, Field: "end", Detail: "bad ref", Err: err}
 			}
 			if h.End.Line < h.Start.Line {
-				return &HunkError{Kind: CodeEndBeforeStart, Index: i, Field: "end",
+				return &HunkError{Code: CodeEndBeforeStart, Index: i, Field: "end",
 					Detail: fmt.Sprintf("end line %d is before start line %d", h.End.Line, h.Start.Line)}
 			}
 		}
 	}
 	ps := pieces(h.Lines)
 	if h.Op != OpReplace && len(ps) == 0 {
-		return &HunkError{Kind: CodeEmptyLines, Index: i, Field: "lines",
+		return &HunkError{Code: CodeEmptyLines, Index: i, Field: "lines",
 			Detail: fmt.Sprintf("%s with no lines changes nothing; give the lines to add", h.Op)}
 	}
 	for j, p := range ps {
 		if HasDisplayPrefix(p) {
-			return &HunkError{Kind: CodeDisplayPrefix, Index: i, Field: "lines",
+			return &HunkError{Code: CodeDisplayPrefix, Index: i, Field: "lines",
 				Detail: fmt.Sprintf("line %d starts with a display prefix (%q); lines are file text: drop the \"N:anchor|\" part", j+1, truncate(p, maxQuoted))}
 		}
 	}
@@ -165,11 +165,11 @@ func refField(h Hunk) string {
 func DecodeHunks(data []byte) ([]Hunk, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return nil, &HunkError{Kind: CodeBadJSON, Index: -1, Detail: "must be a JSON array of hunk objects"}
+		return nil, &HunkError{Code: CodeBadJSON, Index: -1, Detail: "must be a JSON array of hunk objects"}
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(trimmed, &raws); err != nil {
-		return nil, &HunkError{Kind: CodeBadJSON, Index: -1, Detail: "not valid JSON", Err: err}
+		return nil, &HunkError{Code: CodeBadJSON, Index: -1, Detail: "not valid JSON", Err: err}
 	}
 	hunks := make([]Hunk, len(raws))
 	for i, raw := range raws {
@@ -188,11 +188,11 @@ func DecodeHunks(data []byte) ([]Hunk, error) {
 func decodeHunk(i int, raw json.RawMessage) (Hunk, error) {
 	var h Hunk
 	if len(raw) == 0 || raw[0] != '{' {
-		return h, &HunkError{Kind: CodeBadJSON, Index: i, Detail: "each hunk must be a JSON object"}
+		return h, &HunkError{Code: CodeBadJSON, Index: i, Detail: "each hunk must be a JSON object"}
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return h, &HunkError{Kind: CodeBadJSON, Index: i, Detail: "hunk is not a valid JSON object", Err: err}
+		return h, &HunkError{Code: CodeBadJSON, Index: i, Detail: "hunk is not a valid JSON object", Err: err}
 	}
 	var unknown []string
 	for k := range fields {
@@ -202,22 +202,22 @@ func decodeHunk(i int, raw json.RawMessage) (Hunk, error) {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return h, &HunkError{Kind: CodeUnknownField, Index: i, Field: truncate(unknown[0], maxQuoted),
+		return h, &HunkError{Code: CodeUnknownField, Index: i, Field: truncate(unknown[0], maxQuoted),
 			Detail: "unknown field; known fields: " + knownFields}
 	}
 	op, ok := fields["op"]
 	if !ok || isNull(op) {
-		return h, &HunkError{Kind: CodeMissingField, Index: i, Field: "op",
+		return h, &HunkError{Code: CodeMissingField, Index: i, Field: "op",
 			Detail: "op is required; accepted ops: " + acceptedOps}
 	}
 	var opName string
 	if err := json.Unmarshal(op, &opName); err != nil {
-		return h, &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
+		return h, &HunkError{Code: CodeBadOp, Index: i, Field: "op",
 			Detail: "op must be a string; accepted ops: " + acceptedOps}
 	}
 	h.Op = Op(opName)
 	if !h.Op.valid() {
-		return h, &HunkError{Kind: CodeBadOp, Index: i, Field: "op",
+		return h, &HunkError{Code: CodeBadOp, Index: i, Field: "op",
 			Detail: fmt.Sprintf("unknown op %q; accepted ops: %s", truncate(opName, maxQuoted), acceptedOps)}
 	}
 	for _, f := range []struct {
@@ -230,22 +230,22 @@ func decodeHunk(i int, raw json.RawMessage) (Hunk, error) {
 		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return h, &HunkError{Kind: CodeBadRef, Index: i, Field: f.name,
+			return h, &HunkError{Code: CodeBadRef, Index: i, Field: f.name,
 				Detail: "a ref must be a string \"line:anchor\", e.g. \"12:ab12cd34\""}
 		}
 		r, err := ParseRef(s)
 		if err != nil {
-			return h, &HunkError{Kind: CodeBadRef, Index: i, Field: f.name, Detail: "bad ref", Err: err}
+			return h, &HunkError{Code: CodeBadRef, Index: i, Field: f.name, Detail: "bad ref", Err: err}
 		}
 		*f.dst = &r
 	}
 	lines, ok := fields["lines"]
 	if !ok || isNull(lines) {
-		return h, &HunkError{Kind: CodeMissingField, Index: i, Field: "lines",
+		return h, &HunkError{Code: CodeMissingField, Index: i, Field: "lines",
 			Detail: "lines is required: an array of strings ([] deletes with replace)"}
 	}
 	if err := json.Unmarshal(lines, &h.Lines); err != nil || h.Lines == nil {
-		return h, &HunkError{Kind: CodeBadJSON, Index: i, Field: "lines",
+		return h, &HunkError{Code: CodeBadJSON, Index: i, Field: "lines",
 			Detail: "lines must be an array of strings"}
 	}
 	return h, nil

@@ -42,7 +42,7 @@ func TestDecodeHunksRefuses(t *testing.T) {
 	tests := []struct {
 		name     string
 		data     string
-		code     string
+		code     Code
 		index    int
 		mentions []string // words the message must contain for a model to repair
 	}{
@@ -82,8 +82,8 @@ func TestDecodeHunksRefuses(t *testing.T) {
 			if !errors.As(err, &he) {
 				t.Fatalf("DecodeHunks = %+v, %v; want a *HunkError", got, err)
 			}
-			if he.Code() != tt.code || he.Index != tt.index {
-				t.Fatalf("code %q index %d, want %q %d (%v)", he.Code(), he.Index, tt.code, tt.index, err)
+			if he.Code != tt.code || he.Index != tt.index {
+				t.Fatalf("code %q index %d, want %q %d (%v)", he.Code, he.Index, tt.code, tt.index, err)
 			}
 			for _, m := range tt.mentions {
 				if !strings.Contains(err.Error(), m) {
@@ -108,7 +108,7 @@ func TestValidateHunksGoValues(t *testing.T) {
 	tests := []struct {
 		name string
 		h    Hunk
-		code string
+		code Code
 	}{
 		{"unknown op", Hunk{Op: "Replace", Start: &Ref{1, "abcdef01"}}, CodeBadOp},
 		{"line 0", Hunk{Op: OpReplace, Start: &Ref{0, "abcdef01"}}, CodeBadRef},
@@ -120,7 +120,7 @@ func TestValidateHunksGoValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var he *HunkError
-			if err := ValidateHunks([]Hunk{tt.h}); !errors.As(err, &he) || he.Code() != tt.code {
+			if err := ValidateHunks([]Hunk{tt.h}); !errors.As(err, &he) || he.Code != tt.code {
 				t.Fatalf("ValidateHunks = %v, want code %q", err, tt.code)
 			}
 		})

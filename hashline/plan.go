@@ -107,7 +107,7 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 		sameGap := a.lo.line == a.hi.line && b.lo.line == b.hi.line && a.lo.line == b.lo.line
 		if b.lo.line < a.hi.line || sameGap {
 			first, second := min(a.index, b.index), max(a.index, b.index)
-			return nil, &HunkError{Kind: CodeOverlap, Index: second,
+			return nil, &HunkError{Code: CodeOverlap, Index: second,
 				Detail: fmt.Sprintf("overlaps hunk %d; hunks must not touch the same lines or insert at the same place: merge them into one hunk", first)}
 		}
 	}
@@ -165,7 +165,7 @@ func staleRefs(content []byte, spans []span, digest uint64, hunks []Hunk) error 
 	if stale == nil {
 		return nil
 	}
-	return &StaleError{Kind: CodeStaleAnchor, Current: formatDigest(digest, len(content)), Lines: len(spans), Stale: stale}
+	return &StaleError{Code: CodeStaleAnchor, Current: formatDigest(digest, len(content)), Lines: len(spans), Stale: stale}
 }
 
 // Digest returns the digest of the content p was made from; Apply accepts
@@ -178,7 +178,7 @@ func (p *Plan) Digest() string { return p.digest }
 // against an older read, even when every anchor still matches.
 func CheckDigest(content []byte, want string) error {
 	if d := Digest(content); d != want {
-		return &StaleError{Kind: CodeStaleDigest, Want: want, Current: d, Lines: countLines(content)}
+		return &StaleError{Code: CodeStaleDigest, Want: want, Current: d, Lines: countLines(content)}
 	}
 	return nil
 }

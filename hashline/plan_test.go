@@ -212,7 +212,7 @@ func TestNewPlanRefusesOverlap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := NewPlan([]byte(c), tt.hunks)
 			var he *HunkError
-			if !errors.As(err, &he) || he.Code() != CodeOverlap || he.Index != tt.index {
+			if !errors.As(err, &he) || he.Code != CodeOverlap || he.Index != tt.index {
 				t.Fatalf("NewPlan = %v, %v; want overlap at hunk %d", p, err, tt.index)
 			}
 		})
@@ -244,7 +244,7 @@ func TestNewPlanStale(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewPlan([]byte(c), tt.hunks)
 			var se *StaleError
-			if !errors.As(err, &se) || se.Code() != CodeStaleAnchor {
+			if !errors.As(err, &se) || se.Code != CodeStaleAnchor {
 				t.Fatalf("NewPlan error %v, want stale_anchor", err)
 			}
 			if se.Current != Digest([]byte(c)) || se.Lines != 3 {
@@ -269,9 +269,8 @@ func TestNewPlanStale(t *testing.T) {
 	}
 }
 
-func isCode(err error, code string) bool {
-	var c interface{ Code() string }
-	return errors.As(err, &c) && c.Code() == code
+func isCode(err error, code Code) bool {
+	return CodeOf(err) == code
 }
 
 func TestApplyRefusesOtherContent(t *testing.T) {
@@ -283,7 +282,7 @@ func TestApplyRefusesOtherContent(t *testing.T) {
 	for _, other := range [][]byte{nil, []byte("a\nb"), []byte("a\nb\n\n"), []byte("a\r\nb\r\n"), []byte(bom + "a\nb\n")} {
 		_, err := plan.Apply(other)
 		var se *StaleError
-		if !errors.As(err, &se) || se.Code() != CodeStaleDigest {
+		if !errors.As(err, &se) || se.Code != CodeStaleDigest {
 			t.Fatalf("Apply(%q) = %v, want stale_digest", other, err)
 		}
 		if se.Want != Digest(c) || se.Current != Digest(other) {

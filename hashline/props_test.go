@@ -214,7 +214,7 @@ func TestPropPlanAppliesOnlyToItsContent(t *testing.T) {
 			}
 			_, err := plan.Apply(other)
 			var se *StaleError
-			if !errors.As(err, &se) || se.Code() != CodeStaleDigest || se.Current != Digest(other) || se.Want != plan.Digest() {
+			if !errors.As(err, &se) || se.Code != CodeStaleDigest || se.Current != Digest(other) || se.Want != plan.Digest() {
 				rt.Fatalf("Apply over other content %q: %v", other, err)
 			}
 		}

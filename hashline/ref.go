@@ -49,14 +49,14 @@ func ParseRef(s string) (Ref, error) {
 		i++
 	}
 	if i == 0 {
-		return Ref{}, &RefError{Input: s, Reason: "must start with a line number (digits)"}
+		return Ref{}, &RefError{Code: CodeBadRef, Input: s, Reason: "must start with a line number (digits)"}
 	}
 	if i == len(s) || s[i] != ':' {
-		return Ref{}, &RefError{Input: s, Reason: "line number must be followed by ':' and the 8-hex anchor"}
+		return Ref{}, &RefError{Code: CodeBadRef, Input: s, Reason: "line number must be followed by ':' and the 8-hex anchor"}
 	}
 	n, err := strconv.Atoi(s[:i])
 	if err != nil {
-		return Ref{}, &RefError{Input: s, Reason: "line number is too large", Err: err}
+		return Ref{}, &RefError{Code: CodeBadRef, Input: s, Reason: "line number is too large", Err: err}
 	}
 	r := Ref{Line: n, Anchor: s[i+1:]}
 	if err := r.validate(s); err != nil {
@@ -69,17 +69,17 @@ func ParseRef(s string) (Ref, error) {
 // message.
 func (r Ref) validate(input string) error {
 	if r.Line < 1 {
-		return &RefError{Input: input, Reason: "line numbers start at 1"}
+		return &RefError{Code: CodeBadRef, Input: input, Reason: "line numbers start at 1"}
 	}
 	if !isAnchor(r.Anchor) {
-		return &RefError{Input: input, Reason: fmt.Sprintf("anchor must be exactly %d lowercase hex digits", AnchorLen)}
+		return &RefError{Code: CodeBadRef, Input: input, Reason: fmt.Sprintf("anchor must be exactly %d lowercase hex digits", AnchorLen)}
 	}
 	return nil
 }
 
 // RefError reports a line reference that is not of the form "12:ab12cd34".
-// Its code is CodeBadRef.
 type RefError struct {
+	Code   Code   // always CodeBadRef
 	Input  string // the text that failed to parse
 	Reason string // what is wrong with it, in words a model can act on
 	Err    error  // an underlying cause, if any
@@ -88,9 +88,6 @@ type RefError struct {
 func (e *RefError) Error() string {
 	return fmt.Sprintf("bad line reference %q: %s (expected \"line:anchor\", e.g. \"12:ab12cd34\")", truncate(e.Input, maxQuoted), e.Reason)
 }
-
-// Code returns CodeBadRef.
-func (e *RefError) Code() string { return CodeBadRef }
 
 // Unwrap returns the underlying cause, if any.
 func (e *RefError) Unwrap() error { return e.Err }

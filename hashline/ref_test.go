@@ -40,7 +40,7 @@ func TestParseRef(t *testing.T) {
 			continue
 		}
 		var re *RefError
-		if !errors.As(err, &re) || re.Code() != CodeBadRef {
+		if !errors.As(err, &re) || re.Code != CodeBadRef {
 			t.Errorf("ParseRef(%q) = %+v, %v; want a *RefError", tt.in, got, err)
 		}
 	}

@@ -43,7 +43,7 @@ func RememberTool(m Memory, session SessionOf) tool.Tool {
 		Mode:          tool.Exclusive,
 	}, func(ctx context.Context, c *tool.Call, a rememberArgs) tool.Outcome {
 		return runRemember(ctx, c, m, session(c), a)
-	}, tool.WithTypeSchema(reflect.TypeFor[NoteKind](), noteKindSchema))
+	}, tool.TypeSchema{Type: reflect.TypeFor[NoteKind](), Schema: noteKindSchema})
 }
 
 var rememberDescription = fmt.Sprintf(
@@ -94,5 +94,5 @@ func memoryOutcome(err error) tool.Outcome {
 	if code.Transient() {
 		text += " The note was fine: send the same call again later."
 	}
-	return tool.Fail(string(code), text)
+	return tool.Fail(tool.Code(code), text)
 }

@@ -75,9 +75,9 @@ func SearchTool(h History, session SessionOf) tool.Tool {
 	}, func(ctx context.Context, c *tool.Call, a searchArgs) tool.Outcome {
 		return runSearch(ctx, c, h, session(c), a)
 	},
-		tool.WithTypeSchema(reflect.TypeFor[Syntax](), syntaxSchema),
-		tool.WithTypeSchema(reflect.TypeFor[Scope](), scopeSchema),
-		tool.WithTypeSchema(reflect.TypeFor[Action](), actionSchema))
+		tool.TypeSchema{Type: reflect.TypeFor[Syntax](), Schema: syntaxSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[Scope](), Schema: scopeSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[Action](), Schema: actionSchema})
 }
 
 var searchDescription = fmt.Sprintf(
@@ -101,7 +101,7 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 		return runRead(ctx, c, h, session, a)
 	}
 	if a.Session != "" || a.Entry != "" || a.Around != nil {
-		return tool.Fail(string(IndexRefused), "session, entry and around belong to action=read; a search takes query, syntax, kind, before, limit and scope")
+		return tool.Fail(tool.Code(IndexRefused), "session, entry and around belong to action=read; a search takes query, syntax, kind, before, limit and scope")
 	}
 	limit := DefaultLimit
 	if a.Limit != nil {
@@ -110,11 +110,11 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 	text := strings.TrimSpace(a.Query)
 	if text == "" {
 		if a.Scope != Session {
-			return tool.Fail(string(IndexRefused), "the query is blank: send a query to search the repository, "+
+			return tool.Fail(tool.Code(IndexRefused), "the query is blank: send a query to search the repository, "+
 				"or scope=session with a blank query to list your own newest entries")
 		}
 		if a.Kind != "" || a.Before != 0 || a.Syntax != "" {
-			return tool.Fail(string(IndexRefused), "a blank query lists your newest entries and takes no kind, before or syntax; send a query to filter")
+			return tool.Fail(tool.Code(IndexRefused), "a blank query lists your newest entries and takes no kind, before or syntax; send a query to filter")
 		}
 		hits, err := h.Recent(ctx, session, limit)
 		if err != nil {
@@ -130,7 +130,7 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 		q.Scope = Repository
 	}
 	if a.Before < 0 {
-		return tool.Fail(string(IndexRefused), fmt.Sprintf("before must be a seq shown on a hit (a positive number), not %d", a.Before))
+		return tool.Fail(tool.Code(IndexRefused), fmt.Sprintf("before must be a seq shown on a hit (a positive number), not %d", a.Before))
 	}
 	var plan wordsPlan
 	if q.Syntax == Words {
@@ -253,10 +253,10 @@ type ReadDetails struct {
 
 func runRead(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {
 	if a.Entry == "" {
-		return tool.Fail(string(IndexRefused), "action=read needs entry (and session, default your own): copy them from a hit")
+		return tool.Fail(tool.Code(IndexRefused), "action=read needs entry (and session, default your own): copy them from a hit")
 	}
 	if a.Query != "" || a.Kind != "" || a.Before != 0 || a.Limit != nil || a.Syntax != "" || a.Scope != "" {
-		return tool.Fail(string(IndexRefused), "action=read takes entry, session and around only; query, syntax, kind, before, limit and scope belong to a search")
+		return tool.Fail(tool.Code(IndexRefused), "action=read takes entry, session and around only; query, syntax, kind, before, limit and scope belong to a search")
 	}
 	around := 0
 	if a.Around != nil {
@@ -280,7 +280,7 @@ func runRead(ctx context.Context, c *tool.Call, h History, session string, a sea
 		data, err = json.MarshalIndent(out, "", "  ")
 	}
 	if err != nil {
-		return tool.Fail(string(IndexUnavailable), "the entry could not be encoded: "+err.Error())
+		return tool.Fail(tool.Code(IndexUnavailable), "the entry could not be encoded: "+err.Error())
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "history_search: entry %q of session %q", a.Entry, session)
@@ -323,5 +323,5 @@ func refusalOutcome(err error) tool.Outcome {
 	case code == IndexRefused:
 		text += " Change the query or check the IDs."
 	}
-	return tool.Fail(string(code), text)
+	return tool.Fail(tool.Code(code), text)
 }

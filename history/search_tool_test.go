@@ -20,13 +20,7 @@ func run(t *testing.T, tl tool.Tool, c *tool.Call, args string) tool.Outcome {
 
 // errorCode returns the stable code of a failed outcome.
 func errorCode(o tool.Outcome) string {
-	switch d := o.Details.(type) {
-	case tool.ErrorDetails:
-		return d.Error
-	case tool.ArgErrorDetails:
-		return d.Error
-	}
-	return ""
+	return string(o.Code)
 }
 
 // fakeHistory answers every call with err (or hits), recording the last

@@ -66,7 +66,7 @@ func RefusalOutcome(name string, err error) tool.Outcome {
 	case errors.As(err, &le):
 		d.Error, text = le.Code(), le.Reason
 	}
-	return tool.Outcome{Text: fmt.Sprintf("%s refused (%s): %s", name, d.Error, text), IsError: true, Details: d}
+	return tool.Outcome{Text: fmt.Sprintf("%s refused (%s): %s", name, d.Error, text), IsError: true, Code: tool.Code(d.Error), Details: d}
 }
 
 // renderPoll renders one poll answer. Whether it reads as pending comes

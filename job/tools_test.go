@@ -23,15 +23,8 @@ func dispatch(t *testing.T, r *tool.Registry, strand, name string, args any) too
 	return r.Dispatch(context.Background(), c, name, raw)
 }
 
-// detailCode is the stable code in an error outcome's Details.
-func detailCode(o tool.Outcome) string {
-	b, _ := json.Marshal(o.Details)
-	var d struct {
-		Error string `json:"error"`
-	}
-	json.Unmarshal(b, &d)
-	return d.Error
-}
+// detailCode is the stable code of an error outcome.
+func detailCode(o tool.Outcome) string { return string(o.Code) }
 
 func TestToolsDeclarations(t *testing.T) {
 	r, err := tool.NewRegistry(job.Tools(job.NoPlane())...)

@@ -19,10 +19,10 @@ const MaxArgumentBytes = 16 << 20
 // ArgError is a refusal of a call's arguments. It is always reported to the
 // model in band, naming what was wrong and what is accepted.
 type ArgError struct {
-	// Code is stable: "arguments_not_object", "unknown_property",
-	// "invalid_arguments" or "arguments_too_large".
-	Code string
-	// Unknown lists refused property names (for "unknown_property").
+	// Code is CodeArgumentsNotObject, CodeUnknownProperty,
+	// CodeInvalidArguments or CodeArgumentsTooLarge.
+	Code Code
+	// Unknown lists refused property names (for CodeUnknownProperty).
 	Unknown []string
 	// Known lists the properties the tool accepts.
 	Known []string
@@ -38,35 +38,29 @@ func (e *ArgError) Error() string {
 	return s
 }
 
-// SchemaOption adjusts how Typed derives a schema.
-type SchemaOption func(*jsonschema.ForOptions)
-
-// WithTypeSchema makes every value of type t in the argument struct use s
+// TypeSchema makes every value of Type in an argument struct use Schema
 // in place of the schema inferred for it (for example an enum of accepted
 // strings, or a string form of a struct with its own JSON encoding).
-func WithTypeSchema(t reflect.Type, s *jsonschema.Schema) SchemaOption {
-	return func(o *jsonschema.ForOptions) {
-		if o.TypeSchemas == nil {
-			o.TypeSchemas = map[reflect.Type]*jsonschema.Schema{}
-		}
-		o.TypeSchemas[t] = s
-	}
+type TypeSchema struct {
+	Type   reflect.Type
+	Schema *jsonschema.Schema
 }
 
 // Typed completes t with a Schema derived from A and a Run that decodes
 // the arguments into A before calling run. A is a struct whose json tags
 // name the properties; fields without omitempty are required; a
-// `jsonschema:"..."` tag is the property's description. Because the
-// schema and the decoder come from the same struct they cannot drift.
+// `jsonschema:"..."` tag is the property's description; overrides replace
+// the inferred schema of the types they name. Because the schema and the
+// decoder come from the same struct they cannot drift.
 //
 // If A cannot be described as a schema, the returned Tool has no Schema
 // and Registry.Register refuses it with the reason.
-func Typed[A any](t Tool, run func(ctx context.Context, c *Call, args A) Outcome, opts ...SchemaOption) Tool {
-	d, err := newDecoder[A](opts...)
+func Typed[A any](t Tool, run func(ctx context.Context, c *Call, args A) Outcome, overrides ...TypeSchema) Tool {
+	d, err := newDecoder[A](overrides)
 	if err != nil {
 		t.Schema = nil
 		t.Run = func(context.Context, *Call, json.RawMessage) Outcome {
-			return Fail("tool_misconfigured", fmt.Sprintf("tool %s has no usable schema: %v", t.Name, err))
+			return Fail(CodeToolMisconfigured, fmt.Sprintf("tool %s has no usable schema: %v", t.Name, err))
 		}
 		return t
 	}
@@ -77,11 +71,8 @@ func Typed[A any](t Tool, run func(ctx context.Context, c *Call, args A) Outcome
 		if err := d.decode(raw, &a); err != nil {
 			var ae *ArgError
 			errors.As(err, &ae)
-			return Outcome{
-				Text:    fmt.Sprintf("invalid arguments for %s: %v", name, err),
-				IsError: true,
-				Details: ArgErrorDetails{Error: ae.Code, Unknown: ae.Unknown, Known: ae.Known},
-			}
+			return Fail(ae.Code, fmt.Sprintf("invalid arguments for %s: %v", name, err)).
+				WithDetails(ArgErrorDetails{Unknown: ae.Unknown, Known: ae.Known})
 		}
 		return run(ctx, c, a)
 	}
@@ -90,7 +81,6 @@ func Typed[A any](t Tool, run func(ctx context.Context, c *Call, args A) Outcome
 
 // ArgErrorDetails is the Details of an argument refusal.
 type ArgErrorDetails struct {
-	Error   string   `json:"error"`
 	Unknown []string `json:"unknown,omitempty"`
 	Known   []string `json:"known,omitempty"`
 }
@@ -102,10 +92,13 @@ type decoder struct {
 	known    []string
 }
 
-func newDecoder[A any](opts ...SchemaOption) (*decoder, error) {
+func newDecoder[A any](overrides []TypeSchema) (*decoder, error) {
 	var fo jsonschema.ForOptions
-	for _, o := range opts {
-		o(&fo)
+	for _, o := range overrides {
+		if fo.TypeSchemas == nil {
+			fo.TypeSchemas = map[reflect.Type]*jsonschema.Schema{}
+		}
+		fo.TypeSchemas[o.Type] = o.Schema
 	}
 	s, err := jsonschema.For[A](&fo)
 	if err != nil {
@@ -157,14 +150,14 @@ func dropNullable(s *jsonschema.Schema) {
 // decode checks raw against the schema and unmarshals it into dst.
 func (d *decoder) decode(raw json.RawMessage, dst any) error {
 	if len(raw) > MaxArgumentBytes {
-		return &ArgError{Code: "arguments_too_large", Reason: fmt.Sprintf("arguments are %d bytes; at most %d are accepted", len(raw), MaxArgumentBytes)}
+		return &ArgError{Code: CodeArgumentsTooLarge, Reason: fmt.Sprintf("arguments are %d bytes; at most %d are accepted", len(raw), MaxArgumentBytes)}
 	}
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		raw = json.RawMessage("{}")
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return &ArgError{Code: "arguments_not_object", Known: d.known, Reason: "arguments must be one JSON object"}
+		return &ArgError{Code: CodeArgumentsNotObject, Known: d.known, Reason: "arguments must be one JSON object"}
 	}
 	var unknown []string
 	for k := range obj {
@@ -174,16 +167,16 @@ func (d *decoder) decode(raw json.RawMessage, dst any) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return &ArgError{Code: "unknown_property", Unknown: unknown, Known: d.known,
+		return &ArgError{Code: CodeUnknownProperty, Unknown: unknown, Known: d.known,
 			Reason: "unknown property " + quoteAll(unknown)}
 	}
 	if err := d.resolved.Validate(obj); err != nil {
-		return &ArgError{Code: "invalid_arguments", Known: d.known, Reason: cleanValidation(err)}
+		return &ArgError{Code: CodeInvalidArguments, Known: d.known, Reason: cleanValidation(err)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return &ArgError{Code: "invalid_arguments", Known: d.known, Reason: err.Error()}
+		return &ArgError{Code: CodeInvalidArguments, Known: d.known, Reason: err.Error()}
 	}
 	return nil
 }

@@ -36,9 +36,19 @@ const (
 	MaxCommandOutputBytes = 128 << 20
 )
 
-// OutputLimitedCode is the failure code of a command the output bound
-// ended (see MaxCommandOutputBytes).
-const OutputLimitedCode = "output_limited"
+// The failure codes bash adds to the shared ones.
+const (
+	// CodeNonzeroExit: the command ran and exited non-zero or was killed
+	// by a signal.
+	CodeNonzeroExit Code = "nonzero_exit"
+	// CodeTimeout: the command outlived its timeout and was killed.
+	CodeTimeout Code = "timeout"
+	// CodeExecFailed: the command could not be started in its jail.
+	CodeExecFailed Code = "exec_failed"
+	// CodeOutputLimited: the output bound (MaxCommandOutputBytes) ended
+	// the command.
+	CodeOutputLimited Code = "output_limited"
+)
 
 // ScratchEnv names the variable holding a command's private scratch
 // directory (the jail's own /tmp, gone when the command ends). TMPDIR
@@ -86,11 +96,6 @@ const (
 
 // BashDetails is the Details of a bash outcome.
 type BashDetails struct {
-	// Error is the failure code of an error outcome: "nonzero_exit",
-	// "timeout", "cancelled", "exec_failed", OutputLimitedCode, a
-	// broker.DenialCode, a PathError code for cwd, or an argument code;
-	// empty on success.
-	Error string `json:"error,omitempty"`
 	// ExitCode is the command's exit status (-1 when a signal ended it).
 	ExitCode int    `json:"exit_code"`
 	Signal   string `json:"signal,omitempty"`
@@ -251,9 +256,8 @@ func (c *Call) canonicalRoot(p string) (string, error) {
 	return resolved, nil
 }
 
-func bashFail(code, text string, d BashDetails) Outcome {
-	d.Error = code
-	return Outcome{Text: text, IsError: true, Details: d}
+func bashFail(code Code, text string, d BashDetails) Outcome {
+	return Fail(code, text).WithDetails(d)
 }
 
 // bashRun is what runBash's argument check settles before anything runs.
@@ -308,7 +312,7 @@ func runBash(ctx context.Context, c *Call, a bashArgs) Outcome {
 // checkBashArgs checks bash's arguments (lifetime first, then mode,
 // command, timeout and cwd) and settles how the command will run.
 func checkBashArgs(c *Call, a bashArgs, det *BashDetails) (bashRun, *Outcome) {
-	fail := func(code, text string) (bashRun, *Outcome) {
+	fail := func(code Code, text string) (bashRun, *Outcome) {
 		o := bashFail(code, text, *det)
 		return bashRun{}, &o
 	}
@@ -325,19 +329,19 @@ func checkBashArgs(c *Call, a bashArgs, det *BashDetails) (bashRun, *Outcome) {
 		run.mode = BashAuto
 	case BashAuto, BashForeground, BashBackground:
 	default:
-		return fail("invalid_arguments", fmt.Sprintf("mode must be %q, %q or %q, not %q", BashAuto, BashForeground, BashBackground, a.Mode))
+		return fail(CodeInvalidArguments, fmt.Sprintf("mode must be %q, %q or %q, not %q", BashAuto, BashForeground, BashBackground, a.Mode))
 	}
 	if run.lifetime == LifetimeSession && run.mode != BashBackground {
-		return fail("invalid_arguments", "lifetime \"session\" applies to mode \"background\" only")
+		return fail(CodeInvalidArguments, "lifetime \"session\" applies to mode \"background\" only")
 	}
 	det.Mode = run.mode
 	if strings.TrimSpace(a.Command) == "" {
-		return fail("invalid_arguments", "command must not be empty")
+		return fail(CodeInvalidArguments, "command must not be empty")
 	}
 	run.timeout = DefaultBashTimeout
 	switch {
 	case a.TimeoutMs < 0:
-		return fail("invalid_arguments", fmt.Sprintf("timeout_ms must not be negative (got %d)", a.TimeoutMs))
+		return fail(CodeInvalidArguments, fmt.Sprintf("timeout_ms must not be negative (got %d)", a.TimeoutMs))
 	case a.TimeoutMs > 0:
 		// Capped before converting, so a huge value cannot wrap negative
 		// (which the broker would read as no timeout at all).
@@ -361,12 +365,12 @@ func checkBashArgs(c *Call, a bashArgs, det *BashDetails) (bashRun, *Outcome) {
 		if errors.As(err, &pe) {
 			return fail(pe.Code, "cwd: "+err.Error())
 		}
-		return fail("invalid_path", "cwd: "+err.Error())
+		return fail(CodeInvalidPath, "cwd: "+err.Error())
 	}
 	run.cwd = dir
 	det.Cwd = dir
 	if c.Broker == nil {
-		return fail("no_broker", "this host runs no commands: it has no broker")
+		return fail(CodeNoBroker, "this host runs no commands: it has no broker")
 	}
 	return run, nil
 }
@@ -377,7 +381,7 @@ func checkBashArgs(c *Call, a bashArgs, det *BashDetails) (bashRun, *Outcome) {
 func bashClear(ctx context.Context, c *Call, a bashArgs, run bashRun, det *BashDetails) (broker.Policy, *Outcome) {
 	req, err := bashPolicyFor(c, a.Permissions)
 	if err != nil {
-		o := bashFail("invalid_arguments", err.Error(), *det)
+		o := bashFail(CodeInvalidArguments, err.Error(), *det)
 		return broker.Policy{}, &o
 	}
 	compose := func(grants []broker.Grant) (broker.Policy, *broker.Denial) {
@@ -400,7 +404,7 @@ func bashClear(ctx context.Context, c *Call, a bashArgs, run bashRun, det *BashD
 		if d.Code == broker.DenialRequirementsNotCovered {
 			text += " The operator did not approve it for this call; do without it, or ask the user."
 		}
-		o := bashFail(string(d.Code), text, *det)
+		o := bashFail(Code(d.Code), text, *det)
 		return broker.Policy{}, &o
 	}
 	// The tool's own variables carry no host secret: they always pass.
@@ -436,7 +440,7 @@ func bashEnv(c *Call) map[string]string {
 func runForeground(ctx context.Context, c *Call, run bashRun, spec broker.CallSpec, det BashDetails) Outcome {
 	ex, d := c.Broker.Clear(ctx, spec)
 	if d != nil {
-		return bashFail(string(d.Code), d.Explain(), det)
+		return bashFail(Code(d.Code), d.Explain(), det)
 	}
 	enf := ex.Enforcement
 	det.Sandbox = &enf
@@ -454,7 +458,7 @@ func runForeground(ctx context.Context, c *Call, run bashRun, spec broker.CallSp
 		det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
 		det.DurationMs = s.Duration.Milliseconds()
 		det.ProtectedCreated = s.ProtectedCreated
-		return bashFail("output_unstored", fmt.Sprintf("the command's output (%d bytes) could not be stored: %v", out.total, err), det)
+		return bashFail(CodeSpillFailed, fmt.Sprintf("the command's output (%d bytes) could not be stored: %v", out.total, err), det)
 	}
 	det.Overflow = overflow
 	return renderSettled(run.notes, body, s, run.timeout, out.stderrTail, enf, det)
@@ -480,13 +484,13 @@ func renderSettled(notes []string, body string, s broker.Settled, timeout time.D
 			b.WriteByte('\n')
 		}
 	}
-	code := ""
+	var code Code
 	switch {
 	case s.Failed != "":
-		code = "exec_failed"
+		code = CodeExecFailed
 		fmt.Fprintf(&b, "[the command could not start: %s]\n", s.Failed)
 	case s.OutputLimited:
-		code = OutputLimitedCode
+		code = CodeOutputLimited
 		det.OutputLimited = true
 		bound := "its output bound"
 		if det.OutputBound > 0 {
@@ -494,16 +498,16 @@ func renderSettled(notes []string, body string, s broker.Settled, timeout time.D
 		}
 		fmt.Fprintf(&b, "[the output bound ended the command: it wrote past %s (stdout and stderr together), so it and everything it started were killed; what it wrote up to the bound is kept, its head and tail shown above]\n", bound)
 	case s.TimedOut:
-		code = "timeout"
+		code = CodeTimeout
 		fmt.Fprintf(&b, "[timed out after %d ms; the command and everything it started were killed]\n", timeout.Milliseconds())
 	case s.Cancelled:
-		code = "cancelled"
+		code = CodeCancelled
 		b.WriteString("[cancelled; the command and everything it started were killed]\n")
 	case s.Signal != "":
-		code = "nonzero_exit"
+		code = CodeNonzeroExit
 		fmt.Fprintf(&b, "[killed by signal: %s]\n", s.Signal)
 	case s.ExitCode != 0:
-		code = "nonzero_exit"
+		code = CodeNonzeroExit
 		fmt.Fprintf(&b, "[exit code %d]\n", s.ExitCode)
 	default:
 		b.WriteString("[exit code 0]\n")
@@ -515,12 +519,11 @@ func renderSettled(notes []string, body string, s broker.Settled, timeout time.D
 			fmt.Fprintf(&b, "warning: %s is protected; the command created it and it could not be moved aside: %s\n", q.Path, q.Err)
 		}
 	}
-	if code != "" && code != "cancelled" && permissionError(stderrTail) {
+	if code != "" && code != CodeCancelled && permissionError(stderrTail) {
 		b.WriteString(permissionHint(stderrTail))
 	}
 	b.WriteString(enf.String())
-	det.Error = code
-	return Outcome{Text: b.String(), IsError: code != "", Details: det}
+	return Outcome{Text: b.String(), IsError: code != "", Code: code, Details: det}
 }
 
 // shellPath returns bash when installed, else /bin/sh.

@@ -50,7 +50,7 @@ func bash(t *testing.T, c *tool.Call, args map[string]any) (tool.Outcome, tool.B
 func TestBashAutoRendersAQuickCommandLikeForeground(t *testing.T) {
 	c := jobsCall(t, "main", newPlane(t, job.Options{}))
 	o, d := bash(t, c, map[string]any{"command": "echo hi; echo oops >&2; exit 3"})
-	if !o.IsError || d.Error != "nonzero_exit" || d.ExitCode != 3 || d.Job != "" || d.Mode != tool.BashAuto {
+	if !o.IsError || o.Code != "nonzero_exit" || d.ExitCode != 3 || d.Job != "" || d.Mode != tool.BashAuto {
 		t.Fatalf("auto quick: %q %+v", o.Text, d)
 	}
 	if !strings.Contains(o.Text, "hi\n") || !strings.Contains(o.Text, "oops\n") || !strings.Contains(o.Text, "[exit code 3]") {
@@ -106,7 +106,7 @@ func TestBashBackgroundAnswersAtOnce(t *testing.T) {
 	if o.IsError || d.Job == "" || time.Since(start) > 10*time.Second || !strings.Contains(o.Text, "job_poll") {
 		t.Fatalf("background: %q %+v", o.Text, d)
 	}
-	if o, d := bash(t, jobsCall(t, "main", nil), map[string]any{"command": "true", "mode": "background"}); !o.IsError || d.Error != "no_jobs_plane" {
+	if o, d := bash(t, jobsCall(t, "main", nil), map[string]any{"command": "true", "mode": "background"}); !o.IsError || o.Code != "no_jobs_plane" {
 		t.Fatalf("background without a plane: %q %+v", o.Text, d)
 	}
 }
@@ -118,7 +118,7 @@ func TestBashSubagentSessionLifetimeRefusedFirst(t *testing.T) {
 	marker := filepath.Join(c.Workspace, "ran")
 	// Even an otherwise invalid call is refused for its lifetime first.
 	o, d := bash(t, c, map[string]any{"command": "touch " + marker, "mode": "background", "lifetime": "session", "timeout_ms": -1})
-	if !o.IsError || d.Error != tool.LifetimeRefusedCode || raised {
+	if !o.IsError || o.Code != tool.LifetimeRefusedCode || raised {
 		t.Fatalf("sub-agent session: %q %+v raised %v", o.Text, d, raised)
 	}
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
@@ -138,7 +138,7 @@ func TestBashSessionLifetimeNeedsTheWallLifted(t *testing.T) {
 	if o.IsError || d.Job == "" || len(asked) != 1 || asked[0].Kind != broker.GrantWall || !strings.Contains(o.Text, "no wall deadline") {
 		t.Fatalf("session job: %q %+v asked %v", o.Text, d, asked)
 	}
-	if o, d := bash(t, c, map[string]any{"command": "true", "lifetime": "session"}); !o.IsError || d.Error != "invalid_arguments" {
+	if o, d := bash(t, c, map[string]any{"command": "true", "lifetime": "session"}); !o.IsError || o.Code != "invalid_arguments" {
 		t.Fatalf("session lifetime in auto mode: %q %+v", o.Text, d)
 	}
 }

@@ -103,7 +103,7 @@ func TestBashRunsJailed(t *testing.T) {
 func TestBashExitCodeAndError(t *testing.T) {
 	c := bashCall(t, true)
 	o, d := runBashArgs(t, c, map[string]any{"command": "exit 3"})
-	if !o.IsError || d.ExitCode != 3 || d.Error != "nonzero_exit" || !strings.Contains(o.Text, "[exit code 3]") {
+	if !o.IsError || d.ExitCode != 3 || o.Code != "nonzero_exit" || !strings.Contains(o.Text, "[exit code 3]") {
 		t.Fatalf("outcome %+v", o)
 	}
 }
@@ -111,7 +111,7 @@ func TestBashExitCodeAndError(t *testing.T) {
 func TestBashTimeout(t *testing.T) {
 	c := bashCall(t, true)
 	o, d := runBashArgs(t, c, map[string]any{"command": "echo started; sleep 30", "timeout_ms": 300})
-	if !o.IsError || !d.TimedOut || d.Error != "timeout" || !strings.Contains(o.Text, "timed out after 300 ms") || !strings.Contains(o.Text, "started") {
+	if !o.IsError || !d.TimedOut || o.Code != "timeout" || !strings.Contains(o.Text, "timed out after 300 ms") || !strings.Contains(o.Text, "started") {
 		t.Fatalf("outcome %+v", o)
 	}
 }
@@ -145,8 +145,8 @@ func TestBashTimeoutClamp(t *testing.T) {
 			}
 		})
 	}
-	o, d := runBashArgs(t, bashCall(t, true), map[string]any{"command": "true", "timeout_ms": -1})
-	if !o.IsError || d.Error != "invalid_arguments" {
+	o, _ := runBashArgs(t, bashCall(t, true), map[string]any{"command": "true", "timeout_ms": -1})
+	if !o.IsError || o.Code != "invalid_arguments" {
 		t.Fatalf("negative timeout: %+v", o)
 	}
 }
@@ -159,16 +159,19 @@ func TestBashCwd(t *testing.T) {
 	if o.IsError || !strings.Contains(o.Text, sub+"\n") {
 		t.Fatalf("cwd sub: %+v", o)
 	}
-	for _, bad := range []struct{ cwd, code string }{
+	for _, bad := range []struct {
+		cwd  string
+		code Code
+	}{
 		{"/usr", "outside_writable_roots"},
 		{"/etc", "outside_writable_roots"},
 		{"..", "outside_writable_roots"},
 		{"missing", "not_a_directory"},
 		{".git/hooks", "protected_path"},
 	} {
-		o, d := runBashArgs(t, c, map[string]any{"command": "pwd", "cwd": bad.cwd})
-		if !o.IsError || d.Error != bad.code {
-			t.Errorf("cwd %q: %s %+v, want code %s", bad.cwd, d.Error, o.Text, bad.code)
+		o, _ := runBashArgs(t, c, map[string]any{"command": "pwd", "cwd": bad.cwd})
+		if !o.IsError || o.Code != bad.code {
+			t.Errorf("cwd %q: %s %+v, want code %s", bad.cwd, o.Code, o.Text, bad.code)
 		}
 	}
 	// Another writable root of the session is a directory bash runs in.
@@ -184,7 +187,7 @@ func TestBashCwd(t *testing.T) {
 	c.Shell.SetDir(sub)
 	os.Rename(sub, sub+".real")
 	os.Symlink("/etc", sub)
-	if o, d := runBashArgs(t, c, map[string]any{"command": "pwd"}); d.Error != "outside_writable_roots" {
+	if o, _ := runBashArgs(t, c, map[string]any{"command": "pwd"}); o.Code != "outside_writable_roots" {
 		t.Fatalf("a shell directory swapped for a link to /etc: %+v", o)
 	}
 }
@@ -232,7 +235,7 @@ func TestBashRootsThroughSymlinks(t *testing.T) {
 			if len(raised) != 1 || !slices.Equal(raised[0].Denial.Wanted, tc.wanted) {
 				t.Fatalf("raised %+v, want one refusal wanting %+v", raised, tc.wanted)
 			}
-			if !o.IsError || d.Error != string(broker.DenialRequirementsNotCovered) || !slices.Equal(d.Wanted, tc.wanted) {
+			if !o.IsError || o.Code != Code(broker.DenialRequirementsNotCovered) || !slices.Equal(d.Wanted, tc.wanted) {
 				t.Fatalf("unapproved: %+v", o)
 			}
 		})
@@ -266,8 +269,8 @@ func TestBashOutputBound(t *testing.T) {
 					t.Fatalf("output bound %d, want %d", d.OutputBound, bound)
 				}
 				if tc.limited {
-					if !o.IsError || d.Error != OutputLimitedCode || !d.OutputLimited || d.TimedOut || d.Bytes != bound {
-						t.Fatalf("past the bound: error %q limited %v timed out %v bytes %d:\n%.400s", d.Error, d.OutputLimited, d.TimedOut, d.Bytes, o.Text)
+					if !o.IsError || o.Code != CodeOutputLimited || !d.OutputLimited || d.TimedOut || d.Bytes != bound {
+						t.Fatalf("past the bound: error %q limited %v timed out %v bytes %d:\n%.400s", o.Code, d.OutputLimited, d.TimedOut, d.Bytes, o.Text)
 					}
 					if !strings.Contains(o.Text, "the output bound ended the command") || !strings.Contains(o.Text, strconv.Itoa(bound)+"-byte output bound") || !strings.Contains(o.Text, "HEAD") {
 						t.Fatalf("past the bound the text does not say so:\n%.600s", o.Text)
@@ -275,7 +278,7 @@ func TestBashOutputBound(t *testing.T) {
 					return
 				}
 				if o.IsError || d.OutputLimited || d.Bytes != bound || !strings.Contains(o.Text, "TAIL") {
-					t.Fatalf("at the bound: error %q limited %v bytes %d:\n%.400s", d.Error, d.OutputLimited, d.Bytes, o.Text)
+					t.Fatalf("at the bound: error %q limited %v bytes %d:\n%.400s", o.Code, d.OutputLimited, d.Bytes, o.Text)
 				}
 			})
 		}
@@ -366,7 +369,7 @@ func TestBashPermissionsRaiseRefusal(t *testing.T) {
 				}
 				return Escalation{Resume: true, Grants: r.Denial.Wanted}
 			}
-			o, d := runBashArgs(t, c, map[string]any{
+			o, _ := runBashArgs(t, c, map[string]any{
 				"command":     fmt.Sprintf("echo granted > %s/f", extra),
 				"permissions": map[string]any{"writable_roots": []string{extra}},
 			})
@@ -381,7 +384,7 @@ func TestBashPermissionsRaiseRefusal(t *testing.T) {
 			if approve && (o.IsError || err != nil) {
 				t.Fatalf("approved write failed: %+v", o)
 			}
-			if !approve && (!o.IsError || d.Error != string(broker.DenialRequirementsNotCovered) || err == nil) {
+			if !approve && (!o.IsError || o.Code != Code(broker.DenialRequirementsNotCovered) || err == nil) {
 				t.Fatalf("unapproved: %+v (stat err %v)", o, err)
 			}
 		})
@@ -399,8 +402,8 @@ func TestBashNetworkPermission(t *testing.T) {
 	if !o.IsError || len(wanted) != 1 || wanted[0].Kind != broker.GrantNetwork {
 		t.Fatalf("outcome %+v wanted %+v", o, wanted)
 	}
-	o, d := runBashArgs(t, c, map[string]any{"command": "true", "permissions": map[string]any{"network": "some"}})
-	if !o.IsError || d.Error != "invalid_arguments" {
+	o, _ = runBashArgs(t, c, map[string]any{"command": "true", "permissions": map[string]any{"network": "some"}})
+	if !o.IsError || o.Code != "invalid_arguments" {
 		t.Fatalf("bad network: %+v", o)
 	}
 }
@@ -408,8 +411,8 @@ func TestBashNetworkPermission(t *testing.T) {
 func TestBashNoBroker(t *testing.T) {
 	c := bashCall(t, true)
 	c.Broker = nil
-	o, d := runBashArgs(t, c, map[string]any{"command": "true"})
-	if !o.IsError || d.Error != "no_broker" {
+	o, _ := runBashArgs(t, c, map[string]any{"command": "true"})
+	if !o.IsError || o.Code != "no_broker" {
 		t.Fatalf("%+v", o)
 	}
 }

@@ -25,14 +25,14 @@ func sessionWallDenial(wallMs int) *broker.Denial {
 func jobRefused(err error, notes []string, det BashDetails) Outcome {
 	var je *JobError
 	if !errors.As(err, &je) {
-		return bashFail(string(JobsUnavailable), "the job plane failed: "+err.Error(), det)
+		return bashFail(Code(JobsUnavailable), "the job plane failed: "+err.Error(), det)
 	}
 	text := je.Reason
 	if je.Denial != nil {
 		det.Wanted = je.Denial.Wanted
 		text = je.Denial.Explain()
 	}
-	return bashFail(string(je.Code), withNotes(notes, text), det)
+	return bashFail(Code(je.Code), withNotes(notes, text), det)
 }
 
 func withNotes(notes []string, text string) string {
@@ -155,16 +155,16 @@ func watchedSettled(r JobRow) broker.Settled {
 	return broker.Settled{ExitCode: -1, Failed: fmt.Sprintf("the job plane lost the command (%s)", r.Lost)}
 }
 
-func jobErrorCode(err error) string {
+func jobErrorCode(err error) Code {
 	if code, ok := JobRefusal(err); ok {
-		return string(code)
+		return Code(code)
 	}
 	var coded interface{ Code() string }
 	if errors.As(err, &coded) {
-		return coded.Code()
+		return Code(coded.Code())
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return "cancelled"
+		return CodeCancelled
 	}
-	return string(JobsUnavailable)
+	return Code(JobsUnavailable)
 }

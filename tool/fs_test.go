@@ -32,17 +32,7 @@ func call(t *testing.T, r *Registry, c *Call, name string, args any) Outcome {
 	return r.Dispatch(context.Background(), c, name, raw)
 }
 
-func code(o Outcome) string {
-	switch d := o.Details.(type) {
-	case ErrorDetails:
-		return d.Error
-	case ArgErrorDetails:
-		return d.Error
-	case StaleDetails:
-		return d.Error
-	}
-	return ""
-}
+func code(o Outcome) Code { return o.Code }
 
 func numbered(n int) string {
 	var b strings.Builder
@@ -60,7 +50,7 @@ func TestReadWindows(t *testing.T) {
 		offset, limit int
 		first, last   int
 		next          int
-		code          string
+		code          Code
 	}{
 		{"default window", 0, 0, 1, 2000, 2001, ""},
 		{"continue", 2001, 0, 2001, 2500, 0, ""},
@@ -172,7 +162,7 @@ func TestEditRefusals(t *testing.T) {
 	cases := []struct {
 		name   string
 		args   map[string]any
-		code   string
+		code   Code
 		expect []string
 	}{
 		{"stale digest", map[string]any{"path": "f.txt", "digest": "0000000000000000-1",

@@ -32,7 +32,6 @@ type EditDetails struct {
 
 // StaleDetails is the Details of an fs_edit refused as stale.
 type StaleDetails struct {
-	Error  string `json:"error"`
 	Path   string `json:"path"`
 	Digest string `json:"digest"`
 }
@@ -64,8 +63,8 @@ func EditTool() Tool {
 		Replay:        ReplaySafe,
 		Mode:          Exclusive,
 	}, runEdit,
-		WithTypeSchema(reflect.TypeFor[hashline.Ref](), refSchema),
-		WithTypeSchema(reflect.TypeFor[hashline.Op](), opSchema))
+		TypeSchema{Type: reflect.TypeFor[hashline.Ref](), Schema: refSchema},
+		TypeSchema{Type: reflect.TypeFor[hashline.Op](), Schema: opSchema})
 }
 
 func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
@@ -74,7 +73,7 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 	for i, h := range a.Hunks {
 		for j, l := range h.Lines {
 			if hashline.HasDisplayPrefix(l) {
-				return Fail(hashline.CodeDisplayPrefix, fmt.Sprintf(
+				return Fail(Code(hashline.CodeDisplayPrefix), fmt.Sprintf(
 					"hunk %d, line %d starts with a display prefix (%q): `N:anchor|` is how reads show lines, not file text; send only the text after the |. Nothing was written.",
 					i, j, truncateText(l, 40)))
 			}
@@ -113,7 +112,7 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 		return hunkFailure(err)
 	}
 	if len(applied.Content) > MaxFileBytes {
-		return Fail("file_too_large", fmt.Sprintf("the edit would make %s %d bytes; at most %d bytes (8 MiB) are written. Nothing was written.", shown, len(applied.Content), MaxFileBytes))
+		return Fail(CodeFileTooLarge, fmt.Sprintf("the edit would make %s %d bytes; at most %d bytes (8 MiB) are written. Nothing was written.", shown, len(applied.Content), MaxFileBytes))
 	}
 	// The file was just read from its directory, so no parent is made:
 	// one that vanished since is a failure, not something to recreate.
@@ -177,7 +176,7 @@ func staleOutcome(shown string, data []byte, current string, hunks []hashline.Hu
 	if strings.HasPrefix(headline, "stale digest") {
 		code = hashline.CodeStaleDigest
 	}
-	return Outcome{Text: b.String(), IsError: true, Details: StaleDetails{Error: code, Path: shown, Digest: current}}
+	return Fail(Code(code), b.String()).WithDetails(StaleDetails{Path: shown, Digest: current})
 }
 
 func staleSummary(se *hashline.StaleError) string {
@@ -194,11 +193,11 @@ func staleSummary(se *hashline.StaleError) string {
 
 // hunkFailure renders a malformed hunk list.
 func hunkFailure(err error) Outcome {
-	var coded interface{ Code() string }
-	if errors.As(err, &coded) {
-		return Fail(coded.Code(), "invalid hunks: "+err.Error()+". Nothing was written.")
+	code := CodeInvalidHunks
+	if c := hashline.CodeOf(err); c != "" {
+		code = Code(c)
 	}
-	return Fail("invalid_hunks", "invalid hunks: "+err.Error()+". Nothing was written.")
+	return Fail(code, "invalid hunks: "+err.Error()+". Nothing was written.")
 }
 
 func truncateText(s string, n int) string {

@@ -91,7 +91,7 @@ func ReadTool(schemes ...Scheme) Tool {
 		if name, _, ok := strings.Cut(a.Path, "://"); ok && !strings.Contains(name, "/") {
 			s, known := byName[name]
 			if !known || s.Read == nil {
-				return Fail("unknown_scheme", fmt.Sprintf("%s:// is not a namespace this host serves; served: %s", name, schemeList(byName)))
+				return Fail(CodeUnknownScheme, fmt.Sprintf("%s:// is not a namespace this host serves; served: %s", name, schemeList(byName)))
 			}
 			return s.Read(ctx, c, a.Path)
 		}
@@ -113,7 +113,7 @@ func schemeList(byName map[string]Scheme) string {
 
 func runRead(_ context.Context, c *Call, a readArgs) Outcome {
 	if a.Offset < 0 || a.Limit < 0 {
-		return Fail("invalid_window", fmt.Sprintf("offset and limit must not be negative (got offset=%d, limit=%d); offset starts at 1", a.Offset, a.Limit))
+		return Fail(CodeInvalidWindow, fmt.Sprintf("offset and limit must not be negative (got offset=%d, limit=%d); offset starts at 1", a.Offset, a.Limit))
 	}
 	path, err := c.ResolveRead(a.Path)
 	if err != nil {
@@ -132,7 +132,7 @@ func runRead(_ context.Context, c *Call, a readArgs) Outcome {
 		}
 	}
 	if bytes.IndexByte(data[:min(len(data), binarySniffBytes)], 0) >= 0 {
-		return Fail("binary_file", fmt.Sprintf("%s looks binary (it contains NUL bytes) and is not an image fs_read can show; inspect it with bash (file, xxd, strings)", shown))
+		return Fail(CodeBinaryFile, fmt.Sprintf("%s looks binary (it contains NUL bytes) and is not an image fs_read can show; inspect it with bash (file, xxd, strings)", shown))
 	}
 	return renderWindow(shown, data, a.Offset, a.Limit)
 }
@@ -158,7 +158,7 @@ func renderWindow(shown string, data []byte, offset, limit int) Outcome {
 		}
 	}
 	if offset > total {
-		return Fail("offset_past_end", fmt.Sprintf("digest: %s\noffset %d is past the end of %s, which has %d lines; use an offset from 1 to %d", digest, offset, shown, total, total))
+		return Fail(CodeOffsetPastEnd, fmt.Sprintf("digest: %s\noffset %d is past the end of %s, which has %d lines; use an offset from 1 to %d", digest, offset, shown, total, total))
 	}
 	rendered := v.Render()
 	last := offset
@@ -210,7 +210,7 @@ func pathFailure(err error) Outcome {
 	if errors.As(err, &pe) {
 		return Fail(pe.Code, err.Error())
 	}
-	return Fail("invalid_path", err.Error())
+	return Fail(CodeInvalidPath, err.Error())
 }
 
 // readFailure renders a failed read of a resolved path.
@@ -218,15 +218,15 @@ func readFailure(path string, err error) Outcome {
 	var tl errTooLarge
 	switch {
 	case errors.As(err, &tl):
-		return Fail("file_too_large", fmt.Sprintf("%s: %v; read parts of it with bash (head, tail, sed -n)", path, err))
+		return Fail(CodeFileTooLarge, fmt.Sprintf("%s: %v; read parts of it with bash (head, tail, sed -n)", path, err))
 	case errors.Is(err, fs.ErrNotExist):
-		return Fail("not_found", fmt.Sprintf("%s does not exist; check the path (relative paths start at the workspace root) or create it with fs_write", path))
+		return Fail(CodeNotFound, fmt.Sprintf("%s does not exist; check the path (relative paths start at the workspace root) or create it with fs_write", path))
 	case errors.Is(err, fs.ErrPermission):
-		return Fail("permission_denied", fmt.Sprintf("%s: permission denied by the filesystem", path))
+		return Fail(CodePermissionDenied, fmt.Sprintf("%s: permission denied by the filesystem", path))
 	case errors.Is(err, ErrPathChanged):
-		return Fail("path_changed", fmt.Sprintf("%s: %v; nothing was read. Something (a running command?) replaced part of the path just now; try again once it settles", path, err))
+		return Fail(CodePathChanged, fmt.Sprintf("%s: %v; nothing was read. Something (a running command?) replaced part of the path just now; try again once it settles", path, err))
 	case errors.Is(err, ErrNotRegularFile):
-		return Fail("not_a_regular_file", fmt.Sprintf("%s is not a regular file (a FIFO, device, socket or the like); the file tools read and write regular files only: inspect it with bash", path))
+		return Fail(CodeNotARegularFile, fmt.Sprintf("%s is not a regular file (a FIFO, device, socket or the like); the file tools read and write regular files only: inspect it with bash", path))
 	}
-	return Fail("read_failed", fmt.Sprintf("%s: %v", path, err))
+	return Fail(CodeReadFailed, fmt.Sprintf("%s: %v", path, err))
 }

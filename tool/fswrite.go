@@ -28,12 +28,6 @@ type WriteDetails struct {
 	GitNeutralised []broker.Neutralisation `json:"git_neutralised,omitempty"`
 }
 
-// CodeGitControlPath is the code of an fs_write or fs_edit refused
-// because its path (as given or resolved) has a component git takes as
-// its own directory (.git in any case, and the spellings
-// case-insensitive or Windows filesystems fold to it).
-const CodeGitControlPath = "git_control_path"
-
 // WriteTool returns fs_write: replace a whole file (creating parents),
 // answering with the digest and anchors of what it wrote so an edit can
 // follow without a read.
@@ -52,7 +46,7 @@ func WriteTool() Tool {
 
 func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 	if len(a.Content) > MaxFileBytes {
-		return Fail("file_too_large", fmt.Sprintf("content is %d bytes; at most %d bytes (8 MiB) are written", len(a.Content), MaxFileBytes))
+		return Fail(CodeFileTooLarge, fmt.Sprintf("content is %d bytes; at most %d bytes (8 MiB) are written", len(a.Content), MaxFileBytes))
 	}
 	path, err := c.ResolveWrite(a.Path)
 	if err != nil {
@@ -110,12 +104,12 @@ func writeNotes(b *strings.Builder, res writeResult) {
 
 // writeFailure renders a failed write, saying what it changed anyway.
 func writeFailure(c *Call, path string, res writeResult, err error) Outcome {
-	code := "write_failed"
+	code := CodeWriteFailed
 	switch {
 	case errors.Is(err, ErrPathChanged):
-		code = "path_changed"
+		code = CodePathChanged
 	case errors.Is(err, ErrNotRegularFile):
-		code = "not_a_regular_file"
+		code = CodeNotARegularFile
 	}
 	return Fail(code, fmt.Sprintf("%s: %v (%s)", path, err, res.changed(c)))
 }
@@ -261,10 +255,10 @@ func writeGitGuard(b *strings.Builder, c *Call, written string, done []broker.Ne
 // gitGuardFailure is the outcome of a write that landed but that the
 // git guard could not make safe.
 func gitGuardFailure(c *Call, shown string, done []broker.Neutralisation, err error) Outcome {
-	code := "git_guard_failed"
+	code := CodeGitGuardFailed
 	var d *broker.Denial
 	if errors.As(err, &d) {
-		code = string(d.Code)
+		code = Code(d.Code)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s was written, but the git guard could not make it safe for the host's git: %v\n", shown, err)
@@ -274,5 +268,5 @@ func gitGuardFailure(c *Call, shown string, done []broker.Neutralisation, err er
 		b.WriteString("The workspace is to be treated as fenced: the host must not run git there until what is named is repaired.\n")
 	}
 	writeGitGuard(&b, c, "", done)
-	return Outcome{Text: b.String(), IsError: true, Details: ErrorDetails{Error: code}}
+	return Fail(code, b.String())
 }

@@ -332,7 +332,7 @@ func TestWriteGuardFailureFences(t *testing.T) {
 			}
 			continue
 		}
-		if !o.IsError || code(o) != string(broker.DenialWorkspaceFenced) || !strings.Contains(o.Text, "written") || !strings.Contains(o.Text, "fenced") {
+		if !o.IsError || code(o) != Code(broker.DenialWorkspaceFenced) || !strings.Contains(o.Text, "written") || !strings.Contains(o.Text, "fenced") {
 			t.Fatalf("fs_write the guard cannot make safe: %v %q %s", o.IsError, code(o), o.Text)
 		}
 		if _, err := os.Stat(filepath.Join(ws, "evil/objects/info/packs")); err != nil {

@@ -50,22 +50,21 @@ const (
 	EngineGo = "go"
 )
 
-// Failure codes grep adds to the shared ones (in Outcome.Code and
-// GrepDetails.Error).
+// Failure codes grep adds to the shared ones.
 const (
 	// CodeInvalidPattern: the pattern does not compile (RE2 syntax) or is
 	// empty; the text names the problem and the offending part.
-	CodeInvalidPattern = search.CodeInvalidPattern
+	CodeInvalidPattern Code = "invalid_pattern"
 	// CodeInvalidGlob: the glob is one the engines would not agree on
 	// (ripgrep refuses it, or reads it differently across versions) or
 	// is longer than search.MaxGlobBytes; the text names what is wrong
 	// and the syntax accepted. Refused before any engine runs.
-	CodeInvalidGlob = search.CodeInvalidGlob
+	CodeInvalidGlob Code = "invalid_glob"
 	// CodeSearchFailed: the arguments were accepted but the search could
 	// not be completed: ripgrep failed in its jail, or the root changed
 	// (a link swapped into it) while it was being opened. The other
 	// engine is never tried instead.
-	CodeSearchFailed = "search_failed"
+	CodeSearchFailed Code = "search_failed"
 )
 
 // GoEngineInHost is GrepDetails.InHost whenever the Go engine ran: what
@@ -86,9 +85,6 @@ type grepArgs struct {
 // GrepDetails is the Details of a grep outcome (success or a search
 // that failed after the arguments were accepted).
 type GrepDetails struct {
-	// Error is the failure code of an error outcome (as ErrorDetails.Error),
-	// empty on success.
-	Error string `json:"error,omitempty"`
 	// Engine is EngineRipgrep or EngineGo: the engine that produced
 	// this outcome.
 	Engine string `json:"engine"`
@@ -178,7 +174,7 @@ func grepRequirements(workspace string) broker.Policy {
 func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	var notes []string
 	if a.Context < 0 || a.MaxResults < 0 {
-		return Fail("invalid_arguments", fmt.Sprintf("context and max_results must not be negative (got context=%d, max_results=%d)", a.Context, a.MaxResults))
+		return Fail(CodeInvalidArguments, fmt.Sprintf("context and max_results must not be negative (got context=%d, max_results=%d)", a.Context, a.MaxResults))
 	}
 	if a.Context > MaxGrepContext {
 		notes = append(notes, fmt.Sprintf("context %d clamped to %d", a.Context, MaxGrepContext))
@@ -235,7 +231,7 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 		// its aborts hold whichever engine runs.
 		t, d := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, cancel)
 		if d != nil {
-			return grepFail(string(d.Code), d.Explain(), det)
+			return grepFail(Code(d.Code), d.Explain(), det)
 		}
 		defer c.Broker.Ledger().Release(t)
 	}
@@ -267,11 +263,11 @@ func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string,
 	det.Enforcement = r.enf
 	switch {
 	case r.denial != nil:
-		return grepFail(string(r.denial.Code), r.denial.Explain(), det)
+		return grepFail(Code(r.denial.Code), r.denial.Explain(), det)
 	case r.err != nil:
 		code := CodeSearchFailed
 		if r.cancelled {
-			code = "cancelled"
+			code = CodeCancelled
 		}
 		return grepFail(code, r.err.Error(), det)
 	}
@@ -379,7 +375,7 @@ func grepOutcome(c *Call, a grepArgs, res search.Result, det GrepDetails, notes 
 		} else {
 			_, ov, err := c.Blobs.Bound([]byte(text))
 			if err != nil {
-				return grepFail("overflow_failed", fmt.Sprintf("grep output of %d bytes could not be stored: %v; narrow the search", len(text), err), det)
+				return grepFail(CodeSpillFailed, fmt.Sprintf("grep output of %d bytes could not be stored: %v; narrow the search", len(text), err), det)
 			}
 			det.Overflow = ov
 			text = ov.Text("grep output")
@@ -389,9 +385,8 @@ func grepOutcome(c *Call, a grepArgs, res search.Result, det GrepDetails, notes 
 }
 
 // grepFail is an error outcome that keeps the search's details, with the
-// failure code in GrepDetails.Error.
-func grepFail(code, text string, det GrepDetails) Outcome {
-	det.Error = code
+// failure code.
+func grepFail(code Code, text string, det GrepDetails) Outcome {
 	return Fail(code, text).WithDetails(det)
 }
 

@@ -215,7 +215,7 @@ func TestGrepRefusals(t *testing.T) {
 	outside := t.TempDir()
 	tests := []struct {
 		args    map[string]any
-		code    string
+		code    Code
 		mention string
 	}{
 		{map[string]any{"pattern": "(unclosed"}, "invalid_pattern", "missing closing )"},
@@ -282,7 +282,7 @@ func TestGrepRespectsStepBudget(t *testing.T) {
 			// MaxConcurrentSearches in flight: refused in band.
 			tk, _ := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, nil)
 			o = runGrepArgs(t, c, map[string]any{"pattern": "needle"})
-			if !o.IsError || grepCode(o) != string(broker.DenialOutstandingCapReached) {
+			if !o.IsError || grepCode(o) != Code(broker.DenialOutstandingCapReached) {
 				t.Fatalf("one past the cap: IsError=%v code=%q text=%q", o.IsError, grepCode(o), o.Text)
 			}
 			l.Release(tk)
@@ -291,7 +291,7 @@ func TestGrepRespectsStepBudget(t *testing.T) {
 			}
 			l.AbortStep(c.stepKey())
 			o = runGrepArgs(t, c, map[string]any{"pattern": "needle"})
-			if !o.IsError || grepCode(o) != string(broker.DenialStepAborted) {
+			if !o.IsError || grepCode(o) != Code(broker.DenialStepAborted) {
 				t.Fatalf("aborted step: IsError=%v code=%q text=%q", o.IsError, grepCode(o), o.Text)
 			}
 		})
@@ -315,17 +315,12 @@ func TestGrepDeclaration(t *testing.T) {
 	}
 }
 
-// grepCode returns the failure code of an outcome, whatever its Details.
-func grepCode(o Outcome) string {
-	if d, ok := o.Details.(GrepDetails); ok {
-		return d.Error
-	}
-	return code(o)
-}
+// grepCode returns the failure code of an outcome.
+func grepCode(o Outcome) Code { return o.Code }
 
 // outsideCode is the refusal a path outside the workspace gets: under /tmp
 // it is "jail_replaced", elsewhere "outside_roots".
-func outsideCode(p string) string {
+func outsideCode(p string) Code {
 	if within("/tmp", p) {
 		return "jail_replaced"
 	}

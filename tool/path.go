@@ -24,24 +24,14 @@ const MaxPathBytes = 4096
 // would see is not what a jailed command sees.
 var JailReplacedRoots = []string{"/proc", "/dev", "/tmp"}
 
-// PathError is a refused path. Its Code is stable:
-//
-//	outside_roots            the resolved path is not under the workspace (or a readable root, for reads)
-//	outside_writable_roots   a shell directory resolves outside the workspace and every writable root
-//	not_a_directory          a shell directory is not an existing directory
-//	protected_path           the path is at or under a protected entry
-//	protection_misconfigured a protected entry is not absolute, so nothing can be trusted
-//	jail_replaced            a read under /proc, /dev or /tmp outside the workspace and every root inside them
-//	blob_store               a read in the blob store of anything but a blob (the root, a shard, a staged file)
-//	too_many_links           more than MaxLinkFollows symlinks
-//	path_too_long            more than MaxPathBytes bytes
-//	invalid_path             empty or containing a NUL byte
+// PathError is a refused path; its Code is one of the path codes
+// (CodeOutsideRoots through CodeInvalidPath).
 type PathError struct {
-	Code  string
+	Code  Code
 	Path  string // the path as the model gave it
 	Entry string // the protected entry or root involved, or the resolved path
 	// Accepted lists the roots a path of this kind would be accepted
-	// under (outside_roots, outside_writable_roots).
+	// under (CodeOutsideRoots, CodeOutsideWritableRoots).
 	Accepted []string
 	// SystemRoot is the base policy's system root the refused path lies
 	// under, if any: one the jail reads, never the file tools.
@@ -51,28 +41,28 @@ type PathError struct {
 
 func (e *PathError) Error() string {
 	switch e.Code {
-	case "outside_roots":
+	case CodeOutsideRoots:
 		msg := fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every readable root; the file tools read only under %s", e.Path, e.Entry, rootList(e.Accepted))
 		if e.SystemRoot != "" {
 			msg += fmt.Sprintf(". %s is a system root: jailed commands read it to run programs, and the file tools never do", e.SystemRoot)
 		}
 		return msg + ". Where this host offers bash, a command may ask the operator for another directory with permissions.readable_roots"
-	case "outside_writable_roots":
+	case CodeOutsideWritableRoots:
 		return fmt.Sprintf("%s resolves to %s, which is not a directory bash could run in: a shell directory must lie under the workspace or another writable root (%s)", e.Path, e.Entry, rootList(e.Accepted))
-	case "not_a_directory":
+	case CodeNotADirectory:
 		if e.Err != nil {
 			return fmt.Sprintf("%s is not an existing directory (%v); a shell directory must be one, under %s", e.Path, e.Err, rootList(e.Accepted))
 		}
 		return fmt.Sprintf("%s is not an existing directory; a shell directory must be one, under %s", e.Path, rootList(e.Accepted))
-	case "protected_path":
+	case CodeProtectedPath:
 		return fmt.Sprintf("permission denied: %s is under the protected entry %s; no grant lifts this", e.Path, e.Entry)
-	case "protection_misconfigured":
+	case CodeProtectionMisconfigured:
 		return fmt.Sprintf("permission denied: the host's protected list holds the relative entry %q, which cannot be applied, so every path is refused until the host fixes it", e.Entry)
-	case "jail_replaced":
+	case CodeJailReplaced:
 		return fmt.Sprintf("permission denied: %s is under %s, which jailed commands see replaced; read it with bash instead", e.Path, e.Entry)
-	case "blob_store":
+	case CodeBlobStore:
 		return fmt.Sprintf("permission denied: %s is in the blob store (%s) but is not a blob; read a blob by the exact path an answer named", e.Path, e.Entry)
-	case "too_many_links":
+	case CodeTooManyLinks:
 		return fmt.Sprintf("%s: more than %d symbolic links", e.Path, MaxLinkFollows)
 	default:
 		if e.Err != nil {
@@ -121,14 +111,14 @@ func (c *Call) ResolveRead(path string) (string, error) {
 		if _, ok := c.Blobs.RefOf(resolved); ok {
 			return resolved, nil
 		}
-		return "", &PathError{Code: "blob_store", Path: path, Entry: c.Blobs.Root()}
+		return "", &PathError{Code: CodeBlobStore, Path: path, Entry: c.Blobs.Root()}
 	}
 	if err := c.checkProtected(path, lexical, resolved); err != nil {
 		return "", err
 	}
 	ws, err := resolveReal(c.Workspace)
 	if err != nil {
-		return "", &PathError{Code: "invalid_path", Path: path, Err: err}
+		return "", &PathError{Code: CodeInvalidPath, Path: path, Err: err}
 	}
 	accepted := []string{ws}
 	for _, root := range c.readableRoots() {
@@ -146,14 +136,14 @@ func (c *Call) ResolveRead(path string) (string, error) {
 		// would read the host process's own state. A root inside one (a
 		// workspace under /tmp) does.
 		if replaced != "" && !within(replaced, rr) {
-			return "", &PathError{Code: "jail_replaced", Path: path, Entry: replaced}
+			return "", &PathError{Code: CodeJailReplaced, Path: path, Entry: replaced}
 		}
 		return resolved, nil
 	}
 	if replaced != "" {
-		return "", &PathError{Code: "jail_replaced", Path: path, Entry: replaced}
+		return "", &PathError{Code: CodeJailReplaced, Path: path, Entry: replaced}
 	}
-	pe := &PathError{Code: "outside_roots", Path: path, Entry: resolved, Accepted: accepted}
+	pe := &PathError{Code: CodeOutsideRoots, Path: path, Entry: resolved, Accepted: accepted}
 	for _, sr := range c.Base.SystemRoots {
 		if within(filepath.Clean(sr), resolved) || within(filepath.Clean(sr), lexical) {
 			pe.SystemRoot = sr
@@ -187,7 +177,7 @@ func (c *Call) ResolveWrite(path string) (string, error) {
 	}
 	if c.Blobs != nil {
 		if root, err := resolveReal(c.Blobs.Root()); err == nil && within(root, resolved) {
-			return "", &PathError{Code: "protected_path", Path: path, Entry: root}
+			return "", &PathError{Code: CodeProtectedPath, Path: path, Entry: root}
 		}
 	}
 	roots := c.writableRoots()
@@ -196,7 +186,7 @@ func (c *Call) ResolveWrite(path string) (string, error) {
 			return resolved, nil
 		}
 	}
-	return "", &PathError{Code: "outside_roots", Path: path, Entry: resolved, Accepted: roots}
+	return "", &PathError{Code: CodeOutsideRoots, Path: path, Entry: resolved, Accepted: roots}
 }
 
 // ResolveShellDir authorizes path as a directory bash commands run in
@@ -221,10 +211,10 @@ func (c *Call) ResolveShellDir(path string) (string, error) {
 		inside = inside || within(rr, resolved)
 	}
 	if !inside {
-		return "", &PathError{Code: "outside_writable_roots", Path: path, Entry: resolved, Accepted: roots}
+		return "", &PathError{Code: CodeOutsideWritableRoots, Path: path, Entry: resolved, Accepted: roots}
 	}
 	if err := isDir(resolved); err != nil {
-		return "", &PathError{Code: "not_a_directory", Path: path, Entry: resolved, Accepted: roots, Err: err}
+		return "", &PathError{Code: CodeNotADirectory, Path: path, Entry: resolved, Accepted: roots, Err: err}
 	}
 	return resolved, nil
 }
@@ -274,13 +264,13 @@ func (c *Call) readableRoots() []string {
 // resolve returns the lexical (cleaned, absolute) and resolved forms of path.
 func (c *Call) resolve(path string) (lexical, resolved string, err error) {
 	if path == "" || strings.ContainsRune(path, 0) {
-		return "", "", &PathError{Code: "invalid_path", Path: path, Err: errors.New("a path must be non-empty and free of NUL bytes")}
+		return "", "", &PathError{Code: CodeInvalidPath, Path: path, Err: errors.New("a path must be non-empty and free of NUL bytes")}
 	}
 	if len(path) > MaxPathBytes {
-		return "", "", &PathError{Code: "path_too_long", Path: path[:64] + "…", Err: fmt.Errorf("a path is at most %d bytes; this one is %d", MaxPathBytes, len(path))}
+		return "", "", &PathError{Code: CodePathTooLong, Path: path[:64] + "…", Err: fmt.Errorf("a path is at most %d bytes; this one is %d", MaxPathBytes, len(path))}
 	}
 	if !filepath.IsAbs(c.Workspace) {
-		return "", "", &PathError{Code: "invalid_path", Path: path, Err: fmt.Errorf("the host's workspace %q is not absolute", c.Workspace)}
+		return "", "", &PathError{Code: CodeInvalidPath, Path: path, Err: fmt.Errorf("the host's workspace %q is not absolute", c.Workspace)}
 	}
 	raw := path
 	if !filepath.IsAbs(raw) {
@@ -297,7 +287,7 @@ func (c *Call) resolve(path string) (lexical, resolved string, err error) {
 			pe.Path = path
 			return "", "", pe
 		}
-		return "", "", &PathError{Code: "invalid_path", Path: path, Err: err}
+		return "", "", &PathError{Code: CodeInvalidPath, Path: path, Err: err}
 	}
 	return lexical, resolved, nil
 }
@@ -307,7 +297,7 @@ func (c *Call) resolve(path string) (lexical, resolved string, err error) {
 func (c *Call) checkProtected(path, lexical, resolved string) error {
 	for _, e := range c.Base.Protected {
 		if !filepath.IsAbs(e) {
-			return &PathError{Code: "protection_misconfigured", Path: path, Entry: e}
+			return &PathError{Code: CodeProtectionMisconfigured, Path: path, Entry: e}
 		}
 	}
 	for _, e := range c.Base.Protected {
@@ -317,7 +307,7 @@ func (c *Call) checkProtected(path, lexical, resolved string) error {
 			re = e
 		}
 		if within(e, lexical) || within(e, resolved) || within(re, lexical) || within(re, resolved) {
-			return &PathError{Code: "protected_path", Path: path, Entry: e}
+			return &PathError{Code: CodeProtectedPath, Path: path, Entry: e}
 		}
 	}
 	return nil
@@ -329,7 +319,7 @@ func (c *Call) checkProtected(path, lexical, resolved string) error {
 // created resolves to where it would be created.
 func resolveReal(p string) (string, error) {
 	if !filepath.IsAbs(p) {
-		return "", &PathError{Code: "invalid_path", Path: p, Err: errors.New("not absolute")}
+		return "", &PathError{Code: CodeInvalidPath, Path: p, Err: errors.New("not absolute")}
 	}
 	rest := strings.Split(p, "/")[1:]
 	done := "/"
@@ -362,7 +352,7 @@ func resolveReal(p string) (string, error) {
 		}
 		follows++
 		if follows > MaxLinkFollows {
-			return "", &PathError{Code: "too_many_links", Path: p}
+			return "", &PathError{Code: CodeTooManyLinks, Path: p}
 		}
 		target, err := os.Readlink(next)
 		if err != nil {

@@ -81,8 +81,8 @@ func TestPathDiscipline(t *testing.T) {
 
 	cases := []struct {
 		path      string
-		read      string // expected code, "" = allowed
-		write     string
+		read      Code // expected code, "" = allowed
+		write     Code
 		wantAfter string // expected resolved path suffix when allowed
 	}{
 		{"src/a.txt", "", "", "/ws/src/a.txt"},
@@ -113,7 +113,7 @@ func TestPathDiscipline(t *testing.T) {
 			for _, op := range []struct {
 				name string
 				fn   func(string) (string, error)
-				want string
+				want Code
 			}{{"read", c.ResolveRead, tc.read}, {"write", c.ResolveWrite, tc.write}} {
 				got, err := op.fn(tc.path)
 				if op.want == "" {
@@ -209,7 +209,9 @@ func TestResolveShellDir(t *testing.T) {
 	c.Base.SystemRoots = []string{"/etc", "/usr"}
 	c.Base.WritableRoots = []string{ws, extra}
 	for _, tc := range []struct {
-		path, code, want string
+		path string
+		code Code
+		want string
 	}{
 		{ws, "", ws},
 		{"src", "", ws + "/src"},
@@ -289,7 +291,7 @@ func TestMissingComponentThenDotDot(t *testing.T) {
 	}
 	cases := []struct {
 		path      string
-		want      string // refusal code for read and write, "" = allowed
+		want      Code // refusal code for read and write, "" = allowed
 		wantAfter string
 	}{
 		{"nope/../escape/secret.txt", "outside_roots", ""},
@@ -358,7 +360,10 @@ func TestBlobRootRedirect(t *testing.T) {
 	if err := os.Rename(store.Root(), filepath.Join(ws, ".loom", "moved")); err != nil {
 		t.Fatal(err)
 	}
-	for target, probe := range map[string]struct{ path, want string }{
+	for target, probe := range map[string]struct {
+		path string
+		want Code
+	}{
 		outside:      {outside + "/secret.txt", "outside_roots"},
 		ws + "/.git": {ws + "/.git/config", "protected_path"},
 		"../.git":    {ws + "/.git/hooks/pre-commit", "protected_path"},

@@ -33,18 +33,12 @@ type Registry struct {
 // strand, a fault) answers false: Dispatch then refuses, failing closed.
 type HoldsFunc func(ctx context.Context, strand, tool string) bool
 
-// CodeToolNotHeld is the Details code of the outcome Dispatch returns for
-// a call by a strand that does not hold the tool it called.
-const CodeToolNotHeld = "tool_not_held"
-
 // MaxHeldListed bounds how many held tool names a tool_not_held refusal
 // lists; the rest are counted.
 const MaxHeldListed = 32
 
 // NotHeldDetails is the Details of a tool_not_held outcome.
 type NotHeldDetails struct {
-	// Error is CodeToolNotHeld.
-	Error string `json:"error"`
 	// Tool is the tool that was called; Strand the caller.
 	Tool   string `json:"tool"`
 	Strand string `json:"strand"`
@@ -81,8 +75,9 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 
 // RegisterError is a host programming error found by Register.
 type RegisterError struct {
-	// Code is "empty_name", "duplicate_name", "no_run" or "bad_schema".
-	Code   string
+	// Code is CodeEmptyName, CodeDuplicateName, CodeNoRun or
+	// CodeBadSchema.
+	Code   Code
 	Name   string
 	Reason string
 }
@@ -95,16 +90,16 @@ func (e *RegisterError) Error() string {
 // Schema that is not a JSON object schema.
 func (r *Registry) Register(t Tool) error {
 	if t.Name == "" {
-		return &RegisterError{Code: "empty_name", Reason: "a tool needs a name"}
+		return &RegisterError{Code: CodeEmptyName, Reason: "a tool needs a name"}
 	}
 	if t.Run == nil {
-		return &RegisterError{Code: "no_run", Name: t.Name, Reason: "a tool needs a Run function"}
+		return &RegisterError{Code: CodeNoRun, Name: t.Name, Reason: "a tool needs a Run function"}
 	}
 	var s struct {
 		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(t.Schema, &s); err != nil || s.Type != "object" {
-		return &RegisterError{Code: "bad_schema", Name: t.Name, Reason: "Schema must be a JSON object schema (type \"object\")"}
+		return &RegisterError{Code: CodeBadSchema, Name: t.Name, Reason: "Schema must be a JSON object schema (type \"object\")"}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -112,7 +107,7 @@ func (r *Registry) Register(t Tool) error {
 		r.tools = map[string]Tool{}
 	}
 	if _, dup := r.tools[t.Name]; dup {
-		return &RegisterError{Code: "duplicate_name", Name: t.Name, Reason: "already registered"}
+		return &RegisterError{Code: CodeDuplicateName, Name: t.Name, Reason: "already registered"}
 	}
 	r.tools[t.Name] = t
 	r.order = append(r.order, t.Name)
@@ -129,7 +124,8 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 
 // Dispatch runs one call. It is total: an unknown name, bad arguments and
 // even a panic inside the tool come back as an error Outcome. An unknown
-// name's outcome has no Details, since no tool's details contract applies.
+// name is coded CodeUnknownTool and has no Details, since no tool's
+// details contract applies.
 // In a gated registry (SetHolds) a call by a strand that does not hold the
 // tool is refused with CodeToolNotHeld before the tool runs.
 func (r *Registry) Dispatch(ctx context.Context, c *Call, name string, args json.RawMessage) (out Outcome) {
@@ -138,7 +134,7 @@ func (r *Registry) Dispatch(ctx context.Context, c *Call, name string, args json
 	holds := r.holds
 	r.mu.RUnlock()
 	if !ok {
-		return Outcome{IsError: true, Text: fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(r.Names(), ", "))}
+		return Fail(CodeUnknownTool, fmt.Sprintf("unknown tool %s; available tools: %s", quoted(name), strings.Join(r.Names(), ", ")))
 	}
 	if c == nil {
 		c = &Call{}
@@ -148,12 +144,12 @@ func (r *Registry) Dispatch(ctx context.Context, c *Call, name string, args json
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			out = Fail("tool_panicked", fmt.Sprintf("tool %s failed internally (a bug in the tool, not in your arguments): %v", name, p))
-			out.Details = PanicDetails{Error: "tool_panicked", Stack: string(debug.Stack())}
+			out = Fail(CodeToolPanicked, fmt.Sprintf("tool %s failed internally (a bug in the tool, not in your arguments): %v", name, p))
+			out.Details = PanicDetails{Stack: string(debug.Stack())}
 		}
 	}()
 	if err := ctx.Err(); err != nil {
-		return Fail("cancelled", fmt.Sprintf("tool %s was not run: %v", name, cancelCause(ctx)))
+		return Fail(CodeCancelled, fmt.Sprintf("tool %s was not run: %v", name, cancelCause(ctx)))
 	}
 	return t.Run(ctx, c, args)
 }
@@ -161,7 +157,7 @@ func (r *Registry) Dispatch(ctx context.Context, c *Call, name string, args json
 // notHeld builds the refusal of a call to name by a strand that does not
 // hold it, listing (bounded) the registered tools it does hold.
 func (r *Registry) notHeld(ctx context.Context, holds HoldsFunc, strand, name string) Outcome {
-	d := NotHeldDetails{Error: CodeToolNotHeld, Tool: name, Strand: strand, Held: []string{}}
+	d := NotHeldDetails{Tool: name, Strand: strand, Held: []string{}}
 	for _, n := range r.Names() {
 		if !holds(ctx, strand, n) {
 			continue
@@ -179,16 +175,11 @@ func (r *Registry) notHeld(ctx context.Context, holds HoldsFunc, strand, name st
 			held += fmt.Sprintf(" and %d more", d.HeldMore)
 		}
 	}
-	return Outcome{
-		IsError: true,
-		Text:    fmt.Sprintf("tool %s was not run: strand %q does not hold it; the tools it holds: %s", name, strand, held),
-		Details: d,
-	}
+	return Fail(CodeToolNotHeld, fmt.Sprintf("tool %s was not run: strand %q does not hold it; the tools it holds: %s", name, strand, held)).WithDetails(d)
 }
 
 // PanicDetails is the Details of an outcome recovered from a panic.
 type PanicDetails struct {
-	Error string `json:"error"`
 	Stack string `json:"stack"`
 }
 

@@ -37,7 +37,7 @@ func TestRegisterRefusals(t *testing.T) {
 	cases := []struct {
 		name string
 		tool Tool
-		code string
+		code Code
 	}{
 		{"empty name", unnamed, "empty_name"},
 		{"no run", noRun, "no_run"},
@@ -121,7 +121,7 @@ func TestDispatchIsTotal(t *testing.T) {
 	if !out.IsError || !strings.Contains(out.Text, "kaboom") {
 		t.Errorf("panic: %+v", out)
 	}
-	if d, ok := out.Details.(PanicDetails); !ok || d.Error != "tool_panicked" || d.Stack == "" {
+	if d, ok := out.Details.(PanicDetails); !ok || out.Code != CodeToolPanicked || d.Stack == "" {
 		t.Errorf("panic details: %#v", out.Details)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -135,7 +135,7 @@ func TestArguments(t *testing.T) {
 	r, _ := NewRegistry(echoTool("echo"))
 	cases := []struct {
 		name, args string
-		code       string // "" means success
+		code       Code // "" means success
 		mention    []string
 	}{
 		{"ok", `{"say":"hi"}`, "", nil},
@@ -157,7 +157,7 @@ func TestArguments(t *testing.T) {
 				return
 			}
 			d, ok := out.Details.(ArgErrorDetails)
-			if !out.IsError || !ok || d.Error != tc.code {
+			if !out.IsError || !ok || out.Code != tc.code || (out.Code == CodeUnknownProperty && len(d.Unknown) == 0) {
 				t.Fatalf("got %+v, want code %s", out, tc.code)
 			}
 			for _, m := range tc.mention {
@@ -177,7 +177,7 @@ func TestArgumentsTooLarge(t *testing.T) {
 	}
 	over := `{"say":"` + strings.Repeat("a", MaxArgumentBytes-9) + `"}`
 	out := r.Dispatch(context.Background(), nil, "echo", json.RawMessage(over))
-	if d, _ := out.Details.(ArgErrorDetails); d.Error != "arguments_too_large" {
+	if _, ok := out.Details.(ArgErrorDetails); !ok || out.Code != CodeArgumentsTooLarge {
 		t.Fatalf("one byte past the bound: %+v", out.Details)
 	}
 }
@@ -259,7 +259,7 @@ func TestDispatchGate(t *testing.T) {
 				return
 			}
 			d, ok := out.Details.(NotHeldDetails)
-			if !ok || d.Error != CodeToolNotHeld || d.Tool != tc.tool || d.Strand != tc.strand || !slices.Equal(d.Held, tc.wantHeld) {
+			if !ok || out.Code != CodeToolNotHeld || d.Tool != tc.tool || d.Strand != tc.strand || !slices.Equal(d.Held, tc.wantHeld) {
 				t.Fatalf("details %#v, want tool_not_held for %s/%q holding %v", out.Details, tc.tool, tc.strand, tc.wantHeld)
 			}
 			for _, m := range append([]string{tc.tool, fmt.Sprintf("%q", tc.strand)}, tc.wantHeld...) {

@@ -80,10 +80,15 @@ type Outcome struct {
 	Text string
 	// IsError marks an outcome the model should repair from.
 	IsError bool
+	// Code says why the call failed: set on every outcome with IsError,
+	// empty on every other. It is the one place a host, a program and a
+	// test read a failure's reason, whichever tool returned it.
+	Code Code
 	// Images are returned beside Text, for vision-capable providers.
 	Images []Image
 	// Details is structured data for the host and for programs; providers
 	// do not show it to the model, so anything the model needs is in Text.
+	// It never repeats Code.
 	Details any
 	// Terminate asks the host to end the run once this call's batch
 	// settles. No built-in tool sets it.
@@ -96,18 +101,12 @@ type Image struct {
 	Data []byte
 }
 
-// ErrorDetails is the Details of a failure outcome built by Fail: a stable
-// code a program can switch on.
-type ErrorDetails struct {
-	Error string `json:"error"`
-}
-
 // Success returns a successful outcome with the given text.
 func Success(text string) Outcome { return Outcome{Text: text} }
 
-// Fail returns an error outcome whose Details carry code.
-func Fail(code, text string) Outcome {
-	return Outcome{Text: text, IsError: true, Details: ErrorDetails{Error: code}}
+// Fail returns an error outcome coded code, whose text the model reads.
+func Fail(code Code, text string) Outcome {
+	return Outcome{Text: text, IsError: true, Code: code}
 }
 
 // WithDetails returns o with Details replaced by d.

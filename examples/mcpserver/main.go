@@ -91,7 +91,7 @@ func run(args []string, stderr io.Writer) error {
 	// Every call this server dispatches is the session's strand; a call
 	// under any other strand (a host bug) is refused before it runs.
 	reg.SetHolds(func(_ context.Context, strand, _ string) bool { return strand == session.Strand })
-	srv, err := mcpserve.New(reg, session, &mcpserve.Options{
+	srv, err := mcpserve.New(reg, session, mcpserve.Options{
 		Name:         "loom",
 		Instructions: "Tools over the workspace " + session.Workspace + ". Read files with fs_read before editing them with fs_edit.",
 	})

@@ -53,8 +53,7 @@ func TestBasePolicyKeepsSystemRootsFromTheFileTools(t *testing.T) {
 	}
 	c := &tool.Call{Workspace: ws, Base: basePolicy(ws)}
 	out := read(c, "/etc/shadow")
-	d, _ := out.Details.(tool.ErrorDetails)
-	if !out.IsError || d.Error != "outside_roots" {
+	if !out.IsError || out.Code != tool.CodeOutsideRoots {
 		t.Fatalf("fs_read /etc/shadow: %+v", out)
 	}
 	for _, want := range []string{"/etc is a system root", "the file tools never do", "read only under " + ws} {

@@ -52,7 +52,7 @@ func run(ctx context.Context, w io.Writer) error {
 		// before it runs.
 		if out := reg.Dispatch(ctx, child.At(t.Operation, "step-0", 0), agent.RosterToolName, json.RawMessage(`{}`)); !out.IsError {
 			return "", fmt.Errorf("a child ran %s, which it does not hold", agent.RosterToolName)
-		} else if d, ok := out.Details.(tool.NotHeldDetails); !ok || d.Error != tool.CodeToolNotHeld {
+		} else if out.Code != tool.CodeToolNotHeld {
 			return "", fmt.Errorf("child's %s: %s", agent.RosterToolName, out.Text)
 		}
 		findings, _ := json.Marshal(map[string]any{"area": area, "notes": fmt.Sprintf("%d issue(s) in %s", issues, area)})

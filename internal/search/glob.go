@@ -16,23 +16,14 @@ const (
 	MaxQuotedBytes = 80
 )
 
-// CodeInvalidGlob is the failure code of a *GlobError.
-const CodeInvalidGlob = "invalid_glob"
-
-// CodeInvalidPattern is the failure code of a *PatternError.
-const CodeInvalidPattern = "invalid_pattern"
-
 // GlobError is a glob refused before any engine runs: one ripgrep would
 // reject (so it would exit 2 without searching) or one past MaxGlobBytes.
-// Code is always CodeInvalidGlob; Error names the glob (shortened to
-// MaxQuotedBytes), what is wrong with it and what is accepted.
+// Error names the glob (shortened to MaxQuotedBytes), what is wrong with
+// it and what is accepted.
 type GlobError struct {
 	Glob   string
 	Reason string
 }
-
-// Code returns CodeInvalidGlob.
-func (e *GlobError) Code() string { return CodeInvalidGlob }
 
 // Error names the glob, the problem and the syntax that is accepted.
 func (e *GlobError) Error() string {

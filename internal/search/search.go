@@ -73,16 +73,12 @@ type Result struct {
 	SkippedLarge int   // files over MaxFileBytes (Go engine only)
 }
 
-// PatternError is a pattern that does not compile. Code is always
-// CodeInvalidPattern; Error names the problem and the offending text,
-// each quoted to at most MaxQuotedBytes.
+// PatternError is a pattern that does not compile. Error names the
+// problem and the offending text, each quoted to at most MaxQuotedBytes.
 type PatternError struct {
 	Pattern string
 	Err     error
 }
-
-// Code returns CodeInvalidPattern.
-func (e *PatternError) Code() string { return CodeInvalidPattern }
 
 // Error names the pattern and why it was refused.
 func (e *PatternError) Error() string {

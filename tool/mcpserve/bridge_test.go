@@ -54,7 +54,11 @@ func newServer(t testing.TB, session *tool.Call, opts *Options, tools ...tool.To
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(reg, session, opts)
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	srv, err := New(reg, session, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +117,7 @@ func TestResultMapping(t *testing.T) {
 	}{
 		{name: "text", out: tool.Success("hello"), texts: []string{"hello"}},
 		{name: "empty", out: tool.Outcome{}, texts: []string{""}},
-		{name: "error", out: tool.Fail("bad_thing", "it broke"), texts: []string{"it broke"},
-			structured: map[string]any{"error": "bad_thing"}},
+		{name: "error", out: tool.Fail("bad_thing", "it broke"), texts: []string{"it broke"}},
 		{name: "image_and_text", out: tool.Outcome{Text: "img", Images: []tool.Image{{MIME: "image/png", Data: png}}},
 			texts: []string{"img"}, images: 1},
 		{name: "image_only", out: tool.Outcome{Images: []tool.Image{{MIME: "image/png", Data: png}, {MIME: "image/png", Data: png}}},
@@ -126,6 +129,7 @@ func TestResultMapping(t *testing.T) {
 		{name: "details_unencodable", out: tool.Outcome{Text: "x", Details: make(chan int)}, texts: []string{"x"}},
 		{name: "details_nil_pointer", out: tool.Outcome{Text: "x", Details: (*tool.ReadDetails)(nil)}, texts: []string{"x"}},
 		{name: "terminate", out: tool.Outcome{Text: "bye", Terminate: true}, texts: []string{"bye"}, terminate: true},
+		{name: "error_and_terminate", out: tool.Outcome{Text: "no", IsError: true, Code: "bad_thing", Terminate: true}, texts: []string{"no"}, terminate: true},
 	}
 	var tools []tool.Tool
 	for _, c := range cases {
@@ -164,6 +168,9 @@ func TestResultMapping(t *testing.T) {
 			}
 			if d := cmp.Diff(c.structured, res.StructuredContent); d != "" {
 				t.Errorf("structuredContent (-want +got):\n%s", d)
+			}
+			if got, _ := res.Meta[MetaCodeKey].(string); got != string(c.out.Code) {
+				t.Errorf("code meta = %q, want %q", got, c.out.Code)
 			}
 			if got := res.Meta[MetaTerminate] == true; got != c.terminate {
 				t.Errorf("terminate meta = %v, want %v", got, c.terminate)
@@ -421,7 +428,7 @@ func TestNewRefusesUnservableTool(t *testing.T) {
 			if err != nil {
 				t.Fatalf("registry refused the tool: %v", err)
 			}
-			_, err = New(reg, nil, nil)
+			_, err = New(reg, nil, Options{})
 			var te *ToolError
 			switch {
 			case c.code == "" && err != nil:
@@ -433,7 +440,7 @@ func TestNewRefusesUnservableTool(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(nil, nil, nil); !errors.Is(err, ErrNilRegistry) {
+	if _, err := New(nil, nil, Options{}); !errors.Is(err, ErrNilRegistry) {
 		t.Error("New(nil registry) succeeded")
 	}
 }

@@ -17,7 +17,7 @@ func ExampleNew() {
 	defer os.RemoveAll(ws)
 
 	reg, _ := tool.NewRegistry(tool.FileTools()...)
-	srv, err := mcpserve.New(reg, &tool.Call{Workspace: ws, Strand: "main"}, nil)
+	srv, err := mcpserve.New(reg, &tool.Call{Workspace: ws, Strand: "main"}, mcpserve.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -42,7 +42,7 @@ func ExampleNew() {
 	res, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs_write", Arguments: map[string]any{"path": "a.txt", "content": "hi\n"}})
 	fmt.Print(res.Content[0].(*mcp.TextContent).Text)
 	res, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs_read", Arguments: map[string]any{"path": 5}})
-	fmt.Println(res.IsError, res.StructuredContent.(map[string]any)["error"])
+	fmt.Println(res.IsError, res.Meta[mcpserve.MetaCodeKey])
 	// Output:
 	// fs_edit
 	// fs_read

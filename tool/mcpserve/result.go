@@ -13,13 +13,18 @@ import (
 // notion; a client that knows Loom may honour it.
 const MetaTerminate = "agentloom/terminate"
 
+// MetaCodeKey is the _meta key holding a failed Outcome's Code: the stable
+// reason a client program switches on (MCP's isError says only that the
+// call failed).
+const MetaCodeKey = "agentloom/code"
+
 // Result converts an Outcome into the MCP result a client receives:
 //
 //   - Text becomes one text content block (present whenever the outcome
 //     has text or no images, so a result is never empty);
 //   - each Image becomes an image content block after it;
 //   - IsError becomes the result's isError, the in-band tool error a
-//     model reads and repairs from;
+//     model reads and repairs from, and Code becomes _meta[MetaCodeKey];
 //   - Details becomes structuredContent when it encodes as a JSON object
 //     (MCP requires an object); any other Details is left out, since
 //     everything a model needs is in Text;
@@ -35,8 +40,14 @@ func Result(o tool.Outcome) *mcp.CallToolResult {
 	if sc, ok := structured(o.Details); ok {
 		r.StructuredContent = sc
 	}
+	if o.Code != "" {
+		r.Meta = mcp.Meta{MetaCodeKey: string(o.Code)}
+	}
 	if o.Terminate {
-		r.Meta = mcp.Meta{MetaTerminate: true}
+		if r.Meta == nil {
+			r.Meta = mcp.Meta{}
+		}
+		r.Meta[MetaTerminate] = true
 	}
 	return r
 }

@@ -19,7 +19,7 @@ func detailsGen() *rapid.Generator[any] {
 		rapid.Map(rapid.Int(), func(n int) any { return n }),
 		rapid.Map(rapid.SliceOf(rapid.Int()), func(xs []int) any { return xs }),
 		rapid.Map(rapid.MapOf(rapid.String(), rapid.Int()), func(m map[string]int) any { return m }),
-		rapid.Map(rapid.String(), func(s string) any { return tool.ErrorDetails{Error: s} }),
+		rapid.Map(rapid.String(), func(s string) any { return tool.StaleDetails{Path: s} }),
 		rapid.Just[any](make(chan int)),
 		rapid.Just[any]((*tool.ReadDetails)(nil)),
 	)

@@ -70,13 +70,9 @@ var ErrNilRegistry = errors.New("mcpserve: New needs a registry")
 // SourceIndex to 0, and Strand to DefaultStrand when the template has
 // none. A nil session is the zero Call. New fails with a *ToolError when a
 // tool cannot be served (see CheckTool).
-func New(reg *tool.Registry, session *tool.Call, opts *Options) (*Server, error) {
+func New(reg *tool.Registry, session *tool.Call, o Options) (*Server, error) {
 	if reg == nil {
 		return nil, ErrNilRegistry
-	}
-	var o Options
-	if opts != nil {
-		o = *opts
 	}
 	if o.Name == "" {
 		o.Name = DefaultName

@@ -1,0 +1,179 @@
+package tool
+
+import (
+	"errors"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/hashline"
+)
+
+// Code says why a call failed. It is a stable snake_case word, declared
+// once as a documented constant in the package whose tool refuses with
+// it, and it means the same thing wherever it appears: Outcome.Code, an
+// error type's Code field, the MCP bridge's result metadata, a code-mode
+// program's error. Hosts and programs switch on codes; the text beside a
+// code is for the model and may change between releases.
+//
+// Packages below tool (broker, hashline, blob) keep their own typed
+// codes; a tool that surfaces one converts it (Code(d.Code)), so the
+// values of every code type in the module are distinct words.
+type Code string
+
+// The registry's codes: what Dispatch and Typed refuse with before a
+// tool's own logic runs.
+const (
+	// CodeUnknownTool: no tool of that name is registered; the text lists
+	// the registered names.
+	CodeUnknownTool Code = "unknown_tool"
+	// CodeToolNotHeld: a gated registry's strand does not hold the tool.
+	CodeToolNotHeld Code = "tool_not_held"
+	// CodeToolPanicked: the tool panicked; Dispatch recovered it. A bug
+	// in the tool, never in the arguments.
+	CodeToolPanicked Code = "tool_panicked"
+	// CodeToolMisconfigured: the tool's argument struct has no schema, so
+	// it refuses every call.
+	CodeToolMisconfigured Code = "tool_misconfigured"
+	// CodeCancelled: the call's context ended before or while it ran.
+	CodeCancelled Code = "cancelled"
+)
+
+// The registration codes: a RegisterError's Code, returned to the host by
+// Registry.Register (never to a model).
+const (
+	// CodeEmptyName: a tool without a name.
+	CodeEmptyName Code = "empty_name"
+	// CodeDuplicateName: a second tool of a registered name.
+	CodeDuplicateName Code = "duplicate_name"
+	// CodeNoRun: a tool without a Run function.
+	CodeNoRun Code = "no_run"
+	// CodeBadSchema: a Schema that is not a JSON object schema.
+	CodeBadSchema Code = "bad_schema"
+)
+
+// The argument codes: an ArgError's Code.
+const (
+	// CodeArgumentsTooLarge: the raw arguments exceed MaxArgumentBytes.
+	CodeArgumentsTooLarge Code = "arguments_too_large"
+	// CodeArgumentsNotObject: the arguments are not one JSON object.
+	CodeArgumentsNotObject Code = "arguments_not_object"
+	// CodeUnknownProperty: a property the schema does not name.
+	CodeUnknownProperty Code = "unknown_property"
+	// CodeInvalidArguments: a property's value is missing, of the wrong
+	// type or out of range.
+	CodeInvalidArguments Code = "invalid_arguments"
+)
+
+// The path codes: a PathError's Code.
+const (
+	// CodeOutsideRoots: the resolved path is not under the workspace (or
+	// a readable root, for reads).
+	CodeOutsideRoots Code = "outside_roots"
+	// CodeOutsideWritableRoots: a shell directory resolves outside the
+	// workspace and every writable root.
+	CodeOutsideWritableRoots Code = "outside_writable_roots"
+	// CodeNotADirectory: a shell directory is not an existing directory.
+	CodeNotADirectory Code = "not_a_directory"
+	// CodeProtectedPath: the path is at or under a protected entry.
+	CodeProtectedPath Code = "protected_path"
+	// CodeProtectionMisconfigured: a protected entry is not absolute, so
+	// nothing can be trusted and every path is refused.
+	CodeProtectionMisconfigured Code = "protection_misconfigured"
+	// CodeJailReplaced: a read under a directory the jail replaces with
+	// its own (broker.JailReplacedRoots) outside the workspace and every
+	// root inside it.
+	CodeJailReplaced Code = "jail_replaced"
+	// CodeBlobStore: a read in the blob store of anything but a blob (the
+	// root, a shard, a staged file).
+	CodeBlobStore Code = "blob_store"
+	// CodeTooManyLinks: more than MaxLinkFollows symbolic links.
+	CodeTooManyLinks Code = "too_many_links"
+	// CodePathTooLong: more than MaxPathBytes bytes.
+	CodePathTooLong Code = "path_too_long"
+	// CodeInvalidPath: empty, or containing a NUL byte.
+	CodeInvalidPath Code = "invalid_path"
+)
+
+// The file codes: what the file tools refuse with once a path is
+// authorised.
+const (
+	// CodeNotFound: the file does not exist.
+	CodeNotFound Code = "not_found"
+	// CodePermissionDenied: the filesystem refused access.
+	CodePermissionDenied Code = "permission_denied"
+	// CodePathChanged: something replaced a component of the path
+	// between its check and its use (a running command, typically);
+	// nothing was read or written.
+	CodePathChanged Code = "path_changed"
+	// CodeNotARegularFile: a FIFO, device, socket or the like.
+	CodeNotARegularFile Code = "not_a_regular_file"
+	// CodeFileTooLarge: the file, or what a write would make, exceeds
+	// MaxFileBytes.
+	CodeFileTooLarge Code = "file_too_large"
+	// CodeBinaryFile: fs_read met NUL bytes in a file that is no image.
+	CodeBinaryFile Code = "binary_file"
+	// CodeInvalidWindow: a negative offset or limit.
+	CodeInvalidWindow Code = "invalid_window"
+	// CodeOffsetPastEnd: a window starting past the file's last line.
+	CodeOffsetPastEnd Code = "offset_past_end"
+	// CodeUnknownScheme: a scheme:// path of a namespace the host does
+	// not serve.
+	CodeUnknownScheme Code = "unknown_scheme"
+	// CodeReadFailed: any other read failure.
+	CodeReadFailed Code = "read_failed"
+	// CodeWriteFailed: any other write failure; nothing was replaced.
+	CodeWriteFailed Code = "write_failed"
+	// CodeInvalidHunks: fs_edit's hunks cannot apply (a hashline code
+	// names the hunk's fault where there is one).
+	CodeInvalidHunks Code = "invalid_hunks"
+	// CodeGitControlPath: fs_write or fs_edit refused because the path (as
+	// given or resolved) has a component git takes as its own directory
+	// (.git in any case, and the spellings case-insensitive or Windows
+	// filesystems fold to it); only git itself, run as a command, changes
+	// those.
+	CodeGitControlPath Code = "git_control_path"
+	// CodeGitGuardFailed: the broker's git guard could not check what a
+	// write changed; the workspace is fenced until the host clears it.
+	CodeGitGuardFailed Code = "git_guard_failed"
+	// CodeSpillFailed: an answer too long to show whole could not be
+	// stored in the blob store, so it is not returned.
+	CodeSpillFailed Code = "spill_failed"
+	// CodeNoBroker: the host runs no commands (its Call has no broker).
+	CodeNoBroker Code = "no_broker"
+)
+
+// CodeOf returns the code of the first error in err's chain that carries
+// one of the codes of this package or of the packages below it (a
+// PathError, an ArgError, a RegisterError, a broker Denial or PolicyError,
+// a hashline or blob error), converted to a Code, and false when none
+// does.
+func CodeOf(err error) (Code, bool) {
+	var (
+		pe *PathError
+		ae *ArgError
+		re *RegisterError
+		de *broker.Denial
+		ve *broker.PolicyError
+	)
+	switch {
+	case err == nil:
+		return "", false
+	case errors.As(err, &pe):
+		return pe.Code, true
+	case errors.As(err, &ae):
+		return ae.Code, true
+	case errors.As(err, &re):
+		return re.Code, true
+	case errors.As(err, &de):
+		return Code(de.Code), true
+	case errors.As(err, &ve):
+		return Code(ve.Code), true
+	}
+	if c := hashline.CodeOf(err); c != "" {
+		return Code(c), true
+	}
+	if c := blob.CodeOf(err); c != "" {
+		return Code(c), true
+	}
+	return "", false
+}
