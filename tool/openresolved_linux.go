@@ -3,15 +3,13 @@
 package tool
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/agentloom/loom/internal/pinnedfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -187,66 +185,20 @@ func writeWhole(path string, data []byte, parents bool) (writeResult, error) {
 		return res, err
 	}
 	defer unix.Close(dfd)
-	perm := uint32(0o644)
-	var st unix.Stat_t
-	switch err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
-	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+	r, err := pinnedfs.ReplaceAt(dfd, base, data, 0o644)
+	res.Created, res.SyncErr = r.Created, r.SyncErr
+	switch {
+	case errors.Is(err, pinnedfs.ErrLink):
 		return res, &fs.PathError{Op: "write", Path: path, Err: ErrPathChanged}
-	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
+	case errors.Is(err, pinnedfs.ErrNotRegular):
 		return res, &fs.PathError{Op: "write", Path: path, Err: ErrNotRegularFile}
-	case err == nil:
-		perm = st.Mode & 0o777
-	case errors.Is(err, unix.ENOENT):
-		res.Created = true
-	default:
-		return res, &fs.PathError{Op: "write", Path: path, Err: err}
-	}
-	tmp, err := stageIn(dfd, base, data, perm)
-	if err != nil {
-		return res, &fs.PathError{Op: "write", Path: path, Err: err}
-	}
-	if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
-		unix.Unlinkat(dfd, tmp, 0)
-		return res, &fs.PathError{Op: "rename", Path: path, Err: err}
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Path = path
+		}
+		return res, err
 	}
 	res.Written = true
-	if sfd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-		if err := unix.Fsync(sfd); err != nil && !errors.Is(err, unix.EINVAL) {
-			res.SyncErr = err
-		}
-		unix.Close(sfd)
-	} else {
-		res.SyncErr = err
-	}
 	return res, nil
-}
-
-// stageIn writes data to a fresh file (O_EXCL, never a link) in dirfd
-// and returns its name; on failure nothing is left behind.
-func stageIn(dirfd int, base string, data []byte, perm uint32) (string, error) {
-	var nonce [8]byte
-	rand.Read(nonce[:])
-	tmp := "." + base[:min(len(base), 200)] + ".loom-" + hex.EncodeToString(nonce[:]) + ".tmp"
-	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return "", err
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	err = func() error {
-		if _, err := f.Write(data); err != nil {
-			return err
-		}
-		if err := f.Chmod(fs.FileMode(perm)); err != nil {
-			return err
-		}
-		return f.Sync()
-	}()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		unix.Unlinkat(dirfd, tmp, 0)
-		return "", fmt.Errorf("stage: %w", err)
-	}
-	return tmp, nil
 }

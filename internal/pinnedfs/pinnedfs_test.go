@@ -131,3 +131,40 @@ func TestWriteWholeRacingLink(t *testing.T) {
 		t.Errorf("a racing link let %d entries be created outside the root", len(ents))
 	}
 }
+
+// TestReplaceAt: a new file gets perm and is reported created; an
+// existing one keeps its bits; a link or a FIFO at the name is refused
+// and left as it was, with no staged file behind.
+func TestReplaceAt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	fd := int(d.Fd())
+	res, err := ReplaceAt(fd, "f", []byte("one"), 0o640)
+	if err != nil || !res.Created || res.SyncErr != nil {
+		t.Fatalf("new file: %+v %v", res, err)
+	}
+	res, err = ReplaceAt(fd, "f", []byte("two"), 0o600)
+	if fi, _ := os.Stat(filepath.Join(dir, "f")); err != nil || res.Created || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("existing file: %+v %v %v", res, err, fi.Mode())
+	}
+	os.WriteFile(filepath.Join(dir, "target"), []byte("kept"), 0o644)
+	os.Symlink("target", filepath.Join(dir, "link"))
+	syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644)
+	for name, want := range map[string]error{"link": ErrLink, "fifo": ErrNotRegular} {
+		if _, err := ReplaceAt(fd, name, []byte("x"), 0o644); !errors.Is(err, want) {
+			t.Errorf("%s: %v, want %v", name, err, want)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "target")); string(got) != "kept" {
+		t.Errorf("the link's target was written: %q", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 4 {
+		t.Errorf("staged files left behind: %v", entries)
+	}
+}
