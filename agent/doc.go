@@ -53,7 +53,7 @@
 //     registry to the Agency (Reference.Govern): the registry refuses,
 //     before the tool runs, a call by a strand that does not hold the tool
 //     (tool.CodeToolNotHeld), and a spawn naming a tool the registry lacks
-//     is refused (CodeUnknownTool). A child's set is fixed at spawn, never
+//     is refused (CodeUnknownSpawnTool). A child's set is fixed at spawn, never
 //     more than its parent holds.
 //   - Every failure is a *Refusal with a Code; the tools turn it into an
 //     IsError outcome whose Details carry the code. A pending wait is a
