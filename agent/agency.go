@@ -42,7 +42,7 @@ type Agency interface {
 	// Roster lists the descendants of c.Strand.
 	Roster(ctx context.Context, c Caller) ([]Peer, error)
 	// Holds answers nil when c.Strand holds the named tool right now, a
-	// Refusal with CodeToolNotHeld when it does not, and another code on
+	// Refusal with tool.CodeToolNotHeld when it does not, and another code on
 	// a fault.
 	Holds(ctx context.Context, c Caller, tool string) error
 	// MaxWaitMs is the longest wait the Agency accepts, in milliseconds;

@@ -49,7 +49,7 @@ func BenchmarkApplyTodo(b *testing.B) {
 }
 
 func BenchmarkSpawnWait(b *testing.B) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	i := 0
 	for b.Loop() {
@@ -59,7 +59,7 @@ func BenchmarkSpawnWait(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := a.Wait(bg, c, []Handle{sp.Handle}, a.limits.MaxWait); err != nil {
+		if _, err := a.Wait(bg, c, []Handle{sp.Handle}, a.opts.MaxWait); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -24,6 +24,18 @@
 //     postcondition so a replay lands the same board.
 //   - The model's half of each tool: schemas (derived from the argument
 //     structs), clamps, wording, and in-band refusals with stable codes.
+//   - The agent vocabulary's codes: tool.Code constants (CodeDepthCap,
+//     CodeNotDescendant, ...), each declared once in the module. The
+//     strand-name prefix of a sub-agent is tool's (tool.SubagentPrefix,
+//     tool.IsSubagent), which the job plane reads too.
+//
+// # Configuration
+//
+// NewAgency takes the host's Runner and an Options value. Options is
+// passed by value and its zero value works: each field left zero takes
+// the default it documents (DefaultDepthCap, DefaultFanOut, ...). The
+// tools take their seam at construction (Tools(agency)); a nil Agency
+// gives tools that refuse every call with CodeAgencyUnavailable.
 //
 // # What it refuses to own
 //
@@ -52,12 +64,17 @@
 //   - A strand runs only the tools it holds, once the host ties its
 //     registry to the Agency (Reference.Govern): the registry refuses,
 //     before the tool runs, a call by a strand that does not hold the tool
-//     (tool.CodeToolNotHeld), and a spawn naming a tool the registry lacks
-//     is refused (CodeUnknownTool). A child's set is fixed at spawn, never
-//     more than its parent holds.
-//   - Every failure is a *Refusal with a Code; the tools turn it into an
-//     IsError outcome whose Details carry the code. A pending wait is a
-//     success.
+//     (tool.CodeToolNotHeld, the code Holds and a spawn naming a tool its
+//     parent lacks refuse with too), and a spawn naming a tool the
+//     registry does not register is refused with CodeUnknownSpawnTool
+//     (tool.CodeUnknownTool is the registry's own refusal of a call to an
+//     unregistered tool). A child's set is fixed at spawn, never more than
+//     its parent holds.
+//   - Every failure crosses the seam as an error whose chain holds a
+//     *Refusal, its code in Refusal.Code (read it with CodeOf or
+//     errors.As). The tools turn it into an IsError outcome whose Code is
+//     the refusal's and whose Details (RefusalDetails) hold the reason,
+//     never the code again. A pending wait is a success.
 //   - agent_send is tool.ReplayNever (a replay would deliver twice); the
 //     other tools are tool.ReplaySafe: a replayed spawn reconciles onto the
 //     child its call site already minted.

@@ -70,7 +70,7 @@ func ExampleNewAgency() {
 	runner := agent.RunnerFunc(func(ctx context.Context, t agent.Turn) (string, error) {
 		return "checked " + t.Prompt, nil
 	})
-	a := agent.NewAgency(runner, agent.Limits{})
+	a := agent.NewAgency(runner, agent.Options{})
 	defer a.Close()
 
 	parent := agent.Caller{Strand: "main", OpID: "op-1", StepID: "step-1"}
@@ -78,7 +78,7 @@ func ExampleNewAgency() {
 	if err != nil {
 		panic(err)
 	}
-	ws, err := a.Wait(context.Background(), parent, []agent.Handle{sp.Handle}, a.Limits().MaxWait)
+	ws, err := a.Wait(context.Background(), parent, []agent.Handle{sp.Handle}, a.Options().MaxWait)
 	if err != nil {
 		panic(err)
 	}
@@ -90,7 +90,7 @@ func ExampleTools() {
 	runner := agent.RunnerFunc(func(ctx context.Context, t agent.Turn) (string, error) {
 		return "all tests pass", nil
 	})
-	a := agent.NewAgency(runner, agent.Limits{})
+	a := agent.NewAgency(runner, agent.Options{})
 	defer a.Close()
 	reg, err := tool.NewRegistry(agent.Tools(a)...)
 	if err != nil {

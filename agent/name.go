@@ -9,11 +9,6 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// SubagentPrefix begins the name of every strand an Agency minted. A
-// strand without it is a root: the host named it. It is the tool package's
-// prefix, which the job plane tests too, so the two cannot disagree.
-const SubagentPrefix = tool.SubagentPrefix
-
 // MaxSlugBytes caps the decorative half of a minted name. The slug never
 // discriminates between children, so the cap can truncate it freely.
 const MaxSlugBytes = 24
@@ -24,9 +19,6 @@ const DigestHexChars = 16
 
 // fallbackSlug stands in for a purpose with no usable character.
 const fallbackSlug = "agent"
-
-// IsSubagent reports whether strand was minted by an Agency.
-func IsSubagent(strand string) bool { return tool.IsSubagent(strand) }
 
 // Slug folds free text into the slug grammar: lower-case ASCII letters,
 // digits and single '-' separators, no leading or trailing '-', at most
@@ -122,7 +114,7 @@ func CallSiteDigest(operation, step string, sourceIndex int, m Minter) string {
 // which is what lets a replayed spawn reconcile onto the child it already
 // made; the purpose only decorates.
 func MintName(c Caller, purpose string) string {
-	parent := strings.TrimPrefix(c.Strand, SubagentPrefix)
-	return SubagentPrefix + parent + "/" + Slug(purpose) + "-" +
+	parent := strings.TrimPrefix(c.Strand, tool.SubagentPrefix)
+	return tool.SubagentPrefix + parent + "/" + Slug(purpose) + "-" +
 		CallSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // callSite draws call-site coordinates from small alphabets so that equal
@@ -68,7 +70,7 @@ func TestMintNameShape(t *testing.T) {
 	}
 	child := Caller{Strand: n, OpID: "run-1", StepID: "s"}
 	g := MintName(child, "deeper")
-	if !strings.HasPrefix(g, n+"/deeper-") || strings.Count(g, SubagentPrefix) != 1 {
+	if !strings.HasPrefix(g, n+"/deeper-") || strings.Count(g, tool.SubagentPrefix) != 1 {
 		t.Fatalf("grandchild name %q", g)
 	}
 	if _, err := ParseHandle(Handle{Strand: g, Operation: "run-1"}.String()); err != nil {

@@ -17,7 +17,7 @@ import (
 // Safe for concurrent use. Close it when the session ends.
 type Reference struct {
 	runner   Runner
-	limits   Limits
+	opts     Options                       // defaults applied
 	registry atomic.Pointer[tool.Registry] // set by Govern; nil: tool names unchecked
 
 	base   context.Context
@@ -39,12 +39,14 @@ type Reference struct {
 var _ Agency = (*Reference)(nil)
 
 // NewAgency returns the reference Agency running children with runner
-// under limits (zero fields take the defaults).
-func NewAgency(runner Runner, limits Limits) *Reference {
+// under opts (zero fields take the defaults Options documents). A runner
+// that panics, or a nil one, fails the run it was handed; nothing panics
+// into the host.
+func NewAgency(runner Runner, opts Options) *Reference {
 	base, cancel := context.WithCancelCause(context.Background())
 	return &Reference{
 		runner:   runner,
-		limits:   limits.withDefaults(),
+		opts:     opts.withDefaults(),
 		base:     base,
 		cancel:   cancel,
 		strands:  map[string]*strand{},
@@ -56,14 +58,14 @@ func NewAgency(runner Runner, limits Limits) *Reference {
 	}
 }
 
-// Limits returns the limits in force, defaults applied.
-func (a *Reference) Limits() Limits { return a.limits }
+// Options returns the options in force, defaults applied.
+func (a *Reference) Options() Options { return a.opts }
 
 // MaxWaitMs implements Agency.
-func (a *Reference) MaxWaitMs() int { return int(a.limits.MaxWait / time.Millisecond) }
+func (a *Reference) MaxWaitMs() int { return int(a.opts.MaxWait / time.Millisecond) }
 
 // ModelNames implements Agency.
-func (a *Reference) ModelNames() []string { return slices.Clone(a.limits.Models) }
+func (a *Reference) ModelNames() []string { return slices.Clone(a.opts.Models) }
 
 // Close aborts every running run with AbortClosed, refuses everything
 // that would start one, and waits for the runners to return.
@@ -100,8 +102,8 @@ type strand struct {
 
 func (s *strand) latest() *run { return s.runs[len(s.runs)-1] }
 
-func (s *strand) holds(tool string) bool {
-	return s.tools == nil || slices.Contains(s.tools, tool)
+func (s *strand) holds(name string) bool {
+	return s.tools == nil || slices.Contains(s.tools, name)
 }
 
 // run is one operation of a strand.
@@ -127,7 +129,7 @@ func (c abortCause) Error() string { return "aborted: " + string(c.reason) }
 // subagent, or a root whose name cannot be confused with minted names or
 // handles. It returns the ledger entry (nil for a root).
 func (a *Reference) callerLocked(c Caller) (*strand, error) {
-	if IsSubagent(c.Strand) {
+	if tool.IsSubagent(c.Strand) {
 		s, ok := a.strands[c.Strand]
 		if !ok {
 			return nil, refuse(CodeUnknownHandle, "the calling strand %q is not one this Agency minted", c.Strand)
@@ -171,9 +173,9 @@ func (a *Reference) clampBudget(d time.Duration) (time.Duration, error) {
 	case d < 0:
 		return 0, refuse(CodeInvalidRequest, "a deadline must not be negative")
 	case d == 0:
-		return a.limits.RunBudget, nil
-	case d > a.limits.MaxRunBudget:
-		return a.limits.MaxRunBudget, nil
+		return a.opts.RunBudget, nil
+	case d > a.opts.MaxRunBudget:
+		return a.opts.MaxRunBudget, nil
 	}
 	return d, nil
 }

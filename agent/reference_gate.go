@@ -16,11 +16,11 @@ const MaxToolNamesListed = 32
 //
 //   - reg.Dispatch refuses, before the tool runs, a call whose Call.Strand
 //     does not hold the tool (tool.CodeToolNotHeld): a child holds exactly
-//     the tools its spawn fixed, a root strand holds Limits.RootTools (nil:
+//     the tools its spawn fixed, a root strand holds Options.RootTools (nil:
 //     every tool), and a strand this Agency cannot judge (an unminted
 //     sub-agent name, an empty or malformed root name) holds nothing.
 //   - Spawn refuses a tools list naming a tool reg does not register
-//     (CodeUnknownTool), listing the registered names (bounded).
+//     (CodeUnknownSpawnTool), listing the registered names (bounded).
 //
 // Call Govern once, with the registry the session dispatches every
 // strand's calls through, before any model runs. It replaces any gate reg
@@ -53,7 +53,7 @@ func (a *Reference) checkToolNames(asked []string) error {
 		if valid == "" {
 			valid = "none"
 		}
-		return refuse(CodeUnknownTool, "tool %q does not exist on this host; the tools a child can be given are among: %s", t, valid)
+		return refuse(CodeUnknownSpawnTool, "tool %q does not exist on this host; the tools a child can be given are among: %s", t, valid)
 	}
 	return nil
 }

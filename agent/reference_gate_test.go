@@ -35,7 +35,7 @@ func governed(t *testing.T) (a *Reference, reg *tool.Registry, bashRuns, readRun
 		read := reg.Dispatch(ctx, c.At(turn.Operation, "s1", 1), "fs_read", json.RawMessage(`{"path":"x"}`))
 		calls <- [2]tool.Outcome{bash, read}
 		return "done", nil
-	}), Limits{})
+	}), Options{})
 	t.Cleanup(func() { a.Close() })
 	var err error
 	reg, err = tool.NewRegistry(append(Tools(a), counted(tool.BashTool(), bashRuns), counted(tool.ReadTool(), readRuns))...)
@@ -84,7 +84,7 @@ func TestGovernedChildCannotRunUnheldTool(t *testing.T) {
 }
 
 // TestGovernedSpawnRefusesUnknownTool: a spawn naming a tool the registry
-// does not offer is refused in band with unknown_tool, listing the valid
+// does not offer is refused in band with unknown_spawn_tool, listing the valid
 // names, and starts nothing; the same spawn with a real name starts.
 func TestGovernedSpawnRefusesUnknownTool(t *testing.T) {
 	t.Parallel()
@@ -92,7 +92,7 @@ func TestGovernedSpawnRefusesUnknownTool(t *testing.T) {
 	parent := &tool.Call{Strand: "main", OpID: "op-1", StepID: "s1"}
 	out := reg.Dispatch(bg, parent, SpawnToolName, json.RawMessage(`{"purpose":"typo","prompt":"p","tools":["fs_raed"]}`))
 	d, ok := out.Details.(RefusalDetails)
-	if !out.IsError || !ok || d.Error != string(CodeUnknownTool) {
+	if !out.IsError || !ok || out.Code != CodeUnknownSpawnTool || !strings.Contains(out.Text, d.Reason) {
 		t.Fatalf("spawn with an unknown tool: %+v", out)
 	}
 	for _, want := range []string{`"fs_raed"`, "fs_read", "bash", SpawnToolName} {
@@ -131,7 +131,7 @@ func TestGovernedUnknownStrandHoldsNothing(t *testing.T) {
 // MaxToolNamesListed names and counts the rest.
 func TestGovernedMaxToolNamesListed(t *testing.T) {
 	t.Parallel()
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	var tools []tool.Tool
 	for i := range MaxToolNamesListed + 3 {
@@ -144,7 +144,7 @@ func TestGovernedMaxToolNamesListed(t *testing.T) {
 	}
 	a.Govern(reg)
 	_, err = a.Spawn(bg, root("main", 1), SpawnRequest{Purpose: "p", Prompt: "p", Tools: []string{"nope"}})
-	if CodeOf(err) != CodeUnknownTool || !strings.Contains(err.Error(), "and 3 more") {
-		t.Fatalf("Spawn = %v, want unknown_tool counting 3 more", err)
+	if CodeOf(err) != CodeUnknownSpawnTool || !strings.Contains(err.Error(), "and 3 more") {
+		t.Fatalf("Spawn = %v, want unknown_spawn_tool counting 3 more", err)
 	}
 }

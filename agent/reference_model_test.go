@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // lineageModel is the ledger the Agency should keep, restated simply.
@@ -72,12 +74,12 @@ func (m *lineageModel) rootOf(s string) string {
 }
 
 func TestAgencyLineageMatchesModel(t *testing.T) {
-	limits := Limits{DepthCap: 2, FanOut: 2, SessionStrands: 4}
+	opts := Options{DepthCap: 2, FanOut: 2, SessionStrands: 4}
 	roots := []string{"r1", "r2"}
 	var reachedCaps, reachedNotDescendant, reachedStart int
 	rapid.Check(t, func(t *rapid.T) {
 		g := newGate()
-		a := NewAgency(g, limits)
+		a := NewAgency(g, opts)
 		defer a.Close()
 		m := &lineageModel{parent: map[string]string{}, depth: map[string]int{}, running: map[string]bool{},
 			detach: map[string]bool{}, latest: map[string]Handle{}}
@@ -94,13 +96,13 @@ func TestAgencyLineageMatchesModel(t *testing.T) {
 				p := anyStrand(t, "parent")
 				detach := rapid.Bool().Draw(t, "detach")
 				sp, err := a.Spawn(bg, caller(p), SpawnRequest{Purpose: "w", Prompt: "p", Detach: detach})
-				var want Code
+				var want tool.Code
 				switch {
-				case m.depth[p]+1 > limits.DepthCap:
+				case m.depth[p]+1 > opts.DepthCap:
 					want = CodeDepthCap
-				case m.liveChildren(p) >= limits.FanOut:
+				case m.liveChildren(p) >= opts.FanOut:
 					want = CodeFanOut
-				case m.live() >= limits.SessionStrands:
+				case m.live() >= opts.SessionStrands:
 					want = CodeSessionStrands
 				}
 				if CodeOf(err) != want {
@@ -130,7 +132,7 @@ func TestAgencyLineageMatchesModel(t *testing.T) {
 				for _, x := range m.finish(s) {
 					hs = append(hs, m.latest[x])
 				}
-				ws, err := a.Wait(bg, Caller{Strand: m.rootOf(s)}, hs, limits.withDefaults().MaxWait)
+				ws, err := a.Wait(bg, Caller{Strand: m.rootOf(s)}, hs, opts.withDefaults().MaxWait)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -143,16 +145,16 @@ func TestAgencyLineageMatchesModel(t *testing.T) {
 			"send": func(t *rapid.T) {
 				from, to := anyStrand(t, "from"), anyStrand(t, "to")
 				d, err := a.Send(bg, caller(from), SendRequest{To: to, Message: "m"})
-				var want Code
+				var want tool.Code
 				switch {
 				case slices.Contains(roots, to):
 					want = CodeUnknownHandle
 				case !m.descends(from, to):
 					want = CodeNotDescendant
 				case m.running[to]:
-				case m.liveChildren(m.parent[to]) >= limits.FanOut:
+				case m.liveChildren(m.parent[to]) >= opts.FanOut:
 					want = CodeFanOut
-				case m.live() >= limits.SessionStrands:
+				case m.live() >= opts.SessionStrands:
 					want = CodeSessionStrands
 				}
 				if CodeOf(err) != want {
@@ -213,16 +215,16 @@ func TestAgencyLineageMatchesModel(t *testing.T) {
 				a.mu.Lock()
 				live, children := a.live, maps.Clone(a.children)
 				a.mu.Unlock()
-				if live != m.live() || live > limits.SessionStrands {
-					t.Fatalf("live %d, model %d, cap %d", live, m.live(), limits.SessionStrands)
+				if live != m.live() || live > opts.SessionStrands {
+					t.Fatalf("live %d, model %d, cap %d", live, m.live(), opts.SessionStrands)
 				}
 				for p, n := range children {
-					if n != m.liveChildren(p) || n > limits.FanOut {
-						t.Fatalf("%s has %d running children, model %d, cap %d", p, n, m.liveChildren(p), limits.FanOut)
+					if n != m.liveChildren(p) || n > opts.FanOut {
+						t.Fatalf("%s has %d running children, model %d, cap %d", p, n, m.liveChildren(p), opts.FanOut)
 					}
 				}
 				for s, d := range m.depth {
-					if d > limits.DepthCap {
+					if d > opts.DepthCap {
 						t.Fatalf("%s at depth %d", s, d)
 					}
 				}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // Wait implements Agency. Every handle is checked before anything waits;
@@ -15,7 +17,7 @@ func (a *Reference) Wait(ctx context.Context, c Caller, handles []Handle, wait t
 		return nil, refuse(CodeInvalidRequest, "name at least one handle")
 	case len(handles) > MaxWaitHandles:
 		return nil, refuse(CodeInvalidRequest, "%d handles, more than %d", len(handles), MaxWaitHandles)
-	case wait < 0 || wait > a.limits.MaxWait:
+	case wait < 0 || wait > a.opts.MaxWait:
 		return nil, refuse(CodeWaitTooLong, "a wait must be between 0 and %d ms; got %d ms", a.MaxWaitMs(), wait.Milliseconds())
 	}
 	a.mu.Lock()
@@ -91,19 +93,19 @@ func (a *Reference) Roster(ctx context.Context, c Caller) ([]Peer, error) {
 }
 
 // Holds implements Agency.
-func (a *Reference) Holds(ctx context.Context, c Caller, tool string) error {
+func (a *Reference) Holds(ctx context.Context, c Caller, name string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s, err := a.callerLocked(c)
 	if err != nil {
 		return err
 	}
-	held := s != nil && s.holds(tool)
+	held := s != nil && s.holds(name)
 	if s == nil {
-		held = a.limits.RootTools == nil || slices.Contains(a.limits.RootTools, tool)
+		held = a.opts.RootTools == nil || slices.Contains(a.opts.RootTools, name)
 	}
 	if !held {
-		return refuse(CodeToolNotHeld, "%q does not hold %s", c.Strand, tool)
+		return refuse(tool.CodeToolNotHeld, "%q does not hold %s", c.Strand, name)
 	}
 	return nil
 }

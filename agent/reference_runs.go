@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // Spawn implements Agency. The child is named MintName(c, req.Purpose); a
@@ -15,7 +17,7 @@ import (
 // session's running strands are checked, the child's tool set is fixed,
 // and its first run starts in its own goroutine. Under Govern, a tools
 // list naming a tool the registry does not offer is refused first, with
-// CodeUnknownTool.
+// CodeUnknownSpawnTool.
 func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spawned, error) {
 	if err := a.checkSpawn(req); err != nil {
 		return Spawned{}, err
@@ -43,8 +45,8 @@ func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spaw
 	if parent != nil {
 		depth = parent.depth + 1
 	}
-	if depth > a.limits.DepthCap {
-		return Spawned{}, refuse(CodeDepthCap, "a child of %q would be at depth %d; the cap is %d", c.Strand, depth, a.limits.DepthCap)
+	if depth > a.opts.DepthCap {
+		return Spawned{}, refuse(CodeDepthCap, "a child of %q would be at depth %d; the cap is %d", c.Strand, depth, a.opts.DepthCap)
 	}
 	if err := a.capacityLocked(c.Strand); err != nil {
 		return Spawned{}, err
@@ -72,11 +74,11 @@ func (a *Reference) checkSpawn(req SpawnRequest) error {
 	if err := a.checkToolNames(req.Tools); err != nil {
 		return err
 	}
-	if req.Model != "" && !slices.Contains(a.limits.Models, req.Model) {
-		if len(a.limits.Models) == 0 {
+	if req.Model != "" && !slices.Contains(a.opts.Models, req.Model) {
+		if len(a.opts.Models) == 0 {
 			return refuse(CodeUnknownModel, "this host offers no model choice; omit model")
 		}
-		return refuse(CodeUnknownModel, "model %q is not offered; choose one of %s", req.Model, strings.Join(a.limits.Models, ", "))
+		return refuse(CodeUnknownModel, "model %q is not offered; choose one of %s", req.Model, strings.Join(a.opts.Models, ", "))
 	}
 	return nil
 }
@@ -84,11 +86,11 @@ func (a *Reference) checkSpawn(req SpawnRequest) error {
 // capacityLocked checks the caps a new running run of a child of parent
 // must fit under.
 func (a *Reference) capacityLocked(parent string) error {
-	if a.children[parent] >= a.limits.FanOut {
-		return refuse(CodeFanOut, "%q already has %d children running, the most allowed; wait for one to finish", parent, a.limits.FanOut)
+	if a.children[parent] >= a.opts.FanOut {
+		return refuse(CodeFanOut, "%q already has %d children running, the most allowed; wait for one to finish", parent, a.opts.FanOut)
 	}
-	if a.live >= a.limits.SessionStrands {
-		return refuse(CodeSessionStrands, "the session already has %d strands running, the most allowed; wait for one to finish", a.limits.SessionStrands)
+	if a.live >= a.opts.SessionStrands {
+		return refuse(CodeSessionStrands, "the session already has %d strands running, the most allowed; wait for one to finish", a.opts.SessionStrands)
 	}
 	return nil
 }
@@ -101,27 +103,27 @@ func (a *Reference) childTools(parent *strand, c Caller, asked []string) ([]stri
 		if parent != nil {
 			return parent.holds(t)
 		}
-		return a.limits.RootTools == nil || slices.Contains(a.limits.RootTools, t)
+		return a.opts.RootTools == nil || slices.Contains(a.opts.RootTools, t)
 	}
 	var base []string
 	switch {
 	case asked != nil:
 		for _, t := range asked {
 			if !holds(t) {
-				return nil, refuse(CodeToolNotHeld, "tool %q is not held by %q, so a child cannot be given it", t, c.Strand)
+				return nil, refuse(tool.CodeToolNotHeld, "tool %q is not held by %q, so a child cannot be given it", t, c.Strand)
 			}
 		}
 		base = asked
-	case a.limits.ChildTools != nil:
-		for _, t := range a.limits.ChildTools {
+	case a.opts.ChildTools != nil:
+		for _, t := range a.opts.ChildTools {
 			if holds(t) {
 				base = append(base, t)
 			}
 		}
 	case parent != nil && parent.tools != nil:
 		base = parent.tools
-	case parent == nil && a.limits.RootTools != nil:
-		base = a.limits.RootTools
+	case parent == nil && a.opts.RootTools != nil:
+		base = a.opts.RootTools
 	default:
 		return nil, nil
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // gate is a Runner whose runs finish only when the test releases them.
@@ -75,7 +77,7 @@ func mustSpawn(t *testing.T, a *Reference, c Caller, purpose string) Spawned {
 
 func waitOne(t *testing.T, a *Reference, c Caller, h Handle) Waited {
 	t.Helper()
-	ws, err := a.Wait(bg, c, []Handle{h}, a.limits.MaxWait)
+	ws, err := a.Wait(bg, c, []Handle{h}, a.opts.MaxWait)
 	if err != nil {
 		t.Fatalf("wait %s: %v", h, err)
 	}
@@ -83,7 +85,7 @@ func waitOne(t *testing.T, a *Reference, c Caller, h Handle) Waited {
 }
 
 func TestSpawnWaitCompletes(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	c := root("main", 1)
 	sp := mustSpawn(t, a, c, "Scan auth")
@@ -100,7 +102,7 @@ func TestSpawnWaitCompletes(t *testing.T) {
 
 func TestSpawnReplayReconciles(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{})
+	a := NewAgency(g, Options{})
 	defer a.Close()
 	c := root("main", 1)
 	first := mustSpawn(t, a, c, "x")
@@ -125,7 +127,7 @@ func TestSpawnReplayReconciles(t *testing.T) {
 
 func TestDepthCap(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{DepthCap: 2})
+	a := NewAgency(g, Options{DepthCap: 2})
 	defer a.Close()
 	c1 := mustSpawn(t, a, root("main", 1), "one")
 	c2 := mustSpawn(t, a, as(c1.Handle.Strand, 1), "two") // depth 2: at the cap
@@ -137,7 +139,7 @@ func TestDepthCap(t *testing.T) {
 
 func TestFanOutCap(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{FanOut: 2})
+	a := NewAgency(g, Options{FanOut: 2})
 	defer a.Close()
 	c := root("main", 0)
 	var hs []Handle
@@ -156,7 +158,7 @@ func TestFanOutCap(t *testing.T) {
 
 func TestSessionStrandsCap(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{SessionStrands: 3})
+	a := NewAgency(g, Options{SessionStrands: 3})
 	defer a.Close()
 	var hs []Handle
 	for i := range 3 {
@@ -176,7 +178,7 @@ func TestSessionStrandsCap(t *testing.T) {
 
 func TestAddressingIsDescendantsOnly(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{})
+	a := NewAgency(g, Options{})
 	defer a.Close()
 	main, other := root("main", 1), root("other", 1)
 	child := mustSpawn(t, a, main, "child")
@@ -188,7 +190,7 @@ func TestAddressingIsDescendantsOnly(t *testing.T) {
 		name   string
 		caller Caller
 		h      Handle
-		code   Code
+		code   tool.Code
 	}{
 		{"parent reaches child", main, child.Handle, ""},
 		{"root reaches grandchild", main, grand.Handle, ""},
@@ -229,7 +231,7 @@ func TestAddressingIsDescendantsOnly(t *testing.T) {
 
 func TestWaitBounds(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{MaxWait: 50 * time.Millisecond})
+	a := NewAgency(g, Options{MaxWait: 50 * time.Millisecond})
 	defer a.Close()
 	c := root("main", 1)
 	sp := mustSpawn(t, a, c, "x")
@@ -268,7 +270,7 @@ func TestSendDeliversOrContinues(t *testing.T) {
 		}
 		return "continued: " + t.Prompt, nil
 	})
-	a := NewAgency(runner, Limits{})
+	a := NewAgency(runner, Options{})
 	defer a.Close()
 	c := root("main", 1)
 	sp := mustSpawn(t, a, c, "x")
@@ -298,7 +300,7 @@ func TestSendDeliversOrContinues(t *testing.T) {
 
 func TestAbortReasons(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{})
+	a := NewAgency(g, Options{})
 	c := root("main", 1)
 
 	sp, err := a.Spawn(bg, c, SpawnRequest{Purpose: "slow", Prompt: "p", Deadline: 20 * time.Millisecond})
@@ -348,7 +350,7 @@ func TestRunnerFailureAndPanic(t *testing.T) {
 			panic("boom")
 		}
 		return "", errors.New("model unreachable")
-	}), Limits{})
+	}), Options{})
 	defer a.Close()
 	c := root("main", 1)
 	if w := waitOne(t, a, c, mustSpawn(t, a, c, "fail").Handle); w.State != Failed || w.Report != "model unreachable" {
@@ -376,7 +378,7 @@ func TestResultContract(t *testing.T) {
 			return "", errors.New("the notice does not state the contract")
 		}
 		return "report", nil
-	}), Limits{})
+	}), Options{})
 	defer a.Close()
 	for i, tc := range []struct {
 		prompt string
@@ -397,20 +399,20 @@ func TestResultContract(t *testing.T) {
 func TestChildTools(t *testing.T) {
 	g := newGate()
 	held := []string{SpawnToolName, NoteToolName, SendToolName, "fs_read", "bash"}
-	a := NewAgency(g, Limits{RootTools: held, Models: []string{"small"}})
+	a := NewAgency(g, Options{RootTools: held, Models: []string{"small"}})
 	defer a.Close()
 	c := root("main", 1)
 	cases := []struct {
 		name  string
 		tools []string
 		want  []string
-		code  Code
+		code  tool.Code
 	}{
 		{"default drops agent_spawn", nil, []string{NoteToolName, SendToolName, "fs_read", "bash"}, ""},
 		{"explicit list gets the floor", []string{"fs_read"}, []string{"fs_read", NoteToolName, SendToolName}, ""},
 		{"empty list gets the floor", []string{}, []string{NoteToolName, SendToolName}, ""},
 		{"explicit agent_spawn is kept", []string{SpawnToolName}, []string{SpawnToolName, NoteToolName, SendToolName}, ""},
-		{"a tool the parent lacks", []string{"grep"}, nil, CodeToolNotHeld},
+		{"a tool the parent lacks", []string{"grep"}, nil, tool.CodeToolNotHeld},
 	}
 	for i, tt := range cases {
 		c.SourceIndex = i
@@ -420,7 +422,7 @@ func TestChildTools(t *testing.T) {
 		}
 	}
 	// The floor is limited by what the parent holds.
-	lean := NewAgency(g, Limits{RootTools: []string{"fs_read", NoteToolName}})
+	lean := NewAgency(g, Options{RootTools: []string{"fs_read", NoteToolName}})
 	defer lean.Close()
 	if sp, err := lean.Spawn(bg, c, SpawnRequest{Purpose: "t", Prompt: "p", Tools: []string{"fs_read"}}); err != nil ||
 		!cmp.Equal(sp.Tools, []string{"fs_read", NoteToolName}) {
@@ -434,10 +436,10 @@ func TestChildTools(t *testing.T) {
 	if err := a.Holds(bg, as(narrow.Handle.Strand, 1), "fs_read"); err != nil {
 		t.Errorf("holds fs_read: %v", err)
 	}
-	if err := a.Holds(bg, as(narrow.Handle.Strand, 1), SpawnToolName); CodeOf(err) != CodeToolNotHeld {
+	if err := a.Holds(bg, as(narrow.Handle.Strand, 1), SpawnToolName); CodeOf(err) != tool.CodeToolNotHeld {
 		t.Errorf("holds agent_spawn: %v", err)
 	}
-	if err := a.Holds(bg, c, "grep"); CodeOf(err) != CodeToolNotHeld {
+	if err := a.Holds(bg, c, "grep"); CodeOf(err) != tool.CodeToolNotHeld {
 		t.Errorf("root holds grep: %v", err)
 	}
 	if _, err := a.Spawn(bg, root("main", 99), SpawnRequest{Purpose: "m", Prompt: "p", Model: "huge"}); CodeOf(err) != CodeUnknownModel {
@@ -449,13 +451,13 @@ func TestChildTools(t *testing.T) {
 }
 
 func TestSpawnRequestBounds(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	c := root("main", 1)
 	cases := []struct {
 		name string
 		req  SpawnRequest
-		code Code
+		code tool.Code
 	}{
 		{"purpose at the bound", SpawnRequest{Purpose: strings.Repeat("p", MaxPurposeBytes), Prompt: "x"}, ""},
 		{"purpose past the bound", SpawnRequest{Purpose: strings.Repeat("p", MaxPurposeBytes+1), Prompt: "x"}, CodeInvalidRequest},
@@ -480,7 +482,7 @@ func TestSpawnRequestBounds(t *testing.T) {
 }
 
 func TestNotes(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	c := root("main", 1)
 	n, err := a.Note(bg, c, "findings/auth", json.RawMessage(`{ "ok" : true }`))
@@ -529,7 +531,7 @@ func TestNotes(t *testing.T) {
 }
 
 func TestNoteAndListLimits(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	c := root("main", 1)
 	for i := range MaxNotesPerStrand - 2 { // two slots left
@@ -553,7 +555,7 @@ func TestNoteAndListLimits(t *testing.T) {
 }
 
 func TestTodosCompareAndSet(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	c := root("main", 1)
 	const writers = 20
@@ -589,7 +591,7 @@ func TestTodosCompareAndSet(t *testing.T) {
 }
 
 func TestTodosConflictAfterRetries(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	c := root("main", 1)
 	calls := 0
@@ -612,7 +614,7 @@ func TestConcurrentSpawnsAndWaits(t *testing.T) {
 	a := NewAgency(RunnerFunc(func(ctx context.Context, t Turn) (string, error) {
 		time.Sleep(time.Millisecond)
 		return t.Strand, nil
-	}), Limits{FanOut: 64, SessionStrands: 64})
+	}), Options{FanOut: 64, SessionStrands: 64})
 	defer a.Close()
 	const parents, each = 4, 8
 	var wg sync.WaitGroup
@@ -631,7 +633,7 @@ func TestConcurrentSpawnsAndWaits(t *testing.T) {
 				hs = append(hs, sp.Handle)
 				go a.Roster(bg, c)
 			}
-			ws, err := a.Wait(bg, Caller{Strand: fmt.Sprint("root", p)}, hs, a.limits.MaxWait)
+			ws, err := a.Wait(bg, Caller{Strand: fmt.Sprint("root", p)}, hs, a.opts.MaxWait)
 			if err != nil {
 				t.Error(err)
 				return

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/tool"
 )
 
 func board(spec ...string) Board {
@@ -26,7 +28,7 @@ func TestApplyTodo(t *testing.T) {
 		in   Board
 		step TodoStep
 		want Board
-		code Code
+		code tool.Code
 	}{
 		{"init promotes the first", Board{}, TodoStep{Op: TodoInit, Items: []string{"a", " b ", "A"}},
 			board("active:a", "pending:b"), ""},
@@ -105,7 +107,7 @@ type todoModel struct {
 
 func looseModel(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), "")) }
 
-func (m *todoModel) find(name string) (int, Code) {
+func (m *todoModel) find(name string) (int, tool.Code) {
 	name = strings.TrimSpace(name)
 	for i, t := range m.texts {
 		if t == name {
@@ -127,7 +129,7 @@ func (m *todoModel) find(name string) (int, Code) {
 	return -1, CodeTodoAmbiguousTask
 }
 
-func (m *todoModel) add(items []string) Code {
+func (m *todoModel) add(items []string) tool.Code {
 	for _, it := range items {
 		it = strings.TrimSpace(it)
 		if it == "" || len(it) > MaxTodoTextBytes {
@@ -154,9 +156,9 @@ func (m todoModel) copy() todoModel {
 }
 
 // apply returns the refusal code, leaving m unchanged on refusal.
-func (m *todoModel) apply(s TodoStep) Code {
+func (m *todoModel) apply(s TodoStep) tool.Code {
 	next := m.copy()
-	var code Code
+	var code tool.Code
 	switch s.Op {
 	case TodoView:
 	case TodoInit:

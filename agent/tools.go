@@ -52,25 +52,22 @@ func CallerOf(c *tool.Call) Caller {
 	return Caller{Strand: c.Strand, OpID: c.OpID, StepID: c.StepID, SourceIndex: c.SourceIndex, Minter: ToolCallMinter()}
 }
 
-// RefusalDetails is the Details of an outcome reporting a Refusal.
+// RefusalDetails is the Details of an outcome reporting a Refusal. The
+// refusal's code is the outcome's Code, never repeated here.
 type RefusalDetails struct {
-	Error  string `json:"error"`
+	// Reason is the Refusal's Reason: one sentence a model can act on.
 	Reason string `json:"reason"`
 }
 
 // refusalOutcome renders err (a Refusal, or any other Agency failure) as
-// an in-band error outcome naming its code.
+// an in-band error outcome whose Code is the refusal's.
 func refusalOutcome(name string, err error) tool.Outcome {
 	var r *Refusal
 	if !errors.As(err, &r) {
 		r = &Refusal{Code: CodeAgencyUnavailable, Reason: "the agency failed: " + err.Error(), Err: err}
 	}
-	return tool.Outcome{
-		Text:    fmt.Sprintf("%s refused (%s): %s", name, r.Code, r.Reason),
-		IsError: true,
-		Code:    tool.Code(r.Code),
-		Details: RefusalDetails{Error: string(r.Code), Reason: r.Reason},
-	}
+	return tool.Fail(r.Code, fmt.Sprintf("%s refused (%s): %s", name, r.Code, r.Reason)).
+		WithDetails(RefusalDetails{Reason: r.Reason})
 }
 
 func unavailable(name string) tool.Outcome {

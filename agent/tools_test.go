@@ -43,8 +43,9 @@ func dispatch(r *tool.Registry, c *tool.Call, name, args string) tool.Outcome {
 	return r.Dispatch(context.Background(), c, name, json.RawMessage(args))
 }
 
-func errorCode(o tool.Outcome) string {
-	return string(o.Code)
+// errorCode reads a failing outcome's code the one way the module has.
+func errorCode(o tool.Outcome) tool.Code {
+	return o.Code
 }
 
 func TestToolDeclarations(t *testing.T) {
@@ -67,13 +68,13 @@ func TestToolDeclarations(t *testing.T) {
 		}
 	}
 	r := registry(t, nil)
-	if o := dispatch(r, &tool.Call{Strand: "main"}, RosterToolName, `{}`); errorCode(o) != string(CodeAgencyUnavailable) {
+	if o := dispatch(r, &tool.Call{Strand: "main"}, RosterToolName, `{}`); errorCode(o) != CodeAgencyUnavailable {
 		t.Errorf("nil agency: %+v", o)
 	}
 }
 
 func TestWaitSchemaStatesTheMaximum(t *testing.T) {
-	a := NewAgency(echo, Limits{MaxWait: 1234 * time.Millisecond})
+	a := NewAgency(echo, Options{MaxWait: 1234 * time.Millisecond})
 	defer a.Close()
 	if s := string(WaitTool(a).Schema); !strings.Contains(s, "at most 1234") {
 		t.Fatalf("schema does not state the maximum: %s", s)
@@ -81,13 +82,13 @@ func TestWaitSchemaStatesTheMaximum(t *testing.T) {
 }
 
 func TestSpawnToolRefusesMalformedSchemaBeforeTheAgency(t *testing.T) {
-	a := &counting{Agency: NewAgency(echo, Limits{})}
+	a := &counting{Agency: NewAgency(echo, Options{})}
 	defer a.Agency.(*Reference).Close()
 	r := registry(t, a)
 	c := &tool.Call{Strand: "main", OpID: "op", StepID: "s"}
 	for _, schema := range []string{`{"type":"object"}`, `"nope"`, `{"type":"object","properties":{"a":{"type":"date"}}}`, `[1]`} {
 		o := dispatch(r, c, SpawnToolName, `{"purpose":"p","prompt":"x","result_schema":`+schema+`}`)
-		if !o.IsError || errorCode(o) != string(CodeMalformedSchema) && errorCode(o) != "invalid_arguments" {
+		if !o.IsError || errorCode(o) != CodeMalformedSchema && errorCode(o) != tool.CodeInvalidArguments {
 			t.Errorf("schema %s: %+v", schema, o)
 		}
 	}
@@ -101,12 +102,12 @@ func TestSpawnToolRefusesMalformedSchemaBeforeTheAgency(t *testing.T) {
 }
 
 func TestIdentityComesFromTheCall(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	r := registry(t, a)
 	c := &tool.Call{Strand: "main", OpID: "op", StepID: "s", SourceIndex: 2}
 	o := dispatch(r, c, SpawnToolName, `{"purpose":"p","prompt":"x","strand":"other"}`)
-	if errorCode(o) != "unknown_property" {
+	if errorCode(o) != tool.CodeUnknownProperty {
 		t.Fatalf("a strand argument was not refused: %+v", o)
 	}
 	o = dispatch(r, c, SpawnToolName, `{"purpose":"p","prompt":"x"}`)
@@ -127,7 +128,7 @@ func TestIdentityComesFromTheCall(t *testing.T) {
 
 func TestWaitToolBadInput(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{MaxWait: 40 * time.Millisecond})
+	a := NewAgency(g, Options{MaxWait: 40 * time.Millisecond})
 	defer a.Close()
 	r := registry(t, a)
 	main := &tool.Call{Strand: "main", OpID: "op", StepID: "s"}
@@ -135,14 +136,17 @@ func TestWaitToolBadInput(t *testing.T) {
 	sp := dispatch(r, main, SpawnToolName, `{"purpose":"p","prompt":"x"}`).Details.(SpawnDetails)
 	theirs := dispatch(r, other, SpawnToolName, `{"purpose":"p","prompt":"x"}`).Details.(SpawnDetails)
 	many := `["` + strings.Repeat(sp.Handle+`","`, MaxWaitHandles) + sp.Handle + `"]`
-	cases := []struct{ name, args, code string }{
-		{"forged handle", `{"handles":["sub:main/p#"]}`, string(CodeMalformedHandle)},
-		{"invented handle", `{"handles":["sub:main/p-0000000000000000#run-1"]}`, string(CodeUnknownHandle)},
-		{"another strand's handle", `{"handles":["` + theirs.Handle + `"]}`, string(CodeNotDescendant)},
-		{"no handles", `{"handles":[]}`, string(CodeInvalidRequest)},
-		{"one past the handle cap", `{"handles":` + many + `}`, string(CodeInvalidRequest)},
-		{"negative wait", `{"handles":["` + sp.Handle + `"],"wait_ms":-1}`, string(CodeWaitTooLong)},
-		{"not an integer", `{"handles":["` + sp.Handle + `"],"wait_ms":"soon"}`, "invalid_arguments"},
+	cases := []struct {
+		name, args string
+		code       tool.Code
+	}{
+		{"forged handle", `{"handles":["sub:main/p#"]}`, CodeMalformedHandle},
+		{"invented handle", `{"handles":["sub:main/p-0000000000000000#run-1"]}`, CodeUnknownHandle},
+		{"another strand's handle", `{"handles":["` + theirs.Handle + `"]}`, CodeNotDescendant},
+		{"no handles", `{"handles":[]}`, CodeInvalidRequest},
+		{"one past the handle cap", `{"handles":` + many + `}`, CodeInvalidRequest},
+		{"negative wait", `{"handles":["` + sp.Handle + `"],"wait_ms":-1}`, CodeWaitTooLong},
+		{"not an integer", `{"handles":["` + sp.Handle + `"],"wait_ms":"soon"}`, tool.CodeInvalidArguments},
 	}
 	for _, tt := range cases {
 		o := dispatch(r, main, WaitToolName, tt.args)
@@ -158,7 +162,7 @@ func TestWaitToolBadInput(t *testing.T) {
 	}
 	// A host agency failing without a Refusal is still in band.
 	br := registry(t, broken{a})
-	if o := dispatch(br, main, WaitToolName, `{"handles":["`+sp.Handle+`"]}`); errorCode(o) != string(CodeAgencyUnavailable) {
+	if o := dispatch(br, main, WaitToolName, `{"handles":["`+sp.Handle+`"]}`); errorCode(o) != CodeAgencyUnavailable {
 		t.Fatalf("broken agency: %+v", o)
 	}
 }
@@ -177,7 +181,7 @@ func TestWaitToolReportsResults(t *testing.T) {
 			return "", err
 		}
 		return "ok", nil
-	}), Limits{})
+	}), Options{})
 	defer a.Close()
 	r := registry(t, a)
 	c := &tool.Call{Strand: "main", OpID: "op", StepID: "s"}
@@ -214,7 +218,7 @@ func TestWaitToolReportsResults(t *testing.T) {
 
 func TestSendToolAndRoster(t *testing.T) {
 	g := newGate()
-	a := NewAgency(g, Limits{})
+	a := NewAgency(g, Options{})
 	defer a.Close()
 	r := registry(t, a)
 	c := &tool.Call{Strand: "main", OpID: "op", StepID: "s"}
@@ -230,7 +234,7 @@ func TestSendToolAndRoster(t *testing.T) {
 	if o.IsError || o.Details.(SendDetails).Handle != sp.Strand+"#run-2" || !strings.Contains(o.Text, "new run") {
 		t.Fatalf("send to idle: %+v", o)
 	}
-	if o := dispatch(r, c, SendToolName, `{"to":"x#y#z","message":"m"}`); errorCode(o) != string(CodeMalformedHandle) {
+	if o := dispatch(r, c, SendToolName, `{"to":"x#y#z","message":"m"}`); errorCode(o) != CodeMalformedHandle {
 		t.Fatalf("malformed to: %+v", o)
 	}
 	o = dispatch(r, c, RosterToolName, `{}`)
@@ -244,16 +248,19 @@ func TestSendToolAndRoster(t *testing.T) {
 }
 
 func TestNoteToolsBadInput(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	r := registry(t, a)
 	c := &tool.Call{Strand: "main"}
 	big := `"` + strings.Repeat("x", MaxNoteBytes) + `"`
-	cases := []struct{ name, args, code string }{
-		{"oversized", `{"key":"k","value":` + big + `}`, string(CodeNoteTooLarge)},
-		{"escape", `{"key":"../other/k","value":1}`, string(CodeBadNoteKey)},
-		{"todo cell", `{"key":"todo","value":1}`, string(CodeBadNoteKey)},
-		{"no value", `{"key":"k"}`, "invalid_arguments"},
+	cases := []struct {
+		name, args string
+		code       tool.Code
+	}{
+		{"oversized", `{"key":"k","value":` + big + `}`, CodeNoteTooLarge},
+		{"escape", `{"key":"../other/k","value":1}`, CodeBadNoteKey},
+		{"todo cell", `{"key":"todo","value":1}`, CodeBadNoteKey},
+		{"no value", `{"key":"k"}`, tool.CodeInvalidArguments},
 	}
 	for _, tt := range cases {
 		if o := dispatch(r, c, NoteToolName, tt.args); !o.IsError || errorCode(o) != tt.code {
@@ -261,7 +268,7 @@ func TestNoteToolsBadInput(t *testing.T) {
 		}
 	}
 	dispatch(r, c, NoteToolName, `{"key":"k","value":{"a":1}}`)
-	if o := dispatch(r, c, NoteToolName, `{"key":"k","value":{"a":2}}`); errorCode(o) != string(CodeNoteExists) {
+	if o := dispatch(r, c, NoteToolName, `{"key":"k","value":{"a":2}}`); errorCode(o) != CodeNoteExists {
 		t.Errorf("rewrite: %+v", o)
 	}
 	o := dispatch(r, c, NotesToolName, `{"prefix":"main/"}`)
@@ -274,7 +281,7 @@ func TestNoteToolsBadInput(t *testing.T) {
 }
 
 func TestNotesToolBoundsItsText(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	r := registry(t, a)
 	c := &tool.Call{Strand: "main"}
@@ -291,7 +298,7 @@ func TestNotesToolBoundsItsText(t *testing.T) {
 }
 
 func TestTodoTool(t *testing.T) {
-	a := NewAgency(echo, Limits{})
+	a := NewAgency(echo, Options{})
 	defer a.Close()
 	r := registry(t, a)
 	c := &tool.Call{Strand: "main"}
@@ -303,10 +310,10 @@ func TestTodoTool(t *testing.T) {
 	if d := o.Details.(TodoDetails); o.IsError || d.Op != TodoDone || d.Todo.Tasks[1].Status != TaskActive {
 		t.Fatalf("done: %+v", o)
 	}
-	for args, code := range map[string]string{
-		`{"op":"done","task":"nothing"}`: string(CodeTodoUnknownTask),
-		`{"op":"frob"}`:                  "invalid_arguments",
-		`{"op":"append"}`:                string(CodeTodoInvalid),
+	for args, code := range map[string]tool.Code{
+		`{"op":"done","task":"nothing"}`: CodeTodoUnknownTask,
+		`{"op":"frob"}`:                  tool.CodeInvalidArguments,
+		`{"op":"append"}`:                CodeTodoInvalid,
 	} {
 		if o := dispatch(r, c, TodoToolName, args); !o.IsError || errorCode(o) != code {
 			t.Errorf("%s: %q %+v", args, errorCode(o), o)

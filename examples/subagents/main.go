@@ -71,7 +71,7 @@ func run(ctx context.Context, w io.Writer) error {
 		}
 		return fmt.Sprintf("Reviewed %s: found %d issue(s); details are in my findings note.", area, issues), nil
 	})
-	agency := agent.NewAgency(runner, agent.Limits{})
+	agency := agent.NewAgency(runner, agent.Options{})
 	defer agency.Close()
 	var err error
 	if reg, err = tool.NewRegistry(agent.Tools(agency)...); err != nil {

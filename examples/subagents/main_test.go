@@ -22,7 +22,7 @@ func TestRun(t *testing.T) {
 		"/findings = {\"area\":\"storage\"",
 		"3 sub-agents",
 		"agent_wait refused (unknown_handle)",
-		`agent_spawn refused (unknown_tool): tool "fs_raed" does not exist on this host`,
+		`agent_spawn refused (unknown_spawn_tool): tool "fs_raed" does not exist on this host`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

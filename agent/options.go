@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Defaults of Limits. Each applies when the corresponding field is zero.
+// Defaults of Options. Each applies when the corresponding field is zero
+// or less.
 const (
 	// DefaultDepthCap: children nest at most this deep below a root.
 	DefaultDepthCap = 3
@@ -46,24 +47,48 @@ const (
 	MaxNotesListed = 64
 )
 
-// Limits configures NewAgency. Zero fields take the Default constants.
-type Limits struct {
-	DepthCap       int
-	FanOut         int
+// Options configures NewAgency. It is passed by value and its zero value
+// works: every field left zero takes the default it documents.
+type Options struct {
+	// DepthCap is how deep children nest below a root strand (a root's
+	// child is at depth 1); a deeper spawn is refused with CodeDepthCap.
+	// Zero or less means DefaultDepthCap.
+	DepthCap int
+	// FanOut bounds the running children of one parent; a spawn past it
+	// is refused with CodeFanOut. Zero or less means DefaultFanOut.
+	FanOut int
+	// SessionStrands bounds the running strands of the whole session; a
+	// spawn or a continuation past it is refused with CodeSessionStrands.
+	// Zero or less means DefaultSessionStrands.
 	SessionStrands int
-	MaxWait        time.Duration
-	RunBudget      time.Duration
-	MaxRunBudget   time.Duration
-	// Models are the catalogue names a spawn may ask for.
+	// MaxWait is the longest single wait (MaxWaitMs); agent_wait clamps
+	// to it and the Agency refuses a longer one with CodeWaitTooLong.
+	// Zero or less means DefaultMaxWait.
+	MaxWait time.Duration
+	// RunBudget is a run's deadline when its spawn or send names none.
+	// Zero or less means DefaultRunBudget; it is lowered to MaxRunBudget
+	// when larger.
+	RunBudget time.Duration
+	// MaxRunBudget is the longest deadline a spawn or send may name;
+	// longer ones are clamped to it. Zero or less means
+	// DefaultMaxRunBudget.
+	MaxRunBudget time.Duration
+	// Models are the catalogue names a spawn may ask for (ModelNames).
+	// Nil or empty means the host offers no choice: a spawn naming a
+	// model is refused with CodeUnknownModel.
 	Models []string
-	// RootTools are the tools a root strand holds; nil means every tool.
+	// RootTools are the tools a root strand holds. Nil means every tool;
+	// an empty, non-nil list means none.
 	RootTools []string
-	// ChildTools is a child's tool set when its spawn names none; nil
-	// means the parent's own set without agent_spawn.
+	// ChildTools is a child's tool set when its spawn names none: the
+	// listed tools its parent holds, without agent_spawn, plus the floor
+	// (FloorTools) its parent holds. Nil means the parent's own set
+	// without agent_spawn; a parent holding every tool (a root while
+	// RootTools is nil) passes every tool on.
 	ChildTools []string
 }
 
-func (l Limits) withDefaults() Limits {
+func (l Options) withDefaults() Options {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
