@@ -42,6 +42,16 @@ func TestRememberToolDeclaration(t *testing.T) {
 			t.Errorf("description does not state %q", bound)
 		}
 	}
+	props := schemaProperties(t, tl)
+	for p, bound := range map[string]string{
+		"title":       fmt.Sprintf("at most %d characters", MaxTitleChars),
+		"description": fmt.Sprintf("at most %d characters", MaxDescriptionChars),
+		"note":        fmt.Sprintf("at most %d characters", MaxNoteChars),
+	} {
+		if props[p].Type != "string" || !strings.Contains(props[p].Description, bound) {
+			t.Errorf("schema of %s is %+v, want a string stating %q", p, props[p], bound)
+		}
+	}
 }
 
 func TestRememberToolRefusals(t *testing.T) {

@@ -237,7 +237,7 @@ func renderHits(hits []Hit, browse, text string, plan WordsQuery, a searchArgs, 
 	if len(hits) == limit {
 		fmt.Fprintf(&b, "There may be more: send the same call with before=%d for older hits.\n", hits[len(hits)-1].Seq)
 	}
-	b.WriteString("Read one entry whole with action=read, session and entry (around=1..5 adds neighbours).\n")
+	fmt.Fprintf(&b, "Read one entry whole with action=read, session and entry (around=1..%d adds neighbours).\n", MaxAround)
 	return tool.Success(b.String()).WithDetails(SearchDetails{Hits: hits, Query: text, Limit: limit})
 }
 

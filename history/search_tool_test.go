@@ -26,6 +26,7 @@ type fakeHistory struct {
 	session string
 	limit   int
 	around  int
+	text    string // what Read answers as the entry's text; "" means "x"
 }
 
 func (f *fakeHistory) Search(_ context.Context, q Query) ([]Hit, error) {
@@ -43,7 +44,29 @@ func (f *fakeHistory) Read(_ context.Context, session, entry string, around int)
 	if f.err != nil {
 		return nil, f.err
 	}
-	return []Entry{{Session: session, ID: entry, Kind: "message", Text: "x", Time: day0}}, nil
+	text := "x"
+	if f.text != "" {
+		text = f.text
+	}
+	return []Entry{{Session: session, ID: entry, Kind: "message", Text: text, Time: day0}}, nil
+}
+
+// schemaProperty is what a test reads of one property of a tool's schema.
+type schemaProperty struct {
+	Type        string `json:"type"`
+	Description string `json:"description"`
+}
+
+// schemaProperties decodes the properties of tl's schema.
+func schemaProperties(t *testing.T, tl tool.Tool) map[string]schemaProperty {
+	t.Helper()
+	var schema struct {
+		Properties map[string]schemaProperty `json:"properties"`
+	}
+	if err := json.Unmarshal(tl.Schema, &schema); err != nil {
+		t.Fatalf("schema of %s: %v", tl.Name, err)
+	}
+	return schema.Properties
 }
 
 func TestSearchToolDeclaration(t *testing.T) {
@@ -51,15 +74,18 @@ func TestSearchToolDeclaration(t *testing.T) {
 	if tl.Name != SearchToolName || tl.Replay != tool.ReplaySafe || tl.Mode != tool.Concurrent || tl.Requirements != nil {
 		t.Errorf("declaration %+v", tl)
 	}
-	var schema struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if err := json.Unmarshal(tl.Schema, &schema); err != nil {
-		t.Fatal(err)
-	}
+	props := schemaProperties(t, tl)
 	for _, p := range []string{"action", "query", "syntax", "kind", "before", "limit", "scope", "session", "entry", "around"} {
-		if _, ok := schema.Properties[p]; !ok {
+		if _, ok := props[p]; !ok {
 			t.Errorf("schema lacks %s: %s", p, tl.Schema)
+		}
+	}
+	for p, bound := range map[string]string{
+		"limit":  fmt.Sprintf("%d to %d, default %d", MinLimit, MaxLimit, DefaultLimit),
+		"around": fmt.Sprintf("0 to %d", MaxAround),
+	} {
+		if props[p].Type != "integer" || !strings.Contains(props[p].Description, bound) {
+			t.Errorf("schema of %s is %+v, want an integer stating %q", p, props[p], bound)
 		}
 	}
 	for _, bound := range []string{
@@ -201,9 +227,37 @@ func TestSearchToolBoundsAnUnrulyHistory(t *testing.T) {
 	if o.IsError || !ok || len(d.Hits) != 3 {
 		t.Fatalf("want 3 hits, got %+v", o)
 	}
+	if advice := fmt.Sprintf("around=1..%d", MaxAround); !strings.Contains(o.Text, advice) {
+		t.Errorf("the answer does not say %q:\n%s", advice, o.Text)
+	}
 	for _, h := range d.Hits {
 		if len(h.Snippet) > MaxSnippetBytes {
 			t.Errorf("snippet of %d bytes passed through", len(h.Snippet))
 		}
+	}
+}
+
+// TestSearchToolSpillsALongRead holds the tool's spill rule over any
+// History: a read over blob.OverflowThreshold bytes goes to the call's
+// blob store, and without one the call fails tool.CodeSpillFailed.
+func TestSearchToolSpillsALongRead(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", blob.OverflowThreshold/16+1)
+	tl := SearchTool(&fakeHistory{text: big}, nil)
+	o := run(t, tl, &tool.Call{Strand: "s1"}, `{"action":"read","entry":"big"}`)
+	if !o.IsError || o.Code != tool.CodeSpillFailed {
+		t.Errorf("without a blob store: %v %q", o.IsError, o.Code)
+	}
+	store, err := blob.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = run(t, tl, &tool.Call{Strand: "s1", Blobs: store}, `{"action":"read","entry":"big"}`)
+	d, ok := o.Details.(ReadDetails)
+	if o.IsError || !ok || d.Overflow == nil || !strings.Contains(o.Text, d.Overflow.Path) {
+		t.Errorf("with a blob store the read was not spilled: %.300s", o.Text)
+	}
+	o = run(t, SearchTool(&fakeHistory{}, nil), &tool.Call{Strand: "s1"}, `{"action":"read","entry":"small"}`)
+	if o.IsError {
+		t.Errorf("a small read needs no blob store: %s", o.Text)
 	}
 }
