@@ -357,3 +357,24 @@ func TestIndexBatchAtBound(t *testing.T) {
 		t.Fatalf("batch at the bound: n=%d err=%v", n, err)
 	}
 }
+
+// TestOptionsZeroValueWorks holds Options' defaults: a zero BusyTimeout is
+// DefaultBusyTimeout, a negative one does not wait, any other is kept.
+func TestOptionsZeroValueWorks(t *testing.T) {
+	for _, tc := range []struct {
+		in, want time.Duration
+	}{
+		{0, DefaultBusyTimeout},
+		{-1, 0},
+		{-time.Hour, 0},
+		{time.Millisecond, time.Millisecond},
+		{time.Minute, time.Minute},
+	} {
+		if got := (Options{BusyTimeout: tc.in}).busyTimeout(); got != tc.want {
+			t.Errorf("Options{BusyTimeout: %v}.busyTimeout() = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if s := openTest(t, Options{}); !s.Substrings() {
+		t.Error("the zero Options dropped the substring fallback")
+	}
+}
