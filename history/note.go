@@ -63,23 +63,24 @@ type Note struct {
 
 // PrepareNote redacts n (Redact on every text field) and checks it,
 // answering the note as it must be stored or a *Refusal:
-// FieldInvalid for an unknown kind, a missing session, or a title or
-// description that is blank, longer than its bound or not a single line;
-// NothingToRemember for a blank text; NoteTooLong for a text over
-// MaxNoteChars. The single-line fields are judged after redaction and
-// stored trimmed. Memory implementations call it before storing.
+// CodeMemoryFieldInvalid for an unknown kind, a missing session, a text
+// that is not valid UTF-8, or a title or description that is blank,
+// longer than its bound or not a single line; CodeNothingToRemember for a
+// blank text; CodeMemoryNoteTooLong for a text over MaxNoteChars. The
+// single-line fields are judged after redaction and stored trimmed.
+// Memory implementations call it before storing.
 func PrepareNote(n Note) (Note, error) {
 	n.Title = strings.TrimSpace(Redact(n.Title))
 	n.Description = strings.TrimSpace(Redact(n.Description))
 	n.Text = strings.TrimSpace(Redact(n.Text))
 	if !n.Kind.Valid() {
-		return Note{}, refuse(FieldInvalid, "kind %q is not one of feedback, fact, decision", n.Kind)
+		return Note{}, refuse(CodeMemoryFieldInvalid, "kind %q is not one of feedback, fact, decision", n.Kind)
 	}
 	if n.Session == "" || len(n.Session) > MaxIDBytes {
-		return Note{}, refuse(FieldInvalid, "the note has no valid session (the host must set one of 1 to %d bytes)", MaxIDBytes)
+		return Note{}, refuse(CodeMemoryFieldInvalid, "the note has no valid session (the host must set one of 1 to %d bytes)", MaxIDBytes)
 	}
 	if n.Text == "" {
-		return Note{}, refuse(NothingToRemember, "the note is blank; there is nothing to remember")
+		return Note{}, refuse(CodeNothingToRemember, "the note is blank; there is nothing to remember")
 	}
 	if err := checkLine("title", n.Title, MaxTitleChars); err != nil {
 		return Note{}, err
@@ -88,10 +89,10 @@ func PrepareNote(n Note) (Note, error) {
 		return Note{}, err
 	}
 	if c := utf8.RuneCountInString(n.Text); c > MaxNoteChars {
-		return Note{}, refuse(NoteTooLong, "the note is %d characters; at most %d are accepted", c, MaxNoteChars)
+		return Note{}, refuse(CodeMemoryNoteTooLong, "the note is %d characters; at most %d are accepted", c, MaxNoteChars)
 	}
 	if !utf8.ValidString(n.Text) {
-		return Note{}, refuse(FieldInvalid, "the note is not valid UTF-8")
+		return Note{}, refuse(CodeMemoryFieldInvalid, "the note is not valid UTF-8")
 	}
 	return n, nil
 }
@@ -101,17 +102,17 @@ func PrepareNote(n Note) (Note, error) {
 // included).
 func checkLine(name, s string, limit int) error {
 	if s == "" {
-		return refuse(FieldInvalid, "the %s is blank", name)
+		return refuse(CodeMemoryFieldInvalid, "the %s is blank", name)
 	}
 	if !utf8.ValidString(s) {
-		return refuse(FieldInvalid, "the %s is not valid UTF-8", name)
+		return refuse(CodeMemoryFieldInvalid, "the %s is not valid UTF-8", name)
 	}
 	if c := utf8.RuneCountInString(s); c > limit {
-		return refuse(FieldInvalid, "the %s is %d characters; at most %d are accepted", name, c, limit)
+		return refuse(CodeMemoryFieldInvalid, "the %s is %d characters; at most %d are accepted", name, c, limit)
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return refuse(FieldInvalid, "the %s must be one line without control characters", name)
+			return refuse(CodeMemoryFieldInvalid, "the %s must be one line without control characters", name)
 		}
 	}
 	return nil

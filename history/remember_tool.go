@@ -15,11 +15,29 @@ const RememberToolName = "remember"
 
 // rememberArgs are remember's arguments; all are required.
 type rememberArgs struct {
-	Title       string   `json:"title" jsonschema:"one line, at most 80 characters"`
-	Description string   `json:"description" jsonschema:"one line, at most 160 characters: when the note matters"`
-	Note        string   `json:"note" jsonschema:"the note itself, at most 4000 characters"`
-	Kind        NoteKind `json:"kind" jsonschema:"feedback, fact or decision"`
+	Title       noteTitle       `json:"title"`
+	Description noteDescription `json:"description"`
+	Note        noteText        `json:"note"`
+	Kind        NoteKind        `json:"kind" jsonschema:"feedback, fact or decision"`
 }
+
+// noteTitle, noteDescription and noteText are the types of remember's text
+// arguments, so that their schemas can state the bounds from their
+// constants.
+type (
+	noteTitle       string
+	noteDescription string
+	noteText        string
+)
+
+var (
+	titleSchema = &jsonschema.Schema{Type: "string",
+		Description: fmt.Sprintf("one line, at most %d characters", MaxTitleChars)}
+	descriptionSchema = &jsonschema.Schema{Type: "string",
+		Description: fmt.Sprintf("one line, at most %d characters: when the note matters", MaxDescriptionChars)}
+	noteTextSchema = &jsonschema.Schema{Type: "string",
+		Description: fmt.Sprintf("the note itself, at most %d characters", MaxNoteChars)}
+)
 
 var noteKindSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Feedback), string(Fact), string(Decision)},
 	Description: "feedback (what the user asked for or corrected), fact (true about the repository), decision (a choice and its reason)"}
@@ -43,7 +61,11 @@ func RememberTool(m Memory, session SessionOf) tool.Tool {
 		Mode:          tool.Exclusive,
 	}, func(ctx context.Context, c *tool.Call, a rememberArgs) tool.Outcome {
 		return runRemember(ctx, c, m, session(c), a)
-	}, tool.TypeSchema{Type: reflect.TypeFor[NoteKind](), Schema: noteKindSchema})
+	},
+		tool.TypeSchema{Type: reflect.TypeFor[NoteKind](), Schema: noteKindSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[noteTitle](), Schema: titleSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[noteDescription](), Schema: descriptionSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[noteText](), Schema: noteTextSchema})
 }
 
 var rememberDescription = fmt.Sprintf(
@@ -63,9 +85,9 @@ type RememberDetails struct {
 
 func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a rememberArgs) tool.Outcome {
 	if m == nil {
-		return memoryOutcome(refuse(MemoryUnavailable, "this host keeps no memory"))
+		return memoryOutcome(refuse(CodeMemoryUnavailable, "this host keeps no memory"))
 	}
-	n := Note{Title: a.Title, Description: a.Description, Text: a.Note, Kind: a.Kind, Session: session, Time: c.Clock()}
+	n := Note{Title: string(a.Title), Description: string(a.Description), Text: string(a.Note), Kind: a.Kind, Session: session, Time: c.Clock()}
 	prepared, err := PrepareNote(n)
 	if err != nil {
 		return memoryOutcome(err)
@@ -74,7 +96,7 @@ func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a 
 		return memoryOutcome(err)
 	}
 	text := fmt.Sprintf("Remembered %s note %q. Later sessions find it with history_search kind=note.", prepared.Kind, prepared.Title)
-	if prepared.Text != a.Note || prepared.Title != a.Title || prepared.Description != a.Description {
+	if prepared.Text != string(a.Note) || prepared.Title != string(a.Title) || prepared.Description != string(a.Description) {
 		text += " (Surrounding blanks were trimmed and anything that looked like a secret was replaced by " + RedactedMark + ".)"
 	}
 	return tool.Success(text).WithDetails(RememberDetails{Title: prepared.Title, Kind: prepared.Kind})
@@ -84,15 +106,15 @@ func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a 
 func memoryOutcome(err error) tool.Outcome {
 	code := CodeOf(err)
 	if code == "" {
-		code = MemoryUnavailable
+		code = CodeMemoryUnavailable
 	}
 	msg := err.Error()
-	if r := asRefusalOf(err); r != nil {
+	if r := asRefusal(err); r != nil {
 		msg = r.Message
 	}
 	text := fmt.Sprintf("%s: %s.", code, msg)
-	if code.Transient() {
+	if Transient(code) {
 		text += " The note was fine: send the same call again later."
 	}
-	return tool.Fail(tool.Code(code), text)
+	return tool.Fail(code, text)
 }

@@ -6,9 +6,9 @@ import (
 )
 
 // History is the recall seam: what the history_search tool asks. A host
-// fills it with its own index or with the SQLite reference (OpenSQLite).
-// Implementations must be safe for concurrent use and answer every
-// failure with a *Refusal.
+// fills it with its own index or with the SQLite reference (package
+// history/sqlite). Implementations must be safe for concurrent use and
+// answer every failure with a *Refusal coded with this package's codes.
 type History interface {
 	// Search answers the entries matching q, newest first, at most q.Limit
 	// of them. q.Text is never blank; the tool browses with Recent instead.
@@ -18,7 +18,7 @@ type History interface {
 	Recent(ctx context.Context, session string, limit int) ([]Hit, error)
 	// Read answers the entry (session, entry) with up to around entries of
 	// the same session on each side of it, oldest first. around is clamped
-	// to [0, MaxAround]. An unknown entry is refused with IndexRefused.
+	// to [0, MaxAround]. An unknown entry is refused with CodeIndexRefused.
 	Read(ctx context.Context, session, entry string, around int) ([]Entry, error)
 }
 
@@ -38,10 +38,12 @@ const (
 	// Words (the default) reads the text as whitespace-separated words,
 	// all required; a bare OR between two words makes them alternatives,
 	// and a trailing * makes a word a prefix. Nothing else is an operator.
-	// SQLite.WordsToFTS5 shows the FTS5 query a words query becomes.
+	// ParseWords reads it; the SQLite index's Store.WordsToFTS5 shows the
+	// FTS5 query a words query becomes there.
 	Words Syntax = "words"
 	// Raw passes the text to FTS5 as a query expression, operators and all.
-	// FTS5 syntax errors come back as IndexRefused with FTS5's message.
+	// FTS5 syntax errors come back as CodeIndexRefused with FTS5's
+	// message.
 	Raw Syntax = "raw"
 )
 

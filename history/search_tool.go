@@ -35,19 +35,30 @@ const (
 
 // searchArgs are history_search's arguments.
 type searchArgs struct {
-	Action  Action `json:"action,omitempty" jsonschema:"search (default) or read"`
-	Query   string `json:"query,omitempty" jsonschema:"what to search for; blank with scope=session lists your newest entries"`
-	Syntax  Syntax `json:"syntax,omitempty" jsonschema:"words (default) or raw FTS5"`
-	Kind    string `json:"kind,omitempty" jsonschema:"only entries of this kind, e.g. note for remembered notes"`
-	Before  int64  `json:"before,omitempty" jsonschema:"only entries with a seq below this: the smallest seq of the previous page"`
-	Limit   *int   `json:"limit,omitempty" jsonschema:"most hits to show: 1 to 50, default 10 (clamped)"`
-	Scope   Scope  `json:"scope,omitempty" jsonschema:"repository (default: every session of this repository) or session (yours only)"`
-	Session string `json:"session,omitempty" jsonschema:"read: the session id shown on the hit (default: your own session)"`
-	Entry   string `json:"entry,omitempty" jsonschema:"read: the entry id shown on the hit"`
-	Around  *int   `json:"around,omitempty" jsonschema:"read: neighbours of the same session to include on each side: 0 to 5 (clamped), default 0"`
+	Action  Action      `json:"action,omitempty" jsonschema:"search (default) or read"`
+	Query   string      `json:"query,omitempty" jsonschema:"what to search for; blank with scope=session lists your newest entries"`
+	Syntax  Syntax      `json:"syntax,omitempty" jsonschema:"words (default) or raw FTS5"`
+	Kind    string      `json:"kind,omitempty" jsonschema:"only entries of this kind, e.g. note for remembered notes"`
+	Before  int64       `json:"before,omitempty" jsonschema:"only entries with a seq below this: the smallest seq of the previous page"`
+	Limit   *hitLimit   `json:"limit,omitempty"`
+	Scope   Scope       `json:"scope,omitempty" jsonschema:"repository (default: every session of this repository) or session (yours only)"`
+	Session string      `json:"session,omitempty" jsonschema:"read: the session id shown on the hit (default: your own session)"`
+	Entry   string      `json:"entry,omitempty" jsonschema:"read: the entry id shown on the hit"`
+	Around  *neighbours `json:"around,omitempty"`
 }
 
+// hitLimit is the type of the limit argument, so that its schema can
+// state the bounds from their constants.
+type hitLimit int
+
+// neighbours is the type of the around argument, for the same reason.
+type neighbours int
+
 var (
+	limitSchema = &jsonschema.Schema{Type: "integer",
+		Description: fmt.Sprintf("most hits to show: %d to %d, default %d (clamped)", MinLimit, MaxLimit, DefaultLimit)}
+	aroundSchema = &jsonschema.Schema{Type: "integer",
+		Description: fmt.Sprintf("read: neighbours of the same session to include on each side: 0 to %d (clamped), default 0", MaxAround)}
 	syntaxSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Words), string(Raw)},
 		Description: "words (default): every word required, OR between words for alternatives, word* for a prefix; raw: an FTS5 query expression"}
 	scopeSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Repository), string(Session)},
@@ -77,7 +88,9 @@ func SearchTool(h History, session SessionOf) tool.Tool {
 	},
 		tool.TypeSchema{Type: reflect.TypeFor[Syntax](), Schema: syntaxSchema},
 		tool.TypeSchema{Type: reflect.TypeFor[Scope](), Schema: scopeSchema},
-		tool.TypeSchema{Type: reflect.TypeFor[Action](), Schema: actionSchema})
+		tool.TypeSchema{Type: reflect.TypeFor[Action](), Schema: actionSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[hitLimit](), Schema: limitSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[neighbours](), Schema: aroundSchema})
 }
 
 var searchDescription = fmt.Sprintf(
@@ -95,32 +108,32 @@ var searchDescription = fmt.Sprintf(
 
 func runSearch(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {
 	if h == nil {
-		return refusalOutcome(refuse(IndexUnavailable, "this host has no history index"))
+		return refusalOutcome(refuse(CodeIndexUnavailable, "this host has no history index"))
 	}
 	if a.Action == ActionRead {
 		return runRead(ctx, c, h, session, a)
 	}
 	if a.Session != "" || a.Entry != "" || a.Around != nil {
-		return tool.Fail(tool.Code(IndexRefused), "session, entry and around belong to action=read; a search takes query, syntax, kind, before, limit and scope")
+		return tool.Fail(CodeIndexRefused, "session, entry and around belong to action=read; a search takes query, syntax, kind, before, limit and scope")
 	}
 	limit := DefaultLimit
 	if a.Limit != nil {
-		limit = clampInt(*a.Limit, MinLimit, MaxLimit)
+		limit = clampInt(int(*a.Limit), MinLimit, MaxLimit)
 	}
 	text := strings.TrimSpace(a.Query)
 	if text == "" {
 		if a.Scope != Session {
-			return tool.Fail(tool.Code(IndexRefused), "the query is blank: send a query to search the repository, "+
+			return tool.Fail(CodeIndexRefused, "the query is blank: send a query to search the repository, "+
 				"or scope=session with a blank query to list your own newest entries")
 		}
 		if a.Kind != "" || a.Before != 0 || a.Syntax != "" {
-			return tool.Fail(tool.Code(IndexRefused), "a blank query lists your newest entries and takes no kind, before or syntax; send a query to filter")
+			return tool.Fail(CodeIndexRefused, "a blank query lists your newest entries and takes no kind, before or syntax; send a query to filter")
 		}
 		hits, err := h.Recent(ctx, session, limit)
 		if err != nil {
 			return refusalOutcome(err)
 		}
-		return renderHits(hits, fmt.Sprintf("your %d newest entries", len(hits)), "", wordsPlan{}, a, limit)
+		return renderHits(hits, fmt.Sprintf("your %d newest entries", len(hits)), "", WordsQuery{}, a, limit)
 	}
 	q := Query{Text: text, Syntax: a.Syntax, Kind: a.Kind, Before: a.Before, Limit: limit, Scope: a.Scope, Session: session}
 	if q.Syntax == "" {
@@ -130,11 +143,11 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 		q.Scope = Repository
 	}
 	if a.Before < 0 {
-		return tool.Fail(tool.Code(IndexRefused), fmt.Sprintf("before must be a seq shown on a hit (a positive number), not %d", a.Before))
+		return tool.Fail(CodeIndexRefused, fmt.Sprintf("before must be a seq shown on a hit (a positive number), not %d", a.Before))
 	}
-	var plan wordsPlan
+	var plan WordsQuery
 	if q.Syntax == Words {
-		p, err := parseBounded(text)
+		p, err := ParseWords(text)
 		if err != nil {
 			return refusalOutcome(err)
 		}
@@ -156,14 +169,14 @@ type SearchDetails struct {
 	Limit int    `json:"limit"`
 }
 
-func renderHits(hits []Hit, browse, text string, plan wordsPlan, a searchArgs, limit int) tool.Outcome {
+func renderHits(hits []Hit, browse, text string, plan WordsQuery, a searchArgs, limit int) tool.Outcome {
 	// The bounds are the tool's: a History answering more, or longer
 	// snippets, than asked is cut here.
 	if len(hits) > limit {
 		hits = hits[:limit]
 	}
 	for i := range hits {
-		hits[i].Snippet = clipBytes(hits[i].Snippet, MaxSnippetBytes)
+		hits[i].Snippet = ClipSnippet(hits[i].Snippet)
 	}
 	var b strings.Builder
 	syntax := a.Syntax
@@ -188,8 +201,8 @@ func renderHits(hits []Hit, browse, text string, plan wordsPlan, a searchArgs, l
 		}
 		fmt.Fprintf(&b, "history_search: no hits for %s query %q (%s).\n", syntax, text, filters)
 		b.WriteString("Words match whole words, case-insensitively, with no stemming.")
-		if syntax == Words && plan.terms() > 1 {
-			fmt.Fprintf(&b, " Try alternatives with OR: %q.", plan.orVariant())
+		if syntax == Words && plan.Terms() > 1 {
+			fmt.Fprintf(&b, " Try alternatives with OR: %q.", orVariant(plan))
 		}
 		b.WriteString(" Also try a prefix (word*), fewer or other words")
 		if scope == Session {
@@ -224,7 +237,7 @@ func renderHits(hits []Hit, browse, text string, plan wordsPlan, a searchArgs, l
 	if len(hits) == limit {
 		fmt.Fprintf(&b, "There may be more: send the same call with before=%d for older hits.\n", hits[len(hits)-1].Seq)
 	}
-	b.WriteString("Read one entry whole with action=read, session and entry (around=1..5 adds neighbours).\n")
+	fmt.Fprintf(&b, "Read one entry whole with action=read, session and entry (around=1..%d adds neighbours).\n", MaxAround)
 	return tool.Success(b.String()).WithDetails(SearchDetails{Hits: hits, Query: text, Limit: limit})
 }
 
@@ -253,14 +266,14 @@ type ReadDetails struct {
 
 func runRead(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {
 	if a.Entry == "" {
-		return tool.Fail(tool.Code(IndexRefused), "action=read needs entry (and session, default your own): copy them from a hit")
+		return tool.Fail(CodeIndexRefused, "action=read needs entry (and session, default your own): copy them from a hit")
 	}
 	if a.Query != "" || a.Kind != "" || a.Before != 0 || a.Limit != nil || a.Syntax != "" || a.Scope != "" {
-		return tool.Fail(tool.Code(IndexRefused), "action=read takes entry, session and around only; query, syntax, kind, before, limit and scope belong to a search")
+		return tool.Fail(CodeIndexRefused, "action=read takes entry, session and around only; query, syntax, kind, before, limit and scope belong to a search")
 	}
 	around := 0
 	if a.Around != nil {
-		around = clampInt(*a.Around, 0, MaxAround)
+		around = clampInt(int(*a.Around), 0, MaxAround)
 	}
 	if a.Session != "" {
 		session = a.Session
@@ -280,7 +293,7 @@ func runRead(ctx context.Context, c *tool.Call, h History, session string, a sea
 		data, err = json.MarshalIndent(out, "", "  ")
 	}
 	if err != nil {
-		return tool.Fail(tool.Code(IndexUnavailable), "the entry could not be encoded: "+err.Error())
+		return tool.Fail(CodeIndexUnavailable, "the entry could not be encoded: "+err.Error())
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "history_search: entry %q of session %q", a.Entry, session)
@@ -294,15 +307,20 @@ func runRead(ctx context.Context, c *tool.Call, h History, session string, a sea
 		return tool.Success(b.String()).WithDetails(ReadDetails{Entries: entries})
 	}
 	if c.Blobs == nil {
-		return tool.Fail("SpillFailed", fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and this host has no blob store to spill it to; read fewer neighbours (around)", len(data), blob.OverflowThreshold))
+		return tool.Fail(tool.CodeSpillFailed, fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and this host has no blob store to spill it to; read fewer neighbours (around)", len(data), blob.OverflowThreshold))
 	}
 	_, spilled, err := c.Blobs.Bound(data)
 	if err != nil || spilled == nil {
-		return tool.Fail("SpillFailed", fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and spilling it failed: %v", len(data), blob.OverflowThreshold, err))
+		return tool.Fail(tool.CodeSpillFailed, fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and spilling it failed: %v", len(data), blob.OverflowThreshold, err))
 	}
 	f.quote(&b, spilled.Text("the read"))
 	b.WriteString("The whole read is JSON in the file named above; read it in bounded slices (it may be one long line).\n")
 	return tool.Success(b.String()).WithDetails(ReadDetails{Entries: entries, Overflow: spilled})
+}
+
+// clampInt answers v moved into [lo, hi].
+func clampInt(v, lo, hi int) int {
+	return max(lo, min(v, hi))
 }
 
 // refusalOutcome renders a seam failure for the model: the code, the
@@ -310,18 +328,18 @@ func runRead(ctx context.Context, c *tool.Call, h History, session string, a sea
 func refusalOutcome(err error) tool.Outcome {
 	code := CodeOf(err)
 	if code == "" {
-		code = IndexUnavailable
+		code = CodeIndexUnavailable
 	}
 	msg := err.Error()
-	if r := asRefusalOf(err); r != nil {
+	if r := asRefusal(err); r != nil {
 		msg = r.Message
 	}
 	text := fmt.Sprintf("%s: %s.", code, strings.TrimSuffix(msg, "."))
 	switch {
-	case code.Transient():
+	case Transient(code):
 		text += " The request itself was fine: send the same call again."
-	case code == IndexRefused:
+	case code == CodeIndexRefused:
 		text += " Change the query or check the IDs."
 	}
-	return tool.Fail(tool.Code(code), text)
+	return tool.Fail(code, text)
 }

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/history"
 )
 
 // crashEnv names the database a re-executed test binary writes to until it
@@ -23,13 +25,13 @@ const crashBatch = 300
 // writeBatches indexes batches of crashBatch entries into path, reporting
 // each committed batch on report, until stop says so.
 func writeBatches(t testing.TB, path string, report func(int), stop func(int) bool) {
-	s, err := OpenSQLite(path)
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	for b := 0; !stop(b); b++ {
-		es := make([]Entry, crashBatch)
+		es := make([]history.Entry, crashBatch)
 		for i := range es {
 			es[i] = entry(fmt.Sprintf("s%d", b%7), fmt.Sprintf("b%d-%d", b, i),
 				fmt.Sprintf("durable payload %d of batch %d with some filler words to tokenize", i, b))
@@ -93,7 +95,7 @@ func TestCrashMidIngest(t *testing.T) {
 // assertRecoverable opens path after a writer stopped and checks it.
 func assertRecoverable(t *testing.T, path string, committed int) {
 	t.Helper()
-	s, err := OpenSQLite(path)
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("open after crash: %v", err)
 	}
@@ -114,7 +116,7 @@ func assertRecoverable(t *testing.T, path string, committed int) {
 	if n%crashBatch != 0 || n < committed*crashBatch {
 		t.Fatalf("%d entries after %d committed batches of %d: a batch was torn or lost", n, committed, crashBatch)
 	}
-	hits, err := s.Search(context.Background(), Query{Text: "durable payload", Limit: 3})
+	hits, err := s.Search(context.Background(), history.Query{Text: "durable payload", Limit: 3})
 	if err != nil || len(hits) != 3 || !strings.Contains(hits[0].Snippet, "**durable**") {
 		t.Fatalf("search after crash: %v %v", hits, err)
 	}

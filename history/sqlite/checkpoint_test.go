@@ -1,10 +1,12 @@
-package history
+package sqlite
 
 import (
 	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/history"
 )
 
 // TestCheckpointRequests holds the background checkpoint requests to
@@ -43,7 +45,7 @@ func TestCheckpointRequests(t *testing.T) {
 // into the database file by the background checkpointer alone (the
 // writer's autocheckpoint is off), and that Close stops its goroutine.
 func TestBackgroundCheckpoint(t *testing.T) {
-	s := openTest(t)
+	s := openTest(t, Options{})
 	if _, err := s.writer.Exec(`PRAGMA wal_autocheckpoint = 0`); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 		return st.Size()
 	}
 	before := size()
-	es := make([]Entry, checkpointEntries)
+	es := make([]history.Entry, checkpointEntries)
 	for i := range es {
 		es[i] = entry("s", fmt.Sprintf("e%d", i), fmt.Sprintf("checkpointed text %d", i))
 	}

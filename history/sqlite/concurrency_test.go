@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/agentloom/loom/history"
 )
 
 // TestConcurrentWritersAndReaders runs writers, note writers and readers
@@ -13,12 +15,12 @@ import (
 // second process would), under -race, and checks every write landed.
 func TestConcurrentWritersAndReaders(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
-	a, err := OpenSQLite(path)
+	a, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := OpenSQLite(path)
+	b, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 				s = b
 			}
 			for i := range batches {
-				es := make([]Entry, perBatch)
+				es := make([]history.Entry, perBatch)
 				for j := range es {
 					es[j] = entry(fmt.Sprintf("w%d", w), fmt.Sprintf("%d-%d", i, j), fmt.Sprintf("shared words writer%d batch%d", w, i))
 				}
@@ -60,7 +62,7 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 				s = b
 			}
 			for range 20 {
-				if _, err := s.Search(ctx, Query{Text: "shared words", Limit: 5}); err != nil {
+				if _, err := s.Search(ctx, history.Query{Text: "shared words", Limit: 5}); err != nil {
 					errs <- err
 					return
 				}
@@ -76,8 +78,8 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	hits, err := a.Search(ctx, Query{Text: "shared", Limit: MaxLimit})
-	if err != nil || len(hits) != MaxLimit {
+	hits, err := a.Search(ctx, history.Query{Text: "shared", Limit: history.MaxLimit})
+	if err != nil || len(hits) != history.MaxLimit {
 		t.Fatalf("hits %d err %v", len(hits), err)
 	}
 	var n int

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentloom/loom/history"
 )
 
 // Bounds of the substring fallback.
@@ -25,14 +27,14 @@ const (
 	wordsPerInsert = 256
 )
 
-// The substring fallback. A trigram index over every indexed text would
-// cost several times the word index at ingest; instead the store keeps the
-// vocabulary (each distinct word of MinSubstringRunes or more characters,
-// lowercased) with a trigram index over it. A query word that matches no
-// whole word is looked up in that index, and the words containing it are
-// searched as alternatives in the word index. This finds a piece of a
-// word ("ackof" in "backoff") and a piece of a CJK run, which the word
-// index keeps as one token; it does not find text spanning two words.
+// The substring fallback. A trigram index over every indexed text would cost
+// several times the word index at ingest; instead the store keeps the
+// vocabulary (each distinct word of history.MinSubstringRunes or more
+// characters, lowercased) with a trigram index over it. A query word that
+// matches no whole word is looked up in that index, and the words containing it
+// are searched as alternatives in the word index. This finds a piece of a word
+// ("ackof" in "backoff") and a piece of a CJK run, which the word index keeps
+// as one token; it does not find text spanning two words.
 
 // eachWord calls add with every vocabulary word of text, lowercased. A
 // word is a run of letters, numbers, private-use characters and combining
@@ -68,7 +70,7 @@ func wordRune(r rune) bool {
 // vocabularyWord passes w on, lowercased, when its length suits the
 // vocabulary.
 func vocabularyWord(w string, add func(string)) {
-	if len(w) > MaxVocabularyWordBytes || utf8.RuneCountInString(w) < MinSubstringRunes {
+	if len(w) > MaxVocabularyWordBytes || utf8.RuneCountInString(w) < history.MinSubstringRunes {
 		return
 	}
 	add(strings.ToLower(w))
@@ -77,7 +79,7 @@ func vocabularyWord(w string, add func(string)) {
 // newWords answers the distinct vocabulary words of entries that known
 // does not hold, in the order they first occur. It only reads known, so it
 // may run while the writer's transaction executes SQL (see insertEntries).
-func newWords(entries []Entry, known knownWords) []any {
+func newWords(entries []history.Entry, known knownWords) []any {
 	var words []any
 	var fresh map[string]struct{}
 	add := func(w string) {
@@ -100,7 +102,7 @@ func newWords(entries []Entry, known knownWords) []any {
 }
 
 // knownWords remembers words the vocabulary already holds. It is used
-// only while SQLite.mu is held: read by the writer's newWords goroutine,
+// only while Store.mu is held: read by the writer's newWords goroutine,
 // which insertEntries waits for, and added to only after a commit, so it
 // never claims a word a rolled-back transaction failed to store.
 type knownWords map[string]struct{}
@@ -158,38 +160,38 @@ func vocabularySQL(rows int) string {
 	return `INSERT OR IGNORE INTO vocabulary(word) VALUES ` + strings.TrimSuffix(strings.Repeat("(?),", rows), ",")
 }
 
-// substringPlan turns a words plan into one whose every term is a
-// vocabulary word containing the original term: the plan the substring
-// fallback runs in the word index. It answers false when some term is
-// shorter than MinSubstringRunes or some group has no candidate at all, in
-// which case nothing can match.
-func (s *SQLite) substringPlan(ctx context.Context, p wordsPlan) (wordsPlan, bool, error) {
-	var out wordsPlan
-	for _, g := range p.groups {
-		var alts []term
+// substringPlan turns a words plan into one whose every term is a vocabulary
+// word containing the original term: the plan the substring fallback runs in
+// the word index. It answers false when some term is shorter than
+// history.MinSubstringRunes or some group has no candidate at all, in which
+// case nothing can match.
+func (s *Store) substringPlan(ctx context.Context, p history.WordsQuery) (history.WordsQuery, bool, error) {
+	var out history.WordsQuery
+	for _, g := range p.Groups {
+		var alts []history.Term
 		for _, t := range g {
-			if utf8.RuneCountInString(t.text) < MinSubstringRunes {
-				return wordsPlan{}, false, nil
+			if utf8.RuneCountInString(t.Text) < history.MinSubstringRunes {
+				return history.WordsQuery{}, false, nil
 			}
-			words, err := s.vocabularyContaining(ctx, t.text)
+			words, err := s.vocabularyContaining(ctx, t.Text)
 			if err != nil {
-				return wordsPlan{}, false, err
+				return history.WordsQuery{}, false, err
 			}
 			for _, w := range words {
-				alts = append(alts, term{text: w})
+				alts = append(alts, history.Term{Text: w})
 			}
 		}
 		if len(alts) == 0 {
-			return wordsPlan{}, false, nil
+			return history.WordsQuery{}, false, nil
 		}
-		out.groups = append(out.groups, alts)
+		out.Groups = append(out.Groups, alts)
 	}
 	return out, true, nil
 }
 
 // vocabularyContaining answers the newest MaxSubstringWords vocabulary
 // words containing piece, case-insensitively.
-func (s *SQLite) vocabularyContaining(ctx context.Context, piece string) ([]string, error) {
+func (s *Store) vocabularyContaining(ctx context.Context, piece string) ([]string, error) {
 	rows, err := s.readers.QueryContext(ctx, `SELECT word FROM vocabulary_grams WHERE vocabulary_grams MATCH ? ORDER BY rowid DESC LIMIT ?`,
 		quoteFTS5(piece), MaxSubstringWords)
 	if err != nil {

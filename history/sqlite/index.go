@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/tool"
 )
 
 // rowsPerInsert is how many entries one INSERT statement carries in a
@@ -16,21 +19,22 @@ const rowsPerInsert = 64
 const MaxBatchEntries = 20_000
 
 // Index adds one entry to the index. It is IndexBatch of one entry.
-func (s *SQLite) Index(ctx context.Context, e Entry) error {
-	_, err := s.IndexBatch(ctx, []Entry{e})
+func (s *Store) Index(ctx context.Context, e history.Entry) error {
+	_, err := s.IndexBatch(ctx, []history.Entry{e})
 	return err
 }
 
-// IndexBatch adds entries in one transaction and answers how many were
-// new. Indexing is idempotent: an entry whose (Session, ID) is already
-// indexed is skipped and keeps its first text, so a host may re-feed its
-// log after a crash. Either the whole batch is indexed or none of it.
-// Entries are checked first: an empty Session or ID, a field over its
-// bound (MaxIDBytes, MaxKindBytes, MaxEntryTextBytes), an empty Kind or
-// the reserved KindNote are refused IndexRefused, naming the entry.
-func (s *SQLite) IndexBatch(ctx context.Context, entries []Entry) (int, error) {
+// IndexBatch adds entries in one transaction and answers how many were new.
+// Indexing is idempotent: an entry whose (Session, ID) is already indexed is
+// skipped and keeps its first text, so a host may re-feed its log after a
+// crash. Either the whole batch is indexed or none of it. Entries are checked
+// first: an empty Session or ID, a field over its bound (history.MaxIDBytes,
+// history.MaxKindBytes, history.MaxEntryTextBytes), an empty Kind or the
+// reserved history.KindNote are refused history.CodeIndexRefused, naming the
+// entry.
+func (s *Store) IndexBatch(ctx context.Context, entries []history.Entry) (int, error) {
 	if len(entries) > MaxBatchEntries {
-		return 0, refuse(IndexRefused, "a batch holds at most %d entries, not %d", MaxBatchEntries, len(entries))
+		return 0, refuse(history.CodeIndexRefused, "a batch holds at most %d entries, not %d", MaxBatchEntries, len(entries))
 	}
 	for i := range entries {
 		if err := checkEntry(&entries[i]); err != nil {
@@ -41,26 +45,26 @@ func (s *SQLite) IndexBatch(ctx context.Context, entries []Entry) (int, error) {
 		return 0, nil
 	}
 	now := time.Now()
-	return s.write(ctx, IndexBusy, IndexUnavailable, "indexing", func(tx *sql.Tx) (int, error) {
+	return s.write(ctx, history.CodeIndexBusy, history.CodeIndexUnavailable, "indexing", func(tx *sql.Tx) (int, error) {
 		return s.insertEntries(ctx, tx, entries, now)
 	})
 }
 
 // checkEntry refuses an entry that breaks a bound.
-func checkEntry(e *Entry) error {
+func checkEntry(e *history.Entry) error {
 	switch {
-	case e.Session == "" || len(e.Session) > MaxIDBytes:
-		return refuse(IndexRefused, "entry %.64q: the session id must be 1 to %d bytes", e.ID, MaxIDBytes)
-	case e.ID == "" || len(e.ID) > MaxIDBytes:
-		return refuse(IndexRefused, "an entry of session %.64q: the entry id must be 1 to %d bytes", e.Session, MaxIDBytes)
-	case e.Kind == "" || len(e.Kind) > MaxKindBytes:
-		return refuse(IndexRefused, "entry %.64q: the kind must be 1 to %d bytes", e.ID, MaxKindBytes)
-	case e.Kind == KindNote:
-		return refuse(IndexRefused, "entry %.64q: kind %q is reserved for notes stored through Remember", e.ID, KindNote)
-	case len(e.Role) > MaxKindBytes:
-		return refuse(IndexRefused, "entry %.64q: the role must be at most %d bytes", e.ID, MaxKindBytes)
-	case len(e.Text) > MaxEntryTextBytes:
-		return refuse(IndexRefused, "entry %.64q: the text is %d bytes; at most %d are indexed", e.ID, len(e.Text), MaxEntryTextBytes)
+	case e.Session == "" || len(e.Session) > history.MaxIDBytes:
+		return refuse(history.CodeIndexRefused, "entry %.64q: the session id must be 1 to %d bytes", e.ID, history.MaxIDBytes)
+	case e.ID == "" || len(e.ID) > history.MaxIDBytes:
+		return refuse(history.CodeIndexRefused, "an entry of session %.64q: the entry id must be 1 to %d bytes", e.Session, history.MaxIDBytes)
+	case e.Kind == "" || len(e.Kind) > history.MaxKindBytes:
+		return refuse(history.CodeIndexRefused, "entry %.64q: the kind must be 1 to %d bytes", e.ID, history.MaxKindBytes)
+	case e.Kind == history.KindNote:
+		return refuse(history.CodeIndexRefused, "entry %.64q: kind %q is reserved for notes stored through Remember", e.ID, history.KindNote)
+	case len(e.Role) > history.MaxKindBytes:
+		return refuse(history.CodeIndexRefused, "entry %.64q: the role must be at most %d bytes", e.ID, history.MaxKindBytes)
+	case len(e.Text) > history.MaxEntryTextBytes:
+		return refuse(history.CodeIndexRefused, "entry %.64q: the text is %d bytes; at most %d are indexed", e.ID, len(e.Text), history.MaxEntryTextBytes)
 	}
 	return nil
 }
@@ -70,7 +74,7 @@ func checkEntry(e *Entry) error {
 // the caller's codes. Words fn stored in the vocabulary (s.pending) are
 // remembered once the transaction commits, and the entries it counted go
 // towards the next background checkpoint (see checkpointer).
-func (s *SQLite) write(ctx context.Context, busy, unavailable Code, what string, fn func(*sql.Tx) (int, error)) (int, error) {
+func (s *Store) write(ctx context.Context, busy, unavailable tool.Code, what string, fn func(*sql.Tx) (int, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
@@ -101,7 +105,7 @@ func (s *SQLite) write(ctx context.Context, busy, unavailable Code, what string,
 // It runs under s.mu, inside write. The batch's new vocabulary words are
 // gathered on another goroutine while SQLite stores the entries; s.known
 // changes only after fn returns, so that goroutine's reads of it are safe.
-func (s *SQLite) insertEntries(ctx context.Context, tx *sql.Tx, entries []Entry, now time.Time) (int, error) {
+func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history.Entry, now time.Time) (int, error) {
 	var words []any
 	var gather sync.WaitGroup
 	if s.substrings {

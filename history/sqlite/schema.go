@@ -1,9 +1,11 @@
-package history
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/agentloom/loom/history"
 )
 
 // SchemaVersion is the schema this library writes, kept in PRAGMA
@@ -12,7 +14,7 @@ import (
 const SchemaVersion = 1
 
 // migration moves the schema from version i to i+1 inside tx.
-type migration func(ctx context.Context, tx *sql.Tx, o sqliteOptions) error
+type migration func(ctx context.Context, tx *sql.Tx, o Options) error
 
 // migrations[i] migrates version i to i+1.
 var migrations = []migration{
@@ -24,7 +26,7 @@ var migrations = []migration{
 // external-content FTS5 table keyed by seq), unless disabled the
 // vocabulary and its trigram index (the substring fallback), and a small
 // settings table holding the note counter and the substring choice.
-func migrateCreate(ctx context.Context, tx *sql.Tx, o sqliteOptions) error {
+func migrateCreate(ctx context.Context, tx *sql.Tx, o Options) error {
 	stmts := []string{
 		`CREATE TABLE entries(
 			seq INTEGER PRIMARY KEY,
@@ -43,7 +45,7 @@ func migrateCreate(ctx context.Context, tx *sql.Tx, o sqliteOptions) error {
 		fmt.Sprintf(`INSERT INTO entries_words(entries_words, rank) VALUES('automerge', %d)`, indexAutomerge),
 		`INSERT INTO settings(name, value) VALUES('notes', 0)`,
 	}
-	if o.substrings {
+	if !o.NoSubstrings {
 		stmts = append(stmts,
 			`CREATE TABLE vocabulary(id INTEGER PRIMARY KEY, word TEXT NOT NULL UNIQUE)`,
 			`CREATE VIRTUAL TABLE vocabulary_grams USING fts5(word, content='vocabulary', content_rowid='id', tokenize='trigram remove_diacritics 1')`,
@@ -59,14 +61,14 @@ func migrateCreate(ctx context.Context, tx *sql.Tx, o sqliteOptions) error {
 }
 
 // migrate brings the schema to SchemaVersion and reads the settings.
-func (s *SQLite) migrate(ctx context.Context, o sqliteOptions) error {
+func (s *Store) migrate(ctx context.Context, o Options) error {
 	for {
 		var v int
 		if err := s.writer.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-			return classify(err, IndexBusy, IndexUnavailable, "", "reading the schema version")
+			return classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "reading the schema version")
 		}
 		if v > SchemaVersion {
-			return refuse(IndexUnavailable, "the index has schema version %d, newer than this library's %d", v, SchemaVersion)
+			return refuse(history.CodeIndexUnavailable, "the index has schema version %d, newer than this library's %d", v, SchemaVersion)
 		}
 		if v == SchemaVersion {
 			break
@@ -78,7 +80,7 @@ func (s *SQLite) migrate(ctx context.Context, o sqliteOptions) error {
 	var n int
 	err := s.writer.QueryRowContext(ctx, `SELECT count(*) FROM settings WHERE name = 'substrings' AND value = 1`).Scan(&n)
 	if err != nil {
-		return classify(err, IndexBusy, IndexUnavailable, "", "reading the index settings")
+		return classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "reading the index settings")
 	}
 	s.substrings = n == 1
 	return nil
@@ -87,24 +89,24 @@ func (s *SQLite) migrate(ctx context.Context, o sqliteOptions) error {
 // step runs migrations[from] in one immediate transaction, re-checking the
 // version inside it so two processes opening a new file at once migrate it
 // once.
-func (s *SQLite) step(ctx context.Context, from int, o sqliteOptions) error {
+func (s *Store) step(ctx context.Context, from int, o Options) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return classify(err, IndexBusy, IndexUnavailable, "", "migrating the schema")
+		return classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "migrating the schema")
 	}
 	defer tx.Rollback()
 	var v int
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-		return classify(err, IndexBusy, IndexUnavailable, "", "migrating the schema")
+		return classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "migrating the schema")
 	}
 	if v != from {
 		return nil // another process got there first; the caller re-reads
 	}
 	if err := migrations[from](ctx, tx, o); err != nil {
-		return classify(err, IndexBusy, IndexUnavailable, "", "migrating the schema")
+		return classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "migrating the schema")
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, from+1)); err != nil {
-		return classify(err, IndexBusy, IndexUnavailable, "", "migrating the schema")
+		return classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "migrating the schema")
 	}
-	return classify(tx.Commit(), IndexBusy, IndexUnavailable, "", "migrating the schema")
+	return classify(tx.Commit(), history.CodeIndexBusy, history.CodeIndexUnavailable, "", "migrating the schema")
 }

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/history"
 )
 
 // Shape of the synthetic corpus the benchmarks generate (nothing is
@@ -60,15 +62,15 @@ func (c *corpus) text() string {
 	return b.String()
 }
 
-func (c *corpus) batch(start, n int) []Entry {
-	es := make([]Entry, n)
+func (c *corpus) batch(start, n int) []history.Entry {
+	es := make([]history.Entry, n)
 	for i := range es {
 		seq := start + i
 		kind := "message"
 		if seq%4 == 3 {
 			kind = "tool_result"
 		}
-		es[i] = Entry{Session: fmt.Sprintf("session-%04d", seq%benchSessions), ID: fmt.Sprintf("entry-%d", seq),
+		es[i] = history.Entry{Session: fmt.Sprintf("session-%04d", seq%benchSessions), ID: fmt.Sprintf("entry-%d", seq),
 			Kind: kind, Role: "assistant", Text: c.text(), Time: day0.Add(time.Duration(seq) * time.Second)}
 	}
 	return es
@@ -77,20 +79,20 @@ func (c *corpus) batch(start, n int) []Entry {
 // benchStore is the 1M-entry database, built once per benchmark process.
 var (
 	benchOnce    sync.Once
-	benchStore   *SQLite
+	benchStore   *Store
 	benchDir     string
 	benchRate    float64
 	benchCPURate float64
 	benchErr     error
 )
 
-func millionEntries(b *testing.B) *SQLite {
+func millionEntries(b *testing.B) *Store {
 	benchOnce.Do(func() {
 		benchDir, benchErr = os.MkdirTemp("", "history-bench-")
 		if benchErr != nil {
 			return
 		}
-		benchStore, benchErr = OpenSQLite(filepath.Join(benchDir, "history.db"))
+		benchStore, benchErr = Open(filepath.Join(benchDir, "history.db"), Options{})
 		if benchErr != nil {
 			return
 		}
@@ -123,12 +125,12 @@ func millionEntries(b *testing.B) *SQLite {
 func BenchmarkIngest(b *testing.B) {
 	for _, tc := range []struct {
 		name string
-		opts []Option
-	}{{"words+trigram", nil}, {"words-only", []Option{WithoutSubstrings()}}} {
+		opts Options
+	}{{"words+trigram", Options{}}, {"words-only", Options{NoSubstrings: true}}} {
 		b.Run(tc.name, func(b *testing.B) {
-			s := openTest(b, tc.opts...)
+			s := openTest(b, tc.opts)
 			c := newCorpus(2)
-			batches := make([][]Entry, 0, 8)
+			batches := make([][]history.Entry, 0, 8)
 			for i := range 8 {
 				batches = append(batches, c.batch(i*benchBatch, benchBatch))
 			}
@@ -173,7 +175,7 @@ func BenchmarkSearch1M(b *testing.B) {
 			ctx := context.Background()
 			for i := 0; b.Loop(); i++ {
 				t0 := time.Now()
-				h, err := s.Search(ctx, Query{Text: queries[i%len(queries)], Limit: DefaultLimit})
+				h, err := s.Search(ctx, history.Query{Text: queries[i%len(queries)], Limit: history.DefaultLimit})
 				lat = append(lat, time.Since(t0))
 				if err != nil {
 					b.Fatal(err)

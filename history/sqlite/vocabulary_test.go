@@ -1,21 +1,23 @@
-package history
+package sqlite
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentloom/loom/history"
 )
 
 // TestNewWords holds the vocabulary gathering to its bounds: words shorter
-// than MinSubstringRunes or longer than MaxVocabularyWordBytes are left
+// than history.MinSubstringRunes or longer than MaxVocabularyWordBytes are left
 // out, the rest are lowercased, known words are skipped, and each new word
 // is answered once, in the order it first occurs.
 func TestNewWords(t *testing.T) {
 	atBound := strings.Repeat("b", MaxVocabularyWordBytes)
 	pastBound := strings.Repeat("c", MaxVocabularyWordBytes+1)
-	short := strings.Repeat("d", MinSubstringRunes-1)
-	shortest := strings.Repeat("e", MinSubstringRunes)
+	short := strings.Repeat("d", history.MinSubstringRunes-1)
+	shortest := strings.Repeat("e", history.MinSubstringRunes)
 	for _, tc := range []struct {
 		name  string
 		texts []string
@@ -36,7 +38,7 @@ func TestNewWords(t *testing.T) {
 			for _, w := range tc.known {
 				known[w] = struct{}{}
 			}
-			entries := make([]Entry, len(tc.texts))
+			entries := make([]history.Entry, len(tc.texts))
 			for i, text := range tc.texts {
 				entries[i] = entry("s", "e", text)
 			}

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type checkpointer struct {
 	db    *sql.DB
 	kick  chan struct{} // capacity 1: a request pending or not
 	done  chan struct{} // closed when the goroutine has exited
-	since int           // entries added since the last request; guarded by SQLite.mu
+	since int           // entries added since the last request; guarded by Store.mu
 }
 
 // startCheckpointer opens the checkpoint connection (lazily, on its first
@@ -57,7 +57,7 @@ func (c *checkpointer) run() {
 
 // added records n entries committed by the writer and requests a
 // checkpoint once checkpointEntries have accumulated. It never blocks:
-// while a request is pending, another adds nothing. Called under SQLite.mu.
+// while a request is pending, another adds nothing. Called under Store.mu.
 func (c *checkpointer) added(n int) {
 	c.since += n
 	if c.since < checkpointEntries {
@@ -71,7 +71,7 @@ func (c *checkpointer) added(n int) {
 }
 
 // close stops the goroutine, letting a running checkpoint finish, and
-// closes the connection. Called once, under SQLite.mu.
+// closes the connection. Called once, under Store.mu.
 func (c *checkpointer) close() error {
 	close(c.kick)
 	<-c.done
