@@ -269,11 +269,7 @@ func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string,
 	case r.denial != nil:
 		return grepFail(string(r.denial.Code), r.denial.Explain(), det)
 	case r.err != nil:
-		code := CodeSearchFailed
-		if r.cancelled {
-			code = "cancelled"
-		}
-		return grepFail(code, r.err.Error(), det)
+		return grepFail(r.failCode(), r.err.Error(), det)
 	}
 	det.TimedOut, det.Warnings = r.timedOut, r.warnings
 	if r.outputLimited {
