@@ -83,8 +83,8 @@ func pinShellPath() (string, error) {
 // ripgrepPolicy composes what a jailed ripgrep needs: the search root (or
 // the workspace, whose .gitignore files apply above it) readable; rg's
 // own directory, pinShell's and the system roots the session's base
-// already covers as jail-only system roots; nothing writable, network
-// off, GrepTimeout of wall time. A denial means the session's policy
+// already covers, less grepJailOmits, as jail-only system roots; nothing
+// writable, network off, GrepTimeout of wall time. A denial means the session's policy
 // cannot jail ripgrep for this root; it depends on the host's
 // configuration and the authorized root only.
 func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *broker.Denial) {
@@ -107,6 +107,9 @@ func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *
 		system = append(system, d)
 	}
 	for _, s := range broker.SystemReadableRoots() {
+		if slices.Contains(grepJailOmits, s) {
+			continue
+		}
 		if slices.ContainsFunc(cover, func(h string) bool { return broker.Covers(h, s) }) {
 			system = append(system, s)
 		}
@@ -119,6 +122,13 @@ func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *
 	}
 	return broker.Compose(c.Base, req, c.Grants)
 }
+
+// grepJailOmits are the system roots ripgrep's jail does without:
+// configuration and vendor installs, which neither ripgrep nor pinShell
+// reads to run (the dynamic loader finds their libraries without
+// /etc/ld.so.cache), and which hold what a link swapped in during
+// ripgrep's walk would otherwise reach.
+var grepJailOmits = []string{"/etc", "/opt"}
 
 // failCode is the outcome code of a run that failed (r.err set).
 func (r rgRun) failCode() string {
