@@ -61,9 +61,9 @@ const (
 	// and the syntax accepted. Refused before any engine runs.
 	CodeInvalidGlob Code = "invalid_glob"
 	// CodeSearchFailed: the arguments were accepted but the search could
-	// not be completed: ripgrep failed in its jail, or the root changed
-	// (a link swapped into it) while it was being opened. The other
-	// engine is never tried instead.
+	// not be completed (ripgrep failed in its jail, the Go engine met an
+	// error). A root that changed after it was resolved is
+	// CodePathChanged instead. The other engine is never tried instead.
 	CodeSearchFailed Code = "search_failed"
 )
 
@@ -202,7 +202,11 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	if err != nil {
 		return pathFailure(err)
 	}
-	if fi, err := os.Lstat(root); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// The resolved root holds no link, so one there now was swapped
+		// in since: nothing is searched through it.
+		return Fail(CodePathChanged, fmt.Sprintf("%s changed after it was resolved (a symbolic link is there now); nothing was searched. Something (a running command?) replaced it just now; try again once it settles", a.Path))
+	} else if err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
 		// A FIFO, device or socket: neither engine searches one (ripgrep
 		// would wait on a FIFO in its jail until GrepTimeout).
 		return Fail(CodeSearchFailed, notSearchable(a.Path))
@@ -240,7 +244,7 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	case errors.Is(err, context.DeadlineExceeded):
 		det.TimedOut = true
 	case errors.Is(err, context.Canceled):
-		return grepFail("cancelled", "the search was cancelled before it finished", det)
+		return grepFail(CodeCancelled, "the search was cancelled before it finished", det)
 	case errors.Is(err, fs.ErrInvalid):
 		return grepFail(CodeSearchFailed, notSearchable(a.Path), det)
 	case err != nil:
@@ -265,11 +269,7 @@ func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string,
 	case r.denial != nil:
 		return grepFail(Code(r.denial.Code), r.denial.Explain(), det)
 	case r.err != nil:
-		code := CodeSearchFailed
-		if r.cancelled {
-			code = CodeCancelled
-		}
-		return grepFail(code, r.err.Error(), det)
+		return grepFail(r.failCode(), r.err.Error(), det)
 	}
 	det.TimedOut, det.Warnings = r.timedOut, r.warnings
 	if r.outputLimited {

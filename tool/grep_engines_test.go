@@ -80,7 +80,8 @@ func fakeRipgrep(t *testing.T, c *Call, stdout, stderr string, status int) {
 }
 
 // rgEvents renders a ripgrep --json stream holding one match of text
-// at line 1 of path, with or without the closing summary event.
+// at line 1 of path (relative, "./a.txt", as ripgrep run on "." reports
+// it), with or without the closing summary event.
 func rgEvents(path, text string, summary bool) string {
 	p, _ := json.Marshal(map[string]string{"text": path})
 	l, _ := json.Marshal(map[string]string{"text": text + "\n"})
@@ -109,7 +110,7 @@ func TestGrepRipgrepFailureIsAnErrorNeverAFallback(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := grepCall(t, grepTree, true)
-			out := strings.ReplaceAll(tt.stdout, "<events>", rgEvents(filepath.Join(c.Workspace, "a.txt"), "alpha needle", true))
+			out := strings.ReplaceAll(tt.stdout, "<events>", rgEvents("./a.txt", "alpha needle", true))
 			fakeRipgrep(t, c, out, tt.stderr, tt.status)
 			o := runGrepArgs(t, c, map[string]any{"pattern": "needle"})
 			d := grepDetails(t, o)
@@ -202,12 +203,12 @@ func TestGrepReadsNoSystemRootTheHostDidNotList(t *testing.T) {
 func TestGrepRipgrepOutputBound(t *testing.T) {
 	for _, flood := range []bool{false, true} {
 		c := grepCall(t, grepTree, true)
-		out := rgEvents(filepath.Join(c.Workspace, "a.txt"), "alpha needle", !flood)
+		out := rgEvents("./a.txt", "alpha needle", !flood)
 		fakeRipgrep(t, c, out, "", 0)
 		if flood {
 			// Endless begin/end pairs of files without matches: valid
 			// events the collector keeps reading, so only the bound ends it.
-			p, _ := json.Marshal(map[string]string{"text": filepath.Join(c.Workspace, "nomatch.txt")})
+			p, _ := json.Marshal(map[string]string{"text": "./nomatch.txt"})
 			pair := fmt.Sprintf(`{"type":"begin","data":{"path":%s}}`+"\n"+`{"type":"end","data":{"path":%s,"binary_offset":null}}`, p, p)
 			rg := filepath.Join(filepath.SplitList(os.Getenv("PATH"))[0], "rg")
 			script, _ := os.ReadFile(rg)

@@ -41,7 +41,7 @@ func BenchmarkSearch(b *testing.B) {
 	})
 	b.Run("rg_json_collected", func(b *testing.B) {
 		for b.Loop() {
-			if r := rgRun(b, root, o); r.Matches != searchtest.Files/10 {
+			if r := rgRunAs(b, root, o, OperandPath); r.Matches != searchtest.Files/10 {
 				b.Fatalf("matches %d", r.Matches)
 			}
 		}

@@ -28,7 +28,8 @@
 // that stays inside.
 //
 // Invariants:
-//   - Both engines select the same files as ripgrep run with RipgrepArgs,
+//   - Both engines select the same files as ripgrep run with RipgrepArgs
+//     (or pinned, with RipgrepArgsFor and NewRipgrepCollectorFor),
 //     for the rule subset documented on Options, and produce hits that
 //     sort, bound and render identically.
 //   - Validate (pattern and glob) refuses exactly what would make the

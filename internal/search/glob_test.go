@@ -23,18 +23,33 @@ var globTree = map[string]string{
 	"!a": "x\n", "#a": "x\n", "a ": "x\n", "sub/a b": "x\n",
 }
 
-// rgGlob runs ripgrep directly with RipgrepArgs and the glob of o. It
-// reports whether ripgrep accepted the glob (it exits 2 with "error
-// parsing glob" and no summary otherwise) and, if so, the files that
-// matched.
+// rgGlob runs ripgrep directly with RipgrepArgs and the glob of o, and
+// again pinned on "." (OperandDir, as the grep tool runs it), which must
+// agree. It reports whether ripgrep accepted the glob (it exits 2 with
+// "error parsing glob" and no summary otherwise) and, if so, the files
+// that matched.
 func rgGlob(t interface {
 	Helper()
 	Fatalf(string, ...any)
 }, root string, o Options) (files []string, accepted bool) {
 	t.Helper()
-	cmd := exec.Command("rg", RipgrepArgs(root, o)...)
+	files, accepted = rgGlobAs(t, root, o, OperandPath)
+	pf, pa := rgGlobAs(t, root, o, OperandDir)
+	if pa != accepted || !slices.Equal(pf, files) {
+		t.Fatalf("glob %q: by path accepted=%v %q, pinned on . accepted=%v %q", o.Glob, accepted, files, pa, pf)
+	}
+	return files, accepted
+}
+
+// rgGlobAs is rgGlob's one run, with root named as op.
+func rgGlobAs(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, root string, o Options, op Operand) (files []string, accepted bool) {
+	t.Helper()
+	cmd := exec.Command("rg", RipgrepArgsFor(root, o, op)...)
 	cmd.Dir = root
-	col := NewRipgrepCollector(o)
+	col := NewRipgrepCollectorFor(o, root, op)
 	cmd.Stdout = col
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -14,18 +14,48 @@ import (
 // (a match in a line of many megabytes) fails the parse.
 const MaxEventBytes = 16 << 20
 
-// RipgrepArgs returns the arguments (without the program name) that make
-// ripgrep search root and select files as the Go engine does: JSON
-// events, no config file, .gitignore honoured with or without a git
-// repository, no .ignore/.rgignore, no global or info/exclude ignores, no
-// encoding sniffing (so a UTF-16 file is binary to both), and the
-// pattern, case and glob of o; ancestors' .gitignore files are read only
-// when o.IgnoreRoot lies above root (ripgrep then reads every readable
-// ancestor's, which the jail limits to the readable roots). Run it with its working directory at root
-// (at root's directory when root is a file): ripgrep matches globs
-// relative to its working directory. Protected subtrees are not expressed
-// as arguments; RipgrepCollector drops them, as it drops binary files.
-func RipgrepArgs(root string, o Options) []string {
+// Operand is how ripgrep is pointed at the search root.
+type Operand int
+
+const (
+	// OperandPath names the root by its absolute path, as ripgrep's own
+	// argument: ripgrep follows a link found there when it starts, so
+	// only a root nothing can swap may be searched this way. Reported
+	// paths are absolute.
+	OperandPath Operand = iota
+	// OperandDir names a directory root as ".": run ripgrep with its
+	// working directory already pinned at the root (entered and checked
+	// before ripgrep starts), so it searches that directory whatever
+	// path now leads to it. Reported paths are relative to it, and the
+	// collector maps them under the root.
+	OperandDir
+	// OperandStdin searches a file root as ripgrep's standard input
+	// ("-"): the caller opens the file (without following links) and
+	// hands it over, so ripgrep opens no path at all. Ripgrep reports it
+	// as StdinPath, which the collector maps to the root.
+	OperandStdin
+)
+
+// StdinPath is the path ripgrep reports for its standard input.
+const StdinPath = "<stdin>"
+
+// RipgrepArgs returns RipgrepArgsFor(root, o, OperandPath).
+func RipgrepArgs(root string, o Options) []string { return RipgrepArgsFor(root, o, OperandPath) }
+
+// RipgrepArgsFor returns the arguments (without the program name) that
+// make ripgrep search root, named as op says, and select files as the Go
+// engine does: JSON events, no config file, .gitignore honoured with or
+// without a git repository, no .ignore/.rgignore, no global or
+// info/exclude ignores, no encoding sniffing (so a UTF-16 file is binary
+// to both), and the pattern, case and glob of o; ancestors' .gitignore
+// files are read only when o.IgnoreRoot lies above root (ripgrep then
+// reads every readable ancestor's, which the jail limits to the readable
+// roots). Run it with its working directory at root (at root's directory
+// when root is a file): ripgrep matches globs relative to its working
+// directory. Protected subtrees are not expressed as arguments;
+// RipgrepCollector drops them, as it drops binary files. Collect its
+// output with NewRipgrepCollectorFor(o, root, op).
+func RipgrepArgsFor(root string, o Options, op Operand) []string {
 	args := []string{
 		"--json", "--no-config", "--line-number",
 		"--no-require-git", "--no-ignore-dot", "--no-ignore-exclude", "--no-ignore-global",
@@ -47,7 +77,14 @@ func RipgrepArgs(root string, o Options) []string {
 		// read every parent directory's.
 		args = append(args, "--no-ignore-parent")
 	}
-	return append(args, "--regexp", RipgrepPattern(o), "--", root)
+	operand := root
+	switch op {
+	case OperandDir:
+		operand = "."
+	case OperandStdin:
+		operand = "-"
+	}
+	return append(args, "--regexp", RipgrepPattern(o), "--", operand)
 }
 
 // RipgrepPattern rewrites o.Pattern so ripgrep's regex engine means what
@@ -166,6 +203,8 @@ func ParseRipgrepEvent(line []byte) (Event, error) {
 // safe for concurrent use.
 type RipgrepCollector struct {
 	protected []string
+	root      string           // the search root, for OperandDir and OperandStdin
+	op        Operand          // how ripgrep was pointed at root
 	partial   []byte           // an event line not yet terminated
 	pending   map[string][]Hit // hits of files whose end event is due
 	pendingN  int              // matches in pending
@@ -174,9 +213,38 @@ type RipgrepCollector struct {
 	summary   bool // the "summary" event arrived
 }
 
-// NewRipgrepCollector returns a collector for a search run with o.
+// NewRipgrepCollector returns NewRipgrepCollectorFor(o, "", OperandPath):
+// a collector that keeps the paths ripgrep reports as they are.
 func NewRipgrepCollector(o Options) *RipgrepCollector {
-	return &RipgrepCollector{protected: o.Protected, pending: map[string][]Hit{}}
+	return NewRipgrepCollectorFor(o, "", OperandPath)
+}
+
+// NewRipgrepCollectorFor returns a collector for a search of root run
+// with RipgrepArgsFor(root, o, op). It maps each reported path to the
+// absolute path Hit.Path holds before anything else looks at it: for
+// OperandDir a relative path is joined under root, for OperandStdin
+// StdinPath becomes root, and any other path (one such a run never
+// reports: absolute, climbing out with "..", or not StdinPath) fails the
+// stream with a *ParseError, so nothing outside root is ever collected.
+func NewRipgrepCollectorFor(o Options, root string, op Operand) *RipgrepCollector {
+	return &RipgrepCollector{protected: o.Protected, root: root, op: op, pending: map[string][]Hit{}}
+}
+
+// place maps a path ripgrep reported to the absolute path it stands for.
+func (c *RipgrepCollector) place(p string) (string, error) {
+	switch c.op {
+	case OperandDir:
+		if !filepath.IsLocal(p) {
+			return "", &ParseError{Reason: "path " + quoteShort(p) + " is not relative to the search root"}
+		}
+		return filepath.Join(c.root, p), nil
+	case OperandStdin:
+		if p != StdinPath {
+			return "", &ParseError{Reason: "path " + quoteShort(p) + " is not ripgrep's standard input"}
+		}
+		return c.root, nil
+	}
+	return p, nil
 }
 
 // ErrScanFull is returned by Write once MaxScanMatches matches have been
@@ -222,6 +290,11 @@ func (c *RipgrepCollector) feed(line []byte) error {
 	ev, err := ParseRipgrepEvent(line)
 	if err != nil {
 		return err
+	}
+	if ev.Path != "" {
+		if ev.Path, err = c.place(ev.Path); err != nil {
+			return err
+		}
 	}
 	switch ev.Type {
 	case "summary":

@@ -75,15 +75,42 @@ func goRun(t testing.TB, root string, o Options) Result {
 	return r
 }
 
-// rgRun runs ripgrep directly (unjailed) with RipgrepArgs.
+// rgRun runs ripgrep directly (unjailed) on root twice: named by its
+// path (RipgrepArgs) and pinned (OperandDir for a directory, OperandStdin
+// for a file, as the grep tool runs it); the two must collect the same
+// result, which it returns.
 func rgRun(t testing.TB, root string, o Options) Result {
 	t.Helper()
-	cmd := exec.Command("rg", RipgrepArgs(root, o)...)
+	pinned := OperandDir
+	if fi, err := os.Stat(root); err == nil && !fi.IsDir() {
+		pinned = OperandStdin
+	}
+	r := rgRunAs(t, root, o, OperandPath)
+	if diff := cmp.Diff(r, rgRunAs(t, root, o, pinned)); diff != "" {
+		t.Fatalf("ripgrep on %s by path and pinned differ (-path +pinned):\n%s", root, diff)
+	}
+	return r
+}
+
+// rgRunAs runs ripgrep directly (unjailed) with RipgrepArgsFor(root, o,
+// op): its working directory at root (at root's directory for a file),
+// and for OperandStdin the file as its standard input.
+func rgRunAs(t testing.TB, root string, o Options, op Operand) Result {
+	t.Helper()
+	cmd := exec.Command("rg", RipgrepArgsFor(root, o, op)...)
 	cmd.Dir = root
 	if fi, err := os.Stat(root); err == nil && !fi.IsDir() {
 		cmd.Dir = filepath.Dir(root)
 	}
-	col := NewRipgrepCollector(o)
+	if op == OperandStdin {
+		f, err := os.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
+	col := NewRipgrepCollectorFor(o, root, op)
 	cmd.Stdout = col
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
