@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -90,6 +91,7 @@ type decoder struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
 	known    []string
+	types    map[string]string // property name → its schema type, "" when none
 }
 
 func newDecoder[A any](overrides []TypeSchema) (*decoder, error) {
@@ -122,11 +124,13 @@ func newDecoder[A any](overrides []TypeSchema) (*decoder, error) {
 		return nil, err
 	}
 	known := make([]string, 0, len(s.Properties))
-	for k := range s.Properties {
+	types := make(map[string]string, len(s.Properties))
+	for k, p := range s.Properties {
 		known = append(known, k)
+		types[k] = p.Type
 	}
 	sort.Strings(known)
-	return &decoder{raw: raw, resolved: rs, known: known}, nil
+	return &decoder{raw: raw, resolved: rs, known: known, types: types}, nil
 }
 
 // dropNullable rewrites the inferred type ["null", T] of slices and
@@ -155,12 +159,17 @@ func (d *decoder) decode(raw json.RawMessage, dst any) error {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		raw = json.RawMessage("{}")
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return &ArgError{Code: CodeArgumentsNotObject, Known: d.known, Reason: "arguments must be one JSON object"}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		reason := "arguments must be one JSON object"
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			reason += fmt.Sprintf(" (this is not valid JSON: %v at byte %d)", se, se.Offset)
+		}
+		return &ArgError{Code: CodeArgumentsNotObject, Known: d.known, Reason: reason}
 	}
 	var unknown []string
-	for k := range obj {
+	for k := range fields {
 		if !containsString(d.known, k) {
 			unknown = append(unknown, k)
 		}
@@ -170,15 +179,79 @@ func (d *decoder) decode(raw json.RawMessage, dst any) error {
 		return &ArgError{Code: CodeUnknownProperty, Unknown: unknown, Known: d.known,
 			Reason: "unknown property " + quoteAll(unknown)}
 	}
+	obj, err := d.values(fields)
+	if err != nil {
+		return err
+	}
 	if err := d.resolved.Validate(obj); err != nil {
-		return &ArgError{Code: CodeInvalidArguments, Known: d.known, Reason: cleanValidation(err)}
+		return &ArgError{Code: CodeInvalidArguments, Known: d.known, Reason: clipReason(cleanValidation(err))}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return &ArgError{Code: CodeInvalidArguments, Known: d.known, Reason: err.Error()}
+		return &ArgError{Code: CodeInvalidArguments, Known: d.known, Reason: decodeReason(err)}
 	}
 	return nil
+}
+
+// values decodes each property's value, refusing a null (never needed:
+// omitting an optional property says the same) and a number no JSON
+// decoder can hold, each naming the property and what it accepts.
+func (d *decoder) values(fields map[string]json.RawMessage) (map[string]any, error) {
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	obj := make(map[string]any, len(fields))
+	for _, k := range names {
+		v := bytes.TrimSpace(fields[k])
+		if bytes.Equal(v, []byte("null")) {
+			want := "a value"
+			if t := d.types[k]; t != "" {
+				want = "a value of type " + t
+			}
+			return nil, &ArgError{Code: CodeInvalidArguments, Known: d.known,
+				Reason: fmt.Sprintf("property %q is null; omit it or give %s", k, want)}
+		}
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return nil, &ArgError{Code: CodeInvalidArguments, Known: d.known,
+				Reason: fmt.Sprintf("property %q: %s", k, decodeReason(err))}
+		}
+		obj[k] = x
+	}
+	return obj, nil
+}
+
+// decodeReason renders a decoding failure of a value without repeating
+// more of the value than MaxQuotedBytes.
+func decodeReason(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		what := strings.TrimPrefix(te.Value, "number ")
+		if te.Field != "" {
+			return fmt.Sprintf("property %q: %s does not fit a %s", te.Field, quoted(what), te.Type)
+		}
+		return fmt.Sprintf("%s does not fit a %s", quoted(what), te.Type)
+	}
+	return clipReason(err.Error())
+}
+
+// MaxReasonBytes bounds the reason an argument refusal gives, so a value
+// the validator quotes cannot make the answer as large as the arguments.
+const MaxReasonBytes = 512
+
+// clipReason cuts s to MaxReasonBytes on a rune boundary, saying so.
+func clipReason(s string) string {
+	if len(s) <= MaxReasonBytes {
+		return s
+	}
+	cut := MaxReasonBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes cut)", len(s)-cut)
 }
 
 func containsString(list []string, s string) bool {

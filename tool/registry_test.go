@@ -145,7 +145,10 @@ func TestArguments(t *testing.T) {
 		{"null means empty object", `null`, "invalid_arguments", []string{"say"}},
 		{"wrong type", `{"say":3}`, "invalid_arguments", []string{"say"}},
 		{"not an object", `[1,2]`, "arguments_not_object", []string{"one JSON object"}},
-		{"broken json", `{"say":`, "arguments_not_object", nil},
+		{"broken json", `{"say":`, "arguments_not_object", []string{"not valid JSON"}},
+		{"null property", `{"say":null}`, "invalid_arguments", []string{`"say" is null`, "omit it", "string"}},
+		{"number out of range", `{"say":"x","times":1e309}`, "invalid_arguments", []string{`"times"`, "1e309", "does not fit"}},
+		{"integer overflow", `{"say":"x","times":1e30}`, "invalid_arguments", []string{"times", "does not fit"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,6 +167,34 @@ func TestArguments(t *testing.T) {
 				if !strings.Contains(out.Text, m) {
 					t.Errorf("text %q does not mention %q", out.Text, m)
 				}
+			}
+		})
+	}
+}
+
+// TestArgumentRefusalsAreBounded: a huge value in the wrong place never
+// comes back whole; the refusal still names the property.
+func TestArgumentRefusalsAreBounded(t *testing.T) {
+	r, _ := NewRegistry(echoTool("echo"))
+	huge := strings.Repeat("z", 1<<20)
+	for name, args := range map[string]string{
+		"wrong type":     `{"say":["` + huge + `"]}`,
+		"long number":    `{"say":"x","times":1` + strings.Repeat("0", 1<<20) + `}`,
+		"unknown tool":   "",
+		"broken json":    `{"say":"` + huge,
+		"wrong int type": `{"say":"x","times":"` + huge + `"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tool := "echo"
+			if args == "" {
+				tool, args = huge, "{}"
+			}
+			out := r.Dispatch(context.Background(), nil, tool, json.RawMessage(args))
+			if !out.IsError || out.Code == "" {
+				t.Fatalf("accepted: %.200s", out.Text)
+			}
+			if len(out.Text) > 2*MaxReasonBytes {
+				t.Errorf("answer is %d bytes: %.300s…", len(out.Text), out.Text)
 			}
 		})
 	}
