@@ -1,6 +1,9 @@
 package hashline
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // AnchorLen is the number of lowercase hexadecimal characters in an anchor.
 const AnchorLen = 8
@@ -52,6 +55,27 @@ func AnchorOf(line string) string {
 // ("%016x-%d"). Two contents share a digest only if they share both the hash
 // and the length.
 func Digest(content []byte) string { return formatDigest(sum64(content), len(content)) }
+
+// DigestForm reports whether s has a digest's form ("%016x-%d": 16
+// lowercase hex digits, a hyphen, a decimal length without leading
+// zeros), whatever content it names.
+func DigestForm(s string) bool {
+	hash, size, ok := strings.Cut(s, "-")
+	if len(hash) != 16 || !ok || size == "" || len(size) > 19 || (size[0] == '0' && size != "0") {
+		return false
+	}
+	for i := 0; i < len(hash); i++ {
+		if !strings.ContainsRune(hexDigits, rune(hash[i])) {
+			return false
+		}
+	}
+	for i := 0; i < len(size); i++ {
+		if size[i] < '0' || size[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // formatDigest renders a whole-content hash and length as Digest does.
 func formatDigest(h uint64, size int) string {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 func fnvRef(b []byte) uint64 {
@@ -28,4 +30,34 @@ func TestDigestMatchesFNV1a64AndLength(t *testing.T) {
 			t.Errorf("Digest(%q) = %q, want %q", c, got, want)
 		}
 	}
+}
+
+func TestDigestForm(t *testing.T) {
+	for s, want := range map[string]bool{
+		Digest([]byte("hi\n")):  true,
+		Digest(nil):             true,
+		"33734a193006ba70-3":    true,
+		"33734A193006BA70-3":    false,
+		"33734a193006ba7-3":     false,
+		"33734a193006ba70":      false,
+		"33734a193006ba70-":     false,
+		"33734a193006ba70-03":   false,
+		"33734a193006ba70-3x":   false,
+		"33734a193006ba70--3":   false,
+		"stale":                 false,
+		"":                      false,
+		"33734a193006ba70-1e10": false,
+	} {
+		if got := DigestForm(s); got != want {
+			t.Errorf("DigestForm(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestDigestFormOfEveryDigest(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		if d := Digest(rapid.SliceOf(rapid.Byte()).Draw(t, "content")); !DigestForm(d) {
+			t.Fatalf("Digest gave %q, which DigestForm refuses", d)
+		}
+	})
 }

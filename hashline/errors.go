@@ -19,6 +19,9 @@ const (
 	// CodeStaleAnchor: some refs name a line that no longer exists or no
 	// longer has the given anchor.
 	CodeStaleAnchor Code = "stale_anchor"
+	// CodeBadDigest: a digest given back is not of a digest's form (see
+	// DigestForm), so it names no content at all.
+	CodeBadDigest Code = "bad_digest"
 	// CodeBadRef: a ref is not "line:anchor" or its line is below 1.
 	CodeBadRef Code = "bad_ref"
 	// CodeBadJSON: the hunk list is not a JSON array of objects.

@@ -168,6 +168,9 @@ func TestEditRefusals(t *testing.T) {
 		{"stale digest", map[string]any{"path": "f.txt", "digest": "0000000000000000-1",
 			"hunks": []any{map[string]any{"op": "replace", "start": two, "lines": []string{"2"}}}},
 			"stale_digest", []string{"digest: " + digest, two + "|two", "Fresh anchors:"}},
+		{"malformed digest", map[string]any{"path": "f.txt", "digest": "latest",
+			"hunks": []any{map[string]any{"op": "replace", "start": two, "lines": []string{"2"}}}},
+			"bad_digest", []string{`"latest" is not a digest`, digest}},
 		{"stale anchor", map[string]any{"path": "f.txt", "digest": digest,
 			"hunks": []any{map[string]any{"op": "replace", "start": "2:deadbeef", "lines": []string{"2"}}}},
 			"stale_anchor", []string{"digest: " + digest, two + "|two"}},
@@ -229,7 +232,8 @@ func TestWriteRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.Workspace, ".git/hooks/pre-commit")); err == nil {
 		t.Fatal("the hook was written")
 	}
-	if out := call(t, r, c, "fs_write", map[string]any{"path": "../outside/x", "content": "x"}); code(out) != "outside_roots" {
+	if out := call(t, r, c, "fs_write", map[string]any{"path": "../outside/x", "content": "x"}); code(out) != "outside_roots" ||
+		!strings.Contains(out.Text, "writable root") || !strings.Contains(out.Text, "permissions.writable_roots") || strings.Contains(out.Text, "readable_roots") {
 		t.Fatalf("escape: %+v", out)
 	}
 	big := strings.Repeat("a", MaxFileBytes+1)

@@ -95,6 +95,11 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 	}
 	shown := c.displayPath(path)
 	current := hashline.Digest(data)
+	if !hashline.DigestForm(a.Digest) {
+		return Fail(Code(hashline.CodeBadDigest), fmt.Sprintf(
+			"digest %s is not a digest: one is 16 lowercase hex digits, a hyphen and the byte length (%s is %s's now), "+
+				"as the digest: line of an fs_read, fs_write or fs_edit answer gives it; nothing was written", quoted(a.Digest), current, shown))
+	}
 	if a.Digest != current {
 		return staleOutcome(shown, data, current, a.Hunks, fmt.Sprintf(
 			"stale digest: %s changed since the answer you planned from (you sent %s); nothing was written.", shown, a.Digest))

@@ -36,12 +36,18 @@ type PathError struct {
 	// SystemRoot is the base policy's system root the refused path lies
 	// under, if any: one the jail reads, never the file tools.
 	SystemRoot string
-	Err        error // an underlying filesystem error, if any
+	// Write is set when the path was refused for writing, whose roots are
+	// the writable ones.
+	Write bool
+	Err   error // an underlying filesystem error, if any
 }
 
 func (e *PathError) Error() string {
 	switch e.Code {
 	case CodeOutsideRoots:
+		if e.Write {
+			return fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every writable root; the file tools write only under %s. Write there instead, or, where this host offers bash, run the command that needs the other directory with permissions.writable_roots, which the operator decides", e.Path, e.Entry, rootList(e.Accepted))
+		}
 		msg := fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every readable root; the file tools read only under %s", e.Path, e.Entry, rootList(e.Accepted))
 		if e.SystemRoot != "" {
 			msg += fmt.Sprintf(". %s is a system root: jailed commands read it to run programs, and the file tools never do", e.SystemRoot)
@@ -186,7 +192,7 @@ func (c *Call) ResolveWrite(path string) (string, error) {
 			return resolved, nil
 		}
 	}
-	return "", &PathError{Code: CodeOutsideRoots, Path: path, Entry: resolved, Accepted: roots}
+	return "", &PathError{Code: CodeOutsideRoots, Path: path, Entry: resolved, Accepted: roots, Write: true}
 }
 
 // ResolveShellDir authorizes path as a directory bash commands run in
