@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
-	"github.com/agentloom/loom/tool"
 )
 
 // The test binary doubles as the jailed server and client of the loopback
@@ -46,7 +45,9 @@ func TestMain(m *testing.M) {
 		// -rapid.checks still wins, being parsed after this).
 		flag.Set("rapid.checks", fmt.Sprint(raceModelChecks))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	job.RemoveJailHelperForTests()
+	os.Exit(code)
 }
 
 // raceModelChecks is how many rapid sequences the lifecycle model runs
@@ -95,7 +96,9 @@ type fixture struct {
 func newFixture(t testing.TB, opts job.Options) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ws: t.TempDir(), ledger: broker.NewLedger(nil)}
-	f.plane = job.NewPlane(broker.New(broker.Options{Ledger: f.ledger}), opts)
+	b := broker.New(broker.Options{Ledger: f.ledger, HelperPath: job.JailHelperForTests(t)})
+	t.Cleanup(func() { b.Close() }) // after the plane's Close, registered below
+	f.plane = job.NewPlane(b, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), settleWait)
 		defer cancel()
@@ -221,12 +224,8 @@ func freeAddr(t testing.TB) string {
 
 // codeOf returns the stable code of a job error.
 func codeOf(err error) string {
-	if c, ok := tool.JobRefusal(err); ok {
+	if c, ok := job.CodeOf(err); ok {
 		return string(c)
-	}
-	var coded interface{ Code() string }
-	if errors.As(err, &coded) {
-		return coded.Code()
 	}
 	return fmt.Sprintf("<%T>", err)
 }

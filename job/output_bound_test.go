@@ -50,7 +50,7 @@ func TestOutputBoundEndsJob(t *testing.T) {
 			}
 			limited := p.Exit != nil && p.Exit.OutputLimited
 			if limited != tc.limited {
-				t.Fatalf("OutputLimited = %v, want %v (row %+v)", limited, tc.limited, p.JobRow)
+				t.Fatalf("OutputLimited = %v, want %v (row %+v)", limited, tc.limited, p.Row)
 			}
 			if tc.limited && (p.State != job.Killed || p.Cause != job.StopOutputBound) {
 				t.Fatalf("state %s cause %q, want killed by the output bound", p.State, p.Cause)
