@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,6 +108,49 @@ func TestBashDeclaration(t *testing.T) {
 	}
 }
 
+// TestBashStatesItsTimeoutFromItsConstants: the description, the
+// timeout_ms schema and the prompt snippet state the default and the
+// bound as the constants have them, and no other number of milliseconds.
+func TestBashStatesItsTimeoutFromItsConstants(t *testing.T) {
+	b := BashTool(nil)
+	def, maxMs := strconv.FormatInt(DefaultBashTimeout.Milliseconds(), 10), strconv.FormatInt(MaxBashTimeout.Milliseconds(), 10)
+	var schema struct {
+		Properties map[string]struct {
+			Type        string `json:"type"`
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b.Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	tm := schema.Properties["timeout_ms"]
+	for _, tc := range []struct{ where, text string }{
+		{"description", b.Description},
+		{"timeout_ms schema", tm.Description},
+	} {
+		if !strings.Contains(tc.text, "default"+" "+def) && !strings.Contains(tc.text, "defaults to "+def) {
+			t.Errorf("the %s does not state the default %s ms: %s", tc.where, def, tc.text)
+		}
+		if !strings.Contains(tc.text, maxMs) {
+			t.Errorf("the %s does not state the bound %s ms: %s", tc.where, maxMs, tc.text)
+		}
+		for _, n := range regexp.MustCompile(`\b[0-9]{4,}\b`).FindAllString(tc.text, -1) {
+			if n != def && n != maxMs && n != strconv.Itoa(tool.MaxCommandOutputBytes) {
+				t.Errorf("the %s states %s, which no bash constant has: %s", tc.where, n, tc.text)
+			}
+		}
+	}
+	if tm.Type != "integer" {
+		t.Errorf("timeout_ms is %q, want integer", tm.Type)
+	}
+	if want := strconv.Itoa(int(DefaultBashTimeout.Seconds())) + " s default timeout"; !strings.Contains(b.PromptSnippet, want) {
+		t.Errorf("the snippet does not say %q: %s", want, b.PromptSnippet)
+	}
+	if want := strconv.Itoa(blob.OverflowThreshold>>10) + " KiB"; !strings.Contains(b.Description, want) {
+		t.Errorf("the description does not state the inline limit as %q: %s", want, b.Description)
+	}
+}
+
 func TestBashRunsJailed(t *testing.T) {
 	c := bashCall(t, true)
 	o, d := runBashArgs(t, c, map[string]any{"command": "echo hello; echo oops >&2; echo \"token=$API_TOKEN\"; pwd"})
@@ -118,8 +162,23 @@ func TestBashRunsJailed(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, o.Text)
 		}
 	}
-	if d.Sandbox == nil || !d.Sandbox.Applied(broker.LayerLandlock) && !d.Sandbox.Degraded {
-		t.Errorf("sandbox report %+v", d.Sandbox)
+	// Every layer this host offers was applied to the command: a skipped
+	// layer fails the test even though the report then says Degraded.
+	if d.Sandbox == nil {
+		t.Fatalf("no sandbox report: %s", o.Text)
+	}
+	offered := 0
+	for _, l := range c.Broker.Available().Layers {
+		if !l.Applied {
+			continue
+		}
+		offered++
+		if !d.Sandbox.Applied(l.Name) {
+			t.Errorf("the host offers layer %s but the command ran without it: %+v", l.Name, d.Sandbox)
+		}
+	}
+	if offered == 0 || !d.Sandbox.Applied(broker.LayerNamespaces) && !d.Sandbox.Applied(broker.LayerLandlock) {
+		t.Fatalf("no jail confined the command (host offers %d layers): %+v", offered, d.Sandbox)
 	}
 }
 

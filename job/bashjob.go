@@ -16,14 +16,14 @@ import (
 func jobRefused(err error, notes []string, det BashDetails) tool.Outcome {
 	var je *Error
 	if !errors.As(err, &je) {
-		return bashFail(CodeJobPlaneUnavailable, withNotes(notes, "the job plane failed: "+err.Error()), det)
+		return bashFail(refusalCode(err), withNotes(notes, "the job plane failed: "+err.Error()), det)
 	}
 	text := je.Reason
 	if je.Denial != nil {
 		det.Wanted = je.Denial.Wanted
 		text = je.Denial.Explain()
 	}
-	return bashFail(je.Code, withNotes(notes, text), det)
+	return bashFail(refusalCode(err), withNotes(notes, text), det)
 }
 
 func withNotes(notes []string, text string) string {
@@ -152,11 +152,8 @@ func watchedSettled(r Row) broker.Settled {
 // watchCode is the code of a watch that lost its job: the plane's, the
 // call's cancellation, or CodeJobPlaneUnavailable.
 func watchCode(err error) tool.Code {
-	if code, ok := CodeOf(err); ok {
-		return code
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if _, ok := CodeOf(err); !ok && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return tool.CodeCancelled
 	}
-	return CodeJobPlaneUnavailable
+	return refusalCode(err)
 }

@@ -96,8 +96,8 @@ func (e *Error) Is(target error) bool {
 
 // CodeOf returns the code of the first error in err's chain that carries
 // one of this package's codes (an *Error, a *CursorError, a
-// *LifetimeError) or, failing that, one of package tool's (tool.CodeOf),
-// and false when none does.
+// *LifetimeError, whose Code is set) or, failing that, one of package
+// tool's (tool.CodeOf), and false when none does.
 func CodeOf(err error) (tool.Code, bool) {
 	var (
 		je *Error
@@ -107,12 +107,21 @@ func CodeOf(err error) (tool.Code, bool) {
 	switch {
 	case err == nil:
 		return "", false
-	case errors.As(err, &je):
+	case errors.As(err, &je) && je.Code != "":
 		return je.Code, true
-	case errors.As(err, &ce):
+	case errors.As(err, &ce) && ce.Code != "":
 		return ce.Code, true
-	case errors.As(err, &le):
+	case errors.As(err, &le) && le.Code != "":
 		return le.Code, true
 	}
 	return tool.CodeOf(err)
+}
+
+// refusalCode is the code a tool reports err with: CodeOf's, else
+// CodeJobPlaneUnavailable (a plane that failed without saying why).
+func refusalCode(err error) tool.Code {
+	if code, ok := CodeOf(err); ok {
+		return code
+	}
+	return CodeJobPlaneUnavailable
 }

@@ -37,7 +37,7 @@
 //     ended jobs; output past the window goes to the blob store when one
 //     is set.
 //   - Output is bounded too: one job writes at most Options.MaxOutputBytes
-//     (DefaultMaxOutputBytes, the bound bash states) to its two streams
+//     (tool.MaxCommandOutputBytes, the bound bash states) to its two streams
 //     together; at the bound the broker stops the whole tree and the row
 //     says Killed with cause StopOutputBound, so no job can fill the disk
 //     through its spill.

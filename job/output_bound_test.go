@@ -70,16 +70,16 @@ func TestOutputBoundEndsJob(t *testing.T) {
 }
 
 // TestOutputBoundOption: a host can lower the bound, never raise it past
-// DefaultMaxOutputBytes, and zero means the default.
+// tool.MaxCommandOutputBytes, and zero means the default.
 func TestOutputBoundOption(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		set, want int64
 	}{
-		{0, job.DefaultMaxOutputBytes},
-		{-1, job.DefaultMaxOutputBytes},
+		{0, tool.MaxCommandOutputBytes},
+		{-1, tool.MaxCommandOutputBytes},
 		{4096, 4096},
-		{job.DefaultMaxOutputBytes + 1, job.DefaultMaxOutputBytes},
+		{tool.MaxCommandOutputBytes + 1, tool.MaxCommandOutputBytes},
 	} {
 		got := job.NewPlane(nil, job.Options{MaxOutputBytes: tc.set}).Options().MaxOutputBytes
 		if got != tc.want {

@@ -36,14 +36,6 @@ const (
 	// DefaultHeartbeat is the interval of idle heartbeats for a job that
 	// asked for them.
 	DefaultHeartbeat = time.Minute
-	// DefaultMaxOutputBytes bounds what one job may write to stdout and
-	// stderr together: the same bound bash states for every command it
-	// runs (tool.MaxCommandOutputBytes). At the bound the broker stops the
-	// job's whole tree; the row says Killed with cause StopOutputBound,
-	// the windows keep the output's tail and the spill (with a blob
-	// store) holds everything up to the bound. A host lowers it with
-	// Options.MaxOutputBytes.
-	DefaultMaxOutputBytes = tool.MaxCommandOutputBytes
 )
 
 // Fixed bounds of the reference plane.
@@ -84,9 +76,12 @@ type Options struct {
 	// outgrows the window, so an ended job's Row.Spill can name it.
 	Blobs *blob.Store
 	// MaxOutputBytes bounds what one job may write to stdout and stderr
-	// together (DefaultMaxOutputBytes); a larger value is clamped to
-	// DefaultMaxOutputBytes, so a host can only lower it. It is what a
-	// job may spool to Blobs.
+	// together: by default tool.MaxCommandOutputBytes, the bound bash
+	// states for every command it runs; a larger value is clamped to it,
+	// so a host can only lower it. At the bound the broker stops the
+	// job's whole tree; the row says Killed with cause StopOutputBound,
+	// the windows keep the output's tail and the spill (with Blobs) holds
+	// everything up to the bound, which is what a job may spool.
 	MaxOutputBytes int64
 }
 
@@ -109,8 +104,8 @@ func (o Options) withDefaults() Options {
 	defDur(&o.MaxWait, DefaultMaxWait)
 	defDur(&o.Heartbeat, DefaultHeartbeat)
 	o.Wall = min(o.Wall, o.MaxWall)
-	if o.MaxOutputBytes <= 0 || o.MaxOutputBytes > DefaultMaxOutputBytes {
-		o.MaxOutputBytes = DefaultMaxOutputBytes
+	if o.MaxOutputBytes <= 0 || o.MaxOutputBytes > tool.MaxCommandOutputBytes {
+		o.MaxOutputBytes = tool.MaxCommandOutputBytes
 	}
 	return o
 }

@@ -40,8 +40,9 @@ type Denial struct {
 
 // RefusalOutcome renders err, as a job plane or a cursor parse returned
 // it, as tool name's in-band error outcome: an *Error keeps its code (and
-// denial), a *CursorError and a *LifetimeError keep theirs, anything else
-// is CodeJobPlaneUnavailable.
+// denial), a *CursorError and a *LifetimeError keep theirs (CodeOf);
+// anything else, or one of them without a code, is
+// CodeJobPlaneUnavailable.
 func RefusalOutcome(name string, err error) tool.Outcome {
 	var (
 		je *Error
@@ -49,10 +50,10 @@ func RefusalOutcome(name string, err error) tool.Outcome {
 		le *LifetimeError
 		d  RefusalDetails
 	)
-	code, text := CodeJobPlaneUnavailable, err.Error()
+	code, text := refusalCode(err), err.Error()
 	switch {
 	case errors.As(err, &je):
-		code, text = je.Code, je.Reason
+		text = je.Reason
 		if je.Denial != nil {
 			dn := &Denial{Code: string(je.Denial.Code), Reason: je.Denial.Reason}
 			for _, g := range je.Denial.Wanted {
@@ -61,9 +62,9 @@ func RefusalOutcome(name string, err error) tool.Outcome {
 			d.Denial = dn
 		}
 	case errors.As(err, &ce):
-		code, text = ce.Code, ce.Error()
+		text = ce.Error()
 	case errors.As(err, &le):
-		code, text = le.Code, le.Reason
+		text = le.Reason
 	}
 	return tool.Fail(code, fmt.Sprintf("%s refused (%s): %s", name, code, text)).WithDetails(d)
 }

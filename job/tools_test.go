@@ -3,6 +3,7 @@ package job_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -218,5 +219,45 @@ func TestPollToolStatesTheMaxWait(t *testing.T) {
 	f := newFixture(t, job.Options{MaxWait: 1234 * time.Millisecond})
 	if d := job.PollTool(f.plane).Description; !strings.Contains(d, fmt.Sprint(1234)) {
 		t.Fatalf("description does not state the plane's max wait: %s", d)
+	}
+}
+
+// failingJobs is a host's plane that fails with err on every call.
+type failingJobs struct {
+	job.Jobs
+	err error
+}
+
+func (f failingJobs) List(context.Context, job.Owner) (job.Listed, error) { return job.Listed{}, f.err }
+func (f failingJobs) Kill(context.Context, job.Owner, job.ID) (job.Row, error) {
+	return job.Row{}, f.err
+}
+
+// TestEveryRefusalCarriesACode: whatever error a host's plane returns, a
+// job tool's failing outcome carries a code: the error's own, or
+// job_plane_unavailable for one that has none.
+func TestEveryRefusalCarriesACode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want tool.Code
+	}{
+		{"plain error", errors.New("disk gone"), job.CodeJobPlaneUnavailable},
+		{"wrapped refusal", fmt.Errorf("plane: %w", &job.Error{Code: job.CodeUnknownJob, Reason: "gone"}), job.CodeUnknownJob},
+		{"refusal without a code", &job.Error{Reason: "forgot its code"}, job.CodeJobPlaneUnavailable},
+		{"cursor refusal without a code", &job.CursorError{Token: "t", Reason: "bad"}, job.CodeJobPlaneUnavailable},
+		{"cancelled", context.Canceled, job.CodeJobPlaneUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := tool.NewRegistry(job.Tools(failingJobs{Jobs: job.NoPlane(), err: tc.err})...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, args := range map[string]map[string]any{job.PollToolName: {}, job.KillToolName: {"job": "j1-0000"}} {
+				if o := dispatch(t, r, "main", name, args); !o.IsError || o.Code != tc.want {
+					t.Errorf("%s: error %v code %q, want %q: %s", name, o.IsError, o.Code, tc.want, o.Text)
+				}
+			}
+		})
 	}
 }
