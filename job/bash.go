@@ -135,13 +135,15 @@ type BashDetails struct {
 // BashTool returns bash over jobs: run one shell command in the broker's
 // jail and return its combined output, exit status and the jail's
 // enforcement line. Its auto and background modes run the command as a
-// job of jobs; a nil jobs is NoPlane(): auto then runs in the foreground
-// and background is refused with CodeNoJobPlane.
+// job of jobs; a nil jobs is NoPlane(): auto then runs in the foreground,
+// background is refused with CodeNoJobPlane, and the description offers
+// neither background jobs nor the job tools.
 func BashTool(jobs Jobs) tool.Tool {
 	jobs = orNoPlane(jobs)
+	_, none := jobs.(noPlane)
 	return tool.Typed(tool.Tool{
 		Name:          "bash",
-		Description:   bashDescription(),
+		Description:   bashDescription(!none),
 		PromptSnippet: fmt.Sprintf("bash: run a shell command in the sandbox (workspace writable, %d s default timeout)", int(DefaultBashTimeout.Seconds())),
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Exclusive,
@@ -152,8 +154,19 @@ func BashTool(jobs Jobs) tool.Tool {
 }
 
 // bashDescription is bash's model-facing documentation; every number in
-// it comes from its constant.
-func bashDescription() string {
+// it comes from its constant. Without a plane it says commands run in the
+// call, and names no job tool.
+func bashDescription(plane bool) string {
+	modes := fmt.Sprintf("`mode`: auto (default) waits up to timeout_ms and, if the command still runs, leaves it running as a "+
+		"background job and returns its handle; foreground kills it at timeout_ms; background returns a handle at "+
+		"once (use it for servers and watchers). Read a job with %s, feed it with %s, stop it with "+
+		"%s. `heartbeat: true` wakes you periodically while a job runs. `lifetime: \"session\"` (background "+
+		"only, not for sub-agents) removes a job's wall deadline; tests, builds and anything expected to finish "+
+		"use the default.", PollToolName, SendToolName, KillToolName)
+	if !plane {
+		modes = "This host runs no background jobs: every command runs in the call and is killed at its timeout " +
+			"(`mode` auto and foreground alike); `mode: \"background\"` is refused."
+	}
 	return fmt.Sprintf("Run a shell command (bash -c) in a sandbox and return its combined stdout and stderr, "+
 		"exit code and the sandbox report. The command may write the workspace and the session's other "+
 		"writable roots, read the system directories, and gets the session's network access; .git/hooks "+
@@ -164,15 +177,9 @@ func bashDescription() string {
 		"links followed); the operator approves it for that call only. Output over %d KiB is saved to a "+
 		"file fs_read can page through, and only its head and tail are shown. A command that writes more than "+
 		"%d bytes of output (stdout and stderr together) is killed at that bound. "+
-		"Scratch files: $%s (when set) is private to one command and vanishes with it; $TMPDIR persists between calls. "+
-		"`mode`: auto (default) waits up to timeout_ms and, if the command still runs, leaves it running as a "+
-		"background job and returns its handle; foreground kills it at timeout_ms; background returns a handle at "+
-		"once (use it for servers and watchers). Read a job with %s, feed it with %s, stop it with "+
-		"%s. `heartbeat: true` wakes you periodically while a job runs. `lifetime: \"session\"` (background "+
-		"only, not for sub-agents) removes a job's wall deadline; tests, builds and anything expected to finish "+
-		"use the default.",
+		"Scratch files: $%s (when set) is private to one command and vanishes with it; $TMPDIR persists between calls. %s",
 		DefaultBashTimeout.Milliseconds(), MaxBashTimeout.Milliseconds(), blob.OverflowThreshold>>10,
-		tool.MaxCommandOutputBytes, ScratchEnv, PollToolName, SendToolName, KillToolName)
+		tool.MaxCommandOutputBytes, ScratchEnv, modes)
 }
 
 // bashRequirements is what bash states statically: the workspace

@@ -152,3 +152,29 @@ func TestBashSessionLifetimeNeedsTheWallLifted(t *testing.T) {
 		t.Fatalf("session lifetime in auto mode: %q %+v", o.Text, d)
 	}
 }
+
+// TestBashDescribesOnlyWhatTheHostRuns: over a plane, bash's description
+// offers background jobs and names the job tools; without one (nil or
+// NoPlane) it names no job tool and says commands run in the call.
+func TestBashDescribesOnlyWhatTheHostRuns(t *testing.T) {
+	jobTools := []string{job.PollToolName, job.SendToolName, job.KillToolName}
+	for _, tc := range []struct {
+		name  string
+		jobs  job.Jobs
+		plane bool
+	}{
+		{"plane", newPlane(t, job.Options{}), true},
+		{"nil", nil, false},
+		{"NoPlane", job.NoPlane(), false},
+	} {
+		d := job.BashTool(tc.jobs).Description
+		for _, name := range jobTools {
+			if strings.Contains(d, name) != tc.plane {
+				t.Errorf("%s: the description names %s: %v, want %v:\n%s", tc.name, name, !tc.plane, tc.plane, d)
+			}
+		}
+		if strings.Contains(d, "runs no background jobs") == tc.plane {
+			t.Errorf("%s: the description misstates whether jobs run:\n%s", tc.name, d)
+		}
+	}
+}

@@ -358,7 +358,7 @@ func TestRawBadInputOverStdio(t *testing.T) {
 		{"not_jsonrpc", `{"hello":"world"}`, `"id":null,"error":{"code":-32600`},
 		{"binary_garbage", "\x00\x01\x02\xff", `"id":null,"error":{"code":-32700`},
 		{"unknown_tool", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}`, `"id":2,"error":{"code":-32602`},
-		{"wrong_argument_types", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs_write","arguments":{"path":["a"],"content":7}}}`, `"id":3,"result":{"content":[{"type":"text","text":"invalid arguments for fs_write`},
+		{"wrong_argument_types", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs_write","arguments":{"path":["a"],"content":7}}}`, `"id":3,"result":{"_meta":{"agentloom/code":"invalid_arguments"},"content":[{"type":"text","text":"invalid arguments for fs_write`},
 		{"wrong_param_types", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":{"x":1}}}`, `"id":4,"error":{"code":-32602`},
 		{"huge_arguments", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fs_write","arguments":{"path":"big.txt","content":"` + huge + `"}}}`, `"_meta":{"agentloom/code":"arguments_too_large"}`},
 		{"over_message_bound", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"fs_write","arguments":{"path":"big.txt","content":"` + strings.Repeat("y", mcpserve.MaxMessageBytes) + `"}}}`, `"id":6,"error":{"code":-32600`},
