@@ -54,6 +54,26 @@ func TestMain(m *testing.M) {
 // under the race detector (rapid's default, 100, otherwise).
 const raceModelChecks = 12
 
+// minRapidChecks is how many sequences every other property of this
+// package runs at least: rapid's default, which TestMain's lower
+// rapid.checks for the jailed lifecycle model must not thin out.
+const minRapidChecks = 100
+
+// rapidRounds is how many rapid.Check rounds make minRapidChecks
+// sequences at the current rapid.checks.
+func rapidRounds(t *testing.T) int {
+	t.Helper()
+	f := flag.Lookup("rapid.checks")
+	if f == nil {
+		t.Fatal("rapid registers no rapid.checks flag")
+	}
+	checks, ok := f.Value.(flag.Getter).Get().(int)
+	if !ok || checks <= 0 {
+		t.Fatalf("rapid.checks is %v", f.Value)
+	}
+	return (minRapidChecks + checks - 1) / checks
+}
+
 func serve(addr string) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -167,19 +167,21 @@ func TestTailModel(t *testing.T) {
 		for _, utf8Only := range []bool{true, false} {
 			t.Run(fmt.Sprintf("cap%d/utf8=%v", capacity, utf8Only), func(t *testing.T) {
 				seen := &tailSeen{}
-				rapid.Check(t, func(rt *rapid.T) {
-					m := &tailModel{tail: job.NewTail(capacity), capacity: capacity, utf8Only: utf8Only, cursors: []int64{0}, seen: seen}
-					rt.Repeat(map[string]func(*rapid.T){
-						"push":   m.push,
-						"since":  m.since,
-						"forged": m.forged,
-						"end": func(t *rapid.T) {
-							if rapid.IntRange(0, 9).Draw(t, "rarely") == 0 {
-								m.end(t)
-							}
-						},
+				for range rapidRounds(t) {
+					rapid.Check(t, func(rt *rapid.T) {
+						m := &tailModel{tail: job.NewTail(capacity), capacity: capacity, utf8Only: utf8Only, cursors: []int64{0}, seen: seen}
+						rt.Repeat(map[string]func(*rapid.T){
+							"push":   m.push,
+							"since":  m.since,
+							"forged": m.forged,
+							"end": func(t *rapid.T) {
+								if rapid.IntRange(0, 9).Draw(t, "rarely") == 0 {
+									m.end(t)
+								}
+							},
+						})
 					})
-				})
+				}
 				if seen.dropped == 0 || seen.forged == 0 || seen.ended == 0 {
 					t.Errorf("generator did not reach every state: %+v", *seen)
 				}

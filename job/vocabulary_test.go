@@ -13,25 +13,27 @@ import (
 )
 
 func TestCursorTokenRoundTrip(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		id := job.ID(rapid.StringMatching(`j[0-9]{1,6}-[0-9a-f]{4}`).Draw(t, "id"))
-		c := job.Cursors{
-			Stdout: rapid.Int64Range(0, math.MaxInt64).Draw(t, "stdout"),
-			Stderr: rapid.Int64Range(0, math.MaxInt64).Draw(t, "stderr"),
-		}
-		tok := c.Token(id)
-		if len(tok) > job.MaxCursorTokenBytes {
-			t.Fatalf("token %q is longer than %d", tok, job.MaxCursorTokenBytes)
-		}
-		got, err := job.ParseCursor(id, tok)
-		if err != nil || got != c {
-			t.Fatalf("ParseCursor(Token(%+v)) = %+v, %v", c, got, err)
-		}
-		other := job.ID(string(id) + "x")
-		if _, err := job.ParseCursor(other, tok); err == nil {
-			t.Fatalf("a token of %s parsed for %s", id, other)
-		}
-	})
+	for range rapidRounds(t) {
+		rapid.Check(t, func(t *rapid.T) {
+			id := job.ID(rapid.StringMatching(`j[0-9]{1,6}-[0-9a-f]{4}`).Draw(t, "id"))
+			c := job.Cursors{
+				Stdout: rapid.Int64Range(0, math.MaxInt64).Draw(t, "stdout"),
+				Stderr: rapid.Int64Range(0, math.MaxInt64).Draw(t, "stderr"),
+			}
+			tok := c.Token(id)
+			if len(tok) > job.MaxCursorTokenBytes {
+				t.Fatalf("token %q is longer than %d", tok, job.MaxCursorTokenBytes)
+			}
+			got, err := job.ParseCursor(id, tok)
+			if err != nil || got != c {
+				t.Fatalf("ParseCursor(Token(%+v)) = %+v, %v", c, got, err)
+			}
+			other := job.ID(string(id) + "x")
+			if _, err := job.ParseCursor(other, tok); err == nil {
+				t.Fatalf("a token of %s parsed for %s", id, other)
+			}
+		})
+	}
 }
 
 func TestParseCursorRefuses(t *testing.T) {
