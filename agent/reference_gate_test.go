@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -38,7 +39,7 @@ func governed(t *testing.T) (a *Reference, reg *tool.Registry, bashRuns, readRun
 	}), Options{})
 	t.Cleanup(func() { a.Close() })
 	var err error
-	reg, err = tool.NewRegistry(append(Tools(a), counted(tool.BashTool(), bashRuns), counted(tool.ReadTool(), readRuns))...)
+	reg, err = tool.NewRegistry(append(Tools(a), counted(job.BashTool(nil), bashRuns), counted(tool.ReadTool(), readRuns))...)
 	if err != nil {
 		t.Fatal(err)
 	}

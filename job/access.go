@@ -55,11 +55,11 @@ func (j *job) answer(cur Cursors) (Polled, error) {
 	out, ok := j.out.Since(cur.Stdout)
 	errs, ok2 := j.errs.Since(cur.Stderr)
 	if !ok || !ok2 {
-		return Polled{}, &CursorError{Token: cur.Token(j.id), Reason: fmt.Sprintf(
+		return Polled{}, &CursorError{Code: CodeInvalidCursor, Token: cur.Token(j.id), Reason: fmt.Sprintf(
 			"it points past what job %s has written; pass back the cursor its last poll returned", j.id)}
 	}
 	return Polled{
-		JobRow: j.row,
+		Row:    j.row,
 		Stdout: Streamed{Text: string(out.Bytes), Dropped: out.Dropped, Received: j.out.Received()},
 		Stderr: Streamed{Text: string(errs.Bytes), Dropped: errs.Dropped, Received: j.errs.Received()},
 		Next:   Cursors{Stdout: out.Next, Stderr: errs.Next},
@@ -120,7 +120,7 @@ func (p *Plane) Kill(ctx context.Context, o Owner, id ID) (Row, error) {
 
 // Send writes data to the job's standard input within SendTimeout and,
 // with CloseStdin, closes it. A job that ended, closed its input, or does
-// not read it is refused with Unavailable.
+// not read it is refused with CodeJobPlaneUnavailable.
 func (p *Plane) Send(_ context.Context, o Owner, id ID, data []byte, end StdinEnd) (Sent, error) {
 	p.mu.Lock()
 	j, err := p.lookup(o, id)
@@ -130,15 +130,15 @@ func (p *Plane) Send(_ context.Context, o Owner, id ID, data []byte, end StdinEn
 		return Sent{}, err
 	}
 	if !live {
-		return Sent{}, &Error{Code: Unavailable, Reason: fmt.Sprintf("job %s has ended; its standard input is closed", id)}
+		return Sent{}, &Error{Code: CodeJobPlaneUnavailable, Reason: fmt.Sprintf("job %s has ended; its standard input is closed", id)}
 	}
 	j.sendMu.Lock()
 	defer j.sendMu.Unlock()
 	if j.stdin == nil {
-		return Sent{}, &Error{Code: Unavailable, Reason: fmt.Sprintf("job %s is still starting; send again once a poll says it runs", id)}
+		return Sent{}, &Error{Code: CodeJobPlaneUnavailable, Reason: fmt.Sprintf("job %s is still starting; send again once a poll says it runs", id)}
 	}
 	if j.stdinClosed {
-		return Sent{}, &Error{Code: Unavailable, Reason: fmt.Sprintf("job %s's standard input is already closed", id)}
+		return Sent{}, &Error{Code: CodeJobPlaneUnavailable, Reason: fmt.Sprintf("job %s's standard input is already closed", id)}
 	}
 	var sent Sent
 	if len(data) > 0 {
@@ -150,7 +150,7 @@ func (p *Plane) Send(_ context.Context, o Owner, id ID, data []byte, end StdinEn
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				reason = fmt.Sprintf("the job did not read its standard input within %s", SendTimeout)
 			}
-			return sent, &Error{Code: Unavailable, Reason: fmt.Sprintf("%s (%d of %d bytes written)", reason, n, len(data))}
+			return sent, &Error{Code: CodeJobPlaneUnavailable, Reason: fmt.Sprintf("%s (%d of %d bytes written)", reason, n, len(data))}
 		}
 	}
 	if end == CloseStdin {

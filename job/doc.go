@@ -1,23 +1,25 @@
-// Package job is the model's door onto background jobs: a command that
-// keeps running after the call that started it returns, which the model
-// watches, feeds and stops with later calls.
+// Package job runs the model's commands: the bash tool, and background
+// jobs, commands that keep running after the call that started them
+// returns, which the model watches, feeds and stops with later calls.
 //
-// It owns the Jobs seam's names for a host (aliases of the declarations in
-// package tool, which bash needs and which cannot import this package),
-// the job_poll, job_kill and job_send tools, the job:// virtual namespace
-// (ReadURI), and Plane, a reference implementation over a broker that a
-// host may use as is or replace with its own.
+// It owns the Jobs seam and its whole vocabulary (Spec, Owner, State,
+// Cursors, Polled, Row, the refusal codes and error types, …), the bash
+// tool (BashTool), the job_poll, job_kill and job_send tools (Tools), the
+// job:// virtual namespace for fs_read (Scheme, ReadURI), and Plane, a
+// reference implementation over a broker that a host may use as is or
+// replace with its own. Every tool here is handed its Jobs value at
+// construction; package tool's Call carries the call's identity and
+// session, and knows nothing of jobs.
 //
-// It does not own starting a job from a model's request (bash's mode
-// argument does that), what a command may touch (package broker composes
-// and enforces the policy), how long-lived state survives a restart (the
+// It does not own what a command may touch (package broker composes and
+// enforces the policy), how long-lived state survives a restart (the
 // reference plane is in memory; a job is never replayed), or when an idle
 // owner is woken (the host decides what to do with a Notice).
 //
 // Invariants:
-//   - Identity comes from the tool.Call, never from arguments: a strand
-//     sees only its own jobs, and another strand's handle is refused
-//     exactly like one never minted (unknown_job).
+//   - Identity comes from the tool.Call (OwnerOf), never from arguments:
+//     a strand sees only its own jobs, and another strand's handle is
+//     refused exactly like one never minted (CodeUnknownJob).
 //   - A job's budget is pooled in the sibling step {operation,
 //     "job/<id>"}: tearing down the step that started it (AbortStep) does
 //     not reap it; aborting the whole operation does.
@@ -35,12 +37,16 @@
 //     ended jobs; output past the window goes to the blob store when one
 //     is set.
 //   - Output is bounded too: one job writes at most Options.MaxOutputBytes
-//     (DefaultMaxOutputBytes, the bound bash states) to its two streams
+//     (tool.MaxCommandOutputBytes, the bound bash states) to its two streams
 //     together; at the bound the broker stops the whole tree and the row
 //     says Killed with cause StopOutputBound, so no job can fill the disk
 //     through its spill.
-//   - Refusals carry one of five stable codes (unknown_job,
-//     ceiling_reached, clearance_refused, no_jobs_plane, unavailable) that
-//     code mode reuses; argument problems carry invalid_arguments,
-//     invalid_cursor or lifetime_refused.
+//   - Every failing outcome carries one tool.Code in Outcome.Code: a
+//     plane's refusals one of the five RefusalCodes (CodeUnknownJob,
+//     CodeJobCeilingReached, CodeJobClearanceRefused, CodeNoJobPlane,
+//     CodeJobPlaneUnavailable), which code mode hands to programs as they
+//     are; argument problems tool.CodeInvalidArguments, CodeInvalidCursor
+//     or CodeLifetimeRefused; how a bash command ended CodeNonzeroExit,
+//     CodeTimeout, CodeExecFailed or CodeOutputLimited. Error types carry
+//     their code in a Code field, and CodeOf finds it.
 package job

@@ -64,10 +64,10 @@ func ExampleTools() {
 	}
 	fmt.Println(reg.Names())
 	out := reg.Dispatch(context.Background(), &tool.Call{Strand: "main"}, job.PollToolName, nil)
-	fmt.Println(out.IsError, out.Details.(job.RefusalDetails).Error)
+	fmt.Println(out.IsError, out.Code)
 	// Output:
 	// [job_kill job_poll job_send]
-	// true no_jobs_plane
+	// true no_job_plane
 }
 
 // A cursor travels to the model as one opaque token bound to its job.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
-	"github.com/agentloom/loom/tool"
 )
 
 // The test binary doubles as the jailed server and client of the loopback
@@ -46,12 +45,34 @@ func TestMain(m *testing.M) {
 		// -rapid.checks still wins, being parsed after this).
 		flag.Set("rapid.checks", fmt.Sprint(raceModelChecks))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	job.RemoveJailHelperForTests()
+	os.Exit(code)
 }
 
 // raceModelChecks is how many rapid sequences the lifecycle model runs
 // under the race detector (rapid's default, 100, otherwise).
 const raceModelChecks = 12
+
+// minRapidChecks is how many sequences every other property of this
+// package runs at least: rapid's default, which TestMain's lower
+// rapid.checks for the jailed lifecycle model must not thin out.
+const minRapidChecks = 100
+
+// rapidRounds is how many rapid.Check rounds make minRapidChecks
+// sequences at the current rapid.checks.
+func rapidRounds(t *testing.T) int {
+	t.Helper()
+	f := flag.Lookup("rapid.checks")
+	if f == nil {
+		t.Fatal("rapid registers no rapid.checks flag")
+	}
+	checks, ok := f.Value.(flag.Getter).Get().(int)
+	if !ok || checks <= 0 {
+		t.Fatalf("rapid.checks is %v", f.Value)
+	}
+	return (minRapidChecks + checks - 1) / checks
+}
 
 func serve(addr string) {
 	l, err := net.Listen("tcp", addr)
@@ -95,7 +116,9 @@ type fixture struct {
 func newFixture(t testing.TB, opts job.Options) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ws: t.TempDir(), ledger: broker.NewLedger(nil)}
-	f.plane = job.NewPlane(broker.New(broker.Options{Ledger: f.ledger}), opts)
+	b := broker.New(broker.Options{Ledger: f.ledger, HelperPath: job.JailHelperForTests(t)})
+	t.Cleanup(func() { b.Close() }) // after the plane's Close, registered below
+	f.plane = job.NewPlane(b, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), settleWait)
 		defer cancel()
@@ -221,12 +244,8 @@ func freeAddr(t testing.TB) string {
 
 // codeOf returns the stable code of a job error.
 func codeOf(err error) string {
-	if c, ok := tool.JobRefusal(err); ok {
+	if c, ok := job.CodeOf(err); ok {
 		return string(c)
-	}
-	var coded interface{ Code() string }
-	if errors.As(err, &coded) {
-		return coded.Code()
 	}
 	return fmt.Sprintf("<%T>", err)
 }

@@ -56,13 +56,13 @@ func (m *planeModel) start(t *rapid.T) {
 	s, err := m.f.plane.Start(context.Background(), o, m.f.sh(cmd))
 	switch {
 	case m.live(o) >= modelMaxLive:
-		if codeOf(err) != "ceiling_reached" {
+		if codeOf(err) != "job_ceiling_reached" {
 			t.Fatalf("start past the ceiling: %v", err)
 		}
 		m.seen["ceiling"]++
 		return
 	case m.aborted[o.OpID]:
-		if codeOf(err) != "clearance_refused" {
+		if codeOf(err) != "job_clearance_refused" {
 			t.Fatalf("start in an aborted operation: %v", err)
 		}
 		m.seen["refused"]++
@@ -87,7 +87,7 @@ func (m *planeModel) await(t *rapid.T, j *modelJob) {
 			t.Fatalf("Poll(%s): %v", j.id, err)
 		}
 		if !p.State.Pending() {
-			m.check(t, j, p.JobRow)
+			m.check(t, j, p.Row)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -167,7 +167,7 @@ func (m *planeModel) eof(t *rapid.T) {
 		}
 		return
 	case !j.state.Pending() || j.stdinClosed:
-		if codeOf(err) != "unavailable" {
+		if codeOf(err) != "job_plane_unavailable" {
 			t.Fatalf("eof to %s job %s (stdin closed %v): %v", j.state, j.id, j.stdinClosed, err)
 		}
 		return
@@ -211,7 +211,7 @@ func (m *planeModel) poll(t *rapid.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.check(t, j, p.JobRow)
+	m.check(t, j, p.Row)
 }
 
 // listing checks every strand's listing against the model, in order.
@@ -241,9 +241,12 @@ func (m *planeModel) listing(t *rapid.T) {
 func TestJobLifecycleModel(t *testing.T) {
 	seen := map[string]int{}
 	ws := t.TempDir()
+	helper := job.JailHelperForTests(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		f := &fixture{t: rt, ws: ws, ledger: broker.NewLedger(nil)}
-		f.plane = job.NewPlane(broker.New(broker.Options{Ledger: f.ledger}), job.Options{MaxLive: modelMaxLive})
+		b := broker.New(broker.Options{Ledger: f.ledger, HelperPath: helper})
+		defer b.Close()
+		f.plane = job.NewPlane(b, job.Options{MaxLive: modelMaxLive})
 		defer f.plane.Close(context.Background())
 		m := &planeModel{f: f, aborted: map[string]bool{}, seen: seen, owners: []job.Owner{
 			{Strand: "main", OpID: "opA", StepID: "s"},

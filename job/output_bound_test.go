@@ -50,7 +50,7 @@ func TestOutputBoundEndsJob(t *testing.T) {
 			}
 			limited := p.Exit != nil && p.Exit.OutputLimited
 			if limited != tc.limited {
-				t.Fatalf("OutputLimited = %v, want %v (row %+v)", limited, tc.limited, p.JobRow)
+				t.Fatalf("OutputLimited = %v, want %v (row %+v)", limited, tc.limited, p.Row)
 			}
 			if tc.limited && (p.State != job.Killed || p.Cause != job.StopOutputBound) {
 				t.Fatalf("state %s cause %q, want killed by the output bound", p.State, p.Cause)
@@ -70,16 +70,16 @@ func TestOutputBoundEndsJob(t *testing.T) {
 }
 
 // TestOutputBoundOption: a host can lower the bound, never raise it past
-// DefaultMaxOutputBytes, and zero means the default.
+// tool.MaxCommandOutputBytes, and zero means the default.
 func TestOutputBoundOption(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		set, want int64
 	}{
-		{0, job.DefaultMaxOutputBytes},
-		{-1, job.DefaultMaxOutputBytes},
+		{0, tool.MaxCommandOutputBytes},
+		{-1, tool.MaxCommandOutputBytes},
 		{4096, 4096},
-		{job.DefaultMaxOutputBytes + 1, job.DefaultMaxOutputBytes},
+		{tool.MaxCommandOutputBytes + 1, tool.MaxCommandOutputBytes},
 	} {
 		got := job.NewPlane(nil, job.Options{MaxOutputBytes: tc.set}).Options().MaxOutputBytes
 		if got != tc.want {

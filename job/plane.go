@@ -36,14 +36,6 @@ const (
 	// DefaultHeartbeat is the interval of idle heartbeats for a job that
 	// asked for them.
 	DefaultHeartbeat = time.Minute
-	// DefaultMaxOutputBytes bounds what one job may write to stdout and
-	// stderr together: the same bound bash states for every command it
-	// runs (tool.MaxCommandOutputBytes). At the bound the broker stops the
-	// job's whole tree; the row says Killed with cause StopOutputBound,
-	// the windows keep the output's tail and the spill (with a blob
-	// store) holds everything up to the bound. A host lowers it with
-	// Options.MaxOutputBytes.
-	DefaultMaxOutputBytes = tool.MaxCommandOutputBytes
 )
 
 // Fixed bounds of the reference plane.
@@ -70,7 +62,7 @@ type Options struct {
 	// MaxWait is the longest a poll waits (DefaultMaxWait).
 	MaxWait time.Duration
 	// TailBytes is the window kept per stream (DefaultTailBytes, at least
-	// tool.MinTailCapacity).
+	// MinTailCapacity).
 	TailBytes int
 	// Heartbeat is the idle heartbeat interval (DefaultHeartbeat).
 	Heartbeat time.Duration
@@ -84,9 +76,12 @@ type Options struct {
 	// outgrows the window, so an ended job's Row.Spill can name it.
 	Blobs *blob.Store
 	// MaxOutputBytes bounds what one job may write to stdout and stderr
-	// together (DefaultMaxOutputBytes); a larger value is clamped to
-	// DefaultMaxOutputBytes, so a host can only lower it. It is what a
-	// job may spool to Blobs.
+	// together: by default tool.MaxCommandOutputBytes, the bound bash
+	// states for every command it runs; a larger value is clamped to it,
+	// so a host can only lower it. At the bound the broker stops the
+	// job's whole tree; the row says Killed with cause StopOutputBound,
+	// the windows keep the output's tail and the spill (with Blobs) holds
+	// everything up to the bound, which is what a job may spool.
 	MaxOutputBytes int64
 }
 
@@ -109,8 +104,8 @@ func (o Options) withDefaults() Options {
 	defDur(&o.MaxWait, DefaultMaxWait)
 	defDur(&o.Heartbeat, DefaultHeartbeat)
 	o.Wall = min(o.Wall, o.MaxWall)
-	if o.MaxOutputBytes <= 0 || o.MaxOutputBytes > DefaultMaxOutputBytes {
-		o.MaxOutputBytes = DefaultMaxOutputBytes
+	if o.MaxOutputBytes <= 0 || o.MaxOutputBytes > tool.MaxCommandOutputBytes {
+		o.MaxOutputBytes = tool.MaxCommandOutputBytes
 	}
 	return o
 }
@@ -166,7 +161,7 @@ type Plane struct {
 var _ Jobs = (*Plane)(nil)
 
 // NewPlane returns a plane running jobs through b. A nil b gives a plane
-// that refuses every start with Unavailable.
+// that refuses every start with CodeJobPlaneUnavailable.
 func NewPlane(b *broker.Broker, opts Options) *Plane {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Plane{broker: b, opts: opts.withDefaults(), ctx: ctx, cancel: cancel,
@@ -191,14 +186,14 @@ func (p *Plane) Attend(ctx context.Context, o Owner, spec Spec) (Started, error)
 }
 
 func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (Started, error) {
-	if err := tool.CheckLifetime(o.Strand, spec.Lifetime); err != nil {
+	if err := CheckLifetime(o.Strand, spec.Lifetime); err != nil {
 		return Started{}, err
 	}
 	if p.broker == nil {
-		return Started{}, &Error{Code: Unavailable, Reason: "this plane has no broker to run commands"}
+		return Started{}, &Error{Code: CodeJobPlaneUnavailable, Reason: "this plane has no broker to run commands"}
 	}
 	if err := ctx.Err(); err != nil {
-		return Started{}, &Error{Code: Unavailable, Reason: "the call ended before the job started: " + err.Error()}
+		return Started{}, &Error{Code: CodeJobPlaneUnavailable, Reason: "the call ended before the job started: " + err.Error()}
 	}
 	j, err := p.admit(o, spec, released)
 	if err != nil {
@@ -215,7 +210,7 @@ func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (S
 	stdinR, stdinW, perr := os.Pipe()
 	if perr != nil {
 		p.forget(j)
-		return Started{}, &Error{Code: Unavailable, Reason: "could not make the job's standard input: " + perr.Error()}
+		return Started{}, &Error{Code: CodeJobPlaneUnavailable, Reason: "could not make the job's standard input: " + perr.Error()}
 	}
 	ex, d := p.broker.Clear(p.ctx, broker.CallSpec{
 		Key:     broker.StepKey{OpID: o.OpID, StepID: jobStepPrefix + string(j.id)},
@@ -233,7 +228,7 @@ func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (S
 	if d != nil {
 		stdinW.Close()
 		p.forget(j)
-		return Started{}, &Error{Code: ClearanceRefused, Reason: d.Explain(), Denial: d}
+		return Started{}, &Error{Code: CodeJobClearanceRefused, Reason: d.Explain(), Denial: d}
 	}
 	j.sendMu.Lock()
 	j.stdin = stdinW
@@ -260,7 +255,7 @@ func (p *Plane) admit(o Owner, spec Spec, released bool) (*job, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, &Error{Code: Unavailable, Reason: "the job plane is closed"}
+		return nil, &Error{Code: CodeJobPlaneUnavailable, Reason: "the job plane is closed"}
 	}
 	live := 0
 	for _, id := range p.order[o.Strand] {
@@ -269,7 +264,7 @@ func (p *Plane) admit(o Owner, spec Spec, released bool) (*job, error) {
 		}
 	}
 	if live >= p.opts.MaxLive {
-		return nil, &Error{Code: CeilingReached, Reason: fmt.Sprintf(
+		return nil, &Error{Code: CodeJobCeilingReached, Reason: fmt.Sprintf(
 			"%d of %d jobs already run for this agent; wait for one to end or kill one with job_kill", live, p.opts.MaxLive)}
 	}
 	p.seq++
@@ -282,8 +277,8 @@ func (p *Plane) admit(o Owner, spec Spec, released bool) (*job, error) {
 		owner:    o,
 		wake:     spec.Wake,
 		released: released,
-		out:      tool.NewTail(p.opts.TailBytes),
-		errs:     tool.NewTail(p.opts.TailBytes),
+		out:      NewTail(p.opts.TailBytes),
+		errs:     NewTail(p.opts.TailBytes),
 		changed:  make(chan struct{}),
 		settled:  make(chan struct{}),
 		row:      Row{Command: spec.Command, State: Starting, Started: time.Now(), Lifetime: lifetime},
@@ -338,7 +333,7 @@ func (p *Plane) remove(j *job) {
 func (p *Plane) lookup(o Owner, id ID) (*job, error) {
 	j := p.jobs[id]
 	if j == nil || j.owner.Strand != o.Strand {
-		return nil, &Error{Code: Unknown, Reason: fmt.Sprintf("no job %q belongs to this agent; job_poll without a handle lists yours", id)}
+		return nil, &Error{Code: CodeUnknownJob, Reason: fmt.Sprintf("no job %q belongs to this agent; job_poll without a handle lists yours", id)}
 	}
 	return j, nil
 }

@@ -70,7 +70,7 @@ func TestOutputAcrossPollsWithoutLossOrDuplication(t *testing.T) {
 		t.Errorf("output arrived in %d polls; the test wants several", got.polls)
 	}
 	if got.final.State != job.Exited || got.final.Exit.ExitCode != 0 {
-		t.Fatalf("final %+v", got.final.JobRow)
+		t.Fatalf("final %+v", got.final.Row)
 	}
 	// A poll past the end answers nothing new, and the same cursor again
 	// answers the same: cursors are the reader's, not the plane's.
@@ -114,7 +114,9 @@ func TestKillLeavesNoDescendant(t *testing.T) {
 	id := f.start(mainOwner, f.sh(fmt.Sprintf(
 		`sleep %[1]s & (sleep %[1]s &) ; setsid sleep %[1]s & echo started; wait`, marker)))
 	f.waitFor(mainOwner, id, "started")
-	if n := countProcesses(t, marker); n != 3 {
+	// "started" may be written before a forked child has exec'd its
+	// sleep: wait (bounded) until all three carry the marker.
+	if n := awaitProcesses(t, marker, 3); n != 3 {
 		t.Fatalf("%d processes carry the marker before the kill, want 3", n)
 	}
 	row, err := f.plane.Kill(context.Background(), mainOwner, id)
@@ -128,6 +130,20 @@ func TestKillLeavesNoDescendant(t *testing.T) {
 	again, err := f.plane.Kill(context.Background(), mainOwner, id)
 	if err != nil || again.State != job.Killed || again.Exit.Duration != row.Exit.Duration {
 		t.Fatalf("second Kill = %+v, %v", again, err)
+	}
+}
+
+// awaitProcesses polls countProcesses until it answers want or
+// settleWait passes, and returns its last answer.
+func awaitProcesses(t *testing.T, marker string, want int) int {
+	t.Helper()
+	deadline := time.Now().Add(settleWait)
+	for {
+		n := countProcesses(t, marker)
+		if n == want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -192,7 +208,7 @@ func TestSubagentSessionLifetimeRefusedBeforeAnythingRuns(t *testing.T) {
 	// strand a session one (no deadline).
 	spec.Lifetime = job.LifetimeDefault
 	if got := f.drain(sub, f.start(sub, spec), job.Cursors{}); got.final.State != job.Exited {
-		t.Fatalf("sub-agent default job: %+v", got.final.JobRow)
+		t.Fatalf("sub-agent default job: %+v", got.final.Row)
 	}
 	spec.Lifetime = job.LifetimeSession
 	s, err := f.plane.Start(context.Background(), mainOwner, spec)
@@ -205,7 +221,7 @@ func TestCeilingPerStrand(t *testing.T) {
 	f := newFixture(t, job.Options{MaxLive: 2})
 	a := f.start(mainOwner, f.sh("sleep 60"))
 	f.start(mainOwner, f.sh("sleep 60"))
-	if _, err := f.plane.Start(context.Background(), mainOwner, f.sh("sleep 60")); codeOf(err) != "ceiling_reached" {
+	if _, err := f.plane.Start(context.Background(), mainOwner, f.sh("sleep 60")); codeOf(err) != "job_ceiling_reached" {
 		t.Fatalf("third job: %v", err)
 	}
 	other := job.Owner{Strand: "other", OpID: "op1", StepID: "s"}
@@ -250,7 +266,7 @@ func TestSendFeedsStandardInput(t *testing.T) {
 	if got.stdout != "got two\nbye\n" || got.final.Exit.ExitCode != 0 {
 		t.Fatalf("after eof: %q %+v", got.stdout, got.final.Exit)
 	}
-	if _, err := f.plane.Send(context.Background(), mainOwner, id, []byte("late"), job.KeepStdinOpen); codeOf(err) != "unavailable" {
+	if _, err := f.plane.Send(context.Background(), mainOwner, id, []byte("late"), job.KeepStdinOpen); codeOf(err) != "job_plane_unavailable" {
 		t.Fatalf("send to an ended job: %v", err)
 	}
 }
@@ -263,9 +279,9 @@ func TestCloseKillsEverythingAndRefusesMore(t *testing.T) {
 	}
 	p, err := f.plane.Poll(context.Background(), mainOwner, id, job.Cursors{}, 0)
 	if err != nil || p.State != job.Killed || p.Cause != job.StopShutdown {
-		t.Fatalf("after Close: %+v, %v", p.JobRow, err)
+		t.Fatalf("after Close: %+v, %v", p.Row, err)
 	}
-	if _, err := f.plane.Start(context.Background(), mainOwner, f.sh("true")); codeOf(err) != "unavailable" {
+	if _, err := f.plane.Start(context.Background(), mainOwner, f.sh("true")); codeOf(err) != "job_plane_unavailable" {
 		t.Fatalf("Start after Close: %v", err)
 	}
 }
@@ -276,7 +292,7 @@ func TestClearanceRefusedCarriesTheDenial(t *testing.T) {
 	spec.Policy.WritableRoots = []string{"relative/path"}
 	_, err := f.plane.Start(context.Background(), mainOwner, spec)
 	var je *job.Error
-	if codeOf(err) != "clearance_refused" || !errorsAs(err, &je) || je.Denial == nil || je.Denial.Code != broker.DenialInvalidPolicy {
+	if codeOf(err) != "job_clearance_refused" || !errorsAs(err, &je) || je.Denial == nil || je.Denial.Code != broker.DenialInvalidPolicy {
 		t.Fatalf("Start with an invalid policy: %v", err)
 	}
 	if l, _ := f.plane.List(context.Background(), mainOwner); len(l.Jobs) != 0 {
@@ -385,7 +401,7 @@ func TestHeartbeatsOnlyOnceTheOwnerHoldsTheJob(t *testing.T) {
 	}
 	// Watched (attended) for several heartbeat intervals: silent.
 	if p, _ := f.plane.Poll(context.Background(), mainOwner, s.ID, job.Cursors{}, 200*time.Millisecond); !p.State.Pending() {
-		t.Fatalf("job ended early: %+v", p.JobRow)
+		t.Fatalf("job ended early: %+v", p.Row)
 	}
 	select {
 	case n := <-notices:
@@ -420,7 +436,7 @@ func TestCloseMarksUnsettledJobsLost(t *testing.T) {
 	}
 	p, err := f.plane.Poll(context.Background(), mainOwner, id, job.Cursors{}, 0)
 	if err != nil || p.State != job.Lost || p.Lost != job.LostUnsettled || p.Exit != nil {
-		t.Fatalf("after a timed-out Close: %+v, %v", p.JobRow, err)
+		t.Fatalf("after a timed-out Close: %+v, %v", p.Row, err)
 	}
 	close(unblock)
 	// Its later settlement does not revive a terminal state.

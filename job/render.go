@@ -24,12 +24,11 @@ type ListDetails struct {
 	Jobs []Row `json:"jobs"`
 }
 
-// RefusalDetails is the Details of a refused job call: the stable code
-// and, for clearance_refused, the broker's structured denial.
+// RefusalDetails is the Details of a refused job call: for
+// CodeJobClearanceRefused, the broker's structured denial. The code
+// itself is the Outcome's Code.
 type RefusalDetails struct {
-	Error  string   `json:"error"`
-	Denial *Denial  `json:"denial,omitempty"`
-	Known  []string `json:"known,omitempty"`
+	Denial *Denial `json:"denial,omitempty"`
 }
 
 // Denial is the JSON shape of a broker denial inside RefusalDetails.
@@ -40,20 +39,21 @@ type Denial struct {
 }
 
 // RefusalOutcome renders err, as a job plane or a cursor parse returned
-// it, as tool name's in-band error outcome: *Error keeps its code (and denial),
-// *CursorError and *LifetimeError keep theirs, anything else is
-// Unavailable.
+// it, as tool name's in-band error outcome: an *Error keeps its code (and
+// denial), a *CursorError and a *LifetimeError keep theirs (CodeOf);
+// anything else, or one of them without a code, is
+// CodeJobPlaneUnavailable.
 func RefusalOutcome(name string, err error) tool.Outcome {
 	var (
 		je *Error
 		ce *CursorError
 		le *LifetimeError
+		d  RefusalDetails
 	)
-	d := RefusalDetails{Error: string(Unavailable)}
-	text := err.Error()
+	code, text := refusalCode(err), err.Error()
 	switch {
 	case errors.As(err, &je):
-		d.Error, text = string(je.Code), je.Reason
+		text = je.Reason
 		if je.Denial != nil {
 			dn := &Denial{Code: string(je.Denial.Code), Reason: je.Denial.Reason}
 			for _, g := range je.Denial.Wanted {
@@ -62,18 +62,18 @@ func RefusalOutcome(name string, err error) tool.Outcome {
 			d.Denial = dn
 		}
 	case errors.As(err, &ce):
-		d.Error, text = ce.Code(), ce.Error()
+		text = ce.Error()
 	case errors.As(err, &le):
-		d.Error, text = le.Code(), le.Reason
+		text = le.Reason
 	}
-	return tool.Outcome{Text: fmt.Sprintf("%s refused (%s): %s", name, d.Error, text), IsError: true, Code: tool.Code(d.Error), Details: d}
+	return tool.Fail(code, fmt.Sprintf("%s refused (%s): %s", name, code, text)).WithDetails(d)
 }
 
 // renderPoll renders one poll answer. Whether it reads as pending comes
 // from State.Pending alone.
 func renderPoll(p Polled, now time.Time) tool.Outcome {
 	var b strings.Builder
-	b.WriteString(rowHeadline(p.JobRow, now))
+	b.WriteString(rowHeadline(p.Row, now))
 	b.WriteString("\n")
 	for _, s := range []struct {
 		name string
@@ -101,12 +101,12 @@ func renderPoll(p Polled, now time.Time) tool.Outcome {
 	}
 	token := p.Next.Token(p.ID)
 	if p.State.Pending() {
-		fmt.Fprintf(&b, "still running: poll again with cursor %q to continue, or stop it with job_kill", token)
+		fmt.Fprintf(&b, "still running: poll again with cursor %q to continue, or stop it with %s", token, KillToolName)
 	} else {
 		fmt.Fprintf(&b, "cursor %q (nothing more will arrive)", token)
 	}
 	return tool.Outcome{Text: b.String(), Details: PollDetails{
-		Row: p.JobRow, Pending: p.State.Pending(), Cursor: token, Stdout: p.Stdout, Stderr: p.Stderr,
+		Row: p.Row, Pending: p.State.Pending(), Cursor: token, Stdout: p.Stdout, Stderr: p.Stderr,
 	}}
 }
 
@@ -150,7 +150,7 @@ func exitPhrase(r Row) string {
 func causePhrase(c StopCause) string {
 	switch c {
 	case StopOwner:
-		return "by job_kill"
+		return "by " + KillToolName
 	case StopWall:
 		return "at its wall deadline"
 	case StopAbort:

@@ -7,7 +7,6 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
-	"github.com/agentloom/loom/tool"
 )
 
 // job is one job's record. Fields other than the immutable identity are
@@ -21,8 +20,8 @@ type job struct {
 	released bool      // the owner holds it (Start, or Release answered Released)
 	cause    StopCause // why the harness asked it to stop, before it settled
 	ex       *broker.Execution
-	out      *tool.Tail
-	errs     *tool.Tail
+	out      *Tail
+	errs     *Tail
 	spools   [2]*blob.Spool // nil without Options.Blobs
 	changed  chan struct{}  // closed and replaced on every change
 	settled  chan struct{}  // closed once the row is terminal for good
@@ -39,7 +38,7 @@ func (j *job) signal() {
 }
 
 // tail returns the window of stream s.
-func (j *job) tail(s broker.Stream) *tool.Tail {
+func (j *job) tail(s broker.Stream) *Tail {
 	if s == broker.Stderr {
 		return j.errs
 	}
@@ -146,7 +145,7 @@ func (j *job) finishSpools(store *blob.Store) *Spill {
 		if err != nil {
 			continue
 		}
-		if o == nil && [2]*tool.Tail{j.out, j.errs}[i].Front() > 0 {
+		if o == nil && [2]*Tail{j.out, j.errs}[i].Front() > 0 {
 			data := []byte(inline)
 			ref, err := store.Put(data)
 			if err != nil {

@@ -22,7 +22,7 @@ func (a *askedJobs) Poll(_ context.Context, _ job.Owner, id job.ID, cur job.Curs
 	if cur != (job.Cursors{}) || wait != 0 {
 		panic("a job:// read must poll at zero cursors without waiting")
 	}
-	return job.Polled{JobRow: job.Row{ID: id, State: job.Running}}, nil
+	return job.Polled{Row: job.Row{ID: id, State: job.Running}}, nil
 }
 
 func (a *askedJobs) List(context.Context, job.Owner) (job.Listed, error) {
@@ -41,7 +41,7 @@ func FuzzReadURI(f *testing.F) {
 		rest = strings.Trim(rest, "/")
 		switch {
 		case !isJob:
-			if detailCode(o) != job.UnknownSchemeCode || len(a.asked)+a.lists != 0 {
+			if detailCode(o) != string(tool.CodeUnknownScheme) || len(a.asked)+a.lists != 0 {
 				t.Fatalf("%q: %q", uri, o.Text)
 			}
 		case rest == "":
@@ -49,7 +49,7 @@ func FuzzReadURI(f *testing.F) {
 				t.Fatalf("%q should list: %q", uri, o.Text)
 			}
 		case strings.ContainsAny(rest, "/?#"):
-			if detailCode(o) != job.MalformedURICode || len(a.asked)+a.lists != 0 {
+			if detailCode(o) != string(job.CodeMalformedJobURI) || len(a.asked)+a.lists != 0 {
 				t.Fatalf("%q: %q", uri, o.Text)
 			}
 		default:

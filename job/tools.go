@@ -26,13 +26,6 @@ func Tools(j Jobs) []tool.Tool {
 	return []tool.Tool{PollTool(j), KillTool(j), SendTool(j)}
 }
 
-func orNoPlane(j Jobs) Jobs {
-	if j == nil {
-		return NoPlane()
-	}
-	return j
-}
-
 type pollArgs struct {
 	Job    string `json:"job,omitempty" jsonschema:"handle of the job (from bash or a listing); omit to list your jobs"`
 	Cursor string `json:"cursor,omitempty" jsonschema:"the cursor the previous poll of this job returned; omit to read from the oldest output still kept"`
@@ -60,14 +53,14 @@ func PollTool(j Jobs) tool.Tool {
 		wait := time.Duration(0)
 		if a.WaitMs != nil {
 			if *a.WaitMs < 0 {
-				return tool.Fail("invalid_arguments", fmt.Sprintf("wait_ms is %d; it must be 0 or more (at most %d)", *a.WaitMs, maxWait.Milliseconds()))
+				return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("wait_ms is %d; it must be 0 or more (at most %d)", *a.WaitMs, maxWait.Milliseconds()))
 			}
 			wait = min(time.Duration(*a.WaitMs)*time.Millisecond, maxWait)
 		}
-		o := c.JobOwner()
+		o := OwnerOf(c)
 		if a.Job == "" {
 			if a.Cursor != "" {
-				return tool.Fail("invalid_arguments", "cursor needs job: a cursor belongs to one job")
+				return tool.Fail(tool.CodeInvalidArguments, "cursor needs job: a cursor belongs to one job")
 			}
 			l, err := j.List(ctx, o)
 			if err != nil {
@@ -104,9 +97,9 @@ func KillTool(j Jobs) tool.Tool {
 		Mode:          tool.Concurrent,
 	}, func(ctx context.Context, c *tool.Call, a killArgs) tool.Outcome {
 		if a.Job == "" {
-			return tool.Fail("invalid_arguments", "job is empty; job_poll without arguments lists your jobs")
+			return tool.Fail(tool.CodeInvalidArguments, "job is empty; job_poll without arguments lists your jobs")
 		}
-		row, err := j.Kill(ctx, c.JobOwner(), ID(a.Job))
+		row, err := j.Kill(ctx, OwnerOf(c), ID(a.Job))
 		if err != nil {
 			return RefusalOutcome(KillToolName, err)
 		}
@@ -133,19 +126,19 @@ func SendTool(j Jobs) tool.Tool {
 		Mode:          tool.Concurrent,
 	}, func(ctx context.Context, c *tool.Call, a sendArgs) tool.Outcome {
 		if a.Job == "" {
-			return tool.Fail("invalid_arguments", "job is empty; job_poll without arguments lists your jobs")
+			return tool.Fail(tool.CodeInvalidArguments, "job is empty; job_poll without arguments lists your jobs")
 		}
 		if len(a.Input) > MaxSendBytes {
-			return tool.Fail("invalid_arguments", fmt.Sprintf("input is %d bytes; at most %d are sent per call", len(a.Input), MaxSendBytes))
+			return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("input is %d bytes; at most %d are sent per call", len(a.Input), MaxSendBytes))
 		}
 		if a.Input == "" && !a.EOF {
-			return tool.Fail("invalid_arguments", "nothing to send: give input, eof, or both")
+			return tool.Fail(tool.CodeInvalidArguments, "nothing to send: give input, eof, or both")
 		}
 		end := KeepStdinOpen
 		if a.EOF {
 			end = CloseStdin
 		}
-		s, err := j.Send(ctx, c.JobOwner(), ID(a.Job), []byte(a.Input), end)
+		s, err := j.Send(ctx, OwnerOf(c), ID(a.Job), []byte(a.Input), end)
 		if err != nil {
 			return RefusalOutcome(SendToolName, err)
 		}

@@ -3,6 +3,7 @@ package job_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestToolsRefuseBadInputInBand(t *testing.T) {
 		{"edited cursor", "main", job.PollToolName, map[string]any{"job": id, "cursor": valid[:len(valid)-1] + flip(valid[len(valid)-1])}, "invalid_cursor"},
 		{"another job's cursor", "main", job.PollToolName, map[string]any{"job": string(other), "cursor": valid}, "invalid_cursor"},
 		{"cursor past the stream", "main", job.PollToolName, map[string]any{"job": id, "cursor": ahead}, "invalid_cursor"},
-		{"overlong cursor", "main", job.PollToolName, map[string]any{"job": id, "cursor": strings.Repeat("c", tool.MaxCursorTokenBytes+1)}, "invalid_cursor"},
+		{"overlong cursor", "main", job.PollToolName, map[string]any{"job": id, "cursor": strings.Repeat("c", job.MaxCursorTokenBytes+1)}, "invalid_cursor"},
 		{"cursor without job", "main", job.PollToolName, map[string]any{"cursor": valid}, "invalid_arguments"},
 		{"negative wait", "main", job.PollToolName, map[string]any{"job": id, "wait_ms": -1}, "invalid_arguments"},
 		{"unknown property", "main", job.PollToolName, map[string]any{"job": id, "timeout": 5}, "unknown_property"},
@@ -140,18 +141,18 @@ func TestNoPlaneRefusesEverything(t *testing.T) {
 		job.KillToolName: {"job": "j1-0000"},
 		job.SendToolName: {"job": "j1-0000", "eof": true},
 	} {
-		if o := dispatch(t, r, "main", name, args); !o.IsError || detailCode(o) != "no_jobs_plane" {
+		if o := dispatch(t, r, "main", name, args); !o.IsError || detailCode(o) != "no_job_plane" {
 			t.Errorf("%s without a plane: %q code %q", name, o.Text, detailCode(o))
 		}
 	}
-	if o := job.ReadURI(context.Background(), nil, &tool.Call{}, "job://"); detailCode(o) != "no_jobs_plane" {
+	if o := job.ReadURI(context.Background(), nil, &tool.Call{}, "job://"); detailCode(o) != "no_job_plane" {
 		t.Errorf("job:// without a plane: %q", o.Text)
 	}
 }
 
 func TestRefusalCodesAreStable(t *testing.T) {
-	want := []string{"unknown_job", "ceiling_reached", "clearance_refused", "no_jobs_plane", "unavailable"}
-	got := tool.JobRefusalCodes()
+	want := []string{"unknown_job", "job_ceiling_reached", "job_clearance_refused", "no_job_plane", "job_plane_unavailable"}
+	got := job.RefusalCodes()
 	if len(got) != len(want) {
 		t.Fatalf("%d codes, want %d", len(got), len(want))
 	}
@@ -174,8 +175,8 @@ func TestReadURI(t *testing.T) {
 		{"job:///", "", string(id)},
 		{"job://" + string(id), "", "via uri"},
 		{"job://" + string(id), "", "via uri"}, // a read advances nothing
-		{"job://" + string(id) + "/x", job.MalformedURICode, ""},
-		{"cap://fs", job.UnknownSchemeCode, ""},
+		{"job://" + string(id) + "/x", string(job.CodeMalformedJobURI), ""},
+		{"cap://fs", string(tool.CodeUnknownScheme), ""},
 		{"job://j999-0000", "unknown_job", ""},
 	} {
 		o := job.ReadURI(context.Background(), f.plane, c, tc.uri)
@@ -198,11 +199,11 @@ func TestSchemeServesFsRead(t *testing.T) {
 	f := newFixture(t, job.Options{})
 	id := f.start(mainOwner, f.sh("echo through fs_read"))
 	f.drain(mainOwner, id, job.Cursors{})
-	reg, err := tool.NewRegistry(tool.ReadTool(job.Scheme()))
+	reg, err := tool.NewRegistry(tool.ReadTool(job.Scheme(f.plane)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &tool.Call{Workspace: f.ws, Strand: "main", Jobs: f.plane}
+	c := &tool.Call{Workspace: f.ws, Strand: "main"}
 	o := reg.Dispatch(context.Background(), c, "fs_read", json.RawMessage(`{"path":"job://`+string(id)+`"}`))
 	if o.IsError || !strings.Contains(o.Text, "through fs_read") {
 		t.Fatalf("fs_read job://%s: %q", id, o.Text)
@@ -218,5 +219,45 @@ func TestPollToolStatesTheMaxWait(t *testing.T) {
 	f := newFixture(t, job.Options{MaxWait: 1234 * time.Millisecond})
 	if d := job.PollTool(f.plane).Description; !strings.Contains(d, fmt.Sprint(1234)) {
 		t.Fatalf("description does not state the plane's max wait: %s", d)
+	}
+}
+
+// failingJobs is a host's plane that fails with err on every call.
+type failingJobs struct {
+	job.Jobs
+	err error
+}
+
+func (f failingJobs) List(context.Context, job.Owner) (job.Listed, error) { return job.Listed{}, f.err }
+func (f failingJobs) Kill(context.Context, job.Owner, job.ID) (job.Row, error) {
+	return job.Row{}, f.err
+}
+
+// TestEveryRefusalCarriesACode: whatever error a host's plane returns, a
+// job tool's failing outcome carries a code: the error's own, or
+// job_plane_unavailable for one that has none.
+func TestEveryRefusalCarriesACode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want tool.Code
+	}{
+		{"plain error", errors.New("disk gone"), job.CodeJobPlaneUnavailable},
+		{"wrapped refusal", fmt.Errorf("plane: %w", &job.Error{Code: job.CodeUnknownJob, Reason: "gone"}), job.CodeUnknownJob},
+		{"refusal without a code", &job.Error{Reason: "forgot its code"}, job.CodeJobPlaneUnavailable},
+		{"cursor refusal without a code", &job.CursorError{Token: "t", Reason: "bad"}, job.CodeJobPlaneUnavailable},
+		{"cancelled", context.Canceled, job.CodeJobPlaneUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := tool.NewRegistry(job.Tools(failingJobs{Jobs: job.NoPlane(), err: tc.err})...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, args := range map[string]map[string]any{job.PollToolName: {}, job.KillToolName: {"job": "j1-0000"}} {
+				if o := dispatch(t, r, "main", name, args); !o.IsError || o.Code != tc.want {
+					t.Errorf("%s: error %v code %q, want %q: %s", name, o.IsError, o.Code, tc.want, o.Text)
+				}
+			}
+		})
 	}
 }

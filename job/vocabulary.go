@@ -1,109 +1,255 @@
 package job
 
-import "github.com/agentloom/loom/tool"
+import (
+	"context"
+	"time"
 
-// The seam and its vocabulary are declared in package tool, because bash
-// starts jobs and package tool cannot import this one; they are restated
-// here as aliases so a host reads one package. Each alias is the very
-// same type: a value passes between the two names without conversion.
-type (
-	// Jobs is the seam a job plane fills; see tool.Jobs.
-	Jobs = tool.Jobs
-	// ID names one job; see tool.JobID.
-	ID = tool.JobID
-	// Owner is the caller identity; see tool.JobOwner.
-	Owner = tool.JobOwner
-	// Spec is one command to run as a job; see tool.JobSpec.
-	Spec = tool.JobSpec
-	// Started is a job that cleared; see tool.Started.
-	Started = tool.Started
-	// State is a job's lifecycle state; see tool.JobState.
-	State = tool.JobState
-	// StopCause says why the harness killed a job; see tool.StopCause.
-	StopCause = tool.StopCause
-	// LostReason says why a plane lost a job; see tool.LostReason.
-	LostReason = tool.LostReason
-	// Lifetime is default (finite) or session; see tool.JobLifetime.
-	Lifetime = tool.JobLifetime
-	// IdleWake is bash's heartbeat; see tool.IdleWake.
-	IdleWake = tool.IdleWake
-	// StdinEnd is job_send's eof; see tool.StdinEnd.
-	StdinEnd = tool.StdinEnd
-	// Cursors is a reader's place in both streams; see tool.Cursors.
-	Cursors = tool.Cursors
-	// Streamed is one stream's part of a poll; see tool.Streamed.
-	Streamed = tool.Streamed
-	// Spill is where outgrown output went; see tool.JobSpill.
-	Spill = tool.JobSpill
-	// Row is a job without output; see tool.JobRow.
-	Row = tool.JobRow
-	// Polled is a poll's answer; see tool.Polled.
-	Polled = tool.Polled
-	// Listed is a strand's jobs; see tool.Listed.
-	Listed = tool.Listed
-	// Releasing is Release's answer; see tool.Releasing.
-	Releasing = tool.Releasing
-	// Sent is Send's answer; see tool.Sent.
-	Sent = tool.Sent
-	// RefusalCode is one of the five refusal codes; see tool.JobRefusalCode.
-	RefusalCode = tool.JobRefusalCode
-	// Error is a plane's refusal; see tool.JobError.
-	Error = tool.JobError
-	// CursorError refuses a cursor; see tool.CursorError.
-	CursorError = tool.CursorError
-	// LifetimeError refuses a lifetime; see tool.LifetimeError.
-	LifetimeError = tool.LifetimeError
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
 )
 
-// Lifecycle states; see tool.JobState.
+// Jobs is the seam a background job plane fills: a command started now
+// and watched, fed and stopped later, possibly by other calls. Plane is
+// the reference implementation; a host may bring its own. The tools that
+// use it (bash, job_poll, job_kill, job_send and the job:// scheme) are
+// handed it at construction.
+//
+// Identity is always the Owner the host derived from the Call (OwnerOf),
+// never a model argument: an implementation answers a job that another
+// strand started as if it did not exist (CodeUnknownJob). Every failure
+// is an error a caller inspects with errors.As or CodeOf: *Error (one of
+// the RefusalCodes), *CursorError, or *LifetimeError. Methods must be
+// safe for concurrent use and must not panic.
+type Jobs interface {
+	// Start clears spec and starts it as a job the owner is notified
+	// about when it ends: what bash's background mode calls.
+	Start(ctx context.Context, o Owner, spec Spec) (Started, error)
+	// Attend clears spec and starts it as a job the calling tool watches;
+	// the owner is notified about nothing until Release answers Released.
+	// It is what bash's auto mode calls.
+	Attend(ctx context.Context, o Owner, spec Spec) (Started, error)
+	// Poll answers what arrived after cur on both streams and the job's
+	// state, waiting up to wait (clamped to [0, MaxWait]; tools refuse a
+	// negative wait in band before asking) for something new or for the
+	// job to end. A poll of a live job that saw nothing new is a success,
+	// not an error. A cursor that could not have been minted for the job
+	// is refused with a *CursorError, never rewound.
+	Poll(ctx context.Context, o Owner, id ID, cur Cursors, wait time.Duration) (Polled, error)
+	// Release hands an attended job to its owner. The answer is
+	// serialized against the job's own settlement, so exactly one of the
+	// watcher (AlreadyEnded) and the owner's notice (Released) reports
+	// the end.
+	Release(ctx context.Context, o Owner, id ID) (Releasing, error)
+	// Kill ends the job's whole process tree and answers its final row.
+	// Killing a job that already ended answers that end.
+	Kill(ctx context.Context, o Owner, id ID) (Row, error)
+	// Send writes data to the job's standard input and, with CloseStdin,
+	// closes it afterwards.
+	Send(ctx context.Context, o Owner, id ID, data []byte, end StdinEnd) (Sent, error)
+	// List answers the owner's strand's jobs, oldest first.
+	List(ctx context.Context, o Owner) (Listed, error)
+	// MaxWait is the longest Poll waits: the clamp a tool states in its
+	// description and applies, so the promise and the behaviour are one
+	// number. 0 means Poll never waits.
+	MaxWait() time.Duration
+}
+
+// ID names one job. The plane mints it; a model sees it as an opaque
+// handle.
+type ID string
+
+// Owner is who asks: the calling strand (whose jobs it may see) and the
+// operation and step it calls from. A job's budget is pooled in the
+// sibling step {OpID, "job/<id>"}, so the calling step's teardown does not
+// reap it while an abort of the whole operation does.
+type Owner struct {
+	Strand string
+	OpID   string
+	StepID string
+}
+
+// OwnerOf returns the caller identity of c: its strand, operation and
+// step, never anything a model wrote.
+func OwnerOf(c *tool.Call) Owner {
+	return Owner{Strand: c.Strand, OpID: c.OpID, StepID: c.StepID}
+}
+
+// IdleWake says whether a running job may wake its idle owner: bash's
+// heartbeat argument, without a bare boolean.
+type IdleWake int
+
 const (
-	Starting = tool.JobStarting
-	Running  = tool.JobRunning
-	Exited   = tool.JobExited
-	Killed   = tool.JobKilled
-	Lost     = tool.JobLost
-	Refused  = tool.JobRefused
+	// QuietUntilDone: the job says nothing until it ends.
+	QuietUntilDone IdleWake = iota
+	// WakeWhenIdle: the plane sends the owner a heartbeat notice at its
+	// interval while the job runs.
+	WakeWhenIdle
 )
 
-// Refusal codes; see tool.JobRefusalCode.
+// StdinEnd says whether a send closes the job's standard input: job_send's
+// eof argument, without a bare boolean.
+type StdinEnd int
+
 const (
-	Unknown          = tool.JobUnknown
-	CeilingReached   = tool.JobCeilingReached
-	ClearanceRefused = tool.JobClearanceRefused
-	NoJobsPlane      = tool.NoJobsPlane
-	Unavailable      = tool.JobsUnavailable
+	// KeepStdinOpen leaves standard input open for later sends.
+	KeepStdinOpen StdinEnd = iota
+	// CloseStdin closes standard input after the data; the job reads
+	// end-of-file.
+	CloseStdin
 )
 
-// Release answers, lifetimes, wakes and stdin ends; see package tool.
+// Spec is one command to run as a job. The caller (bash) has already
+// composed Policy from the base policy, its requirements and the call's
+// grants; the plane clears it through the broker under the job's own step.
+type Spec struct {
+	// Command is what the model asked for, shown in listings.
+	Command string
+	// Argv is what runs (bash: the shell and the command).
+	Argv []string
+	// Dir is the absolute working directory.
+	Dir string
+	// Env is offered to the command; Policy.EnvAllow filters it.
+	Env map[string]string
+	// Policy is the composed policy the job runs under.
+	Policy broker.Policy
+	// Lifetime chooses a finite wall (default) or none (session).
+	Lifetime Lifetime
+	// Wall is the finite lifetime's wall; 0 means the plane's default.
+	// The plane clamps it to its maximum. Ignored for LifetimeSession.
+	Wall time.Duration
+	// Wake asks for idle heartbeats.
+	Wake IdleWake
+}
+
+// Started is a job that cleared and runs.
+type Started struct {
+	ID ID
+	// Deadline is when the plane kills the job; zero for LifetimeSession.
+	Deadline time.Time
+	// Enforcement is how the broker confined it.
+	Enforcement broker.Enforcement
+}
+
+// State is a job's place in its lifecycle. Starting and Running are
+// live; the other four are terminal and final.
+type State string
+
 const (
-	Released        = tool.Released
-	AlreadyEnded    = tool.AlreadyEnded
-	LifetimeDefault = tool.LifetimeDefault
-	LifetimeSession = tool.LifetimeSession
-	QuietUntilDone  = tool.QuietUntilDone
-	WakeWhenIdle    = tool.WakeWhenIdle
-	KeepStdinOpen   = tool.KeepStdinOpen
-	CloseStdin      = tool.CloseStdin
+	// Starting: admitted, its clearance in progress.
+	Starting State = "starting"
+	// Running: cleared and running.
+	Running State = "running"
+	// Exited: ended by itself; Exit says how.
+	Exited State = "exited"
+	// Killed: the harness ended it; Cause says why, Exit how.
+	Killed State = "killed"
+	// Lost: the plane can no longer vouch for it; Lost says why.
+	Lost State = "lost"
+	// Refused: admitted but never ran; Refusal says why.
+	Refused State = "refused"
 )
 
-// Stop causes and lost reasons; see package tool.
+// Pending reports whether s is live (Starting or Running). It alone
+// decides whether a poll is pending, in the text and in the details.
+func (s State) Pending() bool { return s == Starting || s == Running }
+
+// StopCause says why the harness killed a job.
+type StopCause string
+
 const (
-	StopOwner     = tool.StopOwner
-	StopWall      = tool.StopWall
-	StopAbort     = tool.StopAbort
-	StopShutdown  = tool.StopShutdown
-	LostUnsettled = tool.LostUnsettled
-	LostRestart   = tool.LostRestart
+	// StopOwner: job_kill (or the host) asked.
+	StopOwner StopCause = "owner"
+	// StopWall: the job reached its wall deadline.
+	StopWall StopCause = "wall"
+	// StopAbort: its operation (or the job's own step) was aborted.
+	StopAbort StopCause = "abort"
+	// StopShutdown: the plane closed (the session ended).
+	StopShutdown StopCause = "shutdown"
+	// StopOutputBound: the broker stopped the job because its output
+	// reached the plane's bound (Options.MaxOutputBytes): the row is
+	// Killed, its Exit says OutputLimited.
+	StopOutputBound StopCause = "output_bound"
 )
 
-// StopOutputBound is the cause of a job the broker stopped because its
-// output reached the plane's bound (Options.MaxOutputBytes): the row is
-// Killed, its Exit says OutputLimited.
-const StopOutputBound StopCause = "output_bound"
+// LostReason says why a plane can no longer vouch for a job.
+type LostReason string
 
-// NoPlane returns a Jobs for a host with no job plane: every call is
-// refused with NoJobsPlane. It is tool.NoJobs.
-func NoPlane() Jobs { return tool.NoJobs() }
+const (
+	// LostUnsettled: the plane closed and the job had not settled within
+	// its drain bound after the kill.
+	LostUnsettled LostReason = "unsettled"
+	// LostRestart: the host restarted and the job's process did not
+	// survive it; a job is never replayed.
+	LostRestart LostReason = "restart"
+)
 
-// ParseCursor reads a cursor token minted for id; see tool.ParseCursor.
-func ParseCursor(id ID, token string) (Cursors, error) { return tool.ParseCursor(id, token) }
+// Streamed is what one stream returned to a poll.
+type Streamed struct {
+	// Text is what arrived after the cursor (possibly bytes that are not
+	// UTF-8, passed through as they are).
+	Text string `json:"text"`
+	// Dropped counts bytes between the cursor and Text that fell out of
+	// the plane's window unseen.
+	Dropped int64 `json:"dropped,omitempty"`
+	// Received is the stream's length so far.
+	Received int64 `json:"received"`
+}
+
+// Spill is where a terminal job's whole output went when it outgrew the
+// plane's window (nil streams fitted).
+type Spill struct {
+	Stdout *blob.Overflow `json:"stdout,omitempty"`
+	Stderr *blob.Overflow `json:"stderr,omitempty"`
+}
+
+// Row is one job's identity and state without output: a listing row and
+// Kill's answer. State licenses the fields beside it: Exit only for
+// Exited and Killed, Cause only for Killed, Lost only for Lost, Refusal
+// only for Refused.
+type Row struct {
+	ID       ID              `json:"id"`
+	Command  string          `json:"command"`
+	State    State           `json:"state"`
+	Started  time.Time       `json:"started"`
+	Deadline time.Time       `json:"deadline,omitzero"`
+	Lifetime Lifetime        `json:"lifetime"`
+	Exit     *broker.Settled `json:"exit,omitempty"`
+	Cause    StopCause       `json:"cause,omitempty"`
+	Lost     LostReason      `json:"lost,omitempty"`
+	Refusal  string          `json:"refusal,omitempty"`
+	Spill    *Spill          `json:"spill,omitempty"`
+}
+
+// Polled is one poll's answer.
+type Polled struct {
+	Row
+	Stdout Streamed `json:"stdout"`
+	Stderr Streamed `json:"stderr"`
+	// Next is where the next poll continues.
+	Next Cursors `json:"-"`
+}
+
+// Listed is a strand's jobs, oldest first.
+type Listed struct {
+	Jobs []Row `json:"jobs"`
+}
+
+// Releasing is Release's answer.
+type Releasing int
+
+const (
+	// Released: the job still runs and now belongs to its owner, who is
+	// notified when it ends.
+	Released Releasing = iota + 1
+	// AlreadyEnded: the job ended first; the watcher reports the end.
+	AlreadyEnded
+)
+
+// Sent is Send's answer.
+type Sent struct {
+	// Bytes is how many bytes reached standard input.
+	Bytes int `json:"bytes"`
+	// Closed says standard input is now closed.
+	Closed bool `json:"closed"`
+}

@@ -14,13 +14,13 @@ import (
 )
 
 // watch attends spec and watches it as bash's auto mode does.
-func (f *fixture) watch(ctx context.Context, spec job.Spec, window time.Duration, observe func(tool.OutputTail)) (tool.Watched, error) {
+func (f *fixture) watch(ctx context.Context, spec job.Spec, window time.Duration, observe func(tool.OutputTail)) (job.Watched, error) {
 	f.t.Helper()
 	s, err := f.plane.Attend(context.Background(), mainOwner, spec)
 	if err != nil {
 		f.t.Fatalf("Attend: %v", err)
 	}
-	return tool.WatchJob(ctx, f.plane, mainOwner, s.ID, window, observe)
+	return job.Watch(ctx, f.plane, mainOwner, s.ID, window, observe)
 }
 
 func TestWatchRendersAJobThatEndsInItsWindow(t *testing.T) {
@@ -33,7 +33,7 @@ func TestWatchRendersAJobThatEndsInItsWindow(t *testing.T) {
 		t.Fatalf("watch = %+v, %v", w, err)
 	}
 	if w.Final.State != job.Exited || w.Final.Exit.ExitCode != 4 {
-		t.Fatalf("final %+v", w.Final.JobRow)
+		t.Fatalf("final %+v", w.Final.Row)
 	}
 	if len(observed) < 2 || observed[len(observed)-1].Tail != "two\n" {
 		t.Fatalf("observed %+v", observed)
@@ -69,7 +69,7 @@ func TestWatchKillsWhenItsCallIsCancelled(t *testing.T) {
 	defer cancel()
 	w, err := f.watch(ctx, f.sh("sleep 60"), 10*time.Second, nil)
 	if err == nil || !w.Ended || w.Final.State != job.Killed || w.Final.Cause != job.StopOwner {
-		t.Fatalf("watch = %+v, %v", w.Final.JobRow, err)
+		t.Fatalf("watch = %+v, %v", w.Final.Row, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,15 +51,10 @@ type Call struct {
 	Broker *broker.Broker
 	// Blobs stores output that overflows; nil means overflow is refused.
 	Blobs *blob.Store
-	// Jobs runs background jobs (bash's auto and background modes); nil
-	// means this host runs none: auto runs in the foreground and
-	// background is refused with NoJobsPlane.
-	Jobs Jobs
-
 	// MaxOutputBytes bounds what one command this call runs may write
-	// to stdout and stderr together. Zero means MaxCommandOutputBytes; a
-	// host may lower the bound, never raise it: larger values are
-	// clamped to MaxCommandOutputBytes.
+	// to stdout and stderr together (see OutputBound). Zero means
+	// MaxCommandOutputBytes; a host may lower the bound, never raise it:
+	// larger values are clamped to MaxCommandOutputBytes.
 	MaxOutputBytes int64
 
 	// ObserveOutput is shown the rolling tail of a running command's
@@ -68,6 +64,15 @@ type Call struct {
 	// policy may be widened; nil settles every refusal in band.
 	RaiseRefusal func(context.Context, RaisedRefusal) Escalation
 }
+
+// SubagentPrefix begins the strand name of every sub-agent (see
+// Call.Strand). Tools that treat sub-agents apart (a sub-agent may not
+// start a session-lifetime job) ask IsSubagent.
+const SubagentPrefix = "sub:"
+
+// IsSubagent reports whether strand names a sub-agent: it begins with
+// SubagentPrefix.
+func IsSubagent(strand string) bool { return strings.HasPrefix(strand, SubagentPrefix) }
 
 // DefaultTempDir is the session scratch directory, relative to the
 // workspace, used when Call.TempDir is empty.
@@ -83,14 +88,6 @@ func (c *Call) At(opID, stepID string, sourceIndex int) *Call {
 
 // stepKey is the ledger pool the call's clearances are budgeted in.
 func (c *Call) stepKey() broker.StepKey { return broker.StepKey{OpID: c.OpID, StepID: c.StepID} }
-
-// maxOutputBytes is the output bound of a command this call runs.
-func (c *Call) maxOutputBytes() int64 {
-	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < MaxCommandOutputBytes {
-		return c.MaxOutputBytes
-	}
-	return MaxCommandOutputBytes
-}
 
 // Clock returns the call's current time.
 func (c *Call) Clock() time.Time {

@@ -1,19 +1,21 @@
 // Package tool is the record every Loom tool is, the registry a host
 // dispatches model tool calls through, and the core tools: fs_read,
-// fs_write, fs_edit, working_directory, bash and grep.
+// fs_write, fs_edit, working_directory and grep.
 //
 // A host builds one Registry, registers the tools it offers, and hands
-// Registry.Dispatch to its model loop with a Call carrying the seams a tool
-// may touch (workspace, coordinates, policy, broker, blob store, observers).
+// Registry.Dispatch to its model loop with a Call carrying the call's
+// identity (strand, operation, step, source index), its session context
+// (workspace, base policy and grants, environment, clock) and the
+// infrastructure every tool may share (broker, blob store, output
+// observer, escalation). A seam a tool needs beyond that (a job plane, an
+// agency, a history index) is handed to the tool's constructor in the
+// package that owns it: bash and the job tools in package job.
 //
 // This package owns the model's half of every tool: argument schemas and
 // decoding, clamps, path discipline for harness-side file access, and the
-// wording of every outcome. It also declares the seam bash starts
-// background jobs through (Jobs, with opaque Cursors) and the rolling
-// output window both use (Tail); package job implements the seam and
-// serves job_poll, job_kill and job_send. It does not own confinement
-// (package broker), content addressing (package blob), anchor arithmetic
-// (package hashline) or job lifetimes (package job).
+// wording of every outcome. It does not own confinement (package broker),
+// content addressing (package blob), anchor arithmetic (package hashline)
+// or commands and jobs (package job).
 //
 // Invariants:
 //   - Dispatch is total. A tool never panics into the host and never

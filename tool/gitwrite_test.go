@@ -42,10 +42,9 @@ func gitWriteSessionIn(t *testing.T, ws string, withBroker bool) (*Registry, *Ca
 		Env: map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws},
 	}
 	if withBroker {
-		c.Broker = broker.New(broker.Options{})
-		t.Cleanup(func() { c.Broker.Close() })
+		c.Broker = testBroker(t)
 	}
-	r, err := NewRegistry(append(FileTools(), BashTool())...)
+	r, err := NewRegistry(append(FileTools(), shellTool())...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func grepCall(t *testing.T, files map[string]string, withBroker bool) *Call {
 		Blobs: store,
 	}
 	if withBroker {
-		c.Broker = broker.New(broker.Options{})
+		c.Broker = testBroker(t)
 	}
 	return c
 }

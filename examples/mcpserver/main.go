@@ -78,7 +78,6 @@ func run(args []string, stderr io.Writer) error {
 	}
 	defer cleanup()
 	plane := job.NewPlane(session.Broker, job.Options{Blobs: session.Blobs})
-	session.Jobs = plane
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), planeCloseWait)
 		defer cancel()

@@ -11,13 +11,13 @@ import (
 // reports so in band when called (grep falls back to its Go engine without
 // ripgrep; commands are refused when no jail layer is available), so the
 // list does not depend on the host. Add new built-ins here.
-func builtinTools(jobs tool.Jobs) []tool.Tool {
+func builtinTools(jobs job.Jobs) []tool.Tool {
 	tools := []tool.Tool{
-		tool.ReadTool(job.Scheme()),
+		tool.ReadTool(job.Scheme(jobs)),
 		tool.WriteTool(),
 		tool.EditTool(),
 		tool.WorkdirTool(),
-		tool.BashTool(),
+		job.BashTool(jobs),
 		tool.GrepTool(),
 	}
 	return append(tools, job.Tools(jobs)...)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -61,7 +62,7 @@ func run(w io.Writer) error {
 	}
 	defer os.RemoveAll(outside)
 
-	reg, err := tool.NewRegistry(append(tool.FileTools(), tool.BashTool())...)
+	reg, err := tool.NewRegistry(append(tool.FileTools(), job.BashTool(nil))...)
 	if err != nil {
 		return err
 	}

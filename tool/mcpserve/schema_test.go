@@ -7,13 +7,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// builtins are the built-in tools of package tool this package serves.
+// builtins are the built-in tools this package serves.
 func builtins() []tool.Tool {
-	return append(tool.FileTools(), tool.BashTool(), tool.GrepTool())
+	return append(tool.FileTools(), job.BashTool(nil), tool.GrepTool())
 }
 
 // unknownKeywords lists keywords of s and its subschemas that

@@ -1,4 +1,4 @@
-package tool_test
+package job_test
 
 import (
 	"context"
@@ -14,11 +14,19 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
+// bashSession is a call and the job plane its bash runs jobs on.
+type bashSession struct {
+	*tool.Call
+	jobs job.Jobs
+}
+
 // jobsCall is a call whose host runs plane (nil: none).
-func jobsCall(t *testing.T, strand string, plane tool.Jobs) *tool.Call {
+func jobsCall(t *testing.T, strand string, plane job.Jobs) *bashSession {
 	t.Helper()
 	ws := t.TempDir()
-	return &tool.Call{
+	b := broker.New(broker.Options{HelperPath: job.JailHelperForTests(t)})
+	t.Cleanup(func() { b.Close() })
+	return &bashSession{Call: &tool.Call{
 		Workspace: ws, Strand: strand, OpID: "op", StepID: "step",
 		Base: broker.Policy{
 			ReadableRoots: broker.SystemReadableRoots(),
@@ -27,30 +35,32 @@ func jobsCall(t *testing.T, strand string, plane tool.Jobs) *tool.Call {
 			EnvAllow:      []string{"PATH", "HOME"},
 		},
 		Env:    map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws},
-		Broker: broker.New(broker.Options{}),
-		Jobs:   plane,
-	}
+		Broker: b,
+	}, jobs: plane}
 }
 
 func newPlane(t *testing.T, opts job.Options) *job.Plane {
-	p := job.NewPlane(broker.New(broker.Options{}), opts)
+	b := broker.New(broker.Options{HelperPath: job.JailHelperForTests(t)})
+	t.Cleanup(func() { b.Close() }) // after the plane's Close, registered below
+	p := job.NewPlane(b, opts)
 	t.Cleanup(func() { p.Close(context.Background()) })
 	return p
 }
 
-func bash(t *testing.T, c *tool.Call, args map[string]any) (tool.Outcome, tool.BashDetails) {
+// bash runs one bash call of s, built over s's plane.
+func bash(t *testing.T, s *bashSession, args map[string]any) (tool.Outcome, job.BashDetails) {
 	t.Helper()
-	r, _ := tool.NewRegistry(tool.BashTool())
+	r, _ := tool.NewRegistry(job.BashTool(s.jobs))
 	raw, _ := json.Marshal(args)
-	o := r.Dispatch(context.Background(), c, "bash", raw)
-	d, _ := o.Details.(tool.BashDetails)
+	o := r.Dispatch(context.Background(), s.Call, "bash", raw)
+	d, _ := o.Details.(job.BashDetails)
 	return o, d
 }
 
 func TestBashAutoRendersAQuickCommandLikeForeground(t *testing.T) {
 	c := jobsCall(t, "main", newPlane(t, job.Options{}))
 	o, d := bash(t, c, map[string]any{"command": "echo hi; echo oops >&2; exit 3"})
-	if !o.IsError || o.Code != "nonzero_exit" || d.ExitCode != 3 || d.Job != "" || d.Mode != tool.BashAuto {
+	if !o.IsError || o.Code != "nonzero_exit" || d.ExitCode != 3 || d.Job != "" || d.Mode != job.BashAuto {
 		t.Fatalf("auto quick: %q %+v", o.Text, d)
 	}
 	if !strings.Contains(o.Text, "hi\n") || !strings.Contains(o.Text, "oops\n") || !strings.Contains(o.Text, "[exit code 3]") {
@@ -70,11 +80,11 @@ func TestBashAutoReleasesALongCommand(t *testing.T) {
 	if n.Job.ID != d.Job || n.Kind != job.NoticeEnded {
 		t.Fatalf("notice %+v", n)
 	}
-	cur, err := tool.ParseCursor(d.Job, d.Cursor)
+	cur, err := job.ParseCursor(d.Job, d.Cursor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plane.Poll(context.Background(), c.JobOwner(), d.Job, cur, 0)
+	p, err := plane.Poll(context.Background(), job.OwnerOf(c.Call), d.Job, cur, 0)
 	if err != nil || p.Stdout.Text != "done\n" {
 		t.Fatalf("rest after release: %+v, %v", p.Stdout, err)
 	}
@@ -83,7 +93,7 @@ func TestBashAutoReleasesALongCommand(t *testing.T) {
 func TestBashAutoFallsBackToForeground(t *testing.T) {
 	// No plane at all: silently foreground.
 	c := jobsCall(t, "main", nil)
-	if o, d := bash(t, c, map[string]any{"command": "echo plain"}); o.IsError || d.Mode != tool.BashForeground || strings.Contains(o.Text, "note:") {
+	if o, d := bash(t, c, map[string]any{"command": "echo plain"}); o.IsError || d.Mode != job.BashForeground || strings.Contains(o.Text, "note:") {
 		t.Fatalf("no plane: %q %+v", o.Text, d)
 	}
 	// The plane's ceiling reached: foreground, and said so.
@@ -93,7 +103,7 @@ func TestBashAutoFallsBackToForeground(t *testing.T) {
 		t.Fatalf("background start failed: %+v", d)
 	}
 	o, d := bash(t, c, map[string]any{"command": "echo second"})
-	if o.IsError || d.Mode != tool.BashForeground || !strings.Contains(o.Text, "ceiling_reached") || !strings.Contains(o.Text, "second") {
+	if o.IsError || d.Mode != job.BashForeground || !strings.Contains(o.Text, "job_ceiling_reached") || !strings.Contains(o.Text, "second") {
 		t.Fatalf("ceiling: %q %+v", o.Text, d)
 	}
 }
@@ -106,7 +116,7 @@ func TestBashBackgroundAnswersAtOnce(t *testing.T) {
 	if o.IsError || d.Job == "" || time.Since(start) > 10*time.Second || !strings.Contains(o.Text, "job_poll") {
 		t.Fatalf("background: %q %+v", o.Text, d)
 	}
-	if o, d := bash(t, jobsCall(t, "main", nil), map[string]any{"command": "true", "mode": "background"}); !o.IsError || o.Code != "no_jobs_plane" {
+	if o, d := bash(t, jobsCall(t, "main", nil), map[string]any{"command": "true", "mode": "background"}); !o.IsError || o.Code != "no_job_plane" {
 		t.Fatalf("background without a plane: %q %+v", o.Text, d)
 	}
 }
@@ -118,7 +128,7 @@ func TestBashSubagentSessionLifetimeRefusedFirst(t *testing.T) {
 	marker := filepath.Join(c.Workspace, "ran")
 	// Even an otherwise invalid call is refused for its lifetime first.
 	o, d := bash(t, c, map[string]any{"command": "touch " + marker, "mode": "background", "lifetime": "session", "timeout_ms": -1})
-	if !o.IsError || o.Code != tool.LifetimeRefusedCode || raised {
+	if !o.IsError || o.Code != job.CodeLifetimeRefused || raised {
 		t.Fatalf("sub-agent session: %q %+v raised %v", o.Text, d, raised)
 	}
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
@@ -140,5 +150,31 @@ func TestBashSessionLifetimeNeedsTheWallLifted(t *testing.T) {
 	}
 	if o, d := bash(t, c, map[string]any{"command": "true", "lifetime": "session"}); !o.IsError || o.Code != "invalid_arguments" {
 		t.Fatalf("session lifetime in auto mode: %q %+v", o.Text, d)
+	}
+}
+
+// TestBashDescribesOnlyWhatTheHostRuns: over a plane, bash's description
+// offers background jobs and names the job tools; without one (nil or
+// NoPlane) it names no job tool and says commands run in the call.
+func TestBashDescribesOnlyWhatTheHostRuns(t *testing.T) {
+	jobTools := []string{job.PollToolName, job.SendToolName, job.KillToolName}
+	for _, tc := range []struct {
+		name  string
+		jobs  job.Jobs
+		plane bool
+	}{
+		{"plane", newPlane(t, job.Options{}), true},
+		{"nil", nil, false},
+		{"NoPlane", job.NoPlane(), false},
+	} {
+		d := job.BashTool(tc.jobs).Description
+		for _, name := range jobTools {
+			if strings.Contains(d, name) != tc.plane {
+				t.Errorf("%s: the description names %s: %v, want %v:\n%s", tc.name, name, !tc.plane, tc.plane, d)
+			}
+		}
+		if strings.Contains(d, "runs no background jobs") == tc.plane {
+			t.Errorf("%s: the description misstates whether jobs run:\n%s", tc.name, d)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package tool
+package job
 
 import "unicode/utf8"
 

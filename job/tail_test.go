@@ -1,4 +1,4 @@
-package tool_test
+package job_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/agentloom/loom/tool"
+	"github.com/agentloom/loom/job"
 )
 
 // tailModelCapacities are the window sizes the state-machine test runs
@@ -17,7 +17,7 @@ var tailModelCapacities = []int{8, 11, 24}
 
 // tailModel drives one Tail against the whole stream it was pushed.
 type tailModel struct {
-	tail     *tool.Tail
+	tail     *job.Tail
 	capacity int
 	utf8Only bool    // the stream is valid UTF-8 up to pending
 	stream   []byte  // everything pushed, in order
@@ -167,19 +167,21 @@ func TestTailModel(t *testing.T) {
 		for _, utf8Only := range []bool{true, false} {
 			t.Run(fmt.Sprintf("cap%d/utf8=%v", capacity, utf8Only), func(t *testing.T) {
 				seen := &tailSeen{}
-				rapid.Check(t, func(rt *rapid.T) {
-					m := &tailModel{tail: tool.NewTail(capacity), capacity: capacity, utf8Only: utf8Only, cursors: []int64{0}, seen: seen}
-					rt.Repeat(map[string]func(*rapid.T){
-						"push":   m.push,
-						"since":  m.since,
-						"forged": m.forged,
-						"end": func(t *rapid.T) {
-							if rapid.IntRange(0, 9).Draw(t, "rarely") == 0 {
-								m.end(t)
-							}
-						},
+				for range rapidRounds(t) {
+					rapid.Check(t, func(rt *rapid.T) {
+						m := &tailModel{tail: job.NewTail(capacity), capacity: capacity, utf8Only: utf8Only, cursors: []int64{0}, seen: seen}
+						rt.Repeat(map[string]func(*rapid.T){
+							"push":   m.push,
+							"since":  m.since,
+							"forged": m.forged,
+							"end": func(t *rapid.T) {
+								if rapid.IntRange(0, 9).Draw(t, "rarely") == 0 {
+									m.end(t)
+								}
+							},
+						})
 					})
-				})
+				}
 				if seen.dropped == 0 || seen.forged == 0 || seen.ended == 0 {
 					t.Errorf("generator did not reach every state: %+v", *seen)
 				}
@@ -220,7 +222,7 @@ func TestTailBounds(t *testing.T) {
 		{"lead with impossible continuation passes", 8, []string{"a\xe0\x80"}, 0, "a\xe0\x80", 3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tl := tool.NewTail(tc.capacity)
+			tl := job.NewTail(tc.capacity)
 			for _, p := range tc.pushes {
 				tl.Push([]byte(p))
 			}
@@ -234,7 +236,7 @@ func TestTailBounds(t *testing.T) {
 }
 
 func TestTailEndReleasesIncompleteCharacter(t *testing.T) {
-	tl := tool.NewTail(8)
+	tl := job.NewTail(8)
 	tl.Push([]byte("ok\xe2\x82"))
 	first, _ := tl.Since(0)
 	tl.End()
@@ -246,7 +248,7 @@ func TestTailEndReleasesIncompleteCharacter(t *testing.T) {
 }
 
 func TestTailRefusesCursorsItNeverMinted(t *testing.T) {
-	tl := tool.NewTail(8)
+	tl := job.NewTail(8)
 	tl.Push([]byte("abc"))
 	for _, c := range []int64{-1, 4, 1 << 62} {
 		if got, ok := tl.Since(c); ok {
@@ -258,7 +260,7 @@ func TestTailRefusesCursorsItNeverMinted(t *testing.T) {
 // BenchmarkTailPush measures Push throughput for 4 KiB chunks into a
 // 64 KiB window (MB/s is the figure of merit).
 func BenchmarkTailPush(b *testing.B) {
-	tl := tool.NewTail(64 << 10)
+	tl := job.NewTail(64 << 10)
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 256)
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()
@@ -269,7 +271,7 @@ func BenchmarkTailPush(b *testing.B) {
 
 // BenchmarkTailSince measures answering a poll of a full 64 KiB window.
 func BenchmarkTailSince(b *testing.B) {
-	tl := tool.NewTail(64 << 10)
+	tl := job.NewTail(64 << 10)
 	chunk := bytes.Repeat([]byte("0123456789abcde\n"), 256)
 	for range 20 {
 		tl.Push(chunk)
@@ -282,7 +284,7 @@ func BenchmarkTailSince(b *testing.B) {
 }
 
 func ExampleTail() {
-	t := tool.NewTail(8)
+	t := job.NewTail(8)
 	t.Push([]byte("hello, "))
 	first, _ := t.Since(0)
 	fmt.Printf("%q next=%d\n", first.Bytes, first.Next)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package tool
+package job
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,12 +17,23 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
 )
 
-// bashBroker is shared by the bash tests: probing the kernel once.
-var bashBroker = broker.New(broker.Options{})
+// bashBroker is shared by the bash tests, probing the kernel once; it
+// runs the package's host-built jail helper.
+var bashBroker = sync.OnceValue(func() *broker.Broker {
+	return broker.New(broker.Options{HelperPath: jailHelper.path})
+})
 
-func bashCall(t *testing.T, withStore bool) *Call {
+// bashBrokerFor returns bashBroker once t has made sure the helper is
+// built.
+func bashBrokerFor(t *testing.T) *broker.Broker {
+	JailHelperForTests(t)
+	return bashBroker()
+}
+
+func bashCall(t *testing.T, withStore bool) *tool.Call {
 	t.Helper()
 	root := t.TempDir()
 	ws := filepath.Join(root, "ws")
@@ -29,7 +41,7 @@ func bashCall(t *testing.T, withStore bool) *Call {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644)
-	c := &Call{
+	c := &tool.Call{
 		Workspace: ws,
 		OpID:      "op", StepID: t.Name(),
 		Base: broker.Policy{
@@ -40,7 +52,7 @@ func bashCall(t *testing.T, withStore bool) *Call {
 			EnvAllow:      []string{"PATH", "HOME"},
 		},
 		Env:    map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws, "API_TOKEN": "s3cr3t"},
-		Broker: bashBroker,
+		Broker: bashBrokerFor(t),
 	}
 	if withStore {
 		store, err := blob.Open(filepath.Join(root, "blobs"))
@@ -52,9 +64,21 @@ func bashCall(t *testing.T, withStore bool) *Call {
 	return c
 }
 
-func runBashArgs(t *testing.T, c *Call, args map[string]any) (Outcome, BashDetails) {
+// nonTmpDir returns a fresh directory outside /tmp, which the jail
+// replaces, so a command's access to it is about the roots alone.
+func nonTmpDir(t *testing.T) string {
 	t.Helper()
-	r, err := NewRegistry(BashTool())
+	d, err := os.MkdirTemp("/var/tmp", "loom-job-test-")
+	if err != nil {
+		t.Fatalf("no /var/tmp to build a non-/tmp directory in: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func runBashArgs(t *testing.T, c *tool.Call, args map[string]any) (tool.Outcome, BashDetails) {
+	t.Helper()
+	r, err := tool.NewRegistry(BashTool(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +89,8 @@ func runBashArgs(t *testing.T, c *Call, args map[string]any) (Outcome, BashDetai
 }
 
 func TestBashDeclaration(t *testing.T) {
-	b := BashTool()
-	if b.Replay != ReplayNever || b.Mode != Exclusive {
+	b := BashTool(nil)
+	if b.Replay != tool.ReplayNever || b.Mode != tool.Exclusive {
 		t.Fatalf("bash is %v/%v, want never/exclusive", b.Replay, b.Mode)
 	}
 	req := b.Requirements("/w")
@@ -76,11 +100,54 @@ func TestBashDeclaration(t *testing.T) {
 	if len(req.ReadableRoots) != 0 || !slices.Equal(req.SystemRoots, broker.SystemReadableRoots()) {
 		t.Fatalf("bash must need the system directories as system roots, not readable roots: %+v", req)
 	}
-	if !strings.Contains(b.Description, strconv.Itoa(MaxCommandOutputBytes)+" bytes of output") {
+	if !strings.Contains(b.Description, strconv.Itoa(tool.MaxCommandOutputBytes)+" bytes of output") {
 		t.Fatalf("the description does not state the output bound: %s", b.Description)
 	}
 	if err := broker.Validate(req); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBashStatesItsTimeoutFromItsConstants: the description, the
+// timeout_ms schema and the prompt snippet state the default and the
+// bound as the constants have them, and no other number of milliseconds.
+func TestBashStatesItsTimeoutFromItsConstants(t *testing.T) {
+	b := BashTool(nil)
+	def, maxMs := strconv.FormatInt(DefaultBashTimeout.Milliseconds(), 10), strconv.FormatInt(MaxBashTimeout.Milliseconds(), 10)
+	var schema struct {
+		Properties map[string]struct {
+			Type        string `json:"type"`
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b.Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	tm := schema.Properties["timeout_ms"]
+	for _, tc := range []struct{ where, text string }{
+		{"description", b.Description},
+		{"timeout_ms schema", tm.Description},
+	} {
+		if !strings.Contains(tc.text, "default"+" "+def) && !strings.Contains(tc.text, "defaults to "+def) {
+			t.Errorf("the %s does not state the default %s ms: %s", tc.where, def, tc.text)
+		}
+		if !strings.Contains(tc.text, maxMs) {
+			t.Errorf("the %s does not state the bound %s ms: %s", tc.where, maxMs, tc.text)
+		}
+		for _, n := range regexp.MustCompile(`\b[0-9]{4,}\b`).FindAllString(tc.text, -1) {
+			if n != def && n != maxMs && n != strconv.Itoa(tool.MaxCommandOutputBytes) {
+				t.Errorf("the %s states %s, which no bash constant has: %s", tc.where, n, tc.text)
+			}
+		}
+	}
+	if tm.Type != "integer" {
+		t.Errorf("timeout_ms is %q, want integer", tm.Type)
+	}
+	if want := strconv.Itoa(int(DefaultBashTimeout.Seconds())) + " s default timeout"; !strings.Contains(b.PromptSnippet, want) {
+		t.Errorf("the snippet does not say %q: %s", want, b.PromptSnippet)
+	}
+	if want := strconv.Itoa(blob.OverflowThreshold>>10) + " KiB"; !strings.Contains(b.Description, want) {
+		t.Errorf("the description does not state the inline limit as %q: %s", want, b.Description)
 	}
 }
 
@@ -95,8 +162,23 @@ func TestBashRunsJailed(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, o.Text)
 		}
 	}
-	if d.Sandbox == nil || !d.Sandbox.Applied(broker.LayerLandlock) && !d.Sandbox.Degraded {
-		t.Errorf("sandbox report %+v", d.Sandbox)
+	// Every layer this host offers was applied to the command: a skipped
+	// layer fails the test even though the report then says Degraded.
+	if d.Sandbox == nil {
+		t.Fatalf("no sandbox report: %s", o.Text)
+	}
+	offered := 0
+	for _, l := range c.Broker.Available().Layers {
+		if !l.Applied {
+			continue
+		}
+		offered++
+		if !d.Sandbox.Applied(l.Name) {
+			t.Errorf("the host offers layer %s but the command ran without it: %+v", l.Name, d.Sandbox)
+		}
+	}
+	if offered == 0 || !d.Sandbox.Applied(broker.LayerNamespaces) && !d.Sandbox.Applied(broker.LayerLandlock) {
+		t.Fatalf("no jail confined the command (host offers %d layers): %+v", offered, d.Sandbox)
 	}
 }
 
@@ -161,7 +243,7 @@ func TestBashCwd(t *testing.T) {
 	}
 	for _, bad := range []struct {
 		cwd  string
-		code Code
+		code tool.Code
 	}{
 		{"/usr", "outside_writable_roots"},
 		{"/etc", "outside_writable_roots"},
@@ -183,7 +265,7 @@ func TestBashCwd(t *testing.T) {
 	}
 	// The directory working_directory selected is checked again: one a
 	// command replaced with a link out since is refused.
-	c.Shell = &Shell{}
+	c.Shell = &tool.Shell{}
 	c.Shell.SetDir(sub)
 	os.Rename(sub, sub+".real")
 	os.Symlink("/etc", sub)
@@ -220,10 +302,10 @@ func TestBashRootsThroughSymlinks(t *testing.T) {
 		{"a link inside stays inside", map[string]any{"writable_roots": []string{"srclink"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var raised []RaisedRefusal
-			c.RaiseRefusal = func(_ context.Context, r RaisedRefusal) Escalation {
+			var raised []tool.RaisedRefusal
+			c.RaiseRefusal = func(_ context.Context, r tool.RaisedRefusal) tool.Escalation {
 				raised = append(raised, r)
-				return Escalation{}
+				return tool.Escalation{}
 			}
 			o, d := runBashArgs(t, c, map[string]any{"command": "true", "mode": "foreground", "permissions": tc.perm})
 			if tc.wanted == nil {
@@ -235,7 +317,7 @@ func TestBashRootsThroughSymlinks(t *testing.T) {
 			if len(raised) != 1 || !slices.Equal(raised[0].Denial.Wanted, tc.wanted) {
 				t.Fatalf("raised %+v, want one refusal wanting %+v", raised, tc.wanted)
 			}
-			if !o.IsError || o.Code != Code(broker.DenialRequirementsNotCovered) || !slices.Equal(d.Wanted, tc.wanted) {
+			if !o.IsError || o.Code != tool.Code(broker.DenialRequirementsNotCovered) || !slices.Equal(d.Wanted, tc.wanted) {
 				t.Fatalf("unapproved: %+v", o)
 			}
 		})
@@ -283,12 +365,6 @@ func TestBashOutputBound(t *testing.T) {
 			})
 		}
 	}
-	if got := (&Call{MaxOutputBytes: 2 * MaxCommandOutputBytes}).maxOutputBytes(); got != MaxCommandOutputBytes {
-		t.Fatalf("a host raised the bound to %d", got)
-	}
-	if got := (&Call{}).maxOutputBytes(); got != MaxCommandOutputBytes {
-		t.Fatalf("default bound %d", got)
-	}
 }
 
 func TestBashOutputOverflow(t *testing.T) {
@@ -304,14 +380,14 @@ func TestBashOutputOverflow(t *testing.T) {
 			t.Run(fmt.Sprintf("%d/store=%v", tc.n, store), func(t *testing.T) {
 				c := bashCall(t, store)
 				var mu sync.Mutex
-				var last OutputTail
+				var last tool.OutputTail
 				calls := 0
-				c.ObserveOutput = func(ot OutputTail) {
+				c.ObserveOutput = func(ot tool.OutputTail) {
 					mu.Lock()
 					defer mu.Unlock()
 					calls++
-					if len(ot.Tail) > TailBytes {
-						t.Errorf("observed tail of %d bytes > %d", len(ot.Tail), TailBytes)
+					if len(ot.Tail) > tool.TailBytes {
+						t.Errorf("observed tail of %d bytes > %d", len(ot.Tail), tool.TailBytes)
 					}
 					last = ot
 				}
@@ -361,13 +437,13 @@ func TestBashPermissionsRaiseRefusal(t *testing.T) {
 		t.Run(fmt.Sprint("approve=", approve), func(t *testing.T) {
 			c := bashCall(t, true)
 			extra := t.TempDir()
-			var raised []RaisedRefusal
-			c.RaiseRefusal = func(_ context.Context, r RaisedRefusal) Escalation {
+			var raised []tool.RaisedRefusal
+			c.RaiseRefusal = func(_ context.Context, r tool.RaisedRefusal) tool.Escalation {
 				raised = append(raised, r)
 				if !approve {
-					return Escalation{}
+					return tool.Escalation{}
 				}
-				return Escalation{Resume: true, Grants: r.Denial.Wanted}
+				return tool.Escalation{Resume: true, Grants: r.Denial.Wanted}
 			}
 			o, _ := runBashArgs(t, c, map[string]any{
 				"command":     fmt.Sprintf("echo granted > %s/f", extra),
@@ -384,7 +460,7 @@ func TestBashPermissionsRaiseRefusal(t *testing.T) {
 			if approve && (o.IsError || err != nil) {
 				t.Fatalf("approved write failed: %+v", o)
 			}
-			if !approve && (!o.IsError || o.Code != Code(broker.DenialRequirementsNotCovered) || err == nil) {
+			if !approve && (!o.IsError || o.Code != tool.Code(broker.DenialRequirementsNotCovered) || err == nil) {
 				t.Fatalf("unapproved: %+v (stat err %v)", o, err)
 			}
 		})
@@ -394,9 +470,9 @@ func TestBashPermissionsRaiseRefusal(t *testing.T) {
 func TestBashNetworkPermission(t *testing.T) {
 	c := bashCall(t, true)
 	var wanted []broker.Grant
-	c.RaiseRefusal = func(_ context.Context, r RaisedRefusal) Escalation {
+	c.RaiseRefusal = func(_ context.Context, r tool.RaisedRefusal) tool.Escalation {
 		wanted = r.Denial.Wanted
-		return Escalation{}
+		return tool.Escalation{}
 	}
 	o, _ := runBashArgs(t, c, map[string]any{"command": "true", "permissions": map[string]any{"network": "full"}})
 	if !o.IsError || len(wanted) != 1 || wanted[0].Kind != broker.GrantNetwork {
@@ -472,7 +548,7 @@ func TestBashProtectedCreatedMovedAside(t *testing.T) {
 func ExampleBashTool() {
 	ws, _ := os.MkdirTemp("", "loom-bash-example-")
 	defer os.RemoveAll(ws)
-	c := &Call{
+	c := &tool.Call{
 		Workspace: ws,
 		OpID:      "op1", StepID: "step1",
 		Base: broker.Policy{
@@ -484,7 +560,7 @@ func ExampleBashTool() {
 		Env:    map[string]string{"PATH": "/usr/bin:/bin"},
 		Broker: broker.New(broker.Options{}),
 	}
-	r, _ := NewRegistry(BashTool())
+	r, _ := tool.NewRegistry(BashTool(nil))
 	o := r.Dispatch(context.Background(), c, "bash", json.RawMessage(`{"command":"exec 2>&1; echo hello; echo x > /etc/loom-example"}`))
 	lines := strings.Split(o.Text, "\n")
 	fmt.Println(lines[0])

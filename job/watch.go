@@ -1,4 +1,4 @@
-package tool
+package job
 
 import (
 	"context"
@@ -6,22 +6,23 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/tool"
 )
 
-// Bounds of WatchJob, the loop behind bash's auto mode.
+// Bounds of Watch, the loop behind bash's auto mode.
 const (
-	// AutoWatchInterval is the longest a watch waits between two looks at
+	// WatchInterval is the longest a watch waits between two looks at
 	// its job; a look returns sooner when output arrives or the job ends.
-	AutoWatchInterval = 500 * time.Millisecond
+	WatchInterval = 500 * time.Millisecond
 	// WatchKeepBytes bounds the bytes of each stream a watch keeps: the
 	// most a foreground run shows inline. A stream that outgrows it is
 	// Missed, and its whole text is the plane's spill.
 	WatchKeepBytes = blob.OverflowThreshold
 )
 
-// Watched is what WatchJob saw of one job.
+// Watched is what Watch saw of one job.
 type Watched struct {
-	ID JobID
+	ID ID
 	// Ended: the job reached a terminal state inside the window, or ended
 	// before Release could hand it over (AlreadyEnded). The caller renders
 	// it as it renders a foreground run. When false the job still runs,
@@ -42,20 +43,20 @@ type Watched struct {
 	Next Cursors
 }
 
-// WatchJob watches job id, started with Jobs.Attend, for up to window:
-// it looks at most AutoWatchInterval apart, shows observe (nil ignores)
+// Watch watches job id, started with Jobs.Attend, for up to window:
+// it looks at most WatchInterval apart, shows observe (nil ignores)
 // each stream's rolling tail after every look that brought output, and
 // stops as soon as the job ends. A job still running when the window
 // closes is handed to its owner with Release. If ctx ends first, the job
 // is killed (as a foreground run would be) and ctx's error is returned
-// beside what was seen. Any other error is the plane's (a *JobError or
+// beside what was seen. Any other error is the plane's (an *Error or a
 // *CursorError), returned as is.
-func WatchJob(ctx context.Context, jobs Jobs, o JobOwner, id JobID, window time.Duration, observe func(OutputTail)) (Watched, error) {
+func Watch(ctx context.Context, jobs Jobs, o Owner, id ID, window time.Duration, observe func(tool.OutputTail)) (Watched, error) {
 	w := Watched{ID: id}
-	views := [2]*Tail{NewTail(TailBytes), NewTail(TailBytes)}
+	views := [2]*Tail{NewTail(tool.TailBytes), NewTail(tool.TailBytes)}
 	deadline := time.Now().Add(window)
 	for {
-		wait := min(AutoWatchInterval, max(time.Until(deadline), 0))
+		wait := min(WatchInterval, max(time.Until(deadline), 0))
 		p, err := jobs.Poll(ctx, o, id, w.Next, wait)
 		if err != nil {
 			return w, w.stop(ctx, jobs, o, err)
@@ -89,10 +90,10 @@ func WatchJob(ctx context.Context, jobs Jobs, o JobOwner, id JobID, window time.
 
 // stop kills the job when ctx ended (the caller went away), and returns
 // err unchanged.
-func (w *Watched) stop(ctx context.Context, jobs Jobs, o JobOwner, err error) error {
+func (w *Watched) stop(ctx context.Context, jobs Jobs, o Owner, err error) error {
 	if ctx.Err() != nil {
 		if row, kerr := jobs.Kill(context.WithoutCancel(ctx), o, w.ID); kerr == nil {
-			w.Final.JobRow = row
+			w.Final.Row = row
 			w.Ended = true
 		}
 	}
@@ -100,7 +101,7 @@ func (w *Watched) stop(ctx context.Context, jobs Jobs, o JobOwner, err error) er
 }
 
 // absorb folds one look into w.
-func (w *Watched) absorb(p Polled, views [2]*Tail, observe func(OutputTail)) {
+func (w *Watched) absorb(p Polled, views [2]*Tail, observe func(tool.OutputTail)) {
 	w.Final, w.Next = p, p.Next
 	for i, s := range [2]struct {
 		name string
@@ -126,7 +127,7 @@ func (w *Watched) absorb(p Polled, views [2]*Tail, observe func(OutputTail)) {
 			if !utf8.ValidString(text) {
 				text = ""
 			}
-			observe(OutputTail{Stream: s.name, Tail: text, TotalBytes: s.got.Received})
+			observe(tool.OutputTail{Stream: s.name, Tail: text, TotalBytes: s.got.Received})
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package tool
+package job
 
 import (
 	"encoding/base64"
@@ -6,7 +6,17 @@ import (
 	"hash/fnv"
 	"math"
 	"strings"
+
+	"github.com/agentloom/loom/tool"
 )
+
+// Cursors is where a reader stands in a job's two streams. It travels to
+// a model only as the opaque token of Token and ParseCursor; the zero
+// value is the start of both streams.
+type Cursors struct {
+	Stdout int64
+	Stderr int64
+}
 
 // cursorTokenPrefix versions the cursor token format.
 const cursorTokenPrefix = "c1."
@@ -19,19 +29,17 @@ const MaxCursorTokenBytes = 64
 // job and refuses a hand-edited one.
 const cursorCheckBytes = 4
 
-// InvalidCursorCode is CursorError's stable code.
-const InvalidCursorCode = "invalid_cursor"
-
 // CursorError refuses a cursor token that could not have been minted for
 // the job (malformed, edited, another job's, or ahead of the stream). A
 // refused cursor is never rewound to the start.
 type CursorError struct {
-	Token  string
+	// Code is CodeInvalidCursor.
+	Code tool.Code
+	// Token is the refused token, as given.
+	Token string
+	// Reason says why, for the model.
 	Reason string
 }
-
-// Code returns InvalidCursorCode.
-func (e *CursorError) Code() string { return InvalidCursorCode }
 
 // Error renders the refused token (shortened) and why.
 func (e *CursorError) Error() string {
@@ -47,7 +55,7 @@ func quoteToken(s string) string {
 
 // Token renders c as the opaque string a model passes back to continue
 // reading job id. It is bound to id: another job's token does not parse.
-func (c Cursors) Token(id JobID) string {
+func (c Cursors) Token(id ID) string {
 	var buf [2*binary.MaxVarintLen64 + cursorCheckBytes]byte
 	n := binary.PutUvarint(buf[:], uint64(c.Stdout))
 	n += binary.PutUvarint(buf[n:], uint64(c.Stderr))
@@ -60,12 +68,12 @@ func (c Cursors) Token(id JobID) string {
 // is the plane's check; ParseCursor refuses everything else a token could
 // be: too long, another version, bad or non-canonical encoding, trailing
 // bytes, offsets past math.MaxInt64, or a check that does not match id.
-func ParseCursor(id JobID, token string) (Cursors, error) {
+func ParseCursor(id ID, token string) (Cursors, error) {
 	if token == "" {
 		return Cursors{}, nil
 	}
 	fail := func(reason string) (Cursors, error) {
-		return Cursors{}, &CursorError{Token: token, Reason: reason}
+		return Cursors{}, &CursorError{Code: CodeInvalidCursor, Token: token, Reason: reason}
 	}
 	if len(token) > MaxCursorTokenBytes {
 		return fail("longer than any cursor this job hands out")
@@ -98,7 +106,7 @@ func ParseCursor(id JobID, token string) (Cursors, error) {
 	return c, nil
 }
 
-func cursorCheck(id JobID, payload []byte) uint32 {
+func cursorCheck(id ID, payload []byte) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	h.Write([]byte{0})

@@ -1,0 +1,100 @@
+package job
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
+)
+
+// settle records in det how the command ended.
+func settle(det *BashDetails, s broker.Settled) {
+	det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
+	det.DurationMs = s.Duration.Milliseconds()
+	det.ProtectedCreated = s.ProtectedCreated
+}
+
+// renderSettled renders a command that ended, run in the foreground or
+// watched to its end as a job: notes, output, how it ended, protected
+// paths it created, a permission hint when stderr suggests one, and the
+// sandbox line.
+func renderSettled(notes []string, body string, s broker.Settled, timeout time.Duration, stderrTail []byte, enf broker.Enforcement, det BashDetails) tool.Outcome {
+	settle(&det, s)
+	var b strings.Builder
+	writeNotes(&b, notes)
+	if body == "" {
+		b.WriteString("(no output)\n")
+	} else {
+		b.WriteString(body)
+		if !strings.HasSuffix(body, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	code := endedCode(s)
+	switch code {
+	case CodeExecFailed:
+		fmt.Fprintf(&b, "[the command could not start: %s]\n", s.Failed)
+	case CodeOutputLimited:
+		det.OutputLimited = true
+		bound := "its output bound"
+		if det.OutputBound > 0 {
+			bound = fmt.Sprintf("the %d-byte output bound", det.OutputBound)
+		}
+		fmt.Fprintf(&b, "[the output bound ended the command: it wrote past %s (stdout and stderr together), so it and everything it started were killed; what it wrote up to the bound is kept, its head and tail shown above]\n", bound)
+	case CodeTimeout:
+		fmt.Fprintf(&b, "[timed out after %d ms; the command and everything it started were killed]\n", timeout.Milliseconds())
+	case tool.CodeCancelled:
+		b.WriteString("[cancelled; the command and everything it started were killed]\n")
+	case CodeNonzeroExit:
+		if s.Signal != "" {
+			fmt.Fprintf(&b, "[killed by signal: %s]\n", s.Signal)
+		} else {
+			fmt.Fprintf(&b, "[exit code %d]\n", s.ExitCode)
+		}
+	default:
+		b.WriteString("[exit code 0]\n")
+	}
+	for _, q := range s.ProtectedCreated {
+		if q.MovedTo != "" {
+			fmt.Fprintf(&b, "note: %s is protected; the command created it, so it was moved aside to %s\n", q.Path, q.MovedTo)
+		} else {
+			fmt.Fprintf(&b, "warning: %s is protected; the command created it and it could not be moved aside: %s\n", q.Path, q.Err)
+		}
+	}
+	if code != "" && code != tool.CodeCancelled && permissionError(stderrTail) {
+		b.WriteString(permissionHint(stderrTail))
+	}
+	b.WriteString(enf.String())
+	if code == "" {
+		return tool.Outcome{Text: b.String(), Details: det}
+	}
+	return bashFail(code, b.String(), det)
+}
+
+// endedCode is the failure code of how a command ended, "" for a
+// success. The order matters: a command the output bound stopped also
+// reads as killed, and one that timed out as cancelled.
+func endedCode(s broker.Settled) tool.Code {
+	switch {
+	case s.Failed != "":
+		return CodeExecFailed
+	case s.OutputLimited:
+		return CodeOutputLimited
+	case s.TimedOut:
+		return CodeTimeout
+	case s.Cancelled:
+		return tool.CodeCancelled
+	case s.Signal != "", s.ExitCode != 0:
+		return CodeNonzeroExit
+	}
+	return ""
+}
+
+// writeNotes writes each note on a line of its own.
+func writeNotes(b *strings.Builder, notes []string) {
+	for _, n := range notes {
+		b.WriteString("note: " + n + "\n")
+	}
+}

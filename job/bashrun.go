@@ -1,0 +1,283 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
+)
+
+// bashRun is what bash's argument check settles before anything runs.
+type bashRun struct {
+	mode     string
+	lifetime Lifetime
+	wake     IdleWake
+	timeout  time.Duration
+	cwd      string
+	notes    []string
+}
+
+// runBash is one bash call, in four steps: the arguments are checked,
+// the policy is composed (a shortfall raised to the host's escalation
+// plane once), the command runs in the mode asked (as a job of jobs, or
+// in the foreground), and how it ended is rendered.
+func runBash(ctx context.Context, c *tool.Call, jobs Jobs, a bashArgs) tool.Outcome {
+	det := BashDetails{}
+	run, fail := checkBashArgs(c, a, &det)
+	if fail != nil {
+		return *fail
+	}
+	pol, fail := clearBash(ctx, c, a.Permissions, run, &det)
+	if fail != nil {
+		return *fail
+	}
+	cmd := bashCommand(c, a.Command, run, pol)
+	switch run.mode {
+	case BashBackground:
+		return startBackground(ctx, c, jobs, cmd, run.notes, det)
+	case BashAuto:
+		o, ran, note := runAuto(ctx, c, jobs, cmd, run, det)
+		if ran {
+			return o
+		}
+		if note != "" {
+			run.notes = append(run.notes, note)
+		}
+		det.Mode = BashForeground
+	}
+	return runForeground(ctx, c, cmd, run, det)
+}
+
+func bashFail(code tool.Code, text string, d BashDetails) tool.Outcome {
+	return tool.Fail(code, text).WithDetails(d)
+}
+
+// checkBashArgs checks bash's arguments (lifetime first, then mode,
+// command, timeout and cwd) and settles how the command will run.
+func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.Outcome) {
+	fail := func(code tool.Code, text string) (bashRun, *tool.Outcome) {
+		o := bashFail(code, text, *det)
+		return bashRun{}, &o
+	}
+	// A sub-agent's session lifetime is refused ahead of every other
+	// check: it must raise no approval and start nothing.
+	run := bashRun{lifetime: Lifetime(a.Lifetime), mode: a.Mode}
+	if err := CheckLifetime(c.Strand, run.lifetime); err != nil {
+		var le *LifetimeError
+		errors.As(err, &le)
+		return fail(le.Code, le.Reason)
+	}
+	switch run.mode {
+	case "":
+		run.mode = BashAuto
+	case BashAuto, BashForeground, BashBackground:
+	default:
+		return fail(tool.CodeInvalidArguments, fmt.Sprintf("mode must be %q, %q or %q, not %q", BashAuto, BashForeground, BashBackground, a.Mode))
+	}
+	if run.lifetime == LifetimeSession && run.mode != BashBackground {
+		return fail(tool.CodeInvalidArguments, "lifetime \"session\" applies to mode \"background\" only")
+	}
+	det.Mode = run.mode
+	if a.Heartbeat {
+		run.wake = WakeWhenIdle
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return fail(tool.CodeInvalidArguments, "command must not be empty")
+	}
+	run.timeout = DefaultBashTimeout
+	switch {
+	case a.TimeoutMs < 0:
+		return fail(tool.CodeInvalidArguments, fmt.Sprintf("timeout_ms must not be negative (got %d)", a.TimeoutMs))
+	case a.TimeoutMs > 0:
+		// Capped before converting, so a huge value cannot wrap negative
+		// (which the broker would read as no timeout at all).
+		run.timeout = time.Duration(min(int64(a.TimeoutMs), MaxBashTimeout.Milliseconds()+1)) * time.Millisecond
+	}
+	if run.timeout > MaxBashTimeout {
+		run.notes = append(run.notes, fmt.Sprintf("timeout_ms %d clamped to %d", a.TimeoutMs, MaxBashTimeout.Milliseconds()))
+		run.timeout = MaxBashTimeout
+	}
+	det.TimeoutMs = run.timeout.Milliseconds()
+	// The shell directory working_directory chose passed the same
+	// predicate when it was chosen; it is checked again, since a command
+	// may have replaced it since.
+	cwd := c.Dir()
+	if a.Cwd != "" {
+		cwd = a.Cwd
+	}
+	dir, err := c.ResolveShellDir(cwd)
+	if err != nil {
+		var pe *tool.PathError
+		if errors.As(err, &pe) {
+			return fail(pe.Code, "cwd: "+err.Error())
+		}
+		return fail(tool.CodeInvalidPath, "cwd: "+err.Error())
+	}
+	run.cwd = dir
+	det.Cwd = dir
+	if c.Broker == nil {
+		return fail(tool.CodeNoBroker, "this host runs no commands: it has no broker")
+	}
+	return run, nil
+}
+
+// clearBash composes the command's policy from the base, the
+// requirements the arguments imply and the call's grants, raising a
+// shortfall to the host's escalation plane once.
+func clearBash(ctx context.Context, c *tool.Call, perm *bashPermissions, run bashRun, det *BashDetails) (broker.Policy, *tool.Outcome) {
+	req, err := bashPolicyFor(c, perm)
+	if err != nil {
+		o := bashFail(tool.CodeInvalidArguments, err.Error(), *det)
+		return broker.Policy{}, &o
+	}
+	compose := func(grants []broker.Grant) (broker.Policy, *broker.Denial) {
+		pol, d := broker.Compose(c.Base, req, grants)
+		if d == nil && run.lifetime == LifetimeSession && pol.WallMs > 0 {
+			d = sessionWallDenial(pol.WallMs)
+		}
+		return pol, d
+	}
+	pol, d := compose(c.Grants)
+	if d != nil && d.Code == broker.DenialRequirementsNotCovered {
+		esc := c.Raise(ctx, tool.RaisedRefusal{Tool: "bash", Denial: d, Deadline: c.Clock().Add(run.timeout)})
+		if esc.Resume {
+			pol, d = compose(append(slices.Clone(c.Grants), esc.Grants...))
+		}
+	}
+	if d != nil {
+		det.Wanted = d.Wanted
+		text := d.Explain()
+		if d.Code == broker.DenialRequirementsNotCovered {
+			text += " The operator did not approve it for this call; do without it, or ask the user."
+		}
+		o := bashFail(tool.Code(d.Code), text, *det)
+		return broker.Policy{}, &o
+	}
+	// The tool's own variables carry no host secret: they always pass.
+	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", ScratchEnv)
+	return pol, nil
+}
+
+// bashPolicyFor builds the call's requirements from the base and the
+// model's permissions. Every root the model names is canonical before
+// Compose sees it (tool.Call.CanonicalRoot), so a link cannot make a
+// root look covered by the workspace.
+func bashPolicyFor(c *tool.Call, perm *bashPermissions) (broker.Policy, error) {
+	req := broker.Policy{
+		SystemRoots:   slices.Concat(broker.SystemReadableRoots(), c.Base.SystemRoots),
+		WritableRoots: append([]string{c.Workspace}, c.Base.WritableRoots...),
+		Network:       c.Base.Network,
+		EnvAllow:      slices.Clone(c.Base.EnvAllow),
+		Sockets:       slices.Clone(c.Base.Sockets),
+	}
+	if s := c.Scratch(); !broker.Covers(c.Workspace, s) {
+		req.WritableRoots = append(req.WritableRoots, s)
+	}
+	if perm == nil {
+		return req, nil
+	}
+	for i, r := range perm.ReadableRoots {
+		p, err := c.CanonicalRoot(r)
+		if err != nil {
+			return req, fmt.Errorf("permissions.readable_roots[%d]: %w", i, err)
+		}
+		req.ReadableRoots = append(req.ReadableRoots, p)
+	}
+	for i, w := range perm.WritableRoots {
+		p, err := c.CanonicalRoot(w)
+		if err != nil {
+			return req, fmt.Errorf("permissions.writable_roots[%d]: %w", i, err)
+		}
+		req.WritableRoots = append(req.WritableRoots, p)
+	}
+	switch perm.Network {
+	case "":
+	case string(broker.NetworkFull):
+		req.Network = broker.NetworkFull
+	default:
+		return req, fmt.Errorf("permissions.network must be \"full\" or absent, not %q", perm.Network)
+	}
+	return req, nil
+}
+
+// sessionWallDenial is the refusal a session-lifetime job meets under a
+// policy with a wall limit: lifting it is a grant an operator may approve.
+func sessionWallDenial(wallMs int) *broker.Denial {
+	return &broker.Denial{
+		Code:   broker.DenialRequirementsNotCovered,
+		Reason: fmt.Sprintf("a session-lifetime job runs without a wall deadline, and the session policy stops commands after %d ms", wallMs),
+		Wanted: []broker.Grant{{Kind: broker.GrantWall}},
+	}
+}
+
+// bashCommand is the command one call runs, in whichever mode: the shell
+// and the model's command, in the checked directory, with the call's
+// environment, under the composed policy.
+func bashCommand(c *tool.Call, command string, run bashRun, pol broker.Policy) Spec {
+	return Spec{
+		Command:  command,
+		Argv:     []string{shellPath(), "-c", command},
+		Dir:      run.cwd,
+		Env:      bashEnv(c),
+		Policy:   pol,
+		Lifetime: run.lifetime,
+		Wake:     run.wake,
+	}
+}
+
+// bashEnv is the environment offered to the command: the host's, plus
+// TMPDIR (the session scratch, created here) and ScratchEnv.
+func bashEnv(c *tool.Call) map[string]string {
+	env := make(map[string]string, len(c.Env)+2)
+	for k, v := range c.Env {
+		env[k] = v
+	}
+	if scratch, err := c.MakeScratch(); err == nil {
+		env["TMPDIR"] = scratch
+	}
+	if c.Broker.Available().Applied(broker.LayerNamespaces) {
+		env[ScratchEnv] = "/tmp" // the jail's private tmpfs
+	}
+	return env
+}
+
+// runForeground clears cmd in the call's own step, collects its output
+// and renders how it ended.
+func runForeground(ctx context.Context, c *tool.Call, cmd Spec, run bashRun, det BashDetails) tool.Outcome {
+	spec := broker.CallSpec{
+		Key:            broker.StepKey{OpID: c.OpID, StepID: c.StepID},
+		Argv:           cmd.Argv,
+		Dir:            cmd.Dir,
+		Env:            cmd.Env,
+		Policy:         cmd.Policy,
+		Timeout:        run.timeout,
+		MaxOutputBytes: c.OutputBound(),
+	}
+	ex, d := c.Broker.Clear(ctx, spec)
+	if d != nil {
+		return bashFail(tool.Code(d.Code), d.Explain(), det)
+	}
+	enf := ex.Enforcement
+	det.Sandbox = &enf
+
+	out := newBashOutput(c)
+	for o := range ex.Output() {
+		out.add(c, o)
+	}
+	s := ex.Wait()
+	det.Bytes = out.total
+	det.OutputBound = spec.MaxOutputBytes
+
+	body, overflow, err := out.finish()
+	if err != nil {
+		settle(&det, s)
+		return bashFail(tool.CodeSpillFailed, fmt.Sprintf("the command's output (%d bytes) could not be stored: %v", out.total, err), det)
+	}
+	det.Overflow = overflow
+	return renderSettled(run.notes, body, s, run.timeout, out.stderrTail, enf, det)
+}
