@@ -241,7 +241,7 @@ func bashEnv(c *tool.Call) map[string]string {
 		env["TMPDIR"] = scratch
 	}
 	if c.Broker.Available().Applied(broker.LayerNamespaces) {
-		env[ScratchEnv] = "/tmp" // the jail's private tmpfs
+		env[ScratchEnv] = broker.ScratchDir
 	}
 	return env
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentloom/loom/broker"
 )
 
 // MaxFileBytes bounds a file the harness reads (text or image) or writes.
@@ -87,7 +89,7 @@ func imageMIME(data []byte) string {
 // workspace when under it, absolute otherwise.
 func (c *Call) displayPath(resolved string) string {
 	ws, err := resolveReal(c.Workspace)
-	if err == nil && within(ws, resolved) {
+	if err == nil && broker.Covers(ws, resolved) {
 		if rel, err := filepath.Rel(ws, resolved); err == nil {
 			return rel
 		}

@@ -152,7 +152,7 @@ func (c *Call) relToWritableRoot(p string) (string, bool) {
 	best, found := "", false
 	for _, r := range c.guardRoots() {
 		for _, form := range []string{r.named, r.resolved} {
-			if within(form, p) && (!found || len(form) > len(best)) {
+			if broker.Covers(form, p) && (!found || len(form) > len(best)) {
 				best, found = form, true
 			}
 		}
@@ -215,7 +215,7 @@ func guardGitWrite(c *Call, resolved string) ([]broker.Neutralisation, error) {
 	var out []broker.Neutralisation
 	seen := map[string]bool{}
 	for _, r := range c.guardRoots() {
-		if !within(r.resolved, resolved) || seen[r.named] {
+		if !broker.Covers(r.resolved, resolved) || seen[r.named] {
 			continue
 		}
 		seen[r.named] = true

@@ -212,7 +212,7 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 		return Fail(CodeSearchFailed, notSearchable(a.Path))
 	}
 	ws, _ := resolveReal(c.Workspace)
-	if ws != "" && within(ws, root) {
+	if ws != "" && broker.Covers(ws, root) {
 		opts.IgnoreRoot = ws
 	}
 	opts.Protected = protectedForms(c.Base.Protected)
@@ -399,7 +399,7 @@ func displayFunc(c *Call) func(string) string {
 		return c.displayPath
 	}
 	return func(p string) string {
-		if within(ws, p) {
+		if broker.Covers(ws, p) {
 			if rel, err := filepath.Rel(ws, p); err == nil {
 				return rel
 			}

@@ -321,7 +321,7 @@ func grepCode(o Outcome) Code { return o.Code }
 // outsideCode is the refusal a path outside the workspace gets: under /tmp
 // it is "jail_replaced", elsewhere "outside_roots".
 func outsideCode(p string) Code {
-	if within("/tmp", p) {
+	if broker.Covers("/tmp", p) {
 		return "jail_replaced"
 	}
 	return "outside_roots"

@@ -19,11 +19,6 @@ const MaxLinkFollows = 40
 // no system call would accept it anyway.
 const MaxPathBytes = 4096
 
-// JailReplacedRoots are the directories a jail mounts its own copy of.
-// Outside the workspace the harness refuses to read them, since what it
-// would see is not what a jailed command sees.
-var JailReplacedRoots = []string{"/proc", "/dev", "/tmp"}
-
 // PathError is a refused path; its Code is one of the path codes
 // (CodeOutsideRoots through CodeInvalidPath).
 type PathError struct {
@@ -88,15 +83,6 @@ func rootList(roots []string) string {
 
 func (e *PathError) Unwrap() error { return e.Err }
 
-// within reports whether p is root or under it, comparing whole path
-// components (".gitx" is not under ".git"). Both must be clean and absolute.
-func within(root, p string) bool {
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == root || strings.HasPrefix(p, root+"/")
-}
-
 // ResolveRead authorizes path for reading and returns the resolved
 // absolute path. Readable: the workspace, the base policy's readable and
 // writable roots, this call's granted roots, and the blob store — never
@@ -113,7 +99,7 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	// Only a blob itself is readable, by its exact path: never the root or
 	// a shard (a search there would read every session's output), never a
 	// staged file. A ref is unguessable, so holding one means it was shown.
-	if c.Blobs != nil && c.Blobs.Root() != "" && within(filepath.Clean(c.Blobs.Root()), resolved) {
+	if c.Blobs != nil && c.Blobs.Root() != "" && broker.Covers(filepath.Clean(c.Blobs.Root()), resolved) {
 		if _, ok := c.Blobs.RefOf(resolved); ok {
 			return resolved, nil
 		}
@@ -134,14 +120,14 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	}
 	replaced := jailReplacedRoot(resolved)
 	for _, rr := range accepted {
-		if !within(rr, resolved) {
+		if !broker.Covers(rr, resolved) {
 			continue
 		}
 		// The jail shows its own /proc, /dev and /tmp, so a root above one
 		// of them ("/") does not make the host's copy readable here: that
 		// would read the host process's own state. A root inside one (a
 		// workspace under /tmp) does.
-		if replaced != "" && !within(replaced, rr) {
+		if replaced != "" && !broker.Covers(replaced, rr) {
 			return "", &PathError{Code: CodeJailReplaced, Path: path, Entry: replaced}
 		}
 		return resolved, nil
@@ -151,7 +137,7 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	}
 	pe := &PathError{Code: CodeOutsideRoots, Path: path, Entry: resolved, Accepted: accepted}
 	for _, sr := range c.Base.SystemRoots {
-		if within(filepath.Clean(sr), resolved) || within(filepath.Clean(sr), lexical) {
+		if broker.Covers(filepath.Clean(sr), resolved) || broker.Covers(filepath.Clean(sr), lexical) {
 			pe.SystemRoot = sr
 			break
 		}
@@ -159,10 +145,11 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	return "", pe
 }
 
-// jailReplacedRoot returns the entry of JailReplacedRoots covering p, or "".
+// jailReplacedRoot returns the entry of broker.JailReplacedRoots covering
+// p, or "".
 func jailReplacedRoot(p string) string {
-	for _, r := range JailReplacedRoots {
-		if within(r, p) {
+	for _, r := range broker.JailReplacedRoots() {
+		if broker.Covers(r, p) {
 			return r
 		}
 	}
@@ -182,13 +169,13 @@ func (c *Call) ResolveWrite(path string) (string, error) {
 		return "", err
 	}
 	if c.Blobs != nil {
-		if root, err := resolveReal(c.Blobs.Root()); err == nil && within(root, resolved) {
+		if root, err := resolveReal(c.Blobs.Root()); err == nil && broker.Covers(root, resolved) {
 			return "", &PathError{Code: CodeProtectedPath, Path: path, Entry: root}
 		}
 	}
 	roots := c.writableRoots()
 	for _, rr := range roots {
-		if within(rr, resolved) {
+		if broker.Covers(rr, resolved) {
 			return resolved, nil
 		}
 	}
@@ -214,7 +201,7 @@ func (c *Call) ResolveShellDir(path string) (string, error) {
 	roots := c.writableRoots()
 	inside := false
 	for _, rr := range roots {
-		inside = inside || within(rr, resolved)
+		inside = inside || broker.Covers(rr, resolved)
 	}
 	if !inside {
 		return "", &PathError{Code: CodeOutsideWritableRoots, Path: path, Entry: resolved, Accepted: roots}
@@ -247,7 +234,7 @@ func (c *Call) writableRoots() []string {
 // addRoot appends root to roots unless one of them already covers it.
 func addRoot(roots []string, root string) []string {
 	for _, r := range roots {
-		if within(r, root) {
+		if broker.Covers(r, root) {
 			return roots
 		}
 	}
@@ -312,7 +299,7 @@ func (c *Call) checkProtected(path, lexical, resolved string) error {
 		if err != nil {
 			re = e
 		}
-		if within(e, lexical) || within(e, resolved) || within(re, lexical) || within(re, resolved) {
+		if broker.Covers(e, lexical) || broker.Covers(e, resolved) || broker.Covers(re, lexical) || broker.Covers(re, resolved) {
 			return &PathError{Code: CodeProtectedPath, Path: path, Entry: e}
 		}
 	}
