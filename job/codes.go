@@ -97,8 +97,8 @@ func (e *Error) Is(target error) bool {
 // CodeOf returns the code of the first error in err's chain that carries
 // one of this package's codes (an *Error, a *CursorError, a
 // *LifetimeError, whose Code is set) or, failing that, one of package
-// tool's (tool.CodeOf), and false when none does.
-func CodeOf(err error) (tool.Code, bool) {
+// tool's (tool.CodeOf), or "" when none does.
+func CodeOf(err error) tool.Code {
 	var (
 		je *Error
 		ce *CursorError
@@ -106,13 +106,13 @@ func CodeOf(err error) (tool.Code, bool) {
 	)
 	switch {
 	case err == nil:
-		return "", false
+		return ""
 	case errors.As(err, &je) && je.Code != "":
-		return je.Code, true
+		return je.Code
 	case errors.As(err, &ce) && ce.Code != "":
-		return ce.Code, true
+		return ce.Code
 	case errors.As(err, &le) && le.Code != "":
-		return le.Code, true
+		return le.Code
 	}
 	return tool.CodeOf(err)
 }
@@ -120,7 +120,7 @@ func CodeOf(err error) (tool.Code, bool) {
 // refusalCode is the code a tool reports err with: CodeOf's, else
 // CodeJobPlaneUnavailable (a plane that failed without saying why).
 func refusalCode(err error) tool.Code {
-	if code, ok := CodeOf(err); ok {
+	if code := CodeOf(err); code != "" {
 		return code
 	}
 	return CodeJobPlaneUnavailable

@@ -244,7 +244,7 @@ func freeAddr(t testing.TB) string {
 
 // codeOf returns the stable code of a job error.
 func codeOf(err error) string {
-	if c, ok := job.CodeOf(err); ok {
+	if c := job.CodeOf(err); c != "" {
 		return string(c)
 	}
 	return fmt.Sprintf("<%T>", err)

@@ -106,7 +106,7 @@ func TestNoPlaneRefusesWithItsCode(t *testing.T) {
 	j := job.NoPlane()
 	ctx := context.Background()
 	_, err := j.Attend(ctx, job.Owner{}, job.Spec{})
-	if code, ok := job.CodeOf(err); !ok || code != job.CodeNoJobPlane || j.MaxWait() != 0 {
+	if code := job.CodeOf(err); code != job.CodeNoJobPlane || j.MaxWait() != 0 {
 		t.Fatalf("NoPlane().Attend = %v", err)
 	}
 	if !errors.Is(err, &job.Error{Code: job.CodeNoJobPlane}) || errors.Is(err, &job.Error{Code: job.CodeUnknownJob}) {

@@ -145,9 +145,8 @@ const (
 // CodeOf returns the code of the first error in err's chain that carries
 // one of the codes of this package or of the packages below it (a
 // PathError, an ArgError, a RegisterError, a broker Denial or PolicyError,
-// a hashline or blob error), converted to a Code, and false when none
-// does.
-func CodeOf(err error) (Code, bool) {
+// a hashline or blob error), converted to a Code, or "" when none does.
+func CodeOf(err error) Code {
 	var (
 		pe *PathError
 		ae *ArgError
@@ -157,23 +156,20 @@ func CodeOf(err error) (Code, bool) {
 	)
 	switch {
 	case err == nil:
-		return "", false
+		return ""
 	case errors.As(err, &pe):
-		return pe.Code, true
+		return pe.Code
 	case errors.As(err, &ae):
-		return ae.Code, true
+		return ae.Code
 	case errors.As(err, &re):
-		return re.Code, true
+		return re.Code
 	case errors.As(err, &de):
-		return Code(de.Code), true
+		return Code(de.Code)
 	case errors.As(err, &ve):
-		return Code(ve.Code), true
+		return Code(ve.Code)
 	}
 	if c := hashline.CodeOf(err); c != "" {
-		return Code(c), true
+		return Code(c)
 	}
-	if c := blob.CodeOf(err); c != "" {
-		return Code(c), true
-	}
-	return "", false
+	return Code(blob.CodeOf(err))
 }

@@ -1,0 +1,43 @@
+// Package loom is the map of a Go library that gives a language-model
+// agent a complete, safe tool plane. It holds no code: a host imports the
+// packages below it.
+//
+//   - tool: the Tool record, Call, Outcome with its one failure Code, the
+//     Registry, path discipline, and the file tools fs_read, fs_write,
+//     fs_edit, working_directory and grep.
+//   - broker: sandbox policy, composition and grants, the budget ledger,
+//     and Clear, which runs one command in a kernel jail and reports every
+//     layer the kernel applied.
+//   - job: the Jobs seam, bash and the job_* tools, and a reference job
+//     plane over the broker.
+//   - history, history/sqlite: the History and Memory seams with
+//     history_search and remember, and a SQLite reference index.
+//   - agent: the Agency seam, the agent_* tools and todo, and a reference
+//     in-process Agency.
+//   - hashline, blob: anchored editing and the content-addressed store,
+//     pure leaves the tools stand on.
+//   - tool/mcpserve: serves a Registry to MCP clients over stdio.
+//
+// # Glossary
+//
+// Each term below is coined by Loom and used across packages with one
+// meaning.
+//
+//   - Strand: one line of conversation with a model, the main one or a
+//     sub-agent's; a Call names its strand, and a sub-agent's strand name
+//     starts with tool.SubagentPrefix.
+//   - Clear: to run one command through the broker (broker.Broker.Clear):
+//     compose its policy, admit it against the budget, start it in a
+//     jail. A command that was not cleared does not run.
+//   - Settle: the end of a cleared command or a job, with its exit status
+//     and what the broker did on the way out (broker.Settled).
+//   - Attend: to start a command as a job the caller watches for a
+//     window and may leave running (job.Jobs.Attend).
+//   - Plane: a reference implementation behind a seam that runs many
+//     units at once — the job plane runs background commands.
+//   - Floor: the communication tools every sub-agent keeps whatever its
+//     spawn granted (agent.FloorTools).
+//   - Minter: what separates several spawns made under one call site, so
+//     their children get distinct names (agent.ToolCallMinter for a
+//     model's call, agent.ProgramMinter for a program's).
+package loom
