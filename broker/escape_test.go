@@ -131,7 +131,10 @@ type escapeCase struct {
 	policy func(e *escapeEnv, p *Policy)
 	// widen, when set, makes the control a jailed run under the widened
 	// policy; otherwise the control runs the script unjailed.
-	widen   func(e *escapeEnv, p *Policy)
+	widen func(e *escapeEnv, p *Policy)
+	// rootOff makes the control a jailed run under the same policy with
+	// the policy_root layer off (escape_root_test.go).
+	rootOff bool
 	timeout time.Duration
 	// escaped inspects the host after the run: did the probe succeed?
 	escaped func(t *testing.T, e *escapeEnv, r result) bool
@@ -240,7 +243,7 @@ var sleeperDone = map[*escapeEnv]chan struct{}{}
 // escapeCases is the whole suite: the core cases here and the groups
 // kept beside the layer each one attacks.
 func escapeCases() []escapeCase {
-	return slices.Concat(coreEscapeCases(), layerEscapeCases(), gitEscapeCases(), boundEscapeCases())
+	return slices.Concat(coreEscapeCases(), layerEscapeCases(), rootEscapeCases(), gitEscapeCases(), boundEscapeCases())
 }
 
 func coreEscapeCases() []escapeCase {
@@ -672,6 +675,8 @@ func runEscape(t *testing.T, b *Broker, c escapeCase, jailed bool) bool {
 	switch {
 	case jailed:
 		r = runIn(t, b, e, p, timeout, c.script)
+	case c.rootOff:
+		r = runIn(t, rootOff(b), e, p, timeout, c.script)
 	case c.widen != nil:
 		c.widen(e, &p)
 		r = runIn(t, unguarded(b), e, p, timeout, c.script) // the git guard off too (escape_git_test.go)
