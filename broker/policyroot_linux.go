@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,6 +123,7 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 		return policyRoot{layer: Layer{Name: LayerPolicyRoot, Reason: step + ": " + errnoName(err) + "; the host view stays (read-only, its sockets masked as listed at start)"}}
 	}
 	plan, mkdirs := policyRootPlan(cfg, extra)
+	plan = expandWholeRoot(plan)
 	var held []heldRoot
 	defer func() {
 		for _, h := range held {
@@ -164,15 +166,6 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 		return skip(step, err), nil
 	}
 	binds, writable := 0, 0
-	for _, h := range held {
-		if h.path == "/" {
-			// The host lists its whole root: it is the stage's content.
-			if err := bindHeld(h, stage); err != nil {
-				return undo("bind /", err)
-			}
-			binds++
-		}
-	}
 	for _, l := range links {
 		if err := os.Symlink(l[1], stage+"/"+l[0]); err != nil && !errors.Is(err, os.ErrExist) {
 			return undo("link /"+l[0], err)
@@ -184,9 +177,6 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 		}
 	}
 	for _, h := range held {
-		if h.path == "/" {
-			continue
-		}
 		if err := makePath(stage, h.path, h.dir); err != nil {
 			if errors.Is(err, errThroughLink) {
 				linked = append(linked, h.path)
@@ -241,6 +231,36 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 	}
 	res.layer = Layer{Name: LayerPolicyRoot, Applied: true, Params: strings.Join(params, "; ")}
 	return res, nil
+}
+
+// expandWholeRoot replaces an entry for / itself with one per entry of
+// the host's / that is not a link (links are carried as links) and not
+// one of jailOwnDirs, with its writability, parents still first. The new
+// root stays the jail's own tmpfs: /proc, /dev and /tmp are the jail's,
+// and the roots beneath /tmp have a directory of the new root to be
+// bound on.
+func expandWholeRoot(plan []jailRoot) []jailRoot {
+	if len(plan) == 0 || plan[0].path != "/" {
+		return plan
+	}
+	whole, rest := plan[0], plan[1:]
+	f, err := os.Open("/")
+	if err != nil {
+		return rest
+	}
+	ents, _ := f.ReadDir(maxTopLevelEntries)
+	f.Close()
+	var out []jailRoot
+	for _, e := range ents {
+		p := "/" + e.Name()
+		if e.Type()&os.ModeSymlink != 0 || slices.Contains(jailOwnDirs, p) || slices.ContainsFunc(rest, func(r jailRoot) bool { return r.path == p }) {
+			continue
+		}
+		out = append(out, jailRoot{path: p, writable: whole.writable})
+	}
+	out = append(out, rest...)
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].path) < len(out[j].path) })
+	return out
 }
 
 // rootLink reports whether path itself is a symbolic link reached
