@@ -34,7 +34,7 @@ type escapeEnv struct {
 	base    string // parent of ws and out, under the test's temp dir
 	ws      string // writable root
 	out     string // readable root, not writable
-	hidden  string // outside every root, visible in the jail's mount table
+	hidden  string // outside every root: absent from the policy's root, present in the host view
 	arg     string // case-specific argument passed to the probe as $ARG
 	hits    atomic.Int64
 	env     map[string]string
@@ -50,7 +50,8 @@ func newEscapeEnv(t *testing.T) *escapeEnv {
 		}
 	}
 	// /var/tmp is not under the jail's private /tmp, so a directory there
-	// stays in the jail's view and only Landlock keeps it unreadable.
+	// is in the host view (the policy_root layer off, or a policy that
+	// widens to it), where only Landlock keeps it unreadable.
 	hidden, err := os.MkdirTemp("/var/tmp", "loom-escape-")
 	if err != nil {
 		t.Fatal(err)
