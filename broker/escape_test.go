@@ -23,8 +23,8 @@ import (
 
 // The escape suite: every case is a probe that must fail inside the jail,
 // paired with a control that runs the same probe with the relevant layer
-// absent (unjailed, or jailed under a policy widened on exactly that
-// point) and must succeed. A case whose control fails proves nothing, so
+// absent (unjailed, jailed under a policy widened on exactly that point,
+// or jailed with the layer off) and must succeed. A case whose control fails proves nothing, so
 // the control failing fails the test too.
 
 // escapeEnv is one case's world: a workspace the jail may write, a
