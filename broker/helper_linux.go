@@ -194,6 +194,12 @@ func runHelper() int {
 			return fatal(err)
 		}
 		pidMax = m.pidMax
+		if cfg.NullStdin {
+			// The jail's own /dev/null now: the host's, opened above, lives
+			// on a mount the jail's root may no longer show. Should the
+			// jail have none, fd 0 stays the host's, which reads the same.
+			nullStdin()
+		}
 		l := m.layer
 		layers = append(layers, l, m.root, m.limits)
 		if l.Applied {
@@ -323,9 +329,9 @@ func nullStdin() error {
 }
 
 // mountResult is what setupMounts built: the mounts layer, the
-// policy_root layer, the namespace-limits layer (written on the fresh /proc before /proc/sys
-// went read-only), and the pid namespace's pid_max (0 when it could not
-// be capped).
+// policy_root layer, the namespace-limits layer (written on the fresh
+// /proc before /proc/sys went read-only), and the pid namespace's
+// pid_max (0 when it could not be capped).
 type mountResult struct {
 	layer, root, limits Layer
 	pidMax              uint64
