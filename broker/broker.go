@@ -128,6 +128,9 @@ type Broker struct {
 	// process the broker starts.
 	onSpawn func(pid int)
 
+	// policyRootOff keeps every jail in the host view (the policy_root
+	// layer skipped), for tests whose control shows what that layer stops.
+	policyRootOff bool
 	// launchAboveRSS overrides largeHostRSS for tests: negative means
 	// always start helpers through a launcher.
 	launchAboveRSS int64

@@ -37,20 +37,38 @@
 // own (no controlling terminal). It reads its configuration from fd 3
 // and, on the thread that will exec:
 //   - makes every mount private and the whole host view read-only (one
-//     recursive mount_setattr, or a remount per mount before Linux 5.12),
-//     so chmod, utime and xattr outside the writable roots fail whatever
-//     Landlock covers, then binds the writable roots back read-write,
-//     nosuid and nodev, each opened without following links;
-//   - mounts a fresh /proc (capping the namespace's pid_max; /proc/sys
-//     and the other kernel knobs read-only; kcore, keys, timer_list and
-//     the other kernel-wide files hidden), one private scratch tmpfs
-//     serving /tmp and /dev/shm (roots under the host's /tmp bound back)
-//     and a small /dev without /dev/tty;
-//   - hides /run and /var/run under empty tmpfs (roots beneath them,
-//     Policy.Sockets and the file /etc/resolv.conf names are bound back)
-//     and masks every other pathname socket the host has bound (its
+//     recursive mount_setattr, or a remount per mount before Linux 5.12);
+//   - builds a new root out of the policy's roots only (the policy_root
+//     layer): a fresh tmpfs holding the host root's top-level links
+//     (merged-/usr's /bin -> usr/bin and the like) and binds of the
+//     system and readable roots (read-only, nosuid, nodev), the
+//     writable roots (read-write, nosuid, nodev), Policy.Sockets and the
+//     file /etc/resolv.conf names, each opened without following links
+//     (a root that is itself a link is carried as that link, which
+//     resolves within the new root only; a root of / itself as /'s
+//     entries; a root missing on the host is absent); the working
+//     directory, when no
+//     root covers it, as an empty directory; a fresh /proc (capping the
+//     namespace's pid_max; /proc/sys and the other kernel knobs
+//     read-only; kcore, keys, timer_list and the other kernel-wide files
+//     hidden) and a small /dev without /dev/tty; then the tmpfs made
+//     read-only, pivot_root, and the old root detached. Nothing outside
+//     the roots exists for the command, so no host file or socket
+//     elsewhere can be named, however or whenever it was made. Where the
+//     kernel refuses a step before the pivot, the layer is reported
+//     skipped with the reason and the jail keeps the read-only host view
+//     with its own /proc and /dev over it and the writable roots bound
+//     back read-write, nosuid and nodev;
+//   - mounts one private scratch tmpfs serving /tmp and /dev/shm (roots
+//     under the host's /tmp bound back);
+//   - hides /run and /var/run, where the view shows them (in the host
+//     view always; in the new root only under a root that covers them),
+//     under empty tmpfs (roots beneath them, Policy.Sockets and the file
+//     /etc/resolv.conf names are bound back) and masks every other
+//     pathname socket the host had bound when the command started (its
 //     /proc/net/unix) except Policy.Sockets, under empty read-only
-//     stand-ins;
+//     stand-ins: in the new root that is the sockets under the granted
+//     roots;
 //   - masks the secrets MaskedSystemSecrets and MaskedHomeSecrets list
 //     under every root it shows;
 //   - pins and read-only-binds the protected paths (every git control
@@ -78,8 +96,9 @@
 //   - reports on fd 4 (which closes at exec) and execs the command.
 //
 // Without a user namespace, Landlock refuses protected paths by splitting
-// the writable roots around them, and the mounts layer is reported
-// skipped: nothing is read-only by mount, hidden or masked. Every layer
+// the writable roots around them, and the mounts and policy_root layers
+// are reported skipped: nothing is read-only by mount, hidden or masked,
+// and the whole host view is the command's. Every layer
 // is probed directly once per Broker; a missing one is reported skipped
 // with the kernel's errno (and, for user namespaces, the kernel setting
 // that refuses them and what an operator can do), and Enforcement.Degraded

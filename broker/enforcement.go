@@ -7,6 +7,7 @@ import "strings"
 const (
 	LayerNamespaces   = "namespaces"   // user, mount, network, pid and ipc namespaces
 	LayerMounts       = "mounts"       // private root, read-only protected binds, fresh /proc
+	LayerPolicyRoot   = "policy_root"  // the jail's root holds the policy's roots only (pivot_root)
 	LayerLoopback     = "loopback"     // lo up inside a private network namespace
 	LayerCapabilities = "capabilities" // bounding, ambient, effective, permitted, inheritable all cleared
 	LayerNoNewPrivs   = "no_new_privs" // PR_SET_NO_NEW_PRIVS

@@ -582,8 +582,9 @@ func layerEscapeCases() []escapeCase {
 			name: "readable_root_through_symlink",
 			setup: func(t *testing.T, e *escapeEnv) {
 				e.write(t, filepath.Join(e.hidden, "secret"), "s3cr3t-behind-link\n")
-				// Outside /tmp, so the jail's mount table shows the link as
-				// the host has it and only the Landlock rule decides.
+				// Outside /tmp and outside every root: the policy's root
+				// carries the link, to a target it does not show; Landlock
+				// gives the link no rule either.
 				if err := os.Symlink(e.hidden, e.hidden+"-link"); err != nil {
 					t.Fatal(err)
 				}

@@ -23,8 +23,8 @@ import (
 
 // The escape suite: every case is a probe that must fail inside the jail,
 // paired with a control that runs the same probe with the relevant layer
-// absent (unjailed, or jailed under a policy widened on exactly that
-// point) and must succeed. A case whose control fails proves nothing, so
+// absent (unjailed, jailed under a policy widened on exactly that point,
+// or jailed with the layer off) and must succeed. A case whose control fails proves nothing, so
 // the control failing fails the test too.
 
 // escapeEnv is one case's world: a workspace the jail may write, a
@@ -34,7 +34,7 @@ type escapeEnv struct {
 	base    string // parent of ws and out, under the test's temp dir
 	ws      string // writable root
 	out     string // readable root, not writable
-	hidden  string // outside every root, visible in the jail's mount table
+	hidden  string // outside every root: absent from the policy's root, present in the host view
 	arg     string // case-specific argument passed to the probe as $ARG
 	hits    atomic.Int64
 	env     map[string]string
@@ -50,7 +50,8 @@ func newEscapeEnv(t *testing.T) *escapeEnv {
 		}
 	}
 	// /var/tmp is not under the jail's private /tmp, so a directory there
-	// stays in the jail's view and only Landlock keeps it unreadable.
+	// is in the host view (the policy_root layer off, or a policy that
+	// widens to it), where only Landlock keeps it unreadable.
 	hidden, err := os.MkdirTemp("/var/tmp", "loom-escape-")
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,10 @@ type escapeCase struct {
 	policy func(e *escapeEnv, p *Policy)
 	// widen, when set, makes the control a jailed run under the widened
 	// policy; otherwise the control runs the script unjailed.
-	widen   func(e *escapeEnv, p *Policy)
+	widen func(e *escapeEnv, p *Policy)
+	// rootOff makes the control a jailed run under the same policy with
+	// the policy_root layer off (escape_root_test.go).
+	rootOff bool
 	timeout time.Duration
 	// escaped inspects the host after the run: did the probe succeed?
 	escaped func(t *testing.T, e *escapeEnv, r result) bool
@@ -240,7 +244,7 @@ var sleeperDone = map[*escapeEnv]chan struct{}{}
 // escapeCases is the whole suite: the core cases here and the groups
 // kept beside the layer each one attacks.
 func escapeCases() []escapeCase {
-	return slices.Concat(coreEscapeCases(), layerEscapeCases(), gitEscapeCases(), boundEscapeCases())
+	return slices.Concat(coreEscapeCases(), layerEscapeCases(), rootEscapeCases(), gitEscapeCases(), boundEscapeCases())
 }
 
 func coreEscapeCases() []escapeCase {
@@ -672,6 +676,8 @@ func runEscape(t *testing.T, b *Broker, c escapeCase, jailed bool) bool {
 	switch {
 	case jailed:
 		r = runIn(t, b, e, p, timeout, c.script)
+	case c.rootOff:
+		r = runIn(t, rootOff(b), e, p, timeout, c.script)
 	case c.widen != nil:
 		c.widen(e, &p)
 		r = runIn(t, unguarded(b), e, p, timeout, c.script) // the git guard off too (escape_git_test.go)

@@ -74,6 +74,10 @@ type helperConfig struct {
 	// MaskSockets are host pathname sockets under the jail's roots (from
 	// the broker's /proc/self/net/unix) to hide.
 	MaskSockets []string `json:"mask_sockets,omitempty"`
+	// PolicyRootOff keeps the host view instead of the policy's root
+	// (set only by tests whose control shows what the policy_root layer
+	// stops).
+	PolicyRootOff bool `json:"policy_root_off,omitempty"`
 	// Required are the layers the host will not run without
 	// (Options.RequiredLayers): when one is not applied the helper
 	// refuses before exec.
@@ -190,8 +194,14 @@ func runHelper() int {
 			return fatal(err)
 		}
 		pidMax = m.pidMax
+		if cfg.NullStdin {
+			// The jail's own /dev/null now: the host's, opened above, lives
+			// on a mount the jail's root may no longer show. Should the
+			// jail have none, fd 0 stays the host's, which reads the same.
+			nullStdin()
+		}
 		l := m.layer
-		layers = append(layers, l, m.limits)
+		layers = append(layers, l, m.root, m.limits)
 		if l.Applied {
 			// The private /proc, /dev and /tmp exist only inside this jail.
 			landlockRead = append(landlockRead, "/proc", "/dev")
@@ -208,6 +218,7 @@ func runHelper() int {
 	} else {
 		layers = append(layers,
 			Layer{Name: LayerMounts, Reason: "no mount namespace: the host view is not read-only by mount (chmod, utime and xattr outside the writable roots are not refused), no secret or socket is hidden, /proc, /dev and /tmp are the host's"},
+			Layer{Name: LayerPolicyRoot, Reason: "no mount namespace: the whole host view is the jail's, every host socket in it reachable"},
 			Layer{Name: LayerNamespaceLimits, Reason: "no IPC or user namespace of the jail's own: SysV shared memory, message queues and inotify watches are bounded only by the host's limits"})
 	}
 	if err := unix.Chdir(cfg.Dir); err != nil {
@@ -318,24 +329,27 @@ func nullStdin() error {
 }
 
 // mountResult is what setupMounts built: the mounts layer, the
-// namespace-limits layer (written on the fresh /proc before /proc/sys
-// went read-only), and the pid namespace's pid_max (0 when it could not
-// be capped).
+// policy_root layer, the namespace-limits layer (written on the fresh
+// /proc before /proc/sys went read-only), and the pid namespace's
+// pid_max (0 when it could not be capped).
 type mountResult struct {
-	layer, limits Layer
-	pidMax        uint64
+	layer, root, limits Layer
+	pidMax              uint64
 }
 
 // setupMounts builds the jail's mount table: private propagation; the
-// whole host view read-only; a fresh /proc (with the pid namespace's
-// pid_max capped); private /tmp and /dev; the host's socket directories
-// hidden; the writable roots bound read-write, nosuid and nodev; secrets,
-// host sockets and kernel state (procMasked, sysMasked) masked; the
-// protected binds; last, the per-namespace limits, and procReadOnly bound
-// read-only. A failure to make / private or read-only,
-// to bind a writable root, to mask a secret or kernel file or to hold a
-// protected path read-only is fatal; the private filesystems degrade the
-// layer instead.
+// whole host view read-only; then, where the kernel allows it, a new root
+// holding only the policy's roots (buildPolicyRoot: the policy_root
+// layer, with a fresh /proc and /dev in it), else the host view with a
+// fresh /proc and /dev over it and the writable roots bound back
+// read-write, nosuid and nodev; the pid namespace's pid_max capped; a
+// private /tmp; the host's socket directories hidden where the view shows
+// them; secrets, host sockets and kernel state (procMasked, sysMasked)
+// masked; the protected binds; last, the per-namespace limits, and
+// procReadOnly bound read-only. A failure to make / private or
+// read-only, to detach the old root, to bind a writable root, to mask a
+// secret or kernel file or to hold a protected path read-only is fatal;
+// the private filesystems degrade the layer instead.
 func setupMounts(cfg helperConfig) (mountResult, error) {
 	if err := makeRootPrivate(); err != nil {
 		return mountResult{}, err
@@ -350,9 +364,38 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 	} else {
 		params = append(params, "host view read-only ("+method+")")
 	}
+	// Read in the host's view, before the root changes: the secrets to
+	// mask (the homes /etc/passwd names), the kernel state and the file
+	// the resolver configuration points at.
+	visible := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
+	if cfg.LandlockABI <= 0 {
+		// Without Landlock nothing confines reads: every secret in the
+		// view is within reach.
+		visible = []string{"/"}
+	}
+	secrets := secretTargets(visible, hostHomes(envValue(cfg.Env, "HOME")), globPaths)
+	sysMasks := sysMaskTargets(visible)
+	var resolv []string
+	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
+		resolv = []string{r}
+	}
+	var extra []string
+	if coveredByAny(slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots), "/etc/resolv.conf") {
+		extra = resolv
+	}
+
+	var root policyRoot
+	if cfg.PolicyRootOff {
+		root.layer = Layer{Name: LayerPolicyRoot, Reason: "turned off by the host (test only); the host view stays (read-only, its sockets masked as listed at start)"}
+	} else if root, err = buildPolicyRoot(cfg, extra); err != nil {
+		return mountResult{}, fmt.Errorf("policy root: %w", err)
+	}
+	procErr, devErr := root.procErr, root.devErr
+	if !root.applied {
+		procErr = mountProc("")
+	}
 	pidMax := uint64(0)
 	var kernelMasks []string
-	procErr := mountProc()
 	if procErr != nil {
 		skipped = append(skipped, "proc: "+errnoName(procErr))
 	} else {
@@ -379,33 +422,47 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 	}, roots); err != nil {
 		skipped = append(skipped, "tmp: "+errnoName(err))
 	}
-	if err := mountDev(); err != nil {
-		skipped = append(skipped, "dev: "+errnoName(err))
+	if !root.applied {
+		devErr = mountDev("")
+	}
+	if devErr != nil {
+		skipped = append(skipped, "dev: "+errnoName(devErr))
 	} else if shared, err := scratch.attachShm(); err != nil {
 		skipped = append(skipped, "dev/shm: "+errnoName(err))
 	} else if shared {
 		params = append(params, "/tmp and /dev/shm share one scratch tmpfs")
 	}
-	hidden, err := hideSocketDirs(roots, cfg.Sockets)
+	// In the policy's root a socket directory shows only where a root
+	// covers it; in the host view it always does.
+	hidden, err := hideSocketDirs(roots, cfg.Sockets, resolv, root.applied)
 	if err != nil {
 		return mountResult{}, fmt.Errorf("hide host sockets: %w", err)
 	}
-	if err := bindWritable(cfg.WritableRoots, append([]string{scratchDir}, hidden...)); err != nil {
-		return mountResult{}, fmt.Errorf("writable roots: %w", err)
+	if !root.applied {
+		if err := bindWritable(cfg.WritableRoots, append([]string{scratchDir}, hidden...)); err != nil {
+			return mountResult{}, fmt.Errorf("writable roots: %w", err)
+		}
 	}
-	visible := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
-	if cfg.LandlockABI <= 0 {
-		// Without Landlock nothing confines reads: every secret in the
-		// view is within reach.
-		visible = []string{"/"}
+	maskSockets := cfg.MaskSockets
+	if root.applied {
+		// Only the sockets under a root the new root shows can be named.
+		maskSockets = nil
+		for _, s := range cfg.MaskSockets {
+			if coveredByAny(visible, s) || coveredByAny(cfg.Sockets, s) {
+				maskSockets = append(maskSockets, s)
+			}
+		}
 	}
-	secrets := secretTargets(visible, hostHomes(envValue(cfg.Env, "HOME")), globPaths)
-	kernelMasks = append(kernelMasks, sysMaskTargets(visible)...)
-	masked, err := maskAll(slices.Concat(secrets, cfg.MaskSockets, kernelMasks))
+	kernelMasks = append(kernelMasks, sysMasks...)
+	masked, err := maskAll(slices.Concat(secrets, maskSockets, kernelMasks))
 	if err != nil {
 		return mountResult{}, fmt.Errorf("mask secrets, sockets and kernel state: %w", err)
 	}
-	params = append(params, fmt.Sprintf("writable roots nosuid,nodev; %s hidden; %d secrets, sockets and kernel files masked", strings.Join(hidden, ", "), masked))
+	hiddenText := strings.Join(hidden, ", ")
+	if hiddenText == "" {
+		hiddenText = "no socket directory"
+	}
+	params = append(params, fmt.Sprintf("writable roots nosuid,nodev; %s hidden; %d secrets, sockets and kernel files masked", hiddenText, masked))
 	n, unpinned, err := protect(cfg.Protected, cfg.WritableRoots)
 	if err != nil {
 		return mountResult{}, fmt.Errorf("protected paths: %w", err)
@@ -425,7 +482,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 			return mountResult{}, fmt.Errorf("read-only /proc: %w", err)
 		}
 	}
-	res := mountResult{limits: limits, pidMax: pidMax, layer: Layer{Name: LayerMounts, Applied: true, Params: strings.Join(params, ", ")}}
+	res := mountResult{limits: limits, root: root.layer, pidMax: pidMax, layer: Layer{Name: LayerMounts, Applied: true, Params: strings.Join(params, ", ")}}
 	if len(skipped) > 0 {
 		res.layer.Applied, res.layer.Reason = false, strings.Join(skipped, ", ")
 	}
@@ -438,20 +495,29 @@ const hostSocketDirBytes = 64 << 10
 
 // hideSocketDirs hides each of hostSocketDirs (resolved, once each) under
 // an empty tmpfs, binding back the roots beneath it, the shared sockets
-// and the file /etc/resolv.conf resolves to (read-only). A directory a
-// root names exactly is left in place. It returns the directories it hid.
-func hideSocketDirs(roots []jailRoot, shared []string) ([]string, error) {
+// and resolv (the file /etc/resolv.conf resolves to, read-only). A
+// directory a root names exactly is left in place, and with onlyCovered
+// (the policy's root, which shows a directory only under a root) so is
+// one no root covers. It returns the directories it hid.
+func hideSocketDirs(roots []jailRoot, shared, resolv []string, onlyCovered bool) ([]string, error) {
 	keep := append([]jailRoot(nil), roots...)
-	for _, s := range shared {
+	for _, s := range slices.Concat(shared, resolv) {
 		keep = append(keep, jailRoot{path: s})
 	}
-	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
-		keep = append(keep, jailRoot{path: r})
+	var rootPaths []string
+	for _, r := range roots {
+		rootPaths = append(rootPaths, r.path)
 	}
 	var hidden []string
 	for _, d := range hostSocketDirs {
+		if onlyCovered && !coveredByAny(rootPaths, d) {
+			continue
+		}
 		real, err := filepath.EvalSymlinks(d)
 		if err != nil || real == "/" || slices.Contains(hidden, real) {
+			continue
+		}
+		if onlyCovered && !coveredByAny(rootPaths, real) {
 			continue
 		}
 		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {

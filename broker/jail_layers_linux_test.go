@@ -263,8 +263,10 @@ func TestCoversClean(t *testing.T) {
 
 // TestSecretsMaskedWithoutLandlock: where Landlock is missing nothing
 // confines reads, so secrets are masked wherever the jail's view shows
-// them, not only under its roots. The home here is under no root (and
-// outside /tmp, so the jail's mount table shows it as the host has it).
+// them, not only under its roots. The home here is outside /tmp and, in
+// the host view (the policy_root layer off), under no root, so the
+// jail's mount table shows it as the host has it; with the policy's root
+// it is shown only because base is listed as a readable root.
 func TestSecretsMaskedWithoutLandlock(t *testing.T) {
 	base, err := os.MkdirTemp("/var/tmp", "loom-nolandlock-")
 	if err != nil {
@@ -279,32 +281,39 @@ func TestSecretsMaskedWithoutLandlock(t *testing.T) {
 	if err := os.WriteFile(cred, []byte("s3cr3t-no-landlock\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := New(Options{WarmHelperIdle: -1})
-	defer b.Close()
-	b.probeOnce.Do(func() {
-		b.probe = probeLayers(b.opts.HelperPath, false)
-		b.probe.landlockABI, b.probe.landlockErr = 0, unix.EOPNOTSUPP
-	})
-	for _, asHome := range []bool{false, true} {
-		env := map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
-		if asHome {
-			env["HOME"] = home
+	for _, rootOff := range []bool{true, false} {
+		b := New(Options{WarmHelperIdle: -1})
+		b.policyRootOff = rootOff
+		b.probeOnce.Do(func() {
+			b.probe = probeLayers(b.opts.HelperPath, false)
+			b.probe.landlockABI, b.probe.landlockErr = 0, unix.EOPNOTSUPP
+		})
+		p := testPolicy(t.TempDir())
+		if !rootOff {
+			p.ReadableRoots = append(p.ReadableRoots, base)
 		}
-		ex, d := b.Clear(context.Background(), CallSpec{Key: StepKey{OpID: "t", StepID: t.Name()}, Argv: []string{"cat", cred},
-			Env: env, Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1}, Timeout: 10 * time.Second})
-		if d != nil {
-			t.Fatal(d)
+		for _, asHome := range []bool{false, true} {
+			env := map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+			if asHome {
+				env["HOME"] = home
+			}
+			ex, d := b.Clear(context.Background(), CallSpec{Key: StepKey{OpID: "t", StepID: t.Name()}, Argv: []string{"cat", cred},
+				Env: env, Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: 10 * time.Second})
+			if d != nil {
+				t.Fatal(d)
+			}
+			r := collect(ex)
+			if r.enf.Applied(LayerLandlock) || r.enf.Applied(LayerPolicyRoot) == rootOff {
+				t.Fatalf("layers %s: the test does not exercise Landlock's absence with policy_root off=%v", r.enf, rootOff)
+			}
+			leaked := strings.Contains(r.stdout, "s3cr3t-no-landlock")
+			// Not a home: an ordinary file, readable for want of Landlock
+			// (the control). The command's HOME: masked.
+			if leaked == asHome {
+				t.Errorf("policy_root off=%v, HOME is the file's home: %v; leaked: %v (stdout %q stderr %q)", rootOff, asHome, leaked, r.stdout, r.stderr)
+			}
 		}
-		r := collect(ex)
-		if r.enf.Applied(LayerLandlock) {
-			t.Fatalf("Landlock applied: the test does not exercise its absence")
-		}
-		leaked := strings.Contains(r.stdout, "s3cr3t-no-landlock")
-		// Not a home: an ordinary file, readable for want of Landlock
-		// (the control). The command's HOME: masked.
-		if leaked == asHome {
-			t.Errorf("HOME is the file's home: %v; leaked: %v (stdout %q stderr %q)", asHome, leaked, r.stdout, r.stderr)
-		}
+		b.Close()
 	}
 }
 

@@ -138,6 +138,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		Sockets:           req.policy.Sockets,
 		Required:          b.opts.RequiredLayers,
 		HostViewByRemount: benchHostViewByRemount.Load(),
+		PolicyRootOff:     b.policyRootOff,
 		LandlockABI:       req.probe.landlockABI,
 		Seccomp:           req.probe.seccompErr == nil,
 		Limits:            req.policy.Limits.withDefaults(),

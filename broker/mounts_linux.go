@@ -244,9 +244,11 @@ func pinSymlink(path string) error {
 	return nil
 }
 
-// mountProc mounts a fresh procfs for the jail's pid namespace.
-func mountProc() error {
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+// mountProc mounts a fresh procfs for the jail's pid namespace at
+// root+"/proc" (root is "" for the current root, or the jail's new root
+// while it is being built).
+func mountProc(root string) error {
+	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	return nil
@@ -564,9 +566,11 @@ const devBytes = 1 << 20
 // by path.
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
-// mountDev replaces /dev with a small tmpfs holding binds of devNodes,
-// the fd/stdin/stdout/stderr links and an empty /dev/shm.
-func mountDev() error {
+// mountDev replaces root+"/dev" with a small tmpfs holding binds of the
+// current root's devNodes, the fd/stdin/stdout/stderr links and an empty
+// shm directory (root is "" for the current root, or the jail's new root
+// while it is being built).
+func mountDev(root string) error {
 	type held struct {
 		name string
 		fd   int
@@ -584,11 +588,11 @@ func mountDev() error {
 		}
 		keep = append(keep, held{n, fd})
 	}
-	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size="+strconv.Itoa(devBytes)); err != nil {
+	if err := unix.Mount("tmpfs", root+"/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size="+strconv.Itoa(devBytes)); err != nil {
 		return fmt.Errorf("mount /dev tmpfs: %w", err)
 	}
 	for _, h := range keep {
-		p := "/dev/" + h.name
+		p := root + "/dev/" + h.name
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o666)
 		if err != nil {
 			return fmt.Errorf("dev node %s: %w", p, err)
@@ -601,11 +605,11 @@ func mountDev() error {
 	for name, target := range map[string]string{
 		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
 	} {
-		if err := os.Symlink(target, "/dev/"+name); err != nil {
+		if err := os.Symlink(target, root+"/dev/"+name); err != nil {
 			return fmt.Errorf("dev link %s: %w", name, err)
 		}
 	}
-	if err := os.Mkdir("/dev/shm", 0o1777); err != nil {
+	if err := os.Mkdir(root+shmDir, 0o1777); err != nil {
 		return fmt.Errorf("dev shm: %w", err)
 	}
 	return nil
