@@ -63,6 +63,10 @@ type Call struct {
 	// RaiseRefusal asks the host's escalation plane whether a refused
 	// policy may be widened; nil settles every refusal in band.
 	RaiseRefusal func(context.Context, RaisedRefusal) Escalation
+
+	// pins are the session's pinned roots, shared by every Call At
+	// copies from one template (see At).
+	pins *rootPins
 }
 
 // SubagentPrefix begins the strand name of every sub-agent (see
@@ -79,9 +83,13 @@ func IsSubagent(strand string) bool { return strings.HasPrefix(strand, SubagentP
 const DefaultTempDir = ".loom/tmp"
 
 // At returns a copy of c with the per-call coordinates replaced. The copy
-// shares c's seams.
+// shares c's seams, and c's pinned roots: the first At pins the roots c
+// names (where each resolves and which directory is there), and a later
+// call whose root resolves elsewhere, or holds another directory, is
+// refused with CodeRootChanged rather than following what a command
+// swapped in. Make every call of a session with At on one template.
 func (c *Call) At(opID, stepID string, sourceIndex int) *Call {
-	d := *c
+	d := c.copyPinned()
 	d.OpID, d.StepID, d.SourceIndex = opID, stepID, sourceIndex
 	return &d
 }

@@ -86,6 +86,12 @@ const (
 	// CodeBlobStore: a read in the blob store of anything but a blob (the
 	// root, a shard, a staged file).
 	CodeBlobStore Code = "blob_store"
+	// CodeRootChanged: a root of the session (the workspace, a readable
+	// or writable root) no longer resolves to the directory it did when
+	// the session first used it, or another directory stands there:
+	// something (a running command, typically) replaced it or a directory
+	// above it. Nothing is read or written under it.
+	CodeRootChanged Code = "root_changed"
 	// CodeTooManyLinks: more than MaxLinkFollows symbolic links.
 	CodeTooManyLinks Code = "too_many_links"
 	// CodePathTooLong: more than MaxPathBytes bytes.

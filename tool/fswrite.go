@@ -200,7 +200,7 @@ func (c *Call) guardRoots() []guardRoot {
 		if !filepath.IsAbs(n) {
 			continue
 		}
-		if rr, err := resolveReal(n); err == nil {
+		if rr, err := c.root(n); err == nil {
 			out = append(out, guardRoot{named: filepath.Clean(n), resolved: rr})
 		}
 	}

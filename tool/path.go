@@ -57,6 +57,8 @@ func (e *PathError) Error() string {
 		return fmt.Sprintf("%s is not an existing directory; a shell directory must be one, under %s", e.Path, rootList(e.Accepted))
 	case CodeProtectedPath:
 		return fmt.Sprintf("permission denied: %s is under the protected entry %s; no grant lifts this", e.Path, e.Entry)
+	case CodeRootChanged:
+		return fmt.Sprintf("permission denied: the root %s now resolves to %s, not to %s as when this session began: something (a running command?) replaced it or a directory above it with a link or another directory, so the file tools use nothing under it until the host restores it", e.Path, e.Entry, rootList(e.Accepted))
 	case CodeProtectionMisconfigured:
 		return fmt.Sprintf("permission denied: the host's protected list holds the relative entry %q, which cannot be applied, so every path is refused until the host fixes it", e.Entry)
 	case CodeJailReplaced:
@@ -108,16 +110,7 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	if err := c.checkProtected(path, lexical, resolved); err != nil {
 		return "", err
 	}
-	ws, err := resolveReal(c.Workspace)
-	if err != nil {
-		return "", &PathError{Code: CodeInvalidPath, Path: path, Err: err}
-	}
-	accepted := []string{ws}
-	for _, root := range c.readableRoots() {
-		if rr, err := resolveReal(root); err == nil {
-			accepted = addRoot(accepted, rr)
-		}
-	}
+	accepted, changed := c.resolvedRoots(append([]string{c.Workspace}, c.readableRoots()...))
 	replaced := jailReplacedRoot(resolved)
 	for _, rr := range accepted {
 		if !broker.Covers(rr, resolved) {
@@ -131,6 +124,9 @@ func (c *Call) ResolveRead(path string) (string, error) {
 			return "", &PathError{Code: CodeJailReplaced, Path: path, Entry: replaced}
 		}
 		return resolved, nil
+	}
+	if err := changedRootOver(lexical, changed); err != nil {
+		return "", err
 	}
 	if replaced != "" {
 		return "", &PathError{Code: CodeJailReplaced, Path: path, Entry: replaced}
@@ -173,11 +169,14 @@ func (c *Call) ResolveWrite(path string) (string, error) {
 			return "", &PathError{Code: CodeProtectedPath, Path: path, Entry: root}
 		}
 	}
-	roots := c.writableRoots()
+	roots, changed := c.writableRoots()
 	for _, rr := range roots {
 		if broker.Covers(rr, resolved) {
 			return resolved, nil
 		}
+	}
+	if err := changedRootOver(lexical, changed); err != nil {
+		return "", err
 	}
 	return "", &PathError{Code: CodeOutsideRoots, Path: path, Entry: resolved, Accepted: roots, Write: true}
 }
@@ -198,10 +197,13 @@ func (c *Call) ResolveShellDir(path string) (string, error) {
 	if err := c.checkProtected(path, lexical, resolved); err != nil {
 		return "", err
 	}
-	roots := c.writableRoots()
+	roots, changed := c.writableRoots()
 	inside := false
 	for _, rr := range roots {
 		inside = inside || broker.Covers(rr, resolved)
+	}
+	if err := changedRootOver(lexical, changed); err != nil && !inside {
+		return "", err
 	}
 	if !inside {
 		return "", &PathError{Code: CodeOutsideWritableRoots, Path: path, Entry: resolved, Accepted: roots}
@@ -213,22 +215,17 @@ func (c *Call) ResolveShellDir(path string) (string, error) {
 }
 
 // writableRoots returns the resolved workspace and writable roots of the
-// base policy and this call's grants; a root that cannot be resolved is
-// left out.
-func (c *Call) writableRoots() []string {
-	roots := append([]string{c.Workspace}, c.Base.WritableRoots...)
+// base policy and this call's grants, each checked against the session's
+// pins; a root that cannot be resolved is left out, and one that changed
+// is returned apart.
+func (c *Call) writableRoots() (roots []string, changed []*PathError) {
+	named := append([]string{c.Workspace}, c.Base.WritableRoots...)
 	for _, g := range c.Grants {
 		if g.Kind == broker.GrantWritableRoot {
-			roots = append(roots, g.Path)
+			named = append(named, g.Path)
 		}
 	}
-	out := make([]string, 0, len(roots))
-	for _, root := range roots {
-		if rr, err := resolveReal(root); err == nil {
-			out = addRoot(out, rr)
-		}
-	}
-	return out
+	return c.resolvedRoots(named)
 }
 
 // addRoot appends root to roots unless one of them already covers it.

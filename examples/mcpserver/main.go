@@ -157,6 +157,10 @@ func newSession(cfg config) (c *tool.Call, cleanup func(), err error) {
 		blobs.Close()
 		removeScratch()
 	}
+	if within(ws, scratch) {
+		cleanup()
+		return nil, nil, fmt.Errorf("scratch directory %s is inside the workspace %s, where a command could swap it for a link; choose a directory outside it with -scratch, or omit -scratch for a private one in the user cache", scratch, ws)
+	}
 	base := broker.Policy{
 		// The system directories programs need are the jail's alone: the
 		// file tools never read them (fs_read /etc/shadow is refused).

@@ -491,6 +491,17 @@ func TestNewSessionRefusesBlobsInWorkspace(t *testing.T) {
 	}
 }
 
+// TestNewSessionRefusesScratchInWorkspace: a scratch directory inside
+// the workspace, which a command could swap for a link, is refused.
+func TestNewSessionRefusesScratchInWorkspace(t *testing.T) {
+	ws, _ := dirs(t)
+	for _, dir := range []string{filepath.Join(ws, ".scratch"), ws} {
+		if _, _, err := newSession(config{workspace: ws, blobs: t.TempDir(), scratch: dir}); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+			t.Errorf("-scratch %s: %v, want a refusal", dir, err)
+		}
+	}
+}
+
 // TestServerStateOutsideWorkspace: the built server spills overflowing
 // output into the blob store in the user cache and gives commands a
 // TMPDIR there; the workspace gets nothing of the server's, a command
