@@ -159,7 +159,7 @@ func TestUTF16FilesAreBytesToBothEngines(t *testing.T) {
 		{"needle", nil},
 		{"中", nil},
 		{`[^\x00-\x7F]`, nil},
-		{"^.+$", nil}, // no match spans the invalid bytes among them
+		{"^.+$", nil},                     // no match spans the invalid bytes among them
 		{"N.e", []string{"cjk-be.txt:1"}}, // not across the invalid byte in cjk-le.txt
 		{"N-", []string{"cjk-be.txt:1"}},
 		{"-N", []string{"cjk-le.txt:1"}},
