@@ -153,14 +153,19 @@ type GrepDetails struct {
 // Once ripgrep was chosen, anything that goes wrong (the broker refuses,
 // ripgrep exits 2 before searching, its output cannot be parsed) is an
 // error outcome carrying that run's enforcement report, never a silent
-// switch to the in-host engine.
+// switch to the in-host engine. Ripgrep's result is not trusted as it
+// comes: every line shown is confirmed by re-reading its file as the Go
+// engine reads (search.Confirm), since ripgrep follows a link swapped in
+// below its root during its walk; lines it cannot confirm are left out,
+// counted in GrepDetails.Unconfirmed and said in the text.
 func GrepTool() Tool {
 	return Typed(Tool{
 		Name: "grep",
 		Description: "Search file contents with a regular expression (RE2 syntax). Output lines are " +
 			"`path:line:text` for matches and `path-line-text` for context lines (groups separated by `--`), " +
-			"sorted by path then line. Skips hidden files, .gitignored files, binary files and protected paths. " +
-			"`path` is a file or directory (default: the workspace); `glob` filters files (e.g. `*.go`, `!*_test.go`); " +
+			"sorted by path then line. Skips hidden, .gitignored, .rgignored and binary files and protected paths. " +
+			"`path` is a file or directory (default: the workspace; naming a hidden or ignored one searches it); " +
+			"`glob` only narrows which files are searched (e.g. `*.go`, `!*_test.go`); " +
 			"`context` adds up to 10 lines around each match; `max_results` shows up to 1000 matching lines " +
 			"(default 100) and says how many more there were. A search stops after 60 s or 10000 matches. " +
 			"Lines longer than 1000 bytes are cut; output over 64 KiB is saved to a file fs_read can page through.",
