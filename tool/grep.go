@@ -40,6 +40,10 @@ const (
 	// may write; at the bound the broker stops it and the matches read so
 	// far stand, with a note that the search was cut there.
 	MaxRipgrepOutputBytes = 64 << 20
+	// GrepConfirmTimeout bounds the re-reading that confirms a ripgrep
+	// result (search.Confirm) after the search, which GrepTimeout does
+	// not cover; hits not confirmed by then are left out.
+	GrepConfirmTimeout = 10 * time.Second
 )
 
 // Engine names reported in GrepDetails.Engine.
@@ -105,6 +109,14 @@ type GrepDetails struct {
 	// Stopped: the search stopped collecting at search.MaxScanMatches,
 	// so Matches is a lower bound.
 	Stopped bool `json:"stopped,omitempty"`
+	// Left counts the matching lines found past search.MaxScanMatches
+	// and not kept (a lower bound on what the search left).
+	Left int `json:"left,omitempty"`
+	// Unconfirmed counts the lines (matches and context) ripgrep
+	// reported that re-reading the file through the workspace did not
+	// confirm (search.Confirm), so they were left out and Matches and
+	// Files do not count them.
+	Unconfirmed int `json:"unconfirmed,omitempty"`
 	// TimedOut: the search hit GrepTimeout; what was found is shown.
 	TimedOut bool `json:"timed_out,omitempty"`
 	// SkippedLarge counts files the Go engine skipped for their size.
@@ -141,14 +153,19 @@ type GrepDetails struct {
 // Once ripgrep was chosen, anything that goes wrong (the broker refuses,
 // ripgrep exits 2 before searching, its output cannot be parsed) is an
 // error outcome carrying that run's enforcement report, never a silent
-// switch to the in-host engine.
+// switch to the in-host engine. Ripgrep's result is not trusted as it
+// comes: every line shown is confirmed by re-reading its file as the Go
+// engine reads (search.Confirm), since ripgrep follows a link swapped in
+// below its root during its walk; lines it cannot confirm are left out,
+// counted in GrepDetails.Unconfirmed and said in the text.
 func GrepTool() Tool {
 	return Typed(Tool{
 		Name: "grep",
 		Description: "Search file contents with a regular expression (RE2 syntax). Output lines are " +
 			"`path:line:text` for matches and `path-line-text` for context lines (groups separated by `--`), " +
-			"sorted by path then line. Skips hidden files, .gitignored files, binary files and protected paths. " +
-			"`path` is a file or directory (default: the workspace); `glob` filters files (e.g. `*.go`, `!*_test.go`); " +
+			"sorted by path then line. Skips hidden, .gitignored, .rgignored and binary files and protected paths. " +
+			"`path` is a file or directory (default: the workspace; naming a hidden or ignored one searches it); " +
+			"`glob` only narrows which files are searched (e.g. `*.go`, `!*_test.go`); " +
 			"`context` adds up to 10 lines around each match; `max_results` shows up to 1000 matching lines " +
 			"(default 100) and says how many more there were. A search stops after 60 s or 10000 matches. " +
 			"Lines longer than 1000 bytes are cut; output over 64 KiB is saved to a file fs_read can page through.",
@@ -278,7 +295,16 @@ func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string,
 	if r.warnings != "" {
 		notes = append(notes, "ripgrep could not read some entries: "+firstLine(r.warnings))
 	}
-	return grepOutcome(c, a, r.res, det, notes)
+	// Ripgrep opens what lies below the root by path, so a link swapped
+	// in during its walk is followed: only lines the harness reads again,
+	// as the Go engine reads, are shown.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), GrepConfirmTimeout)
+	defer cancel()
+	res := search.Confirm(cctx, root, r.res, a.MaxResults, a.Context)
+	if det.Unconfirmed = res.Unconfirmed; det.Unconfirmed > 0 {
+		notes = append(notes, fmt.Sprintf("%d lines ripgrep reported were left out: read again through the workspace, their file did not hold them (it changed during the search, or a link was swapped into its path)", det.Unconfirmed))
+	}
+	return grepOutcome(c, a, res, det, notes)
 }
 
 // firstLine returns s up to its first newline, cut to maxNoteBytes.
@@ -329,7 +355,7 @@ func ripgrepPath(c *Call) string {
 }
 
 func grepOutcome(c *Call, a grepArgs, res search.Result, det GrepDetails, notes []string) Outcome {
-	det.Matches, det.Files, det.Stopped, det.SkippedLarge = res.Matches, res.Files, res.Stopped, res.SkippedLarge
+	det.Matches, det.Files, det.Stopped, det.Left, det.SkippedLarge = res.Matches, res.Files, res.Stopped, res.Left, res.SkippedLarge
 	hits, truncated := search.Bound(res.Hits, a.MaxResults, a.Context)
 	det.Truncated = truncated
 	for _, h := range hits {
@@ -355,7 +381,7 @@ func grepOutcome(c *Call, a grepArgs, res search.Result, det GrepDetails, notes 
 		tail = append(tail, fmt.Sprintf("%d matching lines in %d files", det.Matches, det.Files))
 	}
 	if res.Stopped {
-		tail = append(tail, fmt.Sprintf("the search stopped after %d matching lines", search.MaxScanMatches))
+		tail = append(tail, fmt.Sprintf("the search stopped after %d matching lines (at least %d more were found)", search.MaxScanMatches, max(res.Left, 1)))
 	}
 	if det.TimedOut {
 		tail = append(tail, fmt.Sprintf("the search timed out after %s; results are partial", GrepTimeout))

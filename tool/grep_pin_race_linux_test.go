@@ -261,21 +261,23 @@ func TestGrepUnpinnedRipgrepFollowsASwappedRoot(t *testing.T) {
 // them.
 const grepWalkRaceDirs = 100
 
-// grepWalkRaceCalls is how many grep calls the walk race makes.
+// grepWalkRaceCalls is how many grep calls the walk race makes with
+// the confirmation on, and as many runs with it off (the control).
 const grepWalkRaceCalls = 100
 
-// TestGrepRipgrepWalkReachesOnlyWhatItsJailKeeps probes the residual
-// SECURITY.md states for the ripgrep engine: pinning the root does not pin
-// what ripgrep walks beneath it. Ripgrep lists a directory, then opens its
+// TestGrepRipgrepWalkNeverReturnsALineItCannotConfirm probes the walk
+// below ripgrep's pinned root: ripgrep lists a directory, then opens its
 // subdirectories and files by path, so a link a jailed command swaps in
 // below the root between the two is followed, within what ripgrep's jail
-// reads. The jail keeps the system roots programs are loaded from and
-// omits grepJailOmits (/etc among them): while d/bin and d/etc are
-// exchanged with links to a directory of scripts beside rg and to /etc,
-// grep on d returns the script's line (the residual, and the control that
-// the swap works) and never /etc/passwd's. When the script's line stops
-// coming back, the residual is closed: say so in SECURITY.md.
-func TestGrepRipgrepWalkReachesOnlyWhatItsJailKeeps(t *testing.T) {
+// reads. While d/bin and d/etc are exchanged with links to a directory of
+// scripts beside rg and to /etc, grep on d never returns the script's
+// line: every line is confirmed by re-reading its file through the
+// workspace without following links (search.Confirm), and the leaks are
+// counted as left out. Control, interleaved with the calls: the same
+// jailed ripgrep run without the confirmation (runRipgrep, as the tool
+// runs it) returns the script's line, and never /etc/passwd's, since
+// ripgrep's jail omits /etc (grepJailOmits).
+func TestGrepRipgrepWalkNeverReturnsALineItCannotConfirm(t *testing.T) {
 	searchtest.RequireRipgrep(t)
 	jt := findJailText(t)
 	passwd, err := os.ReadFile("/etc/passwd")
@@ -292,21 +294,46 @@ func TestGrepRipgrepWalkReachesOnlyWhatItsJailKeeps(t *testing.T) {
 	}
 	c := grepCall(t, files, true)
 	defer c.Broker.Close()
+	rg := ripgrepPath(c)
+	root := filepath.Join(c.Workspace, "d")
+	pattern := jt.pattern() + "|^" + regexp.QuoteMeta(etcLine) + "$"
+	o := search.Options{Pattern: pattern, IgnoreRoot: c.Workspace, Protected: protectedForms(c.Base.Protected)}
+	p, d := ripgrepPolicy(c, rg, root, o)
+	if d != nil {
+		t.Fatalf("ripgrep cannot be jailed: %v", d)
+	}
 	stop := startSwapper(t, c.Workspace, []linkSwap{{"d/bin", "d/.binlink", jt.dir}, {"d/etc", "d/.etclink", "/etc"}})
 	defer stop()
-	pattern := jt.pattern() + "|^" + regexp.QuoteMeta(etcLine) + "$"
-	script := 0
+	leaked, unconfirmed, found := 0, 0, 0
 	for i := range grepWalkRaceCalls {
-		o := runGrepArgs(t, c, map[string]any{"pattern": pattern, "path": "d", "max_results": MaxGrepResults})
-		if strings.Contains(o.Text, etcLine) {
-			t.Fatalf("call %d: /etc/passwd came back through d/etc, although ripgrep's jail omits /etc: %s", i, o.Text)
+		out := runGrepArgs(t, c, map[string]any{"pattern": pattern, "path": "d", "max_results": MaxGrepResults})
+		if strings.Contains(out.Text, jt.line) || strings.Contains(out.Text, etcLine) {
+			t.Fatalf("call %d: a line from outside the workspace came back: %s", i, out.Text)
 		}
-		if strings.Contains(o.Text, jt.line) {
-			script++
+		if !out.IsError {
+			gd := grepDetails(t, out)
+			unconfirmed += gd.Unconfirmed
+			found += gd.Matches
+			if gd.Unconfirmed > 0 && !strings.Contains(out.Text, "were left out") {
+				t.Fatalf("call %d: %d lines left out and the text does not say so: %s", i, gd.Unconfirmed, out.Text)
+			}
+		}
+		r := runRipgrep(context.Background(), c, rg, root, p, o)
+		for _, h := range r.res.Hits {
+			if h.Text == etcLine {
+				t.Fatalf("control run %d: /etc/passwd came back through d/etc, although ripgrep's jail omits /etc", i)
+			}
+			if h.Text == jt.line {
+				leaked++
+			}
 		}
 	}
-	t.Logf("%s came back through d/bin in %d of %d calls", jt.file, script, grepWalkRaceCalls)
-	if script == 0 {
-		t.Errorf("%d calls never returned %s through d/bin: the swap did not work (or the walk residual is closed)", grepWalkRaceCalls, jt.file)
+	t.Logf("confirmed: %d matches found, %d lines left out over %d calls; unconfirmed control: %s came back %d times over %d runs",
+		found, unconfirmed, grepWalkRaceCalls, jt.file, leaked, grepWalkRaceCalls)
+	if found == 0 {
+		t.Error("no call found the workspace's files: the race searched nothing")
+	}
+	if leaked == 0 {
+		t.Errorf("%d unconfirmed runs never returned %s through d/bin: the swap did not work, and the test would prove nothing", grepWalkRaceCalls, jt.file)
 	}
 }

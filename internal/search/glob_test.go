@@ -23,8 +23,11 @@ var globTree = map[string]string{
 	"!a": "x\n", "#a": "x\n", "a ": "x\n", "sub/a b": "x\n",
 }
 
-// rgGlob runs ripgrep directly with RipgrepArgs and the glob of o, and
-// again pinned on "." (OperandDir, as the grep tool runs it), which must
+// rgGlob runs ripgrep directly with RipgrepArgs and the glob of o handed
+// to ripgrep's own --glob (the reference for what a glob matches: the
+// engines apply an admitting glob with the Go matcher, since ripgrep's
+// admits hidden and ignored files, which globTree has none of), and again
+// pinned on "." (OperandDir, as the grep tool runs it), which must
 // agree. It reports whether ripgrep accepted the glob (it exits 2 with
 // "error parsing glob" and no summary otherwise) and, if so, the files
 // that matched.
@@ -47,9 +50,11 @@ func rgGlobAs(t interface {
 	Fatalf(string, ...any)
 }, root string, o Options, op Operand) (files []string, accepted bool) {
 	t.Helper()
-	cmd := exec.Command("rg", RipgrepArgsFor(root, o, op)...)
+	cmd := exec.Command("rg", ripgrepArgs(root, o, op, o.Glob)...)
 	cmd.Dir = root
-	col := NewRipgrepCollectorFor(o, root, op)
+	raw := o
+	raw.Glob = "" // ripgrep alone applies it
+	col := NewRipgrepCollectorFor(raw, root, op)
 	cmd.Stdout = col
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // MaxWalkDepth bounds how deep the Go engine descends below the root.
@@ -54,7 +56,10 @@ func Go(ctx context.Context, root string, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	s := &goSearch{re: re, o: o, ctx: ctx}
+	s := &goSearch{re: re, o: o, ctx: ctx, invalid: newInvalidMatcher(o)}
+	if m := s.invalid; m != nil {
+		s.pre = newPrefilter(m.tree)
+	}
 	w.stop = &s.stopped
 	files := make(chan fileJob, walkQueue)
 	w.out = files
@@ -104,16 +109,18 @@ type fileJob struct {
 }
 
 type walker struct {
-	root  string
-	opts  Options
-	glob  *globFilter
-	ctx   context.Context
-	stack []*ruleSet // .gitignore sets in effect, shallowest first
-	stop  *atomic.Bool
-	out   chan<- fileJob
+	root string
+	opts Options
+	glob *globFilter
+	ctx  context.Context
+	// gitStack and rgStack are the .gitignore and .rgignore sets in
+	// effect, shallowest first.
+	gitStack, rgStack []*ruleSet
+	stop              *atomic.Bool
+	out               chan<- fileJob
 }
 
-// ancestor loads the .gitignore of d, a directory openRoot passed on
+// ancestor loads the ignore files of d, a directory openRoot passed on
 // its way to the root, when d lies at or below IgnoreRoot.
 func (w *walker) ancestor(d *pinnedDir) {
 	top := w.opts.IgnoreRoot
@@ -123,9 +130,21 @@ func (w *walker) ancestor(d *pinnedDir) {
 	if _, below := relBelow(top, d.path); !below && d.path != top {
 		return
 	}
-	if rs := loadIgnore(d); rs != nil {
-		w.stack = append(w.stack, rs)
+	w.push(d)
+}
+
+// push loads d's ignore files onto the stacks, reporting which it
+// pushed so pop can take them off again.
+func (w *walker) push(d *pinnedDir) (git, rg bool) {
+	if rs := loadIgnore(d, gitignoreName); rs != nil {
+		w.gitStack = append(w.gitStack, rs)
+		git = true
 	}
+	if rs := loadIgnore(d, rgignoreName); rs != nil {
+		w.rgStack = append(w.rgStack, rs)
+		rg = true
+	}
+	return git, rg
 }
 
 func (w *walker) walk(dir *pinnedDir, depth int) {
@@ -136,19 +155,16 @@ func (w *walker) walk(dir *pinnedDir, depth int) {
 	if err != nil && len(entries) == 0 {
 		return
 	}
-	pushed := false
-	for _, e := range entries {
-		if e.Name() == ".gitignore" {
-			if rs := loadIgnore(dir); rs != nil {
-				w.stack = append(w.stack, rs)
-				pushed = true
-			}
-			break
-		}
+	var git, rg bool
+	if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == gitignoreName || e.Name() == rgignoreName }) {
+		git, rg = w.push(dir)
 	}
 	defer func() {
-		if pushed {
-			w.stack = w.stack[:len(w.stack)-1]
+		if git {
+			w.gitStack = w.gitStack[:len(w.gitStack)-1]
+		}
+		if rg {
+			w.rgStack = w.rgStack[:len(w.rgStack)-1]
 		}
 	}()
 	for _, e := range entries {
@@ -196,23 +212,21 @@ func joinPath(dir, name string) string {
 	return dir + "/" + name
 }
 
-// admit applies the glob, then .gitignore (deepest first), then the
-// hidden rule, as ripgrep does.
+// admit applies the glob (which only narrows), then the .rgignore files
+// and then the .gitignore files (each deepest first; the first matching
+// rule decides), then the hidden rule, as ripgrep does.
 func (w *walker) admit(p, name string, isDir bool) bool {
-	if w.glob != nil {
-		switch w.glob.match(p, isDir) {
-		case ignored:
-			return false
-		case whitelist:
-			return true
-		}
+	if w.glob != nil && w.glob.match(p, isDir) == ignored {
+		return false
 	}
-	for i := len(w.stack) - 1; i >= 0; i-- {
-		switch w.stack[i].match(p, isDir) {
-		case ignored:
-			return false
-		case whitelist:
-			return true
+	for _, stack := range [...][]*ruleSet{w.rgStack, w.gitStack} {
+		for i := len(stack) - 1; i >= 0; i-- {
+			switch stack[i].match(p, isDir) {
+			case ignored:
+				return false
+			case whitelist:
+				return true
+			}
 		}
 	}
 	return !strings.HasPrefix(name, ".")
@@ -228,9 +242,11 @@ func isProtected(protected []string, p string) bool {
 }
 
 type goSearch struct {
-	re  *regexp.Regexp
-	o   Options
-	ctx context.Context
+	re      *regexp.Regexp
+	pre     *prefilter      // nil: no literal is required of a match
+	invalid *invalidMatcher // matches lines holding invalid UTF-8
+	o       Options
+	ctx     context.Context
 
 	matches atomic.Int64
 	stopped atomic.Bool
@@ -277,6 +293,9 @@ func (s *goSearch) run(files <-chan fileJob) (Result, error) {
 		}
 	}
 	res.Stopped = s.stopped.Load()
+	if res.Stopped {
+		res.Left = max(int(s.matches.Load())-MaxScanMatches, 1)
+	}
 	res.SkippedLarge = int(s.large.Load())
 	return res, s.ctx.Err()
 }
@@ -299,22 +318,38 @@ func (s *goSearch) file(job fileJob, buf []byte) ([]Hit, []byte) {
 	return s.scan(job.path, data), data
 }
 
-// scan finds the matching lines of data. The whole buffer is searched
-// first, so a file without a match costs one regexp pass; each candidate
-// line is then confirmed on its own, since a match of the whole buffer
-// may span lines where no single line matches.
+// scan finds the matching lines of data. With a prefilter, only the
+// lines holding one of its literals are matched, each on its own; without
+// one, the whole buffer is searched first, so a file without a match
+// costs one regexp pass, and each candidate line is then confirmed on its
+// own, since a match of the whole buffer may span lines where no single
+// line matches.
 func (s *goSearch) scan(path string, data []byte) []Hit {
 	var matchLines []int  // 0-based line indexes
 	line, counted := 0, 0 // newlines in data[:counted]
-	for pos := 0; pos <= len(data); {
-		loc := s.re.FindIndex(data[pos:])
-		if loc == nil {
-			break
+	var cache []int
+	if s.pre != nil {
+		cache = make([]int, len(s.pre.needles))
+		for i := range cache {
+			cache[i] = -2
 		}
-		off := pos + loc[0]
-		start := bytes.LastIndexByte(data[:off], '\n') + 1
+	}
+	for pos := 0; pos < len(data); {
+		var off int
+		if s.pre != nil {
+			if off = s.pre.next(data, pos, cache); off < 0 {
+				break
+			}
+		} else {
+			loc := s.re.FindIndex(data[pos:])
+			if loc == nil {
+				break
+			}
+			off = pos + loc[0]
+		}
+		start := pos + bytes.LastIndexByte(data[pos:off], '\n') + 1
 		if start == len(data) {
-			break // past the final newline (or an empty file): not a line
+			break // past the final newline: not a line
 		}
 		end := len(data)
 		if nl := bytes.IndexByte(data[off:], '\n'); nl >= 0 {
@@ -322,7 +357,7 @@ func (s *goSearch) scan(path string, data []byte) []Hit {
 		}
 		line += bytes.Count(data[counted:start], newline)
 		counted = start
-		if s.re.Match(data[start:end]) {
+		if s.lineMatch(data[start:end]) {
 			if s.matches.Add(1) > MaxScanMatches {
 				s.stopped.Store(true)
 				break
@@ -335,6 +370,15 @@ func (s *goSearch) scan(path string, data []byte) []Hit {
 		return nil
 	}
 	return s.hits(path, data, matchLines)
+}
+
+// lineMatch reports whether one line (without its terminator) matches,
+// with ripgrep's meaning where it holds invalid UTF-8.
+func (s *goSearch) lineMatch(line []byte) bool {
+	if utf8.Valid(line) {
+		return s.re.Match(line)
+	}
+	return s.invalid != nil && s.invalid.match(line)
 }
 
 var newline = []byte{'\n'}

@@ -155,12 +155,23 @@ func classChar(r rune) string {
 	return string(r)
 }
 
-// loadIgnore reads the .gitignore of the pinned directory d: a regular
-// file of at most MaxIgnoreFileBytes, opened without following a link or
-// blocking. Anything else there (missing, a link, a FIFO, a device, too
-// large, unreadable) is an empty set (nil).
-func loadIgnore(d *pinnedDir) *ruleSet {
-	data, err := d.readAt(".gitignore", nil, MaxIgnoreFileBytes)
+// Ignore files both engines honour, in the directory they sit in and
+// below it. Rules from any rgignoreName file take precedence over every
+// gitignoreName file (the deepest .rgignore with a matching rule decides
+// first), as ripgrep orders them; ripgrep's .ignore files are honoured by
+// neither.
+const (
+	gitignoreName = ".gitignore"
+	rgignoreName  = ".rgignore"
+)
+
+// loadIgnore reads the ignore file name (gitignoreName or rgignoreName)
+// of the pinned directory d: a regular file of at most
+// MaxIgnoreFileBytes, opened without following a link or blocking.
+// Anything else there (missing, a link, a FIFO, a device, too large,
+// unreadable) is an empty set (nil).
+func loadIgnore(d *pinnedDir, name string) *ruleSet {
+	data, err := d.readAt(name, nil, MaxIgnoreFileBytes)
 	if err != nil {
 		return nil
 	}
@@ -215,7 +226,11 @@ func relBelow(dir, p string) (string, bool) {
 	return "", false
 }
 
-// globFilter is the Options.Glob rule, matched relative to the root.
+// globFilter is the Options.Glob rule, matched relative to the root. It
+// only ever narrows: an excluding glob ("!glob") ignores the files and
+// directories it matches; an admitting glob ignores the files it does
+// not match. Neither admits anything the ignore files or the hidden rule
+// skip.
 type globFilter struct {
 	set    ruleSet
 	negate bool
@@ -244,21 +259,23 @@ func newGlobFilter(root, glob string) *globFilter {
 	return g
 }
 
-// match gives the glob's verdict: an excluding glob ignores what it
-// matches; an admitting glob whitelists matching paths and ignores
-// non-matching files (directories are still entered).
+// match gives the glob's verdict, ignored or none: an excluding glob
+// ignores what it matches; an admitting glob ignores the files it does
+// not match (directories are entered as the other rules say).
 func (g *globFilter) match(abs string, isDir bool) verdict {
 	m := g.set.match(abs, isDir) == ignored
 	switch {
 	case g.negate && m:
 		return ignored
-	case g.negate:
-		return none
-	case m:
-		return whitelist
-	case isDir:
+	case g.negate, isDir, m:
 		return none
 	default:
 		return ignored
 	}
+}
+
+// admits reports whether the glob lets the file abs, strictly below the
+// root, be searched.
+func (g *globFilter) admits(abs string) bool {
+	return g == nil || g.match(abs, false) != ignored
 }

@@ -3,6 +3,7 @@
 package search
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -69,6 +70,14 @@ func (d *pinnedDir) list() ([]os.DirEntry, error) {
 var errTooLarge = errors.New("file over the size bound")
 
 func (d *pinnedDir) readAt(name string, buf []byte, limit int) ([]byte, error) {
+	return d.read(name, buf, limit, 0)
+}
+
+func (d *pinnedDir) readLines(name string, buf []byte, limit, lines int) ([]byte, error) {
+	return d.read(name, buf, limit, max(lines, 1))
+}
+
+func (d *pinnedDir) read(name string, buf []byte, limit, lines int) ([]byte, error) {
 	if fi, err := d.root.Lstat(name); err != nil || !fi.Mode().IsRegular() {
 		return buf[:0], fs.ErrInvalid
 	}
@@ -81,23 +90,29 @@ func (d *pinnedDir) readAt(name string, buf []byte, limit int) ([]byte, error) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return buf[:0], fs.ErrInvalid
 	}
-	if fi.Size() > int64(limit) {
+	if lines == 0 && fi.Size() > int64(limit) {
 		return buf[:0], errTooLarge
 	}
 	b := buf[:0]
+	seen := 0
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
 		n, err := f.Read(b[len(b):cap(b)])
+		if lines > 0 {
+			n = min(n, limit-len(b))
+			seen += bytes.Count(b[len(b):len(b)+n], []byte{'\n'})
+		}
 		b = b[:len(b)+n]
-		if err == io.EOF {
+		switch {
+		case lines > 0 && seen >= lines:
 			return b, nil
-		}
-		if err != nil {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
 			return b, err
-		}
-		if len(b) > limit {
+		case lines > 0 && len(b) >= limit, lines == 0 && len(b) > limit:
 			return b, errTooLarge
 		}
 	}

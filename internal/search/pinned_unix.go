@@ -3,6 +3,7 @@
 package search
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -91,6 +92,19 @@ var errTooLarge = errors.New("file over the size bound")
 // with fs.ErrInvalid before a byte is read; a file over limit bytes (by
 // fstat, or while reading, since it may grow) with errTooLarge.
 func (d *pinnedDir) readAt(name string, buf []byte, limit int) ([]byte, error) {
+	return d.read(name, buf, limit, 0)
+}
+
+// readLines reads the first lines lines of the regular file name in d
+// into buf, as readAt opens and checks it: it stops once buf holds that
+// many newlines, at the end of the file, or after limit bytes (a longer
+// file is not refused: what was read is returned with errTooLarge).
+func (d *pinnedDir) readLines(name string, buf []byte, limit, lines int) ([]byte, error) {
+	return d.read(name, buf, limit, max(lines, 1))
+}
+
+// read is readAt when lines is 0, readLines otherwise.
+func (d *pinnedDir) read(name string, buf []byte, limit, lines int) ([]byte, error) {
 	fd, err := openat(d.fd, name, fileOpenFlags)
 	if err != nil {
 		return buf[:0], err
@@ -103,10 +117,11 @@ func (d *pinnedDir) readAt(name string, buf []byte, limit int) ([]byte, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return buf[:0], fs.ErrInvalid
 	}
-	if st.Size > int64(limit) {
+	if lines == 0 && st.Size > int64(limit) {
 		return buf[:0], errTooLarge
 	}
 	buf = buf[:0]
+	seen := 0 // newlines read, when counting lines
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -120,6 +135,18 @@ func (d *pinnedDir) readAt(name string, buf []byte, limit int) ([]byte, error) {
 		}
 		if n == 0 {
 			return buf, nil
+		}
+		if lines > 0 {
+			n = min(n, limit-len(buf))
+			seen += bytes.Count(buf[len(buf):len(buf)+n], []byte{'\n'})
+			buf = buf[:len(buf)+n]
+			if seen >= lines {
+				return buf, nil
+			}
+			if len(buf) >= limit {
+				return buf, errTooLarge
+			}
+			continue
 		}
 		buf = buf[:len(buf)+n]
 		if len(buf) > limit {

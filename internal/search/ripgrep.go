@@ -44,18 +44,34 @@ func RipgrepArgs(root string, o Options) []string { return RipgrepArgsFor(root, 
 
 // RipgrepArgsFor returns the arguments (without the program name) that
 // make ripgrep search root, named as op says, and select files as the Go
-// engine does: JSON events, no config file, .gitignore honoured with or
-// without a git repository, no .ignore/.rgignore, no global or
-// info/exclude ignores, no encoding sniffing (so a UTF-16 file is binary
-// to both), and the pattern, case and glob of o; ancestors' .gitignore
-// files are read only when o.IgnoreRoot lies above root (ripgrep then
-// reads every readable ancestor's, which the jail limits to the readable
-// roots). Run it with its working directory at root (at root's directory
-// when root is a file): ripgrep matches globs relative to its working
-// directory. Protected subtrees are not expressed as arguments;
+// engine does: JSON events, no config file, .gitignore and .rgignore
+// honoured with or without a git repository (ripgrep has no switch for
+// .rgignore short of dropping every ignore file, so the Go engine
+// honours it too), no .ignore, no global or info/exclude ignores, no
+// encoding sniffing (a UTF-16 file is then bytes to both: binary when it
+// holds a NUL byte, as any UTF-16 text with an ASCII character does),
+// and the pattern and case of o; ancestors' ignore files are read only
+// when o.IgnoreRoot lies above root (ripgrep then reads every readable
+// ancestor's, which the jail limits to the readable roots). An excluding
+// glob ("!glob") is passed as ripgrep's --glob; an admitting one is not,
+// since ripgrep's --glob admits the hidden and ignored files it matches,
+// and the collector applies it instead (only ever narrowing, as the Go
+// engine does). Run it with its working directory at root (at root's
+// directory when root is a file): ripgrep matches globs relative to its
+// working directory. Protected subtrees are not expressed as arguments;
 // RipgrepCollector drops them, as it drops binary files. Collect its
 // output with NewRipgrepCollectorFor(o, root, op).
 func RipgrepArgsFor(root string, o Options, op Operand) []string {
+	glob := ""
+	if strings.HasPrefix(o.Glob, "!") {
+		glob = o.Glob
+	}
+	return ripgrepArgs(root, o, op, glob)
+}
+
+// ripgrepArgs is RipgrepArgsFor passing glob, if any, as ripgrep's
+// --glob.
+func ripgrepArgs(root string, o Options, op Operand, glob string) []string {
 	args := []string{
 		"--json", "--no-config", "--line-number",
 		"--no-require-git", "--no-ignore-dot", "--no-ignore-exclude", "--no-ignore-global",
@@ -69,8 +85,8 @@ func RipgrepArgsFor(root string, o Options, op Operand) []string {
 	if c := min(max(o.Context, 0), MaxContext); c > 0 {
 		args = append(args, "--context", strconv.Itoa(c))
 	}
-	if o.Glob != "" {
-		args = append(args, "--glob", o.Glob)
+	if glob != "" {
+		args = append(args, "--glob", glob)
 	}
 	if o.IgnoreRoot == "" || o.IgnoreRoot == root {
 		// No ancestor's .gitignore applies; without this ripgrep would
@@ -197,24 +213,36 @@ func ParseRipgrepEvent(line []byte) (Event, error) {
 }
 
 // RipgrepCollector turns ripgrep's --json stream into a Result with the
-// Go engine's semantics: binary files and protected subtrees yield
-// nothing, hits are sorted, and collection stops at MaxScanMatches. It is
-// an io.Writer so it can be handed a command's stdout directly; it is not
-// safe for concurrent use.
+// Go engine's semantics: binary files, protected subtrees and files an
+// admitting glob does not match yield nothing, hits are sorted, and
+// collection stops at MaxScanMatches, keeping the first matches of the
+// file that crosses it (Result.Left counts the rest). It is an io.Writer
+// so it can be handed a command's stdout directly; it is not safe for
+// concurrent use.
 type RipgrepCollector struct {
 	protected []string
-	root      string           // the search root, for OperandDir and OperandStdin
-	op        Operand          // how ripgrep was pointed at root
-	partial   []byte           // an event line not yet terminated
-	pending   map[string][]Hit // hits of files whose end event is due
-	pendingN  int              // matches in pending
+	root      string      // the search root, for OperandDir and OperandStdin
+	op        Operand     // how ripgrep was pointed at root
+	glob      *globFilter // an admitting glob, applied below root; nil for none
+	context   int         // context lines around each match
+	partial   []byte      // an event line not yet terminated
+	pending   map[string]*pendingFile
+	held      int // matches held in pending
 	res       Result
 	err       error
 	summary   bool // the "summary" event arrived
 }
 
+// pendingFile is what was collected of a file whose end event is due.
+type pendingFile struct {
+	hits    []Hit
+	matches int // matching lines reported, held or not
+	held    int // matching lines in hits
+}
+
 // NewRipgrepCollector returns NewRipgrepCollectorFor(o, "", OperandPath):
-// a collector that keeps the paths ripgrep reports as they are.
+// a collector that keeps the paths ripgrep reports as they are (and,
+// having no root to match it against, applies no admitting glob).
 func NewRipgrepCollector(o Options) *RipgrepCollector {
 	return NewRipgrepCollectorFor(o, "", OperandPath)
 }
@@ -226,8 +254,25 @@ func NewRipgrepCollector(o Options) *RipgrepCollector {
 // StdinPath becomes root, and any other path (one such a run never
 // reports: absolute, climbing out with "..", or not StdinPath) fails the
 // stream with a *ParseError, so nothing outside root is ever collected.
+// An admitting o.Glob is matched against each path strictly below root
+// (a file root is searched whatever its name).
 func NewRipgrepCollectorFor(o Options, root string, op Operand) *RipgrepCollector {
-	return &RipgrepCollector{protected: o.Protected, root: root, op: op, pending: map[string][]Hit{}}
+	c := &RipgrepCollector{protected: o.Protected, root: root, op: op, context: min(max(o.Context, 0), MaxContext), pending: map[string]*pendingFile{}}
+	if o.Glob != "" && !strings.HasPrefix(o.Glob, "!") && root != "" {
+		c.glob = newGlobFilter(root, o.Glob)
+	}
+	return c
+}
+
+// selected reports whether hits in the file p are collected.
+func (c *RipgrepCollector) selected(p string) bool {
+	if isProtected(c.protected, p) {
+		return false
+	}
+	if _, below := relBelow(c.root, p); below && c.glob != nil {
+		return c.glob.admits(p)
+	}
+	return true
 }
 
 // place maps a path ripgrep reported to the absolute path it stands for.
@@ -300,39 +345,61 @@ func (c *RipgrepCollector) feed(line []byte) error {
 	case "summary":
 		c.summary = true
 	case "match", "context":
-		if isProtected(c.protected, ev.Path) {
+		if !c.selected(ev.Path) {
 			return nil
 		}
-		c.pending[ev.Path] = append(c.pending[ev.Path], Hit{Path: ev.Path, Line: ev.Line, Text: ev.Text, Match: ev.Type == "match"})
-		if ev.Type == "match" {
-			c.pendingN++
-			if c.res.Matches+c.pendingN > 2*MaxScanMatches {
-				// Hold no more than this, even for files that may yet
-				// turn out binary.
+		f := c.pending[ev.Path]
+		if f == nil {
+			f = &pendingFile{}
+			c.pending[ev.Path] = f
+		}
+		match := ev.Type == "match"
+		if match {
+			f.matches++
+		}
+		if f.matches > MaxScanMatches-c.res.Matches {
+			// Past what could be kept: counted, not held.
+			return nil
+		}
+		f.hits = append(f.hits, Hit{Path: ev.Path, Line: ev.Line, Text: ev.Text, Match: match})
+		if match {
+			f.held++
+			c.held++
+			if c.res.Matches+c.held > 2*MaxScanMatches {
+				// Files interleaved in the stream: hold no more than
+				// this, even for files that may yet turn out binary.
 				c.res.Stopped = true
 				return ErrScanFull
 			}
 		}
 	case "end":
-		hs := c.pending[ev.Path]
+		f := c.pending[ev.Path]
 		delete(c.pending, ev.Path)
-		m := 0
-		for _, h := range hs {
-			if h.Match {
-				m++
-			}
-		}
-		c.pendingN -= m
-		if ev.Binary || m == 0 {
+		if f == nil {
 			return nil
 		}
-		if c.res.Matches+m > MaxScanMatches {
-			c.res.Stopped = true
-			return ErrScanFull
+		c.held -= f.held
+		if ev.Binary || f.matches == 0 {
+			return nil
 		}
-		c.res.Matches += m
-		c.res.Files++
-		c.res.Hits = append(c.res.Hits, hs...)
+		room := MaxScanMatches - c.res.Matches
+		if f.matches <= room {
+			c.res.Matches += f.matches
+			c.res.Files++
+			c.res.Hits = append(c.res.Hits, f.hits...)
+			return nil
+		}
+		// The file crosses the limit: its first matches up to it stand,
+		// as the Go engine keeps them, and the rest are counted.
+		kept, _ := Bound(sortHits(f.hits), room, c.context)
+		if room > 0 {
+			c.res.Matches += room
+			c.res.Files++
+			c.res.Hits = append(c.res.Hits, kept...)
+		}
+		c.res.Left += f.matches - room
+		c.res.Stopped = true
+		return ErrScanFull
 	}
 	return nil
 }

@@ -28,16 +28,21 @@ const (
 )
 
 // Options is one search. The file-selection rules both engines apply:
-//   - an explicitly named file root is searched whatever its name (no
-//     glob, ignore or hidden rule applies to it), unless it is binary;
+//   - an explicitly named root is searched whatever its name: no glob,
+//     ignore or hidden rule applies to a file root, or to a directory
+//     root itself (only to what lies beneath it); a binary file root
+//     yields nothing;
 //   - beneath a directory root, entries are matched first against Glob
-//     (relative to the root, gitignore syntax; "!glob" excludes files and
-//     directories, a plain glob admits matching files only and admits
-//     them even when ignored or hidden), then against .gitignore files
-//     (those in the root and below it, and in its ancestors up to
-//     IgnoreRoot; deeper files win, the last matching line wins, "!"
-//     re-includes and also admits a hidden entry), then hidden entries
-//     (names starting with '.') are skipped;
+//     (relative to the root, gitignore syntax), which only narrows:
+//     "!glob" skips the files and directories it matches, a plain glob
+//     skips the files it does not match, and neither admits an entry
+//     the later rules skip; then against the .rgignore files and then
+//     the .gitignore files (those in the root and below it, and in its
+//     ancestors up to IgnoreRoot; within each kind deeper files win and
+//     the last matching line wins, and any .rgignore rule that matches
+//     decides before any .gitignore rule; "!" re-includes and also
+//     admits a hidden entry); then hidden entries (names starting with
+//     '.') are skipped. Ripgrep's .ignore files are not honoured;
 //   - symlinks are not followed, only regular files are read, subtrees at
 //     or under a Protected entry are skipped, and a file holding a NUL
 //     byte is binary and yields nothing.
@@ -66,11 +71,18 @@ type Hit struct {
 
 // Result is what a search found.
 type Result struct {
-	Hits         []Hit // sorted by Less
-	Matches      int   // matching lines found
-	Files        int   // files with at least one match
-	Stopped      bool  // MaxScanMatches was reached
-	SkippedLarge int   // files over MaxFileBytes (Go engine only)
+	Hits    []Hit // sorted by Less
+	Matches int   // matching lines found
+	Files   int   // files with at least one match
+	Stopped bool  // MaxScanMatches was reached
+	// Left counts the matching lines the search found past
+	// MaxScanMatches and did not keep (at least 1 when Stopped; a lower
+	// bound on what it left, since it stopped looking there).
+	Left         int
+	SkippedLarge int // files over MaxFileBytes (Go engine only)
+	// Unconfirmed counts the hits (matches and context lines) Confirm
+	// dropped because the file, read again, did not hold them.
+	Unconfirmed int
 }
 
 // PatternError is a pattern that does not compile. Error names the
