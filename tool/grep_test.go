@@ -15,6 +15,7 @@ import (
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/internal/search"
 	"github.com/agentloom/loom/internal/search/searchtest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -221,6 +222,8 @@ func TestGrepRefusals(t *testing.T) {
 		{map[string]any{"pattern": "(unclosed"}, "invalid_pattern", "missing closing )"},
 		{map[string]any{"pattern": "a{2,1}"}, "invalid_pattern", "invalid repeat count"},
 		{map[string]any{"pattern": ""}, "invalid_pattern", "empty pattern"},
+		{map[string]any{"pattern": strings.Repeat("(a|b)*", 1<<18)}, "invalid_pattern", fmt.Sprintf("at most %d are accepted", search.MaxPatternBytes)},
+		{map[string]any{"pattern": "x", "glob": strings.Repeat("*", 1<<20)}, "invalid_glob", "bytes"},
 		{map[string]any{"pattern": "x", "path": outside}, outsideCode(outside), "permission denied"},
 		{map[string]any{"pattern": "x", "path": "../"}, outsideCode(filepath.Dir(c.Workspace)), "permission denied"},
 		{map[string]any{"pattern": "x", "path": ".git/hooks"}, "protected_path", ".git/hooks"},
@@ -229,8 +232,8 @@ func TestGrepRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		o := runGrepArgs(t, c, tt.args)
-		if !o.IsError || grepCode(o) != tt.code || !strings.Contains(o.Text, tt.mention) {
-			t.Errorf("%v: IsError=%v code=%q text=%q, want %s mentioning %q", tt.args, o.IsError, grepCode(o), o.Text, tt.code, tt.mention)
+		if !o.IsError || grepCode(o) != tt.code || !strings.Contains(o.Text, tt.mention) || len(o.Text) > 1024 {
+			t.Errorf("%.200v: IsError=%v code=%q text=%.300q, want %s mentioning %q", tt.args, o.IsError, grepCode(o), o.Text, tt.code, tt.mention)
 		}
 	}
 }

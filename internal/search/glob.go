@@ -10,6 +10,10 @@ import (
 const (
 	// MaxGlobBytes bounds Options.Glob; a longer glob is refused.
 	MaxGlobBytes = 1024
+	// MaxPatternBytes bounds Options.Pattern; a longer pattern is refused
+	// before it is compiled (compiling and running a megabyte regexp
+	// costs minutes, and no search needs one).
+	MaxPatternBytes = 4096
 	// MaxQuotedBytes bounds how much of a model's value (a pattern, a
 	// glob) an error message quotes; a longer value is cut on a rune
 	// boundary and marked with "…".

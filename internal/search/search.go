@@ -111,6 +111,9 @@ func Compile(o Options) (*regexp.Regexp, error) {
 	if o.Pattern == "" {
 		return nil, &PatternError{Pattern: o.Pattern, Err: fmt.Errorf("empty pattern")}
 	}
+	if len(o.Pattern) > MaxPatternBytes {
+		return nil, &PatternError{Pattern: o.Pattern, Err: fmt.Errorf("the pattern is %d bytes; at most %d are accepted", len(o.Pattern), MaxPatternBytes)}
+	}
 	flags := "(?m)"
 	if o.CaseInsensitive {
 		flags = "(?mi)"
