@@ -18,7 +18,7 @@ const MaxFileBytes = 8 << 20
 type errTooLarge struct{ size int64 }
 
 func (e errTooLarge) Error() string {
-	return fmt.Sprintf("file is %d bytes; at most %d bytes (8 MiB) are read", e.size, MaxFileBytes)
+	return fmt.Sprintf("file is %d bytes; at most %d bytes (%d MiB) are read", e.size, MaxFileBytes, MaxFileBytes>>20)
 }
 
 // errIsDirectory is wrapped when a read meets a directory.

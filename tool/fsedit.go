@@ -117,7 +117,7 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 		return hunkFailure(err)
 	}
 	if len(applied.Content) > MaxFileBytes {
-		return Fail(CodeFileTooLarge, fmt.Sprintf("the edit would make %s %d bytes; at most %d bytes (8 MiB) are written. Nothing was written.", shown, len(applied.Content), MaxFileBytes))
+		return Fail(CodeFileTooLarge, fmt.Sprintf("the edit would make %s %d bytes; at most %d bytes (%d MiB) are written. Nothing was written.", shown, len(applied.Content), MaxFileBytes, MaxFileBytes>>20))
 	}
 	// The file was just read from its directory, so no parent is made:
 	// one that vanished since is a failure, not something to recreate.

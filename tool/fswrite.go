@@ -34,10 +34,10 @@ type WriteDetails struct {
 func WriteTool() Tool {
 	return Typed(Tool{
 		Name: "fs_write",
-		Description: "Write a whole file, creating missing parent directories. The answer gives the new `digest:` and " +
-			"the file's `N:anchor|text` lines, enough to plan an fs_edit without reading the file again " +
-			"(for files too large to show, fs_read them). Prefer fs_edit for changing part of an existing file. " +
-			"Files over 8 MiB are refused.",
+		Description: fmt.Sprintf("Write a whole file, creating missing parent directories. The answer gives the new `digest:` and "+
+			"the file's `N:anchor|text` lines, enough to plan an fs_edit without reading the file again "+
+			"(for files too large to show, fs_read them). Prefer fs_edit for changing part of an existing file. "+
+			"Files over %d MiB are refused.", MaxFileBytes>>20),
 		PromptSnippet: "fs_write: create or replace a whole file",
 		Replay:        ReplaySafe,
 		Mode:          Exclusive,
@@ -46,7 +46,7 @@ func WriteTool() Tool {
 
 func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 	if len(a.Content) > MaxFileBytes {
-		return Fail(CodeFileTooLarge, fmt.Sprintf("content is %d bytes; at most %d bytes (8 MiB) are written", len(a.Content), MaxFileBytes))
+		return Fail(CodeFileTooLarge, fmt.Sprintf("content is %d bytes; at most %d bytes (%d MiB) are written", len(a.Content), MaxFileBytes, MaxFileBytes>>20))
 	}
 	path, err := c.ResolveWrite(a.Path)
 	if err != nil {

@@ -161,14 +161,16 @@ type GrepDetails struct {
 func GrepTool() Tool {
 	return Typed(Tool{
 		Name: "grep",
-		Description: "Search file contents with a regular expression (RE2 syntax). Output lines are " +
-			"`path:line:text` for matches and `path-line-text` for context lines (groups separated by `--`), " +
-			"sorted by path then line. Skips hidden, .gitignored, .rgignored and binary files and protected paths. " +
-			"`path` is a file or directory (default: the workspace; naming a hidden or ignored one searches it); " +
-			"`glob` only narrows which files are searched (e.g. `*.go`, `!*_test.go`); " +
-			"`context` adds up to 10 lines around each match; `max_results` shows up to 1000 matching lines " +
-			"(default 100) and says how many more there were. A search stops after 60 s or 10000 matches. " +
-			"Lines longer than 1000 bytes are cut; output over 64 KiB is saved to a file fs_read can page through.",
+		Description: fmt.Sprintf("Search file contents with a regular expression (RE2 syntax, at most %d bytes). Output lines are "+
+			"`path:line:text` for matches and `path-line-text` for context lines (groups separated by `--`), "+
+			"sorted by path then line. Skips hidden, .gitignored, .rgignored and binary files and protected paths. "+
+			"`path` is a file or directory (default: the workspace; naming a hidden or ignored one searches it); "+
+			"`glob` only narrows which files are searched (e.g. `*.go`, `!*_test.go`); "+
+			"`context` adds up to %d lines around each match; `max_results` shows up to %d matching lines "+
+			"(default %d) and says how many more there were. A search stops after %d s or %d matches. "+
+			"Lines longer than %d bytes are cut; output over %d KiB is saved to a file fs_read can page through.",
+			search.MaxPatternBytes, MaxGrepContext, MaxGrepResults, DefaultGrepResults,
+			int(GrepTimeout/time.Second), search.MaxScanMatches, search.MaxLineBytes, blob.OverflowThreshold>>10),
 		PromptSnippet: "grep: regex search over files (ripgrep semantics), path:line:text results",
 		Replay:        ReplaySafe,
 		Mode:          Concurrent,
