@@ -44,7 +44,8 @@ type placed struct {
 // region at the place the lines were removed: End == Start-1, where Start is
 // the number the line after the deletion now has.
 type Region struct {
-	Start, End int
+	Start int `json:"start"`
+	End   int `json:"end"`
 }
 
 // Applied is the result of a successful Apply.

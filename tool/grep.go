@@ -221,6 +221,9 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	if err != nil {
 		return pathFailure(err)
 	}
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+		return Fail(CodeNotFound, fmt.Sprintf("%s does not exist; check the path (relative paths start at the workspace root) or search a directory above it", quoted(a.Path)))
+	}
 	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		// The resolved root holds no link, so one there now was swapped
 		// in since: nothing is searched through it.

@@ -229,6 +229,7 @@ func TestGrepRefusals(t *testing.T) {
 		{map[string]any{"pattern": "x", "path": ".git/hooks"}, "protected_path", ".git/hooks"},
 		{map[string]any{"pattern": "x", "path": "private/k.txt"}, "protected_path", "private"},
 		{map[string]any{"pattern": "x", "bogus": 1}, "unknown_property", "bogus"},
+		{map[string]any{"pattern": "x", "path": "nope"}, "not_found", `"nope" does not exist`},
 	}
 	for _, tt := range tests {
 		o := runGrepArgs(t, c, tt.args)
