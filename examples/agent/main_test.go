@@ -347,10 +347,13 @@ func TestAgentReplaysAConversation(t *testing.T) {
 			if want := []string{agent.NoteToolName, agent.SendToolName, "fs_read"}; !slices.Equal(names, want) {
 				t.Errorf("the child is offered %v, want %v", names, want)
 			}
-			return []wireBlock{use("c1", "fs_read", map[string]any{"path": "notes/a.txt"})}
+			// bash is not the child's: the governed registry refuses it.
+			return []wireBlock{use("c1", "fs_read", map[string]any{"path": "notes/a.txt"}),
+				use("c2", "bash", map[string]any{"command": "touch escaped"})}
 		},
 		func(t *testing.T, x exchange) []wireBlock {
 			expect(t, x, "c1", false, "2:"+hashline.AnchorOf("loom")+"|loom")
+			expect(t, x, "c2", true, "does not hold it")
 			return []wireBlock{text(childReport)}
 		},
 	}
@@ -374,6 +377,9 @@ func TestAgentReplaysAConversation(t *testing.T) {
 	}
 	if answer != finalAnswer {
 		t.Errorf("answer %q, want %q", answer, finalAnswer)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "escaped")); err == nil {
+		t.Errorf("the child ran a tool it does not hold")
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "notes", "a.txt")); err != nil || string(b) != edited {
 		t.Errorf("notes/a.txt: %q, %v", b, err)
