@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agentloom/loom/agent"
@@ -78,8 +79,11 @@ type Loop struct {
 	// MaxSteps bounds one run's model calls; zero or less means
 	// DefaultMaxSteps.
 	MaxSteps int
-	// Log, when set, is shown each step's tool calls and outcomes.
+	// Log, when set, is shown each step's tool calls and outcomes; the
+	// strands of one session write it one line at a time.
 	Log io.Writer
+
+	logMu sync.Mutex
 }
 
 // ErrStepLimit is returned by Run when the model is still calling tools
@@ -174,6 +178,8 @@ func (l *Loop) index(ctx context.Context, c *tool.Call, id, kind, role, text str
 
 func (l *Loop) logf(format string, args ...any) {
 	if l.Log != nil {
+		l.logMu.Lock()
+		defer l.logMu.Unlock()
 		fmt.Fprintf(l.Log, format, args...)
 	}
 }
