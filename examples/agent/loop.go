@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/tool"
+	"github.com/agentloom/loom/tool/plane"
+)
+
+// A Provider is one model API: it sends a conversation and answers the
+// model's next message. Everything provider-specific (wire format, tool
+// definitions, images) lives behind it, in one file per provider
+// (anthropic.go).
+type Provider interface {
+	Next(ctx context.Context, req Request) (Reply, error)
+}
+
+// Request is one model call: the system prompt, the tools the strand
+// holds, and the conversation so far.
+type Request struct {
+	System   string
+	Tools    []tool.Tool
+	Messages []Message
+}
+
+// Message is one turn of a conversation. A user turn carries Text (the
+// task, or messages sent to a sub-agent) and the Results of the previous
+// assistant turn's Calls, in the order of those calls.
+type Message struct {
+	Role    Role
+	Text    string
+	Calls   []plane.ToolCall
+	Results []plane.Result
+}
+
+// Role says who wrote a Message.
+type Role string
+
+// The two roles of a conversation.
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// Reply is the model's next message: its text and the tool calls it
+// makes, in the order it wrote them. A reply without calls is final.
+type Reply struct {
+	Text  string
+	Calls []plane.ToolCall
+}
+
+// DefaultMaxSteps bounds the model calls of one run when Loop.MaxSteps is
+// zero or less.
+const DefaultMaxSteps = 50
+
+// The kinds of history entries the loop indexes.
+const (
+	KindMessage    = "message"
+	KindToolCall   = "tool_call"
+	KindToolResult = "tool_result"
+)
+
+// Loop is the agent loop: it asks the Provider for the next message,
+// dispatches its tool calls as one batch through the plane, sends the
+// outcomes back, and indexes everything in the plane's history as it
+// goes, until the model answers without calling a tool. The same Loop
+// runs the main strand and, as its Runner, every sub-agent.
+type Loop struct {
+	Plane    *plane.Plane
+	Provider Provider
+	// MaxSteps bounds one run's model calls; zero or less means
+	// DefaultMaxSteps.
+	MaxSteps int
+	// Log, when set, is shown each step's tool calls and outcomes; the
+	// strands of one session write it one line at a time.
+	Log io.Writer
+
+	logMu sync.Mutex
+}
+
+// ErrStepLimit is returned by Run when the model is still calling tools
+// after MaxSteps model calls.
+var ErrStepLimit = errors.New("the model kept calling tools past the step limit")
+
+// Run runs one strand's turn: c is the strand's call template (its
+// Strand and OpID set), prompt its first message, tools the names it
+// holds (nil: every registered tool), inbox (optional) drains messages
+// sent to it between steps. It returns the model's final text.
+func (l *Loop) Run(ctx context.Context, c *tool.Call, system, prompt string, tools []string, inbox func() []string) (string, error) {
+	req := Request{System: system, Tools: l.toolsFor(tools), Messages: []Message{{Role: User, Text: prompt}}}
+	l.index(ctx, c, "prompt", KindMessage, string(User), prompt)
+	max := l.MaxSteps
+	if max <= 0 {
+		max = DefaultMaxSteps
+	}
+	dispatcher := l.Plane.Dispatcher()
+	for n := 1; n <= max; n++ {
+		step := fmt.Sprintf("step-%d", n)
+		reply, err := l.Provider.Next(ctx, req)
+		if err != nil {
+			return "", fmt.Errorf("%s %s: %w", c.Strand, step, err)
+		}
+		req.Messages = append(req.Messages, Message{Role: Assistant, Text: reply.Text, Calls: reply.Calls})
+		l.index(ctx, c, step+"/text", KindMessage, string(Assistant), reply.Text)
+		for i, call := range reply.Calls {
+			l.index(ctx, c, fmt.Sprintf("%s/call-%d", step, i), KindToolCall, string(Assistant), call.Name+" "+string(call.Args))
+		}
+		if len(reply.Calls) == 0 {
+			return reply.Text, nil
+		}
+		results := dispatcher.Dispatch(ctx, c, c.OpID, step, reply.Calls)
+		terminate := false
+		for i, r := range results {
+			l.logf("%s %s[%d] %s -> error=%v %s\n", c.Strand, step, i, r.Name, r.Outcome.IsError, firstLine(r.Outcome.Text))
+			l.index(ctx, c, fmt.Sprintf("%s/result-%d", step, i), KindToolResult, "tool", r.Name+": "+r.Outcome.Text)
+			terminate = terminate || r.Outcome.Terminate
+		}
+		next := Message{Role: User, Results: results}
+		if inbox != nil {
+			next.Text = strings.Join(inbox(), "\n\n")
+		}
+		req.Messages = append(req.Messages, next)
+		if terminate {
+			return reply.Text, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w (%d)", c.Strand, ErrStepLimit, max)
+}
+
+// Runner returns the loop as the reference Agency's Runner: each child
+// runs its own loop with its own tools and call coordinates.
+func (l *Loop) Runner() agent.Runner {
+	return agent.RunnerFunc(func(ctx context.Context, t agent.Turn) (string, error) {
+		return l.Run(ctx, l.Plane.CallFor(t.Strand, t.Operation), t.Notice, t.Prompt, t.Tools, t.Inbox)
+	})
+}
+
+// toolsFor returns the registered tools a strand holding names may call,
+// in registration order (nil: all of them).
+func (l *Loop) toolsFor(names []string) []tool.Tool {
+	all := l.Plane.Registry.Registered()
+	if names == nil {
+		return all
+	}
+	held := map[string]bool{}
+	for _, n := range names {
+		held[n] = true
+	}
+	var out []tool.Tool
+	for _, t := range all {
+		if held[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// index adds one entry to the plane's history index, when it has one.
+// The history is a help to the model, not the run's record: a failure
+// is logged and the run goes on.
+func (l *Loop) index(ctx context.Context, c *tool.Call, id, kind, role, text string) {
+	if l.Plane.Store == nil || text == "" {
+		return
+	}
+	e := history.Entry{Session: history.StrandSession(c), ID: c.OpID + "/" + id, Kind: kind, Role: role, Text: clip(text, history.MaxEntryTextBytes)}
+	if err := l.Plane.Store.Index(ctx, e); err != nil {
+		l.logf("%s: indexing %s: %v\n", c.Strand, e.ID, err)
+	}
+}
+
+func (l *Loop) logf(format string, args ...any) {
+	if l.Log != nil {
+		l.logMu.Lock()
+		defer l.logMu.Unlock()
+		fmt.Fprintf(l.Log, format, args...)
+	}
+}
+
+// clip cuts s to at most n bytes on a UTF-8 boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// firstLine is s up to its first newline, at most maxLogLine bytes.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return clip(s, maxLogLine)
+}
+
+// maxLogLine bounds one outcome's line in the log.
+const maxLogLine = 160

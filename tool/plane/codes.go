@@ -1,0 +1,59 @@
+package plane
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// The codes New fails with: an *Error's Code. They reach the host, never a
+// model.
+const (
+	// CodeWorkspaceRequired: Config.Workspace is empty.
+	CodeWorkspaceRequired tool.Code = "workspace_required"
+	// CodeWorkspaceUnusable: the workspace cannot be resolved or is not a
+	// directory.
+	CodeWorkspaceUnusable tool.Code = "workspace_unusable"
+	// CodeStoreInWorkspace: the blob store or the history index would lie
+	// in the workspace, where a jailed command could replace it.
+	CodeStoreInWorkspace tool.Code = "store_in_workspace"
+	// CodePolicyInvalid: the session's base policy fails broker.Validate,
+	// or leaves the scratch directory unwritable; the chain holds the
+	// broker's *broker.PolicyError where it has one.
+	CodePolicyInvalid tool.Code = "policy_invalid"
+	// CodeSetupFailed: a directory, the blob store, the history index or
+	// the registry could not be made; the chain holds the cause.
+	CodeSetupFailed tool.Code = "plane_setup_failed"
+)
+
+// Error is why New failed: a stable Code, what it concerns, and the
+// cause.
+type Error struct {
+	// Code is one of this package's codes.
+	Code tool.Code
+	// What names what failed, for the message ("workspace", "blob store",
+	// "history index", ...).
+	What string
+	// Err is the cause; Unwrap returns it.
+	Err error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("plane: %s: %v", e.What, e.Err) }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// CodeOf returns the Code of the first *Error in err's chain, or "" when
+// there is none.
+func CodeOf(err error) tool.Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func fail(code tool.Code, what string, err error) *Error {
+	return &Error{Code: code, What: what, Err: err}
+}

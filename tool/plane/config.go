@@ -1,0 +1,180 @@
+package plane
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/job"
+)
+
+// Family is a set of tool families, or'ed together.
+type Family uint
+
+// The tool families New can register, in the order it registers them.
+const (
+	// FamilyFiles is fs_read, fs_write, fs_edit and working_directory.
+	FamilyFiles Family = 1 << iota
+	// FamilyGrep is grep.
+	FamilyGrep
+	// FamilyShell is bash and the job tools job_poll, job_kill and
+	// job_send, and the job:// namespace of fs_read when FamilyFiles is in.
+	FamilyShell
+	// FamilyHistory is history_search and remember.
+	FamilyHistory
+	// FamilyAgents is agent_spawn, agent_send, agent_wait, agent_note,
+	// agent_notes, agent_roster and todo; todo alone when the host brings
+	// neither a Runner nor an Agency (no spawn is offered that could not
+	// run).
+	FamilyAgents
+
+	// AllFamilies is every family: what a zero Config.Families means.
+	AllFamilies = FamilyFiles | FamilyGrep | FamilyShell | FamilyHistory | FamilyAgents
+)
+
+// Has reports whether f includes every family of g.
+func (f Family) Has(g Family) bool { return f&g == g }
+
+// DefaultStrand is the root strand's name when Config.Strand is empty.
+const DefaultStrand = "main"
+
+// DefaultPath is the PATH of DefaultEnv.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// The directories, under the user cache directory (os.UserCacheDir), where
+// New keeps what the plane stores when the Config names no place.
+const (
+	// ScratchParent holds one fresh session scratch directory per plane,
+	// removed by Close.
+	ScratchParent = "loom/scratch"
+	// HistoryParent holds one history index per workspace, named
+	// HistoryFilePrefix, the first HistoryDigestChars hex characters of
+	// the SHA-256 of the resolved workspace path, and HistoryFileSuffix,
+	// so later sessions in the same workspace find what earlier ones
+	// wrote.
+	HistoryParent = "loom/history"
+	// HistoryFilePrefix and HistoryFileSuffix frame a history file's name.
+	HistoryFilePrefix = "workspace-"
+	HistoryFileSuffix = ".sqlite"
+	// HistoryDigestChars is how many hex characters of the workspace's
+	// digest name its history file.
+	HistoryDigestChars = 16
+)
+
+// Config configures New. It is passed by value and its zero value works
+// once Workspace is set: every other field left zero takes the default it
+// documents.
+type Config struct {
+	// Workspace is the root of the model's workspace: required. A
+	// relative path is taken from the current directory; the path is
+	// resolved (links included) and must be a directory.
+	Workspace string
+	// Strand is the root strand's name, the Strand of the session's Call.
+	// Empty means DefaultStrand.
+	Strand string
+	// Families selects the tool families to register. Zero means
+	// AllFamilies.
+	Families Family
+
+	// Policy, when set, is handed DefaultPolicy for this session and
+	// returns the session's base policy (for example the default with the
+	// network on); New validates the result with broker.Validate. Nil
+	// keeps DefaultPolicy.
+	Policy func(broker.Policy) broker.Policy
+	// Env is the environment commands start from (the broker still passes
+	// only what the policy's EnvAllow names; DefaultPolicy allows exactly
+	// Env's keys). Nil means DefaultEnv(workspace).
+	Env map[string]string
+	// Scratch is the session scratch directory commands see as TMPDIR
+	// (tool.Call.TempDir), created if missing and kept by Close. Empty
+	// means a fresh private directory under ScratchParent in the user
+	// cache directory, outside the workspace, which Close removes.
+	Scratch string
+
+	// Blobs is the blob store overflowing output goes to, owned by the
+	// host (Close leaves it open). Nil means the store at BlobDir.
+	Blobs *blob.Store
+	// BlobDir is where New opens the blob store when Blobs is nil; it
+	// must lie outside the workspace. Empty means blob.DefaultRoot (in the
+	// user cache directory).
+	BlobDir string
+
+	// Broker runs the jailed commands of bash, the job plane and grep's
+	// ripgrep engine, owned by the host (Close leaves it). Nil means a
+	// broker New makes with BrokerOptions and Close closes.
+	Broker *broker.Broker
+	// BrokerOptions configure the broker New makes when Broker is nil;
+	// the zero value is broker's default (every available layer, no
+	// unconfined runs).
+	BrokerOptions broker.Options
+
+	// Jobs is the job plane behind bash's auto and background modes and
+	// the job tools, owned by the host. Nil means a job.Plane over the
+	// broker, made with JobOptions (its Blobs set to the plane's store
+	// when left nil), which Close closes.
+	Jobs job.Jobs
+	// JobOptions configure the job plane New makes when Jobs is nil.
+	JobOptions job.Options
+
+	// History and Memory are the seams behind history_search and
+	// remember, owned by the host. Each one left nil is served by one
+	// reference index (history/sqlite) at HistoryPath, which Close
+	// closes and Plane.Store exposes for indexing.
+	History history.History
+	Memory  history.Memory
+	// HistoryPath is the reference index's file. Empty means the
+	// workspace's file under HistoryParent in the user cache directory.
+	// It must lie outside the workspace.
+	HistoryPath string
+	// SessionOf tells history_search and remember which session a call
+	// belongs to. Nil means history.StrandSession.
+	SessionOf history.SessionOf
+
+	// Agency is the seam behind the agent tools and todo, owned by the
+	// host (it ties it to the registry itself). Nil means the reference
+	// agent.Reference running children with Runner under AgentOptions,
+	// governing the registry (agent.Reference.Govern), closed by Close.
+	Agency agent.Agency
+	// Runner runs one sub-agent's turn for the reference Agency: the
+	// host's model loop over the child's tools, dispatching the child's
+	// calls with CallFor(turn.Strand, turn.Operation). It is first called
+	// once a model spawns, so it may refer to the Plane New returns. Nil
+	// (with Agency nil) leaves todo as the only tool of FamilyAgents.
+	Runner agent.Runner
+	// AgentOptions configure the reference Agency.
+	AgentOptions agent.Options
+
+	// MaxParallel bounds how many calls of one batch the plane's
+	// Dispatcher runs at once. Zero or less means DefaultMaxParallel.
+	MaxParallel int
+}
+
+// DefaultEnv is the environment commands start from unless Config.Env
+// says otherwise: PATH (DefaultPath), HOME (the workspace), LANG (C.UTF-8)
+// and TERM (dumb). bash adds TMPDIR itself.
+func DefaultEnv(workspace string) map[string]string {
+	return map[string]string{"PATH": DefaultPath, "HOME": workspace, "LANG": "C.UTF-8", "TERM": "dumb"}
+}
+
+// DefaultPolicy is the base policy a session gets unless Config.Policy
+// changes it: commands read the system directories a shell needs
+// (broker.SystemReadableRoots, as system roots, which the file tools
+// never read), write the workspace and the scratch directory, never touch
+// the workspace's git control files (broker.DefaultProtected), have no
+// network, and receive the variables env names (sorted).
+func DefaultPolicy(workspace, scratch string, env map[string]string) broker.Policy {
+	writable := []string{workspace}
+	if scratch != "" && !broker.Covers(workspace, scratch) {
+		writable = append(writable, scratch)
+	}
+	return broker.Policy{
+		SystemRoots:   broker.SystemReadableRoots(),
+		WritableRoots: writable,
+		Protected:     broker.DefaultProtected(workspace),
+		Network:       broker.NetworkOff,
+		EnvAllow:      slices.Sorted(maps.Keys(env)),
+	}
+}

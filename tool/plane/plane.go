@@ -1,0 +1,405 @@
+package plane
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/history/sqlite"
+	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
+)
+
+// CloseWait bounds how long Close waits for the job plane it made to kill
+// and reap what still runs.
+const CloseWait = 10 * time.Second
+
+// Plane is one session's assembled tool plane. Its fields are set by New
+// and must not be reassigned; the Call template's host-side hooks
+// (ObserveOutput, RaiseRefusal, Now) may be set before the first call.
+type Plane struct {
+	// Registry holds every tool of the configured families, in the order
+	// FamilyFiles, FamilyGrep, FamilyShell, FamilyHistory, FamilyAgents
+	// (each family in the order its package lists it).
+	Registry *tool.Registry
+	// Call is the root strand's session template: workspace, strand,
+	// base policy, environment, scratch directory, shell directory,
+	// broker and blob store. Copy it per call with At, or let Dispatcher
+	// do it.
+	Call *tool.Call
+	// Broker, Blobs and Jobs are the infrastructure the tools share: the
+	// host's own where the Config named them, else the plane's.
+	Broker *broker.Broker
+	Blobs  *blob.Store
+	Jobs   job.Jobs
+	// Store is the reference history index New opened, which the host
+	// feeds with Index or IndexBatch as its session log grows (history_search
+	// finds only what was indexed); nil when the host brought both
+	// History and Memory, or left FamilyHistory out.
+	Store *sqlite.Store
+	// Agency is the seam behind FamilyAgents: the host's, or the
+	// reference agent.Reference New made; nil without FamilyAgents.
+	Agency agent.Agency
+	// MaxParallel is the Dispatcher's bound (Config.MaxParallel, defaults
+	// applied).
+	MaxParallel int
+
+	mu      sync.Mutex
+	shells  map[string]*tool.Shell
+	closers []func() error
+	once    sync.Once
+	closed  error
+}
+
+// New assembles the plane cfg describes. On failure it returns an *Error
+// (read its Code with CodeOf) and has released everything it made.
+func New(cfg Config) (*Plane, error) {
+	p := &Plane{shells: map[string]*tool.Shell{}}
+	if err := p.build(cfg); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Plane) build(cfg Config) error {
+	ws, err := workspaceOf(cfg.Workspace)
+	if err != nil {
+		return err
+	}
+	fam := cfg.Families
+	if fam == 0 {
+		fam = AllFamilies
+	}
+	strand := cfg.Strand
+	if strand == "" {
+		strand = DefaultStrand
+	}
+	env := cfg.Env
+	if env == nil {
+		env = DefaultEnv(ws)
+	}
+	scratch, err := p.scratch(cfg.Scratch)
+	if err != nil {
+		return err
+	}
+	base := DefaultPolicy(ws, scratch, env)
+	if cfg.Policy != nil {
+		base = cfg.Policy(base)
+	}
+	if err := broker.Validate(base); err != nil {
+		return fail(CodePolicyInvalid, "base policy", err)
+	}
+	if !writable(ws, base, scratch) {
+		return fail(CodePolicyInvalid, "base policy", fmt.Errorf("the scratch directory %s is neither in the workspace nor under a writable root", scratch))
+	}
+	if err := p.openBlobs(cfg, ws); err != nil {
+		return err
+	}
+	p.Broker = cfg.Broker
+	if p.Broker == nil {
+		p.Broker = broker.New(cfg.BrokerOptions)
+		p.closers = append(p.closers, p.Broker.Close)
+	}
+	p.MaxParallel = cfg.MaxParallel
+	if p.MaxParallel <= 0 {
+		p.MaxParallel = DefaultMaxParallel
+	}
+
+	var tools []tool.Tool
+	var schemes []tool.Scheme
+	if fam.Has(FamilyShell) {
+		p.openJobs(cfg)
+		schemes = append(schemes, job.Scheme(p.Jobs))
+	}
+	if fam.Has(FamilyFiles) {
+		tools = append(tools, tool.ReadTool(schemes...), tool.WriteTool(), tool.EditTool(), tool.WorkdirTool())
+	}
+	if fam.Has(FamilyGrep) {
+		tools = append(tools, tool.GrepTool())
+	}
+	if fam.Has(FamilyShell) {
+		tools = append(tools, job.BashTool(p.Jobs))
+		tools = append(tools, job.Tools(p.Jobs)...)
+	}
+	if fam.Has(FamilyHistory) {
+		h, m, err := p.openHistory(cfg, ws)
+		if err != nil {
+			return err
+		}
+		tools = append(tools, history.SearchTool(h, cfg.SessionOf), history.RememberTool(m, cfg.SessionOf))
+	}
+	var govern *agent.Reference
+	if fam.Has(FamilyAgents) {
+		p.Agency = cfg.Agency
+		if p.Agency == nil {
+			govern = agent.NewAgency(cfg.Runner, cfg.AgentOptions)
+			p.Agency = govern
+			p.closers = append(p.closers, govern.Close)
+		}
+		if cfg.Agency == nil && cfg.Runner == nil {
+			tools = append(tools, agent.TodoTool(p.Agency))
+		} else {
+			tools = append(tools, agent.Tools(p.Agency)...)
+		}
+	}
+	if p.Registry, err = tool.NewRegistry(tools...); err != nil {
+		return fail(CodeSetupFailed, "registry", err)
+	}
+	if govern != nil {
+		govern.Govern(p.Registry)
+	}
+	p.Call = &tool.Call{
+		Workspace: ws,
+		Strand:    strand,
+		Base:      base,
+		Env:       env,
+		TempDir:   scratch,
+		Shell:     p.shellOf(strand),
+		Broker:    p.Broker,
+		Blobs:     p.Blobs,
+	}
+	return nil
+}
+
+// CallFor returns a copy of the session template for strand calling in
+// operation opID: what a Runner dispatches a child's calls with
+// (CallFor(turn.Strand, turn.Operation)). Each strand keeps its own shell
+// directory across its runs; the rest is the session's.
+func (p *Plane) CallFor(strand, opID string) *tool.Call {
+	c := *p.Call
+	c.Strand, c.OpID, c.StepID, c.SourceIndex = strand, opID, "", 0
+	c.Shell = p.shellOf(strand)
+	return &c
+}
+
+// Dispatcher returns the batch dispatcher over the plane's registry,
+// bounded by MaxParallel.
+func (p *Plane) Dispatcher() Dispatcher {
+	return Dispatcher{Registry: p.Registry, MaxParallel: p.MaxParallel}
+}
+
+// Close releases what New made, last made first: the reference Agency
+// (aborting running children and waiting for their runners), the job
+// plane (killing what still runs, within CloseWait), the history index,
+// the blob store, the broker's warm helper, and a scratch directory New
+// created. What the host brought stays open. Close is safe to call more
+// than once and returns the first call's errors, joined.
+func (p *Plane) Close() error {
+	p.once.Do(func() {
+		var errs []error
+		for i := len(p.closers) - 1; i >= 0; i-- {
+			if err := p.closers[i](); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		p.closed = errors.Join(errs...)
+	})
+	return p.closed
+}
+
+func (p *Plane) shellOf(strand string) *tool.Shell {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.shells[strand]
+	if !ok {
+		s = &tool.Shell{}
+		p.shells[strand] = s
+	}
+	return s
+}
+
+// workspaceOf resolves the configured workspace.
+func workspaceOf(dir string) (string, error) {
+	if dir == "" {
+		return "", fail(CodeWorkspaceRequired, "workspace", errors.New("Config.Workspace is empty; name the directory the tools work in"))
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fail(CodeWorkspaceUnusable, "workspace", err)
+	}
+	ws, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fail(CodeWorkspaceUnusable, "workspace", err)
+	}
+	if fi, err := os.Stat(ws); err != nil {
+		return "", fail(CodeWorkspaceUnusable, "workspace", err)
+	} else if !fi.IsDir() {
+		return "", fail(CodeWorkspaceUnusable, "workspace", fmt.Errorf("%s is not a directory", ws))
+	}
+	return ws, nil
+}
+
+// scratch returns the session scratch directory, resolved: dir (created
+// if missing, kept) when set, else a fresh private directory under the
+// user cache directory, which Close removes.
+func (p *Plane) scratch(dir string) (string, error) {
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", fail(CodeSetupFailed, "scratch directory", err)
+		}
+		if err := os.MkdirAll(abs, 0o700); err != nil {
+			return "", fail(CodeSetupFailed, "scratch directory", err)
+		}
+		resolved, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return "", fail(CodeSetupFailed, "scratch directory", err)
+		}
+		return resolved, nil
+	}
+	parent, err := cacheDir(ScratchParent)
+	if err != nil {
+		return "", fail(CodeSetupFailed, "scratch directory", fmt.Errorf("%w; set Config.Scratch", err))
+	}
+	made, err := os.MkdirTemp(parent, "session-")
+	if err != nil {
+		return "", fail(CodeSetupFailed, "scratch directory", err)
+	}
+	p.closers = append(p.closers, func() error { return os.RemoveAll(made) })
+	resolved, err := filepath.EvalSymlinks(made)
+	if err != nil {
+		return "", fail(CodeSetupFailed, "scratch directory", err)
+	}
+	return resolved, nil
+}
+
+// writable reports whether base lets commands write scratch.
+func writable(ws string, base broker.Policy, scratch string) bool {
+	if broker.Covers(ws, scratch) {
+		return true
+	}
+	for _, r := range base.WritableRoots {
+		if broker.Covers(r, scratch) {
+			return true
+		}
+	}
+	return false
+}
+
+// cacheDir returns <user cache>/sub, created (private) if missing, with
+// links resolved.
+func cacheDir(sub string) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, sub)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(dir)
+}
+
+func (p *Plane) openBlobs(cfg Config, ws string) error {
+	if cfg.Blobs != nil {
+		p.Blobs = cfg.Blobs
+		return nil
+	}
+	root := cfg.BlobDir
+	if root == "" {
+		var err error
+		if root, err = blob.DefaultRoot(); err != nil {
+			return fail(CodeSetupFailed, "blob store", fmt.Errorf("%w; set Config.BlobDir", err))
+		}
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return fail(CodeSetupFailed, "blob store", err)
+	}
+	store, err := blob.Open(root)
+	if err != nil {
+		return fail(CodeSetupFailed, "blob store", err)
+	}
+	p.closers = append(p.closers, store.Close)
+	if broker.Covers(ws, store.Root()) {
+		return fail(CodeStoreInWorkspace, "blob store", fmt.Errorf("%s is inside the workspace %s, where a command could tamper with it; choose a directory outside it", store.Root(), ws))
+	}
+	p.Blobs = store
+	return nil
+}
+
+func (p *Plane) openJobs(cfg Config) {
+	if cfg.Jobs != nil {
+		p.Jobs = cfg.Jobs
+		return
+	}
+	opts := cfg.JobOptions
+	if opts.Blobs == nil {
+		opts.Blobs = p.Blobs
+	}
+	jp := job.NewPlane(p.Broker, opts)
+	p.Jobs = jp
+	p.closers = append(p.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), CloseWait)
+		defer cancel()
+		return jp.Close(ctx)
+	})
+}
+
+// openHistory returns the History and Memory seams, opening the
+// reference index for whichever the host left nil.
+func (p *Plane) openHistory(cfg Config, ws string) (history.History, history.Memory, error) {
+	h, m := cfg.History, cfg.Memory
+	if h != nil && m != nil {
+		return h, m, nil
+	}
+	path, err := historyPath(cfg.HistoryPath, ws)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := sqlite.Open(path, sqlite.Options{})
+	if err != nil {
+		return nil, nil, fail(CodeSetupFailed, "history index", err)
+	}
+	p.closers = append(p.closers, store.Close)
+	p.Store = store
+	if h == nil {
+		h = store
+	}
+	if m == nil {
+		m = store
+	}
+	return h, m, nil
+}
+
+// historyPath returns the index file's path, its directory created and
+// resolved, refusing one inside the workspace.
+func historyPath(path, ws string) (string, error) {
+	var dir, name string
+	if path == "" {
+		d, err := cacheDir(HistoryParent)
+		if err != nil {
+			return "", fail(CodeSetupFailed, "history index", fmt.Errorf("%w; set Config.HistoryPath", err))
+		}
+		sum := sha256.Sum256([]byte(ws))
+		dir, name = d, HistoryFilePrefix+hex.EncodeToString(sum[:])[:HistoryDigestChars]+HistoryFileSuffix
+	} else {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", fail(CodeSetupFailed, "history index", err)
+		}
+		dir, name = filepath.Dir(abs), filepath.Base(abs)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fail(CodeSetupFailed, "history index", err)
+		}
+		if dir, err = filepath.EvalSymlinks(dir); err != nil {
+			return "", fail(CodeSetupFailed, "history index", err)
+		}
+	}
+	full := filepath.Join(dir, name)
+	if broker.Covers(ws, full) {
+		return "", fail(CodeStoreInWorkspace, "history index", fmt.Errorf("%s is inside the workspace %s, where a command could tamper with it; choose a path outside it", full, ws))
+	}
+	return full, nil
+}
