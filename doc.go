@@ -17,6 +17,12 @@
 //   - hashline, blob: anchored editing and the content-addressed store,
 //     pure leaves the tools stand on.
 //   - tool/mcpserve: serves a Registry to MCP clients over stdio.
+//   - tool/plane: assembles the whole plane from the reference
+//     implementations (whole or in part) and dispatches one model turn's
+//     batch of calls with their coordinates; the place a host starts.
+//
+// examples/quickstart, examples/agent (a model loop over the Anthropic
+// Messages API) and examples/mcpserver are runnable hosts.
 //
 // # Glossary
 //
