@@ -12,8 +12,10 @@
 //     "sub:{parent}/{slug}-{digest}" (MintName): the slug is the purpose,
 //     folded and capped, and only decorates; the digest is sixteen hex
 //     characters over the call site (operation, step, source index and
-//     Minter) and is the whole of what tells two children apart. No model
-//     text reaches the digest. A handle "{strand}#{operation}" names one
+//     Minter) and, with the parent, is the whole of what tells two
+//     children apart (CallSite): a replay at one call site reconciles onto
+//     the child it minted whatever its purpose. No model text reaches the
+//     digest. A handle "{strand}#{operation}" names one
 //     run; ParseHandle is total.
 //   - Result contracts: ParseResultSchema accepts only the subset of JSON
 //     Schema it can enforce and refuses the rest; Judge reports a verdict
@@ -77,5 +79,6 @@
 //     never the code again. A pending wait is a success.
 //   - agent_send is tool.ReplayNever (a replay would deliver twice); the
 //     other tools are tool.ReplaySafe: a replayed spawn reconciles onto the
-//     child its call site already minted.
+//     child its call site already minted, and says so when the purpose it
+//     carries was not taken.
 package agent

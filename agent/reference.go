@@ -27,6 +27,7 @@ type Reference struct {
 	mu       sync.Mutex
 	closed   bool
 	strands  map[string]*strand
+	sites    map[CallSite]string // the child each call site minted
 	order    []string            // strand names in creation order
 	kids     map[string][]string // child names per parent, in creation order
 	live     int                 // running runs in the session
@@ -50,6 +51,7 @@ func NewAgency(runner Runner, opts Options) *Reference {
 		base:     base,
 		cancel:   cancel,
 		strands:  map[string]*strand{},
+		sites:    map[CallSite]string{},
 		children: map[string]int{},
 		kids:     map[string][]string{},
 		notes:    map[string]noteEntry{},
