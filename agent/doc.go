@@ -22,8 +22,10 @@
 //     (NoResultAsked, valid, missing, mismatched) beside the prose report.
 //   - The todo board's semantics, pure (ApplyTodo): one active task, the
 //     first pending task promoted when none is, blocked tasks never
-//     promoted, texts distinct under LooseKey, every op written to its
-//     postcondition so a replay lands the same board.
+//     promoted, texts distinct under LooseKey (an item that matches a
+//     task already listed is merged into it, and ApplyTodoReport and the
+//     tool's answer say so), every op written to its postcondition so a
+//     replay lands the same board.
 //   - The model's half of each tool: schemas (derived from the argument
 //     structs), clamps, wording, and in-band refusals with stable codes.
 //   - The agent vocabulary's codes: tool.Code constants (CodeDepthCap,
