@@ -7,7 +7,8 @@
 //     browse of the calling session's newest entries (Recent), and a read of
 //     one entry with its neighbours (Read). The history_search tool
 //     (SearchTool) is a thin shell over it.
-//   - Memory: Remember, which stores one redacted note. The remember tool
+//   - Memory: Remember, which stores one redacted note, or finds an
+//     identical one already stored and says so. The remember tool
 //     (RememberTool) is a thin shell over it. There is deliberately no tool
 //     that reads memory back: notes are indexed entries of kind "note" and
 //     are found with history_search kind=note, so there is no second read
@@ -61,10 +62,13 @@
 //     answers: at most the clamped limit of hits, each snippet at most
 //     MaxSnippetBytes bytes (ClipSnippet).
 //   - At most MaxNotes notes are ever stored in one memory store: a
-//     durable lifetime ceiling every Memory implementation keeps.
+//     durable lifetime ceiling every Memory implementation keeps. A
+//     Memory that finds a note already stored (Remembered.AlreadyStored)
+//     stores and counts nothing, so the ceiling counts distinct notes.
 //   - Every number a tool's description or schema states comes from its
 //     constant.
 //   - history_search asks the broker for nothing and is ReplaySafe and
-//     Concurrent; remember is ReplayNever (a replay would store the note
+//     Concurrent; remember is ReplayNever (a Memory need not recognise a
+//     note it holds, and a replay to one that does not would store it
 //     twice) and Exclusive.
 package history

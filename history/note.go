@@ -43,7 +43,8 @@ const (
 	// MaxNoteChars bounds a note's text, in characters, after redaction.
 	MaxNoteChars = 4000
 	// MaxNotes is the lifetime ceiling: the most notes one memory store
-	// ever accepts. It is a durable count, never reset.
+	// ever accepts. It is a durable count of distinct notes (one found
+	// already stored is not counted again), never reset.
 	MaxNotes = 500
 )
 

@@ -41,7 +41,10 @@
 //     each snippet at most history.MaxSnippetBytes bytes.
 //   - At most history.MaxNotes notes are ever stored in one database: a
 //     durable lifetime ceiling, counted in the same transaction as the
-//     write and never reset.
+//     write and never reset. A note identical to one stored (kind, title,
+//     description and text as history.PrepareNote leaves them) is
+//     answered history.Remembered.AlreadyStored, and neither stored nor
+//     counted.
 //   - A database with a schema newer than SchemaVersion is refused, never
 //     written.
 package sqlite
