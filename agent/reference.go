@@ -162,7 +162,7 @@ func (a *Reference) descendantLocked(ancestor string, target *strand) bool {
 func (a *Reference) targetLocked(c Caller, name string) (*strand, error) {
 	s, ok := a.strands[name]
 	if !ok {
-		return nil, refuse(CodeUnknownHandle, "no strand %q exists; use a handle agent_spawn or agent_send returned", name)
+		return nil, refuse(CodeUnknownHandle, "no strand %s exists; use a handle agent_spawn or agent_send returned", quote(name))
 	}
 	if !a.descendantLocked(c.Strand, s) {
 		return nil, refuse(CodeNotDescendant, "strand %q is not a descendant of %q; only strands you spawned (or they spawned) can be addressed", name, c.Strand)

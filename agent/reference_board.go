@@ -44,7 +44,7 @@ func ValidNoteKey(key string) bool {
 // Note implements Agency.
 func (a *Reference) Note(ctx context.Context, c Caller, key string, value json.RawMessage) (Note, error) {
 	if !ValidNoteKey(key) {
-		return Note{}, refuse(CodeBadNoteKey, "note key %q must be segments of letters, digits, '.', '_' or '-' joined by '/', at most %d bytes, and not %q", key, MaxNoteKeyBytes, TodoNoteKey)
+		return Note{}, refuse(CodeBadNoteKey, "note key %s must be segments of letters, digits, '.', '_' or '-' joined by '/', at most %d bytes, and not %q", quote(key), MaxNoteKeyBytes, TodoNoteKey)
 	}
 	if len(value) > MaxNoteBytes {
 		return Note{}, refuse(CodeNoteTooLarge, "the note is %d bytes, more than %d; store a summary", len(value), MaxNoteBytes)

@@ -80,7 +80,7 @@ func (a *Reference) checkSpawn(req SpawnRequest) error {
 		if len(a.opts.Models) == 0 {
 			return refuse(CodeUnknownModel, "this host offers no model choice; omit model")
 		}
-		return refuse(CodeUnknownModel, "model %q is not offered; choose one of %s", req.Model, strings.Join(a.opts.Models, ", "))
+		return refuse(CodeUnknownModel, "model %s is not offered; choose one of %s", quote(req.Model), strings.Join(a.opts.Models, ", "))
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (a *Reference) childTools(parent *strand, c Caller, asked []string) ([]stri
 	case asked != nil:
 		for _, t := range asked {
 			if !holds(t) {
-				return nil, refuse(tool.CodeToolNotHeld, "tool %q is not held by %q, so a child cannot be given it", t, c.Strand)
+				return nil, refuse(tool.CodeToolNotHeld, "tool %s is not held by %q, so a child cannot be given it", quote(t), c.Strand)
 			}
 		}
 		base = asked

@@ -122,13 +122,13 @@ func (b Board) Resolve(name string) (int, error) {
 	for i, t := range b.Tasks {
 		if LooseKey(t.Text) == key {
 			if found >= 0 {
-				return -1, refuse(CodeTodoAmbiguousTask, "%q matches more than one task; name it exactly", name)
+				return -1, refuse(CodeTodoAmbiguousTask, "%s matches more than one task; name it exactly", quote(name))
 			}
 			found = i
 		}
 	}
 	if found < 0 {
-		return -1, refuse(CodeTodoUnknownTask, "no task is named %q; tasks: %s", name, b.texts())
+		return -1, refuse(CodeTodoUnknownTask, "no task is named %s; tasks: %s", quote(name), b.texts())
 	}
 	return found, nil
 }
@@ -139,7 +139,7 @@ func (b Board) texts() string {
 	}
 	q := make([]string, len(b.Tasks))
 	for i, t := range b.Tasks {
-		q[i] = fmt.Sprintf("%q", t.Text)
+		q[i] = quote(t.Text)
 	}
 	return strings.Join(q, ", ")
 }
@@ -241,7 +241,7 @@ func ApplyTodoReport(b Board, s TodoStep) (Board, []TodoMerge, error) {
 			out.Tasks = append(out.Tasks[:i:i], out.Tasks[i+1:]...)
 		}
 	default:
-		return b, nil, refuse(CodeTodoInvalid, "unknown op %q; ops: %s", s.Op, opList())
+		return b, nil, refuse(CodeTodoInvalid, "unknown op %s; ops: %s", quote(string(s.Op)), opList())
 	}
 	out = Settle(out)
 	if err := out.Validate(); err != nil {

@@ -70,7 +70,7 @@ func (r SpawnRequest) Check() error {
 	}
 	for _, t := range r.Tools {
 		if t == "" || len(t) > MaxToolNameBytes {
-			return refuse(CodeInvalidRequest, "tool name %q must be 1 to %d bytes", t, MaxToolNameBytes)
+			return refuse(CodeInvalidRequest, "tool name %s must be 1 to %d bytes", quote(t), MaxToolNameBytes)
 		}
 	}
 	return nil
