@@ -60,7 +60,10 @@
 //     seq of the previous page) neither skips nor repeats a hit.
 //   - The tool holds every answer to its bounds whatever a History
 //     answers: at most the clamped limit of hits, each snippet at most
-//     MaxSnippetBytes bytes (ClipSnippet).
+//     MaxSnippetBytes bytes (ClipSnippet). A query, kind, session or entry
+//     over the seam's bound for it is refused CodeIndexRefused before any
+//     History is asked, and an answer quotes a value the model sent cut
+//     to tool.MaxQuotedBytes, never whole.
 //   - At most MaxNotes notes are ever stored in one memory store: a
 //     durable lifetime ceiling every Memory implementation keeps. A
 //     Memory that finds a note already stored (Remembered.AlreadyStored)
