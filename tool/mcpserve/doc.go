@@ -39,5 +39,8 @@
 //   - Bad input over the wire never ends a Transport session; only the
 //     end of input (once every request read is answered), Close, or the
 //     end of the session's context does.
+//   - No error answer echoes a large value back: a JSON-RPC error's
+//     message is cut past MaxErrorBytes and longer data dropped (tool
+//     results are held to their bounds by the tools).
 //   - The session template is never modified; each call gets its own copy.
 package mcpserve

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +26,11 @@ const (
 	// idScanBytes is how much of an oversized or malformed message is
 	// kept to recover its request id for the error response.
 	idScanBytes = 4 << 10
+	// MaxErrorBytes bounds the message of a JSON-RPC error the transport
+	// writes, and its data: a longer message (one quoting a value the
+	// client sent, say) is cut with its length said, and longer data is
+	// dropped, so no error echoes a large value back.
+	MaxErrorBytes = 1 << 10
 	// CodeInputEnded is the JSON-RPC error code of the response the
 	// transport gives a call the server made to the client once the
 	// client's input has ended (in the range JSON-RPC 2.0 reserves for
@@ -277,10 +284,14 @@ func (c *lineConn) cancelled(m jsonrpc.Message) bool {
 	return ok && gone
 }
 
-// Write implements mcp.Connection.
+// Write implements mcp.Connection. An error response is held to
+// MaxErrorBytes.
 func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
 	if c.cancelled(m) {
 		return nil
+	}
+	if resp, ok := m.(*jsonrpc.Response); ok && resp.Error != nil {
+		m = &jsonrpc.Response{ID: resp.ID, Error: boundedError(resp.Error)}
 	}
 	data, err := jsonrpc.EncodeMessage(m)
 	if err != nil {
@@ -452,7 +463,7 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	data, err := json.Marshal(wireError{JSONRPC: "2.0", ID: id, Error: wireErrorBody{Code: code, Message: message}})
+	data, err := json.Marshal(wireError{JSONRPC: "2.0", ID: id, Error: wireErrorBody{Code: code, Message: cutMessage(message)}})
 	if err != nil {
 		// Unreachable: every field marshals. Fall back to a fixed reply.
 		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
@@ -521,4 +532,33 @@ func skipValue(dec *json.Decoder) bool {
 			return true
 		}
 	}
+}
+
+// boundedError returns err as a JSON-RPC error whose message is at most
+// MaxErrorBytes (cutMessage) and whose data, when longer, is dropped. The
+// code is err's (as the SDK would encode it).
+func boundedError(err error) *jsonrpc.Error {
+	var w *jsonrpc.Error
+	out := &jsonrpc.Error{Message: err.Error()}
+	if errors.As(err, &w) {
+		out.Code = w.Code
+		if len(w.Data) <= MaxErrorBytes {
+			out.Data = w.Data
+		}
+	}
+	out.Message = cutMessage(out.Message)
+	return out
+}
+
+// cutMessage returns msg, or when it is longer than MaxErrorBytes its
+// head, cut at a rune boundary, and how long it was.
+func cutMessage(msg string) string {
+	if len(msg) <= MaxErrorBytes {
+		return msg
+	}
+	end := MaxErrorBytes
+	for end > 0 && !utf8.RuneStart(msg[end]) {
+		end--
+	}
+	return msg[:end] + "… (" + strconv.Itoa(len(msg)) + " bytes)"
 }
