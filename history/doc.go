@@ -44,7 +44,8 @@
 // Invariants:
 //   - Every failure of a seam is a *Refusal whose Code is one of this
 //     package's tool.Code constants (CodeIndexBusy, CodeMemoryCeilingReached,
-//     ...), and every failing outcome of its tools carries that code in
+//     ...), or tool.CodeCancelled when the call's own context ended before
+//     the seam finished, and every failing outcome of its tools carries that code in
 //     Outcome.Code (a read that cannot spill carries tool.CodeSpillFailed;
 //     a bad argument the registry's code). CodeIndexBusy, CodeIndexNotReady
 //     and CodeMemoryBusy are transient (Transient) and their text says to

@@ -24,8 +24,10 @@
 //
 // Invariants:
 //   - Every failure is a *history.Refusal coded with history's codes:
-//     SQLite busy or locked past the busy timeout, and an interrupted
-//     call, are history.CodeIndexBusy (history.CodeMemoryBusy for notes);
+//     SQLite busy or locked past the busy timeout is
+//     history.CodeIndexBusy (history.CodeMemoryBusy for notes); a call
+//     whose context ended (cancelled, or past its deadline) is
+//     tool.CodeCancelled, which is not transient;
 //     a recovering database is history.CodeIndexNotReady; a raw query
 //     FTS5 rejects is history.CodeIndexRefused with FTS5's message;
 //     anything else, a closed Store included, is
