@@ -270,3 +270,38 @@ func TestTransportAnswersOutgoingCallsAfterEOF(t *testing.T) {
 		t.Fatal("Read did not end once every request was answered")
 	}
 }
+
+// A request the client cancelled before its input ended is not waited
+// for: its answer is dropped, and the drain ends once its handler returns.
+func TestTransportDrainEndsAfterCancelledRequest(t *testing.T) {
+	t.Parallel()
+	block := tool.Typed(tool.Tool{Name: "block", Description: "waits for cancellation"},
+		func(ctx context.Context, _ *tool.Call, _ noArgs) tool.Outcome {
+			<-ctx.Done()
+			return tool.Fail("cancelled", "cancelled")
+		})
+	in := strings.NewReader(initLines +
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
+	out := &lockedBuffer{}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- newServer(t, nil, nil, block).Run(context.Background(), &Transport{Reader: in, Writer: out})
+	}()
+	select {
+	case err := <-errc:
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain waited for a cancelled request")
+	}
+	ids := map[any]bool{}
+	for _, m := range out.lines(t) {
+		ids[m["id"]] = true
+	}
+	if !ids["init"] || !ids[2.0] || ids[1.0] {
+		t.Errorf("answered ids %v; want init and 2, not the cancelled 1", ids)
+	}
+}
