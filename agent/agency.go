@@ -18,7 +18,9 @@ import (
 // safe for concurrent use.
 type Agency interface {
 	// Spawn starts a child of c.Strand, named by MintName(c, purpose). A
-	// repeated call site reconciles onto the child it already minted.
+	// repeated call site (SiteOf(c)) reconciles onto the child it already
+	// minted, whatever the purpose: that child, its first name and its
+	// first purpose, with Reconciled set.
 	Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spawned, error)
 	// Send delivers a message to a descendant of c.Strand: into its inbox
 	// if it is running, or as the prompt of a new run if it is idle.

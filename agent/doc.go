@@ -12,16 +12,20 @@
 //     "sub:{parent}/{slug}-{digest}" (MintName): the slug is the purpose,
 //     folded and capped, and only decorates; the digest is sixteen hex
 //     characters over the call site (operation, step, source index and
-//     Minter) and is the whole of what tells two children apart. No model
-//     text reaches the digest. A handle "{strand}#{operation}" names one
+//     Minter) and, with the parent, is the whole of what tells two
+//     children apart (CallSite): a replay at one call site reconciles onto
+//     the child it minted whatever its purpose. No model text reaches the
+//     digest. A handle "{strand}#{operation}" names one
 //     run; ParseHandle is total.
 //   - Result contracts: ParseResultSchema accepts only the subset of JSON
 //     Schema it can enforce and refuses the rest; Judge reports a verdict
 //     (NoResultAsked, valid, missing, mismatched) beside the prose report.
 //   - The todo board's semantics, pure (ApplyTodo): one active task, the
 //     first pending task promoted when none is, blocked tasks never
-//     promoted, texts distinct under LooseKey, every op written to its
-//     postcondition so a replay lands the same board.
+//     promoted, texts distinct under LooseKey (an item that matches a
+//     task already listed is merged into it, and ApplyTodoReport and the
+//     tool's answer say so), every op written to its postcondition so a
+//     replay lands the same board.
 //   - The model's half of each tool: schemas (derived from the argument
 //     structs), clamps, wording, and in-band refusals with stable codes.
 //   - The agent vocabulary's codes: tool.Code constants (CodeDepthCap,
@@ -77,5 +81,6 @@
 //     never the code again. A pending wait is a success.
 //   - agent_send is tool.ReplayNever (a replay would deliver twice); the
 //     other tools are tool.ReplaySafe: a replayed spawn reconciles onto the
-//     child its call site already minted.
+//     child its call site already minted, and says so when the purpose it
+//     carries was not taken.
 package agent

@@ -107,12 +107,31 @@ func CallSiteDigest(operation, step string, sourceIndex int, m Minter) string {
 	return hex.EncodeToString(h.Sum(nil))[:DigestHexChars]
 }
 
-// MintName returns the strand name a spawn by caller with the given
+// CallSite is the whole of what tells two children apart: the strand that
+// spawned them and the digest of the call site that did (CallSiteDigest).
+// Two spawns with one CallSite are one child. An Agency reconciles a spawn
+// by its CallSite, never by the whole minted name, whose slug follows the
+// purpose text: a replay whose purpose differs lands on the child already
+// made, under that child's first name.
+type CallSite struct {
+	// Parent is the spawning strand, as the Caller names it.
+	Parent string
+	// Digest is CallSiteDigest of the caller's coordinates and Minter.
+	Digest string
+}
+
+// SiteOf returns the CallSite of a spawn by c.
+func SiteOf(c Caller) CallSite {
+	return CallSite{Parent: c.Strand, Digest: CallSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)}
+}
+
+// MintName returns the strand name a first spawn by caller with the given
 // purpose receives: "sub:{parent}/{slug}-{digest}", where parent is the
 // caller's strand without its own "sub:" prefix (so a grandchild reads
-// "sub:root/a-…/b-…"). Equal call sites under one parent mint one name,
-// which is what lets a replayed spawn reconcile onto the child it already
-// made; the purpose only decorates.
+// "sub:root/a-…/b-…"). The purpose only decorates: two names minted at one
+// CallSite differ at most in their slugs, and an Agency keeps the first
+// (see CallSite), so a replayed spawn reconciles onto the child it
+// already made whatever purpose it carries.
 func MintName(c Caller, purpose string) string {
 	parent := strings.TrimPrefix(c.Strand, tool.SubagentPrefix)
 	return tool.SubagentPrefix + parent + "/" + Slug(purpose) + "-" +

@@ -27,6 +27,7 @@ type Reference struct {
 	mu       sync.Mutex
 	closed   bool
 	strands  map[string]*strand
+	sites    map[CallSite]string // the child each call site minted
 	order    []string            // strand names in creation order
 	kids     map[string][]string // child names per parent, in creation order
 	live     int                 // running runs in the session
@@ -50,6 +51,7 @@ func NewAgency(runner Runner, opts Options) *Reference {
 		base:     base,
 		cancel:   cancel,
 		strands:  map[string]*strand{},
+		sites:    map[CallSite]string{},
 		children: map[string]int{},
 		kids:     map[string][]string{},
 		notes:    map[string]noteEntry{},
@@ -160,7 +162,7 @@ func (a *Reference) descendantLocked(ancestor string, target *strand) bool {
 func (a *Reference) targetLocked(c Caller, name string) (*strand, error) {
 	s, ok := a.strands[name]
 	if !ok {
-		return nil, refuse(CodeUnknownHandle, "no strand %q exists; use a handle agent_spawn or agent_send returned", name)
+		return nil, refuse(CodeUnknownHandle, "no strand %s exists; use a handle agent_spawn or agent_send returned", quote(name))
 	}
 	if !a.descendantLocked(c.Strand, s) {
 		return nil, refuse(CodeNotDescendant, "strand %q is not a descendant of %q; only strands you spawned (or they spawned) can be addressed", name, c.Strand)

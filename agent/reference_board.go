@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // noteEntry is one stored note: compact JSON.
@@ -44,7 +46,7 @@ func ValidNoteKey(key string) bool {
 // Note implements Agency.
 func (a *Reference) Note(ctx context.Context, c Caller, key string, value json.RawMessage) (Note, error) {
 	if !ValidNoteKey(key) {
-		return Note{}, refuse(CodeBadNoteKey, "note key %q must be segments of letters, digits, '.', '_' or '-' joined by '/', at most %d bytes, and not %q", key, MaxNoteKeyBytes, TodoNoteKey)
+		return Note{}, refuse(CodeBadNoteKey, "note key %s must be segments of letters, digits, '.', '_' or '-' joined by '/', at most %d bytes, and not %q", quote(key), MaxNoteKeyBytes, TodoNoteKey)
 	}
 	if len(value) > MaxNoteBytes {
 		return Note{}, refuse(CodeNoteTooLarge, "the note is %d bytes, more than %d; store a summary", len(value), MaxNoteBytes)
@@ -116,7 +118,8 @@ func (a *Reference) Notes(ctx context.Context, c Caller, prefix string) (NotesPa
 
 // Todos implements Agency: step runs outside the lock on a snapshot, and
 // its board lands only if nobody wrote the cell meanwhile; otherwise it
-// runs again on the fresh board, at most MaxTodoRetries times.
+// runs again on the fresh board, at most MaxTodoRetries times (then
+// CodeTodoConflict), unless ctx has ended (then tool.CodeCancelled).
 func (a *Reference) Todos(ctx context.Context, c Caller, step func(Board) (Board, error)) (Board, error) {
 	for range MaxTodoRetries {
 		a.mu.Lock()
@@ -153,7 +156,7 @@ func (a *Reference) Todos(ctx context.Context, c Caller, step func(Board) (Board
 		}
 		a.mu.Unlock()
 		if err := ctx.Err(); err != nil {
-			return Board{}, &Refusal{Code: CodeTodoConflict, Reason: "the call was cancelled while the board was contended", Err: err}
+			return Board{}, &Refusal{Code: tool.CodeCancelled, Reason: "the call's context ended while the board was contended; nothing was written", Err: err}
 		}
 	}
 	return Board{}, refuse(CodeTodoConflict, "the board changed under this call %d times in a row; try again", MaxTodoRetries)

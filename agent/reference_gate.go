@@ -53,7 +53,7 @@ func (a *Reference) checkToolNames(asked []string) error {
 		if valid == "" {
 			valid = "none"
 		}
-		return refuse(CodeUnknownSpawnTool, "tool %q does not exist on this host; the tools a child can be given are among: %s", t, valid)
+		return refuse(CodeUnknownSpawnTool, "tool %s does not exist on this host; the tools a child can be given are among: %s", quote(t), valid)
 	}
 	return nil
 }

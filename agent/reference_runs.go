@@ -12,8 +12,8 @@ import (
 )
 
 // Spawn implements Agency. The child is named MintName(c, req.Purpose); a
-// call site that already minted it reconciles onto it (Reconciled) and
-// starts nothing. Otherwise the depth cap, the parent's fan-out and the
+// call site (SiteOf(c)) that already minted a child reconciles onto it
+// (Reconciled), whatever the purpose, and starts nothing. Otherwise the depth cap, the parent's fan-out and the
 // session's running strands are checked, the child's tool set is fixed,
 // and its first run starts in its own goroutine. Under Govern, a tools
 // list naming a tool the registry does not offer is refused first, with
@@ -35,12 +35,13 @@ func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spaw
 	if err != nil {
 		return Spawned{}, err
 	}
-	name := MintName(c, req.Purpose)
-	if s, ok := a.strands[name]; ok {
-		r := s.receipt
+	site := SiteOf(c)
+	if name, ok := a.sites[site]; ok {
+		r := a.strands[name].receipt
 		r.Reconciled = true
 		return r, nil
 	}
+	name := MintName(c, req.Purpose)
 	depth := 1
 	if parent != nil {
 		depth = parent.depth + 1
@@ -60,8 +61,9 @@ func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spaw
 		depth: depth, tools: tools, schema: req.Result, detach: req.Detach,
 	}
 	r := a.startLocked(s, req.Prompt, budget)
-	s.receipt = Spawned{Handle: r.handle(name), Tools: slices.Clone(tools), Model: req.Model, Deadline: r.deadline}
+	s.receipt = Spawned{Handle: r.handle(name), Tools: slices.Clone(tools), Model: req.Model, Deadline: r.deadline, Purpose: s.purpose}
 	a.strands[name] = s
+	a.sites[site] = name
 	a.order = append(a.order, name)
 	a.kids[c.Strand] = append(a.kids[c.Strand], name)
 	return s.receipt, nil
@@ -78,7 +80,7 @@ func (a *Reference) checkSpawn(req SpawnRequest) error {
 		if len(a.opts.Models) == 0 {
 			return refuse(CodeUnknownModel, "this host offers no model choice; omit model")
 		}
-		return refuse(CodeUnknownModel, "model %q is not offered; choose one of %s", req.Model, strings.Join(a.opts.Models, ", "))
+		return refuse(CodeUnknownModel, "model %s is not offered; choose one of %s", quote(req.Model), strings.Join(a.opts.Models, ", "))
 	}
 	return nil
 }
@@ -110,7 +112,7 @@ func (a *Reference) childTools(parent *strand, c Caller, asked []string) ([]stri
 	case asked != nil:
 		for _, t := range asked {
 			if !holds(t) {
-				return nil, refuse(tool.CodeToolNotHeld, "tool %q is not held by %q, so a child cannot be given it", t, c.Strand)
+				return nil, refuse(tool.CodeToolNotHeld, "tool %s is not held by %q, so a child cannot be given it", quote(t), c.Strand)
 			}
 		}
 		base = asked

@@ -78,8 +78,9 @@ const (
 // Refusal is every failure the agent vocabulary reports. It crosses the
 // Agency seam as an error and reaches the model as an in-band outcome.
 type Refusal struct {
-	// Code is stable; switch on it. It is one of this package's codes or
-	// tool.CodeToolNotHeld.
+	// Code is stable; switch on it. It is one of this package's codes,
+	// tool.CodeToolNotHeld, or tool.CodeCancelled (the call's context
+	// ended).
 	Code tool.Code
 	// Reason is one sentence a model can act on.
 	Reason string

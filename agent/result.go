@@ -92,7 +92,7 @@ func ParseResultSchema(raw json.RawMessage) (*ResultSchema, error) {
 		switch k {
 		case "type", "properties", "required", "description", "title", "additionalProperties", "$schema":
 		default:
-			return bad("keyword %q is not enforced here", k)
+			return bad("keyword %s is not enforced here", quote(k))
 		}
 	}
 	var typ string
@@ -118,7 +118,7 @@ func ParseResultSchema(raw json.RawMessage) (*ResultSchema, error) {
 	s := &ResultSchema{}
 	for name, p := range props {
 		if !validFieldName(name) {
-			return bad("property name %q must match [A-Za-z_][A-Za-z0-9_]* and be at most %d bytes", name, MaxFieldNameBytes)
+			return bad("property name %s must match [A-Za-z_][A-Za-z0-9_]* and be at most %d bytes", quote(name), MaxFieldNameBytes)
 		}
 		f, why := parseField(name, p)
 		if why != "" {
@@ -136,10 +136,10 @@ func ParseResultSchema(raw json.RawMessage) (*ResultSchema, error) {
 		for _, n := range names {
 			i := s.index(n)
 			if i < 0 {
-				return bad("required name %q is not a property", n)
+				return bad("required name %s is not a property", quote(n))
 			}
 			if seen[n] {
-				return bad("required name %q is listed twice", n)
+				return bad("required name %s is listed twice", quote(n))
 			}
 			seen[n] = true
 			s.Fields[i].Required = true
@@ -163,7 +163,7 @@ func parseField(name string, raw json.RawMessage) (ResultField, string) {
 		switch k {
 		case "type", "description", "title", "items":
 		default:
-			return ResultField{}, fmt.Sprintf("keyword %q is not enforced here", k)
+			return ResultField{}, fmt.Sprintf("keyword %s is not enforced here", quote(k))
 		}
 	}
 	if why := checkText(p, "description", "title"); why != "" {
@@ -187,7 +187,7 @@ func parseField(name string, raw json.RawMessage) (ResultField, string) {
 		}
 		for k := range ip {
 			if k != "type" && k != "description" {
-				return ResultField{}, fmt.Sprintf("keyword %q in items is not enforced here", k)
+				return ResultField{}, fmt.Sprintf("keyword %s in items is not enforced here", quote(k))
 			}
 		}
 		if why := checkText(ip, "description"); why != "" {

@@ -10,6 +10,9 @@ import (
 const (
 	// MaxTodoTasks bounds the tasks on one board.
 	MaxTodoTasks = 50
+	// MaxTodoItems bounds the items of one init or append: no more than a
+	// board holds, so every item can be compared with every task.
+	MaxTodoItems = MaxTodoTasks
 	// MaxTodoTextBytes bounds one task's text.
 	MaxTodoTextBytes = 200
 	// MaxTodoReasonBytes bounds a blocked task's reason.
@@ -119,13 +122,13 @@ func (b Board) Resolve(name string) (int, error) {
 	for i, t := range b.Tasks {
 		if LooseKey(t.Text) == key {
 			if found >= 0 {
-				return -1, refuse(CodeTodoAmbiguousTask, "%q matches more than one task; name it exactly", name)
+				return -1, refuse(CodeTodoAmbiguousTask, "%s matches more than one task; name it exactly", quote(name))
 			}
 			found = i
 		}
 	}
 	if found < 0 {
-		return -1, refuse(CodeTodoUnknownTask, "no task is named %q; tasks: %s", name, b.texts())
+		return -1, refuse(CodeTodoUnknownTask, "no task is named %s; tasks: %s", quote(name), b.texts())
 	}
 	return found, nil
 }
@@ -136,7 +139,7 @@ func (b Board) texts() string {
 	}
 	q := make([]string, len(b.Tasks))
 	for i, t := range b.Tasks {
-		q[i] = fmt.Sprintf("%q", t.Text)
+		q[i] = quote(t.Text)
 	}
 	return strings.Join(q, ", ")
 }
@@ -146,27 +149,53 @@ func (b Board) clone() Board {
 	return Board{Tasks: append([]Task(nil), b.Tasks...)}
 }
 
+// TodoMerge is one item of an init or append that did not become a task
+// of its own: its text, trimmed, is the same task under LooseKey as Into,
+// the text of an earlier item of the same step or of a task already on
+// the board.
+type TodoMerge struct {
+	// Item is the item as it landed nowhere, trimmed.
+	Item string `json:"item"`
+	// Into is the text of the task it is the same as.
+	Into string `json:"into"`
+}
+
 // ApplyTodo is the whole semantics of the todo tool, pure: the step, then
 // Settle, then Validate. b is not modified. A refused step returns b
-// unchanged and a *Refusal.
+// unchanged and a *Refusal. ApplyTodoReport lands the same board and says
+// which items were merged.
 func ApplyTodo(b Board, s TodoStep) (Board, error) {
+	out, _, err := ApplyTodoReport(b, s)
+	return out, err
+}
+
+// ApplyTodoReport is ApplyTodo, also answering the items of an init or
+// append that were merged into a task already listed, in item order (nil
+// when none was, or on a refusal). Init and append take at most
+// MaxTodoItems items.
+func ApplyTodoReport(b Board, s TodoStep) (Board, []TodoMerge, error) {
 	out := b.clone()
+	var merged []TodoMerge
 	switch s.Op {
 	case TodoView:
-		return b, nil
+		return b, nil, nil
 	case TodoInit, TodoAppend:
 		if s.Op == TodoInit {
 			out.Tasks = nil
 		}
 		if len(s.Items) == 0 && s.Op == TodoAppend {
-			return b, refuse(CodeTodoInvalid, "%s needs at least one item", s.Op)
+			return b, nil, refuse(CodeTodoInvalid, "%s needs at least one item", s.Op)
+		}
+		if len(s.Items) > MaxTodoItems {
+			return b, nil, refuse(CodeTodoInvalid, "%s takes at most %d items; got %d", s.Op, MaxTodoItems, len(s.Items))
 		}
 		for _, item := range s.Items {
 			text, err := taskText(item)
 			if err != nil {
-				return b, err
+				return b, nil, err
 			}
-			if out.has(text) {
+			if i := out.find(text); i >= 0 {
+				merged = append(merged, TodoMerge{Item: text, Into: out.Tasks[i].Text})
 				continue
 			}
 			out.Tasks = append(out.Tasks, Task{Text: text, Status: TaskPending})
@@ -175,15 +204,15 @@ func ApplyTodo(b Board, s TodoStep) (Board, error) {
 		i, err := b.Resolve(strings.TrimSpace(s.Task))
 		if err != nil {
 			if s.Op == TodoRemove && CodeOf(err) == CodeTodoUnknownTask {
-				return b, nil // already absent: the postcondition holds
+				return b, nil, nil // already absent: the postcondition holds
 			}
-			return b, err
+			return b, nil, err
 		}
 		t := &out.Tasks[i]
 		switch s.Op {
 		case TodoStart:
 			if t.Status == TaskBlocked {
-				return b, refuse(CodeTodoInvalid, "%q is blocked (%s); unblock it first", t.Text, t.Reason)
+				return b, nil, refuse(CodeTodoInvalid, "%q is blocked (%s); unblock it first", t.Text, t.Reason)
 			}
 			for j := range out.Tasks {
 				if out.Tasks[j].Status == TaskActive {
@@ -197,11 +226,11 @@ func ApplyTodo(b Board, s TodoStep) (Board, error) {
 			t.Status, t.Reason = TaskDropped, ""
 		case TodoBlock:
 			if t.Status == TaskDone || t.Status == TaskDropped {
-				return b, refuse(CodeTodoInvalid, "%q is %s; only an open task can be blocked", t.Text, t.Status)
+				return b, nil, refuse(CodeTodoInvalid, "%q is %s; only an open task can be blocked", t.Text, t.Status)
 			}
 			reason := strings.TrimSpace(s.Reason)
 			if len(reason) > MaxTodoReasonBytes {
-				return b, refuse(CodeTodoInvalid, "the reason is %d bytes, more than %d", len(reason), MaxTodoReasonBytes)
+				return b, nil, refuse(CodeTodoInvalid, "the reason is %d bytes, more than %d", len(reason), MaxTodoReasonBytes)
 			}
 			t.Status, t.Reason = TaskBlocked, reason
 		case TodoUnblock:
@@ -212,13 +241,13 @@ func ApplyTodo(b Board, s TodoStep) (Board, error) {
 			out.Tasks = append(out.Tasks[:i:i], out.Tasks[i+1:]...)
 		}
 	default:
-		return b, refuse(CodeTodoInvalid, "unknown op %q; ops: %s", s.Op, opList())
+		return b, nil, refuse(CodeTodoInvalid, "unknown op %s; ops: %s", quote(string(s.Op)), opList())
 	}
 	out = Settle(out)
 	if err := out.Validate(); err != nil {
-		return b, err
+		return b, nil, err
 	}
-	return out, nil
+	return out, merged, nil
 }
 
 func opList() string {
@@ -241,14 +270,15 @@ func taskText(item string) (string, error) {
 	return text, nil
 }
 
-func (b Board) has(text string) bool {
+// find returns the index of the task that is text under LooseKey, or -1.
+func (b Board) find(text string) int {
 	key := LooseKey(text)
-	for _, t := range b.Tasks {
+	for i, t := range b.Tasks {
 		if LooseKey(t.Text) == key {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // Settle restores the activity rules: at most one active task (the first

@@ -26,18 +26,23 @@ type modelName string
 
 // SpawnDetails is the Details of a successful agent_spawn.
 type SpawnDetails struct {
-	Handle     string          `json:"handle"`
-	Strand     string          `json:"strand"`
-	Tools      []string        `json:"tools"`
-	Model      string          `json:"model,omitempty"`
-	DeadlineMs int64           `json:"deadline_ms"`
-	Reconciled bool            `json:"reconciled,omitempty"`
-	Result     json.RawMessage `json:"result_schema,omitempty"`
+	Handle     string   `json:"handle"`
+	Strand     string   `json:"strand"`
+	Tools      []string `json:"tools"`
+	Model      string   `json:"model,omitempty"`
+	DeadlineMs int64    `json:"deadline_ms"`
+	Reconciled bool     `json:"reconciled,omitempty"`
+	// Purpose is the purpose the child was started for: on a reconciled
+	// spawn, the first spawn's.
+	Purpose string          `json:"purpose"`
+	Result  json.RawMessage `json:"result_schema,omitempty"`
 }
 
 // SpawnTool returns agent_spawn: start a child of the calling strand. The
 // child's name is minted from the call's coordinates; a replayed call
 // reconciles onto the child it already made, so the tool is ReplaySafe.
+// A replay whose purpose differs from the child's is told that its
+// purpose was not taken, and shown the child's.
 // A malformed result_schema is refused here, before the agency is asked.
 func SpawnTool(agency Agency) tool.Tool {
 	var models []string
@@ -96,9 +101,13 @@ func runSpawn(ctx context.Context, agency Agency, c *tool.Call, a spawnArgs) too
 	}
 	now := c.Clock()
 	var b strings.Builder
-	if sp.Reconciled {
+	switch {
+	case sp.Reconciled && sp.Purpose != strings.TrimSpace(a.Purpose):
+		fmt.Fprintf(&b, "this call already spawned %s for %s; nothing new was started, and the purpose %s was not taken.\n",
+			sp.Handle.Strand, quote(sp.Purpose), quote(strings.TrimSpace(a.Purpose)))
+	case sp.Reconciled:
 		fmt.Fprintf(&b, "this call already spawned %s; nothing new was started.\n", sp.Handle.Strand)
-	} else {
+	default:
 		fmt.Fprintf(&b, "spawned %s.\n", sp.Handle.Strand)
 	}
 	fmt.Fprintf(&b, "handle: %s (wait on it with agent_wait)\n", sp.Handle)
@@ -113,7 +122,7 @@ func runSpawn(ctx context.Context, agency Agency, c *tool.Call, a spawnArgs) too
 	fmt.Fprintf(&b, "deadline: %s", untilText(now, sp.Deadline))
 	d := SpawnDetails{
 		Handle: sp.Handle.String(), Strand: sp.Handle.Strand, Tools: sp.Tools, Model: sp.Model,
-		DeadlineMs: msUntil(now, sp.Deadline), Reconciled: sp.Reconciled,
+		DeadlineMs: msUntil(now, sp.Deadline), Reconciled: sp.Reconciled, Purpose: sp.Purpose,
 	}
 	if req.Result != nil {
 		fmt.Fprintf(&b, "\nresult contract: %s", req.Result)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -16,11 +17,13 @@ type todoArgs struct {
 	Reason string   `json:"reason,omitempty" jsonschema:"why the task is blocked, for block"`
 }
 
-// TodoDetails is the Details of a successful todo call: the op and the
-// board that landed.
+// TodoDetails is the Details of a successful todo call: the op, the
+// board that landed, and the items of an init or append merged into a
+// task already listed (ApplyTodoReport).
 type TodoDetails struct {
-	Op   TodoOp `json:"op"`
-	Todo Board  `json:"todo"`
+	Op     TodoOp      `json:"op"`
+	Todo   Board       `json:"todo"`
+	Merged []TodoMerge `json:"merged,omitempty"`
 }
 
 // TodoTool returns todo: the caller's own task board, one op per call,
@@ -37,19 +40,49 @@ func TodoTool(agency Agency) tool.Tool {
 		Description: fmt.Sprintf("Keep your task list. Ops: init (replace the list with items), append (add items not already listed), "+
 			"start (make a task the active one), done, drop, block (with a reason), unblock, remove, view. "+
 			"One task is active at a time; when none is, the first pending task becomes active (blocked tasks never do). "+
-			"Name a task by its text. At most %d tasks of %d bytes each.", MaxTodoTasks, MaxTodoTextBytes),
+			"Name a task by its text; texts equal but for case and spaces are one task, and the answer says which items were merged. "+
+			"At most %d tasks of %d bytes each, and %d items per call.", MaxTodoTasks, MaxTodoTextBytes, MaxTodoItems),
 		PromptSnippet: "todo: keep your task list",
 		Replay:        tool.ReplaySafe,
 		Mode:          tool.Concurrent,
 	}, guard(agency, TodoToolName, func(ctx context.Context, c *tool.Call, a todoArgs) tool.Outcome {
 		step := TodoStep{Op: a.Op, Items: a.Items, Task: a.Task, Reason: a.Reason}
-		b, err := agency.Todos(ctx, CallerOf(c), func(b Board) (Board, error) { return ApplyTodo(b, step) })
+		// The agency may run the step more than once (compare-and-set);
+		// the merges reported are those of the run that landed, the last.
+		var merged []TodoMerge
+		b, err := agency.Todos(ctx, CallerOf(c), func(b Board) (Board, error) {
+			out, m, err := ApplyTodoReport(b, step)
+			merged = m
+			return out, err
+		})
 		if err != nil {
 			return refusalOutcome(TodoToolName, err)
 		}
 		if b.Tasks == nil {
 			b.Tasks = []Task{}
 		}
-		return tool.Outcome{Text: b.Render(), Details: TodoDetails{Op: a.Op, Todo: b}}
+		return tool.Outcome{Text: mergeText(merged) + b.Render(), Details: TodoDetails{Op: a.Op, Todo: b, Merged: merged}}
 	}), tool.TypeSchema{Type: reflect.TypeFor[TodoOp](), Schema: ops})
+}
+
+// mergeText says which items were merged, one line before the board, or
+// nothing when none was.
+func mergeText(merged []TodoMerge) string {
+	if len(merged) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	noun := "items"
+	if len(merged) == 1 {
+		noun = "item"
+	}
+	fmt.Fprintf(&b, "merged %d %s into a task already listed (the same text but for case and spaces):", len(merged), noun)
+	for i, m := range merged {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s into %s", quote(m.Item), quote(m.Into))
+	}
+	b.WriteString("\n")
+	return b.String()
 }

@@ -70,7 +70,7 @@ func (r SpawnRequest) Check() error {
 	}
 	for _, t := range r.Tools {
 		if t == "" || len(t) > MaxToolNameBytes {
-			return refuse(CodeInvalidRequest, "tool name %q must be 1 to %d bytes", t, MaxToolNameBytes)
+			return refuse(CodeInvalidRequest, "tool name %s must be 1 to %d bytes", quote(t), MaxToolNameBytes)
 		}
 	}
 	return nil
@@ -89,6 +89,9 @@ type Spawned struct {
 	// Reconciled is true when this call site had already minted the
 	// child (a replay): nothing new was started.
 	Reconciled bool
+	// Purpose is the purpose the child was started for, trimmed; on a
+	// reconciled spawn it is the first spawn's, whatever this one asked.
+	Purpose string
 }
 
 // SendRequest is a message from a parent to one of its descendants.

@@ -17,8 +17,8 @@ const (
 	// CodeIndexNotReady: the index is still being prepared (recovering).
 	// Transient.
 	CodeIndexNotReady tool.Code = "index_not_ready"
-	// CodeIndexBusy: another writer held the index past the busy timeout,
-	// or the call was interrupted before it finished. Transient.
+	// CodeIndexBusy: another writer held the index past the busy timeout.
+	// Transient. (A call whose own context ended is tool.CodeCancelled.)
 	CodeIndexBusy tool.Code = "index_busy"
 )
 
@@ -26,7 +26,8 @@ const (
 // a remember call the memory store refused.
 const (
 	// CodeMemoryBusy: another writer held the memory store past the busy
-	// timeout, or the call was interrupted before it finished. Transient.
+	// timeout. Transient. (A call whose own context ended is
+	// tool.CodeCancelled.)
 	CodeMemoryBusy tool.Code = "memory_busy"
 	// CodeMemoryUnavailable: the memory store cannot be used at all
 	// (closed, missing, an I/O failure, or the host keeps no memory).

@@ -7,7 +7,8 @@
 //     browse of the calling session's newest entries (Recent), and a read of
 //     one entry with its neighbours (Read). The history_search tool
 //     (SearchTool) is a thin shell over it.
-//   - Memory: Remember, which stores one redacted note. The remember tool
+//   - Memory: Remember, which stores one redacted note, or finds an
+//     identical one already stored and says so. The remember tool
 //     (RememberTool) is a thin shell over it. There is deliberately no tool
 //     that reads memory back: notes are indexed entries of kind "note" and
 //     are found with history_search kind=note, so there is no second read
@@ -43,7 +44,8 @@
 // Invariants:
 //   - Every failure of a seam is a *Refusal whose Code is one of this
 //     package's tool.Code constants (CodeIndexBusy, CodeMemoryCeilingReached,
-//     ...), and every failing outcome of its tools carries that code in
+//     ...), or tool.CodeCancelled when the call's own context ended before
+//     the seam finished, and every failing outcome of its tools carries that code in
 //     Outcome.Code (a read that cannot spill carries tool.CodeSpillFailed;
 //     a bad argument the registry's code). CodeIndexBusy, CodeIndexNotReady
 //     and CodeMemoryBusy are transient (Transient) and their text says to
@@ -59,12 +61,18 @@
 //     seq of the previous page) neither skips nor repeats a hit.
 //   - The tool holds every answer to its bounds whatever a History
 //     answers: at most the clamped limit of hits, each snippet at most
-//     MaxSnippetBytes bytes (ClipSnippet).
+//     MaxSnippetBytes bytes (ClipSnippet). A query, kind, session or entry
+//     over the seam's bound for it is refused CodeIndexRefused before any
+//     History is asked, and an answer quotes a value the model sent cut
+//     to tool.MaxQuotedBytes, never whole.
 //   - At most MaxNotes notes are ever stored in one memory store: a
-//     durable lifetime ceiling every Memory implementation keeps.
+//     durable lifetime ceiling every Memory implementation keeps. A
+//     Memory that finds a note already stored (Remembered.AlreadyStored)
+//     stores and counts nothing, so the ceiling counts distinct notes.
 //   - Every number a tool's description or schema states comes from its
 //     constant.
 //   - history_search asks the broker for nothing and is ReplaySafe and
-//     Concurrent; remember is ReplayNever (a replay would store the note
+//     Concurrent; remember is ReplayNever (a Memory need not recognise a
+//     note it holds, and a replay to one that does not would store it
 //     twice) and Exclusive.
 package history

@@ -43,7 +43,8 @@ const (
 	// MaxNoteChars bounds a note's text, in characters, after redaction.
 	MaxNoteChars = 4000
 	// MaxNotes is the lifetime ceiling: the most notes one memory store
-	// ever accepts. It is a durable count, never reset.
+	// ever accepts. It is a durable count of distinct notes (one found
+	// already stored is not counted again), never reset.
 	MaxNotes = 500
 )
 
@@ -74,7 +75,7 @@ func PrepareNote(n Note) (Note, error) {
 	n.Description = strings.TrimSpace(Redact(n.Description))
 	n.Text = strings.TrimSpace(Redact(n.Text))
 	if !n.Kind.Valid() {
-		return Note{}, refuse(CodeMemoryFieldInvalid, "kind %q is not one of feedback, fact, decision", n.Kind)
+		return Note{}, refuse(CodeMemoryFieldInvalid, "kind %s is not one of feedback, fact, decision", quote(string(n.Kind)))
 	}
 	if n.Session == "" || len(n.Session) > MaxIDBytes {
 		return Note{}, refuse(CodeMemoryFieldInvalid, "the note has no valid session (the host must set one of 1 to %d bytes)", MaxIDBytes)

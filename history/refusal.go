@@ -11,7 +11,8 @@ import (
 // Memory implementations, PrepareNote, ParseWords). Programs find it with
 // errors.As and switch on Code; Message is a sentence a model can act on.
 type Refusal struct {
-	// Code is one of this package's codes (CodeIndexBusy, ...).
+	// Code is one of this package's codes (CodeIndexBusy, ...), or
+	// tool.CodeCancelled when the call's context ended first.
 	Code tool.Code
 	// Message says, for a model, what was refused and what to do.
 	Message string

@@ -45,10 +45,12 @@ var noteKindSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Feedb
 // RememberTool returns remember over m. session tells which session a
 // call belongs to (nil means StrandSession). The tool checks the note with
 // PrepareNote (redaction first) and hands the model's text to m, which
-// checks it again and stores it. It asks the broker for nothing; it is
-// ReplayNever (a replay would store the note twice and spend two of the
-// MaxNotes lifetime slots) and Exclusive (two in one batch would only
-// contend for the one writer).
+// checks it again and stores it, or finds an identical note already
+// stored, which the answer says (Remembered.AlreadyStored). It asks the
+// broker for nothing; it is ReplayNever (a Memory need not recognise a
+// note it already holds, and one that does not would store a replay twice
+// and spend two of the MaxNotes lifetime slots) and Exclusive (two in one
+// batch would only contend for the one writer).
 func RememberTool(m Memory, session SessionOf) tool.Tool {
 	if session == nil {
 		session = StrandSession
@@ -77,10 +79,12 @@ var rememberDescription = fmt.Sprintf(
 	MaxTitleChars, MaxDescriptionChars, MaxNoteChars, MaxNotes)
 
 // RememberDetails is the Details of a successful remember: the title and
-// kind as stored (trimmed and redacted).
+// kind as stored (trimmed and redacted), and whether an identical note
+// was already stored, so nothing new was.
 type RememberDetails struct {
-	Title string   `json:"title"`
-	Kind  NoteKind `json:"kind"`
+	Title         string   `json:"title"`
+	Kind          NoteKind `json:"kind"`
+	AlreadyStored bool     `json:"already_stored,omitempty"`
 }
 
 func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a rememberArgs) tool.Outcome {
@@ -92,14 +96,19 @@ func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a 
 	if err != nil {
 		return memoryOutcome(err)
 	}
-	if err := m.Remember(ctx, n); err != nil {
+	r, err := m.Remember(ctx, n)
+	if err != nil {
 		return memoryOutcome(err)
 	}
 	text := fmt.Sprintf("Remembered %s note %q. Later sessions find it with history_search kind=note.", prepared.Kind, prepared.Title)
+	if r.AlreadyStored {
+		text = fmt.Sprintf("An identical %s note %q is already stored: nothing new was stored and no note slot was spent. "+
+			"Later sessions find it with history_search kind=note.", prepared.Kind, prepared.Title)
+	}
 	if prepared.Text != string(a.Note) || prepared.Title != string(a.Title) || prepared.Description != string(a.Description) {
 		text += " (Surrounding blanks were trimmed and anything that looked like a secret was replaced by " + RedactedMark + ".)"
 	}
-	return tool.Success(text).WithDetails(RememberDetails{Title: prepared.Title, Kind: prepared.Kind})
+	return tool.Success(text).WithDetails(RememberDetails{Title: prepared.Title, Kind: prepared.Kind, AlreadyStored: r.AlreadyStored})
 }
 
 // memoryOutcome renders a Memory refusal for the model.

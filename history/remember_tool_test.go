@@ -14,12 +14,12 @@ type fakeMemory struct {
 	notes []Note
 }
 
-func (f *fakeMemory) Remember(_ context.Context, n Note) error {
+func (f *fakeMemory) Remember(_ context.Context, n Note) (Remembered, error) {
 	if f.err != nil {
-		return f.err
+		return Remembered{}, f.err
 	}
 	f.notes = append(f.notes, n)
-	return nil
+	return Remembered{}, nil
 }
 
 func rememberArgsJSON(title, desc, note, kind string) string {

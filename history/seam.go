@@ -27,8 +27,19 @@ type History interface {
 // it against the lifetime ceiling MaxNotes, and store it where a later
 // history_search kind=note finds it.
 type Memory interface {
-	// Remember stores n or answers a *Refusal saying why not.
-	Remember(ctx context.Context, n Note) error
+	// Remember stores n, or finds it already stored, or answers a
+	// *Refusal saying why not.
+	Remember(ctx context.Context, n Note) (Remembered, error)
+}
+
+// Remembered is what a Memory did with a note it did not refuse.
+type Remembered struct {
+	// AlreadyStored is true when a note identical to it was stored
+	// before (the same kind, title, description and text once PrepareNote
+	// has trimmed and redacted them, whatever its session and time):
+	// nothing new was stored and no slot of MaxNotes was spent. A Memory
+	// that does not look for identical notes always answers false.
+	AlreadyStored bool
 }
 
 // Syntax says how Query.Text is read.

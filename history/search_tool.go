@@ -110,6 +110,9 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 	if h == nil {
 		return refusalOutcome(refuse(CodeIndexUnavailable, "this host has no history index"))
 	}
+	if o, over := overBound(a); over {
+		return o
+	}
 	if a.Action == ActionRead {
 		return runRead(ctx, c, h, session, a)
 	}
@@ -189,7 +192,7 @@ func renderHits(hits []Hit, browse, text string, plan WordsQuery, a searchArgs, 
 	}
 	filters := "scope " + string(scope)
 	if a.Kind != "" {
-		filters += fmt.Sprintf(", kind %q", a.Kind)
+		filters += ", kind " + quote(a.Kind)
 	}
 	if a.Before > 0 {
 		filters += fmt.Sprintf(", before %d", a.Before)
@@ -199,7 +202,7 @@ func renderHits(hits []Hit, browse, text string, plan WordsQuery, a searchArgs, 
 			b.WriteString("history_search: your session has no indexed entries yet.")
 			return tool.Success(b.String()).WithDetails(SearchDetails{Hits: hits, Limit: limit})
 		}
-		fmt.Fprintf(&b, "history_search: no hits for %s query %q (%s).\n", syntax, text, filters)
+		fmt.Fprintf(&b, "history_search: no hits for %s query %s (%s).\n", syntax, quote(text), filters)
 		b.WriteString("Words match whole words, case-insensitively, with no stemming.")
 		if syntax == Words && plan.Terms() > 1 {
 			fmt.Fprintf(&b, " Try alternatives with OR: %q.", orVariant(plan))
@@ -217,7 +220,7 @@ func renderHits(hits []Hit, browse, text string, plan WordsQuery, a searchArgs, 
 	if browse != "" {
 		fmt.Fprintf(&b, "history_search: %s, newest first.\n", browse)
 	} else {
-		fmt.Fprintf(&b, "history_search: %d hit(s) for %s query %q (%s), newest first.\n", len(hits), syntax, text, filters)
+		fmt.Fprintf(&b, "history_search: %d hit(s) for %s query %s (%s), newest first.\n", len(hits), syntax, quote(text), filters)
 		if hits[0].Substring {
 			b.WriteString("No entry has these whole words; these hits have longer words containing them.\n")
 		}
@@ -316,6 +319,28 @@ func runRead(ctx context.Context, c *tool.Call, h History, session string, a sea
 	f.quote(&b, spilled.Text("the read"))
 	b.WriteString("The whole read is JSON in the file named above; read it in bounded slices (it may be one long line).\n")
 	return tool.Success(b.String()).WithDetails(ReadDetails{Entries: entries, Overflow: spilled})
+}
+
+// overBound refuses, before any History is asked, a value over the bound
+// the seam declares for it: the query (MaxQueryBytes, in either syntax),
+// the kind (MaxKindBytes), the session and entry of a read (MaxIDBytes).
+// The refusal states the size, never the value.
+func overBound(a searchArgs) (tool.Outcome, bool) {
+	for _, f := range []struct {
+		name  string
+		value string
+		limit int
+	}{
+		{"query", a.Query, MaxQueryBytes},
+		{"kind", a.Kind, MaxKindBytes},
+		{"session", a.Session, MaxIDBytes},
+		{"entry", a.Entry, MaxIDBytes},
+	} {
+		if len(f.value) > f.limit {
+			return tool.Fail(CodeIndexRefused, fmt.Sprintf("the %s is %d bytes; at most %d are accepted", f.name, len(f.value), f.limit)), true
+		}
+	}
+	return tool.Outcome{}, false
 }
 
 // clampInt answers v moved into [lo, hi].

@@ -27,20 +27,24 @@ type fakeHistory struct {
 	limit   int
 	around  int
 	text    string // what Read answers as the entry's text; "" means "x"
+	calls   int    // how many times any method was called
 }
 
 func (f *fakeHistory) Search(_ context.Context, q Query) ([]Hit, error) {
 	f.last = q
+	f.calls++
 	return f.hits, f.err
 }
 
 func (f *fakeHistory) Recent(_ context.Context, session string, limit int) ([]Hit, error) {
 	f.session, f.limit = session, limit
+	f.calls++
 	return nil, f.err
 }
 
 func (f *fakeHistory) Read(_ context.Context, session, entry string, around int) ([]Entry, error) {
 	f.session, f.around = session, around
+	f.calls++
 	if f.err != nil {
 		return nil, f.err
 	}

@@ -48,8 +48,8 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		for range notes {
-			if err := a.Remember(ctx, testNote()); err != nil {
+		for i := range notes {
+			if _, err := a.Remember(ctx, numberedNote(i)); err != nil {
 				errs <- err
 				return
 			}

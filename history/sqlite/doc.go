@@ -24,8 +24,10 @@
 //
 // Invariants:
 //   - Every failure is a *history.Refusal coded with history's codes:
-//     SQLite busy or locked past the busy timeout, and an interrupted
-//     call, are history.CodeIndexBusy (history.CodeMemoryBusy for notes);
+//     SQLite busy or locked past the busy timeout is
+//     history.CodeIndexBusy (history.CodeMemoryBusy for notes); a call
+//     whose context ended (cancelled, or past its deadline) is
+//     tool.CodeCancelled, which is not transient;
 //     a recovering database is history.CodeIndexNotReady; a raw query
 //     FTS5 rejects is history.CodeIndexRefused with FTS5's message;
 //     anything else, a closed Store included, is
@@ -41,7 +43,10 @@
 //     each snippet at most history.MaxSnippetBytes bytes.
 //   - At most history.MaxNotes notes are ever stored in one database: a
 //     durable lifetime ceiling, counted in the same transaction as the
-//     write and never reset.
+//     write and never reset. A note identical to one stored (kind, title,
+//     description and text as history.PrepareNote leaves them) is
+//     answered history.Remembered.AlreadyStored, and neither stored nor
+//     counted.
 //   - A database with a schema newer than SchemaVersion is refused, never
 //     written.
 package sqlite

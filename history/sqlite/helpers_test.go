@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -57,4 +58,14 @@ func wantCode(t testing.TB, err error, code tool.Code) {
 	if got := history.CodeOf(err); got != code || (code == "" && err != nil) {
 		t.Fatalf("got code %q (err %v), want %q", got, err, code)
 	}
+}
+
+// second returns the error of a Remember.
+func second(_ history.Remembered, err error) error { return err }
+
+// numberedNote is testNote with a text of its own for each i.
+func numberedNote(i int) history.Note {
+	n := testNote()
+	n.Text = fmt.Sprintf("%s (note %d)", n.Text, i)
+	return n
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,17 +13,33 @@ import (
 // Remember stores n as an entry of kind history.KindNote (its role is the
 // note's kind, its text the title, description and note), after
 // history.PrepareNote has redacted and checked it, and counts it against
-// history.MaxNotes in the same transaction. At the ceiling it is refused
+// history.MaxNotes in the same transaction. A note identical to one
+// stored (the same kind and the same title, description and text as
+// prepared, whatever its session and time) is answered AlreadyStored and
+// neither stored nor counted, at the ceiling too, so the ceiling counts
+// distinct notes. A new note at the ceiling is refused
 // history.CodeMemoryCeilingReached.
-func (s *Store) Remember(ctx context.Context, n history.Note) error {
+func (s *Store) Remember(ctx context.Context, n history.Note) (history.Remembered, error) {
 	n, err := history.PrepareNote(n)
 	if err != nil {
-		return err
+		return history.Remembered{}, err
 	}
 	if n.Time.IsZero() {
 		n.Time = time.Now()
 	}
+	// Title and description are single lines, so this text keeps the
+	// three fields apart: equal texts are equal notes.
+	text := n.Title + "\n" + n.Description + "\n\n" + n.Text
+	var found bool
 	_, err = s.write(ctx, history.CodeMemoryBusy, history.CodeMemoryUnavailable, "remembering", func(tx *sql.Tx) (int, error) {
+		err := tx.QueryRowContext(ctx, findNote, string(n.Kind), text).Scan(new(int))
+		switch {
+		case err == nil:
+			found = true
+			return 0, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return 0, err
+		}
 		var count int
 		if err := tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = 'notes'`).Scan(&count); err != nil {
 			return 0, err
@@ -38,13 +55,21 @@ func (s *Store) Remember(ctx context.Context, n history.Note) error {
 			ID:      fmt.Sprintf("note-%d", count+1),
 			Kind:    history.KindNote,
 			Role:    string(n.Kind),
-			Text:    n.Title + "\n" + n.Description + "\n\n" + n.Text,
+			Text:    text,
 			Time:    n.Time,
 		}
 		return s.insertEntries(ctx, tx, []history.Entry{e}, n.Time)
 	})
-	return err
+	if err != nil {
+		return history.Remembered{}, err
+	}
+	return history.Remembered{AlreadyStored: found}, nil
 }
+
+// findNote finds a stored note by kind and text. The note kind is written
+// into the query, not bound, so SQLite can prove the partial index
+// entries_notes covers it.
+var findNote = fmt.Sprintf(`SELECT 1 FROM entries WHERE kind = '%s' AND role = ? AND text = ? LIMIT 1`, history.KindNote)
 
 // Notes answers how many notes the store holds: the count history.MaxNotes
 // bounds.

@@ -11,7 +11,7 @@ import (
 // SchemaVersion is the schema this library writes, kept in PRAGMA
 // user_version. Opening a database migrates it up to this version, one
 // step per transaction; a newer database is refused.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migration moves the schema from version i to i+1 inside tx.
 type migration func(ctx context.Context, tx *sql.Tx, o Options) error
@@ -19,6 +19,7 @@ type migration func(ctx context.Context, tx *sql.Tx, o Options) error
 // migrations[i] migrates version i to i+1.
 var migrations = []migration{
 	migrateCreate,
+	migrateNoteIndex,
 }
 
 // migrateCreate creates the version-1 schema: the entries table (the
@@ -56,6 +57,17 @@ func migrateCreate(ctx context.Context, tx *sql.Tx, o Options) error {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("schema v1: %w", err)
 		}
+	}
+	return nil
+}
+
+// migrateNoteIndex (version 2) indexes the notes by kind and text, so
+// that Remember finds an identical note without reading every entry. The
+// index is partial: it holds the notes only (at most history.MaxNotes).
+func migrateNoteIndex(ctx context.Context, tx *sql.Tx, _ Options) error {
+	q := fmt.Sprintf(`CREATE INDEX entries_notes ON entries(role, text) WHERE kind = '%s'`, history.KindNote)
+	if _, err := tx.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("schema v2: %w", err)
 	}
 	return nil
 }

@@ -168,7 +168,8 @@ func (s *Store) Substrings() bool { return s.substrings }
 // unavailable are the codes of the calling seam (history.CodeIndexBusy or
 // history.CodeMemoryBusy, and history.CodeIndexUnavailable or
 // history.CodeMemoryUnavailable); refusedSQL, when set, is the code a
-// plain SQL error maps to (a raw query FTS5 rejected).
+// plain SQL error maps to (a raw query FTS5 rejected). An error of a
+// context that ended is tool.CodeCancelled, whichever seam called.
 func classify(err error, busy, unavailable, refusedSQL tool.Code, what string) error {
 	if err == nil {
 		return nil
@@ -178,7 +179,7 @@ func classify(err error, busy, unavailable, refusedSQL tool.Code, what string) e
 		return err
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &history.Refusal{Code: busy, Message: what + " was interrupted before it finished; send the same call again", Err: err}
+		return &history.Refusal{Code: tool.CodeCancelled, Message: what + " stopped: the call's context ended (cancelled, or past its deadline) before it finished", Err: err}
 	}
 	var se *driver.Error
 	if errors.As(err, &se) {

@@ -259,7 +259,7 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 	_, err = s.Read(ctx, "s", "e", 0)
 	wantCode(t, err, history.CodeIndexUnavailable)
 	wantCode(t, s.Index(ctx, entry("s", "e", "x")), history.CodeIndexUnavailable)
-	wantCode(t, s.Remember(ctx, testNote()), history.CodeMemoryUnavailable)
+	wantCode(t, second(s.Remember(ctx, testNote())), history.CodeMemoryUnavailable)
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
@@ -335,7 +335,7 @@ func TestBusyWriterIsRefusedBusy(t *testing.T) {
 	defer tx.Rollback()
 	ctx := context.Background()
 	wantCode(t, s.Index(ctx, entry("s", "e", "x")), history.CodeIndexBusy)
-	wantCode(t, s.Remember(ctx, testNote()), history.CodeMemoryBusy)
+	wantCode(t, second(s.Remember(ctx, testNote())), history.CodeMemoryBusy)
 	// Readers are not blocked by a writer under WAL.
 	if _, err := s.Search(ctx, history.Query{Text: "x", Limit: 1}); err != nil {
 		t.Errorf("search during a write: %v", err)

@@ -19,7 +19,10 @@
 // Transport, a newline-delimited JSON-RPC transport that answers a
 // malformed line (not JSON, not JSON-RPC, a batch, over MaxMessageBytes)
 // with a JSON-RPC error and keeps reading, where the SDK's stdio transport
-// would end the session.
+// would end the session. At the end of input it finishes every request
+// already read (each tool within its own deadline) and writes every
+// answer before the session ends; the end of the context given to Run
+// ends the session at once, cancelling what runs.
 //
 // This package owns the mapping between Loom's tool record and MCP. It
 // does not own what the tools may touch (the session template's policy,
@@ -34,6 +37,10 @@
 //   - Every served tool passed CheckTool: an MCP-valid name and a schema
 //     github.com/google/jsonschema-go resolves, of type "object".
 //   - Bad input over the wire never ends a Transport session; only the
-//     end of input or Close does.
+//     end of input (once every request read is answered), Close, or the
+//     end of the session's context does.
+//   - No error answer echoes a large value back: a JSON-RPC error's
+//     message is cut past MaxErrorBytes and longer data dropped (tool
+//     results are held to their bounds by the tools).
 //   - The session template is never modified; each call gets its own copy.
 package mcpserve

@@ -142,7 +142,10 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // ServeStdio serves one session over the process's standard input and
 // output with a Transport, which answers malformed lines instead of
-// ending the session. Nothing else may write to standard output.
+// ending the session. When standard input ends, every request already
+// read is finished and answered before ServeStdio returns; when ctx ends
+// (a signal, say), it returns at once, cancelling what runs. Nothing else
+// may write to standard output.
 func (s *Server) ServeStdio(ctx context.Context) error {
 	return s.Run(ctx, &Transport{Reader: os.Stdin, Writer: nopCloser{os.Stdout}})
 }

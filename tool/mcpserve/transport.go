@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,7 +26,21 @@ const (
 	// idScanBytes is how much of an oversized or malformed message is
 	// kept to recover its request id for the error response.
 	idScanBytes = 4 << 10
+	// MaxErrorBytes bounds the message of a JSON-RPC error the transport
+	// writes, and its data: a longer message (one quoting a value the
+	// client sent, say) is cut with its length said, and longer data is
+	// dropped, so no error echoes a large value back.
+	MaxErrorBytes = 1 << 10
+	// CodeInputEnded is the JSON-RPC error code of the response the
+	// transport gives a call the server made to the client once the
+	// client's input has ended (in the range JSON-RPC 2.0 reserves for
+	// implementation-defined server errors).
+	CodeInputEnded = -32000
 )
+
+// inputEnded answers a server-to-client call the client can no longer
+// answer.
+var inputEnded = &jsonrpc.Error{Code: CodeInputEnded, Message: "the client's input ended before it answered this request"}
 
 // Transport is newline-delimited JSON-RPC over a reader and a writer (the
 // MCP stdio transport) that survives bad input. The SDK's own stdio
@@ -45,6 +61,17 @@ const (
 // The transport also keeps the MCP rule that a request the client
 // cancelled (notifications/cancelled) gets no response: the SDK answers
 // it once its handler returns, and the transport drops that answer.
+//
+// The end of input is not the end of the work: a client that pipes a
+// batch of requests and closes its end gets an answer to every request
+// read before the end. The connection reports the end to the SDK only
+// once each of them is answered (each tool runs to its own deadline), so
+// a tool already running is not cancelled; a call the server makes to
+// the client after the end is answered by the transport with an error
+// (CodeInputEnded), since the client can no longer answer it. The
+// context given to Connect is the session's: when it ends (a signal, a
+// host shutting down), the connection ends at once and the SDK cancels
+// every request still running.
 type Transport struct {
 	// Reader carries the client's messages, one per line.
 	Reader io.Reader
@@ -61,7 +88,9 @@ var ErrNoStream = errors.New("mcpserve: Transport needs a Reader and a Writer")
 // Connect implements mcp.Transport. Call it once per Transport: the
 // connection owns Reader and Writer, and Close closes whichever of them
 // is an io.Closer.
-func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+// ctx is the session's: when it ends, Read reports ctx's error at once,
+// and the SDK cancels whatever runs.
+func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.Reader == nil || t.Writer == nil {
 		return nil, ErrNoStream
 	}
@@ -74,9 +103,13 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		max:      max,
 		incoming: make(chan jsonrpc.Message),
 		closed:   make(chan struct{}),
+		aborted:  make(chan struct{}),
+		changed:  make(chan struct{}, 1),
 		inflight: map[jsonrpc.ID]bool{},
+		outgoing: map[jsonrpc.ID]bool{},
 	}
 	c.closers = closersOf(t.Reader, t.Writer)
+	c.stopWatch = context.AfterFunc(ctx, func() { c.abort(ctx.Err()) })
 	go c.readLoop(bufio.NewReaderSize(t.Reader, 64<<10))
 	return c, nil
 }
@@ -103,27 +136,100 @@ type lineConn struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	closers   []io.Closer
+	stopWatch func() bool // stops watching the session's context
 
+	// aborted is closed, with abortErr set first, when the session's
+	// context ends.
+	aborted   chan struct{}
+	abortErr  error
+	abortOnce sync.Once
+
+	mu sync.Mutex
 	// inflight maps the id of every request read and not yet answered to
 	// whether the client has cancelled it.
-	mu       sync.Mutex
 	inflight map[jsonrpc.ID]bool
+	// outgoing holds the id of every call the server wrote to the client
+	// and the client has not answered.
+	outgoing map[jsonrpc.ID]bool
+	// writeErr is the first failure to write; once set, no answer can
+	// reach the client.
+	writeErr error
+	// changed gets a token whenever inflight, outgoing or writeErr
+	// change, for a Read draining after the end of input.
+	changed chan struct{}
 }
 
-// Read implements mcp.Connection.
+// Read implements mcp.Connection. Once the input has ended it returns
+// the end only when every request read has been answered (or a write has
+// failed, so none can be), answering first every call the server made to
+// the client with an inputEnded error.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-c.aborted:
+		return nil, c.abortErr
+	default:
+	}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-c.closed:
 		return nil, io.EOF
+	case <-c.aborted:
+		return nil, c.abortErr
 	case m, ok := <-c.incoming:
 		if !ok {
-			return nil, c.readErr
+			return c.drain(ctx)
 		}
 		c.track(m)
 		return m, nil
 	}
+}
+
+// drain waits, after the end of input, until nothing read is left to
+// answer; see Read.
+func (c *lineConn) drain(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		c.mu.Lock()
+		if c.writeErr == nil {
+			for id := range c.outgoing {
+				delete(c.outgoing, id)
+				c.mu.Unlock()
+				return &jsonrpc.Response{ID: id, Error: inputEnded}, nil
+			}
+		}
+		done := c.writeErr != nil || len(c.inflight) == 0
+		c.mu.Unlock()
+		if done {
+			return nil, c.readErr
+		}
+		select {
+		case <-c.changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		case <-c.aborted:
+			return nil, c.abortErr
+		}
+	}
+}
+
+// signal tells a draining Read that the state it waits on changed; the
+// caller holds mu.
+func (c *lineConn) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// abort ends the connection at once with err (the session's context
+// ended).
+func (c *lineConn) abort(err error) {
+	c.abortOnce.Do(func() {
+		c.abortErr = err
+		close(c.aborted)
+	})
 }
 
 // notificationCancelled is the MCP notification that cancels a request.
@@ -131,12 +237,16 @@ const notificationCancelled = "notifications/cancelled"
 
 // track records a request read, or the cancellation of one in flight.
 func (c *lineConn) track(m jsonrpc.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if resp, ok := m.(*jsonrpc.Response); ok {
+		delete(c.outgoing, resp.ID)
+		return
+	}
 	req, ok := m.(*jsonrpc.Request)
 	if !ok {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if req.IsCall() {
 		c.inflight[req.ID] = false
 		return
@@ -170,34 +280,68 @@ func (c *lineConn) cancelled(m jsonrpc.Message) bool {
 	defer c.mu.Unlock()
 	gone, ok := c.inflight[resp.ID]
 	delete(c.inflight, resp.ID)
+	c.signal()
 	return ok && gone
 }
 
-// Write implements mcp.Connection.
+// Write implements mcp.Connection. An error response is held to
+// MaxErrorBytes.
 func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
 	if c.cancelled(m) {
 		return nil
 	}
+	if resp, ok := m.(*jsonrpc.Response); ok && resp.Error != nil {
+		m = &jsonrpc.Response{ID: resp.ID, Error: boundedError(resp.Error)}
+	}
 	data, err := jsonrpc.EncodeMessage(m)
 	if err != nil {
+		c.failed(err)
 		return err
 	}
-	return c.writeLine(data)
+	call, _ := m.(*jsonrpc.Request)
+	if call != nil && call.IsCall() {
+		c.mu.Lock()
+		c.outgoing[call.ID] = true
+		c.signal()
+		c.mu.Unlock()
+	}
+	err = c.writeLine(data)
+	if err != nil && call != nil && call.IsCall() {
+		c.mu.Lock()
+		delete(c.outgoing, call.ID)
+		c.mu.Unlock()
+	}
+	return err
 }
 
+// writeLine writes data and its newline with one Write call.
 func (c *lineConn) writeLine(data []byte) error {
 	line := make([]byte, 0, len(data)+1)
 	line = append(append(line, data...), '\n')
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	_, err := c.w.Write(line)
+	c.wmu.Unlock()
+	if err != nil {
+		c.failed(err)
+	}
 	return err
+}
+
+// failed records the first failure to write.
+func (c *lineConn) failed(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writeErr == nil {
+		c.writeErr = err
+		c.signal()
+	}
 }
 
 // Close implements mcp.Connection. It may be called more than once.
 func (c *lineConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
+		c.stopWatch()
 		close(c.closed)
 		for _, cl := range c.closers {
 			err = errors.Join(err, cl.Close())
@@ -235,6 +379,8 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 				select {
 				case c.incoming <- msg:
 				case <-c.closed:
+					return
+				case <-c.aborted:
 					return
 				}
 			}
@@ -317,7 +463,7 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	data, err := json.Marshal(wireError{JSONRPC: "2.0", ID: id, Error: wireErrorBody{Code: code, Message: message}})
+	data, err := json.Marshal(wireError{JSONRPC: "2.0", ID: id, Error: wireErrorBody{Code: code, Message: cutMessage(message)}})
 	if err != nil {
 		// Unreachable: every field marshals. Fall back to a fixed reply.
 		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
@@ -386,4 +532,33 @@ func skipValue(dec *json.Decoder) bool {
 			return true
 		}
 	}
+}
+
+// boundedError returns err as a JSON-RPC error whose message is at most
+// MaxErrorBytes (cutMessage) and whose data, when longer, is dropped. The
+// code is err's (as the SDK would encode it).
+func boundedError(err error) *jsonrpc.Error {
+	var w *jsonrpc.Error
+	out := &jsonrpc.Error{Message: err.Error()}
+	if errors.As(err, &w) {
+		out.Code = w.Code
+		if len(w.Data) <= MaxErrorBytes {
+			out.Data = w.Data
+		}
+	}
+	out.Message = cutMessage(out.Message)
+	return out
+}
+
+// cutMessage returns msg, or when it is longer than MaxErrorBytes its
+// head, cut at a rune boundary, and how long it was.
+func cutMessage(msg string) string {
+	if len(msg) <= MaxErrorBytes {
+		return msg
+	}
+	end := MaxErrorBytes
+	for end > 0 && !utf8.RuneStart(msg[end]) {
+		end--
+	}
+	return msg[:end] + "… (" + strconv.Itoa(len(msg)) + " bytes)"
 }

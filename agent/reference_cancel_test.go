@@ -1,0 +1,40 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// A todo call whose context ends while the board is contended is refused
+// as cancelled, not as a conflict: the cause is the caller's context, and
+// nothing was written.
+func TestTodosCancelledIsNotAConflict(t *testing.T) {
+	t.Parallel()
+	a := NewAgency(echo, Options{})
+	defer a.Close()
+	c := root("main", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	_, err := a.Todos(ctx, c, func(b Board) (Board, error) {
+		calls++
+		// A sibling writes the cell while this step runs, and the
+		// caller's context ends.
+		if _, err := a.Todos(bg, c, func(b Board) (Board, error) {
+			return ApplyTodo(b, TodoStep{Op: TodoAppend, Items: []string{fmt.Sprint("sibling ", calls)}})
+		}); err != nil {
+			return Board{}, err
+		}
+		cancel()
+		return ApplyTodo(b, TodoStep{Op: TodoAppend, Items: []string{"mine"}})
+	})
+	if CodeOf(err) != tool.CodeCancelled || calls != 1 {
+		t.Fatalf("err %v (code %q) after %d attempts, want %q after 1", err, CodeOf(err), calls, tool.CodeCancelled)
+	}
+	b, _ := a.Todos(bg, c, func(b Board) (Board, error) { return b, nil })
+	if b.find("mine") >= 0 {
+		t.Errorf("the cancelled step landed: %+v", b)
+	}
+}
