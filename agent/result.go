@@ -311,11 +311,11 @@ func (s *ResultSchema) String() string {
 // schema in full and what actually arrived.
 type Mismatch struct {
 	// Schema is the contract, rendered by ResultSchema.String.
-	Schema string
+	Schema string `json:"schema"`
 	// Arrived is the value received, quoted up to MaxArrivedBytes.
-	Arrived string
+	Arrived string `json:"arrived"`
 	// Problems lists each violation, one per field, in field order.
-	Problems []string
+	Problems []string `json:"problems"`
 }
 
 // Describe renders the mismatch as one paragraph a model can act on.

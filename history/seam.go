@@ -95,20 +95,20 @@ type Query struct {
 type Hit struct {
 	// Seq is the index's position of the entry: increasing in indexing
 	// order across the whole repository, the cursor Query.Before takes.
-	Seq int64
+	Seq int64 `json:"seq"`
 	// Session and Entry identify the entry, as action=read takes them.
-	Session string
-	Entry   string
+	Session string `json:"session"`
+	Entry   string `json:"entry"`
 	// Kind and Role are the entry's (for a note: KindNote and its NoteKind).
-	Kind string
-	Role string
+	Kind string `json:"kind"`
+	Role string `json:"role"`
 	// Time is when the entry was written, in UTC.
-	Time time.Time
+	Time time.Time `json:"time"`
 	// Snippet is the excerpt shown for the hit.
-	Snippet string
+	Snippet string `json:"snippet"`
 	// Substring is true when the hit came from the substring fallback:
 	// it contains a word of which the query's words are pieces.
-	Substring bool
+	Substring bool `json:"substring,omitempty"`
 }
 
 // Entry is one item of a session log: what a host indexes and what Read
