@@ -15,6 +15,18 @@
 // through Call.ObserveOutput is relayed as progress notifications, at most
 // one per ProgressInterval and never after the result.
 //
+// With Options.ApproveWithElicitation, a refusal a tool raises for
+// approval (tool.Call.RaiseRefusal: bash asking for permissions beyond the
+// session policy) becomes an MCP elicitation/create request to the client
+// naming the tool, exactly the grants wanted and the command. Only an
+// explicit accept resumes the call, with exactly those grants, for that
+// call only; decline, cancel, ApprovalTimeout, and a client that cannot
+// be asked (no elicitation capability, or a protocol version that forbids
+// requests from the server during a call) keep the refusal in band,
+// saying why, with _meta[MetaApprovalKey] telling how the question ended.
+// A session has at most one question open at a time, and a question's
+// text is at most MaxApprovalMessageBytes.
+//
 // ServeStdio serves one session over standard input and output through
 // Transport, a newline-delimited JSON-RPC transport that answers a
 // malformed line (not JSON, not JSON-RPC, a batch, over MaxMessageBytes)
@@ -27,7 +39,8 @@
 // This package owns the mapping between Loom's tool record and MCP. It
 // does not own what the tools may touch (the session template's policy,
 // broker and workspace, built by the host: see examples/mcpserver), and
-// it offers no MCP resources, prompts or sampling.
+// it offers no MCP resources, prompts or sampling, and asks the client
+// for nothing but approvals.
 //
 // Invariants:
 //   - A tool failure never becomes a protocol error: every Outcome,
@@ -43,4 +56,6 @@
 //     message is cut past MaxErrorBytes and longer data dropped (tool
 //     results are held to their bounds by the tools).
 //   - The session template is never modified; each call gets its own copy.
+//   - No approval widens a call beyond the grants its question named, nor
+//     outlives the call: a grant is never remembered for later calls.
 package mcpserve

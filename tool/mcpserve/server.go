@@ -45,6 +45,21 @@ type Options struct {
 	// Logger receives the SDK's diagnostics; nil discards them (stdout
 	// belongs to the protocol).
 	Logger *slog.Logger
+	// ApproveWithElicitation answers the refusals a tool raises
+	// (tool.Call.RaiseRefusal, replacing the template's) by asking the
+	// client's user with an MCP elicitation/create request that names the
+	// tool, exactly the grants wanted and the command when the arguments
+	// carry one. Only an explicit accept resumes the call, with exactly
+	// those grants, for that call only. Decline, cancel, the timeout, and
+	// a client without the elicitation capability leave the refusal in
+	// band, its text saying why and _meta[MetaApprovalKey] how the
+	// question ended (an Approval). A session has one question open at a
+	// time; the others wait their turn within their timeout. False leaves
+	// the template's RaiseRefusal (nil settles every refusal in band).
+	ApproveWithElicitation bool
+	// ApprovalTimeout bounds one approval question, from the raise to the
+	// answer; 0 means ApprovalTimeout.
+	ApprovalTimeout time.Duration
 }
 
 // Server serves the tools of a tool.Registry to MCP clients. It is safe
@@ -58,6 +73,7 @@ type Server struct {
 	seq      atomic.Uint64
 	mcp      *mcp.Server
 	tools    []tool.Tool
+	approve  *approver // nil unless Options.ApproveWithElicitation
 }
 
 // ErrNilRegistry is returned by New when it is given no registry.
@@ -93,6 +109,12 @@ func New(reg *tool.Registry, session *tool.Call, o Options) (*Server, error) {
 	s.interval = o.ProgressInterval
 	if s.interval <= 0 {
 		s.interval = ProgressInterval
+	}
+	if o.ApproveWithElicitation {
+		s.approve = &approver{timeout: o.ApprovalTimeout, turns: map[*mcp.ServerSession]chan struct{}{}}
+		if s.approve.timeout <= 0 {
+			s.approve.timeout = ApprovalTimeout
+		}
 	}
 	s.opPrefix = o.OpPrefix
 	if s.opPrefix == "" {
@@ -167,11 +189,20 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 				p.Observe(t)
 			}
 		}
+		var k *asked
+		if s.approve != nil {
+			k = &asked{}
+			c.RaiseRefusal = s.approve.raiser(req.Session, name, req.Params.Arguments, k)
+		}
 		out := s.reg.Dispatch(ctx, c, name, req.Params.Arguments)
 		if p != nil {
 			p.stop()
 		}
-		return Result(out), nil
+		res := Result(out)
+		if k != nil {
+			annotate(res, k)
+		}
+		return res, nil
 	}
 }
 

@@ -1,0 +1,355 @@
+package mcpserve
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/tool"
+	"github.com/agentloom/loom/tool/plane"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if jailHelper.dir != "" {
+		os.RemoveAll(jailHelper.dir)
+	}
+	os.Exit(code)
+}
+
+// jailHelper is the host-built jail helper (jailtest.HostHelper) the
+// approval tests' brokers run, built once per test binary and kept until
+// TestMain removes it.
+var jailHelper struct {
+	once sync.Once
+	dir  string
+	path string
+}
+
+func jailHelperForTests(tb testing.TB) string {
+	tb.Helper()
+	jailHelper.once.Do(func() {
+		data, err := os.ReadFile(jailtest.HostHelper(tb))
+		if err != nil {
+			tb.Fatalf("reading the host helper: %v", err)
+		}
+		dir, err := os.MkdirTemp("", "loom-mcpserve-test-helper-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p := filepath.Join(dir, "host")
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			os.RemoveAll(dir)
+			tb.Fatal(err)
+		}
+		jailHelper.dir, jailHelper.path = dir, p
+	})
+	if jailHelper.path == "" {
+		tb.Fatal("the host-built jail helper could not be built (see the first test that asked for it)")
+	}
+	return jailHelper.path
+}
+
+// secretName is the file in the directory outside the workspace that only
+// a granted command can list.
+const secretName = "only-with-a-grant.txt"
+
+// shellPlane is a plane of bash and the job tools over a workspace, and a
+// directory outside it holding secretName, all under /var/tmp (the jail's
+// /tmp is private).
+func shellPlane(t *testing.T) (p *plane.Plane, outside string) {
+	t.Helper()
+	root, err := os.MkdirTemp("/var/tmp", "loom-mcpserve-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	ws, outside := filepath.Join(root, "ws"), filepath.Join(root, "outside")
+	for _, d := range []string{ws, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, secretName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err = plane.New(plane.Config{
+		Workspace:     ws,
+		Families:      plane.FamilyShell,
+		BlobDir:       filepath.Join(root, "blobs"),
+		Scratch:       filepath.Join(root, "scratch"),
+		BrokerOptions: broker.Options{HelperPath: jailHelperForTests(t)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, outside
+}
+
+// elicitingVersion is a protocol version on which a server may ask its
+// client during a call.
+const elicitingVersion = "2025-11-25"
+
+// connectAt is connect with the client asking for protocol version.
+func connectAt(t *testing.T, srv *Server, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Run(ctx, st)
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "approver", Version: "1"}, copts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		cancel()
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-done
+	})
+	return cs
+}
+
+// questions records the approval questions a client was asked and
+// answers each with answer.
+type questions struct {
+	mu       sync.Mutex
+	messages []string
+	answer   func(context.Context) (*mcp.ElicitResult, error)
+}
+
+func (q *questions) handle(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	q.mu.Lock()
+	q.messages = append(q.messages, r.Params.Message)
+	q.mu.Unlock()
+	return q.answer(ctx)
+}
+
+func (q *questions) asked() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]string(nil), q.messages...)
+}
+
+func answering(action string) func(context.Context) (*mcp.ElicitResult, error) {
+	return func(context.Context) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: action}, nil }
+}
+
+// hanging answers only when the question is withdrawn.
+func hanging(ctx context.Context) (*mcp.ElicitResult, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// listOutside is a bash call listing outside, asking to read it.
+func listOutside(outside string) *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+		"command":     "ls " + outside,
+		"permissions": map[string]any{"readable_roots": []string{outside}},
+	}}
+}
+
+func metaOf(r *mcp.CallToolResult, key string) string {
+	s, _ := r.Meta[key].(string)
+	return s
+}
+
+// TestApprovalThroughElicitation: a bash call asking to read a directory
+// outside the workspace runs with the grant only when the client's user
+// accepts; every other ending keeps the refusal in band, saying why.
+func TestApprovalThroughElicitation(t *testing.T) {
+	cases := []struct {
+		name     string
+		approve  bool // Options.ApproveWithElicitation
+		answer   func(context.Context) (*mcp.ElicitResult, error)
+		version  string
+		asked    bool     // whether the client is asked
+		granted  bool     // whether the command lists the directory
+		approval Approval // _meta[MetaApprovalKey]; "" = absent
+		says     string   // in the text of a refusal
+	}{
+		{name: "accept", approve: true, answer: answering("accept"), version: elicitingVersion, asked: true, granted: true, approval: ApprovalGranted},
+		{name: "decline", approve: true, answer: answering("decline"), version: elicitingVersion, asked: true, approval: ApprovalDeclined, says: "declined it when asked"},
+		{name: "cancel", approve: true, answer: answering("cancel"), version: elicitingVersion, asked: true, approval: ApprovalCancelled, says: "dismissed the approval question"},
+		{name: "unknown_action", approve: true, answer: answering("maybe"), version: elicitingVersion, asked: true, approval: ApprovalFailed, says: "only accept grants"},
+		{name: "hanging_client", approve: true, answer: hanging, version: elicitingVersion, asked: true, approval: ApprovalTimedOut, says: "Nobody answered the approval question within"},
+		{name: "no_capability", approve: true, version: elicitingVersion, approval: ApprovalNoPath, says: "did not declare the elicitation capability"},
+		{name: "multi_round_trip_protocol", approve: true, answer: answering("accept"), version: multiRoundTripVersion, approval: ApprovalNoPath, says: "protocol version " + multiRoundTripVersion},
+		{name: "option_off", answer: answering("accept"), version: elicitingVersion},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, outside := shellPlane(t)
+			srv, err := New(p.Registry, p.Call, Options{ApproveWithElicitation: c.approve, ApprovalTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &questions{answer: c.answer}
+			copts := &mcp.ClientOptions{}
+			if c.answer != nil {
+				copts.ElicitationHandler = q.handle
+			}
+			cs := connectAt(t, srv, copts, c.version)
+			params := listOutside(outside)
+			r, err := cs.CallTool(context.Background(), params)
+			if err != nil {
+				t.Fatalf("a refusal became a protocol error: %v", err)
+			}
+			out := text(r)
+			if listed := strings.Contains(out, secretName); listed != c.granted || r.IsError == c.granted {
+				t.Errorf("isError=%v, listed the directory=%v; want granted=%v:\n%s", r.IsError, listed, c.granted, out)
+			}
+			if !c.granted && metaOf(r, MetaCodeKey) != string(broker.DenialRequirementsNotCovered) {
+				t.Errorf("code = %q, want %s", metaOf(r, MetaCodeKey), broker.DenialRequirementsNotCovered)
+			}
+			if got := metaOf(r, MetaApprovalKey); got != string(c.approval) {
+				t.Errorf("approval = %q, want %q", got, c.approval)
+			}
+			if c.says != "" && !strings.Contains(out, c.says) {
+				t.Errorf("the refusal does not say %q:\n%s", c.says, out)
+			}
+			asked := q.asked()
+			if (len(asked) > 0) != c.asked || len(asked) > 1 {
+				t.Fatalf("the client was asked %d times, want asked=%v", len(asked), c.asked)
+			}
+			if c.asked {
+				for _, want := range []string{"bash", string(broker.GrantReadableRoot) + " " + outside, "Command: " + params.Arguments.(map[string]any)["command"].(string), "this one call only"} {
+					if !strings.Contains(asked[0], want) {
+						t.Errorf("the question does not name %q:\n%s", want, asked[0])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestApprovalControlWithoutPermissions: the same listing without asking
+// for permissions is refused by the jail, so a granted run listing the
+// directory shows the grant at work.
+func TestApprovalControlWithoutPermissions(t *testing.T) {
+	t.Parallel()
+	p, outside := shellPlane(t)
+	srv, err := New(p.Registry, p.Call, Options{ApproveWithElicitation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &questions{answer: answering("accept")}
+	cs := connectAt(t, srv, &mcp.ClientOptions{ElicitationHandler: q.handle}, elicitingVersion)
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "ls " + outside}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.IsError || strings.Contains(text(r), secretName) {
+		t.Errorf("an unpermitted listing outside the workspace: isError=%v\n%s", r.IsError, text(r))
+	}
+	if n := len(q.asked()); n != 0 {
+		t.Errorf("the client was asked %d times for a call that raised nothing", n)
+	}
+}
+
+// TestApprovalOneQuestionAtATime: two calls of one session wanting
+// approval at once never have two questions open. The client answers
+// accept only once two questions are open, so asking both at once would
+// grant both.
+func TestApprovalOneQuestionAtATime(t *testing.T) {
+	t.Parallel()
+	p, outside := shellPlane(t)
+	srv, err := New(p.Registry, p.Call, Options{ApproveWithElicitation: true, ApprovalTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	open, most := 0, 0
+	both := make(chan struct{})
+	handler := func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		open++
+		most = max(most, open)
+		if open == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		defer func() { mu.Lock(); open--; mu.Unlock() }()
+		select {
+		case <-both:
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	cs := connectAt(t, srv, &mcp.ClientOptions{ElicitationHandler: handler}, elicitingVersion)
+	results := make([]*mcp.CallToolResult, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			r, err := cs.CallTool(context.Background(), listOutside(outside))
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	if most != 1 {
+		t.Errorf("%d approval questions were open at once, want 1", most)
+	}
+	for i, r := range results {
+		if r == nil {
+			continue
+		}
+		if !r.IsError || metaOf(r, MetaApprovalKey) != string(ApprovalTimedOut) {
+			t.Errorf("call %d: isError=%v approval=%q, want the timeout:\n%s", i, r.IsError, metaOf(r, MetaApprovalKey), text(r))
+		}
+	}
+}
+
+// TestQuestionBounded: the question names every grant and stays within
+// MaxApprovalMessageBytes, cutting a long command; grants that alone
+// exceed it are not asked about at all.
+func TestQuestionBounded(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", MaxApprovalMessageBytes)
+	few := &broker.Denial{Code: broker.DenialRequirementsNotCovered, Reason: long, Wanted: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/srv/a"}, {Kind: broker.GrantNetwork}}}
+	msg, ok := question("bash", []byte(`{"command":"`+long+`"}`), raised(few))
+	if !ok || len(msg) > MaxApprovalMessageBytes {
+		t.Fatalf("question: ok=%v, %d bytes (bound %d)", ok, len(msg), MaxApprovalMessageBytes)
+	}
+	for _, want := range []string{"readable_root /srv/a", "- network", "Command: é", "bytes)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the question lacks %q:\n%.400s", want, msg)
+		}
+	}
+	var many []broker.Grant
+	for i := 0; len(many)*20 < MaxApprovalMessageBytes; i++ {
+		many = append(many, broker.Grant{Kind: broker.GrantReadableRoot, Path: "/srv/" + strings.Repeat("d", 20)})
+	}
+	if msg, ok := question("bash", nil, raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: many})); ok {
+		t.Errorf("%d grants over the bound were asked about in %d bytes", len(many), len(msg))
+	}
+}
+
+func raised(d *broker.Denial) tool.RaisedRefusal { return tool.RaisedRefusal{Tool: "bash", Denial: d} }
+
+// text is the text content of a result.
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
