@@ -203,7 +203,11 @@ func TestApprovalThroughElicitation(t *testing.T) {
 			}
 			cs := connectAt(t, srv, copts, c.version)
 			params := listOutside(outside)
-			r, err := cs.CallTool(context.Background(), params)
+			// A question that is never bounded fails here, not at the test
+			// binary's timeout.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := cs.CallTool(ctx, params)
 			if err != nil {
 				t.Fatalf("a refusal became a protocol error: %v", err)
 			}
