@@ -1,23 +1,33 @@
-// Command mcpserver serves Loom's built-in tools to an MCP client over
-// standard input and output: the hashline file tools (fs_read, fs_write,
-// fs_edit), working_directory, grep and, where the library provides it,
-// the jailed bash shell, all confined to one workspace directory.
+// Command mcpserver serves Loom's whole tool plane (tool/plane) to an MCP
+// client over standard input and output: the hashline file tools
+// (fs_read, fs_write, fs_edit), working_directory, grep, the jailed bash
+// shell with the background job tools (job_poll, job_kill, job_send),
+// history_search and remember over a history index kept per workspace,
+// and todo, all confined to one workspace directory. The agent_* tools
+// are left out: a sub-agent needs a model loop of its own, which an MCP
+// server does not have (the client is the model's loop).
 //
 //	go run ./examples/mcpserver -workspace /path/to/project
 //
 // The jail is on: commands run under the broker's kernel jail (user,
 // mount and network namespaces, Landlock, seccomp), may write only inside
 // the workspace and the session's scratch directory, never into
-// .git/hooks or .git/config, and have no network. When the host offers no
-// confinement layer at all, commands are refused unless -allow-unconfined
-// is given. See README.md for the client configuration.
+// .git/hooks or .git/config, and have no network. A command that asks for
+// more (bash's permissions) is put to the client's user as an MCP
+// elicitation question and runs with exactly that access, for that call
+// only, when the user accepts; otherwise it is refused in band, saying
+// why. When the host offers no confinement layer at all, commands are
+// refused unless -allow-unconfined is given. See README.md for the client
+// configuration.
 //
 // Nothing of the server's own lives in the workspace: the blob store
 // (overflowing output) is in the user cache directory
-// (<cache>/loom/blobs, or -blobs), outside every tree a command can
-// write, and the scratch directory commands see as TMPDIR is a fresh
-// directory under <cache>/loom/scratch (or -scratch), removed when the
-// server exits.
+// (<cache>/loom/blobs, or -blobs), the history index is
+// <cache>/loom/history/workspace-<digest>.sqlite (or -history), and the
+// scratch directory commands see as TMPDIR is a fresh directory under
+// <cache>/loom/scratch (or -scratch), removed when the server exits. A
+// blob store, history index or scratch directory inside the workspace is
+// refused.
 package main
 
 import (
@@ -31,21 +41,16 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/broker"
-	"github.com/agentloom/loom/job"
-	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/tool/mcpserve"
+	"github.com/agentloom/loom/tool/plane"
 )
 
 // scratchDir is where per-session scratch directories are made, under
 // the user cache directory.
-const scratchDir = "loom/scratch"
-
-// commandPath is the PATH commands see.
-const commandPath = "/usr/local/bin:/usr/bin:/bin"
+const scratchDir = plane.ScratchParent
 
 func main() {
 	if err := run(os.Args[1:], os.Stderr); err != nil {
@@ -54,16 +59,13 @@ func main() {
 	}
 }
 
-// planeCloseWait bounds how long shutdown waits for background jobs to be
-// killed and reaped.
-const planeCloseWait = 10 * time.Second
-
 func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg config
 	fs.StringVar(&cfg.workspace, "workspace", ".", "the directory the tools work in (default: the current directory)")
 	fs.StringVar(&cfg.blobs, "blobs", "", "where overflowing output is stored, outside the workspace (default: <user cache>/loom/blobs)")
+	fs.StringVar(&cfg.history, "history", "", "the history index file, outside the workspace (default: <user cache>/loom/history/workspace-<digest>.sqlite)")
 	fs.StringVar(&cfg.scratch, "scratch", "", "the scratch directory commands see as TMPDIR, kept on exit (default: a fresh directory under <user cache>/loom/scratch, removed on exit)")
 	fs.BoolVar(&cfg.allowUnconfined, "allow-unconfined", false, "run commands even when this host offers no confinement layer at all")
 	if err := fs.Parse(args); err != nil {
@@ -72,27 +74,15 @@ func run(args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	session, cleanup, err := newSession(cfg)
+	p, err := newPlane(cfg)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	plane := job.NewPlane(session.Broker, job.Options{Blobs: session.Blobs})
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), planeCloseWait)
-		defer cancel()
-		plane.Close(ctx)
-	}()
-	reg, err := tool.NewRegistry(builtinTools(plane)...)
-	if err != nil {
-		return err
-	}
-	// Every call this server dispatches is the session's strand; a call
-	// under any other strand (a host bug) is refused before it runs.
-	reg.SetHolds(func(_ context.Context, strand, _ string) bool { return strand == session.Strand })
-	srv, err := mcpserve.New(reg, session, mcpserve.Options{
-		Name:         "loom",
-		Instructions: "Tools over the workspace " + session.Workspace + ". Read files with fs_read before editing them with fs_edit.",
+	defer p.Close()
+	srv, err := mcpserve.New(p.Registry, p.Call, mcpserve.Options{
+		Name:                   "loom",
+		Instructions:           instructions(p),
+		ApproveWithElicitation: true,
 	})
 	if err != nil {
 		return err
@@ -105,119 +95,89 @@ func run(args []string, stderr io.Writer) error {
 	return nil
 }
 
-// config is what the flags choose.
-type config struct {
-	workspace, blobs, scratch string
-	allowUnconfined           bool
+// instructions are the server instructions a client may show its model.
+func instructions(p *plane.Plane) string {
+	return "Tools over the workspace " + p.Call.Workspace + ". Read files with fs_read before editing them with fs_edit. " +
+		"Commands run in a jail; bash's permissions are asked of the user, for that one call."
 }
 
-// newSession builds the call template every request copies: the
-// workspace, a base policy that lets commands read the system and the
-// workspace and write the workspace and the scratch directory only
-// (network off, .git hooks and config protected), a broker running the
-// jail, and a blob store outside the workspace. cleanup closes the store
-// and removes a scratch directory newSession made.
-func newSession(cfg config) (c *tool.Call, cleanup func(), err error) {
-	abs, err := filepath.Abs(cfg.workspace)
+// config is what the flags choose.
+type config struct {
+	workspace, blobs, history, scratch string
+	allowUnconfined                    bool
+}
+
+// newPlane assembles the plane every request is served from: every
+// family (agents as todo alone: no model runs a sub-agent here) on the
+// strand mcpserve.DefaultStrand, with the plane's default session policy
+// (commands read the system directories and the workspace, write the
+// workspace and the scratch directory only, network off, .git hooks and
+// config protected), a broker running the jail, and the blob store,
+// history index and scratch directory outside the workspace. A call
+// under any other strand (a host bug) is refused before it runs.
+func newPlane(cfg config) (*plane.Plane, error) {
+	ws, err := workspaceOf(cfg.workspace)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	if cfg.scratch != "" {
+		// Refused before anything is made there.
+		abs, err := filepath.Abs(cfg.scratch)
+		if err != nil {
+			return nil, fmt.Errorf("scratch: %w", err)
+		}
+		if within(ws, abs) {
+			return nil, scratchInWorkspace(abs, ws)
+		}
+	}
+	p, err := plane.New(plane.Config{
+		Workspace:     ws,
+		Strand:        mcpserve.DefaultStrand,
+		Scratch:       cfg.scratch,
+		BlobDir:       cfg.blobs,
+		HistoryPath:   cfg.history,
+		BrokerOptions: broker.Options{AllowUnconfined: cfg.allowUnconfined},
+	})
+	if err != nil {
+		if plane.CodeOf(err) == plane.CodeStoreInWorkspace {
+			return nil, fmt.Errorf("%w (choose another with -blobs or -history)", err)
+		}
+		return nil, err
+	}
+	if within(p.Call.Workspace, p.Call.Scratch()) {
+		// The named directory resolved into the workspace through a link.
+		p.Close()
+		return nil, scratchInWorkspace(p.Call.Scratch(), p.Call.Workspace)
+	}
+	ref, _ := p.Agency.(*agent.Reference)
+	strand := p.Call.Strand
+	p.Registry.SetHolds(func(ctx context.Context, s, name string) bool {
+		return s == strand && (ref == nil || ref.Holds(ctx, agent.Caller{Strand: s}, name) == nil)
+	})
+	return p, nil
+}
+
+func scratchInWorkspace(scratch, ws string) error {
+	return fmt.Errorf("scratch directory %s is inside the workspace %s, where a command could swap it for a link; choose a directory outside it with -scratch, or omit -scratch for a private one in the user cache", scratch, ws)
+}
+
+// workspaceOf resolves the workspace flag, links included; it must be a
+// directory.
+func workspaceOf(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
 	}
 	ws, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("workspace: %w", err)
+		return "", fmt.Errorf("workspace: %w", err)
 	}
 	if fi, err := os.Stat(ws); err != nil {
-		return nil, nil, fmt.Errorf("workspace: %w", err)
+		return "", fmt.Errorf("workspace: %w", err)
 	} else if !fi.IsDir() {
-		return nil, nil, fmt.Errorf("workspace %s is not a directory", ws)
+		return "", fmt.Errorf("workspace %s is not a directory", ws)
 	}
-	blobRoot := cfg.blobs
-	if blobRoot == "" {
-		if blobRoot, err = blob.DefaultRoot(); err != nil {
-			return nil, nil, fmt.Errorf("%w; name a blob directory with -blobs", err)
-		}
-	}
-	if blobRoot, err = filepath.Abs(blobRoot); err != nil {
-		return nil, nil, err
-	}
-	blobs, err := blob.Open(blobRoot)
-	if err != nil {
-		return nil, nil, err
-	}
-	if within(ws, blobs.Root()) {
-		blobs.Close()
-		return nil, nil, fmt.Errorf("blob store %s is inside the workspace %s, where a command could tamper with it; choose a directory outside it with -blobs", blobs.Root(), ws)
-	}
-	scratch, removeScratch, err := makeScratch(cfg.scratch)
-	if err != nil {
-		blobs.Close()
-		return nil, nil, fmt.Errorf("scratch: %w", err)
-	}
-	cleanup = func() {
-		blobs.Close()
-		removeScratch()
-	}
-	if within(ws, scratch) {
-		cleanup()
-		return nil, nil, fmt.Errorf("scratch directory %s is inside the workspace %s, where a command could swap it for a link; choose a directory outside it with -scratch, or omit -scratch for a private one in the user cache", scratch, ws)
-	}
-	base := broker.Policy{
-		// The system directories programs need are the jail's alone: the
-		// file tools never read them (fs_read /etc/shadow is refused).
-		SystemRoots:   broker.SystemReadableRoots(),
-		WritableRoots: []string{ws, scratch},
-		Protected:     broker.DefaultProtected(ws),
-		Network:       broker.NetworkOff,
-		EnvAllow:      []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR"},
-	}
-	if err := broker.Validate(base); err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return &tool.Call{
-		Workspace: ws,
-		Strand:    "mcp",
-		Base:      base,
-		Env:       map[string]string{"PATH": commandPath, "HOME": ws, "LANG": "C.UTF-8", "TERM": "dumb"},
-		TempDir:   scratch,
-		Shell:     &tool.Shell{},
-		Broker:    broker.New(broker.Options{AllowUnconfined: cfg.allowUnconfined}),
-		Blobs:     blobs,
-	}, cleanup, nil
-}
-
-// makeScratch returns the session's scratch directory, resolved: dir
-// (created if missing, kept on exit) when set, else a fresh private
-// directory under the user cache directory, which remove deletes.
-func makeScratch(dir string) (scratch string, remove func(), err error) {
-	if dir != "" {
-		if dir, err = filepath.Abs(dir); err != nil {
-			return "", nil, err
-		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return "", nil, err
-		}
-		dir, err = filepath.EvalSymlinks(dir)
-		return dir, func() {}, err
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", nil, fmt.Errorf("%w; name a scratch directory with -scratch", err)
-	}
-	parent := filepath.Join(cache, scratchDir)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return "", nil, err
-	}
-	made, err := os.MkdirTemp(parent, "session-")
-	if err != nil {
-		return "", nil, err
-	}
-	resolved, err := filepath.EvalSymlinks(made)
-	if err != nil {
-		os.Remove(made)
-		return "", nil, err
-	}
-	return resolved, func() { os.RemoveAll(resolved) }, nil
+	return ws, nil
 }
 
 // within reports whether p is root or beneath it; both are clean and

@@ -152,14 +152,11 @@ func TestGoClientEndToEnd(t *testing.T) {
 	for _, lt := range tools.Tools {
 		names = append(names, lt.Name)
 	}
-	var want []string
-	for _, bt := range builtinTools(nil) {
-		want = append(want, bt.Name)
-	}
+	want := planeToolNames(t)
 	slices.Sort(want)
 	slices.Sort(names)
 	if !slices.Equal(names, want) {
-		t.Errorf("tools/list = %v, want %v", names, want)
+		t.Errorf("tools/list = %v, want the whole plane's %v", names, want)
 	}
 
 	// fs_write, fs_read, fs_edit with the read's anchors.
@@ -407,14 +404,53 @@ func TestTypeScriptClient(t *testing.T) {
 	t.Logf("%s", out)
 }
 
-// TestBuiltinToolsServable checks every tool this program registers can
+// TestPlaneToolsServable checks every tool this program registers can
 // be served: an MCP-valid name and a schema jsonschema-go resolves.
-func TestBuiltinToolsServable(t *testing.T) {
-	for _, bt := range builtinTools(nil) {
+func TestPlaneToolsServable(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ws, _ := dirs(t)
+	p, err := newPlane(config{workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, bt := range p.Registry.Registered() {
 		if err := mcpserve.CheckTool(bt); err != nil {
 			t.Error(err)
 		}
 	}
+}
+
+// wholePlane names a tool of every family the server serves, and the
+// agent tools it leaves out (no model runs a sub-agent here).
+var wholePlane = struct{ served, left []string }{
+	served: []string{"fs_read", "fs_write", "fs_edit", "working_directory", "grep", "bash", "job_poll", "job_kill", "job_send", "history_search", "remember", "todo"},
+	left:   []string{"agent_spawn", "agent_send", "agent_wait", "agent_note", "agent_notes", "agent_roster"},
+}
+
+// planeToolNames returns the names of the tools the server's plane
+// registers, checking it holds every family and no agent_* tool.
+func planeToolNames(t *testing.T) []string {
+	t.Helper()
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	ws, _ := dirs(t)
+	p, err := newPlane(config{workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	names := p.Registry.Names()
+	for _, n := range wholePlane.served {
+		if !slices.Contains(names, n) {
+			t.Errorf("the plane lacks %s: %v", n, names)
+		}
+	}
+	for _, n := range wholePlane.left {
+		if slices.Contains(names, n) {
+			t.Errorf("the plane offers %s, which no model here can run: %v", n, names)
+		}
+	}
+	return names
 }
 
 func TestRunRefusesBadSetup(t *testing.T) {
@@ -450,12 +486,16 @@ func TestNewSession(t *testing.T) {
 	if err := os.Symlink(ws, link); err != nil {
 		t.Fatal(err)
 	}
-	c, cleanup, err := newSession(config{workspace: link})
+	p, err := newPlane(config{workspace: link})
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := p.Call
 	if c.Workspace != ws {
 		t.Errorf("workspace = %q, want the resolved %q", c.Workspace, ws)
+	}
+	if c.Strand != mcpserve.DefaultStrand {
+		t.Errorf("strand = %q, want %q", c.Strand, mcpserve.DefaultStrand)
 	}
 	realCache, _ := filepath.EvalSymlinks(cache)
 	if want := filepath.Join(realCache, "loom", "blobs"); c.Blobs == nil || c.Blobs.Root() != want {
@@ -471,34 +511,63 @@ func TestNewSession(t *testing.T) {
 	if !slices.Contains(c.Base.Protected, filepath.Join(ws, ".git", "hooks")) {
 		t.Errorf("protected = %v lacks .git/hooks", c.Base.Protected)
 	}
+	if hist, _ := filepath.Glob(filepath.Join(realCache, "loom", "history", "workspace-*.sqlite")); len(hist) != 1 {
+		t.Errorf("history index files in the user cache: %v, want one", hist)
+	}
 	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
 		t.Errorf("the session left %d entries in the workspace", len(ents))
 	}
-	cleanup()
+	if err := p.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
 	if _, err := os.Stat(scratch); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("scratch %s survived cleanup: %v", scratch, err)
 	}
 }
 
-// TestNewSessionRefusesBlobsInWorkspace: a blob store inside the
-// workspace, where a command could tamper with it, is refused.
+// TestNewSessionRefusesBlobsInWorkspace: a blob store or history index
+// inside the workspace, where a command could tamper with it, is refused.
 func TestNewSessionRefusesBlobsInWorkspace(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	ws, _ := dirs(t)
 	for _, dir := range []string{filepath.Join(ws, ".loom", "blobs"), ws} {
-		if _, _, err := newSession(config{workspace: ws, blobs: dir, scratch: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+		if p, err := newPlane(config{workspace: ws, blobs: dir, scratch: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
 			t.Errorf("-blobs %s: %v, want a refusal", dir, err)
+			if p != nil {
+				p.Close()
+			}
+		}
+	}
+	for _, file := range []string{filepath.Join(ws, ".loom", "history.sqlite"), filepath.Join(ws, "h.sqlite")} {
+		if p, err := newPlane(config{workspace: ws, blobs: t.TempDir(), history: file, scratch: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+			t.Errorf("-history %s: %v, want a refusal", file, err)
+			if p != nil {
+				p.Close()
+			}
 		}
 	}
 }
 
 // TestNewSessionRefusesScratchInWorkspace: a scratch directory inside
-// the workspace, which a command could swap for a link, is refused.
+// the workspace, which a command could swap for a link, is refused, also
+// when a link outside leads into it.
 func TestNewSessionRefusesScratchInWorkspace(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	ws, _ := dirs(t)
-	for _, dir := range []string{filepath.Join(ws, ".scratch"), ws} {
-		if _, _, err := newSession(config{workspace: ws, blobs: t.TempDir(), scratch: dir}); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
+	link := filepath.Join(t.TempDir(), "into-ws")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(ws, ".scratch"), ws, link} {
+		if p, err := newPlane(config{workspace: ws, blobs: t.TempDir(), scratch: dir}); err == nil || !strings.Contains(err.Error(), "inside the workspace") {
 			t.Errorf("-scratch %s: %v, want a refusal", dir, err)
+			if p != nil {
+				p.Close()
+			}
 		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".scratch")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused scratch directory was made in the workspace: %v", err)
 	}
 }
 
@@ -638,17 +707,14 @@ func BenchmarkStdioBashTrue(b *testing.B) {
 func TestSessionKeepsSystemSecretsFromFileTools(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	ws, _ := dirs(t)
-	c, cleanup, err := newSession(config{workspace: ws})
+	p, err := newPlane(config{workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cleanup()
+	defer p.Close()
+	c, reg := p.Call, p.Registry
 	if !slices.Contains(c.Base.SystemRoots, "/etc") || slices.Contains(c.Base.ReadableRoots, "/etc") {
 		t.Fatalf("base policy: system roots %v, readable roots %v; want /etc a system root only", c.Base.SystemRoots, c.Base.ReadableRoots)
-	}
-	reg, err := tool.NewRegistry(tool.FileTools()...)
-	if err != nil {
-		t.Fatal(err)
 	}
 	out := reg.Dispatch(context.Background(), c.At("op", "s", 0), "fs_read", json.RawMessage(`{"path":"/etc/passwd"}`))
 	if !out.IsError || strings.Contains(out.Text, "root:x:0") {
