@@ -721,3 +721,93 @@ func TestSessionKeepsSystemSecretsFromFileTools(t *testing.T) {
 		t.Errorf("fs_read /etc/passwd through the server's session = %q, want a refusal", out.Text)
 	}
 }
+
+// TestApprovalOverStdio: through the built server, a bash call asking to
+// read a directory outside the workspace is put to the client's user; it
+// runs with the grant when the user accepts and is refused in band, with
+// its code, when the user declines. The control: the same command without
+// permissions is refused by the jail.
+func TestApprovalOverStdio(t *testing.T) {
+	root, err := os.MkdirTemp("/var/tmp", "mcpserver-approval-") // the jail's /tmp is private
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	ws, outside := filepath.Join(root, "ws"), filepath.Join(root, "outside")
+	for _, d := range []string{ws, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const secret = "listed-only-with-a-grant"
+	if err := os.WriteFile(filepath.Join(outside, secret), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var answer string
+	var questions []string
+	handler := func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		questions = append(questions, r.Params.Message)
+		return &mcp.ElicitResult{Action: answer}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	cmd := serverCmd(t, serverBinary(t), ws)
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "approver", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: handler}).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	command := "ls " + outside
+	cases := []struct {
+		name     string
+		answer   string
+		perm     bool
+		listed   bool
+		approval string
+	}{
+		{name: "control_no_permissions", answer: "accept"},
+		{name: "accept", answer: "accept", perm: true, listed: true, approval: string(mcpserve.ApprovalGranted)},
+		{name: "decline", answer: "decline", perm: true, approval: string(mcpserve.ApprovalDeclined)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mu.Lock()
+			answer, questions = c.answer, nil
+			mu.Unlock()
+			args := map[string]any{"command": command}
+			if c.perm {
+				args["permissions"] = map[string]any{"readable_roots": []string{outside}}
+			}
+			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: args})
+			if err != nil {
+				t.Fatalf("bash: %v", err)
+			}
+			if got := strings.Contains(text(r), secret); got != c.listed || r.IsError == c.listed {
+				t.Errorf("isError=%v listed=%v, want listed=%v:\n%s", r.IsError, got, c.listed, text(r))
+			}
+			if got, _ := r.Meta[mcpserve.MetaApprovalKey].(string); got != c.approval {
+				t.Errorf("approval = %q, want %q", got, c.approval)
+			}
+			mu.Lock()
+			asked := slices.Clone(questions)
+			mu.Unlock()
+			if len(asked) != map[bool]int{true: 1}[c.perm] {
+				t.Fatalf("asked %d questions, want one exactly when permissions are asked for", len(asked))
+			}
+			if c.perm && (!strings.Contains(asked[0], "readable_root "+outside) || !strings.Contains(asked[0], command)) {
+				t.Errorf("the question does not name the grant and the command:\n%s", asked[0])
+			}
+			if c.answer == "decline" {
+				if code, _ := r.Meta[mcpserve.MetaCodeKey].(string); code != "requirements_not_covered" || !strings.Contains(text(r), "declined") {
+					t.Errorf("decline: code %q, text:\n%s", code, text(r))
+				}
+			}
+		})
+	}
+}
