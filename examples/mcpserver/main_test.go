@@ -180,6 +180,18 @@ func TestGoClientEndToEnd(t *testing.T) {
 		t.Errorf("file after edit = %q", got)
 	}
 
+	// The families beyond files and shell answer on the server's strand:
+	// todo, remember, and history_search finding the note.
+	if r := call("todo", map[string]any{"op": "init", "items": []string{"write the test"}}); r.IsError || !strings.Contains(text(r), "write the test") {
+		t.Errorf("todo: %s", text(r))
+	}
+	if r := call("remember", map[string]any{"title": "quokka build flag", "description": "when building", "note": "use -tags quokka", "kind": "fact"}); r.IsError {
+		t.Errorf("remember: %s", text(r))
+	}
+	if r := call("history_search", map[string]any{"query": "quokka"}); r.IsError || !strings.Contains(text(r), "kind=note") || !strings.Contains(text(r), "use -tags") {
+		t.Errorf("history_search of the note: %s", text(r))
+	}
+
 	// A bad argument is an in-band error.
 	if r := call("fs_read", map[string]any{"path": 5}); !r.IsError || !strings.Contains(text(r), "invalid arguments") {
 		t.Errorf("bad argument: isError=%v %s", r.IsError, text(r))
