@@ -20,6 +20,12 @@ const (
 	// MaxBashTimeout is the longest timeout_ms accepted; larger values are
 	// clamped to it.
 	MaxBashTimeout = 600 * time.Second
+	// MaxBashCommandBytes bounds the command text; a longer one is refused
+	// (invalid_arguments) before anything runs, with the fix: write it to
+	// a script with fs_write and run that. It is well under what the
+	// kernel takes as one argument (MAX_ARG_STRLEN, 128 KiB), past which
+	// exec fails with E2BIG.
+	MaxBashCommandBytes = 64 << 10
 	// bashStderrTail is how much of stderr bash keeps to recognise a
 	// permission error.
 	bashStderrTail = 4 << 10
@@ -30,13 +36,6 @@ const (
 // holds the session scratch (tool.Call.Scratch), which persists between
 // calls.
 const ScratchEnv = "LOOM_SCRATCH_DIR"
-
-// bashShell is the shell bash runs commands with; bashFallbackShell when
-// bash is not installed.
-const (
-	bashShell         = "bash"
-	bashFallbackShell = "/bin/sh"
-)
 
 // Bash modes: how a command runs relative to the call.
 const (
@@ -96,7 +95,11 @@ type BashDetails struct {
 	// Cancelled: the call's context ended, or the step was aborted.
 	Cancelled bool `json:"cancelled,omitempty"`
 	// Failed says why the command could not start (CodeExecFailed).
-	Failed     string `json:"failed,omitempty"`
+	Failed string `json:"failed,omitempty"`
+	// Shell is the shell the command ran with, as the file the sandbox
+	// shows: BashShell found on the command's PATH there, or
+	// FallbackShell (the answer then says so).
+	Shell      string `json:"shell,omitempty"`
 	DurationMs int64  `json:"duration_ms"`
 	TimeoutMs  int64  `json:"timeout_ms"`
 	Cwd        string `json:"cwd"`
