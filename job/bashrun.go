@@ -69,7 +69,7 @@ func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.O
 	}
 	// A sub-agent's session lifetime is refused ahead of every other
 	// check: it must raise no approval and start nothing.
-	run := bashRun{lifetime: Lifetime(a.Lifetime), mode: a.Mode}
+	run := bashRun{lifetime: a.Lifetime, mode: string(a.Mode)}
 	if err := CheckLifetime(c.Strand, run.lifetime); err != nil {
 		var le *LifetimeError
 		errors.As(err, &le)
@@ -208,7 +208,7 @@ func bashPolicyFor(c *tool.Call, perm *bashPermissions) (broker.Policy, error) {
 	}
 	switch perm.Network {
 	case "":
-	case string(broker.NetworkFull):
+	case networkGrant(broker.NetworkFull):
 		req.Network = broker.NetworkFull
 	default:
 		return req, fmt.Errorf("permissions.network must be \"full\" or absent, not %q", perm.Network)
