@@ -10,9 +10,9 @@ import (
 )
 
 type sendArgs struct {
-	To       string `json:"to" jsonschema:"the handle (or strand name) of a sub-agent you spawned, or one of its descendants"`
-	Message  string `json:"message" jsonschema:"what to tell it"`
-	BudgetMs int64  `json:"budget_ms,omitempty" jsonschema:"if the sub-agent is idle this starts a new run; its budget in milliseconds (omit for the default)"`
+	To       string `json:"to" jsonschema:"a handle or strand name"`
+	Message  string `json:"message"`
+	BudgetMs int64  `json:"budget_ms,omitempty" jsonschema:"a new run's budget (default: the host's; larger values are clamped)"`
 }
 
 // SendDetails is the Details of a successful agent_send.
@@ -28,11 +28,9 @@ type SendDetails struct {
 func SendTool(agency Agency) tool.Tool {
 	return tool.Typed(tool.Tool{
 		Name: SendToolName,
-		Description: "Send a message to a sub-agent you spawned (or one of its descendants). " +
-			"If it is still running, it reads the message at its next turn and the handle you hold still names that run. " +
-			"If it has finished, the message starts a new run of the same sub-agent under a NEW handle, which is the one to wait on; " +
-			"the old handle keeps reporting the earlier run. Use agent_send to continue a sub-agent, agent_wait to observe one run. " +
-			fmt.Sprintf("A message is at most %d bytes.", MaxPromptBytes),
+		Description: "Message a sub-agent you spawned or its descendant. A running one reads it next turn (your handle still " +
+			"names that run); a finished one starts a new run under a NEW handle to wait on (the old one keeps the earlier run). " +
+			fmt.Sprintf("At most %d bytes.", MaxPromptBytes),
 		PromptSnippet: "agent_send: message or continue a sub-agent",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Concurrent,

@@ -13,13 +13,13 @@ import (
 )
 
 type spawnArgs struct {
-	Purpose      string          `json:"purpose" jsonschema:"what the child is for, in a few words; it decorates the child's name"`
-	Prompt       string          `json:"prompt" jsonschema:"the child's first message: everything it needs to do the work"`
-	Tools        []string        `json:"tools,omitempty" jsonschema:"the child's tools, replacing the default set; agent_note and agent_send are always added back; only tools you hold"`
-	Model        modelName       `json:"model,omitempty" jsonschema:"a model name from the offered list; omit for the host's choice"`
-	ResultSchema json.RawMessage `json:"result_schema,omitempty" jsonschema:"optional contract for the child's result: an object schema of named properties with one type each (string, number, integer, boolean, array, object); the child records the value with agent_note key 'result'"`
-	DeadlineMs   int64           `json:"deadline_ms,omitempty" jsonschema:"the child's run budget in milliseconds; omit for the default"`
-	Detach       bool            `json:"detach,omitempty" jsonschema:"keep the child running after your run ends"`
+	Purpose      string          `json:"purpose" jsonschema:"a few words, shown in its name"`
+	Prompt       string          `json:"prompt" jsonschema:"all it needs to know"`
+	Tools        []string        `json:"tools,omitempty" jsonschema:"tools you hold, replacing the default set (agent_note, agent_send kept)"`
+	Model        modelName       `json:"model,omitempty"`
+	ResultSchema json.RawMessage `json:"result_schema,omitempty" jsonschema:"an object schema of named properties, one non-null JSON type each"`
+	DeadlineMs   int64           `json:"deadline_ms,omitempty" jsonschema:"run budget (default: the host's; larger values are clamped)"`
+	Detach       bool            `json:"detach,omitempty" jsonschema:"outlive your run"`
 }
 
 type modelName string
@@ -50,17 +50,16 @@ func SpawnTool(agency Agency) tool.Tool {
 	if agency != nil {
 		models, maxWait = agency.ModelNames(), agency.MaxWaitMs()
 	}
-	desc := "Start a sub-agent (a child strand) to work on one task in parallel with you. It returns a handle at once; " +
-		"use agent_wait to collect the child's report, agent_send to give it more instructions, agent_notes to read what it recorded. " +
-		"The child's final message is its report. With result_schema the child must also record a JSON object matching it " +
-		"(agent_note key \"result\"), and agent_wait reports whether it did. " +
-		fmt.Sprintf("purpose: at most %d bytes; prompt: at most %d bytes.", MaxPurposeBytes, MaxPromptBytes)
+	desc := "Start a sub-agent on one task, in parallel; it answers with a handle at once. Its final message is its " +
+		"report: collect it with agent_wait, instruct it with agent_send, read its notes with agent_notes. With " +
+		"result_schema it must also record a matching object (agent_note key \"result\"), which agent_wait checks. " +
+		fmt.Sprintf("purpose at most %d bytes, prompt at most %d.", MaxPurposeBytes, MaxPromptBytes)
 	if maxWait > 0 {
-		desc += fmt.Sprintf(" A single wait lasts at most %d ms.", maxWait)
+		desc += fmt.Sprintf(" A wait lasts at most %d ms.", maxWait)
 	}
-	modelSchema := &jsonschema.Schema{Type: "string", Description: "omit: this host offers no model choice"}
+	modelSchema := &jsonschema.Schema{Type: "string", Description: "omit: no model choice here"}
 	if len(models) > 0 {
-		modelSchema = &jsonschema.Schema{Type: "string", Description: "one of the offered model names; omit for the host's choice"}
+		modelSchema = &jsonschema.Schema{Type: "string", Description: "omit for the host's choice"}
 		for _, m := range models {
 			modelSchema.Enum = append(modelSchema.Enum, m)
 		}

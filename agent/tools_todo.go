@@ -11,10 +11,10 @@ import (
 )
 
 type todoArgs struct {
-	Op     TodoOp   `json:"op" jsonschema:"the operation"`
-	Items  []string `json:"items,omitempty" jsonschema:"task texts, for init and append"`
-	Task   string   `json:"task,omitempty" jsonschema:"the task's text (exact, or a unique case- and spacing-insensitive match), for start, done, drop, block, unblock, remove"`
-	Reason string   `json:"reason,omitempty" jsonschema:"why the task is blocked, for block"`
+	Op     TodoOp   `json:"op"`
+	Items  []string `json:"items,omitempty" jsonschema:"for init and append"`
+	Task   string   `json:"task,omitempty"`
+	Reason string   `json:"reason,omitempty" jsonschema:"for block"`
 }
 
 // TodoDetails is the Details of a successful todo call: the op, the
@@ -31,17 +31,17 @@ type TodoDetails struct {
 // written to its postcondition, so the tool is ReplaySafe, and
 // Concurrent without losing a sibling call's update.
 func TodoTool(agency Agency) tool.Tool {
-	ops := &jsonschema.Schema{Type: "string", Description: "init, start, done, drop, block, unblock, append, remove or view"}
+	ops := &jsonschema.Schema{Type: "string"}
 	for _, o := range TodoOps() {
 		ops.Enum = append(ops.Enum, string(o))
 	}
 	return tool.Typed(tool.Tool{
 		Name: TodoToolName,
-		Description: fmt.Sprintf("Keep your task list. Ops: init (replace the list with items), append (add items not already listed), "+
-			"start (make a task the active one), done, drop, block (with a reason), unblock, remove, view. "+
-			"One task is active at a time; when none is, the first pending task becomes active (blocked tasks never do). "+
-			"Name a task by its text; texts equal but for case and spaces are one task, and the answer says which items were merged. "+
-			"At most %d tasks of %d bytes each, and %d items per call.", MaxTodoTasks, MaxTodoTextBytes, MaxTodoItems),
+		Description: fmt.Sprintf("Keep your task list: init replaces it with items, append adds items not listed, start makes "+
+			"task the active one, block takes a reason. One task is active at a time; with none, the first pending one is "+
+			"(never a blocked one). Texts equal but for case and spacing are one task; the answer names merged items. "+
+			"At most %d tasks of %d bytes, %d items per call.",
+			MaxTodoTasks, MaxTodoTextBytes, MaxTodoItems),
 		PromptSnippet: "todo: keep your task list",
 		Replay:        tool.ReplaySafe,
 		Mode:          tool.Concurrent,

@@ -14,7 +14,7 @@ import (
 )
 
 type waitArgs struct {
-	Handles []string `json:"handles" jsonschema:"handles from agent_spawn or agent_send; all are waited on against one deadline"`
+	Handles []string `json:"handles"`
 	WaitMs  *waitMs  `json:"wait_ms,omitempty"`
 }
 
@@ -52,16 +52,16 @@ func WaitTool(agency Agency) tool.Tool {
 	}
 	return tool.Typed(tool.Tool{
 		Name: WaitToolName,
-		Description: fmt.Sprintf("Wait for sub-agent runs to finish and read their reports. Pass every handle you are waiting for in one call: "+
-			"they share one deadline of at most %d ms (wait_ms; larger values are clamped). A run still going is reported as pending; "+
-			"call again to keep waiting. At most %d handles per call.", maxWait, MaxWaitHandles),
+		Description: fmt.Sprintf("Wait for sub-agent runs to end; read their reports. Pass all handles in one call (at most %d); "+
+			"they share one deadline, wait_ms (larger values are clamped). A run still going is reported pending: call again.",
+			MaxWaitHandles),
 		PromptSnippet: "agent_wait: wait for sub-agents' reports",
 		Replay:        tool.ReplaySafe,
 		Mode:          tool.Concurrent,
 	}, guard(agency, WaitToolName, func(ctx context.Context, c *tool.Call, a waitArgs) tool.Outcome {
 		return runWait(ctx, agency, c, a)
 	}), tool.TypeSchema{Type: reflect.TypeFor[waitMs](), Schema: &jsonschema.Schema{Type: "integer",
-		Description: fmt.Sprintf("how long to wait in milliseconds, at most %d; omitted or larger values wait the maximum", maxWait)}})
+		Description: fmt.Sprintf("ms, at most %d (the default); zero checks without waiting", maxWait)}})
 }
 
 func runWait(ctx context.Context, agency Agency, c *tool.Call, a waitArgs) tool.Outcome {
@@ -104,7 +104,7 @@ func runWait(ctx context.Context, agency Agency, c *tool.Call, a waitArgs) tool.
 	d := WaitDetails{WaitedMs: now.Sub(start).Milliseconds(), Clamped: clamped}
 	var b strings.Builder
 	if clamped {
-		fmt.Fprintf(&b, "wait_ms %d is more than the maximum; waited at most %d ms.\n", *a.WaitMs, maxMs)
+		fmt.Fprintf(&b, "note: wait_ms %d clamped to %d\n", *a.WaitMs, maxMs)
 	}
 	pending := 0
 	for i, w := range ws {

@@ -18,7 +18,7 @@ type rememberArgs struct {
 	Title       noteTitle       `json:"title"`
 	Description noteDescription `json:"description"`
 	Note        noteText        `json:"note"`
-	Kind        NoteKind        `json:"kind" jsonschema:"feedback, fact or decision"`
+	Kind        NoteKind        `json:"kind"`
 }
 
 // noteTitle, noteDescription and noteText are the types of remember's text
@@ -32,15 +32,14 @@ type (
 
 var (
 	titleSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("one line, at most %d characters", MaxTitleChars)}
+		Description: fmt.Sprintf("at most %d characters", MaxTitleChars)}
 	descriptionSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("one line, at most %d characters: when the note matters", MaxDescriptionChars)}
+		Description: fmt.Sprintf("when it matters, at most %d characters", MaxDescriptionChars)}
 	noteTextSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("the note itself, at most %d characters", MaxNoteChars)}
+		Description: fmt.Sprintf("at most %d characters", MaxNoteChars)}
 )
 
-var noteKindSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Feedback), string(Fact), string(Decision)},
-	Description: "feedback (what the user asked for or corrected), fact (true about the repository), decision (a choice and its reason)"}
+var noteKindSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Feedback), string(Fact), string(Decision)}}
 
 // RememberTool returns remember over m. session tells which session a
 // call belongs to (nil means StrandSession). The tool checks the note with
@@ -71,11 +70,10 @@ func RememberTool(m Memory, session SessionOf) tool.Tool {
 }
 
 var rememberDescription = fmt.Sprintf(
-	"Leave a durable note for later sessions of this repository: something the user told you (feedback), something true "+
-		"about the repository (fact), or a choice and why (decision). Later sessions find notes with history_search kind=note; "+
-		"there is no other way to read them. title: one line, at most %d characters; description: one line, at most %d characters; "+
-		"note: at most %d characters. Secrets (API keys, tokens, private keys, KEY=value secrets) are redacted before storage, so "+
-		"never rely on a note to keep one. At most %d notes are ever kept for a repository: write few, and make each count.",
+	"Leave a durable note for later sessions of this repository: what the user asked or corrected (feedback), a truth "+
+		"about it (fact), or a choice and why (decision); they read it only with history_search kind=note. title: one line, "+
+		"at most %d characters; description: one line, at most %d characters; note: at most %d characters. Secrets are "+
+		"redacted before storage. At most %d notes are ever kept for a repository: write few.",
 	MaxTitleChars, MaxDescriptionChars, MaxNoteChars, MaxNotes)
 
 // RememberDetails is the Details of a successful remember: the title and

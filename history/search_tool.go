@@ -35,15 +35,15 @@ const (
 
 // searchArgs are history_search's arguments.
 type searchArgs struct {
-	Action  Action      `json:"action,omitempty" jsonschema:"search (default) or read"`
-	Query   string      `json:"query,omitempty" jsonschema:"what to search for; blank with scope=session lists your newest entries"`
-	Syntax  Syntax      `json:"syntax,omitempty" jsonschema:"words (default) or raw FTS5"`
-	Kind    string      `json:"kind,omitempty" jsonschema:"only entries of this kind, e.g. note for remembered notes"`
-	Before  int64       `json:"before,omitempty" jsonschema:"only entries with a seq below this: the smallest seq of the previous page"`
+	Action  Action      `json:"action,omitempty"`
+	Query   string      `json:"query,omitempty"`
+	Syntax  Syntax      `json:"syntax,omitempty"`
+	Kind    string      `json:"kind,omitempty"`
+	Before  int64       `json:"before,omitempty"`
 	Limit   *hitLimit   `json:"limit,omitempty"`
-	Scope   Scope       `json:"scope,omitempty" jsonschema:"repository (default: every session of this repository) or session (yours only)"`
-	Session string      `json:"session,omitempty" jsonschema:"read: the session id shown on the hit (default: your own session)"`
-	Entry   string      `json:"entry,omitempty" jsonschema:"read: the entry id shown on the hit"`
+	Scope   Scope       `json:"scope,omitempty"`
+	Session string      `json:"session,omitempty" jsonschema:"read: from the hit"`
+	Entry   string      `json:"entry,omitempty" jsonschema:"read: from the hit"`
 	Around  *neighbours `json:"around,omitempty"`
 }
 
@@ -56,15 +56,12 @@ type neighbours int
 
 var (
 	limitSchema = &jsonschema.Schema{Type: "integer",
-		Description: fmt.Sprintf("most hits to show: %d to %d, default %d (clamped)", MinLimit, MaxLimit, DefaultLimit)}
+		Description: fmt.Sprintf("hits: %d to %d, default %d", MinLimit, MaxLimit, DefaultLimit)}
 	aroundSchema = &jsonschema.Schema{Type: "integer",
-		Description: fmt.Sprintf("read: neighbours of the same session to include on each side: 0 to %d (clamped), default 0", MaxAround)}
-	syntaxSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Words), string(Raw)},
-		Description: "words (default): every word required, OR between words for alternatives, word* for a prefix; raw: an FTS5 query expression"}
-	scopeSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Repository), string(Session)},
-		Description: "repository (default) or session"}
-	actionSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(ActionSearch), string(ActionRead)},
-		Description: "search (default) or read"}
+		Description: fmt.Sprintf("read: 0 to %d neighbours each side", MaxAround)}
+	syntaxSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Words), string(Raw)}}
+	scopeSchema  = &jsonschema.Schema{Type: "string", Enum: []any{string(Repository), string(Session)}}
+	actionSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(ActionSearch), string(ActionRead)}}
 )
 
 // SearchTool returns history_search over h. session tells which session a
@@ -94,16 +91,14 @@ func SearchTool(h History, session SessionOf) tool.Tool {
 }
 
 var searchDescription = fmt.Sprintf(
-	"Search the full-text history of this repository: what models, users and tools wrote in this and earlier sessions, "+
-		"and notes left with remember (kind=note). Results are quoted data, newest first; each hit shows its seq, UTC date, kind, role, session and entry.\n"+
-		"- words syntax (default): every word must appear, matched as whole words, case-insensitively, with NO stemming "+
-		"(\"test\" does not find \"tests\": write test* for a prefix). Put OR between words for alternatives (retry OR retries). "+
-		"Quotes and operators in words are searched as text. If no entry has the whole words, words of %d+ characters are retried as pieces of longer words (this also finds words inside CJK text).\n"+
-		"- syntax=raw passes an FTS5 expression (\"exact phrase\", AND, OR, NOT, NEAR(), prefix*).\n"+
-		"- kind filters (kind=note for remembered notes); before=<seq> pages to older hits; limit is %d to %d (default %d); query at most %d bytes and %d words.\n"+
-		"- scope=session searches only your own session; a blank query with scope=session lists your newest entries.\n"+
-		"- action=read with entry (and session, default yours) returns that entry whole as JSON, with around=0..%d neighbours on each side (oldest first); "+
-		"reads over %d bytes spill to a file and show excerpts.",
+	"Search this repository's full-text history (what models, users and tools wrote in every session) and "+
+		"remembered notes (kind=note); hits are quoted data, newest first.\n"+
+		"- words (default): each word must appear whole, any case, NO stemming (test* for a prefix); OR for alternatives; "+
+		"quotes and operators are text. With no whole-word hit, words of %d+ characters match inside longer words (and CJK).\n"+
+		"- syntax=raw: FTS5 (\"a phrase\", AND, OR, NOT, NEAR(), prefix*).\n"+
+		"- limit %d to %d (default %d), zero the default, larger values clamped; before=<seq> pages older; query at "+
+		"most %d bytes and %d words; scope repository (default) or session (yours; a blank query lists your newest entries).\n"+
+		"- action search (default) or read: entry (session default yours) whole as JSON, around=0..%d neighbours each side; reads over %d bytes spill to a file.",
 	MinSubstringRunes, MinLimit, MaxLimit, DefaultLimit, MaxQueryBytes, MaxQueryTerms, MaxAround, blob.OverflowThreshold)
 
 func runSearch(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {
@@ -114,15 +109,25 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 		return o
 	}
 	if a.Action == ActionRead {
-		return runRead(ctx, c, h, session, a)
+		around, note, o, bad := clampArg("around", a.Around, 0, MaxAround)
+		if bad {
+			return o
+		}
+		return withNote(note, runRead(ctx, c, h, session, a, around))
 	}
 	if a.Session != "" || a.Entry != "" || a.Around != nil {
 		return tool.Fail(CodeIndexRefused, "session, entry and around belong to action=read; a search takes query, syntax, kind, before, limit and scope")
 	}
-	limit := DefaultLimit
-	if a.Limit != nil {
-		limit = clampInt(int(*a.Limit), MinLimit, MaxLimit)
+	limit, note, o, bad := clampArg("limit", a.Limit, DefaultLimit, MaxLimit)
+	if bad {
+		return o
 	}
+	return withNote(note, search(ctx, h, session, a, limit))
+}
+
+// search runs a search (or a browse, on a blank query) whose limit is
+// settled.
+func search(ctx context.Context, h History, session string, a searchArgs, limit int) tool.Outcome {
 	text := strings.TrimSpace(a.Query)
 	if text == "" {
 		if a.Scope != Session {
@@ -267,16 +272,12 @@ type ReadDetails struct {
 	Overflow *blob.Overflow `json:"overflow,omitempty"`
 }
 
-func runRead(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {
+func runRead(ctx context.Context, c *tool.Call, h History, session string, a searchArgs, around int) tool.Outcome {
 	if a.Entry == "" {
 		return tool.Fail(CodeIndexRefused, "action=read needs entry (and session, default your own): copy them from a hit")
 	}
 	if a.Query != "" || a.Kind != "" || a.Before != 0 || a.Limit != nil || a.Syntax != "" || a.Scope != "" {
 		return tool.Fail(CodeIndexRefused, "action=read takes entry, session and around only; query, syntax, kind, before, limit and scope belong to a search")
-	}
-	around := 0
-	if a.Around != nil {
-		around = clampInt(int(*a.Around), 0, MaxAround)
 	}
 	if a.Session != "" {
 		session = a.Session
@@ -344,8 +345,28 @@ func overBound(a searchArgs) (tool.Outcome, bool) {
 }
 
 // clampInt answers v moved into [lo, hi].
-func clampInt(v, lo, hi int) int {
-	return max(lo, min(v, hi))
+// clampArg settles a count argument the way every tool does: omitted or
+// zero is def, a negative value is refused (bad, with the refusal in o),
+// and a value over hi is clamped to it with a note saying so
+// ("limit 80 clamped to 50").
+func clampArg[T ~int](name string, v *T, def, hi int) (n int, note string, o tool.Outcome, bad bool) {
+	switch {
+	case v == nil || *v == 0:
+		return def, "", tool.Outcome{}, false
+	case *v < 0:
+		return 0, "", tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("%s is %d; it must not be negative (omit it or send 0 for the default, %d)", name, *v, def)), true
+	case int(*v) > hi:
+		return hi, fmt.Sprintf("%s %d clamped to %d", name, *v, hi), tool.Outcome{}, false
+	}
+	return int(*v), "", tool.Outcome{}, false
+}
+
+// withNote puts a clamp note on its own line ahead of o's text.
+func withNote(note string, o tool.Outcome) tool.Outcome {
+	if note != "" {
+		o.Text = "note: " + note + "\n" + o.Text
+	}
+	return o
 }
 
 // refusalOutcome renders a seam failure for the model: the code, the

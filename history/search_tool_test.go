@@ -103,40 +103,72 @@ func TestSearchToolDeclaration(t *testing.T) {
 	}
 }
 
+// TestSearchToolClamps: limit and around are settled as every tool
+// settles a count: omitted or zero is the default, a negative value is
+// refused (invalid_arguments) before the History is asked, and a value
+// past the maximum is clamped with a note in the answer.
 func TestSearchToolClamps(t *testing.T) {
 	tests := []struct {
 		args      string
 		wantLimit int
+		note      string
+		refused   bool
 	}{
-		{`{"query":"x"}`, DefaultLimit},
-		{`{"query":"x","limit":1}`, 1},
-		{`{"query":"x","limit":0}`, MinLimit},
-		{`{"query":"x","limit":-1}`, MinLimit},
-		{`{"query":"x","limit":-9223372036854775807}`, MinLimit},
-		{`{"query":"x","limit":50}`, MaxLimit},
-		{`{"query":"x","limit":51}`, MaxLimit},
+		{`{"query":"x"}`, DefaultLimit, "", false},
+		{`{"query":"x","limit":1}`, 1, "", false},
+		{`{"query":"x","limit":0}`, DefaultLimit, "", false},
+		{`{"query":"x","limit":-1}`, 0, "", true},
+		{`{"query":"x","limit":-9223372036854775807}`, 0, "", true},
+		{`{"query":"x","limit":50}`, MaxLimit, "", false},
+		{`{"query":"x","limit":51}`, MaxLimit, fmt.Sprintf("note: limit 51 clamped to %d\n", MaxLimit), false},
+		{`{"scope":"session","limit":99}`, MaxLimit, fmt.Sprintf("note: limit 99 clamped to %d\n", MaxLimit), false},
 	}
 	for _, tt := range tests {
 		f := &fakeHistory{}
-		run(t, SearchTool(f, nil), &tool.Call{Strand: "main"}, tt.args)
-		if f.last.Limit != tt.wantLimit {
-			t.Errorf("%s: limit %d, want %d", tt.args, f.last.Limit, tt.wantLimit)
+		o := run(t, SearchTool(f, nil), &tool.Call{Strand: "main"}, tt.args)
+		if tt.refused {
+			if !o.IsError || o.Code != tool.CodeInvalidArguments || f.last.Limit != 0 || f.limit != 0 {
+				t.Errorf("%s: %v %q, History asked for %d: %s", tt.args, o.IsError, o.Code, f.last.Limit, o.Text)
+			}
+			continue
+		}
+		got := f.last.Limit
+		if f.limit != 0 {
+			got = f.limit
+		}
+		if o.IsError || got != tt.wantLimit {
+			t.Errorf("%s: limit %d, want %d: %s", tt.args, got, tt.wantLimit, o.Text)
+		}
+		if hasNote := strings.HasPrefix(o.Text, "note: "); hasNote != (tt.note != "") || !strings.HasPrefix(o.Text, tt.note) {
+			t.Errorf("%s: the answer does not start with %q: %s", tt.args, tt.note, o.Text)
 		}
 	}
 	arounds := []struct {
-		args string
-		want int
+		args    string
+		want    int
+		note    string
+		refused bool
 	}{
-		{`{"action":"read","entry":"e"}`, 0},
-		{`{"action":"read","entry":"e","around":-1}`, 0},
-		{`{"action":"read","entry":"e","around":5}`, MaxAround},
-		{`{"action":"read","entry":"e","around":6}`, MaxAround},
+		{`{"action":"read","entry":"e"}`, 0, "", false},
+		{`{"action":"read","entry":"e","around":0}`, 0, "", false},
+		{`{"action":"read","entry":"e","around":-1}`, 0, "", true},
+		{`{"action":"read","entry":"e","around":5}`, MaxAround, "", false},
+		{`{"action":"read","entry":"e","around":6}`, MaxAround, fmt.Sprintf("note: around 6 clamped to %d\n", MaxAround), false},
 	}
 	for _, tt := range arounds {
 		f := &fakeHistory{}
-		run(t, SearchTool(f, nil), &tool.Call{Strand: "main"}, tt.args)
+		o := run(t, SearchTool(f, nil), &tool.Call{Strand: "main"}, tt.args)
+		if tt.refused {
+			if !o.IsError || o.Code != tool.CodeInvalidArguments || f.session != "" {
+				t.Errorf("%s: %v %q, History read %q: %s", tt.args, o.IsError, o.Code, f.session, o.Text)
+			}
+			continue
+		}
 		if f.around != tt.want || f.session != "main" {
 			t.Errorf("%s: around %d session %q", tt.args, f.around, f.session)
+		}
+		if hasNote := strings.HasPrefix(o.Text, "note: "); hasNote != (tt.note != "") || !strings.HasPrefix(o.Text, tt.note) {
+			t.Errorf("%s: the answer does not start with %q: %s", tt.args, tt.note, o.Text)
 		}
 	}
 }

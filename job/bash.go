@@ -20,6 +20,12 @@ const (
 	// MaxBashTimeout is the longest timeout_ms accepted; larger values are
 	// clamped to it.
 	MaxBashTimeout = 600 * time.Second
+	// MaxBashCommandBytes bounds the command text; a longer one is refused
+	// (invalid_arguments) before anything runs, with the fix: write it to
+	// a script with fs_write and run that. It is well under what the
+	// kernel takes as one argument (MAX_ARG_STRLEN, 128 KiB), past which
+	// exec fails with E2BIG.
+	MaxBashCommandBytes = 64 << 10
 	// bashStderrTail is how much of stderr bash keeps to recognise a
 	// permission error.
 	bashStderrTail = 4 << 10
@@ -30,13 +36,6 @@ const (
 // holds the session scratch (tool.Call.Scratch), which persists between
 // calls.
 const ScratchEnv = "LOOM_SCRATCH_DIR"
-
-// bashShell is the shell bash runs commands with; bashFallbackShell when
-// bash is not installed.
-const (
-	bashShell         = "bash"
-	bashFallbackShell = "/bin/sh"
-)
 
 // Bash modes: how a command runs relative to the call.
 const (
@@ -55,35 +54,48 @@ const (
 )
 
 type bashPermissions struct {
-	ReadableRoots []string `json:"readable_roots,omitempty" jsonschema:"extra directories the command needs to read (absolute, or relative to the workspace)"`
-	WritableRoots []string `json:"writable_roots,omitempty" jsonschema:"extra directories the command needs to write (absolute, or relative to the workspace)"`
-	Network       string   `json:"network,omitempty" jsonschema:"\"full\" to give the command network access"`
+	ReadableRoots []string     `json:"readable_roots,omitempty"`
+	WritableRoots []string     `json:"writable_roots,omitempty"`
+	Network       networkGrant `json:"network,omitempty"`
 }
 
 // timeoutMillis is timeout_ms: its own type so that its schema, which
 // states the default and the bound, is built from the constants.
 type timeoutMillis int
 
+// bashMode, networkGrant and Lifetime are closed sets: each has its own
+// type so that its schema is an enum.
+type (
+	bashMode     string
+	networkGrant string
+)
+
 type bashArgs struct {
-	Command     string           `json:"command" jsonschema:"the shell command to run (bash -c)"`
+	Command     string           `json:"command"`
 	TimeoutMs   timeoutMillis    `json:"timeout_ms,omitempty"`
-	Cwd         string           `json:"cwd,omitempty" jsonschema:"working directory inside the workspace (default: the current shell directory)"`
-	Permissions *bashPermissions `json:"permissions,omitempty" jsonschema:"more access than the session gives, approved by the operator for this one call"`
-	Mode        string           `json:"mode,omitempty" jsonschema:"auto (default): wait up to timeout_ms, then leave the command running as a background job; foreground: kill it at timeout_ms; background: start it as a job and answer at once"`
-	Heartbeat   bool             `json:"heartbeat,omitempty" jsonschema:"for a command that becomes a job: wake me with a periodic heartbeat while it runs (default: silent until it ends)"`
-	Lifetime    string           `json:"lifetime,omitempty" jsonschema:"background only: default (killed at a finite wall) or session (runs until killed or the session ends; not for sub-agents; tests, builds and anything expected to finish use the default)"`
+	Cwd         string           `json:"cwd,omitempty" jsonschema:"under the workspace or a writable root (default: the shell's)"`
+	Permissions *bashPermissions `json:"permissions,omitempty" jsonschema:"more access for this call only, if the operator approves; roots resolve links"`
+	Mode        bashMode         `json:"mode,omitempty"`
+	Heartbeat   bool             `json:"heartbeat,omitempty" jsonschema:"periodic wake-ups while a job runs"`
+	Lifetime    Lifetime         `json:"lifetime,omitempty"`
 }
 
-// timeoutSchema is timeout_ms's schema.
-func timeoutSchema() tool.TypeSchema {
-	return tool.TypeSchema{
-		Type: reflect.TypeFor[timeoutMillis](),
-		Schema: &jsonschema.Schema{
-			Type: "integer",
-			Description: fmt.Sprintf("foreground: kill the command after this many milliseconds; auto: how long to wait "+
-				"before it continues as a background job (default %d, at most %d)",
-				DefaultBashTimeout.Milliseconds(), MaxBashTimeout.Milliseconds()),
-		},
+// bashSchemas are the schemas of bash's own argument types, built from
+// the constants (timeout_ms) and the closed sets (mode, lifetime,
+// network).
+func bashSchemas() []tool.TypeSchema {
+	return []tool.TypeSchema{
+		{Type: reflect.TypeFor[timeoutMillis](), Schema: &jsonschema.Schema{Type: "integer",
+			Description: fmt.Sprintf("default %d, at most %d",
+				DefaultBashTimeout.Milliseconds(), MaxBashTimeout.Milliseconds())}},
+		{Type: reflect.TypeFor[bashMode](), Schema: &jsonschema.Schema{Type: "string",
+			Enum:        []any{BashAuto, BashForeground, BashBackground},
+			Description: "auto (default): a job if running at timeout_ms; foreground: killed then; background: a job at once"}},
+		{Type: reflect.TypeFor[Lifetime](), Schema: &jsonschema.Schema{Type: "string",
+			Enum:        []any{string(LifetimeDefault), string(LifetimeSession)},
+			Description: "background only; session: no wall deadline (not for sub-agents, builds or tests)"}},
+		{Type: reflect.TypeFor[networkGrant](), Schema: &jsonschema.Schema{Type: "string",
+			Enum: []any{string(broker.NetworkFull)}}},
 	}
 }
 
@@ -96,7 +108,11 @@ type BashDetails struct {
 	// Cancelled: the call's context ended, or the step was aborted.
 	Cancelled bool `json:"cancelled,omitempty"`
 	// Failed says why the command could not start (CodeExecFailed).
-	Failed     string `json:"failed,omitempty"`
+	Failed string `json:"failed,omitempty"`
+	// Shell is the shell the command ran with, as the file the sandbox
+	// shows: BashShell found on the command's PATH there, or
+	// FallbackShell (the answer then says so).
+	Shell      string `json:"shell,omitempty"`
 	DurationMs int64  `json:"duration_ms"`
 	TimeoutMs  int64  `json:"timeout_ms"`
 	Cwd        string `json:"cwd"`
@@ -150,36 +166,27 @@ func BashTool(jobs Jobs) tool.Tool {
 		Requirements:  bashRequirements,
 	}, func(ctx context.Context, c *tool.Call, a bashArgs) tool.Outcome {
 		return runBash(ctx, c, jobs, a)
-	}, timeoutSchema())
+	}, bashSchemas()...)
 }
 
 // bashDescription is bash's model-facing documentation; every number in
 // it comes from its constant. Without a plane it says commands run in the
 // call, and names no job tool.
 func bashDescription(plane bool) string {
-	modes := fmt.Sprintf("`mode`: auto (default) waits up to timeout_ms and, if the command still runs, leaves it running as a "+
-		"background job and returns its handle; foreground kills it at timeout_ms; background returns a handle at "+
-		"once (use it for servers and watchers). Read a job with %s, feed it with %s, stop it with "+
-		"%s. `heartbeat: true` wakes you periodically while a job runs. `lifetime: \"session\"` (background "+
-		"only, not for sub-agents) removes a job's wall deadline; tests, builds and anything expected to finish "+
-		"use the default.", PollToolName, SendToolName, KillToolName)
+	jobs := fmt.Sprintf("A job answers with its handle: read it with %s, feed it with %s, stop it with %s.",
+		PollToolName, SendToolName, KillToolName)
 	if !plane {
-		modes = "This host runs no background jobs: every command runs in the call and is killed at its timeout " +
-			"(`mode` auto and foreground alike); `mode: \"background\"` is refused."
+		jobs = "This host runs no background jobs: commands run in the call; mode background is refused."
 	}
-	return fmt.Sprintf("Run a shell command (bash -c) in a sandbox and return its combined stdout and stderr, "+
-		"exit code and the sandbox report. The command may write the workspace and the session's other "+
-		"writable roots, read the system directories, and gets the session's network access; .git/hooks "+
-		"and .git/config stay read-only. `timeout_ms` defaults to %d and is clamped to %d; at the "+
-		"timeout the whole process tree is killed. `cwd` must be a directory inside the workspace or another "+
-		"writable root. For more access (another directory, or the network), call again with `permissions` "+
-		"{readable_roots, writable_roots, network: \"full\"} (roots are taken as the directories they resolve to, "+
-		"links followed); the operator approves it for that call only. Output over %d KiB is saved to a "+
-		"file fs_read can page through, and only its head and tail are shown. A command that writes more than "+
-		"%d bytes of output (stdout and stderr together) is killed at that bound. "+
-		"Scratch files: $%s (when set) is private to one command and vanishes with it; $TMPDIR persists between calls. %s",
+	return fmt.Sprintf("Run a command with %s -c in a sandbox (%s -c where it has no %s; the answer says so), returning "+
+		"its combined output, exit code and sandbox report. It may write the workspace and writable roots, read system "+
+		"directories, use the session's network; .git/hooks and .git/config are read-only. A command over %d KiB or with "+
+		"a NUL byte is refused: fs_write a script and run it. `timeout_ms` defaults to %d, at most %d (clamped); then the "+
+		"process tree is killed. Output over %d KiB goes to a file fs_read pages; past %d bytes of output (both streams) "+
+		"the command is killed. $%s (if set) is private to one command; $TMPDIR persists. %s",
+		BashShell, FallbackShell, BashShell, MaxBashCommandBytes>>10,
 		DefaultBashTimeout.Milliseconds(), MaxBashTimeout.Milliseconds(), blob.OverflowThreshold>>10,
-		tool.MaxCommandOutputBytes, ScratchEnv, modes)
+		tool.MaxCommandOutputBytes, ScratchEnv, jobs)
 }
 
 // bashRequirements is what bash states statically: the workspace

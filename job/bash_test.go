@@ -149,6 +149,9 @@ func TestBashStatesItsTimeoutFromItsConstants(t *testing.T) {
 	if want := strconv.Itoa(blob.OverflowThreshold>>10) + " KiB"; !strings.Contains(b.Description, want) {
 		t.Errorf("the description does not state the inline limit as %q: %s", want, b.Description)
 	}
+	if want := "command over " + strconv.Itoa(MaxBashCommandBytes>>10) + " KiB"; !strings.Contains(b.Description, want) {
+		t.Errorf("the description does not state the command bound as %q: %s", want, b.Description)
+	}
 }
 
 func TestBashRunsJailed(t *testing.T) {

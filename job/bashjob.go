@@ -84,7 +84,7 @@ func runAuto(ctx context.Context, c *tool.Call, jobs Jobs, cmd Spec, run bashRun
 	case !w.Ended:
 		return renderReleased(c, w, run, enf, det), true, ""
 	}
-	return renderWatched(w, run, enf, det), true, ""
+	return renderWatched(w, run, hostEnd(ctx), enf, det), true, ""
 }
 
 // renderReleased renders a watched job that outlived its window and now
@@ -110,7 +110,7 @@ func renderReleased(c *tool.Call, w Watched, run bashRun, enf broker.Enforcement
 // renderWatched renders a watched job that ended in its window as a
 // foreground run is rendered; output the watch missed is named by the
 // plane's spill.
-func renderWatched(w Watched, run bashRun, enf broker.Enforcement, det BashDetails) tool.Outcome {
+func renderWatched(w Watched, run bashRun, host error, enf broker.Enforcement, det BashDetails) tool.Outcome {
 	body := string(w.Output)
 	switch sp := w.Final.Spill; {
 	case w.Missed && sp != nil:
@@ -130,7 +130,7 @@ func renderWatched(w Watched, run bashRun, enf broker.Enforcement, det BashDetai
 	case w.Missed:
 		body += fmt.Sprintf("\n[only part of the output is shown: %d bytes in all, and this host keeps no overflow store]\n", det.Bytes)
 	}
-	return renderSettled(run.notes, body, watchedSettled(w.Final.Row), run.timeout, w.Stderr, enf, det)
+	return renderSettled(run.notes, body, watchedSettled(w.Final.Row), run.timeout, host, w.Stderr, enf, det)
 }
 
 // watchedSettled is how a watched job ended, as a foreground run reports

@@ -2,21 +2,12 @@ package job
 
 import (
 	"fmt"
-	"os/exec"
 	"regexp"
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
-
-// shellPath returns bash when installed, else /bin/sh.
-func shellPath() string {
-	if p, err := exec.LookPath(bashShell); err == nil {
-		return p
-	}
-	return bashFallbackShell
-}
 
 // bashOutput collects a command's combined output in bounded memory:
 // into a blob spool when the host has a store, else into the first

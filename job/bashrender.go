@@ -1,6 +1,8 @@
 package job
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,11 +18,27 @@ func settle(det *BashDetails, s broker.Settled) {
 	det.ProtectedCreated = s.ProtectedCreated
 }
 
+// hostEnd is why the call's context ended (its cause: the host's
+// deadline or cancellation), or nil while it lives.
+func hostEnd(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
+}
+
 // renderSettled renders a command that ended, run in the foreground or
 // watched to its end as a job: notes, output, how it ended, protected
 // paths it created, a permission hint when stderr suggests one, and the
-// sandbox line.
-func renderSettled(notes []string, body string, s broker.Settled, timeout time.Duration, stderrTail []byte, enf broker.Enforcement, det BashDetails) tool.Outcome {
+// sandbox line. host is why the call's context ended (hostEnd): a
+// command killed then was ended by the host (its deadline or its
+// cancellation), not by timeout_ms, and is reported so, coded
+// tool.CodeCancelled.
+func renderSettled(notes []string, body string, s broker.Settled, timeout time.Duration, host error, stderrTail []byte, enf broker.Enforcement, det BashDetails) tool.Outcome {
+	byHost := host != nil && (s.TimedOut || s.Cancelled) && !s.OutputLimited && s.Failed == ""
+	if byHost {
+		s.TimedOut, s.Cancelled = false, true
+	}
 	settle(&det, s)
 	var b strings.Builder
 	writeNotes(&b, notes)
@@ -46,7 +64,15 @@ func renderSettled(notes []string, body string, s broker.Settled, timeout time.D
 	case CodeTimeout:
 		fmt.Fprintf(&b, "[timed out after %d ms; the command and everything it started were killed]\n", timeout.Milliseconds())
 	case tool.CodeCancelled:
-		b.WriteString("[cancelled; the command and everything it started were killed]\n")
+		switch {
+		case byHost && errors.Is(host, context.DeadlineExceeded):
+			fmt.Fprintf(&b, "[the host's deadline for this call passed after %d ms, before timeout_ms (%d ms): the command and everything it started were killed]\n",
+				s.Duration.Milliseconds(), timeout.Milliseconds())
+		case byHost:
+			fmt.Fprintf(&b, "[the host cancelled this call after %d ms (%v): the command and everything it started were killed]\n", s.Duration.Milliseconds(), host)
+		default:
+			b.WriteString("[cancelled; the command and everything it started were killed]\n")
+		}
 	case CodeNonzeroExit:
 		if s.Signal != "" {
 			fmt.Fprintf(&b, "[killed by signal: %s]\n", s.Signal)

@@ -36,7 +36,10 @@ func runBash(ctx context.Context, c *tool.Call, jobs Jobs, a bashArgs) tool.Outc
 	if fail != nil {
 		return *fail
 	}
-	cmd := bashCommand(c, a.Command, run, pol)
+	cmd, fail := bashCommand(c, a.Command, &run, pol, &det)
+	if fail != nil {
+		return *fail
+	}
 	switch run.mode {
 	case BashBackground:
 		return startBackground(ctx, c, jobs, cmd, run.notes, det)
@@ -66,7 +69,7 @@ func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.O
 	}
 	// A sub-agent's session lifetime is refused ahead of every other
 	// check: it must raise no approval and start nothing.
-	run := bashRun{lifetime: Lifetime(a.Lifetime), mode: a.Mode}
+	run := bashRun{lifetime: a.Lifetime, mode: string(a.Mode)}
 	if err := CheckLifetime(c.Strand, run.lifetime); err != nil {
 		var le *LifetimeError
 		errors.As(err, &le)
@@ -88,6 +91,14 @@ func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.O
 	}
 	if strings.TrimSpace(a.Command) == "" {
 		return fail(tool.CodeInvalidArguments, "command must not be empty")
+	}
+	if len(a.Command) > MaxBashCommandBytes {
+		return fail(tool.CodeInvalidArguments, fmt.Sprintf("command is %d bytes, more than the %d accepted; "+
+			"write it to a script with fs_write and run that (bash script.sh)", len(a.Command), MaxBashCommandBytes))
+	}
+	if i := strings.IndexByte(a.Command, 0); i >= 0 {
+		return fail(tool.CodeInvalidArguments, fmt.Sprintf("command holds a NUL byte at byte %d, which no command line can carry; "+
+			"write the bytes to a file with fs_write (or produce them with printf '\\0') and use the file", i))
 	}
 	run.timeout = DefaultBashTimeout
 	switch {
@@ -197,7 +208,7 @@ func bashPolicyFor(c *tool.Call, perm *bashPermissions) (broker.Policy, error) {
 	}
 	switch perm.Network {
 	case "":
-	case string(broker.NetworkFull):
+	case networkGrant(broker.NetworkFull):
 		req.Network = broker.NetworkFull
 	default:
 		return req, fmt.Errorf("permissions.network must be \"full\" or absent, not %q", perm.Network)
@@ -216,18 +227,32 @@ func sessionWallDenial(wallMs int) *broker.Denial {
 }
 
 // bashCommand is the command one call runs, in whichever mode: the shell
-// and the model's command, in the checked directory, with the call's
-// environment, under the composed policy.
-func bashCommand(c *tool.Call, command string, run bashRun, pol broker.Policy) Spec {
+// the sandbox shows (jailShell; a fallback is noted in run and every
+// choice recorded in det) and the model's command, in the checked
+// directory, with the call's environment, under the composed policy.
+// With no shell in the sandbox it is refused with CodeExecFailed.
+func bashCommand(c *tool.Call, command string, run *bashRun, pol broker.Policy, det *BashDetails) (Spec, *tool.Outcome) {
+	env := bashEnv(c)
+	shell, fallback, found := jailShell(env, pol)
+	if !found {
+		det.Failed = fmt.Sprintf("no shell in the sandbox: no %s on the command's path (%s) under the system or readable roots, and no %s", BashShell, jailPathShown(env, pol), FallbackShell)
+		o := bashFail(CodeExecFailed, "the command could not start: "+det.Failed, *det)
+		return Spec{}, &o
+	}
+	det.Shell = shell
+	if fallback {
+		run.notes = append(run.notes, fmt.Sprintf("the sandbox has no %s on the command's path (%s), so it ran with %s -c (%s), a POSIX shell without bash's extensions",
+			BashShell, jailPathShown(env, pol), FallbackShell, shell))
+	}
 	return Spec{
 		Command:  command,
-		Argv:     []string{shellPath(), "-c", command},
+		Argv:     []string{shell, "-c", command},
 		Dir:      run.cwd,
-		Env:      bashEnv(c),
+		Env:      env,
 		Policy:   pol,
 		Lifetime: run.lifetime,
 		Wake:     run.wake,
-	}
+	}, nil
 }
 
 // bashEnv is the environment offered to the command: the host's, plus
@@ -279,5 +304,5 @@ func runForeground(ctx context.Context, c *tool.Call, cmd Spec, run bashRun, det
 		return bashFail(tool.CodeSpillFailed, fmt.Sprintf("the command's output (%d bytes) could not be stored: %v", out.total, err), det)
 	}
 	det.Overflow = overflow
-	return renderSettled(run.notes, body, s, run.timeout, out.stderrTail, enf, det)
+	return renderSettled(run.notes, body, s, run.timeout, hostEnd(ctx), out.stderrTail, enf, det)
 }

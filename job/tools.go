@@ -27,9 +27,9 @@ func Tools(j Jobs) []tool.Tool {
 }
 
 type pollArgs struct {
-	Job    string `json:"job,omitempty" jsonschema:"handle of the job (from bash or a listing); omit to list your jobs"`
-	Cursor string `json:"cursor,omitempty" jsonschema:"the cursor the previous poll of this job returned; omit to read from the oldest output still kept"`
-	WaitMs *int   `json:"wait_ms,omitempty" jsonschema:"how long to wait for new output or the end, in milliseconds; 0 (default) answers at once"`
+	Job    string `json:"job,omitempty"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"default: the oldest output kept"`
+	WaitMs *int   `json:"wait_ms,omitempty" jsonschema:"default 0: at once"`
 }
 
 // PollTool returns job_poll over j: read a job's new output and state, or
@@ -41,21 +41,23 @@ func PollTool(j Jobs) tool.Tool {
 	maxWait := j.MaxWait()
 	return tool.Typed(tool.Tool{
 		Name: PollToolName,
-		Description: fmt.Sprintf("Read a background job's new output and state (started by bash with mode \"background\", or by "+
-			"mode \"auto\" when it outlived its timeout). Pass back the cursor each poll returns to read on without repeats; "+
-			"output older than the job's window is reported as dropped, and an ended job names the file holding its whole "+
-			"output when it outgrew the window. wait_ms waits for new output or the end, at most %d ms. Without job, lists "+
-			"your jobs.", maxWait.Milliseconds()),
+		Description: fmt.Sprintf("Read a background job's new output and state, or, without job, list yours. Pass each poll's cursor "+
+			"back to read on; output past the job's window is reported dropped; an ended job names the file holding all of "+
+			"it. wait_ms waits for output or the end, at most %d ms (larger values are clamped).",
+			maxWait.Milliseconds()),
 		PromptSnippet: "job_poll: read a background job's output and state, or list your jobs",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Concurrent,
 	}, func(ctx context.Context, c *tool.Call, a pollArgs) tool.Outcome {
-		wait := time.Duration(0)
+		wait, note := time.Duration(0), ""
 		if a.WaitMs != nil {
 			if *a.WaitMs < 0 {
 				return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("wait_ms is %d; it must be 0 or more (at most %d)", *a.WaitMs, maxWait.Milliseconds()))
 			}
-			wait = min(time.Duration(*a.WaitMs)*time.Millisecond, maxWait)
+			if int64(*a.WaitMs) > maxWait.Milliseconds() {
+				note = fmt.Sprintf("note: wait_ms %d clamped to %d\n", *a.WaitMs, maxWait.Milliseconds())
+			}
+			wait = time.Duration(min(int64(*a.WaitMs), maxWait.Milliseconds())) * time.Millisecond
 		}
 		o := OwnerOf(c)
 		if a.Job == "" {
@@ -77,12 +79,14 @@ func PollTool(j Jobs) tool.Tool {
 		if err != nil {
 			return RefusalOutcome(PollToolName, err)
 		}
-		return renderPoll(p, c.Clock())
+		out := renderPoll(p, c.Clock())
+		out.Text = note + out.Text
+		return out
 	})
 }
 
 type killArgs struct {
-	Job string `json:"job" jsonschema:"handle of the job to stop"`
+	Job string `json:"job"`
 }
 
 // KillTool returns job_kill over j: end a job's whole process tree.
@@ -91,7 +95,7 @@ func KillTool(j Jobs) tool.Tool {
 	j = orNoPlane(j)
 	return tool.Typed(tool.Tool{
 		Name:          KillToolName,
-		Description:   "Stop a background job and every process it started. A job that already ended is reported as it ended.",
+		Description:   "Stop a background job and everything it started; a job already ended is reported as it ended.",
 		PromptSnippet: "job_kill: stop a background job and everything it started",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Concurrent,
@@ -108,9 +112,9 @@ func KillTool(j Jobs) tool.Tool {
 }
 
 type sendArgs struct {
-	Job   string `json:"job" jsonschema:"handle of the job to write to"`
-	Input string `json:"input,omitempty" jsonschema:"text to write to the job's standard input, exactly (add a trailing newline to end a line)"`
-	EOF   bool   `json:"eof,omitempty" jsonschema:"close the job's standard input after the input, so it reads end-of-file"`
+	Job   string `json:"job"`
+	Input string `json:"input,omitempty" jsonschema:"sent as is: end lines with a newline"`
+	EOF   bool   `json:"eof,omitempty" jsonschema:"then close standard input"`
 }
 
 // SendTool returns job_send over j: write to a job's standard input, and
@@ -119,8 +123,8 @@ func SendTool(j Jobs) tool.Tool {
 	j = orNoPlane(j)
 	return tool.Typed(tool.Tool{
 		Name: SendToolName,
-		Description: fmt.Sprintf("Write text to a background job's standard input (at most %d bytes per call); eof closes "+
-			"it afterwards so the job reads end-of-file. Read the reply with job_poll.", MaxSendBytes),
+		Description: fmt.Sprintf("Write to a background job's standard input, at most %d bytes per call; read the reply "+
+			"with job_poll.", MaxSendBytes),
 		PromptSnippet: "job_send: write to a background job's standard input",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Concurrent,

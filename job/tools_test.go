@@ -261,3 +261,28 @@ func TestEveryRefusalCarriesACode(t *testing.T) {
 		})
 	}
 }
+
+// TestPollToolAnnouncesItsClamp: a wait_ms past the plane's maximum is
+// clamped to it and the answer says so, as every tool announces a clamp;
+// a wait at the maximum is not.
+func TestPollToolAnnouncesItsClamp(t *testing.T) {
+	f := newFixture(t, job.Options{MaxWait: 50 * time.Millisecond})
+	id := f.start(mainOwner, f.sh("echo done"))
+	f.drain(mainOwner, id, job.Cursors{})
+	r, err := tool.NewRegistry(job.Tools(f.plane)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		wait int
+		note string
+	}{
+		{50, ""},
+		{99999, "note: wait_ms 99999 clamped to 50\n"},
+	} {
+		o := dispatch(t, r, "main", job.PollToolName, map[string]any{"job": string(id), "wait_ms": tc.wait})
+		if o.IsError || strings.HasPrefix(o.Text, "note: ") != (tc.note != "") || !strings.HasPrefix(o.Text, tc.note) {
+			t.Errorf("wait_ms %d: the answer does not start with %q: %s", tc.wait, tc.note, o.Text)
+		}
+	}
+}

@@ -18,7 +18,7 @@ func TestDescriptionsStateTheirConstants(t *testing.T) {
 	bounds := map[string][]int{
 		"fs_read":  {DefaultReadLines, MaxWindowBytes >> 10, MaxFileBytes >> 20},
 		"fs_write": {MaxFileBytes >> 20},
-		"grep": {search.MaxPatternBytes, MaxGrepContext, MaxGrepResults, DefaultGrepResults,
+		"grep": {search.MaxPatternBytes, search.MaxGlobBytes, MaxGrepContext, MaxGrepResults, DefaultGrepResults,
 			int(GrepTimeout / time.Second), search.MaxScanMatches, search.MaxLineBytes, blob.OverflowThreshold >> 10},
 		"fs_edit":           nil,
 		"working_directory": nil,

@@ -80,6 +80,11 @@ func TestReadWindows(t *testing.T) {
 			if tc.next != 0 && !strings.Contains(out.Text, fmt.Sprintf("offset=%d", tc.next)) {
 				t.Errorf("a partial read must say how to continue")
 			}
+			// A clamp is announced, as every tool announces one.
+			note := fmt.Sprintf("note: limit %d clamped to %d\n", tc.limit, DefaultReadLines)
+			if clamped := tc.limit > DefaultReadLines; strings.HasSuffix(out.Text, note) != clamped || strings.Contains(out.Text, "clamped") != clamped {
+				t.Errorf("clamp announced %v, want %v: ...%q", strings.Contains(out.Text, "clamped"), clamped, out.Text[max(0, len(out.Text)-120):])
+			}
 		})
 	}
 }

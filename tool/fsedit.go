@@ -14,9 +14,9 @@ import (
 )
 
 type editArgs struct {
-	Path   string          `json:"path" jsonschema:"file to edit, relative to the workspace or absolute"`
-	Digest string          `json:"digest" jsonschema:"the digest: line of the fs_read, fs_write or fs_edit answer the hunks were planned against"`
-	Hunks  []hashline.Hunk `json:"hunks" jsonschema:"edits, each addressed by N:anchor refs copied from that answer; they must not overlap"`
+	Path   string          `json:"path"`
+	Digest string          `json:"digest"`
+	Hunks  []hashline.Hunk `json:"hunks" jsonschema:"not overlapping"`
 }
 
 // EditDetails is the Details of a successful fs_edit.
@@ -37,15 +37,14 @@ type StaleDetails struct {
 }
 
 var refSchema = &jsonschema.Schema{
-	Type:        "string",
-	Pattern:     `^[0-9]+:[0-9a-f]{8}$`,
-	Description: "a line reference N:anchor, exactly as shown before the | of a read",
+	Type:    "string",
+	Pattern: `^[0-9]+:[0-9a-f]{8}$`,
 }
 
 var opSchema = &jsonschema.Schema{
 	Type:        "string",
 	Enum:        []any{"replace", "insert_before", "insert_after", "append"},
-	Description: "replace: lines start..end (end defaults to start) become lines, [] deletes; insert_before/insert_after: lines go next to start; append: lines go at the end (no refs; works on an empty file)",
+	Description: "replace: start..end (end defaults to start) becomes lines, [] deletes; insert_before/insert_after: next to start; append: at the end, no refs",
 }
 
 // EditTool returns fs_edit: apply anchored hunks to a file, bound to the
@@ -54,11 +53,10 @@ var opSchema = &jsonschema.Schema{
 func EditTool() Tool {
 	return Typed(Tool{
 		Name: "fs_edit",
-		Description: "Edit a file with hunks addressed by `N:anchor` refs from an fs_read, fs_write or fs_edit answer, " +
-			"sent with that answer's digest. `lines` are plain file text: never include the `N:anchor|` display prefix. " +
-			"If the file changed since, nothing is written and the answer gives the current digest and fresh anchors " +
-			"to replan from. A success gives the new digest and the fresh anchors of every changed region, so the next " +
-			"edit needs no read.",
+		Description: "Edit a file by hunks addressed with `N:anchor` refs from an fs_read, fs_write or fs_edit answer, " +
+			"with its digest. `lines` are file text, without the `N:anchor|` prefix. If the file changed since, nothing " +
+			"is written and the answer gives the current digest and anchors; a success gives the new digest and each " +
+			"changed region's anchors.",
 		PromptSnippet: "fs_edit: change lines of a file by anchor",
 		Replay:        ReplaySafe,
 		Mode:          Exclusive,

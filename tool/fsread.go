@@ -26,9 +26,9 @@ const (
 )
 
 type readArgs struct {
-	Path   string `json:"path" jsonschema:"file to read, relative to the workspace or absolute"`
-	Offset int    `json:"offset,omitempty" jsonschema:"first line to show, 1-based (default 1)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"how many lines to show (default and maximum 2000)"`
+	Path   string `json:"path" jsonschema:"workspace-relative or absolute"`
+	Offset int    `json:"offset,omitempty" jsonschema:"first line, 1-based (default 1)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"default: the most"`
 }
 
 // ReadDetails is the Details of a successful text fs_read.
@@ -69,11 +69,9 @@ type Scheme struct {
 // windows that say how to continue), an image as image content, or a path
 // under one of schemes answered by that scheme.
 func ReadTool(schemes ...Scheme) Tool {
-	desc := fmt.Sprintf("Read a file. Text comes back as `N:anchor|text` lines after a `digest:` line; "+
-		"fs_edit needs that digest and the `N:anchor` refs. Reads show at most %d lines and %d KiB (use offset/limit "+
-		"to page; a partial read says the offset that continues it; a longer line is cut, its anchor still the whole line's). "+
-		"PNG, JPEG, GIF and WebP files come back "+
-		"as images. Files over %d MiB are refused; overflowed tool output (a blob path) is readable too.", DefaultReadLines, MaxWindowBytes>>10, MaxFileBytes>>20)
+	desc := fmt.Sprintf("Read a file as `N:anchor|text` lines after a `digest:` line (fs_edit needs both). A read shows "+
+		"at most %d lines (a larger limit is clamped) and %d KiB, a partial one naming the offset to go on at; a line alone longer is cut, its anchor "+
+		"the whole line's. PNG, JPEG, GIF and WebP come back as images. Files over %d MiB are refused; overflow blob paths are readable.", DefaultReadLines, MaxWindowBytes>>10, MaxFileBytes>>20)
 	byName := make(map[string]Scheme, len(schemes))
 	for _, s := range schemes {
 		byName[s.Name] = s
@@ -134,7 +132,15 @@ func runRead(_ context.Context, c *Call, a readArgs) Outcome {
 	if bytes.IndexByte(data[:min(len(data), binarySniffBytes)], 0) >= 0 {
 		return Fail(CodeBinaryFile, fmt.Sprintf("%s looks binary (it contains NUL bytes) and is not an image fs_read can show; inspect it with bash (file, xxd, strings)", shown))
 	}
-	return renderWindow(shown, data, a.Offset, a.Limit)
+	o := renderWindow(shown, data, a.Offset, a.Limit)
+	if a.Limit > DefaultReadLines && !o.IsError {
+		// Announced after the window, so the digest stays the first line.
+		if !strings.HasSuffix(o.Text, "\n") {
+			o.Text += "\n"
+		}
+		o.Text += fmt.Sprintf("note: limit %d clamped to %d\n", a.Limit, DefaultReadLines)
+	}
+	return o
 }
 
 // renderWindow renders one window of data's anchored lines. Only the

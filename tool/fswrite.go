@@ -12,8 +12,8 @@ import (
 )
 
 type writeArgs struct {
-	Path    string `json:"path" jsonschema:"file to write, relative to the workspace or absolute; missing parent directories are created"`
-	Content string `json:"content" jsonschema:"the whole new content of the file"`
+	Path    string `json:"path"`
+	Content string `json:"content" jsonschema:"the whole new content"`
 }
 
 // WriteDetails is the Details of a successful fs_write.
@@ -34,10 +34,8 @@ type WriteDetails struct {
 func WriteTool() Tool {
 	return Typed(Tool{
 		Name: "fs_write",
-		Description: fmt.Sprintf("Write a whole file, creating missing parent directories. The answer gives the new `digest:` and "+
-			"the file's `N:anchor|text` lines, enough to plan an fs_edit without reading the file again "+
-			"(for files too large to show, fs_read them). Prefer fs_edit for changing part of an existing file. "+
-			"Files over %d MiB are refused.", MaxFileBytes>>20),
+		Description: fmt.Sprintf("Write a whole file, creating parent directories; the answer gives the new `digest:` and "+
+			"`N:anchor|text` lines to plan an fs_edit from. To change part of a file, prefer fs_edit. Files over %d MiB are refused.", MaxFileBytes>>20),
 		PromptSnippet: "fs_write: create or replace a whole file",
 		Replay:        ReplaySafe,
 		Mode:          Exclusive,

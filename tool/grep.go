@@ -78,12 +78,12 @@ const GoEngineInHost = "the Go engine ran in the host process with no jail; " +
 	"and reads only the workspace and the readable roots the host listed"
 
 type grepArgs struct {
-	Pattern         string `json:"pattern" jsonschema:"regular expression (RE2 syntax) matched against each line"`
-	Path            string `json:"path,omitempty" jsonschema:"file or directory to search, relative to the workspace or absolute (default: the workspace)"`
-	Glob            string `json:"glob,omitempty" jsonschema:"only search files matching this glob, e.g. *.go or src/**/*.ts; a leading ! excludes instead"`
-	CaseInsensitive bool   `json:"case_insensitive,omitempty" jsonschema:"match letters of either case"`
-	Context         int    `json:"context,omitempty" jsonschema:"lines of context before and after each match (0 to 10)"`
-	MaxResults      int    `json:"max_results,omitempty" jsonschema:"most matching lines to show (default 100, at most 1000)"`
+	Pattern         string `json:"pattern" jsonschema:"matched per line"`
+	Path            string `json:"path,omitempty" jsonschema:"file or directory (default: the workspace)"`
+	Glob            string `json:"glob,omitempty" jsonschema:"e.g. *.go, !*_test.go"`
+	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
+	Context         int    `json:"context,omitempty"`
+	MaxResults      int    `json:"max_results,omitempty"`
 }
 
 // GrepDetails is the Details of a grep outcome (success or a search
@@ -161,15 +161,13 @@ type GrepDetails struct {
 func GrepTool() Tool {
 	return Typed(Tool{
 		Name: "grep",
-		Description: fmt.Sprintf("Search file contents with a regular expression (RE2 syntax, at most %d bytes). Output lines are "+
-			"`path:line:text` for matches and `path-line-text` for context lines (groups separated by `--`), "+
-			"sorted by path then line. Skips hidden, .gitignored, .rgignored and binary files and protected paths. "+
-			"`path` is a file or directory (default: the workspace; naming a hidden or ignored one searches it); "+
-			"`glob` only narrows which files are searched (e.g. `*.go`, `!*_test.go`); "+
-			"`context` adds up to %d lines around each match; `max_results` shows up to %d matching lines "+
-			"(default %d) and says how many more there were. A search stops after %d s or %d matches. "+
-			"Lines longer than %d bytes are cut; output over %d KiB is saved to a file fs_read can page through.",
-			search.MaxPatternBytes, MaxGrepContext, MaxGrepResults, DefaultGrepResults,
+		Description: fmt.Sprintf("Search files with an RE2 regular expression (pattern at most %d bytes, glob at most %d). "+
+			"Matches print as `path:line:text`, context as `path-line-text`. "+
+			"Hidden, .gitignored, .rgignored and binary files and protected paths are skipped unless `path` names them; "+
+			"`glob` only narrows. `context`: lines around each match, up to %d; `max_results`: matching lines shown, up to %d "+
+			"(default %d, as is zero; larger values are clamped), the rest counted. Stops after %d s or %d matches; lines over %d bytes are cut; output over "+
+			"%d KiB goes to a file fs_read pages.",
+			search.MaxPatternBytes, search.MaxGlobBytes, MaxGrepContext, MaxGrepResults, DefaultGrepResults,
 			int(GrepTimeout/time.Second), search.MaxScanMatches, search.MaxLineBytes, blob.OverflowThreshold>>10),
 		PromptSnippet: "grep: regex search over files (ripgrep semantics), path:line:text results",
 		Replay:        ReplaySafe,

@@ -7,7 +7,7 @@ import (
 )
 
 type workdirArgs struct {
-	Path string `json:"path,omitempty" jsonschema:"directory to make the shell's current directory (relative to the workspace or absolute); omit to only report"`
+	Path string `json:"path,omitempty"`
 }
 
 // WorkdirDetails is the Details of working_directory.
@@ -25,10 +25,9 @@ type WorkdirDetails struct {
 func WorkdirTool() Tool {
 	return Typed(Tool{
 		Name: "working_directory",
-		Description: "Report the directory bash commands start in, the workspace root and TMPDIR (scratch that persists " +
-			"between calls), or change the start directory with `path` (relative to the current one): it must be an " +
-			"existing directory under the workspace or another writable root, as bash's cwd must. File tools always resolve relative paths " +
-			"against the workspace root, not this directory.",
+		Description: "Show where bash starts, the workspace root and TMPDIR (scratch kept between calls), or move the start " +
+			"with `path` (relative to it) to an existing directory under the workspace or a writable root. File tools " +
+			"resolve relative paths from the workspace root, not from here.",
 		PromptSnippet: "working_directory: show or change where bash commands start",
 		Replay:        ReplayNever,
 		Mode:          Exclusive,
