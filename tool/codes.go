@@ -144,6 +144,9 @@ const (
 	// CodeSpillFailed: an answer too long to show whole could not be
 	// stored in the blob store, so it is not returned.
 	CodeSpillFailed Code = "spill_failed"
+	// CodeNoShellDirectory: working_directory was asked to change a shell
+	// directory this host does not keep (its Call has no Shell).
+	CodeNoShellDirectory Code = "no_shell_directory"
 	// CodeNoBroker: the host runs no commands (its Call has no broker).
 	CodeNoBroker Code = "no_broker"
 )

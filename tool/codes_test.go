@@ -127,6 +127,51 @@ func TestCodesAreSnakeCaseAndDeclaredOnce(t *testing.T) {
 	}
 }
 
+// TestFailIsNeverGivenALiteral: every failing outcome's code is a named
+// constant, so none escapes the declared-once check above.
+func TestFailIsNeverGivenALiteral(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	found := 0
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			name := ""
+			switch fn := call.Fun.(type) {
+			case *ast.Ident:
+				name = fn.Name
+			case *ast.SelectorExpr:
+				name = fn.Sel.Name
+			}
+			if !strings.HasSuffix(name, "Fail") {
+				return true
+			}
+			found++
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				t.Errorf("%s: %s(%s, …) takes a literal code; declare it as a constant", fset.Position(call.Pos()), name, lit.Value)
+			}
+			return true
+		})
+		return nil
+	})
+	if found < 50 {
+		t.Fatalf("found only %d Fail calls: the scan is broken", found)
+	}
+}
+
 // TestCodeScanFindsViolations is the control: the scan reports a
 // PascalCase code and a code declared twice.
 func TestCodeScanFindsViolations(t *testing.T) {

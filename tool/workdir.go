@@ -38,7 +38,7 @@ func runWorkdir(_ context.Context, c *Call, a workdirArgs) Outcome {
 	changed := false
 	if a.Path != "" {
 		if c.Shell == nil {
-			return Fail("unsupported", "this host keeps no shell directory, so it cannot be changed; pass cwd to each bash call instead")
+			return Fail(CodeNoShellDirectory, "this host keeps no shell directory, so it cannot be changed; pass cwd to each bash call instead")
 		}
 		base := c.Dir()
 		p := a.Path
