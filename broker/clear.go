@@ -171,10 +171,13 @@ func (e *Execution) Wait() Settled {
 func (e *Execution) Cancel() { e.stop(true) }
 
 // Clear checks spec against its policy and budget and starts the command
-// in the jail. It returns a Denial, never an Execution, when the policy is
-// invalid, the budget refuses, no confinement exists and unconfined runs
-// are not allowed, or the jail could not be built.
-func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial) {
+// in the jail. It returns an error holding a *Denial (found with
+// errors.As), and no Execution, when the policy is invalid, the budget
+// refuses, no confinement exists and unconfined runs are not allowed, the
+// host stays busy, the workspace is fenced, a required layer was not
+// applied, or the jail could not be built. A nil error comes with a
+// non-nil Execution.
+func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 	if err := Validate(spec.Policy); err != nil {
 		return nil, NewDenial(DenialInvalidPolicy, err.Error(), err)
 	}
@@ -192,9 +195,9 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	ex := &Execution{out: make(chan Output, OutputQueueChunks), done: make(chan struct{})}
 	kill := newKiller()
 	ex.stop = kill.fire
-	ticket, d := b.ledger.Admit(spec.Key, spec.Budget, func() { kill.fire(true) })
-	if d != nil {
-		return nil, d
+	ticket, err := b.ledger.Admit(spec.Key, spec.Budget, func() { kill.fire(true) })
+	if err != nil {
+		return nil, err
 	}
 	deadline := callDeadline(spec, ticket)
 	lease, d := b.admitHost(ctx, kill, deadline, probe)

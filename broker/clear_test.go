@@ -48,7 +48,7 @@ func run(t testing.TB, b *Broker, p Policy, timeout time.Duration, argv ...strin
 // tryRun clears argv under p (pooled in step) and collects everything,
 // or returns the refusal. It never touches a testing.TB, so any goroutine
 // may call it.
-func tryRun(b *Broker, step string, p Policy, timeout time.Duration, argv ...string) (result, *Denial) {
+func tryRun(b *Broker, step string, p Policy, timeout time.Duration, argv ...string) (result, error) {
 	ex, d := b.Clear(context.Background(), CallSpec{
 		Key:     StepKey{OpID: "op", StepID: step},
 		Argv:    argv,
@@ -112,16 +112,16 @@ func TestClearRefusals(t *testing.T) {
 	b := New(Options{})
 	ctx := context.Background()
 	_, d := b.Clear(ctx, CallSpec{Argv: []string{"true"}, Policy: Policy{WritableRoots: []string{"relative"}}})
-	if d == nil || d.Code != DenialInvalidPolicy {
+	if denialCode(d) != DenialInvalidPolicy {
 		t.Fatalf("relative root: %v", d)
 	}
 	_, d = b.Clear(ctx, CallSpec{Policy: testPolicy(t.TempDir())})
-	if d == nil || d.Code != DenialInvalidPolicy {
+	if denialCode(d) != DenialInvalidPolicy {
 		t.Fatalf("empty argv: %v", d)
 	}
 	none := probeResult{usernsErr: syscall.EPERM, landlockErr: syscall.ENOSYS, seccompErr: syscall.EINVAL}
 	_, d = withProbe(Options{}, none).Clear(ctx, CallSpec{Argv: []string{"true"}, Policy: testPolicy(t.TempDir())})
-	if d == nil || d.Code != DenialUnconfinedRefused {
+	if denialCode(d) != DenialUnconfinedRefused {
 		t.Fatalf("nothing available: %v", d)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -235,7 +235,7 @@ func TestClearBudget(t *testing.T) {
 	if d != nil {
 		t.Fatal(d)
 	}
-	if _, d := b.Clear(context.Background(), spec); d == nil || d.Code != DenialOutstandingCapReached {
+	if _, d := b.Clear(context.Background(), spec); denialCode(d) != DenialOutstandingCapReached {
 		t.Fatalf("second call in a full step: %v", d)
 	}
 	ex.Cancel()
