@@ -98,7 +98,7 @@ func TestRefusalsAreDenialsInErrors(t *testing.T) {
 	if d := denialIn(err); d == nil || d.Code != DenialRequirementsNotCovered || len(d.Wanted) != 1 {
 		t.Fatalf("uncovered requirements: %v, want a denial wanting one grant", err)
 	}
-	_, err = New(Options{}).Clear(t.Context(), CallSpec{Policy: Policy{WritableRoots: []string{"relative"}}, Argv: []string{"true"}})
+	_, err = newTestBroker(t, Options{}).Clear(t.Context(), CallSpec{Policy: Policy{WritableRoots: []string{"relative"}}, Argv: []string{"true"}})
 	var pe *PolicyError
 	if denialCode(err) != DenialInvalidPolicy || !errors.As(err, &pe) || pe.Code != PolicyRelativePath {
 		t.Fatalf("invalid policy: %v, want %s wrapping %s", err, DenialInvalidPolicy, PolicyRelativePath)

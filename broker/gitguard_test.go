@@ -39,7 +39,7 @@ func newGuardWorld(t *testing.T) *guardWorld {
 	if err := os.MkdirAll(w.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w.b = New(Options{Audit: func(e AuditEvent) {
+	w.b = newTestBroker(t, Options{Audit: func(e AuditEvent) {
 		w.mu.Lock()
 		w.audits = append(w.audits, e)
 		w.mu.Unlock()

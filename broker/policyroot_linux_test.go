@@ -125,14 +125,14 @@ func TestPolicyRootPlanCoversEveryRoot(t *testing.T) {
 func TestPolicyRootReported(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	on := New(Options{WarmHelperIdle: -1})
+	on := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer on.Close()
 	r := run(t, on, testPolicy(ws), 10*time.Second, "true")
 	if l, _ := r.enf.Layer(LayerPolicyRoot); !l.Applied || !strings.Contains(l.Params, "pivot_root") {
 		t.Errorf("on: %+v", l)
 	}
 
-	off := New(Options{WarmHelperIdle: -1})
+	off := newTestBroker(t, Options{WarmHelperIdle: -1})
 	off.policyRootOff = true
 	defer off.Close()
 	r = run(t, off, testPolicy(ws), 10*time.Second, "true")
@@ -140,7 +140,7 @@ func TestPolicyRootReported(t *testing.T) {
 		t.Errorf("off: %+v (present %v), degraded %v", l, ok, r.enf.Degraded)
 	}
 
-	required := New(Options{WarmHelperIdle: -1, RequiredLayers: []string{LayerPolicyRoot}})
+	required := newTestBroker(t, Options{WarmHelperIdle: -1, RequiredLayers: []string{LayerPolicyRoot}})
 	required.policyRootOff = true
 	defer required.Close()
 	marker := filepath.Join(ws, "ran")
@@ -153,7 +153,7 @@ func TestPolicyRootReported(t *testing.T) {
 		t.Errorf("required and off: the command ran")
 	}
 
-	nons := New(Options{WarmHelperIdle: -1})
+	nons := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer nons.Close()
 	nons.probeOnce.Do(func() {
 		nons.probe = probeLayers(nons.opts.HelperPath, false)
@@ -171,9 +171,9 @@ func TestPolicyRootReported(t *testing.T) {
 // behave alike, it does.
 func TestPolicyRootShapes(t *testing.T) {
 	t.Parallel()
-	on := New(Options{})
+	on := newTestBroker(t, Options{})
 	defer on.Close()
-	off := New(Options{WarmHelperIdle: -1})
+	off := newTestBroker(t, Options{WarmHelperIdle: -1})
 	off.policyRootOff = true
 	defer off.Close()
 	for _, tc := range []struct {

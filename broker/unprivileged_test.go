@@ -25,7 +25,7 @@ const unprivilegedUID = 65534
 // that run and checks a jailed command confines the same way.
 func TestUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
-		b := New(Options{})
+		b := newTestBroker(t, Options{})
 		r := run(t, b, testPolicy(t.TempDir()), 0, "sh", "-c", "id -u; grep ^CapEff /proc/self/status")
 		if r.settled.ExitCode != 0 || !strings.Contains(r.stdout, "CapEff:\t0000000000000000") {
 			t.Fatalf("unprivileged jailed run: %+v stdout=%q stderr=%q", r.settled, r.stdout, r.stderr)
