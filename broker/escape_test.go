@@ -18,7 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // The escape suite: every case is a probe that must fail inside the jail,
