@@ -736,7 +736,7 @@ func runTerminalProbe(mode string) func(t *testing.T, b *Broker, e *escapeEnv, j
 			return false
 		}
 		cmd := exec.Command(exe)
-		cmd.Env = []string{layerProbeEnv + "=" + mode}
+		cmd.Env = []string{layerProbeEnv + "=" + mode, "GORACE=" + os.Getenv("GORACE")} // see raceExitSleep
 		cmd.Stdin = slave
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: mode == "tty-dev", Ctty: 0}
 		out, err := cmd.Output()

@@ -137,6 +137,7 @@ func (e *escapeEnv) vars() map[string]string {
 		"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME": "/nonexistent", "WS": e.ws, "OUT": e.out, "HIDDEN": e.hidden,
 		"ARG": e.arg, "PROBE": exe,
+		"GORACE": os.Getenv("GORACE"), // the probe's race runtime: see raceExitSleep
 	}
 	for k, v := range e.env {
 		m[k] = v
@@ -152,7 +153,7 @@ func (e *escapeEnv) policy() Policy {
 		WritableRoots: []string{e.ws},
 		Protected:     DefaultProtected(e.ws),
 		Network:       NetworkOff,
-		EnvAllow:      []string{"PATH", "HOME", "WS", "OUT", "HIDDEN", "ARG", "PROBE", probeEnv},
+		EnvAllow:      []string{"PATH", "HOME", "WS", "OUT", "HIDDEN", "ARG", "PROBE", probeEnv, "GORACE"},
 	}
 }
 

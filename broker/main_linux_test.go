@@ -19,6 +19,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// raceExitSleep is the GORACE setting TestMain gives this test binary's
+// children: a race-instrumented program sleeps atexit_sleep_ms (a
+// second, by default) before every successful exit, so each probe run
+// of this binary that succeeds (every escape control, for one) would
+// cost a second of nothing.
+const raceExitSleep = "atexit_sleep_ms=0"
+
 // leftBehindGrace is how long TestMain waits, once every test ran, for
 // the processes the tests started to end before it names those still
 // alive as left behind.
@@ -40,6 +47,9 @@ func runTests(m *testing.M) int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "broker tests: cannot become a child subreaper, so processes left behind would go unseen: %v\n", err)
 		return 1
+	}
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", raceExitSleep) // before any test runs
 	}
 	code := m.Run()
 	testHelperCleanup()

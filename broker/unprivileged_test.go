@@ -54,7 +54,7 @@ func TestUnprivileged(t *testing.T) {
 
 	cmd := exec.Command(copyExe, "-test.run", "^(TestClearEcho|TestEscapeSuite|TestUnprivileged)$", "-test.v", "-test.count=1")
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp", jailtest.HelperEnv + "=" + helper}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp", jailtest.HelperEnv + "=" + helper, "GORACE=" + os.Getenv("GORACE")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
