@@ -18,6 +18,7 @@ func ExampleBroker_Clear() {
 	ws, _ := os.MkdirTemp("", "loom-example-")
 	defer os.RemoveAll(ws)
 	b := broker.New(broker.Options{})
+	defer b.Close() // discards the helper kept warm for a next command
 	ex, err := b.Clear(context.Background(), broker.CallSpec{
 		Key:  broker.StepKey{OpID: "op1", StepID: "step1"},
 		Argv: []string{"sh", "-c", "echo hello from the jail; echo no > /etc/loom-example"},
@@ -61,6 +62,7 @@ func ExampleBroker_Clear() {
 // command runs; a host can log it at start-up.
 func ExampleBroker_Available() {
 	b := broker.New(broker.Options{})
+	defer b.Close() // discards the helper kept warm for a next command
 	fmt.Println(strings.HasPrefix(b.Available().String(), "sandbox: "))
 	// Output: true
 }
