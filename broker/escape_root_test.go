@@ -179,7 +179,34 @@ func rootEscapeCases() []escapeCase {
 	boundBefore := func(t *testing.T, e *escapeEnv) {
 		unixListener("unix", func(e *escapeEnv) string { return filepath.Join(e.hidden, "early.sock") })(t, e)
 	}
+	// The nested root's workspace lies outside /tmp: roots under the
+	// host's /tmp are bound again over the jail's scratch, each on its
+	// own, so they would not show whether the plan binds it.
+	nestedSetup := func(t *testing.T, e *escapeEnv) {
+		d := freshOutside(t, e, "/var/tmp")
+		if err := os.Mkdir(filepath.Join(d, ".scratch"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		e.arg = d
+	}
+	nestedPolicy := func(e *escapeEnv, p *Policy) {
+		p.WritableRoots = append(p.WritableRoots, e.arg, filepath.Join(e.arg, ".scratch"))
+	}
 	return []escapeCase{
+		{
+			// A root under a writable root is a mount of its own, so a
+			// command cannot rename it away and leave a link to / in its
+			// place for the harness's file tools to follow (red team:
+			// mcpserver with -scratch inside the workspace).
+			name:   "nested_writable_root_swapped_for_a_link",
+			setup:  nestedSetup,
+			policy: nestedPolicy,
+			script: `mv "$ARG/.scratch" "$ARG/.scratch.old" && ln -s / "$ARG/.scratch" && echo PROBE-SUCCEEDED`,
+			escaped: func(t *testing.T, e *escapeEnv, r result) bool {
+				fi, err := os.Lstat(filepath.Join(e.arg, ".scratch"))
+				return probeSucceeded(t, e, r) || err != nil || fi.Mode()&os.ModeSymlink != 0
+			},
+		},
 		{
 			name:    "file_outside_every_root_absent",
 			setup:   outsideFile(hiddenDir),

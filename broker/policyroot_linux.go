@@ -32,9 +32,12 @@ var errThroughLink = errors.New("reached through a symbolic link")
 // entry per path: every system, readable and writable root, every shared
 // socket (Policy.Sockets), and extra (the file /etc/resolv.conf resolves
 // to, when a root shows /etc/resolv.conf). A path's writability is
-// whether a writable root covers it. A path another entry above it
-// already shows with the same writability is left out (the bind above
-// carries it); roots under the jail's own /proc and /dev are left out
+// whether a writable root covers it. A read-only path under a read-only
+// entry is left out (the bind above carries it, and no command can move
+// it); any root under a writable entry is bound as a mount of its own,
+// so a command that may write the directory above it cannot rename the
+// root away or put a link in its place (the kernel refuses to rename a
+// mount point: EBUSY); roots under the jail's own /proc and /dev are left out
 // (the jail replaces those). mkdirs are the working directory when no
 // entry covers it: it is created empty, so the command can start there
 // without anything of the host's showing.
@@ -61,7 +64,7 @@ func policyRootPlan(cfg helperConfig, extra []string) (binds []jailRoot, mkdirs 
 				above = i
 			}
 		}
-		if above >= 0 && binds[above].writable == w {
+		if above >= 0 && !binds[above].writable && !w {
 			continue
 		}
 		binds = append(binds, jailRoot{path: p, writable: w})
