@@ -12,7 +12,7 @@ import (
 // control), and a panicking hook does not break the command.
 func TestDegradedRunIsAudited(t *testing.T) {
 	t.Parallel()
-	abi := New(Options{}).probed().landlockABI
+	abi := newTestBroker(t, Options{}).probed().landlockABI
 	for _, tc := range []struct {
 		name     string
 		degraded bool
@@ -25,9 +25,9 @@ func TestDegradedRunIsAudited(t *testing.T) {
 			mu.Unlock()
 			panic("a broken audit sink")
 		}}
-		b := New(opts)
+		b := newTestBroker(t, opts)
 		if tc.degraded {
-			b = withProbe(opts, probeResult{usernsErr: syscall.EPERM, landlockABI: abi})
+			b = withProbe(t, opts, probeResult{usernsErr: syscall.EPERM, landlockABI: abi})
 		}
 		r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "sh", "-c", "echo ran")
 		b.Close()

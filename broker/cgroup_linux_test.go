@@ -114,7 +114,7 @@ func TestCgroupParent(t *testing.T) {
 		launched bool
 	}{{"cold", -1, false}, {"cold-launched", -1, true}, {"warm", 0, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := New(Options{CgroupParent: parent, WarmHelperIdle: tc.idle})
+			b := newTestBroker(t, Options{CgroupParent: parent, WarmHelperIdle: tc.idle})
 			if tc.launched {
 				b.launchAboveRSS = -1
 			}
@@ -186,7 +186,7 @@ func readFileString(p string) string {
 func TestCgroupParentUnusable(t *testing.T) {
 	t.Parallel()
 	for _, parent := range []string{t.TempDir(), "relative/cgroup", "/nonexistent/loom"} {
-		b := New(Options{CgroupParent: parent, WarmHelperIdle: -1})
+		b := newTestBroker(t, Options{CgroupParent: parent, WarmHelperIdle: -1})
 		r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "echo", "ran")
 		l, ok := r.enf.Layer(LayerCgroup)
 		if r.stdout != "ran\n" || !ok || l.Applied || l.Reason == "" || !r.enf.Degraded {
@@ -200,7 +200,7 @@ func TestCgroupParentUnusable(t *testing.T) {
 // cgroup line at all (nothing was asked, nothing is claimed).
 func TestNoCgroupLayerWithoutParent(t *testing.T) {
 	t.Parallel()
-	b := New(Options{WarmHelperIdle: -1})
+	b := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer b.Close()
 	r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
 	if _, ok := r.enf.Layer(LayerCgroup); ok {
@@ -265,7 +265,7 @@ func TestCgroupKillsEscapedProcesses(t *testing.T) {
 			if withCgroup {
 				opts.CgroupParent = parent
 			}
-			b := New(opts)
+			b := newTestBroker(t, opts)
 			defer b.Close()
 			b.probed()
 			b.probe.usernsErr = unix.EPERM // no namespaces: no pid namespace to take the tree down

@@ -60,29 +60,29 @@ type Output struct {
 // Settled is how a command ended; every Execution settles exactly once.
 type Settled struct {
 	// ExitCode is the command's exit status; -1 when a signal ended it.
-	ExitCode int
+	ExitCode int `json:"exit_code"`
 	// Signal names the signal that ended it ("killed"), or is empty.
-	Signal string
+	Signal string `json:"signal,omitempty"`
 	// TimedOut: the broker killed the tree at the call's deadline (its
 	// Timeout, the policy's WallMs, the step's wall budget, or the
 	// context's deadline).
-	TimedOut bool
+	TimedOut bool `json:"timed_out,omitempty"`
 	// Cancelled: the broker killed the tree because the caller's context
 	// was cancelled, Execution.Cancel was called, or the ledger cancelled
 	// the call (Cancel, AbortStep, AbortOperation).
-	Cancelled bool
+	Cancelled bool `json:"cancelled,omitempty"`
 	// Failed says why the command could not run at all (e.g. it was not
 	// found); empty when it ran.
-	Failed string
+	Failed string `json:"failed,omitempty"`
 	// Duration is wall time from start to settlement.
-	Duration time.Duration
+	Duration time.Duration `json:"duration_ns"`
 	// ProtectedCreated lists protected paths that did not exist when the
 	// command started and did when it ended (a hooks directory a
 	// repository lacked, say). No mount can hold a missing path
 	// read-only, so the broker moves each aside once the command's tree
 	// is gone, before anything outside the jail can run it.
-	ProtectedCreated []Quarantine
-	GitNeutralised   []Neutralisation // repository-controlled execution the git guard disarmed in the writable roots; see Neutralisation
+	ProtectedCreated []Quarantine     `json:"protected_created,omitempty"`
+	GitNeutralised   []Neutralisation `json:"git_neutralised,omitempty"` // repository-controlled execution the git guard disarmed in the writable roots; see Neutralisation
 	// OutputLimited: the command wrote more than its output bound
 	// (CallSpec.MaxOutputBytes, lowered by Options.MaxOutputBytes). The
 	// broker delivered exactly the bound (both streams together), dropped
@@ -171,10 +171,13 @@ func (e *Execution) Wait() Settled {
 func (e *Execution) Cancel() { e.stop(true) }
 
 // Clear checks spec against its policy and budget and starts the command
-// in the jail. It returns a Denial, never an Execution, when the policy is
-// invalid, the budget refuses, no confinement exists and unconfined runs
-// are not allowed, or the jail could not be built.
-func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial) {
+// in the jail. It returns an error holding a *Denial (found with
+// errors.As), and no Execution, when the policy is invalid, the budget
+// refuses, no confinement exists and unconfined runs are not allowed, the
+// host stays busy, the workspace is fenced, a required layer was not
+// applied, or the jail could not be built. A nil error comes with a
+// non-nil Execution.
+func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 	if err := Validate(spec.Policy); err != nil {
 		return nil, NewDenial(DenialInvalidPolicy, err.Error(), err)
 	}
@@ -192,9 +195,9 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, *Denial)
 	ex := &Execution{out: make(chan Output, OutputQueueChunks), done: make(chan struct{})}
 	kill := newKiller()
 	ex.stop = kill.fire
-	ticket, d := b.ledger.Admit(spec.Key, spec.Budget, func() { kill.fire(true) })
-	if d != nil {
-		return nil, d
+	ticket, err := b.ledger.Admit(spec.Key, spec.Budget, func() { kill.fire(true) })
+	if err != nil {
+		return nil, err
 	}
 	deadline := callDeadline(spec, ticket)
 	lease, d := b.admitHost(ctx, kill, deadline, probe)

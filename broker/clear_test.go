@@ -48,7 +48,7 @@ func run(t testing.TB, b *Broker, p Policy, timeout time.Duration, argv ...strin
 // tryRun clears argv under p (pooled in step) and collects everything,
 // or returns the refusal. It never touches a testing.TB, so any goroutine
 // may call it.
-func tryRun(b *Broker, step string, p Policy, timeout time.Duration, argv ...string) (result, *Denial) {
+func tryRun(b *Broker, step string, p Policy, timeout time.Duration, argv ...string) (result, error) {
 	ex, d := b.Clear(context.Background(), CallSpec{
 		Key:     StepKey{OpID: "op", StepID: step},
 		Argv:    argv,
@@ -65,7 +65,7 @@ func tryRun(b *Broker, step string, p Policy, timeout time.Duration, argv ...str
 
 func TestClearEcho(t *testing.T) {
 	ws := t.TempDir()
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	r := run(t, b, testPolicy(ws), 10*time.Second, "sh", "-c", "echo hello; echo err >&2; id; pwd; ls /proc; exit 3")
 	t.Logf("stdout=%q stderr=%q settled=%+v\n%s", r.stdout, r.stderr, r.settled, r.enf)
 	if r.settled.ExitCode != 3 {
@@ -76,15 +76,15 @@ func TestClearEcho(t *testing.T) {
 // withProbe returns a broker whose probe result is p, as if the kernel
 // had answered so: the degraded paths run for real, with the layers the
 // probe says are missing left out.
-func withProbe(opts Options, p probeResult) *Broker {
-	b := New(opts)
+func withProbe(tb testing.TB, opts Options, p probeResult) *Broker {
+	b := newTestBroker(tb, opts)
 	b.probeOnce.Do(func() { b.probe = p })
 	return b
 }
 
 func TestClearExitAndOutput(t *testing.T) {
 	ws := t.TempDir()
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	for _, tc := range []struct {
 		script string
 		code   int
@@ -102,26 +102,26 @@ func TestClearExitAndOutput(t *testing.T) {
 }
 
 func TestClearExecFailure(t *testing.T) {
-	r := run(t, New(Options{}), testPolicy(t.TempDir()), 10*time.Second, "no-such-command-loom")
+	r := run(t, newTestBroker(t, Options{}), testPolicy(t.TempDir()), 10*time.Second, "no-such-command-loom")
 	if r.settled.Failed == "" || r.settled.ExitCode != ExitCodeNotExecuted {
 		t.Fatalf("settled %+v", r.settled)
 	}
 }
 
 func TestClearRefusals(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	ctx := context.Background()
 	_, d := b.Clear(ctx, CallSpec{Argv: []string{"true"}, Policy: Policy{WritableRoots: []string{"relative"}}})
-	if d == nil || d.Code != DenialInvalidPolicy {
+	if denialCode(d) != DenialInvalidPolicy {
 		t.Fatalf("relative root: %v", d)
 	}
 	_, d = b.Clear(ctx, CallSpec{Policy: testPolicy(t.TempDir())})
-	if d == nil || d.Code != DenialInvalidPolicy {
+	if denialCode(d) != DenialInvalidPolicy {
 		t.Fatalf("empty argv: %v", d)
 	}
 	none := probeResult{usernsErr: syscall.EPERM, landlockErr: syscall.ENOSYS, seccompErr: syscall.EINVAL}
-	_, d = withProbe(Options{}, none).Clear(ctx, CallSpec{Argv: []string{"true"}, Policy: testPolicy(t.TempDir())})
-	if d == nil || d.Code != DenialUnconfinedRefused {
+	_, d = withProbe(t, Options{}, none).Clear(ctx, CallSpec{Argv: []string{"true"}, Policy: testPolicy(t.TempDir())})
+	if denialCode(d) != DenialUnconfinedRefused {
 		t.Fatalf("nothing available: %v", d)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -134,7 +134,7 @@ func TestClearRefusals(t *testing.T) {
 
 func TestClearUnconfinedAllowed(t *testing.T) {
 	none := probeResult{usernsErr: syscall.EPERM, landlockErr: syscall.ENOSYS, seccompErr: syscall.EINVAL}
-	b := withProbe(Options{AllowUnconfined: true}, none)
+	b := withProbe(t, Options{AllowUnconfined: true}, none)
 	r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "sh", "-c", "echo ran")
 	if r.stdout != "ran\n" || !r.enf.Degraded {
 		t.Fatalf("stdout %q report %s", r.stdout, r.enf)
@@ -153,12 +153,12 @@ func TestClearUnconfinedAllowed(t *testing.T) {
 // namespaces gets: Landlock and seccomp still hold writes to the
 // writable roots.
 func TestClearWithoutNamespaces(t *testing.T) {
-	real := New(Options{}).Available()
+	real := newTestBroker(t, Options{}).Available()
 	if !real.Applied(LayerLandlock) {
 		t.Fatalf("this test needs Landlock; the host reports %s", real)
 	}
-	abi := New(Options{}).probed().landlockABI
-	b := withProbe(Options{}, probeResult{usernsErr: syscall.EPERM, landlockABI: abi})
+	abi := newTestBroker(t, Options{}).probed().landlockABI
+	b := withProbe(t, Options{}, probeResult{usernsErr: syscall.EPERM, landlockABI: abi})
 	ws, out := t.TempDir(), t.TempDir()
 	p := testPolicy(ws)
 	p.ReadableRoots = append(p.ReadableRoots, out)
@@ -175,7 +175,7 @@ func TestClearWithoutNamespaces(t *testing.T) {
 }
 
 func TestClearWithoutLandlock(t *testing.T) {
-	b := withProbe(Options{}, probeResult{landlockErr: syscall.ENOSYS})
+	b := withProbe(t, Options{}, probeResult{landlockErr: syscall.ENOSYS})
 	r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
 	l, ok := r.enf.Layer(LayerLandlock)
 	if !ok || l.Applied || l.Reason != "ENOSYS" || !r.enf.Degraded || !r.enf.Applied(LayerNamespaces) {
@@ -188,7 +188,7 @@ func TestClearCancellation(t *testing.T) {
 	for _, how := range []string{"context", "execution", "ledger_abort_step", "ledger_abort_operation"} {
 		t.Run(how, func(t *testing.T) {
 			l := NewLedger(nil)
-			b := New(Options{Ledger: l})
+			b := newTestBroker(t, Options{Ledger: l})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			key := StepKey{OpID: "op", StepID: how}
@@ -227,7 +227,7 @@ func TestClearCancellation(t *testing.T) {
 }
 
 func TestClearBudget(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	key := StepKey{OpID: "op", StepID: "budget"}
 	spec := CallSpec{Key: key, Argv: []string{"sleep", "300"}, Policy: testPolicy(t.TempDir()),
 		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}}
@@ -235,7 +235,7 @@ func TestClearBudget(t *testing.T) {
 	if d != nil {
 		t.Fatal(d)
 	}
-	if _, d := b.Clear(context.Background(), spec); d == nil || d.Code != DenialOutstandingCapReached {
+	if _, d := b.Clear(context.Background(), spec); denialCode(d) != DenialOutstandingCapReached {
 		t.Fatalf("second call in a full step: %v", d)
 	}
 	ex.Cancel()
@@ -252,7 +252,7 @@ func TestClearBudget(t *testing.T) {
 
 func TestClearTimeoutSources(t *testing.T) {
 	ws := t.TempDir()
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
@@ -288,7 +288,7 @@ func TestClearTimeoutSources(t *testing.T) {
 
 func TestClearEnvAllowlist(t *testing.T) {
 	t.Setenv("LOOM_HOST_ONLY", "host")
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	p := testPolicy(t.TempDir())
 	p.EnvAllow = []string{"PATH", "KEEP", helperEnvName}
 	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"env"}, Policy: p,
@@ -355,7 +355,7 @@ func TestEnforcementString(t *testing.T) {
 // read-only, protected paths are carved out of the Landlock rules, so a
 // hook cannot be planted while ordinary work in the workspace goes on.
 func TestProtectedWithoutNamespaces(t *testing.T) {
-	abi := New(Options{}).probed().landlockABI
+	abi := newTestBroker(t, Options{}).probed().landlockABI
 	if abi == 0 {
 		t.Fatal("this test needs Landlock")
 	}
@@ -394,7 +394,7 @@ true`
 			if tc.unprotected {
 				p.Protected = nil
 			}
-			r := run(t, withProbe(Options{}, tc.probe), p, 10*time.Second, "sh", "-c", script, "sh", ws)
+			r := run(t, withProbe(t, Options{}, tc.probe), p, 10*time.Second, "sh", "-c", script, "sh", ws)
 			for _, w := range tc.want {
 				if !strings.Contains(r.stdout, w) {
 					t.Errorf("missing %s: stdout %q stderr %q\n%s", w, r.stdout, r.stderr, r.enf)
@@ -413,7 +413,7 @@ true`
 // alone confines writes to the writable roots. The control is the same
 // write under a policy that makes the target writable.
 func TestWritesWithoutLandlock(t *testing.T) {
-	b := withProbe(Options{}, probeResult{landlockErr: syscall.ENOSYS})
+	b := withProbe(t, Options{}, probeResult{landlockErr: syscall.ENOSYS})
 	hidden, err := os.MkdirTemp("/var/tmp", "loom-nolandlock-")
 	if err != nil {
 		t.Fatal(err)
@@ -447,7 +447,7 @@ func TestWritesWithoutLandlock(t *testing.T) {
 // sysctl in a bare user+network namespace, where it succeeds.
 func TestProcSysReadOnly(t *testing.T) {
 	probe := `echo 33 > /proc/sys/net/ipv4/ip_default_ttl && cat /proc/sys/net/ipv4/ip_default_ttl`
-	b := withProbe(Options{}, probeResult{landlockErr: syscall.ENOSYS})
+	b := withProbe(t, Options{}, probeResult{landlockErr: syscall.ENOSYS})
 	r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "sh", "-c", probe)
 	if strings.Contains(r.stdout, "33") || r.settled.ExitCode == 0 {
 		t.Errorf("jailed sysctl write succeeded: %q %q\n%s", r.stdout, r.stderr, r.enf)
@@ -463,7 +463,7 @@ func TestProcSysReadOnly(t *testing.T) {
 // every byte, since the command waits on the bounded queue meanwhile.
 func TestClearSlowConsumerLosesNothing(t *testing.T) {
 	const n = 1 << 20
-	ex, d := New(Options{}).Clear(context.Background(), CallSpec{Argv: []string{"head", "-c", fmt.Sprint(n), "/dev/zero"},
+	ex, d := newTestBroker(t, Options{}).Clear(context.Background(), CallSpec{Argv: []string{"head", "-c", fmt.Sprint(n), "/dev/zero"},
 		Policy: testPolicy(t.TempDir()), Env: map[string]string{"PATH": "/usr/bin:/bin"}})
 	if d != nil {
 		t.Fatal(d)
@@ -496,7 +496,7 @@ func TestGitCommitInsideJail(t *testing.T) {
 	p := testPolicy(ws)
 	p.Protected = DefaultProtected(ws)
 	p.EnvAllow = append(p.EnvAllow, "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
-	ex, d := New(Options{}).Clear(context.Background(), CallSpec{
+	ex, d := newTestBroker(t, Options{}).Clear(context.Background(), CallSpec{
 		Argv:   []string{"sh", "-c", "echo hi > f && git add f && git commit -qm jailed && git log --format=%s && echo evil > .git/hooks/pre-commit"},
 		Dir:    ws,
 		Policy: p,

@@ -32,12 +32,13 @@ import (
 // Grants are then applied: a root grant adds its root, GrantNetwork makes
 // the network "full", GrantWall lifts the wall (WallMs becomes 0).
 //
-// When a required root or the network is not covered, Compose returns a
-// *Denial with Code DenialRequirementsNotCovered whose Wanted is exactly
-// the minimal set of grants that covers the shortfall (sorted: writable
-// roots, readable roots, network; a missing system root is wanted as a
-// readable root), so Compose(base, requirements, append(grants,
-// d.Wanted...)) succeeds. A required writable root at or under a
+// A refusal is an error holding a *Denial (found with errors.As; never a
+// nil *Denial in a non-nil error). When a required root or the network is
+// not covered, that is a *Denial with Code DenialRequirementsNotCovered
+// whose Wanted is exactly the minimal set of grants that covers the
+// shortfall (sorted: writable roots, readable roots, network; a missing
+// system root is wanted as a readable root), so Compose(base,
+// requirements, append(grants, d.Wanted...)) succeeds. A required writable root at or under a
 // protected entry, and a required socket the base does not share, can
 // never be covered; the denial says so and wants nothing for them. An
 // invalid base, requirements or grant (see Validate and ValidateGrant) is
@@ -48,7 +49,7 @@ import (
 // Compose is total: it never panics, whatever its inputs. A policy it
 // returns without a denial passes Validate, and is never wider than the
 // base plus the grants.
-func Compose(base, requirements Policy, grants []Grant) (Policy, *Denial) {
+func Compose(base, requirements Policy, grants []Grant) (Policy, error) {
 	if err := Validate(base); err != nil {
 		return Policy{}, NewDenial(DenialInvalidPolicy, "base policy: "+err.Error(), err)
 	}

@@ -151,12 +151,13 @@ func TestComposeTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, d := Compose(base, tt.req, tt.grants)
+			got, err := Compose(base, tt.req, tt.grants)
 			if tt.code != "" {
-				if d == nil {
+				if err == nil {
 					t.Fatalf("Compose = %+v, want denial %s", got, tt.code)
 				}
-				if d.Code != tt.code {
+				d := denialIn(err)
+				if d == nil || d.Code != tt.code {
 					t.Fatalf("denial %v, want code %s", d, tt.code)
 				}
 				if diff := cmp.Diff(tt.wanted, d.Wanted, cmpopts.EquateEmpty()); diff != "" {
@@ -167,8 +168,8 @@ func TestComposeTable(t *testing.T) {
 				}
 				return
 			}
-			if d != nil {
-				t.Fatalf("unexpected denial: %v", d)
+			if err != nil {
+				t.Fatalf("unexpected denial: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("Compose (-want +got):\n%s", diff)
@@ -198,7 +199,7 @@ func TestComposeSystemRootsAndSockets(t *testing.T) {
 		t.Fatalf("Compose (-want +got):\n%s", diff)
 	}
 	_, d = Compose(base, Policy{ReadableRoots: []string{"/etc"}}, nil)
-	if d == nil || d.Code != DenialRequirementsNotCovered || !cmp.Equal(d.Wanted, []Grant{{Kind: GrantReadableRoot, Path: "/etc"}}) {
+	if denialCode(d) != DenialRequirementsNotCovered || !cmp.Equal(denialIn(d).Wanted, []Grant{{Kind: GrantReadableRoot, Path: "/etc"}}) {
 		t.Fatalf("a readable root covered only by a base system root: %v, want a denial wanting readable_root /etc", d)
 	}
 	got, d = Compose(base, Policy{WritableRoots: []string{"/w"}}, nil)
@@ -206,7 +207,7 @@ func TestComposeSystemRootsAndSockets(t *testing.T) {
 		t.Fatalf("unrequired sockets or system roots carried: %+v, %v", got, d)
 	}
 	_, d = Compose(base, Policy{Sockets: []string{"/run/other.sock"}}, nil)
-	if d == nil || d.Code != DenialRequirementsNotCovered || len(d.Wanted) != 0 || !strings.Contains(d.Reason, "/run/other.sock") {
+	if denialCode(d) != DenialRequirementsNotCovered || len(denialIn(d).Wanted) != 0 || !strings.Contains(denialIn(d).Reason, "/run/other.sock") {
 		t.Fatalf("unshared socket: %v, want a denial naming it and wanting nothing", d)
 	}
 }
@@ -214,7 +215,7 @@ func TestComposeSystemRootsAndSockets(t *testing.T) {
 func TestComposeBaseInvalidWrapsPolicyError(t *testing.T) {
 	_, d := Compose(Policy{Network: "lan"}, Policy{}, nil)
 	var pe *PolicyError
-	if d == nil || d.Code != DenialInvalidPolicy || !errors.As(d, &pe) || pe.Code != PolicyUnknownNetwork {
+	if denialCode(d) != DenialInvalidPolicy || !errors.As(d, &pe) || pe.Code != PolicyUnknownNetwork {
 		t.Fatalf("Compose with invalid base = %v, want invalid_policy wrapping unknown_network", d)
 	}
 }
@@ -366,15 +367,20 @@ func TestComposeNeverWiderThanBasePlusGrants(t *testing.T) {
 func TestComposeWantedClearsTheShortfallExactly(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		base, req, grants := genPolicy().Draw(t, "base"), genPolicy().Draw(t, "req"), genGrants().Draw(t, "grants")
-		_, d := Compose(base, req, grants)
-		if d == nil || d.Code != DenialRequirementsNotCovered {
+		_, err := Compose(base, req, grants)
+		if denialCode(err) != DenialRequirementsNotCovered {
 			return
 		}
-		_, d2 := Compose(base, req, append(slices.Clone(grants), d.Wanted...))
+		d := denialIn(err)
+		_, err2 := Compose(base, req, append(slices.Clone(grants), d.Wanted...))
+		if err2 != nil && denialIn(err2) == nil {
+			t.Fatalf("granting wanted returned an error holding no denial: %v", err2)
+		}
+		d2 := denialIn(err2)
 		if d2 != nil && len(d2.Wanted) > 0 {
 			t.Fatalf("granting %v left wanted %v", d.Wanted, d2.Wanted)
 		}
-		if d2 != nil && d2.Code != DenialRequirementsNotCovered {
+		if d2 != nil && denialCode(d2) != DenialRequirementsNotCovered {
 			t.Fatalf("granting wanted produced a different denial: %v", d2)
 		}
 		if d2 != nil && !strings.Contains(d2.Reason, "protected") && !strings.Contains(d2.Reason, "socket") {
@@ -383,7 +389,7 @@ func TestComposeWantedClearsTheShortfallExactly(t *testing.T) {
 		// Minimal: without any one wanted grant the shortfall returns.
 		for i := range d.Wanted {
 			fewer := slices.Concat(grants, d.Wanted[:i], d.Wanted[i+1:])
-			if _, d3 := Compose(base, req, fewer); d3 == nil || len(d3.Wanted) == 0 {
+			if _, err3 := Compose(base, req, fewer); denialIn(err3) == nil || len(denialIn(err3).Wanted) == 0 {
 				t.Fatalf("wanted %v is not minimal: %v alone is redundant", d.Wanted, d.Wanted[i])
 			}
 		}
@@ -441,7 +447,10 @@ func TestComposeIsTotal(t *testing.T) {
 			}
 			return
 		}
-		if d.Error() == "" || d.Explain() == "" {
+		if denialIn(d) == nil {
+			t.Fatalf("refusal %v holds no denial", d)
+		}
+		if d.Error() == "" || denialIn(d).Explain() == "" {
 			t.Fatal("denial renders empty")
 		}
 	})

@@ -6,7 +6,8 @@ import (
 )
 
 // DenialCode is the stable, machine-readable reason a clearance was
-// refused. Programs switch on it; the strings never change meaning.
+// refused: a Denial's Code, a snake_case word no other code of the module
+// uses. Programs switch on it; the strings never change meaning.
 type DenialCode string
 
 const (

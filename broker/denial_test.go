@@ -56,3 +56,51 @@ func TestDenialErrorsIsAndAs(t *testing.T) {
 		t.Error("errors.As did not reach the cause")
 	}
 }
+
+// denialIn returns the *Denial err holds (found with errors.As), or nil
+// when err is nil or holds none.
+func denialIn(err error) *Denial {
+	var d *Denial
+	if errors.As(err, &d) {
+		return d
+	}
+	return nil
+}
+
+// denialCode returns the Code of the *Denial err holds, or "" when err is
+// nil or holds none (so a refusal of another kind never matches a code).
+func denialCode(err error) DenialCode {
+	if d := denialIn(err); d != nil {
+		return d.Code
+	}
+	return ""
+}
+
+// TestRefusalsAreDenialsInErrors: every exported function that can
+// refuse returns an error interface holding a *Denial, and a nil error
+// when it does not refuse (never a nil *Denial in a non-nil interface).
+func TestRefusalsAreDenialsInErrors(t *testing.T) {
+	l := NewLedger(nil)
+	key := StepKey{OpID: "op", StepID: "s"}
+	tk, err := l.Admit(key, Budget{MaxOutstanding: 1}, nil)
+	if err != nil || tk == nil {
+		t.Fatalf("first admission: %v, %v", tk, err)
+	}
+	_, err = l.Admit(key, Budget{MaxOutstanding: 1}, nil)
+	if denialCode(err) != DenialOutstandingCapReached {
+		t.Fatalf("admission over the cap: %v, want %s", err, DenialOutstandingCapReached)
+	}
+	_, err = Compose(Policy{WritableRoots: []string{"/w"}}, Policy{WritableRoots: []string{"/w"}}, nil)
+	if err != nil {
+		t.Fatalf("covered requirements: err = %#v, want a nil interface", err)
+	}
+	_, err = Compose(Policy{}, Policy{WritableRoots: []string{"/w"}}, nil)
+	if d := denialIn(err); d == nil || d.Code != DenialRequirementsNotCovered || len(d.Wanted) != 1 {
+		t.Fatalf("uncovered requirements: %v, want a denial wanting one grant", err)
+	}
+	_, err = newTestBroker(t, Options{}).Clear(t.Context(), CallSpec{Policy: Policy{WritableRoots: []string{"relative"}}, Argv: []string{"true"}})
+	var pe *PolicyError
+	if denialCode(err) != DenialInvalidPolicy || !errors.As(err, &pe) || pe.Code != PolicyRelativePath {
+		t.Fatalf("invalid policy: %v, want %s wrapping %s", err, DenialInvalidPolicy, PolicyRelativePath)
+	}
+}

@@ -63,7 +63,7 @@ func runConcurrentPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) 
 	if !jailed {
 		opts.MaxLiveCommands = 64
 	}
-	bb := New(opts)
+	bb := newTestBroker(t, opts)
 	bb.launchAboveRSS = b.launchAboveRSS
 	bb.Available()
 	var c liveCounter

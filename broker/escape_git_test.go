@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -108,7 +107,8 @@ func gitEscapeCases() []escapeCase {
 			`git init -q --bare "$WS" && git config -f "$WS/config" core.bare false && git config -f "$WS/config" core.fsmonitor "$WS/evil.sh" && `+
 				`echo 'gitdir: .' > "$WS/.git"`, status),
 		{
-			name: "git_global_hooks_path_into_workspace",
+			name:   "git_global_hooks_path_into_workspace",
+			serial: true, // sets the test process's GIT_CONFIG_GLOBAL, which the broker reads
 			run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 				hostRepo(t, e)
 				global := filepath.Join(e.base, "global.gitconfig")
@@ -143,7 +143,7 @@ func gitEscapeCases() []escapeCase {
 				hostRepo(t, e)
 				br := b
 				if !jailed {
-					br = unguarded(b)
+					br = e.brokers.unguarded()
 				}
 				writeEvil(t, e)
 				runIn(t, br, e, e.policy(), 30*time.Second, gitScriptEnv+lib+`git add lib && rm lib/.git/config && mkfifo lib/.git/config`)
@@ -196,7 +196,7 @@ func runGitEscape(t *testing.T, b *Broker, e *escapeEnv, jailed bool, script str
 	writeEvil(t, e)
 	br := b
 	if !jailed {
-		br = unguarded(b)
+		br = e.brokers.unguarded()
 	}
 	r := runIn(t, br, e, e.policy(), 60*time.Second, gitScriptEnv+script)
 	if r.settled.ExitCode != 0 {
@@ -221,7 +221,7 @@ func runGitBackground(t *testing.T, b *Broker, e *escapeEnv, jailed bool, script
 	writeEvil(t, e)
 	br := b
 	if !jailed {
-		br = unguarded(b)
+		br = e.brokers.unguarded()
 	}
 	ready := filepath.Join(e.ws, "planted-done")
 	ex, d := br.Clear(context.Background(), CallSpec{
@@ -280,26 +280,4 @@ func hostGit(t *testing.T, e *escapeEnv, global string, timeout time.Duration, a
 	}
 	out, _ := cmd.CombinedOutput()
 	return string(out), ctx.Err() != nil
-}
-
-var (
-	unguardedMu sync.Mutex
-	unguardedBy = map[*Broker]*Broker{}
-)
-
-// unguarded is a broker like b with the git guard off: the controls'
-// jail, identical but for the layer under test.
-func unguarded(b *Broker) *Broker {
-	unguardedMu.Lock()
-	defer unguardedMu.Unlock()
-	u := unguardedBy[b]
-	if u == nil {
-		opts := b.opts
-		opts.WarmHelperIdle = -1
-		u = New(opts)
-		u.launchAboveRSS = b.launchAboveRSS
-		u.git.off = true
-		unguardedBy[b] = u
-	}
-	return u
 }

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -411,9 +410,7 @@ func unixListener(network string, where func(e *escapeEnv) string) func(t *testi
 				return err == nil
 			}
 		}
-		unixReachedMu.Lock()
-		unixReachedBy[e] = reached
-		unixReachedMu.Unlock()
+		e.unixReached = reached
 	}
 }
 
@@ -421,17 +418,8 @@ func unixListener(network string, where func(e *escapeEnv) string) func(t *testi
 // anything the probe sent is queued before the probe exits.
 const unixQueueWait = 20 * time.Millisecond
 
-var (
-	unixReachedMu sync.Mutex
-	unixReachedBy = map[*escapeEnv]func() bool{}
-)
-
 func unixReached(_ *testing.T, e *escapeEnv, _ result) bool {
-	unixReachedMu.Lock()
-	f := unixReachedBy[e]
-	delete(unixReachedBy, e)
-	unixReachedMu.Unlock()
-	return f != nil && f()
+	return e.unixReached != nil && e.unixReached()
 }
 
 // shareArg lists the case's socket ($ARG) in Policy.Sockets.
@@ -748,7 +736,7 @@ func runTerminalProbe(mode string) func(t *testing.T, b *Broker, e *escapeEnv, j
 			return false
 		}
 		cmd := exec.Command(exe)
-		cmd.Env = []string{layerProbeEnv + "=" + mode}
+		cmd.Env = []string{layerProbeEnv + "=" + mode, "GORACE=" + os.Getenv("GORACE")} // see raceExitSleep
 		cmd.Stdin = slave
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: mode == "tty-dev", Ctty: 0}
 		out, err := cmd.Output()

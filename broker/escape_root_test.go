@@ -46,7 +46,7 @@ type lateSocket func(t *testing.T, e *escapeEnv) string
 // runAfterStart runs the unix probe against the path act returns, where
 // act runs on the host after the command started (the command says READY
 // and waits on its stdin until act is done). Jailed, the broker is the
-// suite's; the control runs under rootOff(b), the same policy without the
+// suite's; the control runs under the suite's rootOff broker, the same policy without the
 // policy_root layer, or, when widen is set, under b with the policy
 // widen makes.
 func runAfterStart(before func(t *testing.T, e *escapeEnv), act lateSocket, widen func(e *escapeEnv, p *Policy)) func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
@@ -60,7 +60,7 @@ func runAfterStart(before func(t *testing.T, e *escapeEnv), act lateSocket, wide
 		case widen != nil:
 			widen(e, &p)
 		default:
-			b = rootOff(b)
+			b = e.brokers.rootOff()
 		}
 		// The path is known only after act: the command reads it from
 		// its stdin.
@@ -162,26 +162,6 @@ func linkLate(t *testing.T, e *escapeEnv) string {
 	return p
 }
 
-var (
-	rootOffMu sync.Mutex
-	rootOffBy = map[*Broker]*Broker{}
-)
-
-// rootOff returns a broker like b (its options, its helper start) whose
-// jails keep the host view: the policy_root layer off.
-func rootOff(b *Broker) *Broker {
-	rootOffMu.Lock()
-	defer rootOffMu.Unlock()
-	o := rootOffBy[b]
-	if o == nil {
-		o = New(b.opts)
-		o.launchAboveRSS = b.launchAboveRSS
-		o.policyRootOff = true
-		rootOffBy[b] = o
-	}
-	return o
-}
-
 func hiddenSock(_ *testing.T, e *escapeEnv) string { return filepath.Join(e.hidden, "late.sock") }
 
 // rootEscapeCases attack what the jail's root shows.
@@ -199,7 +179,34 @@ func rootEscapeCases() []escapeCase {
 	boundBefore := func(t *testing.T, e *escapeEnv) {
 		unixListener("unix", func(e *escapeEnv) string { return filepath.Join(e.hidden, "early.sock") })(t, e)
 	}
+	// The nested root's workspace lies outside /tmp: roots under the
+	// host's /tmp are bound again over the jail's scratch, each on its
+	// own, so they would not show whether the plan binds it.
+	nestedSetup := func(t *testing.T, e *escapeEnv) {
+		d := freshOutside(t, e, "/var/tmp")
+		if err := os.Mkdir(filepath.Join(d, ".scratch"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		e.arg = d
+	}
+	nestedPolicy := func(e *escapeEnv, p *Policy) {
+		p.WritableRoots = append(p.WritableRoots, e.arg, filepath.Join(e.arg, ".scratch"))
+	}
 	return []escapeCase{
+		{
+			// A root under a writable root is a mount of its own, so a
+			// command cannot rename it away and leave a link to / in its
+			// place for the harness's file tools to follow (red team:
+			// mcpserver with -scratch inside the workspace).
+			name:   "nested_writable_root_swapped_for_a_link",
+			setup:  nestedSetup,
+			policy: nestedPolicy,
+			script: `mv "$ARG/.scratch" "$ARG/.scratch.old" && ln -s / "$ARG/.scratch" && echo PROBE-SUCCEEDED`,
+			escaped: func(t *testing.T, e *escapeEnv, r result) bool {
+				fi, err := os.Lstat(filepath.Join(e.arg, ".scratch"))
+				return probeSucceeded(t, e, r) || err != nil || fi.Mode()&os.ModeSymlink != 0
+			},
+		},
 		{
 			name:    "file_outside_every_root_absent",
 			setup:   outsideFile(hiddenDir),
@@ -266,7 +273,7 @@ func rootEscapeCases() []escapeCase {
 // unix_socket_bound_after_start_outside_every_root).
 func TestResidualLateSocketUnderRoot(t *testing.T) {
 	t.Parallel()
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	e := newEscapeEnv(t)
 	inWorkspace := bindLate(func(_ *testing.T, e *escapeEnv) string { return filepath.Join(e.ws, "late.sock") })

@@ -13,12 +13,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/agentloom/loom/internal/jailtest"
 )
 
 // The escape suite: every case is a probe that must fail inside the jail,
@@ -39,6 +38,72 @@ type escapeEnv struct {
 	hits    atomic.Int64
 	env     map[string]string
 	cleanup []func()
+	// brokers are the suite's brokers for this case (nil outside the
+	// suite).
+	brokers *escapeBrokers
+	// sleeperDone is closed when the host process hostSleeper started
+	// has exited.
+	sleeperDone chan struct{}
+	// unixReached, set by unixListener, says whether the probe reached
+	// the case's socket.
+	unixReached func() bool
+}
+
+// escapeBrokers are the brokers one case of the suite runs on, all of
+// its flavour and closed when the case ends: jail runs the jailed run;
+// rootOff and unguarded, made on first use, run the controls that need
+// the policy_root layer or the git guard off (escape_root_test.go,
+// escape_git_test.go), on the same options and helper start. Each takes
+// the probe its flavour's broker made: the same host, helper and start.
+type escapeBrokers struct {
+	t      *testing.T
+	f      escapeFlavour
+	probe  probeResult
+	jail   *Broker
+	others struct {
+		sync.Mutex
+		rootOff, unguarded *Broker
+	}
+}
+
+func newEscapeBrokers(t *testing.T, f escapeFlavour, probe probeResult) *escapeBrokers {
+	bs := &escapeBrokers{t: t, f: f, probe: probe}
+	bs.jail = bs.broker(f.idle)
+	return bs
+}
+
+// broker is a broker of bs's flavour with the given WarmHelperIdle.
+func (bs *escapeBrokers) broker(idle time.Duration) *Broker {
+	b := withProbe(bs.t, Options{WarmHelperIdle: idle}, bs.probe)
+	if bs.f.launched {
+		b.launchAboveRSS = -1
+	}
+	return b
+}
+
+// rootOff is a broker like jail whose jails keep the host view: the
+// policy_root layer off.
+func (bs *escapeBrokers) rootOff() *Broker {
+	bs.others.Lock()
+	defer bs.others.Unlock()
+	if bs.others.rootOff == nil {
+		bs.others.rootOff = bs.broker(bs.f.idle)
+		bs.others.rootOff.policyRootOff = true
+	}
+	return bs.others.rootOff
+}
+
+// unguarded is a broker like jail (never keeping a helper warm) with the
+// git guard off: the controls' jail, identical but for the layer under
+// test.
+func (bs *escapeBrokers) unguarded() *Broker {
+	bs.others.Lock()
+	defer bs.others.Unlock()
+	if bs.others.unguarded == nil {
+		bs.others.unguarded = bs.broker(-1)
+		bs.others.unguarded.git.off = true
+	}
+	return bs.others.unguarded
 }
 
 func newEscapeEnv(t *testing.T) *escapeEnv {
@@ -72,6 +137,7 @@ func (e *escapeEnv) vars() map[string]string {
 		"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME": "/nonexistent", "WS": e.ws, "OUT": e.out, "HIDDEN": e.hidden,
 		"ARG": e.arg, "PROBE": exe,
+		"GORACE": os.Getenv("GORACE"), // the probe's race runtime: see raceExitSleep
 	}
 	for k, v := range e.env {
 		m[k] = v
@@ -87,7 +153,7 @@ func (e *escapeEnv) policy() Policy {
 		WritableRoots: []string{e.ws},
 		Protected:     DefaultProtected(e.ws),
 		Network:       NetworkOff,
-		EnvAllow:      []string{"PATH", "HOME", "WS", "OUT", "HIDDEN", "ARG", "PROBE", probeEnv},
+		EnvAllow:      []string{"PATH", "HOME", "WS", "OUT", "HIDDEN", "ARG", "PROBE", probeEnv, "GORACE"},
 	}
 }
 
@@ -141,6 +207,10 @@ type escapeCase struct {
 	escaped func(t *testing.T, e *escapeEnv, r result) bool
 	// run replaces the generic runner for cases that need their own.
 	run func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool
+	// serial marks a case that measures or changes the whole test
+	// process (its heap, its environment), so it runs while no other
+	// case does.
+	serial bool
 }
 
 func probeSucceeded(_ *testing.T, _ *escapeEnv, r result) bool {
@@ -235,11 +305,9 @@ func hostSleeper(t *testing.T, e *escapeEnv) *exec.Cmd {
 	e.cleanup = append(e.cleanup, func() { cmd.Process.Kill(); <-done })
 	e.arg = fmt.Sprint(cmd.Process.Pid)
 	e.env = map[string]string{"SLEEPER_DONE": ""}
-	sleeperDone[e] = done
+	e.sleeperDone = done
 	return cmd
 }
-
-var sleeperDone = map[*escapeEnv]chan struct{}{}
 
 // escapeCases is the whole suite: the core cases here and the groups
 // kept beside the layer each one attacks.
@@ -587,7 +655,7 @@ func coreEscapeCases() []escapeCase {
 			script: `kill -9 "$ARG"`,
 			escaped: func(_ *testing.T, e *escapeEnv, _ result) bool {
 				select {
-				case <-sleeperDone[e]:
+				case <-e.sleeperDone:
 					return true
 				case <-time.After(200 * time.Millisecond):
 					return false
@@ -640,7 +708,7 @@ func coreEscapeCases() []escapeCase {
 			},
 		},
 		{name: "setsid_grandchild_survives_timeout", run: runSetsidGrandchild},
-		{name: "output_flood_grows_host_memory", run: runOutputFlood},
+		{name: "output_flood_grows_host_memory", run: runOutputFlood, serial: true},
 		{name: "closed_stdout_outlives_timeout", run: runClosedStdout},
 	}
 }
@@ -656,8 +724,10 @@ func hostTmpMarker(e *escapeEnv) string {
 
 // runEscape runs c once, jailed or as its control, and reports whether
 // the probe escaped.
-func runEscape(t *testing.T, b *Broker, c escapeCase, jailed bool) bool {
+func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool {
+	b := bs.jail
 	e := newEscapeEnv(t)
+	e.brokers = bs
 	if c.setup != nil {
 		c.setup(t, e)
 	}
@@ -677,10 +747,10 @@ func runEscape(t *testing.T, b *Broker, c escapeCase, jailed bool) bool {
 	case jailed:
 		r = runIn(t, b, e, p, timeout, c.script)
 	case c.rootOff:
-		r = runIn(t, rootOff(b), e, p, timeout, c.script)
+		r = runIn(t, bs.rootOff(), e, p, timeout, c.script)
 	case c.widen != nil:
 		c.widen(e, &p)
-		r = runIn(t, unguarded(b), e, p, timeout, c.script) // the git guard off too (escape_git_test.go)
+		r = runIn(t, bs.unguarded(), e, p, timeout, c.script) // the git guard off too (escape_git_test.go)
 	default:
 		r = runUnjailed(t, e, timeout, c.script)
 	}
@@ -719,7 +789,17 @@ func runUnjailed(t *testing.T, e *escapeEnv, timeout time.Duration, script strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// The script runs in a process group of its own, killed whole at the
+	// timeout and once the script ended, so nothing it forked outlives
+	// the control (what escapes the group is the case's own to clean up).
 	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	defer func() {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
 	cmd.Dir = e.ws
 	cmd.Env = os.Environ()
 	for k, v := range e.vars() {
@@ -898,13 +978,17 @@ func runClosedStdout(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 			return true
 		}
 	}
+	// The shell forks its sleep, so the control runs in a process group
+	// of its own and kills the whole group: killing the shell alone left
+	// the sleep orphaned for five minutes.
 	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	defer func() { cmd.Process.Kill(); <-done }()
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-done }()
 	select {
 	case <-done:
 		return false
@@ -920,38 +1004,69 @@ func TestEscapeSuite(t *testing.T) {
 		t.Fatalf("escape suite has %d cases, want at least 30", len(cases))
 	}
 	root := os.Geteuid() == 0
-	helper := jailtest.HostHelper(t)
-	// Each case runs on a helper prestarted after the previous one (the
-	// default) and on one started for the command alone, through a
-	// launcher as a large host starts it.
-	for _, start := range []struct {
-		name     string
-		idle     time.Duration
-		launched bool
-	}{{"warm", 0, false}, {"cold-launched", -1, true}} {
-		t.Run(start.name, func(t *testing.T) {
-			// A host program as the helper: the test binary is a slow one,
-			// under -race especially, and a helper runs no Go code worth
-			// race-checking (one goroutine, then exec).
-			b := New(Options{WarmHelperIdle: start.idle, HelperPath: helper})
-			if start.launched {
-				b.launchAboveRSS = -1
+	// Each case runs on a helper prestarted for it (warm: the default)
+	// and on one started for the command alone, through a launcher as a
+	// large host starts it (cold-launched). The flavours run one after
+	// the other; within one, a case that measures the whole test process
+	// (serial) runs alone first, then the others in parallel, each on
+	// brokers and in a world of its own.
+	for _, f := range escapeFlavours() {
+		t.Run(f.name, func(t *testing.T) {
+			// A host program as the helper (newTestBroker): the test
+			// binary is a slow one, under -race especially, and a helper
+			// runs no Go code worth race-checking (one goroutine, then
+			// exec).
+			fb := newTestBroker(t, Options{WarmHelperIdle: f.idle})
+			if f.launched {
+				fb.launchAboveRSS = -1
 			}
-			defer b.Close()
-			t.Logf("%s", b.Available())
+			t.Logf("%s", fb.Available())
+			probe := fb.probed()
 			for _, c := range cases {
 				if c.rootControl && !root {
 					continue // the unprivileged run covers the cases whose control a non-root user can show
 				}
 				t.Run(c.name, func(t *testing.T) {
-					if runEscape(t, b, c, true) {
+					if !c.serial {
+						t.Parallel()
+					}
+					bs := newEscapeBrokers(t, f, probe)
+					if f.idle >= 0 {
+						warmUp(t, bs.jail)
+					}
+					if runEscape(t, bs, c, true) {
 						t.Errorf("ESCAPED: the probe succeeded inside the jail")
 					}
-					if !runEscape(t, b, c, false) {
+					if !runEscape(t, bs, c, false) {
 						t.Errorf("control failed: the probe does not succeed with the layer absent, so the case proves nothing")
 					}
 				})
 			}
 		})
 	}
+}
+
+// escapeFlavour is one way the suite's helpers are started.
+type escapeFlavour struct {
+	name     string
+	idle     time.Duration // Options.WarmHelperIdle: negative for none
+	launched bool          // through a launcher, as a large host starts them
+}
+
+// escapeFlavours are the helper starts the suite runs every case on.
+func escapeFlavours() []escapeFlavour {
+	return []escapeFlavour{{"warm", 0, false}, {"cold-launched", -1, true}}
+}
+
+// warmUp runs one command on b under the suite's usual policy and waits
+// until b holds the helper it prestarts after it, so the case's jailed
+// run (of that namespace flavour) is handed a warm helper, as a host's
+// next command is.
+func warmUp(t *testing.T, b *Broker) {
+	t.Helper()
+	e := newEscapeEnv(t)
+	if r := runIn(t, b, e, e.policy(), 20*time.Second, "true"); r.settled.ExitCode != 0 {
+		t.Fatalf("warm-up command: %+v %s", r.settled, r.stderr)
+	}
+	waitWarm(t, b)
 }

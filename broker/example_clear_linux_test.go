@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +18,8 @@ func ExampleBroker_Clear() {
 	ws, _ := os.MkdirTemp("", "loom-example-")
 	defer os.RemoveAll(ws)
 	b := broker.New(broker.Options{})
-	ex, d := b.Clear(context.Background(), broker.CallSpec{
+	defer b.Close() // discards the helper kept warm for a next command
+	ex, err := b.Clear(context.Background(), broker.CallSpec{
 		Key:  broker.StepKey{OpID: "op1", StepID: "step1"},
 		Argv: []string{"sh", "-c", "echo hello from the jail; echo no > /etc/loom-example"},
 		Dir:  ws,
@@ -29,8 +31,12 @@ func ExampleBroker_Clear() {
 			EnvAllow:      []string{"PATH"},
 		},
 	})
-	if d != nil {
-		fmt.Println(d.Explain())
+	if err != nil {
+		// A refusal holds a *Denial: its Explain is the sentence for a model.
+		var d *broker.Denial
+		if errors.As(err, &d) {
+			fmt.Println(d.Explain())
+		}
 		return
 	}
 	var out strings.Builder
@@ -43,7 +49,7 @@ func ExampleBroker_Clear() {
 	fmt.Print(out.String())
 	fmt.Println("exit code:", s.ExitCode)
 	fmt.Println("landlock applied:", ex.Enforcement.Applied(broker.LayerLandlock))
-	_, err := os.Stat(filepath.Join("/etc", "loom-example"))
+	_, err = os.Stat(filepath.Join("/etc", "loom-example"))
 	fmt.Println("write to /etc landed:", err == nil)
 	// Output:
 	// hello from the jail
@@ -56,6 +62,7 @@ func ExampleBroker_Clear() {
 // command runs; a host can log it at start-up.
 func ExampleBroker_Available() {
 	b := broker.New(broker.Options{})
+	defer b.Close() // discards the helper kept warm for a next command
 	fmt.Println(strings.HasPrefix(b.Available().String(), "sandbox: "))
 	// Output: true
 }

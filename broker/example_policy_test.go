@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,12 +22,17 @@ func ExampleCompose() {
 		WritableRoots: []string{"/home/me/project"},
 		Network:       broker.NetworkFull,
 	}
-	_, d := broker.Compose(base, req, nil)
+	_, err := broker.Compose(base, req, nil)
+	var d *broker.Denial
+	if !errors.As(err, &d) {
+		fmt.Println("not refused:", err)
+		return
+	}
 	fmt.Println(d.Code)
 	fmt.Println(d.Wanted)
 
-	p, d := broker.Compose(base, req, d.Wanted)
-	fmt.Println(d == nil, p.ReadableRoots, p.WritableRoots, p.Network, p.Protected)
+	p, err := broker.Compose(base, req, d.Wanted)
+	fmt.Println(err == nil, p.ReadableRoots, p.WritableRoots, p.Network, p.Protected)
 	// Output:
 	// requirements_not_covered
 	// [readable_root /srv/data network]
@@ -41,11 +47,14 @@ func ExampleLedger() {
 	b := broker.Budget{MaxOutstanding: 2, Wall: time.Minute}
 	t1, _ := l.Admit(key, b, nil)
 	_, _ = l.Admit(key, b, nil)
-	_, d := l.Admit(key, b, nil)
-	fmt.Println(d.Code)
+	_, err := l.Admit(key, b, nil)
+	var d *broker.Denial
+	if errors.As(err, &d) {
+		fmt.Println(d.Code)
+	}
 	l.Release(t1)
-	_, d = l.Admit(key, b, nil)
-	fmt.Println(d == nil, l.Outstanding(key))
+	_, err = l.Admit(key, b, nil)
+	fmt.Println(err == nil, l.Outstanding(key))
 	// Output:
 	// outstanding_cap_reached
 	// true 2

@@ -65,19 +65,27 @@ type gitRoot struct {
 	b   *Broker
 	abs string
 
-	mu       sync.Mutex
-	root     *os.Root
-	sweep    *gitSweep
-	watch    *gitWatch // nil when inotify is unavailable
-	started  bool      // the first command's baseline (or crash) sweep ran
-	active   int       // commands running with this root writable
-	fenced   string    // why the root is fenced; empty when it is not
+	mu      sync.Mutex
+	root    *os.Root
+	sweep   *gitSweep
+	watch   *gitWatch // nil when inotify is unavailable
+	started bool      // the first command's baseline (or crash) sweep ran
+	active  int       // commands running with this root writable
+	fenced  string    // why the root is fenced; empty when it is not
+	// resolved is where abs resolved when the guard first pinned it: a
+	// root that later resolves elsewhere (a command swapped it, or a
+	// directory above it, for a link) is fenced, never swept there.
+	resolved string
 	seq      int64
 	log      []gitLogged
 	absent   map[string]int // absolute absent protected paths → running commands that listed them
 	audits   []AuditEvent
 	skipSeen map[string]bool
 }
+
+// errGitRootMoved: a guarded root resolves elsewhere than when the guard
+// first pinned it.
+var errGitRootMoved = errors.New("the root moved")
 
 // gitLogged is one thing the guard did, numbered so each command's
 // settlement reports what happened while it ran.
@@ -290,7 +298,11 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 	if r.fenced != "" {
 		return 0, r.fenceDenial()
 	}
-	if err := r.pin(); err != nil {
+	if err := r.pin(); errors.Is(err, errGitRootMoved) {
+		r.fenced = fmt.Sprintf("the writable root %s now resolves to another place than %s, where it resolved when the git guard began: "+
+			"something replaced it or a directory above it with a link, so the guard checks nothing there and no command runs until the host restores it and calls Unfence (%v)", r.abs, r.resolved, err)
+		return 0, r.fenceDenial()
+	} else if err != nil {
 		// Nothing to guard: the jail will refuse a missing root.
 		return r.seq, nil
 	}
@@ -343,6 +355,15 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 // runs and the directory at its path was replaced (then the guard starts
 // over on the new one).
 func (r *gitRoot) pin() error {
+	resolved, err := filepath.EvalSymlinks(r.abs)
+	if err != nil {
+		return err
+	}
+	if r.resolved == "" {
+		r.resolved = resolved
+	} else if resolved != r.resolved {
+		return fmt.Errorf("%w: it resolves to %s now", errGitRootMoved, resolved)
+	}
 	if r.root != nil && r.active == 0 && !sameDir(r.root, r.abs) {
 		r.root.Close()
 		r.root, r.sweep, r.started = nil, nil, false

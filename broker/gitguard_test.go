@@ -39,7 +39,7 @@ func newGuardWorld(t *testing.T) *guardWorld {
 	if err := os.MkdirAll(w.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w.b = New(Options{Audit: func(e AuditEvent) {
+	w.b = newTestBroker(t, Options{Audit: func(e AuditEvent) {
 		w.mu.Lock()
 		w.audits = append(w.audits, e)
 		w.mu.Unlock()
@@ -573,6 +573,52 @@ func TestGitGuardModulesPastDepthFence(t *testing.T) {
 		armed := strings.Contains(w.read(".git/"+module+"/config"), "fsmonitor")
 		if fenced != tc.fenced || (!fenced && armed) {
 			t.Errorf("%s (%d levels): fenced=%v armed=%v neutralised=%v", tc.name, tc.levels, fenced, armed, neutralisedPaths(s))
+		}
+	}
+}
+
+// TestGitGuardFencesARootSwappedForALink: a writable root a command
+// renamed away and replaced with a link (to another repository, to /) is
+// fenced at the next command, and the guard does not start over where
+// the link leads; the control, with the guard taking the new place as
+// the root's, admits the command and re-pins onto the link's target.
+func TestGitGuardFencesARootSwappedForALink(t *testing.T) {
+	t.Parallel()
+	for _, check := range []bool{true, false} {
+		w := newGuardWorld(t)
+		w.git(w.ws, "init", "-q")
+		elsewhere := filepath.Join(filepath.Dir(w.ws), "elsewhere")
+		w.git(filepath.Dir(w.ws), "init", "-q", elsewhere)
+		if _, d := w.command(nil); d != nil {
+			t.Fatal(d)
+		}
+		if _, d := w.command(func() {
+			os.Rename(w.ws, w.ws+".old")
+			os.Symlink(elsewhere, w.ws)
+		}); d != nil {
+			t.Fatal(d)
+		}
+		w.b.git.mu.Lock()
+		r := w.b.git.roots[w.ws]
+		w.b.git.mu.Unlock()
+		if !check {
+			r.mu.Lock()
+			r.resolved = elsewhere
+			r.mu.Unlock()
+		}
+		_, d := w.command(nil)
+		r.mu.Lock()
+		swept := r.sweep != nil && sameDir(r.root, elsewhere)
+		r.mu.Unlock()
+		if check {
+			if d == nil || d.Code != DenialWorkspaceFenced || w.b.GitFenced(w.ws) == "" {
+				t.Fatalf("the swapped root ran a command: %v", d)
+			}
+			if swept {
+				t.Error("the guard pinned the link's target as the root")
+			}
+		} else if d != nil || !swept {
+			t.Fatalf("control: denial %v, re-pinned onto the link's target %v: the test shows nothing", d, swept)
 		}
 	}
 }

@@ -205,7 +205,7 @@ func runHelper() int {
 		if l.Applied {
 			// The private /proc, /dev and /tmp exist only inside this jail.
 			landlockRead = append(landlockRead, "/proc", "/dev")
-			landlockWrite = append(landlockWrite, scratchDir, "/dev/shm")
+			landlockWrite = append(landlockWrite, ScratchDir, "/dev/shm")
 			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full")
 		}
 		if cfg.NetworkOff {
@@ -417,7 +417,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 	var scratch scratchFS
 	defer scratch.close()
 	scratchSize := strconv.Itoa(ScratchBytes)
-	if err := overmountWith(scratchDir, func() error {
+	if err := overmountWith(ScratchDir, func() error {
 		return scratch.mount("mode=0755,size=" + scratchSize)
 	}, roots); err != nil {
 		skipped = append(skipped, "tmp: "+errnoName(err))
@@ -439,7 +439,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 		return mountResult{}, fmt.Errorf("hide host sockets: %w", err)
 	}
 	if !root.applied {
-		if err := bindWritable(cfg.WritableRoots, append([]string{scratchDir}, hidden...)); err != nil {
+		if err := bindWritable(cfg.WritableRoots, append([]string{ScratchDir}, hidden...)); err != nil {
 			return mountResult{}, fmt.Errorf("writable roots: %w", err)
 		}
 	}
@@ -617,6 +617,39 @@ func nprocMax() uint64 {
 	return cur.Cur
 }
 
+// The securebits (linux/securebits.h; golang.org/x/sys does not name
+// them): each flag has a _LOCKED companion one bit above it that makes it
+// immutable for the process and its descendants.
+const (
+	// secbitNoroot: uid 0 gains no capabilities by exec.
+	secbitNoroot = 1 << 0
+	// secbitNorootLocked locks secbitNoroot.
+	secbitNorootLocked = 1 << 1
+	// secbitNoSetuidFixup: changing uids to or from 0 leaves the
+	// capability sets alone.
+	secbitNoSetuidFixup = 1 << 2
+	// secbitNoSetuidFixupLocked locks secbitNoSetuidFixup.
+	secbitNoSetuidFixupLocked = 1 << 3
+	// secbitKeepCaps keeps the permitted set across a change away from
+	// uid 0; the jail leaves it off.
+	secbitKeepCaps = 1 << 4
+	// secbitKeepCapsLocked locks secbitKeepCaps (off, in the jail).
+	secbitKeepCapsLocked = 1 << 5
+	// secbitNoCapAmbientRaise: no capability can be raised into the
+	// ambient set.
+	secbitNoCapAmbientRaise = 1 << 6
+	// secbitNoCapAmbientRaiseLocked locks secbitNoCapAmbientRaise.
+	secbitNoCapAmbientRaiseLocked = 1 << 7
+
+	// jailSecurebits is what the helper sets before exec: root regains
+	// nothing by exec or by changing uids, the ambient set stays empty,
+	// KEEP_CAPS is off, and every one of those is locked.
+	jailSecurebits = secbitNoroot | secbitNorootLocked |
+		secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
+		secbitKeepCapsLocked |
+		secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
+)
+
 // dropCapabilities clears the bounding and ambient sets, locks the
 // securebits that would let root regain capabilities on exec, and clears
 // the effective, permitted and inheritable sets. A bounding set that
@@ -633,8 +666,7 @@ func dropCapabilities() (Layer, error) {
 			break
 		}
 	}
-	const secure = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 // NOROOT, NO_SETUID_FIXUP, KEEP_CAPS, NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS itself off
-	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secure&^(1<<4), 0, 0, 0); err != nil {
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, jailSecurebits, 0, 0, 0); err != nil {
 		notes = append(notes, "securebits: "+errnoName(err))
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {

@@ -99,7 +99,7 @@ func TestHostBoundConcurrentClears(t *testing.T) {
 		{"control", 64, -1, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := New(Options{MaxLiveCommands: tc.maxLive, WarmHelperIdle: tc.idle, HelperPath: helper})
+			b := newTestBroker(t, Options{MaxLiveCommands: tc.maxLive, WarmHelperIdle: tc.idle, HelperPath: helper})
 			if tc.launched {
 				b.launchAboveRSS = -1
 			}
@@ -157,7 +157,7 @@ func queuedSignal(b *Broker) <-chan struct{} {
 // command waits inside Clear, and runs once the holder settles.
 func TestHostBoundWaiterAdmittedWhenSlotFrees(t *testing.T) {
 	t.Parallel()
-	b := New(Options{MaxLiveCommands: 1, WarmHelperIdle: -1})
+	b := newTestBroker(t, Options{MaxLiveCommands: 1, WarmHelperIdle: -1})
 	defer b.Close()
 	queued := queuedSignal(b)
 	holder := startSleepFor(t, b)
@@ -194,7 +194,7 @@ func TestHostBoundWaiterAdmittedWhenSlotFrees(t *testing.T) {
 // throughout.
 func TestHostBoundDeadlineRefuses(t *testing.T) {
 	t.Parallel()
-	b := New(Options{MaxLiveCommands: 1, WarmHelperIdle: -1})
+	b := newTestBroker(t, Options{MaxLiveCommands: 1, WarmHelperIdle: -1})
 	defer b.Close()
 	queued := queuedSignal(b)
 	holder := startSleepFor(t, b)
@@ -250,7 +250,7 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 			}
 			start := time.Now()
 			ex, d := b.Clear(ctx, spec)
-			if ex != nil || d == nil || d.Code != tc.want {
+			if ex != nil || denialCode(d) != tc.want {
 				t.Fatalf("Clear over the bound: %v, %v; want %s", ex, d, tc.want)
 			}
 			if during == nil {
@@ -259,7 +259,7 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 					t.Fatalf("refused after %v, before its deadline of %v", took, wait)
 				}
 			}
-			t.Logf("%s", d.Reason)
+			t.Logf("%s", denialIn(d).Reason)
 		})
 	}
 }
@@ -268,7 +268,7 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 // discarded when a command needs it; the command runs at once.
 func TestWarmHelperMakesRoom(t *testing.T) {
 	t.Parallel()
-	b := New(Options{MaxLiveCommands: 1})
+	b := newTestBroker(t, Options{MaxLiveCommands: 1})
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
@@ -289,7 +289,7 @@ func TestWarmHelperMakesRoom(t *testing.T) {
 // deadline, saying so.
 func TestScratchBudget(t *testing.T) {
 	t.Parallel()
-	b := New(Options{MaxLiveCommands: 8, ScratchBudgetBytes: 1, WarmHelperIdle: -1})
+	b := newTestBroker(t, Options{MaxLiveCommands: 8, ScratchBudgetBytes: 1, WarmHelperIdle: -1})
 	defer b.Close()
 	if !b.Available().Applied(LayerNamespaces) {
 		t.Fatal("this test needs the namespaces layer (every jail then mounts scratch)")
@@ -307,17 +307,17 @@ func TestScratchBudget(t *testing.T) {
 		Key: StepKey{OpID: "op", StepID: t.Name()}, Argv: []string{"true"},
 		Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1}, Timeout: 50 * time.Millisecond,
 	})
-	if d == nil || d.Code != DenialHostBusy {
+	if denialCode(d) != DenialHostBusy {
 		t.Fatalf("second jail over the scratch budget: %v, want host_busy", d)
 	}
-	t.Logf("%s", d.Reason)
+	t.Logf("%s", denialIn(d).Reason)
 }
 
 // TestDefaultHostBounds: the zero Options give DefaultMaxLiveCommands and
 // half the host's memory as the scratch budget.
 func TestDefaultHostBounds(t *testing.T) {
 	t.Parallel()
-	h := New(Options{}).hostBounds()
+	h := newTestBroker(t, Options{}).hostBounds()
 	mem := physicalMemoryBytes()
 	if mem <= 0 {
 		t.Fatal("physical memory unknown")

@@ -136,7 +136,7 @@ func TestRequiredLayerRefused(t *testing.T) {
 	ws := t.TempDir()
 	marker := filepath.Join(ws, "ran")
 	for _, required := range [][]string{nil, {LayerMounts}, {LayerNamespaces}, {LayerSeccomp}} {
-		b := New(Options{WarmHelperIdle: -1, RequiredLayers: required})
+		b := newTestBroker(t, Options{WarmHelperIdle: -1, RequiredLayers: required})
 		b.probeOnce.Do(func() {
 			b.probe = probeLayers(b.opts.HelperPath, false)
 			b.probe.usernsErr = unix.EPERM // as where unprivileged user namespaces are refused
@@ -173,7 +173,7 @@ func TestRequiredLayerRefused(t *testing.T) {
 // RLIMIT_NPROC only where the kernel enforces it (never for uid 0), and
 // then says the pid namespace's pid_max bounds the processes instead.
 func TestRlimitsReportWhatBoundsProcesses(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	p.Limits.Processes = 77
@@ -194,7 +194,7 @@ func TestRlimitsReportWhatBoundsProcesses(t *testing.T) {
 // TestWritableRootsNosuid: inside the jail the workspace's mount is
 // nosuid and nodev and writable, and the host view around it read-only.
 func TestWritableRootsNosuid(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	ws := t.TempDir()
 	r := run(t, b, testPolicy(ws), 10*time.Second, "sh", "-c", `grep -E " (`+ws+`|/usr|/) " /proc/self/mountinfo`)
@@ -218,7 +218,7 @@ func TestWritableRootsNosuid(t *testing.T) {
 // SystemRoots alone runs them and reads under them; without them the
 // same file is out of reach.
 func TestSystemRootsReachTheJail(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	ws := t.TempDir()
 	sys := t.TempDir()
@@ -282,7 +282,7 @@ func TestSecretsMaskedWithoutLandlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rootOff := range []bool{true, false} {
-		b := New(Options{WarmHelperIdle: -1})
+		b := newTestBroker(t, Options{WarmHelperIdle: -1})
 		b.policyRootOff = rootOff
 		b.probeOnce.Do(func() {
 			b.probe = probeLayers(b.opts.HelperPath, false)
@@ -332,7 +332,7 @@ var namespaceLimitsRoom = []struct{ name, script string }{
 // (which may set every limit), the report says each limit was set with
 // its value.
 func TestNamespaceLimitsLeaveRoom(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	for _, tc := range namespaceLimitsRoom {
 		t.Run(tc.name, func(t *testing.T) {
@@ -373,7 +373,7 @@ func TestNamespaceLimitsLeaveRoom(t *testing.T) {
 // tmpfs itself (one device with /tmp, so the one ScratchBytes the broker
 // reserves bounds both), not /dev's small one.
 func TestDevShmSharesScratch(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	e := newEscapeEnv(t)
 	r := runIn(t, b, e, e.policy(), 30*time.Second,

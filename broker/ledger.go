@@ -79,7 +79,8 @@ func NewLedger(now func() time.Time) *Ledger {
 	return &Ledger{now: now, steps: map[StepKey]*stepState{}, abortedOp: map[string]bool{}}
 }
 
-// Admit admits one clearance into key's pool, or refuses it in band:
+// Admit admits one clearance into key's pool, or refuses it in band with
+// an error holding a *Denial (found with errors.As) whose Code is:
 //   - DenialStepAborted after AbortStep(key) or AbortOperation(key.OpID);
 //   - DenialBudgetExpired once the step's wall deadline (fixed at its first
 //     admission as now + b.Wall) has been reached;
@@ -88,7 +89,7 @@ func NewLedger(now func() time.Time) *Ledger {
 //
 // cancel (may be nil) is what Cancel, AbortStep and AbortOperation run to
 // stop the admitted work; it runs at most once and never after Release.
-func (l *Ledger) Admit(key StepKey, b Budget, cancel func()) (*Ticket, *Denial) {
+func (l *Ledger) Admit(key StepKey, b Budget, cancel func()) (*Ticket, error) {
 	limit := b.MaxOutstanding
 	if limit <= 0 {
 		limit = DefaultMaxOutstanding

@@ -47,7 +47,7 @@ func TestLedgerCapAtBoundAndOnePast(t *testing.T) {
 				}
 				tickets = append(tickets, tk)
 			}
-			if _, d := l.Admit(key, Budget{MaxOutstanding: limit}, nil); d == nil || d.Code != DenialOutstandingCapReached {
+			if _, d := l.Admit(key, Budget{MaxOutstanding: limit}, nil); denialCode(d) != DenialOutstandingCapReached {
 				t.Fatalf("admission one past the cap = %v, want %s", d, DenialOutstandingCapReached)
 			}
 			if got := l.Outstanding(key); got != eff {
@@ -90,7 +90,7 @@ func TestLedgerWallDeadlineFixedAtFirstAdmission(t *testing.T) {
 		t.Fatalf("second admission moved the deadline to %v", t2.Deadline())
 	}
 	c.advance(time.Second) // exactly at the deadline
-	if _, d := l.Admit(key, Budget{MaxOutstanding: 3}, nil); d == nil || d.Code != DenialBudgetExpired {
+	if _, d := l.Admit(key, Budget{MaxOutstanding: 3}, nil); denialCode(d) != DenialBudgetExpired {
 		t.Fatalf("admission at the deadline = %v, want %s", d, DenialBudgetExpired)
 	}
 	if tk, d := l.Admit(StepKey{"op", "s2"}, Budget{}, nil); d != nil || !tk.Deadline().IsZero() {
@@ -129,7 +129,7 @@ func TestLedgerCancelAndAbort(t *testing.T) {
 	if n := l.AbortOperation("op"); n != 1 || runs[2].Load() != 1 {
 		t.Fatalf("AbortOperation cancelled %d (job cancel ran %d), want 1", n, runs[2].Load())
 	}
-	if _, d := l.Admit(StepKey{"op", "never-seen"}, Budget{}, nil); d == nil || d.Code != DenialStepAborted {
+	if _, d := l.Admit(StepKey{"op", "never-seen"}, Budget{}, nil); denialCode(d) != DenialStepAborted {
 		t.Fatalf("admission into an aborted operation's new step = %v", d)
 	}
 	if runs[3].Load() != 0 {
@@ -238,7 +238,7 @@ func (m *ledgerMachine) admit(t *rapid.T) {
 		m.tickets = append(m.tickets, &modelTicket{key: key, t: tk, runs: runs})
 		return
 	}
-	if d == nil || d.Code != want {
+	if denialCode(d) != want {
 		t.Fatalf("Admit(%v, %+v) = %v, want %s", key, b, d, want)
 	}
 }
@@ -360,7 +360,7 @@ func TestLedgerConcurrent(t *testing.T) {
 					cancelRuns.Add(1)
 				})
 				if d != nil {
-					if d.Code != DenialOutstandingCapReached && d.Code != DenialStepAborted {
+					if c := denialCode(d); c != DenialOutstandingCapReached && c != DenialStepAborted {
 						t.Errorf("unexpected denial %v", d)
 					}
 					continue

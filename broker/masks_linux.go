@@ -36,6 +36,13 @@ func hostHomes(home string) []string {
 			out = append(out, filepath.Clean(fields[5]))
 		}
 	}
+	// A home named through a link (/home -> /data/home) is reached by
+	// roots written as where it resolves: mask both forms.
+	for _, h := range out {
+		if r, err := filepath.EvalSymlinks(h); err == nil && r != h {
+			out = append(out, r)
+		}
+	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }

@@ -13,19 +13,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ScratchBytes bounds the private tmpfs mounted at /tmp inside the jail
+// ScratchBytes bounds the private tmpfs mounted at ScratchDir inside the jail
 // (per command; it vanishes with the command's mount namespace).
 const ScratchBytes = 1 << 30
-
-// scratchDir is where the jail mounts a command's private scratch.
-const scratchDir = "/tmp"
 
 // shmDir is where POSIX shared memory (shm_open, sem_open) lives.
 const shmDir = "/dev/shm"
 
-// Directories of the scratch tmpfs: what the jail shows at scratchDir
+// Directories of the scratch tmpfs: what the jail shows at ScratchDir
 // and at shmDir. The tmpfs's own root ends up covered (by the bind of its
-// tmp directory at scratchDir), so neither is reachable from the other,
+// tmp directory at ScratchDir), so neither is reachable from the other,
 // and the two share ScratchBytes.
 const (
 	scratchTmpName = "tmp"
@@ -33,20 +30,20 @@ const (
 )
 
 // scratchFS is the jail's scratch: one tmpfs of ScratchBytes shown at
-// scratchDir and, once /dev exists, at shmDir.
+// ScratchDir and, once /dev exists, at shmDir.
 type scratchFS struct {
 	shm int // an O_PATH descriptor of the tmpfs's shm directory; 0 when none
 }
 
-// mount mounts the scratch tmpfs (with the given options) at scratchDir,
+// mount mounts the scratch tmpfs (with the given options) at ScratchDir,
 // makes its tmp and shm directories (mode 1777), holds the shm one for
-// attachShm, and binds the tmp one over scratchDir, covering the root.
+// attachShm, and binds the tmp one over ScratchDir, covering the root.
 func (s *scratchFS) mount(opts string) error {
-	if err := unix.Mount("tmpfs", scratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount tmpfs at %s: %w", scratchDir, err)
+	if err := unix.Mount("tmpfs", ScratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs at %s: %w", ScratchDir, err)
 	}
 	for _, d := range []string{scratchTmpName, scratchShmName} {
-		p := scratchDir + "/" + d
+		p := ScratchDir + "/" + d
 		// mkdir's mode passes through the umask and never carries the
 		// sticky bit: the chmod sets it.
 		if err := unix.Mkdir(p, 0o777); err != nil {
@@ -56,13 +53,13 @@ func (s *scratchFS) mount(opts string) error {
 			return fmt.Errorf("scratch %s: %w", d, err)
 		}
 	}
-	shm, err := unix.Open(scratchDir+"/"+scratchShmName, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	shm, err := unix.Open(ScratchDir+"/"+scratchShmName, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("scratch %s: %w", scratchShmName, err)
 	}
 	s.shm = shm
-	if err := unix.Mount(scratchDir+"/"+scratchTmpName, scratchDir, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind scratch at %s: %w", scratchDir, err)
+	if err := unix.Mount(ScratchDir+"/"+scratchTmpName, ScratchDir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind scratch at %s: %w", ScratchDir, err)
 	}
 	return nil
 }
@@ -76,7 +73,7 @@ func (s *scratchFS) attachShm() (bool, error) {
 	}
 	err := unix.Mount("/proc/self/fd/"+strconv.Itoa(s.shm), shmDir, "", unix.MS_BIND, "")
 	if err == nil {
-		err = unix.Mount("", shmDir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		err = remountBind(shmDir, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC)
 	}
 	if err != nil {
 		return false, fmt.Errorf("scratch at %s: %w", shmDir, err)
@@ -130,12 +127,22 @@ func bindSelf(path string, ro bool) error {
 	if !ro {
 		return nil
 	}
+	return remountBind(path, unix.MS_RDONLY)
+}
+
+// remountBind changes the flags of the mount at path (its own, not those
+// beneath it) by a bind remount to flags (MS_RDONLY, MS_NOSUID, ...) plus
+// the flags the kernel locked on it (see lockedFlags), without which the
+// kernel refuses the remount. It is the one place the jail remounts a
+// bind: where mount_setattr is missing (before Linux 5.12), or for a bind
+// made read-only right after it is made.
+func remountBind(path string, flags uintptr) error {
 	locked, err := lockedFlags(path)
 	if err != nil {
 		return fmt.Errorf("statfs %s: %w", path, err)
 	}
-	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, ""); err != nil {
-		return fmt.Errorf("remount %s read-only: %w", path, err)
+	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|flags|locked, ""); err != nil {
+		return fmt.Errorf("remount %s: %w", path, err)
 	}
 	return nil
 }
@@ -338,8 +345,15 @@ func overmountWith(dir string, mount func() error, roots []jailRoot) error {
 // bindRoot binds the file or directory fd names (with everything mounted
 // beneath it) onto target and sets its flags per setRootFlags.
 func bindRoot(fd int, target string, writable bool) error {
+	return bindRootAt(fd, target, target, writable)
+}
+
+// bindRootAt is bindRoot onto dst, a name of the mount point target (the
+// path itself, or a /proc/self/fd name of a descriptor pinning it): the
+// one bind-then-set-flags sequence of the jail's roots.
+func bindRootAt(fd int, dst, target string, writable bool) error {
 	src := "/proc/self/fd/" + strconv.Itoa(fd)
-	if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", target, err)
 	}
 	return setRootFlags(target, writable)
@@ -375,22 +389,13 @@ func setRootFlags(path string, writable bool) error {
 		}
 		return nil
 	}
-	// Before Linux 5.12: a bind remount of the root's own mount.
-	locked, err := lockedFlags(path)
-	if err != nil {
-		return fmt.Errorf("statfs %s: %w", path, err)
-	}
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | rootMSFlags)
-	flags |= locked
-	if writable {
-		flags &^= unix.MS_RDONLY
-	} else {
+	// Before Linux 5.12: a bind remount of the root's own mount (read-write
+	// unless MS_RDONLY is among the flags).
+	flags := uintptr(rootMSFlags)
+	if !writable {
 		flags |= unix.MS_RDONLY
 	}
-	if err := unix.Mount("", path, "", flags, ""); err != nil {
-		return fmt.Errorf("remount %s: %w", path, err)
-	}
-	return nil
+	return remountBind(path, flags)
 }
 
 // openNoFollow opens path as an O_PATH descriptor without following any
@@ -469,15 +474,11 @@ func hostViewReadOnly(byRemount bool) (method string, failed []string, err error
 		return "", nil, fmt.Errorf("mountinfo: %w", err)
 	}
 	for _, mp := range mps {
-		if Covers("/proc", mp) || Covers("/dev", mp) || Covers(scratchDir, mp) {
+		if Covers("/proc", mp) || Covers("/dev", mp) || Covers(ScratchDir, mp) {
 			continue // replaced by the jail's own before the command runs
 		}
-		locked, err := lockedFlags(mp)
-		if err == nil {
-			err = unix.Mount("", mp, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, "")
-		}
-		if err != nil {
-			failed = append(failed, mp+": "+errnoName(err))
+		if err := remountBind(mp, unix.MS_RDONLY); err != nil {
+			failed = append(failed, errnoName(err))
 		}
 	}
 	return "remount", failed, nil

@@ -35,7 +35,7 @@ func clearBounded(t *testing.T, b *Broker, bound int64, script string) result {
 func TestOutputBound(t *testing.T) {
 	t.Parallel()
 	const bound = 100 << 10
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	for _, tc := range []struct {
 		name    string
@@ -74,7 +74,7 @@ func TestOutputBound(t *testing.T) {
 func TestOutputBoundStopsAFloodQuickly(t *testing.T) {
 	t.Parallel()
 	const bound = 8 << 20
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	start := time.Now()
 	r := clearBounded(t, b, bound, `head -c 9G /dev/zero | tr '\0' A`)
@@ -107,7 +107,7 @@ func TestMaxOutputBytes(t *testing.T) {
 		{1000, 5000, 1000},
 		{-1, 7, 7},
 	} {
-		b := New(Options{MaxOutputBytes: tc.host})
+		b := newTestBroker(t, Options{MaxOutputBytes: tc.host})
 		if got := b.maxOutputBytes(CallSpec{MaxOutputBytes: tc.call}); got != tc.want {
 			t.Errorf("host %d call %d: bound %d, want %d", tc.host, tc.call, got, tc.want)
 		}

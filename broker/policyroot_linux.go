@@ -21,12 +21,7 @@ const policyRootBytes = 1 << 20
 // policyRootStage is where the helper mounts the jail's new root while
 // it builds it: the host's /tmp, which the jail replaces with its own
 // scratch anyway. Everything bound from beneath it is opened first.
-const policyRootStage = "/tmp"
-
-// jailOwnDirs are the directories the jail mounts filesystems of its own
-// on (a fresh /proc, a small /dev, the scratch /tmp): the new root has
-// each, and no root is bound beneath them.
-var jailOwnDirs = []string{"/proc", "/dev", scratchDir}
+const policyRootStage = ScratchDir
 
 // errThroughLink says a path meets a symbolic link on its way: nothing
 // is bound there (a root reached through a link never widens what the
@@ -37,9 +32,12 @@ var errThroughLink = errors.New("reached through a symbolic link")
 // entry per path: every system, readable and writable root, every shared
 // socket (Policy.Sockets), and extra (the file /etc/resolv.conf resolves
 // to, when a root shows /etc/resolv.conf). A path's writability is
-// whether a writable root covers it. A path another entry above it
-// already shows with the same writability is left out (the bind above
-// carries it); roots under the jail's own /proc and /dev are left out
+// whether a writable root covers it. A read-only path under a read-only
+// entry is left out (the bind above carries it, and no command can move
+// it); any root under a writable entry is bound as a mount of its own,
+// so a command that may write the directory above it cannot rename the
+// root away or put a link in its place (the kernel refuses to rename a
+// mount point: EBUSY); roots under the jail's own /proc and /dev are left out
 // (the jail replaces those). mkdirs are the working directory when no
 // entry covers it: it is created empty, so the command can start there
 // without anything of the host's showing.
@@ -66,7 +64,7 @@ func policyRootPlan(cfg helperConfig, extra []string) (binds []jailRoot, mkdirs 
 				above = i
 			}
 		}
-		if above >= 0 && binds[above].writable == w {
+		if above >= 0 && !binds[above].writable && !w {
 			continue
 		}
 		binds = append(binds, jailRoot{path: p, writable: w})
@@ -171,7 +169,9 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 			return undo("link /"+l[0], err)
 		}
 	}
-	for _, d := range jailOwnDirs {
+	// The directories the jail mounts filesystems of its own on: the new
+	// root has each, and no root is bound beneath them.
+	for _, d := range JailReplacedRoots() {
 		if err := makePath(stage, d, true); err != nil {
 			return undo("mount point "+d, err)
 		}
@@ -235,7 +235,7 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 
 // expandWholeRoot replaces an entry for / itself with one per entry of
 // the host's / that is not a link (links are carried as links) and not
-// one of jailOwnDirs, with its writability, parents still first. The new
+// one of JailReplacedRoots, with its writability, parents still first. The new
 // root stays the jail's own tmpfs: /proc, /dev and /tmp are the jail's,
 // and the roots beneath /tmp have a directory of the new root to be
 // bound on.
@@ -250,10 +250,11 @@ func expandWholeRoot(plan []jailRoot) []jailRoot {
 	}
 	ents, _ := f.ReadDir(maxTopLevelEntries)
 	f.Close()
+	own := JailReplacedRoots()
 	var out []jailRoot
 	for _, e := range ents {
 		p := "/" + e.Name()
-		if e.Type()&os.ModeSymlink != 0 || slices.Contains(jailOwnDirs, p) || slices.ContainsFunc(rest, func(r jailRoot) bool { return r.path == p }) {
+		if e.Type()&os.ModeSymlink != 0 || slices.Contains(own, p) || slices.ContainsFunc(rest, func(r jailRoot) bool { return r.path == p }) {
 			continue
 		}
 		out = append(out, jailRoot{path: p, writable: whole.writable})
@@ -357,10 +358,7 @@ func bindHeld(h heldRoot, target string) error {
 		return fmt.Errorf("open %s: %w", target, err)
 	}
 	defer unix.Close(dst)
-	if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(h.fd), "/proc/self/fd/"+strconv.Itoa(dst), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind %s: %w", h.path, err)
-	}
-	return setRootFlags(target, h.writable)
+	return bindRootAt(h.fd, "/proc/self/fd/"+strconv.Itoa(dst), target, h.writable)
 }
 
 // setStageReadOnly makes the new root's own mount read-only, nosuid and
@@ -370,11 +368,7 @@ func setStageReadOnly(stage string) error {
 	if err != unix.ENOSYS {
 		return err
 	}
-	locked, err := lockedFlags(stage)
-	if err != nil {
-		return err
-	}
-	return unix.Mount("", stage, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|rootMSFlags|locked, "")
+	return remountBind(stage, unix.MS_RDONLY|rootMSFlags)
 }
 
 // errOldRootAttached: pivot_root succeeded but the old root could not be

@@ -33,9 +33,9 @@ func TestPolicyRootPlan(t *testing.T) {
 			want: want{binds: []jailRoot{{"/w", true}, {"/usr", false}, {"/etc", false}, {"/srv/r", false}}},
 		},
 		{
-			name: "a writable root inside a readable one is bound; a readable one inside a writable one is not",
-			cfg:  helperConfig{ReadableRoots: []string{"/r", "/w/sub"}, WritableRoots: []string{"/r/w", "/w"}, Dir: "/r/w"},
-			want: want{binds: []jailRoot{{"/r", false}, {"/w", true}, {"/r/w", true}}},
+			name: "a writable root inside a readable one is bound; so is any root inside a writable one, as a mount no command can rename",
+			cfg:  helperConfig{ReadableRoots: []string{"/r", "/w/sub"}, WritableRoots: []string{"/r/w", "/w", "/w/scratch"}, Dir: "/r/w"},
+			want: want{binds: []jailRoot{{"/r", false}, {"/w", true}, {"/r/w", true}, {"/w/sub", true}, {"/w/scratch", true}}},
 		},
 		{
 			name: "a readable root inside a readable one is carried by the outer bind",
@@ -43,10 +43,10 @@ func TestPolicyRootPlan(t *testing.T) {
 			want: want{binds: []jailRoot{{"/w", true}, {"/usr", false}}},
 		},
 		{
-			name:  "the jail's own /proc and /dev take no root; sockets and the resolver file are bound read-only",
+			name:  "the jail's own /proc and /dev take no root; sockets and the resolver file are bound (read-only outside the writable roots)",
 			cfg:   helperConfig{ReadableRoots: []string{"/proc/sys", "/dev/shm", "/devx"}, WritableRoots: []string{"/w"}, Sockets: []string{"/run/a.sock", "/w/b.sock"}, Dir: "/w"},
 			extra: []string{"/run/systemd/resolve/stub-resolv.conf"},
-			want:  want{binds: []jailRoot{{"/w", true}, {"/devx", false}, {"/run/a.sock", false}, {"/run/systemd/resolve/stub-resolv.conf", false}}},
+			want:  want{binds: []jailRoot{{"/w", true}, {"/devx", false}, {"/w/b.sock", true}, {"/run/a.sock", false}, {"/run/systemd/resolve/stub-resolv.conf", false}}},
 		},
 		{
 			name: "a working directory no root covers is made, empty",
@@ -99,8 +99,8 @@ func TestPolicyRootPlanCoversEveryRoot(t *testing.T) {
 			if b.writable != coveredByAny(cfg.WritableRoots, b.path) {
 				t.Fatalf("bind %v: writability differs from the policy's", b)
 			}
-			if a := nearest(b.path, i); a >= 0 && binds[a].writable == b.writable {
-				t.Fatalf("bind %v repeats %v above it", b, binds[a])
+			if a := nearest(b.path, i); a >= 0 && !binds[a].writable && !b.writable {
+				t.Fatalf("read-only bind %v repeats %v above it", b, binds[a])
 			}
 		}
 		for _, r := range slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots) {
@@ -110,6 +110,11 @@ func TestPolicyRootPlanCoversEveryRoot(t *testing.T) {
 			a := nearest(r, len(binds))
 			if a < 0 || binds[a].writable != coveredByAny(cfg.WritableRoots, r) {
 				t.Fatalf("root %s shown by %v (binds %v)", r, a, binds)
+			}
+			// A root a command could rename (one under a writable bind)
+			// is a mount of its own.
+			if above := nearest(filepath.Dir(r), len(binds)); r != "/" && above >= 0 && binds[above].writable && binds[a].path != filepath.Clean(r) {
+				t.Fatalf("root %s under writable %v is no mount of its own (binds %v)", r, binds[above], binds)
 			}
 		}
 		if coveredByEntry(binds, cfg.Dir) == slices.Contains(mkdirs, cfg.Dir) {
@@ -125,14 +130,14 @@ func TestPolicyRootPlanCoversEveryRoot(t *testing.T) {
 func TestPolicyRootReported(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	on := New(Options{WarmHelperIdle: -1})
+	on := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer on.Close()
 	r := run(t, on, testPolicy(ws), 10*time.Second, "true")
 	if l, _ := r.enf.Layer(LayerPolicyRoot); !l.Applied || !strings.Contains(l.Params, "pivot_root") {
 		t.Errorf("on: %+v", l)
 	}
 
-	off := New(Options{WarmHelperIdle: -1})
+	off := newTestBroker(t, Options{WarmHelperIdle: -1})
 	off.policyRootOff = true
 	defer off.Close()
 	r = run(t, off, testPolicy(ws), 10*time.Second, "true")
@@ -140,7 +145,7 @@ func TestPolicyRootReported(t *testing.T) {
 		t.Errorf("off: %+v (present %v), degraded %v", l, ok, r.enf.Degraded)
 	}
 
-	required := New(Options{WarmHelperIdle: -1, RequiredLayers: []string{LayerPolicyRoot}})
+	required := newTestBroker(t, Options{WarmHelperIdle: -1, RequiredLayers: []string{LayerPolicyRoot}})
 	required.policyRootOff = true
 	defer required.Close()
 	marker := filepath.Join(ws, "ran")
@@ -153,7 +158,7 @@ func TestPolicyRootReported(t *testing.T) {
 		t.Errorf("required and off: the command ran")
 	}
 
-	nons := New(Options{WarmHelperIdle: -1})
+	nons := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer nons.Close()
 	nons.probeOnce.Do(func() {
 		nons.probe = probeLayers(nons.opts.HelperPath, false)
@@ -171,9 +176,9 @@ func TestPolicyRootReported(t *testing.T) {
 // behave alike, it does.
 func TestPolicyRootShapes(t *testing.T) {
 	t.Parallel()
-	on := New(Options{})
+	on := newTestBroker(t, Options{})
 	defer on.Close()
-	off := New(Options{WarmHelperIdle: -1})
+	off := newTestBroker(t, Options{WarmHelperIdle: -1})
 	off.policyRootOff = true
 	defer off.Close()
 	for _, tc := range []struct {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -35,7 +36,35 @@ func hostSockets(roots, shared []string) []string {
 		return nil
 	}
 	defer f.Close()
-	return parseUnixTable(io.LimitReader(f, maxUnixTableBytes), roots, shared)
+	return withResolvedForms(parseUnixTable(io.LimitReader(f, maxUnixTableBytes), roots, shared), shared, filepath.EvalSymlinks)
+}
+
+// withResolvedForms adds, for every socket path bound through a link
+// (the table shows the path as bound: /home/u/app.sock where /home is a
+// link to /data/home), the path it resolves to, so a root written as the
+// resolved directory still has the socket masked; a resolved form that
+// is shared stays unmasked. Each directory is resolved once.
+func withResolvedForms(paths, shared []string, resolve func(string) (string, error)) []string {
+	dirs := map[string]string{}
+	out := slices.Clone(paths)
+	for _, p := range paths {
+		dir := filepath.Dir(p)
+		r, ok := dirs[dir]
+		if !ok {
+			if rd, err := resolve(dir); err == nil {
+				r = rd
+			}
+			dirs[dir] = r
+		}
+		if r == "" || r == dir {
+			continue
+		}
+		rp := filepath.Join(r, filepath.Base(p))
+		if !slices.Contains(out, rp) && !slices.ContainsFunc(shared, func(s string) bool { return filepath.Clean(s) == rp }) {
+			out = append(out, rp)
+		}
+	}
+	return out
 }
 
 // parseUnixTable reads /proc/net/unix lines ("Num RefCount Protocol

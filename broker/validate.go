@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// PolicyErrorCode is the stable reason a policy or grant was refused.
+// PolicyErrorCode is the stable reason a policy or grant was refused: a
+// PolicyError's Code, a snake_case word no other code of the module uses.
 type PolicyErrorCode string
 
 const (
@@ -18,8 +19,9 @@ const (
 	// ("/w/../x", "/w/", "/w//x"), so what it covers is ambiguous to a
 	// reader.
 	PolicyUncleanPath PolicyErrorCode = "unclean_path"
-	// PolicyInvalidPath: a path contains a NUL byte.
-	PolicyInvalidPath PolicyErrorCode = "invalid_path"
+	// PolicyInvalidPath: a path contains a NUL byte. (Its word is
+	// invalid_policy_path: tool's invalid_path is a path argument's fault.)
+	PolicyInvalidPath PolicyErrorCode = "invalid_policy_path"
 	// PolicyWritableProtected: a writable root equals or lies under a
 	// protected entry, so none of it could ever be written.
 	PolicyWritableProtected PolicyErrorCode = "writable_root_protected"

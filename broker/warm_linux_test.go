@@ -95,7 +95,7 @@ func childOf(t *testing.T, pid int) int {
 }
 
 func TestWarmHelperRunsTheNextCommand(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	b.launchAboveRSS = -1 // as a large host starts it
 	defer b.Close()
 	p := testPolicy(t.TempDir())
@@ -116,7 +116,7 @@ func TestWarmHelperRunsTheNextCommand(t *testing.T) {
 
 // Control for the test above: with prestarting off, no helper waits.
 func TestColdStartKeepsNoHelper(t *testing.T) {
-	b := New(Options{WarmHelperIdle: -1})
+	b := newTestBroker(t, Options{WarmHelperIdle: -1})
 	r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "sh", "-c", "echo cold")
 	if r.stdout != "cold\n" {
 		t.Fatalf("stdout %q", r.stdout)
@@ -125,7 +125,7 @@ func TestColdStartKeepsNoHelper(t *testing.T) {
 }
 
 func TestWarmHelperRetiredWhenIdle(t *testing.T) {
-	b := New(Options{WarmHelperIdle: 100 * time.Millisecond})
+	b := newTestBroker(t, Options{WarmHelperIdle: 100 * time.Millisecond})
 	spawned := make(chan int, 8)
 	b.onSpawn = func(pid int) { spawned <- pid }
 	run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
@@ -148,7 +148,7 @@ func TestWarmHelperRetiredWhenIdle(t *testing.T) {
 }
 
 func TestCloseDiscardsWarmHelper(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	pid := waitWarm(t, b)
@@ -164,7 +164,7 @@ func TestCloseDiscardsWarmHelper(t *testing.T) {
 }
 
 func TestWarmHelperKilledFromOutside(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
@@ -181,7 +181,7 @@ func TestWarmHelperKilledFromOutside(t *testing.T) {
 // A warm helper is started for one flavour of namespaces; a command that
 // needs another gets a helper of its own, and its report says which.
 func TestWarmHelperFlavours(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	off := testPolicy(t.TempDir())
 	full := off
@@ -199,7 +199,7 @@ func TestWarmHelperFlavours(t *testing.T) {
 
 func TestClearStdin(t *testing.T) {
 	for _, idle := range []time.Duration{0, -1} {
-		b := New(Options{WarmHelperIdle: idle})
+		b := newTestBroker(t, Options{WarmHelperIdle: idle})
 		if idle == 0 {
 			b.launchAboveRSS = -1 // warm helpers through a launcher; cold ones direct
 		}
@@ -259,7 +259,7 @@ func TestWarmHelpersUnderConcurrentClears(t *testing.T) {
 }
 
 func concurrentClears(t *testing.T, launched bool) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	if launched {
 		b.launchAboveRSS = -1
 	}
@@ -316,7 +316,7 @@ func TestHostIsLarge(t *testing.T) {
 		limit int64
 		want  bool
 	}{{-1, true}, {1, true}, {1 << 62, false}} {
-		b := New(Options{})
+		b := newTestBroker(t, Options{})
 		b.launchAboveRSS = tc.limit
 		if got := b.hostIsLarge(); got != tc.want {
 			t.Errorf("limit %d: hostIsLarge %v, want %v", tc.limit, got, tc.want)
@@ -328,7 +328,7 @@ func TestHostIsLarge(t *testing.T) {
 // uid since) never runs a command: it is discarded and the command gets a
 // helper of its own.
 func TestWarmHelperOfAnotherIdentityIsDiscarded(t *testing.T) {
-	b := New(Options{})
+	b := newTestBroker(t, Options{})
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")

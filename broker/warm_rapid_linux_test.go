@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/internal/jailtest"
 	"pgregory.net/rapid"
 )
 
@@ -27,7 +26,7 @@ import (
 // prestarts nothing, and once the broker is closed every helper process
 // it ever started is gone.
 func TestWarmSlotStateMachine(t *testing.T) {
-	helper := jailtest.HostHelper(t)
+	helper := testHelper(t)
 	defer fewerChecks(warmModelChecks)()
 	rapid.Check(t, func(rt *rapid.T) {
 		const idle = 30 * time.Millisecond

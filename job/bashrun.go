@@ -147,7 +147,8 @@ func clearBash(ctx context.Context, c *tool.Call, perm *bashPermissions, run bas
 		return broker.Policy{}, &o
 	}
 	compose := func(grants []broker.Grant) (broker.Policy, *broker.Denial) {
-		pol, d := broker.Compose(c.Base, req, grants)
+		pol, err := broker.Compose(c.Base, req, grants)
+		d := brokerDenial(err)
 		if d == nil && run.lifetime == LifetimeSession && pol.WallMs > 0 {
 			d = sessionWallDenial(pol.WallMs)
 		}
@@ -283,8 +284,8 @@ func runForeground(ctx context.Context, c *tool.Call, cmd Spec, run bashRun, det
 		Timeout:        run.timeout,
 		MaxOutputBytes: c.OutputBound(),
 	}
-	ex, d := c.Broker.Clear(ctx, spec)
-	if d != nil {
+	ex, err := c.Broker.Clear(ctx, spec)
+	if d := brokerDenial(err); d != nil {
 		return bashFail(tool.Code(d.Code), d.Explain(), det)
 	}
 	enf := ex.Enforcement

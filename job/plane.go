@@ -212,7 +212,7 @@ func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (S
 		p.forget(j)
 		return Started{}, &Error{Code: CodeJobPlaneUnavailable, Reason: "could not make the job's standard input: " + perr.Error()}
 	}
-	ex, d := p.broker.Clear(p.ctx, broker.CallSpec{
+	ex, err := p.broker.Clear(p.ctx, broker.CallSpec{
 		Key:     broker.StepKey{OpID: o.OpID, StepID: jobStepPrefix + string(j.id)},
 		Argv:    spec.Argv,
 		Dir:     spec.Dir,
@@ -225,7 +225,7 @@ func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (S
 		MaxOutputBytes: p.opts.MaxOutputBytes,
 	})
 	stdinR.Close() // the command holds its own copy
-	if d != nil {
+	if d := brokerDenial(err); d != nil {
 		stdinW.Close()
 		p.forget(j)
 		return Started{}, &Error{Code: CodeJobClearanceRefused, Reason: d.Explain(), Denial: d}

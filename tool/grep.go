@@ -253,8 +253,8 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	if c.Broker != nil {
 		// The Go engine is budgeted like a clearance, so a step's cap and
 		// its aborts hold whichever engine runs.
-		t, d := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, cancel)
-		if d != nil {
+		t, err := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, cancel)
+		if d := brokerDenial(err); d != nil {
 			return grepFail(Code(d.Code), d.Explain(), det)
 		}
 		defer c.Broker.Ledger().Release(t)

@@ -209,12 +209,12 @@ func unpinnedRipgrep(t *testing.T, c *Call, rg, root string, o search.Options) s
 	if fi, err := os.Lstat(root); err == nil && !fi.IsDir() {
 		dir = filepath.Dir(root)
 	}
-	ex, d := c.Broker.Clear(context.Background(), broker.CallSpec{
+	ex, err := c.Broker.Clear(context.Background(), broker.CallSpec{
 		Argv: append([]string{rg}, search.RipgrepArgs(root, o)...), Dir: dir, Policy: p,
 		Timeout: GrepTimeout, MaxOutputBytes: MaxRipgrepOutputBytes,
 	})
-	if d != nil {
-		t.Fatalf("the unpinned ripgrep was refused: %v", d)
+	if err != nil {
+		t.Fatalf("the unpinned ripgrep was refused: %v", err)
 	}
 	col := search.NewRipgrepCollector(o)
 	for out := range ex.Output() {

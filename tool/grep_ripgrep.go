@@ -114,7 +114,8 @@ func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *
 		Network:       broker.NetworkOff,
 		WallMs:        int(GrepTimeout / time.Millisecond),
 	}
-	return broker.Compose(c.Base, req, c.Grants)
+	pol, err := broker.Compose(c.Base, req, c.Grants)
+	return pol, brokerDenial(err)
 }
 
 // grepJailOmits are the system roots ripgrep's jail does without:
@@ -202,9 +203,9 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, 
 		// pipe, so the run can take a warm helper.
 		spec.Stdin = struct{ io.Reader }{file}
 	}
-	ex, d := c.Broker.Clear(ctx, spec)
-	if d != nil {
-		return rgRun{denial: d}
+	ex, err := c.Broker.Clear(ctx, spec)
+	if err != nil {
+		return rgRun{denial: brokerDenial(err)}
 	}
 	enf := ex.Enforcement
 	col := search.NewRipgrepCollectorFor(o, root, op)

@@ -90,15 +90,15 @@ func shellTool() Tool {
 				Network:       c.Base.Network,
 				EnvAllow:      c.Base.EnvAllow,
 			}
-			pol, d := broker.Compose(c.Base, req, c.Grants)
-			if d != nil {
+			pol, err := broker.Compose(c.Base, req, c.Grants)
+			if d := brokerDenial(err); d != nil {
 				return Fail(Code(d.Code), d.Explain())
 			}
-			ex, d := c.Broker.Clear(ctx, broker.CallSpec{
+			ex, err := c.Broker.Clear(ctx, broker.CallSpec{
 				Key: c.stepKey(), Argv: []string{"/bin/sh", "-c", a.Command},
 				Dir: c.Workspace, Env: c.Env, Policy: pol, Timeout: shellTimeout,
 			})
-			if d != nil {
+			if d := brokerDenial(err); d != nil {
 				return Fail(Code(d.Code), d.Explain())
 			}
 			var out []byte
