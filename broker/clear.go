@@ -89,7 +89,7 @@ type Settled struct {
 	// the rest and killed the tree at the first byte past it, as at a
 	// timeout; TimedOut and Cancelled stay false unless those happened
 	// too. Output of exactly the bound is not limited.
-	OutputLimited bool
+	OutputLimited bool `json:"output_limited,omitempty"`
 }
 
 // QuarantineSuffix marks where the broker moved a protected path a
