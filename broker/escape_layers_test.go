@@ -106,6 +106,18 @@ func layerProbe(mode string, args []string) error {
 			return err
 		}
 		return shmTouchProbe(size)
+	case "securebits":
+		// Succeeds (the escape) unless every bit jailSecurebits names is
+		// set and KEEP_CAPS is off: a root that could regain
+		// capabilities by exec or by changing uids.
+		v, err := unix.PrctlRetInt(unix.PR_GET_SECUREBITS, 0, 0, 0, 0)
+		if err != nil {
+			return err
+		}
+		if v&jailSecurebits == jailSecurebits && v&secbitKeepCaps == 0 {
+			return fmt.Errorf("securebits locked: %#x", v)
+		}
+		return nil
 	case "inotify":
 		n, err := strconv.Atoi(arg(1))
 		if err != nil {

@@ -602,6 +602,14 @@ func coreEscapeCases() []escapeCase {
 			},
 		},
 		{
+			// The helper's securebits (jailSecurebits) keep a uid 0
+			// command from regaining capabilities; the control is the
+			// host's test process, whose securebits are unset.
+			name:    "securebits_unlocked",
+			script:  layerProbeEnv + `=securebits exec "$PROBE"`,
+			escaped: probeSucceeded,
+		},
+		{
 			name:   "capability_bounding_set",
 			script: `grep -E '^CapBnd' /proc/self/status`,
 			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool {

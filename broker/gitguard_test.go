@@ -417,14 +417,22 @@ func TestGitGuardOverflowSweepsWhole(t *testing.T) {
 		t.Fatal(d)
 	}
 	r := w.b.git.roots[w.ws]
+	// The live sweeper (gitRoot.live), kicked by the overflow, takes the
+	// watch's changes under r.mu: held here, it cannot take the overflow
+	// before this test does (it did, now and then, and the test failed).
+	r.mu.Lock()
 	r.watch.overflowed()
-	if _, _, whole := r.watch.take(true); !whole {
+	_, _, first := r.watch.take(true)
+	_, _, second := r.watch.take(true)
+	_, _, unsynced := r.watch.take(false)
+	r.mu.Unlock()
+	if !first {
 		t.Error("an overflow did not ask for a whole sweep")
 	}
-	if _, _, whole := r.watch.take(true); whole {
+	if second {
 		t.Error("the overflow was not cleared by the whole sweep")
 	}
-	if _, _, whole := r.watch.take(false); !whole {
+	if !unsynced {
 		t.Error("an unsynced take did not ask for a whole sweep")
 	}
 	var s Settled
