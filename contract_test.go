@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/agentloom/loom/agent"
@@ -108,6 +109,36 @@ func checkRefusal(t *testing.T, o tool.Outcome) {
 			if _, dup := fields["error"]; dup || bytes.Contains(raw, []byte(`"code"`)) {
 				t.Errorf("details repeat the code: %s", raw)
 			}
+		}
+	}
+}
+
+// TestEveryRefusalIsBoundedWhateverTheValue: a megabyte in any string
+// property of any tool never comes back whole in a refusal.
+func TestEveryRefusalIsBoundedWhateverTheValue(t *testing.T) {
+	r := everyTool(t)
+	huge := strings.Repeat("v", 1<<20)
+	for _, name := range r.Names() {
+		tl, _ := r.Lookup(name)
+		var s struct {
+			Properties map[string]struct {
+				Type json.RawMessage `json:"type"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(tl.Schema, &s); err != nil {
+			t.Fatal(err)
+		}
+		for prop, p := range s.Properties {
+			if !bytes.Equal(p.Type, []byte(`"string"`)) {
+				continue
+			}
+			t.Run(name+"/"+prop, func(t *testing.T) {
+				args, _ := json.Marshal(map[string]string{prop: huge})
+				o := r.Dispatch(context.Background(), &tool.Call{Workspace: t.TempDir(), Strand: "main"}, name, args)
+				if o.IsError && len(o.Text) > maxRefusalBytes {
+					t.Errorf("%s refused %s with %d bytes: %.200q…", name, prop, len(o.Text), o.Text)
+				}
+			})
 		}
 	}
 }
