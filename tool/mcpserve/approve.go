@@ -162,6 +162,12 @@ func (a *approver) ask(ctx context.Context, ss *mcp.ServerSession, name string, 
 	case <-ctx.Done():
 		return a.ended(ctx, "waiting for an earlier approval question of this session")
 	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < min(MinApprovalWindow, a.timeout/2) {
+		// The earlier question used this one's time: asking now would give
+		// its user no time to answer, while the client may still show the
+		// earlier question it was not yet told to drop.
+		return ApprovalTimedOut, fmt.Sprintf("Nobody answered the approval question within %s (an earlier question of this session used the time); the refusal stands.", a.timeout)
+	}
 	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: elicitSchema})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -184,6 +190,11 @@ func (a *approver) ask(ctx context.Context, ss *mcp.ServerSession, name string, 
 // server may not send a request to the client while serving a call
 // (SEP-2322): the SDK refuses ServerSession.Elicit there.
 const multiRoundTripVersion = "2026-07-28"
+
+// MinApprovalWindow is the least time a question must have left to be
+// asked (or half the approval timeout, when that is shorter): one that
+// waited its turn past that is answered as timed out instead.
+const MinApprovalWindow = time.Second
 
 // errApprovalTimeout is the cause of a question's context ending at the
 // approval timeout, telling it from the call's own end.
