@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -162,4 +163,20 @@ func grantList(gs []Grant) string {
 		parts[i] = g.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// DenialOf returns the *Denial a refusal of Clear, Compose or
+// Ledger.Admit holds (found with errors.As). It never returns nil for a
+// non-nil err: an error that holds no denial, which those functions'
+// contract rules out, is returned as a DenialJailFailed wrapping it, so a
+// caller fails closed. For a nil err it returns nil.
+func DenialOf(err error) *Denial {
+	if err == nil {
+		return nil
+	}
+	var d *Denial
+	if errors.As(err, &d) {
+		return d
+	}
+	return NewDenial(DenialJailFailed, err.Error(), err)
 }

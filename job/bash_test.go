@@ -22,15 +22,16 @@ import (
 
 // bashBroker is shared by the bash tests, probing the kernel once; it
 // runs the package's host-built jail helper.
-var bashBroker = sync.OnceValue(func() *broker.Broker {
-	return broker.New(broker.Options{HelperPath: jailHelper.path})
-})
+var bashBroker struct {
+	once sync.Once
+	b    *broker.Broker
+}
 
-// bashBrokerFor returns bashBroker once t has made sure the helper is
-// built.
+// bashBrokerFor returns bashBroker, made on the first call.
 func bashBrokerFor(t *testing.T) *broker.Broker {
-	JailHelperForTests(t)
-	return bashBroker()
+	helper := JailHelperForTests(t)
+	bashBroker.once.Do(func() { bashBroker.b = broker.New(broker.Options{HelperPath: helper}) })
+	return bashBroker.b
 }
 
 func bashCall(t *testing.T, withStore bool) *tool.Call {

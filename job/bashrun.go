@@ -148,7 +148,7 @@ func clearBash(ctx context.Context, c *tool.Call, perm *bashPermissions, run bas
 	}
 	compose := func(grants []broker.Grant) (broker.Policy, *broker.Denial) {
 		pol, err := broker.Compose(c.Base, req, grants)
-		d := brokerDenial(err)
+		d := broker.DenialOf(err)
 		if d == nil && run.lifetime == LifetimeSession && pol.WallMs > 0 {
 			d = sessionWallDenial(pol.WallMs)
 		}
@@ -285,7 +285,7 @@ func runForeground(ctx context.Context, c *tool.Call, cmd Spec, run bashRun, det
 		MaxOutputBytes: c.OutputBound(),
 	}
 	ex, err := c.Broker.Clear(ctx, spec)
-	if d := brokerDenial(err); d != nil {
+	if d := broker.DenialOf(err); d != nil {
 		return bashFail(tool.Code(d.Code), d.Explain(), det)
 	}
 	enf := ex.Enforcement

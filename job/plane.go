@@ -225,7 +225,7 @@ func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (S
 		MaxOutputBytes: p.opts.MaxOutputBytes,
 	})
 	stdinR.Close() // the command holds its own copy
-	if d := brokerDenial(err); d != nil {
+	if d := broker.DenialOf(err); d != nil {
 		stdinW.Close()
 		p.forget(j)
 		return Started{}, &Error{Code: CodeJobClearanceRefused, Reason: d.Explain(), Denial: d}

@@ -254,7 +254,7 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 		// The Go engine is budgeted like a clearance, so a step's cap and
 		// its aborts hold whichever engine runs.
 		t, err := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, cancel)
-		if d := brokerDenial(err); d != nil {
+		if d := broker.DenialOf(err); d != nil {
 			return grepFail(Code(d.Code), d.Explain(), det)
 		}
 		defer c.Broker.Ledger().Release(t)

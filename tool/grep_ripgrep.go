@@ -115,7 +115,7 @@ func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *
 		WallMs:        int(GrepTimeout / time.Millisecond),
 	}
 	pol, err := broker.Compose(c.Base, req, c.Grants)
-	return pol, brokerDenial(err)
+	return pol, broker.DenialOf(err)
 }
 
 // grepJailOmits are the system roots ripgrep's jail does without:
@@ -205,7 +205,7 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, 
 	}
 	ex, err := c.Broker.Clear(ctx, spec)
 	if err != nil {
-		return rgRun{denial: brokerDenial(err)}
+		return rgRun{denial: broker.DenialOf(err)}
 	}
 	enf := ex.Enforcement
 	col := search.NewRipgrepCollectorFor(o, root, op)

@@ -18,44 +18,13 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if jailHelper.dir != "" {
-		os.RemoveAll(jailHelper.dir)
-	}
+	jailHelper.Remove()
 	os.Exit(code)
 }
 
-// jailHelper is the host-built jail helper (jailtest.HostHelper) the
-// approval tests' brokers run, built once per test binary and kept until
-// TestMain removes it.
-var jailHelper struct {
-	once sync.Once
-	dir  string
-	path string
-}
-
-func jailHelperForTests(tb testing.TB) string {
-	tb.Helper()
-	jailHelper.once.Do(func() {
-		data, err := os.ReadFile(jailtest.HostHelper(tb))
-		if err != nil {
-			tb.Fatalf("reading the host helper: %v", err)
-		}
-		dir, err := os.MkdirTemp("", "loom-mcpserve-test-helper-")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		p := filepath.Join(dir, "host")
-		if err := os.WriteFile(p, data, 0o755); err != nil {
-			os.RemoveAll(dir)
-			tb.Fatal(err)
-		}
-		jailHelper.dir, jailHelper.path = dir, p
-	})
-	if jailHelper.path == "" {
-		tb.Fatal("the host-built jail helper could not be built (see the first test that asked for it)")
-	}
-	return jailHelper.path
-}
+// jailHelper is the host-built jail helper this package's test brokers
+// run, built once per test binary and removed by TestMain.
+var jailHelper jailtest.Shared
 
 // secretName is the file in the directory outside the workspace that only
 // a granted command can list.
@@ -85,7 +54,7 @@ func shellPlane(t *testing.T) (p *plane.Plane, outside string) {
 		Families:      plane.FamilyShell,
 		BlobDir:       filepath.Join(root, "blobs"),
 		Scratch:       filepath.Join(root, "scratch"),
-		BrokerOptions: broker.Options{HelperPath: jailHelperForTests(t)},
+		BrokerOptions: broker.Options{HelperPath: jailHelper.Path(t)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentloom/loom/agent"
@@ -21,45 +20,13 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if jailHelper.dir != "" {
-		os.RemoveAll(jailHelper.dir)
-	}
+	jailHelper.Remove()
 	os.Exit(code)
 }
 
-// jailHelper is the host-built jail helper (jailtest.HostHelper) this
-// package's brokers run, built once per test binary instead of
-// re-executing the race-instrumented test binary for every jail.
-var jailHelper struct {
-	once sync.Once
-	dir  string
-	path string
-}
-
-func jailHelperForTests(tb testing.TB) string {
-	tb.Helper()
-	jailHelper.once.Do(func() {
-		built := jailtest.HostHelper(tb)
-		data, err := os.ReadFile(built)
-		if err != nil {
-			tb.Fatalf("reading the host helper: %v", err)
-		}
-		dir, err := os.MkdirTemp("", "loom-plane-test-helper-")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		p := filepath.Join(dir, "host")
-		if err := os.WriteFile(p, data, 0o755); err != nil {
-			os.RemoveAll(dir)
-			tb.Fatal(err)
-		}
-		jailHelper.dir, jailHelper.path = dir, p
-	})
-	if jailHelper.path == "" {
-		tb.Fatal("the host-built jail helper could not be built (see the first test that asked for it)")
-	}
-	return jailHelper.path
-}
+// jailHelper is the host-built jail helper this package's test brokers
+// run, built once per test binary and removed by TestMain.
+var jailHelper jailtest.Shared
 
 // testDirs makes a workspace and, beside it (never inside), the blob,
 // history and scratch places of a test plane, under /var/tmp where the
@@ -80,7 +47,7 @@ func testDirs(t *testing.T) (ws string, cfg Config) {
 		BlobDir:       filepath.Join(root, "blobs"),
 		HistoryPath:   filepath.Join(root, "history", "index.sqlite"),
 		Scratch:       filepath.Join(root, "scratch"),
-		BrokerOptions: broker.Options{HelperPath: jailHelperForTests(t)},
+		BrokerOptions: broker.Options{HelperPath: jailHelper.Path(t)},
 	}
 }
 
@@ -236,7 +203,7 @@ func TestDefaultsLiveInTheCacheDir(t *testing.T) {
 	ws, _ := testDirs(t)
 	cache := filepath.Join(filepath.Dir(ws), "cache")
 	t.Setenv("XDG_CACHE_HOME", cache)
-	p, err := New(Config{Workspace: ws, BrokerOptions: broker.Options{HelperPath: jailHelperForTests(t)}})
+	p, err := New(Config{Workspace: ws, BrokerOptions: broker.Options{HelperPath: jailHelper.Path(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,24 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// TestDenialOf: a wrapped denial is found as it is, a nil error has
+// none, and an error holding no denial fails closed as jail_failed.
+func TestDenialOf(t *testing.T) {
+	t.Parallel()
+	d := NewDenial(DenialOutstandingCapReached, "cap", nil)
+	if got := DenialOf(fmt.Errorf("clear: %w", d)); got != d {
+		t.Errorf("wrapped denial: got %v", got)
+	}
+	if got := DenialOf(nil); got != nil {
+		t.Errorf("nil error: got %v", got)
+	}
+	plain := errors.New("no denial here")
+	if got := DenialOf(plain); got == nil || got.Code != DenialJailFailed || !errors.Is(got, plain) {
+		t.Errorf("plain error: got %#v", got)
+	}
+}
