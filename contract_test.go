@@ -36,25 +36,37 @@ var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 // maxRefusalBytes bounds what a refusal of bad arguments may say.
 const maxRefusalBytes = 4 << 10
 
-// badInputs returns, for one tool's schema, argument documents each of
-// which the tool must refuse: not an object, an unknown property, and
-// every property given a value of the wrong type.
-func badInputs(t *testing.T, schema json.RawMessage) map[string]string {
+// propertyTypes returns each property of a tool's schema with its
+// "type": a name or a list of names, as JSON.
+func propertyTypes(t *testing.T, schema json.RawMessage) map[string]json.RawMessage {
+	t.Helper()
 	var s struct {
 		Properties map[string]struct {
-			Type json.RawMessage `json:"type"` // a name or a list of names
+			Type json.RawMessage `json:"type"`
 		} `json:"properties"`
 	}
 	if err := json.Unmarshal(schema, &s); err != nil {
 		t.Fatal(err)
 	}
+	out := make(map[string]json.RawMessage, len(s.Properties))
+	for name, p := range s.Properties {
+		out[name] = p.Type
+	}
+	return out
+}
+
+// badInputs returns, for one tool's schema, argument documents each of
+// which the tool must refuse: not an object, an unknown property, and
+// every property given a value of the wrong type.
+func badInputs(t *testing.T, schema json.RawMessage) map[string]string {
+	props := propertyTypes(t, schema)
 	in := map[string]string{
 		"array":            `[1]`,
 		"unknown property": `{"no_such_property_anywhere":1}`,
 	}
-	for name, p := range s.Properties {
+	for name, ty := range props {
 		wrong := `{"x":1}`
-		if bytes.Contains(p.Type, []byte(`"object"`)) {
+		if bytes.Contains(ty, []byte(`"object"`)) {
 			wrong = `"not an object"`
 		}
 		in["wrong type for "+name] = fmt.Sprintf(`{%q:%s}`, name, wrong)
@@ -120,16 +132,8 @@ func TestEveryRefusalIsBoundedWhateverTheValue(t *testing.T) {
 	huge := strings.Repeat("v", 1<<20)
 	for _, name := range r.Names() {
 		tl, _ := r.Lookup(name)
-		var s struct {
-			Properties map[string]struct {
-				Type json.RawMessage `json:"type"`
-			} `json:"properties"`
-		}
-		if err := json.Unmarshal(tl.Schema, &s); err != nil {
-			t.Fatal(err)
-		}
-		for prop, p := range s.Properties {
-			if !bytes.Equal(p.Type, []byte(`"string"`)) {
+		for prop, ty := range propertyTypes(t, tl.Schema) {
+			if !bytes.Equal(ty, []byte(`"string"`)) {
 				continue
 			}
 			t.Run(name+"/"+prop, func(t *testing.T) {
