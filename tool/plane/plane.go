@@ -169,6 +169,8 @@ func (p *Plane) build(cfg Config) error {
 		Broker:    p.Broker,
 		Blobs:     p.Blobs,
 	}
+	// Pin the session's roots now, before any command could move one.
+	p.Call.At("", "", 0)
 	return nil
 }
 
@@ -177,10 +179,12 @@ func (p *Plane) build(cfg Config) error {
 // (CallFor(turn.Strand, turn.Operation)). Each strand keeps its own shell
 // directory across its runs; the rest is the session's.
 func (p *Plane) CallFor(strand, opID string) *tool.Call {
-	c := *p.Call
-	c.Strand, c.OpID, c.StepID, c.SourceIndex = strand, opID, "", 0
+	// At, so that every strand's template shares the session's pinned
+	// roots: a root a command swapped stays refused for them all.
+	c := p.Call.At(opID, "", 0)
+	c.Strand = strand
 	c.Shell = p.shellOf(strand)
-	return &c
+	return c
 }
 
 // Dispatcher returns the batch dispatcher over the plane's registry,
