@@ -61,7 +61,7 @@ func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spaw
 		depth: depth, tools: tools, schema: req.Result, detach: req.Detach,
 	}
 	r := a.startLocked(s, req.Prompt, budget)
-	s.receipt = Spawned{Handle: r.handle(name), Tools: slices.Clone(tools), Model: req.Model, Deadline: r.deadline, Purpose: s.purpose}
+	s.receipt = Spawned{Handle: r.handle(name), Tools: slices.Clone(tools), Model: req.Model, Deadline: r.deadline, Budget: budget, Purpose: s.purpose}
 	a.strands[name] = s
 	a.sites[site] = name
 	a.order = append(a.order, name)
@@ -180,7 +180,7 @@ func (a *Reference) Send(ctx context.Context, c Caller, req SendRequest) (Delive
 	prompt := strings.Join(append(s.inbox, req.Message), "\n\n")
 	s.inbox = nil
 	r := a.startLocked(s, prompt, budget)
-	return Delivery{Kind: Started, Handle: r.handle(s.name), Deadline: r.deadline}, nil
+	return Delivery{Kind: Started, Handle: r.handle(s.name), Deadline: r.deadline, Budget: budget}, nil
 }
 
 // startLocked appends a run to s and starts it.

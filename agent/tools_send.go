@@ -20,6 +20,9 @@ type SendDetails struct {
 	Delivery   string `json:"delivery"`
 	Handle     string `json:"handle"`
 	DeadlineMs int64  `json:"deadline_ms"`
+	// Clamped is true when the Agency granted a new run less than
+	// budget_ms.
+	Clamped bool `json:"clamped,omitempty"`
 }
 
 // SendTool returns agent_send: message a descendant. A running descendant
@@ -53,14 +56,19 @@ func SendTool(agency Agency) tool.Tool {
 		}
 		now := c.Clock()
 		var text string
+		var clamped bool
 		switch d.Kind {
 		case Started:
-			text = fmt.Sprintf("%s was idle: the message started a new run.\nhandle: %s (wait on this one; earlier handles report earlier runs)\ndeadline: %s",
+			text, clamped = budgetClamp("budget_ms", a.BudgetMs, d.Budget)
+			text += fmt.Sprintf("%s was idle: the message started a new run.\nhandle: %s (wait on this one; earlier handles report earlier runs)\ndeadline: %s",
 				d.Handle.Strand, d.Handle, untilText(now, d.Deadline))
 		default:
-			text = fmt.Sprintf("delivered to %s, which is running; it reads the message at its next turn.\nhandle: %s\ndeadline: %s",
+			if a.BudgetMs > 0 {
+				text = "note: budget_ms ignored: the running run keeps its own deadline\n"
+			}
+			text += fmt.Sprintf("delivered to %s, which is running; it reads the message at its next turn.\nhandle: %s\ndeadline: %s",
 				d.Handle.Strand, d.Handle, untilText(now, d.Deadline))
 		}
-		return tool.Outcome{Text: text, Details: SendDetails{Delivery: string(d.Kind), Handle: d.Handle.String(), DeadlineMs: msUntil(now, d.Deadline)}}
+		return tool.Outcome{Text: text, Details: SendDetails{Delivery: string(d.Kind), Handle: d.Handle.String(), DeadlineMs: msUntil(now, d.Deadline), Clamped: clamped}}
 	}))
 }

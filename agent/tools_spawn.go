@@ -32,6 +32,8 @@ type SpawnDetails struct {
 	Model      string   `json:"model,omitempty"`
 	DeadlineMs int64    `json:"deadline_ms"`
 	Reconciled bool     `json:"reconciled,omitempty"`
+	// Clamped is true when the Agency granted less than deadline_ms.
+	Clamped bool `json:"clamped,omitempty"`
 	// Purpose is the purpose the child was started for: on a reconciled
 	// spawn, the first spawn's.
 	Purpose string          `json:"purpose"`
@@ -100,6 +102,11 @@ func runSpawn(ctx context.Context, agency Agency, c *tool.Call, a spawnArgs) too
 	}
 	now := c.Clock()
 	var b strings.Builder
+	note, clamped := "", false
+	if !sp.Reconciled {
+		note, clamped = budgetClamp("deadline_ms", a.DeadlineMs, sp.Budget)
+	}
+	b.WriteString(note)
 	switch {
 	case sp.Reconciled && sp.Purpose != strings.TrimSpace(a.Purpose):
 		fmt.Fprintf(&b, "this call already spawned %s for %s; nothing new was started, and the purpose %s was not taken.\n",
@@ -121,7 +128,7 @@ func runSpawn(ctx context.Context, agency Agency, c *tool.Call, a spawnArgs) too
 	fmt.Fprintf(&b, "deadline: %s", untilText(now, sp.Deadline))
 	d := SpawnDetails{
 		Handle: sp.Handle.String(), Strand: sp.Handle.Strand, Tools: sp.Tools, Model: sp.Model,
-		DeadlineMs: msUntil(now, sp.Deadline), Reconciled: sp.Reconciled, Purpose: sp.Purpose,
+		DeadlineMs: msUntil(now, sp.Deadline), Reconciled: sp.Reconciled, Clamped: clamped, Purpose: sp.Purpose,
 	}
 	if req.Result != nil {
 		fmt.Fprintf(&b, "\nresult contract: %s", req.Result)

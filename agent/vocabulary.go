@@ -86,6 +86,11 @@ type Spawned struct {
 	Model string
 	// Deadline is when the first run is aborted if still running.
 	Deadline time.Time
+	// Budget is the first run's budget as the Agency granted it: the
+	// request's Deadline, the Agency's default when none was asked, or its
+	// maximum when more was asked. The tools compare it with the request
+	// to announce a clamp, so an Agency must report what it applied.
+	Budget time.Duration
 	// Reconciled is true when this call site had already minted the
 	// child (a replay): nothing new was started.
 	Reconciled bool
@@ -140,6 +145,10 @@ type Delivery struct {
 	Handle Handle
 	// Deadline is the reached run's deadline.
 	Deadline time.Time
+	// Budget is the new run's budget as the Agency granted it (see
+	// Spawned.Budget) when Kind is Started; zero when the message reached
+	// a running run, which keeps its own deadline.
+	Budget time.Duration
 }
 
 // State is where one run is in its life.

@@ -73,9 +73,10 @@ var elicitSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // approver asks the clients of one Server, one question at a time per
 // session.
 type approver struct {
-	timeout time.Duration
-	mu      sync.Mutex
-	turns   map[*mcp.ServerSession]chan struct{}
+	timeout  time.Duration
+	stateKey []byte // signs the approval states of multi round-trip questions
+	mu       sync.Mutex
+	turns    map[*mcp.ServerSession]chan struct{}
 }
 
 // turn returns the session's one-question token channel, made on first
@@ -132,26 +133,35 @@ func (a *approver) raiser(ss *mcp.ServerSession, name string, args json.RawMessa
 	}
 }
 
-// ask puts one question to ss's client and says how it ended, with the
-// sentence an in-band refusal adds when it was not granted.
-func (a *approver) ask(ctx context.Context, ss *mcp.ServerSession, name string, args json.RawMessage, r tool.RaisedRefusal) (Approval, string) {
+// tooLargeNote is the sentence a refusal adds when its question would not
+// fit in one message.
+var tooLargeNote = fmt.Sprintf("The approval question would exceed %d bytes, so nobody was asked; ask for fewer roots at a time.", MaxApprovalMessageBytes)
+
+// noPath says whether ss's client can be asked at all and, when it cannot,
+// how the question ended and the sentence the refusal adds.
+func (a *approver) noPath(ss *mcp.ServerSession) (Approval, string, bool) {
 	if ss == nil {
-		return ApprovalNoPath, "No approval path: this call came from no MCP session the server could ask."
+		return ApprovalNoPath, "No approval path: this call came from no MCP session the server could ask.", false
 	}
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
-		return ApprovalNoPath, "No approval path: this MCP client did not declare the elicitation capability, so the server cannot ask its user; nobody was asked."
+		return ApprovalNoPath, "No approval path: this MCP client did not declare the elicitation capability, so the server cannot ask its user; nobody was asked.", false
 	}
 	if ip.Capabilities.Elicitation.Form == nil && ip.Capabilities.Elicitation.URL != nil {
-		return ApprovalNoPath, "No approval path: this MCP client accepts only URL elicitation, not the form an approval question is; nobody was asked."
+		return ApprovalNoPath, "No approval path: this MCP client accepts only URL elicitation, not the form an approval question is; nobody was asked.", false
 	}
-	if ip.ProtocolVersion >= multiRoundTripVersion {
-		return ApprovalNoPath, "No approval path: on protocol version " + ip.ProtocolVersion +
-			" a server may ask its client only through multi round-trip results, which this server does not offer yet; nobody was asked."
+	return "", "", true
+}
+
+// ask puts one question to ss's client and says how it ended, with the
+// sentence an in-band refusal adds when it was not granted.
+func (a *approver) ask(ctx context.Context, ss *mcp.ServerSession, name string, args json.RawMessage, r tool.RaisedRefusal) (Approval, string) {
+	if v, note, ok := a.noPath(ss); !ok {
+		return v, note
 	}
 	msg, ok := question(name, args, r)
 	if !ok {
-		return ApprovalTooLarge, fmt.Sprintf("The approval question would exceed %d bytes, so nobody was asked; ask for fewer roots at a time.", MaxApprovalMessageBytes)
+		return ApprovalTooLarge, tooLargeNote
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, errApprovalTimeout)
 	defer cancel()
@@ -175,6 +185,11 @@ func (a *approver) ask(ctx context.Context, ss *mcp.ServerSession, name string, 
 		}
 		return ApprovalFailed, "The approval question got no answer: " + cut(err.Error(), MaxApprovalNoteBytes) + "."
 	}
+	return verdictOf(res)
+}
+
+// verdictOf reads the client's answer to an approval question.
+func verdictOf(res *mcp.ElicitResult) (Approval, string) {
 	switch res.Action {
 	case "accept":
 		return ApprovalGranted, ""
@@ -188,7 +203,8 @@ func (a *approver) ask(ctx context.Context, ss *mcp.ServerSession, name string, 
 
 // multiRoundTripVersion is the first MCP protocol version on which a
 // server may not send a request to the client while serving a call
-// (SEP-2322): the SDK refuses ServerSession.Elicit there.
+// (SEP-2322; the SDK refuses ServerSession.Elicit there): it asks by
+// answering the call with an input-required result instead (roundTrip).
 const multiRoundTripVersion = "2026-07-28"
 
 // MinApprovalWindow is the least time a question must have left to be

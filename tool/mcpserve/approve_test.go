@@ -2,6 +2,8 @@ package mcpserve
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,9 +138,12 @@ func metaOf(r *mcp.CallToolResult, key string) string {
 
 // TestApprovalThroughElicitation: a bash call asking to read a directory
 // outside the workspace runs with the grant only when the client's user
-// accepts; every other ending keeps the refusal in band, saying why.
+// accepts; every other ending keeps the refusal in band, saying why. Each
+// case runs on a protocol version where the server asks during the call
+// and, unless roundTripToo is false, on one where it asks through a multi
+// round-trip result the client answers by retrying.
 func TestApprovalThroughElicitation(t *testing.T) {
-	cases := []struct {
+	type approvalCase struct {
 		name     string
 		approve  bool // Options.ApproveWithElicitation
 		answer   func(context.Context) (*mcp.ElicitResult, error)
@@ -147,15 +152,25 @@ func TestApprovalThroughElicitation(t *testing.T) {
 		granted  bool     // whether the command lists the directory
 		approval Approval // _meta[MetaApprovalKey]; "" = absent
 		says     string   // in the text of a refusal
-	}{
+	}
+	cases := []approvalCase{
 		{name: "accept", approve: true, answer: answering("accept"), version: elicitingVersion, asked: true, granted: true, approval: ApprovalGranted},
 		{name: "decline", approve: true, answer: answering("decline"), version: elicitingVersion, asked: true, approval: ApprovalDeclined, says: "declined it when asked"},
 		{name: "cancel", approve: true, answer: answering("cancel"), version: elicitingVersion, asked: true, approval: ApprovalCancelled, says: "dismissed the approval question"},
 		{name: "unknown_action", approve: true, answer: answering("maybe"), version: elicitingVersion, asked: true, approval: ApprovalFailed, says: "only accept grants"},
 		{name: "hanging_client", approve: true, answer: hanging, version: elicitingVersion, asked: true, approval: ApprovalTimedOut, says: "Nobody answered the approval question within"},
 		{name: "no_capability", approve: true, version: elicitingVersion, approval: ApprovalNoPath, says: "did not declare the elicitation capability"},
-		{name: "multi_round_trip_protocol", approve: true, answer: answering("accept"), version: multiRoundTripVersion, approval: ApprovalNoPath, says: "protocol version " + multiRoundTripVersion},
 		{name: "option_off", answer: answering("accept"), version: elicitingVersion},
+	}
+	for _, c := range cases {
+		// A hanging client holds a multi round-trip question on its own
+		// side, where no server timeout reaches; a late retry is
+		// TestApprovalRoundTripRetries' expired case.
+		if c.name != "hanging_client" {
+			rt := c
+			rt.name, rt.version = c.name+"_round_trip", multiRoundTripVersion
+			cases = append(cases, rt)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -329,4 +344,90 @@ func text(r *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// TestApprovalRoundTripRetries answers a multi round-trip question by
+// hand: only a retry of the same call carrying this server's unexpired
+// state and an accept runs with the grant; a forged state, changed
+// arguments, a late answer or no answer keep the refusal, saying why.
+func TestApprovalRoundTripRetries(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		timeout  time.Duration
+		retry    func(first *mcp.CallToolResult, p *mcp.CallToolParams)
+		granted  bool
+		approval Approval
+		says     string
+	}{
+		{name: "accept", granted: true, approval: ApprovalGranted, retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
+			p.RequestState, p.InputResponses = first.RequestState, mcp.InputResponseMap{approvalInputID: &mcp.ElicitResult{Action: "accept"}}
+		}},
+		{name: "forged_state", approval: ApprovalFailed, says: "did not issue", retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
+			// The same question with a later expiry, under the old signature.
+			body64, mac, _ := strings.Cut(first.RequestState, ".")
+			body, _ := base64.RawURLEncoding.DecodeString(body64)
+			var st approvalState
+			if err := json.Unmarshal(body, &st); err != nil {
+				panic(err)
+			}
+			st.Expires++
+			body, _ = json.Marshal(st)
+			p.RequestState = base64.RawURLEncoding.EncodeToString(body) + "." + mac
+			p.InputResponses = mcp.InputResponseMap{approvalInputID: &mcp.ElicitResult{Action: "accept"}}
+		}},
+		{name: "changed_arguments", approval: ApprovalFailed, says: "arguments changed", retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
+			p.Arguments.(map[string]any)["command"] = "ls -a " + p.Arguments.(map[string]any)["permissions"].(map[string]any)["readable_roots"].([]string)[0]
+			p.RequestState, p.InputResponses = first.RequestState, mcp.InputResponseMap{approvalInputID: &mcp.ElicitResult{Action: "accept"}}
+		}},
+		{name: "late", timeout: time.Nanosecond, approval: ApprovalTimedOut, says: "came after", retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
+			p.RequestState, p.InputResponses = first.RequestState, mcp.InputResponseMap{approvalInputID: &mcp.ElicitResult{Action: "accept"}}
+		}},
+		{name: "no_answer", approval: ApprovalFailed, says: "no answer", retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
+			p.RequestState = first.RequestState
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, outside := shellPlane(t)
+			srv, err := New(p.Registry, p.Call, Options{ApproveWithElicitation: true, ApprovalTimeout: c.timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &questions{answer: answering("accept")}
+			cs := connectAt(t, srv, &mcp.ClientOptions{ElicitationHandler: q.handle, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, multiRoundTripVersion)
+			ctx := context.Background()
+			first, err := cs.CallTool(ctx, listOutside(outside))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ask, ok := first.InputRequests[approvalInputID].(*mcp.ElicitParams)
+			if !first.NeedsInput() || !ok || first.RequestState == "" || len(first.Content) != 0 {
+				t.Fatalf("the first call did not ask through an input-required result: %+v", first)
+			}
+			if !strings.Contains(ask.Message, string(broker.GrantReadableRoot)+" "+outside) {
+				t.Errorf("the question does not name the grant:\n%s", ask.Message)
+			}
+			params := listOutside(outside)
+			c.retry(first, params)
+			r, err := cs.CallTool(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := text(r)
+			if listed := strings.Contains(out, secretName); listed != c.granted || r.IsError == c.granted || r.NeedsInput() {
+				t.Errorf("isError=%v needsInput=%v listed=%v; want granted=%v:\n%s", r.IsError, r.NeedsInput(), listed, c.granted, out)
+			}
+			if got := metaOf(r, MetaApprovalKey); got != string(c.approval) {
+				t.Errorf("approval = %q, want %q", got, c.approval)
+			}
+			if c.says != "" && !strings.Contains(out, c.says) {
+				t.Errorf("the refusal does not say %q:\n%s", c.says, out)
+			}
+			if n := len(q.asked()); n != 0 {
+				t.Errorf("the server sent %d elicitation requests during a call on a multi round-trip version", n)
+			}
+		})
+	}
 }

@@ -54,7 +54,12 @@ type Options struct {
 	// a client without the elicitation capability leave the refusal in
 	// band, its text saying why and _meta[MetaApprovalKey] how the
 	// question ended (an Approval). A session has one question open at a
-	// time; the others wait their turn within their timeout. False leaves
+	// time; the others wait their turn within their timeout. A client on
+	// a multi round-trip protocol version (2026-07-28 and later) is asked
+	// through an input-required result instead, and the call resumes when
+	// it is retried with an accept: the same tool and arguments, this
+	// Server's signed state no older than the timeout, and the refusal
+	// asking for exactly the grants the question named. False leaves
 	// the template's RaiseRefusal (nil settles every refusal in band).
 	ApproveWithElicitation bool
 	// ApprovalTimeout bounds one approval question, from the raise to the
@@ -111,7 +116,7 @@ func New(reg *tool.Registry, session *tool.Call, o Options) (*Server, error) {
 		s.interval = ProgressInterval
 	}
 	if o.ApproveWithElicitation {
-		s.approve = &approver{timeout: o.ApprovalTimeout, turns: map[*mcp.ServerSession]chan struct{}{}}
+		s.approve = &approver{timeout: o.ApprovalTimeout, turns: map[*mcp.ServerSession]chan struct{}{}, stateKey: newStateKey()}
 		if s.approve.timeout <= 0 {
 			s.approve.timeout = ApprovalTimeout
 		}
@@ -190,13 +195,22 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			}
 		}
 		var k *asked
-		if s.approve != nil {
+		var rt *roundTrip
+		switch {
+		case s.approve != nil && roundTrips(req.Session):
+			k = &asked{}
+			rt = s.approve.roundTrip(req.Session, req.Params, k)
+			c.RaiseRefusal = rt.raise
+		case s.approve != nil:
 			k = &asked{}
 			c.RaiseRefusal = s.approve.raiser(req.Session, name, req.Params.Arguments, k)
 		}
 		out := s.reg.Dispatch(ctx, c, name, req.Params.Arguments)
 		if p != nil {
 			p.stop()
+		}
+		if rt != nil && rt.ask != nil && out.IsError {
+			return rt.ask, nil
 		}
 		res := Result(out)
 		if k != nil {
