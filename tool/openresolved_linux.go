@@ -202,3 +202,18 @@ func writeWhole(path string, data []byte, parents bool) (writeResult, error) {
 	res.Written = true
 	return res, nil
 }
+
+// openDir opens the resolved directory path through pinned parents,
+// never following a link.
+func openDir(path string) (*os.File, error) {
+	pfd, _, err := walkDir(path, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}

@@ -116,3 +116,10 @@ func writeWhole(path string, data []byte, parents bool) (writeResult, error) {
 	res.Written = true
 	return res, nil
 }
+
+func openDir(path string) (*os.File, error) {
+	if err := isDir(path); err != nil {
+		return nil, err
+	}
+	return os.Open(path)
+}

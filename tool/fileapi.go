@@ -1,0 +1,164 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+
+	"github.com/agentloom/loom/broker"
+)
+
+// The file API below is what a harness-side caller other than the file
+// tools (code mode's fs capabilities) uses to reach workspace files: the
+// same path discipline, protected-path and git-control refusals, pinned
+// no-follow opens, stage-and-rename writes and git guard as fs_read and
+// fs_write, with failures as *FileError values carrying the code and the
+// sentence those tools would answer.
+
+// FileError is a refused or failed call of the file API. Code is the
+// code fs_read or fs_write answers for the same cause; Message is their
+// sentence, bounded as theirs is.
+type FileError struct {
+	Code    Code
+	Message string
+}
+
+func (e *FileError) Error() string { return e.Message }
+
+// fileError turns a failing Outcome of the file tools into a *FileError.
+func fileError(o Outcome) error { return &FileError{Code: o.Code, Message: o.Text} }
+
+// FileContent is a regular file the file API read.
+type FileContent struct {
+	// Path is the file as the file tools show it: relative to the
+	// workspace when under it.
+	Path    string
+	Content []byte
+}
+
+// ReadFile reads the regular file at path (relative to the workspace, or
+// absolute under a readable root) as fs_read would, at most MaxFileBytes.
+func (c *Call) ReadFile(path string) (FileContent, error) {
+	resolved, err := c.ResolveRead(path)
+	if err != nil {
+		return FileContent{}, fileError(pathFailure(err))
+	}
+	data, err := readRegular(resolved)
+	if err != nil {
+		return FileContent{}, fileError(readFailure(path, err))
+	}
+	return FileContent{Path: c.displayPath(resolved), Content: data}, nil
+}
+
+// FileWritten says what WriteFile did.
+type FileWritten struct {
+	Path    string
+	Bytes   int
+	Created bool
+	// GitNeutralised lists the git control files the write's guard
+	// neutralised, as fs_write reports them.
+	GitNeutralised []broker.Neutralisation
+}
+
+// WriteFile replaces (or creates, with missing parents) the file at path
+// under a writable root with content, as fs_write would: staged and
+// renamed into place, never under a git control directory, guarded
+// afterwards. At most MaxFileBytes.
+func (c *Call) WriteFile(path string, content []byte) (FileWritten, error) {
+	if len(content) > MaxFileBytes {
+		return FileWritten{}, &FileError{Code: CodeFileTooLarge, Message: fmt.Sprintf("content is %d bytes; at most %d bytes (%d MiB) are written", len(content), MaxFileBytes, MaxFileBytes>>20)}
+	}
+	resolved, err := c.ResolveWrite(path)
+	if err != nil {
+		return FileWritten{}, fileError(pathFailure(err))
+	}
+	if o, refused := refuseGitControl(c, path, resolved); refused {
+		return FileWritten{}, fileError(o)
+	}
+	res, err := writeWhole(resolved, content, true)
+	if err != nil {
+		return FileWritten{}, fileError(writeFailure(c, path, res, err))
+	}
+	shown := c.displayPath(resolved)
+	guarded, err := guardGitWrite(c, resolved)
+	if err != nil {
+		return FileWritten{}, fileError(gitGuardFailure(c, shown, guarded, err))
+	}
+	return FileWritten{Path: shown, Bytes: len(content), Created: res.Created, GitNeutralised: guarded}, nil
+}
+
+// DirEntry is one entry of a listed directory. Kind is "file", "dir",
+// "link" or "other"; Size is a regular file's size, else 0. A link is
+// reported as a link and never followed.
+type DirEntry struct {
+	Name string
+	Kind string
+	Size int64
+}
+
+// ListDir lists the directory at path (under a readable root) by name,
+// at most max entries (max ≤ 0 or past MaxListEntries means
+// MaxListEntries); more reports whether entries were left out. The
+// directory is opened without following links.
+func (c *Call) ListDir(path string, max int) (entries []DirEntry, more bool, err error) {
+	if max <= 0 || max > MaxListEntries {
+		max = MaxListEntries
+	}
+	resolved, err := c.ResolveRead(path)
+	if err != nil {
+		return nil, false, fileError(pathFailure(err))
+	}
+	d, err := openDir(resolved)
+	if err != nil {
+		return nil, false, fileError(readFailure(path, err))
+	}
+	defer d.Close()
+	for {
+		batch, err := d.ReadDir(256)
+		for _, e := range batch {
+			entries = append(entries, dirEntry(e))
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, false, fileError(readFailure(path, err))
+		}
+		if len(entries) > MaxListScanEntries {
+			more = true
+			break
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	if len(entries) > max {
+		entries, more = entries[:max], true
+	}
+	return entries, more, nil
+}
+
+// MaxListEntries bounds the entries one ListDir answers.
+const MaxListEntries = 1000
+
+// MaxListScanEntries bounds the entries ListDir reads from one directory
+// before it stops, so a directory of millions costs a bounded scan; the
+// answer then says entries were left out.
+const MaxListScanEntries = 10 * MaxListEntries
+
+func dirEntry(e fs.DirEntry) DirEntry {
+	t := e.Type()
+	switch {
+	case t.IsRegular():
+		var size int64
+		if fi, err := e.Info(); err == nil {
+			size = fi.Size()
+		}
+		return DirEntry{Name: e.Name(), Kind: "file", Size: size}
+	case t.IsDir():
+		return DirEntry{Name: e.Name(), Kind: "dir"}
+	case t&fs.ModeSymlink != 0:
+		return DirEntry{Name: e.Name(), Kind: "link"}
+	}
+	return DirEntry{Name: e.Name(), Kind: "other"}
+}
