@@ -61,6 +61,19 @@ func (r *Registry) SetHolds(holds HoldsFunc) {
 	r.holds = holds
 }
 
+// Holds reports whether Dispatch would let strand call the tool named
+// name: false when no such tool is registered, true in an ungated
+// registry, else what the gate SetHolds installed answers. It is the one
+// holds check, for callers that act on a tool's authority without
+// calling it (code mode's capabilities).
+func (r *Registry) Holds(ctx context.Context, strand, name string) bool {
+	r.mu.RLock()
+	_, ok := r.tools[name]
+	holds := r.holds
+	r.mu.RUnlock()
+	return ok && (holds == nil || holds(ctx, strand, name))
+}
+
 // NewRegistry returns a registry holding tools, in order. It fails like
 // Register on the first tool Register would refuse.
 func NewRegistry(tools ...Tool) (*Registry, error) {

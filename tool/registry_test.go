@@ -345,3 +345,24 @@ func TestDispatchGateListIsBounded(t *testing.T) {
 		t.Errorf("refusal %q does not count the tools left off", out.Text)
 	}
 }
+
+// TestHoldsIsDispatchsCheck: Holds answers what Dispatch enforces, and
+// nobody holds a tool the registry does not offer.
+func TestHoldsIsDispatchsCheck(t *testing.T) {
+	t.Parallel()
+	r, err := NewRegistry(Tool{Name: "a", Schema: json.RawMessage(`{"type":"object"}`), Run: func(context.Context, *Call, json.RawMessage) Outcome { return Outcome{Text: "ran"} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if !r.Holds(ctx, "s", "a") || r.Holds(ctx, "s", "b") {
+		t.Fatal("ungated: every strand holds every registered tool, and no other")
+	}
+	r.SetHolds(func(_ context.Context, strand, _ string) bool { return strand == "main" })
+	for _, strand := range []string{"main", "other"} {
+		ran := !r.Dispatch(ctx, &Call{Strand: strand}, "a", json.RawMessage(`{}`)).IsError
+		if held := r.Holds(ctx, strand, "a"); held != ran {
+			t.Errorf("strand %s: Holds = %v, Dispatch ran = %v", strand, held, ran)
+		}
+	}
+}
