@@ -104,3 +104,44 @@ func TestListDirSortsBoundsAndNeverFollows(t *testing.T) {
 		t.Errorf("listing outside: %v", err)
 	}
 }
+
+// TestGlobAndGrepAnswerAsGrepDoes: the programmatic search keeps grep's
+// rules (ignored and hidden files skipped, links not followed, roots
+// checked) and bounds.
+func TestGlobAndGrepAnswerAsGrepDoes(t *testing.T) {
+	t.Parallel()
+	c, root := testWorkspace(t)
+	ws := c.Workspace
+	for p, s := range map[string]string{"src/b.go": "func alpha() {}\n", "src/.h.go": "alpha\n", "src/ign.go": "alpha\n", ".gitignore": "ign.go\n"} {
+		if err := os.WriteFile(ws+"/"+p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(root+"/outside", ws+"/src/out"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	paths, more, err := c.Glob(ctx, "", "*.go", 0)
+	if err != nil || more || len(paths) != 1 || paths[0] != "src/b.go" {
+		t.Fatalf("Glob = %v, %v, %v", paths, more, err)
+	}
+	if _, _, err := c.Glob(ctx, "", "[", 0); fileCode(err) != CodeInvalidGlob {
+		t.Errorf("bad glob: %v", err)
+	}
+	if _, _, err := c.Glob(ctx, root+"/outside", "", 0); fileCode(err) != CodeOutsideRoots {
+		t.Errorf("glob outside: %v", err)
+	}
+	ms, more, err := c.Grep(ctx, GrepQuery{Pattern: "ALPHA", CaseInsensitive: true})
+	if err != nil || more || len(ms) != 2 || ms[0] != (GrepMatch{Path: "src/a.txt", Line: 1, Text: "alpha"}) || ms[1].Path != "src/b.go" {
+		t.Fatalf("Grep = %+v, %v, %v", ms, more, err)
+	}
+	if ms, more, err := c.Grep(ctx, GrepQuery{Pattern: "alpha", MaxMatches: 1}); err != nil || !more || len(ms) != 1 {
+		t.Errorf("bounded Grep = %+v, %v, %v", ms, more, err)
+	}
+	if _, _, err := c.Grep(ctx, GrepQuery{Pattern: "("}); fileCode(err) != CodeInvalidPattern {
+		t.Errorf("bad pattern: %v", err)
+	}
+	if _, _, err := c.Grep(ctx, GrepQuery{Pattern: "x", Path: "nope"}); fileCode(err) != CodeNotFound {
+		t.Errorf("missing root: %v", err)
+	}
+}

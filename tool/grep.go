@@ -215,27 +215,10 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	if a.Path == "" {
 		a.Path = "."
 	}
-	root, err := c.ResolveRead(a.Path)
-	if err != nil {
-		return pathFailure(err)
+	root, fail := c.searchRoot(a.Path, &opts)
+	if fail != nil {
+		return *fail
 	}
-	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
-		return Fail(CodeNotFound, fmt.Sprintf("%s does not exist; check the path (relative paths start at the workspace root) or search a directory above it", quoted(a.Path)))
-	}
-	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		// The resolved root holds no link, so one there now was swapped
-		// in since: nothing is searched through it.
-		return Fail(CodePathChanged, fmt.Sprintf("%s changed after it was resolved (a symbolic link is there now); nothing was searched. Something (a running command?) replaced it just now; try again once it settles", a.Path))
-	} else if err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
-		// A FIFO, device or socket: neither engine searches one (ripgrep
-		// would wait on a FIFO in its jail until GrepTimeout).
-		return Fail(CodeSearchFailed, notSearchable(a.Path))
-	}
-	ws, _ := resolveReal(c.Workspace)
-	if ws != "" && broker.Covers(ws, root) {
-		opts.IgnoreRoot = ws
-	}
-	opts.Protected = protectedForms(c.Base.Protected)
 
 	ctx, cancel := context.WithTimeout(ctx, GrepTimeout)
 	defer cancel()
@@ -271,6 +254,40 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 		return grepFail(CodeSearchFailed, fmt.Sprintf("searching %s: %v (a link may have been swapped into the path since it was checked; grep follows none)", a.Path, err), det)
 	}
 	return grepOutcome(c, a, res, det, notes)
+}
+
+// searchRoot resolves path as a search root for reading, refusing a root
+// that is missing, a link swapped in since resolution, or neither a
+// directory nor a regular file, and sets the ignore root and protected
+// entries of opts for it.
+func (c *Call) searchRoot(path string, opts *search.Options) (string, *Outcome) {
+	root, err := c.ResolveRead(path)
+	if err != nil {
+		o := pathFailure(err)
+		return "", &o
+	}
+	refuse := func(code Code, text string) (string, *Outcome) {
+		o := Fail(code, text)
+		return "", &o
+	}
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+		return refuse(CodeNotFound, fmt.Sprintf("%s does not exist; check the path (relative paths start at the workspace root) or search a directory above it", quoted(path)))
+	}
+	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// The resolved root holds no link, so one there now was swapped
+		// in since: nothing is searched through it.
+		return refuse(CodePathChanged, fmt.Sprintf("%s changed after it was resolved (a symbolic link is there now); nothing was searched. Something (a running command?) replaced it just now; try again once it settles", path))
+	} else if err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		// A FIFO, device or socket: neither engine searches one (ripgrep
+		// would wait on a FIFO in its jail until GrepTimeout).
+		return refuse(CodeSearchFailed, notSearchable(path))
+	}
+	ws, _ := resolveReal(c.Workspace)
+	if ws != "" && broker.Covers(ws, root) {
+		opts.IgnoreRoot = ws
+	}
+	opts.Protected = protectedForms(c.Base.Protected)
+	return root, nil
 }
 
 // notSearchable is the refusal of a root that is neither a directory nor
