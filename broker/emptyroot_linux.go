@@ -28,9 +28,10 @@ func emptyRootReadable(e EmptyRoot) []string {
 // EmptyRootProgram, a read-only bind of cfg.EmptyRoot.Program opened
 // without following links (nosuid, nodev); the jail's /dev, made
 // read-only; a fresh /proc; the tmpfs read-only, pivot_root and the old
-// root detached. Then, through that /proc, the pid namespace's pid_max
-// and the per-namespace limits; with Proc the kernel-wide files are
-// masked and procReadOnly bound read-only, without it /proc is unmounted.
+// root detached. Then, through that /proc, the pid namespace's pid_max,
+// (with Proc) the kernel-wide files masked, the per-namespace limits,
+// and with Proc procReadOnly bound read-only, without it /proc
+// unmounted.
 // Every failure is fatal: an empty-root command never runs in a view of
 // the host.
 func setupEmptyRoot(cfg helperConfig) (mountResult, error) {
@@ -89,18 +90,22 @@ func setupEmptyRoot(cfg helperConfig) (mountResult, error) {
 	}
 	pidMax = cfg.Limits.Processes + pidReserve + 1
 	params = append(params, fmt.Sprintf("pid_max %d", pidMax))
-	limits := setNamespaceLimits()
 	proc := "no /proc"
 	if cfg.EmptyRoot.Proc {
+		// Before the namespace limits: each stand-in takes an anonymous
+		// mount namespace, which they leave no room for.
 		n, err := maskAll(procMasked)
 		if err != nil {
 			return fail("mask kernel files", err)
 		}
+		params = append(params, fmt.Sprintf("%d kernel files masked", n))
+		proc = "a fresh /proc (its kernel knobs read-only)"
+	}
+	limits := setNamespaceLimits()
+	if cfg.EmptyRoot.Proc {
 		if err := protectProc(); err != nil {
 			return fail("read-only /proc", err)
 		}
-		params = append(params, fmt.Sprintf("%d kernel files masked", n))
-		proc = "a fresh /proc (its kernel knobs read-only)"
 	} else if err := unix.Unmount("/proc", unix.MNT_DETACH); err != nil {
 		return fail("unmount /proc", err)
 	}
