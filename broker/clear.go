@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -135,6 +136,29 @@ type CallSpec struct {
 	// DefaultMaxOutputBytes, and Options.MaxOutputBytes lowers any value:
 	// it is never unlimited.
 	MaxOutputBytes int64
+	// ExtraFile, when not nil, is handed to the command as descriptor
+	// ExtraFileFD (5), open across exec (not close-on-exec), whether the
+	// command's helper is started for it (the file is inherited) or was
+	// started ahead (the file is passed over the helper's handoff socket
+	// with SCM_RIGHTS). The command holds whatever the descriptor grants,
+	// whatever its policy says: pass only what the command may use (code
+	// mode passes one end of a socketpair). Descriptors 3 and 4 stay the
+	// broker's own, and the command inherits no other. Nil means nothing
+	// is open at ExtraFileFD in the command. The caller may close its copy
+	// once Clear returns.
+	ExtraFile *os.File
+	// EmptyRoot, when not nil, runs the command as EmptyRootProgram in a
+	// root holding nothing else (see EmptyRoot); Argv is then the
+	// argument vector it is exec'd with, Argv[0] its name. Policy must
+	// list no roots and keep the network off.
+	EmptyRoot *EmptyRoot
+	// RequiredLayers names layers (Layer* names) this call will not run
+	// without, on top of Options.RequiredLayers: when the probe already
+	// says the kernel cannot apply one, Clear refuses before starting
+	// anything; otherwise the helper refuses before exec once it finds
+	// one not applied. Either way the refusal is DenialLayerRequired
+	// wrapping a *MissingLayer that names the layer, and nothing ran.
+	RequiredLayers []string
 }
 
 // Execution is a running command. Drain Output until it is closed, then
@@ -184,7 +208,14 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, NewDenial(DenialInvalidPolicy, "empty argv", nil)
 	}
+	if d := checkEmptyRoot(spec); d != nil {
+		return nil, d
+	}
 	probe := b.probed()
+	required := b.requiredLayers(spec)
+	if m := unavailableLayer(required, probe); m != nil {
+		return nil, layerRequired(m)
+	}
 	if !probe.anyLayer() && !b.opts.AllowUnconfined {
 		return nil, NewDenial(DenialUnconfinedRefused, availability(probe).String(), nil)
 	}
@@ -216,6 +247,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 	proc, enf, execErr, d := b.start(jailRequest{
 		argv: spec.Argv, env: buildEnv(spec.Env, spec.Policy.EnvAllow), dir: dir,
 		policy: spec.Policy, stdin: spec.Stdin, probe: probe,
+		extra: spec.ExtraFile, emptyRoot: spec.EmptyRoot, required: required,
 	})
 	if d != nil {
 		guard.abandon()

@@ -91,9 +91,35 @@
 //     on creation modes, and with the network off every non-unix socket,
 //     all EPERM; clone3 and openat2 answer ENOSYS so callers fall back to
 //     calls whose arguments the filter can read;
-//   - refuses before exec when a layer Options.RequiredLayers names was
-//     not applied (DenialLayerRequired);
+//   - refuses before exec when a layer Options.RequiredLayers or
+//     CallSpec.RequiredLayers names was not applied (DenialLayerRequired,
+//     wrapping a *MissingLayer that names it; a layer the probe already
+//     found missing is refused by Clear before any helper starts);
+//   - marks every descriptor but 0, 1, 2 and (with CallSpec.ExtraFile)
+//     ExtraFileFD close-on-exec, so the command inherits nothing else;
 //   - reports on fd 4 (which closes at exec) and execs the command.
+//
+// # The empty root
+//
+// With CallSpec.EmptyRoot the mount steps above are replaced: the jail's
+// root is a fresh tmpfs holding only the command's executable (a
+// read-only bind at EmptyRootProgram), a read-only /dev of the same
+// device nodes and, with EmptyRoot.Proc, a fresh /proc; no system,
+// readable or writable root, no /tmp, no socket, the network off; then
+// pivot_root and the old root detached (the empty_root layer, reported
+// in place of policy_root). Landlock reads only the program, /dev and
+// /proc. Nothing falls back to a view of the host: a step that fails
+// refuses the run, and an empty root requires the namespaces and
+// empty_root layers. A static Go program starts with and without /proc.
+//
+// # The extra descriptor
+//
+// CallSpec.ExtraFile reaches the command at ExtraFileFD (5), open
+// across exec: a helper started for the command inherits it there; a
+// warm helper holds, from its birth, the helper's end of a handoff
+// socket at that number (so nothing its runtime opens can take it) and
+// receives the file over it (SCM_RIGHTS), which then replaces the
+// socket. Without an ExtraFile nothing is open there in the command.
 //
 // Without a user namespace, Landlock refuses protected paths by splitting
 // the writable roots around them, and the mounts and policy_root layers
@@ -144,7 +170,8 @@
 // background, with the namespace flavour that command used, and keeps it
 // blocked on its configuration for Options.WarmHelperIdle; the next
 // command of that flavour is handed to it, so its latency is
-// configuration, confinement and exec only. A command whose Stdin is an
+// configuration, confinement and exec only; one with an ExtraFile too
+// (see The extra descriptor). A command whose Stdin is an
 // *os.File, one of another flavour, or one that finds the helper gone,
 // stale or started under another host identity gets a helper started for
 // it. Close discards the warm helper; a helper that no configuration

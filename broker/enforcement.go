@@ -106,27 +106,11 @@ func (e Enforcement) String() string {
 	return b.String()
 }
 
-// missingLayer returns the first layer of required that layers (plus the
-// namespaces layer, applied when namespaces) does not hold applied, with
-// the reason it was skipped, or "" when every one was applied.
+// missingLayer is missingRequired rendered "<layer>: <reason>", or ""
+// when every required layer was applied.
 func missingLayer(required []string, namespaces bool, layers []Layer) string {
-	for _, name := range required {
-		if name == LayerNamespaces && namespaces {
-			continue
-		}
-		reason := "not applied"
-		ok := false
-		for _, l := range layers {
-			if l.Name == name {
-				ok = l.Applied
-				if l.Reason != "" {
-					reason = l.Reason
-				}
-			}
-		}
-		if !ok {
-			return name + ": " + reason
-		}
+	if m := missingRequired(required, namespaces, layers); m != nil {
+		return m.Layer + ": " + m.Reason
 	}
 	return ""
 }

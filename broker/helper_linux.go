@@ -86,6 +86,13 @@ type helperConfig struct {
 	// time, as on kernels without mount_setattr (set only by the
 	// benchmark comparing the two).
 	HostViewByRemount bool `json:"host_view_by_remount,omitempty"`
+	// Extra says what the helper holds at ExtraFileFD: nothing for the
+	// command (extraNone), the command's file itself (extraInherited), or
+	// the handoff socket the file arrives on (extraHandoff).
+	Extra extraMode `json:"extra,omitempty"`
+	// EmptyRoot, when set, builds the empty root instead of the policy's
+	// (see EmptyRoot); the command is EmptyRootProgram.
+	EmptyRoot *EmptyRoot `json:"empty_root,omitempty"`
 }
 
 // helperReport is one message from a helper: the layers it applied,
@@ -98,7 +105,7 @@ type helperReport struct {
 	Exec string `json:"exec,omitempty"`
 	// Refused names a layer the host required that was not applied (and
 	// why); the command never ran.
-	Refused string `json:"refused,omitempty"`
+	Refused *MissingLayer `json:"refused,omitempty"`
 	// JailPid is the helper's pid in the host's pid namespace, sent by the
 	// launcher that started it.
 	JailPid int `json:"jail_pid,omitempty"`
@@ -178,6 +185,9 @@ func runHelper() int {
 		report(helperReport{Layers: layers, Fatal: err.Error()})
 		return exitHelperSetup
 	}
+	if err := takeExtraFile(cfg.Extra); err != nil {
+		return fatal(err)
+	}
 	if cfg.NullStdin {
 		if err := nullStdin(); err != nil {
 			return fatal(fmt.Errorf("stdin from %s: %w", devNull, err))
@@ -207,6 +217,9 @@ func runHelper() int {
 			landlockRead = append(landlockRead, "/proc", "/dev")
 			landlockWrite = append(landlockWrite, ScratchDir, "/dev/shm")
 			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full")
+		}
+		if cfg.EmptyRoot != nil {
+			landlockRead, landlockWrite = emptyRootReadable(*cfg.EmptyRoot), nil
 		}
 		if cfg.NetworkOff {
 			if err := loopbackUp(); err != nil {
@@ -282,15 +295,21 @@ func runHelper() int {
 		}
 	}
 
-	if missing := missingLayer(cfg.Required, cfg.Namespaces, layers); missing != "" {
+	if missing := missingRequired(cfg.Required, cfg.Namespaces, layers); missing != nil {
 		report(helperReport{Layers: layers, Refused: missing})
 		return exitHelperSetup
 	}
 
-	path, err := lookPath(cfg.Argv[0], cfg.Env)
-	if err != nil {
-		report(helperReport{Layers: layers, Exec: err.Error()})
-		return exitHelperExec
+	path := EmptyRootProgram
+	if cfg.EmptyRoot == nil {
+		path, err = lookPath(cfg.Argv[0], cfg.Env)
+		if err != nil {
+			report(helperReport{Layers: layers, Exec: err.Error()})
+			return exitHelperExec
+		}
+	}
+	if err := sealDescriptors(cfg.Extra != extraNone); err != nil {
+		return fatal(err)
 	}
 	report(helperReport{Layers: layers})
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
@@ -346,11 +365,15 @@ type mountResult struct {
 // private /tmp; the host's socket directories hidden where the view shows
 // them; secrets, host sockets and kernel state (procMasked, sysMasked)
 // masked; the protected binds; last, the per-namespace limits, and
-// procReadOnly bound read-only. A failure to make / private or
+// procReadOnly bound read-only. An empty-root run gets setupEmptyRoot
+// instead. A failure to make / private or
 // read-only, to detach the old root, to bind a writable root, to mask a
 // secret or kernel file or to hold a protected path read-only is fatal;
 // the private filesystems degrade the layer instead.
 func setupMounts(cfg helperConfig) (mountResult, error) {
+	if cfg.EmptyRoot != nil {
+		return setupEmptyRoot(cfg)
+	}
 	if err := makeRootPrivate(); err != nil {
 		return mountResult{}, err
 	}

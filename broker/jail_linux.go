@@ -136,18 +136,19 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		ReadableRoots: req.policy.ReadableRoots, WritableRoots: req.policy.WritableRoots,
 		Protected:         req.policy.Protected,
 		Sockets:           req.policy.Sockets,
-		Required:          b.opts.RequiredLayers,
+		Required:          req.required,
 		HostViewByRemount: benchHostViewByRemount.Load(),
 		PolicyRootOff:     b.policyRootOff,
 		LandlockABI:       req.probe.landlockABI,
 		Seccomp:           req.probe.seccompErr == nil,
 		Limits:            req.policy.Limits.withDefaults(),
 		NullStdin:         req.stdin == nil,
+		EmptyRoot:         req.emptyRoot,
 	}
-	if namespaces {
+	if namespaces && req.emptyRoot == nil {
 		// Landlock does not mediate connect(2): a host socket anywhere in
 		// the jail's view is reachable, whatever the roots, so every one
-		// the host has bound is masked.
+		// the host has bound is masked. (An empty root shows none.)
 		cfg.MaskSockets = hostSockets([]string{"/"}, req.policy.Sockets)
 	}
 	if req.probe.landlockABI <= 0 {
@@ -156,28 +157,56 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	if req.probe.seccompErr != nil {
 		cfg.SeccompSkip = errnoName(req.probe.seccompErr)
 	}
-	payload, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, enf, "", NewDenial(DenialJailFailed, "encode helper config: "+err.Error(), err)
+	// encode is the configuration for a helper that holds mode at
+	// ExtraFileFD.
+	encode := func(mode extraMode) ([]byte, *Denial) {
+		cfg.Extra = mode
+		payload, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, NewDenial(DenialJailFailed, "encode helper config: "+err.Error(), err)
+		}
+		return payload, nil
 	}
 	f := flavour{namespaces: namespaces, newNet: namespaces && networkOff}
 	// A command whose stdin is a file gets that file as its fd 0, as
-	// os/exec does; only a helper started for it can hold it.
+	// os/exec does; only a helper started for it can hold it. A warm
+	// helper takes the extra file over its handoff socket.
 	stdinFile, _ := req.stdin.(*os.File)
 	if stdinFile == nil {
 		if h := b.takeWarm(f); h != nil {
-			proc, enf, execErr, d, silent := b.configure(h, payload, req)
-			if !silent {
-				if proc != nil {
-					proc.prestartNext = sync.OnceFunc(func() { b.prewarm(f) })
+			if req.extra != nil && h.handoff == nil {
+				b.discard(h) // no way to hand it the file
+			} else {
+				mode := extraNone
+				if req.extra != nil {
+					mode = extraHandoff
 				}
-				return proc, enf, execErr, d
+				payload, d := encode(mode)
+				if d != nil {
+					b.discard(h)
+					return nil, enf, "", d
+				}
+				proc, enf, execErr, d, silent := b.configure(h, payload, req)
+				if !silent {
+					if proc != nil {
+						proc.prestartNext = sync.OnceFunc(func() { b.prewarm(f) })
+					}
+					return proc, enf, execErr, d
+				}
+				// The warm helper died before it could say anything (killed
+				// from outside, say): nothing ran, so a fresh helper may try.
 			}
-			// The warm helper died before it could say anything (killed
-			// from outside, say): nothing ran, so a fresh helper may try.
 		}
 	}
-	h, err := b.spawnHelper(f, stdinFile, false)
+	mode := extraNone
+	if req.extra != nil {
+		mode = extraInherited
+	}
+	payload, d := encode(mode)
+	if d != nil {
+		return nil, enf, "", d
+	}
+	h, err := b.spawnHelperWith(f, stdinFile, req.extra, false)
 	if err != nil {
 		return nil, enf, "", NewDenial(DenialJailFailed, "start helper: "+errnoName(unwrapSyscallErr(err)), err)
 	}
@@ -198,6 +227,13 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	b.limitHelperCgroup(proc, req.policy.Limits.withDefaults()) // before the command reaches the helper
 	setup := time.AfterFunc(JailSetupTimeout, proc.kill)
 	defer setup.Stop()
+	if h.handoff != nil {
+		// Before the configuration, which tells the helper to take it.
+		if req.extra != nil {
+			sendExtraFile(h.handoff, req.extra) // an error means the helper is gone; its report says so
+		}
+		h.handoff.Close()
+	}
 	if len(payload) <= pipeBufferBytes {
 		h.cfgW.Write(payload) // an error means the helper is gone; its report says so
 		h.cfgW.Close()
@@ -232,12 +268,12 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	for _, l := range layers {
 		enf.add(l)
 	}
-	if refused != "" {
+	if refused != nil {
 		proc.kill()
 		proc.wait()
 		proc.closeOutput()
 		proc.release()
-		return nil, enf, "", NewDenial(DenialLayerRequired, "required layer "+refused, nil), false
+		return nil, enf, "", layerRequired(refused), false
 	}
 	if fatal != "" {
 		proc.kill()
@@ -256,13 +292,13 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 //
 // onJailPid is called with a launcher's report of the helper's pid as
 // soon as it is read.
-func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, execErr, refused string, reported bool) {
+func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, execErr string, refused *MissingLayer, reported bool) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxHelperReportBytes))
 	sc.Buffer(make([]byte, 0, 64<<10), maxHelperReportBytes)
 	for sc.Scan() {
 		var rep helperReport
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
-			return layers, "malformed helper report: " + err.Error(), "", "", true
+			return layers, "malformed helper report: " + err.Error(), "", nil, true
 		}
 		if rep.JailPid != 0 {
 			// The launcher's word, not the helper's: the helper has said
@@ -278,7 +314,7 @@ func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, 
 		if rep.Exec != "" {
 			execErr = rep.Exec
 		}
-		if rep.Refused != "" {
+		if rep.Refused != nil {
 			refused = rep.Refused
 		}
 	}

@@ -72,8 +72,8 @@ func settle(st *os.ProcessState, execErr string) Settled {
 // set AllowUnconfined).
 func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Denial) {
 	enf := availability(req.probe)
-	if missing := missingLayer(b.opts.RequiredLayers, false, enf.Layers); missing != "" {
-		return nil, enf, "", NewDenial(DenialLayerRequired, "required layer "+missing, nil)
+	if m := missingRequired(req.required, false, enf.Layers); m != nil {
+		return nil, enf, "", layerRequired(m)
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
@@ -89,6 +89,9 @@ func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Den
 	cmd.Env = req.env
 	cmd.Dir = req.dir
 	cmd.Stdin = req.stdin
+	if req.extra != nil {
+		cmd.ExtraFiles = []*os.File{nil, nil, req.extra} // at ExtraFileFD
+	}
 	cmd.Stdout = stdoutW
 	cmd.Stderr = stderrW
 	cmd.WaitDelay = OutputDrainGrace

@@ -36,15 +36,22 @@ const (
 	// helper in probe mode, and prints "errno N" (or why) on stdout and
 	// exits 1 when the namespaces could not be made.
 	launcherProbeArg = "probe"
+	// launcherExtraArg says the launcher holds a descriptor at
+	// ExtraFileFD for the helper: it passes it on at the same number.
+	launcherExtraArg = "extra-fd"
 )
 
 // launcherArgs are the launcher's argv for flavour f (which has
-// namespaces).
-func launcherArgs(f flavour) []string {
+// namespaces), with extra when it holds a descriptor at ExtraFileFD.
+func launcherArgs(f flavour, extra bool) []string {
+	args := []string{launcherArg0}
 	if f.newNet {
-		return []string{launcherArg0, launcherNetArg}
+		args = append(args, launcherNetArg)
 	}
-	return []string{launcherArg0}
+	if extra {
+		args = append(args, launcherExtraArg)
+	}
+	return args
 }
 
 // runLauncher starts the helper in its namespaces, reports its pid on the
@@ -57,6 +64,10 @@ func runLauncher() int {
 	}
 	cfg := os.NewFile(helperConfigFd, "config")
 	rep := os.NewFile(helperReportFd, "report")
+	files := []*os.File{cfg, rep}
+	if slices.Contains(os.Args[1:], launcherExtraArg) {
+		files = append(files, os.NewFile(ExtraFileFD, "extra"))
+	}
 	cmd := &exec.Cmd{
 		Path:        selfExe,
 		Args:        []string{helperArg0},
@@ -65,7 +76,7 @@ func runLauncher() int {
 		Stdin:       os.Stdin,
 		Stdout:      os.Stdout,
 		Stderr:      os.Stderr,
-		ExtraFiles:  []*os.File{cfg, rep},
+		ExtraFiles:  files,
 		SysProcAttr: jailSysProcAttr(true, newNet),
 	}
 	if err := cmd.Start(); err != nil {
@@ -77,7 +88,7 @@ func runLauncher() int {
 	// has its configuration, which the host sends after reading this.
 	b, _ := json.Marshal(helperReport{JailPid: cmd.Process.Pid})
 	rep.Write(append(b, '\n'))
-	for _, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr, cfg, rep} {
+	for _, f := range append([]*os.File{os.Stdin, os.Stdout, os.Stderr}, files...) {
 		f.Close()
 	}
 	cmd.Wait()

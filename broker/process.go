@@ -28,6 +28,11 @@ type jailRequest struct {
 	policy Policy
 	stdin  io.Reader
 	probe  probeResult
+	// extra is CallSpec.ExtraFile, emptyRoot CallSpec.EmptyRoot, and
+	// required every layer the call will not run without.
+	extra     *os.File
+	emptyRoot *EmptyRoot
+	required  []string
 }
 
 // jailProcess is a started helper (and, after exec, the command).

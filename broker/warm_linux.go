@@ -21,6 +21,10 @@ type waitingHelper struct {
 	cfgW    *os.File // fd 3 in the helper: configuration in
 	repR    *os.File // fd 4 in the helper: report out
 	stdinW  *os.File // fd 0 in the helper; nil when the command's own file is
+	// handoff is the broker's end of a warm helper's handoff socket (the
+	// helper's ExtraFileFD; see extraHandoff); nil for a helper started
+	// for its command.
+	handoff *os.File
 	born    time.Time
 	retire  *time.Timer // set while the helper waits in the warm slot
 	// who is the host's identity when the helper was started, which the
@@ -46,16 +50,23 @@ func currentIdentity() identity {
 // pipe is one os.Pipe whose ends are closed together on failure.
 type pipe struct{ r, w *os.File }
 
-// spawnHelper starts a helper of flavour f with fresh pipes for its
+// spawnHelper is spawnHelperWith holding no extra file.
+func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelper, error) {
+	return b.spawnHelperWith(f, stdin, nil, warm)
+}
+
+// spawnHelperWith starts a helper of flavour f with fresh pipes for its
 // standard streams, configuration and report; stdin, when not nil, is
-// the helper's fd 0 instead of a pipe. A helper with namespaces is
+// the helper's fd 0 instead of a pipe, and extra, when not nil, its
+// ExtraFileFD (the command's CallSpec.ExtraFile); a warm helper holds a
+// handoff socket there instead. A helper with namespaces is
 // started through a launcher when the host is large, and always when
 // warm (not awaited by a command): the launcher is a vfork, while a
 // direct start copies the host's page tables and stalls the host's
 // allocating threads meanwhile — a cost a command waiting for its own
 // helper would rather pay than the launcher's start, and one nothing
 // else should.
-func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelper, error) {
+func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*waitingHelper, error) {
 	var ps [5]pipe // stdin, stdout, stderr, config, report
 	for i := range ps {
 		r, w, err := os.Pipe()
@@ -84,10 +95,25 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 		ExtraFiles:  []*os.File{cfg.r, rep.w}, // fds 3 and 4
 		SysProcAttr: jailSysProcAttr(f.namespaces, f.newNet),
 	}
+	var handoff, handoffChild *os.File
+	if warm {
+		var err error
+		if handoffChild, handoff, err = newHandoff(); err != nil {
+			for _, p := range ps {
+				p.r.Close()
+				p.w.Close()
+			}
+			return nil, err
+		}
+		extra = handoffChild
+	}
+	if extra != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, extra) // ExtraFileFD
+	}
 	launched := f.namespaces && (warm || b.hostIsLarge())
 	if launched {
 		// The namespaces are the launcher's to make (see launcherArg0).
-		cmd.Args = launcherArgs(f)
+		cmd.Args = launcherArgs(f, extra != nil)
 		cmd.SysProcAttr = jailSysProcAttr(false, false)
 	}
 	// Born into its cgroup (a launcher's helper inherits it), so no
@@ -99,8 +125,10 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 	}
 	who := currentIdentity()
 	err := cmd.Start()
-	for _, f := range []*os.File{in.r, stdout.w, stderr.w, cfg.r, rep.w} {
-		f.Close()
+	for _, f := range []*os.File{in.r, stdout.w, stderr.w, cfg.r, rep.w, handoffChild} {
+		if f != nil {
+			f.Close()
+		}
 	}
 	stdinW := in.w
 	if stdin != nil {
@@ -108,7 +136,7 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 		stdinW = nil
 	}
 	if err != nil {
-		for _, f := range []*os.File{stdinW, stdout.r, stderr.r, cfg.w, rep.r} {
+		for _, f := range []*os.File{stdinW, stdout.r, stderr.r, cfg.w, rep.r, handoff} {
 			if f != nil {
 				f.Close()
 			}
@@ -124,7 +152,7 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 	}
 	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
 		pidNamespace: f.namespaces, launched: launched, stdout: stdout.r, stderr: stderr.r}
-	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, born: time.Now(), who: who, cg: cg}
+	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, handoff: handoff, born: time.Now(), who: who, cg: cg}
 	b.trackCgroup(proc, cg)
 	switch {
 	case launched:
@@ -147,7 +175,8 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 func (b *Broker) discard(h *waitingHelper) {
 	h.cfgW.Close()
 	h.repR.Close()
-	h.stdinW.Close() // nil-safe: a warm helper always has its pipe
+	h.stdinW.Close()  // nil-safe: a warm helper always has its pipe
+	h.handoff.Close() // nil-safe too
 	h.proc.kill()
 	go func() {
 		h.proc.wait()

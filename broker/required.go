@@ -1,0 +1,100 @@
+package broker
+
+import (
+	"errors"
+	"slices"
+)
+
+// errNoLandlockABI is the skip reason of a Landlock the probe found no
+// ABI for without an errno.
+var errNoLandlockABI = errors.New("no Landlock ABI")
+
+// MissingLayer is the cause a DenialLayerRequired wraps (found with
+// errors.As): the first required layer that was not applied, and why.
+// Layer is one of the Layer* names; Reason is the kernel's errno name or
+// a short sentence, never a claim that the layer holds.
+type MissingLayer struct {
+	Layer  string `json:"layer"`
+	Reason string `json:"reason"`
+}
+
+// Error renders "required layer <layer> not applied: <reason>".
+func (m *MissingLayer) Error() string {
+	return "required layer " + m.Layer + " not applied: " + m.Reason
+}
+
+// layerRequired is the refusal for a required layer that is missing.
+func layerRequired(m *MissingLayer) *Denial {
+	return NewDenial(DenialLayerRequired, m.Error(), m)
+}
+
+// requiredLayers is every layer spec will not run without: the host's
+// Options.RequiredLayers, the call's own CallSpec.RequiredLayers and,
+// for an empty-root run, the namespaces and empty_root layers; sorted,
+// each once.
+func (b *Broker) requiredLayers(spec CallSpec) []string {
+	req := slices.Concat(b.opts.RequiredLayers, spec.RequiredLayers)
+	if spec.EmptyRoot != nil {
+		req = append(req, LayerNamespaces, LayerEmptyRoot)
+	}
+	slices.Sort(req)
+	return slices.Compact(req)
+}
+
+// unavailableLayer returns the first of required that the probe already
+// says the kernel cannot apply (a layer built in the jail's namespaces
+// where they cannot be made, Landlock without an ABI, seccomp without
+// its errno action), or nil: such a call is refused before any helper
+// starts. Layers the probe cannot speak for are checked by the helper
+// once it has applied what it could.
+func unavailableLayer(required []string, p probeResult) *MissingLayer {
+	for _, name := range required {
+		var err error
+		switch name {
+		case LayerNamespaces, LayerMounts, LayerPolicyRoot, LayerEmptyRoot, LayerLoopback, LayerNamespaceLimits:
+			err = p.usernsErr
+		case LayerLandlock:
+			if p.landlockABI <= 0 {
+				err = p.landlockErr
+				if err == nil {
+					err = errNoLandlockABI
+				}
+			}
+		case LayerSeccomp:
+			err = p.seccompErr
+		}
+		if err != nil {
+			reason := errnoName(err)
+			if name != LayerNamespaces && p.usernsErr != nil && err == p.usernsErr {
+				reason = "no user namespace (" + reason + ")"
+			}
+			return &MissingLayer{Layer: name, Reason: reason}
+		}
+	}
+	return nil
+}
+
+// missingRequired returns the first layer of required that layers (plus
+// the namespaces layer, applied when namespaces) does not hold applied,
+// with the reason it was skipped, or nil when every one was applied.
+func missingRequired(required []string, namespaces bool, layers []Layer) *MissingLayer {
+	for _, name := range required {
+		if name == LayerNamespaces && namespaces {
+			continue
+		}
+		reason := "not applied"
+		ok := false
+		for _, l := range layers {
+			if l.Name == name {
+				ok = l.Applied
+				if l.Reason != "" {
+					reason = l.Reason
+				}
+			}
+		}
+		if !ok {
+			return &MissingLayer{Layer: name, Reason: reason}
+		}
+	}
+	return nil
+}
