@@ -239,11 +239,22 @@ func Vet(src []byte, seam Seam) (*Program, error) {
 	}
 	src = slices.Clone(src)
 
-	var vs []Violation
-	vs = append(vs, commentViolations(src)...)
+	vs, lineDirectives := commentViolations(src)
 
+	// go/parser honours //line and /*line directives when it positions
+	// its errors; parse a copy with each one defused ("line " -> "Line ",
+	// same offsets) so parse errors point at the bytes as written. A
+	// source with a directive is refused, so an accepted source was
+	// parsed as is.
+	parse := src
+	if len(lineDirectives) > 0 {
+		parse = slices.Clone(src)
+		for _, off := range lineDirectives {
+			parse[off] = 'L'
+		}
+	}
 	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, ProgramFileName, src, parser.ParseComments)
+	file, err := parser.ParseFile(fset, ProgramFileName, parse, parser.ParseComments)
 	excerpt := ""
 	parsed := err == nil
 	if err != nil {
@@ -310,23 +321,26 @@ func encodingViolations(src []byte) []Violation {
 
 // commentViolations scans every comment of src with go/scanner (so a
 // file that does not parse still has all its comments checked) and
-// refuses the directives the toolchain honours.
-func commentViolations(src []byte) []Violation {
+// refuses the directives the toolchain honours. It also returns the
+// offset of the "l" of every line directive's "line ".
+func commentViolations(src []byte) (vs []Violation, lineDirectives []int) {
 	fset := token.NewFileSet()
 	f := fset.AddFile(ProgramFileName, -1, len(src))
 	var s scanner.Scanner
 	s.Init(f, src, func(token.Position, string) {}, scanner.ScanComments)
-	var vs []Violation
 	for {
 		pos, tok, lit := s.Scan()
 		if tok == token.EOF {
-			return vs
+			return vs, lineDirectives
 		}
 		if tok != token.COMMENT {
 			continue
 		}
 		if rule := commentRule(lit); rule != "" {
 			p := fset.PositionFor(pos, false)
+			if rule == RuleLineDirective {
+				lineDirectives = append(lineDirectives, p.Offset+2)
+			}
 			vs = append(vs, Violation{Rule: rule, Construct: construct(lit), Line: p.Line, Column: p.Column})
 		}
 	}
