@@ -82,7 +82,8 @@ const (
 	// RuleLineDirective: a comment whose text right after // or /*
 	// starts with "line " (a //line or /*line position directive).
 	RuleLineDirective = "line_directive"
-	// RuleBuildConstraint: a //go:build or // +build line.
+	// RuleBuildConstraint: a //go:build line, or a // comment whose text
+	// after any spaces starts with "+build".
 	RuleBuildConstraint = "build_constraint"
 	// RuleFuncWithoutBody: a function or method declared without a body
 	// (its body would come from assembly or a linkname).
@@ -212,11 +213,17 @@ func (p *Program) Digest() string {
 //     what is authorized, and cap calls are gated by capability name at
 //     run time;
 //   - no comment whose text right after // or /* starts with "go:" or
-//     "line " (what the compiler honours; "// line 3 is" is fine), no
-//     build constraint (//go:build, // +build), no function or method
-//     without a body.
+//     "line " (what the compiler honours, in any column; "// line 3 is"
+//     and "// go:x" are fine), no build constraint (//go:build, or a //
+//     comment starting, after any spaces, with +build), no function or
+//     method without a body.
 //
-// Vet never panics and never reads anything but src.
+// When go/parser refuses the source, its errors (at most ten, as go/parser
+// reports them), every directive comment and every cleanly parsed import
+// are still reported in the same pass; the package, main and body checks
+// wait for a source that parses. Positions are as written: a //line
+// directive moves none. Vet never panics, never reads anything but src,
+// and is safe for concurrent use.
 func Vet(src []byte, seam Seam) (*Program, error) {
 	allow := seam.Allowlist()
 	refuse := func(vs []Violation, excerpt string) error {
@@ -358,7 +365,9 @@ func commentRule(c string) string {
 		if strings.HasPrefix(text, "go:build") {
 			return RuleBuildConstraint
 		}
-		if rest, ok := strings.CutPrefix(strings.TrimLeft(text, " \t"), "+build"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r') {
+		// A superset of what the go command reads as "// +build": any
+		// space before it, anything after it.
+		if strings.HasPrefix(strings.TrimLeftFunc(text, unicode.IsSpace), "+build") {
 			return RuleBuildConstraint
 		}
 	}

@@ -51,6 +51,9 @@ var bypassCases = []bypassCase{
 	{"go_build", "//go:build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
 	{"plus_build", "// +build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
 	{"plus_build_no_space", "//+build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
+	{"plus_build_word", "// +builder\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
+	{"plus_build_unicode_space", "//\u00a0+build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
+	{"plus_build_vertical_tab", "//\v+build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
 	{"go_build_late", prog("", "//go:build ignore"), []string{RuleBuildConstraint}},
 	// Bodies from elsewhere.
 	{"func_without_body", prog("", "func f() int"), []string{RuleFuncWithoutBody}},
@@ -161,7 +164,7 @@ func TestVetBypassControls(t *testing.T) {
 		"lines_word":           prog("", "//lines of code"),
 		"block_space_line":     prog("", "/* line x:1 */"),
 		"go_without_colon":     prog("", "//go build"),
-		"plus_word":            prog("", "// +builder is a word"),
+		"plus_mid_comment":     prog("", "// a +build in the middle"),
 		"directive_in_string":  prog("", "var s = \"//go:linkname f g\"\nvar r = `/*line x:1*/`"),
 		"export_comment":       prog("", "//export f\nfunc f() {}"),
 		"init_function":        prog("", "func init() {}\n\nfunc init() {}"),
