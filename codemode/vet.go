@@ -1,0 +1,536 @@
+package codemode
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// MaxSourceBytes is the largest program Vet reads: 256 KiB. The size is
+// checked before anything else looks at the source.
+const MaxSourceBytes = 256 << 10
+
+// ProgramFileName is the one file name a program is vetted and built
+// under. The harness picks it, never the source.
+const ProgramFileName = "main.go"
+
+// MaxViolationsShown is how many violations VetError.Error itemises; it
+// counts the rest. VetError.Violations holds all of them.
+const MaxViolationsShown = 32
+
+// MaxVetErrorBytes bounds the text VetError.Error renders: 16 KiB.
+const MaxVetErrorBytes = 16 << 10
+
+// maxConstructBytes bounds a Violation's Construct: a longer construct
+// (a huge comment, a long line) is cut with an ellipsis.
+const maxConstructBytes = 96
+
+// maxExcerptBytes bounds the source line a parse error's caret excerpt
+// shows: a window of at most this many bytes around the column.
+const maxExcerptBytes = 120
+
+// CodeVetRefused is the code of every *VetError: the program was refused
+// before it was built. (Declared here until codes.go collects codemode's
+// codes.)
+const CodeVetRefused tool.Code = "vet_refused"
+
+// The rules a Violation names. Each is a stable snake_case word.
+const (
+	// RuleSourceTooLarge: the source is over MaxSourceBytes; nothing else
+	// was checked.
+	RuleSourceTooLarge = "source_too_large"
+	// RuleSourceNotUTF8: the source holds a byte sequence that is not
+	// UTF-8; nothing else was checked.
+	RuleSourceNotUTF8 = "source_not_utf8"
+	// RuleSourceNUL: the source holds a NUL byte; nothing else was checked.
+	RuleSourceNUL = "source_nul_byte"
+	// RuleParseError: go/parser refused the source; VetError.Parse shows
+	// the first error under a caret. Only comments and cleanly parsed
+	// imports are checked further.
+	RuleParseError = "parse_error"
+	// RulePackageNotMain: the package clause is not "package main".
+	RulePackageNotMain = "package_not_main"
+	// RuleMainMissing: no top-level func main.
+	RuleMainMissing = "main_missing"
+	// RuleMainSignature: func main has parameters, results or type
+	// parameters.
+	RuleMainSignature = "main_signature"
+	// RuleImportNotAllowed: an import path that is not byte-identical to
+	// an entry of the seam's allowlist, or that a denial covers (a denied
+	// standard package, anything internal, cap/internal/...).
+	RuleImportNotAllowed = "import_not_allowed"
+	// RuleImportNotPlain: an allowed path written with escapes; write it
+	// as the plain "path".
+	RuleImportNotPlain = "import_not_plain"
+	// RuleCgoImport: import "C"; cgo is never available.
+	RuleCgoImport = "cgo_import"
+	// RuleDirectiveComment: a comment whose text right after // or /*
+	// starts with "go:" (//go:linkname, //go:embed, //go:cgo_*, ...).
+	RuleDirectiveComment = "directive_comment"
+	// RuleLineDirective: a comment whose text right after // or /*
+	// starts with "line " (a //line or /*line position directive).
+	RuleLineDirective = "line_directive"
+	// RuleBuildConstraint: a //go:build line, or a // comment whose text
+	// after any spaces starts with "+build".
+	RuleBuildConstraint = "build_constraint"
+	// RuleFuncWithoutBody: a function or method declared without a body
+	// (its body would come from assembly or a linkname).
+	RuleFuncWithoutBody = "func_without_body"
+)
+
+// Violation is one thing Vet refused.
+type Violation struct {
+	// Rule is one of the Rule constants.
+	Rule string
+	// Construct is the offending source construct, printable and at most
+	// maxConstructBytes (96) bytes: `import "os"`, `//go:linkname x y`.
+	Construct string
+	// Line and Column locate it (1-based; the column counts bytes), as
+	// written in the file: //line directives do not move them. Both are
+	// 0 for a violation about the whole source.
+	Line, Column int
+}
+
+// VetError is a refused program: every violation found in one pass, the
+// seam's allowlist, and for a source go/parser refused a caret excerpt of
+// the first error. Its code is CodeVetRefused.
+type VetError struct {
+	// Violations, sorted by position, all of them.
+	Violations []Violation
+	// Allowlist is the seam's allowlist the imports were checked against.
+	Allowlist []string
+	// Parse is the caret excerpt of the first parse error, or "" if the
+	// source parsed.
+	Parse string
+	// seam names the seam in the rendering.
+	seam string
+}
+
+// Code is CodeVetRefused.
+func (e *VetError) Code() tool.Code { return CodeVetRefused }
+
+// Error renders every violation (at most MaxViolationsShown itemised, the
+// rest counted) with its rule, construct and line:column, why a denied
+// import is denied, the caret excerpt, and the allowlist; never more than
+// MaxVetErrorBytes.
+func (e *VetError) Error() string {
+	var b strings.Builder
+	n := len(e.Violations)
+	fmt.Fprintf(&b, "program refused before it was built (%s): %d violation", CodeVetRefused, n)
+	if n != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString("\n")
+	for i, v := range e.Violations {
+		if i == MaxViolationsShown {
+			fmt.Fprintf(&b, "  ... and %d more\n", n-MaxViolationsShown)
+			break
+		}
+		b.WriteString("  ")
+		if v.Line > 0 {
+			fmt.Fprintf(&b, "%s:%d:%d: ", ProgramFileName, v.Line, v.Column)
+		}
+		fmt.Fprintf(&b, "%s: %s", v.Rule, v.Construct)
+		if v.Rule == RuleImportNotAllowed {
+			if reason, ok := importDenial(v.Construct); ok {
+				b.WriteString(" (denied: " + reason + ")")
+			}
+		}
+		b.WriteString("\n")
+	}
+	if e.Parse != "" {
+		b.WriteString(e.Parse)
+	}
+	name := e.seam
+	if name == "" {
+		name = "this"
+	}
+	fmt.Fprintf(&b, "allowed imports (%s seam): %s", name, strings.Join(e.Allowlist, ", "))
+	return truncateUTF8(b.String(), MaxVetErrorBytes)
+}
+
+// importDenial recovers the path from an import construct Vet wrote
+// (`import "p"` or `import name "p"`) and reports its denial, if any.
+func importDenial(construct string) (string, bool) {
+	i := strings.IndexByte(construct, '"')
+	if i < 0 {
+		return "", false
+	}
+	p, err := strconv.Unquote(construct[i:])
+	if err != nil {
+		return "", false
+	}
+	return denialOf(p)
+}
+
+// Program is a vetted program: its source, what it imports, and the seam
+// it was vetted against. Only Vet makes one, so holding a *Program means
+// the source passed.
+type Program struct {
+	// Source is a copy of the vetted source.
+	Source []byte
+	// Imports are the program's import paths, sorted, without duplicates.
+	Imports []string
+	// Seam is the seam the program was vetted against.
+	Seam Seam
+	fset *token.FileSet
+	file *ast.File
+}
+
+// Digest is the hex SHA-256 of Source.
+func (p *Program) Digest() string {
+	sum := sha256.Sum256(p.Source)
+	return hex.EncodeToString(sum[:])
+}
+
+// Vet checks src, one Go file the harness names ProgramFileName, against
+// seam, and returns the vetted Program or a *VetError holding every
+// violation:
+//
+//   - the size first: at most MaxSourceBytes; then the bytes: UTF-8 with
+//     no NUL (each checked before parsing, and a refusal there stops);
+//   - go/parser (parse only, with comments) accepts it;
+//   - "package main" with a top-level "func main()" (no parameters,
+//     results or type parameters); init functions are allowed: the one
+//     file is vetted whole, so an init is vetted code like main;
+//   - every import path byte-identical to an entry of seam.Allowlist(),
+//     written as the plain "path", and covered by no denial (denied
+//     standard packages, any internal package, cap/internal/...), so a
+//     seam cannot admit what the audit denies; import "C" is refused.
+//     Named, blank and dot imports of allowed paths are fine: the path is
+//     what is authorized, and cap calls are gated by capability name at
+//     run time;
+//   - no comment whose text right after // or /* starts with "go:" or
+//     "line " (what the compiler honours, in any column; "// line 3 is"
+//     and "// go:x" are fine), no build constraint (//go:build, or a //
+//     comment starting, after any spaces, with +build), no function or
+//     method without a body.
+//
+// When go/parser refuses the source, its errors (at most ten, as go/parser
+// reports them), every directive comment and every cleanly parsed import
+// are still reported in the same pass; the package, main and body checks
+// wait for a source that parses. Positions are as written: a //line
+// directive moves none. Vet never panics, never reads anything but src,
+// and is safe for concurrent use.
+func Vet(src []byte, seam Seam) (*Program, error) {
+	allow := seam.Allowlist()
+	refuse := func(vs []Violation, excerpt string) error {
+		slices.SortStableFunc(vs, func(a, b Violation) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Column - b.Column
+		})
+		return &VetError{Violations: vs, Allowlist: allow, Parse: excerpt, seam: seam.Name}
+	}
+	if len(src) > MaxSourceBytes {
+		return nil, refuse([]Violation{{
+			Rule:      RuleSourceTooLarge,
+			Construct: fmt.Sprintf("%d bytes, over the %d-byte limit", len(src), MaxSourceBytes),
+		}}, "")
+	}
+	if vs := encodingViolations(src); len(vs) > 0 {
+		return nil, refuse(vs, "")
+	}
+	src = slices.Clone(src)
+
+	vs, lineDirectives := commentViolations(src)
+
+	// go/parser honours //line and /*line directives when it positions
+	// its errors; parse a copy with each one defused ("line " -> "Line ",
+	// same offsets) so parse errors point at the bytes as written. A
+	// source with a directive is refused, so an accepted source was
+	// parsed as is.
+	parse := src
+	if len(lineDirectives) > 0 {
+		parse = slices.Clone(src)
+		for _, off := range lineDirectives {
+			parse[off] = 'L'
+		}
+	}
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, ProgramFileName, parse, parser.ParseComments)
+	excerpt := ""
+	parsed := err == nil
+	if err != nil {
+		errs, ok := err.(scanner.ErrorList)
+		if !ok || len(errs) == 0 {
+			errs = scanner.ErrorList{{Msg: err.Error()}}
+		}
+		for _, e := range errs {
+			vs = append(vs, Violation{Rule: RuleParseError, Construct: construct(e.Msg), Line: e.Pos.Line, Column: e.Pos.Column})
+		}
+		excerpt = caretExcerpt(src, errs[0].Pos.Line, errs[0].Pos.Column, errs[0].Msg)
+	}
+
+	var imports []string
+	if file != nil {
+		iv, paths := importViolations(fset, file, allow, parsed)
+		vs = append(vs, iv...)
+		imports = paths
+	}
+	if parsed {
+		vs = append(vs, declViolations(fset, file)...)
+	}
+	if len(vs) > 0 {
+		return nil, refuse(vs, excerpt)
+	}
+	slices.Sort(imports)
+	return &Program{
+		Source:  src,
+		Imports: slices.Compact(imports),
+		Seam:    Seam{Name: seam.Name, Packages: slices.Clone(seam.Packages)},
+		fset:    fset,
+		file:    file,
+	}, nil
+}
+
+// encodingViolations reports the first NUL byte and the first byte that
+// is not UTF-8, if any.
+func encodingViolations(src []byte) []Violation {
+	var vs []Violation
+	line, lineStart := 1, 0
+	sawNUL, sawBad := false, false
+	for i := 0; i < len(src) && !(sawNUL && sawBad); {
+		c := src[i]
+		if c == '\n' {
+			line, lineStart = line+1, i+1
+		}
+		if c == 0 && !sawNUL {
+			sawNUL = true
+			vs = append(vs, Violation{Rule: RuleSourceNUL, Construct: "NUL byte", Line: line, Column: i - lineStart + 1})
+		}
+		if c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size == 1 && !sawBad {
+			sawBad = true
+			vs = append(vs, Violation{Rule: RuleSourceNotUTF8, Construct: fmt.Sprintf("byte 0x%02x", c), Line: line, Column: i - lineStart + 1})
+		}
+		i += size
+	}
+	return vs
+}
+
+// commentViolations scans every comment of src with go/scanner (so a
+// file that does not parse still has all its comments checked) and
+// refuses the directives the toolchain honours. It also returns the
+// offset of the "l" of every line directive's "line ".
+func commentViolations(src []byte) (vs []Violation, lineDirectives []int) {
+	fset := token.NewFileSet()
+	f := fset.AddFile(ProgramFileName, -1, len(src))
+	var s scanner.Scanner
+	s.Init(f, src, func(token.Position, string) {}, scanner.ScanComments)
+	for {
+		pos, tok, lit := s.Scan()
+		if tok == token.EOF {
+			return vs, lineDirectives
+		}
+		if tok != token.COMMENT {
+			continue
+		}
+		if rule := commentRule(lit); rule != "" {
+			p := fset.PositionFor(pos, false)
+			if rule == RuleLineDirective {
+				lineDirectives = append(lineDirectives, p.Offset+2)
+			}
+			vs = append(vs, Violation{Rule: rule, Construct: construct(lit), Line: p.Line, Column: p.Column})
+		}
+	}
+}
+
+// commentRule is the rule a comment (with its // or /* markers) breaks,
+// or "". The text right after the marker is what the compiler matches, so
+// "// go:x" and "// line 3" are ordinary comments.
+func commentRule(c string) string {
+	if len(c) < 2 {
+		return ""
+	}
+	text := c[2:]
+	if c[1] == '/' {
+		if strings.HasPrefix(text, "go:build") {
+			return RuleBuildConstraint
+		}
+		// A superset of what the go command reads as "// +build": any
+		// space before it, anything after it.
+		if strings.HasPrefix(strings.TrimLeftFunc(text, unicode.IsSpace), "+build") {
+			return RuleBuildConstraint
+		}
+	}
+	switch {
+	case strings.HasPrefix(text, "go:"):
+		return RuleDirectiveComment
+	case strings.HasPrefix(text, "line "):
+		return RuleLineDirective
+	}
+	return ""
+}
+
+// importViolations checks every import of file and returns the
+// violations and the import paths. When the file did not parse, an
+// import whose literal does not unquote is left to the parse error.
+func importViolations(fset *token.FileSet, file *ast.File, allow []string, parsed bool) ([]Violation, []string) {
+	var vs []Violation
+	var paths []string
+	for _, spec := range file.Imports {
+		if spec.Path == nil {
+			continue
+		}
+		pos := fset.PositionFor(spec.Path.Pos(), false)
+		lit := spec.Path.Value
+		path, err := strconv.Unquote(lit)
+		if err != nil {
+			if parsed {
+				vs = append(vs, Violation{Rule: RuleImportNotAllowed, Construct: construct("import " + lit), Line: pos.Line, Column: pos.Column})
+			}
+			continue
+		}
+		paths = append(paths, path)
+		name := ""
+		if spec.Name != nil {
+			name = spec.Name.Name + " "
+		}
+		shown := "import " + name + strconv.QuoteToASCII(path)
+		_, denied := denialOf(path)
+		_, listed := slices.BinarySearch(allow, path)
+		switch {
+		case path == "C":
+			vs = append(vs, Violation{Rule: RuleCgoImport, Construct: construct(shown), Line: pos.Line, Column: pos.Column})
+		case denied || !listed:
+			vs = append(vs, Violation{Rule: RuleImportNotAllowed, Construct: construct(shown), Line: pos.Line, Column: pos.Column})
+		case lit != `"`+path+`"` && lit != "`"+path+"`":
+			vs = append(vs, Violation{Rule: RuleImportNotPlain, Construct: construct("import " + name + lit), Line: pos.Line, Column: pos.Column})
+		}
+	}
+	return vs, paths
+}
+
+// declViolations checks the package clause, func main, and that every
+// function has a body.
+func declViolations(fset *token.FileSet, file *ast.File) []Violation {
+	var vs []Violation
+	at := func(rule, what string, p token.Pos) {
+		pos := fset.PositionFor(p, false)
+		vs = append(vs, Violation{Rule: rule, Construct: construct(what), Line: pos.Line, Column: pos.Column})
+	}
+	if file.Name.Name != "main" {
+		at(RulePackageNotMain, "package "+file.Name.Name, file.Name.Pos())
+	}
+	hasMain := false
+	for _, d := range file.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok {
+			continue
+		}
+		what := "func " + fd.Name.Name
+		if fd.Recv != nil {
+			what = "method " + fd.Name.Name
+		}
+		if fd.Body == nil {
+			at(RuleFuncWithoutBody, what, fd.Pos())
+		}
+		if fd.Recv == nil && fd.Name.Name == "main" {
+			hasMain = true
+			t := fd.Type
+			if t.TypeParams.NumFields() > 0 || t.Params.NumFields() > 0 || t.Results.NumFields() > 0 {
+				at(RuleMainSignature, "func main must be declared func main()", fd.Name.Pos())
+			}
+		}
+	}
+	if !hasMain {
+		at(RuleMainMissing, "no func main()", file.Package)
+	}
+	return vs
+}
+
+// construct makes s printable and at most maxConstructBytes.
+func construct(s string) string {
+	return truncateUTF8(printable(s), maxConstructBytes)
+}
+
+// printable replaces every rune of s that is neither a tab nor printable
+// with one '?', so a rendering cannot carry control sequences and a
+// caret counted in runes stays aligned.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || unicode.IsPrint(r) {
+			return r
+		}
+		return '?'
+	}, s)
+}
+
+// truncateUTF8 cuts s to at most n bytes at a rune boundary, ending in
+// "..." when it cut.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "..."
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// caretExcerpt renders line of src with a caret under col (1-based,
+// bytes), both bounded by maxExcerptBytes, after the message.
+func caretExcerpt(src []byte, line, col int, msg string) string {
+	if line < 1 {
+		return "parse error: " + construct(msg) + "\n"
+	}
+	rest := src
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			rest = nil
+			break
+		}
+		rest = rest[i+1:]
+	}
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i]
+	}
+	text := string(rest)
+	text = strings.TrimSuffix(text, "\r")
+	off := min(max(col-1, 0), len(text))
+	// Window the line around the column.
+	lo := 0
+	if off > maxExcerptBytes/2 {
+		lo = off - maxExcerptBytes/2
+	}
+	for lo > 0 && lo < len(text) && !utf8.RuneStart(text[lo]) {
+		lo--
+	}
+	hi := min(len(text), lo+maxExcerptBytes)
+	for hi < len(text) && hi > lo && !utf8.RuneStart(text[hi]) {
+		hi--
+	}
+	shown := text[lo:hi]
+	var caret strings.Builder
+	for _, r := range text[lo:max(lo, min(off, hi))] {
+		if r == '\t' {
+			caret.WriteRune('\t')
+		} else {
+			caret.WriteRune(' ')
+		}
+	}
+	gutter := strconv.Itoa(line)
+	pad := strings.Repeat(" ", len(gutter))
+	return fmt.Sprintf("parse error at %s:%d:%d: %s\n  %s | %s\n  %s | %s^\n", ProgramFileName, line, col, construct(msg), gutter, printable(shown), pad, caret.String())
+}

@@ -1,0 +1,275 @@
+package codemode
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// TestVetAccepts: a program a model might write is a Program with its
+// source, sorted unique imports, the seam, and the source's digest.
+func TestVetAccepts(t *testing.T) {
+	t.Parallel()
+	src := []byte(`package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	_ "time/tzdata"
+
+	"cap/fs"
+	str "strings"
+)
+
+func init() {}
+
+func main() {
+	ctx := context.Background()
+	_ = ctx
+	fmt.Println(strings.ToUpper("x"), str.ToLower("Y"), fs.Read)
+}
+`)
+	p, err := Vet(src, WorkspaceSeam())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"cap/fs", "context", "fmt", "strings", "time/tzdata"}; !slices.Equal(p.Imports, want) {
+		t.Errorf("Imports = %v, want %v", p.Imports, want)
+	}
+	sum := sha256.Sum256(src)
+	if p.Digest() != hex.EncodeToString(sum[:]) {
+		t.Errorf("Digest = %s", p.Digest())
+	}
+	if p.Seam.Name != WorkspaceSeamName || !slices.Equal(p.Seam.Packages, WorkspaceSeam().Packages) {
+		t.Errorf("Seam = %+v", p.Seam)
+	}
+	if p.file == nil || p.fset == nil || p.file.Name.Name != "main" {
+		t.Errorf("Program holds no parsed file")
+	}
+	src[0] = 'X'
+	if p.Source[0] != 'p' {
+		t.Error("Program.Source aliases the caller's slice")
+	}
+}
+
+// TestVetViolationPositions: every violation in one pass, sorted, each
+// at its line:column as written, even after a //line directive.
+func TestVetViolationPositions(t *testing.T) {
+	t.Parallel()
+	src := "package notmain\n" + // 1
+		"\n" + // 2
+		"import (\n" + // 3
+		"\t\"os\"\n" + // 4
+		"\tx \"cap/internal/wire\"\n" + // 5
+		")\n" + // 6
+		"\n" + // 7
+		"//line other.go:100\n" + // 8
+		"func f()\n" + // 9
+		"\n" + // 10
+		"func main(x int) { /*go:noinline*/ }\n" // 11
+	_, err := Vet([]byte(src), WorkspaceSeam())
+	var ve *VetError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []Violation{
+		{RulePackageNotMain, "package notmain", 1, 9},
+		{RuleImportNotAllowed, `import "os"`, 4, 2},
+		{RuleImportNotAllowed, `import x "cap/internal/wire"`, 5, 4},
+		{RuleLineDirective, "//line other.go:100", 8, 1},
+		{RuleFuncWithoutBody, "func f", 9, 1},
+		{RuleMainSignature, "func main must be declared func main()", 11, 6},
+		{RuleDirectiveComment, "/*go:noinline*/", 11, 20},
+	}
+	if !slices.Equal(ve.Violations, want) {
+		t.Fatalf("violations\n%+v\nwant\n%+v", ve.Violations, want)
+	}
+	if ve.Code() != CodeVetRefused || ve.Code() != tool.Code("vet_refused") {
+		t.Errorf("Code = %q", ve.Code())
+	}
+	if !slices.Equal(ve.Allowlist, WorkspaceSeam().Allowlist()) {
+		t.Error("VetError.Allowlist is not the seam's allowlist")
+	}
+	msg := err.Error()
+	for _, v := range want {
+		if line := fmt.Sprintf("main.go:%d:%d: %s: %s", v.Line, v.Column, v.Rule, v.Construct); !strings.Contains(msg, line) {
+			t.Errorf("rendering lacks %q:\n%s", line, msg)
+		}
+	}
+	for _, s := range []string{"7 violations", "vet_refused", "(denied: opens paths", "allowed imports (workspace seam): bufio, bytes, cap/fs", "cap/search"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("rendering lacks %q:\n%s", s, msg)
+		}
+	}
+}
+
+// TestVetParseExcerpt: a parse error shows its line with a caret under
+// the column (tabs kept so it lines up), positioned as written.
+func TestVetParseExcerpt(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, src, excerpt string
+		line, col          int
+	}{
+		{"operand", "package main\n\nfunc main() {\n\tx := 1 +\n}\n",
+			"parse error at main.go:5:1: expected operand, found '}'\n  5 | }\n    | ^\n", 5, 1},
+		{"tab_aligned", "package main\n\nfunc main() {\n\tfmt.Println(\"a\" +)\n}\n",
+			"parse error at main.go:4:19: expected operand, found ')'\n  4 | \tfmt.Println(\"a\" +)\n    | \t                 ^\n", 4, 19},
+		{"after_line_directive", "package main\n//line x.go:900\nfunc main() { ) }\n",
+			"parse error at main.go:3:15: expected statement, found ')'\n  3 | func main() { ) }\n    |               ^\n", 3, 15},
+		{"unicode_before_column", "package main\n\nvar s = \"héllo\" +\n",
+			"parse error at main.go:3:20: expected operand, found 'EOF'\n  3 | var s = \"héllo\" +\n    | " + strings.Repeat(" ", 17) + "^\n", 3, 20},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Vet([]byte(c.src), WorkspaceSeam())
+			var ve *VetError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v", err)
+			}
+			if ve.Parse != c.excerpt {
+				t.Fatalf("excerpt\n%q\nwant\n%q", ve.Parse, c.excerpt)
+			}
+			first := ve.Violations[slices.IndexFunc(ve.Violations, func(v Violation) bool { return v.Rule == RuleParseError })]
+			if first.Line != c.line || first.Column != c.col {
+				t.Errorf("parse violation at %d:%d, want %d:%d", first.Line, first.Column, c.line, c.col)
+			}
+			if !strings.Contains(err.Error(), c.excerpt) {
+				t.Errorf("rendering lacks the excerpt:\n%s", err)
+			}
+		})
+	}
+}
+
+// TestVetParseErrorStillChecks: when the file does not parse, comments
+// and cleanly parsed imports are still checked in the same pass.
+func TestVetParseErrorStillChecks(t *testing.T) {
+	t.Parallel()
+	src := "package main\n\nimport \"os\"\n\n//go:linkname a b\nfunc main() { ) }\n\n//go:embed late\n"
+	_, err := Vet([]byte(src), WorkspaceSeam())
+	want := []string{RuleDirectiveComment, RuleDirectiveComment, RuleImportNotAllowed, RuleParseError, RuleParseError}
+	if got := rulesOf(t, err); !slices.Equal(got, want) {
+		t.Fatalf("rules %v, want %v\n%v", got, want, err)
+	}
+}
+
+// TestVetExcerptBounded: a parse error far into a huge line shows a
+// window of at most maxExcerptBytes, with the caret inside it.
+func TestVetExcerptBounded(t *testing.T) {
+	t.Parallel()
+	src := "package main\n\nvar s = \"" + strings.Repeat("a", 5000) + "\" + )\n\nfunc main() {}\n"
+	_, err := Vet([]byte(src), WorkspaceSeam())
+	var ve *VetError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	lines := strings.Split(ve.Parse, "\n")
+	if len(lines) != 4 {
+		t.Fatalf("excerpt has %d lines: %q", len(lines), ve.Parse)
+	}
+	code, caret := lines[1], lines[2]
+	if len(code) > maxExcerptBytes+len("  3 | ") {
+		t.Errorf("excerpt line is %d bytes", len(code))
+	}
+	at := strings.IndexByte(caret, '^')
+	if at < 0 || at >= len(code) || code[at] != ')' {
+		t.Errorf("caret at %d does not sit under ')':\n%s\n%s", at, code, caret)
+	}
+}
+
+// TestVetRenderingBounded: thousands of violations render at most
+// MaxViolationsShown lines, count the rest, and stay under
+// MaxVetErrorBytes even with a huge allowlist; constructs are printable
+// and bounded.
+func TestVetRenderingBounded(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("package main\n\nfunc main() {}\n")
+	n := 0
+	for b.Len() < MaxSourceBytes-200 {
+		fmt.Fprintf(&b, "//go:x \x1b[31m%s\n", strings.Repeat("y", n%300))
+		n++
+	}
+	seam := Seam{Name: "big"}
+	for i := range 2000 {
+		seam.Packages = append(seam.Packages, fmt.Sprintf("cap/p%04d", i))
+	}
+	_, err := Vet([]byte(b.String()), seam)
+	var ve *VetError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(ve.Violations) != n {
+		t.Fatalf("%d violations, want %d", len(ve.Violations), n)
+	}
+	msg := err.Error()
+	if len(msg) > MaxVetErrorBytes {
+		t.Fatalf("rendering is %d bytes, over %d", len(msg), MaxVetErrorBytes)
+	}
+	if got := strings.Count(msg, "directive_comment:"); got != MaxViolationsShown {
+		t.Errorf("%d violations itemised, want %d", got, MaxViolationsShown)
+	}
+	if !strings.Contains(msg, fmt.Sprintf("... and %d more", n-MaxViolationsShown)) {
+		t.Errorf("rendering does not count the rest")
+	}
+	if strings.Contains(msg, "\x1b") {
+		t.Error("rendering carries an escape sequence")
+	}
+	for _, v := range ve.Violations {
+		if len(v.Construct) > maxConstructBytes {
+			t.Fatalf("construct of %d bytes", len(v.Construct))
+		}
+	}
+}
+
+// TestVetRenderingSmall: one violation renders without the count line
+// and in the singular.
+func TestVetRenderingSmall(t *testing.T) {
+	t.Parallel()
+	_, err := Vet([]byte(prog(`import "os"`, "")), WorkspaceSeam())
+	msg := err.Error()
+	if !strings.Contains(msg, ": 1 violation\n") || strings.Contains(msg, "more") {
+		t.Fatalf("rendering:\n%s", msg)
+	}
+}
+
+// TestVetWholeSourceViolation: a whole-source violation renders with no
+// position.
+func TestVetWholeSourceViolation(t *testing.T) {
+	t.Parallel()
+	_, err := Vet(make([]byte, MaxSourceBytes+1), WorkspaceSeam())
+	var ve *VetError
+	if !errors.As(err, &ve) || len(ve.Violations) != 1 || ve.Violations[0].Line != 0 {
+		t.Fatalf("err = %v", err)
+	}
+	if want := fmt.Sprintf("source_too_large: %d bytes, over the %d-byte limit", MaxSourceBytes+1, MaxSourceBytes); !strings.Contains(err.Error(), "\n  "+want+"\n") {
+		t.Fatalf("rendering lacks %q:\n%s", want, err)
+	}
+}
+
+// TestTruncateUTF8: cuts at a rune boundary within the bound.
+func TestTruncateUTF8(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdefghij", 10, "abcdefghij"},
+		{"abcdefghijk", 10, "abcdefg..."},
+		{"ééééé", 8, "éé..."},
+	} {
+		if got := truncateUTF8(c.s, c.n); got != c.want || len(got) > c.n {
+			t.Errorf("truncateUTF8(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
