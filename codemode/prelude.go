@@ -44,8 +44,13 @@ func Prelude() fs.FS {
 }
 
 // preludeIndex is the tree's package list and digest, computed once.
-var preludeIndex = sync.OnceValues(func() ([]string, string) {
-	tree := Prelude()
+var preludeIndex = sync.OnceValues(func() ([]string, string) { return indexTree(Prelude()) })
+
+// indexTree returns the import paths of the packages in tree (every
+// directory holding a .go file, under preludeModule), sorted, and the
+// hex SHA-256 over its files: for each file in path order, its path, a
+// NUL, its length as 8 big-endian bytes and its content.
+func indexTree(tree fs.FS) ([]string, string) {
 	var files []string
 	pkgs := map[string]bool{}
 	// The embedded tree cannot fail to walk; an error leaves the lists
@@ -63,7 +68,6 @@ var preludeIndex = sync.OnceValues(func() ([]string, string) {
 	h := sha256.New()
 	for _, p := range files {
 		b, _ := fs.ReadFile(tree, p)
-		// path, NUL, 8-byte length, content: no two trees hash alike.
 		h.Write(append([]byte(p), 0))
 		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
 		h.Write(b)
@@ -74,7 +78,7 @@ var preludeIndex = sync.OnceValues(func() ([]string, string) {
 	}
 	sort.Strings(list)
 	return list, hex.EncodeToString(h.Sum(nil))
-})
+}
 
 // PreludePackages returns the import path of every package in the
 // prelude, sorted, the internal ones included (a builder compiles them
