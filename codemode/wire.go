@@ -242,14 +242,11 @@ func (d *frameDecoder) value(depth int) (any, error) {
 	case c == msgpcode.Float || c == msgpcode.Double:
 		v, err = d.dec.DecodeFloat64()
 	case msgpcode.IsString(c):
-		v, err = d.dec.DecodeString()
-	case msgpcode.IsBin(c):
 		var b []byte
-		b, err = d.dec.DecodeBytes()
-		if b == nil && err == nil {
-			b = []byte{}
-		}
-		v = b
+		b, err = d.payload()
+		v = string(b)
+	case msgpcode.IsBin(c):
+		v, err = d.payload()
 	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
 		return d.array(depth)
 	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
@@ -261,6 +258,24 @@ func (d *frameDecoder) value(depth int) (any, error) {
 		return nil, faultf("frame truncated or malformed: %v", err)
 	}
 	return v, nil
+}
+
+// payload reads a str or bin value's bytes, never allocating more than
+// the frame holds. (vmihailenco's DecodeBytes allocates whatever length
+// a bin header claims, up to 4 GiB, before reading a byte of it.) The
+// decoder reads src directly, a bytes.Reader being an io.ByteScanner, so
+// reading the payload from src keeps the two in step.
+func (d *frameDecoder) payload() ([]byte, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 || n > d.src.Len() {
+		return nil, io.ErrUnexpectedEOF
+	}
+	b := make([]byte, n)
+	_, err = io.ReadFull(d.src, b)
+	return b, err
 }
 
 func (d *frameDecoder) array(depth int) (any, error) {
@@ -295,10 +310,11 @@ func (d *frameDecoder) dict(depth int) (any, error) {
 		if err != nil || !msgpcode.IsString(c) {
 			return nil, faultf("a map key is not a string")
 		}
-		k, err := d.dec.DecodeString()
+		b, err := d.payload()
 		if err != nil {
 			return nil, faultf("frame truncated in a map key")
 		}
+		k := string(b)
 		if _, dup := m[k]; dup {
 			return nil, faultf("map key %.64q repeated", k)
 		}
