@@ -254,3 +254,24 @@ func TestChannelFD(t *testing.T) {
 		t.Fatalf("cap/internal/client.ChannelFD = %q, want %d", found, channelFD)
 	}
 }
+
+// TestRecipesBuild: every recipe program in testdata/programs says what
+// it does on its first line and builds against the prelude as it is, so
+// the recipes cannot drift from the API they show.
+func TestRecipesBuild(t *testing.T) {
+	t.Parallel()
+	recipes, err := filepath.Glob("testdata/programs/*.go")
+	if err != nil || len(recipes) < 3 {
+		t.Fatalf("recipes %v, %v: want at least three", recipes, err)
+	}
+	for _, r := range recipes {
+		src, err := os.ReadFile(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(string(src), "\n"); !strings.HasPrefix(first, "// ") || len(first) < 20 {
+			t.Errorf("%s: first line %q does not say what the program does", r, first)
+		}
+		buildWithPrelude(t, string(src))
+	}
+}
