@@ -9,36 +9,20 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// clientProbe is the probe program, built once for the tests below.
-var clientProbe struct {
-	once sync.Once
-	bin  string
-	err  string
-}
-
+// buildClientProbe builds testdata/probe/client.go on the prelude, in
+// the calling test's temporary directory.
 func buildClientProbe(t *testing.T) string {
 	t.Helper()
-	clientProbe.once.Do(func() {
-		src, err := os.ReadFile("testdata/probe/client.go")
-		if err != nil {
-			clientProbe.err = err.Error()
-			return
-		}
-		// The probe outlives the test that built it; its directory is
-		// the first caller's and both callers run inside that test's
-		// lifetime, as they are subtests of one test.
-		clientProbe.bin = buildWithPrelude(t, string(src))
-	})
-	if clientProbe.err != "" {
-		t.Fatal(clientProbe.err)
+	src, err := os.ReadFile("testdata/probe/client.go")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return clientProbe.bin
+	return buildWithPrelude(t, string(src))
 }
 
 // runProbe starts bin with one end of a socketpair at fd 5 (fds 3 and
