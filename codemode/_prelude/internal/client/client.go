@@ -1,0 +1,264 @@
+// Package client is the program's one connection to the host: it opens
+// the capability channel at ChannelFD on first use, sends each call as a
+// cap_call frame under an id of its own, and hands every cap_result to
+// the goroutine waiting for it. Programs never import it; the cap
+// packages call Call.
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+
+	"cap/internal/wire"
+)
+
+// ChannelFD is the descriptor the host hands the program its channel on.
+// It must equal the host broker's ExtraFileFD; a test of the host holds
+// the two equal.
+const ChannelFD = 5
+
+// The codes the prelude itself reports (every other code is the host's).
+const (
+	// ChannelClosed: the channel to the host is gone (closed, unreadable
+	// or never open); no call can be answered any more.
+	ChannelClosed = "channel_closed"
+	// BadResult: the host's answer did not have the documented shape.
+	BadResult = "bad_result"
+	// FrameTooLarge: the call's arguments do not fit in one frame
+	// (wire.MaxFrameBytes); nothing was sent. The host's word for the same
+	// refusal.
+	FrameTooLarge = "frame_too_large"
+	// cancelled is the host's word for a call whose context ended.
+	cancelled = "cancelled"
+)
+
+// Error is the one error type every cap package returns. Cap names the
+// capability called ("fs.read"), Code is a stable snake_case word to
+// switch on, Message a sentence saying what happened and what to do.
+type Error struct {
+	Cap     string
+	Code    string
+	Message string
+	cause   error
+}
+
+// Error renders "cap: code: message".
+func (e *Error) Error() string {
+	s := e.Code
+	if e.Cap != "" {
+		s = e.Cap + ": " + s
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Unwrap returns the cause: context.Canceled or context.DeadlineExceeded
+// for a call whose context ended, else nil.
+func (e *Error) Unwrap() error { return e.cause }
+
+// reply is what a waiting call receives.
+type reply struct {
+	ok  map[string]any
+	err *Error
+}
+
+// Client multiplexes calls from any number of goroutines over one
+// channel.
+type Client struct {
+	fd   uintptr
+	once sync.Once
+	w    io.Writer
+
+	wmu sync.Mutex // serialises frame writes
+
+	mu      sync.Mutex
+	next    uint64
+	pending map[uint64]chan reply
+	dead    *Error // set once: every later call fails with it
+}
+
+// std is the process's client: the channel is one per process.
+var std = &Client{fd: ChannelFD}
+
+// Call calls capability capName with args on the process's channel and
+// returns the "ok" map of its result, or an *Error.
+func Call(ctx context.Context, capName string, args map[string]any) (map[string]any, error) {
+	return std.Call(ctx, capName, args)
+}
+
+func (c *Client) open() {
+	c.once.Do(func() {
+		c.pending = map[uint64]chan reply{}
+		f := os.NewFile(c.fd, "cap-channel")
+		if f == nil {
+			c.fail(&Error{Code: ChannelClosed, Message: "the capability channel is not open in this process"})
+			return
+		}
+		c.w = f
+		go c.read(bufio.NewReaderSize(f, 64<<10))
+	})
+}
+
+// Call sends one call and waits for its answer or for ctx to end; when
+// ctx ends first it sends cancel and returns a "cancelled" *Error that
+// unwraps to ctx.Err().
+func (c *Client) Call(ctx context.Context, capName string, args map[string]any) (map[string]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Cap: capName, Code: cancelled, Message: "the call's context ended before it was sent", cause: err}
+	}
+	c.open()
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		return nil, c.dead.at(capName)
+	}
+	c.next++
+	id := c.next
+	ch := make(chan reply, 1)
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	frame, err := wire.AppendFrame(nil, wire.Frame{ID: id, Kind: wire.KindCapCall, Body: map[string]any{"cap": capName, "args": args}})
+	if err != nil {
+		c.forget(id)
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			return nil, &Error{Cap: capName, Code: FrameTooLarge, Message: "the arguments exceed the 16 MiB frame bound; send less per call"}
+		}
+		return nil, &Error{Cap: capName, Code: BadResult, Message: "the arguments could not be encoded: " + err.Error()}
+	}
+	if err := c.write(frame); err != nil {
+		c.fail(&Error{Code: ChannelClosed, Message: "writing to the host failed: " + err.Error()})
+	}
+	select {
+	case r := <-ch:
+		return r.result(capName)
+	case <-ctx.Done():
+	}
+	if !c.forget(id) {
+		// The answer (or the channel's end) was delivered meanwhile.
+		return (<-ch).result(capName)
+	}
+	if cancel, err := wire.AppendFrame(nil, wire.Frame{ID: id, Kind: wire.KindCancel}); err == nil {
+		c.write(cancel)
+	}
+	return nil, &Error{Cap: capName, Code: cancelled, Message: "the call's context ended before the host answered; the host was told to cancel it", cause: ctx.Err()}
+}
+
+func (r reply) result(capName string) (map[string]any, error) {
+	if r.err != nil {
+		return nil, r.err.at(capName)
+	}
+	return r.ok, nil
+}
+
+// at returns a copy of e naming capName.
+func (e *Error) at(capName string) *Error {
+	c := *e
+	c.Cap = capName
+	return &c
+}
+
+func (c *Client) write(frame []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.w.Write(frame)
+	return err
+}
+
+// forget removes id from the pending calls and says whether it was
+// still there.
+func (c *Client) forget(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	delete(c.pending, id)
+	return ok
+}
+
+// fail ends the client: every pending call and every later one fails
+// with e. The first failure wins.
+func (c *Client) fail(e *Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead != nil {
+		return
+	}
+	c.dead = e
+	for id, ch := range c.pending {
+		ch <- reply{err: e}
+		delete(c.pending, id)
+	}
+}
+
+func (c *Client) deliver(id uint64, r reply) {
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ok { // an answer to a call already cancelled is dropped
+		ch <- r
+	}
+}
+
+// read is the one reader: it runs until the channel ends or the host's
+// outcome frame arrives.
+func (c *Client) read(r io.Reader) {
+	for {
+		f, err := wire.ReadFrame(r)
+		if err != nil {
+			msg := "the host closed the channel"
+			if err != io.EOF {
+				msg = "the channel from the host broke: " + err.Error()
+			}
+			c.fail(&Error{Code: ChannelClosed, Message: msg})
+			return
+		}
+		switch f.Kind {
+		case wire.KindCapResult:
+			c.deliver(f.ID, decodeResult(f.Body))
+		case wire.KindOutcome:
+			e := &Error{Code: ChannelClosed, Message: "the host ended the execution"}
+			if m, ok := f.Body.(map[string]any); ok {
+				if code, ok := m["code"].(string); ok && code != "" {
+					e.Code = code
+				}
+				if msg, ok := m["message"].(string); ok {
+					e.Message = msg
+				}
+			}
+			c.fail(e)
+			return
+		default:
+			c.fail(&Error{Code: ChannelClosed, Message: "the host sent a frame of unknown kind " + f.Kind})
+			return
+		}
+	}
+}
+
+// decodeResult reads a cap_result body: exactly one of {"ok": map} or
+// {"err": {"code", "message"}}.
+func decodeResult(body any) reply {
+	m, ok := body.(map[string]any)
+	if ok && len(m) == 1 {
+		if v, ok := m["ok"]; ok {
+			if okm, ok := v.(map[string]any); ok {
+				return reply{ok: okm}
+			}
+			return reply{err: &Error{Code: BadResult, Message: "the host's result is not a map"}}
+		}
+		if v, ok := m["err"].(map[string]any); ok {
+			code, _ := v["code"].(string)
+			msg, _ := v["message"].(string)
+			if code != "" {
+				return reply{err: &Error{Code: code, Message: msg}}
+			}
+		}
+	}
+	return reply{err: &Error{Code: BadResult, Message: "the host's answer is neither {ok} nor {err: {code, message}}"}}
+}
