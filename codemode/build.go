@@ -102,6 +102,8 @@ type Builder struct {
 	warmDone chan struct{} // closed when the running warm-up ends; nil when none ran
 	warmErr  error
 	arch     *archives // set once a warm-up succeeded
+
+	onRoot func(dir string) // tests: told each build root once it exists
 }
 
 // Binary is a built program.
@@ -265,6 +267,7 @@ func (b *Builder) progress(format string, args ...any) {
 func (b *Builder) prepareArchives(ctx context.Context) (*archives, error) {
 	final := b.cache.path(cacheArchives, b.archiveKey)
 	if a, ok := loadArchives(final, b.archiveKey); ok {
+		b.progress("codemode: archives ready (cached in %s)", b.cache.dir)
 		return a, nil
 	}
 	b.progress("codemode: waiting for the cache lock in %s", b.cache.dir)
@@ -332,6 +335,9 @@ func (b *Builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 		return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot make a build root", Err: err}
 	}
 	defer root.remove()
+	if b.onRoot != nil {
+		b.onRoot(root.dir)
+	}
 
 	enf, err := b.compileAndLink(ctx, arch, root.dir, p.Source)
 	bin.Enforcement = enf
@@ -482,8 +488,6 @@ func checkELF(r interface {
 		return "no ELF machine is known for " + runtime.GOARCH
 	case ef.Machine != want:
 		return fmt.Sprintf("ELF machine %s, want %s", ef.Machine, want)
-	case ef.Type != elf.ET_EXEC:
-		return fmt.Sprintf("ELF type %s, want a static executable (ET_EXEC)", ef.Type)
 	}
 	for _, p := range ef.Progs {
 		switch p.Type {
@@ -492,6 +496,9 @@ func checkELF(r interface {
 		case elf.PT_DYNAMIC:
 			return "the program has a dynamic section (PT_DYNAMIC)"
 		}
+	}
+	if ef.Type != elf.ET_EXEC {
+		return fmt.Sprintf("ELF type %s, want a static executable (ET_EXEC)", ef.Type)
 	}
 	return ""
 }

@@ -115,8 +115,8 @@ func repairUnused(src []byte, diag string) (fixed []byte, repairs []Repair, ok b
 	return fixed, repairs, true
 }
 
-// dropImport removes the import spec of path whose path literal is at
-// pos; the whole declaration when it is an unparenthesised one.
+// dropImport removes the import spec of path at pos; the whole
+// declaration when it is an unparenthesised one.
 func dropImport(file *ast.File, tf *token.File, pos token.Pos, path string) []textEdit {
 	for _, d := range file.Decls {
 		gd, ok := d.(*ast.GenDecl)
@@ -125,7 +125,9 @@ func dropImport(file *ast.File, tf *token.File, pos token.Pos, path string) []te
 		}
 		for _, s := range gd.Specs {
 			is := s.(*ast.ImportSpec)
-			if v, err := strconv.Unquote(is.Path.Value); err != nil || is.Path.Pos() != pos || v != path {
+			// The compiler places the error at the spec: its name when it
+			// has one, else its path.
+			if v, err := strconv.Unquote(is.Path.Value); err != nil || (is.Pos() != pos && is.Path.Pos() != pos) || v != path {
 				continue
 			}
 			if !gd.Lparen.IsValid() {
