@@ -38,13 +38,14 @@ const maxEditsFileBytes = 64 << 10
 
 // Names inside a cache directory.
 const (
-	cacheLockName   = "lock"     // the cross-process lock file
-	cacheArchives   = "archives" // archives/<archive key>/: one published archive entry
-	cacheBinaries   = "bin"      // bin/<binary key>/{main,edits.json}: kept binaries
-	cacheScratch    = "tmp"      // tmp/<kind>-<rand>/ beside tmp/<kind>-<rand>.lock: build roots and stages
-	cacheGoCache    = "gocache"  // the go command's private GOCACHE
-	cacheHome       = "home"     // the go command's private HOME
-	binaryName      = "main"     // a kept binary's file name
+	cacheLockName   = "lock"       // the cross-process lock file of warm-ups
+	evictLockName   = "evict.lock" // the cross-process lock file of evictions
+	cacheArchives   = "archives"   // archives/<archive key>/: one published archive entry
+	cacheBinaries   = "bin"        // bin/<binary key>/{main,edits.json}: kept binaries
+	cacheScratch    = "tmp"        // tmp/<kind>-<rand>/ beside tmp/<kind>-<rand>.lock: build roots and stages
+	cacheGoCache    = "gocache"    // the go command's private GOCACHE
+	cacheHome       = "home"       // the go command's private HOME
+	binaryName      = "main"       // a kept binary's file name
 	editsName       = "edits.json"
 	scratchLockExt  = ".lock"
 	scratchAttempts = 16
@@ -112,9 +113,11 @@ func (c *cache) lock(ctx context.Context) (func(), error) {
 	}
 }
 
-// tryLockCache takes the cross-process lock if it is free at once.
-func (c *cache) tryLockCache() (func(), bool) {
-	f, err := os.OpenFile(c.path(cacheLockName), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+// tryLockEvict takes the cross-process eviction lock if it is free at
+// once. (Evictions have a lock of their own so that a long warm-up never
+// holds one back.)
+func (c *cache) tryLockEvict() (func(), bool) {
+	f, err := os.OpenFile(c.path(evictLockName), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, false
 	}
@@ -331,12 +334,12 @@ func (c *cache) keptBinaries() []keptEntry {
 
 // evict removes kept binaries, least recently used first, until they
 // total at most max bytes, sparing keep and every binary used within
-// EvictionGrace. It runs only when it takes the cross-process lock at
-// once (another builder evicting does the same work). A binary leaves
+// EvictionGrace. It runs only when it takes the cross-process eviction
+// lock at once (another builder evicting does the same work). A binary leaves
 // by a rename out of bin/ first, so a reader never sees half of one.
 // It returns the keys it removed.
 func (c *cache) evict(max int64, keep string, now time.Time) []string {
-	release, ok := c.tryLockCache()
+	release, ok := c.tryLockEvict()
 	if !ok {
 		return nil
 	}
