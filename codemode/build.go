@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,8 +50,14 @@ const MaxConcurrentBuilds = 2
 // binaryFormat is mixed into every binary key beside the archive key.
 const binaryFormat = "codemode-binary-v1"
 
-// buildStep is the ledger pool every build of a Builder is admitted in.
-var buildStep = broker.StepKey{OpID: "codemode", StepID: "build"}
+// buildStepOp is the operation of every Builder's ledger pool: each
+// Builder admits its builds in a step of its own ("build/<n>"), so
+// builders sharing a broker never refuse each other's builds, and its
+// own slots keep the pool within MaxConcurrentBuilds.
+const buildStepOp = "codemode"
+
+// builderSerial numbers Builders for their ledger steps.
+var builderSerial atomic.Int64
 
 // buildScript runs the compiler, then the linker, in the build root
 // (the working directory): $1 compile, $2 link, $3 the compile
@@ -97,6 +104,7 @@ type Builder struct {
 	archiveKey string
 	maxBytes   int64
 	slots      chan struct{}
+	step       broker.StepKey
 
 	warmMu   sync.Mutex
 	warmDone chan struct{} // closed when the running warm-up ends; nil when none ran
@@ -185,6 +193,7 @@ func NewBuilder(o BuilderOptions) (*Builder, error) {
 		opts: o, tc: tc, cache: c,
 		std: sortedSet(std), prelude: sortedSet(prelude),
 		maxBytes: o.MaxCacheBytes, slots: make(chan struct{}, MaxConcurrentBuilds),
+		step: broker.StepKey{OpID: buildStepOp, StepID: fmt.Sprintf("build/%d", builderSerial.Add(1))},
 	}
 	if b.maxBytes <= 0 {
 		b.maxBytes = DefaultMaxCacheBytes
@@ -400,7 +409,7 @@ func (b *Builder) compileAndLink(ctx context.Context, arch *archives, root strin
 		return broker.Enforcement{}, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot write the program", Err: err}
 	}
 	ex, err := b.opts.Broker.Clear(ctx, broker.CallSpec{
-		Key:            buildStep,
+		Key:            b.step,
 		Argv:           []string{"/bin/sh", "-c", buildScript, "build", b.tc.compileBinary(), b.tc.linkBinary(), arch.compileCfg, arch.linkCfg, root},
 		Dir:            root,
 		Env:            map[string]string{"GOROOT": b.tc.GOROOT, "HOME": root, "TMPDIR": root, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"},

@@ -466,3 +466,26 @@ func TestBuildWaitsForTheWarmUp(t *testing.T) {
 		t.Fatalf("a build after the warm-up reports a wait of %s", next.Waited)
 	}
 }
+
+// TestBuildersSharingABrokerBuildConcurrently: every Builder admits its
+// builds in a ledger step of its own, so builders sharing a broker at
+// full concurrency are never refused by each other.
+func TestBuildersSharingABrokerBuildConcurrently(t *testing.T) {
+	t.Parallel()
+	builders := []*Builder{sibling(t, BuilderOptions{}), sibling(t, BuilderOptions{})}
+	const perBuilder = MaxConcurrentBuilds + 1
+	errs := make(chan error, len(builders)*perBuilder)
+	for i, b := range builders {
+		for j := range perBuilder {
+			go func() {
+				_, err := b.Build(context.Background(), program(fmt.Sprintf("%s// concurrent %d %d\n", helloSource, i, j)))
+				errs <- err
+			}()
+		}
+	}
+	for range len(builders) * perBuilder {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
