@@ -58,6 +58,7 @@ func TestBuildRunsAProgram(t *testing.T) {
 	if !bin.Enforcement.Applied(broker.LayerNamespaces) {
 		t.Fatalf("the build jail has no namespaces: %s", bin.Enforcement)
 	}
+	t.Logf("build stage: %s", bin.Enforcement)
 }
 
 func TestBuildResubmissionIsCached(t *testing.T) {
