@@ -69,8 +69,9 @@ const buildScript = `"$1" -complete -importcfg "$3" -p main -pack -trimpath="$5"
 // BuilderOptions configure a Builder. Every zero value is sensible
 // except Broker, which is required.
 type BuilderOptions struct {
-	// Toolchain is the Go toolchain; zero means FindToolchain(ctx, ""),
-	// a GOROOT with no Version means FindToolchain(ctx, GOROOT).
+	// Toolchain is the Go toolchain: NewBuilder checks its GOROOT with
+	// FindToolchain ("" finds one on PATH) and, when Version is set,
+	// that the toolchain is that version.
 	Toolchain Toolchain
 	// CacheDir holds the archives, the kept binaries and the build
 	// roots; "" means os.UserCacheDir()/loom/codemode.
@@ -157,12 +158,12 @@ func NewBuilder(o BuilderOptions) (*Builder, error) {
 	if o.Broker == nil {
 		return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "BuilderOptions.Broker is required: every build runs in a broker jail"}
 	}
-	tc := o.Toolchain
-	if tc.GOROOT == "" || tc.Version == "" {
-		var err error
-		if tc, err = FindToolchain(context.Background(), tc.GOROOT); err != nil {
-			return nil, err
-		}
+	tc, err := FindToolchain(context.Background(), o.Toolchain.GOROOT)
+	if err != nil {
+		return nil, err
+	}
+	if o.Toolchain.Version != "" && o.Toolchain.Version != tc.Version {
+		return nil, toolchainErr(fmt.Sprintf("the toolchain at %s is %s, not the %s BuilderOptions.Toolchain names", tc.GOROOT, tc.Version, o.Toolchain.Version), nil)
 	}
 	dir := o.CacheDir
 	if dir == "" {

@@ -51,9 +51,13 @@ type Toolchain struct {
 // BuilderError is a build-side failure that is not the program's fault:
 // Code is CodeToolchainUnavailable or CodeBuildUnavailable.
 type BuilderError struct {
-	Code   tool.Code
+	// Code is CodeToolchainUnavailable, CodeBuildUnavailable or
+	// tool.CodeCancelled (the build's context ended).
+	Code tool.Code
+	// Reason says what failed, and for a toolchain what to install.
 	Reason string
-	Err    error
+	// Err is the cause, if any.
+	Err error
 }
 
 // Error renders the reason and the cause.

@@ -108,3 +108,29 @@ func TestGoMinor(t *testing.T) {
 		}
 	}
 }
+
+// TestNewBuilderChecksTheToolchain: a host's toolchain option is checked
+// like a found one, and a version it names must be the toolchain's.
+func TestNewBuilderChecksTheToolchain(t *testing.T) {
+	t.Parallel()
+	brk := testBroker(t)
+	tc, err := FindToolchain(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opt := range map[string]Toolchain{
+		"old":           {GOROOT: fakeGOROOT(t, "go1.25.7")},
+		"other version": {GOROOT: tc.GOROOT, Version: "go1.99.0"},
+		"missing":       {GOROOT: filepath.Join(t.TempDir(), "none"), Version: "go1.26.0"},
+	} {
+		_, err := NewBuilder(BuilderOptions{Toolchain: opt, CacheDir: t.TempDir(), Broker: brk})
+		var be *BuilderError
+		if !errors.As(err, &be) || be.Code != CodeToolchainUnavailable {
+			t.Errorf("%s: error %v, want code %s", name, err, CodeToolchainUnavailable)
+		}
+	}
+	b, err := NewBuilder(BuilderOptions{Toolchain: tc, CacheDir: t.TempDir(), Broker: brk})
+	if err != nil || b.Toolchain() != tc {
+		t.Fatalf("the found toolchain named exactly: %v", err)
+	}
+}
