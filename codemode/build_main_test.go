@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 		os.Exit(holdLock(dir))
 	}
 	code := m.Run()
+	if sharedBrk != nil {
+		sharedBrk.Close()
+	}
 	jailHelper.Remove()
 	if sharedDir != "" {
 		os.RemoveAll(sharedDir)
