@@ -1,0 +1,390 @@
+package codemode
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// WarmTimeout bounds one warm-up: building the archives with the go
+// command (a cold cache costs about 25 s of CPU for ~60 packages).
+const WarmTimeout = 10 * time.Minute
+
+// MaxWarmOutputBytes bounds the go command's stderr a failed warm-up
+// quotes.
+const MaxWarmOutputBytes = 16 << 10
+
+// PreludeModule is the module path of the prelude tree: a program imports
+// its packages as "cap/...".
+const PreludeModule = "cap"
+
+// archiveFormat names the layout of an archive entry and the compile and
+// link flags its binaries are built with; changing either changes it, so
+// no entry or kept binary of another layout is ever reused.
+const archiveFormat = "codemode-archives-v1"
+
+// refusedUnsafe is where the compile importcfg maps "unsafe": no package
+// file has that path, so a program importing unsafe fails to compile.
+// (Called directly, the compiler admits unsafe whatever packagefile
+// lines say.)
+const refusedUnsafe = "unsafe (not on the allowlist)"
+
+// Names inside an archive entry.
+const (
+	compileCfgName = "compile.cfg" // the hard allowlist: the packages a program may import
+	linkCfgName    = "link.cfg"    // every package the allowlist needs, transitively
+	manifestName   = "manifest.json"
+	archivePkgDir  = "pkg"
+)
+
+// archiveManifest is an entry's manifest.json.
+type archiveManifest struct {
+	Format     string   `json:"format"`
+	Key        string   `json:"key"`
+	Toolchain  string   `json:"toolchain"`
+	GOROOT     string   `json:"goroot"`
+	Importable []string `json:"importable"` // what compile.cfg lists
+	Linked     []string `json:"linked"`     // what link.cfg lists
+}
+
+// archives is a published archive entry.
+type archives struct {
+	dir        string // archives/<key>
+	compileCfg string
+	linkCfg    string
+}
+
+// archiveKey digests everything an entry depends on.
+func archiveKey(tc Toolchain, preludeDigest string, std, prelude []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s/%s\x00%s\x00", archiveFormat, tc.Version, tc.GOROOT, runtime.GOOS, runtime.GOARCH, preludeDigest)
+	for _, p := range std {
+		fmt.Fprintf(h, "std %s\x00", p)
+	}
+	for _, p := range prelude {
+		fmt.Fprintf(h, "cap %s\x00", p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// preludeDigest is the hex SHA-256 over the prelude tree's regular files
+// (path and content, in lexical order); "" for no prelude.
+func digestPrelude(fsys fs.FS) (string, error) {
+	if fsys == nil {
+		return "", nil
+	}
+	h := sha256.New()
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(data))
+		h.Write(data)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+// preludePackages lists the import paths of the prelude tree's packages:
+// every directory holding a .go file, as PreludeModule + "/" + dir.
+func preludePackages(fsys fs.FS) ([]string, error) {
+	if fsys == nil {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		dir := path.Dir(p)
+		if dir == "." {
+			seen[PreludeModule] = true
+		} else {
+			seen[PreludeModule+"/"+dir] = true
+		}
+		return nil
+	})
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, err
+}
+
+// isInternal reports an import path with an "internal" element: a
+// program may never import it, though the prelude's packages do.
+func isInternal(p string) bool {
+	for _, e := range strings.Split(p, "/") {
+		if e == "internal" {
+			return true
+		}
+	}
+	return false
+}
+
+// loadArchives returns the published entry at dir, or ok false when
+// there is none (or it is incomplete, which publication by rename
+// rules out short of tampering).
+func loadArchives(dir, key string) (*archives, bool) {
+	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		return nil, false
+	}
+	var m archiveManifest
+	if json.Unmarshal(data, &m) != nil || m.Format != archiveFormat || m.Key != key {
+		return nil, false
+	}
+	a := &archives{dir: dir, compileCfg: filepath.Join(dir, compileCfgName), linkCfg: filepath.Join(dir, linkCfgName)}
+	for _, p := range []string{a.compileCfg, a.linkCfg} {
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+			return nil, false
+		}
+	}
+	return a, true
+}
+
+// listedPackage is what the go command's `list -json` says of a package.
+type listedPackage struct {
+	ImportPath string
+	Export     string
+	Standard   bool
+	DepOnly    bool
+	Incomplete bool
+	Error      *struct{ Err string }
+}
+
+// buildArchives builds the entry for key under the cache's lock:
+// copies the prelude into a stage module, runs `go list -export -deps`
+// for the std allowlist and the prelude packages with the go command's
+// environment built from nothing, links (or copies) each export archive
+// into the stage, writes the two importcfgs with the entry's final paths
+// and renames the stage into place.
+func (b *Builder) buildArchives(ctx context.Context) (*archives, error) {
+	final := b.cache.path(cacheArchives, b.archiveKey)
+	stage, err := b.cache.newScratch("arc")
+	if err != nil {
+		return nil, err
+	}
+	defer stage.remove()
+	mod := filepath.Join(stage.dir, "src")
+	if err := writePreludeModule(mod, b.opts.Prelude); err != nil {
+		return nil, fmt.Errorf("copying the prelude: %w", err)
+	}
+	tmp := filepath.Join(stage.dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	want := append(slices.Clone(b.std), b.prelude...)
+	args := append([]string{"list", "-trimpath", "-export", "-deps", "-json=ImportPath,Export,Standard,DepOnly,Incomplete,Error", "--"}, want...)
+	cmd := exec.CommandContext(ctx, b.tc.goBinary(), args...)
+	cmd.Dir = mod
+	cmd.Env = b.goCommandEnv(tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &boundedWriter{w: &stderr, left: MaxWarmOutputBytes}
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -export: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	pkgs, err := decodeListed(out)
+	if err != nil {
+		return nil, err
+	}
+	byPath := map[string]listedPackage{}
+	for _, p := range pkgs {
+		if p.Error != nil || p.Incomplete {
+			msg := "incomplete"
+			if p.Error != nil {
+				msg = p.Error.Err
+			}
+			return nil, fmt.Errorf("go list: package %s: %s", p.ImportPath, msg)
+		}
+		byPath[p.ImportPath] = p
+	}
+	pkgDir := filepath.Join(stage.dir, archivePkgDir)
+	if err := os.Mkdir(pkgDir, 0o700); err != nil {
+		return nil, err
+	}
+	var link, compile bytes.Buffer
+	m := archiveManifest{Format: archiveFormat, Key: b.archiveKey, Toolchain: b.tc.Version, GOROOT: b.tc.GOROOT}
+	finalFile := map[string]string{}
+	for i, p := range pkgs {
+		if p.Export == "" {
+			continue // unsafe and other packages without object code
+		}
+		name := fmt.Sprintf("%04d.a", i)
+		if err := linkOrCopy(p.Export, filepath.Join(pkgDir, name)); err != nil {
+			return nil, fmt.Errorf("keeping the archive of %s: %w", p.ImportPath, err)
+		}
+		finalFile[p.ImportPath] = filepath.Join(final, archivePkgDir, name)
+		fmt.Fprintf(&link, "packagefile %s=%s\n", p.ImportPath, finalFile[p.ImportPath])
+		m.Linked = append(m.Linked, p.ImportPath)
+	}
+	for _, p := range want {
+		if isInternal(p) || p == "unsafe" {
+			continue
+		}
+		f, ok := finalFile[p]
+		if !ok {
+			return nil, fmt.Errorf("go list gave no archive for %s", p)
+		}
+		fmt.Fprintf(&compile, "packagefile %s=%s\n", p, f)
+		m.Importable = append(m.Importable, p)
+	}
+	fmt.Fprintf(&compile, "importmap unsafe=%s\n", refusedUnsafe)
+	manifest, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{compileCfgName: compile.Bytes(), linkCfgName: link.Bytes()} {
+		if err := os.WriteFile(filepath.Join(stage.dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	// The manifest last: an entry with one is complete.
+	if err := os.WriteFile(filepath.Join(stage.dir, manifestName), manifest, 0o600); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"src", "tmp"} {
+		os.RemoveAll(filepath.Join(stage.dir, d))
+	}
+	if err := os.Rename(stage.dir, final); err != nil && !isExist(err) {
+		return nil, err
+	}
+	a, ok := loadArchives(final, b.archiveKey)
+	if !ok {
+		return nil, errors.New("the published archive entry is unreadable")
+	}
+	return a, nil
+}
+
+// goCommandEnv is the go command's whole environment for a warm-up: no
+// variable of the host's leaks in.
+func (b *Builder) goCommandEnv(tmp string) []string {
+	return []string{
+		"PATH=" + filepath.Dir(b.tc.goBinary()),
+		"GOROOT=" + b.tc.GOROOT,
+		"HOME=" + b.cache.path(cacheHome),
+		"GOPATH=" + filepath.Join(b.cache.path(cacheHome), "go"),
+		"GOCACHE=" + b.cache.path(cacheGoCache),
+		"TMPDIR=" + tmp,
+		"GOOS=" + runtime.GOOS,
+		"GOARCH=" + runtime.GOARCH,
+		"GOENV=off",
+		"GOWORK=off",
+		"GOFLAGS=",
+		"GOPROXY=off",
+		"GOSUMDB=off",
+		"GOTOOLCHAIN=local",
+		"CGO_ENABLED=0",
+		"GOTELEMETRY=off",
+	}
+}
+
+// writePreludeModule copies the prelude tree into dir under a go.mod of
+// module PreludeModule.
+func writePreludeModule(dir string, fsys fs.FS) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if fsys != nil {
+		err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case p == ".":
+				return nil
+			case d.IsDir():
+				return os.Mkdir(filepath.Join(dir, filepath.FromSlash(p)), 0o700)
+			case !d.Type().IsRegular():
+				return nil
+			}
+			data, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), data, 0o600)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	gomod := fmt.Sprintf("module %s\n\ngo 1.%d\n", PreludeModule, MinGoMinor)
+	return os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o600)
+}
+
+// decodeListed decodes the go command's stream of JSON objects.
+func decodeListed(out []byte) ([]listedPackage, error) {
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var pkgs []listedPackage
+	for {
+		var p listedPackage
+		err := dec.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			return pkgs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decoding go list: %w", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+}
+
+// linkOrCopy hard-links src to dst, or copies it where a link cannot be
+// made (another file system).
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// boundedWriter keeps at most left bytes of what is written to it and
+// drops the rest, never failing the writer.
+type boundedWriter struct {
+	w    io.Writer
+	left int
+	cut  int64
+}
+
+func (bw *boundedWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > bw.left {
+		bw.cut += int64(len(p) - bw.left)
+		p = p[:bw.left]
+	}
+	bw.left -= len(p)
+	bw.w.Write(p)
+	return n, nil
+}

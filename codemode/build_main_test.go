@@ -1,0 +1,130 @@
+package codemode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/internal/jailtest"
+)
+
+// holdLockEnv, when set in a re-run of the test binary, names a cache
+// directory whose cross-process lock the process takes, announces on
+// stdout and holds until its stdin ends (TestCacheLockAcrossProcesses).
+const holdLockEnv = "LOOM_CODEMODE_HOLD_LOCK"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(holdLockEnv); dir != "" {
+		os.Exit(holdLock(dir))
+	}
+	code := m.Run()
+	if sharedBrk != nil {
+		sharedBrk.Close()
+	}
+	jailHelper.Remove()
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
+}
+
+// holdLock takes dir's cache lock, says "locked" and waits for stdin to
+// end.
+func holdLock(dir string) int {
+	c, err := openCache(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	release, err := c.lock(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("locked")
+	buf := make([]byte, 1)
+	for {
+		if _, err := os.Stdin.Read(buf); err != nil {
+			break
+		}
+	}
+	release()
+	return 0
+}
+
+// jailHelper is the host-built jail helper this package's test brokers
+// run, built once per test binary and removed by TestMain.
+var jailHelper jailtest.Shared
+
+// testBroker returns a broker running the package's host-built helper,
+// closed when tb ends.
+func testBroker(tb testing.TB) *broker.Broker {
+	b := broker.New(broker.Options{HelperPath: jailHelper.Path(tb)})
+	tb.Cleanup(func() { b.Close() })
+	return b
+}
+
+// testStd is the small standard-library allowlist the tests build
+// against (a cold archive build of it costs seconds, not the full
+// allowlist's tens).
+var testStd = []string{"errors", "fmt", "strings"}
+
+// fakePrelude is the tests' stand-in for the embedded prelude.
+func fakePrelude() string { return filepath.Join("testdata", "fakeprelude") }
+
+var (
+	sharedOnce    sync.Once
+	sharedDir     string // the cache directory every shared builder uses
+	sharedBrk     *broker.Broker
+	sharedBuilder *Builder
+	sharedErr     error
+)
+
+// shared returns the package's one warmed Builder over a cache
+// directory every test may add kept binaries to (archives are built
+// once per test binary).
+func shared(tb testing.TB) *Builder {
+	tb.Helper()
+	sharedOnce.Do(func() {
+		sharedDir, sharedErr = os.MkdirTemp("", "loom-codemode-cache-")
+		if sharedErr != nil {
+			return
+		}
+		sharedBrk = broker.New(broker.Options{HelperPath: jailHelper.Path(tb)})
+		sharedBuilder, sharedErr = NewBuilder(BuilderOptions{
+			CacheDir: sharedDir, Broker: sharedBrk,
+			Prelude: os.DirFS(fakePrelude()), StdPackages: testStd,
+		})
+		if sharedErr == nil {
+			sharedErr = sharedBuilder.Warm(context.Background())
+		}
+	})
+	if sharedErr != nil {
+		tb.Fatalf("the shared builder: %v", sharedErr)
+	}
+	return sharedBuilder
+}
+
+// sibling returns a new Builder over the shared cache directory with o's
+// other options (its archives are the shared ones when StdPackages and
+// the prelude match).
+func sibling(tb testing.TB, o BuilderOptions) *Builder {
+	tb.Helper()
+	shared(tb)
+	o.CacheDir, o.Broker = sharedDir, sharedBrk
+	if o.Prelude == nil {
+		o.Prelude = os.DirFS(fakePrelude())
+	}
+	if o.StdPackages == nil {
+		o.StdPackages = testStd
+	}
+	b, err := NewBuilder(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
