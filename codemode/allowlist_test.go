@@ -63,8 +63,8 @@ var osExceptions = map[string]struct {
 	"vendor/golang.org/x/sys/cpu": {refs: []string{"os.Getenv", "os.ReadFile"}, reason: "GODEBUG and the fixed path /proc/self/auxv for CPU features"},
 }
 
-// listedPackage is what `go list -json` says of one package.
-type listedPackage struct {
+// auditedPackage is what `go list -json` says of one package.
+type auditedPackage struct {
 	ImportPath string
 	Dir        string
 	GoFiles    []string
@@ -72,7 +72,7 @@ type listedPackage struct {
 }
 
 // goList runs the host's go list and decodes its JSON stream.
-func goList(t *testing.T, args ...string) []listedPackage {
+func goList(t *testing.T, args ...string) []auditedPackage {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -83,10 +83,10 @@ func goList(t *testing.T, args ...string) []listedPackage {
 	if err != nil {
 		t.Fatalf("go list %v: %v", args, err)
 	}
-	var pkgs []listedPackage
+	var pkgs []auditedPackage
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
-		var p listedPackage
+		var p auditedPackage
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			return pkgs
 		} else if err != nil {
@@ -108,8 +108,8 @@ func isBelowAudit(path string) bool {
 	return isOSLayer(path) || path == "runtime" || strings.HasPrefix(path, "internal/runtime/")
 }
 
-// isInternal reports whether path is importable only inside the std tree.
-func isInternal(path string) bool {
+// auditIsInternal reports whether path is importable only inside the std tree.
+func auditIsInternal(path string) bool {
 	return strings.HasPrefix(path, "vendor/") || path == "internal" || strings.HasPrefix(path, "internal/") ||
 		strings.Contains(path, "/internal/") || strings.HasSuffix(path, "/internal")
 }
@@ -124,7 +124,7 @@ func auditFindings(t *testing.T, roots []string) []string {
 		if slices.Contains(closureForbidden, p.ImportPath) {
 			findings = append(findings, "closure reaches "+p.ImportPath)
 		}
-		if !isInternal(p.ImportPath) && !slices.Contains(admitted, p.ImportPath) && !slices.Contains(implementationOnly, p.ImportPath) && !slices.Contains(roots, p.ImportPath) {
+		if !auditIsInternal(p.ImportPath) && !slices.Contains(admitted, p.ImportPath) && !slices.Contains(implementationOnly, p.ImportPath) && !slices.Contains(roots, p.ImportPath) {
 			findings = append(findings, "closure reaches unaudited public package "+p.ImportPath)
 		}
 		if isBelowAudit(p.ImportPath) || !slices.ContainsFunc(p.Imports, isOSLayer) {
@@ -142,7 +142,7 @@ func auditFindings(t *testing.T, roots []string) []string {
 
 // osReferences lists every OS-layer name p's Go files select, as
 // "importpath.Name", resolved through each file's import names.
-func osReferences(t *testing.T, p listedPackage) []string {
+func osReferences(t *testing.T, p auditedPackage) []string {
 	t.Helper()
 	refs := map[string]bool{}
 	fset := token.NewFileSet()

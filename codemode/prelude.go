@@ -27,11 +27,6 @@ const preludeRoot = "_prelude"
 // directory.
 const preludeModule = "cap"
 
-// channelFD is the descriptor the prelude opens its channel on
-// (cap/internal/client.ChannelFD).
-// must equal broker.ExtraFileFD
-const channelFD = 5
-
 // Prelude returns the prelude tree, rooted so that its paths read
 // "fs/fs.go", "internal/wire/codec.go": the module "cap", every .go file
 // of every package, nothing else.

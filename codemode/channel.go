@@ -1,0 +1,254 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// Bounds of the capability channel.
+const (
+	// MaxCallTimeout bounds one capability call, from its arrival to its
+	// answer; past it the call is answered CodeCallTimeout.
+	MaxCallTimeout = 120 * time.Second
+	// MaxCallsInFlight bounds the calls one program has unanswered at
+	// once; a call past it is refused in band (CodeTooManyCalls) and
+	// served once the program has fewer.
+	MaxCallsInFlight = 256
+	// outcomeWriteTimeout bounds the host's write of its terminal outcome
+	// frame to a program that may not be reading.
+	outcomeWriteTimeout = 100 * time.Millisecond
+)
+
+// router serves one capability call; its error carries a code (codeOf).
+type router func(ctx context.Context, cap string, args map[string]any) (any, error)
+
+// channel is the host end of one execution's capability channel. It
+// treats everything the program sends as hostile: frames are decoded
+// totally under MaxFrameBytes, a malformed frame or a duplicate
+// in-flight id is a channel fault that ends the execution, and every
+// call is bounded by MaxCallTimeout and the execution's own context.
+type channel struct {
+	conn  net.Conn
+	route router
+	rec   *recorder
+	ctx   context.Context // ends when the execution ends
+
+	wmu sync.Mutex // one frame written at a time
+
+	mu       sync.Mutex
+	inflight map[uint64]*pendingCall
+	ending   bool
+	calls    sync.WaitGroup
+}
+
+type pendingCall struct {
+	cancel    context.CancelFunc
+	cancelled bool // the program sent cancel
+}
+
+func newChannel(ctx context.Context, conn net.Conn, route router, rec *recorder) *channel {
+	return &channel{conn: conn, route: route, rec: rec, ctx: ctx, inflight: map[uint64]*pendingCall{}}
+}
+
+// ChannelFault is why an execution's channel was ended: a frame the host
+// refused to decode, or a duplicate in-flight id.
+type ChannelFault struct {
+	Reason string
+}
+
+func (e *ChannelFault) Error() string { return "channel fault: " + e.Reason }
+
+// serve reads the program's frames until its end closes (nil), the
+// execution ends (nil) or a fault (a *ChannelFault).
+func (ch *channel) serve() error {
+	for {
+		f, err := ReadFrame(ch.conn)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || ch.ctx.Err() != nil {
+				return nil
+			}
+			var fe *FrameError
+			if errors.As(err, &fe) {
+				return &ChannelFault{Reason: fe.Error()}
+			}
+			return nil // the program's end went away mid-frame: it exited
+		}
+		switch f.Kind {
+		case FrameCapCall:
+			if err := ch.call(f); err != nil {
+				return err
+			}
+		case FrameCancel:
+			ch.cancel(f.ID)
+		default:
+			return &ChannelFault{Reason: fmt.Sprintf("the program sent a %s frame, which only the host sends", quoteArg(string(f.Kind)))}
+		}
+	}
+}
+
+// call admits one cap_call and serves it in a goroutine of its own.
+func (ch *channel) call(f Frame) error {
+	cc, err := DecodeCapCall(f.Body)
+	if err != nil {
+		return &ChannelFault{Reason: err.Error()}
+	}
+	ch.mu.Lock()
+	if _, dup := ch.inflight[f.ID]; dup {
+		ch.mu.Unlock()
+		return &ChannelFault{Reason: fmt.Sprintf("cap_call id %d is already in flight", f.ID)}
+	}
+	ref := ch.rec.begin(cc.Cap, summary(cc.Cap, cc.Args))
+	if ch.ending || len(ch.inflight) >= MaxCallsInFlight {
+		ending := ch.ending
+		ch.mu.Unlock()
+		e := &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: %d calls are unanswered, the most a program may have at once; wait for some before calling again", cc.Cap, MaxCallsInFlight)}
+		if ending {
+			e = &CapError{Code: CodeExecutionEnding, Message: "the execution is ending; no call is served any more"}
+		}
+		ch.rec.end(ref, CallFailed, e.Code, true)
+		ch.answer(f.ID, nil, e)
+		return nil
+	}
+	ctx, cancel := context.WithTimeoutCause(ch.ctx, MaxCallTimeout, errCallTimeout)
+	p := &pendingCall{cancel: cancel}
+	ch.inflight[f.ID] = p
+	ch.calls.Add(1)
+	ch.mu.Unlock()
+	go ch.serveCall(ctx, f.ID, p, cc, ref)
+	return nil
+}
+
+var errCallTimeout = errors.New("the capability call ran past its timeout")
+
+func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc CapCall, ref callRef) {
+	defer ch.calls.Done()
+	res, err := ch.safeRoute(ctx, cc)
+	ch.mu.Lock()
+	delete(ch.inflight, id)
+	cancelled, ending := p.cancelled, ch.ending
+	ch.mu.Unlock()
+	p.cancel()
+	status := CallOK
+	switch {
+	case ending && ctx.Err() != nil:
+		// The execution ended under the call: finish() counts it
+		// unsettled; nothing is answered.
+		return
+	case cancelled:
+		status, err = CallCancelled, &CapError{Code: CodeCallCancelled, Message: cc.Cap + " was cancelled by the program"}
+	case errors.Is(context.Cause(ctx), errCallTimeout):
+		status, err = CallFailed, &CapError{Code: CodeCallTimeout, Message: fmt.Sprintf("%s ran past the %s a capability call may take", cc.Cap, MaxCallTimeout)}
+	case err != nil:
+		status = CallFailed
+	}
+	var code tool.Code
+	if err != nil {
+		code = codeOf(err)
+	}
+	ch.rec.end(ref, status, code, false)
+	ch.answer(id, res, err)
+}
+
+// safeRoute runs the router, turning a panic into a failed call: a
+// router's bug never reaches the host.
+func (ch *channel) safeRoute(ctx context.Context, cc CapCall) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &CapError{Code: tool.CodeToolPanicked, Message: fmt.Sprintf("%s failed inside the host (a bug in the host, not in the program): %v", cc.Cap, p)}
+		}
+	}()
+	return ch.route(ctx, cc.Cap, cc.Args)
+}
+
+func (ch *channel) cancel(id uint64) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if p, ok := ch.inflight[id]; ok {
+		p.cancelled = true
+		p.cancel()
+	}
+}
+
+// answer writes one cap_result. A write that fails (the program stopped
+// reading and exited, or the channel is closed) is dropped: the
+// execution's end reports what happened.
+func (ch *channel) answer(id uint64, res any, err error) {
+	body := ResultOK(res)
+	if err != nil {
+		body = ResultErr(string(codeOf(err)), boundMessage(err))
+	}
+	ch.wmu.Lock()
+	defer ch.wmu.Unlock()
+	err = WriteFrame(ch.conn, Frame{ID: id, Kind: FrameCapResult, Body: body})
+	var fe *FrameError
+	if errors.As(err, &fe) && fe.Code == CodeFrameTooLarge {
+		_ = WriteFrame(ch.conn, Frame{ID: id, Kind: FrameCapResult, Body: ResultErr(string(CodeFrameTooLarge),
+			fmt.Sprintf("the answer would exceed the channel's %d-byte frame bound; ask for less at a time", MaxFrameBytes))})
+	}
+}
+
+// MaxErrorMessageBytes bounds the message of one refused call.
+const MaxErrorMessageBytes = 4 << 10
+
+func boundMessage(err error) string {
+	var ce *CapError
+	msg := err.Error()
+	if errors.As(err, &ce) {
+		msg = ce.Message
+	}
+	if len(msg) > MaxErrorMessageBytes {
+		msg = msg[:MaxErrorMessageBytes] + "…"
+	}
+	return msg
+}
+
+// end stops serving: every later call is refused, the program is sent
+// the terminal outcome frame (bounded, so a program that never reads
+// cannot hold the host), calls in flight are cancelled and waited for.
+func (ch *channel) end(code tool.Code, message string) {
+	ch.mu.Lock()
+	if ch.ending {
+		ch.mu.Unlock()
+		return
+	}
+	ch.ending = true
+	for _, p := range ch.inflight {
+		p.cancel()
+	}
+	ch.mu.Unlock()
+	// A deadline set before taking the write lock also ends a write that
+	// holds it blocked on a program that stopped reading.
+	_ = ch.conn.SetWriteDeadline(time.Now().Add(outcomeWriteTimeout))
+	ch.wmu.Lock()
+	_ = WriteFrame(ch.conn, Frame{ID: 0, Kind: FrameOutcome, Body: OutcomeBody(string(code), message)})
+	ch.wmu.Unlock()
+	ch.calls.Wait()
+}
+
+// channelPair is the capability channel: the host's end as a net.Conn
+// (deadlines, and Close unblocks its reader) and the program's end, to
+// be handed to the broker as its ExtraFile.
+func channelPair() (net.Conn, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("capability channel: %w", err)
+	}
+	hostFile := os.NewFile(uintptr(fds[0]), "codemode-host")
+	conn, err := net.FileConn(hostFile)
+	hostFile.Close()
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("capability channel: %w", err)
+	}
+	return conn, os.NewFile(uintptr(fds[1]), "codemode-program"), nil
+}

@@ -1,0 +1,227 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// guest is the program's end of a channel under test: frames written and
+// read by hand, so a test can send what no prelude would.
+type guest struct {
+	conn net.Conn
+	mu   sync.Mutex
+}
+
+func (g *guest) send(t *testing.T, f Frame) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := WriteFrame(g.conn, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func call(id uint64, cap string, args map[string]any) Frame {
+	if args == nil {
+		args = map[string]any{}
+	}
+	return Frame{ID: id, Kind: FrameCapCall, Body: map[string]any{"cap": cap, "args": args}}
+}
+
+// testChannel serves route over a socketpair, returning the program's
+// end and a function that ends the channel and returns serve's error and
+// the record.
+func testChannel(t *testing.T, route router) (*guest, func() (error, CallRecord)) {
+	t.Helper()
+	host, prog, err := channelPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	progConn, err := net.FileConn(prog)
+	prog.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close(); progConn.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	rec := newRecorder(time.Now)
+	ch := newChannel(ctx, host, route, rec)
+	served := make(chan error, 1)
+	go func() { served <- ch.serve() }()
+	return &guest{conn: progConn}, func() (error, CallRecord) {
+		var err error
+		select {
+		case err = <-served:
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not return")
+		}
+		cancel()
+		ch.end(CodeExecutionEnding, "test over")
+		return err, rec.finish()
+	}
+}
+
+func echoRoute(_ context.Context, cap string, args map[string]any) (any, error) {
+	if cap == "kv.get" {
+		return map[string]any{"echo": args["key"]}, nil
+	}
+	return nil, &CapError{Code: CodeUnknownCapability, Message: "no " + cap}
+}
+
+// TestChannelMultiplexesConcurrentCalls: sixteen calls in flight at once
+// are each answered under their own id, in whatever order they finish.
+func TestChannelMultiplexesConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	route := func(ctx context.Context, cap string, args map[string]any) (any, error) {
+		<-release
+		return echoRoute(ctx, cap, args)
+	}
+	g, finish := testChannel(t, route)
+	const n = 16
+	for i := range uint64(n) {
+		g.send(t, call(i+1, "kv.get", map[string]any{"key": fmt.Sprint(i + 1)}))
+	}
+	close(release)
+	seen := map[uint64]bool{}
+	for range n {
+		f, err := ReadFrame(g.conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, _ := f.Body.(map[string]any)["ok"].(map[string]any)
+		if f.Kind != FrameCapResult || seen[f.ID] || ok["echo"] != fmt.Sprint(f.ID) {
+			t.Fatalf("answer %+v", f)
+		}
+		seen[f.ID] = true
+	}
+	g.conn.Close()
+	err, rec := finish()
+	if err != nil || rec.Total != n || rec.OK != n {
+		t.Fatalf("serve = %v, record %+v", err, rec)
+	}
+}
+
+// TestChannelFaults: what no prelude sends ends the channel with a
+// ChannelFault naming it; a well-formed call first is still answered.
+func TestChannelFaults(t *testing.T) {
+	t.Parallel()
+	cases := map[string]func(t *testing.T, g *guest){
+		"duplicate_id": func(t *testing.T, g *guest) {
+			g.send(t, call(7, "block", nil))
+			g.send(t, call(7, "block", nil))
+		},
+		"garbage": func(t *testing.T, g *guest) {
+			g.conn.Write([]byte{0, 0, 0, 3, 0xc1, 0xc1, 0xc1})
+		},
+		"oversized_length": func(t *testing.T, g *guest) {
+			g.conn.Write([]byte{0xff, 0xff, 0xff, 0xff})
+		},
+		"host_kind": func(t *testing.T, g *guest) {
+			g.send(t, Frame{ID: 3, Kind: FrameCapResult, Body: ResultOK(nil)})
+		},
+		"bad_cap_call_body": func(t *testing.T, g *guest) {
+			g.send(t, Frame{ID: 3, Kind: FrameCapCall, Body: "fs.read"})
+		},
+	}
+	for name, send := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			route := func(ctx context.Context, cap string, args map[string]any) (any, error) {
+				if cap == "block" {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return echoRoute(ctx, cap, args)
+			}
+			g, finish := testChannel(t, route)
+			send(t, g)
+			err, _ := finish()
+			var cf *ChannelFault
+			if !errors.As(err, &cf) {
+				t.Fatalf("serve = %v, want a ChannelFault", err)
+			}
+		})
+	}
+}
+
+// TestChannelCancelTimeoutAndPanic: a cancel frame cancels its call, a
+// router panic is a failed call, and each is recorded as such.
+func TestChannelCancelTimeoutAndPanic(t *testing.T) {
+	t.Parallel()
+	route := func(ctx context.Context, cap string, args map[string]any) (any, error) {
+		switch cap {
+		case "block":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		case "panic":
+			panic("router bug")
+		}
+		return echoRoute(ctx, cap, args)
+	}
+	g, finish := testChannel(t, route)
+	g.send(t, call(1, "block", nil))
+	g.send(t, Frame{ID: 1, Kind: FrameCancel})
+	g.send(t, call(2, "panic", nil))
+	codes := map[uint64]string{}
+	for range 2 {
+		f, err := ReadFrame(g.conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := f.Body.(map[string]any)["err"].(map[string]any)
+		codes[f.ID], _ = e["code"].(string)
+	}
+	if codes[1] != string(CodeCallCancelled) || codes[2] != "tool_panicked" {
+		t.Fatalf("codes %v", codes)
+	}
+	g.conn.Close()
+	_, rec := finish()
+	if rec.Cancelled != 1 || rec.Failed != 1 {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+// TestChannelEndNeverWaitsOnAProgramThatDoesNotRead: a program that
+// floods calls and never reads its answers cannot hold the host past
+// the outcome write's bound.
+func TestChannelEndNeverWaitsOnAProgramThatDoesNotRead(t *testing.T) {
+	t.Parallel()
+	big := make([]byte, 1<<20)
+	route := func(context.Context, string, map[string]any) (any, error) {
+		return map[string]any{"blob": big}, nil
+	}
+	host, prog, err := channelPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	progConn, _ := net.FileConn(prog)
+	prog.Close()
+	defer progConn.Close()
+	rec := newRecorder(time.Now)
+	ch := newChannel(context.Background(), host, route, rec)
+	go ch.serve()
+	g := &guest{conn: progConn}
+	for i := range uint64(32) {
+		g.send(t, call(i+1, "kv.get", nil))
+	}
+	done := make(chan struct{})
+	go func() {
+		ch.end(CodeWallDeadline, "deadline")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("end waited on a program that does not read")
+	}
+	host.Close()
+	io.Copy(io.Discard, progConn)
+}

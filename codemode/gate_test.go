@@ -1,0 +1,23 @@
+package codemode
+
+import "testing"
+
+// TestEveryCapabilityIsGatedOrOpenOnPurpose: the gate names an
+// authorizing tool for every capability that writes, runs or reaches a
+// job, and leaves open exactly the reads, kv and report.emit.
+func TestEveryCapabilityIsGatedOrOpenOnPurpose(t *testing.T) {
+	t.Parallel()
+	open := map[string]bool{"fs.read": true, "fs.list": true, "search.glob": true, "search.grep": true,
+		"kv.get": true, "kv.set": true, "kv.delete": true, "report.emit": true}
+	want := map[string]string{"proc.run": "bash", "job.start": "bash", "job.poll": "job_poll", "job.list": "job_poll",
+		"job.send": "job_send", "job.kill": "job_kill", "fs.write": "fs_write", "fs.edit": "fs_edit"}
+	for _, cap := range WorkspaceCapabilities() {
+		name, gated := AuthorizingTool(cap)
+		switch {
+		case open[cap] && gated:
+			t.Errorf("%s is gated by %s but meant to be open", cap, name)
+		case !open[cap] && (!gated || name != want[cap]):
+			t.Errorf("%s: authorized by %q (gated %v), want %q", cap, name, gated, want[cap])
+		}
+	}
+}

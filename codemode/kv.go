@@ -1,0 +1,113 @@
+package codemode
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Bounds of a strand's kv scratch space.
+const (
+	// MaxKVKeys is how many keys one strand's space holds.
+	MaxKVKeys = 1024
+	// MaxKVKeyBytes bounds one key.
+	MaxKVKeyBytes = 256
+	// MaxKVBytes bounds one strand's space: keys and values together.
+	MaxKVBytes = 8 << 20
+)
+
+// KV is the scratch store behind a program's cap/kv: one space per
+// strand, shared by every execution of that strand for as long as the
+// host keeps the KV (a session), never across strands. It is scratch:
+// held in memory, bounded by MaxKVKeys and MaxKVBytes per strand (a set
+// past either is refused, CodeKVFull), and the host may evict a strand's
+// space at any time with Forget. Safe for concurrent use; the zero value
+// is not usable, use NewKV.
+type KV struct {
+	mu     sync.Mutex
+	spaces map[string]*kvSpace
+}
+
+type kvSpace struct {
+	vals  map[string][]byte
+	bytes int
+}
+
+// NewKV returns an empty store.
+func NewKV() *KV { return &KV{spaces: map[string]*kvSpace{}} }
+
+// Forget evicts strand's space.
+func (k *KV) Forget(strand string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.spaces, strand)
+}
+
+func checkKey(key string) error {
+	if key == "" || len(key) > MaxKVKeyBytes {
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("a kv key is 1 to %d bytes (got %d)", MaxKVKeyBytes, len(key))}
+	}
+	return nil
+}
+
+// Get returns a copy of strand's value under key and whether it is set.
+func (k *KV) Get(strand, key string) ([]byte, bool, error) {
+	if err := checkKey(key); err != nil {
+		return nil, false, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	sp := k.spaces[strand]
+	if sp == nil {
+		return nil, false, nil
+	}
+	v, ok := sp.vals[key]
+	return append([]byte{}, v...), ok, nil
+}
+
+// Set stores a copy of value under key in strand's space, refusing with
+// CodeKVFull a set that would pass MaxKVKeys or MaxKVBytes (replacing a
+// value counts only the difference).
+func (k *KV) Set(strand, key string, value []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	sp := k.spaces[strand]
+	if sp == nil {
+		sp = &kvSpace{vals: map[string][]byte{}}
+		k.spaces[strand] = sp
+	}
+	old, had := sp.vals[key]
+	grow := len(key) + len(value)
+	if had {
+		grow = len(value) - len(old)
+	} else if len(sp.vals) >= MaxKVKeys {
+		return &CapError{Code: CodeKVFull, Message: fmt.Sprintf("the kv space holds its maximum of %d keys; delete one first", MaxKVKeys)}
+	}
+	if sp.bytes+grow > MaxKVBytes {
+		return &CapError{Code: CodeKVFull, Message: fmt.Sprintf("the kv space would hold %d bytes, past its maximum of %d (keys and values); delete or shrink values first", sp.bytes+grow, MaxKVBytes)}
+	}
+	sp.vals[key] = append([]byte{}, value...)
+	sp.bytes += grow
+	return nil
+}
+
+// Delete removes key from strand's space and reports whether it was set.
+func (k *KV) Delete(strand, key string) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	sp := k.spaces[strand]
+	if sp == nil {
+		return false, nil
+	}
+	old, had := sp.vals[key]
+	if had {
+		delete(sp.vals, key)
+		sp.bytes -= len(key) + len(old)
+	}
+	return had, nil
+}

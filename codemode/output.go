@@ -1,0 +1,67 @@
+package codemode
+
+import (
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
+)
+
+// programOutput collects a program's output: stdout is its result,
+// spooled to the blob store past blob.OverflowThreshold (or, with no
+// store, kept as a head of that size); stderr is kept as a tail of
+// MaxStderrTailBytes; both are streamed to the call's output observer.
+type programOutput struct {
+	spool   *blob.Spool
+	head    []byte
+	total   int64 // stdout bytes
+	stderr  []byte
+	tails   map[broker.Stream]*job.Tail
+	cutHead bool
+}
+
+func newProgramOutput(c *tool.Call) *programOutput {
+	o := &programOutput{tails: map[broker.Stream]*job.Tail{broker.Stdout: job.NewTail(tool.TailBytes), broker.Stderr: job.NewTail(tool.TailBytes)}}
+	if c.Blobs != nil {
+		o.spool = c.Blobs.NewSpool()
+	}
+	return o
+}
+
+func (o *programOutput) add(c *tool.Call, out broker.Output) {
+	if out.Stream == broker.Stderr {
+		o.stderr = append(o.stderr, out.Bytes...)
+		if len(o.stderr) > 2*MaxStderrTailBytes {
+			o.stderr = append([]byte{}, o.stderr[len(o.stderr)-MaxStderrTailBytes:]...)
+		}
+	} else {
+		o.total += int64(len(out.Bytes))
+		if o.spool != nil {
+			o.spool.Write(out.Bytes) // an error is sticky and reported by finish
+		} else {
+			n := min(len(out.Bytes), blob.OverflowThreshold-len(o.head))
+			o.head = append(o.head, out.Bytes[:n]...)
+			o.cutHead = o.cutHead || n < len(out.Bytes)
+		}
+	}
+	t := o.tails[out.Stream]
+	t.Push(out.Bytes)
+	w, _ := t.Since(t.Front())
+	c.Observe(tool.OutputTail{Stream: out.Stream.String(), Tail: string(w.Bytes), TotalBytes: t.Received()})
+}
+
+// finish returns the stdout to show and, when it spilled, its overflow
+// record.
+func (o *programOutput) finish() (string, *blob.Overflow, error) {
+	if o.spool == nil {
+		return string(o.head), nil, nil
+	}
+	inline, spilled, err := o.spool.Finish()
+	if err != nil {
+		return "", nil, err
+	}
+	if spilled != nil {
+		return spilled.Text("stdout"), spilled, nil
+	}
+	return inline, nil, nil
+}

@@ -1,0 +1,200 @@
+package codemode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
+)
+
+// Bounds of proc.run.
+const (
+	// MaxProcsInFlight is how many proc.run commands of one execution run
+	// at once; further calls wait for a slot within their own timeout.
+	MaxProcsInFlight = 4
+	// DefaultProcTimeout is a proc.run's timeout when timeout_ms is absent.
+	DefaultProcTimeout = 60 * time.Second
+	// MaxProcTimeout is the largest timeout_ms a proc.run takes (the
+	// per-call timeout, MaxCallTimeout, bounds it too).
+	MaxProcTimeout = MaxCallTimeout
+	// MaxProcOutputBytes bounds what one proc.run returns of stdout and
+	// of stderr each; past it the stream is cut and truncated is set.
+	MaxProcOutputBytes = 1 << 20
+	// MaxProcStdinBytes bounds proc.run's stdin.
+	MaxProcStdinBytes = 4 << 20
+	// MaxProcArgvBytes bounds proc.run's argv, all words together.
+	MaxProcArgvBytes = 64 << 10
+)
+
+// procRunner runs an execution's proc.run calls, each as its own jailed
+// broker call under the execution's step, confined as the same command
+// through bash would be, never widened.
+type procRunner struct {
+	slots chan struct{}
+	last  lastFailure
+}
+
+func newProcRunner() *procRunner {
+	return &procRunner{slots: make(chan struct{}, MaxProcsInFlight)}
+}
+
+func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, error) {
+	argv, dir, stdin := a.strings("argv", true), a.str("dir", false), a.bytes("stdin", false)
+	timeout := time.Duration(a.integer("timeout_ms", DefaultProcTimeout.Milliseconds(), 1, MaxProcTimeout.Milliseconds())) * time.Millisecond
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if err := checkArgv(argv, stdin); err != nil {
+		return nil, err
+	}
+	if c.Broker == nil {
+		return nil, &CapError{Code: tool.CodeNoBroker, Message: "this host has no broker, so proc.run cannot run a command"}
+	}
+	wd := c.Dir()
+	if dir != "" {
+		d, err := c.ResolveShellDir(dir)
+		if err != nil {
+			var pe *tool.PathError
+			if errors.As(err, &pe) {
+				return nil, &CapError{Code: pe.Code, Message: "proc.run dir: " + err.Error()}
+			}
+			return nil, &CapError{Code: tool.CodeInvalidPath, Message: "proc.run dir: " + err.Error()}
+		}
+		wd = d
+	}
+	pol, err := job.CommandPolicy(c)
+	if d := broker.DenialOf(err); d != nil {
+		return nil, &CapError{Code: tool.Code(d.Code), Message: "proc.run: " + d.Explain() + " A program cannot ask for more access; run the command with bash and permissions instead."}
+	} else if err != nil {
+		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: "proc.run: " + err.Error()}
+	}
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	spec := broker.CallSpec{
+		Key:    broker.StepKey{OpID: c.OpID, StepID: c.StepID},
+		Argv:   argv,
+		Dir:    wd,
+		Env:    job.CommandEnv(c),
+		Policy: pol,
+		// The program's own clearance holds one ticket of the step.
+		Budget:         broker.Budget{MaxOutstanding: 1 + MaxProcsInFlight},
+		Timeout:        timeout,
+		MaxOutputBytes: 2 * MaxProcOutputBytes,
+	}
+	if stdin != nil {
+		spec.Stdin = bytes.NewReader(stdin)
+	}
+	x, err := c.Broker.Clear(ctx, spec)
+	if d := broker.DenialOf(err); d != nil {
+		return nil, &CapError{Code: tool.Code(d.Code), Message: "proc.run: " + d.Explain()}
+	} else if err != nil {
+		return nil, &CapError{Code: CodeProcFailed, Message: "proc.run: " + err.Error()}
+	}
+	var out, errOut boundedBuffer
+	for o := range x.Output() {
+		if o.Stream == broker.Stderr {
+			errOut.write(o.Bytes)
+		} else {
+			out.write(o.Bytes)
+		}
+	}
+	st := x.Wait()
+	if st.Failed != "" {
+		return nil, &CapError{Code: CodeProcFailed, Message: fmt.Sprintf("proc.run: %s could not start: %s", quoteArg(argv[0]), st.Failed)}
+	}
+	if st.ExitCode != 0 || st.TimedOut {
+		p.last.set(argv, errOut.buf)
+	}
+	res := map[string]any{"exit": st.ExitCode, "stdout": out.buf, "stderr": errOut.buf,
+		"truncated": out.cut || errOut.cut || st.OutputLimited}
+	if st.TimedOut {
+		res["timed_out"] = true
+	}
+	return res, nil
+}
+
+func checkArgv(argv []string, stdin []byte) error {
+	if len(argv) == 0 || argv[0] == "" {
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: "proc.run: argv must name a command (argv[0]); run a shell line as []string{\"sh\", \"-c\", line}"}
+	}
+	n := 0
+	for _, w := range argv {
+		n += len(w)
+		if bytes.IndexByte([]byte(w), 0) >= 0 {
+			return &CapError{Code: CodeInvalidCapabilityArguments, Message: "proc.run: an argv word holds a NUL byte"}
+		}
+	}
+	if n > MaxProcArgvBytes {
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("proc.run: argv is %d bytes; at most %d — write a script with fs.write and run it", n, MaxProcArgvBytes)}
+	}
+	if len(stdin) > MaxProcStdinBytes {
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("proc.run: stdin is %d bytes; at most %d", len(stdin), MaxProcStdinBytes)}
+	}
+	return nil
+}
+
+// boundedBuffer keeps the first MaxProcOutputBytes written to it.
+type boundedBuffer struct {
+	buf []byte
+	cut bool
+}
+
+func (b *boundedBuffer) write(p []byte) {
+	room := MaxProcOutputBytes - len(b.buf)
+	if len(p) > room {
+		p, b.cut = p[:max(room, 0)], true
+	}
+	b.buf = append(b.buf, p...)
+}
+
+// MaxStderrTailBytes bounds the stderr tail a failed run or a failed
+// proc.run command carries into the code_mode result.
+const MaxStderrTailBytes = 2 << 10
+
+// lastFailure remembers the last proc.run command of an execution that
+// exited non-zero or timed out, for the result's "last failing command:"
+// line.
+type lastFailure struct {
+	mu   sync.Mutex
+	argv string
+	tail string
+}
+
+func (l *lastFailure) set(argv []string, stderr []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.argv = cutSummary(strings.Join(argv, " "))
+	l.tail = stderrTail(stderr)
+}
+
+// get returns the last failing command and its stderr tail; ok is false
+// when no proc.run failed.
+func (l *lastFailure) get() (argv, tail string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.argv, l.tail, l.argv != ""
+}
+
+// stderrTail is the last MaxStderrTailBytes of b, cut at a rune start,
+// as valid UTF-8.
+func stderrTail(b []byte) string {
+	if len(b) > MaxStderrTailBytes {
+		b = b[len(b)-MaxStderrTailBytes:]
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}

@@ -1,0 +1,142 @@
+package codemode
+
+import (
+	"sync"
+	"time"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// Bounds of the call record.
+const (
+	// MaxRecordedCalls is how many calls the record itemises; past it
+	// the counters stay exact and the entries stop.
+	MaxRecordedCalls = 128
+	// MaxCallSummaryBytes bounds one entry's summary.
+	MaxCallSummaryBytes = 160
+)
+
+// CallStatus is how one capability call ended.
+type CallStatus string
+
+// The ends of a capability call.
+const (
+	CallOK        CallStatus = "ok"
+	CallFailed    CallStatus = "failed"
+	CallCancelled CallStatus = "cancelled"
+	// CallUnsettled: the execution ended while the call was in flight.
+	CallUnsettled CallStatus = "unsettled"
+)
+
+// CallEntry is one capability call of an execution.
+type CallEntry struct {
+	Cap    string     `json:"cap"`
+	Status CallStatus `json:"status"`
+	Code   tool.Code  `json:"code,omitempty"`
+	// DurationMs is measured by the host's clock from the call's arrival
+	// to its answer; 0 for a call refused before it was served.
+	DurationMs int64 `json:"duration_ms"`
+	// Summary names what the call was about (a path, an argv, a key),
+	// never a payload (file content, stdin, a value), at most
+	// MaxCallSummaryBytes.
+	Summary string `json:"summary,omitempty"`
+}
+
+// CallRecord is what an execution's capability calls came to: the first
+// MaxRecordedCalls itemised in arrival order, and exact counters over
+// all of them.
+type CallRecord struct {
+	Calls     []CallEntry `json:"calls"`
+	Total     int         `json:"total"`
+	OK        int         `json:"ok"`
+	Failed    int         `json:"failed"`
+	Cancelled int         `json:"cancelled"`
+	Unsettled int         `json:"unsettled"`
+	// Omitted counts the calls past MaxRecordedCalls, not itemised.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// recorder builds a CallRecord from concurrent calls.
+type recorder struct {
+	mu      sync.Mutex
+	rec     CallRecord
+	open    map[int]time.Time // entry index → arrival, for calls in flight
+	pending int               // calls in flight past the itemised ones
+	now     func() time.Time
+}
+
+func newRecorder(now func() time.Time) *recorder {
+	return &recorder{rec: CallRecord{Calls: []CallEntry{}}, open: map[int]time.Time{}, now: now}
+}
+
+// callRef names one begun call: its entry index, or -1 past the bound.
+type callRef int
+
+// begin records a call's arrival.
+func (r *recorder) begin(cap, summary string) callRef {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec.Total++
+	if len(r.rec.Calls) >= MaxRecordedCalls {
+		r.rec.Omitted++
+		r.pending++
+		return -1
+	}
+	r.rec.Calls = append(r.rec.Calls, CallEntry{Cap: cap, Status: CallUnsettled, Summary: cutSummary(summary)})
+	i := len(r.rec.Calls) - 1
+	r.open[i] = r.now()
+	return callRef(i)
+}
+
+// end records a begun call's end; refused says it was refused before it
+// was served (no duration).
+func (r *recorder) end(ref callRef, status CallStatus, code tool.Code, refused bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count(status)
+	if ref < 0 {
+		r.pending--
+		return
+	}
+	e := &r.rec.Calls[ref]
+	e.Status, e.Code = status, code
+	if !refused {
+		e.DurationMs = r.now().Sub(r.open[int(ref)]).Milliseconds()
+	}
+	delete(r.open, int(ref))
+}
+
+func (r *recorder) count(s CallStatus) {
+	switch s {
+	case CallOK:
+		r.rec.OK++
+	case CallFailed:
+		r.rec.Failed++
+	case CallCancelled:
+		r.rec.Cancelled++
+	case CallUnsettled:
+		r.rec.Unsettled++
+	}
+}
+
+// finish closes the record: every call still in flight is unsettled.
+func (r *recorder) finish() CallRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec.Unsettled += len(r.open) + r.pending
+	r.open, r.pending = map[int]time.Time{}, 0
+	out := r.rec
+	out.Calls = append([]CallEntry{}, r.rec.Calls...)
+	return out
+}
+
+func cutSummary(s string) string {
+	if len(s) <= MaxCallSummaryBytes {
+		return s
+	}
+	end := MaxCallSummaryBytes - len("…")
+	for end > 0 && s[end]&0xC0 == 0x80 {
+		end--
+	}
+	return s[:end] + "…"
+}

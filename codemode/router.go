@@ -1,0 +1,342 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
+)
+
+// Bounds of the workspace seam's capabilities.
+const (
+	// MaxEmitBytes bounds one report.emit artifact. (Not the frame
+	// bound: a frame is transient, an artifact a durable blob.)
+	MaxEmitBytes = 1 << 20
+	// MaxEmits is the lifetime ceiling of report.emit calls admitted per
+	// execution.
+	MaxEmits = 64
+	// MaxFSEdits bounds the find/replace pairs of one fs.edit.
+	MaxFSEdits = 64
+	// MaxGlobPaths bounds the paths one search.glob answers.
+	MaxGlobPaths = 1000
+	// MaxGrepMatches is the largest max_results a search.grep takes, and
+	// its default.
+	MaxGrepMatches = tool.MaxGrepResults
+	// MaxJobWaitMs bounds job.poll's wait_ms.
+	MaxJobWaitMs = 30_000
+)
+
+// Artifact is one report.emit of an execution: a blob in the host's
+// store.
+type Artifact struct {
+	Name      string `json:"name"`
+	MediaType string `json:"media_type,omitempty"`
+	Digest    string `json:"digest"`
+	Bytes     int    `json:"bytes"`
+	Path      string `json:"path"` // the blob's path, readable with fs_read
+}
+
+// seamHost is what the workspace seam's routers serve a program from:
+// the code_mode call (its pinned roots, identity and session), never
+// raising a refusal (a program's refusals are answered in band), the
+// registry whose holds gate the capabilities, the job plane and the kv
+// store.
+type seamHost struct {
+	call *tool.Call
+	reg  *tool.Registry
+	jobs job.Jobs // nil: the host serves no job plane
+	kv   *KV
+	proc *procRunner
+
+	mu        sync.Mutex
+	artifacts []Artifact
+	emits     int
+}
+
+// route serves one capability call. The error is a *CapError (or a
+// tool.FileError, a job refusal) carrying a code.
+func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any, error) {
+	if err := gate(ctx, h.reg, cap, h.call.Strand); err != nil {
+		return nil, err
+	}
+	a := newCapArgs(cap, m)
+	switch cap {
+	case "fs.read":
+		return h.fsRead(a)
+	case "fs.list":
+		return h.fsList(a)
+	case "fs.write":
+		return h.fsWrite(a)
+	case "fs.edit":
+		return h.fsEdit(a)
+	case "search.glob":
+		return h.searchGlob(ctx, a)
+	case "search.grep":
+		return h.searchGrep(ctx, a)
+	case "proc.run":
+		return h.proc.run(ctx, h.call, a)
+	case "kv.get":
+		return h.kvGet(a)
+	case "kv.set":
+		return h.kvSet(a)
+	case "kv.delete":
+		return h.kvDelete(a)
+	case "report.emit":
+		return h.emit(a)
+	case "job.start", "job.poll", "job.list", "job.send", "job.kill":
+		return h.jobCall(ctx, cap, a)
+	}
+	return nil, &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on this seam; it offers %s", quoteArg(cap), strings.Join(WorkspaceCapabilities(), ", "))}
+}
+
+// WorkspaceCapabilities lists every capability the workspace seam
+// serves, as a cap_call names it.
+func WorkspaceCapabilities() []string {
+	return []string{"fs.read", "fs.list", "fs.write", "fs.edit", "search.glob", "search.grep", "proc.run",
+		"kv.get", "kv.set", "kv.delete", "report.emit", "job.start", "job.poll", "job.list", "job.send", "job.kill"}
+}
+
+// summary is the call record's redacted summary of a call: what it is
+// about, never a payload.
+func summary(cap string, m map[string]any) string {
+	str := func(k string) string {
+		if s, ok := m[k].(string); ok {
+			return k + "=" + quoteArg(s)
+		}
+		return ""
+	}
+	size := func(k string) string {
+		switch v := m[k].(type) {
+		case []byte:
+			return fmt.Sprintf("%s=%d bytes", k, len(v))
+		case string:
+			return fmt.Sprintf("%s=%d bytes", k, len(v))
+		}
+		return ""
+	}
+	var parts []string
+	switch cap {
+	case "fs.read", "fs.list":
+		parts = []string{str("path")}
+	case "fs.write":
+		parts = []string{str("path"), size("content")}
+	case "fs.edit":
+		n, _ := m["edits"].([]any)
+		parts = []string{str("path"), fmt.Sprintf("edits=%d", len(n))}
+	case "search.glob":
+		parts = []string{str("pattern"), str("path")}
+	case "search.grep":
+		parts = []string{str("pattern"), str("path"), str("glob")}
+	case "proc.run":
+		if argv, ok := m["argv"].([]any); ok {
+			words := make([]string, 0, len(argv))
+			for _, w := range argv {
+				if s, ok := w.(string); ok {
+					words = append(words, s)
+				}
+			}
+			parts = []string{"argv=" + quoteArg(strings.Join(words, " "))}
+		}
+		parts = append(parts, str("dir"), size("stdin"))
+	case "kv.get", "kv.delete":
+		parts = []string{str("key")}
+	case "kv.set":
+		parts = []string{str("key"), size("value")}
+	case "report.emit":
+		parts = []string{str("name"), size("content")}
+	case "job.start":
+		parts = []string{str("command")}
+	case "job.poll", "job.kill":
+		parts = []string{str("handle")}
+	case "job.send":
+		parts = []string{str("handle"), size("input")}
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func (h *seamHost) fsRead(a *capArgs) (any, error) {
+	path := a.str("path", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	f, err := h.call.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"path": f.Path, "content": f.Content, "size": len(f.Content)}, nil
+}
+
+func (h *seamHost) fsList(a *capArgs) (any, error) {
+	path := a.str("path", false)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		path = "."
+	}
+	entries, more, err := h.call.ListDir(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]any, len(entries))
+	for i, e := range entries {
+		list[i] = map[string]any{"name": e.Name, "kind": e.Kind, "size": e.Size}
+	}
+	return map[string]any{"path": path, "entries": list, "truncated": more}, nil
+}
+
+func (h *seamHost) fsWrite(a *capArgs) (any, error) {
+	path, content := a.str("path", true), a.bytes("content", false)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	w, err := h.call.WriteFile(path, content)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"path": w.Path, "bytes": w.Bytes, "created": w.Created}, nil
+}
+
+// fsEdit applies exact find/replace pairs in order, each find present
+// exactly once in the text it is applied to, all or nothing.
+func (h *seamHost) fsEdit(a *capArgs) (any, error) {
+	path, edits := a.str("path", true), a.list("edits", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if len(edits) == 0 || len(edits) > MaxFSEdits {
+		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit takes 1 to %d edits (got %d)", MaxFSEdits, len(edits))}
+	}
+	f, err := h.call.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	text := string(f.Content)
+	for i, e := range edits {
+		em, ok := e.(map[string]any)
+		if !ok {
+			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit: edits[%d] must be {find, replace}", i)}
+		}
+		ea := newCapArgs(fmt.Sprintf("fs.edit edits[%d]", i), em)
+		find, replace := ea.str("find", true), ea.str("replace", false)
+		if err := ea.done(); err != nil {
+			return nil, err
+		}
+		switch n := strings.Count(text, find); {
+		case find == "":
+			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit: edits[%d].find is empty", i)}
+		case n != 1:
+			return nil, &CapError{Code: CodeEditNoMatch, Message: fmt.Sprintf("fs.edit: edits[%d].find %s occurs %d times in %s after the edits before it; it must occur exactly once. Nothing was written", i, quoteArg(find), n, f.Path)}
+		}
+		text = strings.Replace(text, find, replace, 1)
+	}
+	if _, err := h.call.WriteFile(path, []byte(text)); err != nil {
+		return nil, err
+	}
+	return map[string]any{"path": f.Path, "replaced": len(edits)}, nil
+}
+
+func (h *seamHost) kvGet(a *capArgs) (any, error) {
+	key := a.str("key", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	v, ok, err := h.kv.Get(h.call.Strand, key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"value": v, "found": ok}, nil
+}
+
+func (h *seamHost) kvSet(a *capArgs) (any, error) {
+	key, val := a.str("key", true), a.bytes("value", false)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if err := h.kv.Set(h.call.Strand, key, val); err != nil {
+		return nil, err
+	}
+	return map[string]any{}, nil
+}
+
+func (h *seamHost) kvDelete(a *capArgs) (any, error) {
+	key := a.str("key", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	had, err := h.kv.Delete(h.call.Strand, key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"deleted": had}, nil
+}
+
+// emit mints an artifact in the blob store, admitted against MaxEmits.
+func (h *seamHost) emit(a *capArgs) (any, error) {
+	name, content, media := a.str("name", true), a.bytes("content", false), a.str("media_type", false)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if len(content) > MaxEmitBytes {
+		return nil, &CapError{Code: CodeArtifactTooLarge, Message: fmt.Sprintf("report.emit content is %d bytes; at most %d (%d MiB) per artifact", len(content), MaxEmitBytes, MaxEmitBytes>>20)}
+	}
+	if h.call.Blobs == nil {
+		return nil, &CapError{Code: tool.CodeBlobStore, Message: "this host has no blob store, so report.emit cannot keep an artifact"}
+	}
+	h.mu.Lock()
+	if h.emits >= MaxEmits {
+		h.mu.Unlock()
+		return nil, ceilingError("report.emit", MaxEmits)
+	}
+	h.emits++
+	h.mu.Unlock()
+	ref, err := h.call.Blobs.Put(content)
+	if err != nil {
+		return nil, &CapError{Code: tool.Code(blob.CodeOf(err)), Message: "report.emit could not store the artifact: " + err.Error()}
+	}
+	art := Artifact{Name: cutSummary(name), MediaType: cutSummary(media), Digest: string(ref), Bytes: len(content), Path: h.call.Blobs.Path(ref)}
+	h.mu.Lock()
+	h.artifacts = append(h.artifacts, art)
+	h.mu.Unlock()
+	return map[string]any{"digest": art.Digest, "bytes": art.Bytes}, nil
+}
+
+// ceilingError is the refusal at a lifetime admission ceiling.
+func ceilingError(cap string, n int) error {
+	return &CapError{Code: CodeAdmissionCeiling, Message: fmt.Sprintf("%s reached its ceiling of %d calls for this execution; waiting frees no slot, so do without it or submit a new program", cap, n)}
+}
+
+// codeOf reads the code of a routed call's error: a CapError's, the file
+// API's, a job refusal's, else CodeProcFailed for an uncoded failure.
+func codeOf(err error) tool.Code {
+	var ce *CapError
+	var fe *tool.FileError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Code
+	case errors.As(err, &fe):
+		return fe.Code
+	}
+	if c := job.CodeOf(err); c != "" {
+		return c
+	}
+	if c := tool.CodeOf(err); c != "" {
+		return c
+	}
+	return CodeProcFailed
+}

@@ -1,0 +1,204 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
+)
+
+// Bounds of a run.
+const (
+	// DefaultWithin is a run's wall deadline when within_ms is absent.
+	DefaultWithin = 60 * time.Second
+	// MaxWithin is the largest within_ms a run takes.
+	MaxWithin = 600 * time.Second
+	// RunAddressSpaceBytes is the program's address-space limit
+	// (RLIMIT_AS). The Go runtime reserves virtual ranges well past what
+	// it uses; GOMEMLIMIT below keeps the heap far under this.
+	RunAddressSpaceBytes = 4 << 30
+	// RunMemoryLimit is the GOMEMLIMIT a program runs with.
+	RunMemoryLimit = "1GiB"
+	// RunGOMAXPROCS is the GOMAXPROCS a program runs with.
+	RunGOMAXPROCS = 4
+	// RunProcesses bounds the processes (threads included) of the run
+	// jail's user.
+	RunProcesses = 256
+)
+
+// RunRequiredLayers are the layers a program never runs without: where
+// the kernel cannot apply one, the run is refused
+// (CodeRunJailUnavailable) rather than run less confined.
+func RunRequiredLayers() []string {
+	return []string{broker.LayerNamespaces, broker.LayerEmptyRoot, broker.LayerNoNewPrivs,
+		broker.LayerCapabilities, broker.LayerSeccomp, broker.LayerRlimits}
+}
+
+// RunResult is how one program's run ended.
+type RunResult struct {
+	// Stdout is what the program printed (its result), or the overflow
+	// notice when it spilled past blob.OverflowThreshold (Overflow is
+	// then set).
+	Stdout   string
+	Overflow *blob.Overflow
+	// StdoutBytes counts every byte the program wrote to stdout.
+	StdoutBytes int64
+	// Exit is the program's exit status (-1 when a signal ended it).
+	Exit int
+	// Stderr is the last MaxStderrTailBytes of the program's stderr.
+	Stderr string
+	// Code is set when the run failed: CodeRunFailed, CodeWallDeadline,
+	// CodeRunCancelled, CodeChannelFault, tool.CodeSpillFailed.
+	Code tool.Code
+	// Fault says why the channel was ended, for CodeChannelFault.
+	Fault string
+	// Record is the execution's capability calls.
+	Record CallRecord
+	// Artifacts are what report.emit minted.
+	Artifacts []Artifact
+	// Enforcement is the run jail's report.
+	Enforcement broker.Enforcement
+	// Duration is the run's wall time by the host's clock.
+	Duration time.Duration
+}
+
+var (
+	errWallDeadline = errors.New("the program's wall deadline passed")
+	errFault        = errors.New("the program's channel faulted")
+)
+
+// runProgram runs bin in the run jail under c's step, serving its capability
+// channel with h until it exits, its deadline passes, ctx ends or the
+// channel faults; every path tears the process tree down.
+func runProgram(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, h *seamHost) (*RunResult, error) {
+	hostEnd, guestEnd, err := channelPair()
+	if err != nil {
+		return nil, err
+	}
+	defer hostEnd.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ctx, stop := context.WithTimeoutCause(ctx, within, errWallDeadline)
+	defer stop()
+	spec := runSpec(c, bin, within, guestEnd)
+	start := time.Now()
+	x, err := c.Broker.Clear(ctx, spec)
+	guestEnd.Close()
+	if err != nil {
+		return nil, runRefusal(err)
+	}
+	rec := newRecorder(time.Now)
+	ch := newChannel(ctx, hostEnd, h.route, rec)
+	faulted := make(chan error, 1)
+	go func() {
+		if err := ch.serve(); err != nil {
+			faulted <- err
+			cancel(errFault)
+			x.Cancel()
+		}
+		close(faulted)
+	}()
+
+	out := newProgramOutput(c)
+	for o := range x.Output() {
+		out.add(c, o)
+	}
+	st := x.Wait()
+	res := &RunResult{Exit: st.ExitCode, Enforcement: x.Enforcement, Duration: time.Since(start), StdoutBytes: out.total}
+	cause := context.Cause(ctx)
+	ch.end(endCode(cause), endMessage(cause))
+	hostEnd.Close()
+	if fault := <-faulted; fault != nil {
+		res.Code, res.Fault = CodeChannelFault, fault.Error()
+	}
+	res.Record = rec.finish()
+	h.mu.Lock()
+	res.Artifacts = append([]Artifact{}, h.artifacts...)
+	h.mu.Unlock()
+	res.Stderr = stderrTail(out.stderr)
+	body, overflow, err := out.finish()
+	if err != nil {
+		res.Code = tool.CodeSpillFailed
+		body = fmt.Sprintf("the program's stdout (%d bytes) could not be stored: %v", out.total, err)
+	}
+	res.Stdout, res.Overflow = body, overflow
+	if res.Code == "" {
+		res.Code = settledCode(st, cause)
+	}
+	return res, nil
+}
+
+// runSpec is the program's clearance: its binary alone in an empty root,
+// no network, no writable root, an environment of the Go runtime's
+// bounds only, its channel at broker.ExtraFileFD, every layer of
+// RunRequiredLayers required.
+func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) broker.CallSpec {
+	env := map[string]string{"GOMAXPROCS": strconv.Itoa(RunGOMAXPROCS), "GOMEMLIMIT": RunMemoryLimit, "GOTRACEBACK": "single"}
+	return broker.CallSpec{
+		Key:       broker.StepKey{OpID: c.OpID, StepID: c.StepID},
+		Argv:      []string{"program"},
+		EmptyRoot: &broker.EmptyRoot{Program: bin.Path},
+		Env:       env,
+		Policy: broker.Policy{
+			Network:  broker.NetworkOff,
+			EnvAllow: []string{"GOMAXPROCS", "GOMEMLIMIT", "GOTRACEBACK"},
+			Limits:   broker.Limits{MemoryBytes: RunAddressSpaceBytes, Processes: RunProcesses},
+		},
+		Budget:         broker.Budget{MaxOutstanding: 1 + MaxProcsInFlight},
+		Timeout:        within,
+		MaxOutputBytes: c.OutputBound(),
+		ExtraFile:      channel,
+		RequiredLayers: RunRequiredLayers(),
+	}
+}
+
+// runRefusal renders a clearance the broker refused: a layer the run
+// jail requires is CodeRunJailUnavailable naming it.
+func runRefusal(err error) error {
+	var m *broker.MissingLayer
+	if errors.As(err, &m) {
+		return &CapError{Code: CodeRunJailUnavailable, Message: fmt.Sprintf("the program was not run: the kernel cannot apply the run jail's %s layer (%s), and code mode never runs a program less confined", m.Layer, m.Reason)}
+	}
+	if d := broker.DenialOf(err); d != nil {
+		return &CapError{Code: tool.Code(d.Code), Message: "the program was not run: " + d.Explain()}
+	}
+	return &CapError{Code: CodeRunFailed, Message: "the program was not run: " + err.Error()}
+}
+
+func endCode(cause error) tool.Code {
+	switch {
+	case errors.Is(cause, errWallDeadline):
+		return CodeWallDeadline
+	case errors.Is(cause, errFault):
+		return CodeChannelFault
+	case cause != nil:
+		return CodeRunCancelled
+	}
+	return CodeExecutionEnding
+}
+
+func endMessage(cause error) string {
+	if cause == nil {
+		return "the program exited"
+	}
+	return cause.Error()
+}
+
+// settledCode is the failure code of a run that ended as st, or "".
+func settledCode(st broker.Settled, cause error) tool.Code {
+	switch {
+	case errors.Is(cause, errWallDeadline) || st.TimedOut:
+		return CodeWallDeadline
+	case cause != nil || st.Cancelled:
+		return CodeRunCancelled
+	case st.Failed != "" || st.ExitCode != 0:
+		return CodeRunFailed
+	}
+	return ""
+}
