@@ -1,0 +1,29 @@
+package broker
+
+import "sync"
+
+// warmPool holds the helpers a Broker started ahead of its next commands
+// (see Options.WarmHelpers). Each ready helper holds a share of the
+// host-wide bounds (its lease) until it is handed a command or
+// discarded. One filler at a time starts helpers, one after another, so
+// refilling the pool never bursts the machine while commands run.
+type warmPool struct {
+	mu sync.Mutex
+	// ready are the helpers waiting for a command, oldest first.
+	ready []*waitingHelper
+	// filling: the filler is running (it may be starting a helper now).
+	filling bool
+	// want is the flavour the filler starts: the last cleared command's,
+	// which predicts the next.
+	want flavour
+	// starts is how many helpers the filler may still start before the
+	// next prewarm grants more.
+	starts int
+	// deferred: the filler stopped because the host-wide bounds were
+	// full or a command waited; a released slot restarts it.
+	deferred bool
+	// closed: Close was called; nothing more is started.
+	closed bool
+	// err is why the last start failed, or nil.
+	err error
+}
