@@ -156,6 +156,7 @@ func runHelper() int {
 			b = b[n:]
 		}
 	}
+	prepareHelper()
 	if !readableWithin(helperConfigFd, helperIdleTimeout) {
 		// A warm helper nobody needed: leave without a word.
 		return exitHelperIdle
@@ -209,7 +210,7 @@ func runHelper() int {
 			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full")
 		}
 		if cfg.NetworkOff {
-			if err := loopbackUp(); err != nil {
+			if err := helperLoopbackUp(); err != nil {
 				layers = append(layers, Layer{Name: LayerLoopback, Reason: errnoName(err)})
 			} else {
 				layers = append(layers, Layer{Name: LayerLoopback, Applied: true})

@@ -59,7 +59,7 @@ func runLauncher() int {
 	rep := os.NewFile(helperReportFd, "report")
 	cmd := &exec.Cmd{
 		Path:        selfExe,
-		Args:        []string{helperArg0},
+		Args:        helperArgs(flavour{namespaces: true, newNet: newNet}),
 		Env:         helperProcessEnv,
 		Dir:         "/",
 		Stdin:       os.Stdin,

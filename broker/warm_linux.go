@@ -75,7 +75,7 @@ func (b *Broker) spawnHelper(f flavour, stdin *os.File, warm bool) (*waitingHelp
 	}
 	cmd := &exec.Cmd{
 		Path:        b.opts.HelperPath,
-		Args:        []string{helperArg0},
+		Args:        helperArgs(f),
 		Env:         helperProcessEnv,
 		Dir:         "/",
 		Stdin:       fd0,

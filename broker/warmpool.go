@@ -19,6 +19,11 @@ type warmPool struct {
 	// starts is how many helpers the filler may still start before the
 	// next prewarm grants more.
 	starts int
+	// evictions is how many ready helpers of another flavour the filler
+	// may still discard to make room for the wanted one: one per prewarm,
+	// so a pool serving commands of both flavours shifts towards the
+	// recent one a helper at a time instead of being replaced whole.
+	evictions int
 	// deferred: the filler stopped because the host-wide bounds were
 	// full or a command waited; a released slot restarts it.
 	deferred bool

@@ -41,7 +41,8 @@ func (b *Broker) takeWarm(f flavour) *waitingHelper {
 // prestarting is off or the broker is closed. It returns at once; the
 // filler starts the helpers one after another. It grants the filler
 // Options.WarmHelpers starts, so helpers that retire idle while it runs
-// are not replaced without end.
+// are not replaced without end, and one eviction of a helper of another
+// flavour.
 func (b *Broker) prewarm(f flavour) {
 	target := b.warmHelpers()
 	p := &b.pool
@@ -52,6 +53,7 @@ func (b *Broker) prewarm(f flavour) {
 	}
 	p.want = f
 	p.starts = target
+	p.evictions = 1
 	p.deferred = false
 	b.startFillerLocked()
 }
@@ -66,8 +68,9 @@ func (b *Broker) startFillerLocked() {
 }
 
 // fill starts helpers of the wanted flavour, one at a time, until the
-// pool holds Options.WarmHelpers of them or its starts run out. A helper
-// of another flavour makes room for one of the wanted flavour. Each new
+// pool holds Options.WarmHelpers of them or its starts run out. In a
+// full pool, a helper of another flavour makes room for one of the
+// wanted flavour while evictions last. Each new
 // helper takes a slot of the host-wide bounds only when one is free and
 // no command waits (tryAcquire); otherwise the filler stops, deferred,
 // until a slot is released. A failed start stops it until the next
@@ -84,7 +87,8 @@ func (b *Broker) fill() {
 				have++
 			}
 		}
-		if p.closed || have >= target || p.starts <= 0 {
+		full := len(p.ready) >= target
+		if p.closed || have >= target || p.starts <= 0 || (full && p.evictions <= 0) {
 			p.filling = false
 			p.mu.Unlock()
 			return
@@ -97,10 +101,11 @@ func (b *Broker) fill() {
 			return
 		}
 		var evict *waitingHelper
-		if len(p.ready) >= target {
+		if full {
 			i := slices.IndexFunc(p.ready, func(h *waitingHelper) bool { return h.flavour != f })
 			evict = p.ready[i] // have < target <= len(ready): one is of another flavour
 			p.ready = slices.Delete(p.ready, i, i+1)
+			p.evictions--
 		}
 		p.starts--
 		p.mu.Unlock()
