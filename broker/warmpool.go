@@ -1,6 +1,18 @@
 package broker
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
+
+// warmRefillLull is how long after a command was handed a warm helper
+// the filler waits before starting another, while the pool still holds
+// one for the next command: commands cleared back to back (a batch's
+// exclusive calls) then find their helpers ready without a helper's
+// start competing with them for the CPU, and the pool refills in the
+// lull after them. It outlasts a short command's whole latency; an
+// empty pool refills at once.
+const warmRefillLull = 20 * time.Millisecond
 
 // warmPool holds the helpers a Broker started ahead of its next commands
 // (see Options.WarmHelpers). Each ready helper holds a share of the
@@ -29,6 +41,11 @@ type warmPool struct {
 	deferred bool
 	// closed: Close was called; nothing more is started.
 	closed bool
+	// lastTake is when a command was last handed a helper of the pool.
+	lastTake time.Time
+	// lull overrides warmRefillLull when not zero (tests); negative
+	// means none.
+	lull time.Duration
 	// err is why the last start failed, or nil.
 	err error
 }

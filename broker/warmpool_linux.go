@@ -30,6 +30,9 @@ func (b *Broker) takeWarm(f flavour) *waitingHelper {
 			b.discard(h)
 			continue
 		}
+		p.mu.Lock()
+		p.lastTake = time.Now()
+		p.mu.Unlock()
 		h.lease.release()
 		h.lease = nil
 		return h
@@ -68,7 +71,9 @@ func (b *Broker) startFillerLocked() {
 }
 
 // fill starts helpers of the wanted flavour, one at a time, until the
-// pool holds Options.WarmHelpers of them or its starts run out. In a
+// pool holds Options.WarmHelpers of them or its starts run out; while the
+// pool still holds one of them, it starts the next only warmRefillLull
+// after a command was last handed one. In a
 // full pool, a helper of another flavour makes room for one of the
 // wanted flavour while evictions last. Each new
 // helper takes a slot of the host-wide bounds only when one is free and
@@ -92,6 +97,13 @@ func (b *Broker) fill() {
 			p.filling = false
 			p.mu.Unlock()
 			return
+		}
+		if lull := p.refillLull() - time.Since(p.lastTake); have > 0 && lull > 0 {
+			// Commands are arriving back to back and the next still finds
+			// a helper: start once they pause.
+			p.mu.Unlock()
+			time.Sleep(lull)
+			continue
 		}
 		lease := b.hostBounds().tryAcquire(0)
 		if lease == nil {
@@ -139,6 +151,17 @@ func (b *Broker) fill() {
 			b.retireWarm(h)
 		}
 	}
+}
+
+// refillLull is warmRefillLull, or the tests' override.
+func (p *warmPool) refillLull() time.Duration {
+	switch {
+	case p.lull < 0:
+		return 0
+	case p.lull > 0:
+		return p.lull
+	}
+	return warmRefillLull
 }
 
 // retireWarm discards h if it is still ready in the pool.

@@ -241,3 +241,41 @@ func TestCloseDiscardsWarmPool(t *testing.T) {
 	run(t, b, p, 10*time.Second, "true")
 	requireNoWarm(t, b, "a closed broker refilled its pool")
 }
+
+// Commands cleared back to back while the pool still holds a helper for
+// the next start no helper meanwhile (refilling waits for a lull); the
+// control, without the lull, refills as they settle.
+func TestWarmPoolRefillsInALull(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		lull time.Duration
+	}{{"lull", 5 * time.Second}, {"control", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := newTestBroker(t, Options{})
+			defer b.Close()
+			b.pool.lull = tc.lull
+			p := testPolicy(t.TempDir())
+			run(t, b, p, 10*time.Second, "true")
+			waitPool(t, b, DefaultWarmHelpers)
+			spawns := countSpawns(b)
+			for range DefaultWarmHelpers - 1 {
+				run(t, b, p, 10*time.Second, "true")
+			}
+			if tc.lull > 0 {
+				if n := spawns(); n != 0 {
+					t.Fatalf("%d helpers started while commands arrived back to back", n)
+				}
+				if pids, _, _ := poolState(b); len(pids) != 1 {
+					t.Fatalf("pool %v, want the one helper no command took", pids)
+				}
+				return
+			}
+			waitPool(t, b, DefaultWarmHelpers)
+			if n := spawns(); n != DefaultWarmHelpers-1 {
+				t.Fatalf("%d helpers started to refill the pool, want %d", n, DefaultWarmHelpers-1)
+			}
+		})
+	}
+}
