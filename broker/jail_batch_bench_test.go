@@ -26,16 +26,20 @@ const batchCommands = 4
 //   - warm-pool: Clear on a broker with its default warm pool, full when
 //     the batch begins (the wait for it to refill is outside the timing,
 //     as a model's turn is between two batches), with every layer;
+//   - warm-one: Clear on a broker keeping one warm helper
+//     (Options.WarmHelpers 1), as the broker did before its pool: the
+//     batch's first command finds it ready, the next ones find its
+//     replacement still starting;
 //   - cold: Clear with prestarting off (Options.WarmHelperIdle < 0);
 //   - bwrap: bubblewrap with comparable flags (read-only host, the
 //     workspace read-write and its .git read-only, its own /dev, pid and
 //     network namespaces, /proc).
 //
-// Before every batch, whatever its variant, the pool has refilled and
-// stopped, so no variant's timing holds another's background work. It
-// reports each variant's median cost per command over the batches
-// (<variant>-ms/cmd) and the warm pool's and cold jail's ratios to
-// bubblewrap's (warm-pool/bwrap, cold/bwrap). It is skipped, saying why,
+// Before every batch, whatever its variant, both warm brokers have
+// refilled and stopped, so no variant's timing holds another's
+// background work. It reports each variant's median cost per command
+// over the batches (<variant>-ms/cmd) and the jailed variants' ratios to
+// bubblewrap's (warm-pool/bwrap, ...). It is skipped, saying why,
 // where bwrap is absent or cannot create its namespaces.
 func BenchmarkBatch(b *testing.B) {
 	bwrap, err := exec.LookPath("bwrap")
@@ -61,6 +65,8 @@ func BenchmarkBatch(b *testing.B) {
 	helper := jailtest.HostHelper(b)
 	pool := New(Options{HelperPath: helper})
 	defer pool.Close()
+	one := New(Options{HelperPath: helper, WarmHelpers: 1})
+	defer one.Close()
 	cold := New(Options{HelperPath: helper, WarmHelperIdle: -1})
 	defer cold.Close()
 	p := testPolicy(ws)
@@ -95,12 +101,14 @@ func BenchmarkBatch(b *testing.B) {
 	}{
 		{"plain", run("true")},
 		{"warm-pool", clearTrue(pool)},
+		{"warm-one", clearTrue(one)},
 		{"cold", clearTrue(cold)},
 		{"bwrap", run(bwrap, bwrapArgs...)},
 	}
 	// The one-time layer probes and first fills, untimed.
 	clearTrue(cold)()
 	clearTrue(pool)()
+	clearTrue(one)()
 	samples := make([][]time.Duration, len(variants))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -108,6 +116,7 @@ func BenchmarkBatch(b *testing.B) {
 			v := (i + k) % len(variants)
 			b.StopTimer()
 			waitPool(b, pool, DefaultWarmHelpers)
+			waitPool(b, one, 1)
 			b.StartTimer()
 			start := time.Now()
 			for range batchCommands {
@@ -124,6 +133,8 @@ func BenchmarkBatch(b *testing.B) {
 		medians[v] = float64(s[len(s)/2]) / float64(time.Millisecond)
 		b.ReportMetric(medians[v], variants[v].name+"-ms/cmd")
 	}
-	b.ReportMetric(medians[1]/medians[3], "warm-pool/bwrap")
-	b.ReportMetric(medians[2]/medians[3], "cold/bwrap")
+	bwrapMedian := medians[len(variants)-1]
+	for v := 1; v < len(variants)-1; v++ {
+		b.ReportMetric(medians[v]/bwrapMedian, variants[v].name+"/bwrap")
+	}
 }
