@@ -64,11 +64,12 @@ type Options struct {
 	// the broker starts replacements, one at a time, as commands settle
 	// (or once they have run a while). Warm helpers count against
 	// MaxLiveCommands but never take a slot a command needs: one is
-	// started only into a slot free while no command waits, and when a
-	// command starts waiting every warm helper is discarded so its slot
-	// goes to the command. Zero means DefaultWarmHelpers; values above
-	// MaxWarmHelpers are capped; a negative value keeps none, as a
-	// negative WarmHelperIdle does.
+	// started only while no command waits and another slot stays free
+	// for the next command (so a broker bounded to one live command
+	// prestarts none), and when a command starts waiting every warm
+	// helper is discarded so its slot goes to the command. Zero means
+	// DefaultWarmHelpers; values above MaxWarmHelpers are capped; a
+	// negative value keeps none, as a negative WarmHelperIdle does.
 	WarmHelpers int
 	// Audit, when set, sees every quarantine, neutralisation, fenced
 	// workspace, degraded run and tool escalation (see AuditEvent). It is

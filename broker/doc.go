@@ -152,8 +152,9 @@
 // comes, a helper does only what no policy decides: it builds its JSON
 // codecs' caches and, in a network namespace of its own, brings lo up.
 // Warm helpers count against Options.MaxLiveCommands: one is started only
-// into a free slot while no command waits, and when a command starts
-// waiting every warm helper is discarded so the command gets the slot. A
+// while no command waits and another slot stays free for the next
+// command, and when a command starts waiting every warm helper is
+// discarded so the command gets the slot. A
 // command of the other flavour makes room in a full pool for one helper
 // of its own flavour at a time. A command whose Stdin is an *os.File, one
 // of a flavour the pool lacks, or one that finds its helper gone, stale

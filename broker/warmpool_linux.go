@@ -76,9 +76,9 @@ func (b *Broker) startFillerLocked() {
 // after a command was last handed one. In a
 // full pool, a helper of another flavour makes room for one of the
 // wanted flavour while evictions last. Each new
-// helper takes a slot of the host-wide bounds only when one is free and
-// no command waits (tryAcquire); otherwise the filler stops, deferred,
-// until a slot is released. A failed start stops it until the next
+// helper takes a slot of the host-wide bounds only when no command waits
+// and another slot stays free for the next command (tryAcquireSpare);
+// otherwise the filler stops, deferred, until a slot is released. A failed start stops it until the next
 // command's prewarm.
 func (b *Broker) fill() {
 	p := &b.pool
@@ -105,7 +105,7 @@ func (b *Broker) fill() {
 			time.Sleep(lull)
 			continue
 		}
-		lease := b.hostBounds().tryAcquire(0)
+		lease := b.hostBounds().tryAcquireSpare()
 		if lease == nil {
 			p.deferred = true
 			p.filling = false
@@ -217,4 +217,17 @@ func (b *Broker) prewarmDeferred() {
 	}
 	p.deferred = false
 	b.startFillerLocked()
+}
+
+// tryAcquireSpare admits a warm helper: only while no request waits and
+// a slot stays free after it, so the next command is admitted at once
+// instead of waiting for a warm helper to be discarded (on a broker
+// bounded to one live command, no helper is prestarted at all).
+func (h *hostBound) tryAcquireSpare() *hostLease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.queue) > 0 || h.live+1 >= h.maxLive {
+		return nil
+	}
+	return h.takeLocked(0)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -155,9 +156,8 @@ func TestWarmPoolServesConcurrentClears(t *testing.T) {
 }
 
 // Warm helpers count against MaxLiveCommands: the pool fills only the
-// free slots, and a command that finds every slot held by warm helpers
-// gets one at once (they are discarded for it); with the command
-// running, the pool refills only the slots left.
+// free slots but one, so the next command is admitted at once, every
+// warm helper left alive; with it running, the pool takes no more.
 func TestWarmPoolCountsAgainstHostBound(t *testing.T) {
 	t.Parallel()
 	const maxLive = 3
@@ -165,21 +165,23 @@ func TestWarmPoolCountsAgainstHostBound(t *testing.T) {
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
-	before := waitPool(t, b, maxLive)
+	before := waitPool(t, b, maxLive-1)
 	p2 := p
 	p2.Network = NetworkFull // of another flavour: no warm helper fits it
 	ex := startSleep(t, b, p2)
 	defer stopSleep(ex)
 	for _, pid := range before {
-		waitGone(t, pid)
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Fatalf("warm helper %d was discarded for a command the spare slot admitted: %v", pid, err)
+		}
 	}
-	after := waitPool(t, b, maxLive-1)
+	time.Sleep(2 * prestartAfter) // the running command's prestart has come
 	h := b.hostBounds()
 	h.mu.Lock()
 	live := h.live
 	h.mu.Unlock()
-	if live != maxLive {
-		t.Fatalf("%d slots live with one command and %v warm, want %d", live, after, maxLive)
+	if pids, _, _ := poolState(b); live != maxLive || len(pids) != maxLive-1 {
+		t.Fatalf("%d slots live with one command and %v warm, want %d", live, pids, maxLive)
 	}
 }
 
