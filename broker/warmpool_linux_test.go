@@ -281,3 +281,33 @@ func TestWarmPoolRefillsInALull(t *testing.T) {
 		})
 	}
 }
+
+// tryAcquireSpare admits a warm helper only while no request waits and
+// a slot stays free after it.
+func TestTryAcquireSpare(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		maxLive, live int
+		waiting, want bool
+	}{
+		{3, 0, false, true},
+		{3, 1, false, true},
+		{3, 2, false, false}, // it would take the last slot
+		{3, 3, false, false},
+		{1, 0, false, false},
+		{3, 0, true, false}, // a command waits
+	} {
+		h := newHostBound(tc.maxLive, 1<<30)
+		h.live = tc.live
+		if tc.waiting {
+			h.queue = append(h.queue, &hostWaiter{ready: make(chan struct{})})
+		}
+		l := h.tryAcquireSpare()
+		if (l != nil) != tc.want {
+			t.Errorf("%+v: admitted %v", tc, l != nil)
+		}
+		if l != nil && h.live != tc.live+1 {
+			t.Errorf("%+v: live %d after admission", tc, h.live)
+		}
+	}
+}
