@@ -31,9 +31,8 @@ var helperPrepared struct {
 // that no command's policy decides, so a warm helper spends it while it
 // waits instead of in its command's latency:
 //   - it runs the JSON decoder over a configuration with every field set
-//     and the encoder over a report, so the codecs' per-type caches are
-//     built (measured here: about 130 µs of a first decode, 40 µs of a
-//     first encode);
+//     and the encoder over a report, so the codecs' per-type caches, which
+//     a type's first decode and encode build, are ready;
 //   - in a network namespace of its own (helperNetArg), it brings lo up,
 //     which every command of that flavour gets: its network is off, and
 //     the namespace holds nothing but lo.
