@@ -13,6 +13,16 @@ const (
 	DefaultWarmHelperIdle = 30 * time.Second
 	// MaxWarmHelperIdle caps Options.WarmHelperIdle.
 	MaxWarmHelperIdle = 5 * time.Minute
+	// DefaultWarmHelpers is how many helpers the broker keeps started
+	// ahead of the next commands when Options.WarmHelpers is zero: enough
+	// for a batch whose exclusive calls run one after another, or whose
+	// concurrent calls are cleared at once, to find a helper ready for
+	// each of its first four commands.
+	DefaultWarmHelpers = 4
+	// MaxWarmHelpers caps Options.WarmHelpers. Every warm helper holds a
+	// process and one of Options.MaxLiveCommands' slots, so the pool stays
+	// a small share of DefaultMaxLiveCommands.
+	MaxWarmHelpers = 8
 	// helperIdleTimeout is how long a helper waits for its configuration
 	// before exiting by itself: a backstop for a host that stopped
 	// retiring it (frozen, say). It outlasts every idle allowance, so the
@@ -36,17 +46,31 @@ type Options struct {
 	// a program that imports this package (or calls HelperMain). Empty
 	// means /proc/self/exe, the running program itself.
 	HelperPath string
-	// WarmHelperIdle is how long the broker keeps one helper started
-	// ahead of the next command. A helper's process start, its fresh
-	// namespaces and its runtime's initialisation then happen after the
-	// previous command settled (or once it has run a while), not in the
-	// next command's latency; the warm helper holds no policy and has
-	// confined nothing until a command is handed to it, and each helper
-	// serves exactly one command. Zero means DefaultWarmHelperIdle; values
-	// above MaxWarmHelperIdle are capped; a negative value turns
-	// prestarting off, so every command starts its helper when it is
-	// cleared. Close discards the warm helper.
+	// WarmHelperIdle is how long the broker keeps a helper started ahead
+	// of the next command (see WarmHelpers) before retiring it. A
+	// helper's process start, its fresh namespaces and its runtime's
+	// initialisation then happen after the previous command settled (or
+	// once it has run a while), not in the next command's latency; a
+	// warm helper holds no policy and has confined nothing until a
+	// command is handed to it, and each helper serves exactly one
+	// command. Zero means DefaultWarmHelperIdle; values above
+	// MaxWarmHelperIdle are capped; a negative value turns prestarting
+	// off, so every command starts its helper when it is cleared. Close
+	// discards every warm helper.
 	WarmHelperIdle time.Duration
+	// WarmHelpers is how many helpers the broker keeps started ahead of
+	// the next commands (the warm pool): commands cleared one right after
+	// another, or together, each find one ready while the pool lasts, and
+	// the broker starts replacements, one at a time, as commands settle
+	// (or once they have run a while). Warm helpers count against
+	// MaxLiveCommands but never take a slot a command needs: one is
+	// started only while no command waits and another slot stays free
+	// for the next command (so a broker bounded to one live command
+	// prestarts none), and when a command starts waiting every warm
+	// helper is discarded so its slot goes to the command. Zero means
+	// DefaultWarmHelpers; values above MaxWarmHelpers are capped; a
+	// negative value keeps none, as a negative WarmHelperIdle does.
+	WarmHelpers int
 	// Audit, when set, sees every quarantine, neutralisation, fenced
 	// workspace, degraded run and tool escalation (see AuditEvent). It is
 	// called synchronously from the goroutine that did the work; keep it
@@ -65,8 +89,8 @@ type Options struct {
 	// there. Zero or less leaves each call's bound as it is.
 	MaxOutputBytes int64
 	// MaxLiveCommands bounds how many commands this Broker runs at once:
-	// foreground commands, background jobs and the helper prestarted for
-	// the next command all count (a warm helper never takes a slot a
+	// foreground commands, background jobs and the helpers prestarted for
+	// the next commands all count (a warm helper never takes a slot a
 	// command waits for, and is discarded to make room for one). A
 	// command over the bound waits, first come first served, within its
 	// own deadline (its context, Timeout, the policy's WallMs, the step's
@@ -115,15 +139,7 @@ type Broker struct {
 	probeOnce sync.Once
 	probe     probeResult
 
-	warmMu  sync.Mutex
-	warm    *waitingHelper // the helper waiting for the next command, or nil
-	warming bool           // a helper is being started for the warm slot
-	closed  bool           // Close was called: prestart nothing more
-	warmErr error          // why the last prestart failed, or nil
-	// warmDeferred: a prestart of warmDeferredFlavour found the host-wide
-	// bounds full; it is retried when a slot is released.
-	warmDeferred        bool
-	warmDeferredFlavour flavour
+	pool warmPool // the helpers started ahead of the next commands
 	// onSpawn, when set (by tests), is told the pid of every helper
 	// process the broker starts.
 	onSpawn func(pid int)
@@ -160,7 +176,7 @@ func New(opts Options) *Broker {
 	return &Broker{opts: opts, ledger: l}
 }
 
-// Close discards the helper kept warm for the next command and stops
+// Close discards every helper kept warm for the next commands and stops
 // prestarting; commands already cleared run on. The Broker stays usable
 // after Close, starting each command's helper when it is cleared. Close
 // always returns nil.
@@ -179,6 +195,19 @@ func (b *Broker) warmIdle() time.Duration {
 		return 0
 	default:
 		return min(d, MaxWarmHelperIdle)
+	}
+}
+
+// warmHelpers is the effective Options.WarmHelpers: how many helpers
+// the pool keeps ready, 0 when prestarting is off.
+func (b *Broker) warmHelpers() int {
+	switch n := b.opts.WarmHelpers; {
+	case b.warmIdle() <= 0 || n < 0:
+		return 0
+	case n == 0:
+		return DefaultWarmHelpers
+	default:
+		return min(n, MaxWarmHelpers)
 	}
 }
 

@@ -154,7 +154,7 @@
 // the broker stops its tree and the execution settles with
 // OutputLimited. Across commands, a Broker runs at most
 // Options.MaxLiveCommands at once (foreground commands, background jobs
-// and the warm helper alike) and reserves each jail's in-memory scratch
+// and warm helpers alike) and reserves each jail's in-memory scratch
 // against Options.ScratchBudgetBytes; a command over either bound waits,
 // in arrival order, within its own deadline and at most MaxHostBusyWait,
 // then is refused with DenialHostBusy. With Options.CgroupParent, each
@@ -166,15 +166,27 @@
 //
 // Starting a helper (the clone into fresh namespaces and the Go runtime's
 // start-up) is most of a jail's fixed cost. Once a command settles (or
-// has run for 100 ms) the broker starts the next helper in the
-// background, with the namespace flavour that command used, and keeps it
-// blocked on its configuration for Options.WarmHelperIdle; the next
-// command of that flavour is handed to it, so its latency is
+// has run for 100 ms) the broker fills a pool of Options.WarmHelpers
+// helpers (DefaultWarmHelpers, at most MaxWarmHelpers) with the
+// namespace flavour that command used, starting them one after another;
+// while commands keep taking helpers back to back and one is left, it
+// waits for a short lull first, so a helper's start does not compete
+// with them. Each waits blocked on its configuration for at most
+// Options.WarmHelperIdle; the next commands of that flavour, cleared one
+// after another or together, are each handed one, so their latency is
 // configuration, confinement and exec only; one with an ExtraFile too
-// (see The extra descriptor). A command whose Stdin is an
-// *os.File, one of another flavour, or one that finds the helper gone,
-// stale or started under another host identity gets a helper started for
-// it. Close discards the warm helper; a helper that no configuration
+// (see The extra descriptor). Before its configuration
+// comes, a helper does only what no policy decides: it builds its JSON
+// codecs' caches and, in a network namespace of its own, brings lo up.
+// Warm helpers count against Options.MaxLiveCommands: one is started only
+// while no command waits and another slot stays free for the next
+// command, and when a command starts waiting every warm helper is
+// discarded so the command gets the slot. A
+// command of the other flavour makes room in a full pool for one helper
+// of its own flavour at a time. A command whose Stdin is an *os.File, one
+// of a flavour the pool lacks, or one that finds its helper gone, stale
+// or started under another host identity gets a helper started for it.
+// Close discards every warm helper; a helper that no configuration
 // reaches exits by itself.
 //
 // # The launcher

@@ -163,6 +163,7 @@ func runHelper() int {
 			b = b[n:]
 		}
 	}
+	prepareHelper()
 	if !readableWithin(helperConfigFd, helperIdleTimeout) {
 		// A warm helper nobody needed: leave without a word.
 		return exitHelperIdle
@@ -222,7 +223,7 @@ func runHelper() int {
 			landlockRead, landlockWrite = emptyRootReadable(*cfg.EmptyRoot), nil
 		}
 		if cfg.NetworkOff {
-			if err := loopbackUp(); err != nil {
+			if err := helperLoopbackUp(); err != nil {
 				layers = append(layers, Layer{Name: LayerLoopback, Reason: errnoName(err)})
 			} else {
 				layers = append(layers, Layer{Name: LayerLoopback, Applied: true})

@@ -18,7 +18,7 @@ const LayerCgroup = "cgroup"
 // Options.MaxLiveCommands and Options.ScratchBudgetBytes).
 const (
 	// DefaultMaxLiveCommands is how many commands (foreground, background
-	// jobs and the prestarted warm helper together) may be live at once
+	// jobs and the prestarted warm helpers together) may be live at once
 	// when Options.MaxLiveCommands is zero. With DefaultProcesses per
 	// command it keeps the worst case at 32 x 1024 = 32,768 processes,
 	// the kernel's own pid_max on a small machine, and it is far past
@@ -53,11 +53,10 @@ type hostBound struct {
 	scratch int64
 	queue   []*hostWaiter
 	// onWait, when set, is called (without mu) each time a request
-	// starts waiting: the broker discards its warm helper to make room.
+	// starts waiting: the broker discards its warm helpers to make room.
 	onWait func()
 	// onRelease, when set, is called (without mu) after each release: the
-	// broker starts a warm helper it had to forgo while the bound was
-	// full.
+	// broker restarts the warm pool's filler a full bound had stopped.
 	onRelease func()
 }
 

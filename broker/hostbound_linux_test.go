@@ -264,24 +264,58 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 	}
 }
 
-// TestWarmHelperMakesRoom: a warm helper holding the only slot is
-// discarded when a command needs it; the command runs at once.
+// TestWarmHelperMakesRoom: a warm helper holding the last free slot is
+// discarded when a command needs it; the command runs at once. (A pool
+// leaves a slot free for the next command, so the slot a warm helper
+// holds is needed only once other commands took the spare one.)
 func TestWarmHelperMakesRoom(t *testing.T) {
+	t.Parallel()
+	const maxLive = 3
+	b := newTestBroker(t, Options{MaxLiveCommands: maxLive})
+	defer b.Close()
+	p := testPolicy(t.TempDir())
+	run(t, b, p, 10*time.Second, "true")
+	waitPool(t, b, maxLive-1)
+	// One holder takes the spare slot and a warm helper (whose slot it
+	// returns), another of the other flavour the slot that returned.
+	p2 := p
+	p2.Network = NetworkFull
+	a, err := b.Clear(context.Background(), sleepSpec(p, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopSleep(a)
+	c, err := b.Clear(context.Background(), sleepSpec(p2, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopSleep(c)
+	pids, _, _ := poolState(b)
+	if len(pids) != 1 {
+		t.Fatalf("pool %v with two holders, want the one helper left", pids)
+	}
+	// A command of another flavour cannot use the warm helper: it must
+	// be discarded to free the slot.
+	r := run(t, b, p2, 10*time.Second, "echo", "ran")
+	if r.stdout != "ran\n" {
+		t.Fatalf("with a warm helper holding the last slot: stdout %q settled %+v", r.stdout, r.settled)
+	}
+	waitGone(t, pids[0])
+}
+
+// With one live command allowed, no helper is prestarted: it would hold
+// the slot the next command needs.
+func TestWarmPoolLeavesASlotFree(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t, Options{MaxLiveCommands: 1})
 	defer b.Close()
 	p := testPolicy(t.TempDir())
-	run(t, b, p, 10*time.Second, "true")
-	pid := waitWarm(t, b)
-	// A command of another flavour cannot use the warm helper: it must
-	// be discarded to free the slot.
-	p2 := p
-	p2.Network = NetworkFull
-	r := run(t, b, p2, 10*time.Second, "echo", "ran")
-	if r.stdout != "ran\n" {
-		t.Fatalf("with a warm helper holding the only slot: stdout %q settled %+v", r.stdout, r.settled)
+	for range 2 {
+		if r := run(t, b, p, 10*time.Second, "echo", "ran"); r.stdout != "ran\n" {
+			t.Fatalf("stdout %q settled %+v", r.stdout, r.settled)
+		}
 	}
-	waitGone(t, pid)
+	requireNoWarm(t, b, "a broker bounded to one live command prestarted a helper")
 }
 
 // TestScratchBudget: with a budget of one jail's scratch, a second

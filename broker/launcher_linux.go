@@ -70,7 +70,7 @@ func runLauncher() int {
 	}
 	cmd := &exec.Cmd{
 		Path:        selfExe,
-		Args:        []string{helperArg0},
+		Args:        helperArgs(flavour{namespaces: true, newNet: newNet}),
 		Env:         helperProcessEnv,
 		Dir:         "/",
 		Stdin:       os.Stdin,

@@ -16,23 +16,48 @@ import (
 	"time"
 )
 
-// waitWarm waits until b holds a warm helper and returns its pid.
+// poolState is what b's warm pool holds now: the pids of its ready
+// helpers, oldest first, whether its filler runs, and why its last start
+// failed.
+func poolState(b *Broker) (pids []int, filling bool, err error) {
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	for _, h := range b.pool.ready {
+		pids = append(pids, h.proc.pid)
+	}
+	return pids, b.pool.filling, b.pool.err
+}
+
+// waitWarm waits until b holds a warm helper and returns the pid of its
+// oldest, the one the next command of its flavour is handed.
 func waitWarm(t testing.TB, b *Broker) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		b.warmMu.Lock()
-		h := b.warm
-		b.warmMu.Unlock()
-		if h != nil {
-			return h.proc.pid
+		if pids, _, _ := poolState(b); len(pids) > 0 {
+			return pids[0]
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	b.warmMu.Lock()
-	defer b.warmMu.Unlock()
-	t.Fatalf("no warm helper appeared within 10s (warming %v, last error %v)", b.warming, b.warmErr)
+	_, filling, err := poolState(b)
+	t.Fatalf("no warm helper appeared within 10s (filling %v, last error %v)", filling, err)
 	return 0
+}
+
+// waitPool waits until b's filler has stopped with n helpers ready and
+// returns their pids, oldest first.
+func waitPool(t testing.TB, b *Broker, n int) []int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if pids, filling, _ := poolState(b); len(pids) == n && !filling {
+			return pids
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	pids, filling, err := poolState(b)
+	t.Fatalf("the pool holds %v (filling %v, last error %v), want %d ready", pids, filling, err, n)
+	return nil
 }
 
 // waitGone waits until pid no longer exists (it was killed and reaped).
@@ -53,9 +78,7 @@ func waitGone(t testing.TB, pid int) {
 func requireNoWarm(t *testing.T, b *Broker, why string) {
 	t.Helper()
 	time.Sleep(50 * time.Millisecond)
-	b.warmMu.Lock()
-	defer b.warmMu.Unlock()
-	if b.warm != nil || b.warming {
+	if pids, filling, _ := poolState(b); len(pids) > 0 || filling {
 		t.Fatal(why)
 	}
 }
@@ -125,25 +148,31 @@ func TestColdStartKeepsNoHelper(t *testing.T) {
 }
 
 func TestWarmHelperRetiredWhenIdle(t *testing.T) {
-	b := newTestBroker(t, Options{WarmHelperIdle: 100 * time.Millisecond})
+	const pool = 2
+	b := newTestBroker(t, Options{WarmHelperIdle: 100 * time.Millisecond, WarmHelpers: pool})
 	spawned := make(chan int, 8)
 	b.onSpawn = func(pid int) { spawned <- pid }
 	run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
 	<-spawned // the command's own helper
-	// The next is the prestarted one; it may come and go before run
-	// returns (a slow machine, a race build), so follow its pid.
+	// The next are the prestarted ones; they may come and go before run
+	// returns (a slow machine, a race build), so follow their pids.
+	for i := 0; i < pool; i++ {
+		select {
+		case pid := <-spawned:
+			waitGone(t, pid)
+		case <-time.After(10 * time.Second):
+			_, _, err := poolState(b)
+			t.Fatalf("%d of %d helpers were prestarted (last error %v)", i, pool, err)
+		}
+	}
+	if pids, _, _ := poolState(b); len(pids) > 0 {
+		t.Fatalf("retired helpers %v are still in the pool", pids)
+	}
+	// Retired helpers are not replaced: an idle session holds nothing.
 	select {
 	case pid := <-spawned:
-		waitGone(t, pid)
-	case <-time.After(10 * time.Second):
-		b.warmMu.Lock()
-		defer b.warmMu.Unlock()
-		t.Fatalf("no helper was prestarted (last error %v)", b.warmErr)
-	}
-	b.warmMu.Lock()
-	defer b.warmMu.Unlock()
-	if b.warm != nil {
-		t.Fatal("a retired helper is still in the warm slot")
+		t.Fatalf("helper %d was started after the pool retired idle", pid)
+	case <-time.After(50 * time.Millisecond):
 	}
 }
 
@@ -332,12 +361,16 @@ func TestWarmHelperOfAnotherIdentityIsDiscarded(t *testing.T) {
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
-	pid := waitWarm(t, b)
-	b.warmMu.Lock()
-	b.warm.who.euid++ // as if the host's identity changed after the start
-	b.warmMu.Unlock()
+	pids := waitPool(t, b, DefaultWarmHelpers)
+	b.pool.mu.Lock()
+	for _, h := range b.pool.ready {
+		h.who.euid++ // as if the host's identity changed after the start
+	}
+	b.pool.mu.Unlock()
 	ex := startSleep(t, b, p)
 	defer stopSleep(ex)
-	// Had it run the command, it would be sleeping now.
-	waitGone(t, pid)
+	// Had one of them run the command, it would be sleeping now.
+	for _, pid := range pids {
+		waitGone(t, pid)
+	}
 }

@@ -18,9 +18,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestWarmSlotStateMachine drives one broker through random sequences of
-// commands of both network flavours, commands whose stdin is a file,
-// warm helpers killed from outside, idle periods past the allowance and
+// TestWarmSlotStateMachine drives one broker, its warm pool of a random
+// size, through random sequences of commands of both network flavours,
+// commands whose stdin is a file, warm helpers killed from outside, idle periods past the allowance and
 // Close, against a model that says only what must hold: every command
 // runs and reports the namespaces of its flavour, a closed broker
 // prestarts nothing, and once the broker is closed every helper process
@@ -30,7 +30,7 @@ func TestWarmSlotStateMachine(t *testing.T) {
 	defer fewerChecks(warmModelChecks)()
 	rapid.Check(t, func(rt *rapid.T) {
 		const idle = 30 * time.Millisecond
-		b := New(Options{HelperPath: helper, WarmHelperIdle: idle})
+		b := New(Options{HelperPath: helper, WarmHelperIdle: idle, WarmHelpers: rapid.IntRange(0, 3).Draw(rt, "pool")})
 		if rapid.Bool().Draw(rt, "launched") {
 			b.launchAboveRSS = -1
 		}
@@ -85,12 +85,11 @@ func TestWarmSlotStateMachine(t *testing.T) {
 				defer f.Close()
 				clear(NetworkOff, f)
 			},
-			"kill the warm helper": func(rt *rapid.T) {
-				b.warmMu.Lock()
-				if b.warm != nil {
-					syscall.Kill(b.warm.proc.pid, syscall.SIGKILL)
+			"kill a warm helper": func(rt *rapid.T) {
+				pids, _, _ := poolState(b)
+				if len(pids) > 0 {
+					syscall.Kill(pids[rapid.IntRange(0, len(pids)-1).Draw(rt, "victim")], syscall.SIGKILL)
 				}
-				b.warmMu.Unlock()
 			},
 			"idle past the allowance": func(rt *rapid.T) {
 				time.Sleep(idle + 20*time.Millisecond)
@@ -104,10 +103,7 @@ func TestWarmSlotStateMachine(t *testing.T) {
 				// A prestart already under way finishes (and is discarded)
 				// before the count starts.
 				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-					b.warmMu.Lock()
-					warming := b.warming
-					b.warmMu.Unlock()
-					if !warming {
+					if _, filling, _ := poolState(b); !filling {
 						break
 					}
 					if time.Now().After(deadline) {
@@ -132,10 +128,7 @@ func TestWarmSlotStateMachine(t *testing.T) {
 				// A closed broker ends up with nothing warm, and stays so.
 				deadline := time.Now().Add(5 * time.Second)
 				for {
-					b.warmMu.Lock()
-					quiet := b.warm == nil && !b.warming
-					b.warmMu.Unlock()
-					if quiet {
+					if pids, filling, _ := poolState(b); len(pids) == 0 && !filling {
 						break
 					}
 					if time.Now().After(deadline) {

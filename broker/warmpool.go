@@ -1,0 +1,51 @@
+package broker
+
+import (
+	"sync"
+	"time"
+)
+
+// warmRefillLull is how long after a command was handed a warm helper
+// the filler waits before starting another, while the pool still holds
+// one for the next command: commands cleared back to back (a batch's
+// exclusive calls) then find their helpers ready without a helper's
+// start competing with them for the CPU, and the pool refills in the
+// lull after them. It outlasts a short command's whole latency; an
+// empty pool refills at once.
+const warmRefillLull = 20 * time.Millisecond
+
+// warmPool holds the helpers a Broker started ahead of its next commands
+// (see Options.WarmHelpers). Each ready helper holds a share of the
+// host-wide bounds (its lease) until it is handed a command or
+// discarded. One filler at a time starts helpers, one after another, so
+// refilling the pool never bursts the machine while commands run.
+type warmPool struct {
+	mu sync.Mutex
+	// ready are the helpers waiting for a command, oldest first.
+	ready []*waitingHelper
+	// filling: the filler is running (it may be starting a helper now).
+	filling bool
+	// want is the flavour the filler starts: the last cleared command's,
+	// which predicts the next.
+	want flavour
+	// starts is how many helpers the filler may still start before the
+	// next prewarm grants more.
+	starts int
+	// evictions is how many ready helpers of another flavour the filler
+	// may still discard to make room for the wanted one: one per prewarm,
+	// so a pool serving commands of both flavours shifts towards the
+	// recent one a helper at a time instead of being replaced whole.
+	evictions int
+	// deferred: the filler stopped because the host-wide bounds were
+	// full or a command waited; a released slot restarts it.
+	deferred bool
+	// closed: Close was called; nothing more is started.
+	closed bool
+	// lastTake is when a command was last handed a helper of the pool.
+	lastTake time.Time
+	// lull overrides warmRefillLull when not zero (tests); negative
+	// means none.
+	lull time.Duration
+	// err is why the last start failed, or nil.
+	err error
+}

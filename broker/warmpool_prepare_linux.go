@@ -1,0 +1,63 @@
+package broker
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+)
+
+// helperNetArg follows helperArg0 in a helper's argv when the helper was
+// born in a network namespace of its own (a flavour with newNet): its
+// loopback interface is then the fresh namespace's, down, and no one
+// else's.
+const helperNetArg = "net"
+
+// helperArgs is the argv a helper of flavour f is started with.
+func helperArgs(f flavour) []string {
+	if f.namespaces && f.newNet {
+		return []string{helperArg0, helperNetArg}
+	}
+	return []string{helperArg0}
+}
+
+// helperPrepared is what prepareHelper did before the configuration
+// came: whether it brought lo up (loopbackDone) and how that went.
+var helperPrepared struct {
+	loopbackDone bool
+	loopbackErr  error
+}
+
+// prepareHelper does, before a helper reads its configuration, the work
+// that no command's policy decides, so a warm helper spends it while it
+// waits instead of in its command's latency:
+//   - it runs the JSON decoder over a configuration with every field set
+//     and the encoder over a report, so the codecs' per-type caches, which
+//     a type's first decode and encode build, are ready;
+//   - in a network namespace of its own (helperNetArg), it brings lo up,
+//     which every command of that flavour gets: its network is off, and
+//     the namespace holds nothing but lo.
+//
+// Nothing here confines, reads the host's files or depends on a policy,
+// and no layer is reported from here: runHelper reports what it did
+// (helperLoopbackUp) when the configuration asks for it.
+func prepareHelper() {
+	one := []string{"/"}
+	sample, _ := json.Marshal(helperConfig{Argv: one, Env: one, SystemRoots: one, ReadableRoots: one,
+		WritableRoots: one, Protected: one, Sockets: one, MaskSockets: one, Required: one})
+	var cfg helperConfig
+	json.Unmarshal(sample, &cfg)
+	json.Marshal(helperReport{Layers: []Layer{{Name: LayerMounts, Applied: true}}})
+	if slices.Contains(os.Args[1:], helperNetArg) {
+		helperPrepared.loopbackErr = loopbackUp()
+		helperPrepared.loopbackDone = true
+	}
+}
+
+// helperLoopbackUp brings lo up in the jail's network namespace, or says
+// how prepareHelper's doing so went.
+func helperLoopbackUp() error {
+	if helperPrepared.loopbackDone {
+		return helperPrepared.loopbackErr
+	}
+	return loopbackUp()
+}

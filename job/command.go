@@ -1,0 +1,32 @@
+package job
+
+import (
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
+)
+
+// CommandPolicy is the policy bash composes for a command of c that asks
+// for no permissions: the base policy met with bash's own requirements
+// (system roots, the workspace and scratch writable, the base network and
+// environment allowance) under the call's grants, plus the variables bash
+// always sets. A shortfall is an error holding a *broker.Denial; nothing
+// is raised to the host. It is what another harness-side caller that runs
+// a command on a call's authority (code mode's proc.run) composes, so the
+// command is confined exactly as the same command through bash.
+func CommandPolicy(c *tool.Call) (broker.Policy, error) {
+	req, err := bashPolicyFor(c, nil)
+	if err != nil {
+		return broker.Policy{}, err
+	}
+	pol, err := broker.Compose(c.Base, req, c.Grants)
+	if err != nil {
+		return broker.Policy{}, err
+	}
+	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", ScratchEnv)
+	return pol, nil
+}
+
+// CommandEnv is the environment bash offers a command of c: the session's
+// variables, TMPDIR at the strand's scratch directory and ScratchEnv where
+// the jail gives a private one.
+func CommandEnv(c *tool.Call) map[string]string { return bashEnv(c) }
