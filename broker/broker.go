@@ -142,7 +142,7 @@ type Broker struct {
 	pool warmPool // the helpers started ahead of the next commands
 	// onSpawn, when set (by tests), is told the pid of every helper
 	// process the broker starts.
-	onSpawn func(pid int)
+	onSpawn func(pid int, warm bool)
 
 	// policyRootOff keeps every jail in the host view (the policy_root
 	// layer skipped), for tests whose control shows what that layer stops.

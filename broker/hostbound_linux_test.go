@@ -22,7 +22,7 @@ type liveCounter struct {
 
 // watch makes c count b's helpers.
 func (c *liveCounter) watch(b *Broker) {
-	b.onSpawn = func(pid int) {
+	b.onSpawn = func(pid int, _ bool) {
 		fd, err := unix.PidfdOpen(pid, 0) // our unreaped child: the pid is still its
 		c.mu.Lock()
 		defer c.mu.Unlock()

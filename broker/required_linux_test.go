@@ -40,7 +40,7 @@ func TestRequiredLayerUnavailableRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := withProbe(t, Options{WarmHelperIdle: -1}, tc.probe)
 			var spawned atomic.Int32
-			b.onSpawn = func(int) { spawned.Add(1) }
+			b.onSpawn = func(int, bool) { spawned.Add(1) }
 			spec := tc.spec()
 			spec.RequiredLayers = tc.required
 			_, err := clearCollect(t, b, spec)

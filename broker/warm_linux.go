@@ -148,7 +148,7 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 		cg.placed()
 	}
 	if b.onSpawn != nil {
-		b.onSpawn(cmd.Process.Pid)
+		b.onSpawn(cmd.Process.Pid, warm)
 	}
 	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
 		pidNamespace: f.namespaces, launched: launched, stdout: stdout.r, stderr: stderr.r}

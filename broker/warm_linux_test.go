@@ -151,7 +151,7 @@ func TestWarmHelperRetiredWhenIdle(t *testing.T) {
 	const pool = 2
 	b := newTestBroker(t, Options{WarmHelperIdle: 100 * time.Millisecond, WarmHelpers: pool})
 	spawned := make(chan int, 8)
-	b.onSpawn = func(pid int) { spawned <- pid }
+	b.onSpawn = func(pid int, _ bool) { spawned <- pid }
 	run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
 	<-spawned // the command's own helper
 	// The next are the prestarted ones; they may come and go before run

@@ -36,7 +36,7 @@ func TestWarmSlotStateMachine(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var spawned []int
-		b.onSpawn = func(pid int) {
+		b.onSpawn = func(pid int, _ bool) {
 			mu.Lock()
 			spawned = append(spawned, pid)
 			mu.Unlock()

@@ -40,7 +40,7 @@ func TestWarmHelpersOption(t *testing.T) {
 func countSpawns(b *Broker) (count func() int) {
 	var mu sync.Mutex
 	n := 0
-	b.onSpawn = func(int) {
+	b.onSpawn = func(int, bool) {
 		mu.Lock()
 		n++
 		mu.Unlock()
