@@ -82,7 +82,7 @@ type BuilderOptions struct {
 	// Broker runs every build in its jail. Required.
 	Broker *broker.Broker
 	// Prelude is the cap/... tree (module PreludeModule, no go.mod);
-	// nil means none.
+	// nil means the embedded one, Prelude() with PreludePackages().
 	Prelude fs.FS
 	// PreludePackages are the prelude's package paths, internal ones
 	// included; nil means every directory of Prelude holding Go files.
@@ -179,6 +179,9 @@ func NewBuilder(o BuilderOptions) (*Builder, error) {
 	std := o.StdPackages
 	if std == nil {
 		std = StdPackages()
+	}
+	if o.Prelude == nil {
+		o.Prelude, o.PreludePackages = Prelude(), PreludePackages()
 	}
 	prelude := o.PreludePackages
 	if prelude == nil {
