@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 		os.Exit(holdLock(dir))
 	}
 	code := m.Run()
+	for _, f := range testCleanups {
+		f()
+	}
 	if sharedBrk != nil {
 		sharedBrk.Close()
 	}
@@ -31,6 +34,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// testCleanups run after every test, before the jail helper is removed.
+var testCleanups []func()
 
 // holdLock takes dir's cache lock, says "locked" and waits for stdin to
 // end.

@@ -66,6 +66,10 @@ type RunResult struct {
 	Enforcement broker.Enforcement
 	// Duration is the run's wall time by the host's clock.
 	Duration time.Duration
+
+	// lastFailure and lastStderr are the last proc.run command that
+	// failed and its stderr tail, for the "last failing command:" line.
+	lastFailure, lastStderr string
 }
 
 var (

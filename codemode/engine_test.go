@@ -1,0 +1,198 @@
+package codemode
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
+)
+
+// e2eStd is the standard-library allowlist the end-to-end tests build
+// against: what their programs import, so the archives build once in
+// seconds rather than the whole allowlist's.
+var e2eStd = []string{"bytes", "context", "errors", "fmt", "sort", "strconv", "strings", "sync", "time", "unicode/utf8"}
+
+var (
+	e2eOnce     sync.Once
+	e2eCacheDir string
+	e2eBroker   *broker.Broker
+)
+
+// e2eShared returns the cache directory and broker every end-to-end
+// engine shares, so the archives are built once per test binary.
+func e2eShared(tb testing.TB) (string, *broker.Broker) {
+	tb.Helper()
+	e2eOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "loom-codemode-e2e-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e2eCacheDir = dir
+		e2eBroker = broker.New(broker.Options{HelperPath: jailHelper.Path(tb)})
+		testCleanups = append(testCleanups, func() { e2eBroker.Close(); os.RemoveAll(dir) })
+	})
+	return e2eCacheDir, e2eBroker
+}
+
+// session is one end-to-end host: a workspace, the tools a host offers
+// beside code_mode, a job plane and an Engine over them.
+type session struct {
+	eng  *Engine
+	call *tool.Call
+	ws   string
+	reg  *tool.Registry
+	jobs *job.Plane
+}
+
+// newSession builds a session over a fresh workspace under /var/tmp (the
+// jail's /tmp is private) holding files.
+func newSession(t *testing.T, files map[string]string) *session {
+	t.Helper()
+	dir, b := e2eShared(t)
+	root, err := os.MkdirTemp("/var/tmp", "loom-codemode-ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	ws := filepath.Join(root, "ws")
+	for p, s := range files {
+		p = filepath.Join(ws, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := blob.Open(filepath.Join(root, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := filepath.Join(root, "scratch")
+	env := map[string]string{"PATH": "/usr/local/go/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"}
+	jobs := job.NewPlane(b, job.Options{})
+	t.Cleanup(func() { jobs.Close(context.Background()) })
+	reg, err := tool.NewRegistry(append([]tool.Tool{tool.ReadTool(), tool.WriteTool(), tool.EditTool(), tool.GrepTool(), job.BashTool(jobs)}, job.Tools(jobs)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tool.Call{
+		Workspace: ws, Strand: "main", Env: env, TempDir: scratch, Broker: b, Blobs: blobs,
+		Base: broker.Policy{
+			SystemRoots:   append(broker.SystemReadableRoots(), "/usr/local/go"),
+			WritableRoots: []string{ws, scratch},
+			Protected:     broker.DefaultProtected(ws),
+			Network:       broker.NetworkOff,
+			EnvAllow:      []string{"PATH", "HOME", "LANG"},
+		},
+	}
+	c = c.At("op-"+t.Name(), "step", 0)
+	eng, err := New(Options{Registry: reg, Broker: b, Jobs: jobs, Builder: BuilderOptions{CacheDir: dir, StdPackages: e2eStd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &session{eng: eng, call: c, ws: ws, reg: reg, jobs: jobs}
+}
+
+// exec runs src through every stage.
+func (s *session) exec(t *testing.T, src string, within time.Duration) (*Execution, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	return s.eng.Execute(ctx, s.call, []byte(src), within)
+}
+
+// mustRun runs src and fails unless it ran to a clean exit.
+func (s *session) mustRun(t *testing.T, src string) *RunResult {
+	t.Helper()
+	x, err := s.exec(t, src, 0)
+	if err != nil {
+		t.Fatalf("the program did not run: %v", err)
+	}
+	if x.Run.Code != "" {
+		t.Fatalf("the run failed (%s, exit %d):\nstdout: %s\nstderr: %s\nfault: %s", x.Run.Code, x.Run.Exit, x.Run.Stdout, x.Run.Stderr, x.Run.Fault)
+	}
+	return x.Run
+}
+
+// TestRecipesRun runs every recipe program verbatim through vet, build
+// and run, in a workspace shaped for it.
+func TestRecipesRun(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"go.mod":          "module example.com/demo\n\ngo 1.26\n",
+		"main.go":         "package main\n\n// TODO: greet better\nfunc main() { println(\"hi\") }\n",
+		"util/strings.go": "package util\n\n// TODO: more helpers\nfunc Upper(s string) string { return s }\n",
+	}
+	want := map[string][]string{
+		"survey.go": {"go.mod"},
+		"fanout.go": {"main.go"},
+		"edit.go":   {"Hello, workspace.", "second edit refused (edit_no_match)"},
+		"checks.go": {"report"},
+	}
+	for name, says := range want {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			src, err := os.ReadFile(filepath.Join("testdata/programs", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newSession(t, files)
+			if name == "checks.go" {
+				gitInit(t, s.ws)
+			}
+			res := s.mustRun(t, string(src))
+			for _, w := range says {
+				if !strings.Contains(res.Stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, res.Stdout)
+				}
+			}
+			if res.Record.Total == 0 || res.Record.Failed != 0 && name != "edit.go" {
+				t.Errorf("call record %+v", res.Record)
+			}
+		})
+	}
+}
+
+func gitInit(t *testing.T, ws string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestProgramRunsInTheRunJail: a program's run is confined by every
+// layer RunRequiredLayers names, applied, and its stdout is its result.
+func TestProgramRunsInTheRunJail(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	res := s.mustRun(t, "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from the jail\") }\n")
+	if res.Stdout != "hello from the jail\n" {
+		t.Errorf("stdout %q", res.Stdout)
+	}
+	for _, l := range RunRequiredLayers() {
+		if !res.Enforcement.Applied(l) {
+			t.Errorf("layer %s not applied: %s", l, res.Enforcement)
+		}
+	}
+	if res.Enforcement.Degraded {
+		t.Errorf("degraded: %s", res.Enforcement)
+	}
+	t.Log(res.Enforcement.String(), res.Duration)
+}
