@@ -81,6 +81,12 @@ var (
 // channel with h until it exits, its deadline passes, ctx ends or the
 // channel faults; every path tears the process tree down.
 func runProgram(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, h *seamHost) (*RunResult, error) {
+	return runProgramArgs(ctx, c, bin, within, h, nil)
+}
+
+// runProgramArgs is runProgram with arguments after the program's name
+// (a vetted program takes none; tests run probes with some).
+func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, h *seamHost, args []string) (*RunResult, error) {
 	hostEnd, guestEnd, err := channelPair()
 	if err != nil {
 		return nil, err
@@ -91,6 +97,7 @@ func runProgram(ctx context.Context, c *tool.Call, bin *Binary, within time.Dura
 	ctx, stop := context.WithTimeoutCause(ctx, within, errWallDeadline)
 	defer stop()
 	spec := runSpec(c, bin, within, guestEnd)
+	spec.Argv = append(spec.Argv, args...)
 	start := time.Now()
 	x, err := c.Broker.Clear(ctx, spec)
 	guestEnd.Close()
