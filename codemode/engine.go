@@ -181,4 +181,3 @@ func stageCode(err error) tool.Code {
 	}
 	return CodeRunFailed
 }
-
