@@ -29,24 +29,7 @@ func benchSource() string {
 // ratio.
 func BenchmarkBuild(b *testing.B) {
 	bl := shared(b)
-	dir := b.TempDir()
-	env := []string{
-		"PATH=" + filepath.Dir(bl.tc.goBinary()), "HOME=" + dir, "GOCACHE=" + filepath.Join(dir, "gocache"),
-		"GOENV=off", "GOWORK=off", "GOFLAGS=", "GOPROXY=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0", "GOTELEMETRY=off",
-	}
-	goBuild := func(src string) time.Duration {
-		file := filepath.Join(dir, "main.go")
-		if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		cmd := exec.Command(bl.tc.goBinary(), "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", filepath.Join(dir, "out"), "main.go")
-		cmd.Dir, cmd.Env = dir, env
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
-		return time.Since(start)
-	}
+	goBuild := bareGoBuild(b, bl.tc)
 	ours := func(src string) time.Duration {
 		start := time.Now()
 		bin, err := bl.Build(context.Background(), &Program{Source: []byte(src)})
@@ -77,6 +60,31 @@ func BenchmarkBuild(b *testing.B) {
 	b.ReportMetric(float64(ma)/float64(time.Millisecond), "build-ms")
 	b.ReportMetric(float64(mg)/float64(time.Millisecond), "gobuild-ms")
 	b.ReportMetric(float64(ma)/float64(mg), "ratio")
+}
+
+// bareGoBuild returns a bare hermetic `go build -trimpath
+// -buildvcs=false -ldflags='-s -w'` of one source with toolchain tc, in a
+// directory and GOCACHE of its own and an environment built from
+// nothing, timing each build.
+func bareGoBuild(b *testing.B, tc Toolchain) func(src string) time.Duration {
+	dir := b.TempDir()
+	env := []string{
+		"PATH=" + filepath.Dir(tc.goBinary()), "HOME=" + dir, "GOCACHE=" + filepath.Join(dir, "gocache"),
+		"GOENV=off", "GOWORK=off", "GOFLAGS=", "GOPROXY=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0", "GOTELEMETRY=off",
+	}
+	return func(src string) time.Duration {
+		file := filepath.Join(dir, "main.go")
+		if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(tc.goBinary(), "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", filepath.Join(dir, "out"), "main.go")
+		cmd.Dir, cmd.Env = dir, env
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("go build: %v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,9 @@ const (
 	// outcomeWriteTimeout bounds the host's write of its terminal outcome
 	// frame to a program that may not be reading.
 	outcomeWriteTimeout = 100 * time.Millisecond
+	// channelReadBuffer is the host's read buffer on a channel: most
+	// frames arrive whole in one read.
+	channelReadBuffer = 64 << 10
 )
 
 // router serves one capability call; its error carries a code (codeOf).
@@ -71,8 +75,9 @@ func (e *ChannelFault) Error() string { return "channel fault: " + e.Reason }
 // serve reads the program's frames until its end closes (nil), the
 // execution ends (nil) or a fault (a *ChannelFault).
 func (ch *channel) serve() error {
+	r := bufio.NewReaderSize(ch.conn, channelReadBuffer)
 	for {
-		f, err := ReadFrame(ch.conn)
+		f, err := ReadFrame(r)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || ch.ctx.Err() != nil {
 				return nil
@@ -107,7 +112,7 @@ func (ch *channel) call(f Frame) error {
 		ch.mu.Unlock()
 		return &ChannelFault{Reason: fmt.Sprintf("cap_call id %d is already in flight", f.ID)}
 	}
-	ref := ch.rec.begin(cc.Cap, summary(cc.Cap, cc.Args))
+	ref := ch.rec.begin(cc.Cap, func() string { return summary(cc.Cap, cc.Args) })
 	if ch.ending || len(ch.inflight) >= MaxCallsInFlight {
 		ending := ch.ending
 		ch.mu.Unlock()
@@ -124,8 +129,20 @@ func (ch *channel) call(f Frame) error {
 	ch.inflight[f.ID] = p
 	ch.calls.Add(1)
 	ch.mu.Unlock()
+	if instant(cc.Cap) {
+		// Served in memory without blocking: answered here, sparing a
+		// goroutine hand-off on the hottest path.
+		ch.serveCall(ctx, f.ID, p, cc, ref)
+		return nil
+	}
 	go ch.serveCall(ctx, f.ID, p, cc, ref)
 	return nil
+}
+
+// instant reports a capability served from memory under a short lock,
+// never blocking on I/O: one the serve loop answers itself.
+func instant(cap string) bool {
+	return cap == "kv.get" || cap == "kv.set" || cap == "kv.delete"
 }
 
 var errCallTimeout = errors.New("the capability call ran past its timeout")

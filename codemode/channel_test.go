@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // guest is the program's end of a channel under test: frames written and
@@ -224,4 +227,34 @@ func TestChannelEndNeverWaitsOnAProgramThatDoesNotRead(t *testing.T) {
 	}
 	host.Close()
 	io.Copy(io.Discard, progConn)
+}
+
+// BenchmarkChannelHostRoundTrip is the host's share of a capability
+// round trip: a guest in this process sends kv.get frames one at a time
+// over the socketpair and waits for each answer, served by the real kv
+// router. It bounds what the jailed benchmark can reach.
+func BenchmarkChannelHostRoundTrip(b *testing.B) {
+	kvs := NewKV()
+	h := &seamHost{call: &tool.Call{Strand: "main"}, kv: kvs}
+	reg, _ := tool.NewRegistry()
+	h.reg = reg
+	host, prog, err := channelPair()
+	if err != nil {
+		b.Fatal(err)
+	}
+	progConn, _ := net.FileConn(prog)
+	prog.Close()
+	defer progConn.Close()
+	ch := newChannel(context.Background(), host, h.route, newRecorder(time.Now))
+	go ch.serve()
+	defer host.Close()
+	r := bufio.NewReader(progConn)
+	for i := uint64(1); b.Loop(); i++ {
+		if err := WriteFrame(progConn, call(i, "kv.get", map[string]any{"key": "k"})); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ReadFrame(r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -55,7 +55,7 @@ type session struct {
 
 // newSession builds a session over a fresh workspace under /var/tmp (the
 // jail's /tmp is private) holding files.
-func newSession(t *testing.T, files map[string]string) *session {
+func newSession(t testing.TB, files map[string]string) *session {
 	t.Helper()
 	dir, b := e2eShared(t)
 	root, err := os.MkdirTemp("/var/tmp", "loom-codemode-ws-")
@@ -98,7 +98,7 @@ func newSession(t *testing.T, files map[string]string) *session {
 			EnvAllow:      []string{"PATH", "HOME", "LANG"},
 		},
 	}
-	c = c.At("op-"+t.Name(), "step", 0)
+	c = c.At("op-"+strings.ReplaceAll(t.Name(), "/", "-"), "step", 0)
 	eng, err := New(Options{Registry: reg, Broker: b, Jobs: jobs, Builder: BuilderOptions{CacheDir: dir, StdPackages: e2eStd}})
 	if err != nil {
 		t.Fatal(err)

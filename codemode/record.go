@@ -72,8 +72,9 @@ func newRecorder(now func() time.Time) *recorder {
 // callRef names one begun call: its entry index, or -1 past the bound.
 type callRef int
 
-// begin records a call's arrival.
-func (r *recorder) begin(cap, summary string) callRef {
+// begin records a call's arrival; summary is asked for only when the
+// call is itemised.
+func (r *recorder) begin(cap string, summary func() string) callRef {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rec.Total++
@@ -82,7 +83,7 @@ func (r *recorder) begin(cap, summary string) callRef {
 		r.pending++
 		return -1
 	}
-	r.rec.Calls = append(r.rec.Calls, CallEntry{Cap: cap, Status: CallUnsettled, Summary: cutSummary(summary)})
+	r.rec.Calls = append(r.rec.Calls, CallEntry{Cap: cap, Status: CallUnsettled, Summary: cutSummary(summary())})
 	i := len(r.rec.Calls) - 1
 	r.open[i] = r.now()
 	return callRef(i)

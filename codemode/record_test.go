@@ -21,7 +21,7 @@ func TestRecordItemisesThenCounts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ref := r.begin("kv.get", "key="+strings.Repeat("k", i))
+			ref := r.begin("kv.get", func() string { return "key=" + strings.Repeat("k", i) })
 			switch i % 3 {
 			case 0:
 				r.end(ref, CallOK, "", false)

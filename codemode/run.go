@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -25,8 +26,9 @@ const (
 	RunAddressSpaceBytes = 4 << 30
 	// RunMemoryLimit is the GOMEMLIMIT a program runs with.
 	RunMemoryLimit = "1GiB"
-	// RunGOMAXPROCS is the GOMAXPROCS a program runs with.
-	RunGOMAXPROCS = 4
+	// MaxRunProcs is the most GOMAXPROCS a program runs with: it gets
+	// the host's CPU count up to this.
+	MaxRunProcs = 4
 	// RunProcesses bounds the processes (threads included) of the run
 	// jail's user.
 	RunProcesses = 256
@@ -150,7 +152,7 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 // bounds only, its channel at broker.ExtraFileFD, every layer of
 // RunRequiredLayers required.
 func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) broker.CallSpec {
-	env := map[string]string{"GOMAXPROCS": strconv.Itoa(RunGOMAXPROCS), "GOMEMLIMIT": RunMemoryLimit, "GOTRACEBACK": "single"}
+	env := map[string]string{"GOMAXPROCS": strconv.Itoa(min(MaxRunProcs, runtime.NumCPU())), "GOMEMLIMIT": RunMemoryLimit, "GOTRACEBACK": "single"}
 	return broker.CallSpec{
 		Key:       broker.StepKey{OpID: c.OpID, StepID: c.StepID},
 		Argv:      []string{"program"},

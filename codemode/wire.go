@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -132,22 +133,43 @@ func ReadFrame(r io.Reader) (Frame, error) {
 	if n > MaxFrameBytes {
 		return Frame{}, faultf("frame length %d exceeds MaxFrameBytes (%d)", n, MaxFrameBytes)
 	}
+	if n <= smallFrameBytes {
+		// Small frames, the common case, are read into a buffer of their
+		// size at once; larger ones grow with what actually arrives, so a
+		// length that lies costs no more than the bytes sent.
+		buf := make([]byte, n)
+		if got, err := io.ReadFull(r, buf); err != nil {
+			return Frame{}, frameReadError(got, n, err)
+		}
+		return decodeFrame(buf)
+	}
 	var buf bytes.Buffer
-	buf.Grow(int(min(n, 64<<10)))
+	buf.Grow(smallFrameBytes)
 	got, err := io.CopyN(&buf, r, int64(n))
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return Frame{}, faultf("channel ended %d bytes into a frame of %d", got, n)
-		}
-		return Frame{}, fmt.Errorf("reading a frame: %w", err)
+		return Frame{}, frameReadError(int(got), n, err)
 	}
 	return decodeFrame(buf.Bytes())
+}
+
+// smallFrameBytes is the largest frame ReadFrame reads into a buffer of
+// the frame's claimed size before it has arrived.
+const smallFrameBytes = 64 << 10
+
+func frameReadError(got int, n uint32, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return faultf("channel ended %d bytes into a frame of %d", got, n)
+	}
+	return fmt.Errorf("reading a frame: %w", err)
 }
 
 // decodeFrame decodes one frame body.
 func decodeFrame(b []byte) (Frame, error) {
 	src := bytes.NewReader(b)
-	d := &frameDecoder{src: src, dec: msgpack.NewDecoder(src)}
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(src)
+	d := &frameDecoder{src: src, dec: dec}
 	c, err := d.dec.PeekCode()
 	if err != nil || !(msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32) {
 		return Frame{}, faultf("a frame is not a msgpack map")
@@ -343,9 +365,17 @@ func WriteFrame(w io.Writer, f Frame) error {
 	if f.ID > MaxFrameID {
 		return fmt.Errorf("codemode: WriteFrame id %d exceeds 2^53", f.ID)
 	}
-	var buf bytes.Buffer
+	buf := writeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= smallFrameBytes {
+			buf.Reset()
+			writeBuffers.Put(buf)
+		}
+	}()
 	buf.Write([]byte{0, 0, 0, 0})
-	enc := msgpack.NewEncoder(&buf)
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
 	enc.UseCompactInts(true)
 	err := errors.Join(enc.EncodeMapLen(4),
 		enc.EncodeString("v"), enc.EncodeInt(ProtocolVersion),
@@ -366,6 +396,9 @@ func WriteFrame(w io.Writer, f Frame) error {
 	_, err = w.Write(b)
 	return err
 }
+
+// writeBuffers recycles WriteFrame's buffers of small frames.
+var writeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // errDepth is encodeValue's refusal of a value nested too deeply.
 var errDepth = fmt.Errorf("codemode: a frame body nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
