@@ -24,10 +24,10 @@ const MaxDescribedAPIBytes = 4608
 // DescribeSeam renders the public surface of every capability package s
 // offers, in the order s lists them, for the code_mode tool's description:
 // for each package (a blank line between two) an `import "cap/fs"` line,
-// then its exported constants,
-// variables, types (struct and interface types with their exported
-// fields or methods on the same line), methods and functions, one line
-// each, in source order, every name qualified as a program writes it
+// then its exported constants, variables, types (struct and interface
+// types with their exported fields or methods on the same line), methods
+// and functions, one line each, in source order, every name qualified as
+// a program writes it
 // (`func fs.Read(ctx context.Context, path string) (fs.File, error)`),
 // with no doc comments. It is rendered with go/doc from the embedded
 // prelude on every call, so it cannot drift from what a program compiles
@@ -148,18 +148,23 @@ func (p *capPackage) allValues() []*doc.Value {
 func (p *capPackage) valueLines(v *doc.Value, q *qualifier) ([]string, error) {
 	kw := v.Decl.Tok.String()
 	var lines []string
+	typ := ""
 	for _, spec := range v.Decl.Specs {
 		vs, ok := spec.(*ast.ValueSpec)
 		if !ok {
 			continue
 		}
-		typ := ""
-		if vs.Type != nil {
+		switch {
+		case vs.Type != nil:
 			if err := p.checkType(vs.Type, nil); err != nil {
 				return nil, err
 			}
 			q.qualify(vs.Type, nil)
 			typ = " " + types.ExprString(vs.Type)
+		case kw != "const" || len(vs.Values) > 0:
+			// An untyped spec; only a constant spec with neither type nor
+			// values repeats the one before it, type included.
+			typ = ""
 		}
 		for i, name := range vs.Names {
 			if !name.IsExported() {
@@ -175,16 +180,14 @@ func (p *capPackage) valueLines(v *doc.Value, q *qualifier) ([]string, error) {
 	return lines, nil
 }
 
-// valueIsPlain reports whether a constant's value expression names only
-// exported or predeclared identifiers, so showing it leaks nothing.
+// valueIsPlain reports whether a constant's value expression is worth
+// showing and leaks nothing: literals and predeclared constants (true,
+// false) only, so neither an unexported name nor iota.
 func valueIsPlain(x ast.Expr) bool {
 	plain := true
 	ast.Inspect(x, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.SelectorExpr:
-			plain = false
-		case *ast.Ident:
-			if !n.IsExported() && types.Universe.Lookup(n.Name) == nil {
+		if id, isIdent := n.(*ast.Ident); isIdent {
+			if _, isConst := types.Universe.Lookup(id.Name).(*types.Const); !isConst || id.Name == "iota" {
 				plain = false
 			}
 		}
