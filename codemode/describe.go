@@ -55,7 +55,7 @@ func describeSeam(tree fs.FS, s Seam) (string, error) {
 	for _, path := range offered {
 		p, err := l.load(path)
 		if err != nil {
-			return "", describeFailure(path, offered, err)
+			return "", describeFailure(path, preludeCapPackages(tree), err)
 		}
 		if err := writeCompact(&b, l, p, seen); err != nil {
 			return "", err

@@ -183,6 +183,9 @@ func TestDescribeSeamRefusals(t *testing.T) {
 			if out != "" {
 				t.Fatalf("a refusal rendered %q", out)
 			}
+			if tc.code == CodeUnknownCapPackage && (!slices.Equal(de.Offered, []string{"cap/a", "cap/b", "cap/bad", "cap/field", "cap/leak", "cap/leak2", "cap/unexp"}) || !strings.Contains(err.Error(), "cap/leak2")) {
+				t.Fatalf("the refusal does not name the prelude's packages: %v %q", err, de.Offered)
+			}
 		})
 	}
 }

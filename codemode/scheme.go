@@ -46,8 +46,10 @@ const (
 type DescribeError struct {
 	// Package is the import path asked for ("cap/nope").
 	Package string
-	// Offered is the seam's capability packages, in its order; set for
-	// CodeUnknownCapPackage and CodeInternalCapPackage.
+	// Offered is the capability packages that could have been named: the
+	// seam's, in its order, for a cap:// read; the prelude's, sorted, for
+	// DescribeSeam. Set for CodeUnknownCapPackage and
+	// CodeInternalCapPackage.
 	Offered []string
 	code    tool.Code
 	reason  string
@@ -66,7 +68,7 @@ func (e *DescribeError) Error() string {
 		b.WriteString(": " + e.err.Error())
 	}
 	if e.code != CodePreludeUndescribable {
-		fmt.Fprintf(&b, "; the capability packages offered are %s (fs_read %s lists them)", offeredList(e.Offered), CapSchemePrefix)
+		fmt.Fprintf(&b, "; the capability packages are %s", offeredList(e.Offered))
 	}
 	return b.String()
 }
@@ -74,6 +76,13 @@ func (e *DescribeError) Error() string {
 // Unwrap is the parse error behind a CodePreludeUndescribable failure, or
 // nil.
 func (e *DescribeError) Unwrap() error { return e.err }
+
+// preludeCapPackages is tree's packages a program may import: every one
+// outside cap/internal, sorted.
+func preludeCapPackages(tree fs.FS) []string {
+	all, _ := indexTree(tree)
+	return slices.DeleteFunc(all, isInternalCapPath)
+}
 
 func offeredList(pkgs []string) string {
 	if len(pkgs) == 0 {

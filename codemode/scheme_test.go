@@ -290,7 +290,7 @@ func TestCapDocIsBounded(t *testing.T) {
 		t.Fatalf("%d bytes, over MaxCapDocBytes (%d)", len(o.Text), MaxCapDocBytes)
 	}
 	if !strings.HasSuffix(o.Text, "the rest is not shown)\n") || strings.Contains(o.Text, "func F()") {
-		t.Fatalf("a documentation past the bound is not cut with a notice:\n...%s", o.Text[len(o.Text)-300:])
+		t.Fatalf("a documentation past the bound is not cut with a notice:\n...%s", o.Text[max(0, len(o.Text)-300):])
 	}
 }
 
