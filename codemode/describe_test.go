@@ -25,8 +25,8 @@ func synthPrelude() fstest.MapFS {
 
 // E is the shared error.
 type E struct {
-	Code  string
-	cause error
+	Code  string // the code to switch on
+	cause error  // the hidden cause
 }
 
 // Error renders it.

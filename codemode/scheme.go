@@ -247,7 +247,7 @@ func capDoc(tree fs.FS, path string, offered []string) (string, error) {
 // variables, constructors and methods.
 func (p *capPackage) writeType(b *bytes.Buffer, l *preludeLoader, t *doc.Type) error {
 	decl, methods := ast.Node(t.Decl), t.Methods
-	methodsOf := p
+	declOf := p
 	if ts := typeSpecOf(t); ts != nil && ts.Assign.IsValid() {
 		target, ok, err := p.internalAlias(l, ts)
 		if err != nil {
@@ -257,17 +257,26 @@ func (p *capPackage) writeType(b *bytes.Buffer, l *preludeLoader, t *doc.Type) e
 			spec := *typeSpecOf(target.typ)
 			spec.Name = ast.NewIdent(t.Name)
 			if st, isStruct := spec.Type.(*ast.StructType); isStruct {
+				// Without its unexported fields, and closed right after
+				// the last one kept, so no gap is left where they were.
 				fields := *st.Fields
+				if n := len(fields.List); n > 0 {
+					end := fields.List[n-1].End()
+					if tf := p.fset.File(end); tf != nil && tf.Line(end) < tf.LineCount() {
+						fields.Closing = tf.LineStart(tf.Line(end) + 1)
+					}
+				}
 				plain := *st
 				plain.Fields, plain.Incomplete = &fields, false
 				spec.Type = &plain
 			}
 			gd := *target.typ.Decl
 			gd.Specs = []ast.Spec{&spec}
-			decl, methods, methodsOf = &gd, target.typ.Methods, target.pkg
+			decl, methods, declOf = &gd, target.typ.Methods, target.pkg
 		}
 	}
-	p.writeNode(b, decl, t.Doc)
+	// The declaration is printed with the comments of the file it is in.
+	declOf.writeNode(b, decl, t.Doc)
 	for _, v := range append(append([]*doc.Value(nil), t.Consts...), t.Vars...) {
 		p.writeNode(b, v.Decl, v.Doc)
 	}
@@ -276,7 +285,7 @@ func (p *capPackage) writeType(b *bytes.Buffer, l *preludeLoader, t *doc.Type) e
 	}
 	for _, m := range methods {
 		if ast.IsExported(m.Name) {
-			methodsOf.writeNode(b, m.Decl, m.Doc)
+			declOf.writeNode(b, m.Decl, m.Doc)
 		}
 	}
 	return nil

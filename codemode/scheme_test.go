@@ -259,12 +259,12 @@ func TestSchemeResolvesTheInternalAlias(t *testing.T) {
 	if o.IsError {
 		t.Fatal(o.Text)
 	}
-	for _, w := range []string{"type E struct {\n\tCode string\n}\n    E is x's error.\n", "func (e *E) Error() string\n    Error renders it.\n", "func (e *E) Unwrap() error\n"} {
+	for _, w := range []string{"type E struct {\n\tCode string // the code to switch on\n}\n    E is x's error.\n", "func (e *E) Error() string\n    Error renders it.\n", "func (e *E) Unwrap() error\n"} {
 		if !strings.Contains(o.Text, w) {
 			t.Errorf("no %q in:\n%s", w, o.Text)
 		}
 	}
-	for _, w := range []string{"x.E", "cause error", "at()", "hidden()", "func unexported"} {
+	for _, w := range []string{"x.E", "cause error", "hidden cause", "at()", "hidden()", "func unexported"} {
 		if strings.Contains(o.Text, w) {
 			t.Errorf("%q in:\n%s", w, o.Text)
 		}
