@@ -1,6 +1,7 @@
 package plane
 
 import (
+	"github.com/agentloom/loom/codemode"
 	"maps"
 	"slices"
 
@@ -30,9 +31,13 @@ const (
 	// neither a Runner nor an Agency (no spawn is offered that could not
 	// run).
 	FamilyAgents
+	// FamilyCodeMode is code_mode, and the cap:// namespace of fs_read
+	// when FamilyFiles is in. Its programs reach the tools of the other
+	// families through the registry's holds (codemode.AuthorizingTool).
+	FamilyCodeMode
 
 	// AllFamilies is every family: what a zero Config.Families means.
-	AllFamilies = FamilyFiles | FamilyGrep | FamilyShell | FamilyHistory | FamilyAgents
+	AllFamilies = FamilyFiles | FamilyGrep | FamilyShell | FamilyHistory | FamilyAgents | FamilyCodeMode
 )
 
 // Has reports whether f includes every family of g.
@@ -146,6 +151,13 @@ type Config struct {
 	Runner agent.Runner
 	// AgentOptions configure the reference Agency.
 	AgentOptions agent.Options
+
+	// CodeMode configures code_mode's hermetic build (toolchain, cache
+	// directory and bound, warm-up progress); its Broker is the plane's.
+	// New starts the warm-up (finding the toolchain, building the
+	// archives) in the background; a code_mode call that arrives first
+	// waits for it, and Close stops it.
+	CodeMode codemode.BuilderOptions
 
 	// MaxParallel bounds how many calls of one batch the plane's
 	// Dispatcher runs at once. Zero or less means DefaultMaxParallel.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/agentloom/loom/codemode"
 	"os"
 	"path/filepath"
 	"sync"
@@ -50,6 +51,9 @@ type Plane struct {
 	// Agency is the seam behind FamilyAgents: the host's, or the
 	// reference agent.Reference New made; nil without FamilyAgents.
 	Agency agent.Agency
+	// CodeMode is the engine behind code_mode, for hosts that drive its
+	// stages themselves; nil without FamilyCodeMode.
+	CodeMode *codemode.Engine
 	// MaxParallel is the Dispatcher's bound (Config.MaxParallel, defaults
 	// applied).
 	MaxParallel int
@@ -122,6 +126,9 @@ func (p *Plane) build(cfg Config) error {
 		p.openJobs(cfg)
 		schemes = append(schemes, job.Scheme(p.Jobs))
 	}
+	if fam.Has(FamilyCodeMode) {
+		schemes = append(schemes, codemode.Scheme(codemode.WorkspaceSeam()))
+	}
 	if fam.Has(FamilyFiles) {
 		tools = append(tools, tool.ReadTool(schemes...), tool.WriteTool(), tool.EditTool(), tool.WorkdirTool())
 	}
@@ -158,6 +165,11 @@ func (p *Plane) build(cfg Config) error {
 	}
 	if govern != nil {
 		govern.Govern(p.Registry)
+	}
+	if fam.Has(FamilyCodeMode) {
+		if err := p.openCodeMode(cfg); err != nil {
+			return err
+		}
 	}
 	p.Call = &tool.Call{
 		Workspace: ws,
@@ -210,6 +222,32 @@ func (p *Plane) Close() error {
 		p.closed = errors.Join(errs...)
 	})
 	return p.closed
+}
+
+// openCodeMode makes the code mode engine over the plane's registry,
+// broker and job plane, registers code_mode and starts the warm-up in
+// the background, stopped by Close.
+func (p *Plane) openCodeMode(cfg Config) error {
+	eng, err := codemode.New(codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Builder: cfg.CodeMode})
+	if err != nil {
+		return fail(CodeSetupFailed, "code mode", err)
+	}
+	if err := p.Registry.Register(eng.Tool()); err != nil {
+		return fail(CodeSetupFailed, "code mode", err)
+	}
+	p.CodeMode = eng
+	ctx, cancel := context.WithCancel(context.Background())
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		_ = eng.Warm(ctx) // a failure is the first code_mode call's refusal
+	}()
+	p.closers = append(p.closers, func() error {
+		cancel()
+		<-warmed
+		return nil
+	})
+	return nil
 }
 
 func (p *Plane) shellOf(strand string) *tool.Shell {

@@ -1,0 +1,296 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// ToolName is the code mode tool's name.
+const ToolName = "code_mode"
+
+// MaxSurfaceBytes bounds the code_mode tool's description and schema
+// together: what the tool costs a model's context on every turn.
+const MaxSurfaceBytes = 8 << 10
+
+type codeModeArgs struct {
+	Program     string       `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
+	ProgramPath string       `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
+	WithinMs    withinMillis `json:"within_ms,omitempty"`
+}
+
+type withinMillis int64
+
+// Details is the Details of a code_mode outcome that got as far as a
+// build: what each stage did.
+type Details struct {
+	// Exit is the program's exit status; absent when it did not run.
+	Exit *int `json:"exit,omitempty"`
+	// StdoutBytes counts what the program printed; Overflow is set when
+	// it spilled to a blob.
+	StdoutBytes int64          `json:"stdout_bytes"`
+	Overflow    *blob.Overflow `json:"overflow,omitempty"`
+	// Record is the program's capability calls.
+	Record *CallRecord `json:"record,omitempty"`
+	// Artifacts are what report.emit minted.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+	// Edits are the repairs made so the program would build.
+	Edits []Repair `json:"edits,omitempty"`
+	// Cached says the binary was kept from an identical earlier program.
+	Cached bool `json:"cached,omitempty"`
+	// Build and Run are the two stages' full enforcement reports (Build
+	// is nil for a cached binary, Run when the program did not start).
+	Build *broker.Enforcement `json:"build,omitempty"`
+	Run   *broker.Enforcement `json:"run,omitempty"`
+	// WaitedMs is the time spent waiting for the toolchain's warm-up,
+	// not counted against within_ms; BuildMs and RunMs the stages'.
+	WaitedMs int64 `json:"waited_ms,omitempty"`
+	BuildMs  int64 `json:"build_ms"`
+	RunMs    int64 `json:"run_ms,omitempty"`
+	// Fault says why the channel was ended.
+	Fault string `json:"fault,omitempty"`
+}
+
+// Tool returns the code_mode tool: run one program through vet, build
+// and run on the calling strand's authority. ReplayNever (a program may
+// write and run commands) and Exclusive (it is a batch of its own).
+func (e *Engine) Tool() tool.Tool {
+	return tool.Typed(tool.Tool{
+		Name:          ToolName,
+		Description:   e.description(),
+		PromptSnippet: "code_mode: run one Go program that does a whole batch of reads, searches, edits and commands",
+		Replay:        tool.ReplayNever,
+		Mode:          tool.Exclusive,
+	}, e.runTool, tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
+		Type: "integer", Description: fmt.Sprintf("wall deadline of the run, default %d, at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds()),
+	}})
+}
+
+func (e *Engine) description() string {
+	api, err := DescribeSeam(e.opts.Seam)
+	if err != nil {
+		api = "(the API could not be rendered: " + err.Error() + "; read it with fs_read cap://)"
+	}
+	var b strings.Builder
+	b.WriteString("Run one Go program instead of many tool calls: any batch of reads, searches, edits and checks you can list, and the first round of an investigation. " +
+		"The program is one file, package main with func main(). It is vetted, built offline and run in a jail with no files, network or processes of its own: " +
+		"it reaches the workspace only through the cap packages, on your authority (writing needs fs_write or fs_edit, commands and jobs need bash). " +
+		"What it prints to stdout is the result; a panic or a non-zero exit is a failure showing its stderr. ")
+	fmt.Fprintf(&b, "Capability calls are safe from goroutines (at most %d unanswered at once), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
+	b.WriteString("Every failed call is an error of type *<pkg>.Error with Code and Message: switch on Code. Unused imports and variables are repaired for you. ")
+	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". fs_read cap:// shows each package's documented API.\n", MaxSourceBytes>>10)
+	std := e.opts.Builder.StdPackages
+	if std == nil {
+		std = StdPackages()
+	}
+	b.WriteString("Imports: " + strings.Join(e.opts.Seam.Packages, ", ") + ", and the standard packages " + strings.Join(std, " ") + ".\n")
+	b.WriteString(api)
+	b.WriteString("\nExamples:\n" + RecipeSurvey + "\n" + RecipeCheck)
+	return b.String()
+}
+
+func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool.Outcome {
+	src, o := programSource(c, a)
+	if o != nil {
+		return *o
+	}
+	if a.WithinMs < 0 {
+		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("within_ms must not be negative (got %d)", a.WithinMs))
+	}
+	within := time.Duration(a.WithinMs) * time.Millisecond
+	var notes []string
+	if within > MaxWithin {
+		notes = append(notes, fmt.Sprintf("note: within_ms %d clamped to %d", a.WithinMs, MaxWithin.Milliseconds()))
+		within = MaxWithin
+	}
+	start := time.Now()
+	x, err := e.Execute(ctx, c, src, within)
+	return render(x, err, notes, time.Since(start))
+}
+
+// programSource is the program the call names: inline, or a workspace
+// file read as fs_read reads one.
+func programSource(c *tool.Call, a codeModeArgs) ([]byte, *tool.Outcome) {
+	refuse := func(code tool.Code, text string) ([]byte, *tool.Outcome) {
+		o := tool.Fail(code, text)
+		return nil, &o
+	}
+	switch {
+	case a.Program != "" && a.ProgramPath != "":
+		return refuse(CodeNoProgram, "give the program either inline (program) or as a workspace file (program_path), not both")
+	case a.Program != "":
+		return []byte(a.Program), nil
+	case a.ProgramPath != "":
+		f, err := c.ReadFile(a.ProgramPath)
+		var fe *tool.FileError
+		if errors.As(err, &fe) {
+			return refuse(fe.Code, "program_path: "+fe.Message)
+		}
+		if len(f.Content) > MaxSourceBytes {
+			return refuse(CodeVetRefused, fmt.Sprintf("program_path %s is %d bytes; a program is at most %d", f.Path, len(f.Content), MaxSourceBytes))
+		}
+		return f.Content, nil
+	}
+	return refuse(CodeNoProgram, "give the program inline (program: one Go file, package main with func main()) or as a workspace file (program_path)")
+}
+
+// render turns an execution into the tool's outcome.
+func render(x *Execution, err error, notes []string, took time.Duration) tool.Outcome {
+	var d Details
+	var b strings.Builder
+	for _, n := range notes {
+		b.WriteString(n + "\n")
+	}
+	if x != nil && x.Binary != nil {
+		bin := x.Binary
+		d.Edits, d.Cached, d.WaitedMs = bin.Edits, bin.Cached, bin.Waited.Milliseconds()
+		if !bin.Cached {
+			enf := bin.Enforcement
+			d.Build = &enf
+		}
+	}
+	if err != nil {
+		code := stageCode(err)
+		var be *BuildError
+		if errors.As(err, &be) {
+			enf := be.Enforcement
+			d.Build = &enf
+			b.WriteString("BuildRejected: the program did not compile, so nothing ran. The toolchain said:\n" + be.Diagnostics + "\n")
+			if p := pointerFromText(be.Diagnostics); p != "" {
+				b.WriteString(p + "\n")
+			}
+			return failed(code, &b, d)
+		}
+		b.WriteString(err.Error())
+		return failed(code, &b, d)
+	}
+	r := x.Run
+	exit := r.Exit
+	d.Exit, d.StdoutBytes, d.Overflow, d.Record, d.Artifacts, d.Fault = &exit, r.StdoutBytes, r.Overflow, &r.Record, r.Artifacts, r.Fault
+	enf := r.Enforcement
+	d.Run = &enf
+	d.RunMs, d.BuildMs = r.Duration.Milliseconds(), max(took-r.Duration-time.Duration(d.WaitedMs)*time.Millisecond, 0).Milliseconds()
+	if r.Stdout != "" {
+		b.WriteString(r.Stdout)
+		if !strings.HasSuffix(r.Stdout, "\n") {
+			b.WriteString("\n")
+		}
+	} else {
+		b.WriteString("(the program printed nothing)\n")
+	}
+	b.WriteString("---\n")
+	if len(d.Edits) > 0 {
+		b.WriteString("repaired before building: " + repairsText(d.Edits) + "\n")
+	}
+	for _, a := range r.Artifacts {
+		fmt.Fprintf(&b, "artifact: %s (%d bytes) at %s\n", a.Name, a.Bytes, a.Path)
+	}
+	fmt.Fprintf(&b, "%s\n", recordLine(r.Record))
+	b.WriteString(sandboxLine(d.Build, d.Run) + "\n")
+	if p := pointerFromRecord(r.Record); p != "" {
+		b.WriteString(p + "\n")
+	}
+	if r.Code == "" {
+		return tool.Outcome{Text: b.String(), Details: d}
+	}
+	switch r.Code {
+	case CodeRunFailed:
+		fmt.Fprintf(&b, "the program failed (exit %d)", r.Exit)
+	case CodeWallDeadline:
+		fmt.Fprintf(&b, "the program was still running at its wall deadline and was killed; what it printed is above. Give it a larger within_ms (at most %d) or do less per run", MaxWithin.Milliseconds())
+	case CodeChannelFault:
+		b.WriteString("the program's capability channel faulted, ending it: " + r.Fault)
+	case CodeRunCancelled:
+		b.WriteString("the run was cancelled by the host")
+	}
+	if r.Stderr != "" {
+		b.WriteString("; stderr:\n" + r.Stderr)
+	}
+	if r.lastFailure != "" {
+		b.WriteString("\nlast failing command: " + r.lastFailure)
+		if r.lastStderr != "" {
+			b.WriteString("\n" + r.lastStderr)
+		}
+	}
+	return failed(r.Code, &b, d)
+}
+
+func failed(code tool.Code, b *strings.Builder, d Details) tool.Outcome {
+	o := tool.Fail(code, strings.TrimRight(b.String(), "\n"))
+	o.Details = d
+	return o
+}
+
+func repairsText(rs []Repair) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("line %d %s %s", r.Line, r.Kind, r.Name)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func recordLine(r CallRecord) string {
+	s := fmt.Sprintf("calls: %d", r.Total)
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		name string
+	}{{r.OK, "ok"}, {r.Failed, "failed"}, {r.Cancelled, "cancelled"}, {r.Unsettled, "unsettled"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.name))
+		}
+	}
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return s
+}
+
+// sandboxLine is the compact report of both stages, each exactly as its
+// enforcement report says (never a layer the kernel did not apply).
+func sandboxLine(build, run *broker.Enforcement) string {
+	stage := func(e *broker.Enforcement, none string) string {
+		if e == nil {
+			return none
+		}
+		return strings.TrimPrefix(e.String(), "sandbox: ")
+	}
+	return "sandbox: build: " + stage(build, "cached, no build ran") + " | run: " + stage(run, "did not start")
+}
+
+// capPackageRef matches a qualified use of a capability package in a
+// compiler diagnostic ("undefined: fs.ReadFile").
+var capPackageRef = regexp.MustCompile(`\b(fs|search|proc|kv|report|job)\.[A-Z]`)
+
+func pointerFromText(diag string) string {
+	if m := capPackageRef.FindStringSubmatch(diag); m != nil {
+		return pointer(m[1])
+	}
+	return ""
+}
+
+func pointerFromRecord(r CallRecord) string {
+	for _, e := range r.Calls {
+		if e.Status == CallFailed && e.Code != CodeAdmissionCeiling {
+			pkg, _, _ := strings.Cut(e.Cap, ".")
+			if slices.Contains([]string{"fs", "search", "proc", "kv", "report", "job"}, pkg) {
+				return pointer(pkg)
+			}
+		}
+	}
+	return ""
+}
+
+func pointer(pkg string) string {
+	return "fs_read cap://" + pkg + " shows cap/" + pkg + "'s documented API."
+}

@@ -1,0 +1,95 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// TestSurfaceBudget: code_mode's description and schema together stay
+// within MaxSurfaceBytes, and the description carries what a model needs:
+// the imports offered, the rendered API and a recipe.
+func TestSurfaceBudget(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	tl := s.eng.Tool()
+	if n := len(tl.Description) + len(tl.Schema); n > MaxSurfaceBytes {
+		t.Fatalf("code_mode costs %d bytes of description and schema; the budget is %d", n, MaxSurfaceBytes)
+	}
+	for _, want := range []string{"cap/fs", "func fs.Read(", "strings", RecipeSurvey, RecipeCheck, "fs_read cap://"} {
+		if !strings.Contains(tl.Description, want) {
+			t.Errorf("the description lacks %q", want)
+		}
+	}
+	t.Logf("code_mode surface: %d bytes", len(tl.Description)+len(tl.Schema))
+}
+
+// dispatch calls code_mode through a registry the way a host does.
+func (s *session) dispatch(t *testing.T, args map[string]any) tool.Outcome {
+	t.Helper()
+	reg, err := tool.NewRegistry(s.eng.Tool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(args)
+	return reg.Dispatch(context.Background(), s.call, ToolName, raw)
+}
+
+// TestRecipesInTheDescriptionRun: every recipe the description shows
+// runs verbatim through the tool.
+func TestRecipesInTheDescriptionRun(t *testing.T) {
+	t.Parallel()
+	for name, src := range map[string]string{"survey": RecipeSurvey, "check": RecipeCheck} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newSession(t, map[string]string{"a.go": "package a\n// TODO: x\n"})
+			gitInit(t, s.ws)
+			o := s.dispatch(t, map[string]any{"program": src})
+			if o.IsError {
+				t.Fatalf("%s: %s", o.Code, o.Text)
+			}
+			for _, want := range []string{"---\n", "calls: ", "sandbox: build: ", " | run: "} {
+				if !strings.Contains(o.Text, want) {
+					t.Errorf("the answer lacks %q:\n%s", want, o.Text)
+				}
+			}
+		})
+	}
+}
+
+// TestToolRefusals: each way a call can fail is in band, with its code
+// and a sentence saying what to do.
+func TestToolRefusals(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, map[string]string{"prog.go": "package main\n\nfunc main() { println(\"from a file\") }\n"})
+	cases := []struct {
+		name string
+		args map[string]any
+		code tool.Code
+		says string
+	}{
+		{"none", map[string]any{}, CodeNoProgram, "give the program"},
+		{"both", map[string]any{"program": "x", "program_path": "prog.go"}, CodeNoProgram, "not both"},
+		{"missing_path", map[string]any{"program_path": "nope.go"}, tool.CodeNotFound, "program_path"},
+		{"vet", map[string]any{"program": "package main\n\nimport \"os\"\n\nfunc main() { os.Exit(1) }\n"}, CodeVetRefused, "os"},
+		{"build", map[string]any{"program": "package main\n\nimport \"cap/fs\"\n\nfunc main() { fs.ReadEverything() }\n"}, CodeBuildRejected, "fs_read cap://fs"},
+		{"negative_within", map[string]any{"program": "package main\nfunc main() {}\n", "within_ms": -1}, tool.CodeInvalidArguments, "within_ms"},
+		{"run_failed", map[string]any{"program": "package main\n\nfunc main() { panic(\"boom\") }\n"}, CodeRunFailed, "boom"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			o := s.dispatch(t, c.args)
+			if !o.IsError || o.Code != c.code || !strings.Contains(o.Text, c.says) {
+				t.Fatalf("code %q, want %q saying %q:\n%s", o.Code, c.code, c.says, o.Text)
+			}
+		})
+	}
+	o := s.dispatch(t, map[string]any{"program_path": "prog.go"})
+	if o.IsError || !strings.HasPrefix(o.Text, "from a file\n") && !strings.Contains(o.Text, "printed nothing") {
+		t.Fatalf("program_path: %s", o.Text)
+	}
+}
