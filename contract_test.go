@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/codemode"
 	"regexp"
 	"sort"
 	"strings"
@@ -26,6 +28,17 @@ func everyTool(t *testing.T) *tool.Registry {
 	tools = append(tools, history.SearchTool(nil, nil), history.RememberTool(nil, nil))
 	r, err := tool.NewRegistry(tools...)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// code_mode over a broker no call of these tests reaches: bad input is
+	// refused before any stage runs.
+	b := broker.New(broker.Options{})
+	t.Cleanup(func() { b.Close() })
+	eng, err := codemode.New(codemode.Options{Registry: r, Broker: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(eng.Tool()); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -1,6 +1,7 @@
 package loom_test
 
 import (
+	"github.com/agentloom/loom/codemode"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ var detailsTypes = []any{
 	agent.SpawnDetails{}, agent.SendDetails{}, agent.WaitDetails{}, agent.NoteDetails{}, agent.NotesDetails{},
 	agent.RosterDetails{}, agent.TodoDetails{}, agent.RefusalDetails{},
 	history.SearchDetails{}, history.RememberDetails{},
+	codemode.Details{},
 }
 
 // TestDetailsAreSnakeCase: every field a program reads in Details, at

@@ -3,6 +3,7 @@ package plane
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentloom/loom/codemode"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,6 +86,7 @@ func TestNewRegistersTheFamilies(t *testing.T) {
 	shell := append([]string{job.BashTool(nil).Name}, namesOf(job.Tools(nil))...)
 	hist := []string{history.SearchToolName, history.RememberToolName}
 	agents := namesOf(agent.Tools(nil))
+	codeMode := []string{codemode.ToolName}
 	tests := []struct {
 		name   string
 		fam    Family
@@ -98,7 +100,8 @@ func TestNewRegistersTheFamilies(t *testing.T) {
 		{"agents", FamilyAgents, runner, agents},
 		{"agents without a runner", FamilyAgents, nil, []string{agent.TodoToolName}},
 		{"files and shell", FamilyFiles | FamilyShell, nil, slices.Concat(files, shell)},
-		{"all", 0, runner, slices.Concat(files, grep, shell, hist, agents)},
+		{"code mode", FamilyCodeMode, nil, codeMode},
+		{"all", 0, runner, slices.Concat(files, grep, shell, hist, agents, codeMode)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
