@@ -154,9 +154,10 @@ type Config struct {
 
 	// CodeMode configures code_mode's hermetic build (toolchain, cache
 	// directory and bound, warm-up progress); its Broker is the plane's.
-	// New starts the warm-up (finding the toolchain, building the
-	// archives) in the background; a code_mode call that arrives first
-	// waits for it, and Close stops it.
+	// The warm-up (finding the toolchain, building the archives once per
+	// toolchain in the cache directory) runs at the first program, or
+	// when the host starts Plane.CodeMode.Warm in the background; a
+	// code_mode call that arrives meanwhile waits for it.
 	CodeMode codemode.BuilderOptions
 
 	// MaxParallel bounds how many calls of one batch the plane's

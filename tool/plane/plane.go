@@ -225,8 +225,9 @@ func (p *Plane) Close() error {
 }
 
 // openCodeMode makes the code mode engine over the plane's registry,
-// broker and job plane, registers code_mode and starts the warm-up in
-// the background, stopped by Close.
+// broker and job plane and registers code_mode. The toolchain is looked
+// for, and the archives built, at the first program or when the host
+// calls CodeMode.Warm (in the background, at start).
 func (p *Plane) openCodeMode(cfg Config) error {
 	eng, err := codemode.New(codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Builder: cfg.CodeMode})
 	if err != nil {
@@ -236,17 +237,6 @@ func (p *Plane) openCodeMode(cfg Config) error {
 		return fail(CodeSetupFailed, "code mode", err)
 	}
 	p.CodeMode = eng
-	ctx, cancel := context.WithCancel(context.Background())
-	warmed := make(chan struct{})
-	go func() {
-		defer close(warmed)
-		_ = eng.Warm(ctx) // a failure is the first code_mode call's refusal
-	}()
-	p.closers = append(p.closers, func() error {
-		cancel()
-		<-warmed
-		return nil
-	})
 	return nil
 }
 
