@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 )
@@ -66,10 +67,24 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The broker keeps one jail helper started ahead of the next command;
-	// Close lets it go.
+	// The broker keeps jail helpers started ahead of the next commands;
+	// Close lets them go.
 	br := broker.New(broker.Options{})
 	defer br.Close()
+	// Code mode over the same registry and broker: its programs may do
+	// what this session's tools may. The quickstart's programs use three
+	// standard packages, so the first run builds only those (a host leaves
+	// StdPackages nil for the whole audited list, and warms it at start).
+	cm, err := codemode.New(codemode.Options{Registry: reg, Broker: br, Builder: codemode.BuilderOptions{
+		StdPackages: []string{"context", "errors", "fmt"},
+		Progress:    func(s string) { fmt.Fprintf(w, "   (code mode warm-up: %s)\n", s) },
+	}})
+	if err != nil {
+		return err
+	}
+	if err := reg.Register(cm.Tool()); err != nil {
+		return err
+	}
 	call := &tool.Call{
 		Workspace: ws,
 		Strand:    "main",
@@ -89,7 +104,12 @@ func run(w io.Writer) error {
 		enc.SetEscapeHTML(false) // show "> file" as a model would write it
 		enc.Encode(args)
 		raw := json.RawMessage(bytes.TrimSpace(buf.Bytes()))
-		fmt.Fprintf(w, "\n── %d. %s %s\n", step, name, raw)
+		if m, ok := args.(map[string]any); ok && m["program"] != nil {
+			// A program reads better as the file it is than as a JSON string.
+			fmt.Fprintf(w, "\n── %d. %s {\"program\": ↓}\n%s", step, name, m["program"])
+		} else {
+			fmt.Fprintf(w, "\n── %d. %s %s\n", step, name, raw)
+		}
 		out := reg.Dispatch(context.Background(), call.At("op-1", fmt.Sprint(step), 0), name, raw)
 		tag := "ok"
 		if out.IsError {
@@ -150,8 +170,41 @@ func run(w io.Writer) error {
 	if shadow := do("fs_read", map[string]any{"path": "/etc/shadow"}); !shadow.IsError {
 		return fmt.Errorf("fs_read read /etc/shadow")
 	}
+
+	// 9. One program instead of many calls: vetted, built offline and run
+	// in an empty jail, it reaches the workspace only through cap/...
+	// packages, on this session's authority; the protected hook stays
+	// refused, in band, to the program.
+	do("code_mode", map[string]any{"program": quickstartProgram})
 	return nil
 }
+
+// quickstartProgram is the code_mode program of step 9.
+const quickstartProgram = `package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"cap/fs"
+)
+
+func main() {
+	ctx := context.Background()
+	f, err := fs.Read(ctx, "greet/hello.go")
+	if err != nil {
+		fmt.Println("read:", err)
+		return
+	}
+	fmt.Printf("%s: %d bytes\n", f.Path, f.Size)
+	_, err = fs.Write(ctx, ".git/hooks/pre-commit", []byte("#!/bin/sh\n"))
+	var e *fs.Error
+	if errors.As(err, &e) {
+		fmt.Println("hook write refused:", e.Code)
+	}
+}
+`
 
 // basePolicy is the session's base policy: commands read the system
 // directories (as system roots: the jail reads them to run programs, the

@@ -17,7 +17,7 @@ func TestQuickstartRuns(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	out := b.String()
-	for _, want := range []string{"stale digest", "permission denied", "hello, loom", "Fresh anchors:", "sandbox: ", "[exit code 1]", "/etc is a system root"} {
+	for _, want := range []string{"stale digest", "permission denied", "hello, loom", "Fresh anchors:", "sandbox: ", "[exit code 1]", "/etc is a system root", "greet/hello.go: ", "hook write refused: protected_path", "sandbox: build: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quickstart output lacks %q", want)
 		}
