@@ -68,6 +68,7 @@ func run(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.history, "history", "", "the history index file, outside the workspace (default: <user cache>/loom/history/workspace-<digest>.sqlite)")
 	fs.StringVar(&cfg.scratch, "scratch", "", "the scratch directory commands see as TMPDIR, kept on exit (default: a fresh directory under <user cache>/loom/scratch, removed on exit)")
 	fs.BoolVar(&cfg.allowUnconfined, "allow-unconfined", false, "run commands even when this host offers no confinement layer at all")
+	fs.BoolVar(&cfg.warm, "warm", true, "build code_mode's toolchain archives at start (once per toolchain, cached under <user cache>/loom/codemode), not at the first program")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,6 +90,11 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// code_mode's toolchain warm-up, while the client connects; a
+	// program that comes first waits for it.
+	if cfg.warm {
+		go p.CodeMode.Warm(ctx)
+	}
 	if err := srv.ServeStdio(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -105,6 +111,7 @@ func instructions(p *plane.Plane) string {
 type config struct {
 	workspace, blobs, history, scratch string
 	allowUnconfined                    bool
+	warm                               bool
 }
 
 // newPlane assembles the plane every request is served from: every

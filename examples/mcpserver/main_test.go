@@ -68,7 +68,7 @@ func TestMain(m *testing.M) {
 // serverCmd runs the built server on ws with its own user cache
 // directory, so the blob store and scratch it keeps there are the test's.
 func serverCmd(t testing.TB, bin, ws string, args ...string) *exec.Cmd {
-	cmd := exec.Command(bin, append([]string{"-workspace", ws}, args...)...)
+	cmd := exec.Command(bin, append([]string{"-workspace", ws, "-warm=false"}, args...)...)
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
 	return cmd
 }
@@ -436,7 +436,7 @@ func TestPlaneToolsServable(t *testing.T) {
 // wholePlane names a tool of every family the server serves, and the
 // agent tools it leaves out (no model runs a sub-agent here).
 var wholePlane = struct{ served, left []string }{
-	served: []string{"fs_read", "fs_write", "fs_edit", "working_directory", "grep", "bash", "job_poll", "job_kill", "job_send", "history_search", "remember", "todo"},
+	served: []string{"fs_read", "fs_write", "fs_edit", "working_directory", "grep", "bash", "job_poll", "job_kill", "job_send", "history_search", "remember", "todo", "code_mode"},
 	left:   []string{"agent_spawn", "agent_send", "agent_wait", "agent_note", "agent_notes", "agent_roster"},
 }
 

@@ -31,7 +31,7 @@ const text = (r) => (r.content ?? []).filter((c) => c.type === "text").map((c) =
 const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
 
 const client = new Client({ name: "loom-ts-check", version: "1.0.0" });
-const transport = new StdioClientTransport({ command: bin, args: ["-workspace", ws], stderr: "inherit" });
+const transport = new StdioClientTransport({ command: bin, args: ["-workspace", ws, "-warm=false"], stderr: "inherit" });
 client.onerror = (e) => console.error("tsclient: client error:", e);
 await client.connect(transport);
 check(client.getServerVersion()?.name === "loom", "initialize reports the loom server", client.getServerVersion());
