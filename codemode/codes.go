@@ -55,4 +55,40 @@ const (
 	// CodeProcFailed: proc.run's command could not start (argv[0] not
 	// found in the jail, the broker refused to clear it).
 	CodeProcFailed tool.Code = "proc_failed"
+
+	// CodeVetRefused is the code of every *VetError: the program was
+	// refused before it was built.
+	CodeVetRefused tool.Code = "vet_refused"
+	// CodeToolchainUnavailable: no usable Go toolchain (absent, older than
+	// MinGoMinor, or missing its compile, link or go binary); the message
+	// names what to install.
+	CodeToolchainUnavailable tool.Code = "toolchain_unavailable"
+	// CodeBuildUnavailable: the builder could not prepare or run a build
+	// for a reason outside the program (the archives failed to build, the
+	// cache directory is unusable, no broker was given). The program was
+	// not judged.
+	CodeBuildUnavailable tool.Code = "build_unavailable"
+	// CodeBuildRejected: the program did not compile or link, or the
+	// linked result was not a static executable; a *BuildError carries
+	// the diagnostics.
+	CodeBuildRejected tool.Code = "build_rejected"
+	// CodeChannelFault: a frame from the program was malformed (bad
+	// msgpack, a missing, extra or repeated key, a wrong type, a version
+	// other than ProtocolVersion, an unknown kind, past a size bound); the
+	// channel cannot be trusted and the execution ends.
+	CodeChannelFault tool.Code = "channel_fault"
+	// CodeFrameTooLarge: a frame to write would exceed MaxFrameBytes;
+	// nothing was written. The prelude refuses an oversized call with the
+	// same word.
+	CodeFrameTooLarge tool.Code = "frame_too_large"
+	// CodeUnknownCapPackage: the name is not a capability package the
+	// seam offers; the refusal lists those it does.
+	CodeUnknownCapPackage tool.Code = "unknown_cap_package"
+	// CodeInternalCapPackage: the name is under cap/internal, the
+	// prelude's plumbing, which no program may import.
+	CodeInternalCapPackage tool.Code = "internal_cap_package"
+	// CodePreludeUndescribable: the prelude's source cannot be rendered
+	// (it does not parse, or an exported declaration names an internal or
+	// unexported identifier); a defect of the library, not of the call.
+	CodePreludeUndescribable tool.Code = "prelude_undescribable"
 )

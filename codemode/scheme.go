@@ -26,20 +26,6 @@ const CapSchemePrefix = "cap://"
 // show.
 const MaxCapDocBytes = 64 << 10
 
-// The codes of describing the prelude.
-const (
-	// CodeUnknownCapPackage: the name is not a capability package the
-	// seam offers; the refusal lists those it does.
-	CodeUnknownCapPackage tool.Code = "unknown_cap_package"
-	// CodeInternalCapPackage: the name is under cap/internal, the
-	// prelude's plumbing, which no program may import.
-	CodeInternalCapPackage tool.Code = "internal_cap_package"
-	// CodePreludeUndescribable: the prelude's source cannot be rendered
-	// (it does not parse, or an exported declaration names an internal or
-	// unexported identifier); a defect of the library, not of the call.
-	CodePreludeUndescribable tool.Code = "prelude_undescribable"
-)
-
 // DescribeError is a failure to describe a capability package, with a
 // stable code (CodeUnknownCapPackage, CodeInternalCapPackage or
 // CodePreludeUndescribable).

@@ -16,23 +16,6 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// Build-side failure codes. (The lead's codes.go takes them over at merge.)
-const (
-	// CodeToolchainUnavailable: no usable Go toolchain (absent, older than
-	// MinGoMinor, or missing its compile, link or go binary); the message
-	// names what to install.
-	CodeToolchainUnavailable tool.Code = "toolchain_unavailable"
-	// CodeBuildUnavailable: the builder could not prepare or run a build
-	// for a reason outside the program (the archives failed to build, the
-	// cache directory is unusable, no broker was given). The program was
-	// not judged.
-	CodeBuildUnavailable tool.Code = "build_unavailable"
-	// CodeBuildRejected: the program did not compile or link, or the
-	// linked result was not a static executable; a *BuildError carries
-	// the diagnostics.
-	CodeBuildRejected tool.Code = "build_rejected"
-)
-
 // MinGoMinor is the oldest Go release (1.MinGoMinor) a toolchain may be.
 const MinGoMinor = 26
 

@@ -41,11 +41,6 @@ const maxConstructBytes = 96
 // shows: a window of at most this many bytes around the column.
 const maxExcerptBytes = 120
 
-// CodeVetRefused is the code of every *VetError: the program was refused
-// before it was built. (Declared here until codes.go collects codemode's
-// codes.)
-const CodeVetRefused tool.Code = "vet_refused"
-
 // The rules a Violation names. Each is a stable snake_case word.
 const (
 	// RuleSourceTooLarge: the source is over MaxSourceBytes; nothing else

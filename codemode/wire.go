@@ -38,19 +38,6 @@ const (
 	MaxFrameID = 1 << 53
 )
 
-// Failure codes of the channel. (Moved to codes.go by the lead.)
-const (
-	// CodeChannelFault: a frame from the program was malformed (bad
-	// msgpack, a missing, extra or repeated key, a wrong type, a version
-	// other than ProtocolVersion, an unknown kind, past a size bound); the
-	// channel cannot be trusted and the execution ends.
-	CodeChannelFault tool.Code = "channel_fault"
-	// CodeFrameTooLarge: a frame to write would exceed MaxFrameBytes;
-	// nothing was written. The prelude refuses an oversized call with the
-	// same word.
-	CodeFrameTooLarge tool.Code = "frame_too_large"
-)
-
 // FrameKind names what a frame carries.
 type FrameKind string
 

@@ -1,0 +1,74 @@
+// Package codemode runs a whole Go program a model writes instead of one
+// tool call per turn: the program loops, branches and fans out with
+// goroutines, and reaches the workspace only through the capability
+// packages it imports (cap/fs, cap/search, cap/proc, cap/kv, cap/report,
+// cap/job), each call served by the host on the calling strand's
+// authority.
+//
+// # The pipeline
+//
+// Each stage is a plain step a host may drive itself, and all three sit
+// behind the code_mode tool (Engine.Tool):
+//
+//   - Vet parses the one file (MaxSourceBytes, parse only) and refuses,
+//     in one pass, every import not byte-identical to the seam's
+//     allowlist (StdPackages, audited to reach no file, process or
+//     environment, plus the seam's cap packages), every comment the
+//     compiler would honour (//go:…, //line), build constraints, cgo and
+//     functions without a body.
+//   - Build (Builder) compiles and links the program by calling the
+//     toolchain's compile and link directly against archives built once
+//     per toolchain and prelude, in one broker jail (network off, only the
+//     build root writable), with a compile importcfg that is itself the
+//     allowlist; the result must be a static executable, and is kept by
+//     content hash so a resubmission skips the build. A failure whose
+//     every error is an unused import, variable or label is repaired once.
+//   - Run runs the binary alone in an empty-root jail (nothing readable
+//     but itself, no writable root, no network, an environment of
+//     GOMAXPROCS, GOMEMLIMIT and GOTRACEBACK only, an address-space and a
+//     process bound, every layer of RunRequiredLayers required), serving
+//     its capability calls over one socketpair at broker.ExtraFileFD until
+//     it exits, its wall deadline passes, the host's context ends or the
+//     channel faults; every path kills the process tree.
+//
+// # The capability channel
+//
+// Frames are a 4-byte length and one msgpack map {v, id, kind, body}
+// (ReadFrame, WriteFrame; MaxFrameBytes). The host treats the program as
+// hostile: decoding is total, a malformed frame or a duplicate in-flight
+// id is a channel fault that ends the execution, every call is bounded by
+// MaxCallTimeout and MaxCallsInFlight, and the host's terminal outcome
+// frame is written under a deadline so a program that stops reading
+// cannot hold it. Calls are recorded (CallRecord: MaxRecordedCalls
+// itemised, exact counters beyond).
+//
+// # Authority
+//
+// A program can do only what its strand could do with one tool call: the
+// capabilities that write, run or reach a job are each authorized by a
+// tool (AuthorizingTool) checked with the registry's holds
+// (tool.Registry.Holds), and are served through the same code as that
+// tool — the file API's path discipline, protected paths and git guard
+// (tool.Call.ReadFile, WriteFile, ListDir, Glob, Grep), bash's policy and
+// environment for proc.run (job.CommandPolicy), bash's background mode for
+// job.start. A refusal a capability call meets is answered to the program
+// in band and never raised to the host's escalation plane; nothing a
+// program does widens a grant.
+//
+// # What it does not own
+//
+// The jail itself (package broker), the file tools' path rules (package
+// tool), the job plane (package job). The orchestration seam (cap/strand,
+// programs that spawn sub-agents), background executions and approvals
+// for code_mode are not here yet.
+//
+// # Invariants
+//
+//   - No model-influenced code runs in the host's process: vetting,
+//     building and describing parse source; compile and link run in the
+//     build jail; the program runs in the run jail.
+//   - Every bound is a named constant, stated in the tool's description
+//     where the model needs it.
+//   - Every failure is in band with a stable code (codes.go): a
+//     capability call's to the program, an execution's to the model.
+package codemode
