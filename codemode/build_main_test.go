@@ -21,12 +21,19 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(holdLockEnv); dir != "" {
 		os.Exit(holdLock(dir))
 	}
+	sockets := openSockets()
 	code := m.Run()
 	for _, f := range testCleanups {
 		f()
 	}
 	if sharedBrk != nil {
 		sharedBrk.Close()
+	}
+	if code == 0 {
+		for _, l := range leftovers(sockets) {
+			fmt.Fprintln(os.Stderr, "teardown:", l)
+			code = 1
+		}
 	}
 	jailHelper.Remove()
 	if sharedDir != "" {

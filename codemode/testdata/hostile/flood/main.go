@@ -1,7 +1,7 @@
 // Command flood abuses its capability channel at fd 5, as argument 1
 // says: "garbage" writes bytes that are no frame; "noread" sends valid
 // kv.get calls as fast as it can and never reads an answer; "dup" sends
-// two calls under one id. It is built without vetting by the end-to-end
+// two calls under one id while the first is still in flight. It is built without vetting by the end-to-end
 // tests, which check the host ends the execution and is never held.
 package main
 
@@ -13,7 +13,12 @@ import (
 
 // frame encodes {v:1, id, kind:"cap_call", body:{cap:"kv.get", args:{key:"k"}}}
 // by hand: the program may not link the prelude's codec.
-func frame(id uint32) []byte {
+func frame(id uint32) []byte { return callFrame(id, false) }
+
+// slowFrame is a proc.run of "sleep 5": a call that stays in flight.
+func slowFrame(id uint32) []byte { return callFrame(id, true) }
+
+func callFrame(id uint32, slow bool) []byte {
 	var b []byte
 	str := func(s string) { b = append(b, 0xa0|byte(len(s))); b = append(b, s...) }
 	b = append(b, 0x84)
@@ -27,11 +32,21 @@ func frame(id uint32) []byte {
 	str("body")
 	b = append(b, 0x82)
 	str("cap")
-	str("kv.get")
-	str("args")
-	b = append(b, 0x81)
-	str("key")
-	str("k")
+	if slow {
+		str("proc.run")
+		str("args")
+		b = append(b, 0x81)
+		str("argv")
+		b = append(b, 0x92)
+		str("sleep")
+		str("5")
+	} else {
+		str("kv.get")
+		str("args")
+		b = append(b, 0x81)
+		str("key")
+		str("k")
+	}
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
 }
 
@@ -55,8 +70,8 @@ func main() {
 			}
 		}
 	case "dup":
-		ch.Write(frame(7))
-		ch.Write(frame(7))
+		ch.Write(slowFrame(7))
+		ch.Write(slowFrame(7))
 		time.Sleep(time.Hour)
 	}
 }
