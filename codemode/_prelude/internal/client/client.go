@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 
 	"cap/internal/wire"
 )
@@ -95,6 +96,9 @@ func Call(ctx context.Context, capName string, args map[string]any) (map[string]
 func (c *Client) open() {
 	c.once.Do(func() {
 		c.pending = map[uint64]chan reply{}
+		// Non-blocking, so the runtime's poller serves the channel: a
+		// blocked read then parks a goroutine, not a thread.
+		_ = syscall.SetNonblock(int(c.fd), true)
 		f := os.NewFile(c.fd, "cap-channel")
 		if f == nil {
 			c.fail(&Error{Code: ChannelClosed, Message: "the capability channel is not open in this process"})
