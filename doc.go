@@ -16,13 +16,17 @@
 //     in-process Agency.
 //   - hashline, blob: anchored editing and the content-addressed store,
 //     pure leaves the tools stand on.
+//   - codemode: code_mode, where the model submits one Go program that is
+//     vetted, built in a jail and run in an empty jail, reaching the
+//     workspace only through the cap/... packages, each capability call
+//     served on the calling strand's authority.
 //   - tool/mcpserve: serves a Registry to MCP clients over stdio.
 //   - tool/plane: assembles the whole plane from the reference
 //     implementations (whole or in part) and dispatches one model turn's
 //     batch of calls with their coordinates; the place a host starts.
 //
-// examples/quickstart, examples/agent (a model loop over the Anthropic
-// Messages API) and examples/mcpserver are runnable hosts.
+// examples/quickstart, examples/codemode, examples/agent (a model loop over
+// the Anthropic Messages API) and examples/mcpserver are runnable hosts.
 //
 // # Glossary
 //
@@ -43,6 +47,11 @@
 //     units at once — the job plane runs background commands.
 //   - Floor: the communication tools every sub-agent keeps whatever its
 //     spawn granted (agent.FloorTools).
+//   - Seam (code mode): the set of capability packages a program may
+//     import and the routers that serve them (codemode.Seam); the
+//     workspace seam is the one there is.
+//   - Capability: one call a program makes through a cap/... package
+//     ("fs.read"), answered by the host over the program's channel.
 //   - Minter: what separates several spawns made under one call site, so
 //     their children get distinct names (agent.ToolCallMinter for a
 //     model's call, agent.ProgramMinter for a program's).
