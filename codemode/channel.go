@@ -31,6 +31,10 @@ const (
 	// channelReadBuffer is the host's read buffer on a channel: most
 	// frames arrive whole in one read.
 	channelReadBuffer = 64 << 10
+	// MaxInFlightBytes bounds the frame bytes of a program's unanswered
+	// calls together (what their arguments hold in the host's memory); a
+	// call past it is refused in band (CodeTooManyCalls).
+	MaxInFlightBytes = 64 << 20
 )
 
 // router serves one capability call; its error carries a code (codeOf).
@@ -51,13 +55,15 @@ type channel struct {
 
 	mu       sync.Mutex
 	inflight map[uint64]*pendingCall
+	held     int64 // frame bytes of the calls in flight
 	ending   bool
 	calls    sync.WaitGroup
 }
 
 type pendingCall struct {
 	cancel    context.CancelFunc
-	cancelled bool // the program sent cancel
+	cancelled bool  // the program sent cancel
+	bytes     int64 // the call's frame size, held against MaxInFlightBytes
 }
 
 func newChannel(ctx context.Context, conn net.Conn, route router, rec *recorder) *channel {
@@ -75,8 +81,9 @@ func (e *ChannelFault) Error() string { return "channel fault: " + e.Reason }
 // serve reads the program's frames until its end closes (nil), the
 // execution ends (nil) or a fault (a *ChannelFault).
 func (ch *channel) serve() error {
-	r := bufio.NewReaderSize(ch.conn, channelReadBuffer)
+	r := &countingReader{r: bufio.NewReaderSize(ch.conn, channelReadBuffer)}
 	for {
+		before := r.n
 		f, err := ReadFrame(r)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || ch.ctx.Err() != nil {
@@ -90,7 +97,7 @@ func (ch *channel) serve() error {
 		}
 		switch f.Kind {
 		case FrameCapCall:
-			if err := ch.call(f); err != nil {
+			if err := ch.call(f, r.n-before); err != nil {
 				return err
 			}
 		case FrameCancel:
@@ -101,8 +108,21 @@ func (ch *channel) serve() error {
 	}
 }
 
-// call admits one cap_call and serves it in a goroutine of its own.
-func (ch *channel) call(f Frame) error {
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// call admits one cap_call of size bytes and serves it in a goroutine of
+// its own.
+func (ch *channel) call(f Frame, size int64) error {
 	cc, err := DecodeCapCall(f.Body)
 	if err != nil {
 		return &ChannelFault{Reason: err.Error()}
@@ -113,20 +133,25 @@ func (ch *channel) call(f Frame) error {
 		return &ChannelFault{Reason: fmt.Sprintf("cap_call id %d is already in flight", f.ID)}
 	}
 	ref := ch.rec.begin(cc.Cap, func() string { return summary(cc.Cap, cc.Args) })
-	if ch.ending || len(ch.inflight) >= MaxCallsInFlight {
-		ending := ch.ending
-		ch.mu.Unlock()
-		e := &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: %d calls are unanswered, the most a program may have at once; wait for some before calling again", cc.Cap, MaxCallsInFlight)}
-		if ending {
+	if ch.ending || len(ch.inflight) >= MaxCallsInFlight || ch.held+size > MaxInFlightBytes {
+		var e *CapError
+		switch {
+		case ch.ending:
 			e = &CapError{Code: CodeExecutionEnding, Message: "the execution is ending; no call is served any more"}
+		case len(ch.inflight) >= MaxCallsInFlight:
+			e = &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: %d calls are unanswered, the most a program may have at once; wait for some before calling again", cc.Cap, MaxCallsInFlight)}
+		default:
+			e = &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: the unanswered calls already hold %d bytes of arguments and this one %d, past the %d a program may have in flight; wait for some before calling again", cc.Cap, ch.held, size, MaxInFlightBytes)}
 		}
+		ch.mu.Unlock()
 		ch.rec.end(ref, CallFailed, e.Code, true)
 		ch.answer(f.ID, nil, e)
 		return nil
 	}
 	ctx, cancel := context.WithTimeoutCause(ch.ctx, MaxCallTimeout, errCallTimeout)
-	p := &pendingCall{cancel: cancel}
+	p := &pendingCall{cancel: cancel, bytes: size}
 	ch.inflight[f.ID] = p
+	ch.held += size
 	ch.calls.Add(1)
 	ch.mu.Unlock()
 	if instant(cc.Cap) {
@@ -152,6 +177,7 @@ func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc 
 	res, err := ch.safeRoute(ctx, cc)
 	ch.mu.Lock()
 	delete(ch.inflight, id)
+	ch.held -= p.bytes
 	cancelled, ending := p.cancelled, ch.ending
 	ch.mu.Unlock()
 	p.cancel()

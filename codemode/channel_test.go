@@ -258,3 +258,44 @@ func BenchmarkChannelHostRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// TestChannelBoundsWhatCallsInFlightHold: calls whose frames together
+// pass MaxInFlightBytes are refused in band while the earlier ones are
+// unanswered, and served again once they are.
+func TestChannelBoundsWhatCallsInFlightHold(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	route := func(ctx context.Context, cap string, args map[string]any) (any, error) {
+		if cap == "block" {
+			<-release
+		}
+		return map[string]any{}, nil
+	}
+	g, finish := testChannel(t, route)
+	big := make([]byte, 8<<20)
+	n := MaxInFlightBytes / len(big) // the first n-1 fit; the n-th passes the bound
+	for i := range uint64(n) {
+		g.send(t, call(i+1, "block", map[string]any{"content": big}))
+	}
+	f, err := ReadFrame(g.conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := f.Body.(map[string]any)["err"].(map[string]any)
+	if f.ID != uint64(n) || e["code"] != string(CodeTooManyCalls) {
+		t.Fatalf("the call past the bound got %+v", f)
+	}
+	close(release)
+	for range n - 1 {
+		if _, err := ReadFrame(g.conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.send(t, call(100, "block", map[string]any{"content": big}))
+	f, err = ReadFrame(g.conn)
+	if err != nil || f.ID != 100 || f.Body.(map[string]any)["ok"] == nil {
+		t.Fatalf("after the answers the bound was not freed: %+v %v", f, err)
+	}
+	g.conn.Close()
+	finish()
+}

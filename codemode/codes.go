@@ -37,7 +37,7 @@ const (
 	// CodeCallTimeout: one capability call ran past MaxCallTimeout.
 	CodeCallTimeout tool.Code = "call_timeout"
 	// CodeTooManyCalls: the program already has MaxCallsInFlight calls
-	// unanswered.
+	// unanswered, or their frames hold MaxInFlightBytes.
 	CodeTooManyCalls tool.Code = "too_many_calls"
 	// CodeCallCancelled: the program cancelled the call (its context
 	// ended).
