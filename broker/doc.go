@@ -177,7 +177,10 @@
 // configuration, confinement and exec only; one with an ExtraFile too
 // (see The extra descriptor). Before its configuration
 // comes, a helper does only what no policy decides: it builds its JSON
-// codecs' caches and, in a network namespace of its own, brings lo up.
+// codecs' caches, makes the stand-ins its masks will be clones of (a
+// small read-only tmpfs holding one empty file and one empty directory,
+// detached, so nothing sees or writes it) and, in a network namespace of
+// its own, brings lo up.
 // Warm helpers count against Options.MaxLiveCommands: one is started only
 // while no command waits and another slot stays free for the next
 // command, and when a command starts waiting every warm helper is

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
-	"strconv"
 	"sync"
-	"time"
+	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,32 +23,35 @@ const gitWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix
 // as after an inotify queue overflow.
 const MaxGitDirtyDirs = 1 << 16
 
-// GitWatchSyncTimeout bounds how long a settling command waits for the
-// watcher to have read every change queued before it; past it, the
-// writable roots are swept whole instead.
-const GitWatchSyncTimeout = 5 * time.Second
+// inotifyReadBytes sizes the buffer the hub reads events into: many
+// events per read(2), and at least one of the largest (a header and a
+// NAME_MAX name).
+const inotifyReadBytes = 64 << 10
 
 // inotifyHub is the process's one inotify instance (instances are few
 // per user: 128 by default), shared by every broker's writable roots.
 // inotify marks inodes, so it sees what a jailed command does through
 // its own mount namespace and any path.
+//
+// Events are read by whoever holds readMu: the hub's reader goroutine
+// as they arrive, or sync, which drains the queue itself. The kernel
+// queues an event before the call that caused it returns, so once the
+// queue reads empty under readMu every change made before is noted.
 type inotifyHub struct {
 	once sync.Once
 	f    *os.File
 	fd   int
 	err  error
 
+	ready atomic.Bool // the reader runs: sync may drain
+
+	readMu  sync.Mutex
+	buf     []byte
+	readErr error // why reading stopped; set under readMu
+
 	mu    sync.Mutex
 	subs  map[int32][]watchSub
 	roots map[*gitWatch]bool
-
-	// The barrier: a private directory whose entries' creation, queued
-	// behind every change before it, tells sync its changes were read.
-	syncDir  string
-	syncWd   int32
-	syncSeq  uint64
-	syncSeen uint64
-	syncWait map[uint64]chan struct{}
 }
 
 type watchSub struct {
@@ -67,112 +69,123 @@ func (h *inotifyHub) start() error {
 			return
 		}
 		h.fd, h.f = fd, os.NewFile(uintptr(fd), "inotify")
-		h.subs, h.roots, h.syncWait = map[int32][]watchSub{}, map[*gitWatch]bool{}, map[uint64]chan struct{}{}
-		h.syncWd = -1
-		if dir, err := os.MkdirTemp("", "loom-git-sync-"); err == nil {
-			if wd, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW); err == nil {
-				h.syncDir, h.syncWd = dir, int32(wd)
-			}
+		h.subs, h.roots = map[int32][]watchSub{}, map[*gitWatch]bool{}
+		h.buf = make([]byte, inotifyReadBytes)
+		rc, err := h.f.SyscallConn()
+		if err != nil {
+			h.err = fmt.Errorf("inotify: %v", err)
+			return
 		}
-		go h.read()
+		h.ready.Store(true)
+		go h.read(rc)
 	})
 	return h.err
 }
 
-// read delivers events to the writable roots watching each directory.
-func (h *inotifyHub) read() {
-	buf := make([]byte, 64<<10)
+// read drains the queue each time the descriptor becomes readable, until
+// reading fails.
+func (h *inotifyHub) read(rc syscall.RawConn) {
 	for {
-		n, err := h.f.Read(buf)
-		if err != nil {
-			h.mu.Lock()
-			for w := range h.roots {
-				w.broken(fmt.Errorf("inotify read: %v", err))
+		var failed bool
+		err := rc.Read(func(uintptr) bool {
+			failed = !h.drain()
+			return failed // else wait for more
+		})
+		if err != nil || failed {
+			h.readMu.Lock()
+			if h.readErr == nil {
+				h.readErr = fmt.Errorf("inotify read: %v", err)
+				h.fail(h.readErr)
 			}
-			h.mu.Unlock()
+			h.readMu.Unlock()
 			return
 		}
-		h.mu.Lock()
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
-			mask := binary.NativeEndian.Uint32(buf[off+4:])
-			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
-			name := buf[off+unix.SizeofInotifyEvent : min(n, off+unix.SizeofInotifyEvent+nameLen)]
-			for i, c := range name {
-				if c == 0 {
-					name = name[:i]
-					break
-				}
-			}
-			off += unix.SizeofInotifyEvent + nameLen
-			if mask&unix.IN_Q_OVERFLOW != 0 {
-				for w := range h.roots {
-					w.overflowed()
-				}
-				continue
-			}
-			if wd == h.syncWd && h.syncWd >= 0 {
-				if n, err := strconv.ParseUint(string(name), 10, 64); err == nil && n > h.syncSeen {
-					h.syncSeen = n
-					for k, ch := range h.syncWait {
-						if k <= n {
-							close(ch)
-							delete(h.syncWait, k)
-						}
-					}
-				}
-				continue
-			}
-			for _, s := range h.subs[wd] {
-				s.w.note(s.rel, string(name), mask)
-			}
-			if mask&unix.IN_IGNORED != 0 {
-				for _, s := range h.subs[wd] {
-					s.w.forget(s.rel, wd)
-				}
-				delete(h.subs, wd)
-			}
-		}
-		h.mu.Unlock()
 	}
 }
 
-// sync returns once the watcher has read every change the kernel queued
-// before the call, so the dirty sets are complete; false when that
-// cannot be told (then the caller sweeps whole).
-func (h *inotifyHub) sync() bool {
-	h.mu.Lock()
-	if h.syncWd < 0 {
-		h.mu.Unlock()
+// drain reads and delivers every event queued, until the queue is empty,
+// and reports whether it reached that point (false: reading failed, and
+// every root was told).
+func (h *inotifyHub) drain() bool {
+	h.readMu.Lock()
+	defer h.readMu.Unlock()
+	if h.readErr != nil {
 		return false
 	}
-	h.syncSeq++
-	n := h.syncSeq
-	ch := make(chan struct{})
-	h.syncWait[n] = ch
-	h.mu.Unlock()
-	name := filepath.Join(h.syncDir, strconv.FormatUint(n, 10))
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err == nil {
-		f.Close()
-		os.Remove(name)
-	}
-	ok := err == nil
-	if ok {
-		t := time.NewTimer(GitWatchSyncTimeout)
-		select {
-		case <-ch:
-		case <-t.C:
-			ok = false
+	for {
+		n, err := unix.Read(h.fd, h.buf)
+		switch {
+		case err == unix.EAGAIN:
+			return true
+		case err == unix.EINTR:
+			continue
+		case err != nil || n <= 0:
+			if err == nil {
+				err = fmt.Errorf("read returned %d", n)
+			}
+			h.readErr = fmt.Errorf("inotify read: %s", errnoName(err))
+			h.fail(h.readErr)
+			return false
 		}
-		t.Stop()
+		h.deliver(h.buf[:n])
 	}
-	if !ok {
-		h.mu.Lock()
-		delete(h.syncWait, n)
-		h.mu.Unlock()
+}
+
+// fail tells every root that watching stopped.
+func (h *inotifyHub) fail(err error) {
+	h.mu.Lock()
+	for w := range h.roots {
+		w.broken(err)
 	}
-	return ok
+	h.mu.Unlock()
+}
+
+// deliver hands the events in buf to the writable roots watching each
+// directory.
+func (h *inotifyHub) deliver(buf []byte) {
+	n := len(buf)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for off := 0; off+unix.SizeofInotifyEvent <= n; {
+		wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+		mask := binary.NativeEndian.Uint32(buf[off+4:])
+		nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
+		name := buf[off+unix.SizeofInotifyEvent : min(n, off+unix.SizeofInotifyEvent+nameLen)]
+		for i, c := range name {
+			if c == 0 {
+				name = name[:i]
+				break
+			}
+		}
+		off += unix.SizeofInotifyEvent + nameLen
+		if mask&unix.IN_Q_OVERFLOW != 0 {
+			for w := range h.roots {
+				w.overflowed()
+			}
+			continue
+		}
+		for _, s := range h.subs[wd] {
+			s.w.note(s.rel, string(name), mask)
+		}
+		if mask&unix.IN_IGNORED != 0 {
+			for _, s := range h.subs[wd] {
+				s.w.forget(s.rel, wd)
+			}
+			delete(h.subs, wd)
+		}
+	}
+}
+
+// sync returns once every change the kernel queued before the call has
+// been noted, so the dirty sets are complete: it drains the queue
+// itself (waiting only for a read the reader goroutine has in hand).
+// False when that cannot be told (no inotify, or reading failed: then
+// the caller sweeps whole).
+func (h *inotifyHub) sync() bool {
+	if !h.ready.Load() {
+		return false
+	}
+	return h.drain()
 }
 
 // gitWatch collects, for one writable root, the directories in which

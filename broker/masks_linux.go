@@ -161,11 +161,14 @@ func (m *masker) close() {
 	if m.fs > 0 {
 		unix.Close(m.fs)
 	}
+	m.fs = 0
 }
 
-// maskAll hides every path in paths that exists, and returns how many.
+// maskAll hides every path in paths that exists, and returns how many,
+// with the stand-ins of the helper's prepared masker (see
+// prepareHelper), made now if it has none; the masker is closed after.
 func maskAll(paths []string) (int, error) {
-	var m masker
+	m := &helperPrepared.masker
 	defer m.close()
 	n := 0
 	var st unix.Stat_t

@@ -21,10 +21,13 @@ func helperArgs(f flavour) []string {
 }
 
 // helperPrepared is what prepareHelper did before the configuration
-// came: whether it brought lo up (loopbackDone) and how that went.
+// came: whether it brought lo up (loopbackDone) and how that went, and
+// the masker whose stand-ins it made (none when the helper has no user
+// namespace to make them in; maskAll makes them then, or says why not).
 var helperPrepared struct {
 	loopbackDone bool
 	loopbackErr  error
+	masker       masker
 }
 
 // prepareHelper does, before a helper reads its configuration, the work
@@ -35,7 +38,12 @@ var helperPrepared struct {
 //     a type's first decode and encode build, are ready;
 //   - in a network namespace of its own (helperNetArg), it brings lo up,
 //     which every command of that flavour gets: its network is off, and
-//     the namespace holds nothing but lo.
+//     the namespace holds nothing but lo;
+//   - it makes the masks' stand-ins (masker.standins: a small read-only
+//     tmpfs holding one empty file and one empty directory, detached, so
+//     nothing can see or write it), which every mask of every command is
+//     a clone of; a helper serves one command, so no two commands share
+//     them.
 //
 // Nothing here confines, reads the host's files or depends on a policy,
 // and no layer is reported from here: runHelper reports what it did
@@ -51,6 +59,8 @@ func prepareHelper() {
 		helperPrepared.loopbackErr = loopbackUp()
 		helperPrepared.loopbackDone = true
 	}
+	// An error leaves the masker empty: maskAll tries again and reports it.
+	helperPrepared.masker.standins()
 }
 
 // helperLoopbackUp brings lo up in the jail's network namespace, or says
