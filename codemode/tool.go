@@ -72,7 +72,7 @@ func (e *Engine) Tool() tool.Tool {
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Exclusive,
 	}, e.runTool, tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
-		Type: "integer", Description: fmt.Sprintf("wall deadline of the run, default %d, at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds()),
+		Type: "integer", Description: fmt.Sprintf("wall deadline of the run, default %d, at most %d; each capability call at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds(), MaxCallTimeout.Milliseconds()),
 	}})
 }
 
@@ -189,6 +189,9 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 		b.WriteString("(the program printed nothing)\n")
 	}
 	b.WriteString("---\n")
+	if d.WaitedMs > 0 {
+		fmt.Fprintf(&b, "waited %d ms for the toolchain's one-time warm-up (not counted against within_ms)\n", d.WaitedMs)
+	}
 	if len(d.Edits) > 0 {
 		b.WriteString("repaired before building: " + repairsText(d.Edits) + "\n")
 	}

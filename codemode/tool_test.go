@@ -3,9 +3,11 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -91,5 +93,37 @@ func TestToolRefusals(t *testing.T) {
 	o := s.dispatch(t, map[string]any{"program_path": "prog.go"})
 	if o.IsError || !strings.HasPrefix(o.Text, "from a file\n") && !strings.Contains(o.Text, "printed nothing") {
 		t.Fatalf("program_path: %s", o.Text)
+	}
+}
+
+// TestNoToolchainIsARefusal: a host whose toolchain cannot be found gets
+// toolchain_unavailable naming what to install, never a crash.
+func TestNoToolchainIsARefusal(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	eng, err := New(Options{Registry: s.reg, Broker: s.call.Broker, Builder: BuilderOptions{
+		Toolchain: Toolchain{GOROOT: t.TempDir()}, CacheDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.eng = eng
+	o := s.dispatch(t, map[string]any{"program": "package main\n\nfunc main() {}\n"})
+	if !o.IsError || o.Code != CodeToolchainUnavailable || !strings.Contains(o.Text, "install Go") {
+		t.Fatalf("%s: %s", o.Code, o.Text)
+	}
+}
+
+// TestMissingRunLayerIsItsOwnRefusal: a run the broker refuses for a
+// required layer is run_jail_unavailable naming the layer.
+func TestMissingRunLayerIsItsOwnRefusal(t *testing.T) {
+	t.Parallel()
+	err := runRefusal(broker.NewDenial(broker.DenialLayerRequired, "seccomp unavailable", &broker.MissingLayer{Layer: broker.LayerSeccomp, Reason: "EINVAL"}))
+	var ce *CapError
+	if !errors.As(err, &ce) || ce.Code != CodeRunJailUnavailable || !strings.Contains(ce.Message, broker.LayerSeccomp) {
+		t.Fatalf("%v", err)
+	}
+	o := render(&Execution{}, err, nil, 0)
+	if o.Code != CodeRunJailUnavailable {
+		t.Fatalf("the tool renders it as %s", o.Code)
 	}
 }
