@@ -51,8 +51,15 @@ type channel struct {
 
 	mu       sync.Mutex
 	inflight map[uint64]*pendingCall
-	ending   bool
-	calls    sync.WaitGroup
+	// unanswered counts admitted calls whose answer is not yet being
+	// written: a call leaves inflight when its router returns (its id may
+	// then be reused) but holds its MaxCallsInFlight slot until it holds
+	// the writer, so a program that never reads cannot pin routed calls
+	// (goroutines and results) without bound, and a program that reads
+	// never sees an answer whose slot is still taken.
+	unanswered int
+	ending     bool
+	calls      sync.WaitGroup
 }
 
 type pendingCall struct {
@@ -113,7 +120,7 @@ func (ch *channel) call(f Frame) error {
 		return &ChannelFault{Reason: fmt.Sprintf("cap_call id %d is already in flight", f.ID)}
 	}
 	ref := ch.rec.begin(cc.Cap, func() string { return summary(cc.Cap, cc.Args) })
-	if ch.ending || len(ch.inflight) >= MaxCallsInFlight {
+	if ch.ending || ch.unanswered >= MaxCallsInFlight {
 		ending := ch.ending
 		ch.mu.Unlock()
 		e := &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: %d calls are unanswered, the most a program may have at once; wait for some before calling again", cc.Cap, MaxCallsInFlight)}
@@ -121,12 +128,13 @@ func (ch *channel) call(f Frame) error {
 			e = &CapError{Code: CodeExecutionEnding, Message: "the execution is ending; no call is served any more"}
 		}
 		ch.rec.end(ref, CallFailed, e.Code, true)
-		ch.answer(f.ID, nil, e)
+		ch.answer(f.ID, nil, e, nil)
 		return nil
 	}
 	ctx, cancel := context.WithTimeoutCause(ch.ctx, MaxCallTimeout, errCallTimeout)
 	p := &pendingCall{cancel: cancel}
 	ch.inflight[f.ID] = p
+	ch.unanswered++
 	ch.calls.Add(1)
 	ch.mu.Unlock()
 	if instant(cc.Cap) {
@@ -149,6 +157,11 @@ var errCallTimeout = errors.New("the capability call ran past its timeout")
 
 func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc CapCall, ref callRef) {
 	defer ch.calls.Done()
+	release := func() {
+		ch.mu.Lock()
+		ch.unanswered--
+		ch.mu.Unlock()
+	}
 	res, err := ch.safeRoute(ctx, cc)
 	ch.mu.Lock()
 	delete(ch.inflight, id)
@@ -173,7 +186,7 @@ func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc 
 		code = codeOf(err)
 	}
 	ch.rec.end(ref, status, code, false)
-	ch.answer(id, res, err)
+	ch.answer(id, res, err, release)
 }
 
 // safeRoute runs the router, turning a panic into a failed call: a
@@ -198,14 +211,18 @@ func (ch *channel) cancel(id uint64) {
 
 // answer writes one cap_result. A write that fails (the program stopped
 // reading and exited, or the channel is closed) is dropped: the
-// execution's end reports what happened.
-func (ch *channel) answer(id uint64, res any, err error) {
+// execution's end reports what happened. release, when set, frees the
+// call's MaxCallsInFlight slot once this answer holds the writer.
+func (ch *channel) answer(id uint64, res any, err error, release func()) {
 	body := ResultOK(res)
 	if err != nil {
 		body = ResultErr(string(codeOf(err)), boundMessage(err))
 	}
 	ch.wmu.Lock()
 	defer ch.wmu.Unlock()
+	if release != nil {
+		release()
+	}
 	err = WriteFrame(ch.conn, Frame{ID: id, Kind: FrameCapResult, Body: body})
 	var fe *FrameError
 	if errors.As(err, &fe) && fe.Code == CodeFrameTooLarge {
