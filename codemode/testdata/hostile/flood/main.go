@@ -1,8 +1,9 @@
 // Command flood abuses its capability channel at fd 5, as argument 1
 // says: "garbage" writes bytes that are no frame; "noread" sends valid
 // kv.get calls as fast as it can and never reads an answer; "dup" sends
-// two calls under one id. It is built without vetting by the end-to-end
-// tests, which check the host ends the execution and is never held.
+// two proc.run calls under one id. It is built without vetting by the
+// end-to-end tests, which check the host ends the execution and is never
+// held.
 package main
 
 import (
@@ -35,6 +36,32 @@ func frame(id uint32) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
 }
 
+// slowFrame encodes a cap_call of proc.run ["sleep", "5"] by hand: a
+// call still in flight when the next frame arrives.
+func slowFrame(id uint32) []byte {
+	var b []byte
+	str := func(s string) { b = append(b, 0xa0|byte(len(s))); b = append(b, s...) }
+	b = append(b, 0x84)
+	str("v")
+	b = append(b, 0x01)
+	str("id")
+	b = append(b, 0xce)
+	b = binary.BigEndian.AppendUint32(b, id)
+	str("kind")
+	str("cap_call")
+	str("body")
+	b = append(b, 0x82)
+	str("cap")
+	str("proc.run")
+	str("args")
+	b = append(b, 0x81)
+	str("argv")
+	b = append(b, 0x92)
+	str("sleep")
+	str("5")
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
 func main() {
 	ch := os.NewFile(5, "channel")
 	switch os.Args[1] {
@@ -55,8 +82,10 @@ func main() {
 			}
 		}
 	case "dup":
-		ch.Write(frame(7))
-		ch.Write(frame(7))
+		// kv calls are answered before the next frame is read, so two
+		// under one id are never in flight at once: a proc.run is.
+		ch.Write(slowFrame(7))
+		ch.Write(slowFrame(7))
 		time.Sleep(time.Hour)
 	}
 }
