@@ -35,6 +35,10 @@ const (
 	// calls together (what their arguments hold in the host's memory); a
 	// call past it is refused in band (CodeTooManyCalls).
 	MaxInFlightBytes = 64 << 20
+	// MaxHeavyCalls bounds the calls of capabilities with large answers
+	// (up to tool.MaxFileBytes for fs.read) that are routed or waiting to
+	// be written at once; more wait their turn within their own timeout.
+	MaxHeavyCalls = 8
 )
 
 // router serves one capability call; its error carries a code (codeOf).
@@ -55,9 +59,19 @@ type channel struct {
 
 	mu       sync.Mutex
 	inflight map[uint64]*pendingCall
-	held     int64 // frame bytes of the calls in flight
-	ending   bool
-	calls    sync.WaitGroup
+	// unanswered counts admitted calls whose answer is not yet being
+	// written: a call leaves inflight when its router returns (its id may
+	// then be reused) but holds its MaxCallsInFlight slot until it holds
+	// the writer, so a program that never reads cannot pin routed calls
+	// (goroutines and results) without bound, and a program that reads
+	// never sees an answer whose slot is still taken.
+	unanswered int
+	held       int64 // frame bytes of the calls in flight
+	ending     bool
+	calls      sync.WaitGroup
+	// heavy holds a slot for each call of a capability whose answer may
+	// be large, from its routing until its answer is written.
+	heavy chan struct{}
 }
 
 type pendingCall struct {
@@ -67,7 +81,7 @@ type pendingCall struct {
 }
 
 func newChannel(ctx context.Context, conn net.Conn, route router, rec *recorder) *channel {
-	return &channel{conn: conn, route: route, rec: rec, ctx: ctx, inflight: map[uint64]*pendingCall{}}
+	return &channel{conn: conn, route: route, rec: rec, ctx: ctx, inflight: map[uint64]*pendingCall{}, heavy: make(chan struct{}, MaxHeavyCalls)}
 }
 
 // ChannelFault is why an execution's channel was ended: a frame the host
@@ -133,25 +147,26 @@ func (ch *channel) call(f Frame, size int64) error {
 		return &ChannelFault{Reason: fmt.Sprintf("cap_call id %d is already in flight", f.ID)}
 	}
 	ref := ch.rec.begin(cc.Cap, func() string { return summary(cc.Cap, cc.Args) })
-	if ch.ending || len(ch.inflight) >= MaxCallsInFlight || ch.held+size > MaxInFlightBytes {
+	if ch.ending || ch.unanswered >= MaxCallsInFlight || ch.held+size > MaxInFlightBytes {
 		var e *CapError
 		switch {
 		case ch.ending:
 			e = &CapError{Code: CodeExecutionEnding, Message: "the execution is ending; no call is served any more"}
-		case len(ch.inflight) >= MaxCallsInFlight:
+		case ch.unanswered >= MaxCallsInFlight:
 			e = &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: %d calls are unanswered, the most a program may have at once; wait for some before calling again", cc.Cap, MaxCallsInFlight)}
 		default:
 			e = &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: the unanswered calls already hold %d bytes of arguments and this one %d, past the %d a program may have in flight; wait for some before calling again", cc.Cap, ch.held, size, MaxInFlightBytes)}
 		}
 		ch.mu.Unlock()
 		ch.rec.end(ref, CallFailed, e.Code, true)
-		ch.answer(f.ID, nil, e)
+		ch.answer(f.ID, nil, e, nil)
 		return nil
 	}
 	ctx, cancel := context.WithTimeoutCause(ch.ctx, MaxCallTimeout, errCallTimeout)
 	p := &pendingCall{cancel: cancel, bytes: size}
 	ch.inflight[f.ID] = p
 	ch.held += size
+	ch.unanswered++
 	ch.calls.Add(1)
 	ch.mu.Unlock()
 	if instant(cc.Cap) {
@@ -164,6 +179,17 @@ func (ch *channel) call(f Frame, size int64) error {
 	return nil
 }
 
+// heavy reports a capability whose answer may be large (a file, a
+// command's output, a search): at most MaxHeavyCalls of them are routed
+// or waiting to be written at once.
+func heavy(cap string) bool {
+	switch cap {
+	case "fs.read", "proc.run", "search.grep", "search.glob", "job.poll":
+		return true
+	}
+	return false
+}
+
 // instant reports a capability served from memory under a short lock,
 // never blocking on I/O: one the serve loop answers itself.
 func instant(cap string) bool {
@@ -174,6 +200,20 @@ var errCallTimeout = errors.New("the capability call ran past its timeout")
 
 func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc CapCall, ref callRef) {
 	defer ch.calls.Done()
+	release := func() {
+		ch.mu.Lock()
+		ch.unanswered--
+		ch.mu.Unlock()
+	}
+	if heavy(cc.Cap) {
+		// Held until the answer is written, so a program that stops
+		// reading pins at most MaxHeavyCalls large answers.
+		select {
+		case ch.heavy <- struct{}{}:
+			defer func() { <-ch.heavy }()
+		case <-ctx.Done():
+		}
+	}
 	res, err := ch.safeRoute(ctx, cc)
 	ch.mu.Lock()
 	delete(ch.inflight, id)
@@ -186,6 +226,7 @@ func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc 
 	case ending && ctx.Err() != nil:
 		// The execution ended under the call: finish() counts it
 		// unsettled; nothing is answered.
+		release()
 		return
 	case cancelled:
 		status, err = CallCancelled, &CapError{Code: CodeCallCancelled, Message: cc.Cap + " was cancelled by the program"}
@@ -199,7 +240,7 @@ func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc 
 		code = codeOf(err)
 	}
 	ch.rec.end(ref, status, code, false)
-	ch.answer(id, res, err)
+	ch.answer(id, res, err, release)
 }
 
 // safeRoute runs the router, turning a panic into a failed call: a
@@ -224,14 +265,18 @@ func (ch *channel) cancel(id uint64) {
 
 // answer writes one cap_result. A write that fails (the program stopped
 // reading and exited, or the channel is closed) is dropped: the
-// execution's end reports what happened.
-func (ch *channel) answer(id uint64, res any, err error) {
+// execution's end reports what happened. release, when set, frees the
+// call's MaxCallsInFlight slot once this answer holds the writer.
+func (ch *channel) answer(id uint64, res any, err error, release func()) {
 	body := ResultOK(res)
 	if err != nil {
 		body = ResultErr(string(codeOf(err)), boundMessage(err))
 	}
 	ch.wmu.Lock()
 	defer ch.wmu.Unlock()
+	if release != nil {
+		release()
+	}
 	err = WriteFrame(ch.conn, Frame{ID: id, Kind: FrameCapResult, Body: body})
 	var fe *FrameError
 	if errors.As(err, &fe) && fe.Code == CodeFrameTooLarge {

@@ -299,3 +299,38 @@ func TestChannelBoundsWhatCallsInFlightHold(t *testing.T) {
 	g.conn.Close()
 	finish()
 }
+
+// TestChannelBoundsLargeAnswersWaitingOnAProgram: a program that sends
+// many fs.read calls and reads no answer gets at most MaxHeavyCalls of
+// them routed: the rest wait, so the host holds a bounded number of large
+// answers (without the bound all of them are routed at once).
+func TestChannelBoundsLargeAnswersWaitingOnAProgram(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	routed := 0
+	answer := make([]byte, 1<<20)
+	route := func(context.Context, string, map[string]any) (any, error) {
+		mu.Lock()
+		routed++
+		mu.Unlock()
+		return map[string]any{"content": answer}, nil
+	}
+	g, finish := testChannel(t, route)
+	const calls = 64
+	for i := range uint64(calls) {
+		g.send(t, call(i+1, "fs.read", map[string]any{"path": "x"}))
+	}
+	// Absence of progress can only be watched for a while.
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := routed
+		mu.Unlock()
+		if n > MaxHeavyCalls {
+			t.Fatalf("%d large answers routed for a program that reads none; at most %d may wait", n, MaxHeavyCalls)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	g.conn.Close()
+	finish()
+}

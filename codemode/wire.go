@@ -143,6 +143,13 @@ func ReadFrame(r io.Reader) (Frame, error) {
 // the frame's claimed size before it has arrived.
 const smallFrameBytes = 64 << 10
 
+// maxPreallocEntries bounds the entries an array or map is allocated
+// with before its elements are decoded: a header's length is only a
+// claim, and trusting it at every nesting level let one frame allocate
+// gigabytes before it was refused. Past it, the container grows as
+// elements actually decode.
+const maxPreallocEntries = 1024
+
 func frameReadError(got int, n uint32, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return faultf("channel ended %d bytes into a frame of %d", got, n)
@@ -295,11 +302,13 @@ func (d *frameDecoder) array(depth int) (any, error) {
 	if err != nil || n < 0 || n > d.src.Len() {
 		return nil, faultf("an array's length exceeds its frame")
 	}
-	a := make([]any, n)
-	for i := range a {
-		if a[i], err = d.value(depth + 1); err != nil {
+	a := make([]any, 0, min(n, maxPreallocEntries))
+	for range n {
+		v, err := d.value(depth + 1)
+		if err != nil {
 			return nil, err
 		}
+		a = append(a, v)
 	}
 	return a, nil
 }
@@ -312,7 +321,7 @@ func (d *frameDecoder) dict(depth int) (any, error) {
 	if err != nil || n < 0 || n > d.src.Len()/2 {
 		return nil, faultf("a map's length exceeds its frame")
 	}
-	m := make(map[string]any, n)
+	m := make(map[string]any, min(n, maxPreallocEntries))
 	for range n {
 		d.values++
 		c, err := d.dec.PeekCode()
