@@ -176,12 +176,13 @@ func New(opts Options) *Broker {
 	return &Broker{opts: opts, ledger: l}
 }
 
-// Close discards every helper kept warm for the next commands and stops
-// prestarting; commands already cleared run on. The Broker stays usable
-// after Close, starting each command's helper when it is cleared. Close
-// always returns nil.
+// Close discards every helper kept warm for the next commands, stops
+// prestarting and returns once those helpers have exited; commands
+// already cleared run on. The Broker stays usable after Close, starting
+// each command's helper when it is cleared. Close always returns nil.
 func (b *Broker) Close() error {
 	b.closeWarm()
+	b.pool.work.Wait()
 	return nil
 }
 

@@ -20,7 +20,10 @@ const warmRefillLull = 20 * time.Millisecond
 // discarded. One filler at a time starts helpers, one after another, so
 // refilling the pool never bursts the machine while commands run.
 type warmPool struct {
-	mu sync.Mutex
+	// work counts the filler and the reapers of discarded helpers, which
+	// Close waits for.
+	work sync.WaitGroup
+	mu   sync.Mutex
 	// ready are the helpers waiting for a command, oldest first.
 	ready []*waitingHelper
 	// filling: the filler is running (it may be starting a helper now).

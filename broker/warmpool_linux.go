@@ -67,7 +67,11 @@ func (b *Broker) startFillerLocked() {
 		return
 	}
 	b.pool.filling = true
-	go b.fill()
+	b.pool.work.Add(1)
+	go func() {
+		defer b.pool.work.Done()
+		b.fill()
+	}()
 }
 
 // fill starts helpers of the wanted flavour, one at a time, until the

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/agentloom/loom/codemode"
 	"image"
 	"image/color"
 	"image/png"
@@ -398,6 +399,7 @@ func checkRootTools(t *testing.T, req wireRequest) {
 		[]tool.Tool{history.SearchTool(nil, nil), history.RememberTool(nil, nil)}, agent.Tools(nil)) {
 		want = append(want, tl.Name)
 	}
+	want = append(want, codemode.ToolName)
 	var got []string
 	for _, tl := range req.Tools {
 		got = append(got, tl.Name)
