@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -137,5 +138,30 @@ func TestEmitCeiling(t *testing.T) {
 	}
 	if len(res.Artifacts) != MaxEmits {
 		t.Errorf("%d artifacts", len(res.Artifacts))
+	}
+}
+
+// TestHostCancellationEndsTheRun: the host's context ending mid-run
+// kills the program and answers run_cancelled at once.
+func TestHostCancellationEndsTheRun(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	p, err := s.eng.Vet([]byte(mainWith([]string{"time"}, `time.Sleep(time.Hour)`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := s.eng.Build(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := s.eng.Run(ctx, s.call, bin, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Code != CodeRunCancelled || time.Since(start) > 20*time.Second {
+		t.Fatalf("code %q after %s", res.Code, time.Since(start))
 	}
 }

@@ -88,6 +88,8 @@ func (e *Engine) description() string {
 		"What it prints to stdout is the result; a panic or a non-zero exit is a failure showing its stderr. ")
 	fmt.Fprintf(&b, "Capability calls are safe from goroutines (at most %d unanswered at once), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
 	b.WriteString("Every failed call is an error of type *<pkg>.Error with Code and Message: switch on Code. Unused imports and variables are repaired for you. ")
+	fmt.Fprintf(&b, "Bounds: kv %d keys and %d MiB per strand, kept for the session; report.emit %d MiB each, %d per run; proc.run %d at once, %d MiB of output per stream. ",
+		MaxKVKeys, MaxKVBytes>>20, MaxEmitBytes>>20, MaxEmits, MaxProcsInFlight, MaxProcOutputBytes>>20)
 	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". fs_read cap:// shows each package's documented API.\n", MaxSourceBytes>>10)
 	std := e.opts.Builder.StdPackages
 	if std == nil {
