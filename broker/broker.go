@@ -182,7 +182,7 @@ func New(opts Options) *Broker {
 // each command's helper when it is cleared. Close always returns nil.
 func (b *Broker) Close() error {
 	b.closeWarm()
-	b.pool.work.Wait()
+	b.pool.work.wait()
 	return nil
 }
 

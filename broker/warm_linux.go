@@ -178,9 +178,9 @@ func (b *Broker) discard(h *waitingHelper) {
 	h.stdinW.Close()  // nil-safe: a warm helper always has its pipe
 	h.handoff.Close() // nil-safe too
 	h.proc.kill()
-	b.pool.work.Add(1)
+	b.pool.work.add()
 	go func() {
-		defer b.pool.work.Done()
+		defer b.pool.work.done()
 		h.proc.wait()
 		h.proc.closeOutput()
 		h.proc.release()

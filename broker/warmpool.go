@@ -22,7 +22,7 @@ const warmRefillLull = 20 * time.Millisecond
 type warmPool struct {
 	// work counts the filler and the reapers of discarded helpers, which
 	// Close waits for.
-	work sync.WaitGroup
+	work running
 	mu   sync.Mutex
 	// ready are the helpers waiting for a command, oldest first.
 	ready []*waitingHelper
@@ -51,4 +51,42 @@ type warmPool struct {
 	lull time.Duration
 	// err is why the last start failed, or nil.
 	err error
+}
+
+// running counts goroutines that may start while another waits for the
+// count to reach zero (which a sync.WaitGroup does not allow: a retiring
+// helper's reaper may start while Close waits).
+type running struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n falls to zero; nil while n is zero
+}
+
+func (r *running) add() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		r.zero = make(chan struct{})
+	}
+	r.n++
+}
+
+func (r *running) done() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n--
+	if r.n == 0 {
+		close(r.zero)
+		r.zero = nil
+	}
+}
+
+// wait returns once the count is zero.
+func (r *running) wait() {
+	r.mu.Lock()
+	z := r.zero
+	r.mu.Unlock()
+	if z != nil {
+		<-z
+	}
 }

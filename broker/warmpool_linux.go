@@ -67,9 +67,9 @@ func (b *Broker) startFillerLocked() {
 		return
 	}
 	b.pool.filling = true
-	b.pool.work.Add(1)
+	b.pool.work.add()
 	go func() {
-		defer b.pool.work.Done()
+		defer b.pool.work.done()
 		b.fill()
 	}()
 }
