@@ -1,0 +1,74 @@
+package codemode
+
+import (
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path"
+	"strings"
+	"testing"
+)
+
+// docExample returns the example of the package at dir of the prelude:
+// the indented block after "Example:" in its package doc.
+func docExample(t *testing.T, dir string) string {
+	t.Helper()
+	fset := token.NewFileSet()
+	entries, err := fs.ReadDir(Prelude(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		src, err := fs.ReadFile(Prelude(), path.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parser.ParseFile(fset, e.Name(), src, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil || f.Doc == nil {
+			continue
+		}
+		_, ex, ok := strings.Cut(f.Doc.Text(), "Example:\n")
+		if !ok {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(ex, "\n") {
+			if l != "" && !strings.HasPrefix(l, "\t") {
+				break
+			}
+			lines = append(lines, strings.TrimPrefix(l, "\t"))
+		}
+		return strings.Join(lines, "\n")
+	}
+	t.Fatalf("the package doc of cap/%s shows no example", dir)
+	return ""
+}
+
+// TestPreludeDocExamplesRun runs the example in every seam package's
+// documentation through vet, build and run, as a model that copied it
+// into main would: the imports it may need are given (the build drops the
+// unused ones), and so is the data a fragment names.
+func TestPreludeDocExamplesRun(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range WorkspaceSeam().Packages {
+		dir := strings.TrimPrefix(pkg, PreludeModule+"/")
+		t.Run(dir, func(t *testing.T) {
+			t.Parallel()
+			body := docExample(t, dir)
+			src := fmt.Sprintf("package main\n\nimport (\n\t\"context\"\n\t\"errors\"\n\t\"fmt\"\n\t\"strings\"\n\t\"time\"\n\n\t%q\n)\n\nfunc main() {\n\tctx := context.Background()\n\tdata := []byte(`{\"ok\": true}`)\n%s\n}\n", pkg, body)
+			s := newSession(t, map[string]string{
+				"go.mod":       "module example.com/demo\n\ngo 1.26\n",
+				"main.go":      "package main\n\nfunc main() { println(\"Hello\") }\n",
+				"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestMain2(t *testing.T) {}\n",
+			})
+			x, err := s.exec(t, src, 0)
+			if err != nil {
+				t.Fatalf("the example did not run: %v\n%s", err, src)
+			}
+			if x.Run.Code != "" {
+				t.Fatalf("the example failed (%s): %s\nstderr: %s\n%s", x.Run.Code, x.Run.Stdout, x.Run.Stderr, src)
+			}
+		})
+	}
+}
