@@ -37,9 +37,10 @@
 // (ReadFrame, WriteFrame; MaxFrameBytes). The host treats the program as
 // hostile: decoding is total, a malformed frame or a duplicate in-flight
 // id is a channel fault that ends the execution, every call is bounded by
-// MaxCallTimeout and MaxCallsInFlight, and the host's terminal outcome
-// frame is written under a deadline so a program that stops reading
-// cannot hold it. Calls are recorded (CallRecord: MaxRecordedCalls
+// MaxCallTimeout, the unanswered ones by MaxCallsInFlight and
+// MaxInFlightBytes, those with large answers by MaxHeavyCalls, and the
+// host's terminal outcome frame is written under a deadline so a program
+// that stops reading cannot hold it. Calls are recorded (CallRecord: MaxRecordedCalls
 // itemised, exact counters beyond).
 //
 // # Authority
