@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"cap/internal/wire"
 )
@@ -75,6 +76,18 @@ type Client struct {
 	fd   uintptr
 	once sync.Once
 	w    io.Writer
+	f    *os.File      // the channel, for read deadlines
+	r    *bufio.Reader // what the leader reads frames from
+
+	// lead is held by the one waiting call that reads frames for every
+	// call (the leader): a call answered while it waits returns without
+	// a hand-off to another goroutine.
+	lead chan struct{}
+	// dmu guards peeking: set while the leader waits for a frame's first
+	// byte, the only time a read deadline may interrupt it (a deadline
+	// mid-frame would tear the stream).
+	dmu     sync.Mutex
+	peeking bool
 
 	wmu sync.Mutex // serialises frame writes
 
@@ -104,8 +117,8 @@ func (c *Client) open() {
 			c.fail(&Error{Code: ChannelClosed, Message: "the capability channel is not open in this process"})
 			return
 		}
-		c.w = f
-		go c.read(bufio.NewReaderSize(f, 64<<10))
+		c.w, c.f, c.r = f, f, bufio.NewReaderSize(f, 64<<10)
+		c.lead = make(chan struct{}, 1)
 	})
 }
 
@@ -139,10 +152,8 @@ func (c *Client) Call(ctx context.Context, capName string, args map[string]any) 
 	if err := c.write(frame); err != nil {
 		c.fail(&Error{Code: ChannelClosed, Message: "writing to the host failed: " + err.Error()})
 	}
-	select {
-	case r := <-ch:
+	if r, ok := c.await(ctx, ch); ok {
 		return r.result(capName)
-	case <-ctx.Done():
 	}
 	if !c.forget(id) {
 		// The answer (or the channel's end) was delivered meanwhile.
@@ -210,18 +221,75 @@ func (c *Client) deliver(id uint64, r reply) {
 	}
 }
 
-// read is the one reader: it runs until the channel ends or the host's
-// outcome frame arrives.
-func (c *Client) read(r io.Reader) {
+// await waits for ch's answer, reading frames for every call while it
+// leads; ok is false when ctx ended first.
+func (c *Client) await(ctx context.Context, ch chan reply) (reply, bool) {
 	for {
-		f, err := wire.ReadFrame(r)
+		select {
+		case r := <-ch:
+			return r, true
+		case <-ctx.Done():
+			return reply{}, false
+		case c.lead <- struct{}{}:
+		}
+		r, ok, answered := c.leadUntil(ctx, ch)
+		<-c.lead
+		if answered || !ok {
+			return r, ok
+		}
+	}
+}
+
+// leadUntil reads and delivers frames until ch holds an answer (answered)
+// or ctx ends (ok false). A channel that ended answers every call.
+func (c *Client) leadUntil(ctx context.Context, ch chan reply) (r reply, ok, answered bool) {
+	stop := context.AfterFunc(ctx, func() {
+		c.dmu.Lock()
+		defer c.dmu.Unlock()
+		if c.peeking {
+			c.f.SetReadDeadline(time.Unix(1, 0))
+		}
+	})
+	defer stop()
+	for {
+		select {
+		case r := <-ch:
+			return r, true, true
+		default:
+		}
+		c.dmu.Lock()
+		if ctx.Err() != nil {
+			c.dmu.Unlock()
+			return reply{}, false, false
+		}
+		c.peeking = true
+		c.dmu.Unlock()
+		_, err := c.r.Peek(1)
+		c.dmu.Lock()
+		c.peeking = false
+		c.f.SetReadDeadline(time.Time{})
+		c.dmu.Unlock()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue // ctx ended (checked above), or a stale deadline
+		}
+		if !c.readOne() {
+			continue // the channel ended: ch now holds its failure
+		}
+	}
+}
+
+// readOne reads one frame and delivers it; false means the channel ended
+// (every pending call was failed).
+func (c *Client) readOne() bool {
+	{
+		f, err := wire.ReadFrame(c.r)
 		if err != nil {
 			msg := "the host closed the channel"
 			if err != io.EOF {
 				msg = "the channel from the host broke: " + err.Error()
 			}
 			c.fail(&Error{Code: ChannelClosed, Message: msg})
-			return
+			return false
 		}
 		switch f.Kind {
 		case wire.KindCapResult:
@@ -237,12 +305,13 @@ func (c *Client) read(r io.Reader) {
 				}
 			}
 			c.fail(e)
-			return
+			return false
 		default:
 			c.fail(&Error{Code: ChannelClosed, Message: "the host sent a frame of unknown kind " + f.Kind})
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // decodeResult reads a cap_result body: exactly one of {"ok": map} or
