@@ -26,8 +26,14 @@ const DefaultMaxCacheBytes = 512 << 20
 
 // EvictionGrace spares a kept binary built or used this recently from
 // eviction, since another process may be about to run it: a burst of
-// builds may exceed the bound for that long.
+// builds may exceed the bound for that long, but never past
+// MaxCacheOvershoot times it.
 const EvictionGrace = time.Minute
+
+// MaxCacheOvershoot bounds how far past MaxCacheBytes the kept binaries
+// may grow while EvictionGrace spares recent ones: past this multiple the
+// grace yields too, and only the binary just built is spared.
+const MaxCacheOvershoot = 2
 
 // LockPollInterval is how often a builder waiting for the cache
 // directory's cross-process lock tries it again.
@@ -334,7 +340,7 @@ func (c *cache) keptBinaries() []keptEntry {
 
 // evict removes kept binaries, least recently used first, until they
 // total at most max bytes, sparing keep and every binary used within
-// EvictionGrace. It runs only when it takes the cross-process eviction
+// EvictionGrace while they total at most MaxCacheOvershoot×max. It runs only when it takes the cross-process eviction
 // lock at once (another builder evicting does the same work). A binary leaves
 // by a rename out of bin/ first, so a reader never sees half of one.
 // It returns the keys it removed.
@@ -359,25 +365,35 @@ func (c *cache) evict(max int64, keep string, now time.Time) []string {
 		return kept[i].key < kept[j].key
 	})
 	var removed []string
-	for _, k := range kept {
-		if total <= max {
-			break
-		}
-		if k.key == keep || now.Sub(k.used) < EvictionGrace {
-			continue
-		}
-		gone, err := c.newScratch("evict")
-		if err != nil {
-			break
-		}
-		target := filepath.Join(gone.dir, "entry")
-		if err := os.Rename(c.path(cacheBinaries, k.key), target); err == nil {
+	gone := map[string]bool{}
+	for _, graced := range []bool{true, false} {
+		for _, k := range kept {
+			if total <= max || !graced && total <= MaxCacheOvershoot*max {
+				break
+			}
+			if gone[k.key] || k.key == keep || graced && now.Sub(k.used) < EvictionGrace {
+				continue
+			}
+			if !c.removeKept(k.key) {
+				return removed
+			}
+			gone[k.key] = true
 			total -= k.bytes
 			removed = append(removed, k.key)
 		}
-		gone.remove()
 	}
 	return removed
+}
+
+// removeKept renames the kept binary key out of bin/ and removes it,
+// reporting whether it could stage the removal.
+func (c *cache) removeKept(key string) bool {
+	gone, err := c.newScratch("evict")
+	if err != nil {
+		return false
+	}
+	defer gone.remove()
+	return os.Rename(c.path(cacheBinaries, key), filepath.Join(gone.dir, "entry")) == nil
 }
 
 // tryLock takes an exclusive flock on f without waiting.

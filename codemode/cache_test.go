@@ -62,9 +62,20 @@ func TestEvictLeastRecentlyUsedFirst(t *testing.T) {
 	if removed := c.evict(1<<30, "", time.Now()); len(removed) != 0 {
 		t.Fatalf("evicted %v under the bound", removed)
 	}
-	// The grace and keep hold even when the bound cannot be met.
-	if removed := c.evict(1, "c-keep", time.Now()); strings.Join(removed, ",") != "d-recent" {
+	// The grace holds while the kept binaries stay within
+	// MaxCacheOvershoot times the bound...
+	if removed := c.evict((size+2)*3/MaxCacheOvershoot, "c-keep", time.Now()); strings.Join(removed, ",") != "d-recent" {
 		t.Fatalf("evicted %v, want only d-recent", removed)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("a binary inside the grace was evicted within the overshoot: %v", err)
+	}
+	// ...and yields past it; keep holds whatever the bound.
+	if removed := c.evict(1, "c-keep", time.Now()); strings.Join(removed, ",") != "e-fresh" {
+		t.Fatalf("evicted %v past the overshoot, want e-fresh", removed)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("the binary just built was evicted: %v", err)
 	}
 }
 
