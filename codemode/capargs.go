@@ -162,6 +162,16 @@ func (a *capArgs) done() error {
 	if a.err != nil {
 		return a.err
 	}
+	extra := false
+	for k := range a.m {
+		if !a.used[k] {
+			extra = true
+			break
+		}
+	}
+	if !extra {
+		return nil
+	}
 	for _, k := range slices.Sorted(maps.Keys(a.m)) {
 		if !a.used[k] {
 			return &CapError{Code: CodeInvalidCapabilityArguments,

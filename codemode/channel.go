@@ -162,7 +162,13 @@ func (ch *channel) call(f Frame, size int64) error {
 		ch.answer(f.ID, nil, e, nil)
 		return nil
 	}
-	ctx, cancel := context.WithTimeoutCause(ch.ctx, MaxCallTimeout, errCallTimeout)
+	// An instant call is answered before the next frame is read, so no
+	// cancel can reach it and no timeout applies: it runs under the
+	// execution's context alone.
+	ctx, cancel := ch.ctx, context.CancelFunc(func() {})
+	if !instant(cc.Cap) {
+		ctx, cancel = context.WithTimeoutCause(ch.ctx, MaxCallTimeout, errCallTimeout)
+	}
 	p := &pendingCall{cancel: cancel, bytes: size}
 	ch.inflight[f.ID] = p
 	ch.held += size
