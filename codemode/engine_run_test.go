@@ -165,3 +165,40 @@ func TestHostCancellationEndsTheRun(t *testing.T) {
 		t.Fatalf("code %q after %s", res.Code, time.Since(start))
 	}
 }
+
+// TestOutputBoundStopsTheRunAndSaysSo: a program writing past the call's
+// output bound is stopped, and the answer names the bound as the cause,
+// first.
+func TestOutputBoundStopsTheRunAndSaysSo(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	s.call.MaxOutputBytes = 1 << 20
+	o := s.dispatch(t, map[string]any{"program": mainWith([]string{"fmt", "strings"}, `for {
+		fmt.Println(strings.Repeat("y", 1000))
+	}`)})
+	if !o.IsError || o.Code != CodeRunFailed || !strings.HasPrefix(o.Text, "the program wrote more than its output bound") {
+		t.Fatalf("%s:\n%.400s", o.Code, o.Text)
+	}
+}
+
+// TestStderrKeepsItsHead: a long stderr keeps its first lines (where a
+// panic says what happened) and its tail, saying how much was left out.
+func TestStderrKeepsItsHead(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	x, err := s.exec(t, mainWith(nil, `println("FIRST LINE: what went wrong")
+	for i := 0; i < 2000; i++ {
+		println("noise noise noise noise noise noise")
+	}
+	panic("at the end")`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := x.Run.Stderr
+	if !strings.HasPrefix(r, "FIRST LINE: what went wrong") || !strings.Contains(r, "bytes of stderr left out") || !strings.Contains(r, "at the end") {
+		t.Fatalf("stderr:\n%s", r)
+	}
+	if len(r) > MaxStderrHeadBytes+MaxStderrTailBytes+128 {
+		t.Fatalf("stderr of %d bytes kept", len(r))
+	}
+}

@@ -1,6 +1,9 @@
 package codemode
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
@@ -14,8 +17,10 @@ import (
 type programOutput struct {
 	spool   *blob.Spool
 	head    []byte
-	total   int64 // stdout bytes
-	stderr  []byte
+	total   int64  // stdout bytes
+	stderr  []byte // the tail kept so far (at most 2×MaxStderrTailBytes)
+	errHead []byte // the first MaxStderrHeadBytes of stderr
+	errSeen int64  // stderr bytes written
 	tails   map[broker.Stream]*job.Tail
 	cutHead bool
 }
@@ -30,6 +35,10 @@ func newProgramOutput(c *tool.Call) *programOutput {
 
 func (o *programOutput) add(c *tool.Call, out broker.Output) {
 	if out.Stream == broker.Stderr {
+		if n := min(len(out.Bytes), MaxStderrHeadBytes-len(o.errHead)); n > 0 {
+			o.errHead = append(o.errHead, out.Bytes[:n]...)
+		}
+		o.errSeen += int64(len(out.Bytes))
 		o.stderr = append(o.stderr, out.Bytes...)
 		if len(o.stderr) > 2*MaxStderrTailBytes {
 			o.stderr = append([]byte{}, o.stderr[len(o.stderr)-MaxStderrTailBytes:]...)
@@ -48,6 +57,23 @@ func (o *programOutput) add(c *tool.Call, out broker.Output) {
 	t.Push(out.Bytes)
 	w, _ := t.Since(t.Front())
 	c.Observe(tool.OutputTail{Stream: out.Stream.String(), Tail: string(w.Bytes), TotalBytes: t.Received()})
+}
+
+// MaxStderrHeadBytes is how much of the start of a program's stderr the
+// result keeps beside its tail: a panic's or a fatal runtime error's
+// first line is there.
+const MaxStderrHeadBytes = 1 << 10
+
+// stderrText is the stderr to show: all of it when it fits in the head and
+// the tail, else the head, a line saying how much was left out, and the
+// tail.
+func (o *programOutput) stderrText() string {
+	if o.errSeen <= MaxStderrHeadBytes+MaxStderrTailBytes {
+		return strings.ToValidUTF8(string(o.stderr), "\uFFFD") // all of it: the tail is trimmed only past 2×MaxStderrTailBytes
+	}
+	tail := stderrTail(o.stderr)
+	left := o.errSeen - int64(len(o.errHead)) - int64(len(tail))
+	return strings.ToValidUTF8(string(o.errHead), "\uFFFD") + fmt.Sprintf("\n[… %d bytes of stderr left out …]\n", left) + tail
 }
 
 // finish returns the stdout to show and, when it spilled, its overflow

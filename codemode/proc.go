@@ -64,17 +64,17 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 		if err != nil {
 			var pe *tool.PathError
 			if errors.As(err, &pe) {
-				return nil, &CapError{Code: pe.Code, Message: "proc.run dir: " + err.Error()}
+				return nil, &CapError{Code: pe.Code, Message: "dir: " + err.Error()}
 			}
-			return nil, &CapError{Code: tool.CodeInvalidPath, Message: "proc.run dir: " + err.Error()}
+			return nil, &CapError{Code: tool.CodeInvalidPath, Message: "dir: " + err.Error()}
 		}
 		wd = d
 	}
 	pol, err := job.CommandPolicy(c)
 	if d := broker.DenialOf(err); d != nil {
-		return nil, &CapError{Code: tool.Code(d.Code), Message: "proc.run: " + d.Explain() + " A program cannot ask for more access; run the command with bash and permissions instead."}
+		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain() + " A program cannot ask for more access; run the command with bash and permissions instead."}
 	} else if err != nil {
-		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: "proc.run: " + err.Error()}
+		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: "" + err.Error()}
 	}
 	select {
 	case p.slots <- struct{}{}:
@@ -98,9 +98,9 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	}
 	x, err := c.Broker.Clear(ctx, spec)
 	if d := broker.DenialOf(err); d != nil {
-		return nil, &CapError{Code: tool.Code(d.Code), Message: "proc.run: " + d.Explain()}
+		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain()}
 	} else if err != nil {
-		return nil, &CapError{Code: CodeProcFailed, Message: "proc.run: " + err.Error()}
+		return nil, &CapError{Code: CodeProcFailed, Message: "" + err.Error()}
 	}
 	var out, errOut boundedBuffer
 	for o := range x.Output() {
@@ -112,7 +112,7 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	}
 	st := x.Wait()
 	if st.Failed != "" {
-		return nil, &CapError{Code: CodeProcFailed, Message: fmt.Sprintf("proc.run: %s could not start: %s", quoteArg(argv[0]), st.Failed)}
+		return nil, &CapError{Code: CodeProcFailed, Message: fmt.Sprintf("%s could not start: %s", quoteArg(argv[0]), st.Failed)}
 	}
 	if st.ExitCode != 0 || st.TimedOut {
 		p.last.set(argv, errOut.buf)
@@ -127,20 +127,20 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 
 func checkArgv(argv []string, stdin []byte) error {
 	if len(argv) == 0 || argv[0] == "" {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: "proc.run: argv must name a command (argv[0]); run a shell line as []string{\"sh\", \"-c\", line}"}
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: "argv must name a command (argv[0]); run a shell line as []string{\"sh\", \"-c\", line}"}
 	}
 	n := 0
 	for _, w := range argv {
 		n += len(w)
 		if bytes.IndexByte([]byte(w), 0) >= 0 {
-			return &CapError{Code: CodeInvalidCapabilityArguments, Message: "proc.run: an argv word holds a NUL byte"}
+			return &CapError{Code: CodeInvalidCapabilityArguments, Message: "an argv word holds a NUL byte"}
 		}
 	}
 	if n > MaxProcArgvBytes {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("proc.run: argv is %d bytes; at most %d — write a script with fs.write and run it", n, MaxProcArgvBytes)}
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("argv is %d bytes; at most %d — write a script with fs.write and run it", n, MaxProcArgvBytes)}
 	}
 	if len(stdin) > MaxProcStdinBytes {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("proc.run: stdin is %d bytes; at most %d", len(stdin), MaxProcStdinBytes)}
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("stdin is %d bytes; at most %d", len(stdin), MaxProcStdinBytes)}
 	}
 	return nil
 }

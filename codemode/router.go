@@ -230,7 +230,7 @@ func (h *seamHost) fsEdit(a *capArgs) (any, error) {
 	for i, e := range edits {
 		em, ok := e.(map[string]any)
 		if !ok {
-			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit: edits[%d] must be {find, replace}", i)}
+			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("edits[%d] must be {find, replace}", i)}
 		}
 		ea := newCapArgs(fmt.Sprintf("fs.edit edits[%d]", i), em)
 		find, replace := ea.str("find", true), ea.str("replace", false)
@@ -239,9 +239,9 @@ func (h *seamHost) fsEdit(a *capArgs) (any, error) {
 		}
 		switch n := strings.Count(text, find); {
 		case find == "":
-			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit: edits[%d].find is empty", i)}
+			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("edits[%d].find is empty", i)}
 		case n != 1:
-			return nil, &CapError{Code: CodeEditNoMatch, Message: fmt.Sprintf("fs.edit: edits[%d].find %s occurs %d times in %s after the edits before it; it must occur exactly once. Nothing was written", i, quoteArg(find), n, f.Path)}
+			return nil, &CapError{Code: CodeEditNoMatch, Message: fmt.Sprintf("edits[%d].find %s occurs %d times in %s after the edits before it; it must occur exactly once. Nothing was written", i, quoteArg(find), n, f.Path)}
 		}
 		text = strings.Replace(text, find, replace, 1)
 	}

@@ -53,8 +53,13 @@ type RunResult struct {
 	StdoutBytes int64
 	// Exit is the program's exit status (-1 when a signal ended it).
 	Exit int
-	// Stderr is the last MaxStderrTailBytes of the program's stderr.
+	// Stderr is the program's stderr: its first MaxStderrHeadBytes (where
+	// a panic or a fatal runtime error says what happened) and its last
+	// MaxStderrTailBytes, with how much was left out between.
 	Stderr string
+	// OutputLimited: the program's stdout and stderr together passed the
+	// call's output bound (tool.Call.OutputBound) and it was stopped.
+	OutputLimited bool
 	// Code is set when the run failed: CodeRunFailed, CodeWallDeadline,
 	// CodeRunCancelled, CodeChannelFault, tool.CodeSpillFailed.
 	Code tool.Code
@@ -123,7 +128,7 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 		out.add(c, o)
 	}
 	st := x.Wait()
-	res := &RunResult{Exit: st.ExitCode, Enforcement: x.Enforcement, Duration: time.Since(start), StdoutBytes: out.total}
+	res := &RunResult{Exit: st.ExitCode, Enforcement: x.Enforcement, Duration: time.Since(start), StdoutBytes: out.total, OutputLimited: st.OutputLimited}
 	cause := context.Cause(ctx)
 	ch.end(endCode(cause), endMessage(cause))
 	hostEnd.Close()
@@ -134,7 +139,7 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 	h.mu.Lock()
 	res.Artifacts = append([]Artifact{}, h.artifacts...)
 	h.mu.Unlock()
-	res.Stderr = stderrTail(out.stderr)
+	res.Stderr = out.stderrText()
 	body, overflow, err := out.finish()
 	if err != nil {
 		res.Code = tool.CodeSpillFailed

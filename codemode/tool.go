@@ -85,7 +85,8 @@ func (e *Engine) description() string {
 	b.WriteString("Run one Go program instead of many tool calls: any batch of reads, searches, edits and checks you can list, and the first round of an investigation. " +
 		"The program is one file, package main with func main(). It is vetted, built offline and run in a jail with no files, network or processes of its own: " +
 		"it reaches the workspace only through the cap packages, on your authority (writing needs fs_write or fs_edit, commands and jobs need bash). " +
-		"What it prints to stdout is the result; a panic or a non-zero exit is a failure showing its stderr. ")
+		"What it prints to stdout is the result; a panic is a failure showing its stderr (println writes there). ")
+	fmt.Fprintf(&b, "Past %d KiB the answer shows stdout's head and tail and where the rest is kept; past %d MiB of output the run is stopped. ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
 	fmt.Fprintf(&b, "Capability calls are safe from goroutines (at most %d unanswered at once), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
 	b.WriteString("Every failed call is an error of type *<pkg>.Error with Code and Message: switch on Code. Unused imports and variables are repaired for you. ")
 	fmt.Fprintf(&b, "Bounds: kv %d keys and %d MiB per strand, kept for the session; report.emit %d MiB each, %d per run; proc.run %d at once, %d MiB of output per stream. ",
@@ -182,6 +183,10 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	enf := r.Enforcement
 	d.Run = &enf
 	d.RunMs, d.BuildMs = r.Duration.Milliseconds(), max(took-r.Duration-time.Duration(d.WaitedMs)*time.Millisecond, 0).Milliseconds()
+	if r.Code != "" {
+		// A failed run says so first, then what it printed.
+		b.WriteString(failureText(r) + "\n---\n")
+	}
 	if r.Stdout != "" {
 		b.WriteString(r.Stdout)
 		if !strings.HasSuffix(r.Stdout, "\n") {
@@ -208,26 +213,37 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	if r.Code == "" {
 		return tool.Outcome{Text: b.String(), Details: d}
 	}
-	switch r.Code {
-	case CodeRunFailed:
+	return failed(r.Code, &b, d)
+}
+
+// failureText says how a failed run ended: the cause, the stderr's head
+// and tail, and the last proc.run command that failed.
+func failureText(r *RunResult) string {
+	var b strings.Builder
+	switch {
+	case r.OutputLimited:
+		fmt.Fprintf(&b, "the program wrote more than its output bound (stdout and stderr together) and was stopped; print less, or keep a large result with report.Emit")
+	case r.Code == CodeRunFailed:
 		fmt.Fprintf(&b, "the program failed (exit %d)", r.Exit)
-	case CodeWallDeadline:
-		fmt.Fprintf(&b, "the program was still running at its wall deadline and was killed; what it printed is above. Give it a larger within_ms (at most %d) or do less per run", MaxWithin.Milliseconds())
-	case CodeChannelFault:
+	case r.Code == CodeWallDeadline:
+		fmt.Fprintf(&b, "the program was still running at its wall deadline and was killed; what it printed is below. Give it a larger within_ms (at most %d) or do less per run", MaxWithin.Milliseconds())
+	case r.Code == CodeChannelFault:
 		b.WriteString("the program's capability channel faulted, ending it: " + r.Fault)
-	case CodeRunCancelled:
+	case r.Code == CodeRunCancelled:
 		b.WriteString("the run was cancelled by the host")
+	default:
+		b.WriteString("the run failed: " + string(r.Code))
 	}
 	if r.Stderr != "" {
-		b.WriteString("; stderr:\n" + r.Stderr)
+		b.WriteString("; stderr:\n" + strings.TrimRight(r.Stderr, "\n"))
 	}
 	if r.lastFailure != "" {
 		b.WriteString("\nlast failing command: " + r.lastFailure)
 		if r.lastStderr != "" {
-			b.WriteString("\n" + r.lastStderr)
+			b.WriteString("\n" + strings.TrimRight(r.lastStderr, "\n"))
 		}
 	}
-	return failed(r.Code, &b, d)
+	return b.String()
 }
 
 func failed(code tool.Code, b *strings.Builder, d Details) tool.Outcome {

@@ -62,7 +62,10 @@ func (e *PathError) Error() string {
 	case CodeProtectionMisconfigured:
 		return fmt.Sprintf("permission denied: the host's protected list holds the relative entry %q, which cannot be applied, so every path is refused until the host fixes it", e.Entry)
 	case CodeJailReplaced:
-		return fmt.Sprintf("permission denied: %s is under %s, which jailed commands see replaced; read it with bash instead", e.Path, e.Entry)
+		if e.Entry == broker.ScratchDir {
+			return fmt.Sprintf("permission denied: %s is under %s, outside this session's roots, and every jail has a private %s of its own, so neither the file tools nor bash reach the host's copy; keep the files in the workspace (%s in a command is the jail's own scratch)", e.Path, e.Entry, e.Entry, e.Entry)
+		}
+		return fmt.Sprintf("permission denied: %s is under %s, which jailed commands see replaced by their own; read the jail's copy with bash", e.Path, e.Entry)
 	case CodeBlobStore:
 		return fmt.Sprintf("permission denied: %s is in the blob store (%s) but is not a blob; read a blob by the exact path an answer named", e.Path, e.Entry)
 	case CodeTooManyLinks:

@@ -46,8 +46,9 @@ func (f Family) Has(g Family) bool { return f&g == g }
 // DefaultStrand is the root strand's name when Config.Strand is empty.
 const DefaultStrand = "main"
 
-// DefaultPath is the PATH of DefaultEnv.
-const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+// DefaultPath is the PATH of DefaultEnv; its last entry is where the Go
+// release tarball installs go, so a command can run the toolchain.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin"
 
 // The directories, under the user cache directory (os.UserCacheDir), where
 // New keeps what the plane stores when the Config names no place.
