@@ -148,12 +148,26 @@ func (e *VetError) Error() string {
 	if e.Parse != "" {
 		b.WriteString(e.Parse)
 	}
-	name := e.seam
-	if name == "" {
-		name = "this"
+	if e.refusesAnImport() {
+		name := e.seam
+		if name == "" {
+			name = "this"
+		}
+		fmt.Fprintf(&b, "allowed imports (%s seam): %s", name, strings.Join(e.Allowlist, ", "))
 	}
-	fmt.Fprintf(&b, "allowed imports (%s seam): %s", name, strings.Join(e.Allowlist, ", "))
 	return truncateUTF8(b.String(), MaxVetErrorBytes)
+}
+
+// refusesAnImport reports whether a violation is about an import, the
+// only kind the allowlist helps to repair.
+func (e *VetError) refusesAnImport() bool {
+	for _, v := range e.Violations {
+		switch v.Rule {
+		case RuleImportNotAllowed, RuleImportNotPlain, RuleCgoImport:
+			return true
+		}
+	}
+	return false
 }
 
 // importDenial recovers the path from an import construct Vet wrote

@@ -273,3 +273,17 @@ func TestTruncateUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestVetNamesTheAllowlistOnlyForImports: the allowlist helps repair an
+// import and nothing else, so a refusal without one leaves it out.
+func TestVetNamesTheAllowlistOnlyForImports(t *testing.T) {
+	t.Parallel()
+	_, err := Vet([]byte("package main\n\nfunc main() { x := }\n"), WorkspaceSeam())
+	if err == nil || strings.Contains(err.Error(), "allowed imports") {
+		t.Fatalf("a parse error lists the allowlist:\n%v", err)
+	}
+	_, err = Vet([]byte("package main\n\nimport \"os\"\n\nfunc main() { os.Exit(0) }\n"), WorkspaceSeam())
+	if err == nil || !strings.Contains(err.Error(), "allowed imports") {
+		t.Fatalf("an import refusal does not list the allowlist:\n%v", err)
+	}
+}
