@@ -87,3 +87,28 @@ func TestProcAndJobsThroughAProgram(t *testing.T) {
 		}
 	}
 }
+
+// TestFileRefusalsSpeakToAProgram: a program's fs refusals keep the file
+// tools' codes but name what a program can do (fs.List, fs.Write), not
+// the tools it cannot call.
+func TestFileRefusalsSpeakToAProgram(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, map[string]string{"dir/a.txt": "a"})
+	res := s.mustRun(t, mainWith([]string{"context", "errors", "fmt", "cap/fs"}, `ctx := context.Background()
+	for _, p := range []string{"missing.txt", "dir", "/etc/hostname"} {
+		_, err := fs.Read(ctx, p)
+		var e *fs.Error
+		errors.As(err, &e)
+		fmt.Println(e.Code, "|", e.Message)
+	}`))
+	for _, want := range []string{"not_found | \"missing.txt\" does not exist", "create the file with fs.Write", "is_a_directory | \"dir\" is a directory: list it with fs.List", "outside_roots | \"/etc/hostname\" is outside"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, res.Stdout)
+		}
+	}
+	for _, tool := range []string{"bash", "fs_write", "permissions"} {
+		if strings.Contains(res.Stdout, tool) {
+			t.Errorf("a program is told about %s:\n%s", tool, res.Stdout)
+		}
+	}
+}

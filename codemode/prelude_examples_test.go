@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // docExample returns the example of the package at dir of the prelude:
@@ -70,5 +72,18 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 				t.Fatalf("the example failed (%s): %s\nstderr: %s\n%s", x.Run.Code, x.Run.Stdout, x.Run.Stderr, src)
 			}
 		})
+	}
+}
+
+// TestPreludeStatesTheHostsBounds: a bound the prelude's docs state is the
+// host's constant, so the two cannot drift apart.
+func TestPreludeStatesTheHostsBounds(t *testing.T) {
+	t.Parallel()
+	src, err := fs.ReadFile(Prelude(), "fs/fs.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("size bound of %d MiB", tool.MaxFileBytes>>20); !strings.Contains(string(src), want) {
+		t.Errorf("cap/fs's Read doc does not say %q", want)
 	}
 }

@@ -176,7 +176,7 @@ func (h *seamHost) fsRead(a *capArgs) (any, error) {
 	}
 	f, err := h.call.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, forProgram(path, err)
 	}
 	return map[string]any{"path": f.Path, "content": f.Content, "size": len(f.Content)}, nil
 }
@@ -191,7 +191,7 @@ func (h *seamHost) fsList(a *capArgs) (any, error) {
 	}
 	entries, more, err := h.call.ListDir(path, 0)
 	if err != nil {
-		return nil, err
+		return nil, forProgram(path, err)
 	}
 	list := make([]any, len(entries))
 	for i, e := range entries {
@@ -207,7 +207,7 @@ func (h *seamHost) fsWrite(a *capArgs) (any, error) {
 	}
 	w, err := h.call.WriteFile(path, content)
 	if err != nil {
-		return nil, err
+		return nil, forProgram(path, err)
 	}
 	return map[string]any{"path": w.Path, "bytes": w.Bytes, "created": w.Created}, nil
 }
@@ -224,7 +224,7 @@ func (h *seamHost) fsEdit(a *capArgs) (any, error) {
 	}
 	f, err := h.call.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, forProgram(path, err)
 	}
 	text := string(f.Content)
 	for i, e := range edits {
@@ -246,7 +246,7 @@ func (h *seamHost) fsEdit(a *capArgs) (any, error) {
 		text = strings.Replace(text, find, replace, 1)
 	}
 	if _, err := h.call.WriteFile(path, []byte(text)); err != nil {
-		return nil, err
+		return nil, forProgram(path, err)
 	}
 	return map[string]any{"path": f.Path, "replaced": len(edits)}, nil
 }
@@ -314,6 +314,26 @@ func (h *seamHost) emit(a *capArgs) (any, error) {
 	h.artifacts = append(h.artifacts, art)
 	h.mu.Unlock()
 	return map[string]any{"digest": art.Digest, "bytes": art.Bytes}, nil
+}
+
+// forProgram words a file API refusal for a program, where the file
+// tools' own advice (list with bash, create with fs_write, ask for
+// permissions) names what a program cannot call; the code stays the
+// tools' own.
+func forProgram(path string, err error) error {
+	var fe *tool.FileError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	switch fe.Code {
+	case tool.CodeNotFound:
+		return &CapError{Code: fe.Code, Message: fmt.Sprintf("%s does not exist; paths are relative to the workspace root: list a directory with fs.List, or create the file with fs.Write", quoteArg(path))}
+	case tool.CodeIsADirectory:
+		return &CapError{Code: fe.Code, Message: fmt.Sprintf("%s is a directory: list it with fs.List", quoteArg(path))}
+	case tool.CodeOutsideRoots:
+		return &CapError{Code: fe.Code, Message: fmt.Sprintf("%s is outside the workspace and every root this session may reach; a program works only there, and cannot ask for more", quoteArg(path))}
+	}
+	return err
 }
 
 // ceilingError is the refusal at a lifetime admission ceiling.

@@ -125,6 +125,8 @@ const (
 	// CodeUnknownScheme: a scheme:// path of a namespace the host does
 	// not serve.
 	CodeUnknownScheme Code = "unknown_scheme"
+	// CodeIsADirectory: a read named a directory.
+	CodeIsADirectory Code = "is_a_directory"
 	// CodeReadFailed: any other read failure.
 	CodeReadFailed Code = "read_failed"
 	// CodeWriteFailed: any other write failure; nothing was replaced.

@@ -34,7 +34,7 @@ func TestFileAPIKeepsTheFileToolsRefusals(t *testing.T) {
 		{outside + "/secret.txt", CodeOutsideRoots},
 		{"src/link.txt", CodeOutsideRoots},
 		{".git/config", CodeProtectedPath},
-		{"src", CodeReadFailed},
+		{"src", CodeIsADirectory},
 	}
 	for _, r := range reads {
 		got, err := c.ReadFile(r.path)

@@ -104,7 +104,7 @@ func TestReadBounds(t *testing.T) {
 	if out := call(t, r, c, "fs_read", map[string]any{"path": "missing.txt"}); code(out) != "not_found" {
 		t.Fatalf("missing: %+v", out.Details)
 	}
-	if out := call(t, r, c, "fs_read", map[string]any{"path": "src"}); code(out) != "read_failed" || !strings.Contains(out.Text, "is a directory") {
+	if out := call(t, r, c, "fs_read", map[string]any{"path": "src"}); code(out) != CodeIsADirectory || !strings.Contains(out.Text, "is a directory") {
 		t.Fatalf("directory: %+v", out)
 	}
 }

@@ -225,6 +225,8 @@ func readFailure(path string, err error) Outcome {
 	switch {
 	case errors.As(err, &tl):
 		return Fail(CodeFileTooLarge, fmt.Sprintf("%s: %v; read parts of it with bash (head, tail, sed -n)", path, err))
+	case errors.Is(err, errIsDirectory):
+		return Fail(CodeIsADirectory, fmt.Sprintf("%s is a directory; list it with bash (ls) or grep", path))
 	case errors.Is(err, fs.ErrNotExist):
 		return Fail(CodeNotFound, fmt.Sprintf("%s does not exist; check the path (relative paths start at the workspace root) or create it with fs_write", path))
 	case errors.Is(err, fs.ErrPermission):

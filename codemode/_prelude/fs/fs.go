@@ -71,8 +71,9 @@ type File struct {
 func (f File) Text() string { return string(f.Content) }
 
 // Read returns the whole content of the file at path. The host refuses
-// files past its size bound ("file_too_large") and anything that is not
-// a regular file ("not_a_regular_file").
+// files past its size bound of 8 MiB ("file_too_large"), a directory
+// ("is_a_directory": list it with List) and anything else that is not a
+// regular file ("not_a_regular_file").
 func Read(ctx context.Context, path string) (File, error) {
 	const name = "fs.read"
 	m, err := client.Call(ctx, name, map[string]any{"path": path})
