@@ -3,6 +3,7 @@ package codemode
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +28,10 @@ type Options struct {
 	// by the Engine.
 	KV *KV
 	// Seam is the seam programs run on; the zero value is
-	// WorkspaceSeam().
+	// WorkspaceSeam() less the packages none of whose capabilities a tool
+	// in Registry authorizes when New is called (without bash and the job
+	// tools, a program is offered neither cap/proc nor cap/job), so the
+	// description and vetting offer only what a program could use.
 	Seam Seam
 	// Builder configures the hermetic build (toolchain, cache directory,
 	// cache bound, progress); its Broker is the Engine's.
@@ -55,13 +59,38 @@ func New(o Options) (*Engine, error) {
 		return nil, errors.New("codemode: Options.Registry and Options.Broker are required")
 	}
 	if o.Seam.Name == "" {
-		o.Seam = WorkspaceSeam()
+		o.Seam = offered(WorkspaceSeam(), o.Registry)
 	}
 	e := &Engine{opts: o, kv: o.KV}
 	if e.kv == nil {
 		e.kv = NewKV()
 	}
 	return e, nil
+}
+
+// offered is s less the packages whose every capability is authorized by
+// a tool reg does not register.
+func offered(s Seam, reg *tool.Registry) Seam {
+	var keep []string
+	for _, pkg := range s.Packages {
+		prefix := strings.TrimPrefix(pkg, PreludeModule+"/") + "."
+		usable := false
+		for _, c := range WorkspaceCapabilities() {
+			if !strings.HasPrefix(c, prefix) {
+				continue
+			}
+			name, gated := AuthorizingTool(c)
+			if _, ok := reg.Lookup(name); !gated || ok {
+				usable = true
+				break
+			}
+		}
+		if usable {
+			keep = append(keep, pkg)
+		}
+	}
+	s.Packages = keep
+	return s
 }
 
 // Seam is the seam the Engine's programs run on.

@@ -98,7 +98,10 @@ func (e *Engine) description() string {
 	}
 	b.WriteString("Imports: " + strings.Join(e.opts.Seam.Packages, ", ") + ", and the standard packages " + strings.Join(std, " ") + ".\n")
 	b.WriteString(api)
-	b.WriteString("\nExamples:\n" + RecipeSurvey + "\n" + RecipeCheck)
+	b.WriteString("\nExamples:\n" + RecipeSurvey)
+	if slices.Contains(e.opts.Seam.Packages, "cap/proc") {
+		b.WriteString("\n" + RecipeCheck)
+	}
 	return b.String()
 }
 

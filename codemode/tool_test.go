@@ -127,3 +127,32 @@ func TestMissingRunLayerIsItsOwnRefusal(t *testing.T) {
 		t.Fatalf("the tool renders it as %s", o.Code)
 	}
 }
+
+// TestSeamOffersOnlyWhatTheRegistryAuthorizes: without bash and the job
+// tools, a program is offered neither cap/proc nor cap/job: the
+// description leaves them out and vetting refuses them.
+func TestSeamOffersOnlyWhatTheRegistryAuthorizes(t *testing.T) {
+	t.Parallel()
+	reg, err := tool.NewRegistry(tool.FileTools()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := broker.New(broker.Options{HelperPath: jailHelper.Path(t)})
+	t.Cleanup(func() { b.Close() })
+	eng, err := New(Options{Registry: reg, Broker: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(eng.Seam().Packages, " "); got != "cap/fs cap/search cap/kv cap/report" {
+		t.Fatalf("seam packages %s", got)
+	}
+	desc := eng.Tool().Description
+	if strings.Contains(desc, "cap/proc") || strings.Contains(desc, "cap/job") || strings.Contains(desc, RecipeCheck) {
+		t.Errorf("the description offers what no tool authorizes:\n%s", desc)
+	}
+	_, err = eng.Vet([]byte("package main\n\nimport \"cap/proc\"\n\nfunc main() { _ = proc.Run }\n"))
+	var ve *VetError
+	if !errors.As(err, &ve) || ve.Violations[0].Rule != RuleImportNotAllowed {
+		t.Fatalf("cap/proc vetted without bash: %v", err)
+	}
+}
