@@ -30,21 +30,7 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 	goBuild(benchSource())
 	ours(benchSource())
-	var a, g []time.Duration
-	for i := 0; b.Loop(); i++ {
-		src := benchSource()
-		if i%2 == 0 {
-			a = append(a, ours(src))
-			g = append(g, goBuild(src))
-		} else {
-			g = append(g, goBuild(src))
-			a = append(a, ours(src))
-		}
-	}
-	ma, mg := median(a), median(g)
-	b.ReportMetric(float64(ma)/float64(time.Millisecond), "pipeline-ms")
-	b.ReportMetric(float64(mg)/float64(time.Millisecond), "gobuild-ms")
-	b.ReportMetric(float64(ma)/float64(mg), "ratio")
+	versusGoBuild(b, "pipeline-ms", ours, goBuild)
 }
 
 // roundTripProgram calls kv.get n times from each of callers goroutines,
