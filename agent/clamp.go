@@ -1,7 +1,7 @@
 package agent
 
 import (
-	"fmt"
+	"github.com/agentloom/loom/tool"
 	"time"
 )
 
@@ -14,5 +14,5 @@ func budgetClamp(property string, askedMs int64, granted time.Duration) (string,
 	if askedMs <= 0 || granted <= 0 || granted.Milliseconds() >= askedMs {
 		return "", false
 	}
-	return fmt.Sprintf("note: %s %d clamped to %d\n", property, askedMs, granted.Milliseconds()), true
+	return "note: " + tool.ClampNote(property, askedMs, granted.Milliseconds()) + "\n", true
 }

@@ -104,7 +104,7 @@ func runWait(ctx context.Context, agency Agency, c *tool.Call, a waitArgs) tool.
 	d := WaitDetails{WaitedMs: now.Sub(start).Milliseconds(), Clamped: clamped}
 	var b strings.Builder
 	if clamped {
-		fmt.Fprintf(&b, "note: wait_ms %d clamped to %d\n", *a.WaitMs, maxMs)
+		b.WriteString("note: " + tool.ClampNote("wait_ms", int64(*a.WaitMs), int64(maxMs)) + "\n")
 	}
 	pending := 0
 	for i, w := range ws {

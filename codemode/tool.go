@@ -116,7 +116,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 	within := time.Duration(a.WithinMs) * time.Millisecond
 	var notes []string
 	if within > MaxWithin {
-		notes = append(notes, fmt.Sprintf("note: within_ms %d clamped to %d", a.WithinMs, MaxWithin.Milliseconds()))
+		notes = append(notes, "note: "+tool.ClampNote("within_ms", int64(a.WithinMs), MaxWithin.Milliseconds()))
 		within = MaxWithin
 	}
 	start := time.Now()

@@ -356,7 +356,7 @@ func clampArg[T ~int](name string, v *T, def, hi int) (n int, note string, o too
 	case *v < 0:
 		return 0, "", tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("%s is %d; it must not be negative (omit it or send 0 for the default, %d)", name, *v, def)), true
 	case int(*v) > hi:
-		return hi, fmt.Sprintf("%s %d clamped to %d", name, *v, hi), tool.Outcome{}, false
+		return hi, tool.ClampNote(name, int64(*v), int64(hi)), tool.Outcome{}, false
 	}
 	return int(*v), "", tool.Outcome{}, false
 }

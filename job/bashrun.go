@@ -110,7 +110,7 @@ func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.O
 		run.timeout = time.Duration(min(int64(a.TimeoutMs), MaxBashTimeout.Milliseconds()+1)) * time.Millisecond
 	}
 	if run.timeout > MaxBashTimeout {
-		run.notes = append(run.notes, fmt.Sprintf("timeout_ms %d clamped to %d", a.TimeoutMs, MaxBashTimeout.Milliseconds()))
+		run.notes = append(run.notes, tool.ClampNote("timeout_ms", int64(a.TimeoutMs), MaxBashTimeout.Milliseconds()))
 		run.timeout = MaxBashTimeout
 	}
 	det.TimeoutMs = run.timeout.Milliseconds()

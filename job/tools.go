@@ -55,7 +55,7 @@ func PollTool(j Jobs) tool.Tool {
 				return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("wait_ms is %d; it must be 0 or more (at most %d)", *a.WaitMs, maxWait.Milliseconds()))
 			}
 			if int64(*a.WaitMs) > maxWait.Milliseconds() {
-				note = fmt.Sprintf("note: wait_ms %d clamped to %d\n", *a.WaitMs, maxWait.Milliseconds())
+				note = "note: " + tool.ClampNote("wait_ms", int64(*a.WaitMs), maxWait.Milliseconds()) + "\n"
 			}
 			wait = time.Duration(min(int64(*a.WaitMs), maxWait.Milliseconds())) * time.Millisecond
 		}

@@ -138,7 +138,7 @@ func runRead(_ context.Context, c *Call, a readArgs) Outcome {
 		if !strings.HasSuffix(o.Text, "\n") {
 			o.Text += "\n"
 		}
-		o.Text += fmt.Sprintf("note: limit %d clamped to %d\n", a.Limit, DefaultReadLines)
+		o.Text += "note: " + ClampNote("limit", int64(a.Limit), DefaultReadLines) + "\n"
 	}
 	return o
 }

@@ -194,14 +194,14 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 		return Fail(CodeInvalidArguments, fmt.Sprintf("context and max_results must not be negative (got context=%d, max_results=%d)", a.Context, a.MaxResults))
 	}
 	if a.Context > MaxGrepContext {
-		notes = append(notes, fmt.Sprintf("context %d clamped to %d", a.Context, MaxGrepContext))
+		notes = append(notes, ClampNote("context", int64(a.Context), MaxGrepContext))
 		a.Context = MaxGrepContext
 	}
 	switch {
 	case a.MaxResults == 0:
 		a.MaxResults = DefaultGrepResults
 	case a.MaxResults > MaxGrepResults:
-		notes = append(notes, fmt.Sprintf("max_results %d clamped to %d", a.MaxResults, MaxGrepResults))
+		notes = append(notes, ClampNote("max_results", int64(a.MaxResults), MaxGrepResults))
 		a.MaxResults = MaxGrepResults
 	}
 	opts := search.Options{Pattern: a.Pattern, CaseInsensitive: a.CaseInsensitive, Glob: a.Glob, Context: a.Context}
