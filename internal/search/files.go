@@ -25,26 +25,10 @@ func Files(ctx context.Context, root string, o Options, max int) (paths []string
 		return nil, false, &fs.PathError{Op: "list", Path: root, Err: errors.New("not an absolute, clean path")}
 	}
 	var stop atomic.Bool
-	w := &walker{root: root, opts: o, ctx: ctx, stop: &stop}
-	dir, file, err := openRoot(root, w.ancestor)
+	files, err := listFiles(ctx, root, o, &stop)
 	if err != nil {
 		return nil, false, err
 	}
-	files := make(chan fileJob, walkQueue)
-	w.out = files
-	go func() {
-		defer close(files)
-		defer dir.release()
-		if file != "" {
-			if !isProtected(o.Protected, root) {
-				dir.retain()
-				files <- fileJob{dir: dir, name: file, path: root}
-			}
-			return
-		}
-		w.glob = newGlobFilter(root, o.Glob)
-		w.walk(dir, 0)
-	}()
 	for job := range files {
 		job.dir.release()
 		if len(paths) == max {

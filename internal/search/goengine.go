@@ -51,23 +51,35 @@ func Go(ctx context.Context, root string, o Options) (Result, error) {
 	if !filepath.IsAbs(root) || filepath.Clean(root) != root {
 		return Result{}, &fs.PathError{Op: "search", Path: root, Err: errors.New("not an absolute, clean path")}
 	}
-	w := &walker{root: root, opts: o, ctx: ctx}
-	dir, file, err := openRoot(root, w.ancestor)
-	if err != nil {
-		return Result{}, err
-	}
 	s := &goSearch{re: re, o: o, ctx: ctx, invalid: newInvalidMatcher(o)}
 	if m := s.invalid; m != nil {
 		s.pre = newPrefilter(m.tree)
 	}
-	w.stop = &s.stopped
+	files, err := listFiles(ctx, root, o, &s.stopped)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.run(files)
+}
+
+// listFiles opens root as Go requires it and walks it in a goroutine of
+// its own, sending every regular file a search with o would read until
+// the walk ends, ctx ends or stop is set; the channel is closed at the
+// end. Each job holds a reference to its directory, which the receiver
+// releases.
+func listFiles(ctx context.Context, root string, o Options, stop *atomic.Bool) (<-chan fileJob, error) {
+	w := &walker{root: root, opts: o, ctx: ctx, stop: stop}
+	dir, file, err := openRoot(root, w.ancestor)
+	if err != nil {
+		return nil, err
+	}
 	files := make(chan fileJob, walkQueue)
 	w.out = files
 	go func() {
 		defer close(files)
 		defer dir.release()
 		if file != "" {
-			if !s.protected(root) {
+			if !isProtected(o.Protected, root) {
 				dir.retain()
 				files <- fileJob{dir: dir, name: file, path: root}
 			}
@@ -76,7 +88,7 @@ func Go(ctx context.Context, root string, o Options) (Result, error) {
 		w.glob = newGlobFilter(root, o.Glob)
 		w.walk(dir, 0)
 	}()
-	return s.run(files)
+	return files, nil
 }
 
 // Validate checks o's pattern and glob as both engines need them, and
