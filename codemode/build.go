@@ -132,6 +132,9 @@ type Binary struct {
 	// Waited is how long the build waited for the warm-up; it does not
 	// count against an execution's within_ms.
 	Waited time.Duration
+	// Seam is the seam the program was vetted on: a run serves its
+	// capabilities and no others (a zero Seam, none).
+	Seam Seam
 }
 
 // BuildError is a program the toolchain refused: Diagnostics holds the
@@ -328,7 +331,7 @@ func (b *Builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin := &Binary{Key: b.binaryKey(p.Source)}
+	bin := &Binary{Key: b.binaryKey(p.Source), Seam: Seam{Name: p.Seam.Name, Packages: slices.Clone(p.Seam.Packages)}}
 	if !warm {
 		bin.Waited = time.Since(start)
 	}

@@ -235,7 +235,7 @@ func TestChannelEndNeverWaitsOnAProgramThatDoesNotRead(t *testing.T) {
 // router. It bounds what the jailed benchmark can reach.
 func BenchmarkChannelHostRoundTrip(b *testing.B) {
 	kvs := NewKV()
-	h := &seamHost{call: &tool.Call{Strand: "main"}, kv: kvs}
+	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main"}, kv: kvs}
 	reg, _ := tool.NewRegistry()
 	h.reg = reg
 	host, prog, err := channelPair()

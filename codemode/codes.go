@@ -25,15 +25,18 @@ const (
 
 	// CodeUnknownCapability: a cap_call named no capability of the seam.
 	CodeUnknownCapability tool.Code = "unknown_capability"
-	// CodeCapabilityNotHeld: the calling strand does not hold the tool
-	// that authorizes the capability (see AuthorizingTool).
-	CodeCapabilityNotHeld tool.Code = "capability_not_held"
 	// CodeInvalidCapabilityArguments: a capability's arguments are
 	// missing, of the wrong type or out of bounds.
 	CodeInvalidCapabilityArguments tool.Code = "invalid_capability_arguments"
 	// CodeAdmissionCeiling: the execution reached a capability's lifetime
 	// ceiling; waiting frees no slot.
 	CodeAdmissionCeiling tool.Code = "admission_ceiling"
+	// CodeSpawnCeiling: the execution reached its spawn ceiling
+	// (Options.SpawnCeiling, DefaultSpawnCeiling); waiting frees no slot.
+	CodeSpawnCeiling tool.Code = "spawn_ceiling"
+	// CodeUnknownSeam: the code_mode call named a seam the Engine does
+	// not serve; the refusal names those it does.
+	CodeUnknownSeam tool.Code = "unknown_seam"
 	// CodeCallTimeout: one capability call ran past MaxCallTimeout.
 	CodeCallTimeout tool.Code = "call_timeout"
 	// CodeTooManyCalls: the program already has MaxCallsInFlight calls

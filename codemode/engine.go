@@ -3,10 +3,13 @@ package codemode
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
@@ -27,12 +30,22 @@ type Options struct {
 	// KV is the scratch store behind cap/kv; nil means a fresh one owned
 	// by the Engine.
 	KV *KV
-	// Seam is the seam programs run on; the zero value is
-	// WorkspaceSeam() less the packages none of whose capabilities a tool
-	// in Registry authorizes when New is called (without bash and the job
-	// tools, a program is offered neither cap/proc nor cap/job), so the
-	// description and vetting offer only what a program could use.
-	Seam Seam
+	// Seams are the seams programs run on, the first the default, each
+	// Name distinct. Nil means WorkspaceSeam(), then, with an Agency,
+	// OrchestrationSeam(), each less the packages none of whose
+	// capabilities a tool in Registry authorizes when New is called
+	// (without bash and the job tools, a program is offered neither
+	// cap/proc nor cap/job; without an Agency, neither cap/strand nor
+	// cap/notes), the orchestration seam only while it keeps cap/strand,
+	// so the description and vetting offer only what a program could use.
+	Seams []Seam
+	// Agency serves cap/strand and cap/notes, through the closures the
+	// agent_* tools call; nil means no orchestration seam and no
+	// cap/notes.
+	Agency agent.Agency
+	// SpawnCeiling bounds the spawns of one execution; zero means
+	// DefaultSpawnCeiling.
+	SpawnCeiling int
 	// Builder configures the hermetic build (toolchain, cache directory,
 	// cache bound, progress); its Broker is the Engine's.
 	Builder BuilderOptions
@@ -58,8 +71,17 @@ func New(o Options) (*Engine, error) {
 	if o.Registry == nil || o.Broker == nil {
 		return nil, errors.New("codemode: Options.Registry and Options.Broker are required")
 	}
-	if o.Seam.Name == "" {
-		o.Seam = offered(WorkspaceSeam(), o.Registry)
+	if len(o.Seams) == 0 {
+		o.Seams = []Seam{offered(WorkspaceSeam(), o.Registry, o.Agency)}
+		if orch := offered(OrchestrationSeam(), o.Registry, o.Agency); slices.Contains(orch.Packages, "cap/strand") {
+			o.Seams = append(o.Seams, orch)
+		}
+	}
+	o.Seams = slices.Clone(o.Seams)
+	for i, s := range o.Seams {
+		if s.Name == "" || slices.ContainsFunc(o.Seams[:i], func(t Seam) bool { return t.Name == s.Name }) {
+			return nil, fmt.Errorf("codemode: Options.Seams[%d] needs a Name of its own (got %q)", i, s.Name)
+		}
 	}
 	e := &Engine{opts: o, kv: o.KV}
 	if e.kv == nil {
@@ -69,13 +91,20 @@ func New(o Options) (*Engine, error) {
 }
 
 // offered is s less the packages whose every capability is authorized by
-// a tool reg does not register.
-func offered(s Seam, reg *tool.Registry) Seam {
+// a tool reg does not register, and less cap/strand and cap/notes without
+// an Agency.
+func offered(s Seam, reg *tool.Registry, agency agent.Agency) Seam {
 	var keep []string
 	for _, pkg := range s.Packages {
+		if agency == nil && (pkg == "cap/strand" || pkg == "cap/notes") {
+			continue
+		}
+		if _, spawns := reg.Lookup(agent.SpawnToolName); pkg == "cap/strand" && !spawns {
+			continue // directing sub-agents starts with a spawn
+		}
 		prefix := strings.TrimPrefix(pkg, PreludeModule+"/") + "."
 		usable := false
-		for _, c := range WorkspaceCapabilities() {
+		for _, c := range Capabilities() {
 			if !strings.HasPrefix(c, prefix) {
 				continue
 			}
@@ -93,8 +122,31 @@ func offered(s Seam, reg *tool.Registry) Seam {
 	return s
 }
 
-// Seam is the seam the Engine's programs run on.
-func (e *Engine) Seam() Seam { return e.opts.Seam }
+// Seams are the seams the Engine serves, the default first, in a fresh
+// slice.
+func (e *Engine) Seams() []Seam {
+	out := make([]Seam, len(e.opts.Seams))
+	for i, s := range e.opts.Seams {
+		out[i] = Seam{Name: s.Name, Packages: slices.Clone(s.Packages)}
+	}
+	return out
+}
+
+// seamNamed is the served seam called name ("" is the default), or a
+// *CapError coded CodeUnknownSeam naming the seams served.
+func (e *Engine) seamNamed(name string) (Seam, error) {
+	if name == "" {
+		return e.opts.Seams[0], nil
+	}
+	var names []string
+	for _, s := range e.opts.Seams {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, quoteArg(s.Name))
+	}
+	return Seam{}, &CapError{Code: CodeUnknownSeam, Message: fmt.Sprintf("this host serves no seam %s; it serves %s (the first is the default)", quoteArg(name), strings.Join(names, ", "))}
+}
 
 // KV is the store behind the Engine's cap/kv.
 func (e *Engine) KV() *KV { return e.kv }
@@ -120,8 +172,20 @@ func (e *Engine) Warm(ctx context.Context) error {
 	return b.Warm(ctx)
 }
 
-// Vet checks src against the Engine's seam (see the package-level Vet).
-func (e *Engine) Vet(src []byte) (*Program, error) { return Vet(src, e.opts.Seam) }
+// Vet checks src against the Engine's default seam (see the
+// package-level Vet).
+func (e *Engine) Vet(src []byte) (*Program, error) { return Vet(src, e.opts.Seams[0]) }
+
+// VetOn checks src against the served seam called seam ("" is the
+// default); an unserved name is a *CapError coded CodeUnknownSeam naming
+// the seams served.
+func (e *Engine) VetOn(src []byte, seam string) (*Program, error) {
+	s, err := e.seamNamed(seam)
+	if err != nil {
+		return nil, err
+	}
+	return Vet(src, s)
+}
 
 // Build compiles a vetted program into a static binary in the build
 // jail (see Builder.Build).
@@ -133,9 +197,10 @@ func (e *Engine) Build(ctx context.Context, p *Program) (*Binary, error) {
 	return b.Build(ctx, p)
 }
 
-// Run runs bin in the run jail on c's authority, serving its
-// capabilities until it ends or within (clamped to MaxWithin; 0 means
-// DefaultWithin) passes. c is the code_mode call: its identity, pinned
+// Run runs bin in the run jail on c's authority, serving the
+// capabilities of the seam bin was vetted on (bin.Seam: a call of any
+// other is refused, whatever the binary sends) until it ends or within
+// (clamped to MaxWithin; 0 means DefaultWithin) passes. c is the code_mode call: its identity, pinned
 // roots and session; a refusal one of the program's capability calls
 // meets is answered to the program in band and never raised. The error
 // is a refusal before the program started (a *CapError: the run jail
@@ -151,12 +216,18 @@ func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time
 	}
 	served := *c
 	served.RaiseRefusal = nil
-	h := &seamHost{call: &served, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner()}
+	h := e.newSeamHost(&served, bin.Seam)
 	res, err := runProgram(ctx, &served, bin, within, h)
 	if res != nil {
 		res.lastFailure, res.lastStderr, _ = h.proc.last.get()
 	}
 	return res, err
+}
+
+// newSeamHost is the host of one execution on seam, for call c.
+func (e *Engine) newSeamHost(c *tool.Call, seam Seam) *seamHost {
+	return &seamHost{seam: seam, call: c, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner(),
+		agency: e.opts.Agency, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
 }
 
 func withBroker(c *tool.Call, b *broker.Broker) *tool.Call {
@@ -172,12 +243,19 @@ type Execution struct {
 	Run     *RunResult
 }
 
-// Execute vets, builds and runs src on c's authority. The error is a
-// refusal at one stage: a *VetError, a *BuildError, a *BuilderError, or
-// Run's refusal; Execution then holds what the earlier stages produced.
+// Execute vets, builds and runs src on c's authority, on the default
+// seam. The error is a refusal at one stage: a *VetError, a *BuildError,
+// a *BuilderError, or Run's refusal; Execution then holds what the
+// earlier stages produced.
 func (e *Engine) Execute(ctx context.Context, c *tool.Call, src []byte, within time.Duration) (*Execution, error) {
+	return e.ExecuteOn(ctx, c, "", src, within)
+}
+
+// ExecuteOn is Execute on the served seam called seam ("" is the
+// default); an unserved name is refused before vetting (see VetOn).
+func (e *Engine) ExecuteOn(ctx context.Context, c *tool.Call, seam string, src []byte, within time.Duration) (*Execution, error) {
 	x := &Execution{}
-	p, err := e.Vet(src)
+	p, err := e.VetOn(src, seam)
 	if err != nil {
 		return x, err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/tool"
 )
 
 // TestGateFollowsTheRegistrysHolds: a strand that holds code_mode but not
@@ -42,9 +44,9 @@ func TestGateFollowsTheRegistrysHolds(t *testing.T) {
 			res := s.mustRun(t, src)
 			want := "proc.run ok\njob.start ok\nfs.write ok\nfs.read ok\n"
 			if gated {
-				want = strings.NewReplacer("proc.run ok", "proc.run "+string(CodeCapabilityNotHeld),
-					"job.start ok", "job.start "+string(CodeCapabilityNotHeld),
-					"fs.write ok", "fs.write "+string(CodeCapabilityNotHeld)).Replace(want)
+				want = strings.NewReplacer("proc.run ok", "proc.run "+string(tool.CodeToolNotHeld),
+					"job.start ok", "job.start "+string(tool.CodeToolNotHeld),
+					"fs.write ok", "fs.write "+string(tool.CodeToolNotHeld)).Replace(want)
 			}
 			if res.Stdout != want {
 				t.Fatalf("stdout:\n%s\nwant:\n%s", res.Stdout, want)

@@ -2,43 +2,74 @@ package codemode
 
 import (
 	"context"
+	"strings"
 
+	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/tool"
 )
+
+// gateTable maps each gated capability to the tools whose holding
+// authorizes it, all of them required. A capability absent from it is
+// open on purpose to any strand that holds code_mode.
+var gateTable = map[string][]string{
+	"proc.run":      {"bash"},
+	"job.start":     {"bash"},
+	"job.poll":      {"job_poll"},
+	"job.list":      {"job_poll"},
+	"job.send":      {"job_send"},
+	"job.kill":      {"job_kill"},
+	"fs.write":      {"fs_write"},
+	"fs.edit":       {"fs_edit"},
+	"strand.spawn":  {agent.SpawnToolName},
+	"strand.send":   {agent.SendToolName},
+	"strand.wait":   {agent.WaitToolName},
+	"strand.note":   {agent.NoteToolName},
+	"strand.notes":  {agent.NotesToolName},
+	"strand.roster": {agent.RosterToolName},
+	"strand.map":    {agent.SpawnToolName, agent.WaitToolName},
+	"notes.put":     {agent.NoteToolName},
+	"notes.get":     {agent.NotesToolName},
+	"notes.list":    {agent.NotesToolName},
+}
 
 // AuthorizingTool returns the tool whose holding authorizes the
 // capability cap, and false for a capability that is open on purpose to
 // any strand that holds code_mode (reads, searches, kv.*, report.emit).
-// A program of a strand that does not hold the authorizing tool has the
-// call refused with CodeCapabilityNotHeld, by the same holds check
-// Registry.Dispatch applies to a direct call of that tool: a program
-// cannot do what its strand could not do with one tool call.
+// strand.map needs agent_wait as well as the agent_spawn it returns (see
+// AuthorizingTools). A program of a strand that does not hold an
+// authorizing tool has the call refused with tool.CodeToolNotHeld, by
+// the same holds check Registry.Dispatch applies to a direct call of that
+// tool: a program cannot do what its strand could not do with one tool
+// call.
 func AuthorizingTool(cap string) (name string, gated bool) {
-	switch cap {
-	case "proc.run", "job.start":
-		return "bash", true
-	case "job.poll", "job.list":
-		return "job_poll", true
-	case "job.send":
-		return "job_send", true
-	case "job.kill":
-		return "job_kill", true
-	case "fs.write":
-		return "fs_write", true
-	case "fs.edit":
-		return "fs_edit", true
+	names := gateTable[cap]
+	if len(names) == 0 {
+		return "", false
 	}
-	return "", false
+	return names[0], true
 }
 
-// gate refuses cap for strand unless reg holds the tool that authorizes
-// it for strand (tool.Registry.Holds: a tool the registry does not offer
-// is held by nobody).
+// AuthorizingTools returns every tool a strand must hold for cap, in a
+// fresh slice; none for an open capability.
+func AuthorizingTools(cap string) []string {
+	return append([]string(nil), gateTable[cap]...)
+}
+
+// gate refuses cap for strand unless reg holds every tool that
+// authorizes it for strand (tool.Registry.Holds: a tool the registry does
+// not offer is held by nobody).
 func gate(ctx context.Context, reg *tool.Registry, cap, strand string) error {
-	name, gated := AuthorizingTool(cap)
-	if !gated || reg.Holds(ctx, strand, name) {
-		return nil
+	names := gateTable[cap]
+	for _, name := range names {
+		if reg.Holds(ctx, strand, name) {
+			continue
+		}
+		by := "the tool " + name
+		if len(names) > 1 {
+			by = "the tools " + strings.Join(names, " and ")
+		}
+		return &CapError{Code: tool.CodeToolNotHeld,
+			Message: cap + " is authorized by " + by + ", which strand " + quoteArg(strand) + " does not hold (" + name + " is missing); a program can do only what its strand could do with that tool"}
 	}
-	return &CapError{Code: CodeCapabilityNotHeld,
-		Message: cap + " is authorized by the tool " + name + ", which strand " + quoteArg(strand) + " does not hold; a program can do only what its strand could do with that tool"}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
@@ -17,9 +18,6 @@ const (
 	// MaxEmitBytes bounds one report.emit artifact. (Not the frame
 	// bound: a frame is transient, an artifact a durable blob.)
 	MaxEmitBytes = 1 << 20
-	// MaxEmits is the lifetime ceiling of report.emit calls admitted per
-	// execution.
-	MaxEmits = 64
 	// MaxFSEdits bounds the find/replace pairs of one fs.edit.
 	MaxFSEdits = 64
 	// MaxGlobPaths bounds the paths one search.glob answers.
@@ -41,26 +39,32 @@ type Artifact struct {
 	Path      string `json:"path"` // the blob's path, readable with fs_read
 }
 
-// seamHost is what the workspace seam's routers serve a program from:
-// the code_mode call (its pinned roots, identity and session), never
-// raising a refusal (a program's refusals are answered in band), the
-// registry whose holds gate the capabilities, the job plane and the kv
-// store.
+// seamHost is what the routers serve a program from: the seam its
+// binary was vetted on (the only capabilities served), the code_mode call
+// (its pinned roots, identity and session), never raising a refusal (a
+// program's refusals are answered in band), the registry whose holds gate
+// the capabilities, the job plane, the kv store, the Agency and the
+// execution's admission tally.
 type seamHost struct {
-	call *tool.Call
-	reg  *tool.Registry
-	jobs job.Jobs // nil: the host serves no job plane
-	kv   *KV
-	proc *procRunner
+	seam   Seam
+	call   *tool.Call
+	reg    *tool.Registry
+	jobs   job.Jobs // nil: the host serves no job plane
+	kv     *KV
+	proc   *procRunner
+	agency agent.Agency // nil: no strand.* or notes.*
+	adm    admissions
 
 	mu        sync.Mutex
 	artifacts []Artifact
-	emits     int
 }
 
 // route serves one capability call. The error is a *CapError (or a
 // tool.FileError, a job refusal) carrying a code.
 func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any, error) {
+	if !h.seam.offers(cap) {
+		return nil, &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
+	}
 	if err := gate(ctx, h.reg, cap, h.call.Strand); err != nil {
 		return nil, err
 	}
@@ -90,8 +94,20 @@ func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any
 		return h.emit(a)
 	case "job.start", "job.poll", "job.list", "job.send", "job.kill":
 		return h.jobCall(ctx, cap, a)
+	case "strand.spawn", "strand.send", "strand.wait", "strand.roster", "strand.map":
+		return h.strandCall(ctx, cap, a)
+	case "strand.note", "strand.notes", "notes.put", "notes.get", "notes.list":
+		return h.notesCall(ctx, cap, a)
 	}
-	return nil, &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on this seam; it offers %s", quoteArg(cap), strings.Join(WorkspaceCapabilities(), ", "))}
+	return nil, &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
+}
+
+// Capabilities lists every capability a seam may serve, as a cap_call
+// names it: the workspace seam's, then cap/notes', then cap/strand's. A
+// seam serves those of its packages (Seam.Packages).
+func Capabilities() []string {
+	return append(WorkspaceCapabilities(), "notes.put", "notes.get", "notes.list",
+		"strand.spawn", "strand.send", "strand.wait", "strand.note", "strand.notes", "strand.roster", "strand.map")
 }
 
 // WorkspaceCapabilities lists every capability the workspace seam
@@ -155,6 +171,8 @@ func summary(cap string, m map[string]any) string {
 		parts = []string{str("handle")}
 	case "job.send":
 		parts = []string{str("handle"), size("input")}
+	default:
+		parts = strandSummary(cap, m)
 	}
 	var b strings.Builder
 	for _, p := range parts {
@@ -298,13 +316,9 @@ func (h *seamHost) emit(a *capArgs) (any, error) {
 	if h.call.Blobs == nil {
 		return nil, &CapError{Code: tool.CodeBlobStore, Message: "this host has no blob store, so report.emit cannot keep an artifact"}
 	}
-	h.mu.Lock()
-	if h.emits >= MaxEmits {
-		h.mu.Unlock()
-		return nil, ceilingError("report.emit", MaxEmits)
+	if _, err := h.adm.admit(admitEmit, "report.emit"); err != nil {
+		return nil, err
 	}
-	h.emits++
-	h.mu.Unlock()
 	ref, err := h.call.Blobs.Put(content)
 	if err != nil {
 		return nil, &CapError{Code: tool.Code(blob.CodeOf(err)), Message: "report.emit could not store the artifact: " + err.Error()}
@@ -334,11 +348,6 @@ func forProgram(path string, err error) error {
 		return &CapError{Code: fe.Code, Message: fmt.Sprintf("%s is outside the workspace and every root this session may reach; a program works only there, and cannot ask for more", quoteArg(path))}
 	}
 	return err
-}
-
-// ceilingError is the refusal at a lifetime admission ceiling.
-func ceilingError(cap string, n int) error {
-	return &CapError{Code: CodeAdmissionCeiling, Message: fmt.Sprintf("%s reached its ceiling of %d calls for this execution; waiting frees no slot, so do without it or submit a new program", cap, n)}
 }
 
 // codeOf reads the code of a routed call's error: a CapError's, the file

@@ -1,6 +1,9 @@
 package codemode
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Seam is what one kind of program may import: the audited standard
 // library (StdPackages) plus the capability packages the seam offers. A
@@ -21,13 +24,49 @@ const WorkspaceSeamName = "workspace"
 
 // WorkspaceSeam is the seam of a program working on the workspace: files
 // (cap/fs), read-only search (cap/search), jailed commands (cap/proc),
-// scratch storage (cap/kv), artifacts (cap/report) and background jobs
-// (cap/job). Each call returns a fresh value.
+// scratch storage (cap/kv), artifacts (cap/report), background jobs
+// (cap/job) and the session's durable notes (cap/notes, served only by an
+// Engine with an Agency). Each call returns a fresh value.
 func WorkspaceSeam() Seam {
 	return Seam{
 		Name:     WorkspaceSeamName,
-		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job"},
+		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job", "cap/notes"},
 	}
+}
+
+// OrchestrationSeamName is the Name of OrchestrationSeam.
+const OrchestrationSeamName = "orchestration"
+
+// OrchestrationSeam is the seam of a program that directs sub-agents:
+// spawning, messaging and joining them (cap/strand), the session's
+// durable notes (cap/notes) and artifacts (cap/report). It offers no
+// package that reaches the disk, the network or a process, and an Engine
+// serves it only with an Agency. Each call returns a fresh value.
+func OrchestrationSeam() Seam {
+	return Seam{
+		Name:     OrchestrationSeamName,
+		Packages: []string{"cap/strand", "cap/notes", "cap/report"},
+	}
+}
+
+// offers reports whether the seam lists the capability package of cap
+// ("fs.read" is cap/fs's): the router serves a call only then, whatever
+// the binary sends.
+func (s Seam) offers(cap string) bool {
+	pkg, _, _ := strings.Cut(cap, ".")
+	return slices.Contains(s.Packages, PreludeModule+"/"+pkg)
+}
+
+// capabilities is every capability the seam's packages serve, in
+// Capabilities' order.
+func (s Seam) capabilities() []string {
+	var out []string
+	for _, c := range Capabilities() {
+		if s.offers(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Allowlist is every import path the seam lists: StdPackages plus

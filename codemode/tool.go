@@ -20,13 +20,19 @@ import (
 const ToolName = "code_mode"
 
 // MaxSurfaceBytes bounds the code_mode tool's description and schema
-// together: what the tool costs a model's context on every turn.
-const MaxSurfaceBytes = 8 << 10
+// together: what the tool costs a model's context on every turn. 9 KiB: a
+// host serving one seam needs under 6, one serving both seams describes
+// two APIs and a recipe for each in under 8.5 (TestSurfaceBudget and
+// TestTwoSeamDescription hold both).
+const MaxSurfaceBytes = 9 << 10
 
 type codeModeArgs struct {
 	Program     string       `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
 	ProgramPath string       `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
 	WithinMs    withinMillis `json:"within_ms,omitempty"`
+	// seam is the seam argument of an Engine serving several (see
+	// seamArgs); "" is the default.
+	seam string
 }
 
 type withinMillis int64
@@ -64,20 +70,27 @@ type Details struct {
 // Tool returns the code_mode tool: run one program through vet, build
 // and run on the calling strand's authority. ReplayNever (a program may
 // write and run commands) and Exclusive (it is a batch of its own).
+// An Engine serving more than one seam takes `seam` (seamArgs); one
+// serving one seam has no such argument in its schema.
 func (e *Engine) Tool() tool.Tool {
-	return tool.Typed(tool.Tool{
+	t := tool.Tool{
 		Name:          ToolName,
 		Description:   e.description(),
 		PromptSnippet: "code_mode: run one Go program that does a whole batch of reads, searches, edits and commands",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Exclusive,
-	}, e.runTool, tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
+	}
+	within := tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
 		Type: "integer", Description: fmt.Sprintf("wall deadline of the run, default %d, at most %d; each capability call at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds(), MaxCallTimeout.Milliseconds()),
-	}})
+	}}
+	if len(e.opts.Seams) == 1 {
+		return tool.Typed(t, e.runTool, within)
+	}
+	return tool.Typed(t, e.runSeamTool, within, e.seamSchema())
 }
 
 func (e *Engine) description() string {
-	api, err := DescribeSeam(e.opts.Seam)
+	api, err := DescribeSeam(e.unionSeam())
 	if err != nil {
 		api = "(the API could not be rendered: " + err.Error() + "; read it with fs_read cap://)"
 	}
@@ -91,16 +104,24 @@ func (e *Engine) description() string {
 	b.WriteString("Every failed call is an error of type *<pkg>.Error with Code and Message: switch on Code. Unused imports and variables are repaired for you. ")
 	fmt.Fprintf(&b, "Bounds: kv %d keys and %d MiB per strand, kept for the session; report.emit %d MiB each, %d per run; proc.run %d at once, %d MiB of output per stream. ",
 		MaxKVKeys, MaxKVBytes>>20, MaxEmitBytes>>20, MaxEmits, MaxProcsInFlight, MaxProcOutputBytes>>20)
+	b.WriteString(e.agentBoundsText())
 	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". fs_read cap:// shows each package's documented API.\n", MaxSourceBytes>>10)
 	std := e.opts.Builder.StdPackages
 	if std == nil {
 		std = StdPackages()
 	}
-	b.WriteString("Imports: " + strings.Join(e.opts.Seam.Packages, ", ") + ", and the standard packages " + strings.Join(std, " ") + ".\n")
+	b.WriteString(e.importsText(std))
 	b.WriteString(api)
-	b.WriteString("\nExamples:\n" + RecipeSurvey)
-	if slices.Contains(e.opts.Seam.Packages, "cap/proc") {
-		b.WriteString("\n" + RecipeCheck)
+	union := e.unionSeam().Packages
+	b.WriteString("\nExamples:\n")
+	if slices.Contains(union, "cap/fs") {
+		b.WriteString(RecipeSurvey)
+	}
+	if slices.Contains(union, "cap/proc") && len(e.opts.Seams) == 1 {
+		b.WriteString("\n" + RecipeCheck) // several seams: one recipe each
+	}
+	if slices.Contains(union, "cap/strand") {
+		b.WriteString("\nOn seam " + OrchestrationSeamName + ":\n" + RecipeFanOut)
 	}
 	return b.String()
 }
@@ -120,7 +141,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 		within = MaxWithin
 	}
 	start := time.Now()
-	x, err := e.Execute(ctx, c, src, within)
+	x, err := e.ExecuteOn(ctx, c, a.seam, src, within)
 	return render(x, err, notes, time.Since(start))
 }
 

@@ -6,7 +6,7 @@
 // "outside_roots", a protected path (such as a .git control file) with
 // "protected_path", a missing one with "not_found". Writing and editing
 // need the fs_write and fs_edit tools; without them a call fails with
-// "capability_not_held".
+// "tool_not_held".
 //
 // Every function is safe to call from many goroutines at once; each call
 // is one round trip to the host, bounded by the host's per-call timeout.
@@ -43,7 +43,7 @@ import (
 //	}
 //
 // Code is the host's refusal code ("not_found", "outside_roots",
-// "protected_path", "capability_not_held", "call_timeout",
+// "protected_path", "tool_not_held", "call_timeout",
 // "execution_ending", ...) or one of the prelude's own: "cancelled" (the
 // call's context ended; errors.Is(err, context.Canceled) or
 // context.DeadlineExceeded also holds), "channel_closed" (the host is

@@ -8,7 +8,7 @@
 // host runs no jobs), "invalid_cursor", "job_clearance_refused".
 // Starting needs the bash tool, Poll and List the job_poll tool, Send
 // and Kill the job_send and job_kill tools; without one a call fails
-// with "capability_not_held".
+// with "tool_not_held".
 //
 // A job's State is "starting", "running", "exited", "killed", "lost" or
 // "refused"; only an ended job carries an exit status.

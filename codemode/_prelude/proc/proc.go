@@ -4,7 +4,7 @@
 // under it), network off, no terminal and an environment built from
 // nothing; the host's broker decides what else it may read or write, as
 // it does for the bash tool. It needs the bash tool: without it a call
-// fails with code "capability_not_held". Argv is run directly, not by a
+// fails with code "tool_not_held". Argv is run directly, not by a
 // shell: to use pipes or globbing, run []string{"sh", "-c", "..."}.
 //
 // A command that exits non-zero is not an error: Result.Exit says how it

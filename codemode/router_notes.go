@@ -1,0 +1,98 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentloom/loom/agent"
+)
+
+// notesCall serves strand.note, strand.notes and cap/notes (put, get,
+// list) onto the Agency's note closures, the ones agent_note and
+// agent_notes call. Writes share one tally (MaxNoteWrites), reads
+// another (MaxNoteReads). None of them asks the broker for anything.
+func (h *seamHost) notesCall(ctx context.Context, cap string, a *capArgs) (any, error) {
+	if h.agency == nil {
+		return nil, &CapError{Code: agent.CodeAgencyUnavailable, Message: "this host offers no agency, so " + cap + " cannot be served"}
+	}
+	var res any
+	var err error
+	switch cap {
+	case "strand.note", "notes.put":
+		res, err = h.notePut(ctx, cap, a)
+	case "notes.get":
+		res, err = h.noteGet(ctx, a)
+	default:
+		res, err = h.noteList(ctx, cap, a)
+	}
+	return res, fromAgency(err)
+}
+
+// notePut writes one note: a JSON value of at most agent.MaxNoteBytes
+// under the caller's own "agent/{strand}/" namespace, write-once.
+func (h *seamHost) notePut(ctx context.Context, cap string, a *capArgs) (any, error) {
+	key, value := a.str("key", true), a.bytes("value", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(value) > agent.MaxNoteBytes:
+		return nil, &CapError{Code: agent.CodeNoteTooLarge, Message: fmt.Sprintf("%s value is %d bytes; a note is at most %d (%d KiB): store a summary", cap, len(value), agent.MaxNoteBytes, agent.MaxNoteBytes>>10)}
+	case !json.Valid(value):
+		return nil, &CapError{Code: agent.CodeNoteTooLarge, Message: cap + " value is not one JSON value; a note holds JSON (quote a string: \"\\\"text\\\"\")"}
+	}
+	if _, err := h.adm.admit(admitNoteWrite, cap); err != nil {
+		return nil, err
+	}
+	n, err := h.agency.Note(ctx, h.caller(), key, json.RawMessage(value))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"key": n.Key}, nil
+}
+
+// noteGet reads the one note whose full key is key.
+func (h *seamHost) noteGet(ctx context.Context, a *capArgs) (any, error) {
+	key := a.str("key", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if _, err := h.adm.admit(admitNoteRead, "notes.get"); err != nil {
+		return nil, err
+	}
+	page, err := h.agency.Notes(ctx, h.caller(), key)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range page.Notes {
+		if n.Key == key {
+			return map[string]any{"value": []byte(n.Value), "found": true}, nil
+		}
+	}
+	return map[string]any{"value": []byte{}, "found": false}, nil
+}
+
+// noteList reads the session's notes whose full key starts with prefix,
+// in key order, at most agent.MaxNotesListed.
+func (h *seamHost) noteList(ctx context.Context, cap string, a *capArgs) (any, error) {
+	prefix := a.str("prefix", false)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if prefix == "" {
+		prefix = agent.NotesNamespace
+	}
+	if _, err := h.adm.admit(admitNoteRead, cap); err != nil {
+		return nil, err
+	}
+	page, err := h.agency.Notes(ctx, h.caller(), prefix)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]any, len(page.Notes))
+	for i, n := range page.Notes {
+		list[i] = map[string]any{"key": n.Key, "value": []byte(n.Value)}
+	}
+	return map[string]any{"notes": list, "truncated": page.Truncated}, nil
+}

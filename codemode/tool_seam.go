@@ -1,0 +1,105 @@
+package codemode
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/agentloom/loom/tool"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// seamArgs are code_mode's arguments on an Engine serving several seams.
+type seamArgs struct {
+	codeModeArgs
+	Seam seamName `json:"seam,omitempty"`
+}
+
+type seamName string
+
+// seamSchema is the seam argument's schema: one of the served seams'
+// names, the default named.
+func (e *Engine) seamSchema() tool.TypeSchema {
+	var names []string
+	for _, sm := range e.opts.Seams {
+		names = append(names, sm.Name)
+	}
+	s := &jsonschema.Schema{Type: "string", Description: "the seam the program runs on: " + strings.Join(names, " (default), ")}
+	return tool.TypeSchema{Type: reflect.TypeFor[seamName](), Schema: s}
+}
+
+func (e *Engine) runSeamTool(ctx context.Context, c *tool.Call, a seamArgs) tool.Outcome {
+	if _, err := e.seamNamed(string(a.Seam)); err != nil {
+		return render(nil, err, nil, 0)
+	}
+	args := a.codeModeArgs
+	args.seam = string(a.Seam)
+	return e.runTool(ctx, c, args)
+}
+
+// unionSeam is every package some served seam offers, each once, in the
+// seams' order: what the description renders.
+func (e *Engine) unionSeam() Seam {
+	var pkgs []string
+	for _, s := range e.opts.Seams {
+		for _, p := range s.Packages {
+			if !slices.Contains(pkgs, p) {
+				pkgs = append(pkgs, p)
+			}
+		}
+	}
+	return Seam{Name: "served", Packages: pkgs}
+}
+
+// importsText is the description's imports line: with one seam its
+// packages; with several, those every seam shares once, then what each
+// seam adds.
+func (e *Engine) importsText(std []string) string {
+	stdText := "the standard packages " + strings.Join(std, " ")
+	if len(e.opts.Seams) == 1 {
+		return "Imports: " + strings.Join(e.opts.Seams[0].Packages, ", ") + ", and " + stdText + ".\n"
+	}
+	var shared []string
+	for _, p := range e.opts.Seams[0].Packages {
+		if !slices.ContainsFunc(e.opts.Seams, func(s Seam) bool { return !slices.Contains(s.Packages, p) }) {
+			shared = append(shared, p)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Imports on every seam: " + strings.Join(append(slices.Clone(shared), stdText), ", ") + ". ")
+	for i, s := range e.opts.Seams {
+		var extra []string
+		for _, p := range s.Packages {
+			if !slices.Contains(shared, p) {
+				extra = append(extra, p)
+			}
+		}
+		def := ""
+		if i == 0 {
+			def = " (the default)"
+		}
+		fmt.Fprintf(&b, "Seam %q%s adds %s. ", s.Name, def, strings.Join(extra, ", "))
+	}
+	b.WriteString("Pick one with seam.\n")
+	return b.String()
+}
+
+// agentBoundsText states the ceilings of cap/strand and cap/notes when a
+// served seam offers them, and nothing otherwise.
+func (e *Engine) agentBoundsText() string {
+	union := e.unionSeam().Packages
+	notes := fmt.Sprintf("%d note writes and %d note reads", MaxNoteWrites, MaxNoteReads)
+	switch {
+	case slices.Contains(union, "cap/strand"):
+		spawns := e.opts.SpawnCeiling
+		if spawns <= 0 {
+			spawns = DefaultSpawnCeiling
+		}
+		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s (strand's and notes' together); a wait at most %d s. ", spawns, MaxMapItems, MaxSends, notes, int(MaxStrandWait.Seconds()))
+	case slices.Contains(union, "cap/notes"):
+		return "Per run: " + notes + ". "
+	}
+	return ""
+}
