@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +216,256 @@ func TestTwoSeamDescription(t *testing.T) {
 	}
 	if c := strings.Count(tl.Description, "import \"cap/report\""); c != 1 {
 		t.Errorf("cap/report's API is rendered %d times", c)
+	}
+}
+
+// TestFanOutRecipeRuns: RecipeFanOut, verbatim, through the tool on the
+// orchestration seam with a scripted Runner: three distinct children are
+// spawned with the contract, joined by one wait, and reported (billing's
+// mismatch included) in the output and an artifact. Run again under the
+// same call coordinates, the same source reconciles onto the same three
+// children; under another call it mints three new ones.
+func TestFanOutRecipeRuns(t *testing.T) {
+	t.Parallel()
+	s, agency := newAgentSession(t, agent.Options{}, 0)
+	ctx := context.Background()
+	run := func() string {
+		t.Helper()
+		o := s.dispatch(t, map[string]any{"program": RecipeFanOut, "seam": OrchestrationSeamName})
+		if o.IsError {
+			t.Fatalf("%s: %s", o.Code, o.Text)
+		}
+		return o.Text
+	}
+	text := run()
+	for _, want := range []string{
+		"review-auth-", ": completed, result valid {\"area\":\"auth\",\"issues\":1}",
+		"review-billing-", "result mismatched {\"area\":\"billing\",\"issues\":\"two\"} issues is a string, want integer",
+		"artifact: reviews.txt", "calls: 5 (5 ok)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the answer lacks %q:\n%s", want, text)
+		}
+	}
+	if n := strings.Count(text, ": completed, result "); n != 3 {
+		t.Errorf("%d children reported, want 3:\n%s", n, text)
+	}
+	roster := func() []string {
+		peers, err := agency.Roster(ctx, agent.Caller{Strand: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range peers {
+			names = append(names, p.Strand)
+		}
+		return names
+	}
+	first := roster()
+	if len(first) != 3 {
+		t.Fatalf("roster after one run: %v", first)
+	}
+	run()
+	if again := roster(); strings.Join(again, " ") != strings.Join(first, " ") {
+		t.Errorf("the replayed execution minted new children: %v, first %v", again, first)
+	}
+	s.call = s.call.At(s.call.OpID, s.call.StepID, s.call.SourceIndex+1)
+	run()
+	if other := roster(); len(other) != 6 {
+		t.Errorf("another call site reconciled onto the first children: %v", other)
+	}
+}
+
+// TestSpawnCeiling: a spawn loop is admitted DefaultSpawnCeiling times
+// (or the configured SpawnCeiling), then refused in band with
+// spawn_ceiling naming the number; a strand.map afterwards reports the
+// same refusal as each item's outcome.
+func TestSpawnCeiling(t *testing.T) {
+	t.Parallel()
+	src := mainWith([]string{"context", "errors", "fmt", "strings", "cap/strand"}, `ctx := context.Background()
+	n := 0
+	for i := 0; i < 40; i++ {
+		_, err := strand.Spawn(ctx, fmt.Sprint("task ", i), "Review x", strand.Options{})
+		var e *strand.Error
+		if errors.As(err, &e) {
+			fmt.Printf("%d admitted; then %s: %s\n", n, e.Code, e.Message)
+			break
+		}
+		if err != nil {
+			fmt.Println("unexpected:", err)
+			return
+		}
+		n++
+	}
+	res, err := strand.Map(ctx, []strand.Item{{"a", "Review a"}, {"b", "Review b"}}, strand.Options{}, 0)
+	var codes []string
+	for _, r := range res {
+		var e *strand.Error
+		if errors.As(r.Err, &e) {
+			codes = append(codes, e.Code)
+		} else {
+			codes = append(codes, r.Outcome.State)
+		}
+	}
+	fmt.Println("map:", err, strings.Join(codes, " "))`)
+	for _, ceiling := range []int{0, 5} {
+		t.Run(fmt.Sprint("ceiling=", ceiling), func(t *testing.T) {
+			t.Parallel()
+			s, _ := newAgentSession(t, agent.Options{FanOut: 64, SessionStrands: 128}, ceiling)
+			res := s.execOn(t, OrchestrationSeamName, src)
+			want := ceiling
+			if want == 0 {
+				want = DefaultSpawnCeiling
+			}
+			for _, w := range []string{
+				fmt.Sprintf("%d admitted; then %s: strand.spawn reached its ceiling of %d spawns", want, CodeSpawnCeiling, want),
+				"waiting frees no slot",
+				fmt.Sprintf("map: <nil> %s %s", CodeSpawnCeiling, CodeSpawnCeiling),
+			} {
+				if !strings.Contains(res.Stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, res.Stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestNoteCeilings: note writes (strand.note and notes.put, one tally)
+// are admitted MaxNoteWrites times and reads (strand.notes, notes.get,
+// notes.list, one tally) MaxNoteReads times, then refused in band with
+// admission_ceiling naming the capability and the number.
+func TestNoteCeilings(t *testing.T) {
+	t.Parallel()
+	s, _ := newAgentSession(t, agent.Options{}, 0)
+	res := s.execOn(t, OrchestrationSeamName, mainWith([]string{"context", "errors", "fmt", "cap/notes", "cap/strand"}, `ctx := context.Background()
+	code := func(err error) string {
+		var e *notes.Error
+		if errors.As(err, &e) {
+			return e.Code + ": " + e.Message
+		}
+		return fmt.Sprint(err)
+	}
+	w := 0
+	for ; w < 300; w++ {
+		var err error
+		if w%2 == 0 {
+			err = strand.Note(ctx, "k", []byte("1"))
+		} else {
+			_, err = notes.Put(ctx, "k", []byte("1"))
+		}
+		if err != nil {
+			fmt.Printf("writes %d; then %s\n", w, code(err))
+			break
+		}
+	}
+	r := 0
+	for ; r < 100; r++ {
+		var err error
+		switch r % 3 {
+		case 0:
+			_, _, err = strand.Notes(ctx, "")
+		case 1:
+			_, _, err = notes.Get(ctx, "agent/main/k")
+		default:
+			_, _, err = notes.List(ctx, "agent/main/")
+		}
+		if err != nil {
+			fmt.Printf("reads %d; then %s\n", r, code(err))
+			break
+		}
+	}
+	v, found, err := notes.Get(ctx, "agent/main/k")
+	fmt.Printf("get after the ceiling: %q %v %v\n", v, found, code(err))`))
+	for _, w := range []string{
+		fmt.Sprintf("writes %d; then %s: ", MaxNoteWrites, CodeAdmissionCeiling),
+		fmt.Sprintf("ceiling of %d note writes (strand.note and notes.put together)", MaxNoteWrites),
+		fmt.Sprintf("reads %d; then %s: ", MaxNoteReads, CodeAdmissionCeiling),
+		fmt.Sprintf("ceiling of %d note reads", MaxNoteReads),
+		"waiting frees no slot",
+		"get after the ceiling: \"\" false " + string(CodeAdmissionCeiling),
+	} {
+		if !strings.Contains(res.Stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, res.Stdout)
+		}
+	}
+}
+
+// TestStrandGate: a strand that does not hold agent_spawn has
+// strand.spawn and strand.map refused tool_not_held, while the notes it
+// may write still work in the same program; holding every tool, the same
+// program spawns (the control).
+func TestStrandGate(t *testing.T) {
+	t.Parallel()
+	src := mainWith([]string{"context", "errors", "fmt", "cap/notes", "cap/strand"}, `ctx := context.Background()
+	code := func(err error) string {
+		var e *strand.Error
+		if errors.As(err, &e) {
+			return e.Code
+		}
+		if err != nil {
+			return err.Error()
+		}
+		return "ok"
+	}
+	_, err := strand.Spawn(ctx, "p", "Review p", strand.Options{})
+	fmt.Println("spawn", code(err))
+	res, err := strand.Map(ctx, []strand.Item{{"q", "Review q"}}, strand.Options{}, 0)
+	fmt.Println("map", code(err), len(res))
+	_, err = notes.Put(ctx, "k", []byte("true"))
+	fmt.Println("put", code(err))`)
+	for _, held := range []bool{true, false} {
+		t.Run(fmt.Sprint("held=", held), func(t *testing.T) {
+			t.Parallel()
+			s, _ := newAgentSession(t, agent.Options{}, 0)
+			if !held {
+				s.reg.SetHolds(func(_ context.Context, _, name string) bool { return name != agent.SpawnToolName })
+			}
+			res := s.execOn(t, OrchestrationSeamName, src)
+			want := "spawn ok\nmap ok 1\nput ok\n"
+			if !held {
+				want = fmt.Sprintf("spawn %s\nmap %s 0\nput ok\n", tool.CodeToolNotHeld, tool.CodeToolNotHeld)
+			}
+			if res.Stdout != want {
+				t.Errorf("stdout:\n%s\nwant:\n%s", res.Stdout, want)
+			}
+		})
+	}
+}
+
+// TestWorkspaceCallFromAnOrchestrationBinary: a binary the host runs on
+// the orchestration seam that sends fs.read (built here from a workspace
+// program, as a hostile binary would send it) has the call refused by the
+// router, unknown_capability naming the orchestration seam; the same
+// binary on the workspace seam reads the file (the control).
+func TestWorkspaceCallFromAnOrchestrationBinary(t *testing.T) {
+	t.Parallel()
+	s, _ := newAgentSession(t, agent.Options{}, 0)
+	if err := os.WriteFile(filepath.Join(s.ws, "r.txt"), []byte("from the workspace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.eng.VetOn([]byte(mainWith([]string{"context", "fmt", "cap/fs"}, `f, err := fs.Read(context.Background(), "r.txt")
+	fmt.Printf("%s|%v", f.Content, err)`)), WorkspaceSeamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin, err := s.eng.Build(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ seam Seam; want string }{
+		{WorkspaceSeam(), "from the workspace|<nil>"},
+		{OrchestrationSeam(), `|fs.read: unknown_capability: no capability "fs.read" on the orchestration seam; it offers report.emit, notes.put`},
+	} {
+		b := *bin
+		b.Seam = c.seam
+		res, err := s.eng.Run(ctx, s.call, &b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(res.Stdout, c.want) {
+			t.Errorf("on the %s seam: %q, want %q", c.seam.Name, res.Stdout, c.want)
+		}
 	}
 }

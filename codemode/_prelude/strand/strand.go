@@ -101,9 +101,9 @@ type Peer struct {
 	Runs                              int
 }
 
-// Note is one entry of the session's notes: Key is the full key,
+// Entry is one of the session's notes: Key is the full key,
 // "agent/{strand}/{key}", Value JSON.
-type Note struct {
+type Entry struct {
 	Key   string
 	Value []byte
 }
@@ -221,14 +221,14 @@ func Note(ctx context.Context, key string, value []byte) error {
 // Notes reads the session's notes whose full key starts with prefix
 // (which starts with "agent/"; "" reads them all), in key order;
 // truncated says more matched than the host returns at once.
-func Notes(ctx context.Context, prefix string) (notes []Note, truncated bool, err error) {
+func Notes(ctx context.Context, prefix string) (notes []Entry, truncated bool, err error) {
 	const name = "strand.notes"
 	m, err := client.Call(ctx, name, map[string]any{"prefix": prefix})
 	if err != nil {
 		return nil, false, err
 	}
 	r := client.Read(m)
-	r.Maps("notes", func(f *client.Fields) { notes = append(notes, Note{Key: f.Str("key"), Value: f.Bytes("value")}) })
+	r.Maps("notes", func(f *client.Fields) { notes = append(notes, Entry{Key: f.Str("key"), Value: f.Bytes("value")}) })
 	truncated = r.Bool("truncated")
 	return notes, truncated, r.Err(name)
 }
