@@ -9,6 +9,7 @@ import (
 	"github.com/agentloom/loom/codemode"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -127,7 +128,7 @@ func (p *Plane) build(cfg Config) error {
 		schemes = append(schemes, job.Scheme(p.Jobs))
 	}
 	if fam.Has(FamilyCodeMode) {
-		schemes = append(schemes, codemode.Scheme(codemode.WorkspaceSeam()))
+		schemes = append(schemes, codemode.Scheme(schemeSeam(fam.Has(FamilyAgents) && (cfg.Agency != nil || cfg.Runner != nil))))
 	}
 	if fam.Has(FamilyFiles) {
 		tools = append(tools, tool.ReadTool(schemes...), tool.WriteTool(), tool.EditTool(), tool.WorkdirTool())
@@ -225,11 +226,12 @@ func (p *Plane) Close() error {
 }
 
 // openCodeMode makes the code mode engine over the plane's registry,
-// broker and job plane and registers code_mode. The toolchain is looked
+// broker, job plane and Agency (so with the agent tools it serves the
+// orchestration seam too) and registers code_mode. The toolchain is looked
 // for, and the archives built, at the first program or when the host
 // calls CodeMode.Warm (in the background, at start).
 func (p *Plane) openCodeMode(cfg Config) error {
-	eng, err := codemode.New(codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Builder: cfg.CodeMode})
+	eng, err := codemode.New(codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode})
 	if err != nil {
 		return fail(CodeSetupFailed, "code mode", err)
 	}
@@ -238,6 +240,24 @@ func (p *Plane) openCodeMode(cfg Config) error {
 	}
 	p.CodeMode = eng
 	return nil
+}
+
+// schemeSeam is what cap:// lists: the workspace seam's packages, and
+// with the agent tools the orchestration seam's too (cap/notes and
+// cap/strand are served only over an Agency).
+func schemeSeam(agents bool) codemode.Seam {
+	ws := codemode.WorkspaceSeam()
+	if !agents {
+		ws.Packages = slices.DeleteFunc(ws.Packages, func(p string) bool { return p == "cap/notes" })
+		return ws
+	}
+	s := codemode.Seam{Name: ws.Name + " and " + codemode.OrchestrationSeamName, Packages: ws.Packages}
+	for _, p := range codemode.OrchestrationSeam().Packages {
+		if !slices.Contains(s.Packages, p) {
+			s.Packages = append(s.Packages, p)
+		}
+	}
+	return s
 }
 
 func (p *Plane) shellOf(strand string) *tool.Shell {
