@@ -5,7 +5,9 @@
 // Registry a model would, as itself; the Agency governs that registry, so
 // a child's call to a tool it does not hold is refused before it runs,
 // and a spawn naming a tool the registry lacks is refused in band. Every
-// outcome is printed as a model would read it.
+// outcome is printed as a model would read it. Then the same review runs
+// as one code-mode program on the orchestration seam (runCodeMode): the
+// fan-out the code_mode description shows.
 //
 //	go run ./examples/subagents
 package main
@@ -32,7 +34,11 @@ const resultSchema = `{"type":"object","properties":{
 	"issues":{"type":"integer","description":"how many issues were found"}}}`
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	err := run(context.Background(), os.Stdout)
+	if err == nil {
+		err = runCodeMode(context.Background(), os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "subagents:", err)
 		os.Exit(1)
 	}

@@ -35,3 +35,26 @@ func TestRun(t *testing.T) {
 		t.Errorf("%d error outcomes, want only the unknown tool's and the forged handle's:\n%s", n, text)
 	}
 }
+
+// TestCodeModeFanOut: the code-mode fan-out, codemode.RecipeFanOut
+// verbatim, runs on the orchestration seam: three reviewers joined,
+// their verdicts (the contract mismatch included) printed and emitted.
+func TestCodeModeFanOut(t *testing.T) {
+	var out bytes.Buffer
+	if err := runCodeMode(context.Background(), &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"[ok]",
+		`: completed, result valid {"area":"auth","issues":1}`,
+		`: completed, result valid {"area":"storage","issues":1}`,
+		`: completed, result mismatched {"area":"billing","issues":"two"} issues is a string, want integer`,
+		"artifact: reviews.txt",
+		"calls: 5 (5 ok)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+}
