@@ -2,8 +2,28 @@
 // tool call per turn: the program loops, branches and fans out with
 // goroutines, and reaches the workspace only through the capability
 // packages it imports (cap/fs, cap/search, cap/proc, cap/kv, cap/report,
-// cap/job), each call served by the host on the calling strand's
-// authority.
+// cap/job, cap/notes), each call served by the host on the calling
+// strand's authority.
+//
+// # Seams
+//
+// A program is vetted against one seam (Seam): the workspace seam
+// (WorkspaceSeam) or, on an Engine with an Agency, the orchestration seam
+// (OrchestrationSeam: cap/strand, cap/notes, cap/report), whose programs
+// direct sub-agents and reach neither the disk, the network nor a
+// process: strand.* and notes.* are served onto the Agency closures the
+// agent_* tools call, under the Caller of the code_mode call itself
+// (agent.CallerOf), never from the program, and ask the broker for
+// nothing. An Engine serving several seams takes code_mode's seam
+// argument (absent: the first); a binary carries the seam it was vetted
+// on (Binary.Seam) and the router serves that seam's packages only,
+// whatever a cap_call names. Every spawn of one execution carries its
+// admission number as an agent.ProgramMinter ordinal, so its children get
+// distinct names and a replayed execution (same call, same source)
+// reconciles onto the same ones. Each execution's admissions are counted
+// for its lifetime (DefaultSpawnCeiling or Options.SpawnCeiling, MaxSends,
+// MaxNoteWrites, MaxNoteReads, MaxEmits) and refused in band past a
+// ceiling (CodeSpawnCeiling, CodeAdmissionCeiling).
 //
 // # The pipeline
 //
@@ -46,9 +66,10 @@
 // # Authority
 //
 // A program can do only what its strand could do with one tool call: the
-// capabilities that write, run or reach a job are each authorized by a
-// tool (AuthorizingTool) checked with the registry's holds
-// (tool.Registry.Holds), and are served through the same code as that
+// capabilities that write, run, reach a job or direct a sub-agent are
+// each authorized by a tool (AuthorizingTool, AuthorizingTools) checked
+// with the registry's holds (tool.Registry.Holds; a refusal is
+// tool.CodeToolNotHeld, as Dispatch's), and are served through the same code as that
 // tool — the file API's path discipline, protected paths and git guard
 // (tool.Call.ReadFile, WriteFile, ListDir, Glob, Grep), bash's policy and
 // environment for proc.run (job.CommandPolicy), bash's background mode for
@@ -59,9 +80,8 @@
 // # What it does not own
 //
 // The jail itself (package broker), the file tools' path rules (package
-// tool), the job plane (package job). The orchestration seam (cap/strand,
-// programs that spawn sub-agents), background executions and approvals
-// for code_mode are not here yet.
+// tool), the job plane (package job), sub-agents and notes (package
+// agent's Agency).
 //
 // # Invariants
 //

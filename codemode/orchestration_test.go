@@ -454,7 +454,10 @@ func TestWorkspaceCallFromAnOrchestrationBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ seam Seam; want string }{
+	for _, c := range []struct {
+		seam Seam
+		want string
+	}{
 		{WorkspaceSeam(), "from the workspace|<nil>"},
 		{OrchestrationSeam(), `|fs.read: unknown_capability: no capability "fs.read" on the orchestration seam; it offers report.emit, notes.put`},
 	} {
