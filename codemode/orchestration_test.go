@@ -472,3 +472,34 @@ func TestWorkspaceCallFromAnOrchestrationBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestStrandSendAndRoster: a program spawns a child, joins it, sends the
+// idle child a message (a new run under a new handle) and joins that,
+// lists its roster (one child, two runs), and has a wait on a handle that
+// is not its descendant's refused in band with the Agency's code.
+func TestStrandSendAndRoster(t *testing.T) {
+	t.Parallel()
+	s, _ := newAgentSession(t, agent.Options{}, 0)
+	res := s.execOn(t, OrchestrationSeamName, mainWith([]string{"context", "errors", "fmt", "time", "cap/strand"}, `ctx := context.Background()
+	c, err := strand.Spawn(ctx, "review auth", "Review auth", strand.Options{})
+	if err != nil {
+		fmt.Println("spawn:", err)
+		return
+	}
+	outs, err := strand.Wait(ctx, []string{c.Handle}, 20*time.Second)
+	fmt.Println("first:", outs[0].State, outs[0].Report, err)
+	h, err := strand.Send(ctx, c.Strand, "Review auth")
+	fmt.Println("sent, new handle:", h != c.Handle && h != "", err)
+	outs, err = strand.Wait(ctx, []string{h}, 20*time.Second)
+	fmt.Println("second:", outs[0].State, outs[0].Report, err)
+	peers, err := strand.Roster(ctx)
+	fmt.Println("roster:", len(peers), peers[0].Strand == c.Strand, peers[0].Runs, peers[0].Relation, err)
+	_, err = strand.Wait(ctx, []string{"sub:other/x-0000000000000000#run-1"}, 0)
+	var e *strand.Error
+	errors.As(err, &e)
+	fmt.Println("forged:", e.Code)`))
+	want := "first: completed Reviewed auth <nil>\nsent, new handle: true <nil>\nsecond: completed Reviewed auth <nil>\nroster: 1 true 2 child <nil>\nforged: " + string(agent.CodeUnknownHandle) + "\n"
+	if res.Stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", res.Stdout, want)
+	}
+}
