@@ -503,3 +503,87 @@ func TestStrandSendAndRoster(t *testing.T) {
 		t.Errorf("stdout:\n%s\nwant:\n%s", res.Stdout, want)
 	}
 }
+
+// TestStrandMapReportsEachItem: strand.map reports every item's outcome
+// in order: with the Agency's fan-out at 1 and the first child still
+// running, the second item is that fan-out refusal, while the first is
+// its child's (not yet ready) outcome; a map of more than MaxMapItems
+// items (which one wait must join: at most agent.MaxWaitHandles) is
+// refused whole.
+func TestStrandMapReportsEachItem(t *testing.T) {
+	t.Parallel()
+	if MaxMapItems > agent.MaxWaitHandles {
+		t.Fatalf("MaxMapItems %d exceeds what one wait joins (%d)", MaxMapItems, agent.MaxWaitHandles)
+	}
+	release := make(chan struct{})
+	agency := agent.NewAgency(agent.RunnerFunc(func(ctx context.Context, _ agent.Turn) (string, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "done", nil
+	}), agent.Options{FanOut: 1})
+	t.Cleanup(func() { close(release); agency.Close() })
+	reg, err := tool.NewRegistry(agent.Tools(agency)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &seamHost{seam: OrchestrationSeam(), call: &tool.Call{Strand: "main", OpID: "op", StepID: "step"}, reg: reg, agency: agency}
+	items := []any{map[string]any{"purpose": "one", "prompt": "p"}, map[string]any{"purpose": "two", "prompt": "p"}}
+	res, err := h.route(context.Background(), "strand.map", map[string]any{"items": items, "wait_ms": int64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.(map[string]any)["items"].([]any)
+	first, second := got[0].(map[string]any), got[1].(map[string]any)
+	if first["code"] != "" || first["state"] != string(agent.Running) || first["purpose"] != "one" {
+		t.Errorf("first item: %v", first)
+	}
+	if second["code"] != string(agent.CodeFanOut) || second["purpose"] != "two" || second["message"] == "" {
+		t.Errorf("second item: %v", second)
+	}
+	many := make([]any, MaxMapItems+1)
+	for i := range many {
+		many[i] = map[string]any{"purpose": "x", "prompt": "p"}
+	}
+	var ce *CapError
+	if _, err := h.route(context.Background(), "strand.map", map[string]any{"items": many}); !errors.As(err, &ce) || ce.Code != CodeInvalidCapabilityArguments {
+		t.Errorf("%d items: %v", len(many), err)
+	}
+}
+
+// TestNoteValuesAreBounded: a note value past agent.MaxNoteBytes, or not
+// JSON, is refused before the Agency is asked and counts against no
+// ceiling; one at the bound is written.
+func TestNoteValuesAreBounded(t *testing.T) {
+	t.Parallel()
+	agency := agent.NewAgency(agent.RunnerFunc(func(context.Context, agent.Turn) (string, error) { return "", nil }), agent.Options{})
+	t.Cleanup(func() { agency.Close() })
+	reg, err := tool.NewRegistry(agent.Tools(agency)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main", OpID: "op", StepID: "step"}, reg: reg, agency: agency}
+	at := []byte(`"` + strings.Repeat("x", agent.MaxNoteBytes-2) + `"`)
+	var ce *CapError
+	for _, c := range []struct {
+		key   string
+		value []byte
+		code  tool.Code
+	}{
+		{"big", append(at, ' '), agent.CodeNoteTooLarge},
+		{"prose", []byte("not json"), agent.CodeNoteTooLarge},
+		{"at", at, ""},
+	} {
+		_, err := h.route(context.Background(), "notes.put", map[string]any{"key": c.key, "value": c.value})
+		switch {
+		case c.code == "" && err != nil:
+			t.Errorf("%s: %v", c.key, err)
+		case c.code != "" && (!errors.As(err, &ce) || ce.Code != c.code):
+			t.Errorf("%s: %v, want %s", c.key, err, c.code)
+		}
+	}
+	if n := h.adm.n[admitNoteWrite]; n != 1 {
+		t.Errorf("%d writes admitted, want 1", n)
+	}
+}
