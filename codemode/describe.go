@@ -17,8 +17,10 @@ import (
 
 // MaxDescribedAPIBytes bounds DescribeSeam's rendering of the workspace
 // seam. The code_mode tool's description and schema together stay within
-// 8 KiB; its own prose takes about 3 KiB, so the rendered API gets 4.5 KiB.
-// A test holds WorkspaceSeam's rendering within it.
+// MaxSurfaceBytes; with one seam its own prose takes about 3 KiB, so the
+// rendered API gets 4.5 KiB. A test holds WorkspaceSeam's rendering within
+// it; a host serving both seams renders their packages once each, held by
+// the surface bound alone.
 const MaxDescribedAPIBytes = 4608
 
 // DescribeSeam renders the public surface of every capability package s

@@ -587,3 +587,29 @@ func TestNoteValuesAreBounded(t *testing.T) {
 		t.Errorf("%d writes admitted, want 1", n)
 	}
 }
+
+// TestPointersNameTheAgentPackages: a build error or a failed call in
+// cap/strand or cap/notes points at that package's documented API; a
+// ceiling, which reading the API does not lift, points nowhere.
+func TestPointersNameTheAgentPackages(t *testing.T) {
+	t.Parallel()
+	if got := pointerFromText("./main.go:9:9: undefined: strand.Spwn"); got != pointer("strand") {
+		t.Errorf("build error pointer %q", got)
+	}
+	failed := func(cap string, code tool.Code) CallRecord {
+		return CallRecord{Calls: []CallEntry{{Cap: cap, Status: CallFailed, Code: code}}}
+	}
+	for _, c := range []struct {
+		rec  CallRecord
+		want string
+	}{
+		{failed("notes.put", agent.CodeNoteExists), pointer("notes")},
+		{failed("strand.wait", agent.CodeUnknownHandle), pointer("strand")},
+		{failed("strand.spawn", CodeSpawnCeiling), ""},
+		{failed("notes.get", CodeAdmissionCeiling), ""},
+	} {
+		if got := pointerFromRecord(c.rec); got != c.want {
+			t.Errorf("%s %s: pointer %q, want %q", c.rec.Calls[0].Cap, c.rec.Calls[0].Code, got, c.want)
+		}
+	}
+}

@@ -110,8 +110,9 @@ func Capabilities() []string {
 		"strand.spawn", "strand.send", "strand.wait", "strand.note", "strand.notes", "strand.roster", "strand.map")
 }
 
-// WorkspaceCapabilities lists every capability the workspace seam
-// serves, as a cap_call names it.
+// WorkspaceCapabilities lists the capabilities of the workspace seam's
+// own packages, as a cap_call names them (cap/notes', which the
+// orchestration seam shares, are in Capabilities).
 func WorkspaceCapabilities() []string {
 	return []string{"fs.read", "fs.list", "fs.write", "fs.edit", "search.glob", "search.grep", "proc.run",
 		"kv.get", "kv.set", "kv.delete", "report.emit", "job.start", "job.poll", "job.list", "job.send", "job.kill"}

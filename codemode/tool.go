@@ -315,7 +315,7 @@ func sandboxLine(build, run *broker.Enforcement) string {
 
 // capPackageRef matches a qualified use of a capability package in a
 // compiler diagnostic ("undefined: fs.ReadFile").
-var capPackageRef = regexp.MustCompile(`\b(fs|search|proc|kv|report|job)\.[A-Z]`)
+var capPackageRef = regexp.MustCompile(`\b(fs|search|proc|kv|report|job|notes|strand)\.[A-Z]`)
 
 func pointerFromText(diag string) string {
 	if m := capPackageRef.FindStringSubmatch(diag); m != nil {
@@ -326,9 +326,9 @@ func pointerFromText(diag string) string {
 
 func pointerFromRecord(r CallRecord) string {
 	for _, e := range r.Calls {
-		if e.Status == CallFailed && e.Code != CodeAdmissionCeiling {
+		if e.Status == CallFailed && e.Code != CodeAdmissionCeiling && e.Code != CodeSpawnCeiling {
 			pkg, _, _ := strings.Cut(e.Cap, ".")
-			if slices.Contains([]string{"fs", "search", "proc", "kv", "report", "job"}, pkg) {
+			if slices.Contains([]string{"fs", "search", "proc", "kv", "report", "job", "notes", "strand"}, pkg) {
 				return pointer(pkg)
 			}
 		}
