@@ -509,7 +509,8 @@ func TestStrandSendAndRoster(t *testing.T) {
 // running, the second item is that fan-out refusal, while the first is
 // its child's (not yet ready) outcome; a map of more than MaxMapItems
 // items (which one wait must join: at most agent.MaxWaitHandles) is
-// refused whole.
+// refused whole. The host has no broker, no job plane and no process
+// runner: strand.* reaches none of them.
 func TestStrandMapReportsEachItem(t *testing.T) {
 	t.Parallel()
 	if MaxMapItems > agent.MaxWaitHandles {
