@@ -97,9 +97,9 @@ func (e *Engine) agentBoundsText() string {
 		if spawns <= 0 {
 			spawns = DefaultSpawnCeiling
 		}
-		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s (strand's and notes' together); a wait at most %d s. ", spawns, MaxMapItems, MaxSends, notes, int(MaxStrandWait.Seconds()))
+		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s (strand's and notes' together); a wait at most %d s. Each strand and notes call needs the agent_ tool it stands for. ", spawns, MaxMapItems, MaxSends, notes, int(MaxStrandWait.Seconds()))
 	case slices.Contains(union, "cap/notes"):
-		return "Per run: " + notes + ". "
+		return "Per run: " + notes + "; notes calls need agent_note or agent_notes. "
 	}
 	return ""
 }
