@@ -142,21 +142,33 @@ func (e *Engine) Build(ctx context.Context, p *Program) (*Binary, error) {
 // unavailable, a broker refusal); how the program ended is in the
 // RunResult.
 func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration) (*RunResult, error) {
-	if within <= 0 {
-		within = DefaultWithin
-	}
-	within = min(within, MaxWithin)
+	return e.run(ctx, c, bin, within, nil)
+}
+
+// run is Run under the permit composePermissions settled (nil: no
+// permissions declared); c's Grants are the permit's.
+func (e *Engine) run(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, pm *permit) (*RunResult, error) {
+	within = effectiveWithin(within)
 	if c.Broker == nil {
 		c = withBroker(c, e.opts.Broker)
 	}
 	served := *c
 	served.RaiseRefusal = nil
-	h := &seamHost{call: &served, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner()}
+	h := &seamHost{call: &served, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner(pm.roots()), permit: pm}
 	res, err := runProgram(ctx, &served, bin, within, h)
 	if res != nil {
 		res.lastFailure, res.lastStderr, _ = h.proc.last.get()
 	}
 	return res, err
+}
+
+// effectiveWithin is a run's wall deadline for within: DefaultWithin for
+// 0, at most MaxWithin.
+func effectiveWithin(within time.Duration) time.Duration {
+	if within <= 0 {
+		within = DefaultWithin
+	}
+	return min(within, MaxWithin)
 }
 
 func withBroker(c *tool.Call, b *broker.Broker) *tool.Call {
@@ -170,13 +182,35 @@ type Execution struct {
 	Program *Program
 	Binary  *Binary
 	Run     *RunResult
+	// Widening is which grants the program's capability calls carried,
+	// or which way none did (see ExecuteWith).
+	Widening Widening
 }
 
-// Execute vets, builds and runs src on c's authority. The error is a
-// refusal at one stage: a *VetError, a *BuildError, a *BuilderError, or
-// Run's refusal; Execution then holds what the earlier stages produced.
+// Execute vets, builds and runs src on c's authority, declaring no
+// permissions (ExecuteWith with nil). The error is a refusal at one
+// stage: a *VetError, a *BuildError, a *BuilderError, or Run's refusal;
+// Execution then holds what the earlier stages produced.
 func (e *Engine) Execute(ctx context.Context, c *tool.Call, src []byte, within time.Duration) (*Execution, error) {
+	return e.ExecuteWith(ctx, c, src, within, nil)
+}
+
+// ExecuteWith is Execute for a call declaring perm. perm is checked
+// before vetting (a wall_s other than 0, or a sub-agent's wall_s, is
+// refused with nothing asked) and composed after the build and before the
+// program starts, a shortfall raised through c.Raise at most once; on a
+// resume the program starts once with the grants, and a refusal that
+// still stands is a *CapError with nothing run. The grants act only on
+// the program's capability calls; a refusal one of them meets is
+// answered in band and never raised. Execution.Widening says how the
+// grants came out, whatever the error.
+func (e *Engine) ExecuteWith(ctx context.Context, c *tool.Call, src []byte, within time.Duration, perm *Permissions) (*Execution, error) {
 	x := &Execution{}
+	pm := &permit{perm: perm, grants: c.Grants}
+	defer func() { x.Widening = pm.widening(x.Run != nil) }()
+	if err := checkPermissions(c.Strand, perm); err != nil {
+		return x, err
+	}
 	p, err := e.Vet(src)
 	if err != nil {
 		return x, err
@@ -187,7 +221,16 @@ func (e *Engine) Execute(ctx context.Context, c *tool.Call, src []byte, within t
 		return x, err
 	}
 	x.Binary = bin
-	res, err := e.Run(ctx, c, bin, within)
+	within = effectiveWithin(within)
+	if c.Broker == nil {
+		c = withBroker(c, e.opts.Broker)
+	}
+	if pm, err = composePermissions(ctx, c, perm, within); err != nil {
+		return x, err
+	}
+	served := *c
+	served.Grants = pm.grants
+	res, err := e.run(ctx, &served, bin, within, pm)
 	x.Run = res
 	return x, err
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -27,6 +28,7 @@ type codeModeArgs struct {
 	Program     string       `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
 	ProgramPath string       `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
 	WithinMs    withinMillis `json:"within_ms,omitempty"`
+	Permissions *Permissions `json:"permissions,omitempty" jsonschema:"as bash's, for the program's calls; asked once before it starts"`
 }
 
 type withinMillis int64
@@ -59,6 +61,9 @@ type Details struct {
 	RunMs    int64 `json:"run_ms,omitempty"`
 	// Fault says why the channel was ended.
 	Fault string `json:"fault,omitempty"`
+	// Grants is which grants the program's capability calls composed, or
+	// which way none did: beside the enforcement reports, never inside.
+	Grants Widening `json:"grants"`
 }
 
 // Tool returns the code_mode tool: run one program through vet, build
@@ -71,9 +76,9 @@ func (e *Engine) Tool() tool.Tool {
 		PromptSnippet: "code_mode: run one Go program that does a whole batch of reads, searches, edits and commands",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Exclusive,
-	}, e.runTool, tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
+	}, e.runTool, append(job.PermissionsSchemas(), tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
 		Type: "integer", Description: fmt.Sprintf("wall deadline of the run, default %d, at most %d; each capability call at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds(), MaxCallTimeout.Milliseconds()),
-	}})
+	}})...)
 }
 
 func (e *Engine) description() string {
@@ -120,7 +125,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 		within = MaxWithin
 	}
 	start := time.Now()
-	x, err := e.Execute(ctx, c, src, within)
+	x, err := e.ExecuteWith(ctx, c, src, within, a.Permissions)
 	return render(x, err, notes, time.Since(start))
 }
 
@@ -157,6 +162,9 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	for _, n := range notes {
 		b.WriteString(n + "\n")
 	}
+	if x != nil {
+		d.Grants = x.Widening
+	}
 	if x != nil && x.Binary != nil {
 		bin := x.Binary
 		d.Edits, d.Cached, d.WaitedMs = bin.Edits, bin.Cached, bin.Waited.Milliseconds()
@@ -175,9 +183,15 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 			if p := pointerFromText(be.Diagnostics); p != "" {
 				b.WriteString(p + "\n")
 			}
+			if x != nil && x.Widening.State != GrantsNone {
+				b.WriteString(x.Widening.String() + "\n")
+			}
 			return failed(code, &b, d)
 		}
 		b.WriteString(err.Error())
+		if x != nil && x.Widening.State != GrantsNone {
+			b.WriteString("\n" + x.Widening.String())
+		}
 		return failed(code, &b, d)
 	}
 	r := x.Run
@@ -210,6 +224,7 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	}
 	fmt.Fprintf(&b, "%s\n", recordLine(r.Record))
 	b.WriteString(sandboxLine(d.Build, d.Run) + "\n")
+	b.WriteString(x.Widening.String() + "\n")
 	if p := pointerFromRecord(r.Record); p != "" {
 		b.WriteString(p + "\n")
 	}
