@@ -111,7 +111,7 @@ func TestApprovedWritableRootActsOnCapabilityCallsOnly(t *testing.T) {
 
 	esc := &escalation{answer: approveAll}
 	src := writeProgram(writeBoth("", granted, "a.txt"), writeBoth("other ", other, "b.txt"))
-	o, d := s.dispatchCtx(t, context.Background(), esc, map[string]any{"program": src, "permissions": map[string]any{"writable_roots": []string{granted}}})
+	o, d := s.dispatchCtx(t, context.Background(), esc, map[string]any{"program": src, "permissions": map[string]any{"writable_roots": []string{granted}, "network": "full"}})
 	if o.IsError {
 		t.Fatalf("%s: %s", o.Code, o.Text)
 	}
@@ -136,7 +136,7 @@ func TestApprovedWritableRootActsOnCapabilityCallsOnly(t *testing.T) {
 	if n := esc.raised.Load(); n != 1 {
 		t.Errorf("raised %d times; want once for the whole execution", n)
 	}
-	want := Widening{State: GrantsComposed, Grants: []broker.Grant{{Kind: broker.GrantWritableRoot, Path: granted}}, Asked: true}
+	want := Widening{State: GrantsComposed, Grants: []broker.Grant{{Kind: broker.GrantWritableRoot, Path: granted}, {Kind: broker.GrantNetwork}}, Asked: true}
 	if diff := cmp.Diff(want, d.Grants); diff != "" {
 		t.Errorf("Details.Grants (-want +got):\n%s", diff)
 	}
@@ -251,6 +251,9 @@ func TestGrantsValue(t *testing.T) {
 				esc = &escalation{answer: c.answer(cancel)}
 			}
 			o, d := s.dispatchCtx(t, ctx, esc, c.args)
+			if esc != nil && esc.raised.Load() != 1 {
+				t.Errorf("raised %d times; a refusal after the resume stands in band, never raised again", esc.raised.Load())
+			}
 			if diff := cmp.Diff(c.want, d.Grants); diff != "" {
 				t.Errorf("Details.Grants (-want +got):\n%s\n%s", diff, o.Text)
 			}
@@ -283,6 +286,7 @@ func TestSessionJobFromProgram(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		strand  string
+		wallMs  int
 		args    map[string]any
 		answer  func(tool.RaisedRefusal) tool.Escalation
 		raised  int32
@@ -290,23 +294,29 @@ func TestSessionJobFromProgram(t *testing.T) {
 		says    string
 		started bool
 	}{
-		{name: "undeclared", strand: "main", args: map[string]any{"program": start}, answer: approveAll,
+		{name: "undeclared", strand: "main", wallMs: 120_000, args: map[string]any{"program": start}, answer: approveAll,
 			says: "refused: " + string(broker.DenialRequirementsNotCovered)},
-		{name: "declined", strand: "main", args: map[string]any{"program": start, "permissions": wall}, answer: decline, raised: 1,
+		// Without a wall in the session policy bash would start it; a
+		// program still needs the call to have declared it.
+		{name: "undeclared_no_wall", strand: "main", args: map[string]any{"program": start}, answer: approveAll,
+			says: "refused: " + string(broker.DenialRequirementsNotCovered)},
+		{name: "declined", strand: "main", wallMs: 120_000, args: map[string]any{"program": start, "permissions": wall}, answer: decline, raised: 1,
 			code: tool.Code(broker.DenialRequirementsNotCovered), says: "wall"},
-		{name: "approved", strand: "main", args: map[string]any{"program": start, "permissions": wall}, answer: approveAll, raised: 1,
+		{name: "approved", strand: "main", wallMs: 120_000, args: map[string]any{"program": start, "permissions": wall}, answer: approveAll, raised: 1,
 			says: "started: ", started: true},
-		{name: "sub_agent_declared", strand: "sub:main/helper-0123456789abcdef", args: map[string]any{"program": start, "permissions": wall}, answer: approveAll,
+		{name: "declared_no_wall", strand: "main", args: map[string]any{"program": start, "permissions": wall}, answer: approveAll,
+			says: "started: ", started: true},
+		{name: "sub_agent_declared", strand: "sub:main/helper-0123456789abcdef", wallMs: 120_000, args: map[string]any{"program": start, "permissions": wall}, answer: approveAll,
 			code: job.CodeLifetimeRefused, says: "sub-agent"},
-		{name: "sub_agent_undeclared", strand: "sub:main/helper-0123456789abcdef", args: map[string]any{"program": start}, answer: approveAll,
+		{name: "sub_agent_undeclared", strand: "sub:main/helper-0123456789abcdef", wallMs: 120_000, args: map[string]any{"program": start}, answer: approveAll,
 			says: "refused: " + string(job.CodeLifetimeRefused)},
-		{name: "wall_s_not_zero", strand: "main", args: map[string]any{"program": start, "permissions": map[string]any{"wall_s": 60}}, answer: approveAll,
+		{name: "wall_s_not_zero", strand: "main", wallMs: 120_000, args: map[string]any{"program": start, "permissions": map[string]any{"wall_s": 60}}, answer: approveAll,
 			code: tool.CodeInvalidArguments, says: "only 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			s := newSession(t, nil)
-			s.call.Base.WallMs = 120_000
+			s.call.Base.WallMs = c.wallMs
 			s.call.Strand = c.strand
 			esc := &escalation{answer: c.answer}
 			o, d := s.dispatchCtx(t, context.Background(), esc, c.args)
@@ -330,13 +340,52 @@ func TestSessionJobFromProgram(t *testing.T) {
 			if r.Lifetime != job.LifetimeSession || !r.Deadline.IsZero() {
 				t.Errorf("job %+v: want a session lifetime, no deadline", r)
 			}
-			want := []broker.Grant{{Kind: broker.GrantWall}}
-			if diff := cmp.Diff(want, d.Grants.Grants); diff != "" || d.Grants.State != GrantsComposed {
-				t.Errorf("grants %+v", d.Grants)
+			want := Widening{State: GrantsNone}
+			if c.wallMs > 0 {
+				want = Widening{State: GrantsComposed, Grants: []broker.Grant{{Kind: broker.GrantWall}}, Asked: true}
+			}
+			if diff := cmp.Diff(want, d.Grants); diff != "" {
+				t.Errorf("Details.Grants (-want +got):\n%s", diff)
 			}
 			if _, err := s.jobs.Kill(context.Background(), job.OwnerOf(s.call), r.ID); err != nil {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestProgramRefusalsAreNeverRaised: a refusal a capability call meets
+// while the program runs is answered to the program in band, even where
+// the same call through bash would raise it (job.start under a session
+// policy that does not give bash's scratch directory), and never reaches
+// the escalation plane.
+func TestProgramRefusalsAreNeverRaised(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	s.call.Base.WritableRoots = []string{s.ws}
+	esc := &escalation{answer: approveAll}
+	src := mainWith([]string{"cap/job", "cap/proc", "context", "fmt"}, `ctx := context.Background()
+	if _, err := job.Start(ctx, "true", ""); err != nil {
+		fmt.Println("job:", err.(*job.Error).Code)
+	}
+	if _, err := proc.Run(ctx, proc.Cmd{Argv: []string{"true"}}); err != nil {
+		fmt.Println("proc:", err.(*proc.Error).Code)
+	}`)
+	o, _ := s.dispatchCtx(t, context.Background(), esc, map[string]any{"program": src})
+	for _, want := range []string{"job: " + string(broker.DenialRequirementsNotCovered), "proc: " + string(broker.DenialRequirementsNotCovered)} {
+		if !strings.Contains(o.Text, want) {
+			t.Errorf("the answer lacks %q:\n%s", want, o.Text)
+		}
+	}
+	if n := esc.raised.Load(); n != 0 {
+		t.Errorf("a running program's refusals were raised %d times", n)
+	}
+	// The control: bash itself raises the same shortfall.
+	bash := job.BashTool(s.jobs)
+	c := *s.call
+	c.RaiseRefusal = esc.raise
+	bash.Run(context.Background(), &c, json.RawMessage(`{"command":"true","mode":"background"}`))
+	if n := esc.raised.Load(); n != 1 {
+		t.Errorf("bash raised %d times; the control expects once", n)
 	}
 }
