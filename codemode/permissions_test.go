@@ -389,3 +389,40 @@ func TestProgramRefusalsAreNeverRaised(t *testing.T) {
 		t.Errorf("bash raised %d times; the control expects once", n)
 	}
 }
+
+// TestPermissionsInTheSurface: code_mode's schema takes bash's
+// permissions (the same properties, the network enum) plus wall_s, and
+// its description says where more access comes from.
+func TestPermissionsInTheSurface(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	tl := s.eng.Tool()
+	var schema struct {
+		Properties map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(tl.Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	var bashSchema struct {
+		Properties map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(job.BashTool(s.jobs).Schema, &bashSchema); err != nil {
+		t.Fatal(err)
+	}
+	got, bash := schema.Properties["permissions"].Properties, bashSchema.Properties["permissions"].Properties
+	if len(bash) == 0 || len(got) != len(bash)+1 || got["wall_s"] == nil {
+		t.Fatalf("code_mode permissions %v; bash's %v", got, bash)
+	}
+	for k, v := range bash {
+		if string(got[k]) != string(v) {
+			t.Errorf("permissions.%s is %s in code_mode, %s in bash", k, got[k], v)
+		}
+	}
+	if !strings.Contains(tl.Description, "permissions") {
+		t.Error("the description does not say where more access comes from")
+	}
+}

@@ -28,7 +28,7 @@ type codeModeArgs struct {
 	Program     string       `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
 	ProgramPath string       `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
 	WithinMs    withinMillis `json:"within_ms,omitempty"`
-	Permissions *Permissions `json:"permissions,omitempty" jsonschema:"as bash's, for the program's calls; asked once before it starts"`
+	Permissions *Permissions `json:"permissions,omitempty" jsonschema:"as bash's, for the program's calls only"`
 }
 
 type withinMillis int64
@@ -89,7 +89,7 @@ func (e *Engine) description() string {
 	var b strings.Builder
 	b.WriteString("Run one Go program instead of many tool calls: any batch of reads, searches, edits and checks you can list, and the first round of an investigation. " +
 		"The program is one file, package main with func main(). It is vetted, built offline and run in a jail with no files, network or processes of its own: " +
-		"it reaches the workspace only through the cap packages, on your authority (writing needs fs_write or fs_edit, commands and jobs need bash). " +
+		"it reaches the workspace only through the cap packages, on your authority (writing needs fs_write or fs_edit, commands and jobs need bash; more access: permissions, asked once before it starts). " +
 		"What it prints to stdout is the result; a panic is a failure showing its stderr (println writes there). ")
 	fmt.Fprintf(&b, "Past %d KiB the answer shows stdout's head and tail and where the rest is kept; past %d MiB of output the run is stopped. ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
 	fmt.Fprintf(&b, "Capability calls are safe from goroutines (at most %d unanswered at once), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
