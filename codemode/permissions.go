@@ -58,8 +58,8 @@ const (
 type Widening struct {
 	State WideningState `json:"state"`
 	// Grants are the grants composed (GrantsComposed), carried and never
-	// reached (GrantsUnreached), or approved and still short
-	// (GrantsSpent).
+	// reached (GrantsUnreached), or carried when the composition still
+	// fell short after the approval (GrantsSpent).
 	Grants []broker.Grant `json:"grants,omitempty"`
 	// Asked says the shortfall was raised to the host's escalation
 	// plane (at most once per execution).
@@ -82,7 +82,7 @@ func (w Widening) String() string {
 		if len(w.Grants) == 0 {
 			return "grants: none (the approval was asked and not given; the program did not start)"
 		}
-		return "grants: none composed (the approval gave " + list() + ", which does not cover the permissions; the program did not start)"
+		return "grants: none composed (with " + list() + " the permissions are still not covered; the program did not start)"
 	case GrantsUnreached:
 		return "grants: " + list() + " carried and never reached (the program did not start)"
 	}

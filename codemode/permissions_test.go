@@ -233,7 +233,7 @@ func TestGrantsValue(t *testing.T) {
 					return tool.Escalation{Resume: true, Grants: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/nonexistent-elsewhere"}}}
 				}
 			},
-			want: Widening{State: GrantsSpent, Grants: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/nonexistent-elsewhere"}}, Asked: true}, line: "does not cover"},
+			want: Widening{State: GrantsSpent, Grants: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/nonexistent-elsewhere"}}, Asked: true}, line: "still not covered"},
 		{name: "unreached", args: map[string]any{"program": prog, "permissions": perm},
 			answer: func(cancel context.CancelFunc) func(tool.RaisedRefusal) tool.Escalation {
 				// The approval arrives as the host's call ends: the grants
