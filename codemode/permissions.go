@@ -164,7 +164,7 @@ func composePermissions(ctx context.Context, c *tool.Call, p *Permissions, withi
 	if err != nil {
 		return pm, err
 	}
-	if d != nil && d.Code == broker.DenialRequirementsNotCovered {
+	if grantable(d) {
 		pm.asked = c.RaiseRefusal != nil
 		esc := c.Raise(ctx, tool.RaisedRefusal{Tool: ToolName, Denial: d, Deadline: c.Clock().Add(within)})
 		if esc.Resume {
@@ -180,7 +180,7 @@ func composePermissions(ctx context.Context, c *tool.Call, p *Permissions, withi
 	pm.refused = pm.asked
 	msg := "the program was not started: " + d.Explain()
 	switch {
-	case d.Code != broker.DenialRequirementsNotCovered:
+	case !grantable(d):
 		msg += " No approval can cover this; change the permissions."
 	case pm.asked:
 		msg += " The operator did not approve it for this call, so nothing ran; do without it, or ask the user."
@@ -188,6 +188,11 @@ func composePermissions(ctx context.Context, c *tool.Call, p *Permissions, withi
 		msg += " This host has no one to approve it, so nothing ran; do without it, or ask the user to widen the session."
 	}
 	return pm, &CapError{Code: tool.Code(d.Code), Message: msg}
+}
+
+// grantable says an approval could cover d: a shortfall wanting grants.
+func grantable(d *broker.Denial) bool {
+	return d != nil && d.Code == broker.DenialRequirementsNotCovered && len(d.Wanted) > 0
 }
 
 // shortfall is the denial p meets on c under grants, or nil when they

@@ -426,3 +426,27 @@ func TestPermissionsInTheSurface(t *testing.T) {
 		t.Error("the description does not say where more access comes from")
 	}
 }
+
+// TestUngrantablePermissionsAreNotRaised: permissions no grant can cover
+// (a writable root under a protected entry) are refused before the
+// program starts without asking anyone.
+func TestUngrantablePermissionsAreNotRaised(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	esc := &escalation{answer: approveAll}
+	hooks := filepath.Join(s.ws, ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, d := s.dispatchCtx(t, context.Background(), esc, map[string]any{"program": mainWith([]string{"fmt"}, `fmt.Println("ran")`),
+		"permissions": map[string]any{"writable_roots": []string{hooks}}})
+	if !o.IsError || !strings.Contains(o.Text, "No approval can cover this") || d.Run != nil {
+		t.Fatalf("%s: %s", o.Code, o.Text)
+	}
+	if n := esc.raised.Load(); n != 0 {
+		t.Errorf("raised %d times", n)
+	}
+	if d.Grants.State != GrantsNone || d.Grants.Asked {
+		t.Errorf("grants %+v", d.Grants)
+	}
+}
