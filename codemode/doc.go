@@ -77,6 +77,21 @@
 // in band and never raised to the host's escalation plane; nothing a
 // program does widens a grant.
 //
+// # Approvals
+//
+// A code_mode call may declare permissions (Permissions: bash's
+// readable_roots, writable_roots and network, plus wall_s 0 for
+// job.StartForSession). They are composed as bash composes them after the
+// build and before the program starts; a shortfall is raised through
+// tool.Call.Raise at most once for the whole execution, and on a resume
+// the program starts once with the grants (nothing ran before, so nothing
+// is replayed). The grants act only on the program's capability calls:
+// proc.run's policy, the roots fs.* reaches, job.start; the build and
+// the run jail are never widened. Execution.Widening (Details.Grants)
+// says which grants composed, or which way none did, beside the
+// enforcement reports and never inside them. A sub-agent may not declare
+// wall_s.
+//
 // # What it does not own
 //
 // The jail itself (package broker), the file tools' path rules (package

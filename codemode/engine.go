@@ -207,16 +207,19 @@ func (e *Engine) Build(ctx context.Context, p *Program) (*Binary, error) {
 // unavailable, a broker refusal); how the program ended is in the
 // RunResult.
 func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration) (*RunResult, error) {
-	if within <= 0 {
-		within = DefaultWithin
-	}
-	within = min(within, MaxWithin)
+	return e.run(ctx, c, bin, within, nil)
+}
+
+// run is Run under the permit composePermissions settled (nil: no
+// permissions declared); c's Grants are the permit's.
+func (e *Engine) run(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, pm *permit) (*RunResult, error) {
+	within = effectiveWithin(within)
 	if c.Broker == nil {
 		c = withBroker(c, e.opts.Broker)
 	}
 	served := *c
 	served.RaiseRefusal = nil
-	h := e.newSeamHost(&served, bin.Seam)
+	h := e.newSeamHost(&served, bin.Seam, pm)
 	res, err := runProgram(ctx, &served, bin, within, h)
 	if res != nil {
 		res.lastFailure, res.lastStderr, _ = h.proc.last.get()
@@ -224,10 +227,20 @@ func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time
 	return res, err
 }
 
-// newSeamHost is the host of one execution on seam, for call c.
-func (e *Engine) newSeamHost(c *tool.Call, seam Seam) *seamHost {
-	return &seamHost{seam: seam, call: c, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner(),
-		agency: e.opts.Agency, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
+// newSeamHost is the host of one execution on seam, for call c, under
+// the permit composePermissions settled (nil: no permissions declared).
+func (e *Engine) newSeamHost(c *tool.Call, seam Seam, pm *permit) *seamHost {
+	return &seamHost{seam: seam, call: c, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner(pm.roots()),
+		permit: pm, agency: e.opts.Agency, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
+}
+
+// effectiveWithin is a run's wall deadline for within: DefaultWithin for
+// 0, at most MaxWithin.
+func effectiveWithin(within time.Duration) time.Duration {
+	if within <= 0 {
+		within = DefaultWithin
+	}
+	return min(within, MaxWithin)
 }
 
 func withBroker(c *tool.Call, b *broker.Broker) *tool.Call {
@@ -241,21 +254,49 @@ type Execution struct {
 	Program *Program
 	Binary  *Binary
 	Run     *RunResult
+	// Widening is which grants the program's capability calls carried,
+	// or which way none did (see Execute).
+	Widening Widening
 }
 
-// Execute vets, builds and runs src on c's authority, on the default
-// seam. The error is a refusal at one stage: a *VetError, a *BuildError,
-// a *BuilderError, or Run's refusal; Execution then holds what the
-// earlier stages produced.
-func (e *Engine) Execute(ctx context.Context, c *tool.Call, src []byte, within time.Duration) (*Execution, error) {
-	return e.ExecuteOn(ctx, c, "", src, within)
+// Request is one program as a call submits it. Only Source is required.
+type Request struct {
+	// Source is the program: one Go file, package main.
+	Source []byte
+	// Seam names the served seam the program is vetted and served on
+	// (see Engine.Seams); "" is the default, an unserved name is refused
+	// with CodeUnknownSeam before vetting.
+	Seam string
+	// Within is the run's wall deadline: 0 means DefaultWithin, more than
+	// MaxWithin is clamped to it.
+	Within time.Duration
+	// Permissions, when non-nil, are what the call declares for the
+	// program's capability calls, as bash's permissions are (see Execute).
+	Permissions *Permissions
 }
 
-// ExecuteOn is Execute on the served seam called seam ("" is the
-// default); an unserved name is refused before vetting (see VetOn).
-func (e *Engine) ExecuteOn(ctx context.Context, c *tool.Call, seam string, src []byte, within time.Duration) (*Execution, error) {
+// Execute vets, builds and runs r.Source on c's authority. The error is
+// a refusal at one stage: a *VetError, a *BuildError, a *BuilderError,
+// or Run's refusal; Execution then holds what the earlier stages
+// produced.
+//
+// r.Permissions are checked before vetting (a wall_s other than 0, or a
+// sub-agent's wall_s, is refused with nothing asked) and composed after
+// the build and before the program starts, a shortfall raised through
+// c.Raise at most once; on a resume the program starts once with the
+// grants, and a refusal that still stands is a *CapError with nothing
+// run. The grants act only on the program's capability calls; a refusal
+// one of them meets is answered in band and never raised.
+// Execution.Widening says how the grants came out, whatever the error.
+func (e *Engine) Execute(ctx context.Context, c *tool.Call, r Request) (*Execution, error) {
 	x := &Execution{}
-	p, err := e.VetOn(src, seam)
+	perm, within := r.Permissions, r.Within
+	pm := &permit{perm: perm, grants: c.Grants}
+	defer func() { x.Widening = pm.widening(x.Run != nil) }()
+	if err := checkPermissions(c.Strand, perm); err != nil {
+		return x, err
+	}
+	p, err := e.VetOn(r.Source, r.Seam)
 	if err != nil {
 		return x, err
 	}
@@ -265,7 +306,16 @@ func (e *Engine) ExecuteOn(ctx context.Context, c *tool.Call, seam string, src [
 		return x, err
 	}
 	x.Binary = bin
-	res, err := e.Run(ctx, c, bin, within)
+	within = effectiveWithin(within)
+	if c.Broker == nil {
+		c = withBroker(c, e.opts.Broker)
+	}
+	if pm, err = composePermissions(ctx, c, perm, within); err != nil {
+		return x, err
+	}
+	served := *c
+	served.Grants = pm.grants
+	res, err := e.run(ctx, &served, bin, within, pm)
 	x.Run = res
 	return x, err
 }

@@ -22,7 +22,7 @@ func BenchmarkPipeline(b *testing.B) {
 	goBuild := bareGoBuild(b, bl.tc)
 	ours := func(src string) time.Duration {
 		start := time.Now()
-		x, err := s.eng.Execute(b.Context(), s.call, []byte(src), 0)
+		x, err := s.eng.Execute(b.Context(), s.call, Request{Source: []byte(src)})
 		if err != nil || x.Run.Code != "" || x.Binary.Cached {
 			b.Fatalf("the pipeline failed: %v %+v", err, x)
 		}
@@ -78,7 +78,7 @@ func BenchmarkCapabilityRoundTrip(b *testing.B) {
 		b.Run(fmt.Sprint("callers=", callers), func(b *testing.B) {
 			var p50s, rates []time.Duration
 			for b.Loop() {
-				x, err := s.eng.Execute(b.Context(), s.call, []byte(roundTripProgram(callers, 20000/callers)), 0)
+				x, err := s.eng.Execute(b.Context(), s.call, Request{Source: []byte(roundTripProgram(callers, 20000/callers))})
 				if err != nil || x.Run.Code != "" {
 					b.Fatalf("%v %+v", err, x.Run)
 				}

@@ -76,7 +76,7 @@ func TestRunJailHoldsAnUnvettedProgram(t *testing.T) {
 // arguments (a vetted program has none).
 func (s *session) runArgs(t *testing.T, bin *Binary, args []string) *RunResult {
 	t.Helper()
-	h := s.eng.newSeamHost(s.call, WorkspaceSeam())
+	h := s.eng.newSeamHost(s.call, WorkspaceSeam(), nil)
 	res, err := runProgramArgs(context.Background(), s.call, bin, 30*time.Second, h, args)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestHostileChannelsEndTheExecution(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
-			h := s.eng.newSeamHost(s.call, WorkspaceSeam())
+			h := s.eng.newSeamHost(s.call, WorkspaceSeam(), nil)
 			start := time.Now()
 			res, err := runProgramArgs(context.Background(), s.call, bin, 3*time.Second, h, []string{c.mode})
 			if err != nil {

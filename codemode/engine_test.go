@@ -111,7 +111,7 @@ func (s *session) exec(t *testing.T, src string, within time.Duration) (*Executi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	return s.eng.Execute(ctx, s.call, []byte(src), within)
+	return s.eng.Execute(ctx, s.call, Request{Source: []byte(src), Within: within})
 }
 
 // mustRun runs src and fails unless it ran to a clean exit.

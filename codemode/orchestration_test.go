@@ -71,7 +71,7 @@ func (s *session) execOn(t *testing.T, seam, src string) *RunResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	x, err := s.eng.ExecuteOn(ctx, s.call, seam, []byte(src), 0)
+	x, err := s.eng.Execute(ctx, s.call, Request{Source: []byte(src), Seam: seam})
 	if err != nil {
 		t.Fatalf("the program did not run: %v\n%s", err, src)
 	}
@@ -169,13 +169,13 @@ func TestRouterServesOnlyTheSeamsPackages(t *testing.T) {
 	t.Parallel()
 	s, _ := newAgentSession(t, agent.Options{}, 0)
 	ctx := context.Background()
-	orch := s.eng.newSeamHost(s.call, OrchestrationSeam())
+	orch := s.eng.newSeamHost(s.call, OrchestrationSeam(), nil)
 	_, err := orch.route(ctx, "fs.read", map[string]any{"path": "x"})
 	var ce *CapError
 	if !errors.As(err, &ce) || ce.Code != CodeUnknownCapability || !strings.Contains(ce.Message, "orchestration seam") || !strings.Contains(ce.Message, "strand.spawn") || strings.Contains(ce.Message, "fs.read,") {
 		t.Errorf("fs.read on the orchestration seam: %v", err)
 	}
-	ws := s.eng.newSeamHost(s.call, WorkspaceSeam())
+	ws := s.eng.newSeamHost(s.call, WorkspaceSeam(), nil)
 	if _, err := ws.route(ctx, "strand.spawn", map[string]any{"purpose": "p", "prompt": "p"}); !errors.As(err, &ce) || ce.Code != CodeUnknownCapability {
 		t.Errorf("strand.spawn on the workspace seam: %v", err)
 	}
@@ -185,7 +185,7 @@ func TestRouterServesOnlyTheSeamsPackages(t *testing.T) {
 	if _, err := orch.route(ctx, "notes.list", map[string]any{}); err != nil {
 		t.Errorf("the control, notes.list on the orchestration seam: %v", err)
 	}
-	none := s.eng.newSeamHost(s.call, Seam{})
+	none := s.eng.newSeamHost(s.call, Seam{}, nil)
 	if _, err := none.route(ctx, "kv.get", map[string]any{"key": "k"}); !errors.As(err, &ce) || ce.Code != CodeUnknownCapability {
 		t.Errorf("a binary of no seam was served kv.get: %v", err)
 	}

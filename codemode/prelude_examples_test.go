@@ -81,7 +81,7 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				defer cancel()
-				x, err := s.eng.ExecuteOn(ctx, s.call, seam.Name, []byte(src), 0)
+				x, err := s.eng.Execute(ctx, s.call, Request{Source: []byte(src), Seam: seam.Name})
 				if err != nil {
 					t.Fatalf("the example did not run: %v\n%s", err, src)
 				}

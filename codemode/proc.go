@@ -40,10 +40,13 @@ const (
 type procRunner struct {
 	slots chan struct{}
 	last  lastFailure
+	// perm are the permissions the code_mode call declared (nil: none),
+	// composed into every command's policy as bash composes its own.
+	perm *job.Permissions
 }
 
-func newProcRunner() *procRunner {
-	return &procRunner{slots: make(chan struct{}, MaxProcsInFlight)}
+func newProcRunner(perm *job.Permissions) *procRunner {
+	return &procRunner{slots: make(chan struct{}, MaxProcsInFlight), perm: perm}
 }
 
 func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, error) {
@@ -70,9 +73,10 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 		}
 		wd = d
 	}
-	pol, err := job.CommandPolicy(c)
-	if d := broker.DenialOf(err); d != nil {
-		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain() + " A program cannot ask for more access; run the command with bash and permissions instead."}
+	pol, err := job.CommandPolicy(c, p.perm)
+	var d *broker.Denial
+	if errors.As(err, &d) {
+		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain() + " A program cannot ask for more access while it runs; declare it in the code_mode call's permissions, asked once before the program starts."}
 	} else if err != nil {
 		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: "" + err.Error()}
 	}

@@ -54,6 +54,9 @@ type seamHost struct {
 	proc   *procRunner
 	agency agent.Agency // nil: no strand.* or notes.*
 	adm    admissions
+	// permit is what the permissions composed before the start settled
+	// (nil: none declared).
+	permit *permit
 
 	mu        sync.Mutex
 	artifacts []Artifact

@@ -3,9 +3,12 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
 )
 
 // jobCall serves the job capabilities. job.start is the bash tool's
@@ -90,12 +93,33 @@ func rowResult(r job.Row) map[string]any {
 	return res
 }
 
+// jobStart starts a job through bash's background mode with the
+// permissions the code_mode call declared. A job for the session (no wall
+// deadline) is refused to a sub-agent (job.CheckLifetime) and to an
+// execution whose call did not declare permissions.wall_s 0; where the
+// session policy has a wall, the composition before the start holds the
+// approved wall grant, so bash composes it, and raises nothing.
 func (h *seamHost) jobStart(ctx context.Context, a *capArgs) (any, error) {
-	command, dir := a.str("command", true), a.str("dir", false)
+	command, dir, session := a.str("command", true), a.str("dir", false), a.boolean("session")
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	args, _ := json.Marshal(map[string]any{"command": command, "cwd": dir, "mode": job.BashBackground})
+	bash := map[string]any{"command": command, "cwd": dir, "mode": job.BashBackground}
+	if p := h.permit.roots(); p != nil {
+		bash["permissions"] = p
+	}
+	if session {
+		if err := job.CheckLifetime(h.call.Strand, job.LifetimeSession); err != nil {
+			var le *job.LifetimeError
+			errors.As(err, &le)
+			return nil, &CapError{Code: le.Code, Message: le.Reason}
+		}
+		if !h.permit.forSession() {
+			return nil, &CapError{Code: tool.Code(broker.DenialRequirementsNotCovered), Message: "a job for the session runs with no wall deadline, which this program was not granted: the code_mode call must declare permissions.wall_s 0 (an operator approves it where the session has a wall); a program cannot ask for it while it runs"}
+		}
+		bash["lifetime"] = job.LifetimeSession
+	}
+	args, _ := json.Marshal(bash)
 	c := *h.call
 	c.RaiseRefusal = nil // a program's refusals are answered in band, never raised
 	out := h.reg.Dispatch(ctx, &c, "bash", args)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -30,6 +31,7 @@ type codeModeArgs struct {
 	Program     string       `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
 	ProgramPath string       `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
 	WithinMs    withinMillis `json:"within_ms,omitempty"`
+	Permissions *Permissions `json:"permissions,omitempty" jsonschema:"as bash's, for the program's calls only"`
 	// seam is the seam argument of an Engine serving several (see
 	// seamArgs); "" is the default.
 	seam string
@@ -65,6 +67,9 @@ type Details struct {
 	RunMs    int64 `json:"run_ms,omitempty"`
 	// Fault says why the channel was ended.
 	Fault string `json:"fault,omitempty"`
+	// Grants is which grants the program's capability calls composed, or
+	// which way none did: beside the enforcement reports, never inside.
+	Grants Widening `json:"grants"`
 }
 
 // Tool returns the code_mode tool: run one program through vet, build
@@ -80,13 +85,13 @@ func (e *Engine) Tool() tool.Tool {
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Exclusive,
 	}
-	within := tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
+	schemas := append(job.PermissionsSchemas(), tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
 		Type: "integer", Description: fmt.Sprintf("wall deadline of the run, default %d, at most %d; each capability call at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds(), MaxCallTimeout.Milliseconds()),
-	}}
+	}})
 	if len(e.opts.Seams) == 1 {
-		return tool.Typed(t, e.runTool, within)
+		return tool.Typed(t, e.runTool, schemas...)
 	}
-	return tool.Typed(t, e.runSeamTool, within, e.seamSchema())
+	return tool.Typed(t, e.runSeamTool, append(schemas, e.seamSchema())...)
 }
 
 func (e *Engine) description() string {
@@ -97,7 +102,7 @@ func (e *Engine) description() string {
 	var b strings.Builder
 	b.WriteString("Run one Go program instead of many tool calls: any batch of reads, searches, edits and checks you can list, and the first round of an investigation. " +
 		"The program is one file, package main with func main(). It is vetted, built offline and run in a jail with no files, network or processes of its own: " +
-		"it reaches the workspace only through the cap packages, on your authority (writing needs fs_write or fs_edit, commands and jobs need bash). " +
+		"it reaches the workspace only through the cap packages, on your authority (writing needs fs_write or fs_edit, commands and jobs need bash; more access: permissions, asked once before it starts). " +
 		"What it prints to stdout is the result; a panic is a failure showing its stderr (println writes there). ")
 	fmt.Fprintf(&b, "Past %d KiB the answer shows stdout's head and tail and where the rest is kept; past %d MiB of output the run is stopped. ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
 	fmt.Fprintf(&b, "Capability calls are safe from goroutines (at most %d unanswered at once), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
@@ -141,7 +146,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 		within = MaxWithin
 	}
 	start := time.Now()
-	x, err := e.ExecuteOn(ctx, c, a.seam, src, within)
+	x, err := e.Execute(ctx, c, Request{Source: src, Seam: a.seam, Within: within, Permissions: a.Permissions})
 	return render(x, err, notes, time.Since(start))
 }
 
@@ -178,6 +183,9 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	for _, n := range notes {
 		b.WriteString(n + "\n")
 	}
+	if x != nil {
+		d.Grants = x.Widening
+	}
 	if x != nil && x.Binary != nil {
 		bin := x.Binary
 		d.Edits, d.Cached, d.WaitedMs = bin.Edits, bin.Cached, bin.Waited.Milliseconds()
@@ -196,9 +204,15 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 			if p := pointerFromText(be.Diagnostics); p != "" {
 				b.WriteString(p + "\n")
 			}
+			if x != nil && x.Widening.State != GrantsNone {
+				b.WriteString(x.Widening.String() + "\n")
+			}
 			return failed(code, &b, d)
 		}
 		b.WriteString(err.Error())
+		if x != nil && x.Widening.State != GrantsNone {
+			b.WriteString("\n" + x.Widening.String())
+		}
 		return failed(code, &b, d)
 	}
 	r := x.Run
@@ -231,6 +245,7 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	}
 	fmt.Fprintf(&b, "%s\n", recordLine(r.Record))
 	b.WriteString(sandboxLine(d.Build, d.Run) + "\n")
+	b.WriteString(x.Widening.String() + "\n")
 	if p := pointerFromRecord(r.Record); p != "" {
 		b.WriteString(p + "\n")
 	}

@@ -53,38 +53,51 @@ const (
 	BashBackground = "background"
 )
 
-type bashPermissions struct {
+// Permissions is the permissions argument of bash (and of every tool that
+// asks for more access the way bash does, such as code_mode): roots to
+// read, roots to write and the network, for one call only, each covered
+// by the session policy or approved by the operator. Roots resolve
+// links before they are composed (tool.Call.CanonicalRoot).
+type Permissions struct {
 	ReadableRoots []string     `json:"readable_roots,omitempty"`
 	WritableRoots []string     `json:"writable_roots,omitempty"`
-	Network       networkGrant `json:"network,omitempty"`
+	Network       NetworkGrant `json:"network,omitempty"`
+}
+
+// NetworkGrant is Permissions.Network: "full" (broker.NetworkFull) or
+// absent. Its own type so that its schema is an enum (PermissionsSchemas).
+type NetworkGrant string
+
+// PermissionsSchemas are the schemas of Permissions' own types, for a
+// tool whose arguments hold a Permissions (tool.Typed's overrides).
+func PermissionsSchemas() []tool.TypeSchema {
+	return []tool.TypeSchema{{Type: reflect.TypeFor[NetworkGrant](), Schema: &jsonschema.Schema{Type: "string",
+		Enum: []any{string(broker.NetworkFull)}}}}
 }
 
 // timeoutMillis is timeout_ms: its own type so that its schema, which
 // states the default and the bound, is built from the constants.
 type timeoutMillis int
 
-// bashMode, networkGrant and Lifetime are closed sets: each has its own
-// type so that its schema is an enum.
-type (
-	bashMode     string
-	networkGrant string
-)
+// bashMode and Lifetime are closed sets: each has its own type so that
+// its schema is an enum.
+type bashMode string
 
 type bashArgs struct {
-	Command     string           `json:"command"`
-	TimeoutMs   timeoutMillis    `json:"timeout_ms,omitempty"`
-	Cwd         string           `json:"cwd,omitempty" jsonschema:"under the workspace or a writable root (default: the shell's)"`
-	Permissions *bashPermissions `json:"permissions,omitempty" jsonschema:"more access for this call only, if the operator approves; roots resolve links"`
-	Mode        bashMode         `json:"mode,omitempty"`
-	Heartbeat   bool             `json:"heartbeat,omitempty" jsonschema:"periodic wake-ups while a job runs"`
-	Lifetime    Lifetime         `json:"lifetime,omitempty"`
+	Command     string        `json:"command"`
+	TimeoutMs   timeoutMillis `json:"timeout_ms,omitempty"`
+	Cwd         string        `json:"cwd,omitempty" jsonschema:"under the workspace or a writable root (default: the shell's)"`
+	Permissions *Permissions  `json:"permissions,omitempty" jsonschema:"more access for this call only, if the operator approves; roots resolve links"`
+	Mode        bashMode      `json:"mode,omitempty"`
+	Heartbeat   bool          `json:"heartbeat,omitempty" jsonschema:"periodic wake-ups while a job runs"`
+	Lifetime    Lifetime      `json:"lifetime,omitempty"`
 }
 
 // bashSchemas are the schemas of bash's own argument types, built from
 // the constants (timeout_ms) and the closed sets (mode, lifetime,
 // network).
 func bashSchemas() []tool.TypeSchema {
-	return []tool.TypeSchema{
+	return append([]tool.TypeSchema{
 		{Type: reflect.TypeFor[timeoutMillis](), Schema: &jsonschema.Schema{Type: "integer",
 			Description: fmt.Sprintf("default %d, at most %d",
 				DefaultBashTimeout.Milliseconds(), MaxBashTimeout.Milliseconds())}},
@@ -94,9 +107,7 @@ func bashSchemas() []tool.TypeSchema {
 		{Type: reflect.TypeFor[Lifetime](), Schema: &jsonschema.Schema{Type: "string",
 			Enum:        []any{string(LifetimeDefault), string(LifetimeSession)},
 			Description: "background only; session: no wall deadline (not for sub-agents, builds or tests)"}},
-		{Type: reflect.TypeFor[networkGrant](), Schema: &jsonschema.Schema{Type: "string",
-			Enum: []any{string(broker.NetworkFull)}}},
-	}
+	}, PermissionsSchemas()...)
 }
 
 // BashDetails is the Details of a bash outcome.

@@ -140,7 +140,7 @@ func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.O
 // clearBash composes the command's policy from the base, the
 // requirements the arguments imply and the call's grants, raising a
 // shortfall to the host's escalation plane once.
-func clearBash(ctx context.Context, c *tool.Call, perm *bashPermissions, run bashRun, det *BashDetails) (broker.Policy, *tool.Outcome) {
+func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, run bashRun, det *BashDetails) (broker.Policy, *tool.Outcome) {
 	req, err := bashPolicyFor(c, perm)
 	if err != nil {
 		o := bashFail(tool.CodeInvalidArguments, err.Error(), *det)
@@ -150,7 +150,7 @@ func clearBash(ctx context.Context, c *tool.Call, perm *bashPermissions, run bas
 		pol, err := broker.Compose(c.Base, req, grants)
 		d := broker.DenialOf(err)
 		if d == nil && run.lifetime == LifetimeSession && pol.WallMs > 0 {
-			d = sessionWallDenial(pol.WallMs)
+			d = SessionWallDenial(pol.WallMs)
 		}
 		return pol, d
 	}
@@ -179,7 +179,7 @@ func clearBash(ctx context.Context, c *tool.Call, perm *bashPermissions, run bas
 // model's permissions. Every root the model names is canonical before
 // Compose sees it (tool.Call.CanonicalRoot), so a link cannot make a
 // root look covered by the workspace.
-func bashPolicyFor(c *tool.Call, perm *bashPermissions) (broker.Policy, error) {
+func bashPolicyFor(c *tool.Call, perm *Permissions) (broker.Policy, error) {
 	req := broker.Policy{
 		SystemRoots:   slices.Concat(broker.SystemReadableRoots(), c.Base.SystemRoots),
 		WritableRoots: append([]string{c.Workspace}, c.Base.WritableRoots...),
@@ -209,7 +209,7 @@ func bashPolicyFor(c *tool.Call, perm *bashPermissions) (broker.Policy, error) {
 	}
 	switch perm.Network {
 	case "":
-	case networkGrant(broker.NetworkFull):
+	case NetworkGrant(broker.NetworkFull):
 		req.Network = broker.NetworkFull
 	default:
 		return req, fmt.Errorf("permissions.network must be \"full\" or absent, not %q", perm.Network)
@@ -217,9 +217,10 @@ func bashPolicyFor(c *tool.Call, perm *bashPermissions) (broker.Policy, error) {
 	return req, nil
 }
 
-// sessionWallDenial is the refusal a session-lifetime job meets under a
-// policy with a wall limit: lifting it is a grant an operator may approve.
-func sessionWallDenial(wallMs int) *broker.Denial {
+// SessionWallDenial is the refusal a session-lifetime job meets under a
+// policy with a wall limit of wallMs: its Wanted is the one grant
+// (broker.GrantWall) an operator may approve to lift it.
+func SessionWallDenial(wallMs int) *broker.Denial {
 	return &broker.Denial{
 		Code:   broker.DenialRequirementsNotCovered,
 		Reason: fmt.Sprintf("a session-lifetime job runs without a wall deadline, and the session policy stops commands after %d ms", wallMs),

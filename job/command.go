@@ -5,16 +5,19 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// CommandPolicy is the policy bash composes for a command of c that asks
-// for no permissions: the base policy met with bash's own requirements
-// (system roots, the workspace and scratch writable, the base network and
-// environment allowance) under the call's grants, plus the variables bash
-// always sets. A shortfall is an error holding a *broker.Denial; nothing
-// is raised to the host. It is what another harness-side caller that runs
-// a command on a call's authority (code mode's proc.run) composes, so the
-// command is confined exactly as the same command through bash.
-func CommandPolicy(c *tool.Call) (broker.Policy, error) {
-	req, err := bashPolicyFor(c, nil)
+// CommandPolicy is the policy bash composes for a command of c asking
+// perm (nil: no permissions): the base policy met with bash's own
+// requirements (system roots, the workspace and scratch writable, the
+// base network and environment allowance) and perm's, under the call's
+// grants, plus the variables bash always sets. A shortfall is an error
+// holding a *broker.Denial whose Wanted is what an operator may approve;
+// nothing is raised to the host. A root of perm that does not resolve is
+// an error holding no denial. It is what another harness-side caller
+// that runs a command on a call's authority (code mode's proc.run)
+// composes, so the command is confined exactly as the same command
+// through bash.
+func CommandPolicy(c *tool.Call, perm *Permissions) (broker.Policy, error) {
+	req, err := bashPolicyFor(c, perm)
 	if err != nil {
 		return broker.Policy{}, err
 	}

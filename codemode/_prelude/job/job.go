@@ -63,6 +63,24 @@ func Start(ctx context.Context, command, dir string) (handle string, err error) 
 	return handle, r.Err(name)
 }
 
+// StartForSession is Start for a job with no wall deadline, which runs
+// until it ends or is killed: only when the code_mode call declared
+// permissions {"wall_s": 0}, never from a sub-agent.
+func StartForSession(ctx context.Context, command, dir string) (handle string, err error) {
+	const name = "job.start"
+	args := map[string]any{"command": command, "session": true}
+	if dir != "" {
+		args["dir"] = dir
+	}
+	m, err := client.Call(ctx, name, args)
+	if err != nil {
+		return "", err
+	}
+	r := client.Read(m)
+	handle = r.Str("handle")
+	return handle, r.Err(name)
+}
+
 // PollOptions say where to read from and how long to wait.
 type PollOptions struct {
 	Cursor string        // the Cursor of the previous Status; "" reads from the start
