@@ -36,6 +36,11 @@ type Options struct {
 	// Builder configures the hermetic build (toolchain, cache directory,
 	// cache bound, progress); its Broker is the Engine's.
 	Builder BuilderOptions
+	// Notify, when set, is told when a launched program ends on its own
+	// (not by its owner's cancel, nor at Close). It is called from the
+	// execution's own goroutine with no lock held and must not block for
+	// long.
+	Notify func(ExecutionNotice)
 }
 
 // Engine runs programs: vet, hermetic build and jailed run, each a step
@@ -45,8 +50,9 @@ type Options struct {
 // gets CodeToolchainUnavailable from Build and from the tool, never a
 // failure at New. Safe for concurrent use.
 type Engine struct {
-	opts Options
-	kv   *KV
+	opts  Options
+	kv    *KV
+	execs *executions
 
 	once    sync.Once
 	builder *Builder
@@ -61,7 +67,7 @@ func New(o Options) (*Engine, error) {
 	if o.Seam.Name == "" {
 		o.Seam = offered(WorkspaceSeam(), o.Registry)
 	}
-	e := &Engine{opts: o, kv: o.KV}
+	e := &Engine{opts: o, kv: o.KV, execs: newExecutions(func(k broker.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
 	if e.kv == nil {
 		e.kv = NewKV()
 	}
@@ -142,6 +148,11 @@ func (e *Engine) Build(ctx context.Context, p *Program) (*Binary, error) {
 // unavailable, a broker refusal); how the program ended is in the
 // RunResult.
 func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration) (*RunResult, error) {
+	return e.runAs(ctx, c, bin, within, nil)
+}
+
+// runAs is Run of the launched execution x (nil: a foreground run).
+func (e *Engine) runAs(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, x *execution) (*RunResult, error) {
 	if within <= 0 {
 		within = DefaultWithin
 	}
@@ -151,7 +162,7 @@ func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time
 	}
 	served := *c
 	served.RaiseRefusal = nil
-	h := &seamHost{call: &served, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner()}
+	h := &seamHost{call: &served, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner(), exec: x, execs: e.execs}
 	res, err := runProgram(ctx, &served, bin, within, h)
 	if res != nil {
 		res.lastFailure, res.lastStderr, _ = h.proc.last.get()
@@ -170,6 +181,9 @@ type Execution struct {
 	Program *Program
 	Binary  *Binary
 	Run     *RunResult
+
+	// joined: rendered by join, which shows no call record.
+	joined bool
 }
 
 // Execute vets, builds and runs src on c's authority. The error is a

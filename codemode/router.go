@@ -52,6 +52,10 @@ type seamHost struct {
 	jobs job.Jobs // nil: the host serves no job plane
 	kv   *KV
 	proc *procRunner
+	// exec is the launched execution the program is, under execs; nil
+	// for a foreground run.
+	exec  *execution
+	execs *executions
 
 	mu        sync.Mutex
 	artifacts []Artifact
@@ -90,6 +94,8 @@ func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any
 		return h.emit(a)
 	case "job.start", "job.poll", "job.list", "job.send", "job.kill":
 		return h.jobCall(ctx, cap, a)
+	case "execution.ready", "execution.register", "execution.receive":
+		return h.executionCall(ctx, cap, a)
 	}
 	return nil, &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on this seam; it offers %s", quoteArg(cap), strings.Join(WorkspaceCapabilities(), ", "))}
 }
@@ -98,7 +104,8 @@ func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any
 // serves, as a cap_call names it.
 func WorkspaceCapabilities() []string {
 	return []string{"fs.read", "fs.list", "fs.write", "fs.edit", "search.glob", "search.grep", "proc.run",
-		"kv.get", "kv.set", "kv.delete", "report.emit", "job.start", "job.poll", "job.list", "job.send", "job.kill"}
+		"kv.get", "kv.set", "kv.delete", "report.emit", "job.start", "job.poll", "job.list", "job.send", "job.kill",
+		"execution.ready", "execution.register", "execution.receive"}
 }
 
 // summary is the call record's redacted summary of a call: what it is
@@ -155,6 +162,8 @@ func summary(cap string, m map[string]any) string {
 		parts = []string{str("handle")}
 	case "job.send":
 		parts = []string{str("handle"), size("input")}
+	case "execution.register", "execution.receive":
+		parts = []string{str("endpoint")}
 	}
 	var b strings.Builder
 	for _, p := range parts {

@@ -21,12 +21,13 @@ const WorkspaceSeamName = "workspace"
 
 // WorkspaceSeam is the seam of a program working on the workspace: files
 // (cap/fs), read-only search (cap/search), jailed commands (cap/proc),
-// scratch storage (cap/kv), artifacts (cap/report) and background jobs
-// (cap/job). Each call returns a fresh value.
+// scratch storage (cap/kv), artifacts (cap/report), background jobs
+// (cap/job) and a launched program's input (cap/execution). Each call
+// returns a fresh value.
 func WorkspaceSeam() Seam {
 	return Seam{
 		Name:     WorkspaceSeamName,
-		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job"},
+		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job", "cap/execution"},
 	}
 }
 
