@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,8 +206,16 @@ func TestLaunchCheckSendJoin(t *testing.T) {
 		if !o.IsError || o.Code != c.code || !strings.Contains(o.Text, c.says) {
 			t.Errorf("%s: %s, want %s saying %q:\n%s", c.name, o.Code, c.code, c.says, o.Text)
 		}
-		if c.strand != "main" && strings.Contains(o.Text, h) {
-			t.Errorf("%s: the refusal to another strand shows the handle:\n%s", c.name, o.Text)
+		if c.strand != "main" {
+			// Refused exactly as a handle never minted: nothing says the
+			// execution exists.
+			never := "exec-" + s.eng.execs.epoch + "-000000000000"
+			args := maps.Clone(c.args)
+			args["handle"] = never
+			n := s.dispatchAs(t, c.strand, args)
+			if n.Code != o.Code || strings.ReplaceAll(n.Text, never, h) != o.Text {
+				t.Errorf("%s: another strand's handle is refused unlike one never minted:\n%s\n%s", c.name, o.Text, n.Text)
+			}
 		}
 	}
 

@@ -28,9 +28,9 @@ type codeModeArgs struct {
 	ProgramPath string        `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
 	WithinMs    withinMillis  `json:"within_ms,omitempty"`
 	Mode        executionMode `json:"mode,omitempty"`
-	Handle      string        `json:"handle,omitempty" jsonschema:"what launch answered"`
-	Endpoint    string        `json:"endpoint,omitempty" jsonschema:"send's endpoint, default \"default\""`
-	Input       string        `json:"input,omitempty" jsonschema:"what send delivers"`
+	Handle      string        `json:"handle,omitempty"`
+	Endpoint    string        `json:"endpoint,omitempty"`
+	Input       string        `json:"input,omitempty"`
 	WaitMs      joinMillis    `json:"wait_ms,omitempty"`
 }
 
