@@ -442,3 +442,29 @@ func TestPreludeStatesTheReceiveBound(t *testing.T) {
 		t.Errorf("cap/execution's doc does not say %q", want)
 	}
 }
+
+// TestDescriptionStatesTheModes: code_mode's description names every
+// mode and the live bound from its constant, and the schema takes exactly
+// the six modes.
+func TestDescriptionStatesTheModes(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	tl := s.eng.Tool()
+	for _, want := range []string{"mode launch", "check", "send", "join", "cancel", "execution.Ready", fmt.Sprintf("at most %d per strand", MaxLiveExecutions)} {
+		if !strings.Contains(tl.Description, want) {
+			t.Errorf("the description lacks %q", want)
+		}
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Enum []string `json:"enum"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(tl.Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if got := schema.Properties["mode"].Enum; !slices.Equal(got, []string{"run", "launch", "send", "check", "join", "cancel"}) {
+		t.Errorf("mode's enum %v", got)
+	}
+	t.Logf("code_mode surface: %d bytes of %d", len(tl.Description)+len(tl.Schema), MaxSurfaceBytes)
+}
