@@ -177,7 +177,7 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, src []byte, within ti
 	if len(bin.Edits) > 0 {
 		b.WriteString("repaired before building: " + repairsText(bin.Edits) + "\n")
 	}
-	b.WriteString(sandboxLine(d.Build, nil))
+	b.WriteString(strings.TrimSuffix(sandboxLine(d.Build, nil), "did not start") + "shown by join")
 	return tool.Outcome{Text: b.String(), Details: d}
 }
 

@@ -111,7 +111,18 @@ func (m *executionModel) ended(e *modelExecution, state ExecutionState) {
 }
 
 func (m *executionModel) launch(t *rapid.T) {
+	m.launchAs(t, rapid.SampledFrom([]string{"a", "b"}).Draw(t, "strand"))
+}
+
+// fill launches for one strand until one launch past the live bound.
+func (m *executionModel) fill(t *rapid.T) {
 	strand := rapid.SampledFrom([]string{"a", "b"}).Draw(t, "strand")
+	for range MaxLiveExecutions + 1 {
+		m.launchAs(t, strand)
+	}
+}
+
+func (m *executionModel) launchAs(t *rapid.T, strand string) {
 	live := 0
 	for _, e := range m.byOwner[strand] {
 		if running(e) {
@@ -172,8 +183,19 @@ func (m *executionModel) register(t *rapid.T) {
 }
 
 func (m *executionModel) send(t *rapid.T) {
-	e := m.pick(t, nil)
-	endpoint := rapid.SampledFrom([]string{"a", "b", DefaultEndpoint}).Draw(t, "endpoint")
+	m.sendTo(t, m.pick(t, nil), rapid.SampledFrom([]string{"a", "b", DefaultEndpoint}).Draw(t, "endpoint"))
+}
+
+// flood sends to one endpoint until one send past the inbox bound.
+func (m *executionModel) flood(t *rapid.T) {
+	e := m.pick(t, func(e *modelExecution) bool { return running(e) && len(e.endpoints) > 0 })
+	endpoint := rapid.SampledFrom(e.endpoints).Draw(t, "endpoint")
+	for range MaxQueuedInputs + 1 {
+		m.sendTo(t, e, endpoint)
+	}
+}
+
+func (m *executionModel) sendTo(t *rapid.T, e *modelExecution, endpoint string) {
 	_, err := m.t.send(e.x, endpoint, []byte("in"))
 	var want tool.Code
 	switch {
@@ -289,7 +311,7 @@ func TestExecutionLifecycleModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := newExecutionModel()
 		t.Repeat(map[string]func(*rapid.T){
-			"launch": m.launch, "exit": m.exit, "register": m.register, "send": m.send,
+			"launch": m.launch, "fill": m.fill, "flood": m.flood, "exit": m.exit, "register": m.register, "send": m.send,
 			"receive": m.receive, "join": m.join, "cancel": m.cancel, "foreign": m.foreign,
 			"": m.check,
 		})

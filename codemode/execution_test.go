@@ -55,7 +55,7 @@ func (s *session) launched(t *testing.T, strand, src string) string {
 		t.Fatalf("launch: %s: %s", o.Code, o.Text)
 	}
 	d, ok := o.Details.(ExecutionDetails)
-	if !ok || !strings.Contains(o.Text, d.Handle) || d.State != ExecutionRunning {
+	if !ok || !strings.Contains(o.Text, "launched "+d.Handle) || !strings.Contains(o.Text, "| run: shown by join") || d.State != ExecutionRunning {
 		t.Fatalf("launch answered %T %+v:\n%s", o.Details, o.Details, o.Text)
 	}
 	return d.Handle
