@@ -234,8 +234,8 @@ func (e *Engine) cancel(ctx context.Context, x *execution) tool.Outcome {
 	st := e.execs.status(x)
 	d := ExecutionDetails{ExecutionStatus: st}
 	switch {
-	case was != ExecutionRunning:
-		return tool.Outcome{Text: fmt.Sprintf("%s had already %s; nothing to cancel; join it for its result", x.handle, was), Details: d}
+	case was != ExecutionRunning || st.State == ExecutionExited:
+		return tool.Outcome{Text: fmt.Sprintf("%s had already %s; nothing to cancel; join it for its result", x.handle, st.State), Details: d}
 	case !reaped:
 		return tool.Outcome{Text: fmt.Sprintf("cancelling %s: its processes were still being reaped after %d ms; check it again", x.handle, CancelWait.Milliseconds()), Details: d}
 	}

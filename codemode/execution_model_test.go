@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
@@ -39,23 +40,20 @@ type executionModel struct {
 	t       *executions
 	byOwner map[string][]*modelExecution // oldest first, forgotten ones removed
 	aborted map[broker.StepKey]bool
-	notices []ExecutionNotice
+	noticed chan ExecutionNotice // what the table's notify was told
+	notices []ExecutionNotice    // received from noticed so far
 	want    []ExecutionNotice
 	mu      sync.Mutex
 	sites   int
 }
 
 func newExecutionModel() *executionModel {
-	m := &executionModel{byOwner: map[string][]*modelExecution{}, aborted: map[broker.StepKey]bool{}}
+	m := &executionModel{byOwner: map[string][]*modelExecution{}, aborted: map[broker.StepKey]bool{}, noticed: make(chan ExecutionNotice, 4096)}
 	m.t = newExecutions(func(k broker.StepKey) {
 		m.mu.Lock()
 		m.aborted[k] = true
 		m.mu.Unlock()
-	}, func(n ExecutionNotice) {
-		m.mu.Lock()
-		m.notices = append(m.notices, n)
-		m.mu.Unlock()
-	})
+	}, func(n ExecutionNotice) { m.noticed <- n })
 	return m
 }
 
@@ -164,6 +162,15 @@ func (m *executionModel) exit(t *rapid.T) {
 	<-e.x.done
 	m.ended(e, ExecutionExited)
 	m.want = append(m.want, ExecutionNotice{Owner: e.owner, Handle: e.handle, State: ExecutionExited})
+	// The notice is sent after the end is recorded: wait for it.
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	select {
+	case n := <-m.noticed:
+		m.notices = append(m.notices, n)
+	case <-deadline.C:
+		t.Fatalf("no notice of %s's end", e.handle)
+	}
 }
 
 func (m *executionModel) register(t *rapid.T) {
@@ -293,8 +300,14 @@ func (m *executionModel) check(t *rapid.T) {
 	if n != known {
 		t.Fatalf("the table holds %d executions, the model %d", n, known)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	for drained := false; !drained; {
+		select {
+		case n := <-m.noticed:
+			m.notices = append(m.notices, n)
+		default:
+			drained = true
+		}
+	}
 	if !slices.Equal(m.notices, m.want) {
 		t.Fatalf("notices %+v, want %+v", m.notices, m.want)
 	}
