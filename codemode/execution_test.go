@@ -92,18 +92,23 @@ func awaitExecution(t *testing.T, eng *Engine, handle string, cond func(Executio
 	}
 }
 
-// serverProgram registers "ctl", waits for kv key "go", declares itself
-// ready, then echoes what "default" receives until "stop", and prints
-// what "ctl" holds.
-const serverProgram = `package main
+// scriptProgram registers "ctl", waits for kv key "go", declares itself
+// ready, then does what "default" receives: "job <command>" starts a job,
+// "proc <argv>" runs a command in the background, "stop" prints what
+// "ctl" holds and exits, anything else is echoed. Every end-to-end test
+// of launched programs runs it, so it is built once.
+const scriptProgram = `package main
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"cap/execution"
+	"cap/job"
 	"cap/kv"
+	"cap/proc"
 )
 
 func main() {
@@ -132,13 +137,24 @@ func main() {
 		if !ok {
 			continue
 		}
-		if string(in) == "stop" {
-			break
+		verb, arg, _ := strings.Cut(string(in), " ")
+		switch verb {
+		case "stop":
+			ctl, ok, err := execution.Receive(ctx, "ctl", time.Second)
+			fmt.Println("ctl", string(ctl), ok, err)
+			return
+		case "job":
+			h, err := job.Start(ctx, arg, "")
+			fmt.Println("job", h, err)
+		case "proc":
+			go func() {
+				r, err := proc.Run(ctx, proc.Cmd{Argv: strings.Fields(arg)})
+				fmt.Println("proc.run came back", r.Exit, err)
+			}()
+		default:
+			fmt.Println("got", string(in))
 		}
-		fmt.Println("got", string(in))
 	}
-	ctl, ok, err := execution.Receive(ctx, "ctl", time.Second)
-	fmt.Println("ctl", string(ctl), ok, err)
 }
 `
 
@@ -160,7 +176,7 @@ func TestLaunchCheckSendJoin(t *testing.T) {
 		notices = append(notices, n)
 		mu.Unlock()
 	})
-	h := s.launched(t, "main", serverProgram)
+	h := s.launched(t, "main", scriptProgram)
 	if !handlePattern.MatchString(h) {
 		t.Fatalf("handle %q is not of the minted shape", h)
 	}
@@ -262,29 +278,6 @@ func otherEpoch(eng *Engine) string {
 	return "00000000"
 }
 
-// waitingProgram declares itself ready and receives until it is ended.
-const waitingProgram = `package main
-
-import (
-	"context"
-	"time"
-
-	"cap/execution"
-)
-
-func main() {
-	ctx := context.Background()
-	if err := execution.Ready(ctx); err != nil {
-		panic(err)
-	}
-	for {
-		if _, _, err := execution.Receive(ctx, "default", 50*time.Second); err != nil {
-			panic(err)
-		}
-	}
-}
-`
-
 // processesWith lists the pids whose command line holds arg as one word.
 func processesWith(arg string) []string {
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -328,32 +321,16 @@ func TestCancelReapsTheExecutionsStepNotItsJob(t *testing.T) {
 	var notified sync.Mutex
 	notices := 0
 	s.withNotify(t, func(ExecutionNotice) { notified.Lock(); notices++; notified.Unlock() })
-	h := s.launched(t, "main", fmt.Sprintf(`package main
-
-import (
-	"context"
-	"fmt"
-
-	"cap/execution"
-	"cap/job"
-	"cap/proc"
-)
-
-func main() {
-	ctx := context.Background()
-	h, err := job.Start(ctx, "exec sleep %s", "")
-	if err != nil {
-		panic(err)
+	if err := s.eng.KV().Set("main", "go", []byte("1")); err != nil {
+		t.Fatal(err)
 	}
-	fmt.Println("job", h)
-	if err := execution.Ready(ctx); err != nil {
-		panic(err)
-	}
-	r, err := proc.Run(ctx, proc.Cmd{Argv: []string{"sleep", %q}})
-	fmt.Println("proc.run came back", r.Exit, err)
-}
-`, jobMark, procMark))
+	h := s.launched(t, "main", scriptProgram)
 	awaitExecution(t, s.eng, h, func(st ExecutionStatus) bool { return st.Ready })
+	for _, in := range []string{"job exec sleep " + jobMark, "proc sleep " + procMark} {
+		if o := s.dispatch(t, map[string]any{"mode": "send", "handle": h, "input": in}); o.IsError {
+			t.Fatalf("send %q: %s", in, o.Text)
+		}
+	}
 	awaitProcess(t, procMark)
 	awaitProcess(t, jobMark)
 
@@ -397,19 +374,24 @@ func main() {
 func TestLiveExecutionBound(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
+	for _, strand := range []string{"main", "other"} {
+		if err := s.eng.KV().Set(strand, "go", []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var handles []string
 	for range MaxLiveExecutions {
-		handles = append(handles, s.launched(t, "main", waitingProgram))
+		handles = append(handles, s.launched(t, "main", scriptProgram))
 	}
-	o := s.dispatch(t, map[string]any{"mode": "launch", "program": waitingProgram})
+	o := s.dispatch(t, map[string]any{"mode": "launch", "program": scriptProgram})
 	if o.Code != CodeExecutionCeiling || !strings.Contains(o.Text, fmt.Sprint(MaxLiveExecutions)) || !strings.Contains(o.Text, handles[0]) {
 		t.Fatalf("launch %d: %s: %s", MaxLiveExecutions+1, o.Code, o.Text)
 	}
-	other := s.launched(t, "other", waitingProgram)
+	other := s.launched(t, "other", scriptProgram)
 	if o := s.dispatch(t, map[string]any{"mode": "cancel", "handle": handles[0]}); o.IsError {
 		t.Fatalf("cancel: %s", o.Text)
 	}
-	handles = append(handles, s.launched(t, "main", waitingProgram))
+	handles = append(handles, s.launched(t, "main", scriptProgram))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.eng.Close(ctx); err != nil {
@@ -425,7 +407,7 @@ func TestLiveExecutionBound(t *testing.T) {
 			t.Errorf("%s after Close: %s", h, o.Text)
 		}
 	}
-	if o := s.dispatch(t, map[string]any{"mode": "launch", "program": waitingProgram}); o.Code != CodeEngineClosed {
+	if o := s.dispatch(t, map[string]any{"mode": "launch", "program": scriptProgram}); o.Code != CodeEngineClosed {
 		t.Errorf("launch after Close: %s: %s", o.Code, o.Text)
 	}
 }
