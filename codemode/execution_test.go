@@ -94,7 +94,9 @@ func awaitExecution(t *testing.T, eng *Engine, handle string, cond func(Executio
 
 // scriptProgram registers "ctl", waits for kv key "go", declares itself
 // ready, then does what "default" receives: "job <command>" starts a job,
-// "proc <argv>" runs a command in the background, "stop" prints what
+// "proc <argv>" runs a command in the background, "read <path>" reads a
+// workspace file (the launching call's roots, long after it answered),
+// "stop" prints what
 // "ctl" holds and exits, anything else is echoed. Every end-to-end test
 // of launched programs runs it, so it is built once.
 const scriptProgram = `package main
@@ -106,6 +108,7 @@ import (
 	"time"
 
 	"cap/execution"
+	"cap/fs"
 	"cap/job"
 	"cap/kv"
 	"cap/proc"
@@ -143,6 +146,9 @@ func main() {
 			ctl, ok, err := execution.Receive(ctx, "ctl", time.Second)
 			fmt.Println("ctl", string(ctl), ok, err)
 			return
+		case "read":
+			f, err := fs.Read(ctx, arg)
+			fmt.Println("read", arg, f.Size, err)
 		case "job":
 			h, err := job.Start(ctx, arg, "")
 			fmt.Println("job", h, err)
@@ -161,14 +167,16 @@ func main() {
 // TestLaunchCheckSendJoin drives one launched program through the real
 // pipeline: launch answers a handle at once; check reports state,
 // readiness and endpoints; send is refused before readiness and to an
-// endpoint not registered, then delivered; join renders the result as run
-// does without the call record; the owner is told it ended. Another
+// endpoint not registered, then delivered; the program reads a workspace
+// file through the launching call's pinned roots after that call
+// answered; join renders the result as run does without the call record;
+// the owner is told it ended. Another
 // strand's handle is refused as one never minted, a handle from before a
 // restart reads as lost, and no interaction can replace the source or the
 // deadline.
 func TestLaunchCheckSendJoin(t *testing.T) {
 	t.Parallel()
-	s := newSession(t, nil)
+	s := newSession(t, map[string]string{"a.txt": "hello file"})
 	var mu sync.Mutex
 	var notices []ExecutionNotice
 	s.withNotify(t, func(n ExecutionNotice) {
@@ -237,6 +245,7 @@ func TestLaunchCheckSendJoin(t *testing.T) {
 
 	for _, send := range []map[string]any{
 		{"mode": "send", "handle": h, "input": "hello"},
+		{"mode": "send", "handle": h, "input": "read a.txt"},
 		{"mode": "send", "handle": h, "endpoint": "ctl", "input": "c1"},
 		{"mode": "send", "handle": h, "input": "stop"},
 	} {
@@ -249,7 +258,7 @@ func TestLaunchCheckSendJoin(t *testing.T) {
 		t.Fatalf("join: %s: %s", o.Code, o.Text)
 	}
 	jd, ok := o.Details.(Details)
-	for _, want := range []string{"joined " + h + ": exited", "got hello\n", "ctl c1 true <nil>\n", "sandbox: build: ", " | run: "} {
+	for _, want := range []string{"joined " + h + ": exited", "got hello\n", "read a.txt 10 <nil>\n", "ctl c1 true <nil>\n", "sandbox: build: ", " | run: "} {
 		if !strings.Contains(o.Text, want) {
 			t.Errorf("the join lacks %q:\n%s", want, o.Text)
 		}
