@@ -20,7 +20,7 @@ var detailsTypes = []any{
 	agent.SpawnDetails{}, agent.SendDetails{}, agent.WaitDetails{}, agent.NoteDetails{}, agent.NotesDetails{},
 	agent.RosterDetails{}, agent.TodoDetails{}, agent.RefusalDetails{},
 	history.SearchDetails{}, history.RememberDetails{},
-	codemode.Details{},
+	codemode.Details{}, codemode.ExecutionDetails{},
 }
 
 // TestDetailsAreSnakeCase: every field a program reads in Details, at

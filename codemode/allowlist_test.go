@@ -306,12 +306,12 @@ func TestSeamAllowlist(t *testing.T) {
 	if ws.Name != "workspace" {
 		t.Fatalf("WorkspaceSeam().Name = %q", ws.Name)
 	}
-	wantCaps := []string{"cap/fs", "cap/job", "cap/kv", "cap/notes", "cap/proc", "cap/report", "cap/search"}
+	wantCaps := []string{"cap/execution", "cap/fs", "cap/job", "cap/kv", "cap/notes", "cap/proc", "cap/report", "cap/search"}
 	if got := slices.Sorted(slices.Values(ws.Packages)); !slices.Equal(got, wantCaps) {
 		t.Fatalf("WorkspaceSeam().Packages = %v, want %v", got, wantCaps)
 	}
 	orch := OrchestrationSeam()
-	if got := slices.Sorted(slices.Values(orch.Packages)); orch.Name != "orchestration" || !slices.Equal(got, []string{"cap/notes", "cap/report", "cap/strand"}) {
+	if got := slices.Sorted(slices.Values(orch.Packages)); orch.Name != "orchestration" || !slices.Equal(got, []string{"cap/execution", "cap/notes", "cap/report", "cap/strand"}) {
 		t.Fatalf("OrchestrationSeam() = %v", orch)
 	}
 	al := Seam{Name: "x", Packages: []string{"cap/fs", "cap/fs", "bytes"}}.Allowlist()

@@ -2,7 +2,7 @@
 // tool call per turn: the program loops, branches and fans out with
 // goroutines, and reaches the workspace only through the capability
 // packages it imports (cap/fs, cap/search, cap/proc, cap/kv, cap/report,
-// cap/job, cap/notes), each call served by the host on the calling
+// cap/job, cap/notes, cap/execution), each call served by the host on the calling
 // strand's authority.
 //
 // # Seams
@@ -91,6 +91,27 @@
 // says which grants composed, or which way none did, beside the
 // enforcement reports and never inside them. A sub-agent may not declare
 // wall_s.
+//
+// # Background executions
+//
+// code_mode's mode "launch" vets and builds as "run" does, then starts the
+// program under a broker step of its own ({operation, <step>/execution-<n>})
+// on a context the Engine owns, with a copy of the launching call, and
+// answers a handle at once. The handle is minted from the call site and
+// the Engine's epoch, never from model text; "check", "send", "join" and
+// "cancel" take only a handle (and send's endpoint and input, join's
+// wait), so no interaction replaces the source, moves the deadline or
+// widens a grant. A handle is owner-checked against the calling strand:
+// another strand's is refused exactly as one never minted
+// (CodeUnknownExecution), and one of an earlier Engine (before a restart)
+// is CodeExecutionLost. A strand has at most MaxLiveExecutions running.
+// The program's side is cap/execution (Ready, Register, Receive); a send
+// before Ready is CodeExecutionNotReady. A join waits at most MaxJoinWait
+// and renders the result as run does, without the call record. Cancel and
+// Engine.Close abort the execution's own step — the program and its
+// proc.run commands — and wait for them to be reaped; a job the program
+// started through cap/job runs in the job plane's own step and is left to
+// it. Options.Notify is told when an execution ends on its own.
 //
 // # What it does not own
 //

@@ -49,6 +49,11 @@ type Options struct {
 	// Builder configures the hermetic build (toolchain, cache directory,
 	// cache bound, progress); its Broker is the Engine's.
 	Builder BuilderOptions
+	// Notify, when set, is told when a launched program ends on its own
+	// (not by its owner's cancel, nor at Close). It is called from the
+	// execution's own goroutine with no lock held and must not block for
+	// long.
+	Notify func(ExecutionNotice)
 }
 
 // Engine runs programs: vet, hermetic build and jailed run, each a step
@@ -58,8 +63,9 @@ type Options struct {
 // gets CodeToolchainUnavailable from Build and from the tool, never a
 // failure at New. Safe for concurrent use.
 type Engine struct {
-	opts Options
-	kv   *KV
+	opts  Options
+	kv    *KV
+	execs *executions
 
 	once    sync.Once
 	builder *Builder
@@ -83,7 +89,7 @@ func New(o Options) (*Engine, error) {
 			return nil, fmt.Errorf("codemode: Options.Seams[%d] needs a Name of its own (got %q)", i, s.Name)
 		}
 	}
-	e := &Engine{opts: o, kv: o.KV}
+	e := &Engine{opts: o, kv: o.KV, execs: newExecutions(func(k broker.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
 	if e.kv == nil {
 		e.kv = NewKV()
 	}
@@ -207,12 +213,13 @@ func (e *Engine) Build(ctx context.Context, p *Program) (*Binary, error) {
 // unavailable, a broker refusal); how the program ended is in the
 // RunResult.
 func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration) (*RunResult, error) {
-	return e.run(ctx, c, bin, within, nil)
+	return e.runAs(ctx, c, bin, within, nil, nil)
 }
 
-// run is Run under the permit composePermissions settled (nil: no
-// permissions declared); c's Grants are the permit's.
-func (e *Engine) run(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, pm *permit) (*RunResult, error) {
+// runAs is Run under the permit composePermissions settled (nil: no
+// permissions declared; c's Grants are the permit's), as the launched
+// execution x (nil: a foreground run).
+func (e *Engine) runAs(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, pm *permit, x *execution) (*RunResult, error) {
 	within = effectiveWithin(within)
 	if c.Broker == nil {
 		c = withBroker(c, e.opts.Broker)
@@ -220,6 +227,7 @@ func (e *Engine) run(ctx context.Context, c *tool.Call, bin *Binary, within time
 	served := *c
 	served.RaiseRefusal = nil
 	h := e.newSeamHost(&served, bin.Seam, pm)
+	h.exec, h.execs = x, e.execs
 	res, err := runProgram(ctx, &served, bin, within, h)
 	if res != nil {
 		res.lastFailure, res.lastStderr, _ = h.proc.last.get()
@@ -257,6 +265,9 @@ type Execution struct {
 	// Widening is which grants the program's capability calls carried,
 	// or which way none did (see Execute).
 	Widening Widening
+
+	// joined: rendered by join, which shows no call record.
+	joined bool
 }
 
 // Request is one program as a call submits it. Only Source is required.
@@ -289,35 +300,58 @@ type Request struct {
 // one of them meets is answered in band and never raised.
 // Execution.Widening says how the grants came out, whatever the error.
 func (e *Engine) Execute(ctx context.Context, c *tool.Call, r Request) (*Execution, error) {
-	x := &Execution{}
-	perm, within := r.Permissions, r.Within
-	pm := &permit{perm: perm, grants: c.Grants}
-	defer func() { x.Widening = pm.widening(x.Run != nil) }()
-	if err := checkPermissions(c.Strand, perm); err != nil {
+	x, st, err := e.prepare(ctx, c, r)
+	if err != nil {
 		return x, err
+	}
+	x.Run, err = e.runAs(ctx, st.call, x.Binary, st.within, st.permit, nil)
+	x.Widening = st.permit.widening(x.Run != nil)
+	return x, err
+}
+
+// prepared is what prepare settled for the run: the call the program's
+// capability calls act on (its Grants the composed ones), the permit and
+// the effective wall deadline.
+type prepared struct {
+	call   *tool.Call
+	permit *permit
+	within time.Duration
+}
+
+// prepare takes r through every stage before the run: the permissions'
+// check, vetting on r.Seam, the build and the composition of the
+// permissions. On an error, the Execution holds what the stages before
+// it produced and its Widening how the grants came out.
+func (e *Engine) prepare(ctx context.Context, c *tool.Call, r Request) (*Execution, prepared, error) {
+	x := &Execution{}
+	pm := &permit{perm: r.Permissions, grants: c.Grants}
+	fail := func(err error) (*Execution, prepared, error) {
+		x.Widening = pm.widening(false)
+		return x, prepared{}, err
+	}
+	if err := checkPermissions(c.Strand, r.Permissions); err != nil {
+		return fail(err)
 	}
 	p, err := e.VetOn(r.Source, r.Seam)
 	if err != nil {
-		return x, err
+		return fail(err)
 	}
 	x.Program = p
 	bin, err := e.Build(ctx, p)
 	if err != nil {
-		return x, err
+		return fail(err)
 	}
 	x.Binary = bin
-	within = effectiveWithin(within)
+	within := effectiveWithin(r.Within)
 	if c.Broker == nil {
 		c = withBroker(c, e.opts.Broker)
 	}
-	if pm, err = composePermissions(ctx, c, perm, within); err != nil {
-		return x, err
+	if pm, err = composePermissions(ctx, c, r.Permissions, within); err != nil {
+		return fail(err)
 	}
 	served := *c
 	served.Grants = pm.grants
-	res, err := e.run(ctx, &served, bin, within, pm)
-	x.Run = res
-	return x, err
+	return x, prepared{call: &served, permit: pm, within: within}, nil
 }
 
 // stageCode is the code of a refusal Execute returned.

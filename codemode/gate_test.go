@@ -4,11 +4,13 @@ import "testing"
 
 // TestEveryCapabilityIsGatedOrOpenOnPurpose: the gate names an
 // authorizing tool for every capability that writes, runs or reaches a
-// job, and leaves open exactly the reads, kv and report.emit.
+// job, and leaves open exactly the reads, kv, report.emit and a launched
+// program's own cap/execution (which reaches nothing outside it).
 func TestEveryCapabilityIsGatedOrOpenOnPurpose(t *testing.T) {
 	t.Parallel()
 	open := map[string]bool{"fs.read": true, "fs.list": true, "search.glob": true, "search.grep": true,
-		"kv.get": true, "kv.set": true, "kv.delete": true, "report.emit": true}
+		"kv.get": true, "kv.set": true, "kv.delete": true, "report.emit": true,
+		"execution.ready": true, "execution.register": true, "execution.receive": true}
 	want := map[string]string{"proc.run": "bash", "job.start": "bash", "job.poll": "job_poll", "job.list": "job_poll",
 		"job.send": "job_send", "job.kill": "job_kill", "fs.write": "fs_write", "fs.edit": "fs_edit"}
 	for _, cap := range WorkspaceCapabilities() {

@@ -92,7 +92,7 @@ func TestSeamsServed(t *testing.T) {
 	for _, sm := range s.eng.Seams() {
 		names = append(names, sm.Name+"="+strings.Join(sm.Packages, ","))
 	}
-	if got, want := strings.Join(names, " "), "workspace=cap/fs,cap/search,cap/proc,cap/kv,cap/report,cap/job,cap/notes orchestration=cap/strand,cap/notes,cap/report"; got != want {
+	if got, want := strings.Join(names, " "), "workspace=cap/fs,cap/search,cap/proc,cap/kv,cap/report,cap/job,cap/notes,cap/execution orchestration=cap/strand,cap/notes,cap/report,cap/execution"; got != want {
 		t.Errorf("seams %s, want %s", got, want)
 	}
 	bare := newSession(t, nil)
@@ -459,7 +459,7 @@ func TestWorkspaceCallFromAnOrchestrationBinary(t *testing.T) {
 		want string
 	}{
 		{WorkspaceSeam(), "from the workspace|<nil>"},
-		{OrchestrationSeam(), `|fs.read: unknown_capability: no capability "fs.read" on the orchestration seam; it offers report.emit, notes.put`},
+		{OrchestrationSeam(), `|fs.read: unknown_capability: no capability "fs.read" on the orchestration seam; it offers report.emit, execution.ready`},
 	} {
 		b := *bin
 		b.Seam = c.seam

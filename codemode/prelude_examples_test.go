@@ -88,7 +88,13 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 				if x.Run.Code != "" {
 					t.Fatalf("the example failed (%s): %s\nstderr: %s\n%s", x.Run.Code, x.Run.Stdout, x.Run.Stderr, src)
 				}
-				if x.Run.Record.Failed != 0 {
+				failed := x.Run.Record.Failed
+				if pkg == "cap/execution" {
+					// Run in the foreground, the example's Receive is
+					// refused not_background, as its doc says.
+					failed -= countCode(x.Run.Record, CodeNotBackground)
+				}
+				if failed != 0 {
 					t.Errorf("the example's calls failed: %+v\n%s", x.Run.Record, x.Run.Stdout)
 				}
 			})
@@ -107,4 +113,15 @@ func TestPreludeStatesTheHostsBounds(t *testing.T) {
 	if want := fmt.Sprintf("size bound of %d MiB", tool.MaxFileBytes>>20); !strings.Contains(string(src), want) {
 		t.Errorf("cap/fs's Read doc does not say %q", want)
 	}
+}
+
+// countCode counts the record's calls that failed with code.
+func countCode(r CallRecord, code tool.Code) int {
+	n := 0
+	for _, c := range r.Calls {
+		if c.Status == CallFailed && c.Code == code {
+			n++
+		}
+	}
+	return n
 }

@@ -92,7 +92,7 @@ func TestPreludeHasNoGoMod(t *testing.T) {
 // included, and a fresh slice each call.
 func TestPreludePackages(t *testing.T) {
 	t.Parallel()
-	want := []string{"cap/fs", "cap/internal/client", "cap/internal/wire", "cap/job", "cap/kv", "cap/notes", "cap/proc", "cap/report", "cap/search", "cap/strand"}
+	want := []string{"cap/execution", "cap/fs", "cap/internal/client", "cap/internal/wire", "cap/job", "cap/kv", "cap/notes", "cap/proc", "cap/report", "cap/search", "cap/strand"}
 	got := PreludePackages()
 	if !slices.Equal(got, want) {
 		t.Fatalf("PreludePackages() = %q, want %q", got, want)

@@ -57,6 +57,10 @@ type seamHost struct {
 	// permit is what the permissions composed before the start settled
 	// (nil: none declared).
 	permit *permit
+	// exec is the launched execution the program is, under execs; nil
+	// for a foreground run.
+	exec  *execution
+	execs *executions
 
 	mu        sync.Mutex
 	artifacts []Artifact
@@ -101,6 +105,8 @@ func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any
 		return h.strandCall(ctx, cap, a)
 	case "strand.note", "strand.notes", "notes.put", "notes.get", "notes.list":
 		return h.notesCall(ctx, cap, a)
+	case "execution.ready", "execution.register", "execution.receive":
+		return h.executionCall(ctx, cap, a)
 	}
 	return nil, &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
 }
@@ -118,7 +124,8 @@ func Capabilities() []string {
 // orchestration seam shares, are in Capabilities).
 func WorkspaceCapabilities() []string {
 	return []string{"fs.read", "fs.list", "fs.write", "fs.edit", "search.glob", "search.grep", "proc.run",
-		"kv.get", "kv.set", "kv.delete", "report.emit", "job.start", "job.poll", "job.list", "job.send", "job.kill"}
+		"kv.get", "kv.set", "kv.delete", "report.emit", "job.start", "job.poll", "job.list", "job.send", "job.kill",
+		"execution.ready", "execution.register", "execution.receive"}
 }
 
 // summary is the call record's redacted summary of a call: what it is
@@ -175,6 +182,8 @@ func summary(cap string, m map[string]any) string {
 		parts = []string{str("handle")}
 	case "job.send":
 		parts = []string{str("handle"), size("input")}
+	case "execution.register", "execution.receive":
+		parts = []string{str("endpoint")}
 	default:
 		parts = strandSummary(cap, m)
 	}

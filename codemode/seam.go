@@ -25,12 +25,13 @@ const WorkspaceSeamName = "workspace"
 // WorkspaceSeam is the seam of a program working on the workspace: files
 // (cap/fs), read-only search (cap/search), jailed commands (cap/proc),
 // scratch storage (cap/kv), artifacts (cap/report), background jobs
-// (cap/job) and the session's durable notes (cap/notes, served only by an
-// Engine with an Agency). Each call returns a fresh value.
+// (cap/job), the session's durable notes (cap/notes, served only by an
+// Engine with an Agency) and a launched program's input (cap/execution).
+// Each call returns a fresh value.
 func WorkspaceSeam() Seam {
 	return Seam{
 		Name:     WorkspaceSeamName,
-		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job", "cap/notes"},
+		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job", "cap/notes", "cap/execution"},
 	}
 }
 
@@ -39,13 +40,14 @@ const OrchestrationSeamName = "orchestration"
 
 // OrchestrationSeam is the seam of a program that directs sub-agents:
 // spawning, messaging and joining them (cap/strand), the session's
-// durable notes (cap/notes) and artifacts (cap/report). It offers no
+// durable notes (cap/notes), artifacts (cap/report) and a launched
+// program's input (cap/execution). It offers no
 // package that reaches the disk, the network or a process, and an Engine
 // serves it only with an Agency. Each call returns a fresh value.
 func OrchestrationSeam() Seam {
 	return Seam{
 		Name:     OrchestrationSeamName,
-		Packages: []string{"cap/strand", "cap/notes", "cap/report"},
+		Packages: []string{"cap/strand", "cap/notes", "cap/report", "cap/execution"},
 	}
 }
 

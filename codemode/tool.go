@@ -28,10 +28,15 @@ const ToolName = "code_mode"
 const MaxSurfaceBytes = 9 << 10
 
 type codeModeArgs struct {
-	Program     string       `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
-	ProgramPath string       `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
-	WithinMs    withinMillis `json:"within_ms,omitempty"`
-	Permissions *Permissions `json:"permissions,omitempty" jsonschema:"as bash's, for the program's calls only"`
+	Program     string        `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
+	ProgramPath string        `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
+	WithinMs    withinMillis  `json:"within_ms,omitempty"`
+	Mode        executionMode `json:"mode,omitempty"`
+	Handle      string        `json:"handle,omitempty"`
+	Endpoint    string        `json:"endpoint,omitempty"`
+	Input       string        `json:"input,omitempty"`
+	WaitMs      joinMillis    `json:"wait_ms,omitempty"`
+	Permissions *Permissions  `json:"permissions,omitempty" jsonschema:"as bash's, for the program's calls only"`
 	// seam is the seam argument of an Engine serving several (see
 	// seamArgs); "" is the default.
 	seam string
@@ -85,7 +90,7 @@ func (e *Engine) Tool() tool.Tool {
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Exclusive,
 	}
-	schemas := append(job.PermissionsSchemas(), tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
+	schemas := append(append(executionModeSchemas(), job.PermissionsSchemas()...), tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
 		Type: "integer", Description: fmt.Sprintf("wall deadline of the run, default %d, at most %d; each capability call at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds(), MaxCallTimeout.Milliseconds()),
 	}})
 	if len(e.opts.Seams) == 1 {
@@ -106,6 +111,7 @@ func (e *Engine) description() string {
 		"What it prints to stdout is the result; a panic is a failure showing its stderr (println writes there). ")
 	fmt.Fprintf(&b, "Past %d KiB the answer shows stdout's head and tail and where the rest is kept; past %d MiB of output the run is stopped. ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
 	fmt.Fprintf(&b, "Capability calls are safe from goroutines (at most %d unanswered at once), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
+	b.WriteString(modeDescription())
 	b.WriteString("Every failed call is an error of type *<pkg>.Error with Code and Message: switch on Code. Unused imports and variables are repaired for you. ")
 	fmt.Fprintf(&b, "Bounds: kv %d keys and %d MiB per strand, kept for the session; report.emit %d MiB each, %d per run; proc.run %d at once, %d MiB of output per stream. ",
 		MaxKVKeys, MaxKVBytes>>20, MaxEmitBytes>>20, MaxEmits, MaxProcsInFlight, MaxProcOutputBytes>>20)
@@ -132,6 +138,9 @@ func (e *Engine) description() string {
 }
 
 func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool.Outcome {
+	if o, answered := e.interact(ctx, c, a); answered {
+		return o
+	}
 	src, o := programSource(c, a)
 	if o != nil {
 		return *o
@@ -145,8 +154,12 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 		notes = append(notes, "note: "+tool.ClampNote("within_ms", int64(a.WithinMs), MaxWithin.Milliseconds()))
 		within = MaxWithin
 	}
+	r := Request{Source: src, Seam: a.seam, Within: within, Permissions: a.Permissions}
+	if a.Mode == modeLaunch {
+		return e.launch(ctx, c, r, notes)
+	}
 	start := time.Now()
-	x, err := e.Execute(ctx, c, Request{Source: src, Seam: a.seam, Within: within, Permissions: a.Permissions})
+	x, err := e.Execute(ctx, c, r)
 	return render(x, err, notes, time.Since(start))
 }
 
@@ -218,6 +231,9 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	r := x.Run
 	exit := r.Exit
 	d.Exit, d.StdoutBytes, d.Overflow, d.Record, d.Artifacts, d.Fault = &exit, r.StdoutBytes, r.Overflow, &r.Record, r.Artifacts, r.Fault
+	if x.joined {
+		d.Record = nil
+	}
 	enf := r.Enforcement
 	d.Run = &enf
 	d.RunMs, d.BuildMs = r.Duration.Milliseconds(), max(took-r.Duration-time.Duration(d.WaitedMs)*time.Millisecond, 0).Milliseconds()
@@ -243,7 +259,9 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	for _, a := range r.Artifacts {
 		fmt.Fprintf(&b, "artifact: %s (%d bytes) at %s\n", a.Name, a.Bytes, a.Path)
 	}
-	fmt.Fprintf(&b, "%s\n", recordLine(r.Record))
+	if !x.joined {
+		fmt.Fprintf(&b, "%s\n", recordLine(r.Record))
+	}
 	b.WriteString(sandboxLine(d.Build, d.Run) + "\n")
 	b.WriteString(x.Widening.String() + "\n")
 	if p := pointerFromRecord(r.Record); p != "" {
@@ -330,7 +348,7 @@ func sandboxLine(build, run *broker.Enforcement) string {
 
 // capPackageRef matches a qualified use of a capability package in a
 // compiler diagnostic ("undefined: fs.ReadFile").
-var capPackageRef = regexp.MustCompile(`\b(fs|search|proc|kv|report|job|notes|strand)\.[A-Z]`)
+var capPackageRef = regexp.MustCompile(`\b(fs|search|proc|kv|report|job|notes|strand|execution)\.[A-Z]`)
 
 func pointerFromText(diag string) string {
 	if m := capPackageRef.FindStringSubmatch(diag); m != nil {
@@ -343,7 +361,7 @@ func pointerFromRecord(r CallRecord) string {
 	for _, e := range r.Calls {
 		if e.Status == CallFailed && e.Code != CodeAdmissionCeiling && e.Code != CodeSpawnCeiling {
 			pkg, _, _ := strings.Cut(e.Cap, ".")
-			if slices.Contains([]string{"fs", "search", "proc", "kv", "report", "job", "notes", "strand"}, pkg) {
+			if slices.Contains([]string{"fs", "search", "proc", "kv", "report", "job", "notes", "strand", "execution"}, pkg) {
 				return pointer(pkg)
 			}
 		}

@@ -143,7 +143,7 @@ func TestSeamOffersOnlyWhatTheRegistryAuthorizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(eng.Seams()[0].Packages, " "); got != "cap/fs cap/search cap/kv cap/report" {
+	if got := strings.Join(eng.Seams()[0].Packages, " "); got != "cap/fs cap/search cap/kv cap/report cap/execution" {
 		t.Fatalf("seam packages %s", got)
 	}
 	desc := eng.Tool().Description

@@ -103,7 +103,7 @@ func TestVetViolationPositions(t *testing.T) {
 			t.Errorf("rendering lacks %q:\n%s", line, msg)
 		}
 	}
-	for _, s := range []string{"7 violations", "vet_refused", "(denied: opens paths", "allowed imports (workspace seam): bufio, bytes, cap/fs", "cap/search"} {
+	for _, s := range []string{"7 violations", "vet_refused", "(denied: opens paths", "allowed imports (workspace seam): bufio, bytes, cap/execution, cap/fs", "cap/search"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("rendering lacks %q:\n%s", s, msg)
 		}

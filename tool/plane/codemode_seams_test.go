@@ -22,9 +22,9 @@ func TestCodeModeServesTheOrchestrationSeamWithAgents(t *testing.T) {
 		runner agent.Runner
 		want   string
 	}{
-		{"agents", FamilyFiles | FamilyAgents | FamilyCodeMode, runner, "workspace=cap/fs,cap/search,cap/kv,cap/report,cap/notes orchestration=cap/strand,cap/notes,cap/report"},
-		{"no agents", FamilyFiles | FamilyCodeMode, runner, "workspace=cap/fs,cap/search,cap/kv,cap/report"},
-		{"agents without a runner", FamilyFiles | FamilyAgents | FamilyCodeMode, nil, "workspace=cap/fs,cap/search,cap/kv,cap/report"},
+		{"agents", FamilyFiles | FamilyAgents | FamilyCodeMode, runner, "workspace=cap/fs,cap/search,cap/kv,cap/report,cap/notes,cap/execution orchestration=cap/strand,cap/notes,cap/report,cap/execution"},
+		{"no agents", FamilyFiles | FamilyCodeMode, runner, "workspace=cap/fs,cap/search,cap/kv,cap/report,cap/execution"},
+		{"agents without a runner", FamilyFiles | FamilyAgents | FamilyCodeMode, nil, "workspace=cap/fs,cap/search,cap/kv,cap/report,cap/execution"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -160,6 +160,10 @@ type Config struct {
 	// when the host starts Plane.CodeMode.Warm in the background; a
 	// code_mode call that arrives meanwhile waits for it.
 	CodeMode codemode.BuilderOptions
+	// CodeModeNotify, when set, is told when a program code_mode
+	// launched ends on its own (codemode.Options.Notify), as
+	// JobOptions.Notify is told of jobs.
+	CodeModeNotify func(codemode.ExecutionNotice)
 
 	// MaxParallel bounds how many calls of one batch the plane's
 	// Dispatcher runs at once. Zero or less means DefaultMaxParallel.

@@ -206,7 +206,8 @@ func (p *Plane) Dispatcher() Dispatcher {
 	return Dispatcher{Registry: p.Registry, MaxParallel: p.MaxParallel}
 }
 
-// Close releases what New made, last made first: the reference Agency
+// Close releases what New made, last made first: the programs code_mode
+// launched (torn down and reaped, within CloseWait), the reference Agency
 // (aborting running children and waiting for their runners), the job
 // plane (killing what still runs, within CloseWait), the history index,
 // the blob store, the broker's warm helper, and a scratch directory New
@@ -231,10 +232,15 @@ func (p *Plane) Close() error {
 // for, and the archives built, at the first program or when the host
 // calls CodeMode.Warm (in the background, at start).
 func (p *Plane) openCodeMode(cfg Config) error {
-	eng, err := codemode.New(codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode})
+	eng, err := codemode.New(codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode, Notify: cfg.CodeModeNotify})
 	if err != nil {
 		return fail(CodeSetupFailed, "code mode", err)
 	}
+	p.closers = append(p.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), CloseWait)
+		defer cancel()
+		return eng.Close(ctx)
+	})
 	if err := p.Registry.Register(eng.Tool()); err != nil {
 		return fail(CodeSetupFailed, "code mode", err)
 	}

@@ -244,3 +244,21 @@ func TestCallForKeepsAShellPerStrand(t *testing.T) {
 		t.Fatalf("child call: %+v", a1)
 	}
 }
+
+// TestCloseEndsCodeModeLaunches: Close tears the code mode engine's
+// launched programs down, so a launch after it is refused
+// engine_closed before anything is built.
+func TestCloseEndsCodeModeLaunches(t *testing.T) {
+	t.Parallel()
+	_, cfg := testDirs(t)
+	cfg.Families = FamilyFiles | FamilyCodeMode
+	p := newTestPlane(t, cfg)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(`{"mode": "launch", "program": "package main\n\nfunc main() {}\n"}`)
+	o := p.Registry.Dispatch(t.Context(), p.CallFor(DefaultStrand, "op"), codemode.ToolName, raw)
+	if o.Code != codemode.CodeEngineClosed {
+		t.Fatalf("launch after Close: %s: %s", o.Code, o.Text)
+	}
+}

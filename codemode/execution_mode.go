@@ -1,0 +1,249 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// executionMode is code_mode's mode argument.
+type executionMode string
+
+// The modes of code_mode.
+const (
+	modeRun    executionMode = "run"
+	modeLaunch executionMode = "launch"
+	modeSend   executionMode = "send"
+	modeCheck  executionMode = "check"
+	modeJoin   executionMode = "join"
+	modeCancel executionMode = "cancel"
+)
+
+// joinMillis is join's wait_ms.
+type joinMillis int64
+
+func executionModeSchemas() []tool.TypeSchema {
+	return []tool.TypeSchema{
+		{Type: reflect.TypeFor[executionMode](), Schema: &jsonschema.Schema{Type: "string",
+			Enum: []any{string(modeRun), string(modeLaunch), string(modeSend), string(modeCheck), string(modeJoin), string(modeCancel)}}},
+		{Type: reflect.TypeFor[joinMillis](), Schema: &jsonschema.Schema{Type: "integer",
+			Description: fmt.Sprintf("join's wait, default %d, at most %d", DefaultJoinWait.Milliseconds(), MaxJoinWait.Milliseconds())}},
+	}
+}
+
+// modeDescription is the description's paragraph on the modes.
+func modeDescription() string {
+	return fmt.Sprintf("mode launch answers a handle at once while the program runs on (at most %d per strand); pass it to mode check, send (to an endpoint, once it called execution.Ready), join or cancel. ", MaxLiveExecutions)
+}
+
+// ExecutionDetails is the Details of a launch, check, send, cancel, and
+// of a join that found the program still running.
+type ExecutionDetails struct {
+	ExecutionStatus
+	// Edits, Cached and Build are the launch's build, as Details has them.
+	Edits  []Repair            `json:"edits,omitempty"`
+	Cached bool                `json:"cached,omitempty"`
+	Build  *broker.Enforcement `json:"build,omitempty"`
+}
+
+// modeArguments says which arguments each mode takes: the source and
+// the deadline only at launch (or run), so no interaction with a running
+// program can replace what it runs or change its bounds.
+func modeArguments(a codeModeArgs) (mode executionMode, refusal string) {
+	mode = a.Mode
+	if mode == "" {
+		mode = modeRun
+	}
+	given := map[string]bool{"program": a.Program != "", "program_path": a.ProgramPath != "", "within_ms": a.WithinMs != 0,
+		"handle": a.Handle != "", "endpoint": a.Endpoint != "", "input": a.Input != "", "wait_ms": a.WaitMs != 0,
+		"permissions": a.Permissions != nil, "seam": a.seam != ""}
+	takes := map[executionMode][]string{
+		modeRun: {"program", "program_path", "within_ms", "permissions", "seam"}, modeLaunch: {"program", "program_path", "within_ms", "permissions", "seam"},
+		modeSend: {"handle", "endpoint", "input"}, modeCheck: {"handle"}, modeJoin: {"handle", "wait_ms"}, modeCancel: {"handle"},
+	}[mode]
+	for _, k := range []string{"program", "program_path", "within_ms", "permissions", "seam", "handle", "endpoint", "input", "wait_ms"} {
+		if given[k] && !strings.Contains(" "+strings.Join(takes, " ")+" ", " "+k+" ") {
+			why := ""
+			if mode != modeRun && mode != modeLaunch {
+				why = "; a launched program's source, seam, deadline and permissions are fixed at launch"
+			}
+			return mode, fmt.Sprintf("mode %s takes no %s: it takes %s%s", mode, k, strings.Join(takes, ", "), why)
+		}
+	}
+	if mode != modeRun && mode != modeLaunch && a.Handle == "" {
+		return mode, fmt.Sprintf("mode %s needs handle: what launch answered", mode)
+	}
+	return mode, ""
+}
+
+// interact answers the modes that address a launched execution (send,
+// check, join, cancel) and refuses an argument the mode does not take;
+// answered is false for run and launch with their arguments, which the
+// caller goes on to build.
+func (e *Engine) interact(ctx context.Context, c *tool.Call, a codeModeArgs) (o tool.Outcome, answered bool) {
+	mode, refusal := modeArguments(a)
+	if refusal != "" {
+		return tool.Fail(tool.CodeInvalidArguments, refusal), true
+	}
+	if mode == modeRun || mode == modeLaunch {
+		return tool.Outcome{}, false
+	}
+	x, err := e.execs.lookup(c.Strand, a.Handle)
+	if err != nil {
+		return capFailure(err), true
+	}
+	switch mode {
+	case modeCheck:
+		st := e.execs.status(x)
+		return tool.Outcome{Text: statusText(st), Details: ExecutionDetails{ExecutionStatus: st}}, true
+	case modeSend:
+		return e.send(x, a), true
+	case modeJoin:
+		return e.join(ctx, x, a), true
+	}
+	return e.cancel(ctx, x), true
+}
+
+func capFailure(err error) tool.Outcome {
+	var ce *CapError
+	if errors.As(err, &ce) {
+		return tool.Fail(ce.Code, ce.Message)
+	}
+	return tool.Fail(stageCode(err), err.Error())
+}
+
+// statusText is check's sentence.
+func statusText(st ExecutionStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s (%d ms)", st.Handle, st.State, st.ElapsedMs)
+	switch {
+	case st.State != ExecutionRunning:
+		b.WriteString("; join it for its result")
+	case st.Ready:
+		fmt.Fprintf(&b, ", ready; endpoints: %s; %d inputs not yet received", strings.Join(st.Endpoints, ", "), st.Queued)
+	default:
+		b.WriteString(", not ready: sends are refused until it calls execution.Ready")
+		if len(st.Endpoints) > 0 {
+			b.WriteString("; endpoints registered: " + strings.Join(st.Endpoints, ", "))
+		}
+	}
+	return b.String()
+}
+
+// launch builds src as run does (its refusals are run's), then starts it
+// under its own step on the Engine's context and answers its handle.
+func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []string) tool.Outcome {
+	x, err := e.execs.reserve(c)
+	if err != nil {
+		return capFailure(err)
+	}
+	start := time.Now()
+	pre, st, err := e.prepare(ctx, c, r)
+	if err != nil {
+		e.execs.drop(x)
+		return render(pre, err, notes, time.Since(start))
+	}
+	within, bin := st.within, pre.Binary
+	pre.Widening = st.permit.widening(true)
+	x.call.Grants = st.call.Grants
+	if x.call.Broker == nil {
+		x.call.Broker = st.call.Broker
+	}
+	x.built = time.Since(start)
+	if err := e.execs.start(x, pre, func(ctx context.Context) (*RunResult, error) {
+		return e.runAs(ctx, x.call, bin, within, st.permit, x)
+	}); err != nil {
+		return capFailure(err)
+	}
+	d := ExecutionDetails{ExecutionStatus: e.execs.status(x), Edits: bin.Edits, Cached: bin.Cached}
+	if !bin.Cached {
+		enf := bin.Enforcement
+		d.Build = &enf
+	}
+	var b strings.Builder
+	for _, n := range notes {
+		b.WriteString(n + "\n")
+	}
+	fmt.Fprintf(&b, "launched %s: running, within %d ms. Use the handle with mode check, send (once it calls execution.Ready), join or cancel.\n", x.handle, within.Milliseconds())
+	if len(bin.Edits) > 0 {
+		b.WriteString("repaired before building: " + repairsText(bin.Edits) + "\n")
+	}
+	b.WriteString(strings.TrimSuffix(sandboxLine(d.Build, nil), "did not start") + "shown by join")
+	return tool.Outcome{Text: b.String(), Details: d}
+}
+
+func (e *Engine) send(x *execution, a codeModeArgs) tool.Outcome {
+	endpoint := a.Endpoint
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	if len(a.Input) > MaxInputBytes {
+		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("input is %d bytes; a send carries at most %d", len(a.Input), MaxInputBytes))
+	}
+	n, err := e.execs.send(x, endpoint, []byte(a.Input))
+	if err != nil {
+		return capFailure(err)
+	}
+	st := e.execs.status(x)
+	return tool.Outcome{Text: fmt.Sprintf("sent %d bytes to %s endpoint %s; %d inputs not yet received", len(a.Input), x.handle, endpoint, n), Details: ExecutionDetails{ExecutionStatus: st}}
+}
+
+func (e *Engine) join(ctx context.Context, x *execution, a codeModeArgs) tool.Outcome {
+	if a.WaitMs < 0 {
+		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("wait_ms must not be negative (got %d)", a.WaitMs))
+	}
+	wait := DefaultJoinWait
+	var notes []string
+	if a.WaitMs > 0 {
+		wait = time.Duration(a.WaitMs) * time.Millisecond
+	}
+	if wait > MaxJoinWait {
+		notes = append(notes, "note: "+tool.ClampNote("wait_ms", int64(a.WaitMs), MaxJoinWait.Milliseconds()))
+		wait = MaxJoinWait
+	}
+	res, ended, refusal := e.execs.join(ctx, x, wait)
+	st := e.execs.status(x)
+	if !ended {
+		text := strings.Join(append(notes, fmt.Sprintf("%s is still running after a %d ms wait; join again, check it, or cancel it", x.handle, wait.Milliseconds())), "\n")
+		return tool.Outcome{Text: text, Details: ExecutionDetails{ExecutionStatus: st}}
+	}
+	shown := *res
+	shown.joined = true
+	took := x.built
+	if shown.Run != nil {
+		took += shown.Run.Duration
+	}
+	notes = append(notes, fmt.Sprintf("joined %s: %s after %d ms", x.handle, st.State, st.ElapsedMs))
+	return render(&shown, refusal, notes, took)
+}
+
+func (e *Engine) cancel(ctx context.Context, x *execution) tool.Outcome {
+	ctx, stop := context.WithTimeout(ctx, CancelWait)
+	defer stop()
+	was := e.execs.status(x).State
+	reaped := e.execs.teardown(ctx, x)
+	st := e.execs.status(x)
+	d := ExecutionDetails{ExecutionStatus: st}
+	switch {
+	case was != ExecutionRunning || st.State == ExecutionExited:
+		return tool.Outcome{Text: fmt.Sprintf("%s had already %s; nothing to cancel; join it for its result", x.handle, st.State), Details: d}
+	case !reaped:
+		return tool.Outcome{Text: fmt.Sprintf("cancelling %s: its processes were still being reaped after %d ms; check it again", x.handle, CancelWait.Milliseconds()), Details: d}
+	}
+	return tool.Outcome{Text: fmt.Sprintf("cancelled %s: its program and its proc.run commands are ended and reaped (a job it started with cap/job runs on: job_kill ends it); join it for what it printed", x.handle), Details: d}
+}
+
+// Close tears every launched execution down (its program and its
+// proc.run commands; a job a program started through cap/job is the job
+// plane's to end) and refuses every later launch with CodeEngineClosed.
+// It waits until they are reaped or ctx ends (then the error says how
+// many were not). A foreground run is its caller's to end. Safe to call
+// more than once.
+func (e *Engine) Close(ctx context.Context) error { return e.execs.close(ctx) }
