@@ -29,18 +29,19 @@ const MaxDescribedAPIBytes = 4608
 // then its exported constants, variables, types (struct and interface
 // types with their exported fields or methods on the same line), methods
 // and functions, one line each, in source order, every name qualified as
-// a program writes it
-// (`func fs.Read(ctx context.Context, path string) (fs.File, error)`),
-// with no doc comments. It is rendered with go/doc from the embedded
+// a program writes it (`func fs.Read(ctx, path string) (fs.File, error)`:
+// a leading ctx context.Context parameter is written ctx alone, which the
+// description says once), with no doc comments. It is rendered with go/doc from the embedded
 // prelude on every call, so it cannot drift from what a program compiles
 // against, and the same seam always renders the same bytes.
 //
 // An entry of s.Packages that Vet would refuse (cap/internal/..., or
 // anything not under cap/) is not a capability package and is left out. A
 // type the prelude declares as an alias of an internal type (every
-// package's Error) is rendered as the internal type's exported fields and
-// methods the first time, then as an alias of that first rendering
-// (`type proc.Error = fs.Error`), so the rendering names no internal or
+// package's Error) is rendered once, as the internal type's exported
+// fields under the first package's name (`type fs.Error struct{ ... }`),
+// and left out of every later package (the description says every
+// package's Error is that one type), so the rendering names no internal or
 // unexported identifier. A listed package the prelude does not hold fails
 // with a *DescribeError coded CodeUnknownCapPackage; an exported
 // declaration that mentions an internal or unexported identifier any other
@@ -209,11 +210,15 @@ func (p *capPackage) typeLines(l *preludeLoader, t *doc.Type, q *qualifier, seen
 		if target, ok, err := p.internalAlias(l, ts); err != nil {
 			return nil, err
 		} else if ok {
-			if first, done := seen[target.typ]; done {
-				return []string{"type " + qname + " = " + first}, nil
+			if _, done := seen[target.typ]; done {
+				return nil, nil
 			}
 			seen[target.typ] = qname
-			return target.pkg.typeBody(target.typ, qname)
+			lines, err := target.pkg.typeBody(target.typ, qname)
+			if err != nil {
+				return nil, err
+			}
+			return lines[:1], nil
 		}
 	}
 	return p.typeBody(t, qname)
@@ -329,11 +334,16 @@ func fieldsString(fl *ast.FieldList, sep string) string {
 }
 
 // signature renders a function type's parameters and results without
-// the "func" keyword.
+// the "func" keyword, a leading ctx context.Context parameter written
+// ctx (see DescribeSeam).
 func signature(ft *ast.FuncType) string {
 	plain := *ft
 	plain.TypeParams = nil
-	return strings.TrimPrefix(types.ExprString(&plain), "func")
+	sig := strings.TrimPrefix(types.ExprString(&plain), "func")
+	if rest, ok := strings.CutPrefix(sig, "(ctx context.Context"); ok {
+		sig = "(ctx" + rest
+	}
+	return sig
 }
 
 // typeSpecOf finds t's own spec in its declaration.

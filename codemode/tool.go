@@ -21,11 +21,15 @@ import (
 const ToolName = "code_mode"
 
 // MaxSurfaceBytes bounds the code_mode tool's description and schema
-// together: what the tool costs a model's context on every turn. 9 KiB: a
-// host serving one seam needs under 6, one serving both seams describes
-// two APIs and a recipe for each in under 8.5 (TestSurfaceBudget and
-// TestTwoSeamDescription hold both).
-const MaxSurfaceBytes = 9 << 10
+// together on an Engine serving one seam: what the tool costs a model's
+// context on every turn, the whole standard allowlist included
+// (TestSurfaceBudget measures it).
+const MaxSurfaceBytes = 8 << 10
+
+// MaxTwoSeamSurfaceBytes is MaxSurfaceBytes for an Engine serving both
+// seams, whose description adds the orchestration seam's API and its
+// example (TestTwoSeamDescription measures it).
+const MaxTwoSeamSurfaceBytes = 9 << 10
 
 type codeModeArgs struct {
 	Program     string        `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
@@ -91,7 +95,7 @@ func (e *Engine) Tool() tool.Tool {
 		Mode:          tool.Exclusive,
 	}
 	schemas := append(append(executionModeSchemas(), job.PermissionsSchemas()...), tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
-		Type: "integer", Description: fmt.Sprintf("wall deadline of the run, default %d, at most %d; each capability call at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds(), MaxCallTimeout.Milliseconds()),
+		Type: "integer", Description: fmt.Sprintf("the run's wall deadline, default %d, at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds()),
 	}})
 	if len(e.opts.Seams) == 1 {
 		return tool.Typed(t, e.runTool, schemas...)
@@ -105,35 +109,24 @@ func (e *Engine) description() string {
 		api = "(the API could not be rendered: " + err.Error() + "; read it with fs_read cap://)"
 	}
 	var b strings.Builder
-	b.WriteString("Run one Go program instead of many tool calls: any batch of reads, searches, edits and checks you can list, and the first round of an investigation. " +
-		"The program is one file, package main with func main(). It is vetted, built offline and run in a jail with no files, network or processes of its own: " +
-		"it reaches the workspace only through the cap packages, on your authority (writing needs fs_write or fs_edit, commands and jobs need bash; more access: permissions, asked once before it starts). " +
-		"What it prints to stdout is the result; a panic is a failure showing its stderr (println writes there). ")
-	fmt.Fprintf(&b, "Past %d KiB the answer shows stdout's head and tail and where the rest is kept; past %d MiB of output the run is stopped. ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
-	fmt.Fprintf(&b, "Capability calls are safe from goroutines (at most %d unanswered at once), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
+	b.WriteString("Run one Go program instead of many tool calls: a batch of reads, searches, edits and checks, or the first round of an investigation. " +
+		"One file, package main with func main(); vetted, built offline and run in a jail with no files, network or processes of its own. " +
+		"It reaches the workspace only through the cap packages, on your authority (writes need fs_write or fs_edit, commands and jobs bash; ask for more with permissions, approved once before it starts). ")
+	fmt.Fprintf(&b, "Its stdout is the result (past %d KiB: head, tail and where the rest is kept; past %d MiB of output it is stopped); a panic fails showing stderr (println writes there). ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
+	fmt.Fprintf(&b, "Calls are safe from goroutines (at most %d unanswered), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
 	b.WriteString(modeDescription())
-	b.WriteString("Every failed call is an error of type *<pkg>.Error with Code and Message: switch on Code. Unused imports and variables are repaired for you. ")
+	b.WriteString("A failed call is a *<pkg>.Error: switch on its Code. Unused imports and variables are repaired. ")
 	fmt.Fprintf(&b, "Bounds: kv %d keys and %d MiB per strand, kept for the session; report.emit %d MiB each, %d per run; proc.run %d at once, %d MiB of output per stream. ",
 		MaxKVKeys, MaxKVBytes>>20, MaxEmitBytes>>20, MaxEmits, MaxProcsInFlight, MaxProcOutputBytes>>20)
 	b.WriteString(e.agentBoundsText())
-	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". fs_read cap:// shows each package's documented API.\n", MaxSourceBytes>>10)
+	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". In the API below ctx is a context.Context; fs_read cap:// shows each package's docs.\n", MaxSourceBytes>>10)
 	std := e.opts.Builder.StdPackages
 	if std == nil {
 		std = StdPackages()
 	}
 	b.WriteString(e.importsText(std))
 	b.WriteString(api)
-	union := e.unionSeam().Packages
-	b.WriteString("\nExamples:\n")
-	if slices.Contains(union, "cap/fs") {
-		b.WriteString(RecipeSurvey)
-	}
-	if slices.Contains(union, "cap/proc") && len(e.opts.Seams) == 1 {
-		b.WriteString("\n" + RecipeCheck) // several seams: one recipe each
-	}
-	if slices.Contains(union, "cap/strand") {
-		b.WriteString("\nOn seam " + OrchestrationSeamName + ":\n" + RecipeFanOut)
-	}
+	b.WriteString("\n" + e.examplesText())
 	return b.String()
 }
 

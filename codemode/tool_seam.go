@@ -26,7 +26,7 @@ func (e *Engine) seamSchema() tool.TypeSchema {
 	for _, sm := range e.opts.Seams {
 		names = append(names, sm.Name)
 	}
-	s := &jsonschema.Schema{Type: "string", Description: "the seam the program runs on: " + strings.Join(names, " (default), ")}
+	s := &jsonschema.Schema{Type: "string", Description: strings.Join(names, " (default), ")}
 	return tool.TypeSchema{Type: reflect.TypeFor[seamName](), Schema: s}
 }
 
@@ -57,7 +57,7 @@ func (e *Engine) unionSeam() Seam {
 // packages; with several, those every seam shares once, then what each
 // seam adds.
 func (e *Engine) importsText(std []string) string {
-	stdText := "the standard packages " + strings.Join(std, " ")
+	stdText := "the standard packages " + groupedPaths(std)
 	if len(e.opts.Seams) == 1 {
 		return "Imports: " + strings.Join(e.opts.Seams[0].Packages, ", ") + ", and " + stdText + ".\n"
 	}
@@ -102,4 +102,54 @@ func (e *Engine) agentBoundsText() string {
 		return "Per run: " + notes + "; notes calls need agent_note or agent_notes. "
 	}
 	return ""
+}
+
+// groupedPaths writes import paths compactly, in their order: the paths
+// under one first element after it, braced ("encoding encoding/{csv,json}"
+// for encoding, encoding/csv and encoding/json), every path spelled out
+// exactly once.
+func groupedPaths(paths []string) string {
+	var out []string
+	for i := 0; i < len(paths); {
+		root, _, _ := strings.Cut(paths[i], "/")
+		var under []string
+		j := i
+		for ; j < len(paths); j++ {
+			r, rest, nested := strings.Cut(paths[j], "/")
+			if r != root {
+				break
+			}
+			if !nested {
+				out = append(out, r)
+				continue
+			}
+			under = append(under, rest)
+		}
+		switch len(under) {
+		case 0:
+		case 1:
+			out = append(out, root+"/"+under[0])
+		default:
+			out = append(out, root+"/{"+strings.Join(under, ",")+"}")
+		}
+		i = j
+	}
+	return strings.Join(out, " ")
+}
+
+// examplesText is the description's examples: with one seam, the
+// workspace recipes its packages can run; on a host that also serves the
+// orchestration seam, its fan-out alone (the workspace API needs no second
+// illustration, and the surface bound has no room for one).
+func (e *Engine) examplesText() string {
+	union := e.unionSeam().Packages
+	switch {
+	case slices.Contains(union, "cap/strand"):
+		return "Example on seam " + OrchestrationSeamName + ":\n" + RecipeFanOut
+	case !slices.Contains(union, "cap/fs"):
+		return ""
+	case slices.Contains(union, "cap/proc"):
+		return "Examples:\n" + RecipeSurvey + "\n" + RecipeCheck
+	}
+	return "Example:\n" + RecipeSurvey
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentloom/loom/agent"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 func TestSurfaceBudget(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
-	tl := s.eng.Tool()
+	tl := productionEngine(t, s, nil).Tool()
 	if n := len(tl.Description) + len(tl.Schema); n > MaxSurfaceBytes {
 		t.Fatalf("code_mode costs %d bytes of description and schema; the budget is %d", n, MaxSurfaceBytes)
 	}
@@ -27,6 +28,19 @@ func TestSurfaceBudget(t *testing.T) {
 		}
 	}
 	t.Logf("code_mode surface: %d bytes", len(tl.Description)+len(tl.Schema))
+}
+
+// productionEngine is an Engine over s's registry with the Builder's
+// zero value, as a host makes one: its description lists every package of
+// StdPackages, where the test sessions' builders list e2eStd only. It
+// builds nothing.
+func productionEngine(t *testing.T, s *session, agency agent.Agency) *Engine {
+	t.Helper()
+	eng, err := New(Options{Registry: s.reg, Broker: s.eng.opts.Broker, Jobs: s.jobs, Agency: agency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
 }
 
 // dispatch calls code_mode through a registry the way a host does.
