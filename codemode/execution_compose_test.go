@@ -1,0 +1,87 @@
+package codemode
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentloom/loom/agent"
+)
+
+// launchArgs launches with args (mode added) under s's call and esc, and
+// returns the handle.
+func (s *session) launchArgs(t *testing.T, esc *escalation, args map[string]any) string {
+	t.Helper()
+	args["mode"] = "launch"
+	o, _ := s.dispatchCtx(t, context.Background(), esc, args)
+	if o.IsError {
+		t.Fatalf("launch: %s: %s", o.Code, o.Text)
+	}
+	d, ok := o.Details.(ExecutionDetails)
+	if !ok || d.Handle == "" {
+		t.Fatalf("launch answered %T:\n%s", o.Details, o.Text)
+	}
+	return d.Handle
+}
+
+// joined joins handle, waiting as long as join may.
+func (s *session) joined(t *testing.T, handle string) string {
+	t.Helper()
+	o, _ := s.dispatchCtx(t, context.Background(), nil, map[string]any{"mode": "join", "handle": handle, "wait_ms": MaxJoinWait.Milliseconds()})
+	if o.IsError {
+		t.Fatalf("join: %s: %s", o.Code, o.Text)
+	}
+	return o.Text
+}
+
+// TestLaunchComposesAsRunDoes: a launch goes through the stages run does
+// before its start: its permissions are raised once and the approved
+// grants act on the launched program's calls (the granted write lands,
+// join says which grants composed), and an interaction with it cannot
+// carry permissions or a seam. On a host serving both seams, a launch on
+// the orchestration seam runs the fan-out there.
+func TestLaunchComposesAsRunDoes(t *testing.T) {
+	t.Parallel()
+	t.Run("permissions", func(t *testing.T) {
+		t.Parallel()
+		s := newSession(t, nil)
+		granted := outsideDir(t, s, "granted")
+		esc := &escalation{answer: approveAll}
+		h := s.launchArgs(t, esc, map[string]any{"program": writeProgram(writeBoth("", granted, "a.txt")),
+			"permissions": map[string]any{"writable_roots": []string{granted}}})
+		if n := esc.raised.Load(); n != 1 {
+			t.Errorf("the launch raised %d times, want once", n)
+		}
+		text := s.joined(t, h)
+		for _, want := range []string{"fs: ok", "grants: writable_root " + granted} {
+			if !strings.Contains(text, want) {
+				t.Errorf("join lacks %q:\n%s", want, text)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(granted, "a.txt")); err != nil {
+			t.Errorf("the launched program's granted write did not land: %v", err)
+		}
+		s.refusedAfterLaunch(t, h, "permissions", map[string]any{"writable_roots": []string{granted}})
+	})
+	t.Run("orchestration seam", func(t *testing.T) {
+		t.Parallel()
+		s, _ := newAgentSession(t, agent.Options{}, 0)
+		h := s.launchArgs(t, nil, map[string]any{"program": RecipeFanOut, "seam": OrchestrationSeamName})
+		s.refusedAfterLaunch(t, h, "seam", WorkspaceSeamName)
+		if text := s.joined(t, h); strings.Count(text, ": completed, result ") != 3 {
+			t.Errorf("the launched fan-out did not report its three children:\n%s", text)
+		}
+	})
+}
+
+// refusedAfterLaunch checks that mode check of handle refuses key, which
+// only a launch (or a run) takes.
+func (s *session) refusedAfterLaunch(t *testing.T, handle, key string, value any) {
+	t.Helper()
+	o, _ := s.dispatchCtx(t, context.Background(), nil, map[string]any{"mode": "check", "handle": handle, key: value})
+	if !o.IsError || !strings.Contains(o.Text, "fixed at launch") {
+		t.Errorf("check with %s was not refused: %s", key, o.Text)
+	}
+}
