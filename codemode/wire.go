@@ -353,6 +353,23 @@ func (d *frameDecoder) dict(depth int) (any, error) {
 // CodeFrameTooLarge and nothing is written. The id must be at most
 // MaxFrameID and the kind one of the four.
 func WriteFrame(w io.Writer, f Frame) error {
+	buf := writeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= smallFrameBytes {
+			buf.Reset()
+			writeBuffers.Put(buf)
+		}
+	}()
+	if err := appendFrame(buf, f); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// appendFrame encodes f, length prefix first, onto the end of buf, as
+// WriteFrame writes it; on an error buf is left as it was.
+func appendFrame(buf *bytes.Buffer, f Frame) error {
 	switch f.Kind {
 	case FrameCapCall, FrameCancel, FrameCapResult, FrameOutcome:
 	default:
@@ -361,13 +378,7 @@ func WriteFrame(w io.Writer, f Frame) error {
 	if f.ID > MaxFrameID {
 		return fmt.Errorf("codemode: WriteFrame id %d exceeds 2^53", f.ID)
 	}
-	buf := writeBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= smallFrameBytes {
-			buf.Reset()
-			writeBuffers.Put(buf)
-		}
-	}()
+	start := buf.Len()
 	buf.Write([]byte{0, 0, 0, 0})
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
@@ -382,15 +393,16 @@ func WriteFrame(w io.Writer, f Frame) error {
 		err = encodeValue(enc, f.Body, 1)
 	}
 	if err != nil {
+		buf.Truncate(start)
 		return err
 	}
-	b := buf.Bytes()
-	if len(b)-4 > MaxFrameBytes {
-		return &FrameError{Code: CodeFrameTooLarge, Reason: fmt.Sprintf("a %s frame of %d bytes exceeds MaxFrameBytes (%d)", f.Kind, len(b)-4, MaxFrameBytes)}
+	n := buf.Len() - start - 4
+	if n > MaxFrameBytes {
+		buf.Truncate(start)
+		return &FrameError{Code: CodeFrameTooLarge, Reason: fmt.Sprintf("a %s frame of %d bytes exceeds MaxFrameBytes (%d)", f.Kind, n, MaxFrameBytes)}
 	}
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	_, err = w.Write(b)
-	return err
+	binary.BigEndian.PutUint32(buf.Bytes()[start:], uint32(n))
+	return nil
 }
 
 // writeBuffers recycles WriteFrame's buffers of small frames.
