@@ -166,4 +166,3 @@ func channelPair() (*hostConn, *os.File, error) {
 	}
 	return &hostConn{fd: fds[0]}, os.NewFile(uintptr(fds[1]), "codemode-program"), nil
 }
-
