@@ -97,6 +97,9 @@ func (h *probeHost) next() (uint64, CapCall, bool) {
 				h.t.Errorf("cancel of id %d never called", f.ID)
 			}
 			h.cancels[f.ID] = true
+			// As the real host does: a cancelled call is answered at once
+			// (a leading caller's read ends only with a frame).
+			h.write(Frame{ID: f.ID, Kind: FrameCapResult, Body: ResultErr(string(CodeCallCancelled), "the call was cancelled by the program")})
 			continue
 		case FrameCapCall:
 		default:
@@ -278,7 +281,8 @@ func TestPreludeClient(t *testing.T) {
 					if !h.cancels[blockID] {
 						t.Errorf("no cancel for the blocked call %d before the next call", blockID)
 					}
-					// A late answer to the cancelled call must be dropped.
+					// A second, late answer to the cancelled call must be
+					// dropped.
 					h.write(Frame{ID: blockID, Kind: FrameCapResult, Body: ResultOK(map[string]any{"value": []byte("late"), "found": true})})
 					h.write(Frame{ID: id, Kind: FrameCapResult, Body: ResultOK(h.canned(c))})
 				case "pending-0", "pending-1":
