@@ -93,7 +93,13 @@ type Client struct {
 	// it without a trip through the runtime's poller.
 	lead chan struct{}
 
-	wmu sync.Mutex // serialises frame writes
+	// wmu guards the frames waiting to be written. One caller at a time
+	// writes (writing set); a caller that queues a frame meanwhile leaves
+	// it to that writer, so calls made together go out in one write.
+	wmu     sync.Mutex
+	queued  []byte // frames waiting to be written
+	spare   []byte // the last written batch's buffer, for reuse
+	writing bool
 
 	mu      sync.Mutex
 	next    uint64
@@ -162,16 +168,12 @@ func (c *Client) Call(ctx context.Context, capName string, args map[string]any) 
 	c.pending[w.id] = w
 	c.mu.Unlock()
 
-	frame, err := wire.AppendFrame(nil, wire.Frame{ID: w.id, Kind: wire.KindCapCall, Body: map[string]any{"cap": capName, "args": args}})
-	if err != nil {
+	if err := c.send(wire.Frame{ID: w.id, Kind: wire.KindCapCall, Body: map[string]any{"cap": capName, "args": args}}); err != nil {
 		c.forget(w.id)
 		if errors.Is(err, wire.ErrFrameTooLarge) {
 			return nil, &Error{Cap: capName, Code: FrameTooLarge, Message: "the arguments exceed the 16 MiB frame bound; send less per call"}
 		}
 		return nil, &Error{Cap: capName, Code: BadResult, Message: "the arguments could not be encoded: " + err.Error()}
-	}
-	if err := c.write(frame); err != nil {
-		c.fail(&Error{Code: ChannelClosed, Message: "writing to the host failed: " + err.Error()})
 	}
 	cancelledErr := &Error{Cap: capName, Code: cancelled, Message: "the call's context ended before the host answered; the host was told to cancel it"}
 	if r, ok := c.await(ctx, w); ok {
@@ -205,30 +207,66 @@ func (e *Error) at(capName string) *Error {
 	return &c
 }
 
-// write writes one whole frame.
-func (c *Client) write(frame []byte) error {
+// maxSpareBytes bounds the write buffer kept for the next batch.
+const maxSpareBytes = 64 << 10
+
+// send queues f and, unless another caller is writing, writes every
+// queued frame. Its error is f's encoding's (nothing was queued); a
+// write that fails ends the client instead.
+func (c *Client) send(f wire.Frame) error {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	for len(frame) > 0 {
-		n, err := syscall.Write(c.fd, frame)
+	b, err := wire.AppendFrame(c.queued, f)
+	if err != nil {
+		c.wmu.Unlock()
+		return err
+	}
+	c.queued = b
+	if c.writing {
+		c.wmu.Unlock()
+		return nil
+	}
+	c.writing = true
+	for len(c.queued) > 0 {
+		out := c.queued
+		c.queued = c.spare[:0]
+		c.spare = nil
+		c.wmu.Unlock()
+		err := writeAll(c.fd, out)
+		c.wmu.Lock()
+		if cap(out) <= maxSpareBytes {
+			c.spare = out[:0]
+		}
+		if err != nil {
+			c.queued, c.writing = nil, false
+			c.wmu.Unlock()
+			c.fail(&Error{Code: ChannelClosed, Message: "writing to the host failed: " + err.Error()})
+			return nil
+		}
+	}
+	c.writing = false
+	c.wmu.Unlock()
+	return nil
+}
+
+// writeAll writes all of b to the blocking descriptor fd.
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		frame = frame[n:]
+		b = b[n:]
 	}
 	return nil
 }
 
 // sendCancel tells the host to abandon w's call, once.
 func (c *Client) sendCancel(w *waiter) {
-	if !w.cancelSent.CompareAndSwap(false, true) {
-		return
-	}
-	if cancel, err := wire.AppendFrame(nil, wire.Frame{ID: w.id, Kind: wire.KindCancel}); err == nil {
-		c.write(cancel)
+	if w.cancelSent.CompareAndSwap(false, true) {
+		c.send(wire.Frame{ID: w.id, Kind: wire.KindCancel})
 	}
 }
 
@@ -300,12 +338,14 @@ func (c *Client) await(ctx context.Context, w *waiter) (reply, bool) {
 // it sends cancel at once: the host's answer to it (or any frame before
 // it) ends the read.
 func (c *Client) leadUntil(ctx context.Context, w *waiter) (r reply, ok, answered bool) {
-	stop := context.AfterFunc(ctx, func() {
-		if c.isPending(w.id) {
-			c.sendCancel(w)
-		}
-	})
-	defer stop()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			if c.isPending(w.id) {
+				c.sendCancel(w)
+			}
+		})
+		defer stop()
+	}
 	for {
 		select {
 		case r := <-w.ch:
