@@ -28,7 +28,15 @@ func buildClientProbe(t *testing.T) string {
 // runProbe starts bin with one end of a socketpair at fd 5 (fds 3 and
 // 4 are /dev/null, where the broker keeps its own), runs host on the
 // other end, and returns the program's stdout once both are done.
-func runProbe(t *testing.T, bin string, arg string, host func(conn *os.File)) string {
+func runProbe(t testing.TB, bin string, arg string, host func(conn *os.File)) string {
+	t.Helper()
+	return runProbeIn(t, bin, arg, false, host)
+}
+
+// runProbeIn is runProbe, the program in a session of its own when
+// setsid (as the broker starts a jail: the scheduler then no longer
+// counts it with the host's session).
+func runProbeIn(t testing.TB, bin string, arg string, setsid bool, host func(conn *os.File)) string {
 	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -47,6 +55,7 @@ func runProbe(t *testing.T, bin string, arg string, host func(conn *os.File)) st
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.ExtraFiles = []*os.File{null, null, progEnd}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"math"
+	"slices"
 	"sync"
-
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/agentloom/loom/tool"
 )
@@ -190,144 +189,199 @@ func appendFrame(buf *bytes.Buffer, f Frame) error {
 	if f.ID > MaxFrameID {
 		return fmt.Errorf("codemode: WriteFrame id %d exceeds 2^53", f.ID)
 	}
-	start := buf.Len()
-	buf.Write([]byte{0, 0, 0, 0})
-	enc := msgpack.GetEncoder()
-	defer msgpack.PutEncoder(enc)
-	enc.Reset(buf)
-	enc.UseCompactInts(true)
-	err := errors.Join(enc.EncodeMapLen(4),
-		enc.EncodeString("v"), enc.EncodeInt(ProtocolVersion),
-		enc.EncodeString("id"), enc.EncodeUint(f.ID),
-		enc.EncodeString("kind"), enc.EncodeString(string(f.Kind)),
-		enc.EncodeString("body"))
-	if err == nil {
-		err = encodeValue(enc, f.Body, 1)
-	}
+	b := buf.AvailableBuffer()
+	b = append(b, 0, 0, 0, 0, 0x84, 0xa1, 'v', ProtocolVersion, 0xa2, 'i', 'd')
+	b = appendUint(b, f.ID)
+	b = append(b, 0xa4, 'k', 'i', 'n', 'd')
+	b = appendString(b, string(f.Kind))
+	b = append(b, 0xa4, 'b', 'o', 'd', 'y')
+	b, err := appendValue(b, f.Body, 1)
 	if err != nil {
-		buf.Truncate(start)
 		return err
 	}
-	n := buf.Len() - start - 4
+	n := len(b) - 4
 	if n > MaxFrameBytes {
-		buf.Truncate(start)
 		return &FrameError{Code: CodeFrameTooLarge, Reason: fmt.Sprintf("a %s frame of %d bytes exceeds MaxFrameBytes (%d)", f.Kind, n, MaxFrameBytes)}
 	}
-	binary.BigEndian.PutUint32(buf.Bytes()[start:], uint32(n))
+	binary.BigEndian.PutUint32(b, uint32(n))
+	buf.Write(b) // b is buf's own free space unless it grew past it
 	return nil
 }
 
 // writeBuffers recycles WriteFrame's buffers of small frames.
 var writeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// errDepth is encodeValue's refusal of a value nested too deeply.
+// errDepth is appendValue's refusal of a value nested too deeply.
 var errDepth = fmt.Errorf("codemode: a frame body nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
 
-func encodeValue(enc *msgpack.Encoder, v any, depth int) error {
+// appendUint appends n in msgpack's shortest unsigned form (a positive
+// fixnum up to 127).
+func appendUint(b []byte, n uint64) []byte {
+	switch {
+	case n <= math.MaxInt8:
+		return append(b, byte(n))
+	case n <= math.MaxUint8:
+		return append(b, mpUint8, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, mpUint16), uint16(n))
+	case n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(b, mpUint32), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(b, mpUint64), n)
+}
+
+// appendInt appends n in msgpack's shortest form: unsigned when not
+// negative, a negative fixnum from -32.
+func appendInt(b []byte, n int64) []byte {
+	switch {
+	case n >= 0:
+		return appendUint(b, uint64(n))
+	case n >= -32:
+		return append(b, byte(n))
+	case n >= math.MinInt8:
+		return append(b, mpInt8, byte(n))
+	case n >= math.MinInt16:
+		return binary.BigEndian.AppendUint16(append(b, mpInt16), uint16(n))
+	case n >= math.MinInt32:
+		return binary.BigEndian.AppendUint32(append(b, mpInt32), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(b, mpInt64), uint64(n))
+}
+
+// appendLen appends a str, bin, array or map header of length n: fix is
+// the fix form's code (0 when there is none) below fixMax, then the 8-,
+// 16- and 32-bit codes (c8 0 when there is no 8-bit form).
+func appendLen(b []byte, n int, fix byte, fixMax int, c8, c16, c32 byte) []byte {
+	switch {
+	case fix != 0 && n < fixMax:
+		return append(b, fix|byte(n))
+	case c8 != 0 && n <= math.MaxUint8:
+		return append(b, c8, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, c16), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(b, c32), uint32(n))
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(appendLen(b, len(s), 0xa0, 32, mpStr8, mpStr16, mpStr32), s...)
+}
+
+func appendArrayLen(b []byte, n int) []byte {
+	return appendLen(b, n, 0x90, 16, 0, mpArray16, mpArray32)
+}
+
+// appendValue appends v's msgpack encoding: the types WriteFrame
+// documents, map keys sorted, integers in their shortest form, floats
+// as float64, a nil []byte, slice or map as nil.
+func appendValue(b []byte, v any, depth int) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
-		return enc.EncodeNil()
+		return append(b, mpNil), nil
 	case bool:
-		return enc.EncodeBool(v)
+		if v {
+			return append(b, mpTrue), nil
+		}
+		return append(b, mpFalse), nil
 	case int:
-		return enc.EncodeInt(int64(v))
+		return appendInt(b, int64(v)), nil
 	case int8:
-		return enc.EncodeInt(int64(v))
+		return appendInt(b, int64(v)), nil
 	case int16:
-		return enc.EncodeInt(int64(v))
+		return appendInt(b, int64(v)), nil
 	case int32:
-		return enc.EncodeInt(int64(v))
+		return appendInt(b, int64(v)), nil
 	case int64:
-		return enc.EncodeInt(v)
+		return appendInt(b, v), nil
 	case uint:
-		return enc.EncodeUint(uint64(v))
+		return appendUint(b, uint64(v)), nil
 	case uint8:
-		return enc.EncodeUint(uint64(v))
+		return appendUint(b, uint64(v)), nil
 	case uint16:
-		return enc.EncodeUint(uint64(v))
+		return appendUint(b, uint64(v)), nil
 	case uint32:
-		return enc.EncodeUint(uint64(v))
+		return appendUint(b, uint64(v)), nil
 	case uint64:
-		return enc.EncodeUint(v)
+		return appendUint(b, v), nil
 	case float32:
-		return enc.EncodeFloat64(float64(v))
+		return binary.BigEndian.AppendUint64(append(b, mpDouble), math.Float64bits(float64(v))), nil
 	case float64:
-		return enc.EncodeFloat64(v)
+		return binary.BigEndian.AppendUint64(append(b, mpDouble), math.Float64bits(v)), nil
 	case string:
-		return enc.EncodeString(v)
+		return appendString(b, v), nil
 	case []byte:
-		return enc.EncodeBytes(v)
+		if v == nil {
+			return append(b, mpNil), nil
+		}
+		return append(appendLen(b, len(v), 0, 0, mpBin8, mpBin16, mpBin32), v...), nil
 	case []string:
 		if v == nil {
-			return enc.EncodeNil()
+			return append(b, mpNil), nil
 		}
-		if err := enc.EncodeArrayLen(len(v)); err != nil {
-			return err
-		}
+		b = appendArrayLen(b, len(v))
 		for _, s := range v {
-			if err := enc.EncodeString(s); err != nil {
-				return err
-			}
+			b = appendString(b, s)
 		}
-		return nil
+		return b, nil
 	case []any:
 		if v == nil {
-			return enc.EncodeNil()
+			return append(b, mpNil), nil
 		}
 		if depth >= MaxFrameDepth {
-			return errDepth
+			return nil, errDepth
 		}
-		if err := enc.EncodeArrayLen(len(v)); err != nil {
-			return err
-		}
+		b = appendArrayLen(b, len(v))
+		var err error
 		for _, e := range v {
-			if err := encodeValue(enc, e, depth+1); err != nil {
-				return err
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return b, nil
 	case []map[string]any:
 		if v == nil {
-			return enc.EncodeNil()
+			return append(b, mpNil), nil
 		}
 		if depth >= MaxFrameDepth {
-			return errDepth
+			return nil, errDepth
 		}
-		if err := enc.EncodeArrayLen(len(v)); err != nil {
-			return err
-		}
+		b = appendArrayLen(b, len(v))
+		var err error
 		for _, e := range v {
-			if err := encodeValue(enc, e, depth+1); err != nil {
-				return err
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return b, nil
 	case map[string]any:
 		if v == nil {
-			return enc.EncodeNil()
+			return append(b, mpNil), nil
 		}
 		if depth >= MaxFrameDepth {
-			return errDepth
+			return nil, errDepth
 		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		if err := enc.EncodeMapLen(len(keys)); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := enc.EncodeString(k); err != nil {
-				return err
-			}
-			if err := encodeValue(enc, v[k], depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return appendMap(b, v, depth)
 	}
-	return fmt.Errorf("codemode: a frame body cannot hold a %T", v)
+	return nil, fmt.Errorf("codemode: a frame body cannot hold a %T", v)
+}
+
+// appendMap appends a map, its keys sorted.
+func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
+	var small [8]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = appendLen(b, len(keys), 0x80, 16, 0, mpMap16, mpMap32)
+	var err error
+	for _, k := range keys {
+		b = appendString(b, k)
+		if b, err = appendValue(b, m[k], depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // DecodeCapCall reads a cap_call body: a map of exactly the keys cap (a
