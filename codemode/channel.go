@@ -303,7 +303,7 @@ func (ch *channel) cancel(id uint64) {
 // answerBatchBytes, for the serve loop's next flush; every other answer
 // is written at once, with whatever ch.out held before it.
 func (ch *channel) answer(id uint64, res any, err error, release func(), held bool) {
-	body := ResultOK(res)
+	var body any = okBody{res}
 	if err != nil {
 		body = ResultErr(string(codeOf(err)), boundMessage(err))
 	}

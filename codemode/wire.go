@@ -361,6 +361,11 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 			return nil, errDepth
 		}
 		return appendMap(b, v, depth)
+	case okBody:
+		if depth >= MaxFrameDepth {
+			return nil, errDepth
+		}
+		return appendValue(append(b, 0x81, 0xa2, 'o', 'k'), v.v, depth+1)
 	}
 	return nil, fmt.Errorf("codemode: a frame body cannot hold a %T", v)
 }
@@ -405,6 +410,10 @@ func DecodeCapCall(body any) (CapCall, error) {
 
 // ResultOK is the cap_result body of a call that succeeded with v.
 func ResultOK(v any) any { return map[string]any{"ok": v} }
+
+// okBody is ResultOK(v) as the host writes it: the same bytes, without
+// building the map.
+type okBody struct{ v any }
 
 // ResultErr is the cap_result body of a call that failed with code (a
 // tool.Code's word) and message.

@@ -527,5 +527,14 @@ func TestAppendValueMatchesTheOracle(t *testing.T) {
 		if err != nil || !bytes.Equal(got, buf.Bytes()) {
 			t.Fatalf("appendValue(%#v) =\n% x, %v\nthe oracle wrote\n% x", v, got, err, buf.Bytes())
 		}
+		// The host's own answer body is ResultOK's, byte for byte.
+		buf.Reset()
+		if err := oracleEncode(enc, ResultOK(v), 1); err != nil {
+			t.Fatal(err)
+		}
+		got, err = appendValue(nil, okBody{v}, 1)
+		if err != nil || !bytes.Equal(got, buf.Bytes()) {
+			t.Fatalf("okBody{%#v} =\n% x, %v\nResultOK's encoding is\n% x", v, got, err, buf.Bytes())
+		}
 	})
 }
