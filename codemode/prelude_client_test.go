@@ -363,3 +363,62 @@ func TestPreludeClient(t *testing.T) {
 		}
 	})
 }
+
+// leaderCancelProbe makes one call at a time, so each is the one reading
+// the channel (blocked in read(2)): "hold", whose context ends while the
+// host has not answered, then "after" on the same channel.
+const leaderCancelProbe = `package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cap/kv"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, _, err := kv.Get(ctx, "hold")
+	var e *kv.Error
+	errors.As(err, &e)
+	fmt.Println("hold:", e.Code, errors.Is(err, context.DeadlineExceeded))
+	v, _, err := kv.Get(context.Background(), "after")
+	fmt.Printf("after: %v %s\n", err, v)
+}
+`
+
+// TestPreludeClientLeaderCancel: a call reading the channel for every
+// call cannot be interrupted in its read; when its context ends it sends
+// cancel at once, and returns cancelled (unwrapping to the context's
+// error) when the host's answer to the cancel arrives, the channel still
+// serving the next call. (Were cancel not sent, the program would wait
+// for an answer the host never sends.)
+func TestPreludeClientLeaderCancel(t *testing.T) {
+	t.Parallel()
+	bin := buildWithPrelude(t, leaderCancelProbe)
+	out := runProbe(t, bin, "", func(conn *os.File) {
+		h := &probeHost{t: t, conn: conn, seen: map[uint64]bool{}, cancels: map[uint64]bool{}}
+		hold, c, ok := h.next()
+		if !ok || c.Args["key"] != "hold" {
+			t.Errorf("first call %v %v", c, ok)
+			return
+		}
+		// Not answered: the cancel, answered inside next, must come first.
+		id, c, ok := h.next()
+		if !ok || c.Args["key"] != "after" || !h.cancels[hold] {
+			t.Errorf("after the held call: %v %v, cancels %v", c, ok, h.cancels)
+			return
+		}
+		h.write(Frame{ID: id, Kind: FrameCapResult, Body: ResultOK(h.canned(c))})
+		if _, _, ok := h.next(); ok {
+			t.Error("a call after the last")
+		}
+	})
+	want := "hold: cancelled true\nafter: <nil> v:after\n"
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
