@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -334,4 +335,61 @@ func TestChannelBoundsLargeAnswersWaitingOnAProgram(t *testing.T) {
 	}
 	g.conn.Close()
 	finish()
+}
+
+// BenchmarkChannelHostCPU is the host's work on one kv.get, without the
+// socket: decoding its frame, routing it, recording it and encoding the
+// answer.
+func BenchmarkChannelHostCPU(b *testing.B) {
+	h := &seamHost{call: &tool.Call{Strand: "main"}, kv: NewKV()}
+	h.reg, _ = tool.NewRegistry()
+	if _, err := h.route(context.Background(), "kv.set", map[string]any{"key": "k", "value": []byte("v")}); err != nil {
+		b.Fatal(err)
+	}
+	var in bytes.Buffer
+	if err := WriteFrame(&in, call(1, "kv.get", map[string]any{"key": "k"})); err != nil {
+		b.Fatal(err)
+	}
+	frame := in.Bytes()[4:]
+	f, err := decodeFrame(frame)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := DecodeCapCall(f.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := h.route(context.Background(), cc.Cap, cc.Args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := newRecorder(time.Now)
+	var out bytes.Buffer
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f, _ := decodeFrame(frame)
+			DecodeCapCall(f.Body)
+		}
+	})
+	b.Run("route", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			h.route(context.Background(), cc.Cap, cc.Args)
+		}
+	})
+	b.Run("record", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ref := rec.begin(cc.Cap, func() string { return summary(cc.Cap, cc.Args) })
+			rec.end(ref, CallOK, "", false)
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			out.Reset()
+			appendFrame(&out, Frame{ID: 1, Kind: FrameCapResult, Body: okBody{res}})
+		}
+	})
 }
