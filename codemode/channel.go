@@ -2,16 +2,15 @@ package codemode
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/agentloom/loom/tool"
 )
@@ -31,6 +30,10 @@ const (
 	// channelReadBuffer is the host's read buffer on a channel: most
 	// frames arrive whole in one read.
 	channelReadBuffer = 64 << 10
+	// answerBatchBytes bounds the answers the serve loop holds back while
+	// it serves more calls already read (one write for them all): past
+	// it, or when no whole frame is left to serve, they are written.
+	answerBatchBytes = 64 << 10
 	// MaxInFlightBytes bounds the frame bytes of a program's unanswered
 	// calls together (what their arguments hold in the host's memory); a
 	// call past it is refused in band (CodeTooManyCalls).
@@ -50,12 +53,16 @@ type router func(ctx context.Context, cap string, args map[string]any) (any, err
 // in-flight id is a channel fault that ends the execution, and every
 // call is bounded by MaxCallTimeout and the execution's own context.
 type channel struct {
-	conn  net.Conn
+	conn  *hostConn
 	route router
 	rec   *recorder
 	ctx   context.Context // ends when the execution ends
 
 	wmu sync.Mutex // one frame written at a time
+	// out holds encoded answers not yet written, under wmu: the serve
+	// loop's answers to instant calls wait there while it serves more
+	// calls it has already read, so a burst is answered in one write.
+	out bytes.Buffer
 
 	mu       sync.Mutex
 	inflight map[uint64]*pendingCall
@@ -80,7 +87,7 @@ type pendingCall struct {
 	bytes     int64 // the call's frame size, held against MaxInFlightBytes
 }
 
-func newChannel(ctx context.Context, conn net.Conn, route router, rec *recorder) *channel {
+func newChannel(ctx context.Context, conn *hostConn, route router, rec *recorder) *channel {
 	return &channel{conn: conn, route: route, rec: rec, ctx: ctx, inflight: map[uint64]*pendingCall{}, heavy: make(chan struct{}, MaxHeavyCalls)}
 }
 
@@ -95,8 +102,13 @@ func (e *ChannelFault) Error() string { return "channel fault: " + e.Reason }
 // serve reads the program's frames until its end closes (nil), the
 // execution ends (nil) or a fault (a *ChannelFault).
 func (ch *channel) serve() error {
-	r := &countingReader{r: bufio.NewReaderSize(ch.conn, channelReadBuffer)}
+	br := bufio.NewReaderSize(ch.conn, channelReadBuffer)
+	r := &countingReader{r: br}
 	for {
+		if !wholeFrameBuffered(br) {
+			// The next read may block: first write the answers held back.
+			ch.flush()
+		}
 		before := r.n
 		f, err := ReadFrame(r)
 		if err != nil {
@@ -120,6 +132,17 @@ func (ch *channel) serve() error {
 			return &ChannelFault{Reason: fmt.Sprintf("the program sent a %s frame, which only the host sends", quoteArg(string(f.Kind)))}
 		}
 	}
+}
+
+// wholeFrameBuffered reports whether br holds a whole frame, which
+// ReadFrame then decodes without reading the channel.
+func wholeFrameBuffered(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n < 4 {
+		return false
+	}
+	hdr, _ := br.Peek(4)
+	return int64(binary.BigEndian.Uint32(hdr)) <= int64(n-4)
 }
 
 // countingReader counts the bytes read through it.
@@ -159,7 +182,7 @@ func (ch *channel) call(f Frame, size int64) error {
 		}
 		ch.mu.Unlock()
 		ch.rec.end(ref, CallFailed, e.Code, true)
-		ch.answer(f.ID, nil, e, nil)
+		ch.answer(f.ID, nil, e, nil, true)
 		return nil
 	}
 	// An instant call is answered before the next frame is read, so no
@@ -177,11 +200,12 @@ func (ch *channel) call(f Frame, size int64) error {
 	ch.mu.Unlock()
 	if instant(cc.Cap) {
 		// Served in memory without blocking: answered here, sparing a
-		// goroutine hand-off on the hottest path.
-		ch.serveCall(ctx, f.ID, p, cc, ref)
+		// goroutine hand-off on the hottest path, its answer held back
+		// while more calls already read wait to be served.
+		ch.serveCall(ctx, f.ID, p, cc, ref, true)
 		return nil
 	}
-	go ch.serveCall(ctx, f.ID, p, cc, ref)
+	go ch.serveCall(ctx, f.ID, p, cc, ref, false)
 	return nil
 }
 
@@ -204,7 +228,9 @@ func instant(cap string) bool {
 
 var errCallTimeout = errors.New("the capability call ran past its timeout")
 
-func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc CapCall, ref callRef) {
+// serveCall routes one admitted call and answers it; inline is set for
+// the serve loop's own calls (see answer).
+func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc CapCall, ref callRef, inline bool) {
 	defer ch.calls.Done()
 	release := func() {
 		ch.mu.Lock()
@@ -246,7 +272,7 @@ func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc 
 		code = codeOf(err)
 	}
 	ch.rec.end(ref, status, code, false)
-	ch.answer(id, res, err, release)
+	ch.answer(id, res, err, release, inline)
 }
 
 // safeRoute runs the router, turning a panic into a failed call: a
@@ -272,9 +298,12 @@ func (ch *channel) cancel(id uint64) {
 // answer writes one cap_result. A write that fails (the program stopped
 // reading and exited, or the channel is closed) is dropped: the
 // execution's end reports what happened. release, when set, frees the
-// call's MaxCallsInFlight slot once this answer holds the writer.
-func (ch *channel) answer(id uint64, res any, err error, release func()) {
-	body := ResultOK(res)
+// call's MaxCallsInFlight slot once this answer holds the writer. held
+// (the serve loop's own answers) leaves the answer in ch.out, under
+// answerBatchBytes, for the serve loop's next flush; every other answer
+// is written at once, with whatever ch.out held before it.
+func (ch *channel) answer(id uint64, res any, err error, release func(), held bool) {
+	var body any = okBody{res}
 	if err != nil {
 		body = ResultErr(string(codeOf(err)), boundMessage(err))
 	}
@@ -283,12 +312,37 @@ func (ch *channel) answer(id uint64, res any, err error, release func()) {
 	if release != nil {
 		release()
 	}
-	err = WriteFrame(ch.conn, Frame{ID: id, Kind: FrameCapResult, Body: body})
+	err = appendFrame(&ch.out, Frame{ID: id, Kind: FrameCapResult, Body: body})
 	var fe *FrameError
 	if errors.As(err, &fe) && fe.Code == CodeFrameTooLarge {
-		_ = WriteFrame(ch.conn, Frame{ID: id, Kind: FrameCapResult, Body: ResultErr(string(CodeFrameTooLarge),
+		_ = appendFrame(&ch.out, Frame{ID: id, Kind: FrameCapResult, Body: ResultErr(string(CodeFrameTooLarge),
 			fmt.Sprintf("the answer would exceed the channel's %d-byte frame bound; ask for less at a time", MaxFrameBytes))})
 	}
+	if !held || ch.out.Len() >= answerBatchBytes {
+		ch.writeOut()
+	}
+}
+
+// flush writes the answers held in ch.out.
+func (ch *channel) flush() {
+	ch.wmu.Lock()
+	defer ch.wmu.Unlock()
+	ch.writeOut()
+}
+
+// writeOut writes ch.out in one write and empties it; the caller holds
+// wmu. A buffer grown past answerBatchBytes (a large answer) is not
+// kept.
+func (ch *channel) writeOut() {
+	if ch.out.Len() == 0 {
+		return
+	}
+	_, _ = ch.conn.Write(ch.out.Bytes())
+	if ch.out.Cap() > 2*answerBatchBytes {
+		ch.out = bytes.Buffer{}
+		return
+	}
+	ch.out.Reset()
 }
 
 // MaxErrorMessageBytes bounds the message of one refused call.
@@ -322,27 +376,10 @@ func (ch *channel) end(code tool.Code, message string) {
 	ch.mu.Unlock()
 	// A deadline set before taking the write lock also ends a write that
 	// holds it blocked on a program that stopped reading.
-	_ = ch.conn.SetWriteDeadline(time.Now().Add(outcomeWriteTimeout))
+	ch.conn.SetWriteDeadline(time.Now().Add(outcomeWriteTimeout))
 	ch.wmu.Lock()
-	_ = WriteFrame(ch.conn, Frame{ID: 0, Kind: FrameOutcome, Body: OutcomeBody(string(code), message)})
+	_ = appendFrame(&ch.out, Frame{ID: 0, Kind: FrameOutcome, Body: OutcomeBody(string(code), message)})
+	ch.writeOut()
 	ch.wmu.Unlock()
 	ch.calls.Wait()
-}
-
-// channelPair is the capability channel: the host's end as a net.Conn
-// (deadlines, and Close unblocks its reader) and the program's end, to
-// be handed to the broker as its ExtraFile.
-func channelPair() (net.Conn, *os.File, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("capability channel: %w", err)
-	}
-	hostFile := os.NewFile(uintptr(fds[0]), "codemode-host")
-	conn, err := net.FileConn(hostFile)
-	hostFile.Close()
-	if err != nil {
-		unix.Close(fds[1])
-		return nil, nil, fmt.Errorf("capability channel: %w", err)
-	}
-	return conn, os.NewFile(uintptr(fds[1]), "codemode-program"), nil
 }

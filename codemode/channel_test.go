@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -231,8 +232,11 @@ func TestChannelEndNeverWaitsOnAProgramThatDoesNotRead(t *testing.T) {
 
 // BenchmarkChannelHostRoundTrip is the host's share of a capability
 // round trip: a guest in this process sends kv.get frames one at a time
-// over the socketpair and waits for each answer, served by the real kv
-// router. It bounds what the jailed benchmark can reach.
+// over the socketpair, blocking on its end as the prelude does, and
+// waits for each answer, served by the real kv router. Both ends share
+// one runtime and its two threads here, so this is not the figure
+// between processes: BenchmarkCapabilityRoundTripFloor's raw against
+// bare is.
 func BenchmarkChannelHostRoundTrip(b *testing.B) {
 	kvs := NewKV()
 	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main"}, kv: kvs}
@@ -242,15 +246,13 @@ func BenchmarkChannelHostRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	progConn, _ := net.FileConn(prog)
-	prog.Close()
-	defer progConn.Close()
+	defer prog.Close()
 	ch := newChannel(context.Background(), host, h.route, newRecorder(time.Now))
 	go ch.serve()
 	defer host.Close()
-	r := bufio.NewReader(progConn)
+	r := bufio.NewReader(prog)
 	for i := uint64(1); b.Loop(); i++ {
-		if err := WriteFrame(progConn, call(i, "kv.get", map[string]any{"key": "k"})); err != nil {
+		if err := WriteFrame(prog, call(i, "kv.get", map[string]any{"key": "k"})); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := ReadFrame(r); err != nil {
@@ -333,4 +335,61 @@ func TestChannelBoundsLargeAnswersWaitingOnAProgram(t *testing.T) {
 	}
 	g.conn.Close()
 	finish()
+}
+
+// BenchmarkChannelHostCPU is the host's work on one kv.get, without the
+// socket: decoding its frame, routing it, recording it and encoding the
+// answer.
+func BenchmarkChannelHostCPU(b *testing.B) {
+	h := &seamHost{call: &tool.Call{Strand: "main"}, kv: NewKV()}
+	h.reg, _ = tool.NewRegistry()
+	if _, err := h.route(context.Background(), "kv.set", map[string]any{"key": "k", "value": []byte("v")}); err != nil {
+		b.Fatal(err)
+	}
+	var in bytes.Buffer
+	if err := WriteFrame(&in, call(1, "kv.get", map[string]any{"key": "k"})); err != nil {
+		b.Fatal(err)
+	}
+	frame := in.Bytes()[4:]
+	f, err := decodeFrame(frame)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := DecodeCapCall(f.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := h.route(context.Background(), cc.Cap, cc.Args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := newRecorder(time.Now)
+	var out bytes.Buffer
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f, _ := decodeFrame(frame)
+			DecodeCapCall(f.Body)
+		}
+	})
+	b.Run("route", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			h.route(context.Background(), cc.Cap, cc.Args)
+		}
+	})
+	b.Run("record", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ref := rec.begin(cc.Cap, func() string { return summary(cc.Cap, cc.Args) })
+			rec.end(ref, CallOK, "", false)
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			out.Reset()
+			appendFrame(&out, Frame{ID: 1, Kind: FrameCapResult, Body: okBody{res}})
+		}
+	})
 }

@@ -82,11 +82,10 @@ func vmEncode(t *rapid.T, v any) []byte {
 // hostDecode decodes one standalone value the way ReadFrame decodes a
 // body (depth counted from the body's level).
 func hostDecode(b []byte) (any, error) {
-	src := bytes.NewReader(b)
-	d := &frameDecoder{src: src, dec: msgpack.NewDecoder(src)}
+	d := &frameDecoder{b: b}
 	v, err := d.value(1)
-	if err == nil && src.Len() != 0 {
-		err = faultf("%d bytes left", src.Len())
+	if err == nil && d.left() != 0 {
+		err = faultf("%d bytes left", d.left())
 	}
 	return v, err
 }

@@ -1,11 +1,16 @@
 package codemode
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkPipeline interleaves the whole pipeline — vet, the jailed
@@ -90,5 +95,174 @@ func BenchmarkCapabilityRoundTrip(b *testing.B) {
 			b.ReportMetric(float64(median(p50s))/float64(time.Microsecond), "p50-µs")
 			b.ReportMetric(float64(median(rates)), "calls/s")
 		})
+	}
+}
+
+// floorProgram times n exchanges over the channel's descriptor with
+// blocking reads and writes and no codec, printing the median exchange
+// in nanoseconds and the exchanges per second as roundTripProgram does.
+// With frame nil it sends floorMessageBytes and reads as many back (for
+// an echo); else it sends frame, a whole encoded frame, each time and
+// reads one answer frame back without decoding it.
+func floorProgram(n int, frame []byte) string {
+	msg := fmt.Sprintf("make([]byte, %d)", floorMessageBytes)
+	if frame != nil {
+		msg = fmt.Sprintf("%#v", frame)
+	}
+	return fmt.Sprintf(`package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"syscall"
+	"time"
+)
+
+func readFull(fd int, buf []byte) {
+	for got := 0; got < len(buf); {
+		k, err := syscall.Read(fd, buf[got:])
+		if err != nil || k == 0 {
+			panic(fmt.Sprint("read: ", k, err))
+		}
+		got += k
+	}
+}
+
+func main() {
+	const fd, n, framed = 5, %d, %t
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		panic(err)
+	}
+	msg := %s
+	buf := make([]byte, 64<<10)
+	all := make([]time.Duration, 0, n)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		t := time.Now()
+		if _, err := syscall.Write(fd, msg); err != nil {
+			panic(err)
+		}
+		if framed {
+			readFull(fd, buf[:4])
+			readFull(fd, buf[:binary.BigEndian.Uint32(buf)])
+		} else {
+			readFull(fd, buf[:len(msg)])
+		}
+		all = append(all, time.Since(t))
+	}
+	total := time.Since(start)
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	fmt.Println(int64(all[len(all)/2]), int64(float64(len(all))/total.Seconds()))
+}
+`, n, frame != nil, msg)
+}
+
+// floorMessageBytes is about the size of a kv.get call and its answer.
+const floorMessageBytes = 48
+
+// BenchmarkCapabilityRoundTripFloor puts the one-caller figure of
+// BenchmarkCapabilityRoundTrip beside what it is made of on this
+// machine, interleaved (each iteration runs every variant, in a
+// rotating order), each reporting its median p50 and calls/s:
+//   - bare: frame-sized messages between an unjailed process and an echo
+//     on a hostConn, blocking reads both sides, no codec and no router:
+//     the two processes' wake-ups and syscalls alone;
+//   - bare-setsid: the same, the process in a session of its own as the
+//     broker starts every jail (measured: that alone costs what the jail
+//     does, on a machine others load: the scheduler no longer runs the
+//     two as one group);
+//   - raw: an unjailed process sending an encoded kv.get frame to the
+//     real channel and router and reading the answer undecoded (bare
+//     plus the host's work);
+//   - raw-jailed: the same binary in the run jail (plus the jail's cost);
+//   - client: the kv.get program of BenchmarkCapabilityRoundTrip, on the
+//     prelude's client, unjailed (raw plus the program's client);
+//   - jailed: that program run by the engine, BenchmarkCapabilityRoundTrip's
+//     one-caller figure.
+func BenchmarkCapabilityRoundTripFloor(b *testing.B) {
+	const n = 20000
+	s := newSession(b, nil)
+	var frame bytes.Buffer
+	if err := WriteFrame(&frame, Frame{ID: 1, Kind: FrameCapCall, Body: map[string]any{"cap": "kv.get", "args": map[string]any{"key": "k"}}}); err != nil {
+		b.Fatal(err)
+	}
+	bare := buildWithPrelude(b, floorProgram(n, nil))
+	raw := buildWithPrelude(b, floorProgram(n, frame.Bytes()))
+	client := buildWithPrelude(b, roundTripProgram(1, n))
+	parse := func(out string) (time.Duration, time.Duration) {
+		f := strings.Fields(out)
+		if len(f) != 2 {
+			b.Fatalf("program printed %q", out)
+		}
+		p50, _ := strconv.ParseInt(f[0], 10, 64)
+		rate, _ := strconv.ParseInt(f[1], 10, 64)
+		return time.Duration(p50), time.Duration(rate)
+	}
+	hostOn := func(conn *os.File) *hostConn {
+		fd, err := unix.Dup(int(conn.Fd()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return &hostConn{fd: fd}
+	}
+	newHost := func() *seamHost {
+		return &seamHost{call: s.call, reg: s.reg, jobs: s.jobs, kv: NewKV(), proc: newProcRunner()}
+	}
+	serve := func(conn *os.File) {
+		hc := hostOn(conn)
+		defer hc.Close()
+		newChannel(b.Context(), hc, newHost().route, newRecorder(time.Now)).serve()
+	}
+	echo := func(conn *os.File) {
+		hc := hostOn(conn)
+		defer hc.Close()
+		buf := make([]byte, floorMessageBytes)
+		for {
+			if _, err := io.ReadFull(hc, buf); err != nil {
+				return
+			}
+			if _, err := hc.Write(buf); err != nil {
+				return
+			}
+		}
+	}
+	variants := []struct {
+		name string
+		run  func() string
+	}{
+		{"bare", func() string { return runProbe(b, bare, "", echo) }},
+		{"bare-setsid", func() string {
+			return runProbeIn(b, bare, "", true, echo)
+		}},
+		{"raw", func() string { return runProbe(b, raw, "", serve) }},
+		{"raw-jailed", func() string {
+			res, err := runProgram(b.Context(), s.call, &Binary{Path: raw}, time.Minute, newHost())
+			if err != nil || res.Code != "" {
+				b.Fatalf("%v %+v", err, res)
+			}
+			return res.Stdout
+		}},
+		{"client", func() string { return runProbe(b, client, "", serve) }},
+		{"jailed", func() string {
+			x, err := s.eng.Execute(b.Context(), s.call, []byte(roundTripProgram(1, n)), 0)
+			if err != nil || x.Run.Code != "" {
+				b.Fatalf("%v %+v", err, x.Run)
+			}
+			return x.Run.Stdout
+		}},
+	}
+	p50s := make([][]time.Duration, len(variants))
+	rates := make([][]time.Duration, len(variants))
+	for i := 0; b.Loop(); i++ {
+		for j := range variants {
+			k := (i + j) % len(variants)
+			p50, rate := parse(variants[k].run())
+			p50s[k], rates[k] = append(p50s[k], p50), append(rates[k], rate)
+		}
+	}
+	for k, v := range variants {
+		b.ReportMetric(float64(median(p50s[k]))/float64(time.Microsecond), v.name+"-p50-µs")
+		b.ReportMetric(float64(median(rates[k])), v.name+"-calls/s")
 	}
 }

@@ -28,7 +28,15 @@ func buildClientProbe(t *testing.T) string {
 // runProbe starts bin with one end of a socketpair at fd 5 (fds 3 and
 // 4 are /dev/null, where the broker keeps its own), runs host on the
 // other end, and returns the program's stdout once both are done.
-func runProbe(t *testing.T, bin string, arg string, host func(conn *os.File)) string {
+func runProbe(t testing.TB, bin string, arg string, host func(conn *os.File)) string {
+	t.Helper()
+	return runProbeIn(t, bin, arg, false, host)
+}
+
+// runProbeIn is runProbe, the program in a session of its own when
+// setsid (as the broker starts a jail: the scheduler then no longer
+// counts it with the host's session).
+func runProbeIn(t testing.TB, bin string, arg string, setsid bool, host func(conn *os.File)) string {
 	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -47,6 +55,7 @@ func runProbe(t *testing.T, bin string, arg string, host func(conn *os.File)) st
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.ExtraFiles = []*os.File{null, null, progEnd}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +106,9 @@ func (h *probeHost) next() (uint64, CapCall, bool) {
 				h.t.Errorf("cancel of id %d never called", f.ID)
 			}
 			h.cancels[f.ID] = true
+			// As the real host does: a cancelled call is answered at once
+			// (a leading caller's read ends only with a frame).
+			h.write(Frame{ID: f.ID, Kind: FrameCapResult, Body: ResultErr(string(CodeCallCancelled), "the call was cancelled by the program")})
 			continue
 		case FrameCapCall:
 		default:
@@ -278,7 +290,8 @@ func TestPreludeClient(t *testing.T) {
 					if !h.cancels[blockID] {
 						t.Errorf("no cancel for the blocked call %d before the next call", blockID)
 					}
-					// A late answer to the cancelled call must be dropped.
+					// A second, late answer to the cancelled call must be
+					// dropped.
 					h.write(Frame{ID: blockID, Kind: FrameCapResult, Body: ResultOK(map[string]any{"value": []byte("late"), "found": true})})
 					h.write(Frame{ID: id, Kind: FrameCapResult, Body: ResultOK(h.canned(c))})
 				case "pending-0", "pending-1":
@@ -349,4 +362,63 @@ func TestPreludeClient(t *testing.T) {
 			t.Errorf("got\n%s\nwant\n%s", out, want)
 		}
 	})
+}
+
+// leaderCancelProbe makes one call at a time, so each is the one reading
+// the channel (blocked in read(2)): "hold", whose context ends while the
+// host has not answered, then "after" on the same channel.
+const leaderCancelProbe = `package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cap/kv"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, _, err := kv.Get(ctx, "hold")
+	var e *kv.Error
+	errors.As(err, &e)
+	fmt.Println("hold:", e.Code, errors.Is(err, context.DeadlineExceeded))
+	v, _, err := kv.Get(context.Background(), "after")
+	fmt.Printf("after: %v %s\n", err, v)
+}
+`
+
+// TestPreludeClientLeaderCancel: a call reading the channel for every
+// call cannot be interrupted in its read; when its context ends it sends
+// cancel at once, and returns cancelled (unwrapping to the context's
+// error) when the host's answer to the cancel arrives, the channel still
+// serving the next call. (Were cancel not sent, the program would wait
+// for an answer the host never sends.)
+func TestPreludeClientLeaderCancel(t *testing.T) {
+	t.Parallel()
+	bin := buildWithPrelude(t, leaderCancelProbe)
+	out := runProbe(t, bin, "", func(conn *os.File) {
+		h := &probeHost{t: t, conn: conn, seen: map[uint64]bool{}, cancels: map[uint64]bool{}}
+		hold, c, ok := h.next()
+		if !ok || c.Args["key"] != "hold" {
+			t.Errorf("first call %v %v", c, ok)
+			return
+		}
+		// Not answered: the cancel, answered inside next, must come first.
+		id, c, ok := h.next()
+		if !ok || c.Args["key"] != "after" || !h.cancels[hold] {
+			t.Errorf("after the held call: %v %v, cancels %v", c, ok, h.cancels)
+			return
+		}
+		h.write(Frame{ID: id, Kind: FrameCapResult, Body: ResultOK(h.canned(c))})
+		if _, _, ok := h.next(); ok {
+			t.Error("a call after the last")
+		}
+	})
+	want := "hold: cancelled true\nafter: <nil> v:after\n"
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
 }

@@ -24,7 +24,7 @@ import (
 // repository), adds src as the command cap/cmd/probe, builds it with the
 // host's go command in an environment of its own and returns the
 // binary's path.
-func buildWithPrelude(t *testing.T, src string) string {
+func buildWithPrelude(t testing.TB, src string) string {
 	t.Helper()
 	dir := t.TempDir()
 	err := fs.WalkDir(Prelude(), ".", func(p string, d fs.DirEntry, err error) error {

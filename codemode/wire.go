@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"sync"
-
-	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/agentloom/loom/tool"
 )
@@ -157,192 +154,6 @@ func frameReadError(got int, n uint32, err error) error {
 	return fmt.Errorf("reading a frame: %w", err)
 }
 
-// decodeFrame decodes one frame body.
-func decodeFrame(b []byte) (Frame, error) {
-	src := bytes.NewReader(b)
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
-	dec.Reset(src)
-	d := &frameDecoder{src: src, dec: dec}
-	c, err := d.dec.PeekCode()
-	if err != nil || !(msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32) {
-		return Frame{}, faultf("a frame is not a msgpack map")
-	}
-	v, err := d.value(0)
-	if err != nil {
-		return Frame{}, err
-	}
-	if src.Len() != 0 {
-		return Frame{}, faultf("%d bytes after the frame's map", src.Len())
-	}
-	m := v.(map[string]any)
-	if len(m) != 4 {
-		return Frame{}, faultf("a frame has %d keys, want exactly v, id, kind and body", len(m))
-	}
-	for _, k := range []string{"v", "id", "kind", "body"} {
-		if _, ok := m[k]; !ok {
-			return Frame{}, faultf("a frame has no %q key", k)
-		}
-	}
-	if ver, ok := m["v"].(int64); !ok || ver != ProtocolVersion {
-		return Frame{}, faultf("frame version is %s, want %d", describe(m["v"]), ProtocolVersion)
-	}
-	id, ok := m["id"].(int64)
-	if !ok || id < 0 || id > MaxFrameID {
-		return Frame{}, faultf("frame id %s is not an integer in 0..2^53", describe(m["id"]))
-	}
-	kind, ok := m["kind"].(string)
-	if !ok {
-		return Frame{}, faultf("frame kind is not a string")
-	}
-	f := Frame{ID: uint64(id), Kind: FrameKind(kind), Body: m["body"]}
-	switch f.Kind {
-	case FrameCapCall, FrameCapResult:
-	case FrameCancel:
-		if f.Body != nil {
-			return Frame{}, faultf("a cancel frame has a body")
-		}
-	case FrameOutcome:
-		if f.ID != 0 {
-			return Frame{}, faultf("an outcome frame has id %d, want 0", f.ID)
-		}
-	default:
-		return Frame{}, faultf("unknown frame kind %.64q", kind)
-	}
-	return f, nil
-}
-
-// describe names a decoded value for a fault's reason without quoting
-// it whole: an integer's value, else its Go type.
-func describe(v any) string {
-	switch v := v.(type) {
-	case int64, uint64:
-		return fmt.Sprint(v)
-	}
-	return fmt.Sprintf("a %T", v)
-}
-
-// frameDecoder walks one frame with vmihailenco's primitive decoders,
-// admitting only the channel's subset.
-type frameDecoder struct {
-	src    *bytes.Reader
-	dec    *msgpack.Decoder
-	values int
-}
-
-func (d *frameDecoder) value(depth int) (any, error) {
-	d.values++
-	if d.values > MaxFrameValues {
-		return nil, faultf("a frame holds more than MaxFrameValues (%d) values", MaxFrameValues)
-	}
-	c, err := d.dec.PeekCode()
-	if err != nil {
-		return nil, faultf("frame truncated")
-	}
-	var v any
-	switch {
-	case c == msgpcode.Nil:
-		err = d.dec.DecodeNil()
-	case c == msgpcode.False || c == msgpcode.True:
-		v, err = d.dec.DecodeBool()
-	case c == msgpcode.Uint64:
-		var u uint64
-		u, err = d.dec.DecodeUint64()
-		if u <= math.MaxInt64 {
-			v = int64(u)
-		} else {
-			v = u
-		}
-	case msgpcode.IsFixedNum(c), c >= msgpcode.Uint8 && c <= msgpcode.Uint32, c >= msgpcode.Int8 && c <= msgpcode.Int64:
-		v, err = d.dec.DecodeInt64()
-	case c == msgpcode.Float || c == msgpcode.Double:
-		v, err = d.dec.DecodeFloat64()
-	case msgpcode.IsString(c):
-		var b []byte
-		b, err = d.payload()
-		v = string(b)
-	case msgpcode.IsBin(c):
-		v, err = d.payload()
-	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
-		return d.array(depth)
-	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
-		return d.dict(depth)
-	default:
-		return nil, faultf("msgpack type 0x%02x is outside the channel's subset", c)
-	}
-	if err != nil {
-		return nil, faultf("frame truncated or malformed: %v", err)
-	}
-	return v, nil
-}
-
-// payload reads a str or bin value's bytes, never allocating more than
-// the frame holds. (vmihailenco's DecodeBytes allocates whatever length
-// a bin header claims, up to 4 GiB, before reading a byte of it.) The
-// decoder reads src directly, a bytes.Reader being an io.ByteScanner, so
-// reading the payload from src keeps the two in step.
-func (d *frameDecoder) payload() ([]byte, error) {
-	n, err := d.dec.DecodeBytesLen()
-	if err != nil {
-		return nil, err
-	}
-	if n < 0 || n > d.src.Len() {
-		return nil, io.ErrUnexpectedEOF
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(d.src, b)
-	return b, err
-}
-
-func (d *frameDecoder) array(depth int) (any, error) {
-	if depth >= MaxFrameDepth {
-		return nil, faultf("a frame nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
-	}
-	n, err := d.dec.DecodeArrayLen()
-	if err != nil || n < 0 || n > d.src.Len() {
-		return nil, faultf("an array's length exceeds its frame")
-	}
-	a := make([]any, 0, min(n, maxPreallocEntries))
-	for range n {
-		v, err := d.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		a = append(a, v)
-	}
-	return a, nil
-}
-
-func (d *frameDecoder) dict(depth int) (any, error) {
-	if depth >= MaxFrameDepth {
-		return nil, faultf("a frame nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
-	}
-	n, err := d.dec.DecodeMapLen()
-	if err != nil || n < 0 || n > d.src.Len()/2 {
-		return nil, faultf("a map's length exceeds its frame")
-	}
-	m := make(map[string]any, min(n, maxPreallocEntries))
-	for range n {
-		d.values++
-		c, err := d.dec.PeekCode()
-		if err != nil || !msgpcode.IsString(c) {
-			return nil, faultf("a map key is not a string")
-		}
-		b, err := d.payload()
-		if err != nil {
-			return nil, faultf("frame truncated in a map key")
-		}
-		k := string(b)
-		if _, dup := m[k]; dup {
-			return nil, faultf("map key %.64q repeated", k)
-		}
-		if m[k], err = d.value(depth + 1); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
 // WriteFrame encodes f and writes it to w in one Write. Map keys are
 // written sorted (the frame's own in the order v, id, kind, body),
 // integers in their shortest form, []byte as bin. Body may hold nil,
@@ -353,6 +164,23 @@ func (d *frameDecoder) dict(depth int) (any, error) {
 // CodeFrameTooLarge and nothing is written. The id must be at most
 // MaxFrameID and the kind one of the four.
 func WriteFrame(w io.Writer, f Frame) error {
+	buf := writeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= smallFrameBytes {
+			buf.Reset()
+			writeBuffers.Put(buf)
+		}
+	}()
+	if err := appendFrame(buf, f); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// appendFrame encodes f, length prefix first, onto the end of buf, as
+// WriteFrame writes it; on an error buf is left as it was.
+func appendFrame(buf *bytes.Buffer, f Frame) error {
 	switch f.Kind {
 	case FrameCapCall, FrameCancel, FrameCapResult, FrameOutcome:
 	default:
@@ -361,149 +189,204 @@ func WriteFrame(w io.Writer, f Frame) error {
 	if f.ID > MaxFrameID {
 		return fmt.Errorf("codemode: WriteFrame id %d exceeds 2^53", f.ID)
 	}
-	buf := writeBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= smallFrameBytes {
-			buf.Reset()
-			writeBuffers.Put(buf)
-		}
-	}()
-	buf.Write([]byte{0, 0, 0, 0})
-	enc := msgpack.GetEncoder()
-	defer msgpack.PutEncoder(enc)
-	enc.Reset(buf)
-	enc.UseCompactInts(true)
-	err := errors.Join(enc.EncodeMapLen(4),
-		enc.EncodeString("v"), enc.EncodeInt(ProtocolVersion),
-		enc.EncodeString("id"), enc.EncodeUint(f.ID),
-		enc.EncodeString("kind"), enc.EncodeString(string(f.Kind)),
-		enc.EncodeString("body"))
-	if err == nil {
-		err = encodeValue(enc, f.Body, 1)
-	}
+	b := buf.AvailableBuffer()
+	b = append(b, 0, 0, 0, 0, 0x84, 0xa1, 'v', ProtocolVersion, 0xa2, 'i', 'd')
+	b = appendUint(b, f.ID)
+	b = append(b, 0xa4, 'k', 'i', 'n', 'd')
+	b = appendString(b, string(f.Kind))
+	b = append(b, 0xa4, 'b', 'o', 'd', 'y')
+	b, err := appendValue(b, f.Body, 1)
 	if err != nil {
 		return err
 	}
-	b := buf.Bytes()
-	if len(b)-4 > MaxFrameBytes {
-		return &FrameError{Code: CodeFrameTooLarge, Reason: fmt.Sprintf("a %s frame of %d bytes exceeds MaxFrameBytes (%d)", f.Kind, len(b)-4, MaxFrameBytes)}
+	n := len(b) - 4
+	if n > MaxFrameBytes {
+		return &FrameError{Code: CodeFrameTooLarge, Reason: fmt.Sprintf("a %s frame of %d bytes exceeds MaxFrameBytes (%d)", f.Kind, n, MaxFrameBytes)}
 	}
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	_, err = w.Write(b)
-	return err
+	binary.BigEndian.PutUint32(b, uint32(n))
+	buf.Write(b) // b is buf's own free space unless it grew past it
+	return nil
 }
 
 // writeBuffers recycles WriteFrame's buffers of small frames.
 var writeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// errDepth is encodeValue's refusal of a value nested too deeply.
+// errDepth is appendValue's refusal of a value nested too deeply.
 var errDepth = fmt.Errorf("codemode: a frame body nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
 
-func encodeValue(enc *msgpack.Encoder, v any, depth int) error {
+// appendUint appends n in msgpack's shortest unsigned form (a positive
+// fixnum up to 127).
+func appendUint(b []byte, n uint64) []byte {
+	switch {
+	case n <= math.MaxInt8:
+		return append(b, byte(n))
+	case n <= math.MaxUint8:
+		return append(b, mpUint8, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, mpUint16), uint16(n))
+	case n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(b, mpUint32), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(b, mpUint64), n)
+}
+
+// appendInt appends n in msgpack's shortest form: unsigned when not
+// negative, a negative fixnum from -32.
+func appendInt(b []byte, n int64) []byte {
+	switch {
+	case n >= 0:
+		return appendUint(b, uint64(n))
+	case n >= -32:
+		return append(b, byte(n))
+	case n >= math.MinInt8:
+		return append(b, mpInt8, byte(n))
+	case n >= math.MinInt16:
+		return binary.BigEndian.AppendUint16(append(b, mpInt16), uint16(n))
+	case n >= math.MinInt32:
+		return binary.BigEndian.AppendUint32(append(b, mpInt32), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(b, mpInt64), uint64(n))
+}
+
+// appendLen appends a str, bin, array or map header of length n: fix is
+// the fix form's code (0 when there is none) below fixMax, then the 8-,
+// 16- and 32-bit codes (c8 0 when there is no 8-bit form).
+func appendLen(b []byte, n int, fix byte, fixMax int, c8, c16, c32 byte) []byte {
+	switch {
+	case fix != 0 && n < fixMax:
+		return append(b, fix|byte(n))
+	case c8 != 0 && n <= math.MaxUint8:
+		return append(b, c8, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, c16), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(b, c32), uint32(n))
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(appendLen(b, len(s), 0xa0, 32, mpStr8, mpStr16, mpStr32), s...)
+}
+
+func appendArrayLen(b []byte, n int) []byte {
+	return appendLen(b, n, 0x90, 16, 0, mpArray16, mpArray32)
+}
+
+// appendValue appends v's msgpack encoding: the types WriteFrame
+// documents, map keys sorted, integers in their shortest form, floats
+// as float64, a nil []byte, slice or map as nil.
+func appendValue(b []byte, v any, depth int) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
-		return enc.EncodeNil()
+		return append(b, mpNil), nil
 	case bool:
-		return enc.EncodeBool(v)
+		if v {
+			return append(b, mpTrue), nil
+		}
+		return append(b, mpFalse), nil
 	case int:
-		return enc.EncodeInt(int64(v))
+		return appendInt(b, int64(v)), nil
 	case int8:
-		return enc.EncodeInt(int64(v))
+		return appendInt(b, int64(v)), nil
 	case int16:
-		return enc.EncodeInt(int64(v))
+		return appendInt(b, int64(v)), nil
 	case int32:
-		return enc.EncodeInt(int64(v))
+		return appendInt(b, int64(v)), nil
 	case int64:
-		return enc.EncodeInt(v)
+		return appendInt(b, v), nil
 	case uint:
-		return enc.EncodeUint(uint64(v))
+		return appendUint(b, uint64(v)), nil
 	case uint8:
-		return enc.EncodeUint(uint64(v))
+		return appendUint(b, uint64(v)), nil
 	case uint16:
-		return enc.EncodeUint(uint64(v))
+		return appendUint(b, uint64(v)), nil
 	case uint32:
-		return enc.EncodeUint(uint64(v))
+		return appendUint(b, uint64(v)), nil
 	case uint64:
-		return enc.EncodeUint(v)
+		return appendUint(b, v), nil
 	case float32:
-		return enc.EncodeFloat64(float64(v))
+		return binary.BigEndian.AppendUint64(append(b, mpDouble), math.Float64bits(float64(v))), nil
 	case float64:
-		return enc.EncodeFloat64(v)
+		return binary.BigEndian.AppendUint64(append(b, mpDouble), math.Float64bits(v)), nil
 	case string:
-		return enc.EncodeString(v)
+		return appendString(b, v), nil
 	case []byte:
-		return enc.EncodeBytes(v)
+		if v == nil {
+			return append(b, mpNil), nil
+		}
+		return append(appendLen(b, len(v), 0, 0, mpBin8, mpBin16, mpBin32), v...), nil
 	case []string:
 		if v == nil {
-			return enc.EncodeNil()
+			return append(b, mpNil), nil
 		}
-		if err := enc.EncodeArrayLen(len(v)); err != nil {
-			return err
-		}
+		b = appendArrayLen(b, len(v))
 		for _, s := range v {
-			if err := enc.EncodeString(s); err != nil {
-				return err
-			}
+			b = appendString(b, s)
 		}
-		return nil
+		return b, nil
 	case []any:
 		if v == nil {
-			return enc.EncodeNil()
+			return append(b, mpNil), nil
 		}
 		if depth >= MaxFrameDepth {
-			return errDepth
+			return nil, errDepth
 		}
-		if err := enc.EncodeArrayLen(len(v)); err != nil {
-			return err
-		}
+		b = appendArrayLen(b, len(v))
+		var err error
 		for _, e := range v {
-			if err := encodeValue(enc, e, depth+1); err != nil {
-				return err
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return b, nil
 	case []map[string]any:
 		if v == nil {
-			return enc.EncodeNil()
+			return append(b, mpNil), nil
 		}
 		if depth >= MaxFrameDepth {
-			return errDepth
+			return nil, errDepth
 		}
-		if err := enc.EncodeArrayLen(len(v)); err != nil {
-			return err
-		}
+		b = appendArrayLen(b, len(v))
+		var err error
 		for _, e := range v {
-			if err := encodeValue(enc, e, depth+1); err != nil {
-				return err
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return b, nil
 	case map[string]any:
 		if v == nil {
-			return enc.EncodeNil()
+			return append(b, mpNil), nil
 		}
 		if depth >= MaxFrameDepth {
-			return errDepth
+			return nil, errDepth
 		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
+		return appendMap(b, v, depth)
+	case okBody:
+		if depth >= MaxFrameDepth {
+			return nil, errDepth
 		}
-		sort.Strings(keys)
-		if err := enc.EncodeMapLen(len(keys)); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := enc.EncodeString(k); err != nil {
-				return err
-			}
-			if err := encodeValue(enc, v[k], depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return appendValue(append(b, 0x81, 0xa2, 'o', 'k'), v.v, depth+1)
 	}
-	return fmt.Errorf("codemode: a frame body cannot hold a %T", v)
+	return nil, fmt.Errorf("codemode: a frame body cannot hold a %T", v)
+}
+
+// appendMap appends a map, its keys sorted.
+func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
+	var small [8]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = appendLen(b, len(keys), 0x80, 16, 0, mpMap16, mpMap32)
+	var err error
+	for _, k := range keys {
+		b = appendString(b, k)
+		if b, err = appendValue(b, m[k], depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // DecodeCapCall reads a cap_call body: a map of exactly the keys cap (a
@@ -527,6 +410,10 @@ func DecodeCapCall(body any) (CapCall, error) {
 
 // ResultOK is the cap_result body of a call that succeeded with v.
 func ResultOK(v any) any { return map[string]any{"ok": v} }
+
+// okBody is ResultOK(v) as the host writes it: the same bytes, without
+// building the map.
+type okBody struct{ v any }
 
 // ResultErr is the cap_result body of a call that failed with code (a
 // tool.Code's word) and message.

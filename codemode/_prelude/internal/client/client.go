@@ -10,10 +10,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
-	"time"
 
 	"cap/internal/wire"
 )
@@ -34,8 +33,11 @@ const (
 	// (wire.MaxFrameBytes); nothing was sent. The host's word for the same
 	// refusal.
 	FrameTooLarge = "frame_too_large"
-	// cancelled is the host's word for a call whose context ended.
+	// cancelled is the prelude's word for a call whose context ended.
 	cancelled = "cancelled"
+	// hostCancelled is the host's answer to a call the program cancelled
+	// (codemode.CodeCallCancelled).
+	hostCancelled = "call_cancelled"
 )
 
 // Error is the one error type every cap package returns. Cap names the
@@ -70,30 +72,38 @@ type reply struct {
 	err *Error
 }
 
+// waiter is one call waiting for its answer.
+type waiter struct {
+	id         uint64
+	ch         chan reply // buffered: the one answer, or the channel's end
+	cancelSent atomic.Bool
+}
+
 // Client multiplexes calls from any number of goroutines over one
 // channel.
 type Client struct {
-	fd   uintptr
+	fd   int
 	once sync.Once
-	w    io.Writer
-	f    *os.File      // the channel, for read deadlines
 	r    *bufio.Reader // what the leader reads frames from
 
 	// lead is held by the one waiting call that reads frames for every
 	// call (the leader): a call answered while it waits returns without
-	// a hand-off to another goroutine.
+	// a hand-off to another goroutine. The leader blocks in read(2)
+	// itself (the channel is a blocking descriptor), so an answer wakes
+	// it without a trip through the runtime's poller.
 	lead chan struct{}
-	// dmu guards peeking: set while the leader waits for a frame's first
-	// byte, the only time a read deadline may interrupt it (a deadline
-	// mid-frame would tear the stream).
-	dmu     sync.Mutex
-	peeking bool
 
-	wmu sync.Mutex // serialises frame writes
+	// wmu guards the frames waiting to be written. One caller at a time
+	// writes (writing set); a caller that queues a frame meanwhile leaves
+	// it to that writer, so calls made together go out in one write.
+	wmu     sync.Mutex
+	queued  []byte // frames waiting to be written
+	spare   []byte // the last written batch's buffer, for reuse
+	writing bool
 
 	mu      sync.Mutex
 	next    uint64
-	pending map[uint64]chan reply
+	pending map[uint64]*waiter
 	dead    *Error // set once: every later call fails with it
 }
 
@@ -106,25 +116,43 @@ func Call(ctx context.Context, capName string, args map[string]any) (map[string]
 	return std.Call(ctx, capName, args)
 }
 
+// fdReader reads the channel's blocking descriptor.
+type fdReader int
+
+func (fd fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(int(fd), p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
 func (c *Client) open() {
 	c.once.Do(func() {
-		c.pending = map[uint64]chan reply{}
-		// Non-blocking, so the runtime's poller serves the channel: a
-		// blocked read then parks a goroutine, not a thread.
-		_ = syscall.SetNonblock(int(c.fd), true)
-		f := os.NewFile(c.fd, "cap-channel")
-		if f == nil {
+		c.pending = map[uint64]*waiter{}
+		c.lead = make(chan struct{}, 1)
+		// Blocking, so the leader's read sleeps in the kernel and wakes
+		// when the host writes, with no poller in between.
+		if err := syscall.SetNonblock(c.fd, false); err != nil {
 			c.fail(&Error{Code: ChannelClosed, Message: "the capability channel is not open in this process"})
 			return
 		}
-		c.w, c.f, c.r = f, f, bufio.NewReaderSize(f, 64<<10)
-		c.lead = make(chan struct{}, 1)
+		c.r = bufio.NewReaderSize(fdReader(c.fd), 64<<10)
 	})
 }
 
-// Call sends one call and waits for its answer or for ctx to end; when
+// Call sends one call and waits for its answer or for ctx to end. When
 // ctx ends first it sends cancel and returns a "cancelled" *Error that
-// unwraps to ctx.Err().
+// unwraps to ctx.Err(): at once, unless this call is the one reading
+// the channel for every call, which returns once the next frame arrives
+// (the host answers a cancelled call as soon as it stops).
 func (c *Client) Call(ctx context.Context, capName string, args map[string]any) (map[string]any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Cap: capName, Code: cancelled, Message: "the call's context ended before it was sent", cause: err}
@@ -136,33 +164,33 @@ func (c *Client) Call(ctx context.Context, capName string, args map[string]any) 
 		return nil, c.dead.at(capName)
 	}
 	c.next++
-	id := c.next
-	ch := make(chan reply, 1)
-	c.pending[id] = ch
+	w := &waiter{id: c.next, ch: make(chan reply, 1)}
+	c.pending[w.id] = w
 	c.mu.Unlock()
 
-	frame, err := wire.AppendFrame(nil, wire.Frame{ID: id, Kind: wire.KindCapCall, Body: map[string]any{"cap": capName, "args": args}})
-	if err != nil {
-		c.forget(id)
+	if err := c.send(wire.Frame{ID: w.id, Kind: wire.KindCapCall, Body: map[string]any{"cap": capName, "args": args}}); err != nil {
+		c.forget(w.id)
 		if errors.Is(err, wire.ErrFrameTooLarge) {
 			return nil, &Error{Cap: capName, Code: FrameTooLarge, Message: "the arguments exceed the 16 MiB frame bound; send less per call"}
 		}
 		return nil, &Error{Cap: capName, Code: BadResult, Message: "the arguments could not be encoded: " + err.Error()}
 	}
-	if err := c.write(frame); err != nil {
-		c.fail(&Error{Code: ChannelClosed, Message: "writing to the host failed: " + err.Error()})
-	}
-	if r, ok := c.await(ctx, ch); ok {
+	cancelledErr := &Error{Cap: capName, Code: cancelled, Message: "the call's context ended before the host answered; the host was told to cancel it"}
+	if r, ok := c.await(ctx, w); ok {
+		if r.err != nil && r.err.Code == hostCancelled && ctx.Err() != nil {
+			// The host's answer to this call's cancel.
+			cancelledErr.cause = ctx.Err()
+			return nil, cancelledErr
+		}
 		return r.result(capName)
 	}
-	if !c.forget(id) {
+	if !c.forget(w.id) {
 		// The answer (or the channel's end) was delivered meanwhile.
-		return (<-ch).result(capName)
+		return (<-w.ch).result(capName)
 	}
-	if cancel, err := wire.AppendFrame(nil, wire.Frame{ID: id, Kind: wire.KindCancel}); err == nil {
-		c.write(cancel)
-	}
-	return nil, &Error{Cap: capName, Code: cancelled, Message: "the call's context ended before the host answered; the host was told to cancel it", cause: ctx.Err()}
+	c.sendCancel(w)
+	cancelledErr.cause = ctx.Err()
+	return nil, cancelledErr
 }
 
 func (r reply) result(capName string) (map[string]any, error) {
@@ -179,11 +207,67 @@ func (e *Error) at(capName string) *Error {
 	return &c
 }
 
-func (c *Client) write(frame []byte) error {
+// maxSpareBytes bounds the write buffer kept for the next batch.
+const maxSpareBytes = 64 << 10
+
+// send queues f and, unless another caller is writing, writes every
+// queued frame. Its error is f's encoding's (nothing was queued); a
+// write that fails ends the client instead.
+func (c *Client) send(f wire.Frame) error {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_, err := c.w.Write(frame)
-	return err
+	b, err := wire.AppendFrame(c.queued, f)
+	if err != nil {
+		c.wmu.Unlock()
+		return err
+	}
+	c.queued = b
+	if c.writing {
+		c.wmu.Unlock()
+		return nil
+	}
+	c.writing = true
+	for len(c.queued) > 0 {
+		out := c.queued
+		c.queued = c.spare[:0]
+		c.spare = nil
+		c.wmu.Unlock()
+		err := writeAll(c.fd, out)
+		c.wmu.Lock()
+		if cap(out) <= maxSpareBytes {
+			c.spare = out[:0]
+		}
+		if err != nil {
+			c.queued, c.writing = nil, false
+			c.wmu.Unlock()
+			c.fail(&Error{Code: ChannelClosed, Message: "writing to the host failed: " + err.Error()})
+			return nil
+		}
+	}
+	c.writing = false
+	c.wmu.Unlock()
+	return nil
+}
+
+// writeAll writes all of b to the blocking descriptor fd.
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// sendCancel tells the host to abandon w's call, once.
+func (c *Client) sendCancel(w *waiter) {
+	if w.cancelSent.CompareAndSwap(false, true) {
+		c.send(wire.Frame{ID: w.id, Kind: wire.KindCancel})
+	}
 }
 
 // forget removes id from the pending calls and says whether it was
@@ -196,6 +280,14 @@ func (c *Client) forget(id uint64) bool {
 	return ok
 }
 
+// isPending says whether id still waits for its answer.
+func (c *Client) isPending(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	return ok
+}
+
 // fail ends the client: every pending call and every later one fails
 // with e. The first failure wins.
 func (c *Client) fail(e *Error) {
@@ -205,34 +297,34 @@ func (c *Client) fail(e *Error) {
 		return
 	}
 	c.dead = e
-	for id, ch := range c.pending {
-		ch <- reply{err: e}
+	for id, w := range c.pending {
+		w.ch <- reply{err: e}
 		delete(c.pending, id)
 	}
 }
 
 func (c *Client) deliver(id uint64, r reply) {
 	c.mu.Lock()
-	ch, ok := c.pending[id]
+	w, ok := c.pending[id]
 	delete(c.pending, id)
 	c.mu.Unlock()
 	if ok { // an answer to a call already cancelled is dropped
-		ch <- r
+		w.ch <- r
 	}
 }
 
-// await waits for ch's answer, reading frames for every call while it
+// await waits for w's answer, reading frames for every call while it
 // leads; ok is false when ctx ended first.
-func (c *Client) await(ctx context.Context, ch chan reply) (reply, bool) {
+func (c *Client) await(ctx context.Context, w *waiter) (reply, bool) {
 	for {
 		select {
-		case r := <-ch:
+		case r := <-w.ch:
 			return r, true
 		case <-ctx.Done():
 			return reply{}, false
 		case c.lead <- struct{}{}:
 		}
-		r, ok, answered := c.leadUntil(ctx, ch)
+		r, ok, answered := c.leadUntil(ctx, w)
 		<-c.lead
 		if answered || !ok {
 			return r, ok
@@ -240,41 +332,30 @@ func (c *Client) await(ctx context.Context, ch chan reply) (reply, bool) {
 	}
 }
 
-// leadUntil reads and delivers frames until ch holds an answer (answered)
-// or ctx ends (ok false). A channel that ended answers every call.
-func (c *Client) leadUntil(ctx context.Context, ch chan reply) (r reply, ok, answered bool) {
-	stop := context.AfterFunc(ctx, func() {
-		c.dmu.Lock()
-		defer c.dmu.Unlock()
-		if c.peeking {
-			c.f.SetReadDeadline(time.Unix(1, 0))
-		}
-	})
-	defer stop()
+// leadUntil reads and delivers frames until w holds an answer (answered)
+// or ctx ends (ok false). A channel that ended answers every call. The
+// leader's read cannot be interrupted, so when ctx ends while it waits
+// it sends cancel at once: the host's answer to it (or any frame before
+// it) ends the read.
+func (c *Client) leadUntil(ctx context.Context, w *waiter) (r reply, ok, answered bool) {
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			if c.isPending(w.id) {
+				c.sendCancel(w)
+			}
+		})
+		defer stop()
+	}
 	for {
 		select {
-		case r := <-ch:
+		case r := <-w.ch:
 			return r, true, true
 		default:
 		}
-		c.dmu.Lock()
 		if ctx.Err() != nil {
-			c.dmu.Unlock()
 			return reply{}, false, false
 		}
-		c.peeking = true
-		c.dmu.Unlock()
-		_, err := c.r.Peek(1)
-		c.dmu.Lock()
-		c.peeking = false
-		c.f.SetReadDeadline(time.Time{})
-		c.dmu.Unlock()
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			continue // ctx ended (checked above), or a stale deadline
-		}
-		if !c.readOne() {
-			continue // the channel ended: ch now holds its failure
-		}
+		c.readOne() // false: the channel ended, and w.ch holds its failure
 	}
 }
 

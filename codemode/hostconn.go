@@ -1,0 +1,170 @@
+package codemode
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// writePollSlice bounds one wait of a write that finds the program's end
+// full: the writer looks again at a deadline set meanwhile (end's
+// outcomeWriteTimeout) at least this often. Only a program that stops
+// reading ever makes a writer wait.
+const writePollSlice = 10 * time.Millisecond
+
+// hostConn is the host's end of a capability channel: a blocking
+// socket descriptor. Its one reader blocks in read(2) itself, so the
+// kernel wakes it when a frame arrives, with no trip through the
+// runtime's poller (epoll, a read that finds nothing, a goroutine
+// hand-off) on each call; BenchmarkCapabilityRoundTripFloor's bare
+// variant measures this shape. Writes never block the writer beyond
+// its deadline (send with MSG_DONTWAIT, then poll for room). Close
+// shuts the socket down, which ends a blocked read or waiting write at
+// once, with no deadline polled for, and closes the descriptor when no
+// read or write uses it any more, so a descriptor number is never
+// reused under one.
+type hostConn struct {
+	fd int
+
+	mu     sync.Mutex
+	refs   int  // reads and writes using fd
+	closed bool // Close was called: fd is closed once refs is 0
+
+	deadline atomic.Int64 // write deadline, unix nanoseconds; 0 for none
+}
+
+// errWriteTimeout is a write that ran past its deadline.
+var errWriteTimeout = fmt.Errorf("writing to the program: %w", os.ErrDeadlineExceeded)
+
+// acquire takes a use of fd, false once Close was called.
+func (c *hostConn) acquire() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.refs++
+	return true
+}
+
+// release gives a use back, closing fd after Close once none is left.
+func (c *hostConn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs--; c.refs == 0 && c.closed {
+		unix.Close(c.fd)
+	}
+}
+
+// Read reads what the program sent, blocking until some arrives. It
+// returns io.EOF once the program's end is closed or Close was called.
+func (c *hostConn) Read(p []byte) (int, error) {
+	if !c.acquire() {
+		return 0, net.ErrClosed
+	}
+	defer c.release()
+	for {
+		n, err := unix.Read(c.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("reading from the program: %w", err)
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// Write writes all of p or fails: at its deadline (errWriteTimeout),
+// once Close was called, or when the program's end is gone.
+func (c *hostConn) Write(p []byte) (int, error) {
+	if !c.acquire() {
+		return 0, net.ErrClosed
+	}
+	defer c.release()
+	done := 0
+	for done < len(p) {
+		n, err := unix.SendmsgN(c.fd, p[done:], nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		switch {
+		case err == nil:
+			done += n
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			if err := c.waitWritable(); err != nil {
+				return done, err
+			}
+		default:
+			return done, fmt.Errorf("writing to the program: %w", err)
+		}
+	}
+	return done, nil
+}
+
+// waitWritable waits until the socket has room, its deadline passes or
+// it is shut down (then the next send fails).
+func (c *hostConn) waitWritable() error {
+	for {
+		wait := writePollSlice
+		if d := c.deadline.Load(); d != 0 {
+			left := time.Until(time.Unix(0, d))
+			if left <= 0 {
+				return errWriteTimeout
+			}
+			wait = min(wait, left)
+		}
+		fds := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLOUT}}
+		n, err := unix.Poll(fds, int((wait+time.Millisecond-1)/time.Millisecond))
+		if err != nil && err != unix.EINTR {
+			return fmt.Errorf("writing to the program: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+}
+
+// SetWriteDeadline bounds every write from now on, and a write already
+// waiting, by t; the zero time removes the bound.
+func (c *hostConn) SetWriteDeadline(t time.Time) {
+	if t.IsZero() {
+		c.deadline.Store(0)
+		return
+	}
+	c.deadline.Store(t.UnixNano())
+}
+
+// Close shuts the socket down both ways, ending a blocked read (io.EOF)
+// and a waiting write, and closes the descriptor once neither uses it.
+// Later calls are no-ops.
+func (c *hostConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
+	if c.refs == 0 {
+		return unix.Close(c.fd)
+	}
+	return nil
+}
+
+// channelPair is the capability channel: the host's end and the
+// program's end, to be handed to the broker as its ExtraFile. Both are
+// blocking descriptors (each side of a socketpair has its own flags).
+func channelPair() (*hostConn, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("capability channel: %w", err)
+	}
+	return &hostConn{fd: fds[0]}, os.NewFile(uintptr(fds[1]), "codemode-program"), nil
+}

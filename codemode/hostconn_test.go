@@ -1,0 +1,194 @@
+package codemode
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// testHostConn is a channelPair whose program end stays open (and unread)
+// until the test ends.
+func testHostConn(t *testing.T) (*hostConn, *os.File) {
+	t.Helper()
+	hc, prog, err := channelPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hc.Close(); prog.Close() })
+	return hc, prog
+}
+
+// waitRefs waits until n reads or writes hold hc's descriptor.
+func waitRefs(hc *hostConn, n int) {
+	for {
+		hc.mu.Lock()
+		refs := hc.refs
+		hc.mu.Unlock()
+		if refs == n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// within fails the test unless done is closed within d.
+func within(t *testing.T, d time.Duration, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still waiting after %s", what, d)
+	}
+}
+
+// TestHostConnCloseEndsABlockedRead: the serve loop's blocking read ends
+// with io.EOF when the channel is closed, though the program's end is
+// open and silent (a closed descriptor alone would leave it blocked).
+func TestHostConnCloseEndsABlockedRead(t *testing.T) {
+	t.Parallel()
+	hc, _ := testHostConn(t)
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		_, err = hc.Read(make([]byte, 16))
+	}()
+	waitRefs(hc, 1)
+	hc.Close()
+	within(t, 10*time.Second, done, "a read after Close")
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("read = %v, want io.EOF", err)
+	}
+	if _, err := hc.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read after Close = %v, want net.ErrClosed", err)
+	}
+}
+
+// TestHostConnClosesItsDescriptorWhenUnused: Close while a read or write
+// holds the descriptor shuts the socket down at once but closes the
+// descriptor only when the last use ends, so its number is never
+// reused under a read.
+func TestHostConnClosesItsDescriptorWhenUnused(t *testing.T) {
+	t.Parallel()
+	hc, prog := testHostConn(t)
+	var before unix.Stat_t
+	if err := unix.Fstat(hc.fd, &before); err != nil {
+		t.Fatal(err)
+	}
+	if !hc.acquire() {
+		t.Fatal("acquire failed on an open channel")
+	}
+	hc.Close()
+	if hc.acquire() {
+		t.Fatal("acquire succeeded after Close")
+	}
+	var during unix.Stat_t
+	if err := unix.Fstat(hc.fd, &during); err != nil || during.Ino != before.Ino {
+		t.Fatalf("the descriptor in use was closed by Close (%v)", err)
+	}
+	if n, err := prog.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("the program's end read %d, %v after Close; want EOF (the socket shut down)", n, err)
+	}
+	hc.release()
+	var after unix.Stat_t
+	if err := unix.Fstat(hc.fd, &after); err == nil && after.Ino == before.Ino {
+		t.Fatal("the descriptor stayed open after its last use ended")
+	}
+}
+
+// TestHostConnBoundsAWriteThatWaits: a write to a program that does not
+// read waits, and ends at a deadline set while it waits (end's bound on
+// the outcome frame) or when the channel is closed.
+func TestHostConnBoundsAWriteThatWaits(t *testing.T) {
+	t.Parallel()
+	big := make([]byte, 32<<20) // more than any socket buffer holds
+	for _, how := range []string{"deadline", "close"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			hc, _ := testHostConn(t)
+			done := make(chan struct{})
+			var n int
+			var err error
+			go func() {
+				defer close(done)
+				n, err = hc.Write(big)
+			}()
+			waitRefs(hc, 1)
+			select {
+			case <-done:
+				t.Fatalf("a %d-byte write to a program that reads nothing returned %d, %v", len(big), n, err)
+			default:
+			}
+			if how == "deadline" {
+				hc.SetWriteDeadline(time.Now().Add(20 * time.Millisecond))
+			} else {
+				hc.Close()
+			}
+			within(t, 10*time.Second, done, "the waiting write")
+			if n >= len(big) || err == nil {
+				t.Fatalf("write = %d, %v; want it cut short", n, err)
+			}
+			if how == "deadline" && !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("write = %v, want os.ErrDeadlineExceeded", err)
+			}
+		})
+	}
+}
+
+// TestHostConnWritesWhatTheProgramReads: a write larger than the
+// socket's buffer completes as the program reads it, byte for byte.
+func TestHostConnWritesWhatTheProgramReads(t *testing.T) {
+	t.Parallel()
+	hc, prog := testHostConn(t)
+	msg := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(prog, int64(len(msg))))
+		got <- b
+	}()
+	if n, err := hc.Write(msg); n != len(msg) || err != nil {
+		t.Fatalf("write = %d, %v", n, err)
+	}
+	if b := <-got; !bytes.Equal(b, msg) {
+		t.Fatalf("the program read %d bytes, not the %d written", len(b), len(msg))
+	}
+}
+
+// TestWholeFrameBuffered: the serve loop holds answers back only while
+// a whole frame is buffered, so it never blocks with answers unwritten.
+func TestWholeFrameBuffered(t *testing.T) {
+	t.Parallel()
+	frame := func(n int) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(n)), make([]byte, n)...) }
+	tests := []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"nothing", nil, false},
+		{"part of a length", []byte{0, 0}, false},
+		{"a length alone", frame(3)[:4], false},
+		{"a frame but its last byte", frame(3)[:6], false},
+		{"a whole frame", frame(3), true},
+		{"an empty frame", frame(0), true},
+		{"a frame and part of the next", append(frame(2), 0, 0, 0), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			br := bufio.NewReader(bytes.NewReader(tt.in))
+			br.Peek(len(tt.in)) // buffer all of it
+			if got := wholeFrameBuffered(br); got != tt.want {
+				t.Fatalf("wholeFrameBuffered(% x) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
