@@ -341,7 +341,7 @@ func TestChannelBoundsLargeAnswersWaitingOnAProgram(t *testing.T) {
 // socket: decoding its frame, routing it, recording it and encoding the
 // answer.
 func BenchmarkChannelHostCPU(b *testing.B) {
-	h := &seamHost{call: &tool.Call{Strand: "main"}, kv: NewKV()}
+	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main"}, kv: NewKV()}
 	h.reg, _ = tool.NewRegistry()
 	if _, err := h.route(context.Background(), "kv.set", map[string]any{"key": "k", "value": []byte("v")}); err != nil {
 		b.Fatal(err)

@@ -207,7 +207,7 @@ func BenchmarkCapabilityRoundTripFloor(b *testing.B) {
 		return &hostConn{fd: fd}
 	}
 	newHost := func() *seamHost {
-		return &seamHost{call: s.call, reg: s.reg, jobs: s.jobs, kv: NewKV(), proc: newProcRunner()}
+		return s.eng.newSeamHost(s.call, WorkspaceSeam(), nil)
 	}
 	serve := func(conn *os.File) {
 		hc := hostOn(conn)
@@ -245,7 +245,7 @@ func BenchmarkCapabilityRoundTripFloor(b *testing.B) {
 		}},
 		{"client", func() string { return runProbe(b, client, "", serve) }},
 		{"jailed", func() string {
-			x, err := s.eng.Execute(b.Context(), s.call, []byte(roundTripProgram(1, n)), 0)
+			x, err := s.eng.Execute(b.Context(), s.call, Request{Source: []byte(roundTripProgram(1, n))})
 			if err != nil || x.Run.Code != "" {
 				b.Fatalf("%v %+v", err, x.Run)
 			}
