@@ -150,7 +150,10 @@ type Broker struct {
 	// launchAboveRSS overrides largeHostRSS for tests: negative means
 	// always start helpers through a launcher.
 	launchAboveRSS int64
-	git            gitFences // the git guard's per-writable-root state (gitguard.go)
+	// tracePhases makes every Execution keep its phase marks (see
+	// phaseMark), for BenchmarkWarmPhases.
+	tracePhases bool
+	git         gitFences // the git guard's per-writable-root state (gitguard.go)
 
 	hostOnce sync.Once
 	host     *hostBound // admission against the host-wide bounds

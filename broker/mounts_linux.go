@@ -567,6 +567,11 @@ const devBytes = 1 << 20
 // by path.
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
+// devLinks are the links a jail's private /dev holds, by name.
+var devLinks = map[string]string{
+	"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+}
+
 // mountDev replaces root+"/dev" with a small tmpfs holding binds of the
 // current root's devNodes, the fd/stdin/stdout/stderr links and an empty
 // shm directory (root is "" for the current root, or the jail's new root
@@ -603,9 +608,7 @@ func mountDev(root string) error {
 			return fmt.Errorf("bind %s: %w", p, err)
 		}
 	}
-	for name, target := range map[string]string{
-		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
-	} {
+	for name, target := range devLinks {
 		if err := os.Symlink(target, root+"/dev/"+name); err != nil {
 			return fmt.Errorf("dev link %s: %w", name, err)
 		}

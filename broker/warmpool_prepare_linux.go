@@ -12,12 +12,18 @@ import (
 // else's.
 const helperNetArg = "net"
 
-// helperArgs is the argv a helper of flavour f is started with.
-func helperArgs(f flavour) []string {
+// helperArgs is the argv a helper of flavour f is started with; stage
+// (for a helper started ahead, with namespaces) asks it to prepare the
+// policy root's skeleton (helperStageArg).
+func helperArgs(f flavour, stage bool) []string {
+	args := []string{helperArg0}
 	if f.namespaces && f.newNet {
-		return []string{helperArg0, helperNetArg}
+		args = append(args, helperNetArg)
 	}
-	return []string{helperArg0}
+	if f.namespaces && stage {
+		args = append(args, helperStageArg)
+	}
+	return args
 }
 
 // helperPrepared is what prepareHelper did before the configuration
@@ -28,6 +34,13 @@ var helperPrepared struct {
 	loopbackDone bool
 	loopbackErr  error
 	masker       masker
+	// skeleton is the policy root's skeleton (with helperStageArg), or
+	// nil; skeletonErr says why there is none when one was asked for.
+	skeleton    *skeleton
+	skeletonErr error
+	// limits are the namespace ceilings the skeleton's /proc was used to
+	// set ahead, file to value (see prepareNamespaceLimits).
+	limits map[string]string
 }
 
 // prepareHelper does, before a helper reads its configuration, the work
@@ -61,6 +74,9 @@ func prepareHelper() {
 	}
 	// An error leaves the masker empty: maskAll tries again and reports it.
 	helperPrepared.masker.standins()
+	if slices.Contains(os.Args[1:], helperStageArg) {
+		helperPrepared.skeleton, helperPrepared.skeletonErr = prepareSkeleton(&helperPrepared.masker)
+	}
 }
 
 // helperLoopbackUp brings lo up in the jail's network namespace, or says

@@ -1,0 +1,223 @@
+//go:build linux
+
+package broker
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// usedSkeleton reports whether the execution's helper built its root
+// from a prepared skeleton (its phase marks say so; the broker must
+// trace them).
+func usedSkeleton(ex *Execution) bool {
+	return slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == skeletonMark })
+}
+
+// runTraced clears argv under p on b (which traces phases) and returns
+// its stdout, how it settled and the execution.
+func runTraced(t *testing.T, b *Broker, p Policy, stdin *os.File, argv ...string) (string, Settled, *Execution) {
+	t.Helper()
+	spec := CallSpec{Argv: argv, Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"},
+		Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second}
+	if stdin != nil {
+		spec.Stdin = stdin
+	}
+	ex, err := b.Clear(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Clear(%q): %v", argv, err)
+	}
+	var out strings.Builder
+	for o := range ex.Output() {
+		if o.Stream == Stdout {
+			out.Write(o.Bytes)
+		}
+	}
+	return out.String(), ex.Wait(), ex
+}
+
+// A helper that built its root from a prepared skeleton reports exactly
+// what a helper started for its command reports, layer by layer, for
+// the same command under the same policy (with protected paths present
+// and absent, and with a file as stdin, which only a fresh helper can
+// take); and the warm one did use its skeleton while the fresh one had
+// none (the control: without the skeleton the same reports come from the
+// same code, so the comparison holds the skeleton to the fresh path).
+func TestPreparedHelperConfinesAsAFreshOne(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for _, d := range []string{".git/hooks", ".git/objects"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := testPolicy(ws)
+	p.Protected = DefaultProtected(ws)
+	warm := newTestBroker(t, Options{})
+	defer warm.Close()
+	warm.tracePhases = true
+	cold := newTestBroker(t, Options{WarmHelperIdle: -1})
+	defer cold.Close()
+	cold.tracePhases = true
+	runTraced(t, warm, p, nil, "true")
+	waitPool(t, warm, DefaultWarmHelpers)
+	probe := []string{"sh", "-c", "cat /proc/kcore /proc/keys 2>&1 | head -c 64; ls /dev; echo x > /proc/sys/kernel/pid_max; cat /proc/sys/user/max_mnt_namespaces /proc/sys/user/max_user_namespaces"}
+	wantOut, wantSettled, fresh := runTraced(t, cold, p, nil, probe...)
+	gotOut, gotSettled, prepared := runTraced(t, warm, p, nil, probe...)
+	if !usedSkeleton(prepared) || usedSkeleton(fresh) {
+		t.Fatalf("skeleton used: warm %v, cold %v; want true, false", usedSkeleton(prepared), usedSkeleton(fresh))
+	}
+	if gotOut != wantOut || gotSettled.ExitCode != wantSettled.ExitCode {
+		t.Fatalf("a prepared helper's command saw %q (exit %d), a fresh one's %q (exit %d)", gotOut, gotSettled.ExitCode, wantOut, wantSettled.ExitCode)
+	}
+	if !strings.Contains(wantOut, "null") || !strings.Contains(wantOut, "0\n0\n") {
+		t.Fatalf("the probe saw no /dev or no nested namespace limits: %q", wantOut)
+	}
+	if !slices.Equal(prepared.Enforcement.Layers, fresh.Enforcement.Layers) {
+		t.Fatalf("a prepared helper reports\n%+v\na fresh one\n%+v", prepared.Enforcement.Layers, fresh.Enforcement.Layers)
+	}
+}
+
+// A prepared helper holds nothing of a policy's: a workspace swapped for
+// another directory, and a protected file replaced, after the pool was
+// prepared are what its command sees (the new workspace, the new file,
+// still read-only). The control is a command whose jail was built before
+// the swap: it still sees the old workspace and file, so a view made
+// ahead of the swap would show them.
+func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	ws := filepath.Join(parent, "ws")
+	mkWorkspace := func(dir, word string) {
+		if err := os.MkdirAll(filepath.Join(dir, ".git/hooks"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, body := range map[string]string{"marker": word + "\n", ".git/config": "[" + word + "]\n"} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mkWorkspace(ws, "old")
+	p := testPolicy(ws)
+	p.Protected = DefaultProtected(ws)
+	b := newTestBroker(t, Options{})
+	defer b.Close()
+	b.tracePhases = true
+	runTraced(t, b, p, nil, "true")
+	waitPool(t, b, DefaultWarmHelpers)
+
+	// The control's jail is built now, before the swap; it reads once
+	// told to.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	type seen struct {
+		out string
+		s   Settled
+	}
+	before := make(chan seen, 1)
+	probe := "cat marker .git/config; echo changed >> .git/config && echo wrote"
+	ready := make(chan struct{})
+	go func() {
+		ex, err := b.Clear(context.Background(), CallSpec{Argv: []string{"sh", "-c", "read go; " + probe}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Stdin: r, Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
+			Key: StepKey{OpID: "op", StepID: "control"}})
+		close(ready)
+		if err != nil {
+			before <- seen{out: err.Error()}
+			return
+		}
+		var out strings.Builder
+		for o := range ex.Output() {
+			out.Write(o.Bytes)
+		}
+		before <- seen{out.String(), ex.Wait()}
+	}()
+	<-ready
+	waitPool(t, b, DefaultWarmHelpers)
+
+	// The swap: the workspace directory moves away and another takes its
+	// path; the protected file in it is a new inode.
+	if err := os.Rename(ws, ws+".old"); err != nil {
+		t.Fatal(err)
+	}
+	mkWorkspace(ws, "new")
+
+	out, s, ex := runTraced(t, b, p, nil, "sh", "-c", probe)
+	if !usedSkeleton(ex) {
+		t.Fatal("the command after the swap was not handed a prepared helper")
+	}
+	if out != "new\n[new]\n" || s.ExitCode == 0 {
+		t.Fatalf("after the swap a prepared helper's command saw %q (exit %d), want the new workspace and its config read-only", out, s.ExitCode)
+	}
+	w.Write([]byte("go\n"))
+	w.Close()
+	ctl := <-before
+	if !strings.HasPrefix(ctl.out, "old\n[old]\n") {
+		t.Fatalf("control: a jail built before the swap saw %q, want the old workspace (the probe cannot tell a stale view)", ctl.out)
+	}
+	if body, err := os.ReadFile(filepath.Join(ws, ".git/config")); err != nil || string(body) != "[new]\n" {
+		t.Fatalf("the new protected file holds %q (%v)", body, err)
+	}
+}
+
+// A skeleton is current only while the host's top-level links and
+// device nodes are those it was made from.
+func TestSkeletonCurrent(t *testing.T) {
+	t.Parallel()
+	nodes := map[string]uint64{}
+	for _, n := range devNodes {
+		var st unix.Stat_t
+		if unix.Stat("/dev/"+n, &st) == nil {
+			nodes[n] = st.Rdev
+		}
+	}
+	links := topLevelLinks()
+	other := func(f func(map[string]uint64)) map[string]uint64 {
+		m := map[string]uint64{}
+		for k, v := range nodes {
+			m[k] = v
+		}
+		f(m)
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		links [][2]string
+		nodes map[string]uint64
+		want  bool
+	}{
+		{"as made", links, nodes, true},
+		{"a link more", append(slices.Clone(links), [2]string{"loom-none", "usr/none"}), nodes, false},
+		{"a link retargeted", func() [][2]string {
+			l := slices.Clone(links)
+			if len(l) == 0 {
+				return [][2]string{{"bin", "elsewhere"}}
+			}
+			l[0][1] += "x"
+			return l
+		}(), nodes, false},
+		{"another device", links, other(func(m map[string]uint64) { m["null"]++ }), false},
+		{"a node it lacked", links, other(func(m map[string]uint64) { delete(m, "zero") }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &skeleton{links: tc.links, nodes: tc.nodes}
+			if got := s.current(); got != tc.want {
+				t.Fatalf("current() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
