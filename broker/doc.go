@@ -185,9 +185,12 @@
 // its own, brings lo up. A warm helper with namespaces also makes the
 // skeleton of its policy root, detached from every mount table: the root
 // tmpfs with the host root's top-level links and the mount points of
-// /proc, /dev and /tmp, a fresh /proc with its kernel files masked, the
-// jail's /dev, and (through that /proc) every per-namespace limit but the
-// count of mount namespaces, which the masks still need; it tells the
+// /proc, /dev and /tmp, a fresh /proc with its kernel files masked and
+// its kernel knobs read-only, the jail's /dev, and (through that /proc)
+// every per-namespace limit but the count of mount namespaces, which the
+// masks still need, and the pid namespace's pid_max, which the policy
+// sets (both are written later through descriptors it opened before
+// /proc/sys went read-only); it tells the
 // broker once it has, and only then is it ready. When its command comes
 // it checks that the host's top-level links and device nodes are still
 // those the skeleton was made from (else it builds the root afresh) and

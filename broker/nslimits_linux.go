@@ -196,6 +196,9 @@ func setNamespaceLimits() Layer {
 		if v, ok := done[file]; ok && v == value {
 			return nil
 		}
+		if held, err := writeLate(file, value); held {
+			return err
+		}
 		return writeSysctl(file, value)
 	})
 }

@@ -163,6 +163,8 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 	stage := policyRootStage
 	undo := func(step string, err error) (policyRoot, error) {
 		unix.Unmount(stage, unix.MNT_DETACH)
+		// The host view gets a /proc of its own, protected afresh.
+		dropAttached()
 		return skip(step, err), nil
 	}
 	// A warm helper's skeleton holds the links, the mount points, /proc

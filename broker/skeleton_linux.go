@@ -38,6 +38,12 @@ type skeleton struct {
 	nodes map[string]uint64
 	// masked is how many of procMasked exist in its /proc, all masked.
 	masked int
+	// procReadOnly: its /proc has procReadOnly bound read-only already,
+	// and pidMax and mntLimit (opened before, on /proc's own mount) are
+	// where the two values written after the preparation go: the pid
+	// namespace's pid_max (a policy's) and lateLimitFile.
+	procReadOnly     bool
+	pidMax, mntLimit int
 }
 
 // prepareSkeleton makes the skeleton (see skeleton) with m's stand-ins,
@@ -83,6 +89,9 @@ func prepareSkeleton(m *masker) (*skeleton, error) {
 		}
 	}
 	prepareNamespaceLimits(proc)
+	if err := s.protectProc(proc); err != nil {
+		return fail("read-only /proc", err)
+	}
 	if err := unix.MoveMount(proc, "", root, "proc", unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fail("attach proc", err)
 	}
@@ -95,6 +104,57 @@ func prepareSkeleton(m *masker) (*skeleton, error) {
 		return fail("attach dev", err)
 	}
 	return s, nil
+}
+
+// protectProc binds procReadOnly read-only in proc (the skeleton's
+// /proc), as protectProc does in a fresh helper's, once it holds the two
+// files written later open for writing (see skeleton.procReadOnly). When
+// either cannot be opened it leaves /proc as it is, for buildPolicyRoot's
+// caller to protect as a fresh helper's.
+func (s *skeleton) protectProc(proc int) error {
+	open := func(file string) int {
+		fd, err := unix.Openat(proc, "sys/"+file, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return -1
+		}
+		return fd
+	}
+	s.pidMax, s.mntLimit = open(pidMaxFile), open(lateLimitFile)
+	if s.pidMax < 0 || s.mntLimit < 0 {
+		s.closeLate()
+		return nil
+	}
+	for _, p := range procReadOnly {
+		rel := p[len("/proc/"):]
+		var st unix.Stat_t
+		if unix.Fstatat(proc, rel, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		clone, err := unix.OpenTree(proc, rel, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil {
+			err = unix.MountSetattr(clone, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+			if err == nil {
+				err = unix.MoveMount(clone, "", proc, rel, unix.MOVE_MOUNT_F_EMPTY_PATH)
+			}
+			unix.Close(clone)
+		}
+		if err != nil {
+			s.closeLate()
+			return fmt.Errorf("bind %s: %w", p, err)
+		}
+	}
+	s.procReadOnly = true
+	return nil
+}
+
+// closeLate closes the descriptors protectProc held for the late writes.
+func (s *skeleton) closeLate() {
+	for _, fd := range []*int{&s.pidMax, &s.mntLimit} {
+		if *fd > 0 {
+			unix.Close(*fd)
+		}
+		*fd = -1
+	}
 }
 
 // makeDev makes the skeleton's /dev as mountDev makes a fresh helper's,
@@ -164,31 +224,68 @@ func (s *skeleton) current() bool {
 	return true
 }
 
-// attach mounts the skeleton's root at stage and lets go of it.
+// attach mounts the skeleton's root at stage and lets go of it (but
+// for the late writes' descriptors, which attached keeps: see
+// lateWrites).
 func (s *skeleton) attach(stage string) error {
 	err := unix.MoveMount(s.root, "", unix.AT_FDCWD, stage, unix.MOVE_MOUNT_F_EMPTY_PATH)
-	s.drop()
-	return err
+	unix.Close(s.root)
+	s.root = 0
+	if err != nil {
+		s.closeLate()
+		return err
+	}
+	if s.procReadOnly {
+		attached = s
+	}
+	return nil
 }
 
-// drop closes the skeleton's descriptor; a detached tree vanishes with
-// it.
+// drop closes the skeleton's descriptors; a detached tree vanishes with
+// them.
 func (s *skeleton) drop() {
 	if s.root > 0 {
 		unix.Close(s.root)
 	}
 	s.root = 0
+	s.closeLate()
 }
 
-// detachedFS makes a filesystem of type fstype with the given
-// key=value options and returns a detached mount of it with attrs.
+// attached is the skeleton the jail's root was built from when its /proc
+// came read-only already, or nil: pid_max and lateLimitFile are then
+// written through its descriptors (writeLate), and protectProc has
+// nothing left to do.
+var attached *skeleton
+
+// writeLate writes value to file (pidMaxFile or lateLimitFile) through
+// the attached skeleton's descriptor, and reports whether it had one.
+func writeLate(file, value string) (bool, error) {
+	s := attached
+	if s == nil {
+		return false, nil
+	}
+	fd := s.pidMax
+	if file == lateLimitFile {
+		fd = s.mntLimit
+	}
+	if fd < 0 {
+		return false, nil
+	}
+	_, err := unix.Pwrite(fd, []byte(value), 0)
+	return true, err
+}
+
+// detachedFS makes a filesystem of type fstype (its source named so)
+// with the given key=value options and returns a detached mount of it
+// with attrs.
 func detachedFS(fstype string, attrs int, opts ...string) (int, error) {
 	fs, err := unix.Fsopen(fstype, unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return -1, fmt.Errorf("fsopen %s: %w", fstype, err)
 	}
 	defer unix.Close(fs)
-	for _, o := range opts {
+	// Named as mount(2) names what the fresh helper mounts.
+	for _, o := range append([]string{"source=" + fstype}, opts...) {
 		k, v, _ := strings.Cut(o, "=")
 		if err := unix.FsconfigSetString(fs, k, v); err != nil {
 			return -1, fmt.Errorf("fsconfig %s %s: %w", fstype, k, err)
@@ -210,5 +307,13 @@ func dropSkeleton() {
 	if s := helperPrepared.skeleton; s != nil {
 		s.drop()
 		helperPrepared.skeleton = nil
+	}
+}
+
+// dropAttached forgets the attached skeleton (its root was undone).
+func dropAttached() {
+	if attached != nil {
+		attached.closeLate()
+		attached = nil
 	}
 }

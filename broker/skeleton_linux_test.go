@@ -71,7 +71,12 @@ func TestPreparedHelperConfinesAsAFreshOne(t *testing.T) {
 	cold.tracePhases = true
 	runTraced(t, warm, p, nil, "true")
 	waitPool(t, warm, DefaultWarmHelpers)
-	probe := []string{"sh", "-c", "cat /proc/kcore /proc/keys 2>&1 | head -c 64; ls /dev; echo x > /proc/sys/kernel/pid_max; cat /proc/sys/user/max_mnt_namespaces /proc/sys/user/max_user_namespaces"}
+	probe := []string{"sh", "-c", "cat /proc/kcore /proc/keys 2>&1 | head -c 64; ls /dev; " +
+		"(echo 5000 > /proc/sys/kernel/pid_max) 2>&1; (echo 5 > /proc/sys/user/max_mnt_namespaces) 2>&1; " +
+		"cat /proc/sys/kernel/pid_max /proc/sys/user/max_mnt_namespaces /proc/sys/user/max_user_namespaces; " +
+		// The mount table, without the ids and device numbers that
+		// differ from one jail to the next, in a stable order.
+		"cut -d' ' -f4- /proc/self/mountinfo | sort"}
 	wantOut, wantSettled, fresh := runTraced(t, cold, p, nil, probe...)
 	gotOut, gotSettled, prepared := runTraced(t, warm, p, nil, probe...)
 	if !usedSkeleton(prepared) || usedSkeleton(fresh) {
@@ -80,7 +85,8 @@ func TestPreparedHelperConfinesAsAFreshOne(t *testing.T) {
 	if gotOut != wantOut || gotSettled.ExitCode != wantSettled.ExitCode {
 		t.Fatalf("a prepared helper's command saw %q (exit %d), a fresh one's %q (exit %d)", gotOut, gotSettled.ExitCode, wantOut, wantSettled.ExitCode)
 	}
-	if !strings.Contains(wantOut, "null") || !strings.Contains(wantOut, "0\n0\n") {
+	if !strings.Contains(wantOut, "null") || !strings.Contains(wantOut, "0\n0\n") || !strings.Contains(wantOut, "Read-only file system") ||
+		!strings.Contains(wantOut, " /proc/sys ro,") {
 		t.Fatalf("the probe saw no /dev or no nested namespace limits: %q", wantOut)
 	}
 	if !slices.Equal(prepared.Enforcement.Layers, fresh.Enforcement.Layers) {
