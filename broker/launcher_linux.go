@@ -200,7 +200,7 @@ func (d directExit) String() string {
 
 // wait reaps the command and returns its state: a launched helper's own
 // (reaped here once its launcher, which exits as soon as it named it, is
-// reaped), else the process's.
+// reaped; nil when it cannot be reaped), else the process's.
 func (p *jailProcess) wait() exitState {
 	p.cmd.Wait() // the state is in ProcessState even when err != nil
 	var st exitState
@@ -211,6 +211,8 @@ func (p *jailProcess) wait() exitState {
 	pid := p.jailPid
 	p.mu.Unlock()
 	if pid > 0 {
+		// The launcher's own state says nothing of the command's.
+		st = nil
 		var ws syscall.WaitStatus
 		for {
 			_, err := syscall.Wait4(pid, &ws, 0, nil)

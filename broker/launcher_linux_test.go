@@ -77,3 +77,23 @@ func TestLaunchedHelperPidIsConfirmed(t *testing.T) {
 	h.proc.closeOutput()
 	h.proc.release()
 }
+
+// A helper the broker reaps itself reads as os/exec's state would: the
+// same exit code, exit flag and text, for an exit and for a signal.
+func TestDirectExitReadsAsProcessState(t *testing.T) {
+	t.Parallel()
+	for _, script := range []string{"exit 0", "exit 3", "kill -9 $$", "kill -15 $$"} {
+		t.Run(script, func(t *testing.T) {
+			cmd := exec.Command("sh", "-c", script)
+			cmd.Run()
+			ps := cmd.ProcessState
+			if ps == nil {
+				t.Fatal("no process state")
+			}
+			d := directExit(ps.Sys().(syscall.WaitStatus))
+			if d.ExitCode() != ps.ExitCode() || d.Exited() != ps.Exited() || d.String() != ps.String() || d.Sys() != ps.Sys() {
+				t.Fatalf("directExit reads (%d, %v, %q), os/exec (%d, %v, %q)", d.ExitCode(), d.Exited(), d.String(), ps.ExitCode(), ps.Exited(), ps.String())
+			}
+		})
+	}
+}
