@@ -19,13 +19,19 @@ const helperStageArg = "stage"
 // its skeleton (see phaseMark).
 const skeletonMark = "r.skeleton"
 
+// skeletonMadeMark is the phase mark a warm helper takes once it made
+// its skeleton.
+const skeletonMadeMark = "prepared.skeleton"
+
 // skeleton is the part of a jail's new root that no policy decides, made
 // by a warm helper before its command came (prepareSkeleton), detached
 // from every mount table so nothing sees or changes it meanwhile: the
 // root tmpfs holding the host root's top-level links and the mount
 // points of JailReplacedRoots, a fresh /proc in it with procMasked
-// masked, and the jail's /dev (binds of devNodes, read-only, and its
-// links). buildPolicyRoot attaches it in place of the tmpfs it would
+// masked and procReadOnly bound read-only (when the two files written
+// later could be held open first), and the jail's /dev (binds of
+// devNodes, read-only, and its links); the namespace limits are written
+// through its /proc meanwhile (prepareNamespaceLimits). buildPolicyRoot attaches it in place of the tmpfs it would
 // mount, once it has checked that the host facts it was made from (the
 // top-level links, the device nodes) still hold; otherwise it is dropped
 // and the root is built as for a fresh helper.

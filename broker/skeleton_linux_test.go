@@ -21,6 +21,13 @@ func usedSkeleton(ex *Execution) bool {
 	return slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == skeletonMark })
 }
 
+// hadSkeleton reports whether the execution's helper made a skeleton
+// before its command came (its phase marks say so; the broker must trace
+// them).
+func hadSkeleton(ex *Execution) bool {
+	return slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == skeletonMadeMark })
+}
+
 // runTraced clears argv under p on b (which traces phases) and returns
 // its stdout, how it settled and the execution.
 func runTraced(t *testing.T, b *Broker, p Policy, stdin *os.File, argv ...string) (string, Settled, *Execution) {
@@ -225,5 +232,56 @@ func TestSkeletonCurrent(t *testing.T) {
 				t.Fatalf("current() = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// policyRootOverflowLinks is how many roots that are long links
+// TestSkeletonFallbackProtectsProc gives a policy: each link's target
+// takes a page of the new root's tmpfs, so together they overflow its
+// policyRootBytes.
+const policyRootOverflowLinks = policyRootBytes/4096 + 16
+
+// A warm helper whose policy root fails after its skeleton was attached
+// (the roots' links overflow the root tmpfs) keeps the host view, as a
+// fresh helper does, with a /proc of its own whose kernel knobs are
+// read-only: the skeleton's read-only /proc went with the undone root,
+// so it does not stand in for the host view's. A fresh helper's command
+// under the same policy is the reference: its report and what the probe
+// sees are the same.
+func TestSkeletonFallbackProtectsProc(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	links := t.TempDir()
+	p := testPolicy(ws)
+	long := "/" + strings.Repeat("x", 3000)
+	for i := range policyRootOverflowLinks {
+		l := filepath.Join(links, "l"+strings.Repeat("0", 3)+string(rune('a'+i%26))+strings.Repeat("y", i/26))
+		if err := os.Symlink(long, l); err != nil {
+			t.Fatal(err)
+		}
+		p.ReadableRoots = append(p.ReadableRoots, l)
+	}
+	warm := newTestBroker(t, Options{})
+	defer warm.Close()
+	warm.tracePhases = true
+	cold := newTestBroker(t, Options{WarmHelperIdle: -1})
+	defer cold.Close()
+	cold.tracePhases = true
+	runTraced(t, warm, p, nil, "true")
+	waitPool(t, warm, DefaultWarmHelpers)
+	probe := []string{"sh", "-c", "(echo 5000 > /proc/sys/kernel/pid_max) 2>&1; cat /proc/sys/kernel/pid_max"}
+	wantOut, _, fresh := runTraced(t, cold, p, nil, probe...)
+	gotOut, _, prepared := runTraced(t, warm, p, nil, probe...)
+	if !hadSkeleton(prepared) || usedSkeleton(prepared) || hadSkeleton(fresh) {
+		t.Fatalf("skeleton made: warm %v, cold %v, and used by warm %v; want true, false, false", hadSkeleton(prepared), hadSkeleton(fresh), usedSkeleton(prepared))
+	}
+	if l, _ := fresh.Enforcement.Layer(LayerPolicyRoot); l.Applied || !strings.Contains(l.Reason, "link") {
+		t.Fatalf("the policy root did not fail on its links: %+v", l)
+	}
+	if !strings.Contains(wantOut, "Read-only file system") {
+		t.Fatalf("a fresh helper's host view let the command write pid_max: %q", wantOut)
+	}
+	if gotOut != wantOut || !slices.Equal(prepared.Enforcement.Layers, fresh.Enforcement.Layers) {
+		t.Fatalf("a prepared helper's fallback saw %q and reported\n%+v\na fresh one's %q and\n%+v", gotOut, prepared.Enforcement.Layers, wantOut, fresh.Enforcement.Layers)
 	}
 }

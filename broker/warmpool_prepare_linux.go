@@ -56,11 +56,17 @@ var helperPrepared struct {
 //     tmpfs holding one empty file and one empty directory, detached, so
 //     nothing can see or write it), which every mask of every command is
 //     a clone of; a helper serves one command, so no two commands share
-//     them.
+//     them;
+//   - started ahead with namespaces (helperStageArg), it makes its
+//     policy root's skeleton (see skeleton), which is detached until its
+//     command's root is built from it, and says so on the report fd.
 //
-// Nothing here confines, reads the host's files or depends on a policy,
-// and no layer is reported from here: runHelper reports what it did
-// (helperLoopbackUp) when the configuration asks for it.
+// Nothing here depends on a policy, and no layer is reported from here:
+// runHelper reports what it did (helperLoopbackUp, and through
+// setNamespaceLimits and buildPolicyRoot what the skeleton did) when the
+// configuration asks for it. Of the host's files, only the skeleton reads
+// any: the top-level links and device nodes, which buildPolicyRoot checks
+// again when the command comes.
 func prepareHelper() {
 	one := []string{"/"}
 	sample, _ := json.Marshal(helperConfig{Argv: one, Env: one, SystemRoots: one, ReadableRoots: one,
@@ -76,6 +82,9 @@ func prepareHelper() {
 	helperPrepared.masker.standins()
 	if slices.Contains(os.Args[1:], helperStageArg) {
 		helperPrepared.skeleton, helperPrepared.skeletonErr = prepareSkeleton(&helperPrepared.masker)
+		if helperPrepared.skeleton != nil {
+			helperPhases.mark(skeletonMadeMark)
+		}
 	}
 }
 
