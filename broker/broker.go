@@ -141,7 +141,8 @@ type Broker struct {
 
 	pool warmPool // the helpers started ahead of the next commands
 	// onSpawn, when set (by tests), is told the pid of every helper
-	// process the broker starts.
+	// process the broker starts (a launched one's own, once its launcher
+	// named it), and whether it was started ahead.
 	onSpawn func(pid int, warm bool)
 
 	// policyRootOff keeps every jail in the host view (the policy_root

@@ -263,16 +263,22 @@ func (s *skeleton) drop() {
 // nothing left to do.
 var attached *skeleton
 
-// writeLate writes value to file (pidMaxFile or lateLimitFile) through
-// the attached skeleton's descriptor, and reports whether it had one.
+// writeLate writes value to file through the attached skeleton's
+// descriptor for it, and reports whether it had one: only pidMaxFile and
+// lateLimitFile have one.
 func writeLate(file, value string) (bool, error) {
 	s := attached
 	if s == nil {
 		return false, nil
 	}
-	fd := s.pidMax
-	if file == lateLimitFile {
+	var fd int
+	switch file {
+	case pidMaxFile:
+		fd = s.pidMax
+	case lateLimitFile:
 		fd = s.mntLimit
+	default:
+		return false, nil
 	}
 	if fd < 0 {
 		return false, nil

@@ -154,9 +154,6 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 	if cg != nil && cg.fd >= 0 {
 		cg.placed()
 	}
-	if b.onSpawn != nil {
-		b.onSpawn(cmd.Process.Pid, warm)
-	}
 	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
 		pidNamespace: f.namespaces, launched: launched, stdout: stdout.r, stderr: stderr.r}
 	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, rep: bufio.NewReaderSize(rep.r, maxLauncherLineBytes),
@@ -180,6 +177,13 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 		}
 	case f.namespaces:
 		proc.holdMountNamespace(proc.pid)
+	}
+	if b.onSpawn != nil {
+		pid := proc.pid
+		if launched {
+			pid = proc.jailPid
+		}
+		b.onSpawn(pid, warm)
 	}
 	return h, nil
 }
