@@ -155,7 +155,9 @@ func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
 		}
 		var out strings.Builder
 		for o := range ex.Output() {
-			out.Write(o.Bytes)
+			if o.Stream == Stdout {
+				out.Write(o.Bytes)
+			}
 		}
 		before <- seen{out.String(), ex.Wait()}
 	}()
