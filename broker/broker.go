@@ -141,7 +141,8 @@ type Broker struct {
 
 	pool warmPool // the helpers started ahead of the next commands
 	// onSpawn, when set (by tests), is told the pid of every helper
-	// process the broker starts.
+	// process the broker starts (a launched one's own, once its launcher
+	// named it), and whether it was started ahead.
 	onSpawn func(pid int, warm bool)
 
 	// policyRootOff keeps every jail in the host view (the policy_root
@@ -150,7 +151,10 @@ type Broker struct {
 	// launchAboveRSS overrides largeHostRSS for tests: negative means
 	// always start helpers through a launcher.
 	launchAboveRSS int64
-	git            gitFences // the git guard's per-writable-root state (gitguard.go)
+	// tracePhases makes every Execution keep its phase marks (see
+	// phaseMark), for BenchmarkWarmPhases.
+	tracePhases bool
+	git         gitFences // the git guard's per-writable-root state (gitguard.go)
 
 	hostOnce sync.Once
 	host     *hostBound // admission against the host-wide bounds

@@ -173,6 +173,10 @@ type Execution struct {
 	done    chan struct{}
 	settled Settled
 	stop    func(cancelled bool)
+	// phases are the marks of its way from Clear to settlement, kept only
+	// when the broker traces them (nil otherwise); complete once Done is
+	// closed.
+	phases *phaseLog
 }
 
 // Output returns the command's output chunks in the order each stream
@@ -224,6 +228,10 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 	}
 
 	ex := &Execution{out: make(chan Output, OutputQueueChunks), done: make(chan struct{})}
+	if b.tracePhases {
+		ex.phases = &phaseLog{on: true}
+		ex.phases.mark("clear")
+	}
 	kill := newKiller()
 	ex.stop = kill.fire
 	ticket, err := b.ledger.Admit(spec.Key, spec.Budget, func() { kill.fire(true) })
@@ -237,6 +245,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		return nil, d
 	}
 
+	ex.phases.mark("admitted")
 	dir := workDir(spec)
 	guard, d := b.guardGit(spec.Policy)
 	if d != nil {
@@ -248,6 +257,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		argv: spec.Argv, env: buildEnv(spec.Env, spec.Policy.EnvAllow), dir: dir,
 		policy: spec.Policy, stdin: spec.Stdin, probe: probe,
 		extra: spec.ExtraFile, emptyRoot: spec.EmptyRoot, required: required,
+		trace: ex.phases,
 	})
 	if d != nil {
 		guard.abandon()
@@ -276,8 +286,10 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 
 	go kill.watch(ctx, proc, deadline)
 
+	ex.phases.mark("pumping")
 	go func() {
 		state := proc.wait()
+		ex.phases.mark("reaped")
 		kill.killGroup() // whatever the command left in its group goes with it
 		cg.remove()      // and whatever it left in its cgroup
 		b.sweepCgroups() // and any helper that died unclaimed
@@ -292,10 +304,12 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 			defer grace.Stop()
 		}
 		readers.Wait()
+		ex.phases.mark("drained")
 		proc.closeOutput()
 		s := settle(state, execErr)
 		s.Duration = time.Since(proc.started)
 		guard.settle(&s)
+		ex.phases.mark("guard.settle")
 		if s.Signal != "" { // a tree that exited on its own was not killed
 			s.TimedOut, s.Cancelled = kill.cause()
 		}
@@ -303,6 +317,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		lease.release()
 		b.ledger.Release(ticket)
 		ex.settled = s
+		ex.phases.mark("settled")
 		close(ex.out)
 		close(ex.done)
 		proc.release()

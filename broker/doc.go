@@ -21,8 +21,10 @@
 //   - Output waits in a bounded queue: a slow consumer slows the command,
 //     never grows host memory.
 //   - A helper serves exactly one command. A warm helper (see below) holds
-//     no policy and has confined nothing before its command is handed to
-//     it; no namespace, mount or process outlives the command it served.
+//     no policy before its command is handed to it: what it makes ahead
+//     no policy decides, and its command's roots, masks and protected
+//     paths are all read from the host when the command comes; no
+//     namespace, mount or process outlives the command it served.
 //
 // # The Linux jail
 //
@@ -180,7 +182,22 @@
 // codecs' caches, makes the stand-ins its masks will be clones of (a
 // small read-only tmpfs holding one empty file and one empty directory,
 // detached, so nothing sees or writes it) and, in a network namespace of
-// its own, brings lo up.
+// its own, brings lo up. A warm helper with namespaces also makes the
+// skeleton of its policy root, detached from every mount table: the root
+// tmpfs with the host root's top-level links and the mount points of
+// /proc, /dev and /tmp, a fresh /proc with its kernel files masked and
+// its kernel knobs read-only, the jail's /dev, and (through that /proc)
+// every per-namespace limit but the count of mount namespaces, which the
+// masks still need, and the pid namespace's pid_max, which the policy
+// sets (both are written later through descriptors it opened before
+// /proc/sys went read-only); it tells the
+// broker once it has, and only then is it ready. When its command comes
+// it checks that the host's top-level links and device nodes are still
+// those the skeleton was made from (else it builds the root afresh) and
+// builds everything a policy decides — the roots, opened then, the
+// scratch, the hidden socket directories, the secrets found then, the
+// host's sockets, the protected paths — exactly as a helper started for
+// the command does, reporting the same layers.
 // Warm helpers count against Options.MaxLiveCommands: one is started only
 // while no command waits and another slot stays free for the next
 // command, and when a command starts waiting every warm helper is
@@ -200,7 +217,9 @@
 // host of 1 GiB that cost ~40 ms per command. So warm helpers, and every
 // helper of a host resident above 64 MiB, are started through a small
 // launcher process the host vforks: the launcher makes the namespaces,
-// reports the helper's pid (which the broker confirms and then signals
-// only through a pidfd) and mirrors the helper's exit status, so nothing
-// else changes.
+// starting the helper as a child of the host's rather than its own
+// (CLONE_PARENT), reports the helper's pid (which the broker confirms is
+// its own child, and then signals only through a pidfd) and exits. The
+// broker reaps the helper itself, so a command's end reaches it without
+// a launcher in between.
 package broker

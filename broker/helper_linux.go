@@ -93,6 +93,9 @@ type helperConfig struct {
 	// EmptyRoot, when set, builds the empty root instead of the policy's
 	// (see EmptyRoot); the command is EmptyRootProgram.
 	EmptyRoot *EmptyRoot `json:"empty_root,omitempty"`
+	// Trace asks for the helper's phase marks in its last report (set only
+	// by BenchmarkWarmPhases).
+	Trace bool `json:"trace,omitempty"`
 }
 
 // helperReport is one message from a helper: the layers it applied,
@@ -109,6 +112,11 @@ type helperReport struct {
 	// JailPid is the helper's pid in the host's pid namespace, sent by the
 	// launcher that started it.
 	JailPid int `json:"jail_pid,omitempty"`
+	// Prepared: a helper started ahead (helperStageArg) has prepared what
+	// it does before its configuration; its first line.
+	Prepared bool `json:"prepared,omitempty"`
+	// Phases are the helper's phase marks (with helperConfig.Trace).
+	Phases []phaseMark `json:"phases,omitempty"`
 }
 
 func init() { HelperMain() }
@@ -164,6 +172,10 @@ func runHelper() int {
 		}
 	}
 	prepareHelper()
+	helperPhases.mark("prepared")
+	if slices.Contains(os.Args[1:], helperStageArg) {
+		report(helperReport{Prepared: true})
+	}
 	if !readableWithin(helperConfigFd, helperIdleTimeout) {
 		// A warm helper nobody needed: leave without a word.
 		return exitHelperIdle
@@ -181,6 +193,7 @@ func runHelper() int {
 		report(helperReport{Fatal: "helper config: " + err.Error()})
 		return exitHelperSetup
 	}
+	helperPhases.mark("config")
 	var layers []Layer
 	fatal := func(err error) int {
 		report(helperReport{Layers: layers, Fatal: err.Error()})
@@ -240,6 +253,7 @@ func runHelper() int {
 		return exitHelperExec
 	}
 
+	helperPhases.mark("mounts")
 	layers = append(layers, applyRlimits(cfg.Limits, cfg.Namespaces, pidMax))
 	capLayer, err := dropCapabilities()
 	if err != nil {
@@ -281,6 +295,7 @@ func runHelper() int {
 			layers = append(layers, l)
 		}
 	}
+	helperPhases.mark("landlock")
 	switch {
 	case !cfg.Seccomp:
 		layers = append(layers, Layer{Name: LayerSeccomp, Reason: cfg.SeccompSkip})
@@ -312,7 +327,12 @@ func runHelper() int {
 	if err := sealDescriptors(cfg.Extra != extraNone); err != nil {
 		return fatal(err)
 	}
-	report(helperReport{Layers: layers})
+	helperPhases.mark("seccomp,seal")
+	last := helperReport{Layers: layers}
+	if cfg.Trace {
+		last.Phases = helperPhases.marks
+	}
+	report(last)
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	report(helperReport{Exec: fmt.Sprintf("exec %s: %s", cfg.Argv[0], errnoName(err))})
 	return exitHelperExec
@@ -373,16 +393,19 @@ type mountResult struct {
 // the private filesystems degrade the layer instead.
 func setupMounts(cfg helperConfig) (mountResult, error) {
 	if cfg.EmptyRoot != nil {
+		dropSkeleton()
 		return setupEmptyRoot(cfg)
 	}
 	if err := makeRootPrivate(); err != nil {
 		return mountResult{}, err
 	}
 	var skipped, params []string
+	helperPhases.mark("m.private")
 	method, failed, err := hostViewReadOnly(cfg.HostViewByRemount)
 	if err != nil {
 		return mountResult{}, err
 	}
+	helperPhases.mark("m.hostro")
 	if len(failed) > 0 {
 		skipped = append(skipped, fmt.Sprintf("%d mounts left writable (%s)", len(failed), failed[0]))
 	} else {
@@ -408,12 +431,15 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 		extra = resolv
 	}
 
+	helperPhases.mark("m.scan")
 	var root policyRoot
 	if cfg.PolicyRootOff {
+		dropSkeleton()
 		root.layer = Layer{Name: LayerPolicyRoot, Reason: "turned off by the host (test only); the host view stays (read-only, its sockets masked as listed at start)"}
 	} else if root, err = buildPolicyRoot(cfg, extra); err != nil {
 		return mountResult{}, fmt.Errorf("policy root: %w", err)
 	}
+	helperPhases.mark("m.root")
 	procErr, devErr := root.procErr, root.devErr
 	if !root.applied {
 		procErr = mountProc("")
@@ -429,7 +455,9 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 			pidMax = cfg.Limits.Processes + pidReserve + 1
 			params = append(params, fmt.Sprintf("pid_max %d", pidMax))
 		}
-		kernelMasks = procMasked
+		if !root.skeleton {
+			kernelMasks = procMasked
+		}
 	}
 	var roots []jailRoot
 	for _, r := range slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, []string{cfg.Dir}, cfg.Protected) {
@@ -438,6 +466,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 	for _, w := range cfg.WritableRoots {
 		roots = append(roots, jailRoot{path: w, writable: true})
 	}
+	helperPhases.mark("m.pidmax")
 	var scratch scratchFS
 	defer scratch.close()
 	scratchSize := strconv.Itoa(ScratchBytes)
@@ -458,6 +487,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 	}
 	// In the policy's root a socket directory shows only where a root
 	// covers it; in the host view it always does.
+	helperPhases.mark("m.tmp,dev")
 	hidden, err := hideSocketDirs(roots, cfg.Sockets, resolv, root.applied)
 	if err != nil {
 		return mountResult{}, fmt.Errorf("hide host sockets: %w", err)
@@ -477,11 +507,14 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 			}
 		}
 	}
+	helperPhases.mark("m.sockdirs")
 	kernelMasks = append(kernelMasks, sysMasks...)
 	masked, err := maskAll(slices.Concat(secrets, maskSockets, kernelMasks))
 	if err != nil {
 		return mountResult{}, fmt.Errorf("mask secrets, sockets and kernel state: %w", err)
 	}
+	masked += root.kernelMasked
+	helperPhases.mark("m.masks")
 	hiddenText := strings.Join(hidden, ", ")
 	if hiddenText == "" {
 		hiddenText = "no socket directory"
@@ -495,6 +528,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 		skipped = append(skipped, "protected symlinks replaceable ("+strings.Join(unpinned, ", ")+")")
 	}
 	params = append(params, fmt.Sprintf("%d protected", n))
+	helperPhases.mark("m.protect")
 	// Last, once nothing more needs a mount namespace (the mask stand-ins
 	// and pinned links each take an anonymous one, which the nested
 	// namespace count would refuse): the per-namespace limits, then
@@ -506,6 +540,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 			return mountResult{}, fmt.Errorf("read-only /proc: %w", err)
 		}
 	}
+	helperPhases.mark("m.nslimits")
 	res := mountResult{limits: limits, root: root.layer, pidMax: pidMax, layer: Layer{Name: LayerMounts, Applied: true, Params: strings.Join(params, ", ")}}
 	if len(skipped) > 0 {
 		res.layer.Applied, res.layer.Reason = false, strings.Join(skipped, ", ")

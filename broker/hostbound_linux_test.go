@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// liveCounter counts the helper processes (and launchers) a broker
-// started that have not exited yet, through pidfds opened when each is
+// liveCounter counts the helper processes a broker started that have
+// not exited yet (a launcher exits once it named its helper), through pidfds opened when each is
 // spawned, and remembers the most it ever saw at once.
 type liveCounter struct {
 	mu   sync.Mutex

@@ -31,6 +31,9 @@ const batchCommands = 4
 //     batch's first command finds it ready, the next ones find its
 //     replacement still starting;
 //   - cold: Clear with prestarting off (Options.WarmHelperIdle < 0);
+//   - ns-floor: `true` started straight into the jail's fresh namespaces
+//     (the helper's clone flags and identity map) and reaped, nothing
+//     else: the clone, exec and reap no jail of this design avoids;
 //   - bwrap: bubblewrap with comparable flags (read-only host, the
 //     workspace read-write and its .git read-only, its own /dev, pid and
 //     network namespaces, /proc).
@@ -103,6 +106,13 @@ func BenchmarkBatch(b *testing.B) {
 		{"warm-pool", clearTrue(pool)},
 		{"warm-one", clearTrue(one)},
 		{"cold", clearTrue(cold)},
+		{"ns-floor", func() {
+			cmd := exec.Command("true")
+			cmd.SysProcAttr = jailSysProcAttr(true, true)
+			if err := cmd.Run(); err != nil {
+				b.Fatal(err)
+			}
+		}},
 		{"bwrap", run(bwrap, bwrapArgs...)},
 	}
 	// The one-time layer probes and first fills, untimed.

@@ -33,10 +33,10 @@ const maxHelperReportBytes = 1 << 20
 // death takes every process in the namespace with it) and to its process
 // group.
 //
-// Behind a launcher, the command is the launcher's child: once the
-// launcher reported it, it and its group are the targets and the launcher
-// follows them out; before that (the helper is still setting up), the
-// launcher is, and its death takes the helper with it.
+// Behind a launcher, the command is the helper the launcher started as
+// the broker's child: once the launcher reported it, it and its group are
+// the targets; before that, the launcher is (a helper is only ready for
+// its configuration once the launcher named it).
 func (p *jailProcess) kill() {
 	p.mu.Lock()
 	switch {
@@ -81,7 +81,7 @@ func (p *jailProcess) holdMountNamespace(pid int) {
 }
 
 // settle converts a reaped command's state into a Settled.
-func settle(st *os.ProcessState, execErr string) Settled {
+func settle(st exitState, execErr string) Settled {
 	if execErr != "" {
 		return Settled{ExitCode: ExitCodeNotExecuted, Failed: execErr}
 	}
@@ -144,13 +144,16 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		Limits:            req.policy.Limits.withDefaults(),
 		NullStdin:         req.stdin == nil,
 		EmptyRoot:         req.emptyRoot,
+		Trace:             req.trace != nil,
 	}
+	req.trace.mark("guarded")
 	if namespaces && req.emptyRoot == nil {
 		// Landlock does not mediate connect(2): a host socket anywhere in
 		// the jail's view is reachable, whatever the roots, so every one
 		// the host has bound is masked. (An empty root shows none.)
 		cfg.MaskSockets = hostSockets([]string{"/"}, req.policy.Sockets)
 	}
+	req.trace.mark("sockets")
 	if req.probe.landlockABI <= 0 {
 		cfg.LandlockSkip = errnoName(req.probe.landlockErr)
 	}
@@ -173,7 +176,9 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	// helper takes the extra file over its handoff socket.
 	stdinFile, _ := req.stdin.(*os.File)
 	if stdinFile == nil {
-		if h := b.takeWarm(f); h != nil {
+		h := b.takeWarm(f)
+		req.trace.mark("taken")
+		if h != nil {
 			if req.extra != nil && h.handoff == nil {
 				b.discard(h) // no way to hand it the file
 			} else {
@@ -254,6 +259,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 		}()
 	}
 	proc.started = time.Now()
+	req.trace.mark("configured")
 
 	if h.flavour.namespaces {
 		detail := "user,mount,pid,ipc,uts"
@@ -264,7 +270,8 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	} else {
 		enf.add(Layer{Name: LayerNamespaces, Reason: errnoName(req.probe.usernsErr)})
 	}
-	layers, fatal, execErr, refused, reported := readHelperReport(h.repR, proc.setJailPid)
+	layers, fatal, execErr, refused, reported := readHelperReport(h.rep, proc.setJailPid, req.trace)
+	req.trace.mark("exec")
 	for _, l := range layers {
 		enf.add(l)
 	}
@@ -277,10 +284,13 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	}
 	if fatal != "" {
 		proc.kill()
-		st := proc.wait()
+		ended := "state unavailable"
+		if st := proc.wait(); st != nil {
+			ended = strings.TrimSpace(st.String())
+		}
 		proc.closeOutput()
 		proc.release()
-		return nil, enf, "", NewDenial(DenialJailFailed, fmt.Sprintf("%s (helper %s)", fatal, strings.TrimSpace(st.String())), nil), !reported
+		return nil, enf, "", NewDenial(DenialJailFailed, fmt.Sprintf("%s (helper %s)", fatal, ended), nil), !reported
 	}
 	return proc, enf, execErr, nil, false
 }
@@ -292,13 +302,16 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 //
 // onJailPid is called with a launcher's report of the helper's pid as
 // soon as it is read.
-func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, execErr string, refused *MissingLayer, reported bool) {
+func readHelperReport(r io.Reader, onJailPid func(int), trace *phaseLog) (layers []Layer, fatal, execErr string, refused *MissingLayer, reported bool) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxHelperReportBytes))
 	sc.Buffer(make([]byte, 0, 64<<10), maxHelperReportBytes)
 	for sc.Scan() {
 		var rep helperReport
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
 			return layers, "malformed helper report: " + err.Error(), "", nil, true
+		}
+		if rep.Prepared {
+			continue // a warm helper's word before its configuration
 		}
 		if rep.JailPid != 0 {
 			// The launcher's word, not the helper's: the helper has said
@@ -307,6 +320,9 @@ func readHelperReport(r io.Reader, onJailPid func(int)) (layers []Layer, fatal, 
 			continue
 		}
 		reported = true
+		if trace != nil {
+			trace.marks = append(trace.marks, rep.Phases...)
+		}
 		layers = append(layers, rep.Layers...)
 		if rep.Fatal != "" {
 			fatal = rep.Fatal

@@ -130,7 +130,7 @@ func TestReadHelperReport(t *testing.T) {
 		{"not json\n", 0, "malformed", "", true, 0},
 	} {
 		pid := 0
-		layers, fatal, exec, _, reported := readHelperReport(strings.NewReader(tc.in), func(p int) { pid = p })
+		layers, fatal, exec, _, reported := readHelperReport(strings.NewReader(tc.in), func(p int) { pid = p }, nil)
 		if len(layers) != tc.layers || !strings.HasPrefix(fatal, tc.fatal) || exec != tc.exec || reported != tc.reported || pid != tc.jailPid {
 			t.Errorf("%q: %v %q %q reported=%v pid=%d", tc.in, layers, fatal, exec, reported, pid)
 		}
@@ -142,7 +142,7 @@ func FuzzReadHelperReport(f *testing.F) {
 	f.Add([]byte(`{"fatal":"x"}` + "\n" + `{"exec":"y"}`))
 	f.Add([]byte("\n\n{}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		layers, fatal, _, _, reported := readHelperReport(strings.NewReader(string(data)), func(int) {})
+		layers, fatal, _, _, reported := readHelperReport(strings.NewReader(string(data)), func(int) {}, nil)
 		if fatal == "" && len(data) == 0 {
 			t.Fatal("an empty report must be fatal")
 		}

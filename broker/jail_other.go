@@ -55,7 +55,7 @@ func (p *jailProcess) kill() {
 
 func (p *jailProcess) killGroup() {}
 
-func settle(st *os.ProcessState, execErr string) Settled {
+func settle(st exitState, execErr string) Settled {
 	if execErr != "" {
 		return Settled{ExitCode: ExitCodeNotExecuted, Failed: execErr}
 	}
@@ -122,4 +122,17 @@ func closeFd(int) {}
 
 func quarantineAside(path string) (string, error) {
 	return "", errNoJail
+}
+
+// wait reaps the command and returns its state.
+func (p *jailProcess) wait() exitState {
+	p.cmd.Wait() // the state is in ProcessState even when err != nil
+	p.mu.Lock()
+	p.reaped = true
+	p.mu.Unlock()
+	close(p.exited)
+	if p.cmd.ProcessState == nil {
+		return nil
+	}
+	return p.cmd.ProcessState
 }

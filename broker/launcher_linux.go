@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,11 +22,13 @@ import (
 // waits), which copies the whole parent's page tables: measured here, a
 // host holding 1 GiB of heap paid ~40 ms per jailed command for that
 // copy, and stalled while it ran. So a host resident above largeHostRSS
-// starts the launcher the cheap way (vfork, no namespaces), and the
-// launcher — a small process — starts the helper in its namespaces, says
-// which pid it got, lets go of every descriptor, and waits, then leaves
-// the way the helper's process did (exit code or signal), so the host
-// reads the command's status as its own child's.
+// (and every warm helper) starts the launcher the cheap way (vfork, no
+// namespaces), and the launcher — a small process — starts the helper in
+// its namespaces as a child of the host's, not its own (CLONE_PARENT),
+// says which pid it got, lets go of every descriptor and exits. The host
+// reaps the helper itself (jailProcess.wait), so a command's end reaches
+// the host at once, not after a launcher woke, reaped it and exited in
+// turn.
 const (
 	launcherArg0 = "loom-jail-launcher"
 	// launcherNetArg asks the launcher for a network namespace too.
@@ -39,11 +40,17 @@ const (
 	// launcherExtraArg says the launcher holds a descriptor at
 	// ExtraFileFD for the helper: it passes it on at the same number.
 	launcherExtraArg = "extra-fd"
+	// launcherStageArg asks the launcher to start the helper with
+	// helperStageArg: a helper started ahead of its command.
+	launcherStageArg = "stage"
+	// exitLauncherDone is the launcher's status once it named the helper.
+	exitLauncherDone = 0
 )
 
 // launcherArgs are the launcher's argv for flavour f (which has
-// namespaces), with extra when it holds a descriptor at ExtraFileFD.
-func launcherArgs(f flavour, extra bool) []string {
+// namespaces), with extra when it holds a descriptor at ExtraFileFD and
+// stage for a helper started ahead of its command.
+func launcherArgs(f flavour, extra, stage bool) []string {
 	args := []string{launcherArg0}
 	if f.newNet {
 		args = append(args, launcherNetArg)
@@ -51,12 +58,15 @@ func launcherArgs(f flavour, extra bool) []string {
 	if extra {
 		args = append(args, launcherExtraArg)
 	}
+	if stage {
+		args = append(args, launcherStageArg)
+	}
 	return args
 }
 
-// runLauncher starts the helper in its namespaces, reports its pid on the
-// report fd, waits for it and returns only if it could not mirror the
-// helper's end.
+// runLauncher starts the helper in its namespaces as a child of the
+// launcher's parent (CLONE_PARENT: the host, which reaps it), reports its
+// pid on the report fd and returns.
 func runLauncher() int {
 	newNet := slices.Contains(os.Args[1:], launcherNetArg)
 	if slices.Contains(os.Args[1:], launcherProbeArg) {
@@ -68,16 +78,20 @@ func runLauncher() int {
 	if slices.Contains(os.Args[1:], launcherExtraArg) {
 		files = append(files, os.NewFile(ExtraFileFD, "extra"))
 	}
+	attr := jailSysProcAttr(true, newNet)
+	// The host's child: its parent-death signal follows the host's thread
+	// that started the launcher, as a helper the host starts itself does.
+	attr.Cloneflags |= unix.CLONE_PARENT
 	cmd := &exec.Cmd{
 		Path:        selfExe,
-		Args:        helperArgs(flavour{namespaces: true, newNet: newNet}),
+		Args:        helperArgs(flavour{namespaces: true, newNet: newNet}, slices.Contains(os.Args[1:], launcherStageArg)),
 		Env:         helperProcessEnv,
 		Dir:         "/",
 		Stdin:       os.Stdin,
 		Stdout:      os.Stdout,
 		Stderr:      os.Stderr,
 		ExtraFiles:  files,
-		SysProcAttr: jailSysProcAttr(true, newNet),
+		SysProcAttr: attr,
 	}
 	if err := cmd.Start(); err != nil {
 		b, _ := json.Marshal(helperReport{Fatal: "start jail: " + errnoName(unwrapSyscallErr(err))})
@@ -91,17 +105,7 @@ func runLauncher() int {
 	for _, f := range append([]*os.File{os.Stdin, os.Stdout, os.Stderr}, files...) {
 		f.Close()
 	}
-	cmd.Wait()
-	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	switch {
-	case !ok:
-		return exitHelperSetup
-	case ws.Signaled():
-		dieBy(ws.Signal())
-		return 128 + int(ws.Signal())
-	default:
-		return ws.ExitStatus()
-	}
+	return exitLauncherDone
 }
 
 // maxLauncherLineBytes bounds the launcher's one report line.
@@ -110,20 +114,15 @@ const maxLauncherLineBytes = 4 << 10
 // awaitLauncher reads the launcher's line: the helper's pid, or why it
 // could not be started.
 func (h *waitingHelper) awaitLauncher() error {
-	h.repR.SetReadDeadline(time.Now().Add(JailSetupTimeout))
-	defer h.repR.SetReadDeadline(time.Time{})
-	var line []byte
-	buf := make([]byte, 512)
-	for !bytes.Contains(line, []byte{'\n'}) {
-		n, err := h.repR.Read(buf)
-		line = append(line, buf[:n]...)
-		if err != nil || len(line) > maxLauncherLineBytes {
-			return fmt.Errorf("jail launcher ended without starting the helper (%v)", err)
-		}
+	rep, err := h.readLine()
+	if err == nil && rep.Prepared {
+		// The helper may speak first: the launcher names it only once
+		// its start returned.
+		h.prepared = true
+		rep, err = h.readLine()
 	}
-	var rep helperReport
-	if err := json.Unmarshal(bytes.TrimSpace(line), &rep); err != nil {
-		return fmt.Errorf("malformed launcher report: %w", err)
+	if err != nil {
+		return fmt.Errorf("jail launcher ended without starting the helper (%w)", err)
 	}
 	if rep.Fatal != "" {
 		return errors.New(rep.Fatal)
@@ -132,7 +131,104 @@ func (h *waitingHelper) awaitLauncher() error {
 		return fmt.Errorf("launcher reported no helper pid")
 	}
 	h.proc.setJailPid(rep.JailPid)
+	if h.proc.jailPid == 0 {
+		return fmt.Errorf("launcher reported pid %d, which is not this process's child", rep.JailPid)
+	}
 	return nil
+}
+
+// awaitPrepared reads a warm helper's word that it prepared what it can
+// before its configuration (see prepareHelper).
+func (h *waitingHelper) awaitPrepared() error {
+	if h.prepared {
+		return nil
+	}
+	rep, err := h.readLine()
+	switch {
+	case err != nil:
+		return fmt.Errorf("warm helper ended before it was prepared (%w)", err)
+	case rep.Fatal != "":
+		return errors.New(rep.Fatal)
+	case !rep.Prepared:
+		return fmt.Errorf("warm helper said something else than prepared")
+	}
+	return nil
+}
+
+// readLine reads one report line (at most maxLauncherLineBytes) that
+// comes before the helper's configuration, within JailSetupTimeout.
+func (h *waitingHelper) readLine() (helperReport, error) {
+	h.repR.SetReadDeadline(time.Now().Add(JailSetupTimeout))
+	defer h.repR.SetReadDeadline(time.Time{})
+	line, err := h.rep.ReadSlice('\n')
+	if err != nil {
+		return helperReport{}, err
+	}
+	var rep helperReport
+	if err := json.Unmarshal(bytes.TrimSpace(line), &rep); err != nil {
+		return helperReport{}, fmt.Errorf("malformed report line: %w", err)
+	}
+	return rep, nil
+}
+
+// directExit is how a helper the broker reaped itself (see setJailPid)
+// ended, in the shape of an *os.ProcessState.
+type directExit syscall.WaitStatus
+
+// ExitCode is the exit status, or -1 when a signal ended the process.
+func (d directExit) ExitCode() int {
+	if ws := syscall.WaitStatus(d); ws.Exited() {
+		return ws.ExitStatus()
+	}
+	return -1
+}
+
+// Exited reports whether the process called exit.
+func (d directExit) Exited() bool { return syscall.WaitStatus(d).Exited() }
+
+// Sys is the syscall.WaitStatus.
+func (d directExit) Sys() any { return syscall.WaitStatus(d) }
+
+// String says how the process ended, as os.ProcessState does.
+func (d directExit) String() string {
+	ws := syscall.WaitStatus(d)
+	if ws.Signaled() {
+		return "signal: " + ws.Signal().String()
+	}
+	return "exit status " + strconv.Itoa(ws.ExitStatus())
+}
+
+// wait reaps the command and returns its state: a launched helper's own
+// (reaped here once its launcher, which exits as soon as it named it, is
+// reaped; nil when it cannot be reaped), else the process's.
+func (p *jailProcess) wait() exitState {
+	p.cmd.Wait() // the state is in ProcessState even when err != nil
+	var st exitState
+	if p.cmd.ProcessState != nil {
+		st = p.cmd.ProcessState
+	}
+	p.mu.Lock()
+	pid := p.jailPid
+	p.mu.Unlock()
+	if pid > 0 {
+		// The launcher's own state says nothing of the command's.
+		st = nil
+		var ws syscall.WaitStatus
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if err != syscall.EINTR {
+				if err == nil {
+					st = directExit(ws)
+				}
+				break
+			}
+		}
+	}
+	p.mu.Lock()
+	p.reaped = true
+	p.mu.Unlock()
+	close(p.exited)
+	return st
 }
 
 // largeHostRSS is the resident size above which a host starts each
@@ -169,9 +265,11 @@ func residentBytes() int64 {
 }
 
 // setJailPid records the helper pid the launcher reported, once it is
-// confirmed to be the launcher's running child, and holds the helper's
-// mount namespace (see release). An unconfirmed pid is ignored: kills
-// then go to the launcher, whose death takes the helper with it.
+// confirmed to be this process's child (the launcher starts it with
+// CLONE_PARENT), and holds the helper's mount namespace (see release). A
+// child of ours keeps its pid until we reap it, so the pid names the
+// helper until wait. An unconfirmed pid is ignored, and awaitLauncher
+// fails.
 func (p *jailProcess) setJailPid(pid int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -181,16 +279,16 @@ func (p *jailProcess) setJailPid(pid int) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		// No pidfds (Linux before 5.3): the pid alone, if it checks out.
-		if parentPid(pid) == p.pid {
+		if parentPid(pid) == os.Getpid() {
 			p.jailPid = pid
 			p.holdMountNamespace(pid)
 		}
 		return
 	}
-	// The pidfd names whatever process holds pid now. While that process
-	// runs its pid cannot be reused, so a parent check made before seeing
-	// it still running speaks of the same process.
-	if parentPid(pid) != p.pid || pidfdExited(fd) {
+	// The pidfd names whatever process holds pid now; a child of ours
+	// keeps its pid until we reap it, so once the parent check passes the
+	// pidfd names our child.
+	if parentPid(pid) != os.Getpid() {
 		unix.Close(fd)
 		return
 	}
@@ -257,16 +355,4 @@ func launcherProbeError(out []byte, err error) error {
 		return errors.New(line)
 	}
 	return unwrapSyscallErr(err)
-}
-
-// dieBy ends the process by sig, as the default action does: no handler,
-// not blocked, no core file. It returns only if the signal did not end
-// the process.
-func dieBy(sig syscall.Signal) {
-	unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
-	var dfl [4]uint64 // struct sigaction, zero: SIG_DFL, no flags, empty mask
-	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl[0])), 0, 8, 0, 0)
-	set := uint64(1) << (uint(sig) - 1)
-	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_UNBLOCK, uintptr(unsafe.Pointer(&set)), 0, 8, 0, 0)
-	unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
 }

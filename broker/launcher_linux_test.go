@@ -49,27 +49,51 @@ func TestLaunchedHelperPidIsConfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	child := childOf(t, h.proc.pid)
-	if h.proc.jailPid != child || h.proc.jailPidfd <= 0 || h.proc.nsHold <= 0 {
-		t.Fatalf("launcher %d, child %d: jailPid %d pidfd %d nsHold %d", h.proc.pid, child, h.proc.jailPid, h.proc.jailPidfd, h.proc.nsHold)
+	// The launcher starts the helper as this process's own child, which
+	// keeps its pid until we reap it.
+	child := h.proc.jailPid
+	if child <= 0 || parentPid(child) != os.Getpid() || h.proc.jailPidfd <= 0 || h.proc.nsHold <= 0 {
+		t.Fatalf("launcher %d: jailPid %d (parent %d, want %d) pidfd %d nsHold %d", h.proc.pid, child, parentPid(child), os.Getpid(), h.proc.jailPidfd, h.proc.nsHold)
 	}
-	// A pid that is not the launcher's child is not believed.
+	// A pid that is not this process's child is not believed.
 	stranger := &jailProcess{launched: true, pid: os.Getpid()}
-	stranger.setJailPid(child)
-	stranger.setJailPid(1)
-	if stranger.jailPid != 0 || stranger.jailPidfd != 0 {
-		t.Fatalf("a pid that is not the launcher's child was taken: %d", stranger.jailPid)
+	for _, pid := range []int{os.Getpid(), os.Getppid(), 1} {
+		stranger.setJailPid(pid)
 	}
-	// Killing goes to the helper through its pidfd; the launcher follows.
+	if stranger.jailPid != 0 || stranger.jailPidfd != 0 {
+		t.Fatalf("a pid that is not this process's child was taken: %d", stranger.jailPid)
+	}
+	// Killing goes to the helper through its pidfd; wait reaps the helper
+	// itself and says how it ended.
 	h.proc.kill()
-	waitGone(t, child)
 	st := h.proc.wait()
 	if ws := st.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("launcher ended %v, want killed like its helper", st)
+		t.Fatalf("helper ended %v, want killed", st)
 	}
+	waitGone(t, child)
 	h.cfgW.Close()
 	h.repR.Close()
 	h.stdinW.Close()
 	h.proc.closeOutput()
 	h.proc.release()
+}
+
+// A helper the broker reaps itself reads as os/exec's state would: the
+// same exit code, exit flag and text, for an exit and for a signal.
+func TestDirectExitReadsAsProcessState(t *testing.T) {
+	t.Parallel()
+	for _, script := range []string{"exit 0", "exit 3", "kill -9 $$", "kill -15 $$"} {
+		t.Run(script, func(t *testing.T) {
+			cmd := exec.Command("sh", "-c", script)
+			cmd.Run()
+			ps := cmd.ProcessState
+			if ps == nil {
+				t.Fatal("no process state")
+			}
+			d := directExit(ps.Sys().(syscall.WaitStatus))
+			if d.ExitCode() != ps.ExitCode() || d.Exited() != ps.Exited() || d.String() != ps.String() || d.Sys() != ps.Sys() {
+				t.Fatalf("directExit reads (%d, %v, %q), os/exec (%d, %v, %q)", d.ExitCode(), d.Exited(), d.String(), ps.ExitCode(), ps.Exited(), ps.String())
+			}
+		})
+	}
 }

@@ -121,6 +121,30 @@ func (m *masker) mask(path string) (bool, error) {
 		return false, nil
 	}
 	defer unix.Close(fd)
+	return m.maskFD(fd, path)
+}
+
+// maskAt hides name, a path relative to the directory dir that holds no
+// link (a link there fails), as mask hides a path. It returns false when
+// nothing exists there.
+func (m *masker) maskAt(dir int, name string) (bool, error) {
+	fd, err := unix.Openat2(dir, name, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
+	})
+	switch {
+	case err == unix.ENOENT:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("open %s: %w", name, err)
+	}
+	defer unix.Close(fd)
+	return m.maskFD(fd, name)
+}
+
+// maskFD hides the file or directory fd names (path says which, in
+// errors).
+func (m *masker) maskFD(fd int, path string) (bool, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, fmt.Errorf("stat %s: %w", path, err)
@@ -132,6 +156,7 @@ func (m *masker) mask(path string) (bool, error) {
 	if m.noFS {
 		// Before Linux 5.2: a fresh read-only tmpfs, or /dev/null.
 		target := "/proc/self/fd/" + strconv.Itoa(fd)
+		var err error
 		if isDir {
 			err = unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size="+strconv.Itoa(maskStandinBytes)+",mode=0555")
 		} else {

@@ -489,8 +489,12 @@ func hostViewReadOnly(byRemount bool) (method string, failed []string, err error
 // jail would otherwise pass the sysctl owner checks).
 var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
 
-// protectProc binds procReadOnly read-only.
+// protectProc binds procReadOnly read-only, unless the root's /proc
+// came so from a warm helper's skeleton.
 func protectProc() error {
+	if attached != nil {
+		return nil
+	}
 	for _, p := range procReadOnly {
 		if _, err := os.Lstat(p); err != nil {
 			continue
@@ -502,6 +506,9 @@ func protectProc() error {
 	return nil
 }
 
+// pidMaxFile is the pid namespace's pid_max, under /proc/sys.
+const pidMaxFile = "kernel/pid_max"
+
 // pidReserve is how many pids the kernel keeps below the wrap point of a
 // pid namespace (RESERVED_PIDS): once allocation wraps it restarts there.
 const pidReserve = 300
@@ -512,7 +519,13 @@ const pidReserve = 300
 // RLIMIT_NPROC does not apply (uid 0 is exempt from it).
 func limitPids(n uint64) error {
 	v := strconv.FormatUint(n+pidReserve+1, 10)
-	if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(v), 0); err != nil {
+	if held, err := writeLate(pidMaxFile, v); held {
+		if err != nil {
+			return fmt.Errorf("pid_max: %w", err)
+		}
+		return nil
+	}
+	if err := os.WriteFile(procSysDir+pidMaxFile, []byte(v), 0); err != nil {
 		return fmt.Errorf("pid_max: %w", err)
 	}
 	return nil
@@ -567,6 +580,11 @@ const devBytes = 1 << 20
 // by path.
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
+// devLinks are the links a jail's private /dev holds, by name.
+var devLinks = map[string]string{
+	"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+}
+
 // mountDev replaces root+"/dev" with a small tmpfs holding binds of the
 // current root's devNodes, the fd/stdin/stdout/stderr links and an empty
 // shm directory (root is "" for the current root, or the jail's new root
@@ -603,9 +621,7 @@ func mountDev(root string) error {
 			return fmt.Errorf("bind %s: %w", p, err)
 		}
 	}
-	for name, target := range map[string]string{
-		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
-	} {
+	for name, target := range devLinks {
 		if err := os.Symlink(target, root+"/dev/"+name); err != nil {
 			return fmt.Errorf("dev link %s: %w", name, err)
 		}

@@ -89,8 +89,12 @@ func namespaceLimits(pageSize int, hostLimit func(file string) uint64) []nsLimit
 const maxSysctlBytes = 64
 
 // hostSysctl reads the unsigned number in /proc/sys/file, or 0.
-func hostSysctl(file string) uint64 {
-	fd, err := unix.Open(procSysDir+file, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+func hostSysctl(file string) uint64 { return hostSysctlAt(unix.AT_FDCWD, procSysDir+file) }
+
+// hostSysctlAt reads the unsigned number in path (relative to dir), or
+// 0.
+func hostSysctlAt(dir int, path string) uint64 {
+	fd, err := unix.Openat(dir, path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return 0
 	}
@@ -110,7 +114,12 @@ func hostSysctl(file string) uint64 {
 // writeSysctl writes value to /proc/sys/file in one write(2), as the
 // kernel's sysctl handlers expect.
 func writeSysctl(file, value string) error {
-	fd, err := unix.Open(procSysDir+file, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	return writeSysctlAt(unix.AT_FDCWD, procSysDir+file, value)
+}
+
+// writeSysctlAt is writeSysctl of path relative to dir.
+func writeSysctlAt(dir int, path, value string) error {
+	fd, err := unix.Openat(dir, path, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
@@ -178,7 +187,42 @@ func applyNamespaceLimits(limits []nsLimit, write func(file, value string) error
 func sysctlName(file string) string { return strings.ReplaceAll(file, "/", ".") }
 
 // setNamespaceLimits writes the jail's per-namespace ceilings
-// (namespaceLimits) into its IPC and user namespaces.
+// (namespaceLimits) into its IPC and user namespaces, but for those
+// prepareNamespaceLimits already set to the same value (the kernel keeps
+// them in the namespace, which no one else has entered).
 func setNamespaceLimits() Layer {
-	return applyNamespaceLimits(namespaceLimits(os.Getpagesize(), hostSysctl), writeSysctl)
+	done := helperPrepared.limits
+	return applyNamespaceLimits(namespaceLimits(os.Getpagesize(), hostSysctl), func(file, value string) error {
+		if v, ok := done[file]; ok && v == value {
+			return nil
+		}
+		if held, err := writeLate(file, value); held {
+			return err
+		}
+		return writeSysctl(file, value)
+	})
+}
+
+// lateLimitFile is the one ceiling prepareNamespaceLimits leaves to
+// setNamespaceLimits: the jail still makes anonymous mount namespaces
+// (each mask's stand-in, each pinned link) after the preparation.
+const lateLimitFile = "user/max_mnt_namespaces"
+
+// prepareNamespaceLimits writes, through proc (a fresh /proc of the
+// helper's namespaces, detached), every ceiling of namespaceLimits but
+// lateLimitFile, and notes in helperPrepared.limits each one the kernel
+// took, with its value. The rest are written, and every one reported, by
+// setNamespaceLimits.
+func prepareNamespaceLimits(proc int) {
+	ls := namespaceLimits(os.Getpagesize(), func(file string) uint64 { return hostSysctlAt(proc, "sys/"+file) })
+	done := map[string]string{}
+	for _, l := range ls {
+		if l.file == lateLimitFile {
+			continue
+		}
+		if writeSysctlAt(proc, "sys/"+l.file, l.value) == nil {
+			done[l.file] = l.value
+		}
+	}
+	helperPrepared.limits = done
 }

@@ -92,6 +92,10 @@ type policyRoot struct {
 	layer           Layer
 	applied         bool
 	procErr, devErr error
+	// skeleton: the root came from the helper's prepared skeleton, whose
+	// /proc has procMasked masked already (kernelMasked of them existed).
+	skeleton     bool
+	kernelMasked int
 }
 
 // heldRoot is a planned bind with the descriptor it is bound from,
@@ -154,28 +158,42 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 		held = append(held, heldRoot{r, fd, st.Mode&unix.S_IFMT == unix.S_IFDIR})
 	}
 	links := topLevelLinks()
+	helperPhases.mark("r.open")
 
 	stage := policyRootStage
-	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size="+strconv.Itoa(policyRootBytes)); err != nil {
-		return skip("mount the new root", err), nil
-	}
 	undo := func(step string, err error) (policyRoot, error) {
 		unix.Unmount(stage, unix.MNT_DETACH)
+		// The host view gets a /proc of its own, protected afresh.
+		dropAttached()
 		return skip(step, err), nil
 	}
+	// A warm helper's skeleton holds the links, the mount points, /proc
+	// and /dev already, if the host's links and device nodes are still
+	// those it was made from; otherwise the root is made here.
+	skel := helperPrepared.skeleton
+	helperPrepared.skeleton = nil
+	if skel != nil && (!skel.current() || skel.attach(stage) != nil) {
+		skel.drop()
+		skel = nil
+	}
+	if skel == nil {
+		if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size="+strconv.Itoa(policyRootBytes)); err != nil {
+			return skip("mount the new root", err), nil
+		}
+		for _, l := range links {
+			if err := os.Symlink(l[1], stage+"/"+l[0]); err != nil && !errors.Is(err, os.ErrExist) {
+				return undo("link /"+l[0], err)
+			}
+		}
+		// The directories the jail mounts filesystems of its own on: the
+		// new root has each, and no root is bound beneath them.
+		for _, d := range JailReplacedRoots() {
+			if err := makePath(stage, d, true); err != nil {
+				return undo("mount point "+d, err)
+			}
+		}
+	}
 	binds, writable := 0, 0
-	for _, l := range links {
-		if err := os.Symlink(l[1], stage+"/"+l[0]); err != nil && !errors.Is(err, os.ErrExist) {
-			return undo("link /"+l[0], err)
-		}
-	}
-	// The directories the jail mounts filesystems of its own on: the new
-	// root has each, and no root is bound beneath them.
-	for _, d := range JailReplacedRoots() {
-		if err := makePath(stage, d, true); err != nil {
-			return undo("mount point "+d, err)
-		}
-	}
 	for _, h := range held {
 		if err := makePath(stage, h.path, h.dir); err != nil {
 			if errors.Is(err, errThroughLink) {
@@ -206,16 +224,30 @@ func buildPolicyRoot(cfg helperConfig, extra []string) (policyRoot, error) {
 		}
 	}
 	for _, d := range mkdirs {
+		if skel != nil && (Covers("/proc", d) || Covers("/dev", d)) {
+			// The skeleton's /proc or /dev is there already; a fresh
+			// root's directory would be covered by them.
+			continue
+		}
 		if err := makePath(stage, d, true); err != nil && !errors.Is(err, errThroughLink) {
 			return undo("working directory "+d, err)
 		}
 	}
+	helperPhases.mark("r.binds")
 	res := policyRoot{applied: true}
-	res.procErr = mountProc(stage)
-	res.devErr = mountDev(stage)
+	if skel != nil {
+		helperPhases.mark(skeletonMark)
+		res.skeleton, res.kernelMasked = true, skel.masked
+	} else {
+		res.procErr = mountProc(stage)
+		helperPhases.mark("r.proc")
+		res.devErr = mountDev(stage)
+	}
+	helperPhases.mark("r.dev")
 	if err := setStageReadOnly(stage); err != nil {
 		return undo("new root read-only", err)
 	}
+	helperPhases.mark("r.ro")
 	if err := pivotInto(stage); err != nil {
 		if errors.Is(err, errOldRootAttached) {
 			return policyRoot{}, err

@@ -33,6 +33,8 @@ type jailRequest struct {
 	extra     *os.File
 	emptyRoot *EmptyRoot
 	required  []string
+	// trace takes the start's phase marks, or is nil.
+	trace *phaseLog
 }
 
 // jailProcess is a started helper (and, after exec, the command).
@@ -47,11 +49,11 @@ type jailProcess struct {
 
 	// pidNamespace: the command is the init of its own pid namespace.
 	pidNamespace bool
-	// launched: pid is a launcher, whose child is the helper (see
-	// launcherArg0); jailPid is that child's pid once the launcher said it
-	// and it was confirmed, and jailPidfd (0 when none) a pidfd naming
-	// exactly that process, so no signal meant for it reaches a process
-	// that reused its pid.
+	// launched: pid is a launcher, which starts the helper as the broker's
+	// own child and exits (see launcherArg0); jailPid is the helper's pid
+	// once the launcher said it and it was confirmed, and jailPidfd (0
+	// when none) a pidfd naming exactly that process, so no signal meant
+	// for it reaches a process that reused its pid.
 	launched  bool
 	jailPid   int
 	jailPidfd int
@@ -111,12 +113,11 @@ func (p *jailProcess) closeOutput() {
 	p.stderr.Close()
 }
 
-// wait reaps the command and returns its state.
-func (p *jailProcess) wait() *os.ProcessState {
-	p.cmd.Wait() // the state is in ProcessState even when err != nil
-	p.mu.Lock()
-	p.reaped = true
-	p.mu.Unlock()
-	close(p.exited)
-	return p.cmd.ProcessState
+// exitState is how a reaped process ended: its *os.ProcessState, or
+// (for a helper the broker reaps itself) the wait status in that shape.
+type exitState interface {
+	ExitCode() int
+	Exited() bool
+	Sys() any
+	String() string
 }

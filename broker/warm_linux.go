@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,7 +21,13 @@ type waitingHelper struct {
 	flavour flavour
 	cfgW    *os.File // fd 3 in the helper: configuration in
 	repR    *os.File // fd 4 in the helper: report out
-	stdinW  *os.File // fd 0 in the helper; nil when the command's own file is
+	// rep reads repR; what it buffered past a line the broker read before
+	// the configuration (the launcher's, the helper's prepared one) is
+	// the start of the helper's report.
+	rep *bufio.Reader
+	// prepared: the helper said it has prepared (see awaitPrepared).
+	prepared bool
+	stdinW   *os.File // fd 0 in the helper; nil when the command's own file is
 	// handoff is the broker's end of a warm helper's handoff socket (the
 	// helper's ExtraFileFD; see extraHandoff); nil for a helper started
 	// for its command.
@@ -86,7 +93,7 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 	}
 	cmd := &exec.Cmd{
 		Path:        b.opts.HelperPath,
-		Args:        helperArgs(f),
+		Args:        helperArgs(f, warm),
 		Env:         helperProcessEnv,
 		Dir:         "/",
 		Stdin:       fd0,
@@ -113,7 +120,7 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 	launched := f.namespaces && (warm || b.hostIsLarge())
 	if launched {
 		// The namespaces are the launcher's to make (see launcherArg0).
-		cmd.Args = launcherArgs(f, extra != nil)
+		cmd.Args = launcherArgs(f, extra != nil, warm)
 		cmd.SysProcAttr = jailSysProcAttr(false, false)
 	}
 	// Born into its cgroup (a launcher's helper inherits it), so no
@@ -147,12 +154,10 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 	if cg != nil && cg.fd >= 0 {
 		cg.placed()
 	}
-	if b.onSpawn != nil {
-		b.onSpawn(cmd.Process.Pid, warm)
-	}
 	proc := &jailProcess{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
 		pidNamespace: f.namespaces, launched: launched, stdout: stdout.r, stderr: stderr.r}
-	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, stdinW: stdinW, handoff: handoff, born: time.Now(), who: who, cg: cg}
+	h := &waitingHelper{proc: proc, flavour: f, cfgW: cfg.w, repR: rep.r, rep: bufio.NewReaderSize(rep.r, maxLauncherLineBytes),
+		stdinW: stdinW, handoff: handoff, born: time.Now(), who: who, cg: cg}
 	b.trackCgroup(proc, cg)
 	switch {
 	case launched:
@@ -163,8 +168,22 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 			b.discard(h)
 			return nil, err
 		}
+		if warm {
+			// Ready once it has prepared what it can (its skeleton).
+			if err := h.awaitPrepared(); err != nil {
+				b.discard(h)
+				return nil, err
+			}
+		}
 	case f.namespaces:
 		proc.holdMountNamespace(proc.pid)
+	}
+	if b.onSpawn != nil {
+		pid := proc.pid
+		if launched {
+			pid = proc.jailPid
+		}
+		b.onSpawn(pid, warm)
 	}
 	return h, nil
 }

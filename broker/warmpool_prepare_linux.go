@@ -12,12 +12,18 @@ import (
 // else's.
 const helperNetArg = "net"
 
-// helperArgs is the argv a helper of flavour f is started with.
-func helperArgs(f flavour) []string {
+// helperArgs is the argv a helper of flavour f is started with; stage
+// (for a helper started ahead, with namespaces) asks it to prepare the
+// policy root's skeleton (helperStageArg).
+func helperArgs(f flavour, stage bool) []string {
+	args := []string{helperArg0}
 	if f.namespaces && f.newNet {
-		return []string{helperArg0, helperNetArg}
+		args = append(args, helperNetArg)
 	}
-	return []string{helperArg0}
+	if f.namespaces && stage {
+		args = append(args, helperStageArg)
+	}
+	return args
 }
 
 // helperPrepared is what prepareHelper did before the configuration
@@ -28,6 +34,13 @@ var helperPrepared struct {
 	loopbackDone bool
 	loopbackErr  error
 	masker       masker
+	// skeleton is the policy root's skeleton (with helperStageArg), or
+	// nil; skeletonErr says why there is none when one was asked for.
+	skeleton    *skeleton
+	skeletonErr error
+	// limits are the namespace ceilings the skeleton's /proc was used to
+	// set ahead, file to value (see prepareNamespaceLimits).
+	limits map[string]string
 }
 
 // prepareHelper does, before a helper reads its configuration, the work
@@ -43,11 +56,17 @@ var helperPrepared struct {
 //     tmpfs holding one empty file and one empty directory, detached, so
 //     nothing can see or write it), which every mask of every command is
 //     a clone of; a helper serves one command, so no two commands share
-//     them.
+//     them;
+//   - started ahead with namespaces (helperStageArg), it makes its
+//     policy root's skeleton (see skeleton), which is detached until its
+//     command's root is built from it, and says so on the report fd.
 //
-// Nothing here confines, reads the host's files or depends on a policy,
-// and no layer is reported from here: runHelper reports what it did
-// (helperLoopbackUp) when the configuration asks for it.
+// Nothing here depends on a policy, and no layer is reported from here:
+// runHelper reports what it did (helperLoopbackUp, and through
+// setNamespaceLimits and buildPolicyRoot what the skeleton did) when the
+// configuration asks for it. Of the host's files, only the skeleton reads
+// any: the top-level links and device nodes, which buildPolicyRoot checks
+// again when the command comes.
 func prepareHelper() {
 	one := []string{"/"}
 	sample, _ := json.Marshal(helperConfig{Argv: one, Env: one, SystemRoots: one, ReadableRoots: one,
@@ -61,6 +80,12 @@ func prepareHelper() {
 	}
 	// An error leaves the masker empty: maskAll tries again and reports it.
 	helperPrepared.masker.standins()
+	if slices.Contains(os.Args[1:], helperStageArg) {
+		helperPrepared.skeleton, helperPrepared.skeletonErr = prepareSkeleton(&helperPrepared.masker)
+		if helperPrepared.skeleton != nil {
+			helperPhases.mark(skeletonMadeMark)
+		}
+	}
 }
 
 // helperLoopbackUp brings lo up in the jail's network namespace, or says

@@ -1,0 +1,100 @@
+//go:build linux
+
+package broker
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentloom/loom/internal/jailtest"
+)
+
+// BenchmarkWarmPhases runs BenchmarkBatch's warm-pool batches (batchCommands
+// `true` commands back to back on a broker with its default pool, full
+// when each batch begins) with phase marks on, and reports, for every
+// phase, its median over the commands in microseconds (<phase>-µs): the
+// time from the mark before it (in the broker or its helper, on one
+// monotonic clock) to its own. A phase is named for the step that ends
+// with it: "admitted" is Clear's checks and admission, "taken" the warm
+// handover, "config" the helper's wake-up, the m.* and r.* marks the mount
+// steps, "exec" the report's end (the command exec'd), "reaped" the
+// command's run and reaping, "settled" the settlement. It also reports
+// the whole (total-µs). The cold sub-benchmark runs the same with
+// prestarting off (Options.WarmHelperIdle < 0): each command's helper is
+// started for it, by the broker itself, and "taken" includes that start.
+func BenchmarkWarmPhases(b *testing.B) {
+	b.Run("warm", func(b *testing.B) { benchPhases(b, 0) })
+	b.Run("cold", func(b *testing.B) { benchPhases(b, -1) })
+}
+
+// benchPhases is BenchmarkWarmPhases on a broker with the given
+// Options.WarmHelperIdle.
+func benchPhases(b *testing.B, idle time.Duration) {
+	ws := b.TempDir()
+	for _, d := range []string{".git/hooks", ".git/objects"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	br := New(Options{HelperPath: jailtest.HostHelper(b), WarmHelperIdle: idle})
+	br.tracePhases = true
+	defer br.Close()
+	p := testPolicy(ws)
+	p.Protected = DefaultProtected(ws)
+	run := func() []phaseMark {
+		ex, err := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range ex.Output() {
+		}
+		if s := ex.Wait(); s.ExitCode != 0 {
+			b.Fatalf("settled %+v", s)
+		}
+		if ex.Enforcement.Degraded {
+			b.Fatalf("degraded: %s", ex.Enforcement)
+		}
+		return ex.phases.marks
+	}
+	run() // the probes and first fill, untimed
+	durations := map[string][]time.Duration{}
+	var order []string
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if idle >= 0 {
+			waitPool(b, br, DefaultWarmHelpers)
+		}
+		b.StartTimer()
+		for range batchCommands {
+			marks := run()
+			slices.SortStableFunc(marks, func(x, y phaseMark) int { return int(x.NS - y.NS) })
+			start := slices.IndexFunc(marks, func(m phaseMark) bool { return m.Name == "clear" })
+			if start < 0 {
+				b.Fatalf("no clear mark in %v", marks)
+			}
+			for k := start + 1; k < len(marks); k++ {
+				name := marks[k].Name
+				if _, ok := durations[name]; !ok {
+					order = append(order, name)
+				}
+				durations[name] = append(durations[name], time.Duration(marks[k].NS-marks[k-1].NS))
+			}
+			durations["total"] = append(durations["total"], time.Duration(marks[len(marks)-1].NS-marks[start].NS))
+		}
+	}
+	b.StopTimer()
+	for _, name := range append(order, "total") {
+		d := slices.Clone(durations[name])
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)/2])/float64(time.Microsecond), name+"-µs")
+	}
+}
