@@ -175,6 +175,7 @@ type execution struct {
 	queued    int
 	changed   chan struct{} // closed and replaced at every change
 	byOwner   bool          // the owner's cancel (or Close) ended it
+	begun     bool          // start ran it (a reserved one may never be)
 	result    *Execution
 	err       error
 }
@@ -251,7 +252,7 @@ func (t *executions) start(x *execution, pre *Execution, run func(ctx context.Co
 		t.drop(x)
 		return &CapError{Code: CodeEngineClosed, Message: "the session is closing; the program was built but not started"}
 	}
-	x.started = t.now()
+	x.started, x.begun = t.now(), true
 	t.wg.Add(1)
 	t.mu.Unlock()
 	go func() {
@@ -505,6 +506,14 @@ func (t *executions) close(ctx context.Context) error {
 	case <-reaped:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("codemode: %d launched programs were not reaped before the close deadline: %w", len(running), ctx.Err())
+		t.mu.Lock()
+		left := 0
+		for _, x := range running {
+			if x.begun && x.state == ExecutionRunning {
+				left++
+			}
+		}
+		t.mu.Unlock()
+		return fmt.Errorf("codemode: %d launched programs were not reaped before the close deadline: %w", left, ctx.Err())
 	}
 }
