@@ -40,4 +40,15 @@ func TestRedteamLaunchThatNeverRanComposedNoGrant(t *testing.T) {
 	if d.Run != nil || d.Grants.State != GrantsUnreached {
 		t.Errorf("a launch that never ran reports grants %s (run report %v), want %s:\n%s", d.Grants.State, d.Run != nil, GrantsUnreached, o.Text)
 	}
+
+	// The control: the same launch in an operation the broker runs
+	// composes the grants it carried.
+	grants := s.call.Grants
+	s.call = s.call.At(s.call.OpID+"-running", "step", 0)
+	s.call.Grants = grants
+	h = s.launched(t, "main", src)
+	o = s.dispatch(t, map[string]any{"mode": "join", "handle": h, "wait_ms": 60_000})
+	if d, ok := o.Details.(Details); !ok || o.IsError || d.Run == nil || d.Grants.State != GrantsComposed {
+		t.Errorf("control: a launch that ran: %T %s:\n%s", o.Details, o.Code, o.Text)
+	}
 }
