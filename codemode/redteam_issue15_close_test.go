@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -59,5 +60,37 @@ func TestRedteamCloseCountsWhatWasNotReaped(t *testing.T) {
 	}
 	if _, err := t2.lookup("main", late.handle); err == nil {
 		t.Errorf("the launch that never started is still listed")
+	}
+}
+
+// TestRedteamCancelAbortsTheStepWhereItRuns: a launching call that
+// brings its own broker runs the program there, so a cancel aborts the
+// execution's step in that broker's ledger (nothing more is admitted to
+// it), not only in the Engine's.
+func TestRedteamCancelAbortsTheStepWhereItRuns(t *testing.T) {
+	t.Parallel()
+	engines := broker.New(broker.Options{HelperPath: "/nonexistent", WarmHelperIdle: -1})
+	calls := broker.New(broker.Options{HelperPath: "/nonexistent", WarmHelperIdle: -1})
+	t.Cleanup(func() { engines.Close(); calls.Close() })
+	tab := newExecutions(func(k broker.StepKey) { engines.Ledger().AbortStep(k) }, nil)
+	x, err := tab.reserve(&tool.Call{Strand: "main", OpID: "op", StepID: "step", Broker: calls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.start(x, &Execution{}, func(ctx context.Context) (*RunResult, error) {
+		<-ctx.Done()
+		return &RunResult{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !tab.teardown(context.Background(), x) {
+		t.Fatal("not reaped")
+	}
+	ticket, err := calls.Ledger().Admit(x.key, broker.Budget{}, nil)
+	if err == nil {
+		calls.Ledger().Release(ticket)
+	}
+	if d := broker.DenialOf(err); d == nil || d.Code != broker.DenialStepAborted {
+		t.Errorf("after the cancel, the step where the program ran still admits work: %v", err)
 	}
 }
