@@ -160,6 +160,9 @@ type execution struct {
 	owner  string
 	key    broker.StepKey
 	call   *tool.Call // the launching call's copy, under the execution's step
+	// runner is the broker the launching call runs it on (nil: the
+	// Engine's), whose ledger teardown aborts the step in.
+	runner *broker.Broker
 	cancel context.CancelFunc
 	ctx    context.Context
 	done   chan struct{} // closed once it ended
@@ -175,6 +178,7 @@ type execution struct {
 	queued    int
 	changed   chan struct{} // closed and replaced at every change
 	byOwner   bool          // the owner's cancel (or Close) ended it
+	begun     bool          // start ran it (a reserved one may never be)
 	result    *Execution
 	err       error
 }
@@ -223,7 +227,7 @@ func (t *executions) reserve(c *tool.Call) (*execution, error) {
 	x := &execution{
 		handle: "exec-" + t.epoch + "-" + hex.EncodeToString(site[:6]),
 		owner:  c.Strand, key: broker.StepKey{OpID: served.OpID, StepID: served.StepID},
-		call: &served, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		call: &served, runner: c.Broker, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		state: ExecutionRunning, started: t.now(), inbox: map[string][][]byte{}, changed: make(chan struct{}),
 	}
 	t.all[x.handle] = x
@@ -251,7 +255,7 @@ func (t *executions) start(x *execution, pre *Execution, run func(ctx context.Co
 		t.drop(x)
 		return &CapError{Code: CodeEngineClosed, Message: "the session is closing; the program was built but not started"}
 	}
-	x.started = t.now()
+	x.started, x.begun = t.now(), true
 	t.wg.Add(1)
 	t.mu.Unlock()
 	go func() {
@@ -466,14 +470,23 @@ func (t *executions) teardown(ctx context.Context, x *execution) bool {
 	}
 	t.mu.Unlock()
 	x.cancel()
-	if t.abort != nil {
-		t.abort(x.key)
-	}
+	t.abortStep(x)
 	select {
 	case <-x.done:
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// abortStep aborts every clearance of x's own step in the ledger of the
+// broker that runs it: the launching call's, else the Engine's (abort).
+func (t *executions) abortStep(x *execution) {
+	switch {
+	case x.runner != nil:
+		x.runner.Ledger().AbortStep(x.key)
+	case t.abort != nil:
+		t.abort(x.key)
 	}
 }
 
@@ -492,9 +505,7 @@ func (t *executions) close(ctx context.Context) error {
 	t.mu.Unlock()
 	t.cancel()
 	for _, x := range running {
-		if t.abort != nil {
-			t.abort(x.key)
-		}
+		t.abortStep(x)
 	}
 	reaped := make(chan struct{})
 	go func() {
@@ -505,6 +516,14 @@ func (t *executions) close(ctx context.Context) error {
 	case <-reaped:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("codemode: %d launched programs were not reaped before the close deadline: %w", len(running), ctx.Err())
+		t.mu.Lock()
+		left := 0
+		for _, x := range running {
+			if x.begun && x.state == ExecutionRunning {
+				left++
+			}
+		}
+		t.mu.Unlock()
+		return fmt.Errorf("codemode: %d launched programs were not reaped before the close deadline: %w", left, ctx.Err())
 	}
 }

@@ -151,14 +151,17 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []st
 		return render(pre, err, notes, time.Since(start))
 	}
 	within, bin := st.within, pre.Binary
-	pre.Widening = st.permit.widening(true)
 	x.call.Grants = st.call.Grants
 	if x.call.Broker == nil {
 		x.call.Broker = st.call.Broker
 	}
 	x.built = time.Since(start)
 	if err := e.execs.start(x, pre, func(ctx context.Context) (*RunResult, error) {
-		return e.runAs(ctx, x.call, bin, within, st.permit, x)
+		res, err := e.runAs(ctx, x.call, bin, within, st.permit, x)
+		// Composed only if the program started (the broker may refuse
+		// its run), as Execute says; finish reads pre after this.
+		pre.Widening = st.permit.widening(res != nil)
+		return res, err
 	}); err != nil {
 		return capFailure(err)
 	}

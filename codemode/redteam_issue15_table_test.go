@@ -1,0 +1,103 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentloom/loom/tool"
+)
+
+// TestRedteamExecutionTableUnderAHostileModel: launches racing from
+// goroutines on one call site are admitted exactly to MaxLiveExecutions,
+// each under a handle and a broker step of its own; another strand's
+// handle reads exactly as one never minted; a send before Ready, to an
+// unregistered endpoint and past MaxQueuedInputs is refused with its
+// code, and what a refusal quotes of model text stays bounded.
+func TestRedteamExecutionTableUnderAHostileModel(t *testing.T) {
+	t.Parallel()
+	tab := newExecutions(nil, nil)
+	c := &tool.Call{Strand: "main", OpID: "op", StepID: "step"}
+	var mu sync.Mutex
+	var got []*execution
+	ceilings := 0
+	var wg sync.WaitGroup
+	for range 3 * MaxLiveExecutions {
+		wg.Go(func() {
+			x, err := tab.reserve(c)
+			mu.Lock()
+			defer mu.Unlock()
+			var ce *CapError
+			switch {
+			case err == nil:
+				got = append(got, x)
+			case errors.As(err, &ce) && ce.Code == CodeExecutionCeiling:
+				ceilings++
+			default:
+				t.Errorf("reserve: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(got) != MaxLiveExecutions || ceilings != 2*MaxLiveExecutions {
+		t.Fatalf("%d launches admitted, %d refused; want %d and %d", len(got), ceilings, MaxLiveExecutions, 2*MaxLiveExecutions)
+	}
+	handles, steps := map[string]bool{}, map[string]bool{}
+	for _, x := range got {
+		handles[x.handle], steps[x.key.StepID] = true, true
+		if !handlePattern.MatchString(x.handle) {
+			t.Errorf("handle %q is not of the minted shape", x.handle)
+		}
+	}
+	if len(handles) != MaxLiveExecutions || len(steps) != MaxLiveExecutions {
+		t.Errorf("%d handles and %d steps for %d launches of one call site", len(handles), len(steps), MaxLiveExecutions)
+	}
+
+	x := got[0]
+	_, theirs := tab.lookup("other", x.handle)
+	never := "exec-" + tab.epoch + "-000000000000"
+	_, unminted := tab.lookup("other", never)
+	var a, b *CapError
+	if !errors.As(theirs, &a) || !errors.As(unminted, &b) || a.Code != CodeUnknownExecution ||
+		strings.ReplaceAll(a.Message, x.handle, never) != b.Message {
+		t.Errorf("another strand's handle: %v; one never minted: %v", theirs, unminted)
+	}
+
+	huge := strings.Repeat("e", 1<<20)
+	for _, c := range []struct {
+		endpoint string
+		code     tool.Code
+	}{
+		{DefaultEndpoint, CodeExecutionNotReady},
+		{huge, CodeUnknownEndpoint},
+	} {
+		if c.code == CodeUnknownEndpoint {
+			if err := tab.register(x, DefaultEndpoint, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := tab.send(x, c.endpoint, []byte("in"))
+		var ce *CapError
+		if !errors.As(err, &ce) || ce.Code != c.code || len(ce.Message) > 4*MaxArgumentQuoteBytes+MaxEndpoints*MaxEndpointNameBytes {
+			t.Errorf("send to %.16q: %v", c.endpoint, err)
+		}
+	}
+	if _, err := tab.lookup("main", huge); err == nil || len(err.Error()) > 2*MaxLiveExecutions*len(x.handle)+4*MaxArgumentQuoteBytes {
+		t.Errorf("a huge handle is quoted unbounded (%d bytes)", len(err.Error()))
+	}
+	for i := range MaxQueuedInputs {
+		if _, err := tab.send(x, DefaultEndpoint, []byte{byte(i)}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	var ce *CapError
+	if _, err := tab.send(x, DefaultEndpoint, []byte("one more")); !errors.As(err, &ce) || ce.Code != CodeInboxFull {
+		t.Errorf("send past MaxQueuedInputs: %v", err)
+	}
+	in, ok, err := tab.receive(context.Background(), x, DefaultEndpoint, 0)
+	if err != nil || !ok || len(in) != 1 || in[0] != 0 {
+		t.Errorf("receive: %v %v %v", in, ok, err)
+	}
+}

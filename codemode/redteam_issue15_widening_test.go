@@ -1,0 +1,54 @@
+package codemode
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentloom/loom/broker"
+)
+
+// TestRedteamLaunchThatNeverRanComposedNoGrant: a launched program whose
+// run the broker refuses (its operation aborted before the run's
+// clearance) never started, so its join must say the grants it carried
+// were never reached, exactly as a foreground run of the same call says;
+// it must not claim they were composed.
+func TestRedteamLaunchThatNeverRanComposedNoGrant(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	s.withNotify(t, nil)
+	s.call.Grants = []broker.Grant{{Kind: broker.GrantReadableRoot, Path: s.ws}}
+	s.call.Broker.Ledger().AbortOperation(s.call.OpID)
+	const src = "package main\n\nfunc main() {}\n"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	x, err := s.eng.Execute(ctx, s.call, Request{Source: []byte(src)})
+	if err == nil || x.Run != nil {
+		t.Fatalf("control: the foreground run started (%v)", err)
+	}
+	if x.Widening.State != GrantsUnreached {
+		t.Fatalf("control: the foreground run's grants are %s, want %s", x.Widening.State, GrantsUnreached)
+	}
+
+	h := s.launched(t, "main", src)
+	o := s.dispatch(t, map[string]any{"mode": "join", "handle": h})
+	d, ok := o.Details.(Details)
+	if !ok || !o.IsError {
+		t.Fatalf("join: %T %s: %s", o.Details, o.Code, o.Text)
+	}
+	if d.Run != nil || d.Grants.State != GrantsUnreached {
+		t.Errorf("a launch that never ran reports grants %s (run report %v), want %s:\n%s", d.Grants.State, d.Run != nil, GrantsUnreached, o.Text)
+	}
+
+	// The control: the same launch in an operation the broker runs
+	// composes the grants it carried.
+	grants := s.call.Grants
+	s.call = s.call.At(s.call.OpID+"-running", "step", 0)
+	s.call.Grants = grants
+	h = s.launched(t, "main", src)
+	o = s.dispatch(t, map[string]any{"mode": "join", "handle": h, "wait_ms": 60_000})
+	if d, ok := o.Details.(Details); !ok || o.IsError || d.Run == nil || d.Grants.State != GrantsComposed {
+		t.Errorf("control: a launch that ran: %T %s:\n%s", o.Details, o.Code, o.Text)
+	}
+}
