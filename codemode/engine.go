@@ -38,6 +38,8 @@ type Options struct {
 	// cap/proc nor cap/job; without an Agency, neither cap/strand nor
 	// cap/notes), the orchestration seam only while it keeps cap/strand,
 	// so the description and vetting offer only what a program could use.
+	// Given seams are taken as they are, but that without an Agency New
+	// leaves cap/notes out and refuses a seam offering cap/strand.
 	Seams []Seam
 	// Agency serves cap/strand and cap/notes, through the closures the
 	// agent_* tools call; nil means no orchestration seam and no
@@ -87,6 +89,14 @@ func New(o Options) (*Engine, error) {
 	for i, s := range o.Seams {
 		if s.Name == "" || slices.ContainsFunc(o.Seams[:i], func(t Seam) bool { return t.Name == s.Name }) {
 			return nil, fmt.Errorf("codemode: Options.Seams[%d] needs a Name of its own (got %q)", i, s.Name)
+		}
+		if o.Agency == nil && slices.Contains(s.Packages, "cap/strand") {
+			return nil, fmt.Errorf("codemode: Options.Seams[%d] (%q) offers cap/strand, which only an Engine with an Agency serves", i, s.Name)
+		}
+		if o.Agency == nil {
+			// cap/notes is the Agency's too: WorkspaceSeam() lists it for
+			// the Engines that have one.
+			o.Seams[i].Packages = slices.DeleteFunc(slices.Clone(s.Packages), func(p string) bool { return p == "cap/notes" })
 		}
 	}
 	e := &Engine{opts: o, kv: o.KV, execs: newExecutions(func(k broker.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -612,5 +613,23 @@ func TestPointersNameTheAgentPackages(t *testing.T) {
 		if got := pointerFromRecord(c.rec); got != c.want {
 			t.Errorf("%s %s: pointer %q, want %q", c.rec.Calls[0].Cap, c.rec.Calls[0].Code, got, c.want)
 		}
+	}
+}
+
+// TestGivenSeamsWithoutAnAgency: an Engine with no Agency serves nothing
+// over one: a given seam offering cap/strand is refused at New, and
+// cap/notes is left out of one that lists it (WorkspaceSeam() does).
+func TestGivenSeamsWithoutAnAgency(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	if _, err := New(Options{Registry: s.reg, Broker: s.eng.opts.Broker, Seams: []Seam{WorkspaceSeam(), OrchestrationSeam()}}); err == nil {
+		t.Error("New served the orchestration seam without an Agency")
+	}
+	eng, err := New(Options{Registry: s.reg, Broker: s.eng.opts.Broker, Seams: []Seam{WorkspaceSeam()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eng.Seams()[0].Packages; slices.Contains(got, "cap/notes") || !slices.Contains(got, "cap/fs") {
+		t.Errorf("the given workspace seam without an Agency offers %v", got)
 	}
 }
