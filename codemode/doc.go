@@ -2,14 +2,15 @@
 // tool call per turn: the program loops, branches and fans out with
 // goroutines, and reaches the workspace only through the capability
 // packages it imports (cap/fs, cap/search, cap/proc, cap/kv, cap/report,
-// cap/job, cap/notes, cap/execution), each call served by the host on the calling
-// strand's authority.
+// cap/job, cap/notes, cap/execution), each call served by the host on the
+// calling strand's authority. Engine.Execute takes one Request (source,
+// seam, wall deadline, permissions) through every stage.
 //
 // # Seams
 //
 // A program is vetted against one seam (Seam): the workspace seam
 // (WorkspaceSeam) or, on an Engine with an Agency, the orchestration seam
-// (OrchestrationSeam: cap/strand, cap/notes, cap/report), whose programs
+// (OrchestrationSeam: cap/strand, cap/notes, cap/report, cap/execution), whose programs
 // direct sub-agents and reach neither the disk, the network nor a
 // process: strand.* and notes.* are served onto the Agency closures the
 // agent_* tools call, under the Caller of the code_mode call itself
