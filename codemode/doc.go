@@ -10,7 +10,8 @@
 //
 // A program is vetted against one seam (Seam): the workspace seam
 // (WorkspaceSeam) or, on an Engine with an Agency, the orchestration seam
-// (OrchestrationSeam: cap/strand, cap/notes, cap/report, cap/execution), whose programs
+// (OrchestrationSeam: cap/strand, cap/notes, cap/report, cap/execution),
+// whose programs
 // direct sub-agents and reach neither the disk, the network nor a
 // process: strand.* and notes.* are served onto the Agency closures the
 // agent_* tools call, under the Caller of the code_mode call itself
@@ -18,7 +19,10 @@
 // nothing. An Engine serving several seams takes code_mode's seam
 // argument (absent: the first); a binary carries the seam it was vetted
 // on (Binary.Seam) and the router serves that seam's packages only,
-// whatever a cap_call names. Every spawn of one execution carries its
+// whatever a cap_call names. An Engine serving one seam has no seam
+// argument in the tool's schema. By default (Options.Seams nil) a seam
+// leaves out a cap package every call of which needs a tool the registry
+// lacks, so a host without bash offers no cap/proc. Every spawn of one execution carries its
 // admission number as an agent.ProgramMinter ordinal, so its children get
 // distinct names and a replayed execution (same call, same source)
 // reconciles onto the same ones. Each execution's admissions are counted
@@ -107,12 +111,22 @@
 // (CodeUnknownExecution), and one of an earlier Engine (before a restart)
 // is CodeExecutionLost. A strand has at most MaxLiveExecutions running.
 // The program's side is cap/execution (Ready, Register, Receive); a send
-// before Ready is CodeExecutionNotReady. A join waits at most MaxJoinWait
-// and renders the result as run does, without the call record. Cancel and
+// before Ready is CodeExecutionNotReady. Check and send answer at once;
+// a join waits wait_ms (DefaultJoinWait, at most MaxJoinWait), answers
+// an ExecutionDetails, not an error, when the program still runs, and
+// renders an ended one's result as run does, without the call record. Cancel and
 // Engine.Close abort the execution's own step — the program and its
 // proc.run commands — and wait for them to be reaped; a job the program
 // started through cap/job runs in the job plane's own step and is left to
 // it. Options.Notify is told when an execution ends on its own.
+//
+// # Examples
+//
+// ExampleEngine_Execute drives the stages without the tool; the
+// Examples of package tool/plane (example_codemode_test.go) drive the
+// code_mode tool through Registry.Dispatch: launch, check, send and join;
+// permissions with and without an escalation plane; the orchestration
+// seam. examples/codemode and examples/subagents are runnable programs.
 //
 // # What it does not own
 //

@@ -1,7 +1,10 @@
 // Command codemode runs one program a model might write through Loom's
 // code mode — vetted, built offline in a jail, run in an empty jail — over
 // a small demo workspace, and prints what a host sees: the program's
-// result, its call record and both stages' enforcement reports.
+// result, its call record and both stages' enforcement reports. Then it
+// launches a second program in the background (mode "launch") and drives
+// it as a model would: check until it is ready, send it input on its
+// endpoint, join it for what it printed (runBackground).
 //
 //	go run ./examples/codemode
 package main
@@ -133,7 +136,7 @@ func run(w io.Writer) error {
 	if out.IsError {
 		return fmt.Errorf("the program failed: %s", out.Code)
 	}
-	return nil
+	return runBackground(w, p)
 }
 
 // demoWorkspace makes a small Go module with a git history, under

@@ -3,9 +3,12 @@
 // (fs_read, fs_write, fs_edit), working_directory, grep, the jailed bash
 // shell with the background job tools (job_poll, job_kill, job_send),
 // history_search and remember over a history index kept per workspace,
-// and todo, all confined to one workspace directory. The agent_* tools
-// are left out: a sub-agent needs a model loop of its own, which an MCP
-// server does not have (the client is the model's loop).
+// todo, and code_mode (one Go program run in an empty jail, reaching the
+// workspace through the cap/... packages; in the foreground or launched
+// in the background), all confined to one workspace directory. The
+// agent_* tools are left out: a sub-agent needs a model loop of its own,
+// which an MCP server does not have (the client is the model's loop), so
+// code_mode serves the workspace seam alone.
 //
 //	go run ./examples/mcpserver -workspace /path/to/project
 //
@@ -13,9 +16,9 @@
 // mount and network namespaces, Landlock, seccomp), may write only inside
 // the workspace and the session's scratch directory, never into
 // .git/hooks or .git/config, and have no network. A command that asks for
-// more (bash's permissions) is put to the client's user as an MCP
-// elicitation question and runs with exactly that access, for that call
-// only, when the user accepts; otherwise it is refused in band, saying
+// more (bash's or code_mode's permissions) is put to the client's user as
+// an MCP elicitation question and runs with exactly that access, for that
+// call only, when the user accepts; otherwise it is refused in band, saying
 // why. When the host offers no confinement layer at all, commands are
 // refused unless -allow-unconfined is given. See README.md for the client
 // configuration.
@@ -104,7 +107,7 @@ func run(args []string, stderr io.Writer) error {
 // instructions are the server instructions a client may show its model.
 func instructions(p *plane.Plane) string {
 	return "Tools over the workspace " + p.Call.Workspace + ". Read files with fs_read before editing them with fs_edit. " +
-		"Commands run in a jail; bash's permissions are asked of the user, for that one call."
+		"Commands and code_mode programs run in a jail; bash's and code_mode's permissions are asked of the user, for that one call."
 }
 
 // config is what the flags choose.

@@ -7,7 +7,11 @@
 // refused ("execution_not_ready"); Ready also registers the endpoint
 // "default", the one a send names when it names none. Receive takes the
 // oldest input sent to an endpoint, waiting for one at most the wait it
-// is given (a wait of at most 60 s); ok is false when none came in time.
+// is given (a wait of at most 60 s; 0 does not wait, a longer one fails
+// with "invalid_capability_arguments"); ok is false when none came in
+// time. Inputs come from the model's send calls, between its turns: loop
+// on Receive (ok false is no error) rather than expect an input the
+// moment you are ready.
 //
 // In a foreground run (mode "run") nothing can send: Ready and Register
 // succeed and change nothing, and Receive fails with "not_background".
@@ -45,7 +49,9 @@ import (
 type Error = client.Error
 
 // Ready declares the program ready for input and registers the endpoint
-// "default". Calling it again changes nothing.
+// "default". Calling it again changes nothing. "default" counts against
+// the host's bound on endpoints: when Register has already reached it,
+// Ready fails with "invalid_capability_arguments".
 func Ready(ctx context.Context) error {
 	_, err := client.Call(ctx, "execution.ready", map[string]any{})
 	return err

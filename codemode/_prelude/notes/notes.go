@@ -43,7 +43,9 @@ type Note struct {
 }
 
 // Put writes value (one JSON value) under key in your own namespace and
-// returns the full key it was written under.
+// returns the full key it was written under. key is relative to that
+// namespace: "plan" is written as "agent/{your strand}/plan", and
+// "agent/x/plan" as "agent/{your strand}/agent/x/plan".
 func Put(ctx context.Context, key string, value []byte) (fullKey string, err error) {
 	const name = "notes.put"
 	if value == nil {
@@ -58,8 +60,9 @@ func Put(ctx context.Context, key string, value []byte) (fullKey string, err err
 	return fullKey, r.Err(name)
 }
 
-// Get reads the note under a full key (as Put and List return it);
-// found is false when there is none.
+// Get reads the note under a full key (as Put and List return it, so it
+// starts with "agent/"; a relative key such as "plan" fails with
+// "bad_note_key"); found is false when there is none.
 func Get(ctx context.Context, fullKey string) (value []byte, found bool, err error) {
 	const name = "notes.get"
 	m, err := client.Call(ctx, name, map[string]any{"key": fullKey})

@@ -16,7 +16,9 @@
 // program are told apart by their order of spawning, so a program run
 // again by the same call reconciles onto the same children
 // (Child.Reconciled). Other codes are the agent tools' ("fan_out",
-// "not_descendant", "unknown_handle", "invalid_request", ...).
+// "not_descendant", "unknown_handle", "invalid_request",
+// "malformed_schema" for an Options.Result that is not an object schema
+// of named properties, ...).
 //
 // Safe to call from many goroutines at once.
 //
@@ -183,7 +185,9 @@ func Wait(ctx context.Context, handles []string, wait time.Duration) ([]Outcome,
 // Map spawns one child per item (all with o), then waits up to wait for
 // all of them against one deadline, and returns each item's result in
 // order, failures included. Each item counts against the spawn ceiling
-// and the host's fan-out; the host bounds the items per call.
+// and the host's fan-out; the host bounds the items per call (the
+// code_mode description says how many): more, or none, fails the whole
+// call with "invalid_capability_arguments" and spawns nothing.
 func Map(ctx context.Context, items []Item, o Options, wait time.Duration) ([]MapResult, error) {
 	const name = "strand.map"
 	list := make([]any, len(items))

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentloom/loom/codemode"
+	"github.com/agentloom/loom/tool"
+	"github.com/agentloom/loom/tool/plane"
+)
+
+// counter is the background program: it registers the endpoint "paths",
+// declares itself ready, and for every path it receives prints how many
+// lines the file has, until it receives "done".
+const counter = `package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"cap/execution"
+	"cap/fs"
+)
+
+func main() {
+	ctx := context.Background()
+	if err := execution.Register(ctx, "paths"); err != nil {
+		fmt.Println("register:", err)
+		return
+	}
+	if err := execution.Ready(ctx); err != nil {
+		fmt.Println("ready:", err)
+		return
+	}
+	for {
+		in, ok, err := execution.Receive(ctx, "paths", 30*time.Second)
+		switch {
+		case err != nil:
+			fmt.Println("receive:", err)
+			return
+		case !ok:
+			fmt.Println("no path came in 30 s")
+			return
+		case string(in) == "done":
+			return
+		}
+		f, err := fs.Read(ctx, string(in))
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Printf("%s: %d lines\n", f.Path, strings.Count(f.Text(), "\n"))
+	}
+}
+`
+
+// check answers at once and has no wait: runBackground checks the
+// launched program every checkPause, at most maxChecks times, before it
+// gives up waiting for it to be ready.
+const (
+	checkPause = 10 * time.Millisecond
+	maxChecks  = 1000
+)
+
+// runBackground launches counter and drives it through the modes a model
+// uses: check (until it is ready: a send before execution.Ready is
+// refused), send (to the endpoint it registered), join (its result,
+// rendered as run renders it, without the call record).
+func runBackground(w io.Writer, p *plane.Plane) error {
+	ctx := context.Background()
+	step := 0
+	call := func(args map[string]any) tool.Outcome {
+		step++
+		raw, _ := json.Marshal(args)
+		out := p.Registry.Dispatch(ctx, p.Call.At("op-2", fmt.Sprint(step), 0), codemode.ToolName, raw)
+		if args["mode"] != "check" {
+			fmt.Fprintf(w, "\n> code_mode mode %s (error: %v, code %q):\n%s\n", args["mode"], out.IsError, out.Code, out.Text)
+		}
+		return out
+	}
+	io.WriteString(w, "\nbackground program:\n"+counter)
+	out := call(map[string]any{"mode": "launch", "program": counter})
+	d, ok := out.Details.(codemode.ExecutionDetails)
+	if !ok {
+		return fmt.Errorf("launch: %s", out.Text)
+	}
+	h := d.Handle
+	for i := 0; ; i++ {
+		out = call(map[string]any{"mode": "check", "handle": h})
+		d, ok = out.Details.(codemode.ExecutionDetails)
+		if !ok || d.State != codemode.ExecutionRunning {
+			return fmt.Errorf("check: %s", out.Text)
+		}
+		if d.Ready {
+			fmt.Fprintf(w, "\n> code_mode mode check, after %d not ready:\n%s\n", i, out.Text)
+			break
+		}
+		if i == maxChecks {
+			return fmt.Errorf("not ready after %d checks: %s", maxChecks, out.Text)
+		}
+		time.Sleep(checkPause)
+	}
+	for _, in := range []string{"main.go", "greet/greet.go", "done"} {
+		if out = call(map[string]any{"mode": "send", "handle": h, "endpoint": "paths", "input": in}); out.IsError {
+			return fmt.Errorf("send: %s", out.Text)
+		}
+	}
+	if out = call(map[string]any{"mode": "join", "handle": h}); out.IsError {
+		return fmt.Errorf("join: %s", out.Code)
+	}
+	return nil
+}
