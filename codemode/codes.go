@@ -16,11 +16,12 @@ const (
 	// CodeRunJailUnavailable: the kernel cannot apply a layer the run
 	// jail requires; no program runs unconfined.
 	CodeRunJailUnavailable tool.Code = "run_jail_unavailable"
-	// CodeRunCancelled: the host's context ended the execution.
+	// CodeRunCancelled: the host's context ended the execution, or its
+	// owner cancelled it (mode cancel).
 	CodeRunCancelled tool.Code = "run_cancelled"
-	// CodeNoProgram: the call gave neither program nor program_path, or
-	// both. (A program_path that cannot be read is refused with the file
-	// tools' code for the reason.)
+	// CodeNoProgram: the call gave neither program nor program_path
+	// (both is tool.CodeInvalidArguments; a program_path that cannot be
+	// read is refused with the file tools' code for the reason).
 	CodeNoProgram tool.Code = "no_program"
 
 	// CodeUnknownCapability: a cap_call named no capability of the seam.

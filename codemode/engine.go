@@ -346,6 +346,9 @@ func (e *Engine) prepare(ctx context.Context, c *tool.Call, r Request) (*Executi
 	if err != nil {
 		return fail(err)
 	}
+	if err := permissionsApply(p.Seam, r.Permissions); err != nil {
+		return fail(err)
+	}
 	x.Program = p
 	bin, err := e.Build(ctx, p)
 	if err != nil {

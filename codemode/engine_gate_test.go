@@ -103,12 +103,12 @@ func TestFileRefusalsSpeakToAProgram(t *testing.T) {
 		errors.As(err, &e)
 		fmt.Println(e.Code, "|", e.Message)
 	}`))
-	for _, want := range []string{"not_found | \"missing.txt\" does not exist", "create the file with fs.Write", "is_a_directory | \"dir\" is a directory: list it with fs.List", "outside_roots | \"/etc/hostname\" is outside"} {
+	for _, want := range []string{"not_found | \"missing.txt\" does not exist", "create the file with fs.Write", "is_a_directory | \"dir\" is a directory: list it with fs.List", "outside_roots | \"/etc/hostname\" is outside", "declare it in the code_mode call's permissions"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, res.Stdout)
 		}
 	}
-	for _, tool := range []string{"bash", "fs_write", "permissions"} {
+	for _, tool := range []string{"bash", "fs_write"} {
 		if strings.Contains(res.Stdout, tool) {
 			t.Errorf("a program is told about %s:\n%s", tool, res.Stdout)
 		}

@@ -214,7 +214,7 @@ func (t *executions) reserve(c *tool.Call) (*execution, error) {
 		}
 	}
 	if live >= MaxLiveExecutions {
-		return nil, &CapError{Code: CodeExecutionCeiling, Message: fmt.Sprintf("strand %s already has %d launched programs running, the most it may; join or cancel one (%s) before launching another",
+		return nil, &CapError{Code: CodeExecutionCeiling, Message: fmt.Sprintf("strand %s already has %d launched programs running, the most it may; cancel one (%s) or let one end before launching another",
 			quoteArg(c.Strand), MaxLiveExecutions, strings.Join(t.handlesOf(c.Strand, true), ", "))}
 	}
 	t.seq++
@@ -364,7 +364,7 @@ func (t *executions) status(x *execution) ExecutionStatus {
 // endpointError refuses a name no endpoint may have.
 func endpointError(cap, name string) error {
 	if len(name) == 0 || len(name) > MaxEndpointNameBytes || !endpointPattern.MatchString(name) {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("%s: endpoint %s is not a name: use 1 to %d letters, digits, '-' or '_'", cap, quoteArg(name), MaxEndpointNameBytes)}
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("endpoint %s is not a name: use 1 to %d letters, digits, '-' or '_'", quoteArg(name), MaxEndpointNameBytes)}
 	}
 	return nil
 }
@@ -419,7 +419,7 @@ func (t *executions) receive(ctx context.Context, x *execution, endpoint string,
 			if eps == "" {
 				eps = "none yet (execution.Ready registers \"default\")"
 			}
-			return nil, false, &CapError{Code: CodeUnknownEndpoint, Message: fmt.Sprintf("execution.receive: no endpoint %s is registered; registered: %s", quoteArg(endpoint), eps)}
+			return nil, false, &CapError{Code: CodeUnknownEndpoint, Message: fmt.Sprintf("no endpoint %s is registered; registered: %s", quoteArg(endpoint), eps)}
 		}
 		if q := x.inbox[endpoint]; len(q) > 0 {
 			x.inbox[endpoint] = q[1:]

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/tool"
 )
 
 // launchArgs launches with args (mode added) under s's call and esc, and
@@ -41,7 +42,8 @@ func (s *session) joined(t *testing.T, handle string) string {
 // grants act on the launched program's calls (the granted write lands,
 // join says which grants composed), and an interaction with it cannot
 // carry permissions or a seam. On a host serving both seams, a launch on
-// the orchestration seam runs the fan-out there.
+// the orchestration seam runs the fan-out there, and permissions declared
+// for that seam, whose calls no grant acts on, are refused unasked.
 func TestLaunchComposesAsRunDoes(t *testing.T) {
 	t.Parallel()
 	t.Run("permissions", func(t *testing.T) {
@@ -70,6 +72,14 @@ func TestLaunchComposesAsRunDoes(t *testing.T) {
 		s, _ := newAgentSession(t, agent.Options{}, 0)
 		h := s.launchArgs(t, nil, map[string]any{"program": RecipeFanOut, "seam": OrchestrationSeamName})
 		s.refusedAfterLaunch(t, h, "seam", WorkspaceSeamName)
+		// Permissions for a seam none of whose calls a grant acts on are
+		// refused before anyone is asked.
+		esc := &escalation{answer: approveAll}
+		o, _ := s.dispatchCtx(t, context.Background(), esc, map[string]any{"program": RecipeFanOut, "seam": OrchestrationSeamName,
+			"permissions": map[string]any{"network": "full"}})
+		if !o.IsError || o.Code != tool.CodeInvalidArguments || esc.raised.Load() != 0 {
+			t.Errorf("permissions on the orchestration seam: %s (raised %d): %s", o.Code, esc.raised.Load(), o.Text)
+		}
 		if text := s.joined(t, h); strings.Count(text, ": completed, result ") != 3 {
 			t.Errorf("the launched fan-out did not report its three children:\n%s", text)
 		}

@@ -34,7 +34,7 @@ func executionModeSchemas() []tool.TypeSchema {
 		{Type: reflect.TypeFor[executionMode](), Schema: &jsonschema.Schema{Type: "string",
 			Enum: []any{string(modeRun), string(modeLaunch), string(modeSend), string(modeCheck), string(modeJoin), string(modeCancel)}}},
 		{Type: reflect.TypeFor[joinMillis](), Schema: &jsonschema.Schema{Type: "integer",
-			Description: fmt.Sprintf("join's wait, default %d, at most %d", DefaultJoinWait.Milliseconds(), MaxJoinWait.Milliseconds())}},
+			Description: fmt.Sprintf("join's wait, 0 or absent %d, at most %d", DefaultJoinWait.Milliseconds(), MaxJoinWait.Milliseconds())}},
 	}
 }
 
@@ -127,7 +127,7 @@ func statusText(st ExecutionStatus) string {
 	case st.State != ExecutionRunning:
 		b.WriteString("; join it for its result")
 	case st.Ready:
-		fmt.Fprintf(&b, ", ready; endpoints: %s; %d inputs not yet received", strings.Join(st.Endpoints, ", "), st.Queued)
+		fmt.Fprintf(&b, ", ready; endpoints: %s; %s not yet received", strings.Join(st.Endpoints, ", "), inputsText(st.Queued))
 	default:
 		b.WriteString(", not ready: sends are refused until it calls execution.Ready")
 		if len(st.Endpoints) > 0 {
@@ -195,7 +195,7 @@ func (e *Engine) send(x *execution, a codeModeArgs) tool.Outcome {
 		return capFailure(err)
 	}
 	st := e.execs.status(x)
-	return tool.Outcome{Text: fmt.Sprintf("sent %d bytes to %s endpoint %s; %d inputs not yet received", len(a.Input), x.handle, endpoint, n), Details: ExecutionDetails{ExecutionStatus: st}}
+	return tool.Outcome{Text: fmt.Sprintf("sent %d bytes to %s endpoint %s; %s not yet received", len(a.Input), x.handle, endpoint, inputsText(n)), Details: ExecutionDetails{ExecutionStatus: st}}
 }
 
 func (e *Engine) join(ctx context.Context, x *execution, a codeModeArgs) tool.Outcome {
@@ -250,3 +250,11 @@ func (e *Engine) cancel(ctx context.Context, x *execution) tool.Outcome {
 // many were not). A foreground run is its caller's to end. Safe to call
 // more than once.
 func (e *Engine) Close(ctx context.Context) error { return e.execs.close(ctx) }
+
+// inputsText counts inputs in words: "1 input", "3 inputs".
+func inputsText(n int) string {
+	if n == 1 {
+		return "1 input"
+	}
+	return fmt.Sprintf("%d inputs", n)
+}

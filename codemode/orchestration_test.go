@@ -574,7 +574,7 @@ func TestNoteValuesAreBounded(t *testing.T) {
 		code  tool.Code
 	}{
 		{"big", append(at, ' '), agent.CodeNoteTooLarge},
-		{"prose", []byte("not json"), agent.CodeNoteTooLarge},
+		{"prose", []byte("not json"), CodeInvalidCapabilityArguments},
 		{"at", at, ""},
 	} {
 		_, err := h.route(context.Background(), "notes.put", map[string]any{"key": c.key, "value": c.value})
@@ -587,6 +587,15 @@ func TestNoteValuesAreBounded(t *testing.T) {
 	}
 	if n := h.adm.n[admitNoteWrite]; n != 1 {
 		t.Errorf("%d writes admitted, want 1", n)
+	}
+	// A relative key given to notes.get is refused naming the full key
+	// it stands for, and spends no read.
+	_, err = h.route(context.Background(), "notes.get", map[string]any{"key": "at"})
+	if !errors.As(err, &ce) || ce.Code != agent.CodeBadNoteKey || !strings.Contains(ce.Message, `"agent/main/at"`) {
+		t.Errorf("notes.get of a relative key: %v", err)
+	}
+	if n := h.adm.n[admitNoteRead]; n != 0 {
+		t.Errorf("%d reads admitted, want 0", n)
 	}
 }
 

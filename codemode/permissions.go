@@ -221,3 +221,17 @@ func shortfall(c *tool.Call, p *Permissions, grants []broker.Grant) (*broker.Den
 	}
 	return d, nil
 }
+
+// grantedPackages are the packages whose calls a grant acts on.
+var grantedPackages = []string{"cap/fs", "cap/search", "cap/proc", "cap/job"}
+
+// permissionsApply refuses permissions declared for a program on a seam
+// none of whose packages a grant acts on (the orchestration seam: its
+// calls reach no file, network or process), so nobody is asked to
+// approve what no call would use.
+func permissionsApply(seam Seam, p *Permissions) error {
+	if p == nil || slices.ContainsFunc(seam.Packages, func(pkg string) bool { return slices.Contains(grantedPackages, pkg) }) {
+		return nil
+	}
+	return &CapError{Code: tool.CodeInvalidArguments, Message: fmt.Sprintf("permissions act on fs, search, proc and job calls, and seam %s offers none of them; drop permissions", quoteArg(seam.Name))}
+}

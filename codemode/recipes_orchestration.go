@@ -30,11 +30,17 @@ func main() {
 		hs = append(hs, c.Handle)
 	}
 	outs, err := strand.Wait(ctx, hs, 30*time.Second)
+	if err != nil {
+		fmt.Println("wait:", err)
+		return
+	}
 	var b strings.Builder
 	for _, o := range outs {
 		fmt.Fprintf(&b, "%s: %s, result %s %s %s\n", o.Strand, o.State, o.ResultKind, o.Result, o.Mismatch)
 	}
-	_, err2 := report.Emit(ctx, "reviews.txt", []byte(b.String()), "text/plain")
-	fmt.Print(b.String(), err, err2)
+	if _, err := report.Emit(ctx, "reviews.txt", []byte(b.String()), "text/plain"); err != nil {
+		fmt.Println("report:", err)
+	}
+	fmt.Print(b.String())
 }
 `

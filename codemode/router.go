@@ -358,7 +358,7 @@ func forProgram(path string, err error) error {
 	case tool.CodeIsADirectory:
 		return &CapError{Code: fe.Code, Message: fmt.Sprintf("%s is a directory: list it with fs.List", quoteArg(path))}
 	case tool.CodeOutsideRoots:
-		return &CapError{Code: fe.Code, Message: fmt.Sprintf("%s is outside the workspace and every root this session may reach; a program works only there, and cannot ask for more", quoteArg(path))}
+		return &CapError{Code: fe.Code, Message: fmt.Sprintf("%s is outside the workspace and every root this call may reach; to reach it, declare it in the code_mode call's permissions (readable_roots or writable_roots) and submit the program again", quoteArg(path))}
 	}
 	return err
 }

@@ -46,7 +46,7 @@ func (h *seamHost) executionCall(ctx context.Context, cap string, a *capArgs) (a
 		return nil, err
 	}
 	if h.exec == nil {
-		return nil, &CapError{Code: CodeNotBackground, Message: "execution.receive: this program runs in the foreground (mode run), where nothing can send to it; launch it (mode launch) to receive input"}
+		return nil, &CapError{Code: CodeNotBackground, Message: "this program runs in the foreground (mode run), where nothing can send to it; launch it (mode launch) to receive input"}
 	}
 	in, ok, err := h.execs.receive(ctx, h.exec, name, wait)
 	if err != nil {

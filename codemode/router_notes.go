@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/agentloom/loom/agent"
 )
@@ -40,7 +41,7 @@ func (h *seamHost) notePut(ctx context.Context, cap string, a *capArgs) (any, er
 	case len(value) > agent.MaxNoteBytes:
 		return nil, &CapError{Code: agent.CodeNoteTooLarge, Message: fmt.Sprintf("%s value is %d bytes; a note is at most %d (%d KiB): store a summary", cap, len(value), agent.MaxNoteBytes, agent.MaxNoteBytes>>10)}
 	case !json.Valid(value):
-		return nil, &CapError{Code: agent.CodeNoteTooLarge, Message: cap + " value is not one JSON value; a note holds JSON (quote a string: \"\\\"text\\\"\")"}
+		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: cap + " value is not one JSON value; a note holds JSON (quote a string: \"\\\"text\\\"\")"}
 	}
 	if _, err := h.adm.admit(admitNoteWrite, cap); err != nil {
 		return nil, err
@@ -57,6 +58,10 @@ func (h *seamHost) noteGet(ctx context.Context, a *capArgs) (any, error) {
 	key := a.str("key", true)
 	if err := a.done(); err != nil {
 		return nil, err
+	}
+	if !strings.HasPrefix(key, agent.NotesNamespace) {
+		return nil, &CapError{Code: agent.CodeBadNoteKey, Message: fmt.Sprintf("notes.get takes a full key, as notes.put answers it (%s{strand}/{key}); for this strand's own note %s that is %s",
+			agent.NotesNamespace, quoteArg(key), quoteArg(agent.NoteKey(h.call.Strand, key)))}
 	}
 	if _, err := h.adm.admit(admitNoteRead, "notes.get"); err != nil {
 		return nil, err

@@ -36,9 +36,9 @@ type codeModeArgs struct {
 	ProgramPath string        `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
 	WithinMs    withinMillis  `json:"within_ms,omitempty"`
 	Mode        executionMode `json:"mode,omitempty"`
-	Handle      string        `json:"handle,omitempty"`
-	Endpoint    string        `json:"endpoint,omitempty"`
-	Input       string        `json:"input,omitempty"`
+	Handle      string        `json:"handle,omitempty" jsonschema:"what launch answered"`
+	Endpoint    string        `json:"endpoint,omitempty" jsonschema:"send's endpoint, default \"default\""`
+	Input       string        `json:"input,omitempty" jsonschema:"send's text"`
 	WaitMs      joinMillis    `json:"wait_ms,omitempty"`
 	Permissions *Permissions  `json:"permissions,omitempty" jsonschema:"as bash's, for the program's calls only"`
 	// seam is the seam argument of an Engine serving several (see
@@ -84,7 +84,7 @@ type Details struct {
 // Tool returns the code_mode tool: run one program through vet, build
 // and run on the calling strand's authority. ReplayNever (a program may
 // write and run commands) and Exclusive (it is a batch of its own).
-// An Engine serving more than one seam takes `seam` (seamArgs); one
+// An Engine serving more than one seam takes a `seam` argument; one
 // serving one seam has no such argument in its schema.
 func (e *Engine) Tool() tool.Tool {
 	t := tool.Tool{
@@ -111,13 +111,12 @@ func (e *Engine) description() string {
 	var b strings.Builder
 	b.WriteString("Run one Go program instead of many tool calls: a batch of reads, searches, edits and checks, or the first round of an investigation. " +
 		"One file, package main with func main(); vetted, built offline and run in a jail with no files, network or processes of its own. " +
-		"It reaches the workspace only through the cap packages, on your authority (writes need fs_write or fs_edit, commands and jobs bash; ask for more with permissions, approved once before it starts). ")
+		"It reaches the workspace only through the cap packages, on your authority (writes need fs_write or fs_edit" + e.commandsClause() + "; ask for more with permissions, approved once before it starts). ")
 	fmt.Fprintf(&b, "Its stdout is the result (past %d KiB: head, tail and where the rest is kept; past %d MiB of output it is stopped); a panic fails showing stderr (println writes there). ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
 	fmt.Fprintf(&b, "Calls are safe from goroutines (at most %d unanswered), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
 	b.WriteString(modeDescription())
 	b.WriteString("A failed call is a *<pkg>.Error: switch on its Code. Unused imports and variables are repaired. ")
-	fmt.Fprintf(&b, "Bounds: kv %d keys and %d MiB per strand, kept for the session; report.emit %d MiB each, %d per run; proc.run %d at once, %d MiB of output per stream. ",
-		MaxKVKeys, MaxKVBytes>>20, MaxEmitBytes>>20, MaxEmits, MaxProcsInFlight, MaxProcOutputBytes>>20)
+	b.WriteString(e.boundsText())
 	b.WriteString(e.agentBoundsText())
 	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". In the API below ctx is a context.Context; fs_read cap:// shows each package's docs.\n", MaxSourceBytes>>10)
 	std := e.opts.Builder.StdPackages
@@ -165,7 +164,7 @@ func programSource(c *tool.Call, a codeModeArgs) ([]byte, *tool.Outcome) {
 	}
 	switch {
 	case a.Program != "" && a.ProgramPath != "":
-		return refuse(CodeNoProgram, "give the program either inline (program) or as a workspace file (program_path), not both")
+		return refuse(tool.CodeInvalidArguments, "give the program either inline (program) or as a workspace file (program_path), not both")
 	case a.Program != "":
 		return []byte(a.Program), nil
 	case a.ProgramPath != "":
@@ -280,7 +279,7 @@ func failureText(r *RunResult) string {
 	case r.Code == CodeChannelFault:
 		b.WriteString("the program's capability channel faulted, ending it: " + r.Fault)
 	case r.Code == CodeRunCancelled:
-		b.WriteString("the run was cancelled by the host")
+		b.WriteString("the run was cancelled (by mode cancel, or by the host ending the session or the call)")
 	default:
 		b.WriteString("the run failed: " + string(r.Code))
 	}

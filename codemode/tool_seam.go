@@ -153,3 +153,32 @@ func (e *Engine) examplesText() string {
 	}
 	return "Example:\n" + RecipeSurvey
 }
+
+// commandsClause says what cap/proc and cap/job need, when a served seam
+// offers either.
+func (e *Engine) commandsClause() string {
+	union := e.unionSeam().Packages
+	if slices.Contains(union, "cap/proc") || slices.Contains(union, "cap/job") {
+		return ", commands and jobs bash"
+	}
+	return ""
+}
+
+// boundsText states the bounds of the offered packages that have any.
+func (e *Engine) boundsText() string {
+	union := e.unionSeam().Packages
+	var parts []string
+	if slices.Contains(union, "cap/kv") {
+		parts = append(parts, fmt.Sprintf("kv %d keys and %d MiB per strand, kept for the session", MaxKVKeys, MaxKVBytes>>20))
+	}
+	if slices.Contains(union, "cap/report") {
+		parts = append(parts, fmt.Sprintf("report.emit %d MiB each, %d per run", MaxEmitBytes>>20, MaxEmits))
+	}
+	if slices.Contains(union, "cap/proc") {
+		parts = append(parts, fmt.Sprintf("proc.run %d at once, %d MiB of output per stream", MaxProcsInFlight, MaxProcOutputBytes>>20))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Bounds: " + strings.Join(parts, "; ") + ". "
+}

@@ -88,7 +88,7 @@ func TestToolRefusals(t *testing.T) {
 		says string
 	}{
 		{"none", map[string]any{}, CodeNoProgram, "give the program"},
-		{"both", map[string]any{"program": "x", "program_path": "prog.go"}, CodeNoProgram, "not both"},
+		{"both", map[string]any{"program": "x", "program_path": "prog.go"}, tool.CodeInvalidArguments, "not both"},
 		{"missing_path", map[string]any{"program_path": "nope.go"}, tool.CodeNotFound, "program_path"},
 		{"vet", map[string]any{"program": "package main\n\nimport \"os\"\n\nfunc main() { os.Exit(1) }\n"}, CodeVetRefused, "os"},
 		{"build", map[string]any{"program": "package main\n\nimport \"cap/fs\"\n\nfunc main() { fs.ReadEverything() }\n"}, CodeBuildRejected, "fs_read cap://fs"},

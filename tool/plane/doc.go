@@ -2,8 +2,10 @@
 // implementations, the one obvious way: the file tools and grep (package
 // tool), bash and the job tools over a job plane (package job), the
 // history_search and remember tools over a SQLite index (packages history
-// and history/sqlite), and the agent tools and todo over an in-process
-// Agency (package agent). A host takes it whole (New(Config{Workspace:
+// and history/sqlite), the agent tools and todo over an in-process
+// Agency (package agent), and code_mode (package codemode: programs on the
+// workspace seam, and with the agent tools on the orchestration seam too;
+// FamilyCodeMode, Plane.CodeMode). A host takes it whole (New(Config{Workspace:
 // dir})) or in part (Config.Families), and brings its own implementation
 // of any seam instead of the reference (Config.Jobs, Config.History,
 // Config.Memory, Config.Agency, Config.Broker, Config.Blobs).

@@ -31,8 +31,8 @@ const CloseWait = 10 * time.Second
 // (ObserveOutput, RaiseRefusal, Now) may be set before the first call.
 type Plane struct {
 	// Registry holds every tool of the configured families, in the order
-	// FamilyFiles, FamilyGrep, FamilyShell, FamilyHistory, FamilyAgents
-	// (each family in the order its package lists it).
+	// FamilyFiles, FamilyGrep, FamilyShell, FamilyHistory, FamilyAgents,
+	// FamilyCodeMode (each family in the order its package lists it).
 	Registry *tool.Registry
 	// Call is the root strand's session template: workspace, strand,
 	// base policy, environment, scratch directory, shell directory,
