@@ -49,26 +49,22 @@ type Error = client.Error
 // Start starts command (a shell command line, as bash runs it) in dir
 // under the workspace ("" is the root) and returns the job's handle.
 func Start(ctx context.Context, command, dir string) (handle string, err error) {
-	const name = "job.start"
-	args := map[string]any{"command": command}
-	if dir != "" {
-		args["dir"] = dir
-	}
-	m, err := client.Call(ctx, name, args)
-	if err != nil {
-		return "", err
-	}
-	r := client.Read(m)
-	handle = r.Str("handle")
-	return handle, r.Err(name)
+	return start(ctx, command, dir, false)
 }
 
 // StartForSession is Start for a job with no wall deadline, which runs
 // until it ends or is killed: only when the code_mode call declared
 // permissions {"wall_s": 0}, never from a sub-agent.
 func StartForSession(ctx context.Context, command, dir string) (handle string, err error) {
+	return start(ctx, command, dir, true)
+}
+
+func start(ctx context.Context, command, dir string, session bool) (string, error) {
 	const name = "job.start"
-	args := map[string]any{"command": command, "session": true}
+	args := map[string]any{"command": command}
+	if session {
+		args["session"] = true
+	}
 	if dir != "" {
 		args["dir"] = dir
 	}
@@ -77,7 +73,7 @@ func StartForSession(ctx context.Context, command, dir string) (handle string, e
 		return "", err
 	}
 	r := client.Read(m)
-	handle = r.Str("handle")
+	handle := r.Str("handle")
 	return handle, r.Err(name)
 }
 
