@@ -76,9 +76,9 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	pol, err := job.CommandPolicy(c, p.perm)
 	var d *broker.Denial
 	if errors.As(err, &d) {
-		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain() + " A program cannot ask for more access while it runs; declare it in the code_mode call's permissions, asked once before the program starts."}
+		return nil, &CapError{Code: tool.Code(d.Code), Message: d.Explain() + " A program cannot ask for more access while it runs; declare it in the code_mode call's permissions, asked once before the program starts."}
 	} else if err != nil {
-		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: "" + err.Error()}
+		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: err.Error()}
 	}
 	select {
 	case p.slots <- struct{}{}:
@@ -104,7 +104,7 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	if d := broker.DenialOf(err); d != nil {
 		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain()}
 	} else if err != nil {
-		return nil, &CapError{Code: CodeProcFailed, Message: "" + err.Error()}
+		return nil, &CapError{Code: CodeProcFailed, Message: err.Error()}
 	}
 	var out, errOut boundedBuffer
 	for o := range x.Output() {

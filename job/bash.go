@@ -58,11 +58,17 @@ const (
 // read, roots to write and the network, for one call only, each covered
 // by the session policy or approved by the operator. Roots resolve
 // links before they are composed (tool.Call.CanonicalRoot).
+//
+// Each list holds at most MaxPermissionRoots roots.
 type Permissions struct {
 	ReadableRoots []string     `json:"readable_roots,omitempty"`
 	WritableRoots []string     `json:"writable_roots,omitempty"`
 	Network       NetworkGrant `json:"network,omitempty"`
 }
+
+// MaxPermissionRoots bounds each of Permissions' root lists, so a
+// refusal that names what it would grant stays bounded.
+const MaxPermissionRoots = 16
 
 // NetworkGrant is Permissions.Network: "full" (broker.NetworkFull) or
 // absent. Its own type so that its schema is an enum (PermissionsSchemas).

@@ -180,6 +180,11 @@ func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, run bashRun
 // Compose sees it (tool.Call.CanonicalRoot), so a link cannot make a
 // root look covered by the workspace.
 func bashPolicyFor(c *tool.Call, perm *Permissions) (broker.Policy, error) {
+	if perm != nil {
+		if n := max(len(perm.ReadableRoots), len(perm.WritableRoots)); n > MaxPermissionRoots {
+			return broker.Policy{}, fmt.Errorf("permissions list %d roots in one list, at most %d each: name a directory that holds them instead", n, MaxPermissionRoots)
+		}
+	}
 	req := broker.Policy{
 		SystemRoots:   slices.Concat(broker.SystemReadableRoots(), c.Base.SystemRoots),
 		WritableRoots: append([]string{c.Workspace}, c.Base.WritableRoots...),
