@@ -226,8 +226,8 @@ func (a *approver) ended(ctx context.Context, while string) (Approval, string) {
 }
 
 // question is the text of the approval question for r, raised by tool
-// name called with args: what is wanted, exactly, and the command when
-// the arguments carry one. ok is false when the grants alone exceed
+// name called with args: what is wanted, exactly, and the command (or a
+// code_mode program, or its file) when the arguments carry one. ok is false when the grants alone exceed
 // MaxApprovalMessageBytes.
 func question(name string, args json.RawMessage, r tool.RaisedRefusal) (string, bool) {
 	var grants strings.Builder
@@ -238,10 +238,19 @@ func question(name string, args json.RawMessage, r tool.RaisedRefusal) (string, 
 	const tail = "Accept grants exactly these for this call; decline or cancel refuses them."
 	var extra strings.Builder
 	var a struct {
-		Command *string `json:"command"`
+		Command     *string `json:"command"`
+		Program     *string `json:"program"`
+		ProgramPath *string `json:"program_path"`
 	}
-	if json.Unmarshal(args, &a) == nil && a.Command != nil {
-		extra.WriteString("Command: " + cut(*a.Command, MaxApprovalQuoteBytes) + "\n")
+	if json.Unmarshal(args, &a) == nil {
+		switch {
+		case a.Command != nil:
+			extra.WriteString("Command: " + cut(*a.Command, MaxApprovalQuoteBytes) + "\n")
+		case a.Program != nil:
+			extra.WriteString("Program (the grants act on its capability calls):\n" + cut(*a.Program, MaxApprovalQuoteBytes) + "\n")
+		case a.ProgramPath != nil:
+			extra.WriteString("Program file: " + cut(*a.ProgramPath, MaxApprovalQuoteBytes) + "\n")
+		}
 	}
 	if r.Denial.Reason != "" {
 		extra.WriteString("Why it was refused: " + cut(r.Denial.Reason, MaxApprovalQuoteBytes) + "\n")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -309,7 +310,7 @@ func TestApprovalOneQuestionAtATime(t *testing.T) {
 }
 
 // TestQuestionBounded: the question names every grant and stays within
-// MaxApprovalMessageBytes, cutting a long command; grants that alone
+// MaxApprovalMessageBytes, cutting a long command or program; grants that alone
 // exceed it are not asked about at all.
 func TestQuestionBounded(t *testing.T) {
 	t.Parallel()
@@ -323,6 +324,14 @@ func TestQuestionBounded(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the question lacks %q:\n%.400s", want, msg)
 		}
+	}
+	prog := "package main\n\nfunc main() {}\n" + strings.Repeat("// x\n", MaxApprovalQuoteBytes)
+	raw, _ := json.Marshal(map[string]string{"program": prog})
+	if msg, ok := question("code_mode", raw, raised(few)); !ok || len(msg) > MaxApprovalMessageBytes || !strings.Contains(msg, "Program (the grants act on its capability calls):\npackage main") || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(prog))) {
+		t.Errorf("a code_mode question does not show its program, cut: ok=%v\n%.600s", ok, msg)
+	}
+	if msg, _ := question("code_mode", []byte(`{"program_path":"tools/survey.go"}`), raised(few)); !strings.Contains(msg, "Program file: tools/survey.go") {
+		t.Errorf("a code_mode question does not name its program file:\n%.400s", msg)
 	}
 	var many []broker.Grant
 	for i := 0; len(many)*20 < MaxApprovalMessageBytes; i++ {
