@@ -440,6 +440,28 @@ func (t *executions) receive(ctx context.Context, x *execution, endpoint string,
 	}
 }
 
+// awaitReady waits up to wait (or ctx) until x is ready for input or has
+// ended, whichever comes first.
+func (t *executions) awaitReady(ctx context.Context, x *execution, wait time.Duration) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		settled, changed := x.ready || x.state != ExecutionRunning, x.changed
+		t.mu.Unlock()
+		if settled {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // join waits up to wait (or ctx) for x to end; once it has, ended is
 // set and res and refusal are what its stages produced and the refusal
 // that stopped one (as Execute returns them).

@@ -95,3 +95,41 @@ func (s *session) refusedAfterLaunch(t *testing.T, handle, key string, value any
 		t.Errorf("check with %s was not refused: %s", key, o.Text)
 	}
 }
+
+// TestCheckWaitsForReadiness: check with wait_ms waits until the program
+// is ready for input (or has ended) and no longer, so a host need not poll;
+// check without it answers at once.
+func TestCheckWaitsForReadiness(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	h := s.launchArgs(t, nil, map[string]any{"program": scriptProgram})
+	check := func(waitMs int64) ExecutionStatus {
+		t.Helper()
+		o, _ := s.dispatchCtx(t, context.Background(), nil, map[string]any{"mode": "check", "handle": h, "wait_ms": waitMs})
+		d, ok := o.Details.(ExecutionDetails)
+		if o.IsError || !ok {
+			t.Fatalf("check: %s: %s", o.Code, o.Text)
+		}
+		return d.ExecutionStatus
+	}
+	if st := check(0); st.Ready {
+		t.Fatalf("ready before kv go was set: %+v", st)
+	}
+	if st := check(20); st.Ready || st.State != ExecutionRunning {
+		t.Fatalf("a short wait came back ready: %+v", st)
+	}
+	go func() {
+		if err := s.eng.KV().Set(s.call.Strand, "go", []byte("1")); err != nil {
+			t.Error(err)
+		}
+	}()
+	if st := check(MaxJoinWait.Milliseconds()); !st.Ready {
+		t.Fatalf("check's wait came back before readiness: %+v", st)
+	}
+	if o, _ := s.dispatchCtx(t, context.Background(), nil, map[string]any{"mode": "send", "handle": h, "input": "stop"}); o.IsError {
+		t.Fatalf("send: %s", o.Text)
+	}
+	if text := s.joined(t, h); !strings.Contains(text, "ctl") {
+		t.Errorf("join:\n%s", text)
+	}
+}

@@ -34,7 +34,7 @@ func executionModeSchemas() []tool.TypeSchema {
 		{Type: reflect.TypeFor[executionMode](), Schema: &jsonschema.Schema{Type: "string",
 			Enum: []any{string(modeRun), string(modeLaunch), string(modeSend), string(modeCheck), string(modeJoin), string(modeCancel)}}},
 		{Type: reflect.TypeFor[joinMillis](), Schema: &jsonschema.Schema{Type: "integer",
-			Description: fmt.Sprintf("join's wait, 0 or absent %d, at most %d", DefaultJoinWait.Milliseconds(), MaxJoinWait.Milliseconds())}},
+			Description: fmt.Sprintf("join's wait (0: %d), check's for readiness (0: none); at most %d", DefaultJoinWait.Milliseconds(), MaxJoinWait.Milliseconds())}},
 	}
 }
 
@@ -66,7 +66,7 @@ func modeArguments(a codeModeArgs) (mode executionMode, refusal string) {
 		"permissions": a.Permissions != nil, "seam": a.seam != ""}
 	takes := map[executionMode][]string{
 		modeRun: {"program", "program_path", "within_ms", "permissions", "seam"}, modeLaunch: {"program", "program_path", "within_ms", "permissions", "seam"},
-		modeSend: {"handle", "endpoint", "input"}, modeCheck: {"handle"}, modeJoin: {"handle", "wait_ms"}, modeCancel: {"handle"},
+		modeSend: {"handle", "endpoint", "input"}, modeCheck: {"handle", "wait_ms"}, modeJoin: {"handle", "wait_ms"}, modeCancel: {"handle"},
 	}[mode]
 	for _, k := range []string{"program", "program_path", "within_ms", "permissions", "seam", "handle", "endpoint", "input", "wait_ms"} {
 		if given[k] && !strings.Contains(" "+strings.Join(takes, " ")+" ", " "+k+" ") {
@@ -101,8 +101,7 @@ func (e *Engine) interact(ctx context.Context, c *tool.Call, a codeModeArgs) (o 
 	}
 	switch mode {
 	case modeCheck:
-		st := e.execs.status(x)
-		return tool.Outcome{Text: statusText(st), Details: ExecutionDetails{ExecutionStatus: st}}, true
+		return e.check(ctx, x, a), true
 	case modeSend:
 		return e.send(x, a), true
 	case modeJoin:
@@ -196,6 +195,25 @@ func (e *Engine) send(x *execution, a codeModeArgs) tool.Outcome {
 	}
 	st := e.execs.status(x)
 	return tool.Outcome{Text: fmt.Sprintf("sent %d bytes to %s endpoint %s; %s not yet received", len(a.Input), x.handle, endpoint, inputsText(n)), Details: ExecutionDetails{ExecutionStatus: st}}
+}
+
+// check answers x's state, first waiting at most wait_ms (0: not at all,
+// at most MaxJoinWait) until it is ready for input or has ended.
+func (e *Engine) check(ctx context.Context, x *execution, a codeModeArgs) tool.Outcome {
+	if a.WaitMs < 0 {
+		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("wait_ms must not be negative (got %d)", a.WaitMs))
+	}
+	wait := time.Duration(a.WaitMs) * time.Millisecond
+	var notes []string
+	if wait > MaxJoinWait {
+		notes = append(notes, "note: "+tool.ClampNote("wait_ms", int64(a.WaitMs), MaxJoinWait.Milliseconds()))
+		wait = MaxJoinWait
+	}
+	if wait > 0 {
+		e.execs.awaitReady(ctx, x, wait)
+	}
+	st := e.execs.status(x)
+	return tool.Outcome{Text: strings.Join(append(notes, statusText(st)), "\n"), Details: ExecutionDetails{ExecutionStatus: st}}
 }
 
 func (e *Engine) join(ctx context.Context, x *execution, a codeModeArgs) tool.Outcome {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/tool"
@@ -59,17 +58,13 @@ func main() {
 }
 `
 
-// check answers at once and has no wait: runBackground checks the
-// launched program every checkPause, at most maxChecks times, before it
-// gives up waiting for it to be ready.
-const (
-	checkPause = 10 * time.Millisecond
-	maxChecks  = 1000
-)
+// readyWaitMs is how long check waits for the launched program to be
+// ready for input.
+const readyWaitMs = 60_000
 
 // runBackground launches counter and drives it through the modes a model
-// uses: check (until it is ready: a send before execution.Ready is
-// refused), send (to the endpoint it registered), join (its result,
+// uses: check (waiting until it is ready: a send before execution.Ready
+// is refused), send (to the endpoint it registered), join (its result,
 // rendered as run renders it, without the call record).
 func runBackground(w io.Writer, p *plane.Plane) error {
 	ctx := context.Background()
@@ -78,9 +73,7 @@ func runBackground(w io.Writer, p *plane.Plane) error {
 		step++
 		raw, _ := json.Marshal(args)
 		out := p.Registry.Dispatch(ctx, p.Call.At("op-2", fmt.Sprint(step), 0), codemode.ToolName, raw)
-		if args["mode"] != "check" {
-			fmt.Fprintf(w, "\n> code_mode mode %s (error: %v, code %q):\n%s\n", args["mode"], out.IsError, out.Code, out.Text)
-		}
+		fmt.Fprintf(w, "\n> code_mode mode %s (error: %v, code %q):\n%s\n", args["mode"], out.IsError, out.Code, out.Text)
 		return out
 	}
 	io.WriteString(w, "\nbackground program:\n"+counter)
@@ -90,20 +83,10 @@ func runBackground(w io.Writer, p *plane.Plane) error {
 		return fmt.Errorf("launch: %s", out.Text)
 	}
 	h := d.Handle
-	for i := 0; ; i++ {
-		out = call(map[string]any{"mode": "check", "handle": h})
-		d, ok = out.Details.(codemode.ExecutionDetails)
-		if !ok || d.State != codemode.ExecutionRunning {
-			return fmt.Errorf("check: %s", out.Text)
-		}
-		if d.Ready {
-			fmt.Fprintf(w, "\n> code_mode mode check, after %d not ready:\n%s\n", i, out.Text)
-			break
-		}
-		if i == maxChecks {
-			return fmt.Errorf("not ready after %d checks: %s", maxChecks, out.Text)
-		}
-		time.Sleep(checkPause)
+	out = call(map[string]any{"mode": "check", "handle": h, "wait_ms": readyWaitMs})
+	d, ok = out.Details.(codemode.ExecutionDetails)
+	if !ok || !d.Ready {
+		return fmt.Errorf("not ready after %d ms: %s", readyWaitMs, out.Text)
 	}
 	for _, in := range []string{"main.go", "greet/greet.go", "done"} {
 		if out = call(map[string]any{"mode": "send", "handle": h, "endpoint": "paths", "input": in}); out.IsError {

@@ -86,13 +86,11 @@ func main() {
 	}
 	h := launched.Handle
 	fmt.Println("launch:", launched.State)
-	// check answers at once: poll it until the program is ready.
-	for i := 0; ; i++ {
-		out = codeMode(ctx, p, p.Call, fmt.Sprintf("step-2-%d", i), map[string]any{"mode": "check", "handle": h})
-		if d, ok := out.Details.(codemode.ExecutionDetails); !ok || d.Ready || d.State != codemode.ExecutionRunning {
-			fmt.Println("check: ready", ok && d.Ready, d.Endpoints)
-			break
-		}
+	// check with wait_ms waits, at most that long, until the program is
+	// ready for input (or has ended).
+	out = codeMode(ctx, p, p.Call, "step-2", map[string]any{"mode": "check", "handle": h, "wait_ms": 60000})
+	if d, ok := out.Details.(codemode.ExecutionDetails); ok {
+		fmt.Println("check: ready", d.Ready, d.Endpoints)
 	}
 	out = codeMode(ctx, p, p.Call, "step-3", map[string]any{"mode": "send", "handle": h, "input": "hello"})
 	fmt.Printf("send: error %v %q\n", out.IsError, out.Code)
