@@ -173,7 +173,7 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []st
 	for _, n := range notes {
 		b.WriteString(n + "\n")
 	}
-	fmt.Fprintf(&b, "launched %s: running, within %d ms. Use the handle with mode check, send (once it calls execution.Ready), join or cancel.\n", x.handle, within.Milliseconds())
+	fmt.Fprintf(&b, "launched %s: %s, within %d ms. Use the handle with mode check, send (once it calls execution.Ready), join or cancel.\n", x.handle, d.State, within.Milliseconds())
 	if len(bin.Edits) > 0 {
 		b.WriteString("repaired before building: " + repairsText(bin.Edits) + "\n")
 	}

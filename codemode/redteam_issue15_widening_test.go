@@ -31,7 +31,9 @@ func TestRedteamLaunchThatNeverRanComposedNoGrant(t *testing.T) {
 		t.Fatalf("control: the foreground run's grants are %s, want %s", x.Widening.State, GrantsUnreached)
 	}
 
-	h := s.launched(t, "main", src)
+	// (The launch may already read as ended: the broker refuses the run
+	// at once.)
+	h := s.launchArgs(t, nil, map[string]any{"program": src})
 	o := s.dispatch(t, map[string]any{"mode": "join", "handle": h})
 	d, ok := o.Details.(Details)
 	if !ok || !o.IsError {
