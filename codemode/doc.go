@@ -100,7 +100,8 @@
 // # Background executions
 //
 // code_mode's mode "launch" vets and builds as "run" does, then starts the
-// program under a broker step of its own ({operation, <step>/execution-<n>})
+// program under a broker step of its own ({operation,
+// <step>/execution-<epoch>-<n>}: no two Engines sharing a Broker share one)
 // on a context the Engine owns, with a copy of the launching call, and
 // answers a handle at once. The handle is minted from the call site and
 // the Engine's epoch, never from model text; "check", "send", "join" and

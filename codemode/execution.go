@@ -52,7 +52,7 @@ const (
 const DefaultEndpoint = "default"
 
 // executionStepPrefix begins the StepID suffix of a launched execution's
-// own broker step: {operation, <launching step>/execution-<n>}.
+// own broker step: {operation, <launching step>/execution-<epoch>-<n>}.
 const executionStepPrefix = "/execution-"
 
 // The refusal codes of background executions.
@@ -221,7 +221,7 @@ func (t *executions) reserve(c *tool.Call) (*execution, error) {
 	n := strconv.FormatUint(t.seq, 10)
 	site := sha256.Sum256([]byte(strings.Join([]string{c.Strand, c.OpID, c.StepID, strconv.Itoa(c.SourceIndex), n}, "\x00")))
 	served := *c
-	served.StepID = c.StepID + executionStepPrefix + n
+	served.StepID = c.StepID + executionStepPrefix + t.epoch + "-" + n
 	served.RaiseRefusal, served.ObserveOutput = nil, nil
 	ctx, cancel := context.WithCancel(t.ctx)
 	x := &execution{

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -131,5 +132,29 @@ func TestCheckWaitsForReadiness(t *testing.T) {
 	}
 	if text := s.joined(t, h); !strings.Contains(text, "ctl") {
 		t.Errorf("join:\n%s", text)
+	}
+}
+
+// TestExecutionStepsAreTheEnginesOwn: two Engines sharing a Broker (or an
+// Engine made again after a restart) mint different broker steps for
+// launches from the same call, so one's cancel or Close, which aborts its
+// executions' steps, never aborts the other's. (Before, both minted
+// <step>/execution-1: three parallel runs of TestLiveExecutionBound on the
+// shared test broker aborted each other's programs.)
+func TestExecutionStepsAreTheEnginesOwn(t *testing.T) {
+	t.Parallel()
+	c := &tool.Call{Strand: "main", OpID: "op", StepID: "step"}
+	var keys []broker.StepKey
+	for range 2 {
+		tab := newExecutions(func(broker.StepKey) {}, nil)
+		x, err := tab.reserve(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, x.key)
+		tab.drop(x)
+	}
+	if keys[0] == keys[1] {
+		t.Fatalf("two Engines minted one step for the same call: %v", keys[0])
 	}
 }

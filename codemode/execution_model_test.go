@@ -139,7 +139,7 @@ func (m *executionModel) launchAs(t *rapid.T, strand string) {
 	if err != nil {
 		t.Fatalf("launch %d of strand %s refused: %v", live+1, strand, err)
 	}
-	if x.key.StepID != c.StepID+executionStepPrefix+fmt.Sprint(m.t.seq) || x.call.StepID != x.key.StepID || x.call.Strand != strand {
+	if x.key.StepID != c.StepID+executionStepPrefix+m.t.epoch+"-"+fmt.Sprint(m.t.seq) || x.call.StepID != x.key.StepID || x.call.Strand != strand {
 		t.Fatalf("execution step %+v, call %s/%s", x.key, x.call.Strand, x.call.StepID)
 	}
 	e := &modelExecution{handle: x.handle, owner: strand, state: ExecutionRunning, queued: map[string]int{}, end: make(chan struct{}), x: x}
