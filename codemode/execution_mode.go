@@ -200,14 +200,9 @@ func (e *Engine) send(x *execution, a codeModeArgs) tool.Outcome {
 // check answers x's state, first waiting at most wait_ms (0: not at all,
 // at most MaxJoinWait) until it is ready for input or has ended.
 func (e *Engine) check(ctx context.Context, x *execution, a codeModeArgs) tool.Outcome {
-	if a.WaitMs < 0 {
-		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("wait_ms must not be negative (got %d)", a.WaitMs))
-	}
-	wait := time.Duration(a.WaitMs) * time.Millisecond
-	var notes []string
-	if wait > MaxJoinWait {
-		notes = append(notes, "note: "+tool.ClampNote("wait_ms", int64(a.WaitMs), MaxJoinWait.Milliseconds()))
-		wait = MaxJoinWait
+	wait, notes, bad := millisArg("wait_ms", int64(a.WaitMs), MaxJoinWait)
+	if bad != nil {
+		return *bad
 	}
 	if wait > 0 {
 		e.execs.awaitReady(ctx, x, wait)
@@ -217,17 +212,12 @@ func (e *Engine) check(ctx context.Context, x *execution, a codeModeArgs) tool.O
 }
 
 func (e *Engine) join(ctx context.Context, x *execution, a codeModeArgs) tool.Outcome {
-	if a.WaitMs < 0 {
-		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("wait_ms must not be negative (got %d)", a.WaitMs))
+	wait, notes, bad := millisArg("wait_ms", int64(a.WaitMs), MaxJoinWait)
+	if bad != nil {
+		return *bad
 	}
-	wait := DefaultJoinWait
-	var notes []string
-	if a.WaitMs > 0 {
-		wait = time.Duration(a.WaitMs) * time.Millisecond
-	}
-	if wait > MaxJoinWait {
-		notes = append(notes, "note: "+tool.ClampNote("wait_ms", int64(a.WaitMs), MaxJoinWait.Milliseconds()))
-		wait = MaxJoinWait
+	if wait == 0 {
+		wait = DefaultJoinWait
 	}
 	res, ended, refusal := e.execs.join(ctx, x, wait)
 	st := e.execs.status(x)

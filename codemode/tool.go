@@ -137,14 +137,9 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 	if o != nil {
 		return *o
 	}
-	if a.WithinMs < 0 {
-		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("within_ms must not be negative (got %d)", a.WithinMs))
-	}
-	within := time.Duration(a.WithinMs) * time.Millisecond
-	var notes []string
-	if within > MaxWithin {
-		notes = append(notes, "note: "+tool.ClampNote("within_ms", int64(a.WithinMs), MaxWithin.Milliseconds()))
-		within = MaxWithin
+	within, notes, bad := millisArg("within_ms", int64(a.WithinMs), MaxWithin)
+	if bad != nil {
+		return *bad
 	}
 	r := Request{Source: src, Seam: a.seam, Within: within, Permissions: a.Permissions}
 	if a.Mode == modeLaunch {
@@ -153,6 +148,20 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 	start := time.Now()
 	x, err := e.Execute(ctx, c, r)
 	return render(x, err, notes, time.Since(start))
+}
+
+// millisArg reads the millisecond argument name: negative is refused,
+// past max it is clamped to max with the note saying so, and 0 stays 0
+// (the caller's default).
+func millisArg(name string, ms int64, max time.Duration) (time.Duration, []string, *tool.Outcome) {
+	if ms < 0 {
+		o := tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("%s must not be negative (got %d)", name, ms))
+		return 0, nil, &o
+	}
+	if ms > max.Milliseconds() {
+		return max, []string{"note: " + tool.ClampNote(name, ms, max.Milliseconds())}, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil, nil
 }
 
 // programSource is the program the call names: inline, or a workspace

@@ -324,35 +324,9 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		}
 		return b, nil
 	case []any:
-		if v == nil {
-			return append(b, mpNil), nil
-		}
-		if depth >= MaxFrameDepth {
-			return nil, errDepth
-		}
-		b = appendArrayLen(b, len(v))
-		var err error
-		for _, e := range v {
-			if b, err = appendValue(b, e, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
+		return appendList(b, v, depth)
 	case []map[string]any:
-		if v == nil {
-			return append(b, mpNil), nil
-		}
-		if depth >= MaxFrameDepth {
-			return nil, errDepth
-		}
-		b = appendArrayLen(b, len(v))
-		var err error
-		for _, e := range v {
-			if b, err = appendValue(b, e, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
+		return appendList(b, v, depth)
 	case map[string]any:
 		if v == nil {
 			return append(b, mpNil), nil
@@ -368,6 +342,25 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		return appendValue(append(b, 0x81, 0xa2, 'o', 'k'), v.v, depth+1)
 	}
 	return nil, fmt.Errorf("codemode: a frame body cannot hold a %T", v)
+}
+
+// appendList appends list as an array of its elements (nil as nil), one
+// level below depth.
+func appendList[T any](b []byte, list []T, depth int) ([]byte, error) {
+	if list == nil {
+		return append(b, mpNil), nil
+	}
+	if depth >= MaxFrameDepth {
+		return nil, errDepth
+	}
+	b = appendArrayLen(b, len(list))
+	var err error
+	for _, e := range list {
+		if b, err = appendValue(b, e, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // appendMap appends a map, its keys sorted.
