@@ -93,35 +93,9 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		}
 		return b, nil
 	case []any:
-		if v == nil {
-			return append(b, cNil), nil
-		}
-		if depth >= MaxDepth {
-			return nil, ErrDepth
-		}
-		b = appendLen(b, len(v), 0x90, 16, cArray16, cArray32)
-		for _, e := range v {
-			var err error
-			if b, err = appendValue(b, e, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
+		return appendList(b, v, depth)
 	case []map[string]any:
-		if v == nil {
-			return append(b, cNil), nil
-		}
-		if depth >= MaxDepth {
-			return nil, ErrDepth
-		}
-		b = appendLen(b, len(v), 0x90, 16, cArray16, cArray32)
-		for _, e := range v {
-			var err error
-			if b, err = appendValue(b, e, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
+		return appendList(b, v, depth)
 	case map[string]any:
 		if v == nil {
 			return append(b, cNil), nil
@@ -145,6 +119,25 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		return b, nil
 	}
 	return nil, errors.New("msgpack: cannot encode a value of this Go type")
+}
+
+// appendList appends list as an array of its elements (nil as nil), one
+// level below depth.
+func appendList[T any](b []byte, list []T, depth int) ([]byte, error) {
+	if list == nil {
+		return append(b, cNil), nil
+	}
+	if depth >= MaxDepth {
+		return nil, ErrDepth
+	}
+	b = appendLen(b, len(list), 0x90, 16, cArray16, cArray32)
+	for _, e := range list {
+		var err error
+		if b, err = appendValue(b, e, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func appendInt(b []byte, n int64) []byte {
