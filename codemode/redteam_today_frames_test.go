@@ -130,3 +130,13 @@ func TestRedteamTodayDecodedValueCostBound(t *testing.T) {
 		}
 	}
 }
+
+// TestRedteamTodayLargestCallFitsAlone: a call at both frame bounds is
+// charged less than MaxInFlightBytes, so the in-flight bound refuses it
+// only while other calls are unanswered, never forever.
+func TestRedteamTodayLargestCallFitsAlone(t *testing.T) {
+	t.Parallel()
+	if worst := int64(MaxFrameBytes) + int64(MaxFrameValues)*decodedValueBytes; worst > MaxInFlightBytes {
+		t.Fatalf("a call of MaxFrameBytes holding MaxFrameValues values is charged %d bytes, past MaxInFlightBytes (%d): it could never be served", worst, MaxInFlightBytes)
+	}
+}

@@ -115,7 +115,10 @@ func ReadFrame(r io.Reader) (Frame, error) {
 // measured at about 140 bytes; TestRedteamTodayDecodedValueCostBound
 // holds every form to it), so MaxInFlightBytes bounds the decoded
 // arguments a program's unanswered calls hold, not only their frames.
-const decodedValueBytes = 192
+// A frame at both MaxFrameBytes and MaxFrameValues still fits under
+// MaxInFlightBytes alone, so every frame ReadFrame accepts can be served
+// once nothing else is in flight.
+const decodedValueBytes = 160
 
 // readFrame is ReadFrame, also returning how many values the frame held.
 func readFrame(r io.Reader) (Frame, int, error) {
