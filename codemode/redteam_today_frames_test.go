@@ -3,6 +3,7 @@ package codemode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -138,5 +139,32 @@ func TestRedteamTodayLargestCallFitsAlone(t *testing.T) {
 	t.Parallel()
 	if worst := int64(MaxFrameBytes) + int64(MaxFrameValues)*decodedValueBytes; worst > MaxInFlightBytes {
 		t.Fatalf("a call of MaxFrameBytes holding MaxFrameValues values is charged %d bytes, past MaxInFlightBytes (%d): it could never be served", worst, MaxInFlightBytes)
+	}
+}
+
+// TestRedteamTodayProgramClosingMidFrameEndsServe: a program that closes
+// its end part way through a frame (in its length, in a small frame, in
+// a large one the host reads as it arrives) ends the serve loop at once
+// with a ChannelFault: the host never waits on the rest.
+func TestRedteamTodayProgramClosingMidFrameEndsServe(t *testing.T) {
+	t.Parallel()
+	for name, part := range map[string][]byte{
+		"in the length": {0, 0},
+		"small frame":   {0, 0, 0, 40, 0x84, 0xa1, 'v', 1},
+		"large frame":   append([]byte{0, 0x10, 0, 0, 0x84}, make([]byte, 1<<10)...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g, finish := testChannel(t, echoRoute)
+			if _, err := g.conn.Write(part); err != nil {
+				t.Fatal(err)
+			}
+			g.conn.Close()
+			err, _ := finish()
+			var cf *ChannelFault
+			if !errors.As(err, &cf) {
+				t.Fatalf("serve = %v, want a ChannelFault for a frame cut short", err)
+			}
+		})
 	}
 }
