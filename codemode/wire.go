@@ -111,14 +111,15 @@ func ReadFrame(r io.Reader) (Frame, error) {
 
 // decodedValueBytes is what the in-flight bound charges for each value
 // of a call's frame, besides the frame's bytes: at least what the
-// costliest value form allocates decoding (an empty or one-entry map,
-// measured at about 140 bytes; TestRedteamTodayDecodedValueCostBound
+// costliest value form allocates decoding (a one-entry map holding an
+// empty one, measured at about 160 bytes a value with or without the
+// race detector; TestRedteamTodayDecodedValueCostBound
 // holds every form to it), so MaxInFlightBytes bounds the decoded
 // arguments a program's unanswered calls hold, not only their frames.
-// A frame at both MaxFrameBytes and MaxFrameValues still fits under
-// MaxInFlightBytes alone, so every frame ReadFrame accepts can be served
-// once nothing else is in flight.
-const decodedValueBytes = 160
+// A frame at both MaxFrameBytes and MaxFrameValues, with its length
+// prefix, still fits under MaxInFlightBytes alone, so every frame
+// ReadFrame accepts can be served once nothing else is in flight.
+const decodedValueBytes = 184
 
 // readFrame is ReadFrame, also returning how many values the frame held.
 func readFrame(r io.Reader) (Frame, int, error) {
