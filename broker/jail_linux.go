@@ -53,13 +53,15 @@ func (p *jailProcess) kill() {
 
 // killGroup sends SIGKILL to the command's process group, until the
 // execution settled (after which the group id may name someone else's).
-// A launched command's group is left alone once its init has exited: the
-// group lived in its pid namespace, which is empty by then.
+// A launched command's group is left alone once its init has exited, and
+// any command's that was its pid namespace's init once it was reaped: the
+// group lived in its pid namespace, which is empty by then, and its
+// number may already name another process's group.
 func (p *jailProcess) killGroup() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
-	case p.settled:
+	case p.settled, p.reaped && p.pidNamespace:
 	case p.jailPidfd > 0:
 		if !pidfdExited(p.jailPidfd) {
 			unix.Kill(-p.jailPid, unix.SIGKILL)

@@ -34,9 +34,10 @@ const (
 	// it serves more calls already read (one write for them all): past
 	// it, or when no whole frame is left to serve, they are written.
 	answerBatchBytes = 64 << 10
-	// MaxInFlightBytes bounds the frame bytes of a program's unanswered
-	// calls together (what their arguments hold in the host's memory); a
-	// call past it is refused in band (CodeTooManyCalls).
+	// MaxInFlightBytes bounds what a program's unanswered calls'
+	// arguments hold in the host's memory together, each call counting
+	// its frame's bytes and decodedValueBytes for each value the frame
+	// held; a call past it is refused in band (CodeTooManyCalls).
 	MaxInFlightBytes = 64 << 20
 	// MaxHeavyCalls bounds the calls of capabilities with large answers
 	// (up to tool.MaxFileBytes for fs.read) that are routed or waiting to
@@ -73,7 +74,7 @@ type channel struct {
 	// (goroutines and results) without bound, and a program that reads
 	// never sees an answer whose slot is still taken.
 	unanswered int
-	held       int64 // frame bytes of the calls in flight
+	held       int64 // bytes the calls in flight hold (see MaxInFlightBytes)
 	ending     bool
 	calls      sync.WaitGroup
 	// heavy holds a slot for each call of a capability whose answer may
@@ -84,7 +85,7 @@ type channel struct {
 type pendingCall struct {
 	cancel    context.CancelFunc
 	cancelled bool  // the program sent cancel
-	bytes     int64 // the call's frame size, held against MaxInFlightBytes
+	bytes     int64 // what the call holds, against MaxInFlightBytes
 }
 
 func newChannel(ctx context.Context, conn *hostConn, route router, rec *recorder) *channel {
@@ -110,7 +111,7 @@ func (ch *channel) serve() error {
 			ch.flush()
 		}
 		before := r.n
-		f, err := ReadFrame(r)
+		f, values, err := readFrame(r)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || ch.ctx.Err() != nil {
 				return nil
@@ -123,7 +124,7 @@ func (ch *channel) serve() error {
 		}
 		switch f.Kind {
 		case FrameCapCall:
-			if err := ch.call(f, r.n-before); err != nil {
+			if err := ch.call(f, r.n-before+int64(values)*decodedValueBytes); err != nil {
 				return err
 			}
 		case FrameCancel:
@@ -157,7 +158,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// call admits one cap_call of size bytes and serves it in a goroutine of
+// call admits one cap_call holding size bytes (its frame's and its
+// decoded values') and serves it in a goroutine of
 // its own.
 func (ch *channel) call(f Frame, size int64) error {
 	cc, err := DecodeCapCall(f.Body)

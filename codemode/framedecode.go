@@ -9,33 +9,41 @@ import (
 // decodeFrame decodes one frame body: exactly one msgpack map of the
 // keys v, id, kind and body, as ReadFrame documents.
 func decodeFrame(b []byte) (Frame, error) {
+	f, _, err := decodeFrameValues(b)
+	return f, err
+}
+
+// decodeFrameValues is decodeFrame, also returning how many values the
+// frame held (as MaxFrameValues counts them).
+func decodeFrameValues(b []byte) (Frame, int, error) {
 	if len(b) == 0 || !isMapCode(b[0]) {
-		return Frame{}, faultf("a frame is not a msgpack map")
+		return Frame{}, 0, faultf("a frame is not a msgpack map")
 	}
-	if f, err, ok := decodeEnvelope(b); ok {
-		return f, err
+	if f, values, err, ok := decodeEnvelope(b); ok {
+		return f, values, err
 	}
 	d := &frameDecoder{b: b}
 	v, err := d.value(0)
 	if err != nil {
-		return Frame{}, err
+		return Frame{}, d.values, err
 	}
 	if left := d.left(); left != 0 {
-		return Frame{}, faultf("%d bytes after the frame's map", left)
+		return Frame{}, d.values, faultf("%d bytes after the frame's map", left)
 	}
 	m := v.(map[string]any)
 	if len(m) != 4 {
-		return Frame{}, faultf("a frame has %d keys, want exactly v, id, kind and body", len(m))
+		return Frame{}, d.values, faultf("a frame has %d keys, want exactly v, id, kind and body", len(m))
 	}
 	var vals [4]any
 	for i, k := range envelopeKeys {
 		v, ok := m[k]
 		if !ok {
-			return Frame{}, faultf("a frame has no %q key", k)
+			return Frame{}, d.values, faultf("a frame has no %q key", k)
 		}
 		vals[i] = v
 	}
-	return frameOf(vals)
+	f, err := frameOf(vals)
+	return f, d.values, err
 }
 
 // envelopeKeys are a frame map's keys, in the order WriteFrame writes
@@ -47,9 +55,9 @@ var envelopeKeys = [4]string{"v", "id", "kind", "body"}
 // frame, which decodeFrame then decodes in full. A frame decodes to the
 // same value or fault on either path: the values are decoded in the same
 // order, at the same depth, counting the same.
-func decodeEnvelope(b []byte) (f Frame, err error, ok bool) {
+func decodeEnvelope(b []byte) (f Frame, values int, err error, ok bool) {
 	if b[0] != 0x84 {
-		return Frame{}, nil, false
+		return Frame{}, 0, nil, false
 	}
 	d := &frameDecoder{b: b, off: 1, values: 1}
 	var vals [4]any
@@ -57,13 +65,13 @@ func decodeEnvelope(b []byte) (f Frame, err error, ok bool) {
 	for range 4 {
 		d.values++
 		if d.left() == 0 || d.b[d.off]&0xe0 != 0xa0 {
-			return Frame{}, nil, false
+			return Frame{}, 0, nil, false
 		}
 		n := int(d.b[d.off] & 0x1f)
 		d.off++
 		key, ok := d.payload(n)
 		if !ok {
-			return Frame{}, nil, false
+			return Frame{}, 0, nil, false
 		}
 		i := -1
 		for j, k := range envelopeKeys {
@@ -72,18 +80,18 @@ func decodeEnvelope(b []byte) (f Frame, err error, ok bool) {
 			}
 		}
 		if i < 0 || seen[i] {
-			return Frame{}, nil, false
+			return Frame{}, 0, nil, false
 		}
 		seen[i] = true
 		if vals[i], err = d.value(1); err != nil {
-			return Frame{}, err, true
+			return Frame{}, d.values, err, true
 		}
 	}
 	if left := d.left(); left != 0 {
-		return Frame{}, faultf("%d bytes after the frame's map", left), true
+		return Frame{}, d.values, faultf("%d bytes after the frame's map", left), true
 	}
 	f, err = frameOf(vals)
-	return f, err, true
+	return f, d.values, err, true
 }
 
 // frameOf checks a frame's v, id, kind and body.

@@ -101,21 +101,41 @@ func faultf(format string, args ...any) *FrameError {
 // outcome with a non-zero id, a value outside the channel's msgpack
 // subset (ext, timestamp, a non-string map key, a repeated map key), or
 // past MaxFrameDepth or MaxFrameValues. It never panics and allocates at
-// most a small multiple of the bytes it read.
+// most about the bytes it read and decodedValueBytes for each value
+// (MaxFrameValues at most): a frame of small values decodes into some
+// hundred times its size.
 func ReadFrame(r io.Reader) (Frame, error) {
+	f, _, err := readFrame(r)
+	return f, err
+}
+
+// decodedValueBytes is what the in-flight bound charges for each value
+// of a call's frame, besides the frame's bytes: at least what the
+// costliest value form allocates decoding (a one-entry map holding an
+// empty one, measured at about 160 bytes a value with or without the
+// race detector; TestRedteamTodayDecodedValueCostBound
+// holds every form to it), so MaxInFlightBytes bounds the decoded
+// arguments a program's unanswered calls hold, not only their frames.
+// A frame at both MaxFrameBytes and MaxFrameValues, with its length
+// prefix, still fits under MaxInFlightBytes alone, so every frame
+// ReadFrame accepts can be served once nothing else is in flight.
+const decodedValueBytes = 184
+
+// readFrame is ReadFrame, also returning how many values the frame held.
+func readFrame(r io.Reader) (Frame, int, error) {
 	var hdr [4]byte
 	if n, err := io.ReadFull(r, hdr[:]); err != nil {
 		switch {
 		case err == io.EOF:
-			return Frame{}, io.EOF
+			return Frame{}, 0, io.EOF
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			return Frame{}, faultf("channel ended %d bytes into a frame's length", n)
+			return Frame{}, 0, faultf("channel ended %d bytes into a frame's length", n)
 		}
-		return Frame{}, fmt.Errorf("reading a frame: %w", err)
+		return Frame{}, 0, fmt.Errorf("reading a frame: %w", err)
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n > MaxFrameBytes {
-		return Frame{}, faultf("frame length %d exceeds MaxFrameBytes (%d)", n, MaxFrameBytes)
+		return Frame{}, 0, faultf("frame length %d exceeds MaxFrameBytes (%d)", n, MaxFrameBytes)
 	}
 	if n <= smallFrameBytes {
 		// Small frames, the common case, are read into a buffer of their
@@ -123,17 +143,17 @@ func ReadFrame(r io.Reader) (Frame, error) {
 		// length that lies costs no more than the bytes sent.
 		buf := make([]byte, n)
 		if got, err := io.ReadFull(r, buf); err != nil {
-			return Frame{}, frameReadError(got, n, err)
+			return Frame{}, 0, frameReadError(got, n, err)
 		}
-		return decodeFrame(buf)
+		return decodeFrameValues(buf)
 	}
 	var buf bytes.Buffer
 	buf.Grow(smallFrameBytes)
 	got, err := io.CopyN(&buf, r, int64(n))
 	if err != nil {
-		return Frame{}, frameReadError(int(got), n, err)
+		return Frame{}, 0, frameReadError(int(got), n, err)
 	}
-	return decodeFrame(buf.Bytes())
+	return decodeFrameValues(buf.Bytes())
 }
 
 // smallFrameBytes is the largest frame ReadFrame reads into a buffer of
