@@ -630,3 +630,49 @@ func TestGitGuardFencesARootSwappedForALink(t *testing.T) {
 		}
 	}
 }
+
+// livePass runs one acting pass over every guarded root now, as the
+// watch's goroutine does when inotify reports a change mid-command.
+func (w *guardWorld) livePass() {
+	w.b.git.mu.Lock()
+	roots := make([]*gitRoot, 0, len(w.b.git.roots))
+	for _, r := range w.b.git.roots {
+		roots = append(roots, r)
+	}
+	w.b.git.mu.Unlock()
+	for _, r := range roots {
+		r.mu.Lock()
+		r.pass(true)
+		r.mu.Unlock()
+	}
+}
+
+// TestGitGuardFollowsAPointerWhoseTargetComesLater: a live pass that
+// meets a .git file naming a directory not made yet keeps watching where
+// it would appear, so the config a command writes there afterwards is
+// neutralised (CI once ran the pass between the two writes).
+func TestGitGuardFollowsAPointerWhoseTargetComesLater(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"../planted", "../a/b/planted", "../early"} {
+		t.Run(target, func(t *testing.T) {
+			w := newGuardWorld(t)
+			w.git(w.ws, "init", "-q")
+			dir := filepath.Dir(strings.TrimPrefix(target, "../"))
+			_, d := w.command(func() {
+				if target == "../early" {
+					// The directory is there, not yet a git directory.
+					os.MkdirAll(filepath.Join(w.ws, "early"), 0o755)
+				}
+				w.write("sub/.git", "gitdir: "+target+"\n")
+				w.livePass()
+				w.write(filepath.Join(dir, filepath.Base(target), "config"), "[core]\n\tsshCommand = evil\n")
+			})
+			if d != nil {
+				t.Fatal(d)
+			}
+			if got := w.read(filepath.Join(dir, filepath.Base(target), "config")); strings.Contains(got, "sshCommand") {
+				t.Errorf("the config the .git file names kept sshCommand:\n%s", got)
+			}
+		})
+	}
+}

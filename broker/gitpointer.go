@@ -162,8 +162,9 @@ type hostResolution struct {
 	comps   []string
 	dir     bool
 	missing bool
-	// through lists every directory the resolution passed (as
-	// component lists), so the guard can watch those beneath the root.
+	// through lists every directory the resolution looked a name up in
+	// (as component lists; the one a missing name was sought in too), so
+	// the guard can watch those beneath the root.
 	through [][]string
 }
 
@@ -201,6 +202,11 @@ func resolveHost(h hostFS, start []string, p string) (hostResolution, error) {
 			}
 			continue
 		}
+		// Every directory a name is looked up in is one whose change can
+		// change the outcome (a link swapped, the missing target made).
+		if n := len(res.through); n == 0 || !slices.Equal(res.through[n-1], stack) {
+			res.through = append(res.through, slices.Clip(stack))
+		}
 		next := append(slices.Clip(stack), c)
 		if special(next) {
 			return res, fmt.Errorf("%w: the path passes through /%s, which means something else to each process", errGitResolve, strings.Join(next, "/"))
@@ -234,7 +240,7 @@ func resolveHost(h hostFS, start []string, p string) (hostResolution, error) {
 				return res, fmt.Errorf("%w: /%s is on procfs", errGitResolve, strings.Join(next, "/"))
 			}
 			stack = next
-			res.through = append(res.through, stack)
+			res.through = append(res.through, stack) // what it holds may make it a git directory
 		default:
 			if len(rest) > 0 {
 				// ENOTDIR for git: nothing there.
