@@ -18,12 +18,22 @@ import (
 // reading ever makes a writer wait.
 const writePollSlice = 10 * time.Millisecond
 
+// readSpin is how long a read that finds nothing keeps asking again
+// before it sleeps in read(2), while the program calls in a tight loop
+// (see hostConn.Read): about twice what a program's client takes between
+// reading one answer and sending its next call, so a loop of calls never
+// pays a sleep and a wake-up, and a program busy elsewhere costs the
+// host at most this much of one CPU before the read sleeps.
+const readSpin = 50 * time.Microsecond
+
 // hostConn is the host's end of a capability channel: a blocking
-// socket descriptor. Its one reader blocks in read(2) itself, so the
-// kernel wakes it when a frame arrives, with no trip through the
-// runtime's poller (epoll, a read that finds nothing, a goroutine
-// hand-off) on each call; BenchmarkCapabilityRoundTripFloor's bare
-// variant measures this shape. Writes never block the writer beyond
+// socket descriptor. Its one reader reads it itself, with no trip
+// through the runtime's poller (epoll, a read that finds nothing, a
+// goroutine hand-off) on each call: it asks again without sleeping for
+// up to readSpin while the program's calls come quickly, and otherwise
+// blocks in read(2), so the kernel wakes it when a frame arrives;
+// BenchmarkCapabilityRoundTripFloor's bare variant measures this
+// shape. Writes never block the writer beyond
 // its deadline (send with MSG_DONTWAIT, then poll for room). Close
 // shuts the socket down, which ends a blocked read or waiting write at
 // once, with no deadline polled for, and closes the descriptor when no
@@ -37,6 +47,10 @@ type hostConn struct {
 	closed bool // Close was called: fd is closed once refs is 0
 
 	deadline atomic.Int64 // write deadline, unix nanoseconds; 0 for none
+
+	// spin says the last read found its data within readSpin, so the
+	// next one asks again before it sleeps.
+	spin atomic.Bool
 }
 
 // errWriteTimeout is a write that ran past its deadline.
@@ -69,8 +83,18 @@ func (c *hostConn) Read(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	defer c.release()
+	if len(p) == 0 {
+		return 0, nil
+	}
+	start := time.Now()
+	if c.spin.Load() {
+		if n, done, err := c.readSpinning(p, start); done {
+			return n, err
+		}
+	}
 	for {
 		n, err := unix.Read(c.fd, p)
+		c.spin.Store(time.Since(start) < readSpin)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -81,6 +105,27 @@ func (c *hostConn) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// readSpinning asks for data without sleeping until some arrives or
+// readSpin has passed since start; done is false when it passed.
+func (c *hostConn) readSpinning(p []byte, start time.Time) (n int, done bool, err error) {
+	for time.Since(start) < readSpin {
+		n, _, err := unix.Recvfrom(c.fd, p, unix.MSG_DONTWAIT)
+		switch {
+		case err == unix.EAGAIN, err == unix.EINTR:
+			// Let a program waiting for this CPU have it.
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			continue
+		case err != nil:
+			return 0, true, fmt.Errorf("reading from the program: %w", err)
+		case n == 0:
+			return 0, true, io.EOF
+		}
+		return n, true, nil
+	}
+	c.spin.Store(false)
+	return 0, false, nil
 }
 
 // Write writes all of p or fails: at its deadline (errWriteTimeout),

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"cap/internal/wire"
 )
@@ -116,12 +117,46 @@ func Call(ctx context.Context, capName string, args map[string]any) (map[string]
 	return std.Call(ctx, capName, args)
 }
 
-// fdReader reads the channel's blocking descriptor.
-type fdReader int
+// readSpin is how long the leader's read that finds nothing asks again
+// before it sleeps in read(2), while answers come quickly: a loop of
+// cheap calls (kv, small reads) then never pays a sleep and a wake-up
+// per answer, and a slow call costs at most this much CPU before the
+// read sleeps. The host's reader does the same (codemode's readSpin).
+const readSpin = 50 * time.Microsecond
 
-func (fd fdReader) Read(p []byte) (int, error) {
+// fdReader reads the channel's blocking descriptor. Only the leader
+// reads, one read at a time.
+type fdReader struct {
+	fd int
+	// spin says the last read found its data within readSpin, so the
+	// next one asks again before it sleeps.
+	spin bool
+}
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	start := time.Now()
+	if r.spin {
+		for time.Since(start) < readSpin {
+			n, _, err := syscall.Recvfrom(r.fd, p, syscall.MSG_DONTWAIT)
+			switch {
+			case err == syscall.EAGAIN || err == syscall.EINTR:
+				// Let a host reader waiting for this CPU have it.
+				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+				continue
+			case err != nil:
+				return 0, err
+			case n == 0:
+				return 0, io.EOF
+			}
+			return n, nil
+		}
+	}
 	for {
-		n, err := syscall.Read(int(fd), p)
+		n, err := syscall.Read(r.fd, p)
+		r.spin = time.Since(start) < readSpin
 		switch {
 		case err == syscall.EINTR:
 			continue
@@ -144,7 +179,7 @@ func (c *Client) open() {
 			c.fail(&Error{Code: ChannelClosed, Message: "the capability channel is not open in this process"})
 			return
 		}
-		c.r = bufio.NewReaderSize(fdReader(c.fd), 64<<10)
+		c.r = bufio.NewReaderSize(&fdReader{fd: c.fd}, 64<<10)
 	})
 }
 
