@@ -642,3 +642,80 @@ func TestGivenSeamsWithoutAnAgency(t *testing.T) {
 		t.Errorf("the given workspace seam without an Agency offers %v", got)
 	}
 }
+
+// TestSendCeiling: strand.send is admitted MaxSends times in one
+// execution, whatever became of each send (here every one names a strand
+// that does not exist), and the next is refused admission_ceiling naming
+// the capability and the number; a fresh execution (its own tally) is
+// admitted again.
+func TestSendCeiling(t *testing.T) {
+	t.Parallel()
+	agency := agent.NewAgency(agent.RunnerFunc(func(context.Context, agent.Turn) (string, error) { return "done", nil }), agent.Options{})
+	t.Cleanup(func() { agency.Close() })
+	reg, err := tool.NewRegistry(agent.Tools(agency)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newHost := func() *seamHost {
+		return &seamHost{seam: OrchestrationSeam(), call: &tool.Call{Strand: "main", OpID: "op", StepID: "step"}, reg: reg, agency: agency}
+	}
+	send := func(h *seamHost) error {
+		_, err := h.route(context.Background(), "strand.send", map[string]any{"to": "sub:main/nobody-0000000000000000", "message": "hi"})
+		return err
+	}
+	h := newHost()
+	for i := range MaxSends {
+		var ce *CapError
+		if err := send(h); errors.As(err, &ce) && ce.Code == CodeAdmissionCeiling {
+			t.Fatalf("send %d refused at the ceiling: %v", i, err)
+		}
+	}
+	var ce *CapError
+	err = send(h)
+	if !errors.As(err, &ce) || ce.Code != CodeAdmissionCeiling {
+		t.Fatalf("send %d: %v, want %s", MaxSends, err, CodeAdmissionCeiling)
+	}
+	for _, want := range []string{"strand.send", fmt.Sprintf("ceiling of %d calls", MaxSends), "waiting frees no slot"} {
+		if !strings.Contains(ce.Message, want) {
+			t.Errorf("the refusal lacks %q: %s", want, ce.Message)
+		}
+	}
+	if err := send(newHost()); errors.As(err, &ce) && ce.Code == CodeAdmissionCeiling {
+		t.Errorf("a fresh execution's first send was refused at the ceiling: %v", err)
+	}
+}
+
+// TestAgentBoundsFollowTheOfferedPackages: the description states the
+// strand and notes ceilings only for the packages a served seam offers:
+// both with cap/strand, the notes ones alone with cap/notes alone, and
+// neither when no seam offers either.
+func TestAgentBoundsFollowTheOfferedPackages(t *testing.T) {
+	t.Parallel()
+	spawns := fmt.Sprintf("%d spawns", DefaultSpawnCeiling)
+	notes := fmt.Sprintf("%d note writes", MaxNoteWrites)
+	for _, tc := range []struct {
+		name     string
+		packages []string
+		want     []string
+		absent   []string
+	}{
+		{"strand", []string{"cap/strand", "cap/notes", "cap/report"}, []string{spawns, notes, "agent_ tool"}, nil},
+		{"notes alone", []string{"cap/notes", "cap/report"}, []string{notes, "agent_note or agent_notes"}, []string{spawns}},
+		{"neither", []string{"cap/fs", "cap/report"}, nil, []string{spawns, notes, "agent_"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine{opts: Options{Seams: []Seam{{Name: "s", Packages: tc.packages}}}}
+			got := e.agentBoundsText()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("lacks %q: %q", w, got)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(got, a) {
+					t.Errorf("states %q though no seam offers it: %q", a, got)
+				}
+			}
+		})
+	}
+}
