@@ -35,8 +35,10 @@ const (
 	// CodeSpawnCeiling: the execution reached its spawn ceiling
 	// (Options.SpawnCeiling, DefaultSpawnCeiling); waiting frees no slot.
 	CodeSpawnCeiling tool.Code = "spawn_ceiling"
-	// CodeUnknownSeam: the code_mode call named a seam the Engine does
-	// not serve; the refusal names those it does.
+	// CodeUnknownSeam: a Request (or Engine.VetOn) named a seam the
+	// Engine does not serve; the refusal names those it does. (The
+	// code_mode tool's schema lists the served seams as an enum, so a
+	// tool call naming another is invalid_arguments.)
 	CodeUnknownSeam tool.Code = "unknown_seam"
 	// CodeCallTimeout: one capability call ran past MaxCallTimeout.
 	CodeCallTimeout tool.Code = "call_timeout"

@@ -112,8 +112,9 @@
 // (CodeUnknownExecution), and one of an earlier Engine (before a restart)
 // is CodeExecutionLost. A strand has at most MaxLiveExecutions running.
 // The program's side is cap/execution (Ready, Register, Receive); a send
-// before Ready is CodeExecutionNotReady. Check and send answer at once;
-// a join waits wait_ms (DefaultJoinWait, at most MaxJoinWait), answers
+// before Ready is CodeExecutionNotReady. Send answers at once; a check
+// with wait_ms waits (at most MaxJoinWait) until the program is ready or
+// has ended; a join waits wait_ms (DefaultJoinWait, at most MaxJoinWait), answers
 // an ExecutionDetails, not an error, when the program still runs, and
 // renders an ended one's result as run does, without the call record. Cancel and
 // Engine.Close abort the execution's own step — the program and its

@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -24,7 +25,8 @@ const (
 	// CodeExecutionCeiling until one ends.
 	MaxLiveExecutions = 8
 	// MaxEndedExecutions is how many ended executions are kept per strand
-	// for check and join; past it the oldest ended one is forgotten.
+	// for check and join; past it the one that ended longest ago is
+	// forgotten (never the one ending).
 	MaxEndedExecutions = 8
 	// MaxEndpoints bounds the endpoints one execution registers,
 	// "default" included.
@@ -148,6 +150,7 @@ type executions struct {
 
 	mu     sync.Mutex
 	seq    uint64
+	ends   uint64 // executions ended so far: each one's endSeq
 	all    map[string]*execution
 	order  map[string][]*execution // strand -> its executions, oldest first
 	closed bool
@@ -171,6 +174,7 @@ type execution struct {
 	state     ExecutionState
 	started   time.Time
 	ended     time.Time
+	endSeq    uint64        // the order it ended in, among the Engine's
 	built     time.Duration // the launch's vet and build
 	ready     bool
 	endpoints []string
@@ -260,22 +264,40 @@ func (t *executions) start(x *execution, pre *Execution, run func(ctx context.Co
 	t.mu.Unlock()
 	go func() {
 		defer t.wg.Done()
-		res, err := run(x.ctx)
+		res, err := runRecovered(x.ctx, run)
 		t.finish(x, pre, res, err)
 	}()
 	return nil
 }
 
+// runRecovered is run(ctx), with a panic inside it (a bug in the host,
+// which no foreground Dispatch's recover stands behind here) turned
+// into a CodeToolPanicked failure, so the execution still ends and its
+// waiters wake.
+func runRecovered(ctx context.Context, run func(ctx context.Context) (*RunResult, error)) (res *RunResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg := fmt.Sprint(p)
+			if len(msg) > MaxErrorMessageBytes {
+				msg = msg[:MaxErrorMessageBytes] + "…"
+			}
+			res, err = nil, &CapError{Code: tool.CodeToolPanicked, Message: "the launched program's run failed inside the host (a bug in the host, not in the program): " + msg}
+		}
+	}()
+	return run(ctx)
+}
+
 // finish records how x ended, wakes its waiters, forgets the strand's
-// oldest ended executions past MaxEndedExecutions and tells the owner
-// when it ended on its own.
+// executions that ended longest ago past MaxEndedExecutions and tells
+// the owner when it ended on its own.
 func (t *executions) finish(x *execution, pre *Execution, res *RunResult, err error) {
 	x.cancel()
 	t.mu.Lock()
 	r := *pre
 	r.Run = res
 	x.result, x.err = &r, err
-	x.state, x.ended = ExecutionExited, t.now()
+	t.ends++
+	x.state, x.ended, x.endSeq = ExecutionExited, t.now(), t.ends
 	if x.byOwner {
 		x.state = ExecutionCancelled
 	}
@@ -296,23 +318,26 @@ func (t *executions) finish(x *execution, pre *Execution, res *RunResult, err er
 	}
 }
 
-// prune forgets strand's oldest ended executions past
-// MaxEndedExecutions. t.mu held.
+// prune forgets the strand's executions that ended longest ago, in the
+// order they ended (not the order they were launched: a long run that
+// just ended is kept), until at most MaxEndedExecutions are left. t.mu
+// held.
 func (t *executions) prune(strand string) {
-	ended := 0
+	var ended []*execution
 	for _, x := range t.order[strand] {
 		if x.state != ExecutionRunning {
-			ended++
+			ended = append(ended, x)
 		}
 	}
-	t.order[strand] = slices.DeleteFunc(t.order[strand], func(x *execution) bool {
-		if ended > MaxEndedExecutions && x.state != ExecutionRunning {
-			ended--
-			delete(t.all, x.handle)
-			return true
-		}
-		return false
-	})
+	if len(ended) <= MaxEndedExecutions {
+		return
+	}
+	slices.SortFunc(ended, func(a, b *execution) int { return cmp.Compare(a.endSeq, b.endSeq) })
+	forget := ended[:len(ended)-MaxEndedExecutions]
+	for _, x := range forget {
+		delete(t.all, x.handle)
+	}
+	t.order[strand] = slices.DeleteFunc(t.order[strand], func(x *execution) bool { return slices.Contains(forget, x) })
 }
 
 // handlesOf lists strand's handles (only the running ones when live).
@@ -346,7 +371,7 @@ func (t *executions) lookup(strand, handle string) (*execution, error) {
 	if len(mine) > 0 {
 		accepted = "this strand's are " + strings.Join(mine, ", ")
 	}
-	return nil, &CapError{Code: CodeUnknownExecution, Message: fmt.Sprintf("no execution %s of this strand (a handle is what launch answered, like exec-0123abcd-0123456789ab); %s", quoteArg(handle), accepted)}
+	return nil, &CapError{Code: CodeUnknownExecution, Message: fmt.Sprintf("no execution %s of this strand (a handle is what launch answered, like exec-0123abcd-0123456789ab, and only the %d that ended last are kept once ended); %s", quoteArg(handle), MaxEndedExecutions, accepted)}
 }
 
 // status is what check reports of x.

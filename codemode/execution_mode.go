@@ -56,7 +56,7 @@ type ExecutionDetails struct {
 // modeArguments says which arguments each mode takes: the source and
 // the deadline only at launch (or run), so no interaction with a running
 // program can replace what it runs or change its bounds.
-func modeArguments(a codeModeArgs) (mode executionMode, refusal string) {
+func modeArguments(a codeModeArgs, seams int) (mode executionMode, refusal string) {
 	mode = a.Mode
 	if mode == "" {
 		mode = modeRun
@@ -64,8 +64,12 @@ func modeArguments(a codeModeArgs) (mode executionMode, refusal string) {
 	given := map[string]bool{"program": a.Program != "", "program_path": a.ProgramPath != "", "within_ms": a.WithinMs != 0,
 		"handle": a.Handle != "", "endpoint": a.Endpoint != "", "input": a.Input != "", "wait_ms": a.WaitMs != 0,
 		"permissions": a.Permissions != nil, "seam": a.seam != ""}
+	build := []string{"program", "program_path", "within_ms", "permissions"}
+	if seams > 1 {
+		build = append(build, "seam") // the schema has seam only then
+	}
 	takes := map[executionMode][]string{
-		modeRun: {"program", "program_path", "within_ms", "permissions", "seam"}, modeLaunch: {"program", "program_path", "within_ms", "permissions", "seam"},
+		modeRun: build, modeLaunch: build,
 		modeSend: {"handle", "endpoint", "input"}, modeCheck: {"handle", "wait_ms"}, modeJoin: {"handle", "wait_ms"}, modeCancel: {"handle"},
 	}[mode]
 	for _, k := range []string{"program", "program_path", "within_ms", "permissions", "seam", "handle", "endpoint", "input", "wait_ms"} {
@@ -88,7 +92,7 @@ func modeArguments(a codeModeArgs) (mode executionMode, refusal string) {
 // answered is false for run and launch with their arguments, which the
 // caller goes on to build.
 func (e *Engine) interact(ctx context.Context, c *tool.Call, a codeModeArgs) (o tool.Outcome, answered bool) {
-	mode, refusal := modeArguments(a)
+	mode, refusal := modeArguments(a, len(e.opts.Seams))
 	if refusal != "" {
 		return tool.Fail(tool.CodeInvalidArguments, refusal), true
 	}
@@ -219,10 +223,15 @@ func (e *Engine) join(ctx context.Context, x *execution, a codeModeArgs) tool.Ou
 	if wait == 0 {
 		wait = DefaultJoinWait
 	}
+	start := e.execs.now()
 	res, ended, refusal := e.execs.join(ctx, x, wait)
 	st := e.execs.status(x)
 	if !ended {
-		text := strings.Join(append(notes, fmt.Sprintf("%s is still running after a %d ms wait; join again, check it, or cancel it", x.handle, wait.Milliseconds())), "\n")
+		waited := fmt.Sprintf("after a %d ms wait", wait.Milliseconds())
+		if ctx.Err() != nil {
+			waited = fmt.Sprintf("when this call ended, %d ms into its wait", e.execs.now().Sub(start).Milliseconds())
+		}
+		text := strings.Join(append(notes, fmt.Sprintf("%s is still running %s; join again, check it, or cancel it", x.handle, waited)), "\n")
 		return tool.Outcome{Text: text, Details: ExecutionDetails{ExecutionStatus: st}}
 	}
 	shown := *res

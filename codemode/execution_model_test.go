@@ -39,6 +39,7 @@ func (m *modelExecution) total() int {
 type executionModel struct {
 	t       *executions
 	byOwner map[string][]*modelExecution // oldest first, forgotten ones removed
+	endings map[string][]*modelExecution // each strand's ended ones kept, in the order they ended
 	aborted map[broker.StepKey]bool
 	noticed chan ExecutionNotice // what the table's notify was told
 	notices []ExecutionNotice    // received from noticed so far
@@ -48,7 +49,7 @@ type executionModel struct {
 }
 
 func newExecutionModel() *executionModel {
-	m := &executionModel{byOwner: map[string][]*modelExecution{}, aborted: map[broker.StepKey]bool{}, noticed: make(chan ExecutionNotice, 4096)}
+	m := &executionModel{byOwner: map[string][]*modelExecution{}, endings: map[string][]*modelExecution{}, aborted: map[broker.StepKey]bool{}, noticed: make(chan ExecutionNotice, 4096)}
 	m.t = newExecutions(func(k broker.StepKey) {
 		m.mu.Lock()
 		m.aborted[k] = true
@@ -88,24 +89,17 @@ func codeOfErr(err error) tool.Code {
 	return ""
 }
 
-// ended moves e out of running in the model and forgets its strand's
-// oldest ended executions past MaxEndedExecutions, as the table does.
+// ended moves e out of running in the model; past MaxEndedExecutions
+// ended ones, its strand forgets the one that ended first.
 func (m *executionModel) ended(e *modelExecution, state ExecutionState) {
 	e.state, e.queued = state, map[string]int{}
-	list := m.byOwner[e.owner]
-	n := 0
-	for _, y := range list {
-		if y.state != ExecutionRunning {
-			n++
-		}
+	q := append(m.endings[e.owner], e)
+	if len(q) > MaxEndedExecutions {
+		gone := q[0]
+		q = q[1:]
+		m.byOwner[e.owner] = slices.DeleteFunc(m.byOwner[e.owner], func(y *modelExecution) bool { return y == gone })
 	}
-	m.byOwner[e.owner] = slices.DeleteFunc(list, func(y *modelExecution) bool {
-		if n > MaxEndedExecutions && y.state != ExecutionRunning {
-			n--
-			return true
-		}
-		return false
-	})
+	m.endings[e.owner] = q
 }
 
 func (m *executionModel) launch(t *rapid.T) {

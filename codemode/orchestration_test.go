@@ -116,17 +116,24 @@ func TestSeamsServed(t *testing.T) {
 
 // TestSeamArgument: with two seams the schema takes seam (an enum of the
 // served names) and an absent one is the default; an unknown seam is
-// refused naming those served; with one seam the schema has no seam.
+// refused naming those served; with one seam the schema has no seam, and
+// no refusal suggests it.
 func TestSeamArgument(t *testing.T) {
 	t.Parallel()
 	s, _ := newAgentSession(t, agent.Options{}, 0)
 	tl := s.eng.Tool()
-	if !strings.Contains(string(tl.Schema), `"seam"`) || !strings.Contains(string(tl.Schema), "workspace (default), orchestration") {
+	if !strings.Contains(string(tl.Schema), `"seam"`) || !strings.Contains(string(tl.Schema), "workspace (the default), orchestration") ||
+		!strings.Contains(string(tl.Schema), `"enum":["workspace","orchestration"]`) {
 		t.Errorf("a two-seam schema lacks seam:\n%s", tl.Schema)
 	}
+	// The schema's enum refuses an unknown seam, naming those served; the
+	// Engine's own API refuses it under CodeUnknownSeam.
 	o := s.dispatch(t, map[string]any{"program": "package main\n\nfunc main() {}\n", "seam": "network"})
-	if o.Code != CodeUnknownSeam || !strings.Contains(o.Text, `"workspace"`) || !strings.Contains(o.Text, `"orchestration"`) {
+	if o.Code != tool.CodeInvalidArguments || !strings.Contains(o.Text, "workspace") || !strings.Contains(o.Text, "orchestration") {
 		t.Errorf("unknown seam: %s %s", o.Code, o.Text)
+	}
+	if _, err := s.eng.seamNamed("network"); codeOf(err) != CodeUnknownSeam || !strings.Contains(err.Error(), `"orchestration"`) {
+		t.Errorf("unknown seam through the API: %v", err)
 	}
 	// Absent, the seam is the workspace: a program importing cap/strand is
 	// refused there, naming it.
@@ -140,6 +147,13 @@ func TestSeamArgument(t *testing.T) {
 	}
 	if o := bare.dispatch(t, map[string]any{"program": "package main\n\nfunc main() {}\n", "seam": "workspace"}); !o.IsError {
 		t.Errorf("a one-seam engine took a seam argument: %s", o.Text)
+	}
+	// What a mode takes, as a refusal lists it, is what the schema takes.
+	if o := bare.dispatch(t, map[string]any{"program": "package main\n\nfunc main() {}\n", "handle": "x"}); o.Code != tool.CodeInvalidArguments || strings.Contains(o.Text, "seam") {
+		t.Errorf("a one-seam engine's refusal of handle at run: %s %s", o.Code, o.Text)
+	}
+	if o := s.dispatch(t, map[string]any{"program": "package main\n\nfunc main() {}\n", "handle": "x"}); o.Code != tool.CodeInvalidArguments || !strings.Contains(o.Text, "seam") {
+		t.Errorf("a two-seam engine's refusal of handle at run does not name seam: %s %s", o.Code, o.Text)
 	}
 }
 
@@ -691,6 +705,8 @@ func TestSendCeiling(t *testing.T) {
 // neither when no seam offers either.
 func TestAgentBoundsFollowTheOfferedPackages(t *testing.T) {
 	t.Parallel()
+	agency := agent.NewAgency(agent.RunnerFunc(func(context.Context, agent.Turn) (string, error) { return "done", nil }), agent.Options{MaxWait: 20 * time.Second})
+	t.Cleanup(func() { agency.Close() })
 	spawns := fmt.Sprintf("%d spawns", DefaultSpawnCeiling)
 	notes := fmt.Sprintf("%d note writes", MaxNoteWrites)
 	for _, tc := range []struct {
@@ -699,12 +715,13 @@ func TestAgentBoundsFollowTheOfferedPackages(t *testing.T) {
 		want     []string
 		absent   []string
 	}{
-		{"strand", []string{"cap/strand", "cap/notes", "cap/report"}, []string{spawns, notes, "agent_ tool"}, nil},
+		// The Agency's shorter wait bound is the one stated.
+		{"strand", []string{"cap/strand", "cap/notes", "cap/report"}, []string{spawns, notes, "agent_ tool", "a wait at most 20 s"}, nil},
 		{"notes alone", []string{"cap/notes", "cap/report"}, []string{notes, "agent_note or agent_notes"}, []string{spawns}},
 		{"neither", []string{"cap/fs", "cap/report"}, nil, []string{spawns, notes, "agent_"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Engine{opts: Options{Seams: []Seam{{Name: "s", Packages: tc.packages}}}}
+			e := &Engine{opts: Options{Seams: []Seam{{Name: "s", Packages: tc.packages}}, Agency: agency}}
 			got := e.agentBoundsText()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {

@@ -137,14 +137,18 @@ func checkPermissions(strand string, p *Permissions) error {
 	if *p.WallS != 0 {
 		return &CapError{Code: tool.CodeInvalidArguments, Message: fmt.Sprintf("permissions.wall_s takes only 0 (jobs for the session, with no wall deadline), not %d; omit it for jobs with the default wall", *p.WallS)}
 	}
-	if err := job.CheckLifetime(strand, job.LifetimeSession); err != nil {
-		var le *job.LifetimeError
-		if errors.As(err, &le) {
-			return &CapError{Code: le.Code, Message: "permissions.wall_s: " + le.Reason}
-		}
-		return err
+	return sessionLifetime(strand, "permissions.wall_s: ")
+}
+
+// sessionLifetime refuses, as a *CapError whose message starts with
+// prefix, a session lifetime strand may not ask for (job.CheckLifetime).
+func sessionLifetime(strand, prefix string) error {
+	err := job.CheckLifetime(strand, job.LifetimeSession)
+	var le *job.LifetimeError
+	if errors.As(err, &le) {
+		return &CapError{Code: le.Code, Message: prefix + le.Reason}
 	}
-	return nil
+	return err
 }
 
 // composePermissions composes p on c before the program starts: the

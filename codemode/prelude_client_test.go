@@ -74,6 +74,47 @@ func runProbeIn(t testing.TB, bin string, arg string, setsid bool, host func(con
 	return stdout.String()
 }
 
+// runServed starts bin, unjailed, with the program's end of a channel
+// at fd 5 (fds 3 and 4 /dev/null), serves its calls with route on the
+// host's end as an execution does, and returns the program's stdout once
+// it exited and serving ended.
+func runServed(t *testing.T, bin string, route router) string {
+	t.Helper()
+	hc, progEnd, err := channelPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.ExtraFiles = []*os.File{null, null, progEnd}
+	err = cmd.Start()
+	progEnd.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		newChannel(ctx, hc, route, newRecorder(time.Now)).serve()
+	}()
+	err = cmd.Wait()
+	hc.Close() // ends a serve still reading
+	<-done
+	if err != nil {
+		t.Fatalf("program: %v\nstderr:\n%s", err, stderr.String())
+	}
+	return stdout.String()
+}
+
 // probeHost is the test's host end: it answers with canned results and
 // checks ids, multiplexing, cancel and what follows the outcome.
 type probeHost struct {

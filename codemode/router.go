@@ -70,7 +70,7 @@ type seamHost struct {
 // tool.FileError, a job refusal) carrying a code.
 func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any, error) {
 	if !h.seam.offers(cap) {
-		return nil, &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
+		return nil, h.unknownCapability(cap)
 	}
 	if err := gate(ctx, h.reg, cap, h.call.Strand); err != nil {
 		return nil, err
@@ -108,7 +108,12 @@ func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any
 	case "execution.ready", "execution.register", "execution.receive":
 		return h.executionCall(ctx, cap, a)
 	}
-	return nil, &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
+	return nil, h.unknownCapability(cap)
+}
+
+// unknownCapability refuses cap, naming what the seam offers.
+func (h *seamHost) unknownCapability(cap string) error {
+	return &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
 }
 
 // Capabilities lists every capability a seam may serve, as a cap_call

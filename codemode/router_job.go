@@ -3,7 +3,6 @@ package codemode
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/agentloom/loom/broker"
@@ -109,10 +108,8 @@ func (h *seamHost) jobStart(ctx context.Context, a *capArgs) (any, error) {
 		bash["permissions"] = p
 	}
 	if session {
-		if err := job.CheckLifetime(h.call.Strand, job.LifetimeSession); err != nil {
-			var le *job.LifetimeError
-			errors.As(err, &le)
-			return nil, &CapError{Code: le.Code, Message: le.Reason}
+		if err := sessionLifetime(h.call.Strand, ""); err != nil {
+			return nil, err
 		}
 		if !h.permit.forSession() {
 			return nil, &CapError{Code: tool.Code(broker.DenialRequirementsNotCovered), Message: "a job for the session runs with no wall deadline, which this program was not granted: the code_mode call must declare permissions.wall_s 0 (an operator approves it where the session has a wall); a program cannot ask for it while it runs"}

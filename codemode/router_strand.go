@@ -156,10 +156,16 @@ func (h *seamHost) strandSend(ctx context.Context, a *capArgs) (any, error) {
 	return map[string]any{"kind": string(d.Kind), "handle": d.Handle.String()}, nil
 }
 
+// strandWaitBound is the longest wait strand.wait and strand.map grant
+// on agency: MaxStrandWait, or less where the Agency's MaxWaitMs is.
+func strandWaitBound(agency agent.Agency) time.Duration {
+	return min(MaxStrandWait, time.Duration(agency.MaxWaitMs())*time.Millisecond)
+}
+
 // waitFor is the wait a program asked for, in milliseconds, bounded by
 // MaxStrandWait and the Agency's MaxWaitMs.
 func (h *seamHost) waitFor(a *capArgs) time.Duration {
-	bound := min(MaxStrandWait, time.Duration(h.agency.MaxWaitMs())*time.Millisecond)
+	bound := strandWaitBound(h.agency)
 	ms := a.integer("wait_ms", bound.Milliseconds(), 0, time.Duration(1<<62).Milliseconds())
 	return min(time.Duration(ms)*time.Millisecond, bound)
 }

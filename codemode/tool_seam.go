@@ -23,10 +23,12 @@ type seamName string
 // names, the default named.
 func (e *Engine) seamSchema() tool.TypeSchema {
 	var names []string
+	var enum []any
 	for _, sm := range e.opts.Seams {
 		names = append(names, sm.Name)
+		enum = append(enum, sm.Name)
 	}
-	s := &jsonschema.Schema{Type: "string", Description: strings.Join(names, " (default), ")}
+	s := &jsonschema.Schema{Type: "string", Enum: enum, Description: names[0] + " (the default), " + strings.Join(names[1:], ", ")}
 	return tool.TypeSchema{Type: reflect.TypeFor[seamName](), Schema: s}
 }
 
@@ -93,11 +95,8 @@ func (e *Engine) agentBoundsText() string {
 	notes := fmt.Sprintf("%d note writes and %d note reads", MaxNoteWrites, MaxNoteReads)
 	switch {
 	case slices.Contains(union, "cap/strand"):
-		spawns := e.opts.SpawnCeiling
-		if spawns <= 0 {
-			spawns = DefaultSpawnCeiling
-		}
-		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s (strand's and notes' together); a wait at most %d s. Each strand and notes call needs the agent_ tool it stands for. ", spawns, MaxMapItems, MaxSends, notes, int(MaxStrandWait.Seconds()))
+		spawns := (&admissions{spawnCeiling: e.opts.SpawnCeiling}).ceiling(admitSpawn)
+		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s (strand's and notes' together); a wait at most %d s. Each strand and notes call needs the agent_ tool it stands for. ", spawns, MaxMapItems, MaxSends, notes, int(strandWaitBound(e.opts.Agency).Seconds()))
 	case slices.Contains(union, "cap/notes"):
 		return "Per run: " + notes + "; notes calls need agent_note or agent_notes. "
 	}

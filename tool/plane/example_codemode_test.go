@@ -186,8 +186,8 @@ func main() {
 // With a Runner (the host's model loop for sub-agents), code_mode serves
 // a second seam, "orchestration": a program importing cap/strand spawns,
 // joins and messages sub-agents, touching no file, network or process.
-// The seam argument picks it; an unserved seam is refused naming the ones
-// served, and a cap/fs import on the orchestration seam is refused by
+// The seam argument picks it; an unserved seam is refused by the schema
+// (an enum of the served ones, named in the refusal), and a cap/fs import on the orchestration seam is refused by
 // vetting.
 func Example_codeModeOrchestration() {
 	root, cfg, err := exampleDirs()
@@ -251,6 +251,6 @@ func main() {
 	// Output:
 	// count a completed valid {"words":2} <nil>
 	// count b completed valid {"words":4} <nil>
-	// unknown_seam
+	// invalid_arguments
 	// vet_refused
 }

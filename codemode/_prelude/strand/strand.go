@@ -85,8 +85,10 @@ type Item struct {
 	Purpose, Prompt string
 }
 
-// MapResult is one Map item's outcome: Err when its spawn or wait failed
-// (a ceiling, the host's fan-out), else the child and its Outcome.
+// MapResult is one Map item's outcome: the child and its Outcome, or Err
+// when its spawn or the wait failed (a ceiling, the host's fan-out).
+// When the spawn worked and only the wait failed, Child still names the
+// child, which runs on: Wait for it, or Send to it.
 type MapResult struct {
 	Item    Item
 	Child   Child
@@ -205,10 +207,13 @@ func Map(ctx context.Context, items []Item, o Options, wait time.Duration) ([]Ma
 		if i := len(out); i < len(items) {
 			res.Item = items[i]
 		}
+		if f.Has("handle") {
+			res.Child = readChild(f)
+		}
 		if code := f.Str("code"); code != "" {
 			res.Err = &Error{Cap: name, Code: code, Message: f.Str("message")}
 		} else {
-			res.Child, res.Outcome = readChild(f), readOutcome(f)
+			res.Outcome = readOutcome(f)
 		}
 		out = append(out, res)
 	})

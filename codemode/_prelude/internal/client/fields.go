@@ -84,6 +84,12 @@ func (f *Fields) Int(key string) int {
 	return int(n)
 }
 
+// Has reports whether the result holds key, whatever its value.
+func (f *Fields) Has(key string) bool {
+	_, ok := f.m[key]
+	return ok
+}
+
 // OptInt reads an integer field that may be absent.
 func (f *Fields) OptInt(key string) (int, bool) {
 	if _, ok := f.m[key]; !ok || f.err != nil {
