@@ -154,6 +154,10 @@ type Broker struct {
 	// tracePhases makes every Execution keep its phase marks (see
 	// phaseMark), for BenchmarkWarmPhases.
 	tracePhases bool
+	// noPrime keeps every warm helper unprimed, and primeCheckOff hands
+	// a primed helper its command without re-validating what its priming
+	// read (tests: the controls showing what re-validation stops).
+	noPrime, primeCheckOff bool
 	git         gitFences // the git guard's per-writable-root state (gitguard.go)
 
 	hostOnce sync.Once

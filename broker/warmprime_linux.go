@@ -1,0 +1,349 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// Primed helpers.
+//
+// Commands cleared back to back usually carry the same policy. A warm
+// helper may therefore be primed, while it waits, with the policy of the
+// last command of its flavour: it builds that policy's mounts and applies
+// its rlimits, capabilities, no-new-privs, Landlock and seccomp
+// (confine), exactly as it would for a command, and then waits for its
+// command. Landlock and seccomp cannot be undone, so a primed helper can
+// only ever serve that exact policy (primeKey); when a command of its
+// flavour with another policy comes, it is retired, never reused.
+//
+// What priming read from the host may have changed by the time the
+// command comes, so the broker hands a primed helper a command only when
+// all of these hold, and otherwise retires it and confines the command
+// afresh (primedFor):
+//   - the command's policy is the primed one (the helper checks it again
+//     and refuses otherwise);
+//   - every host socket the command's start lists was masked by the
+//     priming (a socket bound since is not);
+//   - the git guard's watch of every writable root stood and counted no
+//     change between before priming and the handover (so no git control
+//     file, protected path or root within them appeared, went or was
+//     replaced);
+//   - the identity (device, inode, type, link target) or absence of every
+//     host path priming depended on — every root, the working directory,
+//     every protected path, every secret it would mask, the resolver
+//     file, the socket directories, the host root's top-level links — is
+//     the same at the handover as before priming (pathPrint);
+//   - no command of this broker with another policy was running while the
+//     helper was primed or started since (such a command could have
+//     changed a path priming read and changed it back; one with this
+//     policy can change only the writable roots, which the watch covers).
+
+// primeBook is the warm pool's record of priming (under warmPool.mu).
+type primeBook struct {
+	// source is, per flavour, the priming configuration (Prime set, no
+	// command) of the last command of that flavour that could be primed
+	// for.
+	source map[flavour]helperConfig
+	// sourceKey is primeKey of source, per flavour.
+	sourceKey map[flavour]string
+	// reserve: a command of the flavour found only helpers primed for
+	// another policy; from then on one helper of it stays unprimed.
+	reserve map[flavour]bool
+	// live counts the running commands by policy key.
+	live map[string]int
+	// open are the records of primed (or priming) helpers not yet handed
+	// a command or discarded.
+	open map[*primeRecord]bool
+}
+
+// primeRecord is what the broker knows of a primed helper's priming.
+type primeRecord struct {
+	key     string
+	sockets []string // the host sockets the priming masked
+	watches []primeWatch
+	print   []pathIdent
+	// tainted: a command with another policy started since priming
+	// began (under warmPool.mu).
+	tainted bool
+}
+
+// primeWatch is a writable root's watch and its change count before
+// priming.
+type primeWatch struct {
+	w      *gitWatch
+	events uint64
+}
+
+// primeKey is the part of cfg a primed helper was confined for: all of
+// it but the command (argv, environment), its stdin and extra file, the
+// phase trace, the host sockets and Prime itself. Of those, the sockets
+// and the HOME the environment names (which adds a home whose secrets are
+// masked) decide what is confined too: primedFor checks them apart (the
+// secrets masked for the command's HOME are those masked for the
+// priming's, pathPrint).
+func primeKey(cfg helperConfig) []byte {
+	k := cfg
+	k.Argv, k.Env, k.MaskSockets = nil, nil, nil
+	k.Trace, k.NullStdin, k.Prime, k.Extra = false, false, false, extraNone
+	b, _ := json.Marshal(k)
+	return b
+}
+
+// primable says whether a helper could be primed for cfg: a policy's
+// own root (not an empty root, not the host view), with namespaces, and
+// the git guard on (its watches are what re-validates the writable
+// roots).
+func (b *Broker) primable(cfg helperConfig) bool {
+	return cfg.Namespaces && cfg.EmptyRoot == nil && !cfg.PolicyRootOff && !cfg.HostViewByRemount &&
+		!b.git.off && !b.noPrime && len(cfg.WritableRoots) > 0
+}
+
+// notePrimeSource records cfg (a command's configuration) as what the
+// next helpers of flavour f are primed for, when it can be.
+func (b *Broker) notePrimeSource(f flavour, cfg helperConfig) {
+	if !b.primable(cfg) {
+		return
+	}
+	src := cfg
+	src.Argv, src.MaskSockets = nil, nil
+	src.Env = nil
+	if h := envValue(cfg.Env, "HOME"); h != "" {
+		src.Env = []string{"HOME=" + h}
+	}
+	src.Trace, src.NullStdin, src.Extra, src.Prime = false, false, extraNone, true
+	p := &b.pool
+	p.mu.Lock()
+	if p.primes.source == nil {
+		p.primes.source, p.primes.sourceKey = map[flavour]helperConfig{}, map[flavour]string{}
+	}
+	p.primes.source[f] = src
+	p.primes.sourceKey[f] = string(primeKey(src))
+	p.mu.Unlock()
+}
+
+// noteStart records that a command with policy key starts: every primed
+// helper of another policy is tainted. It returns what to call once the
+// command's tree is gone.
+func (b *Broker) noteStart(key string) (done func()) {
+	p := &b.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for r := range p.primes.open {
+		if r.key != key {
+			r.tainted = true
+		}
+	}
+	if p.primes.live == nil {
+		p.primes.live = map[string]int{}
+	}
+	p.primes.live[key]++
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.primes.live[key]--; p.primes.live[key] <= 0 {
+			delete(p.primes.live, key)
+		}
+	}
+}
+
+// othersLiveLocked says whether a command with a policy other than key
+// runs; warmPool.mu is held.
+func (p *warmPool) othersLiveLocked(key string) bool {
+	for k, n := range p.primes.live {
+		if k != key && n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// prime primes the warm helper h, just started and prepared, for the
+// last command of its flavour, if there is one. It returns an error
+// only when h tried and failed (it is then unusable and the caller
+// discards it); a helper that was not primed stays as it was.
+func (b *Broker) prime(h *waitingHelper) error {
+	p := &b.pool
+	p.mu.Lock()
+	src, ok := p.primes.source[h.flavour]
+	rec := &primeRecord{key: p.primes.sourceKey[h.flavour]}
+	unprimed := slices.ContainsFunc(p.ready, func(r *waitingHelper) bool { return r.flavour == h.flavour && r.prime == nil })
+	if !ok || p.othersLiveLocked(rec.key) || (p.primes.reserve[h.flavour] && !unprimed) {
+		p.mu.Unlock()
+		return nil
+	}
+	if p.primes.open == nil {
+		p.primes.open = map[*primeRecord]bool{}
+	}
+	p.primes.open[rec] = true
+	p.mu.Unlock()
+	forget := func() {
+		p.mu.Lock()
+		delete(p.primes.open, rec)
+		p.mu.Unlock()
+	}
+	watches, ok := b.primeWatches(src.WritableRoots)
+	if !ok {
+		forget()
+		return nil
+	}
+	rec.watches = watches
+	rec.print = pathPrint(src)
+	src.MaskSockets = hostSockets([]string{"/"}, src.Sockets)
+	rec.sockets = src.MaskSockets
+	payload, err := json.Marshal(src)
+	if err != nil {
+		forget()
+		return nil
+	}
+	h.cfgW.Write(append(payload, '\n')) // an error means the helper is gone; the read says so
+	rep, err := h.readLine()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("primed helper ended (%w)", err)
+	case rep.Fatal != "":
+		err = errors.New(rep.Fatal)
+	case !rep.Primed:
+		err = errors.New("primed helper said something else than primed")
+	}
+	if err != nil {
+		forget()
+		return err
+	}
+	h.prime = rec
+	return nil
+}
+
+// primeWatches returns the git guard's watch of each writable root with
+// its change count now (every change queued so far noted), or false when
+// one has no standing watch.
+func (b *Broker) primeWatches(writable []string) ([]primeWatch, bool) {
+	if b.git.off || !syncWatch() {
+		return nil, false
+	}
+	var out []primeWatch
+	for _, w := range writable {
+		b.git.mu.Lock()
+		r := b.git.roots[filepath.Clean(w)]
+		b.git.mu.Unlock()
+		if r == nil {
+			return nil, false
+		}
+		r.mu.Lock()
+		watch, ok := r.watch, r.started && r.fenced == ""
+		r.mu.Unlock()
+		if watch == nil || !ok {
+			return nil, false
+		}
+		n, standing := watch.count()
+		if !standing {
+			return nil, false
+		}
+		out = append(out, primeWatch{w: watch, events: n})
+	}
+	return out, true
+}
+
+// primedFor says whether the primed helper h may serve a command whose
+// configuration is cfg (see the conditions above). Either way h's record
+// is closed: a helper that may not is retired by the caller.
+func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
+	rec := h.prime
+	key := string(primeKey(cfg))
+	p := &b.pool
+	p.mu.Lock()
+	delete(p.primes.open, rec)
+	ok := rec.key == key && !rec.tainted && !p.othersLiveLocked(key)
+	p.mu.Unlock()
+	if !ok || b.primeCheckOff {
+		return ok
+	}
+	if !primeSocketsCovered(cfg.MaskSockets, rec.sockets) || !syncWatch() {
+		return false
+	}
+	for _, w := range rec.watches {
+		if n, standing := w.w.count(); !standing || n != w.events {
+			return false
+		}
+	}
+	return slices.Equal(pathPrint(cfg), rec.print)
+}
+
+// forgetPrime closes h's priming record, if any (h is being discarded).
+func (b *Broker) forgetPrime(h *waitingHelper) {
+	if h.prime == nil {
+		return
+	}
+	b.pool.mu.Lock()
+	delete(b.pool.primes.open, h.prime)
+	b.pool.mu.Unlock()
+}
+
+// pathIdent is what pathPrint records of one host path.
+type pathIdent struct {
+	path     string
+	dev, ino uint64
+	mode     uint32
+	link     string
+	errno    unix.Errno
+}
+
+// pathPrint records the identity, or the absence, of every host path a
+// helper confined for cfg's policy depends on: the roots, the working
+// directory, the protected paths, the secrets it would mask (the homes
+// /etc/passwd names, the system secrets' globs), the kernel files it
+// masks, the resolver file (and where it leads), the host socket
+// directories (and where they lead), the shared sockets, and the host
+// root's top-level links.
+func pathPrint(cfg helperConfig) []pathIdent {
+	visible := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
+	if cfg.LandlockABI <= 0 {
+		visible = []string{"/"}
+	}
+	paths := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots, []string{cfg.Dir, "/etc/resolv.conf"},
+		cfg.Protected, hostSocketDirs, cfg.Sockets,
+		secretTargets(visible, hostHomes(envValue(cfg.Env, "HOME")), globPaths), sysMaskTargets(visible))
+	for _, d := range append([]string{"/etc/resolv.conf"}, hostSocketDirs...) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			paths = append(paths, r)
+		} else {
+			paths = append(paths, d+"\x00unresolved")
+		}
+	}
+	out := make([]pathIdent, 0, len(paths)+8)
+	for _, l := range topLevelLinks() {
+		out = append(out, pathIdent{path: "/" + l[0], link: l[1]})
+	}
+	for _, p := range paths {
+		id := pathIdent{path: p}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			id.errno, _ = err.(unix.Errno)
+			if id.errno == 0 {
+				id.errno = unix.EIO
+			}
+		} else {
+			id.dev, id.ino, id.mode = st.Dev, st.Ino, st.Mode&unix.S_IFMT
+			if id.mode == unix.S_IFLNK {
+				id.link, _ = os.Readlink(p)
+			}
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// primeSocketsCovered says whether every socket in want is in have.
+func primeSocketsCovered(want, have []string) bool {
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			return false
+		}
+	}
+	return true
+}
