@@ -158,7 +158,10 @@ type Broker struct {
 	// a primed helper its command without re-validating what its priming
 	// read (tests: the controls showing what re-validation stops).
 	noPrime, primeCheckOff bool
-	git         gitFences // the git guard's per-writable-root state (gitguard.go)
+	// primeTaintOff hands a primed helper its command even when a command
+	// with another policy ran since it was primed (tests: that control).
+	primeTaintOff bool
+	git           gitFences // the git guard's per-writable-root state (gitguard.go)
 
 	hostOnce sync.Once
 	host     *hostBound // admission against the host-wide bounds

@@ -235,7 +235,7 @@ func runHelper() int {
 			return exitHelperSetup
 		}
 		cfg = cmd
-		helperPhases.mark("command")
+		helperPhases.mark(primedCommandMark)
 		if err := takeExtraFile(cfg.Extra); err != nil {
 			report(helperReport{Layers: c.layers, Fatal: err.Error()})
 			return exitHelperSetup

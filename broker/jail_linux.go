@@ -166,7 +166,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	// another policy is not handed a command meanwhile), and the last
 	// one is what the next warm helpers are primed for.
 	key := string(primeKey(cfg))
-	done := b.noteStart(key)
+	done := noteStart(key)
 	defer func() {
 		if proc == nil {
 			done()

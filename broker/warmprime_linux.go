@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,6 +45,10 @@ import (
 //     changed a path priming read and changed it back; one with this
 //     policy can change only the writable roots, which the watch covers).
 
+// primedCommandMark is the phase mark a primed helper takes once its
+// command's configuration came.
+const primedCommandMark = "command"
+
 // primeBook is the warm pool's record of priming (under warmPool.mu).
 type primeBook struct {
 	// source is, per flavour, the priming configuration (Prime set, no
@@ -55,6 +60,13 @@ type primeBook struct {
 	// reserve: a command of the flavour found only helpers primed for
 	// another policy; from then on one helper of it stays unprimed.
 	reserve map[flavour]bool
+}
+
+// primeLedger is the process's record, across every Broker in it, of the
+// commands running and the helpers primed: a command of one broker can
+// change what a helper of another was primed with.
+var primeLedger struct {
+	mu sync.Mutex
 	// live counts the running commands by policy key.
 	live map[string]int
 	// open are the records of primed (or priming) helpers not yet handed
@@ -69,7 +81,7 @@ type primeRecord struct {
 	watches []primeWatch
 	print   []pathIdent
 	// tainted: a command with another policy started since priming
-	// began (under warmPool.mu).
+	// began (under primeLedger.mu).
 	tainted bool
 }
 
@@ -127,40 +139,66 @@ func (b *Broker) notePrimeSource(f flavour, cfg helperConfig) {
 	p.mu.Unlock()
 }
 
-// noteStart records that a command with policy key starts: every primed
-// helper of another policy is tainted. It returns what to call once the
-// command's tree is gone.
-func (b *Broker) noteStart(key string) (done func()) {
-	p := &b.pool
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for r := range p.primes.open {
+// noteStart records that a command with policy key starts, in any
+// Broker of the process: every primed helper of another policy is
+// tainted. It returns what to call once the command's tree is gone.
+func noteStart(key string) (done func()) {
+	l := &primeLedger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for r := range l.open {
 		if r.key != key {
 			r.tainted = true
 		}
 	}
-	if p.primes.live == nil {
-		p.primes.live = map[string]int{}
+	if l.live == nil {
+		l.live = map[string]int{}
 	}
-	p.primes.live[key]++
+	l.live[key]++
 	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.primes.live[key]--; p.primes.live[key] <= 0 {
-			delete(p.primes.live, key)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.live[key]--; l.live[key] <= 0 {
+			delete(l.live, key)
 		}
 	}
 }
 
 // othersLiveLocked says whether a command with a policy other than key
-// runs; warmPool.mu is held.
-func (p *warmPool) othersLiveLocked(key string) bool {
-	for k, n := range p.primes.live {
+// runs in the process; primeLedger.mu is held.
+func othersLiveLocked(key string) bool {
+	for k, n := range primeLedger.live {
 		if k != key && n > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// openPrime registers rec unless a command with another policy runs;
+// it says whether it did.
+func openPrime(rec *primeRecord) bool {
+	l := &primeLedger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if othersLiveLocked(rec.key) {
+		return false
+	}
+	if l.open == nil {
+		l.open = map[*primeRecord]bool{}
+	}
+	l.open[rec] = true
+	return true
+}
+
+// closePrime unregisters rec and says whether it is clean: not tainted,
+// and no command with another policy runs.
+func closePrime(rec *primeRecord) bool {
+	l := &primeLedger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.open, rec)
+	return !rec.tainted && !othersLiveLocked(rec.key)
 }
 
 // prime primes the warm helper h, just started and prepared, for the
@@ -173,20 +211,12 @@ func (b *Broker) prime(h *waitingHelper) error {
 	src, ok := p.primes.source[h.flavour]
 	rec := &primeRecord{key: p.primes.sourceKey[h.flavour]}
 	unprimed := slices.ContainsFunc(p.ready, func(r *waitingHelper) bool { return r.flavour == h.flavour && r.prime == nil })
-	if !ok || p.othersLiveLocked(rec.key) || (p.primes.reserve[h.flavour] && !unprimed) {
-		p.mu.Unlock()
+	reserved := p.primes.reserve[h.flavour] && !unprimed
+	p.mu.Unlock()
+	if !ok || reserved || !openPrime(rec) {
 		return nil
 	}
-	if p.primes.open == nil {
-		p.primes.open = map[*primeRecord]bool{}
-	}
-	p.primes.open[rec] = true
-	p.mu.Unlock()
-	forget := func() {
-		p.mu.Lock()
-		delete(p.primes.open, rec)
-		p.mu.Unlock()
-	}
+	forget := func() { closePrime(rec) }
 	watches, ok := b.primeWatches(src.WritableRoots)
 	if !ok {
 		forget()
@@ -255,11 +285,8 @@ func (b *Broker) primeWatches(writable []string) ([]primeWatch, bool) {
 func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 	rec := h.prime
 	key := string(primeKey(cfg))
-	p := &b.pool
-	p.mu.Lock()
-	delete(p.primes.open, rec)
-	ok := rec.key == key && !rec.tainted && !p.othersLiveLocked(key)
-	p.mu.Unlock()
+	clean := closePrime(rec)
+	ok := rec.key == key && (clean || b.primeTaintOff)
 	if !ok || b.primeCheckOff {
 		return ok
 	}
@@ -276,12 +303,9 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 
 // forgetPrime closes h's priming record, if any (h is being discarded).
 func (b *Broker) forgetPrime(h *waitingHelper) {
-	if h.prime == nil {
-		return
+	if h.prime != nil {
+		closePrime(h.prime)
 	}
-	b.pool.mu.Lock()
-	delete(b.pool.primes.open, h.prime)
-	b.pool.mu.Unlock()
 }
 
 // pathIdent is what pathPrint records of one host path.
