@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -222,6 +223,9 @@ func runHelper() int {
 		// Confined for the policy alone: say so, then wait for the
 		// command, which must carry exactly that policy.
 		report(helperReport{Primed: true})
+		// While it waits: the heap priming left goes back to the kernel
+		// now, so the exec tears down a smaller address space.
+		debug.FreeOSMemory()
 		if !readableWithin(helperConfigFd, helperIdleTimeout) {
 			return exitHelperIdle
 		}

@@ -162,11 +162,16 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	if req.probe.seccompErr != nil {
 		cfg.SeccompSkip = errnoName(req.probe.seccompErr)
 	}
-	// Every command's policy is noted while it runs (a helper primed for
-	// another policy is not handed a command meanwhile), and the last
-	// one is what the next warm helpers are primed for.
+	// Every command's policy is noted while it runs, with where it may
+	// write (a helper primed for another policy that read there is not
+	// handed a command meanwhile: see noteStart), and the last one is
+	// what the next warm helpers are primed for.
 	key := string(primeKey(cfg))
-	done := noteStart(key)
+	writable := cfg.WritableRoots
+	if !namespaces && cfg.LandlockABI <= 0 {
+		writable = []string{"/"} // nothing but the host's permissions bounds it
+	}
+	done := noteStart(key, writable)
 	defer func() {
 		if proc == nil {
 			done()

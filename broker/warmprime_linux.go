@@ -20,8 +20,9 @@ import (
 // its rlimits, capabilities, no-new-privs, Landlock and seccomp
 // (confine), exactly as it would for a command, and then waits for its
 // command. Landlock and seccomp cannot be undone, so a primed helper can
-// only ever serve that exact policy (primeKey); when a command of its
-// flavour with another policy comes, it is retired, never reused.
+// only ever serve that exact policy (primeKey); a helper primed for a
+// policy the pool no longer primes for is retired when a command of its
+// flavour comes (takeWarm), never reused.
 //
 // What priming read from the host may have changed by the time the
 // command comes, so the broker hands a primed helper a command only when
@@ -40,10 +41,11 @@ import (
 //     every protected path, every secret it would mask, the resolver
 //     file, the socket directories, the host root's top-level links — is
 //     the same at the handover as before priming (pathPrint);
-//   - no command of this broker with another policy was running while the
-//     helper was primed or started since (such a command could have
-//     changed a path priming read and changed it back; one with this
-//     policy can change only the writable roots, which the watch covers).
+//   - no command with another policy, of any Broker in the process, was
+//     running while the helper was primed or started since (such a
+//     command could have changed a path priming read and put the same
+//     inode back, a hard link, say; one with this policy can change only
+//     the writable roots, which the watches cover).
 
 // primedCommandMark is the phase mark a primed helper takes once its
 // command's configuration came.
@@ -68,7 +70,7 @@ type primeBook struct {
 var primeLedger struct {
 	mu sync.Mutex
 	// live counts the running commands by policy key.
-	live map[string]int
+	live map[string]*liveCommands
 	// open are the records of primed (or priming) helpers not yet handed
 	// a command or discarded.
 	open map[*primeRecord]bool
@@ -80,8 +82,11 @@ type primeRecord struct {
 	sockets []string // the host sockets the priming masked
 	watches []primeWatch
 	print   []pathIdent
-	// tainted: a command with another policy started since priming
-	// began (under primeLedger.mu).
+	// reach are the paths the priming depends on (primeReach), nil until
+	// known (under primeLedger.mu).
+	reach []string
+	// tainted: a command with another policy that may write within
+	// reach started since priming began (under primeLedger.mu).
 	tainted bool
 }
 
@@ -139,49 +144,90 @@ func (b *Broker) notePrimeSource(f flavour, cfg helperConfig) {
 	p.mu.Unlock()
 }
 
-// noteStart records that a command with policy key starts, in any
-// Broker of the process: every primed helper of another policy is
-// tainted. It returns what to call once the command's tree is gone.
-func noteStart(key string) (done func()) {
+// noteStart records that a command with policy key, writing (at most)
+// under writable, starts in some Broker of the process: every primed
+// helper of another policy whose priming depended on a path within
+// writable (or whose paths are not known yet) is tainted. It returns
+// what to call once the command's tree is gone.
+func noteStart(key string, writable []string) (done func()) {
+	w := writableReach(writable)
 	l := &primeLedger
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for r := range l.open {
-		if r.key != key {
+		if r.key != key && (r.reach == nil || reaches(w, r.reach)) {
 			r.tainted = true
 		}
 	}
 	if l.live == nil {
-		l.live = map[string]int{}
+		l.live = map[string]*liveCommands{}
 	}
-	l.live[key]++
+	c := l.live[key]
+	if c == nil {
+		c = &liveCommands{writable: w}
+		l.live[key] = c
+	}
+	c.n++
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.live[key]--; l.live[key] <= 0 {
+		if c.n--; c.n <= 0 {
 			delete(l.live, key)
 		}
 	}
 }
 
-// othersLiveLocked says whether a command with a policy other than key
-// runs in the process; primeLedger.mu is held.
-func othersLiveLocked(key string) bool {
-	for k, n := range primeLedger.live {
-		if k != key && n > 0 {
+// liveCommands are the running commands of one policy: how many, and
+// the paths they may write under (writableReach).
+type liveCommands struct {
+	n        int
+	writable []string
+}
+
+// writableReach is where a command with these writable roots may write:
+// each root as written and where it resolves now.
+func writableReach(writable []string) []string {
+	out := make([]string, 0, 2*len(writable))
+	for _, w := range writable {
+		out = append(out, filepath.Clean(w))
+		if r, err := filepath.EvalSymlinks(w); err == nil && r != filepath.Clean(w) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reaches says whether a path in paths lies within a root of writable.
+func reaches(writable, paths []string) bool {
+	for _, w := range writable {
+		for _, p := range paths {
+			if Covers(w, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// othersLiveLocked says whether a command with a policy other than rec's
+// runs in the process and may write where rec's priming read (any such
+// command, while rec's paths are not known); primeLedger.mu is held.
+func othersLiveLocked(rec *primeRecord) bool {
+	for k, c := range primeLedger.live {
+		if k != rec.key && c.n > 0 && (rec.reach == nil || reaches(c.writable, rec.reach)) {
 			return true
 		}
 	}
 	return false
 }
 
-// openPrime registers rec unless a command with another policy runs;
-// it says whether it did.
+// openPrime registers rec (its paths not known yet) unless a command
+// with another policy runs; it says whether it did.
 func openPrime(rec *primeRecord) bool {
 	l := &primeLedger
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if othersLiveLocked(rec.key) {
+	if othersLiveLocked(rec) {
 		return false
 	}
 	if l.open == nil {
@@ -191,14 +237,46 @@ func openPrime(rec *primeRecord) bool {
 	return true
 }
 
+// setReach records the paths rec's priming depends on (primeReach), from
+// which on only a command that may write within them taints it.
+func setReach(rec *primeRecord, reach []string) {
+	primeLedger.mu.Lock()
+	rec.reach = reach
+	primeLedger.mu.Unlock()
+}
+
 // closePrime unregisters rec and says whether it is clean: not tainted,
-// and no command with another policy runs.
+// and no command with another policy that may write where its priming
+// read runs.
 func closePrime(rec *primeRecord) bool {
 	l := &primeLedger
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.open, rec)
-	return !rec.tainted && !othersLiveLocked(rec.key)
+	return !rec.tainted && !othersLiveLocked(rec)
+}
+
+// primeReach is every path of print, and every one again where its
+// directory resolves now (a path reached through a link is changed by
+// whoever may write where the link leads).
+func primeReach(print []pathIdent) []string {
+	out := make([]string, 0, 2*len(print))
+	dirs := map[string]string{}
+	for _, id := range print {
+		out = append(out, id.path)
+		d := filepath.Dir(id.path)
+		r, ok := dirs[d]
+		if !ok {
+			if x, err := filepath.EvalSymlinks(d); err == nil {
+				r = x
+			}
+			dirs[d] = r
+		}
+		if r != "" && r != d {
+			out = append(out, filepath.Join(r, filepath.Base(id.path)))
+		}
+	}
+	return out
 }
 
 // prime primes the warm helper h, just started and prepared, for the
@@ -224,6 +302,7 @@ func (b *Broker) prime(h *waitingHelper) error {
 	}
 	rec.watches = watches
 	rec.print = pathPrint(src)
+	setReach(rec, primeReach(rec.print))
 	src.MaskSockets = hostSockets([]string{"/"}, src.Sockets)
 	rec.sockets = src.MaskSockets
 	payload, err := json.Marshal(src)
