@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,6 +83,14 @@ type primeRecord struct {
 	sockets []string // the host sockets the priming masked
 	watches []primeWatch
 	print   []pathIdent
+	// wds are the printWatch descriptors of the directories of print's
+	// paths and their ancestors, wdEvents their event count before print
+	// was taken, and watched says they cover every one of them.
+	wds      []int32
+	wdEvents uint64
+	watched  bool
+	// home is the HOME priming masked the secrets of.
+	home string
 	// reach are the paths the priming depends on (primeReach), nil until
 	// known (under primeLedger.mu).
 	reach []string
@@ -301,8 +310,16 @@ func (b *Broker) prime(h *waitingHelper) error {
 		return nil
 	}
 	rec.watches = watches
+	// The directories are watched before the paths are looked at, so any
+	// change after the look shows as an event.
+	first := pathPrint(src)
+	reach := primeReach(first)
+	rec.wds, rec.wdEvents, rec.watched = printWatchAdd(reach)
 	rec.print = pathPrint(src)
-	setReach(rec, primeReach(rec.print))
+	// The watches cover the paths looked at only if the same ones were.
+	rec.watched = rec.watched && slices.EqualFunc(first, rec.print, func(a, b pathIdent) bool { return a.path == b.path })
+	rec.home = envValue(src.Env, "HOME")
+	setReach(rec, slices.Concat(reach, primeReach(rec.print)))
 	src.MaskSockets = hostSockets([]string{"/"}, src.Sockets)
 	rec.sockets = src.MaskSockets
 	payload, err := json.Marshal(src)
@@ -377,6 +394,11 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 			return false
 		}
 	}
+	if rec.watched && envValue(cfg.Env, "HOME") == rec.home {
+		if n, ok := printWatchSum(rec.wds); ok && n == rec.wdEvents {
+			return true // no path changed: printWatch
+		}
+	}
 	return slices.Equal(pathPrint(cfg), rec.print)
 }
 
@@ -449,4 +471,130 @@ func primeSocketsCovered(want, have []string) bool {
 		}
 	}
 	return true
+}
+
+// printWatch is the process's inotify instance watching the directories
+// the paths of priming records lie in, and every ancestor of each: an
+// entry of a directory cannot appear, go or be replaced (nor a directory
+// be moved or removed) without an event in a watched directory, so while
+// none came, no path of a record changed its identity and primedFor need
+// not look (printUnchanged). Only filesystems whose every change passes
+// through this kernel's inotify are trusted so (printWatchedFS); a
+// record with a path elsewhere is always looked at.
+var printWatch struct {
+	once sync.Once
+	fd   int
+	err  error
+
+	mu       sync.Mutex
+	changes  map[int32]uint64 // events noted per watch descriptor
+	overflow uint64           // queue overflows noted
+	buf      []byte
+}
+
+// printWatchMask is every event that adds, removes or replaces a
+// directory entry, or moves or removes the directory itself.
+const printWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ATTRIB | unix.IN_ONLYDIR
+
+// printWatchedFS says whether a filesystem of this magic delivers an
+// inotify event for every change to it (local filesystems; not network,
+// FUSE, overlay or kernel filesystems, whose changes may come from
+// elsewhere).
+func printWatchedFS(magic int64) bool {
+	switch magic {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC, unix.F2FS_SUPER_MAGIC:
+		return true
+	}
+	return false
+}
+
+// printWatchStart opens the instance once.
+func printWatchStart() error {
+	w := &printWatch
+	w.once.Do(func() {
+		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			w.err = err
+			return
+		}
+		w.fd, w.changes, w.buf = fd, map[int32]uint64{}, make([]byte, inotifyReadBytes)
+	})
+	return w.err
+}
+
+// printDrainLocked notes every event queued; printWatch.mu is held. It
+// reports whether the queue read empty (false: reading failed).
+func printDrainLocked() bool {
+	w := &printWatch
+	for {
+		n, err := unix.Read(w.fd, w.buf)
+		switch {
+		case err == unix.EAGAIN:
+			return true
+		case err == unix.EINTR:
+			continue
+		case err != nil || n <= 0:
+			return false
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			wd := int32(binary.NativeEndian.Uint32(w.buf[off:]))
+			mask := binary.NativeEndian.Uint32(w.buf[off+4:])
+			off += unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(w.buf[off+12:]))
+			if mask&unix.IN_Q_OVERFLOW != 0 {
+				w.overflow++
+				continue
+			}
+			w.changes[wd]++
+		}
+	}
+}
+
+// printWatchAdd watches the directory of every path in reach and every
+// ancestor of it, and returns the watches with their event count now;
+// false when one lies on a filesystem printWatchedFS does not trust or
+// cannot be watched (a directory that does not exist is not watched: it
+// appears as an event in its parent).
+func printWatchAdd(reach []string) (wds []int32, sum uint64, ok bool) {
+	if printWatchStart() != nil {
+		return nil, 0, false
+	}
+	seen := map[string]bool{}
+	for _, p := range reach {
+		for d := filepath.Dir(p); !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			var fs unix.Statfs_t
+			if err := unix.Statfs(d, &fs); err == unix.ENOENT || err == unix.ENOTDIR {
+				continue
+			} else if err != nil || !printWatchedFS(int64(fs.Type)) {
+				return nil, 0, false
+			}
+			wd, err := unix.InotifyAddWatch(printWatch.fd, d, printWatchMask)
+			switch {
+			case err == unix.ENOENT || err == unix.ENOTDIR:
+			case err != nil:
+				return nil, 0, false
+			default:
+				wds = append(wds, int32(wd))
+			}
+		}
+	}
+	sum, ok = printWatchSum(wds)
+	return wds, sum, ok
+}
+
+// printWatchSum drains the queue and returns the events noted on wds and
+// the overflows, summed.
+func printWatchSum(wds []int32) (uint64, bool) {
+	w := &printWatch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !printDrainLocked() {
+		return 0, false
+	}
+	sum := w.overflow
+	for _, wd := range wds {
+		sum += w.changes[wd]
+	}
+	return sum, true
 }
