@@ -221,10 +221,14 @@
 // working directory, every protected path, every secret it masks for the
 // command's HOME, the kernel files it masks, the resolver file, the
 // socket directories and the host root's top-level links — is what it
-// was before priming; and no command with another policy ran in the
-// process since priming began (one could have changed a path and put the
-// same inode back; a command with the same policy can change only the
-// writable roots, which the watches cover). Otherwise the helper is
+// was before priming (not looked at again when an inotify watch of their
+// directories and of every ancestor, on local filesystems only, saw no
+// event since before priming looked and the command's HOME is the
+// priming's); and no command with another policy that may write where
+// those paths lie ran in the process since priming began (one could have
+// changed a path and put the same inode back; a command with the same
+// policy can change only the writable roots, which the git watches
+// cover). Otherwise the helper is
 // retired and the command gets one holding no policy, or one started for
 // it. The primed helper reports the layers it applied, as any other.
 // Changes made by other processes of the host between priming and the

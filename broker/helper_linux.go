@@ -244,8 +244,9 @@ func runHelper() int {
 			report(helperReport{Layers: c.layers, Fatal: err.Error()})
 			return exitHelperSetup
 		}
-		if cfg.NullStdin && c.mounted {
-			// The jail's own /dev/null (Landlock grants it).
+		if cfg.NullStdin {
+			// The jail's own /dev/null, or the host's in its view
+			// (Landlock grants it).
 			if err := nullStdin(); err != nil {
 				report(helperReport{Layers: c.layers, Fatal: fmt.Sprintf("stdin from %s: %s", devNull, err)})
 				return exitHelperSetup

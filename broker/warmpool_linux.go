@@ -153,8 +153,11 @@ func (b *Broker) fill() {
 		h, err := b.spawnHelper(f, nil, true)
 		if err == nil && f.namespaces {
 			if perr := b.prime(h); perr != nil {
+				// Unusable now; the policy is not primed for again, and
+				// the next helper is started in its place.
 				b.discard(h)
-				h, err = nil, perr
+				lease.release()
+				continue
 			}
 		}
 		p.mu.Lock()

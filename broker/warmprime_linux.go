@@ -63,6 +63,9 @@ type primeBook struct {
 	// reserve: a command of the flavour found only helpers primed for
 	// another policy; from then on one helper of it stays unprimed.
 	reserve map[flavour]bool
+	// failed is, per flavour, the key of the last policy priming failed
+	// for: it is not primed for again.
+	failed map[flavour]string
 }
 
 // primeLedger is the process's record, across every Broker in it, of the
@@ -145,6 +148,12 @@ func (b *Broker) notePrimeSource(f flavour, cfg helperConfig) {
 	src.Trace, src.NullStdin, src.Extra, src.Prime = false, false, extraNone, true
 	p := &b.pool
 	p.mu.Lock()
+	if key := string(primeKey(src)); p.primes.failed[f] == key {
+		delete(p.primes.source, f) // helpers of the flavour stay unprimed
+		delete(p.primes.sourceKey, f)
+		p.mu.Unlock()
+		return
+	}
 	if p.primes.source == nil {
 		p.primes.source, p.primes.sourceKey = map[flavour]helperConfig{}, map[flavour]string{}
 	}
@@ -339,6 +348,16 @@ func (b *Broker) prime(h *waitingHelper) error {
 	}
 	if err != nil {
 		forget()
+		p.mu.Lock()
+		if p.primes.failed == nil {
+			p.primes.failed = map[flavour]string{}
+		}
+		p.primes.failed[h.flavour] = rec.key
+		if p.primes.sourceKey[h.flavour] == rec.key {
+			delete(p.primes.source, h.flavour)
+			delete(p.primes.sourceKey, h.flavour)
+		}
+		p.mu.Unlock()
 		return err
 	}
 	h.prime = rec
