@@ -233,7 +233,8 @@
 // it. The primed helper reports the layers it applied, as any other.
 // Changes made by other processes of the host between priming and the
 // handover that leave every identity above as it was (a file's content,
-// which the jail shows live anyway) are not looked for.
+// which the jail shows live anyway) are not looked for, nor are mounts
+// the host makes meanwhile (no warm helper's mount table shows those).
 //
 // Warm helpers count against Options.MaxLiveCommands: one is started only
 // while no command waits and another slot stays free for the next

@@ -105,6 +105,7 @@ type primeRecord struct {
 // primeWatch is a writable root's watch and its change count before
 // priming.
 type primeWatch struct {
+	r      *gitRoot
 	w      *gitWatch
 	events uint64
 }
@@ -389,7 +390,7 @@ func (b *Broker) primeWatches(writable []string) ([]primeWatch, bool) {
 		if !standing {
 			return nil, false
 		}
-		out = append(out, primeWatch{w: watch, events: n})
+		out = append(out, primeWatch{r: r, w: watch, events: n})
 	}
 	return out, true
 }
@@ -409,7 +410,10 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 		return false
 	}
 	for _, w := range rec.watches {
-		if n, standing := w.w.count(); !standing || n != w.events {
+		w.r.mu.Lock()
+		same := w.r.watch == w.w // not replaced by a watch of another directory
+		w.r.mu.Unlock()
+		if n, standing := w.w.count(); !same || !standing || n != w.events {
 			return false
 		}
 	}
