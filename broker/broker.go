@@ -154,7 +154,14 @@ type Broker struct {
 	// tracePhases makes every Execution keep its phase marks (see
 	// phaseMark), for BenchmarkWarmPhases.
 	tracePhases bool
-	git         gitFences // the git guard's per-writable-root state (gitguard.go)
+	// noPrime keeps every warm helper unprimed, and primeCheckOff hands
+	// a primed helper its command without re-validating what its priming
+	// read (tests: the controls showing what re-validation stops).
+	noPrime, primeCheckOff bool
+	// primeTaintOff hands a primed helper its command even when a command
+	// with another policy ran since it was primed (tests: that control).
+	primeTaintOff bool
+	git           gitFences // the git guard's per-writable-root state (gitguard.go)
 
 	hostOnce sync.Once
 	host     *hostBound // admission against the host-wide bounds

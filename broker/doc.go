@@ -20,10 +20,12 @@
 //     it, its process group).
 //   - Output waits in a bounded queue: a slow consumer slows the command,
 //     never grows host memory.
-//   - A helper serves exactly one command. A warm helper (see below) holds
-//     no policy before its command is handed to it: what it makes ahead
-//     no policy decides, and its command's roots, masks and protected
-//     paths are all read from the host when the command comes; no
+//   - A helper serves exactly one command. A warm helper (see below)
+//     holds no policy before its command is handed to it, or is primed
+//     with exactly one (the last command's of its flavour) and then
+//     serves only a command with that very policy, once the broker has
+//     re-validated everything its priming read from the host; a primed
+//     helper that does not qualify is retired, never reused. No
 //     namespace, mount or process outlives the command it served.
 //
 // # The Linux jail
@@ -198,6 +200,42 @@
 // scratch, the hidden socket directories, the secrets found then, the
 // host's sockets, the protected paths — exactly as a helper started for
 // the command does, reporting the same layers.
+//
+// A warm helper with namespaces may, once ready, be primed with the
+// policy of the last command of its flavour that had a policy root (not
+// an empty root), writable roots and the git guard on: it builds that
+// policy's whole mount table and applies its namespace limits, loopback,
+// rlimits, capabilities, no-new-privs, Landlock and seccomp exactly as
+// above, and waits for a command. Those cannot be undone, so a command
+// with any other policy (the roots, protected paths, limits, required
+// layers, working directory — everything but its argv, environment,
+// stdin and extra file) is never handed it: a helper primed for a policy
+// the pool no longer primes for is retired when a command of its flavour
+// comes, and once a command found only helpers primed for another policy,
+// the pool keeps one helper of the flavour unprimed. A primed helper is
+// handed a command with its policy only when, at the handover: every host
+// socket the command's start lists was masked by the priming; the git
+// guard's watch of every writable root stood and noted no change since
+// before priming; the identity (device, inode, type, link target) or
+// absence of every host path priming depended on — every root, the
+// working directory, every protected path, every secret it masks for the
+// command's HOME, the kernel files it masks, the resolver file, the
+// socket directories and the host root's top-level links — is what it
+// was before priming (not looked at again when an inotify watch of their
+// directories and of every ancestor, on local filesystems only, saw no
+// event since before priming looked and the command's HOME is the
+// priming's); and no command with another policy that may write where
+// those paths lie ran in the process since priming began (one could have
+// changed a path and put the same inode back; a command with the same
+// policy can change only the writable roots, which the git watches
+// cover). Otherwise the helper is
+// retired and the command gets one holding no policy, or one started for
+// it. The primed helper reports the layers it applied, as any other.
+// Changes made by other processes of the host between priming and the
+// handover that leave every identity above as it was (a file's content,
+// which the jail shows live anyway) are not looked for, nor are mounts
+// the host makes meanwhile (no warm helper's mount table shows those).
+//
 // Warm helpers count against Options.MaxLiveCommands: one is started only
 // while no command waits and another slot stays free for the next
 // command, and when a command starts waiting every warm helper is

@@ -73,6 +73,10 @@ func TestExtraFileReachesTheCommand(t *testing.T) {
 				opts = Options{}
 			}
 			b := newTestBroker(t, opts)
+			// The jails alternate policies: every one is handed a helper
+			// holding none (TestPrimedHelperTakesTheExtraFile covers a
+			// primed one).
+			b.noPrime = true
 			var spawned, inClear atomic.Int32
 			b.onSpawn = func(_ int, warm bool) {
 				// A warm helper the pool starts meanwhile is not the

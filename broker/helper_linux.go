@@ -1,12 +1,16 @@
 package broker
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,6 +100,11 @@ type helperConfig struct {
 	// Trace asks for the helper's phase marks in its last report (set only
 	// by BenchmarkWarmPhases).
 	Trace bool `json:"trace,omitempty"`
+	// Prime: this configuration carries a policy and no command; the
+	// helper confines itself for it (see confine), says Primed, and then
+	// reads the command's configuration, which must carry the same policy
+	// (primeKey).
+	Prime bool `json:"prime,omitempty"`
 }
 
 // helperReport is one message from a helper: the layers it applied,
@@ -117,6 +126,9 @@ type helperReport struct {
 	Prepared bool `json:"prepared,omitempty"`
 	// Phases are the helper's phase marks (with helperConfig.Trace).
 	Phases []phaseMark `json:"phases,omitempty"`
+	// Primed: a helper given a Prime configuration applied every layer
+	// it decides and waits for its command.
+	Primed bool `json:"primed,omitempty"`
 }
 
 func init() { HelperMain() }
@@ -180,137 +192,72 @@ func runHelper() int {
 		// A warm helper nobody needed: leave without a word.
 		return exitHelperIdle
 	}
-	var cfg helperConfig
-	raw, err := io.ReadAll(io.LimitReader(os.NewFile(helperConfigFd, "config"), maxHelperConfigBytes))
-	unix.Close(helperConfigFd)
-	if err == nil {
-		err = json.Unmarshal(raw, &cfg)
-	}
-	if err == nil && len(cfg.Argv) == 0 {
-		err = fmt.Errorf("empty argv")
-	}
+	in := bufio.NewReaderSize(os.NewFile(helperConfigFd, "config"), 64<<10)
+	cfg, err := readHelperConfig(in)
 	if err != nil {
 		report(helperReport{Fatal: "helper config: " + err.Error()})
 		return exitHelperSetup
 	}
 	helperPhases.mark("config")
-	var layers []Layer
-	fatal := func(err error) int {
-		report(helperReport{Layers: layers, Fatal: err.Error()})
-		return exitHelperSetup
-	}
-	if err := takeExtraFile(cfg.Extra); err != nil {
-		return fatal(err)
-	}
-	if cfg.NullStdin {
-		if err := nullStdin(); err != nil {
-			return fatal(fmt.Errorf("stdin from %s: %w", devNull, err))
+	if !cfg.Prime {
+		unix.Close(helperConfigFd)
+		// The command's own: the extra file and stdin come before the
+		// mounts, as the host's /dev/null is opened before the jail's.
+		if err := takeExtraFile(cfg.Extra); err != nil {
+			report(helperReport{Fatal: err.Error()})
+			return exitHelperSetup
 		}
-	}
-
-	landlockWrite := append([]string(nil), cfg.WritableRoots...)
-	landlockRead := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
-	landlockFiles := []string{devNull}
-	pidMax := uint64(0)
-	if cfg.Namespaces {
-		m, err := setupMounts(cfg)
-		if err != nil {
-			return fatal(err)
-		}
-		pidMax = m.pidMax
 		if cfg.NullStdin {
-			// The jail's own /dev/null now: the host's, opened above, lives
-			// on a mount the jail's root may no longer show. Should the
-			// jail have none, fd 0 stays the host's, which reads the same.
-			nullStdin()
-		}
-		l := m.layer
-		layers = append(layers, l, m.root, m.limits)
-		if l.Applied {
-			// The private /proc, /dev and /tmp exist only inside this jail.
-			landlockRead = append(landlockRead, "/proc", "/dev")
-			landlockWrite = append(landlockWrite, ScratchDir, "/dev/shm")
-			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full")
-		}
-		if cfg.EmptyRoot != nil {
-			landlockRead, landlockWrite = emptyRootReadable(*cfg.EmptyRoot), nil
-		}
-		if cfg.NetworkOff {
-			if err := helperLoopbackUp(); err != nil {
-				layers = append(layers, Layer{Name: LayerLoopback, Reason: errnoName(err)})
-			} else {
-				layers = append(layers, Layer{Name: LayerLoopback, Applied: true})
+			if err := nullStdin(); err != nil {
+				report(helperReport{Fatal: fmt.Sprintf("stdin from %s: %s", devNull, err)})
+				return exitHelperSetup
 			}
 		}
-	} else {
-		layers = append(layers,
-			Layer{Name: LayerMounts, Reason: "no mount namespace: the host view is not read-only by mount (chmod, utime and xattr outside the writable roots are not refused), no secret or socket is hidden, /proc, /dev and /tmp are the host's"},
-			Layer{Name: LayerPolicyRoot, Reason: "no mount namespace: the whole host view is the jail's, every host socket in it reachable"},
-			Layer{Name: LayerNamespaceLimits, Reason: "no IPC or user namespace of the jail's own: SysV shared memory, message queues and inotify watches are bounded only by the host's limits"})
 	}
+	c, err := confine(cfg)
+	if err != nil {
+		report(helperReport{Layers: c.layers, Fatal: err.Error()})
+		return exitHelperSetup
+	}
+	if cfg.Prime {
+		// Confined for the policy alone: say so, then wait for the
+		// command, which must carry exactly that policy.
+		report(helperReport{Primed: true})
+		// While it waits: the heap priming left goes back to the kernel
+		// now, so the exec tears down a smaller address space.
+		debug.FreeOSMemory()
+		if !readableWithin(helperConfigFd, helperIdleTimeout) {
+			return exitHelperIdle
+		}
+		cmd, err := readHelperConfig(in)
+		unix.Close(helperConfigFd)
+		if err == nil && (!bytes.Equal(primeKey(cmd), primeKey(cfg)) || !primeSocketsCovered(cmd.MaskSockets, cfg.MaskSockets)) {
+			err = errors.New("the command's policy is not the one this helper was primed with")
+		}
+		if err != nil {
+			report(helperReport{Fatal: "helper config: " + err.Error()})
+			return exitHelperSetup
+		}
+		cfg = cmd
+		helperPhases.mark(primedCommandMark)
+		if err := takeExtraFile(cfg.Extra); err != nil {
+			report(helperReport{Layers: c.layers, Fatal: err.Error()})
+			return exitHelperSetup
+		}
+		if cfg.NullStdin {
+			// The jail's own /dev/null, or the host's in its view
+			// (Landlock grants it).
+			if err := nullStdin(); err != nil {
+				report(helperReport{Layers: c.layers, Fatal: fmt.Sprintf("stdin from %s: %s", devNull, err)})
+				return exitHelperSetup
+			}
+		}
+	}
+	layers := c.layers
 	if err := unix.Chdir(cfg.Dir); err != nil {
 		report(helperReport{Layers: layers, Exec: fmt.Sprintf("chdir %s: %s", cfg.Dir, errnoName(err))})
 		return exitHelperExec
 	}
-
-	helperPhases.mark("mounts")
-	layers = append(layers, applyRlimits(cfg.Limits, cfg.Namespaces, pidMax))
-	capLayer, err := dropCapabilities()
-	if err != nil {
-		return fatal(err)
-	}
-	layers = append(layers, capLayer)
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fatal(fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err))
-	}
-	layers = append(layers, Layer{Name: LayerNoNewPrivs, Applied: true})
-
-	var landlockFileWrite []string
-	carved := 0
-	if !cfg.Namespaces && len(cfg.Protected) > 0 {
-		// No mount namespace holds the protected paths read-only: Landlock
-		// must refuse them outright, by never granting them.
-		landlockWrite, landlockFileWrite, carved = carveWritable(landlockWrite, cfg.Protected)
-	}
-	switch {
-	case cfg.LandlockABI <= 0:
-		layers = append(layers, Layer{Name: LayerLandlock, Reason: cfg.LandlockSkip})
-	default:
-		linked, err := applyLandlock(landlockPlan{
-			ABI: cfg.LandlockABI, Read: landlockRead, Write: landlockWrite,
-			FileRW: landlockFiles, FileWrite: landlockFileWrite, NetworkOff: cfg.NetworkOff,
-		})
-		if err != nil {
-			layers = append(layers, Layer{Name: LayerLandlock, Reason: errnoName(err)})
-		} else {
-			l := Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, landlockMaxKnownABI))}
-			var params []string
-			if carved > 0 {
-				params = append(params, fmt.Sprintf("%d dirs around protected paths read-only", carved))
-			}
-			if len(linked) > 0 {
-				params = append(params, "no rule for roots reached through a link ("+strings.Join(linked, ", ")+")")
-			}
-			l.Params = strings.Join(params, "; ")
-			layers = append(layers, l)
-		}
-	}
-	helperPhases.mark("landlock")
-	switch {
-	case !cfg.Seccomp:
-		layers = append(layers, Layer{Name: LayerSeccomp, Reason: cfg.SeccompSkip})
-	default:
-		if err := applySeccomp(cfg.NetworkOff); err != nil {
-			layers = append(layers, Layer{Name: LayerSeccomp, Reason: errnoName(err)})
-		} else {
-			params := "denied syscalls, namespace clones, terminal-injection ioctls, setuid/setgid modes; clone3 and openat2 ENOSYS"
-			if cfg.NetworkOff {
-				params += "; non-unix sockets"
-			}
-			layers = append(layers, Layer{Name: LayerSeccomp, Applied: true, Params: params})
-		}
-	}
-
 	if missing := missingRequired(cfg.Required, cfg.Namespaces, layers); missing != nil {
 		report(helperReport{Layers: layers, Refused: missing})
 		return exitHelperSetup
@@ -325,7 +272,8 @@ func runHelper() int {
 		}
 	}
 	if err := sealDescriptors(cfg.Extra != extraNone); err != nil {
-		return fatal(err)
+		report(helperReport{Layers: layers, Fatal: err.Error()})
+		return exitHelperSetup
 	}
 	helperPhases.mark("seccomp,seal")
 	last := helperReport{Layers: layers}
@@ -336,6 +284,153 @@ func runHelper() int {
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	report(helperReport{Exec: fmt.Sprintf("exec %s: %s", cfg.Argv[0], errnoName(err))})
 	return exitHelperExec
+}
+
+// readHelperConfig reads one configuration from the config fd: a JSON
+// object ended by a newline or by the end of the stream (at most
+// maxHelperConfigBytes). A configuration without an argv is refused.
+func readHelperConfig(in *bufio.Reader) (helperConfig, error) {
+	var cfg helperConfig
+	var raw []byte
+	for {
+		chunk, err := in.ReadSlice('\n')
+		raw = append(raw, chunk...)
+		if len(raw) > maxHelperConfigBytes {
+			return cfg, fmt.Errorf("configuration over %d bytes", maxHelperConfigBytes)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(raw) > 0 {
+			break
+		}
+		if err != nil {
+			return cfg, err
+		}
+		break
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return cfg, err
+	}
+	if len(cfg.Argv) == 0 && !cfg.Prime {
+		return cfg, fmt.Errorf("empty argv")
+	}
+	return cfg, nil
+}
+
+// confined is what confine applied: every layer, and whether the jail's
+// own /dev is mounted.
+type confined struct {
+	layers  []Layer
+	mounted bool
+}
+
+// confine applies, on the calling (locked) thread, every layer the
+// policy in cfg decides and nothing a command does: the mounts, the
+// loopback, rlimits, capabilities, no-new-privs, Landlock and seccomp.
+// Its error is fatal; the layers applied so far come with it.
+func confine(cfg helperConfig) (confined, error) {
+	var c confined
+	landlockWrite := append([]string(nil), cfg.WritableRoots...)
+	landlockRead := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
+	landlockFiles := []string{devNull}
+	pidMax := uint64(0)
+	if cfg.Namespaces {
+		m, err := setupMounts(cfg)
+		if err != nil {
+			return c, err
+		}
+		pidMax = m.pidMax
+		if cfg.NullStdin && !cfg.Prime {
+			// The jail's own /dev/null now: the host's, opened above, lives
+			// on a mount the jail's root may no longer show. Should the
+			// jail have none, fd 0 stays the host's, which reads the same.
+			nullStdin()
+		}
+		l := m.layer
+		c.layers = append(c.layers, l, m.root, m.limits)
+		if l.Applied {
+			// The private /proc, /dev and /tmp exist only inside this jail.
+			c.mounted = true
+			landlockRead = append(landlockRead, "/proc", "/dev")
+			landlockWrite = append(landlockWrite, ScratchDir, "/dev/shm")
+			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full")
+		}
+		if cfg.EmptyRoot != nil {
+			landlockRead, landlockWrite = emptyRootReadable(*cfg.EmptyRoot), nil
+		}
+		if cfg.NetworkOff {
+			if err := helperLoopbackUp(); err != nil {
+				c.layers = append(c.layers, Layer{Name: LayerLoopback, Reason: errnoName(err)})
+			} else {
+				c.layers = append(c.layers, Layer{Name: LayerLoopback, Applied: true})
+			}
+		}
+	} else {
+		c.layers = append(c.layers,
+			Layer{Name: LayerMounts, Reason: "no mount namespace: the host view is not read-only by mount (chmod, utime and xattr outside the writable roots are not refused), no secret or socket is hidden, /proc, /dev and /tmp are the host's"},
+			Layer{Name: LayerPolicyRoot, Reason: "no mount namespace: the whole host view is the jail's, every host socket in it reachable"},
+			Layer{Name: LayerNamespaceLimits, Reason: "no IPC or user namespace of the jail's own: SysV shared memory, message queues and inotify watches are bounded only by the host's limits"})
+	}
+
+	helperPhases.mark("mounts")
+	c.layers = append(c.layers, applyRlimits(cfg.Limits, cfg.Namespaces, pidMax))
+	capLayer, err := dropCapabilities()
+	if err != nil {
+		return c, err
+	}
+	c.layers = append(c.layers, capLayer)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return c, fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err)
+	}
+	c.layers = append(c.layers, Layer{Name: LayerNoNewPrivs, Applied: true})
+
+	var landlockFileWrite []string
+	carved := 0
+	if !cfg.Namespaces && len(cfg.Protected) > 0 {
+		// No mount namespace holds the protected paths read-only: Landlock
+		// must refuse them outright, by never granting them.
+		landlockWrite, landlockFileWrite, carved = carveWritable(landlockWrite, cfg.Protected)
+	}
+	switch {
+	case cfg.LandlockABI <= 0:
+		c.layers = append(c.layers, Layer{Name: LayerLandlock, Reason: cfg.LandlockSkip})
+	default:
+		linked, err := applyLandlock(landlockPlan{
+			ABI: cfg.LandlockABI, Read: landlockRead, Write: landlockWrite,
+			FileRW: landlockFiles, FileWrite: landlockFileWrite, NetworkOff: cfg.NetworkOff,
+		})
+		if err != nil {
+			c.layers = append(c.layers, Layer{Name: LayerLandlock, Reason: errnoName(err)})
+		} else {
+			l := Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, landlockMaxKnownABI))}
+			var params []string
+			if carved > 0 {
+				params = append(params, fmt.Sprintf("%d dirs around protected paths read-only", carved))
+			}
+			if len(linked) > 0 {
+				params = append(params, "no rule for roots reached through a link ("+strings.Join(linked, ", ")+")")
+			}
+			l.Params = strings.Join(params, "; ")
+			c.layers = append(c.layers, l)
+		}
+	}
+	helperPhases.mark("landlock")
+	switch {
+	case !cfg.Seccomp:
+		c.layers = append(c.layers, Layer{Name: LayerSeccomp, Reason: cfg.SeccompSkip})
+	default:
+		if err := applySeccomp(cfg.NetworkOff); err != nil {
+			c.layers = append(c.layers, Layer{Name: LayerSeccomp, Reason: errnoName(err)})
+		} else {
+			params := "denied syscalls, namespace clones, terminal-injection ioctls, setuid/setgid modes; clone3 and openat2 ENOSYS"
+			if cfg.NetworkOff {
+				params += "; non-unix sockets"
+			}
+			c.layers = append(c.layers, Layer{Name: LayerSeccomp, Applied: true, Params: params})
+		}
+	}
+	return c, nil
 }
 
 // readableWithin waits up to d for fd to become readable (data, or the

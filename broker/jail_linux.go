@@ -162,6 +162,25 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	if req.probe.seccompErr != nil {
 		cfg.SeccompSkip = errnoName(req.probe.seccompErr)
 	}
+	// Every command's policy is noted while it runs, with where it may
+	// write (a helper primed for another policy that read there is not
+	// handed a command meanwhile: see noteStart), and the last one is
+	// what the next warm helpers are primed for.
+	key := string(primeKey(cfg))
+	writable := cfg.WritableRoots
+	if !namespaces && cfg.LandlockABI <= 0 {
+		writable = []string{"/"} // nothing but the host's permissions bounds it
+	}
+	done := noteStart(key, writable)
+	defer func() {
+		if proc == nil {
+			done()
+			return
+		}
+		proc.mu.Lock()
+		proc.onRelease = done
+		proc.mu.Unlock()
+	}()
 	// encode is the configuration for a helper that holds mode at
 	// ExtraFileFD.
 	encode := func(mode extraMode) ([]byte, *Denial) {
@@ -173,12 +192,19 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		return payload, nil
 	}
 	f := flavour{namespaces: namespaces, newNet: namespaces && networkOff}
+	b.notePrimeSource(f, cfg)
 	// A command whose stdin is a file gets that file as its fd 0, as
 	// os/exec does; only a helper started for it can hold it. A warm
 	// helper takes the extra file over its handoff socket.
 	stdinFile, _ := req.stdin.(*os.File)
 	if stdinFile == nil {
-		h := b.takeWarm(f)
+		h := b.takeWarm(f, key)
+		if h != nil && h.prime != nil && !b.primedFor(h, cfg) {
+			// Something its priming read changed, or may have: it is
+			// retired, and so are the others primed before the change.
+			b.discard(h)
+			h = b.takeWarm(f, "")
+		}
 		req.trace.mark("taken")
 		if h != nil {
 			if req.extra != nil && h.handoff == nil {
@@ -241,6 +267,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 		}
 		h.handoff.Close()
 	}
+	payload = append(payload, '\n') // the helper reads one configuration per line
 	if len(payload) <= pipeBufferBytes {
 		h.cfgW.Write(payload) // an error means the helper is gone; its report says so
 		h.cfgW.Close()

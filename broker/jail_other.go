@@ -114,6 +114,9 @@ func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Den
 // waitingHelper exists only where helpers do: on Linux.
 type waitingHelper struct{}
 
+// primeBook exists only where helpers do: on Linux.
+type primeBook struct{}
+
 func (b *Broker) closeWarm() {}
 
 func (b *Broker) hostIsLarge() bool { return false }

@@ -65,6 +65,8 @@ type jailProcess struct {
 	// nsHold is a descriptor keeping the command's mount namespace alive
 	// past its exit (-1 or 0 when none); release drops it.
 	nsHold int
+	// onRelease, when set, is called once by release.
+	onRelease func()
 
 	mu      sync.Mutex
 	reaped  bool
@@ -94,6 +96,10 @@ func (p *jailProcess) schedulePrestart() (settled func()) {
 // nothing needs to wait for.
 func (p *jailProcess) release() {
 	p.mu.Lock()
+	if f := p.onRelease; f != nil {
+		p.onRelease = nil
+		defer f()
+	}
 	p.settled = true
 	if p.jailPidfd > 0 {
 		closeFd(p.jailPidfd)

@@ -44,6 +44,9 @@ type waitingHelper struct {
 	// cg is the cgroup the helper was born into, or nil; a discarded
 	// helper's is removed once it is reaped.
 	cg *helperCgroup
+	// prime is the record of the policy the helper was primed with, or
+	// nil when it holds none (see warmprime_linux.go).
+	prime *primeRecord
 }
 
 // identity is a process's user and group ids.
@@ -192,6 +195,7 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 // the background; once it is reaped, its cgroup is removed and its share
 // of the host-wide bounds returned.
 func (b *Broker) discard(h *waitingHelper) {
+	b.forgetPrime(h)
 	h.cfgW.Close()
 	h.repR.Close()
 	h.stdinW.Close()  // nil-safe: a warm helper always has its pipe

@@ -51,6 +51,8 @@ type warmPool struct {
 	lull time.Duration
 	// err is why the last start failed, or nil.
 	err error
+	// primes records priming (see warmprime_linux.go).
+	primes primeBook
 }
 
 // running counts goroutines that may start while another waits for the

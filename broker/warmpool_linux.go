@@ -5,20 +5,40 @@ import (
 	"time"
 )
 
-// takeWarm removes and returns the oldest ready helper of flavour f that
-// has not outlived the broker's idle allowance and carries the host's
-// identity of now (a host that changed its uid since must not run a
-// command as the old one); nil when there is none. Helpers failing the
-// last two are discarded on the way. The caller holds its own share of
-// the host-wide bounds, so the helper's is returned.
-func (b *Broker) takeWarm(f flavour) *waitingHelper {
+// takeWarm removes and returns a ready helper of flavour f that has not
+// outlived the broker's idle allowance and carries the host's identity of
+// now (a host that changed its uid since must not run a command as the
+// old one): the oldest primed for policy key (see primeKey), else the
+// oldest holding no policy; nil when there is none. Helpers failing the
+// first two, and helpers primed for a policy other than the one the
+// flavour's helpers are primed for now (a stale priming), are discarded
+// on the way; one primed for that policy while the command's is another
+// stays for the commands it fits. When the command finds no helper but
+// passed over primed ones, the pool keeps one helper of the flavour
+// unprimed from then on (primeBook.reserve). The caller holds its own
+// share of the host-wide bounds, so the helper's is returned.
+func (b *Broker) takeWarm(f flavour, key string) *waitingHelper {
 	p := &b.pool
 	idle := b.warmIdle()
 	who := currentIdentity()
 	for {
 		p.mu.Lock()
-		i := slices.IndexFunc(p.ready, func(h *waitingHelper) bool { return h.flavour == f })
+		current := p.primes.sourceKey[f]
+		i := slices.IndexFunc(p.ready, func(h *waitingHelper) bool {
+			return h.flavour == f && h.prime != nil && (h.prime.key == key || h.prime.key != current)
+		})
 		if i < 0 {
+			i = slices.IndexFunc(p.ready, func(h *waitingHelper) bool { return h.flavour == f && h.prime == nil })
+		}
+		if i < 0 {
+			if slices.ContainsFunc(p.ready, func(h *waitingHelper) bool { return h.flavour == f }) {
+				// Only helpers primed for another policy: a command like
+				// this one would have found a warm helper.
+				if p.primes.reserve == nil {
+					p.primes.reserve = map[flavour]bool{}
+				}
+				p.primes.reserve[f] = true
+			}
 			p.mu.Unlock()
 			return nil
 		}
@@ -26,7 +46,7 @@ func (b *Broker) takeWarm(f flavour) *waitingHelper {
 		p.ready = slices.Delete(p.ready, i, i+1)
 		p.mu.Unlock()
 		h.retire.Stop()
-		if time.Since(h.born) >= idle || h.who != who {
+		if time.Since(h.born) >= idle || h.who != who || (h.prime != nil && h.prime.key != key) {
 			b.discard(h)
 			continue
 		}
@@ -131,6 +151,15 @@ func (b *Broker) fill() {
 		}
 
 		h, err := b.spawnHelper(f, nil, true)
+		if err == nil && f.namespaces {
+			if perr := b.prime(h); perr != nil {
+				// Unusable now; the policy is not primed for again, and
+				// the next helper is started in its place.
+				b.discard(h)
+				lease.release()
+				continue
+			}
+		}
 		p.mu.Lock()
 		p.err = err
 		if err != nil {
