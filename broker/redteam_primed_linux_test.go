@@ -1,0 +1,127 @@
+//go:build linux
+
+package broker
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Red team of primed helpers (branch red3): a primed helper's masks are
+// mounts on the dentries priming found. A host process that removes a
+// masked file or socket and makes a new one at the same path detaches
+// the mask (the kernel lazily unmounts mounts on an unlinked dentry in
+// every namespace), so the primed helper then shows the new one, where a
+// helper confined at the command's start masks it.
+
+// TestRedteamPrimedSocketReboundAfterPrimingIsMasked: a host service
+// under a readable root restarts between priming and the next command
+// (its socket removed and bound again at the same path, as any server
+// restart does). The socket table lists the same path at the handover,
+// so primedFor's socket check passes, and no identity of a masked socket
+// is recorded; the primed helper's mask went with the old dentry and the
+// command finds the live socket. The control (no priming) masks it.
+func TestRedteamPrimedSocketReboundAfterPrimingIsMasked(t *testing.T) {
+	for _, control := range []bool{true, false} {
+		dir := t.TempDir()
+		sock := filepath.Join(dir, "svc.sock")
+		l1, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := gitWorkspace(t)
+		p := testPolicy(ws)
+		p.ReadableRoots = append(p.ReadableRoots, dir)
+		var b *Broker
+		if control {
+			b = newTestBroker(t, Options{})
+			b.tracePhases = true
+			b.noPrime = true
+			primedRun(t, b, p, nil, "true")
+			waitPool(t, b, DefaultWarmHelpers)
+		} else {
+			b = primedBroker(t, p, nil, nil)
+		}
+		// The service restarts: Close unlinks the socket file, Listen
+		// binds a new one at the same path.
+		l1.Close()
+		l2, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l2.Close()
+		out, s, _, primed := primedRun(t, b, p, nil, "sh", "-c", "test -S "+sock+" && echo reachable-socket; echo done")
+		if !strings.Contains(out, "done") {
+			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
+		}
+		if control {
+			if primed || strings.Contains(out, "reachable-socket") {
+				t.Fatalf("control: primed %v, %q: a helper confined at the start must mask the socket", primed, out)
+			}
+			continue
+		}
+		if strings.Contains(out, "reachable-socket") {
+			t.Fatalf("a host socket rebound at its path after priming is visible to the next command (primed %v): %q", primed, out)
+		}
+	}
+}
+
+// TestRedteamPrimedSecretRecreatedWithTheSameInodeIsMasked: the host
+// removes a masked home secret and writes a new one at the same path
+// (rm ~/.netrc; edit ~/.netrc), which on ext4 usually gets the freed
+// inode number back: pathPrint's identity (device, inode, type) is the
+// same, the inotify shortcut's events only send primedFor to compare it,
+// and the primed helper (whose mask went with the old dentry) shows the
+// new secret. The control (no priming) masks it.
+func TestRedteamPrimedSecretRecreatedWithTheSameInodeIsMasked(t *testing.T) {
+	for _, control := range []bool{true, false} {
+		home := t.TempDir()
+		netrc := filepath.Join(home, ".netrc")
+		if err := os.WriteFile(netrc, []byte("machine old\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ws := gitWorkspace(t)
+		p := testPolicy(ws)
+		p.ReadableRoots = append(p.ReadableRoots, home)
+		env := map[string]string{"HOME": home}
+		var b *Broker
+		if control {
+			b = newTestBroker(t, Options{})
+			b.tracePhases = true
+			b.noPrime = true
+			primedRun(t, b, p, env, "true")
+			waitPool(t, b, DefaultWarmHelpers)
+		} else {
+			b = primedBroker(t, p, env, nil)
+		}
+		var before, after syscall.Stat_t
+		syscall.Lstat(netrc, &before)
+		if err := os.Remove(netrc); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(netrc, []byte("machine NEWSECRET\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		syscall.Lstat(netrc, &after)
+		if before.Ino != after.Ino {
+			t.Skipf("the filesystem gave the new file another inode (%d, %d): nothing to show here", before.Ino, after.Ino)
+		}
+		out, s, _, primed := primedRun(t, b, p, env, "sh", "-c", "cat \"$HOME/.netrc\"; echo done")
+		if !strings.Contains(out, "done") {
+			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
+		}
+		if control {
+			if primed || strings.Contains(out, "NEWSECRET") {
+				t.Fatalf("control: primed %v, %q: a helper confined at the start must mask the secret", primed, out)
+			}
+			continue
+		}
+		if strings.Contains(out, "NEWSECRET") {
+			t.Fatalf("a home secret recreated at its path (same inode) after priming is readable by the next command (primed %v): %q", primed, out)
+		}
+	}
+}
