@@ -71,9 +71,10 @@ func TestRedteamPrimedSocketReboundAfterPrimingIsMasked(t *testing.T) {
 }
 
 // TestRedteamPrimedSecretRecreatedWithTheSameInodeIsMasked: the host
-// removes a masked home secret and writes a new one at the same path
-// (rm ~/.netrc; edit ~/.netrc), which on ext4 usually gets the freed
-// inode number back: pathPrint's identity (device, inode, type) is the
+// removes a masked home secret and puts one back at the same path with
+// the same inode number (a hard-link round trip outside the home, as
+// backup and sync tools make; rm and a fresh write often do the same on
+// ext4, which hands the freed inode number back): pathPrint's identity (device, inode, type) is the
 // same, the inotify shortcut's events only send primedFor to compare it,
 // and the primed helper (whose mask went with the old dentry) shows the
 // new secret. The control (no priming) masks it.
@@ -98,17 +99,29 @@ func TestRedteamPrimedSecretRecreatedWithTheSameInodeIsMasked(t *testing.T) {
 		} else {
 			b = primedBroker(t, p, env, nil)
 		}
+		// The host relinks the file (rm and a fresh write often get the
+		// freed inode number back on ext4; a hard-link round trip, as a
+		// backup or sync tool makes, always keeps it), then rewrites it in
+		// place.
 		var before, after syscall.Stat_t
 		syscall.Lstat(netrc, &before)
+		tmp := filepath.Join(t.TempDir(), "keep")
+		if err := os.Link(netrc, tmp); err != nil {
+			t.Skipf("no hard link across the test's temporary directories: %v", err)
+		}
 		if err := os.Remove(netrc); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.Link(tmp, netrc); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(tmp)
 		if err := os.WriteFile(netrc, []byte("machine NEWSECRET\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		syscall.Lstat(netrc, &after)
-		if before.Ino != after.Ino {
-			t.Skipf("the filesystem gave the new file another inode (%d, %d): nothing to show here", before.Ino, after.Ino)
+		if before.Ino != after.Ino || before.Dev != after.Dev {
+			t.Fatalf("the secret's identity changed (%d, %d): the test cannot tell", before.Ino, after.Ino)
 		}
 		out, s, _, primed := primedRun(t, b, p, env, "sh", "-c", "cat \"$HOME/.netrc\"; echo done")
 		if !strings.Contains(out, "done") {
