@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,6 +136,62 @@ func TestRedteamPrimedSecretRecreatedWithTheSameInodeIsMasked(t *testing.T) {
 		}
 		if strings.Contains(out, "NEWSECRET") {
 			t.Fatalf("a home secret recreated at its path (same inode) after priming is readable by the next command (primed %v): %q", primed, out)
+		}
+	}
+}
+
+// TestRedteamPrimedHostKeyMadeAfterPrimingIsMasked: the system secrets
+// include a glob (/etc/ssh/ssh_host_*_key). Where it matched nothing at
+// priming, no path of the print lies in /etc/ssh, so the inotify shortcut
+// watches /etc but not /etc/ssh; a host key generated after priming
+// (ssh-keygen -A, an sshd's first start) makes no event it counts, and
+// primedFor hands the primed helper (which masked no key) the command
+// without comparing the print, whose secret list now names the key. The
+// control (no priming) masks it. It writes a file in the host's /etc/ssh,
+// so it runs only with LOOM_REDTEAM_TOUCH_ETC=1, as root.
+func TestRedteamPrimedHostKeyMadeAfterPrimingIsMasked(t *testing.T) {
+	if os.Getenv("LOOM_REDTEAM_TOUCH_ETC") != "1" || os.Geteuid() != 0 {
+		t.Skip("writes /etc/ssh: set LOOM_REDTEAM_TOUCH_ETC=1 and run as root")
+	}
+	if m, _ := filepath.Glob("/etc/ssh/ssh_host_*_key"); len(m) > 0 {
+		t.Skipf("the host already has keys %v: the shortcut watches /etc/ssh", m)
+	}
+	if _, err := os.Stat("/etc/ssh"); err != nil {
+		t.Skip("no /etc/ssh")
+	}
+	key := "/etc/ssh/ssh_host_loomredteam_key"
+	for _, control := range []bool{true, false} {
+		ws := gitWorkspace(t)
+		p := testPolicy(ws)
+		if !coveredByAny(slices.Concat(p.SystemRoots, p.ReadableRoots), "/etc/ssh") {
+			t.Skip("the test policy does not show /etc")
+		}
+		var b *Broker
+		if control {
+			b = newTestBroker(t, Options{})
+			b.tracePhases = true
+			b.noPrime = true
+			primedRun(t, b, p, nil, "true")
+			waitPool(t, b, DefaultWarmHelpers)
+		} else {
+			b = primedBroker(t, p, nil, nil)
+		}
+		if err := os.WriteFile(key, []byte("HOSTKEY\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, s, _, primed := primedRun(t, b, p, nil, "sh", "-c", "cat "+key+"; echo done")
+		os.Remove(key)
+		if !strings.Contains(out, "done") {
+			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
+		}
+		if control {
+			if primed || strings.Contains(out, "HOSTKEY") {
+				t.Fatalf("control: primed %v, %q: a helper confined at the start must mask the key", primed, out)
+			}
+			continue
+		}
+		if strings.Contains(out, "HOSTKEY") {
+			t.Fatalf("an SSH host key made after priming is readable by the primed helper's command (primed %v): %q", primed, out)
 		}
 	}
 }
