@@ -161,7 +161,10 @@ type Broker struct {
 	// primeTaintOff hands a primed helper its command even when a command
 	// with another policy ran since it was primed (tests: that control).
 	primeTaintOff bool
-	git           gitFences // the git guard's per-writable-root state (gitguard.go)
+	// primeMountsOff hands a primed helper its command even when a mount
+	// of its priming was detached since (tests: the taint's control).
+	primeMountsOff bool
+	git            gitFences // the git guard's per-writable-root state (gitguard.go)
 
 	hostOnce sync.Once
 	host     *hostBound // admission against the host-wide bounds

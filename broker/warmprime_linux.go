@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -94,6 +95,12 @@ type primeRecord struct {
 	watched  bool
 	// home is the HOME priming masked the secrets of.
 	home string
+	// mounts are the ids of the mounts in the primed helper's table once
+	// it said primed (helperMountIDs): a mask or bind whose host dentry
+	// was removed or replaced since (a socket bound again, a secret
+	// written anew, even with its old inode number) is detached by the
+	// kernel and missing from it.
+	mounts []string
 	// reach are the paths the priming depends on (primeReach), nil until
 	// known (under primeLedger.mu).
 	reach []string
@@ -361,8 +368,33 @@ func (b *Broker) prime(h *waitingHelper) error {
 		p.mu.Unlock()
 		return err
 	}
+	rec.mounts = helperMountIDs(h)
 	h.prime = rec
 	return nil
+}
+
+// helperMountIDs returns the sorted ids of the mounts in h's mount
+// namespace (its /proc/<pid>/mountinfo; the broker has not reaped it, so
+// the pid is its), or nil when they cannot be read.
+func helperMountIDs(h *waitingHelper) []string {
+	pid := h.proc.pid
+	if h.proc.launched {
+		pid = h.proc.jailPid
+	}
+	if pid <= 0 {
+		return nil
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil || len(raw) == 0 {
+		return nil
+	}
+	var ids []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(raw)), "\n") {
+		id, _, _ := strings.Cut(line, " ")
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // primeWatches returns the git guard's watch of each writable root with
@@ -407,6 +439,12 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 		return ok
 	}
 	if !primeSocketsCovered(cfg.MaskSockets, rec.sockets) || !syncWatch() {
+		return false
+	}
+	// Every mount priming made is still there: the host removing a path
+	// a mask or bind sits on detaches it whatever identity the path has
+	// again (a socket rebound, a secret recreated with its inode number).
+	if m := helperMountIDs(h); !b.primeMountsOff && (rec.mounts == nil || !slices.Equal(m, rec.mounts)) {
 		return false
 	}
 	for _, w := range rec.watches {

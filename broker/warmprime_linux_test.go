@@ -246,7 +246,9 @@ func TestPrimedHelperTaintedByAnotherPolicy(t *testing.T) {
 		p := testPolicy(ws)
 		p.ReadableRoots = append(p.ReadableRoots, home)
 		env := map[string]string{"HOME": home}
-		b := primedBroker(t, p, env, func(b *Broker) { b.primeTaintOff = control })
+		// The control turns off the mount check too, which also sees the
+		// mask detached.
+		b := primedBroker(t, p, env, func(b *Broker) { b.primeTaintOff, b.primeMountsOff = control, control })
 		// Another broker of the process (its pool is not b's).
 		other, ob := testPolicy(home), newTestBroker(t, Options{WarmHelperIdle: -1})
 		ob.tracePhases = true
