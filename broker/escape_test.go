@@ -752,6 +752,8 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 	}
 	var r result
 	switch {
+	case jailed && bs.f.primed:
+		r = runPrimed(t, b, e, p, timeout, c.script)
 	case jailed:
 		r = runIn(t, b, e, p, timeout, c.script)
 	case c.rootOff:
@@ -767,6 +769,30 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 		t.Logf("jailed=%v stdout=%q stderr=%q settled=%+v\n%s", jailed, r.stdout, r.stderr, r.settled, r.enf)
 	}
 	return got
+}
+
+// runPrimed runs script as runIn does, on a helper primed with p: one
+// command under p runs first, and the pool is full again before the
+// script's; it fails the test when no primed helper served the script.
+func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) result {
+	t.Helper()
+	b.tracePhases = true
+	if r := runIn(t, b, e, p, timeout, "true"); r.settled.ExitCode != 0 {
+		t.Fatalf("priming command: %+v %s", r.settled, r.stderr)
+	}
+	waitPool(t, b, DefaultWarmHelpers)
+	ex, d := b.Clear(context.Background(), CallSpec{
+		Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+		Dir: e.ws, Env: e.vars(), Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: timeout,
+	})
+	if d != nil {
+		t.Fatalf("Clear: %v", d)
+	}
+	r := collect(ex)
+	if ex.phases == nil || !slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == primedCommandMark }) {
+		t.Errorf("no primed helper served the probe (%s)", r.enf)
+	}
+	return r
 }
 
 func runIn(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) result {
@@ -1035,11 +1061,14 @@ func TestEscapeSuite(t *testing.T) {
 					continue // the unprivileged run covers the cases whose control a non-root user can show
 				}
 				t.Run(c.name, func(t *testing.T) {
-					if !c.serial {
+					// Primed cases run one at a time: a command of another
+					// policy running meanwhile (another case's) may taint
+					// a priming, and the case would then run unprimed.
+					if !c.serial && !f.primed {
 						t.Parallel()
 					}
 					bs := newEscapeBrokers(t, f, probe)
-					if f.idle >= 0 {
+					if f.idle >= 0 && !f.primed {
 						warmUp(t, bs.jail)
 					}
 					if runEscape(t, bs, c, true) {
@@ -1059,11 +1088,15 @@ type escapeFlavour struct {
 	name     string
 	idle     time.Duration // Options.WarmHelperIdle: negative for none
 	launched bool          // through a launcher, as a large host starts them
+	// primed: the case's jailed run is handed a helper primed with its
+	// own policy (one command under it ran first), as a batch's next
+	// command is.
+	primed bool
 }
 
 // escapeFlavours are the helper starts the suite runs every case on.
 func escapeFlavours() []escapeFlavour {
-	return []escapeFlavour{{"warm", 0, false}, {"cold-launched", -1, true}}
+	return []escapeFlavour{{name: "warm"}, {name: "primed", primed: true}, {name: "cold-launched", idle: -1, launched: true}}
 }
 
 // warmUp runs one command on b under the suite's usual policy and waits

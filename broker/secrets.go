@@ -51,6 +51,17 @@ func MaskedSystemSecrets() []string { return slices.Clone(systemSecrets) }
 // secret itself (or lies inside it) shows it.
 func MaskedHomeSecrets() []string { return slices.Clone(homeSecrets) }
 
+// secretGlobs returns the system secrets given as glob patterns.
+func secretGlobs() []string {
+	var out []string
+	for _, s := range systemSecrets {
+		if hasMeta(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // secretTargets lists the secrets to hide for a command given every root
 // its jail shows and the home directories of the host: each system secret
 // (expanded by glob) and each home secret of a covered home, when some

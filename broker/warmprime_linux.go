@@ -93,8 +93,11 @@ type primeRecord struct {
 	wds      []int32
 	wdEvents uint64
 	watched  bool
-	// home is the HOME priming masked the secrets of.
-	home string
+	// home is the HOME priming masked the secrets of, homes every home
+	// it masked them under (hostHomes: /etc/passwd may change in place,
+	// which no directory watch sees).
+	home  string
+	homes []string
 	// mounts are the ids of the mounts in the primed helper's table once
 	// it said primed (helperMountIDs): a mask or bind whose host dentry
 	// was removed or replaced since (a socket bound again, a secret
@@ -330,12 +333,15 @@ func (b *Broker) prime(h *waitingHelper) error {
 	// The directories are watched before the paths are looked at, so any
 	// change after the look shows as an event.
 	first := pathPrint(src)
-	reach := primeReach(first)
+	// The glob secrets' directories too: a match made after priming is an
+	// event there even where the glob matched nothing.
+	reach := append(primeReach(first), secretGlobs()...)
 	rec.wds, rec.wdEvents, rec.watched = printWatchAdd(reach)
 	rec.print = pathPrint(src)
 	// The watches cover the paths looked at only if the same ones were.
 	rec.watched = rec.watched && slices.EqualFunc(first, rec.print, func(a, b pathIdent) bool { return a.path == b.path })
 	rec.home = envValue(src.Env, "HOME")
+	rec.homes = hostHomes(rec.home)
 	setReach(rec, slices.Concat(reach, primeReach(rec.print)))
 	src.MaskSockets = hostSockets([]string{"/"}, src.Sockets)
 	rec.sockets = src.MaskSockets
@@ -455,7 +461,7 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 			return false
 		}
 	}
-	if rec.watched && envValue(cfg.Env, "HOME") == rec.home {
+	if rec.watched && envValue(cfg.Env, "HOME") == rec.home && slices.Equal(hostHomes(rec.home), rec.homes) {
 		if n, ok := printWatchSum(rec.wds); ok && n == rec.wdEvents {
 			return true // no path changed: printWatch
 		}
