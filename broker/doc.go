@@ -221,10 +221,14 @@
 // working directory, every protected path, every secret it masks for the
 // command's HOME, the kernel files it masks, the resolver file, the
 // socket directories and the host root's top-level links — is what it
-// was before priming (not looked at again when an inotify watch of their
-// directories and of every ancestor, on local filesystems only, saw no
-// event since before priming looked and the command's HOME is the
-// priming's); and no command with another policy that may write where
+// was before priming, and every mount priming made is still in the
+// helper's table (removing a path detaches the mask on it, even when the
+// path comes back with its inode number) — neither looked at again when
+// an inotify watch of those paths' directories (the masked sockets' and
+// the secret globs' included) and of every ancestor, on local
+// filesystems only, saw no entry made, removed or renamed since before
+// priming looked, the command's HOME is the priming's and /etc/passwd
+// has the same stamp; and no command with another policy that may write where
 // those paths lie ran in the process since priming began (one could have
 // changed a path and put the same inode back; a command with the same
 // policy can change only the writable roots, which the git watches

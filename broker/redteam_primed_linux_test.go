@@ -195,3 +195,65 @@ func TestRedteamPrimedHostKeyMadeAfterPrimingIsMasked(t *testing.T) {
 		}
 	}
 }
+
+// TestRedteamPrimedHomeAddedToPasswdAfterPrimingIsMasked: /etc/passwd
+// edited in place after priming to name a home under a readable root
+// makes no event a directory watch counts; the shortcut compares the
+// file's stamp, so the home's .netrc is masked for the next command as
+// for one confined afresh (the control). It edits the host's
+// /etc/passwd and restores it, so it runs only with
+// LOOM_REDTEAM_TOUCH_ETC=1, as root.
+func TestRedteamPrimedHomeAddedToPasswdAfterPrimingIsMasked(t *testing.T) {
+	if os.Getenv("LOOM_REDTEAM_TOUCH_ETC") != "1" || os.Geteuid() != 0 {
+		t.Skip("edits /etc/passwd: set LOOM_REDTEAM_TOUCH_ETC=1 and run as root")
+	}
+	orig, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Skip("no /etc/passwd")
+	}
+	for _, control := range []bool{true, false} {
+		ws := gitWorkspace(t)
+		home := t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine HOMESECRET\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := testPolicy(ws)
+		p.ReadableRoots = append(p.ReadableRoots, home)
+		var b *Broker
+		if control {
+			b = newTestBroker(t, Options{})
+			b.tracePhases = true
+			b.noPrime = true
+			primedRun(t, b, p, nil, "true")
+			waitPool(t, b, DefaultWarmHelpers)
+		} else {
+			b = primedBroker(t, p, nil, nil)
+		}
+		// In place, as an editor that truncates and writes does.
+		f, err := os.OpenFile("/etc/passwd", os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString("loomredteam:x:64999:64999::" + home + ":/bin/false\n")
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, s, _, primed := primedRun(t, b, p, nil, "sh", "-c", "cat "+filepath.Join(home, ".netrc")+"; echo done")
+		if err := os.WriteFile("/etc/passwd", orig, 0o644); err != nil {
+			t.Fatalf("restoring /etc/passwd: %v", err)
+		}
+		if !strings.Contains(out, "done") {
+			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
+		}
+		if control {
+			if primed || strings.Contains(out, "HOMESECRET") {
+				t.Fatalf("control: primed %v, %q: a helper confined at the start must mask the home's .netrc", primed, out)
+			}
+			continue
+		}
+		if strings.Contains(out, "HOMESECRET") {
+			t.Fatalf("a home added to /etc/passwd after priming has its .netrc readable by the primed helper's command (primed %v): %q", primed, out)
+		}
+	}
+}

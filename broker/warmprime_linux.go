@@ -47,7 +47,17 @@ import (
 //     running while the helper was primed or started since (such a
 //     command could have changed a path priming read and put the same
 //     inode back, a hard link, say; one with this policy can change only
-//     the writable roots, which the watches cover).
+//     the writable roots, which the watches cover);
+//   - every mount priming made is still in the helper's table (a host
+//     process removing a path a mask or bind sits on detaches it, even
+//     when the path is made again with its old inode number).
+//
+// The last two comparisons are skipped only when an inotify watch of
+// the directory of every such path (the sockets it masked and the
+// directories of the secret globs included) and of each ancestor saw no
+// entry made, removed or renamed since before priming looked, the HOME
+// is the priming's and /etc/passwd (which names the other homes) has
+// the same stamp.
 
 // primedCommandMark is the phase mark a primed helper takes once its
 // command's configuration came.
@@ -93,11 +103,11 @@ type primeRecord struct {
 	wds      []int32
 	wdEvents uint64
 	watched  bool
-	// home is the HOME priming masked the secrets of, homes every home
-	// it masked them under (hostHomes: /etc/passwd may change in place,
-	// which no directory watch sees).
-	home  string
-	homes []string
+	// home is the HOME priming masked the secrets of, passwd the stamp of
+	// the /etc/passwd that named the other homes (edited in place, it
+	// makes no event a directory watch sees).
+	home   string
+	passwd fileStamp
 	// mounts are the ids of the mounts in the primed helper's table once
 	// it said primed (helperMountIDs): a mask or bind whose host dentry
 	// was removed or replaced since (a socket bound again, a secret
@@ -332,19 +342,21 @@ func (b *Broker) prime(h *waitingHelper) error {
 	rec.watches = watches
 	// The directories are watched before the paths are looked at, so any
 	// change after the look shows as an event.
-	first := pathPrint(src)
-	// The glob secrets' directories too: a match made after priming is an
-	// event there even where the glob matched nothing.
-	reach := append(primeReach(first), secretGlobs()...)
+	first, firstSockets := pathPrint(src), hostSockets([]string{"/"}, src.Sockets)
+	// The glob secrets' directories too (a match made after priming is an
+	// event there even where the glob matched nothing), and the sockets
+	// it masks (one bound again is an event in its directory).
+	reach := slices.Concat(primeReach(first), secretGlobs(), firstSockets)
 	rec.wds, rec.wdEvents, rec.watched = printWatchAdd(reach)
 	rec.print = pathPrint(src)
-	// The watches cover the paths looked at only if the same ones were.
-	rec.watched = rec.watched && slices.EqualFunc(first, rec.print, func(a, b pathIdent) bool { return a.path == b.path })
-	rec.home = envValue(src.Env, "HOME")
-	rec.homes = hostHomes(rec.home)
-	setReach(rec, slices.Concat(reach, primeReach(rec.print)))
 	src.MaskSockets = hostSockets([]string{"/"}, src.Sockets)
 	rec.sockets = src.MaskSockets
+	// The watches cover the paths looked at only if the same ones were.
+	rec.watched = rec.watched && slices.Equal(firstSockets, rec.sockets) &&
+		slices.EqualFunc(first, rec.print, func(a, b pathIdent) bool { return a.path == b.path })
+	rec.home = envValue(src.Env, "HOME")
+	rec.passwd = passwdStamp()
+	setReach(rec, slices.Concat(reach, primeReach(rec.print)))
 	payload, err := json.Marshal(src)
 	if err != nil {
 		forget()
@@ -447,12 +459,6 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 	if !primeSocketsCovered(cfg.MaskSockets, rec.sockets) || !syncWatch() {
 		return false
 	}
-	// Every mount priming made is still there: the host removing a path
-	// a mask or bind sits on detaches it whatever identity the path has
-	// again (a socket rebound, a secret recreated with its inode number).
-	if m := helperMountIDs(h); !b.primeMountsOff && (rec.mounts == nil || !slices.Equal(m, rec.mounts)) {
-		return false
-	}
 	for _, w := range rec.watches {
 		w.r.mu.Lock()
 		same := w.r.watch == w.w // not replaced by a watch of another directory
@@ -461,10 +467,19 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 			return false
 		}
 	}
-	if rec.watched && envValue(cfg.Env, "HOME") == rec.home && slices.Equal(hostHomes(rec.home), rec.homes) {
+	if rec.watched && envValue(cfg.Env, "HOME") == rec.home && passwdStamp() == rec.passwd {
 		if n, ok := printWatchSum(rec.wds); ok && n == rec.wdEvents {
-			return true // no path changed: printWatch
+			// No entry of any directory holding a path priming depended on
+			// (a mask's or a bind's among them) was made, removed or
+			// renamed: no path changed, and none of its mounts was detached.
+			return true
 		}
+	}
+	// Every mount priming made is still there: the host removing a path
+	// a mask or bind sits on detaches it whatever identity the path has
+	// again (a socket rebound, a secret recreated with its inode number).
+	if m := helperMountIDs(h); !b.primeMountsOff && (rec.mounts == nil || !slices.Equal(m, rec.mounts)) {
+		return false
 	}
 	return slices.Equal(pathPrint(cfg), rec.print)
 }
@@ -474,6 +489,25 @@ func (b *Broker) forgetPrime(h *waitingHelper) {
 	if h.prime != nil {
 		closePrime(h.prime)
 	}
+}
+
+// fileStamp is what changes when a file is replaced or written: its
+// identity, size and times.
+type fileStamp struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime unix.Timespec
+	errno        unix.Errno
+}
+
+// passwdStamp is the host's /etc/passwd's fileStamp (hostHomes reads it).
+func passwdStamp() fileStamp {
+	var st unix.Stat_t
+	if err := unix.Stat("/etc/passwd", &st); err != nil {
+		e, _ := err.(unix.Errno)
+		return fileStamp{errno: e}
+	}
+	return fileStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
 }
 
 // pathIdent is what pathPrint records of one host path.
