@@ -165,9 +165,10 @@ const floorMessageBytes = 48
 // BenchmarkCapabilityRoundTrip beside what it is made of on this
 // machine, interleaved (each iteration runs every variant, in a
 // rotating order), each reporting its median p50 and calls/s:
-//   - bare: frame-sized messages between an unjailed process and an echo
-//     on a hostConn, blocking reads both sides, no codec and no router:
-//     the two processes' wake-ups and syscalls alone;
+//   - bare: frame-sized messages between an unjailed process that sleeps
+//     in read(2) for each answer and an echo on a hostConn (which asks
+//     again before it sleeps), no codec and no router: the program's
+//     wake-ups and the syscalls alone;
 //   - bare-setsid: the same, the process in a session of its own as the
 //     broker starts every jail (measured: that alone costs what the jail
 //     does, on a machine others load: the scheduler no longer runs the
