@@ -26,49 +26,72 @@ import (
 // so primedFor's socket check passes, and no identity of a masked socket
 // is recorded; the primed helper's mask went with the old dentry and the
 // command finds the live socket. The control (no priming) masks it.
-func TestRedteamPrimedSocketReboundAfterPrimingIsMasked(t *testing.T) {
+// primedWorld is one run of primedVersusFresh: the policy and
+// environment of both commands, the change made between them and the
+// probe, which prints its leak when it reaches what it must not, then
+// "done".
+type primedWorld struct {
+	p      Policy
+	env    map[string]string
+	change func()
+	probe  string
+}
+
+// primedVersusFresh runs a world's probe on a helper confined at the
+// command's start (the control) and, in a world made afresh, on one
+// primed with its policy, each after the world's change. The test fails
+// when the probe did not run, when the control was primed or printed
+// leak (it could not tell), or when the primed helper's command printed
+// leak: what names what leaked.
+func primedVersusFresh(t *testing.T, world func(t *testing.T) primedWorld, leak, what string) {
+	t.Helper()
 	for _, control := range []bool{true, false} {
+		w := world(t)
+		var b *Broker
+		if control {
+			b = newTestBroker(t, Options{})
+			b.tracePhases = true
+			b.noPrime = true
+			primedRun(t, b, w.p, w.env, "true")
+			waitPool(t, b, DefaultWarmHelpers)
+		} else {
+			b = primedBroker(t, w.p, w.env, nil)
+		}
+		w.change()
+		out, s, _, primed := primedRun(t, b, w.p, w.env, "sh", "-c", w.probe)
+		switch {
+		case !strings.Contains(out, "done"):
+			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
+		case control && (primed || strings.Contains(out, leak)):
+			t.Fatalf("control: primed %v, %q: a helper confined at the start must hide %s", primed, out, what)
+		case !control && strings.Contains(out, leak):
+			t.Fatalf("%s is reachable by the primed helper's command (primed %v): %q", what, primed, out)
+		}
+	}
+}
+
+func TestRedteamPrimedSocketReboundAfterPrimingIsMasked(t *testing.T) {
+	primedVersusFresh(t, func(t *testing.T) primedWorld {
 		dir := t.TempDir()
 		sock := filepath.Join(dir, "svc.sock")
 		l1, err := net.Listen("unix", sock)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws := gitWorkspace(t)
-		p := testPolicy(ws)
+		p := testPolicy(gitWorkspace(t))
 		p.ReadableRoots = append(p.ReadableRoots, dir)
-		var b *Broker
-		if control {
-			b = newTestBroker(t, Options{})
-			b.tracePhases = true
-			b.noPrime = true
-			primedRun(t, b, p, nil, "true")
-			waitPool(t, b, DefaultWarmHelpers)
-		} else {
-			b = primedBroker(t, p, nil, nil)
-		}
 		// The service restarts: Close unlinks the socket file, Listen
 		// binds a new one at the same path.
-		l1.Close()
-		l2, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l2.Close()
-		out, s, _, primed := primedRun(t, b, p, nil, "sh", "-c", "test -S "+sock+" && echo reachable-socket; echo done")
-		if !strings.Contains(out, "done") {
-			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
-		}
-		if control {
-			if primed || strings.Contains(out, "reachable-socket") {
-				t.Fatalf("control: primed %v, %q: a helper confined at the start must mask the socket", primed, out)
+		restart := func() {
+			l1.Close()
+			l2, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
+			t.Cleanup(func() { l2.Close() })
 		}
-		if strings.Contains(out, "reachable-socket") {
-			t.Fatalf("a host socket rebound at its path after priming is visible to the next command (primed %v): %q", primed, out)
-		}
-	}
+		return primedWorld{p: p, change: restart, probe: "test -S " + sock + " && echo reachable-socket; echo done"}
+	}, "reachable-socket", "a host socket rebound at its path after priming")
 }
 
 // TestRedteamPrimedSecretRecreatedWithTheSameInodeIsMasked: the host
@@ -80,64 +103,42 @@ func TestRedteamPrimedSocketReboundAfterPrimingIsMasked(t *testing.T) {
 // and the primed helper (whose mask went with the old dentry) shows the
 // new secret. The control (no priming) masks it.
 func TestRedteamPrimedSecretRecreatedWithTheSameInodeIsMasked(t *testing.T) {
-	for _, control := range []bool{true, false} {
+	primedVersusFresh(t, func(t *testing.T) primedWorld {
 		home := t.TempDir()
 		netrc := filepath.Join(home, ".netrc")
 		if err := os.WriteFile(netrc, []byte("machine old\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		ws := gitWorkspace(t)
-		p := testPolicy(ws)
+		p := testPolicy(gitWorkspace(t))
 		p.ReadableRoots = append(p.ReadableRoots, home)
-		env := map[string]string{"HOME": home}
-		var b *Broker
-		if control {
-			b = newTestBroker(t, Options{})
-			b.tracePhases = true
-			b.noPrime = true
-			primedRun(t, b, p, env, "true")
-			waitPool(t, b, DefaultWarmHelpers)
-		} else {
-			b = primedBroker(t, p, env, nil)
-		}
 		// The host relinks the file (rm and a fresh write often get the
 		// freed inode number back on ext4; a hard-link round trip, as a
 		// backup or sync tool makes, always keeps it), then rewrites it in
 		// place.
-		var before, after syscall.Stat_t
-		syscall.Lstat(netrc, &before)
-		tmp := filepath.Join(t.TempDir(), "keep")
-		if err := os.Link(netrc, tmp); err != nil {
-			t.Skipf("no hard link across the test's temporary directories: %v", err)
-		}
-		if err := os.Remove(netrc); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Link(tmp, netrc); err != nil {
-			t.Fatal(err)
-		}
-		os.Remove(tmp)
-		if err := os.WriteFile(netrc, []byte("machine NEWSECRET\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		syscall.Lstat(netrc, &after)
-		if before.Ino != after.Ino || before.Dev != after.Dev {
-			t.Fatalf("the secret's identity changed (%d, %d): the test cannot tell", before.Ino, after.Ino)
-		}
-		out, s, _, primed := primedRun(t, b, p, env, "sh", "-c", "cat \"$HOME/.netrc\"; echo done")
-		if !strings.Contains(out, "done") {
-			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
-		}
-		if control {
-			if primed || strings.Contains(out, "NEWSECRET") {
-				t.Fatalf("control: primed %v, %q: a helper confined at the start must mask the secret", primed, out)
+		relink := func() {
+			var before, after syscall.Stat_t
+			syscall.Lstat(netrc, &before)
+			tmp := filepath.Join(t.TempDir(), "keep")
+			if err := os.Link(netrc, tmp); err != nil {
+				t.Skipf("no hard link across the test's temporary directories: %v", err)
 			}
-			continue
+			if err := os.Remove(netrc); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(tmp, netrc); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(tmp)
+			if err := os.WriteFile(netrc, []byte("machine NEWSECRET\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			syscall.Lstat(netrc, &after)
+			if before.Ino != after.Ino || before.Dev != after.Dev {
+				t.Fatalf("the secret's identity changed (%d, %d): the test cannot tell", before.Ino, after.Ino)
+			}
 		}
-		if strings.Contains(out, "NEWSECRET") {
-			t.Fatalf("a home secret recreated at its path (same inode) after priming is readable by the next command (primed %v): %q", primed, out)
-		}
-	}
+		return primedWorld{p: p, env: map[string]string{"HOME": home}, change: relink, probe: `cat "$HOME/.netrc"; echo done`}
+	}, "NEWSECRET", "a home secret recreated at its path (same inode) after priming")
 }
 
 // TestRedteamPrimedHostKeyMadeAfterPrimingIsMasked: the system secrets
@@ -159,41 +160,21 @@ func TestRedteamPrimedHostKeyMadeAfterPrimingIsMasked(t *testing.T) {
 	if _, err := os.Stat("/etc/ssh"); err != nil {
 		t.Skip("no /etc/ssh")
 	}
-	key := "/etc/ssh/ssh_host_loomredteam_key"
-	for _, control := range []bool{true, false} {
-		ws := gitWorkspace(t)
-		p := testPolicy(ws)
+	const key = "/etc/ssh/ssh_host_loomredteam_key"
+	t.Cleanup(func() { os.Remove(key) })
+	primedVersusFresh(t, func(t *testing.T) primedWorld {
+		os.Remove(key)
+		p := testPolicy(gitWorkspace(t))
 		if !coveredByAny(slices.Concat(p.SystemRoots, p.ReadableRoots), "/etc/ssh") {
 			t.Skip("the test policy does not show /etc")
 		}
-		var b *Broker
-		if control {
-			b = newTestBroker(t, Options{})
-			b.tracePhases = true
-			b.noPrime = true
-			primedRun(t, b, p, nil, "true")
-			waitPool(t, b, DefaultWarmHelpers)
-		} else {
-			b = primedBroker(t, p, nil, nil)
-		}
-		if err := os.WriteFile(key, []byte("HOSTKEY\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		out, s, _, primed := primedRun(t, b, p, nil, "sh", "-c", "cat "+key+"; echo done")
-		os.Remove(key)
-		if !strings.Contains(out, "done") {
-			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
-		}
-		if control {
-			if primed || strings.Contains(out, "HOSTKEY") {
-				t.Fatalf("control: primed %v, %q: a helper confined at the start must mask the key", primed, out)
+		generate := func() {
+			if err := os.WriteFile(key, []byte("HOSTKEY\n"), 0o600); err != nil {
+				t.Fatal(err)
 			}
-			continue
 		}
-		if strings.Contains(out, "HOSTKEY") {
-			t.Fatalf("an SSH host key made after priming is readable by the primed helper's command (primed %v): %q", primed, out)
-		}
-	}
+		return primedWorld{p: p, change: generate, probe: "cat " + key + "; echo done"}
+	}, "HOSTKEY", "an SSH host key made after priming")
 }
 
 // TestRedteamPrimedHomeAddedToPasswdAfterPrimingIsMasked: /etc/passwd
@@ -211,49 +192,31 @@ func TestRedteamPrimedHomeAddedToPasswdAfterPrimingIsMasked(t *testing.T) {
 	if err != nil {
 		t.Skip("no /etc/passwd")
 	}
-	for _, control := range []bool{true, false} {
-		ws := gitWorkspace(t)
+	restore := func() {
+		if err := os.WriteFile("/etc/passwd", orig, 0o644); err != nil {
+			t.Errorf("restoring /etc/passwd: %v", err)
+		}
+	}
+	t.Cleanup(restore)
+	primedVersusFresh(t, func(t *testing.T) primedWorld {
+		restore()
 		home := t.TempDir()
 		if err := os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine HOMESECRET\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		p := testPolicy(ws)
+		p := testPolicy(gitWorkspace(t))
 		p.ReadableRoots = append(p.ReadableRoots, home)
-		var b *Broker
-		if control {
-			b = newTestBroker(t, Options{})
-			b.tracePhases = true
-			b.noPrime = true
-			primedRun(t, b, p, nil, "true")
-			waitPool(t, b, DefaultWarmHelpers)
-		} else {
-			b = primedBroker(t, p, nil, nil)
-		}
-		// In place, as an editor that truncates and writes does.
-		f, err := os.OpenFile("/etc/passwd", os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = f.WriteString("loomredteam:x:64999:64999::" + home + ":/bin/false\n")
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, s, _, primed := primedRun(t, b, p, nil, "sh", "-c", "cat "+filepath.Join(home, ".netrc")+"; echo done")
-		if err := os.WriteFile("/etc/passwd", orig, 0o644); err != nil {
-			t.Fatalf("restoring /etc/passwd: %v", err)
-		}
-		if !strings.Contains(out, "done") {
-			t.Fatalf("control %v: the probe did not run: %q %+v", control, out, s)
-		}
-		if control {
-			if primed || strings.Contains(out, "HOMESECRET") {
-				t.Fatalf("control: primed %v, %q: a helper confined at the start must mask the home's .netrc", primed, out)
+		// In place, as an editor that appends does.
+		addUser := func() {
+			f, err := os.OpenFile("/etc/passwd", os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
+			defer f.Close()
+			if _, err := f.WriteString("loomredteam:x:64999:64999::" + home + ":/bin/false\n"); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if strings.Contains(out, "HOMESECRET") {
-			t.Fatalf("a home added to /etc/passwd after priming has its .netrc readable by the primed helper's command (primed %v): %q", primed, out)
-		}
-	}
+		return primedWorld{p: p, change: addUser, probe: "cat " + filepath.Join(home, ".netrc") + "; echo done"}
+	}, "HOMESECRET", "the .netrc of a home added to /etc/passwd after priming")
 }
