@@ -20,10 +20,11 @@ const writePollSlice = 10 * time.Millisecond
 
 // readSpin is how long a read that finds nothing keeps asking again
 // before it sleeps in read(2), while the program calls in a tight loop
-// (see hostConn.Read): about twice what a program's client takes between
-// reading one answer and sending its next call, so a loop of calls never
-// pays a sleep and a wake-up, and a program busy elsewhere costs the
-// host at most this much of one CPU before the read sleeps.
+// (see hostConn.Read): well past the few microseconds a program's client
+// takes between reading one answer and sending its next call, so a loop
+// of calls seldom pays a sleep and a wake-up, and a program busy
+// elsewhere costs the host at most this much of one CPU before the read
+// sleeps.
 const readSpin = 50 * time.Microsecond
 
 // hostConn is the host's end of a capability channel: a blocking

@@ -73,6 +73,46 @@ func TestHostConnCloseEndsABlockedRead(t *testing.T) {
 	}
 }
 
+// TestHostConnSpinsOnlyWhileFramesComeQuickly: a read whose data came
+// at once leaves the next read asking again before it sleeps, and that
+// read still returns what arrives later (here past readSpin, so it ends
+// up sleeping) and io.EOF once the program's end closes; a read that
+// waited past readSpin leaves the next one sleeping at once.
+func TestHostConnSpinsOnlyWhileFramesComeQuickly(t *testing.T) {
+	t.Parallel()
+	hc, prog := testHostConn(t)
+	buf := make([]byte, 16)
+	// Data already there is read within readSpin unless this test is
+	// descheduled meanwhile, which a loaded machine may do now and then.
+	for i := 0; i < 1000 && !hc.spin.Load(); i++ {
+		if _, err := prog.Write([]byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := hc.Read(buf); n != 1 || err != nil {
+			t.Fatalf("read = %d, %v", n, err)
+		}
+	}
+	if !hc.spin.Load() {
+		t.Fatal("no read whose data was there left the next one spinning")
+	}
+	go func() {
+		time.Sleep(20 * readSpin) // past the spin: the read must sleep and still wake
+		prog.Write([]byte("b"))
+	}()
+	if n, err := hc.Read(buf); n != 1 || err != nil || buf[0] != 'b' {
+		t.Fatalf("read after the spin = %d %q, %v", n, buf[:n], err)
+	}
+	if hc.spin.Load() {
+		t.Error("a read that waited past readSpin left the next one spinning")
+	}
+	prog.Write([]byte("c"))
+	hc.Read(buf) // spinning again
+	prog.Close()
+	if _, err := hc.Read(buf); !errors.Is(err, io.EOF) {
+		t.Fatalf("a spinning read of a closed end = %v, want io.EOF", err)
+	}
+}
+
 // TestHostConnClosesItsDescriptorWhenUnused: Close while a read or write
 // holds the descriptor shuts the socket down at once but closes the
 // descriptor only when the last use ends, so its number is never
