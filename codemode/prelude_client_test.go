@@ -3,6 +3,7 @@ package codemode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -136,7 +137,9 @@ func (h *probeHost) next() (uint64, CapCall, bool) {
 	for {
 		f, err := ReadFrame(h.conn)
 		if err != nil {
-			if err != io.EOF {
+			// runProbeIn closes the host's end once the program exited: a
+			// read begun after that is the channel's end too.
+			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
 				h.t.Errorf("host read: %v", err)
 			}
 			return 0, CapCall{}, false
