@@ -241,6 +241,8 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 				Key: StepKey{OpID: "op", StepID: t.Name()}, Argv: []string{"true"},
 				Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1},
 			}
+			// Before the context: its deadline counts from when it is made.
+			start := time.Now()
 			ctx, during := tc.spec(&spec)
 			if during != nil {
 				go func() {
@@ -248,7 +250,6 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 					during()
 				}()
 			}
-			start := time.Now()
 			ex, d := b.Clear(ctx, spec)
 			if ex != nil || denialCode(d) != tc.want {
 				t.Fatalf("Clear over the bound: %v, %v; want %s", ex, d, tc.want)

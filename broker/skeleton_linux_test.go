@@ -269,6 +269,7 @@ func TestSkeletonFallbackProtectsProc(t *testing.T) {
 	warm := newTestBroker(t, Options{})
 	defer warm.Close()
 	warm.tracePhases = true
+	warm.noPrime = true // the skeleton of a helper holding no policy
 	cold := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer cold.Close()
 	cold.tracePhases = true
