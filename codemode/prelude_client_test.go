@@ -45,34 +45,7 @@ func runProbeIn(t testing.TB, bin string, arg string, setsid bool, host func(con
 	}
 	hostEnd, progEnd := os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "program")
 	defer hostEnd.Close()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, arg)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.ExtraFiles = []*os.File{null, null, progEnd}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	progEnd.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		host(hostEnd)
-	}()
-	err = cmd.Wait()
-	hostEnd.Close() // ends a host still reading
-	<-done
-	if err != nil {
-		t.Fatalf("probe: %v\nstderr:\n%s", err, stderr.String())
-	}
-	return stdout.String()
+	return runWithChannel(t, bin, arg, setsid, progEnd, func() { host(hostEnd) }, func() { hostEnd.Close() })
 }
 
 // runServed starts bin, unjailed, with the program's end of a channel
@@ -86,6 +59,18 @@ func runServed(t *testing.T, bin string, route router) string {
 		t.Fatal(err)
 	}
 	defer hc.Close()
+	serve := func() { newChannel(context.Background(), hc, route, newRecorder(time.Now)).serve() }
+	return runWithChannel(t, bin, "", false, progEnd, serve, func() { hc.Close() })
+}
+
+// runWithChannel starts bin (with arg, in a session of its own when
+// setsid) with progEnd at fd 5 (fds 3 and 4 /dev/null) and closes its
+// own copy of progEnd, runs host meanwhile, and once the program exited
+// calls endHost (which ends a host still reading) and waits for host to
+// return. It returns the program's stdout and fails the test when the
+// program failed.
+func runWithChannel(t testing.TB, bin, arg string, setsid bool, progEnd *os.File, host, endHost func()) string {
+	t.Helper()
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
@@ -93,10 +78,11 @@ func runServed(t *testing.T, bin string, route router) string {
 	defer null.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin)
+	cmd := exec.CommandContext(ctx, bin, arg)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.ExtraFiles = []*os.File{null, null, progEnd}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
 	err = cmd.Start()
 	progEnd.Close()
 	if err != nil {
@@ -105,10 +91,10 @@ func runServed(t *testing.T, bin string, route router) string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		newChannel(ctx, hc, route, newRecorder(time.Now)).serve()
+		host()
 	}()
 	err = cmd.Wait()
-	hc.Close() // ends a serve still reading
+	endHost()
 	<-done
 	if err != nil {
 		t.Fatalf("program: %v\nstderr:\n%s", err, stderr.String())
