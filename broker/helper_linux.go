@@ -203,15 +203,9 @@ func runHelper() int {
 		unix.Close(helperConfigFd)
 		// The command's own: the extra file and stdin come before the
 		// mounts, as the host's /dev/null is opened before the jail's.
-		if err := takeExtraFile(cfg.Extra); err != nil {
+		if err := takeCommandFiles(cfg); err != nil {
 			report(helperReport{Fatal: err.Error()})
 			return exitHelperSetup
-		}
-		if cfg.NullStdin {
-			if err := nullStdin(); err != nil {
-				report(helperReport{Fatal: fmt.Sprintf("stdin from %s: %s", devNull, err)})
-				return exitHelperSetup
-			}
 		}
 	}
 	c, err := confine(cfg)
@@ -240,17 +234,11 @@ func runHelper() int {
 		}
 		cfg = cmd
 		helperPhases.mark(primedCommandMark)
-		if err := takeExtraFile(cfg.Extra); err != nil {
+		// Stdin from the jail's own /dev/null now, or the host's in its
+		// view (Landlock grants it).
+		if err := takeCommandFiles(cfg); err != nil {
 			report(helperReport{Layers: c.layers, Fatal: err.Error()})
 			return exitHelperSetup
-		}
-		if cfg.NullStdin {
-			// The jail's own /dev/null, or the host's in its view
-			// (Landlock grants it).
-			if err := nullStdin(); err != nil {
-				report(helperReport{Layers: c.layers, Fatal: fmt.Sprintf("stdin from %s: %s", devNull, err)})
-				return exitHelperSetup
-			}
 		}
 	}
 	layers := c.layers
@@ -284,6 +272,20 @@ func runHelper() int {
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	report(helperReport{Exec: fmt.Sprintf("exec %s: %s", cfg.Argv[0], errnoName(err))})
 	return exitHelperExec
+}
+
+// takeCommandFiles puts the command's own descriptors in place: its
+// extra file, and /dev/null as stdin when it asks for it.
+func takeCommandFiles(cfg helperConfig) error {
+	if err := takeExtraFile(cfg.Extra); err != nil {
+		return err
+	}
+	if cfg.NullStdin {
+		if err := nullStdin(); err != nil {
+			return fmt.Errorf("stdin from %s: %s", devNull, err)
+		}
+	}
+	return nil
 }
 
 // readHelperConfig reads one configuration from the config fd: a JSON
