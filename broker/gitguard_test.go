@@ -676,3 +676,49 @@ func TestGitGuardFollowsAPointerWhoseTargetComesLater(t *testing.T) {
 		})
 	}
 }
+
+// TestGitGuardWatchesADirectoryMadeWhereAWatchedOneMovedAway: a watched
+// directory moved into a git store (which no walk opens again, so its
+// watch keeps the old name) and another made at its path is watched in
+// turn, so a repository planted in it (or a pointer's target there) is
+// neutralised; before, the stale name made the new directory look
+// watched already (red team).
+func TestGitGuardWatchesADirectoryMadeWhereAWatchedOneMovedAway(t *testing.T) {
+	t.Parallel()
+	for _, plant := range []string{"pointer", "nested"} {
+		t.Run(plant, func(t *testing.T) {
+			w := newGuardWorld(t)
+			w.git(w.ws, "init", "-q")
+			for _, d := range []string{"a/b", "n/.git/objects"} {
+				if err := os.MkdirAll(filepath.Join(w.ws, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.command(nil) // the baseline: a/b is watched
+			pass := func() { syncWatch(); w.livePass() }
+			cfg := "a/b/r/.git/config"
+			_, d := w.command(func() {
+				if plant == "pointer" {
+					w.write("sub/.git", "gitdir: ../a/b/evil\n")
+					cfg = "a/b/evil/config"
+				}
+				pass()
+				if err := os.Rename(filepath.Join(w.ws, "a/b"), filepath.Join(w.ws, "n/.git/objects/b")); err != nil {
+					t.Fatal(err)
+				}
+				pass()
+				if err := os.Mkdir(filepath.Join(w.ws, "a/b"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				pass()
+				w.write(cfg, "[core]\n\tsshCommand = evil\n")
+			})
+			if d != nil {
+				t.Fatal(d)
+			}
+			if got := w.read(cfg); strings.Contains(got, "sshCommand") {
+				t.Errorf("%s kept sshCommand:\n%s", cfg, got)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -224,18 +225,27 @@ func newGitWatch() (*gitWatch, error) {
 // add watches the directory rel, open as f (so the watch lands on the
 // inode the sweep just pinned, whatever a command does to the path).
 func (w *gitWatch) add(rel string, f *os.File) {
-	w.mu.Lock()
-	_, done := w.watched[rel]
-	w.mu.Unlock()
-	if done {
-		return
-	}
+	// Asked every time, even for a name watched already: the directory
+	// watched under rel may have moved away (into a git store no walk
+	// re-opens it from) and another been made in its place, which the
+	// kernel tells by the descriptor it answers.
 	wd, err := unix.InotifyAddWatch(hub.fd, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), gitWatchMask)
 	if err != nil {
 		w.broken(fmt.Errorf("inotify_add_watch %s: %s", rel, errnoName(err)))
 		return
 	}
+	w.mu.Lock()
+	old, had := w.watched[rel]
+	w.mu.Unlock()
+	if had && old == int32(wd) {
+		return
+	}
 	hub.mu.Lock()
+	if had {
+		// rel names another directory now: the one that moved away no
+		// longer reports under rel.
+		hub.subs[old] = slices.DeleteFunc(hub.subs[old], func(s watchSub) bool { return s.w == w && s.rel == rel })
+	}
 	subs := hub.subs[int32(wd)]
 	replaced := false
 	for i := range subs {
