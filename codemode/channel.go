@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/tool"
+	"golang.org/x/sys/unix"
 )
 
 // Bounds of the capability channel.
@@ -129,10 +130,46 @@ func (ch *channel) serve() error {
 			}
 		case FrameCancel:
 			ch.cancel(f.ID)
+		case FrameRing:
+			if err := ch.shareRing(br, f.Body); err != nil {
+				return err
+			}
 		default:
 			return &ChannelFault{Reason: fmt.Sprintf("the program sent a %s frame, which only the host sends", quoteArg(string(f.Kind)))}
 		}
 	}
+}
+
+// shareRing answers the program's ring frame: the channel moves onto a
+// shared ring pair (see FrameRing), or stays on the socket with a nil
+// answer when the host cannot make one. Asking twice, with a body, or
+// with anything sent after the ask is a fault: the program's bytes must
+// not straddle the move.
+func (ch *channel) shareRing(br *bufio.Reader, body any) error {
+	switch {
+	case ch.conn.ring.Load() != nil:
+		return &ChannelFault{Reason: "the program asked for a shared ring twice"}
+	case body != nil:
+		return &ChannelFault{Reason: "the program's ring frame has a body"}
+	case br.Buffered() > 0:
+		return &ChannelFault{Reason: "the program sent more after asking for a shared ring, before its answer"}
+	}
+	ch.wmu.Lock()
+	defer ch.wmu.Unlock()
+	ch.writeOut() // what the socket owes the program goes first
+	r, memfd, err := newSharedRing()
+	if err != nil {
+		_ = appendFrame(&ch.out, Frame{Kind: FrameRing})
+		ch.writeOut()
+		return nil
+	}
+	defer unix.Close(memfd)
+	var granted bytes.Buffer
+	_ = appendFrame(&granted, Frame{Kind: FrameRing, Body: RingBody(ringHeaderBytes, ringBytes)})
+	// A failed write is the program gone or not reading: the next read
+	// or the deadline ends the execution.
+	_ = ch.conn.shareRing(r, memfd, granted.Bytes())
+	return nil
 }
 
 // wholeFrameBuffered reports whether br holds a whole frame, which

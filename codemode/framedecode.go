@@ -114,9 +114,9 @@ func frameOf(vals [4]any) (Frame, error) {
 		if f.Body != nil {
 			return Frame{}, faultf("a cancel frame has a body")
 		}
-	case FrameOutcome:
+	case FrameOutcome, FrameRing:
 		if f.ID != 0 {
-			return Frame{}, faultf("an outcome frame has id %d, want 0", f.ID)
+			return Frame{}, faultf("the %s frame has id %d, want 0", f.Kind, f.ID)
 		}
 	default:
 		return Frame{}, faultf("unknown frame kind %.64q", kind)

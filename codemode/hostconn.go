@@ -52,6 +52,12 @@ type hostConn struct {
 	// spin says the last read found its data within readSpin, so the
 	// next one asks again before it sleeps.
 	spin atomic.Bool
+
+	// ring, once the program asked for one (see shareRing), carries the
+	// channel's bytes; fd then carries only doorbells.
+	ring atomic.Pointer[sharedRing]
+	// shut is set by Close: a write waiting for room in the ring stops.
+	shut atomic.Bool
 }
 
 // errWriteTimeout is a write that ran past its deadline.
@@ -73,8 +79,17 @@ func (c *hostConn) release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.refs--; c.refs == 0 && c.closed {
-		unix.Close(c.fd)
+		c.closeFD()
 	}
+}
+
+// closeFD closes the descriptor and unmaps the ring; mu is held and no
+// read or write uses either.
+func (c *hostConn) closeFD() error {
+	if r := c.ring.Load(); r != nil {
+		r.unmap()
+	}
+	return unix.Close(c.fd)
 }
 
 // Read reads what the program sent, blocking until some arrives. It
@@ -86,6 +101,9 @@ func (c *hostConn) Read(p []byte) (int, error) {
 	defer c.release()
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if r := c.ring.Load(); r != nil {
+		return c.readRing(r, p)
 	}
 	start := time.Now()
 	if c.spin.Load() {
@@ -136,6 +154,14 @@ func (c *hostConn) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	defer c.release()
+	if r := c.ring.Load(); r != nil {
+		return c.writeRing(r, p)
+	}
+	return c.writeSocket(p)
+}
+
+// writeSocket is Write on the socket.
+func (c *hostConn) writeSocket(p []byte) (int, error) {
 	done := 0
 	for done < len(p) {
 		n, err := unix.SendmsgN(c.fd, p[done:], nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
@@ -197,9 +223,10 @@ func (c *hostConn) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.shut.Store(true)
 	_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
 	if c.refs == 0 {
-		return unix.Close(c.fd)
+		return c.closeFD()
 	}
 	return nil
 }

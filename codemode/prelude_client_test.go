@@ -140,6 +140,11 @@ func (h *probeHost) next() (uint64, CapCall, bool) {
 			// (a leading caller's read ends only with a frame).
 			h.write(Frame{ID: f.ID, Kind: FrameCapResult, Body: ResultErr(string(CodeCallCancelled), "the call was cancelled by the program")})
 			continue
+		case FrameRing:
+			// This host keeps the channel on the socket, as a host that
+			// cannot make a ring does.
+			h.write(Frame{Kind: FrameRing})
+			continue
 		case FrameCapCall:
 		default:
 			h.t.Errorf("program sent a %s frame", f.Kind)

@@ -52,7 +52,24 @@ const (
 	// FrameOutcome (host to program): the host's one terminal frame, id
 	// 0, body OutcomeBody; the host writes nothing after it.
 	FrameOutcome FrameKind = "outcome"
+	// FrameRing (program to host, then host to program), id 0: the
+	// program asks, with a nil body and before any other frame, to move
+	// the channel onto a shared memory ring pair; the host answers once,
+	// with RingBody and the ring's memory file attached to the answer as
+	// SCM_RIGHTS, or with a nil body and nothing attached when it cannot
+	// make one (the channel then stays on the socket). From a granted
+	// answer on, every frame both ways travels through the rings and the
+	// socket carries only doorbell bytes (1) that wake a sleeping reader.
+	FrameRing FrameKind = "ring"
 )
+
+// RingBody is the host's ring answer's body: the layout of the memory
+// file attached to it. The file holds headerBytes of control words, the
+// program's ring to the host, then the host's ring to the program, each
+// ringBytes long.
+func RingBody(headerBytes, ringBytes int) map[string]any {
+	return map[string]any{"header_bytes": headerBytes, "ring_bytes": ringBytes}
+}
 
 // Frame is one decoded frame.
 //
@@ -97,8 +114,8 @@ func faultf(format string, args ...any) *FrameError {
 // (nothing further is read), a truncated frame, bytes that are not
 // exactly one msgpack map of exactly the keys v, id, kind and body, v
 // other than ProtocolVersion, an id that is not an integer in
-// 0..MaxFrameID, a kind not among the four, a cancel with a body, an
-// outcome with a non-zero id, a value outside the channel's msgpack
+// 0..MaxFrameID, a kind not among the five, a cancel with a body, an
+// outcome or ring with a non-zero id, a value outside the channel's msgpack
 // subset (ext, timestamp, a non-string map key, a repeated map key), or
 // past MaxFrameDepth or MaxFrameValues. It never panics and allocates at
 // most about the bytes it read and decodedValueBytes for each value
@@ -182,7 +199,7 @@ func frameReadError(got int, n uint32, err error) error {
 // (the frame counting one); anything else is an error and nothing is
 // written. A frame past MaxFrameBytes is a *FrameError of code
 // CodeFrameTooLarge and nothing is written. The id must be at most
-// MaxFrameID and the kind one of the four.
+// MaxFrameID and the kind one of the five.
 func WriteFrame(w io.Writer, f Frame) error {
 	buf := writeBuffers.Get().(*bytes.Buffer)
 	defer func() {
@@ -202,7 +219,7 @@ func WriteFrame(w io.Writer, f Frame) error {
 // WriteFrame writes it; on an error buf is left as it was.
 func appendFrame(buf *bytes.Buffer, f Frame) error {
 	switch f.Kind {
-	case FrameCapCall, FrameCancel, FrameCapResult, FrameOutcome:
+	case FrameCapCall, FrameCancel, FrameCapResult, FrameOutcome, FrameRing:
 	default:
 		return fmt.Errorf("codemode: WriteFrame of unknown kind %.64q", f.Kind)
 	}

@@ -134,6 +134,7 @@ func TestReadFrameRefuses(t *testing.T) {
 		{"unknown kind", "unknown frame kind", good("v", 1, "id", 1, "kind", "heartbeat", "body", nil)},
 		{"cancel with a body", "cancel frame has a body", good("v", 1, "id", 1, "kind", "cancel", "body", 0)},
 		{"outcome with an id", "outcome frame has id 4", good("v", 1, "id", 4, "kind", "outcome", "body", nil)},
+		{"ring with an id", "ring frame has id 2", good("v", 1, "id", 2, "kind", "ring", "body", nil)},
 		{"ext", "outside the channel's subset", body(raw{0xd4, 1, 0})},
 		{"timestamp", "outside the channel's subset", body(raw{0xd6, 0xff, 0, 0, 0, 0})},
 		{"never-used code", "outside the channel's subset", body(raw{0xc1})},

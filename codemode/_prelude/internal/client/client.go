@@ -86,6 +86,7 @@ type Client struct {
 	fd   int
 	once sync.Once
 	r    *bufio.Reader // what the leader reads frames from
+	ring *ring         // the shared ring pair, when the host granted one
 
 	// lead is held by the one waiting call that reads frames for every
 	// call (the leader): a call answered while it waits returns without
@@ -179,8 +180,25 @@ func (c *Client) open() {
 			c.fail(&Error{Code: ChannelClosed, Message: "the capability channel is not open in this process"})
 			return
 		}
-		c.r = bufio.NewReaderSize(&fdReader{fd: c.fd}, 64<<10)
+		var from io.Reader = &fdReader{fd: c.fd}
+		rg, err := askRing(c.fd)
+		switch {
+		case err != nil:
+			c.fail(&Error{Code: ChannelClosed, Message: "the capability channel broke while opening: " + err.Error()})
+			return
+		case rg != nil:
+			c.ring, from = rg, rg
+		}
+		c.r = bufio.NewReaderSize(from, 64<<10)
 	})
+}
+
+// write writes b to the host: through the ring when the host shared one.
+func (c *Client) write(b []byte) error {
+	if c.ring != nil {
+		return c.ring.write(b)
+	}
+	return writeAll(c.fd, b)
 }
 
 // Call sends one call and waits for its answer or for ctx to end. When
@@ -266,7 +284,7 @@ func (c *Client) send(f wire.Frame) error {
 		c.queued = c.spare[:0]
 		c.spare = nil
 		c.wmu.Unlock()
-		err := writeAll(c.fd, out)
+		err := c.write(out)
 		c.wmu.Lock()
 		if cap(out) <= maxSpareBytes {
 			c.spare = out[:0]

@@ -23,6 +23,7 @@ const (
 	KindCancel    = "cancel"     // program -> host: abandon an in-flight call
 	KindCapResult = "cap_result" // host -> program: a call's answer
 	KindOutcome   = "outcome"    // host -> program: the execution is ending
+	KindRing      = "ring"       // both ways, once: ask for, and grant, a shared ring pair
 )
 
 // Frame is one message on the channel.

@@ -1,0 +1,179 @@
+package codemode
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ringRoomPoll is the first wait of a write that finds the program's
+// ring full; each further wait doubles, up to writePollSlice. The
+// program does not ring for room: only a program that stops reading
+// fills its ring, and it pays for that, not the host.
+const ringRoomPoll = 20 * time.Microsecond
+
+// spinPollsPerYield is how many times a spinning ring read looks at the
+// program's position for each time it yields the CPU: a look is a load
+// from shared memory, a yield a system call, so looking more often
+// finds an answer sooner while still letting a program waiting for
+// this CPU have it.
+const spinPollsPerYield = 32
+
+// doorbellReadBytes is how many doorbells a waking read takes at once.
+const doorbellReadBytes = 64
+
+// shareRing moves the channel onto the ring pair r: it writes answer
+// (the encoded ring frame) to the program with memfd, r's memory file,
+// attached, and from then on reads and writes go through r. The caller
+// holds the channel's writer and has nothing of the program's left
+// unread. When the answer cannot be written the channel is left as it
+// was, and r unmapped.
+func (c *hostConn) shareRing(r *sharedRing, memfd int, answer []byte) error {
+	if !c.acquire() {
+		r.unmap()
+		return net.ErrClosed
+	}
+	defer c.release()
+	if err := c.sendWithRights(answer, unix.UnixRights(memfd)); err != nil {
+		r.unmap()
+		return err
+	}
+	c.ring.Store(r)
+	return nil
+}
+
+// sendWithRights writes all of p, the rights riding on its first byte.
+func (c *hostConn) sendWithRights(p, rights []byte) error {
+	for {
+		n, err := unix.SendmsgN(c.fd, p, rights, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			if err := c.waitWritable(); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("writing to the program: %w", err)
+		}
+		_, err = c.writeSocket(p[n:])
+		return err
+	}
+}
+
+// readRing is Read on the ring: it takes what the program wrote, asks
+// again for up to readSpin while frames come quickly, and otherwise marks
+// itself asleep and sleeps in read(2) until the program rings, its end
+// closes (io.EOF once the ring is empty) or Close is called.
+func (c *hostConn) readRing(r *sharedRing, p []byte) (int, error) {
+	start := time.Now()
+	polls := 0
+	spin := c.spin.Load()
+	for {
+		n, err := r.take(p)
+		if n > 0 || err != nil {
+			c.spin.Store(time.Since(start) < readSpin)
+			return n, err
+		}
+		if spin && time.Since(start) < readSpin {
+			if polls++; polls%spinPollsPerYield == 0 {
+				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			}
+			continue
+		}
+		r.sleeping(true)
+		if n, err := r.take(p); n > 0 || err != nil {
+			r.sleeping(false)
+			c.spin.Store(false)
+			return n, err
+		}
+		if err := c.awaitDoorbell(); err != nil {
+			r.sleeping(false)
+			if err == io.EOF {
+				if n, ferr := r.take(p); n > 0 || ferr != nil {
+					return n, ferr
+				}
+			}
+			return 0, err
+		}
+		spin = false
+	}
+}
+
+// awaitDoorbell sleeps until the program writes on the socket, which
+// must be doorbells only: anything else is a fault. io.EOF when the
+// program's end closed or Close was called.
+func (c *hostConn) awaitDoorbell() error {
+	var bells [doorbellReadBytes]byte
+	for {
+		n, err := unix.Read(c.fd, bells[:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return fmt.Errorf("reading from the program: %w", err)
+		case n == 0:
+			return io.EOF
+		}
+		for _, b := range bells[:n] {
+			if b != ringDoorbell {
+				return faultf("the program wrote byte %#x on its socket, which carries only doorbells once it shares a ring", b)
+			}
+		}
+		return nil
+	}
+}
+
+// writeRing is Write on the ring: it puts all of p in the program's
+// ring, ringing the program when it sleeps, and waits for room when the
+// ring is full, until its deadline (errWriteTimeout) or Close.
+func (c *hostConn) writeRing(r *sharedRing, p []byte) (int, error) {
+	done := 0
+	wait := ringRoomPoll
+	for done < len(p) {
+		n, err := r.put(p[done:])
+		if err != nil {
+			return done, err
+		}
+		if n > 0 {
+			done += n
+			wait = ringRoomPoll
+			if r.programAsleep() {
+				c.ring1()
+			}
+			continue
+		}
+		if err := c.waitRoom(wait); err != nil {
+			return done, err
+		}
+		wait = min(2*wait, writePollSlice)
+	}
+	return done, nil
+}
+
+// ring1 writes one doorbell. A full socket already holds doorbells the
+// program has not read, so one that does not fit is not needed.
+func (c *hostConn) ring1() {
+	_, _ = unix.SendmsgN(c.fd, []byte{ringDoorbell}, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+}
+
+// waitRoom sleeps for wait, or less when the deadline comes first, and
+// fails once the deadline passed or Close was called.
+func (c *hostConn) waitRoom(wait time.Duration) error {
+	if c.shut.Load() {
+		return net.ErrClosed
+	}
+	if d := c.deadline.Load(); d != 0 {
+		left := time.Until(time.Unix(0, d))
+		if left <= 0 {
+			return errWriteTimeout
+		}
+		wait = min(wait, left)
+	}
+	time.Sleep(wait)
+	return nil
+}
