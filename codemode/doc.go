@@ -52,7 +52,8 @@
 //     but itself, no writable root, no network, an environment of
 //     GOMAXPROCS, GOMEMLIMIT and GOTRACEBACK only, an address-space and a
 //     process bound, every layer of RunRequiredLayers required), serving
-//     its capability calls over one socketpair at broker.ExtraFileFD until
+//     its capability calls over one socketpair at broker.ExtraFileFD (or
+//     the shared ring the program asks for on it) until
 //     it exits, its wall deadline passes, the host's context ends or the
 //     channel faults; every path kills the process tree.
 //
@@ -67,6 +68,17 @@
 // host's terminal outcome frame is written under a deadline so a program
 // that stops reading cannot hold it. Calls are recorded (CallRecord: MaxRecordedCalls
 // itemised, exact counters beyond).
+//
+// A program may first ask to move the channel onto a shared memory ring
+// pair (FrameRing), which the prelude always does: the same frames then
+// pass through memory both ends map, and the socket carries only the
+// doorbell bytes that wake a sleeping reader, so a loop of calls pays no
+// system call while both ends are awake. The host creates the memory
+// file, seals it at its size (a program cannot shrink it under the
+// host's mapping), keeps its own read and write positions and never
+// reads them back, checks each position the program publishes against
+// them, and copies the program's bytes out before decoding them: a
+// forged position or a stray socket byte is a channel fault.
 //
 // # Authority
 //

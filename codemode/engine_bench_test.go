@@ -178,7 +178,9 @@ const floorMessageBytes = 48
 //     plus the host's work);
 //   - raw-jailed: the same binary in the run jail (plus the jail's cost);
 //   - client: the kv.get program of BenchmarkCapabilityRoundTrip, on the
-//     prelude's client, unjailed (raw plus the program's client);
+//     prelude's client, unjailed (raw plus the program's client, and
+//     the shared ring the client asks for instead of the socket: bare
+//     and raw measure the socket alone);
 //   - jailed: that program run by the engine, BenchmarkCapabilityRoundTrip's
 //     one-caller figure.
 func BenchmarkCapabilityRoundTripFloor(b *testing.B) {
