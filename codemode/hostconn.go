@@ -58,6 +58,10 @@ type hostConn struct {
 	ring atomic.Pointer[sharedRing]
 	// shut is set by Close: a write waiting for room in the ring stops.
 	shut atomic.Bool
+	// fault is the first forged ring position a write met: every read
+	// from then on returns it, so the serve loop ends the execution
+	// rather than go on serving a program its answers cannot reach.
+	fault atomic.Pointer[FrameError]
 }
 
 // errWriteTimeout is a write that ran past its deadline.

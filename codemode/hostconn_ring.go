@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,8 +23,10 @@ const ringRoomPoll = 20 * time.Microsecond
 // this CPU have it.
 const spinPollsPerYield = 32
 
-// doorbellReadBytes is how many doorbells a waking read takes at once.
-const doorbellReadBytes = 64
+// doorbellReadBytes is how many doorbells a waking read takes at once:
+// enough that a program filling its socket with them costs the host a
+// few reads, not thousands.
+const doorbellReadBytes = 4 << 10
 
 // shareRing moves the channel onto the ring pair r: it writes answer
 // (the encoded ring frame) to the program with memfd, r's memory file,
@@ -74,6 +77,9 @@ func (c *hostConn) readRing(r *sharedRing, p []byte) (int, error) {
 	polls := 0
 	spin := c.spin.Load()
 	for {
+		if fe := c.fault.Load(); fe != nil {
+			return 0, fe
+		}
 		n, err := r.take(p)
 		if n > 0 || err != nil {
 			c.spin.Store(time.Since(start) < readSpin)
@@ -93,6 +99,9 @@ func (c *hostConn) readRing(r *sharedRing, p []byte) (int, error) {
 		}
 		if err := c.awaitDoorbell(); err != nil {
 			r.sleeping(false)
+			if fe := c.fault.Load(); fe != nil {
+				return 0, fe
+			}
 			if err == io.EOF {
 				if n, ferr := r.take(p); n > 0 || ferr != nil {
 					return n, ferr
@@ -130,13 +139,17 @@ func (c *hostConn) awaitDoorbell() error {
 
 // writeRing is Write on the ring: it puts all of p in the program's
 // ring, ringing the program when it sleeps, and waits for room when the
-// ring is full, until its deadline (errWriteTimeout) or Close.
+// ring is full, until its deadline (errWriteTimeout) or Close, which it
+// also checks between parts, so a program that frees room a byte at a
+// time cannot hold it past either. A forged position is a fault that
+// every later read returns too (see hostConn.fault).
 func (c *hostConn) writeRing(r *sharedRing, p []byte) (int, error) {
 	done := 0
 	wait := ringRoomPoll
 	for done < len(p) {
 		n, err := r.put(p[done:])
 		if err != nil {
+			c.faulted(err)
 			return done, err
 		}
 		if n > 0 {
@@ -144,6 +157,11 @@ func (c *hostConn) writeRing(r *sharedRing, p []byte) (int, error) {
 			wait = ringRoomPoll
 			if r.programAsleep() {
 				c.ring1()
+			}
+			if done < len(p) {
+				if err := c.writeBound(); err != nil {
+					return done, err
+				}
 			}
 			continue
 		}
@@ -155,6 +173,26 @@ func (c *hostConn) writeRing(r *sharedRing, p []byte) (int, error) {
 	return done, nil
 }
 
+// faulted keeps the first ring fault a write met and wakes a reader
+// asleep on the socket, which then returns it.
+func (c *hostConn) faulted(err error) {
+	var fe *FrameError
+	if errors.As(err, &fe) && c.fault.CompareAndSwap(nil, fe) {
+		_ = unix.Shutdown(c.fd, unix.SHUT_RD)
+	}
+}
+
+// writeBound fails once Close was called or the write deadline passed.
+func (c *hostConn) writeBound() error {
+	if c.shut.Load() {
+		return net.ErrClosed
+	}
+	if d := c.deadline.Load(); d != 0 && time.Now().UnixNano() >= d {
+		return errWriteTimeout
+	}
+	return nil
+}
+
 // ring1 writes one doorbell. A full socket already holds doorbells the
 // program has not read, so one that does not fit is not needed.
 func (c *hostConn) ring1() {
@@ -164,15 +202,11 @@ func (c *hostConn) ring1() {
 // waitRoom sleeps for wait, or less when the deadline comes first, and
 // fails once the deadline passed or Close was called.
 func (c *hostConn) waitRoom(wait time.Duration) error {
-	if c.shut.Load() {
-		return net.ErrClosed
+	if err := c.writeBound(); err != nil {
+		return err
 	}
 	if d := c.deadline.Load(); d != 0 {
-		left := time.Until(time.Unix(0, d))
-		if left <= 0 {
-			return errWriteTimeout
-		}
-		wait = min(wait, left)
+		wait = min(wait, time.Until(time.Unix(0, d)))
 	}
 	time.Sleep(wait)
 	return nil

@@ -9,24 +9,13 @@ import (
 )
 
 // TestRedteamRingWriterStopsWhileTheProgramTricklesRoom: hostConn.Write
-// promises to fail at its deadline and once Close is called. On the
-// ring, writeRing looks at both only in waitRoom, which it reaches only
-// when put finds the ring full. A program that keeps its read position
-// exactly one byte short of a full ring (and its "asleep" word set)
-// makes every put move one byte and ring one doorbell (a sendmsg), so
-// the writer does not look while the program keeps up: only the
-// program's first lag after the bound stops it. Measured here (under
-// -race, both ends in one process) the overrun is ~10 ms, so the
-// property holds in practice; the test fails if a program can keep the
-// writer going well past its bound. The control shows the same write
-// stops at the bound when the program does not trickle.
-//
-// Recommended hardening anyway: check c.shut and the deadline on every
-// iteration of writeRing's loop (two atomic loads), so the bound does
-// not depend on the program lagging; and ring the doorbell once per
-// writeRing (after its last put, or before a wait) rather than after
-// every put, so a byte-at-a-time reader cannot buy a host system call
-// per byte.
+// fails at its deadline and once Close is called, even on a ring whose
+// program keeps its read position exactly one byte short of full (and
+// its "asleep" word set), so every put moves one byte: writeRing looks
+// at both bounds between parts, not only when the ring is full (before,
+// only the program's first lag after the bound stopped it, ~10 ms
+// late). The control shows the same write stops at the bound when the
+// program does not trickle.
 func TestRedteamRingWriterStopsWhileTheProgramTricklesRoom(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -83,21 +72,14 @@ func TestRedteamRingWriterStopsWhileTheProgramTricklesRoom(t *testing.T) {
 
 // TestRedteamRingForgedReadPositionEndsTheChannel: a program that
 // publishes a read position for the host's ring ahead of what the host
-// wrote, or more than a ring behind it, breaks the ring's protocol just
-// as a forged write position does (TestRingFaults' head_* cases, which
-// end the execution with a fault). SECURITY.md says such a position is
-// refused "(a channel fault, nothing copied)". put does refuse it and
-// copies nothing, but writeRing's fault is returned to channel.writeOut,
-// which drops every write error: the answer is silently lost and serve
-// goes on taking (and routing, with their effects) the program's calls
-// for as long as it likes. The control shows the same sequence with an
-// honest position answers the call.
-//
-// Fix: make a ring fault sticky on the hostConn (say c.fault, set by
-// writeRing when put returns a FrameError, which also shuts the socket
-// down to wake a sleeping reader), and have Read return it, so serve
-// ends with the ChannelFault; or have writeOut hand a *FrameError to a
-// channel fault hook that cancels serve the same way.
+// wrote, or more than a ring behind it, ends its channel with a fault,
+// as a forged write position does (TestRingFaults' head_* cases). put
+// refuses it and copies nothing; before, the refusal went back to
+// channel.writeOut, which drops write errors, so the answer was lost and
+// serve went on routing the program's calls. Now the fault sticks to the
+// connection (hostConn.fault) and the serve loop's next read returns it.
+// The control shows the same sequence with an honest position answers
+// the call.
 func TestRedteamRingForgedReadPositionEndsTheChannel(t *testing.T) {
 	t.Parallel()
 	for name, tail := range map[string]uint64{
@@ -123,12 +105,10 @@ func TestRedteamRingForgedReadPositionEndsTheChannel(t *testing.T) {
 				}
 				return
 			}
-			// The host took the call and tried to answer it (its serve
-			// loop writes before it sleeps again).
+			// The host took the call; its serve loop answers it before it
+			// reads again. The program then closes its end, so serve
+			// returns either way.
 			rtWaitWord(t, r, ringUpTail, func(v uint64) bool { return v == r.up })
-			rtWaitWord(t, r, ringHostAsleep, func(v uint64) bool { return v == 1 })
-			// Had the host faulted the channel, serve has returned by now;
-			// the program then closes its end, so serve returns either way.
 			r.conn.CloseWrite()
 			err, rec := finish()
 			var cf *ChannelFault
