@@ -13,9 +13,13 @@ package wire
 import (
 	"errors"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 )
+
+// smallMapKeys is how many keys a map may have for Append to sort them
+// without allocating.
+const smallMapKeys = 8
 
 // MaxDepth is how deeply arrays and maps may nest in one value. A value
 // nested deeper is refused by both Append and Decode.
@@ -103,11 +107,15 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		if depth >= MaxDepth {
 			return nil, ErrDepth
 		}
-		keys := make([]string, 0, len(v))
+		var small [smallMapKeys]string
+		keys := small[:0]
+		if len(v) > smallMapKeys {
+			keys = make([]string, 0, len(v))
+		}
 		for k := range v {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		b = appendLen(b, len(v), 0x80, 16, cMap16, cMap32)
 		for _, k := range keys {
 			b = append(appendStrLen(b, len(k)), k...)
@@ -378,13 +386,9 @@ func (d *decoder) dict(n, depth int) (any, error) {
 	}
 	m := make(map[string]any, n)
 	for range n {
-		k, err := d.value(depth + 1)
+		key, err := d.key()
 		if err != nil {
 			return nil, err
-		}
-		key, ok := k.(string)
-		if !ok {
-			return nil, errors.New("msgpack: a map key is not a string")
 		}
 		if _, dup := m[key]; dup {
 			return nil, errors.New("msgpack: map key " + strconv.Quote(key) + " repeated")
@@ -394,4 +398,25 @@ func (d *decoder) dict(n, depth int) (any, error) {
 		}
 	}
 	return m, nil
+}
+
+// key reads a map key, which must be a str.
+func (d *decoder) key() (string, error) {
+	p, err := d.take(1)
+	if err != nil {
+		return "", err
+	}
+	var n uint64
+	switch c := p[0]; {
+	case c >= 0xa0 && c <= 0xbf:
+		n = uint64(c & 0x1f)
+	case c == cStr8 || c == cStr16 || c == cStr32:
+		if n, err = d.uint(1 << (c - cStr8)); err != nil {
+			return "", err
+		}
+	default:
+		return "", errors.New("msgpack: a map key is not a string")
+	}
+	k, err := d.take(int(min(n, math.MaxInt32)))
+	return string(k), err
 }

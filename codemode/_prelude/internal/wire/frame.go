@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -79,20 +80,65 @@ func ReadFrame(r io.Reader) (Frame, error) {
 		}
 		return Frame{}, err
 	}
-	v, err := Decode(buf)
-	if err != nil {
-		return Frame{}, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok || len(m) != 4 {
-		return Frame{}, errors.New("frame is not a map of v, id, kind and body")
-	}
-	ver, _ := m["v"].(int64)
-	id, idOK := m["id"].(int64)
-	kind, kindOK := m["kind"].(string)
-	_, bodyOK := m["body"]
-	if ver != ProtocolVersion || !idOK || id < 0 || id > maxID || !kindOK || !bodyOK {
-		return Frame{}, errors.New("frame has a bad v, id, kind or body")
-	}
-	return Frame{ID: uint64(id), Kind: kind, Body: m["body"]}, nil
+	return decodeFrame(buf)
 }
+
+// errEnvelope is a frame that is not a map of exactly v, id, kind and
+// body with values of their types.
+var errEnvelope = errors.New("frame is not a map of v, id, kind and body, each once and of its type")
+
+// decodeFrame decodes one frame's map, its four keys in any order,
+// without building a map for them.
+func decodeFrame(buf []byte) (Frame, error) {
+	d := decoder{b: buf}
+	if len(buf) == 0 || buf[0] != 0x84 {
+		return Frame{}, errEnvelope
+	}
+	d.off = 1
+	var (
+		ver, id any
+		f       Frame
+		seen    [4]bool
+	)
+	for range 4 {
+		key, err := d.key()
+		if err != nil {
+			return Frame{}, err
+		}
+		v, err := d.value(1)
+		if err != nil {
+			return Frame{}, err
+		}
+		i := slices.Index(envelopeKeys[:], key)
+		if i < 0 || seen[i] {
+			return Frame{}, errEnvelope
+		}
+		seen[i] = true
+		switch i {
+		case 0:
+			ver = v
+		case 1:
+			id = v
+		case 2:
+			kind, ok := v.(string)
+			if !ok {
+				return Frame{}, errEnvelope
+			}
+			f.Kind = kind
+		case 3:
+			f.Body = v
+		}
+	}
+	if d.off != len(buf) {
+		return Frame{}, errors.New("msgpack: " + strconv.Itoa(len(buf)-d.off) + " bytes after the frame")
+	}
+	n, ok := id.(int64)
+	if ver != any(int64(ProtocolVersion)) || !ok || n < 0 || n > maxID {
+		return Frame{}, errors.New("frame has a bad v or id")
+	}
+	f.ID = uint64(n)
+	return f, nil
+}
+
+// envelopeKeys are a frame map's keys.
+var envelopeKeys = [4]string{"v", "id", "kind", "body"}
