@@ -264,12 +264,7 @@ func TestRingFaults(t *testing.T) {
 // behind the host's or a ring ahead; its own positions stay put.
 func TestSharedRingRefusesForgedPositions(t *testing.T) {
 	t.Parallel()
-	r, fd, err := newSharedRing()
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(fd)
-	defer r.unmap()
+	r := mappedRing(t)
 	p := make([]byte, 8)
 	// Read positions ahead of the host's 0, and a ring and one behind it.
 	for _, tail := range []uint64{1, ^uint64(0) - ringBytes} {
@@ -294,6 +289,18 @@ func TestSharedRingRefusesForgedPositions(t *testing.T) {
 	if n, err := r.take(p); n != len(p) || err != nil {
 		t.Fatalf("take with honest positions: %d, %v", n, err)
 	}
+}
+
+// mappedRing is a ring pair the test alone maps, unmapped at cleanup.
+func mappedRing(t *testing.T) *sharedRing {
+	t.Helper()
+	r, fd, err := newSharedRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	t.Cleanup(r.unmap)
+	return r
 }
 
 func isFault(err error) bool {

@@ -301,12 +301,7 @@ func TestRedteamRingDescriptorsSentWithDoorbellsAreNotKept(t *testing.T) {
 // (head < up) fails here.
 func TestRedteamRingPositionsWrapAtTwoToTheSixtyFour(t *testing.T) {
 	t.Parallel()
-	r, fd, err := newSharedRing()
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(fd)
-	defer r.unmap()
+	r := mappedRing(t)
 	up := r.upData()
 	for i := range up {
 		up[i] = byte(i * 13)
