@@ -320,20 +320,15 @@ func overmountWith(dir string, mount func() error, roots []jailRoot) error {
 	if err := mount(); err != nil {
 		return err
 	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return err
+	}
 	for _, h := range keep {
-		if h.dir {
-			if err := os.MkdirAll(h.path, 0o755); err != nil {
-				return fmt.Errorf("mount point %s: %w", h.path, err)
-			}
-		} else {
-			if err := os.MkdirAll(filepath.Dir(h.path), 0o755); err != nil {
-				return fmt.Errorf("mount point %s: %w", h.path, err)
-			}
-			f, err := os.OpenFile(h.path, os.O_CREATE|os.O_WRONLY, 0o644)
-			if err != nil {
-				return fmt.Errorf("mount point %s: %w", h.path, err)
-			}
-			f.Close()
+		// Mount points are made on the new filesystem only: one missing
+		// inside a root bound back already is in the host's files.
+		if err := makePathOn("", h.path, h.dir, st.Dev); err != nil {
+			return fmt.Errorf("mount point %s: %w", h.path, err)
 		}
 		if err := bindRoot(h.fd, h.path, h.writable); err != nil {
 			return err

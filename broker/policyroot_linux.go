@@ -28,6 +28,12 @@ const policyRootStage = ScratchDir
 // jail grants).
 var errThroughLink = errors.New("reached through a symbolic link")
 
+// errInBoundRoot is a mount point missing inside a root already bound
+// in the jail: that root is the host's own filesystem, where the jail
+// never makes anything, and the path's absence there means it changed
+// since it was opened.
+var errInBoundRoot = errors.New("missing inside a root bound in the jail (it changed since it was opened); nothing is made in the host's files")
+
 // policyRootPlan returns what the jail's root shows, parents first, one
 // entry per path: every system, readable and writable root, every shared
 // socket (Policy.Sockets), and extra (the file /etc/resolv.conf resolves
@@ -344,9 +350,25 @@ func topLevelLinks() [][2]string {
 // last component as a directory when dir, else as an empty file, never
 // following a link: a component that is one fails with errThroughLink.
 // Components that exist (in the stage or in a root bound there) are
-// kept.
+// kept; one missing inside a bound root fails with errInBoundRoot, so the
+// jail never makes a mount point in the host's own files.
 func makePath(stage, path string, dir bool) error {
-	p := stage
+	var st unix.Stat_t
+	if err := unix.Lstat(stage, &st); err != nil {
+		return err
+	}
+	return makePathOn(stage, path, dir, st.Dev)
+}
+
+// makePathOn is makePath under base, making entries only where their
+// parent is on the filesystem of device made (the one the jail mounted
+// there).
+func makePathOn(base, path string, dir bool, made uint64) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(base+"/", &st); err != nil {
+		return err
+	}
+	p, parent := base, st.Dev
 	parts := strings.Split(strings.TrimPrefix(filepath.Clean(path), "/"), "/")
 	for i, c := range parts {
 		if c == "" {
@@ -360,10 +382,14 @@ func makePath(stage, path string, dir bool) error {
 			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 				return fmt.Errorf("%s: %w", path, errThroughLink)
 			}
+			parent = st.Dev
 			continue
 		}
 		if err != unix.ENOENT {
 			return err
+		}
+		if parent != made {
+			return fmt.Errorf("%s: %w", path, errInBoundRoot)
 		}
 		if !last || dir {
 			err = unix.Mkdir(p, 0o755)

@@ -279,3 +279,37 @@ func runInDir(t *testing.T, b *Broker, e *escapeEnv, p Policy, dir, script strin
 	}
 	return collect(ex)
 }
+
+// TestMakePathMakesNothingInABoundRoot: a mount point is made only on the
+// filesystem the jail mounted; one missing where a root of the host is
+// bound (here: base standing for one, its device not the jail's) is
+// errInBoundRoot and nothing is made there. Before, a helper made it: an
+// empty .git/config, and a .git directory, in a workspace the host had
+// just emptied (a primed helper did so while idle). The control makes
+// the same path where base is the jail's own filesystem.
+func TestMakePathMakesNothingInABoundRoot(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		path string
+		dir  bool
+	}{{".git/config", false}, {".git/hooks", true}, {"config", false}} {
+		base := t.TempDir()
+		var st unix.Stat_t
+		if err := unix.Lstat(base, &st); err != nil {
+			t.Fatal(err)
+		}
+		err := makePathOn(base, c.path, c.dir, st.Dev+1)
+		if !errors.Is(err, errInBoundRoot) {
+			t.Errorf("%s in a bound root: %v, want errInBoundRoot", c.path, err)
+		}
+		if ents, _ := os.ReadDir(base); len(ents) != 0 {
+			t.Errorf("%s in a bound root: made %s", c.path, ents[0].Name())
+		}
+		if err := makePathOn(base, c.path, c.dir, st.Dev); err != nil {
+			t.Fatalf("control: %s on the jail's own filesystem: %v", c.path, err)
+		}
+		if fi, err := os.Lstat(filepath.Join(base, c.path)); err != nil || fi.IsDir() != c.dir {
+			t.Errorf("control: %s made as %v, %v", c.path, fi, err)
+		}
+	}
+}
