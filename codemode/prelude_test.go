@@ -234,29 +234,52 @@ func TestPreludeDigest(t *testing.T) {
 	}
 }
 
-// TestChannelFD: the prelude's client opens the fd codemode hands the
-// program: cap/internal/client.ChannelFD must be broker.ExtraFileFD.
-func TestChannelFD(t *testing.T) {
-	t.Parallel()
-	src, err := fs.ReadFile(Prelude(), "internal/client/client.go")
+// preludeConst returns the literal the prelude's file gives the
+// constant name, "" when it has none.
+func preludeConst(t *testing.T, file, name string) string {
+	t.Helper()
+	src, err := fs.ReadFile(Prelude(), file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := parser.ParseFile(token.NewFileSet(), "client.go", src, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), file, src, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := ""
 	ast.Inspect(f, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == 1 && vs.Names[0].Name == "ChannelFD" {
+		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == 1 && vs.Names[0].Name == name && len(vs.Values) == 1 {
 			if lit, ok := vs.Values[0].(*ast.BasicLit); ok {
 				found = lit.Value
 			}
 		}
 		return true
 	})
-	if found != strconv.Itoa(broker.ExtraFileFD) {
+	return found
+}
+
+// TestChannelFD: the prelude's client opens the fd codemode hands the
+// program: cap/internal/client.ChannelFD must be broker.ExtraFileFD.
+func TestChannelFD(t *testing.T) {
+	t.Parallel()
+	if found := preludeConst(t, "internal/client/client.go", "ChannelFD"); found != strconv.Itoa(broker.ExtraFileFD) {
 		t.Fatalf("cap/internal/client.ChannelFD = %q, want broker.ExtraFileFD (%d)", found, broker.ExtraFileFD)
+	}
+}
+
+// TestPreludeRingLayout: the prelude's client finds each control word of
+// the shared ring where the host keeps it, and rings with the host's
+// doorbell byte.
+func TestPreludeRingLayout(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]int{
+		"upHead": ringUpHead, "upTail": ringUpTail, "hostAsleep": ringHostAsleep,
+		"downHead": ringDownHead, "downTail": ringDownTail, "progAsleep": ringProgAsleep,
+		"doorbell": ringDoorbell, "spinPollsPerYield": spinPollsPerYield,
+	} {
+		if got := preludeConst(t, "internal/client/ring.go", name); got != strconv.Itoa(want) {
+			t.Errorf("cap/internal/client.%s = %q, want %d", name, got, want)
+		}
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 // memory region, created, sized and sealed by the host, mapped by both
 // ends. The channel's bytes then travel through it, one ring each way,
 // and the socket carries only doorbell bytes that wake an end asleep in
-// read(2). The layout, which the prelude reads from the host's ring
-// answer rather than assuming:
+// read(2). The layout (the prelude reads the sizes from the host's ring
+// answer; TestPreludeRingLayout holds its control words' offsets equal
+// to these):
 //
 //	[0, ringHeaderBytes)   control words, each on a cache line of its own
 //	[ringHeaderBytes, +ringBytes)            the program's bytes to the host
