@@ -269,6 +269,10 @@ func runHelper() int {
 		last.Phases = helperPhases.marks
 	}
 	report(last)
+	if err := limitAddressSpace(c.addressSpace); err != nil {
+		report(helperReport{Fatal: err.Error()})
+		return exitHelperSetup
+	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	report(helperReport{Exec: fmt.Sprintf("exec %s: %s", cfg.Argv[0], errnoName(err))})
 	return exitHelperExec
@@ -325,6 +329,9 @@ func readHelperConfig(in *bufio.Reader) (helperConfig, error) {
 type confined struct {
 	layers  []Layer
 	mounted bool
+	// addressSpace is the RLIMIT_AS applyRlimits decided and reported,
+	// set by limitAddressSpace as the last step before exec (0: none).
+	addressSpace uint64
 }
 
 // confine applies, on the calling (locked) thread, every layer the
@@ -376,7 +383,8 @@ func confine(cfg helperConfig) (confined, error) {
 	}
 
 	helperPhases.mark("mounts")
-	c.layers = append(c.layers, applyRlimits(cfg.Limits, cfg.Namespaces, pidMax))
+	rl, as := applyRlimits(cfg.Limits, cfg.Namespaces, pidMax)
+	c.layers, c.addressSpace = append(c.layers, rl), as
 	capLayer, err := dropCapabilities()
 	if err != nil {
 		return c, err
@@ -717,15 +725,27 @@ func envValue(env []string, name string) string {
 // namespace's pid_max when the mount layer set one (pidMax, else 0).
 // With uid 0 and no pid_max nothing bounds the processes, and the layer
 // is reported skipped.
-func applyRlimits(l Limits, namespaces bool, pidMax uint64) Layer {
+//
+// The address-space ceiling is only decided here (as, reported as set):
+// the helper's own Go runtime keeps mapping memory until it execs, and a
+// ceiling below what it has mapped already would make its next mapping
+// fatal, so limitAddressSpace sets it as the last step before exec, and
+// a failure there ends the helper before the command runs.
+func applyRlimits(l Limits, namespaces bool, pidMax uint64) (layer Layer, as uint64) {
 	var failed, params []string
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_AS, &cur); err != nil {
+		failed = append(failed, "as: "+errnoName(err))
+	} else {
+		as = min(l.MemoryBytes, cur.Max)
+		params = append(params, fmt.Sprintf("as %d", as))
+	}
 	for _, r := range []struct {
 		name string
 		res  int
 		v    uint64
 	}{
 		{"cpu", unix.RLIMIT_CPU, l.CPUSeconds},
-		{"as", unix.RLIMIT_AS, l.MemoryBytes},
 		{"nproc", unix.RLIMIT_NPROC, l.Processes},
 		{"fsize", unix.RLIMIT_FSIZE, l.FileSizeBytes},
 		{"nofile", unix.RLIMIT_NOFILE, l.OpenFiles},
@@ -761,9 +781,21 @@ func applyRlimits(l Limits, namespaces bool, pidMax uint64) Layer {
 		params = append(params, fmt.Sprintf("nproc %d (per uid across the host)", min(l.Processes, nprocMax())))
 	}
 	if len(failed) > 0 {
-		return Layer{Name: LayerRlimits, Reason: strings.Join(failed, ", "), Params: strings.Join(params, ", ")}
+		return Layer{Name: LayerRlimits, Reason: strings.Join(failed, ", "), Params: strings.Join(params, ", ")}, as
 	}
-	return Layer{Name: LayerRlimits, Applied: true, Params: strings.Join(params, ", ")}
+	return Layer{Name: LayerRlimits, Applied: true, Params: strings.Join(params, ", ")}, as
+}
+
+// limitAddressSpace sets RLIMIT_AS to as (0: leaves it), the helper's
+// last step before exec (see applyRlimits).
+func limitAddressSpace(as uint64) error {
+	if as == 0 {
+		return nil
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: as, Max: as}); err != nil {
+		return fmt.Errorf("RLIMIT_AS %d: %w", as, err)
+	}
+	return nil
 }
 
 // nprocMax is the RLIMIT_NPROC now in force.
