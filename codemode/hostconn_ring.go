@@ -156,7 +156,7 @@ func (c *hostConn) writeRing(r *sharedRing, p []byte) (int, error) {
 			done += n
 			wait = ringRoomPoll
 			if r.programAsleep() {
-				c.ring1()
+				c.wakeProgram()
 			}
 			if done < len(p) {
 				if err := c.writeBound(); err != nil {
@@ -193,9 +193,9 @@ func (c *hostConn) writeBound() error {
 	return nil
 }
 
-// ring1 writes one doorbell. A full socket already holds doorbells the
+// wakeProgram writes one doorbell. A full socket already holds doorbells the
 // program has not read, so one that does not fit is not needed.
-func (c *hostConn) ring1() {
+func (c *hostConn) wakeProgram() {
 	_, _ = unix.SendmsgN(c.fd, []byte{ringDoorbell}, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 }
 
