@@ -89,6 +89,10 @@ func TestWarmPoolServesBackToBack(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t, Options{})
 	defer b.Close()
+	// Unprimed: the pooled helpers must be the processes that run the
+	// commands, and a priming a parallel test's command of another policy
+	// taints is retired at handover instead (1 run in 40).
+	b.noPrime = true
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	pids := waitPool(t, b, DefaultWarmHelpers)
@@ -122,6 +126,10 @@ func TestWarmPoolServesConcurrentClears(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t, Options{})
 	defer b.Close()
+	// Unprimed: the pooled helpers must be the processes that run the
+	// commands, and a priming a parallel test's command of another policy
+	// taints is retired at handover instead (1 run in 40).
+	b.noPrime = true
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	pids := waitPool(t, b, DefaultWarmHelpers)
