@@ -38,21 +38,30 @@ func call(id uint64, cap string, args map[string]any) Frame {
 	return Frame{ID: id, Kind: FrameCapCall, Body: map[string]any{"cap": cap, "args": args}}
 }
 
-// testChannel serves route over a socketpair, returning the program's
-// end and a function that ends the channel and returns serve's error and
-// the record.
-func testChannel(t *testing.T, route router) (*guest, func() (error, CallRecord)) {
+// channelEnds is a channel's two ends, the program's as a connection,
+// both closed at cleanup.
+func channelEnds(t *testing.T) (*hostConn, *net.UnixConn) {
 	t.Helper()
 	host, prog, err := channelPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	progConn, err := net.FileConn(prog)
+	c, err := net.FileConn(prog)
 	prog.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { host.Close(); progConn.Close() })
+	conn := c.(*net.UnixConn)
+	t.Cleanup(func() { host.Close(); conn.Close() })
+	return host, conn
+}
+
+// testChannel serves route over a socketpair, returning the program's
+// end and a function that ends the channel and returns serve's error and
+// the record.
+func testChannel(t *testing.T, route router) (*guest, func() (error, CallRecord)) {
+	t.Helper()
+	host, progConn := channelEnds(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	rec := newRecorder(time.Now)

@@ -3,9 +3,7 @@ package codemode
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"runtime"
 	"sync/atomic"
@@ -33,44 +31,63 @@ func askRing(t *testing.T, g *guest) *ringGuest {
 	t.Helper()
 	g.send(t, Frame{Kind: FrameRing})
 	conn := g.conn.(*net.UnixConn)
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	defer conn.SetReadDeadline(time.Time{})
-	var hdr [4]byte
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := conn.ReadMsgUnix(hdr[:], oob)
-	if err != nil || n == 0 {
-		t.Fatalf("reading the ring answer: %d bytes, %v", n, err)
-	}
-	if _, err := io.ReadFull(conn, hdr[n:]); err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		t.Fatalf("the ring answer carried %d control messages (%v)", len(msgs), err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		t.Fatalf("the ring answer carried %v (%v)", fds, err)
-	}
-	body := make([]byte, binary.BigEndian.Uint32(hdr[:]))
-	if _, err := io.ReadFull(conn, body); err != nil {
-		t.Fatal(err)
-	}
-	f, err := ReadFrame(io.MultiReader(bytes.NewReader(hdr[:]), bytes.NewReader(body)))
-	if err != nil || f.Kind != FrameRing {
-		t.Fatalf("ring answer %+v, %v", f, err)
+	f, memfd := recvRingAnswer(t, conn)
+	if memfd < 0 {
+		t.Fatal("the ring answer carried no memory file")
 	}
 	m, _ := f.Body.(map[string]any)
 	if m["header_bytes"] != int64(ringHeaderBytes) || m["ring_bytes"] != int64(ringBytes) {
+		unix.Close(memfd)
 		t.Fatalf("ring answer body %v", f.Body)
 	}
-	mem, err := unix.Mmap(fds[0], 0, ringHeaderBytes+2*ringBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	return mapGuest(t, conn, memfd)
+}
+
+// recvRingAnswer reads the host's ring answer on conn (it arrives whole
+// in one read) and the memory file riding on it, -1 when none did.
+func recvRingAnswer(t *testing.T, conn *net.UnixConn) (Frame, int) {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer conn.SetReadDeadline(time.Time{})
+	buf := make([]byte, 1024)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if err != nil || n == 0 {
+		t.Fatalf("reading the ring answer: %d bytes, %v", n, err)
+	}
+	memfd := -1
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
+		fds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil || len(fds) != 1 {
+			t.Fatalf("the ring answer carried %v (%v)", fds, err)
+		}
+		memfd = fds[0]
+	}
+	f, err := ReadFrame(bytes.NewReader(buf[:n]))
+	if err != nil || f.Kind != FrameRing {
+		t.Fatalf("ring answer %+v, %v", f, err)
+	}
+	return f, memfd
+}
+
+// ringAnswerFD is recvRingAnswer's memory file alone.
+func ringAnswerFD(t *testing.T, conn *net.UnixConn) int {
+	t.Helper()
+	_, fd := recvRingAnswer(t, conn)
+	return fd
+}
+
+// mapGuest maps the ring pair memfd holds as the program's end on conn,
+// unmapped and closed at cleanup.
+func mapGuest(t *testing.T, conn *net.UnixConn, memfd int) *ringGuest {
+	t.Helper()
+	mem, err := unix.Mmap(memfd, 0, ringHeaderBytes+2*ringBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
+		unix.Close(memfd)
 		t.Fatal(err)
 	}
-	r := &ringGuest{t: t, conn: conn, memfd: fds[0], mem: mem}
-	t.Cleanup(func() { unix.Munmap(mem); unix.Close(fds[0]) })
-	return r
+	t.Cleanup(func() { unix.Munmap(mem); unix.Close(memfd) })
+	return &ringGuest{t: t, conn: conn, memfd: memfd, mem: mem}
 }
 
 func (r *ringGuest) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
@@ -200,9 +217,7 @@ func TestRingWakesASleepingHost(t *testing.T) {
 	t.Parallel()
 	g, finish := testChannel(t, blobRoute)
 	r := askRing(t, g)
-	for atomic.LoadUint64(r.word(ringHostAsleep)) == 0 {
-		runtime.Gosched()
-	}
+	rtWaitWord(t, r, ringHostAsleep, func(v uint64) bool { return v == 1 })
 	r.send(call(1, "echo", map[string]any{"x": 1}))
 	if f := r.read(); f.ID != 1 || f.Kind != FrameCapResult {
 		t.Fatalf("answer %+v", f)
@@ -226,9 +241,7 @@ func TestRingFaults(t *testing.T) {
 		},
 		"not_a_doorbell": func(_ *guest, r func() *ringGuest) {
 			rg := r()
-			for atomic.LoadUint64(rg.word(ringHostAsleep)) == 0 {
-				runtime.Gosched()
-			}
+			rtWaitWord(rg.t, rg, ringHostAsleep, func(v uint64) bool { return v == 1 })
 			rg.conn.Write([]byte{'x'})
 		},
 		"asked_twice": func(_ *guest, r func() *ringGuest) {

@@ -3,7 +3,6 @@ package codemode
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -18,46 +17,6 @@ import (
 // without a serve loop, so a test can drive Read and Write itself; and a
 // channel whose *channel a test can end itself.
 
-// rtRecvRingFD reads the host's ring answer on conn and returns the
-// memory file riding on it, or -1 when none did.
-func rtRecvRingFD(t *testing.T, conn *net.UnixConn) int {
-	t.Helper()
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	defer conn.SetReadDeadline(time.Time{})
-	buf := make([]byte, 1024)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
-	if err != nil || n == 0 {
-		t.Fatalf("reading the ring answer: %d bytes, %v", n, err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		t.Fatalf("the ring answer carried %v (%v)", fds, err)
-	}
-	return fds[0]
-}
-
-// rtPair is a channel pair whose host end is closed at cleanup.
-func rtPair(t *testing.T) (*hostConn, *net.UnixConn) {
-	t.Helper()
-	host, prog, err := channelPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.FileConn(prog)
-	prog.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := c.(*net.UnixConn)
-	t.Cleanup(func() { host.Close(); conn.Close() })
-	return host, conn
-}
-
 // rtRingAnswer is the host's encoded ring answer.
 func rtRingAnswer(t *testing.T) []byte {
 	var b bytes.Buffer
@@ -71,7 +30,7 @@ func rtRingAnswer(t *testing.T) []byte {
 // end of it, mapped.
 func rtGrant(t *testing.T) (*hostConn, *ringGuest) {
 	t.Helper()
-	host, conn := rtPair(t)
+	host, conn := channelEnds(t)
 	r, fd, err := newSharedRing()
 	if err != nil {
 		t.Fatal(err)
@@ -81,16 +40,11 @@ func rtGrant(t *testing.T) (*hostConn, *ringGuest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	memfd := rtRecvRingFD(t, conn)
+	_, memfd := recvRingAnswer(t, conn)
 	if memfd < 0 {
 		t.Fatal("the host granted no memory file")
 	}
-	mem, err := unix.Mmap(memfd, 0, ringHeaderBytes+2*ringBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(mem); unix.Close(memfd) })
-	return host, &ringGuest{t: t, conn: conn, memfd: memfd, mem: mem}
+	return host, mapGuest(t, conn, memfd)
 }
 
 // rtChannel is testChannel keeping the *channel, so a test can end it
@@ -98,7 +52,7 @@ func rtGrant(t *testing.T) (*hostConn, *ringGuest) {
 // serve first).
 func rtChannel(t *testing.T, route router) (*guest, *hostConn, *channel, <-chan error) {
 	t.Helper()
-	host, conn := rtPair(t)
+	host, conn := channelEnds(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ch := newChannel(ctx, host, route, newRecorder(time.Now))

@@ -153,22 +153,22 @@ func TestRedteamRingLeavesNoMappingOrDescriptor(t *testing.T) {
 	}
 	cases := map[string]func(t *testing.T){
 		"close_after_the_grant": func(t *testing.T) {
-			host, conn := rtPair(t)
+			host, conn := channelEnds(t)
 			if err := grant(t, host); err != nil {
 				t.Fatal(err)
 			}
-			unix.Close(rtRecvRingFD(t, conn))
+			unix.Close(ringAnswerFD(t, conn))
 			host.Close()
 		},
 		"close_before_the_grant": func(t *testing.T) {
-			host, _ := rtPair(t)
+			host, _ := channelEnds(t)
 			host.Close()
 			if err := grant(t, host); err == nil {
 				t.Fatal("a ring was granted on a closed channel")
 			}
 		},
 		"program_gone_before_its_answer": func(t *testing.T) {
-			host, conn := rtPair(t)
+			host, conn := channelEnds(t)
 			conn.Close()
 			if err := grant(t, host); err == nil {
 				t.Fatal("a ring was granted to a program whose end is closed")
@@ -180,7 +180,7 @@ func TestRedteamRingLeavesNoMappingOrDescriptor(t *testing.T) {
 		"channel_fault": func(t *testing.T) {
 			g, finish := testChannel(t, blobRoute)
 			g.send(t, Frame{Kind: FrameRing})
-			memfd := rtRecvRingFD(t, g.conn.(*net.UnixConn))
+			memfd := ringAnswerFD(t, g.conn.(*net.UnixConn))
 			mem, err := unix.Mmap(memfd, 0, ringHeaderBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 			unix.Close(memfd)
 			if err != nil {
@@ -195,11 +195,11 @@ func TestRedteamRingLeavesNoMappingOrDescriptor(t *testing.T) {
 			}
 		},
 		"close_while_a_write_waits": func(t *testing.T) {
-			host, conn := rtPair(t)
+			host, conn := channelEnds(t)
 			if err := grant(t, host); err != nil {
 				t.Fatal(err)
 			}
-			unix.Close(rtRecvRingFD(t, conn))
+			unix.Close(ringAnswerFD(t, conn))
 			done := make(chan error, 1)
 			go func() { _, err := host.Write(make([]byte, 2*ringBytes)); done <- err }()
 			time.Sleep(5 * time.Millisecond)
