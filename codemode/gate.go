@@ -4,33 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/tool"
 )
-
-// gateTable maps each gated capability to the tools whose holding
-// authorizes it, all of them required. A capability absent from it is
-// open on purpose to any strand that holds code_mode.
-var gateTable = map[string][]string{
-	"proc.run":      {"bash"},
-	"job.start":     {"bash"},
-	"job.poll":      {"job_poll"},
-	"job.list":      {"job_poll"},
-	"job.send":      {"job_send"},
-	"job.kill":      {"job_kill"},
-	"fs.write":      {"fs_write"},
-	"fs.edit":       {"fs_edit"},
-	"strand.spawn":  {agent.SpawnToolName},
-	"strand.send":   {agent.SendToolName},
-	"strand.wait":   {agent.WaitToolName},
-	"strand.note":   {agent.NoteToolName},
-	"strand.notes":  {agent.NotesToolName},
-	"strand.roster": {agent.RosterToolName},
-	"strand.map":    {agent.SpawnToolName, agent.WaitToolName},
-	"notes.put":     {agent.NoteToolName},
-	"notes.get":     {agent.NotesToolName},
-	"notes.list":    {agent.NotesToolName},
-}
 
 // AuthorizingTool returns the tool whose holding authorizes the
 // capability cap, and false for a capability that is open on purpose to
@@ -42,24 +17,28 @@ var gateTable = map[string][]string{
 // tool: a program cannot do what its strand could not do with one tool
 // call.
 func AuthorizingTool(cap string) (name string, gated bool) {
-	names := gateTable[cap]
-	if len(names) == 0 {
+	c := lookupCapability(cap)
+	if c == nil || len(c.authorizedBy) == 0 {
 		return "", false
 	}
-	return names[0], true
+	return c.authorizedBy[0], true
 }
 
 // AuthorizingTools returns every tool a strand must hold for cap, in a
 // fresh slice; none for an open capability.
 func AuthorizingTools(cap string) []string {
-	return append([]string(nil), gateTable[cap]...)
+	c := lookupCapability(cap)
+	if c == nil {
+		return nil
+	}
+	return append([]string(nil), c.authorizedBy...)
 }
 
-// gate refuses cap for strand unless reg holds every tool that
-// authorizes it for strand (tool.Registry.Holds: a tool the registry does
-// not offer is held by nobody).
-func gate(ctx context.Context, reg *tool.Registry, cap, strand string) error {
-	names := gateTable[cap]
+// gate refuses c for strand unless reg holds every tool that authorizes
+// it for strand (tool.Registry.Holds: a tool the registry does not offer
+// is held by nobody).
+func gate(ctx context.Context, reg *tool.Registry, c *capability, strand string) error {
+	cap, names := c.name, c.authorizedBy
 	for _, name := range names {
 		if reg.Holds(ctx, strand, name) {
 			continue

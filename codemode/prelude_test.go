@@ -103,6 +103,31 @@ func TestPreludePackages(t *testing.T) {
 	}
 }
 
+// parsePreludeDir parses the Go files of the embedded prelude's dir.
+func parsePreludeDir(t *testing.T, fset *token.FileSet, dir string, mode parser.Mode) []*ast.File {
+	t.Helper()
+	entries, err := fs.ReadDir(Prelude(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") {
+			continue
+		}
+		src, err := fs.ReadFile(Prelude(), dir+"/"+e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parser.ParseFile(fset, dir+"/"+e.Name(), src, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
 // TestPreludeDocumented: every package has a package doc comment, and
 // every exported constant, variable, type, function and method of the
 // program-facing packages has one (a model reads them).
@@ -111,25 +136,7 @@ func TestPreludeDocumented(t *testing.T) {
 	for _, imp := range PreludePackages() {
 		dir := strings.TrimPrefix(imp, preludeModule+"/")
 		fset := token.NewFileSet()
-		var files []*ast.File
-		entries, err := fs.ReadDir(Prelude(), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if !strings.HasSuffix(e.Name(), ".go") {
-				continue
-			}
-			src, err := fs.ReadFile(Prelude(), dir+"/"+e.Name())
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := parser.ParseFile(fset, dir+"/"+e.Name(), src, parser.ParseComments)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, f)
-		}
+		files := parsePreludeDir(t, fset, dir, parser.ParseComments)
 		p, err := doc.NewFromFiles(fset, files, imp)
 		if err != nil {
 			t.Fatal(err)

@@ -49,6 +49,11 @@ func newProcRunner(perm *job.Permissions) *procRunner {
 	return &procRunner{slots: make(chan struct{}, MaxProcsInFlight), perm: perm}
 }
 
+// procRun serves proc.run through the execution's procRunner.
+func (h *seamHost) procRun(ctx context.Context, a *capArgs) (any, error) {
+	return h.proc.run(ctx, h.call, a)
+}
+
 func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, error) {
 	argv, dir, stdin := a.strings("argv", true), a.str("dir", false), a.bytes("stdin", false)
 	timeout := time.Duration(a.integer("timeout_ms", DefaultProcTimeout.Milliseconds(), 1, MaxProcTimeout.Milliseconds())) * time.Millisecond

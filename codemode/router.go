@@ -69,46 +69,14 @@ type seamHost struct {
 // route serves one capability call. The error is a *CapError (or a
 // tool.FileError, a job refusal) carrying a code.
 func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any, error) {
-	if !h.seam.offers(cap) {
+	c := lookupCapability(cap)
+	if c == nil || !h.seam.offers(cap) {
 		return nil, h.unknownCapability(cap)
 	}
-	if err := gate(ctx, h.reg, cap, h.call.Strand); err != nil {
+	if err := gate(ctx, h.reg, c, h.call.Strand); err != nil {
 		return nil, err
 	}
-	a := newCapArgs(cap, m)
-	switch cap {
-	case "fs.read":
-		return h.fsRead(a)
-	case "fs.list":
-		return h.fsList(a)
-	case "fs.write":
-		return h.fsWrite(a)
-	case "fs.edit":
-		return h.fsEdit(a)
-	case "search.glob":
-		return h.searchGlob(ctx, a)
-	case "search.grep":
-		return h.searchGrep(ctx, a)
-	case "proc.run":
-		return h.proc.run(ctx, h.call, a)
-	case "kv.get":
-		return h.kvGet(a)
-	case "kv.set":
-		return h.kvSet(a)
-	case "kv.delete":
-		return h.kvDelete(a)
-	case "report.emit":
-		return h.emit(a)
-	case "job.start", "job.poll", "job.list", "job.send", "job.kill":
-		return h.jobCall(ctx, cap, a)
-	case "strand.spawn", "strand.send", "strand.wait", "strand.roster", "strand.map":
-		return h.strandCall(ctx, cap, a)
-	case "strand.note", "strand.notes", "notes.put", "notes.get", "notes.list":
-		return h.notesCall(ctx, cap, a)
-	case "execution.ready", "execution.register", "execution.receive":
-		return h.executionCall(ctx, cap, a)
-	}
-	return nil, h.unknownCapability(cap)
+	return c.serve(h, ctx, newCapArgs(cap, m))
 }
 
 // unknownCapability refuses cap, naming what the seam offers.
@@ -116,96 +84,7 @@ func (h *seamHost) unknownCapability(cap string) error {
 	return &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
 }
 
-// Capabilities lists every capability a seam may serve, as a cap_call
-// names it: the workspace seam's, then cap/notes', then cap/strand's. A
-// seam serves those of its packages (Seam.Packages).
-func Capabilities() []string {
-	return append(WorkspaceCapabilities(), "notes.put", "notes.get", "notes.list",
-		"strand.spawn", "strand.send", "strand.wait", "strand.note", "strand.notes", "strand.roster", "strand.map")
-}
-
-// WorkspaceCapabilities lists the capabilities of the workspace seam's
-// own packages, as a cap_call names them (cap/notes', which the
-// orchestration seam shares, are in Capabilities).
-func WorkspaceCapabilities() []string {
-	return []string{"fs.read", "fs.list", "fs.write", "fs.edit", "search.glob", "search.grep", "proc.run",
-		"kv.get", "kv.set", "kv.delete", "report.emit", "job.start", "job.poll", "job.list", "job.send", "job.kill",
-		"execution.ready", "execution.register", "execution.receive"}
-}
-
-// summary is the call record's redacted summary of a call: what it is
-// about, never a payload.
-func summary(cap string, m map[string]any) string {
-	str := func(k string) string {
-		if s, ok := m[k].(string); ok {
-			return k + "=" + quoteArg(s)
-		}
-		return ""
-	}
-	size := func(k string) string {
-		switch v := m[k].(type) {
-		case []byte:
-			return fmt.Sprintf("%s=%d bytes", k, len(v))
-		case string:
-			return fmt.Sprintf("%s=%d bytes", k, len(v))
-		}
-		return ""
-	}
-	var parts []string
-	switch cap {
-	case "fs.read", "fs.list":
-		parts = []string{str("path")}
-	case "fs.write":
-		parts = []string{str("path"), size("content")}
-	case "fs.edit":
-		n, _ := m["edits"].([]any)
-		parts = []string{str("path"), fmt.Sprintf("edits=%d", len(n))}
-	case "search.glob":
-		parts = []string{str("pattern"), str("path")}
-	case "search.grep":
-		parts = []string{str("pattern"), str("path"), str("glob")}
-	case "proc.run":
-		if argv, ok := m["argv"].([]any); ok {
-			words := make([]string, 0, len(argv))
-			for _, w := range argv {
-				if s, ok := w.(string); ok {
-					words = append(words, s)
-				}
-			}
-			parts = []string{"argv=" + quoteArg(strings.Join(words, " "))}
-		}
-		parts = append(parts, str("dir"), size("stdin"))
-	case "kv.get", "kv.delete":
-		parts = []string{str("key")}
-	case "kv.set":
-		parts = []string{str("key"), size("value")}
-	case "report.emit":
-		parts = []string{str("name"), size("content")}
-	case "job.start":
-		parts = []string{str("command")}
-	case "job.poll", "job.kill":
-		parts = []string{str("handle")}
-	case "job.send":
-		parts = []string{str("handle"), size("input")}
-	case "execution.register", "execution.receive":
-		parts = []string{str("endpoint")}
-	default:
-		parts = strandSummary(cap, m)
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(p)
-	}
-	return b.String()
-}
-
-func (h *seamHost) fsRead(a *capArgs) (any, error) {
+func (h *seamHost) fsRead(_ context.Context, a *capArgs) (any, error) {
 	path := a.str("path", true)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -217,7 +96,7 @@ func (h *seamHost) fsRead(a *capArgs) (any, error) {
 	return map[string]any{"path": f.Path, "content": f.Content, "size": len(f.Content)}, nil
 }
 
-func (h *seamHost) fsList(a *capArgs) (any, error) {
+func (h *seamHost) fsList(_ context.Context, a *capArgs) (any, error) {
 	path := a.str("path", false)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -236,7 +115,7 @@ func (h *seamHost) fsList(a *capArgs) (any, error) {
 	return map[string]any{"path": path, "entries": list, "truncated": more}, nil
 }
 
-func (h *seamHost) fsWrite(a *capArgs) (any, error) {
+func (h *seamHost) fsWrite(_ context.Context, a *capArgs) (any, error) {
 	path, content := a.str("path", true), a.bytes("content", false)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -250,7 +129,7 @@ func (h *seamHost) fsWrite(a *capArgs) (any, error) {
 
 // fsEdit applies exact find/replace pairs in order, each find present
 // exactly once in the text it is applied to, all or nothing.
-func (h *seamHost) fsEdit(a *capArgs) (any, error) {
+func (h *seamHost) fsEdit(_ context.Context, a *capArgs) (any, error) {
 	path, edits := a.str("path", true), a.list("edits", true)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -287,7 +166,7 @@ func (h *seamHost) fsEdit(a *capArgs) (any, error) {
 	return map[string]any{"path": f.Path, "replaced": len(edits)}, nil
 }
 
-func (h *seamHost) kvGet(a *capArgs) (any, error) {
+func (h *seamHost) kvGet(_ context.Context, a *capArgs) (any, error) {
 	key := a.str("key", true)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -299,7 +178,7 @@ func (h *seamHost) kvGet(a *capArgs) (any, error) {
 	return map[string]any{"value": v, "found": ok}, nil
 }
 
-func (h *seamHost) kvSet(a *capArgs) (any, error) {
+func (h *seamHost) kvSet(_ context.Context, a *capArgs) (any, error) {
 	key, val := a.str("key", true), a.bytes("value", false)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -310,7 +189,7 @@ func (h *seamHost) kvSet(a *capArgs) (any, error) {
 	return map[string]any{}, nil
 }
 
-func (h *seamHost) kvDelete(a *capArgs) (any, error) {
+func (h *seamHost) kvDelete(_ context.Context, a *capArgs) (any, error) {
 	key := a.str("key", true)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -323,7 +202,7 @@ func (h *seamHost) kvDelete(a *capArgs) (any, error) {
 }
 
 // emit mints an artifact in the blob store, admitted against MaxEmits.
-func (h *seamHost) emit(a *capArgs) (any, error) {
+func (h *seamHost) emit(_ context.Context, a *capArgs) (any, error) {
 	name, content, media := a.str("name", true), a.bytes("content", false), a.str("media_type", false)
 	if err := a.done(); err != nil {
 		return nil, err

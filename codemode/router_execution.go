@@ -10,7 +10,8 @@ import (
 // tool authorizes them: they reach nothing outside the execution). In a
 // foreground run (h.exec nil) nothing can send, so ready and register
 // answer and change nothing and receive is CodeNotBackground.
-func (h *seamHost) executionCall(ctx context.Context, cap string, a *capArgs) (any, error) {
+func (h *seamHost) executionCall(ctx context.Context, a *capArgs) (any, error) {
+	cap := a.cap
 	switch cap {
 	case "execution.ready":
 		if err := a.done(); err != nil {

@@ -15,7 +15,8 @@ import (
 // shell and job plane, with no refusal raised); the others go to the
 // Jobs seam as the job_* tools do, so a program meets exactly their
 // refusal codes.
-func (h *seamHost) jobCall(ctx context.Context, cap string, a *capArgs) (any, error) {
+func (h *seamHost) jobCall(ctx context.Context, a *capArgs) (any, error) {
+	cap := a.cap
 	if h.jobs == nil && cap != "job.start" {
 		return nil, &CapError{Code: job.CodeNoJobPlane, Message: "this host serves no job plane, so " + cap + " has no jobs to reach"}
 	}

@@ -13,7 +13,8 @@ import (
 // list) onto the Agency's note closures, the ones agent_note and
 // agent_notes call. Writes share one tally (MaxNoteWrites), reads
 // another (MaxNoteReads). None of them asks the broker for anything.
-func (h *seamHost) notesCall(ctx context.Context, cap string, a *capArgs) (any, error) {
+func (h *seamHost) notesCall(ctx context.Context, a *capArgs) (any, error) {
+	cap := a.cap
 	if h.agency == nil {
 		return nil, &CapError{Code: agent.CodeAgencyUnavailable, Message: "this host offers no agency, so " + cap + " cannot be served"}
 	}

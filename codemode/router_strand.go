@@ -30,7 +30,8 @@ func (h *seamHost) caller() agent.Caller { return agent.CallerOf(h.call) }
 // strandCall serves strand.spawn, strand.send, strand.wait,
 // strand.roster and strand.map onto the Agency. None of them asks the
 // broker for anything.
-func (h *seamHost) strandCall(ctx context.Context, cap string, a *capArgs) (any, error) {
+func (h *seamHost) strandCall(ctx context.Context, a *capArgs) (any, error) {
+	cap := a.cap
 	if h.agency == nil {
 		return nil, &CapError{Code: agent.CodeAgencyUnavailable, Message: "this host offers no agency, so " + cap + " cannot be served"}
 	}
@@ -299,32 +300,4 @@ func setItemError(m map[string]any, err error) {
 	} else {
 		m["message"] = err.Error()
 	}
-}
-
-// strandSummary is the call record's summary of a strand.* or notes.*
-// call: what it is about, never a prompt, message or value.
-func strandSummary(cap string, m map[string]any) []string {
-	str := func(k string) string {
-		if s, ok := m[k].(string); ok {
-			return k + "=" + quoteArg(s)
-		}
-		return ""
-	}
-	switch cap {
-	case "strand.spawn":
-		return []string{str("purpose")}
-	case "strand.send":
-		return []string{str("to")}
-	case "strand.wait":
-		n, _ := m["handles"].([]any)
-		return []string{fmt.Sprintf("handles=%d", len(n))}
-	case "strand.map":
-		n, _ := m["items"].([]any)
-		return []string{fmt.Sprintf("items=%d", len(n))}
-	case "strand.note", "notes.put", "notes.get":
-		return []string{str("key")}
-	case "strand.notes", "notes.list":
-		return []string{str("prefix")}
-	}
-	return nil
 }
