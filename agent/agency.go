@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/agentloom/loom/todo"
 )
 
 // Agency is the seam between the agent tools and whatever runs agents.
@@ -40,7 +42,7 @@ type Agency interface {
 	// Todos runs step on c.Strand's todo board under compare-and-set,
 	// retrying when a concurrent writer got there first, and returns the
 	// board that landed. step must be pure: it may run more than once.
-	Todos(ctx context.Context, c Caller, step func(Board) (Board, error)) (Board, error)
+	Todos(ctx context.Context, c Caller, step func(todo.Board) (todo.Board, error)) (todo.Board, error)
 	// Roster lists the descendants of c.Strand.
 	Roster(ctx context.Context, c Caller) ([]Peer, error)
 	// Holds answers nil when c.Strand holds the named tool right now, a

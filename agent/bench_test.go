@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/agentloom/loom/todo"
 )
 
 func BenchmarkMintName(b *testing.B) {
@@ -33,16 +35,16 @@ func BenchmarkParseResultSchema(b *testing.B) {
 
 func BenchmarkApplyTodo(b *testing.B) {
 	var items []string
-	for i := range MaxTodoTasks / 2 {
+	for i := range todo.MaxTasks / 2 {
 		items = append(items, fmt.Sprintf("task number %d", i))
 	}
-	board, err := ApplyTodo(Board{}, TodoStep{Op: TodoInit, Items: items})
+	board, err := todo.Apply(todo.Board{}, todo.Step{Op: todo.OpInit, Items: items})
 	if err != nil {
 		b.Fatal(err)
 	}
-	step := TodoStep{Op: TodoDone, Task: "Task Number 20"}
+	step := todo.Step{Op: todo.OpDone, Task: "Task Number 20"}
 	for b.Loop() {
-		if _, err := ApplyTodo(board, step); err != nil {
+		if _, err := todo.Apply(board, step); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,10 +20,10 @@
 //   - Result contracts: ParseResultSchema accepts only the subset of JSON
 //     Schema it can enforce and refuses the rest; Judge reports a verdict
 //     (NoResultAsked, valid, missing, mismatched) beside the prose report.
-//   - The todo board's semantics, pure (ApplyTodo): one active task, the
+//   - The todo board's semantics, pure (todo.Apply): one active task, the
 //     first pending task promoted when none is, blocked tasks never
-//     promoted, texts distinct under LooseKey (an item that matches a
-//     task already listed is merged into it, and ApplyTodoReport and the
+//     promoted, texts distinct under todo.LooseKey (an item that matches a
+//     task already listed is merged into it, and todo.ApplyReport and the
 //     tool's answer say so), every op written to its postcondition so a
 //     replay lands the same board.
 //   - The model's half of each tool: schemas (derived from the argument

@@ -46,26 +46,6 @@ func ExampleParseResultSchema() {
 	// [files is a string, want array]
 }
 
-func ExampleApplyTodo() {
-	var b agent.Board
-	for _, step := range []agent.TodoStep{
-		{Op: agent.TodoInit, Items: []string{"read the code", "write the fix", "run the tests"}},
-		{Op: agent.TodoBlock, Task: "write the fix", Reason: "needs the reading first"},
-		{Op: agent.TodoDone, Task: "Read The Code"}, // a loose, unique match
-	} {
-		var err error
-		if b, err = agent.ApplyTodo(b, step); err != nil {
-			panic(err)
-		}
-	}
-	fmt.Println(b.Render())
-	// Output:
-	// todo: 1/3 done
-	// [x] read the code
-	// [!] write the fix (blocked: needs the reading first)
-	// [>] run the tests
-}
-
 func ExampleNewAgency() {
 	runner := agent.RunnerFunc(func(ctx context.Context, t agent.Turn) (string, error) {
 		return "checked " + t.Prompt, nil

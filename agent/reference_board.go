@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -15,9 +16,12 @@ type noteEntry struct {
 	value json.RawMessage
 }
 
+// MaxTodoRetries bounds the compare-and-set attempts of one todo call.
+const MaxTodoRetries = 8
+
 // todoCell is one strand's board with its compare-and-set sequence.
 type todoCell struct {
-	board Board
+	board todo.Board
 	seq   uint64
 }
 
@@ -120,27 +124,27 @@ func (a *Reference) Notes(ctx context.Context, c Caller, prefix string) (NotesPa
 // its board lands only if nobody wrote the cell meanwhile; otherwise it
 // runs again on the fresh board, at most MaxTodoRetries times (then
 // CodeTodoConflict), unless ctx has ended (then tool.CodeCancelled).
-func (a *Reference) Todos(ctx context.Context, c Caller, step func(Board) (Board, error)) (Board, error) {
+func (a *Reference) Todos(ctx context.Context, c Caller, step func(todo.Board) (todo.Board, error)) (todo.Board, error) {
 	for range MaxTodoRetries {
 		a.mu.Lock()
 		if _, err := a.callerLocked(c); err != nil {
 			a.mu.Unlock()
-			return Board{}, err
+			return todo.Board{}, err
 		}
 		cell := a.todos[c.Strand]
-		var seen Board
+		var seen todo.Board
 		var seq uint64
 		if cell != nil {
-			seen, seq = cell.board.clone(), cell.seq
+			seen, seq = cell.board.Clone(), cell.seq
 		}
 		a.mu.Unlock()
 
 		next, err := step(seen)
 		if err != nil {
-			return Board{}, err
+			return todo.Board{}, err
 		}
 		if err := next.Validate(); err != nil {
-			return Board{}, err
+			return todo.Board{}, err
 		}
 
 		a.mu.Lock()
@@ -150,14 +154,14 @@ func (a *Reference) Todos(ctx context.Context, c Caller, step func(Board) (Board
 			now = cell.seq
 		}
 		if now == seq {
-			a.todos[c.Strand] = &todoCell{board: next.clone(), seq: seq + 1}
+			a.todos[c.Strand] = &todoCell{board: next.Clone(), seq: seq + 1}
 			a.mu.Unlock()
 			return next, nil
 		}
 		a.mu.Unlock()
 		if err := ctx.Err(); err != nil {
-			return Board{}, &Refusal{Code: tool.CodeCancelled, Reason: "the call's context ended while the board was contended; nothing was written", Err: err}
+			return todo.Board{}, &Refusal{Code: tool.CodeCancelled, Reason: "the call's context ended while the board was contended; nothing was written", Err: err}
 		}
 	}
-	return Board{}, refuse(CodeTodoConflict, "the board changed under this call %d times in a row; try again", MaxTodoRetries)
+	return todo.Board{}, refuse(CodeTodoConflict, "the board changed under this call %d times in a row; try again", MaxTodoRetries)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -18,23 +19,23 @@ func TestTodosCancelledIsNotAConflict(t *testing.T) {
 	c := root("main", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := 0
-	_, err := a.Todos(ctx, c, func(b Board) (Board, error) {
+	_, err := a.Todos(ctx, c, func(b todo.Board) (todo.Board, error) {
 		calls++
 		// A sibling writes the cell while this step runs, and the
 		// caller's context ends.
-		if _, err := a.Todos(bg, c, func(b Board) (Board, error) {
-			return ApplyTodo(b, TodoStep{Op: TodoAppend, Items: []string{fmt.Sprint("sibling ", calls)}})
+		if _, err := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) {
+			return todo.Apply(b, todo.Step{Op: todo.OpAppend, Items: []string{fmt.Sprint("sibling ", calls)}})
 		}); err != nil {
-			return Board{}, err
+			return todo.Board{}, err
 		}
 		cancel()
-		return ApplyTodo(b, TodoStep{Op: TodoAppend, Items: []string{"mine"}})
+		return todo.Apply(b, todo.Step{Op: todo.OpAppend, Items: []string{"mine"}})
 	})
 	if CodeOf(err) != tool.CodeCancelled || calls != 1 {
 		t.Fatalf("err %v (code %q) after %d attempts, want %q after 1", err, CodeOf(err), calls, tool.CodeCancelled)
 	}
-	b, _ := a.Todos(bg, c, func(b Board) (Board, error) { return b, nil })
-	if b.find("mine") >= 0 {
+	b, _ := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) { return b, nil })
+	if _, err := b.Resolve("mine"); err == nil {
 		t.Errorf("the cancelled step landed: %+v", b)
 	}
 }

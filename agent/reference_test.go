@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -523,7 +524,9 @@ func TestNotes(t *testing.T) {
 	if _, err := a.Notes(bg, c, "main/"); CodeOf(err) != CodeBadNoteKey {
 		t.Errorf("prefix outside the namespace: %v", err)
 	}
-	if _, err := a.Todos(bg, c, func(b Board) (Board, error) { return ApplyTodo(b, TodoStep{Op: TodoInit, Items: []string{"a"}}) }); err != nil {
+	if _, err := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) {
+		return todo.Apply(b, todo.Step{Op: todo.OpInit, Items: []string{"a"}})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	page, _ = a.Notes(bg, c, "agent/main/todo")
@@ -568,8 +571,8 @@ func TestTodosCompareAndSet(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				_, err := a.Todos(bg, c, func(b Board) (Board, error) {
-					return ApplyTodo(b, TodoStep{Op: TodoAppend, Items: []string{fmt.Sprint("task ", i)}})
+				_, err := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) {
+					return todo.Apply(b, todo.Step{Op: todo.OpAppend, Items: []string{fmt.Sprint("task ", i)}})
 				})
 				if CodeOf(err) == CodeTodoConflict {
 					conflicts.Add(1)
@@ -583,7 +586,7 @@ func TestTodosCompareAndSet(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	b, err := a.Todos(bg, c, func(b Board) (Board, error) { return b, nil })
+	b, err := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) { return b, nil })
 	if err != nil || len(b.Tasks) != writers {
 		t.Fatalf("%d tasks landed of %d (%d conflicts): %v", len(b.Tasks), writers, conflicts.Load(), err)
 	}
@@ -597,15 +600,15 @@ func TestTodosConflictAfterRetries(t *testing.T) {
 	defer a.Close()
 	c := root("main", 1)
 	calls := 0
-	_, err := a.Todos(bg, c, func(b Board) (Board, error) {
+	_, err := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) {
 		calls++
 		// A sibling writes the cell while this step runs, every time.
-		if _, err := a.Todos(bg, c, func(b Board) (Board, error) {
-			return ApplyTodo(b, TodoStep{Op: TodoAppend, Items: []string{fmt.Sprint("sibling ", calls)}})
+		if _, err := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) {
+			return todo.Apply(b, todo.Step{Op: todo.OpAppend, Items: []string{fmt.Sprint("sibling ", calls)}})
 		}); err != nil {
-			return Board{}, err
+			return todo.Board{}, err
 		}
-		return ApplyTodo(b, TodoStep{Op: TodoAppend, Items: []string{"mine"}})
+		return todo.Apply(b, todo.Step{Op: todo.OpAppend, Items: []string{"mine"}})
 	})
 	if CodeOf(err) != CodeTodoConflict || calls != MaxTodoRetries {
 		t.Fatalf("err %v after %d attempts", err, calls)

@@ -62,13 +62,6 @@ const (
 	// CodeTodoConflict: the todo cell kept changing under the caller for
 	// MaxTodoRetries attempts.
 	CodeTodoConflict tool.Code = "todo_conflict"
-	// CodeTodoUnknownTask: a task name matching no task.
-	CodeTodoUnknownTask tool.Code = "todo_unknown_task"
-	// CodeTodoAmbiguousTask: a task name loosely matching several tasks.
-	CodeTodoAmbiguousTask tool.Code = "todo_ambiguous_task"
-	// CodeTodoInvalid: a todo op whose arguments or result break the
-	// board's bounds or rules.
-	CodeTodoInvalid tool.Code = "todo_invalid"
 	// CodeAgencyClosed: the Agency was closed; nothing new starts.
 	CodeAgencyClosed tool.Code = "agency_closed"
 	// CodeAgencyUnavailable: the host offers no Agency, or it failed.
@@ -99,7 +92,8 @@ func refuse(code tool.Code, format string, args ...any) error {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
-// CodeOf returns the Code of the first Refusal in err's chain, or
+// CodeOf returns the Code of the first Refusal in err's chain, or of
+// another tool.CodedError (a todo board's refusal), or
 // CodeAgencyUnavailable for any other non-nil error (a host Agency that
 // failed without saying why), or "" for nil.
 func CodeOf(err error) tool.Code {
@@ -109,6 +103,10 @@ func CodeOf(err error) tool.Code {
 	var r *Refusal
 	if errors.As(err, &r) {
 		return r.Code
+	}
+	var ce tool.CodedError
+	if errors.As(err, &ce) {
+		return tool.Code(ce.ErrorCode())
 	}
 	return CodeAgencyUnavailable
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -63,7 +64,12 @@ type RefusalDetails struct {
 // an in-band error outcome whose Code is the refusal's.
 func refusalOutcome(name string, err error) tool.Outcome {
 	var r *Refusal
-	if !errors.As(err, &r) {
+	var te *todo.Error
+	switch {
+	case errors.As(err, &r):
+	case errors.As(err, &te):
+		r = &Refusal{Code: te.Code, Reason: te.Reason, Err: err}
+	default:
 		r = &Refusal{Code: CodeAgencyUnavailable, Reason: "the agency failed: " + err.Error(), Err: err}
 	}
 	return tool.Fail(r.Code, fmt.Sprintf("%s refused (%s): %s", name, r.Code, r.Reason)).

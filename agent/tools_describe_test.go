@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/todo"
 )
 
 // TestDescriptionNumbersComeFromConstants: every number an agent tool's
@@ -24,7 +26,7 @@ func TestDescriptionNumbersComeFromConstants(t *testing.T) {
 		NoteToolName:   {MaxNoteBytes, MaxNotesPerStrand},
 		NotesToolName:  {MaxNotesListed},
 		RosterToolName: nil,
-		TodoToolName:   {MaxTodoTasks, MaxTodoTextBytes},
+		TodoToolName:   {todo.MaxTasks, todo.MaxTextBytes},
 	}
 	number := regexp.MustCompile(`\d+`)
 	escape := regexp.MustCompile(`\\u[0-9a-fA-F]{4}`) // JSON's \u003c for '<'

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -98,9 +99,9 @@ func TestToolRefusalsCarryOutcomeCode(t *testing.T) {
 		{"notes: no agency", nilReg, main, NotesToolName, `{}`, CodeAgencyUnavailable},
 		{"roster: unminted calling strand", leanReg, forged, RosterToolName, `{}`, CodeUnknownHandle},
 		{"roster: malformed root name", leanReg, badRoot, RosterToolName, `{}`, CodeInvalidRequest},
-		{"todo: unknown task", leanReg, main, TodoToolName, `{"op":"done","task":"write"}`, CodeTodoUnknownTask},
-		{"todo: append nothing", leanReg, main, TodoToolName, `{"op":"append"}`, CodeTodoInvalid},
-		{"todo: reason past MaxTodoReasonBytes", leanReg, main, TodoToolName, `{"op":"block","task":"read","reason":"` + strings.Repeat("r", MaxTodoReasonBytes+1) + `"}`, CodeTodoInvalid},
+		{"todo: unknown task", leanReg, main, TodoToolName, `{"op":"done","task":"write"}`, todo.CodeUnknownTask},
+		{"todo: append nothing", leanReg, main, TodoToolName, `{"op":"append"}`, todo.CodeInvalid},
+		{"todo: reason past todo.MaxReasonBytes", leanReg, main, TodoToolName, `{"op":"block","task":"read","reason":"` + strings.Repeat("r", todo.MaxReasonBytes+1) + `"}`, todo.CodeInvalid},
 		{"todo: unminted calling strand", leanReg, forged, TodoToolName, `{"op":"view"}`, CodeUnknownHandle},
 		{"todo: no agency", nilReg, main, TodoToolName, `{"op":"view"}`, CodeAgencyUnavailable},
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -307,13 +308,13 @@ func TestTodoTool(t *testing.T) {
 		t.Fatalf("init: %+v", o)
 	}
 	o = dispatch(r, c, TodoToolName, `{"op":"done","task":"READ"}`)
-	if d := o.Details.(TodoDetails); o.IsError || d.Op != TodoDone || d.Todo.Tasks[1].Status != TaskActive {
+	if d := o.Details.(TodoDetails); o.IsError || d.Op != todo.OpDone || d.Todo.Tasks[1].Status != todo.Active {
 		t.Fatalf("done: %+v", o)
 	}
 	for args, code := range map[string]tool.Code{
-		`{"op":"done","task":"nothing"}`: CodeTodoUnknownTask,
+		`{"op":"done","task":"nothing"}`: todo.CodeUnknownTask,
 		`{"op":"frob"}`:                  tool.CodeInvalidArguments,
-		`{"op":"append"}`:                CodeTodoInvalid,
+		`{"op":"append"}`:                todo.CodeInvalid,
 	} {
 		if o := dispatch(r, c, TodoToolName, args); !o.IsError || errorCode(o) != code {
 			t.Errorf("%s: %q %+v", args, errorCode(o), o)

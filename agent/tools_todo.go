@@ -6,12 +6,13 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
 type todoArgs struct {
-	Op     TodoOp   `json:"op"`
+	Op     todo.Op  `json:"op"`
 	Items  []string `json:"items,omitempty" jsonschema:"for init and append"`
 	Task   string   `json:"task,omitempty"`
 	Reason string   `json:"reason,omitempty" jsonschema:"for block"`
@@ -19,20 +20,20 @@ type todoArgs struct {
 
 // TodoDetails is the Details of a successful todo call: the op, the
 // board that landed, and the items of an init or append merged into a
-// task already listed (ApplyTodoReport).
+// task already listed (todo.ApplyReport).
 type TodoDetails struct {
-	Op     TodoOp      `json:"op"`
-	Todo   Board       `json:"todo"`
-	Merged []TodoMerge `json:"merged,omitempty"`
+	Op     todo.Op      `json:"op"`
+	Todo   todo.Board   `json:"todo"`
+	Merged []todo.Merge `json:"merged,omitempty"`
 }
 
 // TodoTool returns todo: the caller's own task board, one op per call,
-// applied by ApplyTodo under the agency's compare-and-set. Every op is
+// applied by todo.Apply under the agency's compare-and-set. Every op is
 // written to its postcondition, so the tool is ReplaySafe, and
 // Concurrent without losing a sibling call's update.
 func TodoTool(agency Agency) tool.Tool {
 	ops := &jsonschema.Schema{Type: "string"}
-	for _, o := range TodoOps() {
+	for _, o := range todo.Ops() {
 		ops.Enum = append(ops.Enum, string(o))
 	}
 	return tool.Typed(tool.Tool{
@@ -41,17 +42,17 @@ func TodoTool(agency Agency) tool.Tool {
 			"task the active one, block takes a reason. One task is active at a time; with none, the first pending one is "+
 			"(never a blocked one). Texts equal but for case and spacing are one task; the answer names merged items. "+
 			"At most %d tasks of %d bytes, %d items per call.",
-			MaxTodoTasks, MaxTodoTextBytes, MaxTodoItems),
+			todo.MaxTasks, todo.MaxTextBytes, todo.MaxItems),
 		PromptSnippet: "todo: keep your task list",
 		Replay:        tool.ReplaySafe,
 		Mode:          tool.Concurrent,
 	}, guard(agency, TodoToolName, func(ctx context.Context, c *tool.Call, a todoArgs) tool.Outcome {
-		step := TodoStep{Op: a.Op, Items: a.Items, Task: a.Task, Reason: a.Reason}
+		step := todo.Step{Op: a.Op, Items: a.Items, Task: a.Task, Reason: a.Reason}
 		// The agency may run the step more than once (compare-and-set);
 		// the merges reported are those of the run that landed, the last.
-		var merged []TodoMerge
-		b, err := agency.Todos(ctx, CallerOf(c), func(b Board) (Board, error) {
-			out, m, err := ApplyTodoReport(b, step)
+		var merged []todo.Merge
+		b, err := agency.Todos(ctx, CallerOf(c), func(b todo.Board) (todo.Board, error) {
+			out, m, err := todo.ApplyReport(b, step)
 			merged = m
 			return out, err
 		})
@@ -59,15 +60,15 @@ func TodoTool(agency Agency) tool.Tool {
 			return refusalOutcome(TodoToolName, err)
 		}
 		if b.Tasks == nil {
-			b.Tasks = []Task{}
+			b.Tasks = []todo.Task{}
 		}
 		return tool.Outcome{Text: mergeText(merged) + b.Render(), Details: TodoDetails{Op: a.Op, Todo: b, Merged: merged}}
-	}), tool.TypeSchema{Type: reflect.TypeFor[TodoOp](), Schema: ops})
+	}), tool.TypeSchema{Type: reflect.TypeFor[todo.Op](), Schema: ops})
 }
 
 // mergeText says which items were merged, one line before the board, or
 // nothing when none was.
-func mergeText(merged []TodoMerge) string {
+func mergeText(merged []todo.Merge) string {
 	if len(merged) == 0 {
 		return ""
 	}

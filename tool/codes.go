@@ -153,12 +153,23 @@ const (
 	CodeNoBroker Code = "no_broker"
 )
 
+// CodedError is an error that carries a failure code: a stable
+// snake_case word a program switches on. Any package can implement it
+// without importing this one.
+type CodedError interface {
+	error
+	// ErrorCode returns the code. It is never empty.
+	ErrorCode() string
+}
+
 // CodeOf returns the code of the first error in err's chain that carries
 // one of the codes of this package or of the packages below it (a
 // PathError, an ArgError, a RegisterError, a broker Denial or PolicyError,
-// a hashline or blob error), converted to a Code, or "" when none does.
+// a hashline or blob error) or is a CodedError, converted to a Code, or
+// "" when none does.
 func CodeOf(err error) Code {
 	var (
+		ce CodedError
 		pe *PathError
 		ae *ArgError
 		re *RegisterError
@@ -178,6 +189,8 @@ func CodeOf(err error) Code {
 		return Code(de.Code)
 	case errors.As(err, &ve):
 		return Code(ve.Code)
+	case errors.As(err, &ce):
+		return Code(ce.ErrorCode())
 	}
 	if c := hashline.CodeOf(err); c != "" {
 		return Code(c)

@@ -1,6 +1,7 @@
-package agent
+package todo
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -17,7 +18,7 @@ func board(spec ...string) Board {
 	var b Board
 	for _, s := range spec {
 		st, text, _ := strings.Cut(s, ":")
-		b.Tasks = append(b.Tasks, Task{Text: text, Status: TaskStatus(st)})
+		b.Tasks = append(b.Tasks, Task{Text: text, Status: Status(st)})
 	}
 	return b
 }
@@ -26,38 +27,38 @@ func TestApplyTodo(t *testing.T) {
 	tests := []struct {
 		name string
 		in   Board
-		step TodoStep
+		step Step
 		want Board
 		code tool.Code
 	}{
-		{"init promotes the first", Board{}, TodoStep{Op: TodoInit, Items: []string{"a", " b ", "A"}},
+		{"init promotes the first", Board{}, Step{Op: OpInit, Items: []string{"a", " b ", "A"}},
 			board("active:a", "pending:b"), ""},
-		{"start demotes the active", board("active:a", "pending:b"), TodoStep{Op: TodoStart, Task: "b"},
+		{"start demotes the active", board("active:a", "pending:b"), Step{Op: OpStart, Task: "b"},
 			board("pending:a", "active:b"), ""},
-		{"done promotes the next pending", board("active:a", "blocked:b", "pending:c"), TodoStep{Op: TodoDone, Task: "a"},
+		{"done promotes the next pending", board("active:a", "blocked:b", "pending:c"), Step{Op: OpDone, Task: "a"},
 			board("done:a", "blocked:b", "active:c"), ""},
-		{"blocked is never promoted", board("active:a", "blocked:b"), TodoStep{Op: TodoDrop, Task: "a"},
+		{"blocked is never promoted", board("active:a", "blocked:b"), Step{Op: OpDrop, Task: "a"},
 			board("dropped:a", "blocked:b"), ""},
-		{"loose match", board("active:Write Tests"), TodoStep{Op: TodoDone, Task: "write   tests"},
+		{"loose match", board("active:Write Tests"), Step{Op: OpDone, Task: "write   tests"},
 			board("done:Write Tests"), ""},
-		{"unknown task", board("active:a"), TodoStep{Op: TodoDone, Task: "z"}, board("active:a"), CodeTodoUnknownTask},
-		{"remove absent succeeds", board("active:a"), TodoStep{Op: TodoRemove, Task: "z"}, board("active:a"), ""},
-		{"remove promotes", board("active:a", "pending:b"), TodoStep{Op: TodoRemove, Task: "a"}, board("active:b"), ""},
-		{"start blocked refused", board("active:a", "blocked:b"), TodoStep{Op: TodoStart, Task: "b"}, board("active:a", "blocked:b"), CodeTodoInvalid},
-		{"block done refused", board("done:a"), TodoStep{Op: TodoBlock, Task: "a"}, board("done:a"), CodeTodoInvalid},
-		{"unblock returns to pending and promotes", board("blocked:a", "done:b"), TodoStep{Op: TodoUnblock, Task: "a"}, board("active:a", "done:b"), ""},
-		{"append skips present", board("active:a"), TodoStep{Op: TodoAppend, Items: []string{"A", "b"}}, board("active:a", "pending:b"), ""},
-		{"append nothing refused", board("active:a"), TodoStep{Op: TodoAppend}, board("active:a"), CodeTodoInvalid},
-		{"empty text refused", Board{}, TodoStep{Op: TodoInit, Items: []string{"  "}}, Board{}, CodeTodoInvalid},
-		{"unknown op", Board{}, TodoStep{Op: "frob"}, Board{}, CodeTodoInvalid},
-		{"view changes nothing", board("active:a"), TodoStep{Op: TodoView}, board("active:a"), ""},
-		{"text at the bound", Board{}, TodoStep{Op: TodoInit, Items: []string{strings.Repeat("x", MaxTodoTextBytes)}},
-			board("active:" + strings.Repeat("x", MaxTodoTextBytes)), ""},
-		{"text past the bound", Board{}, TodoStep{Op: TodoInit, Items: []string{strings.Repeat("x", MaxTodoTextBytes+1)}}, Board{}, CodeTodoInvalid},
+		{"unknown task", board("active:a"), Step{Op: OpDone, Task: "z"}, board("active:a"), CodeUnknownTask},
+		{"remove absent succeeds", board("active:a"), Step{Op: OpRemove, Task: "z"}, board("active:a"), ""},
+		{"remove promotes", board("active:a", "pending:b"), Step{Op: OpRemove, Task: "a"}, board("active:b"), ""},
+		{"start blocked refused", board("active:a", "blocked:b"), Step{Op: OpStart, Task: "b"}, board("active:a", "blocked:b"), CodeInvalid},
+		{"block done refused", board("done:a"), Step{Op: OpBlock, Task: "a"}, board("done:a"), CodeInvalid},
+		{"unblock returns to pending and promotes", board("blocked:a", "done:b"), Step{Op: OpUnblock, Task: "a"}, board("active:a", "done:b"), ""},
+		{"append skips present", board("active:a"), Step{Op: OpAppend, Items: []string{"A", "b"}}, board("active:a", "pending:b"), ""},
+		{"append nothing refused", board("active:a"), Step{Op: OpAppend}, board("active:a"), CodeInvalid},
+		{"empty text refused", Board{}, Step{Op: OpInit, Items: []string{"  "}}, Board{}, CodeInvalid},
+		{"unknown op", Board{}, Step{Op: "frob"}, Board{}, CodeInvalid},
+		{"view changes nothing", board("active:a"), Step{Op: OpView}, board("active:a"), ""},
+		{"text at the bound", Board{}, Step{Op: OpInit, Items: []string{strings.Repeat("x", MaxTextBytes)}},
+			board("active:" + strings.Repeat("x", MaxTextBytes)), ""},
+		{"text past the bound", Board{}, Step{Op: OpInit, Items: []string{strings.Repeat("x", MaxTextBytes+1)}}, Board{}, CodeInvalid},
 	}
 	for _, tt := range tests {
-		got, err := ApplyTodo(tt.in, tt.step)
-		if CodeOf(err) != tt.code {
+		got, err := Apply(tt.in, tt.step)
+		if errorCode(err) != tt.code {
 			t.Errorf("%s: err = %v, want code %q", tt.name, err, tt.code)
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -67,16 +68,16 @@ func TestApplyTodo(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	// Boards from ApplyTodo are distinct under LooseKey; Resolve still
+	// Boards from Apply are distinct under LooseKey; Resolve still
 	// answers a board that is not, preferring the exact text.
 	b := board("active:ab", "pending:a b", "pending:A B")
 	if i, err := b.Resolve("a b"); i != 1 || err != nil {
 		t.Errorf("exact: %d, %v", i, err)
 	}
-	if _, err := b.Resolve("AB "); CodeOf(err) != CodeTodoAmbiguousTask {
+	if _, err := b.Resolve("AB "); errorCode(err) != CodeAmbiguousTask {
 		t.Errorf("ambiguous: %v", err)
 	}
-	if _, err := b.Resolve("c"); CodeOf(err) != CodeTodoUnknownTask {
+	if _, err := b.Resolve("c"); errorCode(err) != CodeUnknownTask {
 		t.Errorf("unknown: %v", err)
 	}
 }
@@ -89,16 +90,16 @@ func TestTodoTaskCountBound(t *testing.T) {
 		}
 		return s
 	}
-	if _, err := ApplyTodo(Board{}, TodoStep{Op: TodoInit, Items: items(MaxTodoTasks)}); err != nil {
-		t.Fatalf("%d tasks refused: %v", MaxTodoTasks, err)
+	if _, err := Apply(Board{}, Step{Op: OpInit, Items: items(MaxTasks)}); err != nil {
+		t.Fatalf("%d tasks refused: %v", MaxTasks, err)
 	}
-	if _, err := ApplyTodo(Board{}, TodoStep{Op: TodoInit, Items: items(MaxTodoTasks + 1)}); CodeOf(err) != CodeTodoInvalid {
-		t.Fatalf("%d tasks: err = %v", MaxTodoTasks+1, err)
+	if _, err := Apply(Board{}, Step{Op: OpInit, Items: items(MaxTasks + 1)}); errorCode(err) != CodeInvalid {
+		t.Fatalf("%d tasks: err = %v", MaxTasks+1, err)
 	}
 }
 
 // todoModel is an independent restatement of the board rules, written
-// from the tool's description rather than from ApplyTodo.
+// from the tool's description rather than from Apply.
 type todoModel struct {
 	texts    []string
 	statuses []string
@@ -122,18 +123,18 @@ func (m *todoModel) find(name string) (int, tool.Code) {
 	}
 	switch len(hits) {
 	case 0:
-		return -1, CodeTodoUnknownTask
+		return -1, CodeUnknownTask
 	case 1:
 		return hits[0], ""
 	}
-	return -1, CodeTodoAmbiguousTask
+	return -1, CodeAmbiguousTask
 }
 
 func (m *todoModel) add(items []string) tool.Code {
 	for _, it := range items {
 		it = strings.TrimSpace(it)
-		if it == "" || len(it) > MaxTodoTextBytes {
-			return CodeTodoInvalid
+		if it == "" || len(it) > MaxTextBytes {
+			return CodeInvalid
 		}
 		dup := false
 		for _, t := range m.texts {
@@ -145,8 +146,8 @@ func (m *todoModel) add(items []string) tool.Code {
 			m.reasons = append(m.reasons, "")
 		}
 	}
-	if len(m.texts) > MaxTodoTasks {
-		return CodeTodoInvalid
+	if len(m.texts) > MaxTasks {
+		return CodeInvalid
 	}
 	return ""
 }
@@ -156,33 +157,33 @@ func (m todoModel) copy() todoModel {
 }
 
 // apply returns the refusal code, leaving m unchanged on refusal.
-func (m *todoModel) apply(s TodoStep) tool.Code {
+func (m *todoModel) apply(s Step) tool.Code {
 	next := m.copy()
 	var code tool.Code
 	switch s.Op {
-	case TodoView:
-	case TodoInit:
+	case OpView:
+	case OpInit:
 		next = todoModel{}
 		code = next.add(s.Items)
-	case TodoAppend:
+	case OpAppend:
 		if len(s.Items) == 0 {
-			code = CodeTodoInvalid
+			code = CodeInvalid
 		} else {
 			code = next.add(s.Items)
 		}
-	case TodoStart, TodoDone, TodoDrop, TodoBlock, TodoUnblock, TodoRemove:
+	case OpStart, OpDone, OpDrop, OpBlock, OpUnblock, OpRemove:
 		i, c := next.find(s.Task)
 		if c != "" {
-			if s.Op == TodoRemove && c == CodeTodoUnknownTask {
+			if s.Op == OpRemove && c == CodeUnknownTask {
 				return ""
 			}
 			return c
 		}
 		st := next.statuses[i]
 		switch s.Op {
-		case TodoStart:
+		case OpStart:
 			if st == "blocked" {
-				return CodeTodoInvalid
+				return CodeInvalid
 			}
 			for j := range next.statuses {
 				if next.statuses[j] == "active" {
@@ -190,26 +191,26 @@ func (m *todoModel) apply(s TodoStep) tool.Code {
 				}
 			}
 			next.statuses[i], next.reasons[i] = "active", ""
-		case TodoDone:
+		case OpDone:
 			next.statuses[i], next.reasons[i] = "done", ""
-		case TodoDrop:
+		case OpDrop:
 			next.statuses[i], next.reasons[i] = "dropped", ""
-		case TodoBlock:
-			if st == "done" || st == "dropped" || len(strings.TrimSpace(s.Reason)) > MaxTodoReasonBytes {
-				return CodeTodoInvalid
+		case OpBlock:
+			if st == "done" || st == "dropped" || len(strings.TrimSpace(s.Reason)) > MaxReasonBytes {
+				return CodeInvalid
 			}
 			next.statuses[i], next.reasons[i] = "blocked", strings.TrimSpace(s.Reason)
-		case TodoUnblock:
+		case OpUnblock:
 			if st == "blocked" {
 				next.statuses[i], next.reasons[i] = "pending", ""
 			}
-		case TodoRemove:
+		case OpRemove:
 			next.texts = append(next.texts[:i], next.texts[i+1:]...)
 			next.statuses = append(next.statuses[:i], next.statuses[i+1:]...)
 			next.reasons = append(next.reasons[:i], next.reasons[i+1:]...)
 		}
 	default:
-		code = CodeTodoInvalid
+		code = CodeInvalid
 	}
 	if code != "" {
 		return code
@@ -233,7 +234,7 @@ func (m *todoModel) apply(s TodoStep) tool.Code {
 func (m todoModel) board() Board {
 	var b Board
 	for i := range m.texts {
-		b.Tasks = append(b.Tasks, Task{Text: m.texts[i], Status: TaskStatus(m.statuses[i]), Reason: m.reasons[i]})
+		b.Tasks = append(b.Tasks, Task{Text: m.texts[i], Status: Status(m.statuses[i]), Reason: m.reasons[i]})
 	}
 	return b
 }
@@ -243,11 +244,11 @@ var todoPool = []string{"write tests", "Write  Tests", "fix the bug", "ship", "r
 // Reach counters: the generator must reach the states the rules are about.
 var reachedActive, reachedBlocked, reachedPromotion, reachedRefusal atomic.Int64
 
-func drawTodoStep(t *rapid.T, m *todoModel) TodoStep {
-	op := rapid.SampledFrom(append(TodoOps(), "bogus")).Draw(t, "op")
-	s := TodoStep{Op: op}
+func drawTodoStep(t *rapid.T, m *todoModel) Step {
+	op := rapid.SampledFrom(append(Ops(), "bogus")).Draw(t, "op")
+	s := Step{Op: op}
 	switch op {
-	case TodoInit, TodoAppend:
+	case OpInit, OpAppend:
 		s.Items = rapid.SliceOfN(rapid.SampledFrom(todoPool), 0, 4).Draw(t, "items")
 	default:
 		if len(m.texts) == 0 || rapid.IntRange(0, 5).Draw(t, "unknown") == 0 {
@@ -275,10 +276,10 @@ func TestTodoBoardMatchesModel(t *testing.T) {
 			"step": func(t *rapid.T) {
 				s := drawTodoStep(t, &m)
 				hadActive := b.Active() >= 0
-				got, err := ApplyTodo(b, s)
+				got, err := Apply(b, s)
 				want := m.apply(s)
-				if CodeOf(err) != want {
-					t.Fatalf("%+v: code %q, model says %q (%v)", s, CodeOf(err), want, err)
+				if errorCode(err) != want {
+					t.Fatalf("%+v: code %q, model says %q (%v)", s, errorCode(err), want, err)
 				}
 				if err != nil {
 					reachedRefusal.Add(1)
@@ -292,18 +293,18 @@ func TestTodoBoardMatchesModel(t *testing.T) {
 				if diff := cmp.Diff(m.board(), got, cmp.Comparer(func(a, b []Task) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal(a, b) })); diff != "" {
 					t.Fatalf("%+v: board differs from the model (-model +board)\n%s", s, diff)
 				}
-				again, rErr := ApplyTodo(got, s)
-				if CodeOf(rErr) != CodeOf(err) || !cmp.Equal(again, got) {
+				again, rErr := Apply(got, s)
+				if errorCode(rErr) != errorCode(err) || !cmp.Equal(again, got) {
 					t.Fatalf("%+v: replay is not idempotent: %v\n%s", s, rErr, cmp.Diff(got, again))
 				}
 				if got.Active() >= 0 {
 					reachedActive.Add(1)
-					if !hadActive && len(b.Tasks) > 0 && s.Op != TodoStart && s.Op != TodoInit {
+					if !hadActive && len(b.Tasks) > 0 && s.Op != OpStart && s.Op != OpInit {
 						reachedPromotion.Add(1)
 					}
 				}
 				for _, task := range got.Tasks {
-					if task.Status == TaskBlocked {
+					if task.Status == Blocked {
 						reachedBlocked.Add(1)
 					}
 				}
@@ -320,7 +321,7 @@ func TestTodoBoardMatchesModel(t *testing.T) {
 
 func TestRenderBoard(t *testing.T) {
 	b := board("done:a", "active:b", "pending:c", "dropped:d")
-	b.Tasks = append(b.Tasks, Task{Text: "e", Status: TaskBlocked, Reason: "needs review"})
+	b.Tasks = append(b.Tasks, Task{Text: "e", Status: Blocked, Reason: "needs review"})
 	want := "todo: 1/5 done\n[x] a\n[>] b\n[ ] c\n[-] d\n[!] e (blocked: needs review)"
 	if got := b.Render(); got != want {
 		t.Fatalf("Render() =\n%s\nwant\n%s", got, want)
@@ -328,4 +329,13 @@ func TestRenderBoard(t *testing.T) {
 	if got := (Board{}).Render(); got != "todo: (empty)" {
 		t.Fatalf("empty board renders %q", got)
 	}
+}
+
+// errorCode is the code of err's *Error, or "".
+func errorCode(err error) tool.Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
 }
