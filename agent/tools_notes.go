@@ -89,7 +89,7 @@ func NotesTool(agency Agency) tool.Tool {
 		}
 		d := NotesDetails{Notes: []NoteEntry{}, Truncated: page.Truncated}
 		var b strings.Builder
-		fmt.Fprintf(&b, "%d notes under %s", len(page.Notes), prefix)
+		fmt.Fprintf(&b, "%d notes under %s", len(page.Notes), quote(prefix))
 		if page.Truncated {
 			fmt.Fprintf(&b, " (more exist; narrow the prefix)")
 		}

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"math"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentloom/loom/tool"
 )
@@ -41,16 +43,24 @@ type CursorError struct {
 	Reason string
 }
 
-// Error renders the refused token (shortened) and why.
+// Error renders the refused token (quoted, shortened) and why.
 func (e *CursorError) Error() string {
-	return "cursor " + quoteToken(e.Token) + " refused: " + e.Reason
+	return "cursor " + quote(e.Token) + " refused: " + e.Reason
 }
 
-func quoteToken(s string) string {
-	if len(s) > MaxCursorTokenBytes {
-		s = s[:MaxCursorTokenBytes] + "..."
+// quote renders a value a model gave (a job handle, a cursor token, a
+// path) as a Go-quoted string cut to tool.MaxQuotedBytes on a rune
+// boundary, saying how long the whole was when it cut: a refusal never
+// answers a megabyte handle with the megabyte.
+func quote(s string) string {
+	if len(s) <= tool.MaxQuotedBytes {
+		return strconv.Quote(s)
 	}
-	return `"` + s + `"`
+	cut := tool.MaxQuotedBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]+"…") + " (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // Token renders c as the opaque string a model passes back to continue

@@ -333,7 +333,7 @@ func (p *Plane) remove(j *job) {
 func (p *Plane) lookup(o Owner, id ID) (*job, error) {
 	j := p.jobs[id]
 	if j == nil || j.owner.Strand != o.Strand {
-		return nil, &Error{Code: CodeUnknownJob, Reason: fmt.Sprintf("no job %q belongs to this agent; job_poll without a handle lists yours", id)}
+		return nil, &Error{Code: CodeUnknownJob, Reason: fmt.Sprintf("no job %s belongs to this agent; job_poll without a handle lists yours", quote(string(id)))}
 	}
 	return j, nil
 }

@@ -23,7 +23,7 @@ func ReadURI(ctx context.Context, j Jobs, c *tool.Call, uri string) tool.Outcome
 	j = orNoPlane(j)
 	rest, ok := strings.CutPrefix(uri, SchemePrefix)
 	if !ok {
-		return tool.Fail(tool.CodeUnknownScheme, fmt.Sprintf("%q is not a %s path", uri, SchemePrefix))
+		return tool.Fail(tool.CodeUnknownScheme, fmt.Sprintf("%s is not a %s path", quote(uri), SchemePrefix))
 	}
 	rest = strings.Trim(rest, "/")
 	o := OwnerOf(c)
@@ -35,7 +35,7 @@ func ReadURI(ctx context.Context, j Jobs, c *tool.Call, uri string) tool.Outcome
 		return renderList(l, c.Clock())
 	}
 	if strings.ContainsAny(rest, "/?#") {
-		return tool.Fail(CodeMalformedJobURI, fmt.Sprintf("%q: a job path is %s<handle>, with nothing after the handle", uri, SchemePrefix))
+		return tool.Fail(CodeMalformedJobURI, fmt.Sprintf("%s: a job path is %s<handle>, with nothing after the handle", quote(uri), SchemePrefix))
 	}
 	p, err := j.Poll(ctx, o, ID(rest), Cursors{}, 0)
 	if err != nil {

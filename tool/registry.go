@@ -141,7 +141,18 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 // details contract applies.
 // In a gated registry (SetHolds) a call by a strand that does not hold the
 // tool is refused with CodeToolNotHeld before the tool runs.
-func (r *Registry) Dispatch(ctx context.Context, c *Call, name string, args json.RawMessage) (out Outcome) {
+// Every outcome it returns, the refusals and a recovered panic's too, is
+// bounded: Text to MaxOutcomeBytes (cut on a rune boundary, saying where
+// and how long it was), Details to MaxOutcomeBytes of JSON (else
+// OmittedDetails, as for Details that do not encode: a host's
+// json.Marshal of them never fails), Images to MaxOutcomeImages
+// totalling MaxOutcomeImageBytes (the rest left out, saying so in Text).
+func (r *Registry) Dispatch(ctx context.Context, c *Call, name string, args json.RawMessage) Outcome {
+	return bound(r.dispatch(ctx, c, name, args))
+}
+
+// dispatch is Dispatch before its outcome is bounded.
+func (r *Registry) dispatch(ctx context.Context, c *Call, name string, args json.RawMessage) (out Outcome) {
 	r.mu.RLock()
 	t, ok := r.tools[name]
 	holds := r.holds

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 )
 
 type echoArgs struct {
@@ -365,4 +368,269 @@ func TestHoldsIsDispatchsCheck(t *testing.T) {
 			t.Errorf("strand %s: Holds = %v, Dispatch ran = %v", strand, held, ran)
 		}
 	}
+}
+
+// rawTool is a tool that answers out whatever its arguments: the probe
+// of the outcome bound, since no built-in tool answers past it.
+func rawTool(name string, out Outcome) Tool {
+	return Tool{Name: name, Schema: json.RawMessage(`{"type":"object"}`),
+		Run: func(context.Context, *Call, json.RawMessage) Outcome { return out }}
+}
+
+// withinOutcomeBound reports how o exceeds the outcome bounds, or "".
+func withinOutcomeBound(o Outcome) (over string) {
+	defer func() {
+		if p := recover(); p != nil {
+			over = fmt.Sprintf("details panic when encoded: %v", p)
+		}
+	}()
+	var why []string
+	if len(o.Text) > MaxOutcomeBytes {
+		why = append(why, fmt.Sprintf("text is %d bytes", len(o.Text)))
+	}
+	if o.Details != nil {
+		b, err := json.Marshal(o.Details)
+		if err != nil {
+			why = append(why, fmt.Sprintf("details do not encode: %v", err))
+		} else if len(b) > MaxOutcomeBytes {
+			why = append(why, fmt.Sprintf("details encode to %d bytes", len(b)))
+		}
+	}
+	total := 0
+	for _, img := range o.Images {
+		total += len(img.Data)
+	}
+	if len(o.Images) > MaxOutcomeImages || total > MaxOutcomeImageBytes {
+		why = append(why, fmt.Sprintf("%d images of %d bytes", len(o.Images), total))
+	}
+	return strings.Join(why, "; ")
+}
+
+// TestDispatchBoundsText: Text up to MaxOutcomeBytes comes back whole;
+// longer Text is cut to fit, on a rune boundary, saying where it was cut
+// and how long it was, keeping the code. The raw outcome of each case is
+// over the bound (the control), Dispatch's is not.
+func TestDispatchBoundsText(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		text string
+		cut  bool
+	}{
+		{"at the bound", strings.Repeat("a", MaxOutcomeBytes), false},
+		{"one past", strings.Repeat("a", MaxOutcomeBytes+1), true},
+		{"15 MiB", strings.Repeat("z", 15<<20), true},
+		{"runes across the cut", strings.Repeat("é", MaxOutcomeBytes), true},
+		{"four-byte runes", strings.Repeat("𝄞", MaxOutcomeBytes/3), true},
+		{"not UTF-8", strings.Repeat("\xff\x80", MaxOutcomeBytes), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			raw := Fail(CodeNotFound, tc.text)
+			r, _ := NewRegistry(rawTool("big", raw))
+			out := r.Dispatch(context.Background(), nil, "big", json.RawMessage(`{}`))
+			if why := withinOutcomeBound(out); why != "" {
+				t.Fatalf("Dispatch answered past the bound: %s", why)
+			}
+			if (withinOutcomeBound(raw) != "") != tc.cut {
+				t.Fatalf("control: the raw outcome is over the bound = %v, want %v", !tc.cut, tc.cut)
+			}
+			if !out.IsError || out.Code != CodeNotFound {
+				t.Errorf("code lost: IsError=%v Code=%q", out.IsError, out.Code)
+			}
+			if !tc.cut {
+				if out.Text != tc.text {
+					t.Fatalf("a text within the bound was changed (%d bytes, want %d)", len(out.Text), len(tc.text))
+				}
+				return
+			}
+			head, note, ok := strings.Cut(out.Text, "\n[answer cut: ")
+			if !ok {
+				t.Fatalf("no cut note at the end of %.100q…%q", out.Text, out.Text[max(0, len(out.Text)-200):])
+			}
+			if !strings.HasPrefix(tc.text, head) || len(head) < MaxOutcomeBytes-256 {
+				t.Errorf("the head kept (%d bytes) is not the longest prefix that fits", len(head))
+			}
+			if utf8.ValidString(tc.text) && !utf8.ValidString(head) {
+				t.Errorf("cut inside a rune: the head ends %q", head[len(head)-4:])
+			}
+			if want := fmt.Sprintf("the first %d of its %d bytes are shown", len(head), len(tc.text)); !strings.Contains(note, want) {
+				t.Errorf("note %q does not say %q", note, want)
+			}
+		})
+	}
+}
+
+// TestDispatchBoundsDetails: Details whose JSON is at most
+// MaxOutcomeBytes come back as they were; longer ones, or ones that
+// cannot be encoded (even by panicking), are replaced by OmittedDetails
+// naming their type, and the text and code are kept.
+func TestDispatchBoundsDetails(t *testing.T) {
+	t.Parallel()
+	at := strings.Repeat("a", MaxOutcomeBytes-2) // "…" quoted: the bound exactly
+	cases := []struct {
+		name    string
+		details any
+		want    any
+	}{
+		{"none", nil, nil},
+		{"at the bound", at, at},
+		{"one past", at + "a", OmittedDetails{Type: "string", Bytes: MaxOutcomeBytes + 1}},
+		{"a struct past", PanicDetails{Stack: strings.Repeat("<", MaxOutcomeBytes/6+1)}, OmittedDetails{Type: "tool.PanicDetails", Bytes: len(`{"stack":""}`) + 6*(MaxOutcomeBytes/6+1)}},
+		{"not encodable", make(chan int), OmittedDetails{Type: "chan int", Error: "json: unsupported type: chan int"}},
+		{"encoder panics", panicky{}, OmittedDetails{Type: "tool.panicky", Error: "encoding panicked: marshal boom"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := NewRegistry(rawTool("d", Fail(CodeNotFound, "text kept").WithDetails(tc.details)))
+			out := r.Dispatch(context.Background(), nil, "d", json.RawMessage(`{}`))
+			if why := withinOutcomeBound(out); why != "" {
+				t.Fatalf("Dispatch answered past the bound: %s", why)
+			}
+			if out.Text != "text kept" || out.Code != CodeNotFound || !out.IsError {
+				t.Errorf("text or code changed: %+v", out)
+			}
+			if s, ok := tc.want.(string); ok {
+				if got, _ := out.Details.(string); got != s {
+					t.Fatalf("details within the bound changed (%d bytes)", len(got))
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.want, out.Details); diff != "" {
+				t.Errorf("details (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type panicky struct{}
+
+func (panicky) MarshalJSON() ([]byte, error) { panic("marshal boom") }
+
+// TestDispatchBoundsImages: images are kept in order while at most
+// MaxOutcomeImages of them total at most MaxOutcomeImageBytes; the text
+// says how many were left out.
+func TestDispatchBoundsImages(t *testing.T) {
+	t.Parallel()
+	img := func(n int) Image { return Image{MIME: "image/png", Data: make([]byte, n)} }
+	half := MaxOutcomeImageBytes / 2
+	cases := []struct {
+		name   string
+		images []Image
+		kept   int
+	}{
+		{"one of the most bytes", []Image{img(MaxOutcomeImageBytes)}, 1},
+		{"one past the bytes", []Image{img(MaxOutcomeImageBytes + 1)}, 0},
+		{"two halves", []Image{img(half), img(MaxOutcomeImageBytes - half)}, 2},
+		{"the second crosses", []Image{img(half), img(half + 1), img(1)}, 1},
+		{"the most images", slices.Repeat([]Image{img(1)}, MaxOutcomeImages), MaxOutcomeImages},
+		{"one image too many", slices.Repeat([]Image{img(1)}, MaxOutcomeImages+1), MaxOutcomeImages},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := NewRegistry(rawTool("i", Outcome{Text: "images", Images: tc.images}))
+			out := r.Dispatch(context.Background(), nil, "i", json.RawMessage(`{}`))
+			if why := withinOutcomeBound(out); why != "" {
+				t.Fatalf("Dispatch answered past the bound: %s", why)
+			}
+			if len(out.Images) != tc.kept {
+				t.Fatalf("kept %d images, want %d", len(out.Images), tc.kept)
+			}
+			for i := range out.Images {
+				if len(out.Images[i].Data) != len(tc.images[i].Data) {
+					t.Fatalf("image %d is not the one given at %d", i, i)
+				}
+			}
+			left := len(tc.images) - tc.kept
+			if left == 0 {
+				if out.Text != "images" {
+					t.Errorf("text changed: %q", out.Text)
+				}
+				return
+			}
+			if want := fmt.Sprintf("[%d of %d images left out", left, len(tc.images)); !strings.HasPrefix(out.Text, "images\n"+want) {
+				t.Errorf("text %q does not say %q", out.Text, want)
+			}
+		})
+	}
+	t.Run("a full text keeps the note", func(t *testing.T) {
+		t.Parallel()
+		r, _ := NewRegistry(rawTool("i", Outcome{Text: strings.Repeat("a", MaxOutcomeBytes), Images: []Image{img(MaxOutcomeImageBytes + 1)}}))
+		out := r.Dispatch(context.Background(), nil, "i", json.RawMessage(`{}`))
+		if why := withinOutcomeBound(out); why != "" {
+			t.Fatalf("Dispatch answered past the bound: %s", why)
+		}
+		if !strings.HasSuffix(out.Text, "images of 8388608 bytes together]") || !strings.Contains(out.Text, "\n[answer cut: ") {
+			t.Errorf("text ends %q", out.Text[len(out.Text)-300:])
+		}
+	})
+}
+
+// TestDispatchBoundsItsOwnAnswers: the answers Dispatch makes itself,
+// an unknown tool's and a recovered panic's (whose value may be as large
+// as the tool liked), are bounded too.
+func TestDispatchBoundsItsOwnAnswers(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("p", 3*MaxOutcomeBytes)
+	boom := Tool{Name: "boom", Schema: json.RawMessage(`{"type":"object"}`),
+		Run: func(context.Context, *Call, json.RawMessage) Outcome { panic(huge) }}
+	r, _ := NewRegistry(boom)
+	out := r.Dispatch(context.Background(), nil, "boom", json.RawMessage(`{}`))
+	if why := withinOutcomeBound(out); why != "" {
+		t.Fatalf("panic: %s", why)
+	}
+	if d, ok := out.Details.(PanicDetails); !ok || out.Code != CodeToolPanicked || !strings.Contains(d.Stack, "panic") {
+		t.Errorf("panic: code %q, details %T", out.Code, out.Details)
+	}
+	if !strings.Contains(out.Text, "failed internally") || !strings.Contains(out.Text, fmt.Sprintf("of its %d bytes", len(huge)+len("tool boom failed internally (a bug in the tool, not in your arguments): "))) {
+		t.Errorf("panic text: %.200q…", out.Text)
+	}
+	out = r.Dispatch(context.Background(), nil, huge, nil)
+	if why := withinOutcomeBound(out); why != "" || out.Code != CodeUnknownTool || len(out.Text) > 2*MaxReasonBytes {
+		t.Errorf("unknown tool: %s, code %q, %d bytes", why, out.Code, len(out.Text))
+	}
+}
+
+// TestBoundTextProperties: for any text, note and bound, boundText's
+// answer fits the bound, ends with the note, and is either text whole or
+// a prefix of it that splits no rune, followed by a line saying how much
+// was shown of how much.
+func TestBoundTextProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		text := rapid.OneOf(
+			rapid.String(),
+			rapid.StringOfN(rapid.SampledFrom([]rune("aé𝄞€")), 0, 300, -1),
+			rapid.Map(rapid.SliceOfN(rapid.Byte(), 0, 600), func(b []byte) string { return string(b) }),
+		).Draw(t, "text")
+		note := rapid.SampledFrom([]string{"", "\n[2 of 3 images left out]"}).Draw(t, "note")
+		limit := rapid.IntRange(200, 700).Draw(t, "limit")
+		got := boundText(text, note, limit)
+		if len(got) > limit || !strings.HasSuffix(got, note) {
+			t.Fatalf("%d bytes, bound %d, note kept %v", len(got), limit, strings.HasSuffix(got, note))
+		}
+		if len(text)+len(note) <= limit {
+			if got != text+note {
+				t.Fatalf("a fitting text was changed: %q", got)
+			}
+			return
+		}
+		head, rest, ok := strings.Cut(got, "\n[answer cut: ")
+		if !ok || !strings.HasPrefix(text, head) {
+			t.Fatalf("no cut note after a prefix: %q", got)
+		}
+		if utf8.ValidString(text) && !utf8.ValidString(head) {
+			t.Fatalf("the cut split a rune: %q", head)
+		}
+		if want := fmt.Sprintf("the first %d of its %d bytes", len(head), len(text)); !strings.HasPrefix(rest, want) {
+			t.Fatalf("note %q does not say %q", rest, want)
+		}
+		// The longest such prefix: what is left unused is at most a split
+		// rune and the digits the note reserved but did not need.
+		if unused, most := limit-len(got), utf8.UTFMax-1+len(strconv.Itoa(limit))-len(strconv.Itoa(len(head))); unused > most {
+			t.Fatalf("%d bytes of the bound unused, at most %d may be", unused, most)
+		}
+	})
 }

@@ -74,7 +74,10 @@ type Tool struct {
 	Run func(ctx context.Context, c *Call, args json.RawMessage) Outcome
 }
 
-// Outcome is what a call returns to the model.
+// Outcome is what a call returns to the model. Registry.Dispatch bounds
+// every outcome it returns, whichever tool made it: Text to
+// MaxOutcomeBytes, Details to MaxOutcomeBytes of JSON, Images to
+// MaxOutcomeImages totalling MaxOutcomeImageBytes.
 type Outcome struct {
 	// Text is what the model reads.
 	Text string
@@ -93,6 +96,40 @@ type Outcome struct {
 	// Terminate asks the host to end the run once this call's batch
 	// settles. No built-in tool sets it.
 	Terminate bool
+}
+
+// The bounds Registry.Dispatch holds every outcome to, so no tool can
+// answer unbounded. A host sizes its buffers by them: one outcome's Text,
+// Details' JSON and Images together are at most 2*MaxOutcomeBytes +
+// MaxOutcomeImageBytes.
+const (
+	// MaxOutcomeBytes bounds an outcome's Text, and on its own the JSON
+	// encoding (encoding/json.Marshal) of its Details: 2 MiB, above every
+	// built-in tool's own maximum (the largest, agent_notes' Details, is
+	// 64 notes of at most 16 KiB). Longer Text is cut on a rune boundary
+	// and ends with a line saying so and how long it was; longer Details
+	// are replaced by OmittedDetails.
+	MaxOutcomeBytes = 2 << 20
+	// MaxOutcomeImages bounds how many images one outcome carries.
+	MaxOutcomeImages = 8
+	// MaxOutcomeImageBytes bounds the bytes of one outcome's images
+	// together: the largest image fs_read returns (MaxFileBytes).
+	// Dispatch keeps images in order while both image bounds hold and
+	// says in Text how many it left out.
+	MaxOutcomeImageBytes = MaxFileBytes
+)
+
+// OmittedDetails stands in for Details that Registry.Dispatch did not
+// return, because their JSON encoding is longer than MaxOutcomeBytes or
+// because they have none. Code and IsError are kept as the tool set them.
+type OmittedDetails struct {
+	// Type is the Go type of the Details left out, as %T prints it.
+	Type string `json:"type"`
+	// Bytes is the length of their JSON encoding; 0 when encoding failed.
+	Bytes int `json:"bytes,omitempty"`
+	// Error says why encoding failed (cut past MaxReasonBytes); empty
+	// when the Details were only too long.
+	Error string `json:"error,omitempty"`
 }
 
 // Image is image content returned by a tool.

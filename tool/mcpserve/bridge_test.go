@@ -126,7 +126,9 @@ func TestResultMapping(t *testing.T) {
 			structured: map[string]any{"n": 3.0}},
 		{name: "details_string", out: tool.Outcome{Text: "x", Details: "not an object"}, texts: []string{"x"}},
 		{name: "details_slice", out: tool.Outcome{Text: "x", Details: []int{1, 2}}, texts: []string{"x"}},
-		{name: "details_unencodable", out: tool.Outcome{Text: "x", Details: make(chan int)}, texts: []string{"x"}},
+		// Dispatch replaces Details that do not encode with tool.OmittedDetails.
+		{name: "details_unencodable", out: tool.Outcome{Text: "x", Details: make(chan int)}, texts: []string{"x"},
+			structured: map[string]any{"type": "chan int", "error": "json: unsupported type: chan int"}},
 		{name: "details_nil_pointer", out: tool.Outcome{Text: "x", Details: (*tool.ReadDetails)(nil)}, texts: []string{"x"}},
 		{name: "terminate", out: tool.Outcome{Text: "bye", Terminate: true}, texts: []string{"bye"}, terminate: true},
 		{name: "error_and_terminate", out: tool.Outcome{Text: "no", IsError: true, Code: "bad_thing", Terminate: true}, texts: []string{"no"}, terminate: true},
