@@ -323,6 +323,11 @@ func TestReadSchemes(t *testing.T) {
 	if code(out) != "unknown_scheme" || !strings.Contains(out.Text, "echo://") {
 		t.Fatalf("unknown scheme: %+v", out)
 	}
+	// An unknown scheme's name is quoted bounded, never echoed whole.
+	long := strings.Repeat("s", 1<<20)
+	if out := call(t, r, c, "fs_read", map[string]any{"path": long + "://x"}); code(out) != "unknown_scheme" || len(out.Text) > 1<<10 {
+		t.Fatalf("a 1 MiB scheme name: %s, %d bytes", code(out), len(out.Text))
+	}
 	// A path that merely contains "://" after a slash is a file path.
 	if out := call(t, r, c, "fs_read", map[string]any{"path": "src/x://y"}); code(out) != "not_found" {
 		t.Fatalf("file path with ://: %+v", out)

@@ -89,7 +89,7 @@ func ReadTool(schemes ...Scheme) Tool {
 		if name, _, ok := strings.Cut(a.Path, "://"); ok && !strings.Contains(name, "/") {
 			s, known := byName[name]
 			if !known || s.Read == nil {
-				return Fail(CodeUnknownScheme, fmt.Sprintf("%s:// is not a namespace this host serves; served: %s", name, schemeList(byName)))
+				return Fail(CodeUnknownScheme, fmt.Sprintf("%s is not a namespace this host serves; served: %s", quoted(name+"://"), schemeList(byName)))
 			}
 			return s.Read(ctx, c, a.Path)
 		}
