@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloom/loom/codemode/internal/transport"
+	"github.com/agentloom/loom/codemode/internal/wire"
 	"github.com/agentloom/loom/tool"
 	"golang.org/x/sys/unix"
 )
@@ -37,8 +39,9 @@ const (
 	answerBatchBytes = 64 << 10
 	// MaxInFlightBytes bounds what a program's unanswered calls'
 	// arguments hold in the host's memory together, each call counting
-	// its frame's bytes and decodedValueBytes for each value the frame
-	// held; a call past it is refused in band (CodeTooManyCalls).
+	// its frame's bytes and a bound on what decoding each value the frame
+	// held allocates; a call past it is refused in band
+	// (CodeTooManyCalls).
 	MaxInFlightBytes = 64 << 20
 	// MaxHeavyCalls bounds the calls of capabilities with large answers
 	// (up to tool.MaxFileBytes for fs.read) that are routed or waiting to
@@ -51,11 +54,11 @@ type router func(ctx context.Context, cap string, args map[string]any) (any, err
 
 // channel is the host end of one execution's capability channel. It
 // treats everything the program sends as hostile: frames are decoded
-// totally under MaxFrameBytes, a malformed frame or a duplicate
+// totally under wire.MaxFrameBytes, a malformed frame or a duplicate
 // in-flight id is a channel fault that ends the execution, and every
 // call is bounded by MaxCallTimeout and the execution's own context.
 type channel struct {
-	conn  *hostConn
+	conn  *transport.Conn
 	route router
 	rec   *recorder
 	ctx   context.Context // ends when the execution ends
@@ -89,9 +92,17 @@ type pendingCall struct {
 	bytes     int64 // what the call holds, against MaxInFlightBytes
 }
 
-func newChannel(ctx context.Context, conn *hostConn, route router, rec *recorder) *channel {
+func newChannel(ctx context.Context, conn *transport.Conn, route router, rec *recorder) *channel {
 	return &channel{conn: conn, route: route, rec: rec, ctx: ctx, inflight: map[uint64]*pendingCall{}, heavy: make(chan struct{}, MaxHeavyCalls)}
 }
+
+// channelWords decodes the program's frames, sharing rather than
+// allocating the words they repeat besides the protocol's own: the
+// workspace seam's capability names and their arguments' names.
+var channelWords = wire.NewDecoder(append([]string{
+	"path", "content", "key", "value", "found", "pattern", "glob", "argv", "dir", "stdin",
+	"timeout_ms", "edits", "find", "replace", "handle", "cursor", "wait_ms", "input", "close",
+	"name", "media_type", "ignore_case", "max_results"}, WorkspaceCapabilities()...)...)
 
 // ChannelFault is why an execution's channel was ended: a frame the host
 // refused to decode, or a duplicate in-flight id.
@@ -112,25 +123,25 @@ func (ch *channel) serve() error {
 			ch.flush()
 		}
 		before := r.n
-		f, values, err := readFrame(r)
+		f, values, err := channelWords.ReadFrame(r)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || ch.ctx.Err() != nil {
 				return nil
 			}
-			var fe *FrameError
+			var fe *wire.FrameError
 			if errors.As(err, &fe) {
 				return &ChannelFault{Reason: fe.Error()}
 			}
 			return nil // the program's end went away mid-frame: it exited
 		}
 		switch f.Kind {
-		case FrameCapCall:
-			if err := ch.call(f, r.n-before+int64(values)*decodedValueBytes); err != nil {
+		case wire.FrameCapCall:
+			if err := ch.call(f, r.n-before+int64(values)*wire.DecodedValueBytes); err != nil {
 				return err
 			}
-		case FrameCancel:
+		case wire.FrameCancel:
 			ch.cancel(f.ID)
-		case FrameRing:
+		case wire.FrameRing:
 			if err := ch.shareRing(br, f.Body); err != nil {
 				return err
 			}
@@ -141,13 +152,13 @@ func (ch *channel) serve() error {
 }
 
 // shareRing answers the program's ring frame: the channel moves onto a
-// shared ring pair (see FrameRing), or stays on the socket with a nil
+// shared ring pair (see wire.FrameRing), or stays on the socket with a nil
 // answer when the host cannot make one. Asking twice, with a body, or
 // with anything sent after the ask is a fault: the program's bytes must
 // not straddle the move.
 func (ch *channel) shareRing(br *bufio.Reader, body any) error {
 	switch {
-	case ch.conn.ring.Load() != nil:
+	case ch.conn.OnRing():
 		return &ChannelFault{Reason: "the program asked for a shared ring twice"}
 	case body != nil:
 		return &ChannelFault{Reason: "the program's ring frame has a body"}
@@ -157,23 +168,23 @@ func (ch *channel) shareRing(br *bufio.Reader, body any) error {
 	ch.wmu.Lock()
 	defer ch.wmu.Unlock()
 	ch.writeOut() // what the socket owes the program goes first
-	r, memfd, err := newSharedRing()
+	r, memfd, err := transport.NewRing()
 	if err != nil {
-		_ = appendFrame(&ch.out, Frame{Kind: FrameRing})
+		_ = wire.AppendFrame(&ch.out, wire.Frame{Kind: wire.FrameRing})
 		ch.writeOut()
 		return nil
 	}
 	defer unix.Close(memfd)
 	var granted bytes.Buffer
-	_ = appendFrame(&granted, Frame{Kind: FrameRing, Body: RingBody(ringHeaderBytes, ringBytes)})
+	_ = wire.AppendFrame(&granted, wire.Frame{Kind: wire.FrameRing, Body: wire.RingBody(transport.RingHeaderBytes, transport.RingBytes)})
 	// A failed write is the program gone or not reading: the next read
 	// or the deadline ends the execution.
-	_ = ch.conn.shareRing(r, memfd, granted.Bytes())
+	_ = ch.conn.ShareRing(r, memfd, granted.Bytes())
 	return nil
 }
 
 // wholeFrameBuffered reports whether br holds a whole frame, which
-// ReadFrame then decodes without reading the channel.
+// the next read of a frame then decodes without reading the channel.
 func wholeFrameBuffered(br *bufio.Reader) bool {
 	n := br.Buffered()
 	if n < 4 {
@@ -198,8 +209,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // call admits one cap_call holding size bytes (its frame's and its
 // decoded values') and serves it in a goroutine of
 // its own.
-func (ch *channel) call(f Frame, size int64) error {
-	cc, err := DecodeCapCall(f.Body)
+func (ch *channel) call(f wire.Frame, size int64) error {
+	cc, err := wire.DecodeCapCall(f.Body)
 	if err != nil {
 		return &ChannelFault{Reason: err.Error()}
 	}
@@ -269,7 +280,7 @@ var errCallTimeout = errors.New("the capability call ran past its timeout")
 
 // serveCall routes one admitted call and answers it; inline is set for
 // the serve loop's own calls (see answer).
-func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc CapCall, ref callRef, inline bool) {
+func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc wire.CapCall, ref callRef, inline bool) {
 	defer ch.calls.Done()
 	release := func() {
 		ch.mu.Lock()
@@ -316,7 +327,7 @@ func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc 
 
 // safeRoute runs the router, turning a panic into a failed call: a
 // router's bug never reaches the host.
-func (ch *channel) safeRoute(ctx context.Context, cc CapCall) (res any, err error) {
+func (ch *channel) safeRoute(ctx context.Context, cc wire.CapCall) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, &CapError{Code: tool.CodeToolPanicked, Message: fmt.Sprintf("%s failed inside the host (a bug in the host, not in the program): %v", cc.Cap, p)}
@@ -342,20 +353,20 @@ func (ch *channel) cancel(id uint64) {
 // answerBatchBytes, for the serve loop's next flush; every other answer
 // is written at once, with whatever ch.out held before it.
 func (ch *channel) answer(id uint64, res any, err error, release func(), held bool) {
-	var body any = okBody{res}
+	body := wire.OKBody(res)
 	if err != nil {
-		body = ResultErr(string(codeOf(err)), boundMessage(err))
+		body = wire.ResultErr(string(codeOf(err)), boundMessage(err))
 	}
 	ch.wmu.Lock()
 	defer ch.wmu.Unlock()
 	if release != nil {
 		release()
 	}
-	err = appendFrame(&ch.out, Frame{ID: id, Kind: FrameCapResult, Body: body})
-	var fe *FrameError
+	err = wire.AppendFrame(&ch.out, wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: body})
+	var fe *wire.FrameError
 	if errors.As(err, &fe) && fe.Code == CodeFrameTooLarge {
-		_ = appendFrame(&ch.out, Frame{ID: id, Kind: FrameCapResult, Body: ResultErr(string(CodeFrameTooLarge),
-			fmt.Sprintf("the answer would exceed the channel's %d-byte frame bound; ask for less at a time", MaxFrameBytes))})
+		_ = wire.AppendFrame(&ch.out, wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: wire.ResultErr(string(CodeFrameTooLarge),
+			fmt.Sprintf("the answer would exceed the channel's %d-byte frame bound; ask for less at a time", wire.MaxFrameBytes))})
 	}
 	if !held || ch.out.Len() >= answerBatchBytes {
 		ch.writeOut()
@@ -417,7 +428,7 @@ func (ch *channel) end(code tool.Code, message string) {
 	// holds it blocked on a program that stopped reading.
 	ch.conn.SetWriteDeadline(time.Now().Add(outcomeWriteTimeout))
 	ch.wmu.Lock()
-	_ = appendFrame(&ch.out, Frame{ID: 0, Kind: FrameOutcome, Body: OutcomeBody(string(code), message)})
+	_ = wire.AppendFrame(&ch.out, wire.Frame{ID: 0, Kind: wire.FrameOutcome, Body: wire.OutcomeBody(string(code), message)})
 	ch.writeOut()
 	ch.wmu.Unlock()
 	ch.calls.Wait()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/codemode/internal/transport"
+	"github.com/agentloom/loom/codemode/internal/transport/transporttest"
+	"github.com/agentloom/loom/codemode/internal/wire"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -22,38 +26,20 @@ type guest struct {
 	mu   sync.Mutex
 }
 
-func (g *guest) send(t *testing.T, f Frame) {
+func (g *guest) send(t *testing.T, f wire.Frame) {
 	t.Helper()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := WriteFrame(g.conn, f); err != nil {
+	if err := wire.WriteFrame(g.conn, f); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func call(id uint64, cap string, args map[string]any) Frame {
+func call(id uint64, cap string, args map[string]any) wire.Frame {
 	if args == nil {
 		args = map[string]any{}
 	}
-	return Frame{ID: id, Kind: FrameCapCall, Body: map[string]any{"cap": cap, "args": args}}
-}
-
-// channelEnds is a channel's two ends, the program's as a connection,
-// both closed at cleanup.
-func channelEnds(t *testing.T) (*hostConn, *net.UnixConn) {
-	t.Helper()
-	host, prog, err := channelPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.FileConn(prog)
-	prog.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := c.(*net.UnixConn)
-	t.Cleanup(func() { host.Close(); conn.Close() })
-	return host, conn
+	return wire.Frame{ID: id, Kind: wire.FrameCapCall, Body: map[string]any{"cap": cap, "args": args}}
 }
 
 // testChannel serves route over a socketpair, returning the program's
@@ -61,7 +47,7 @@ func channelEnds(t *testing.T) (*hostConn, *net.UnixConn) {
 // the record.
 func testChannel(t *testing.T, route router) (*guest, func() (error, CallRecord)) {
 	t.Helper()
-	host, progConn := channelEnds(t)
+	host, progConn := transporttest.Ends(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	rec := newRecorder(time.Now)
@@ -105,12 +91,12 @@ func TestChannelMultiplexesConcurrentCalls(t *testing.T) {
 	close(release)
 	seen := map[uint64]bool{}
 	for range n {
-		f, err := ReadFrame(g.conn)
+		f, err := wire.ReadFrame(g.conn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ok, _ := f.Body.(map[string]any)["ok"].(map[string]any)
-		if f.Kind != FrameCapResult || seen[f.ID] || ok["echo"] != fmt.Sprint(f.ID) {
+		if f.Kind != wire.FrameCapResult || seen[f.ID] || ok["echo"] != fmt.Sprint(f.ID) {
 			t.Fatalf("answer %+v", f)
 		}
 		seen[f.ID] = true
@@ -138,10 +124,10 @@ func TestChannelFaults(t *testing.T) {
 			g.conn.Write([]byte{0xff, 0xff, 0xff, 0xff})
 		},
 		"host_kind": func(t *testing.T, g *guest) {
-			g.send(t, Frame{ID: 3, Kind: FrameCapResult, Body: ResultOK(nil)})
+			g.send(t, wire.Frame{ID: 3, Kind: wire.FrameCapResult, Body: wire.ResultOK(nil)})
 		},
 		"bad_cap_call_body": func(t *testing.T, g *guest) {
-			g.send(t, Frame{ID: 3, Kind: FrameCapCall, Body: "fs.read"})
+			g.send(t, wire.Frame{ID: 3, Kind: wire.FrameCapCall, Body: "fs.read"})
 		},
 	}
 	for name, send := range cases {
@@ -181,11 +167,11 @@ func TestChannelCancelTimeoutAndPanic(t *testing.T) {
 	}
 	g, finish := testChannel(t, route)
 	g.send(t, call(1, "block", nil))
-	g.send(t, Frame{ID: 1, Kind: FrameCancel})
+	g.send(t, wire.Frame{ID: 1, Kind: wire.FrameCancel})
 	g.send(t, call(2, "panic", nil))
 	codes := map[uint64]string{}
 	for range 2 {
-		f, err := ReadFrame(g.conn)
+		f, err := wire.ReadFrame(g.conn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +197,7 @@ func TestChannelEndNeverWaitsOnAProgramThatDoesNotRead(t *testing.T) {
 	route := func(context.Context, string, map[string]any) (any, error) {
 		return map[string]any{"blob": big}, nil
 	}
-	host, prog, err := channelPair()
+	host, prog, err := transport.Pair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +237,7 @@ func BenchmarkChannelHostRoundTrip(b *testing.B) {
 	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main"}, kv: kvs}
 	reg, _ := tool.NewRegistry()
 	h.reg = reg
-	host, prog, err := channelPair()
+	host, prog, err := transport.Pair()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -261,10 +247,10 @@ func BenchmarkChannelHostRoundTrip(b *testing.B) {
 	defer host.Close()
 	r := bufio.NewReader(prog)
 	for i := uint64(1); b.Loop(); i++ {
-		if err := WriteFrame(prog, call(i, "kv.get", map[string]any{"key": "k"})); err != nil {
+		if err := wire.WriteFrame(prog, call(i, "kv.get", map[string]any{"key": "k"})); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := ReadFrame(r); err != nil {
+		if _, err := wire.ReadFrame(r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -288,7 +274,7 @@ func TestChannelBoundsWhatCallsInFlightHold(t *testing.T) {
 	for i := range uint64(n) {
 		g.send(t, call(i+1, "block", map[string]any{"content": big}))
 	}
-	f, err := ReadFrame(g.conn)
+	f, err := wire.ReadFrame(g.conn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,12 +284,12 @@ func TestChannelBoundsWhatCallsInFlightHold(t *testing.T) {
 	}
 	close(release)
 	for range n - 1 {
-		if _, err := ReadFrame(g.conn); err != nil {
+		if _, err := wire.ReadFrame(g.conn); err != nil {
 			t.Fatal(err)
 		}
 	}
 	g.send(t, call(100, "block", map[string]any{"content": big}))
-	f, err = ReadFrame(g.conn)
+	f, err = wire.ReadFrame(g.conn)
 	if err != nil || f.ID != 100 || f.Body.(map[string]any)["ok"] == nil {
 		t.Fatalf("after the answers the bound was not freed: %+v %v", f, err)
 	}
@@ -356,15 +342,15 @@ func BenchmarkChannelHostCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	var in bytes.Buffer
-	if err := WriteFrame(&in, call(1, "kv.get", map[string]any{"key": "k"})); err != nil {
+	if err := wire.WriteFrame(&in, call(1, "kv.get", map[string]any{"key": "k"})); err != nil {
 		b.Fatal(err)
 	}
 	frame := in.Bytes()[4:]
-	f, err := decodeFrame(frame)
+	f, _, err := channelWords.DecodeFrame(frame)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cc, err := DecodeCapCall(f.Body)
+	cc, err := wire.DecodeCapCall(f.Body)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -377,8 +363,8 @@ func BenchmarkChannelHostCPU(b *testing.B) {
 	b.Run("decode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			f, _ := decodeFrame(frame)
-			DecodeCapCall(f.Body)
+			f, _, _ := channelWords.DecodeFrame(frame)
+			wire.DecodeCapCall(f.Body)
 		}
 	})
 	b.Run("route", func(b *testing.B) {
@@ -398,7 +384,37 @@ func BenchmarkChannelHostCPU(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			out.Reset()
-			appendFrame(&out, Frame{ID: 1, Kind: FrameCapResult, Body: okBody{res}})
+			wire.AppendFrame(&out, wire.Frame{ID: 1, Kind: wire.FrameCapResult, Body: wire.OKBody(res)})
 		}
 	})
+}
+
+// TestWholeFrameBuffered: the serve loop holds answers back only while
+// a whole frame is buffered, so it never blocks with answers unwritten.
+func TestWholeFrameBuffered(t *testing.T) {
+	t.Parallel()
+	frame := func(n int) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(n)), make([]byte, n)...) }
+	tests := []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"nothing", nil, false},
+		{"part of a length", []byte{0, 0}, false},
+		{"a length alone", frame(3)[:4], false},
+		{"a frame but its last byte", frame(3)[:6], false},
+		{"a whole frame", frame(3), true},
+		{"an empty frame", frame(0), true},
+		{"a frame and part of the next", append(frame(2), 0, 0, 0), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			br := bufio.NewReader(bytes.NewReader(tt.in))
+			br.Peek(len(tt.in)) // buffer all of it
+			if got := wholeFrameBuffered(br); got != tt.want {
+				t.Fatalf("wholeFrameBuffered(% x) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/codemode/internal/wire"
+	"github.com/agentloom/loom/codemode/internal/wire/wiretest"
 	"github.com/vmihailenco/msgpack/v5"
 	"pgregory.net/rapid"
 )
@@ -81,17 +83,7 @@ func vmEncode(t *rapid.T, v any) []byte {
 
 // hostDecode decodes one standalone value the way ReadFrame decodes a
 // body (depth counted from the body's level).
-func hostDecode(b []byte) (any, error) {
-	d := &frameDecoder{b: b}
-	v, err := d.value(1)
-	if err == nil && d.left() != 0 {
-		err = faultf("%d bytes left", d.left())
-	}
-	return v, err
-}
-
-// boundaryLens are lengths at which an encoding changes form.
-var boundaryLens = []int{0, 1, 15, 16, 31, 32, 255, 256, 65535, 65536}
+func hostDecode(b []byte) (any, error) { return wire.DecodeValue(b) }
 
 // genValue draws a value of the decoded domain: nil, bool, int64,
 // uint64 above MaxInt64, float64 (any bits), string, []byte, []any and
@@ -117,18 +109,18 @@ func genValue(t *rapid.T, depth int) any {
 		return math.Float64frombits(rapid.Uint64().Draw(t, "float bits"))
 	case 6:
 		if rapid.IntRange(0, 4).Draw(t, "long") == 0 {
-			return strings.Repeat("s", rapid.SampledFrom(boundaryLens).Draw(t, "str len"))
+			return strings.Repeat("s", rapid.SampledFrom(wiretest.BoundaryLens).Draw(t, "str len"))
 		}
 		return string(rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(t, "str"))
 	case 7:
 		if rapid.IntRange(0, 4).Draw(t, "long") == 0 {
-			return bytes.Repeat([]byte{7}, rapid.SampledFrom(boundaryLens).Draw(t, "bin len"))
+			return bytes.Repeat([]byte{7}, rapid.SampledFrom(wiretest.BoundaryLens).Draw(t, "bin len"))
 		}
 		return append([]byte{}, rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(t, "bin")...)
 	case 8:
 		n := rapid.IntRange(0, 4).Draw(t, "len")
 		if rapid.IntRange(0, 5).Draw(t, "long") == 0 {
-			n = rapid.SampledFrom(boundaryLens).Draw(t, "array len")
+			n = rapid.SampledFrom(wiretest.BoundaryLens).Draw(t, "array len")
 		}
 		a := make([]any, n)
 		for i := range a {
@@ -169,23 +161,23 @@ func TestCodecsAgree(t *testing.T) {
 				t.Fatalf("prelude re-encoded\n% x\nvmihailenco\n% x", pe, vm)
 			}
 			got, err := hostDecode(pe)
-			if err != nil || !sameValue(got, v) {
+			if err != nil || !wiretest.SameValue(got, v) {
 				t.Fatalf("host decoded the prelude's bytes to %#v, %v; want %#v", got, err, v)
 			}
 		})
 	})
 	t.Run("frames", func(t *testing.T) {
 		rapid.Check(t, func(t *rapid.T) {
-			kind := rapid.SampledFrom([]FrameKind{FrameCapCall, FrameCancel, FrameCapResult, FrameOutcome}).Draw(t, "kind")
-			f := Frame{ID: rapid.Uint64Range(0, MaxFrameID).Draw(t, "id"), Kind: kind, Body: genValue(t, 1)}
+			kind := rapid.SampledFrom([]wire.FrameKind{wire.FrameCapCall, wire.FrameCancel, wire.FrameCapResult, wire.FrameOutcome}).Draw(t, "kind")
+			f := wire.Frame{ID: rapid.Uint64Range(0, wire.MaxFrameID).Draw(t, "id"), Kind: kind, Body: genValue(t, 1)}
 			switch kind {
-			case FrameCancel:
+			case wire.FrameCancel:
 				f.Body = nil
-			case FrameOutcome:
+			case wire.FrameOutcome:
 				f.ID = 0
 			}
 			var buf bytes.Buffer
-			if err := WriteFrame(&buf, f); err != nil {
+			if err := wire.WriteFrame(&buf, f); err != nil {
 				t.Fatal(err)
 			}
 			pe, ok := peer.echo(t, 'f', buf.Bytes())
@@ -195,8 +187,8 @@ func TestCodecsAgree(t *testing.T) {
 			if !bytes.Equal(pe, buf.Bytes()) {
 				t.Fatalf("prelude re-encoded the frame\n% x\nhost\n% x", pe, buf.Bytes())
 			}
-			got, err := ReadFrame(bytes.NewReader(pe))
-			if err != nil || got.ID != f.ID || got.Kind != f.Kind || !sameValue(got.Body, f.Body) {
+			got, err := wire.ReadFrame(bytes.NewReader(pe))
+			if err != nil || got.ID != f.ID || got.Kind != f.Kind || !wiretest.SameValue(got.Body, f.Body) {
 				t.Fatalf("ReadFrame of the prelude's frame = %#v, %v; want %#v", got, err, f)
 			}
 		})
@@ -213,7 +205,7 @@ func TestCodecsAgree(t *testing.T) {
 				return
 			}
 			got, err := hostDecode(pe)
-			if err != nil || !sameValue(got, hv) {
+			if err != nil || !wiretest.SameValue(got, hv) {
 				t.Fatalf("on % x: host %#v, prelude %#v (%v)", in, hv, got, err)
 			}
 		})

@@ -1,6 +1,9 @@
 package codemode
 
-import "github.com/agentloom/loom/tool"
+import (
+	"github.com/agentloom/loom/codemode/internal/wire"
+	"github.com/agentloom/loom/tool"
+)
 
 // The failure codes of code mode. A program's capability call that is
 // refused gets one of the capability codes (or the code the tool behind
@@ -80,13 +83,15 @@ const (
 	CodeBuildRejected tool.Code = "build_rejected"
 	// CodeChannelFault: a frame from the program was malformed (bad
 	// msgpack, a missing, extra or repeated key, a wrong type, a version
-	// other than ProtocolVersion, an unknown kind, past a size bound); the
-	// channel cannot be trusted and the execution ends.
-	CodeChannelFault tool.Code = "channel_fault"
-	// CodeFrameTooLarge: a frame to write would exceed MaxFrameBytes;
-	// nothing was written. The prelude refuses an oversized call with the
-	// same word.
-	CodeFrameTooLarge tool.Code = "frame_too_large"
+	// other than the protocol's, an unknown kind, past a size bound), or
+	// the program broke the shared ring's rules; the channel cannot be
+	// trusted and the execution ends. (The channel's codec, internal to
+	// codemode, declares the word.)
+	CodeChannelFault = wire.CodeChannelFault
+	// CodeFrameTooLarge: a frame to write would exceed the channel's
+	// frame bound (16 MiB); nothing was written. The prelude refuses an
+	// oversized call with the same word.
+	CodeFrameTooLarge = wire.CodeFrameTooLarge
 	// CodeUnknownCapPackage: the name is not a capability package the
 	// seam offers; the refusal lists those it does.
 	CodeUnknownCapPackage tool.Code = "unknown_cap_package"

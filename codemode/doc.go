@@ -59,18 +59,21 @@
 //
 // # The capability channel
 //
-// Frames are a 4-byte length and one msgpack map {v, id, kind, body}
-// (ReadFrame, WriteFrame; MaxFrameBytes). The host treats the program as
-// hostile: decoding is total, a malformed frame or a duplicate in-flight
-// id is a channel fault that ends the execution, every call is bounded by
-// MaxCallTimeout, the unanswered ones by MaxCallsInFlight and
-// MaxInFlightBytes, those with large answers by MaxHeavyCalls, and the
-// host's terminal outcome frame is written under a deadline so a program
-// that stops reading cannot hold it. Calls are recorded (CallRecord: MaxRecordedCalls
-// itemised, exact counters beyond).
+// Frames are a 4-byte length and one msgpack map {v, id, kind, body} of
+// at most 16 MiB. The codec (codemode/internal/wire) and the transport
+// (codemode/internal/transport: the socket and the shared ring) are
+// internal: a host never speaks the channel, the Engine does. The host
+// treats the program as hostile: decoding is total, a malformed frame or
+// a duplicate in-flight id is a channel fault that ends the execution,
+// every call is bounded by MaxCallTimeout, the unanswered ones by
+// MaxCallsInFlight and MaxInFlightBytes, those with large answers by
+// MaxHeavyCalls, and the host's terminal outcome frame is written under
+// a deadline so a program that stops reading cannot hold it. Calls are
+// recorded (CallRecord: MaxRecordedCalls itemised, exact counters
+// beyond).
 //
 // A program may first ask to move the channel onto a shared memory ring
-// pair (FrameRing), which the prelude always does: the same frames then
+// pair (a ring frame), which the prelude always does: the same frames then
 // pass through memory both ends map, and the socket carries only the
 // doorbell bytes that wake a sleeping reader, so a loop of calls pays no
 // system call while both ends are awake. The host creates the memory

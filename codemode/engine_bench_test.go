@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/codemode/internal/transport"
+	"github.com/agentloom/loom/codemode/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -166,7 +168,7 @@ const floorMessageBytes = 48
 // machine, interleaved (each iteration runs every variant, in a
 // rotating order), each reporting its median p50 and calls/s:
 //   - bare: frame-sized messages between an unjailed process that sleeps
-//     in read(2) for each answer and an echo on a hostConn (which asks
+//     in read(2) for each answer and an echo on a transport.Conn (which asks
 //     again before it sleeps), no codec and no router: the program's
 //     wake-ups and the syscalls alone;
 //   - bare-setsid: the same, the process in a session of its own as the
@@ -187,7 +189,7 @@ func BenchmarkCapabilityRoundTripFloor(b *testing.B) {
 	const n = 20000
 	s := newSession(b, nil)
 	var frame bytes.Buffer
-	if err := WriteFrame(&frame, Frame{ID: 1, Kind: FrameCapCall, Body: map[string]any{"cap": "kv.get", "args": map[string]any{"key": "k"}}}); err != nil {
+	if err := wire.WriteFrame(&frame, wire.Frame{ID: 1, Kind: wire.FrameCapCall, Body: map[string]any{"cap": "kv.get", "args": map[string]any{"key": "k"}}}); err != nil {
 		b.Fatal(err)
 	}
 	bare := buildWithPrelude(b, floorProgram(n, nil))
@@ -202,12 +204,12 @@ func BenchmarkCapabilityRoundTripFloor(b *testing.B) {
 		rate, _ := strconv.ParseInt(f[1], 10, 64)
 		return time.Duration(p50), time.Duration(rate)
 	}
-	hostOn := func(conn *os.File) *hostConn {
+	hostOn := func(conn *os.File) *transport.Conn {
 		fd, err := unix.Dup(int(conn.Fd()))
 		if err != nil {
 			b.Fatal(err)
 		}
-		return &hostConn{fd: fd}
+		return transport.NewConn(fd)
 	}
 	newHost := func() *seamHost {
 		return s.eng.newSeamHost(s.call, WorkspaceSeam(), nil)

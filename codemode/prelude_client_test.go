@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/codemode/internal/transport"
+	"github.com/agentloom/loom/codemode/internal/wire"
 )
 
 // buildClientProbe builds testdata/probe/client.go on the prelude, in
@@ -54,7 +57,7 @@ func runProbeIn(t testing.TB, bin string, arg string, setsid bool, host func(con
 // it exited and serving ended.
 func runServed(t *testing.T, bin string, route router) string {
 	t.Helper()
-	hc, progEnd, err := channelPair()
+	hc, progEnd, err := transport.Pair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,41 +114,41 @@ type probeHost struct {
 	cancels map[uint64]bool
 }
 
-func (h *probeHost) write(f Frame) {
-	if err := WriteFrame(h.conn, f); err != nil {
+func (h *probeHost) write(f wire.Frame) {
+	if err := wire.WriteFrame(h.conn, f); err != nil {
 		h.t.Errorf("host write: %v", err)
 	}
 }
 
 // next reads the next cap_call, recording cancels on the way; false at
 // the channel's end.
-func (h *probeHost) next() (uint64, CapCall, bool) {
+func (h *probeHost) next() (uint64, wire.CapCall, bool) {
 	for {
-		f, err := ReadFrame(h.conn)
+		f, err := wire.ReadFrame(h.conn)
 		if err != nil {
 			// runProbeIn closes the host's end once the program exited: a
 			// read begun after that is the channel's end too.
 			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
 				h.t.Errorf("host read: %v", err)
 			}
-			return 0, CapCall{}, false
+			return 0, wire.CapCall{}, false
 		}
 		switch f.Kind {
-		case FrameCancel:
+		case wire.FrameCancel:
 			if !h.seen[f.ID] {
 				h.t.Errorf("cancel of id %d never called", f.ID)
 			}
 			h.cancels[f.ID] = true
 			// As the real host does: a cancelled call is answered at once
 			// (a leading caller's read ends only with a frame).
-			h.write(Frame{ID: f.ID, Kind: FrameCapResult, Body: ResultErr(string(CodeCallCancelled), "the call was cancelled by the program")})
+			h.write(wire.Frame{ID: f.ID, Kind: wire.FrameCapResult, Body: wire.ResultErr(string(CodeCallCancelled), "the call was cancelled by the program")})
 			continue
-		case FrameRing:
+		case wire.FrameRing:
 			// This host keeps the channel on the socket, as a host that
 			// cannot make a ring does.
-			h.write(Frame{Kind: FrameRing})
+			h.write(wire.Frame{Kind: wire.FrameRing})
 			continue
-		case FrameCapCall:
+		case wire.FrameCapCall:
 		default:
 			h.t.Errorf("program sent a %s frame", f.Kind)
 			continue
@@ -154,7 +157,7 @@ func (h *probeHost) next() (uint64, CapCall, bool) {
 			h.t.Errorf("id %d reused", f.ID)
 		}
 		h.seen[f.ID] = true
-		c, err := DecodeCapCall(f.Body)
+		c, err := wire.DecodeCapCall(f.Body)
 		if err != nil {
 			h.t.Errorf("cap_call %d: %v", f.ID, err)
 		}
@@ -163,7 +166,7 @@ func (h *probeHost) next() (uint64, CapCall, bool) {
 }
 
 // arg reads a typed argument; want names the Go type the contract sends.
-func arg[T any](h *probeHost, c CapCall, key string) T {
+func arg[T any](h *probeHost, c wire.CapCall, key string) T {
 	v, ok := c.Args[key].(T)
 	if !ok {
 		h.t.Errorf("%s arg %s = %#v (%T), want a %T", c.Cap, key, c.Args[key], c.Args[key], v)
@@ -173,7 +176,7 @@ func arg[T any](h *probeHost, c CapCall, key string) T {
 
 // canned answers c with a result built from its arguments, checking
 // each argument's wire type.
-func (h *probeHost) canned(c CapCall) any {
+func (h *probeHost) canned(c wire.CapCall) any {
 	str := func(k string) string { return arg[string](h, c, k) }
 	bin := func(k string) []byte { return arg[[]byte](h, c, k) }
 	num := func(k string) int64 { return arg[int64](h, c, k) }
@@ -277,7 +280,7 @@ func TestPreludeClient(t *testing.T) {
 			h := &probeHost{t: t, conn: conn, seen: map[uint64]bool{}, cancels: map[uint64]bool{}}
 			type call struct {
 				id uint64
-				c  CapCall
+				c  wire.CapCall
 			}
 			var round []call
 			for range 16 * 16 {
@@ -292,7 +295,7 @@ func TestPreludeClient(t *testing.T) {
 				}
 				maxInFlight = max(maxInFlight, len(round))
 				for _, r := range slices.Backward(round) {
-					h.write(Frame{ID: r.id, Kind: FrameCapResult, Body: ResultOK(h.canned(r.c))})
+					h.write(wire.Frame{ID: r.id, Kind: wire.FrameCapResult, Body: wire.ResultOK(h.canned(r.c))})
 				}
 				round = nil
 			}
@@ -309,9 +312,9 @@ func TestPreludeClient(t *testing.T) {
 				}
 				switch key {
 				case "missing":
-					h.write(Frame{ID: id, Kind: FrameCapResult, Body: ResultErr("not_found", "no such file: missing")})
+					h.write(wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: wire.ResultErr("not_found", "no such file: missing")})
 				case "bad":
-					h.write(Frame{ID: id, Kind: FrameCapResult, Body: ResultOK(map[string]any{"path": "bad"})})
+					h.write(wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: wire.ResultOK(map[string]any{"path": "bad"})})
 				case "block", "probe":
 					if key == "block" {
 						blockID = id
@@ -319,7 +322,7 @@ func TestPreludeClient(t *testing.T) {
 						probeID = id
 					}
 					if blockID != 0 && probeID != 0 {
-						h.write(Frame{ID: probeID, Kind: FrameCapResult, Body: ResultOK(h.canned(c))})
+						h.write(wire.Frame{ID: probeID, Kind: wire.FrameCapResult, Body: wire.ResultOK(h.canned(c))})
 					}
 				case "after-cancel":
 					if !h.cancels[blockID] {
@@ -327,11 +330,11 @@ func TestPreludeClient(t *testing.T) {
 					}
 					// A second, late answer to the cancelled call must be
 					// dropped.
-					h.write(Frame{ID: blockID, Kind: FrameCapResult, Body: ResultOK(map[string]any{"value": []byte("late"), "found": true})})
-					h.write(Frame{ID: id, Kind: FrameCapResult, Body: ResultOK(h.canned(c))})
+					h.write(wire.Frame{ID: blockID, Kind: wire.FrameCapResult, Body: wire.ResultOK(map[string]any{"value": []byte("late"), "found": true})})
+					h.write(wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: wire.ResultOK(h.canned(c))})
 				case "pending-0", "pending-1":
 					if pending++; pending == 2 {
-						h.write(Frame{Kind: FrameOutcome, Body: OutcomeBody("execution_ending", "the wall deadline passed")})
+						h.write(wire.Frame{Kind: wire.FrameOutcome, Body: wire.OutcomeBody("execution_ending", "the wall deadline passed")})
 					}
 				default:
 					t.Errorf("unexpected call %s %v (id %d)", c.Cap, c.Args, id)
@@ -447,7 +450,7 @@ func TestPreludeClientLeaderCancel(t *testing.T) {
 			t.Errorf("after the held call: %v %v, cancels %v", c, ok, h.cancels)
 			return
 		}
-		h.write(Frame{ID: id, Kind: FrameCapResult, Body: ResultOK(h.canned(c))})
+		h.write(wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: wire.ResultOK(h.canned(c))})
 		if _, _, ok := h.next(); ok {
 			t.Error("a call after the last")
 		}

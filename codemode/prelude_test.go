@@ -1,7 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/broker"
 	"go/ast"
 	"go/doc"
 	"go/parser"
@@ -17,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/codemode/internal/transport"
 )
 
 // buildWithPrelude lays the embedded prelude out as the module "cap" in
@@ -280,9 +282,9 @@ func TestChannelFD(t *testing.T) {
 func TestPreludeRingLayout(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]int{
-		"upHead": ringUpHead, "upTail": ringUpTail, "hostAsleep": ringHostAsleep,
-		"downHead": ringDownHead, "downTail": ringDownTail, "progAsleep": ringProgAsleep,
-		"doorbell": ringDoorbell, "spinPollsPerYield": spinPollsPerYield,
+		"upHead": transport.RingUpHead, "upTail": transport.RingUpTail, "hostAsleep": transport.RingHostAsleep,
+		"downHead": transport.RingDownHead, "downTail": transport.RingDownTail, "progAsleep": transport.RingProgAsleep,
+		"doorbell": transport.RingDoorbell, "spinPollsPerYield": transport.SpinPollsPerYield,
 	} {
 		if got := preludeConst(t, "internal/client/ring.go", name); got != strconv.Itoa(want) {
 			t.Errorf("cap/internal/client.%s = %q, want %d", name, got, want)

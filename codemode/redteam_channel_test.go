@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/codemode/internal/wire"
 )
 
 // TestRedteamUnreadAnswersStayBounded: a program that sends calls and
@@ -36,7 +38,7 @@ func TestRedteamUnreadAnswersStayBounded(t *testing.T) {
 	go func() {
 		defer close(sent)
 		for i := range uint64(calls) {
-			if WriteFrame(g.conn, call(i+1, "fs.list", nil)) != nil {
+			if wire.WriteFrame(g.conn, call(i+1, "fs.list", nil)) != nil {
 				return
 			}
 		}
@@ -52,7 +54,7 @@ func TestRedteamUnreadAnswersStayBounded(t *testing.T) {
 	// Drain, so every call is answered and serve sees the end.
 	go func() {
 		for {
-			if _, err := ReadFrame(g.conn); err != nil {
+			if _, err := wire.ReadFrame(g.conn); err != nil {
 				return
 			}
 		}

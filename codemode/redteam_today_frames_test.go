@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agentloom/loom/codemode/internal/wire"
 )
 
 // denseArgs is a call's arguments holding as many values as one frame
@@ -15,7 +17,7 @@ import (
 // decoded.
 func denseArgs() map[string]any {
 	const perElem = 3 // the map, its key, its nil
-	elems := make([]any, (MaxFrameValues-16)/perElem)
+	elems := make([]any, (wire.MaxFrameValues-16)/perElem)
 	for i := range elems {
 		elems[i] = map[string]any{"k": nil}
 	}
@@ -28,7 +30,7 @@ func decodedBytes(t *testing.T, in []byte) uint64 {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := ReadFrame(bytes.NewReader(in))
+	_, err := wire.ReadFrame(bytes.NewReader(in))
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +62,7 @@ func TestRedteamTodayInFlightBoundCountsDecodedArguments(t *testing.T) {
 	}
 	args := denseArgs()
 	var one bytes.Buffer
-	if err := appendFrame(&one, call(1, "block", args)); err != nil {
+	if err := wire.AppendFrame(&one, call(1, "block", args)); err != nil {
 		t.Fatal(err)
 	}
 	cost := decodedBytes(t, one.Bytes())
@@ -75,7 +77,7 @@ func TestRedteamTodayInFlightBoundCountsDecodedArguments(t *testing.T) {
 	g.send(t, call(calls+1, "ping", nil))
 	refused := 0
 	for {
-		f, err := ReadFrame(g.conn)
+		f, err := wire.ReadFrame(g.conn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +101,7 @@ func TestRedteamTodayInFlightBoundCountsDecodedArguments(t *testing.T) {
 }
 
 // TestRedteamTodayDecodedValueCostBound: no value form the channel admits
-// decodes in more than decodedValueBytes each, the cost the in-flight
+// decodes in more than wire.DecodedValueBytes each, the cost the in-flight
 // bound charges per value. Not parallel: it reads the process's
 // allocation count.
 func TestRedteamTodayDecodedValueCostBound(t *testing.T) {
@@ -117,19 +119,19 @@ func TestRedteamTodayDecodedValueCostBound(t *testing.T) {
 		{"short string", "zq", 1},
 		{"nil", nil, 1},
 	} {
-		elems := make([]any, (MaxFrameValues-16)/tc.count)
+		elems := make([]any, (wire.MaxFrameValues-16)/tc.count)
 		for i := range elems {
 			elems[i] = tc.elem
 		}
 		var in bytes.Buffer
-		if err := appendFrame(&in, call(1, "x", map[string]any{"x": elems})); err != nil {
+		if err := wire.AppendFrame(&in, call(1, "x", map[string]any{"x": elems})); err != nil {
 			t.Fatal(err)
 		}
 		values := len(elems)*tc.count + 8
 		got := decodedBytes(t, in.Bytes())
 		t.Logf("%s: %.1f a value", tc.name, float64(got-uint64(in.Len()))/float64(values))
-		if got > uint64(in.Len())+uint64(values)*decodedValueBytes {
-			t.Errorf("%s: %d values in %d bytes decoded in %d, past %d a value", tc.name, values, in.Len(), got, decodedValueBytes)
+		if got > uint64(in.Len())+uint64(values)*wire.DecodedValueBytes {
+			t.Errorf("%s: %d values in %d bytes decoded in %d, past %d a value", tc.name, values, in.Len(), got, wire.DecodedValueBytes)
 		}
 	}
 }
@@ -139,7 +141,7 @@ func TestRedteamTodayDecodedValueCostBound(t *testing.T) {
 // only while other calls are unanswered, never forever.
 func TestRedteamTodayLargestCallFitsAlone(t *testing.T) {
 	t.Parallel()
-	if worst := int64(4+MaxFrameBytes) + int64(MaxFrameValues)*decodedValueBytes; worst > MaxInFlightBytes {
+	if worst := int64(4+wire.MaxFrameBytes) + int64(wire.MaxFrameValues)*wire.DecodedValueBytes; worst > MaxInFlightBytes {
 		t.Fatalf("a call of MaxFrameBytes holding MaxFrameValues values is charged %d bytes, past MaxInFlightBytes (%d): it could never be served", worst, MaxInFlightBytes)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/codemode/internal/transport"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -94,7 +95,7 @@ func runProgram(ctx context.Context, c *tool.Call, bin *Binary, within time.Dura
 // runProgramArgs is runProgram with arguments after the program's name
 // (a vetted program takes none; tests run probes with some).
 func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, h *seamHost, args []string) (*RunResult, error) {
-	hostEnd, guestEnd, err := channelPair()
+	hostEnd, guestEnd, err := transport.Pair()
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package codemode
+package wire
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/codemode/internal/wire/wiretest"
 	"github.com/vmihailenco/msgpack/v5"
 	"pgregory.net/rapid"
 )
@@ -476,7 +477,7 @@ func genEncodable(t *rapid.T, depth int) any {
 	case 11:
 		return rapid.Float64().Draw(t, "float64")
 	case 12:
-		n := rapid.SampledFrom(boundaryLens).Draw(t, "len")
+		n := rapid.SampledFrom(wiretest.BoundaryLens).Draw(t, "len")
 		if rapid.Bool().Draw(t, "bin") {
 			if n == 0 && rapid.Bool().Draw(t, "nil") {
 				return []byte(nil)

@@ -1,48 +1,13 @@
-package codemode
+package wire
 
 import (
 	"bytes"
 	"errors"
 	"math"
 	"testing"
-)
 
-// sameValue is deep equality of decoded values with floats compared by
-// their bits (so NaN equals the same NaN).
-func sameValue(a, b any) bool {
-	switch a := a.(type) {
-	case float64:
-		b, ok := b.(float64)
-		return ok && math.Float64bits(a) == math.Float64bits(b)
-	case []byte:
-		b, ok := b.([]byte)
-		return ok && bytes.Equal(a, b)
-	case []any:
-		b, ok := b.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !sameValue(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, v := range a {
-			w, ok := b[k]
-			if !ok || !sameValue(v, w) {
-				return false
-			}
-		}
-		return true
-	}
-	return a == b
-}
+	"github.com/agentloom/loom/codemode/internal/wire/wiretest"
+)
 
 // FuzzReadFrame: ReadFrame never panics; whatever it accepts, WriteFrame
 // re-encodes and ReadFrame decodes back equal, and writing that again is
@@ -81,7 +46,7 @@ func FuzzReadFrame(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded frame refused: %v", err)
 		}
-		if again.ID != fr.ID || again.Kind != fr.Kind || !sameValue(again.Body, fr.Body) {
+		if again.ID != fr.ID || again.Kind != fr.Kind || !wiretest.SameValue(again.Body, fr.Body) {
 			t.Fatalf("round trip changed the frame:\n%#v\n%#v", fr, again)
 		}
 		var twice bytes.Buffer

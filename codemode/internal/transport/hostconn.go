@@ -1,4 +1,11 @@
-package codemode
+// Package transport carries the capability channel's bytes between the
+// host and a program: Conn, the host's end of the socketpair the program
+// inherits, and Ring, the shared memory ring pair the channel moves onto
+// when the program asks (the socket then carries only doorbells). It
+// knows nothing of frames beyond the faults it reports as
+// *wire.FrameError; codemode's channel reads and writes frames through a
+// Conn. No host imports this package.
+package transport
 
 import (
 	"fmt"
@@ -9,25 +16,26 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentloom/loom/codemode/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
 // writePollSlice bounds one wait of a write that finds the program's end
-// full: the writer looks again at a deadline set meanwhile (end's
-// outcomeWriteTimeout) at least this often. Only a program that stops
+// full: the writer looks again at a deadline set meanwhile (codemode's
+// bound on its outcome frame) at least this often. Only a program that stops
 // reading ever makes a writer wait.
 const writePollSlice = 10 * time.Millisecond
 
 // readSpin is how long a read that finds nothing keeps asking again
 // before it sleeps in read(2), while the program calls in a tight loop
-// (see hostConn.Read): well past the few microseconds a program's client
+// (see Conn.Read): well past the few microseconds a program's client
 // takes between reading one answer and sending its next call, so a loop
 // of calls seldom pays a sleep and a wake-up, and a program busy
 // elsewhere costs the host at most this much of one CPU before the read
 // sleeps.
 const readSpin = 50 * time.Microsecond
 
-// hostConn is the host's end of a capability channel: a blocking
+// Conn is the host's end of a capability channel: a blocking
 // socket descriptor. Its one reader reads it itself, with no trip
 // through the runtime's poller (epoll, a read that finds nothing, a
 // goroutine hand-off) on each call: it asks again without sleeping for
@@ -40,7 +48,7 @@ const readSpin = 50 * time.Microsecond
 // once, with no deadline polled for, and closes the descriptor when no
 // read or write uses it any more, so a descriptor number is never
 // reused under one.
-type hostConn struct {
+type Conn struct {
 	fd int
 
 	mu     sync.Mutex
@@ -53,22 +61,23 @@ type hostConn struct {
 	// next one asks again before it sleeps.
 	spin atomic.Bool
 
-	// ring, once the program asked for one (see shareRing), carries the
+	// ring, once the program asked for one (see ShareRing), carries the
 	// channel's bytes; fd then carries only doorbells.
-	ring atomic.Pointer[sharedRing]
+	ring atomic.Pointer[Ring]
 	// shut is set by Close: a write waiting for room in the ring stops.
 	shut atomic.Bool
 	// fault is the first forged ring position a write met: every read
-	// from then on returns it, so the serve loop ends the execution
-	// rather than go on serving a program its answers cannot reach.
-	fault atomic.Pointer[FrameError]
+	// from then on returns it, so codemode's serve loop ends the
+	// execution rather than go on serving a program its answers cannot
+	// reach.
+	fault atomic.Pointer[wire.FrameError]
 }
 
 // errWriteTimeout is a write that ran past its deadline.
 var errWriteTimeout = fmt.Errorf("writing to the program: %w", os.ErrDeadlineExceeded)
 
 // acquire takes a use of fd, false once Close was called.
-func (c *hostConn) acquire() bool {
+func (c *Conn) acquire() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -79,7 +88,7 @@ func (c *hostConn) acquire() bool {
 }
 
 // release gives a use back, closing fd after Close once none is left.
-func (c *hostConn) release() {
+func (c *Conn) release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.refs--; c.refs == 0 && c.closed {
@@ -89,7 +98,7 @@ func (c *hostConn) release() {
 
 // closeFD closes the descriptor and unmaps the ring; mu is held and no
 // read or write uses either.
-func (c *hostConn) closeFD() error {
+func (c *Conn) closeFD() error {
 	if r := c.ring.Load(); r != nil {
 		r.unmap()
 	}
@@ -97,8 +106,10 @@ func (c *hostConn) closeFD() error {
 }
 
 // Read reads what the program sent, blocking until some arrives. It
-// returns io.EOF once the program's end is closed or Close was called.
-func (c *hostConn) Read(p []byte) (int, error) {
+// returns io.EOF once the program's end is closed or Close was called,
+// and a *wire.FrameError once the program broke the ring's rules. One
+// goroutine reads at a time.
+func (c *Conn) Read(p []byte) (int, error) {
 	if !c.acquire() {
 		return 0, net.ErrClosed
 	}
@@ -132,7 +143,7 @@ func (c *hostConn) Read(p []byte) (int, error) {
 
 // readSpinning asks for data without sleeping until some arrives or
 // readSpin has passed since start; done is false when it passed.
-func (c *hostConn) readSpinning(p []byte, start time.Time) (n int, done bool, err error) {
+func (c *Conn) readSpinning(p []byte, start time.Time) (n int, done bool, err error) {
 	for time.Since(start) < readSpin {
 		n, _, err := unix.Recvfrom(c.fd, p, unix.MSG_DONTWAIT)
 		switch {
@@ -153,7 +164,7 @@ func (c *hostConn) readSpinning(p []byte, start time.Time) (n int, done bool, er
 
 // Write writes all of p or fails: at its deadline (errWriteTimeout),
 // once Close was called, or when the program's end is gone.
-func (c *hostConn) Write(p []byte) (int, error) {
+func (c *Conn) Write(p []byte) (int, error) {
 	if !c.acquire() {
 		return 0, net.ErrClosed
 	}
@@ -165,7 +176,7 @@ func (c *hostConn) Write(p []byte) (int, error) {
 }
 
 // writeSocket is Write on the socket.
-func (c *hostConn) writeSocket(p []byte) (int, error) {
+func (c *Conn) writeSocket(p []byte) (int, error) {
 	done := 0
 	for done < len(p) {
 		n, err := unix.SendmsgN(c.fd, p[done:], nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
@@ -186,7 +197,7 @@ func (c *hostConn) writeSocket(p []byte) (int, error) {
 
 // waitWritable waits until the socket has room, its deadline passes or
 // it is shut down (then the next send fails).
-func (c *hostConn) waitWritable() error {
+func (c *Conn) waitWritable() error {
 	for {
 		wait := writePollSlice
 		if d := c.deadline.Load(); d != 0 {
@@ -209,7 +220,7 @@ func (c *hostConn) waitWritable() error {
 
 // SetWriteDeadline bounds every write from now on, and a write already
 // waiting, by t; the zero time removes the bound.
-func (c *hostConn) SetWriteDeadline(t time.Time) {
+func (c *Conn) SetWriteDeadline(t time.Time) {
 	if t.IsZero() {
 		c.deadline.Store(0)
 		return
@@ -220,7 +231,7 @@ func (c *hostConn) SetWriteDeadline(t time.Time) {
 // Close shuts the socket down both ways, ending a blocked read (io.EOF)
 // and a waiting write, and closes the descriptor once neither uses it.
 // Later calls are no-ops.
-func (c *hostConn) Close() error {
+func (c *Conn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -235,13 +246,26 @@ func (c *hostConn) Close() error {
 	return nil
 }
 
-// channelPair is the capability channel: the host's end and the
+// Pair is the capability channel: the host's end and the
 // program's end, to be handed to the broker as its ExtraFile. Both are
 // blocking descriptors (each side of a socketpair has its own flags).
-func channelPair() (*hostConn, *os.File, error) {
+func Pair() (*Conn, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("capability channel: %w", err)
 	}
-	return &hostConn{fd: fds[0]}, os.NewFile(uintptr(fds[1]), "codemode-program"), nil
+	return NewConn(fds[0]), os.NewFile(uintptr(fds[1]), "codemode-program"), nil
+}
+
+// NewConn is the host's end of a channel over fd, a blocking stream
+// socket whose other end the program holds; the Conn owns fd from then
+// on (Close closes it).
+func NewConn(fd int) *Conn {
+	return &Conn{fd: fd}
+}
+
+// OnRing reports whether the channel moved onto a ring (ShareRing
+// succeeded); it never moves back.
+func (c *Conn) OnRing() bool {
+	return c.ring.Load() != nil
 }

@@ -1,4 +1,4 @@
-package codemode
+package transport
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/agentloom/loom/codemode/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,25 +17,26 @@ import (
 // fills its ring, and it pays for that, not the host.
 const ringRoomPoll = 20 * time.Microsecond
 
-// spinPollsPerYield is how many times a spinning ring read looks at the
+// SpinPollsPerYield is how many times a spinning ring read looks at the
 // program's position for each time it yields the CPU: a look is a load
 // from shared memory, a yield a system call, so looking more often
 // finds an answer sooner while still letting a program waiting for
-// this CPU have it.
-const spinPollsPerYield = 32
+// this CPU have it. The prelude's client spins the same way
+// (codemode's TestPreludeRingLayout holds its constant equal).
+const SpinPollsPerYield = 32
 
 // doorbellReadBytes is how many doorbells a waking read takes at once:
 // enough that a program filling its socket with them costs the host a
 // few reads, not thousands.
 const doorbellReadBytes = 4 << 10
 
-// shareRing moves the channel onto the ring pair r: it writes answer
+// ShareRing moves the channel onto the ring pair r: it writes answer
 // (the encoded ring frame) to the program with memfd, r's memory file,
 // attached, and from then on reads and writes go through r. The caller
 // holds the channel's writer and has nothing of the program's left
 // unread. When the answer cannot be written the channel is left as it
 // was, and r unmapped.
-func (c *hostConn) shareRing(r *sharedRing, memfd int, answer []byte) error {
+func (c *Conn) ShareRing(r *Ring, memfd int, answer []byte) error {
 	if !c.acquire() {
 		r.unmap()
 		return net.ErrClosed
@@ -49,7 +51,7 @@ func (c *hostConn) shareRing(r *sharedRing, memfd int, answer []byte) error {
 }
 
 // sendWithRights writes all of p, the rights riding on its first byte.
-func (c *hostConn) sendWithRights(p, rights []byte) error {
+func (c *Conn) sendWithRights(p, rights []byte) error {
 	for {
 		n, err := unix.SendmsgN(c.fd, p, rights, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 		switch {
@@ -72,7 +74,7 @@ func (c *hostConn) sendWithRights(p, rights []byte) error {
 // again for up to readSpin while frames come quickly, and otherwise marks
 // itself asleep and sleeps in read(2) until the program rings, its end
 // closes (io.EOF once the ring is empty) or Close is called.
-func (c *hostConn) readRing(r *sharedRing, p []byte) (int, error) {
+func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 	start := time.Now()
 	polls := 0
 	spin := c.spin.Load()
@@ -86,7 +88,7 @@ func (c *hostConn) readRing(r *sharedRing, p []byte) (int, error) {
 			return n, err
 		}
 		if spin && time.Since(start) < readSpin {
-			if polls++; polls%spinPollsPerYield == 0 {
+			if polls++; polls%SpinPollsPerYield == 0 {
 				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 			continue
@@ -116,7 +118,7 @@ func (c *hostConn) readRing(r *sharedRing, p []byte) (int, error) {
 // awaitDoorbell sleeps until the program writes on the socket, which
 // must be doorbells only: anything else is a fault. io.EOF when the
 // program's end closed or Close was called.
-func (c *hostConn) awaitDoorbell() error {
+func (c *Conn) awaitDoorbell() error {
 	var bells [doorbellReadBytes]byte
 	for {
 		n, err := unix.Read(c.fd, bells[:])
@@ -129,8 +131,8 @@ func (c *hostConn) awaitDoorbell() error {
 			return io.EOF
 		}
 		for _, b := range bells[:n] {
-			if b != ringDoorbell {
-				return faultf("the program wrote byte %#x on its socket, which carries only doorbells once it shares a ring", b)
+			if b != RingDoorbell {
+				return wire.Faultf("the program wrote byte %#x on its socket, which carries only doorbells once it shares a ring", b)
 			}
 		}
 		return nil
@@ -142,8 +144,8 @@ func (c *hostConn) awaitDoorbell() error {
 // ring is full, until its deadline (errWriteTimeout) or Close, which it
 // also checks between parts, so a program that frees room a byte at a
 // time cannot hold it past either. A forged position is a fault that
-// every later read returns too (see hostConn.fault).
-func (c *hostConn) writeRing(r *sharedRing, p []byte) (int, error) {
+// every later read returns too (see Conn.fault).
+func (c *Conn) writeRing(r *Ring, p []byte) (int, error) {
 	done := 0
 	wait := ringRoomPoll
 	for done < len(p) {
@@ -175,15 +177,15 @@ func (c *hostConn) writeRing(r *sharedRing, p []byte) (int, error) {
 
 // faulted keeps the first ring fault a write met and wakes a reader
 // asleep on the socket, which then returns it.
-func (c *hostConn) faulted(err error) {
-	var fe *FrameError
+func (c *Conn) faulted(err error) {
+	var fe *wire.FrameError
 	if errors.As(err, &fe) && c.fault.CompareAndSwap(nil, fe) {
 		_ = unix.Shutdown(c.fd, unix.SHUT_RD)
 	}
 }
 
 // writeBound fails once Close was called or the write deadline passed.
-func (c *hostConn) writeBound() error {
+func (c *Conn) writeBound() error {
 	if c.shut.Load() {
 		return net.ErrClosed
 	}
@@ -195,13 +197,13 @@ func (c *hostConn) writeBound() error {
 
 // wakeProgram writes one doorbell. A full socket already holds doorbells the
 // program has not read, so one that does not fit is not needed.
-func (c *hostConn) wakeProgram() {
-	_, _ = unix.SendmsgN(c.fd, []byte{ringDoorbell}, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+func (c *Conn) wakeProgram() {
+	_, _ = unix.SendmsgN(c.fd, []byte{RingDoorbell}, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 }
 
 // waitRoom sleeps for wait, or less when the deadline comes first, and
 // fails once the deadline passed or Close was called.
-func (c *hostConn) waitRoom(wait time.Duration) error {
+func (c *Conn) waitRoom(wait time.Duration) error {
 	if err := c.writeBound(); err != nil {
 		return err
 	}

@@ -1,9 +1,7 @@
-package codemode
+package transport
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -15,11 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// testHostConn is a channelPair whose program end stays open (and unread)
+// testHostConn is a Pair whose program end stays open (and unread)
 // until the test ends.
-func testHostConn(t *testing.T) (*hostConn, *os.File) {
+func testHostConn(t *testing.T) (*Conn, *os.File) {
 	t.Helper()
-	hc, prog, err := channelPair()
+	hc, prog, err := Pair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +26,7 @@ func testHostConn(t *testing.T) (*hostConn, *os.File) {
 }
 
 // waitRefs waits until n reads or writes hold hc's descriptor.
-func waitRefs(hc *hostConn, n int) {
+func waitRefs(hc *Conn, n int) {
 	for {
 		hc.mu.Lock()
 		refs := hc.refs
@@ -200,35 +198,5 @@ func TestHostConnWritesWhatTheProgramReads(t *testing.T) {
 	}
 	if b := <-got; !bytes.Equal(b, msg) {
 		t.Fatalf("the program read %d bytes, not the %d written", len(b), len(msg))
-	}
-}
-
-// TestWholeFrameBuffered: the serve loop holds answers back only while
-// a whole frame is buffered, so it never blocks with answers unwritten.
-func TestWholeFrameBuffered(t *testing.T) {
-	t.Parallel()
-	frame := func(n int) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(n)), make([]byte, n)...) }
-	tests := []struct {
-		name string
-		in   []byte
-		want bool
-	}{
-		{"nothing", nil, false},
-		{"part of a length", []byte{0, 0}, false},
-		{"a length alone", frame(3)[:4], false},
-		{"a frame but its last byte", frame(3)[:6], false},
-		{"a whole frame", frame(3), true},
-		{"an empty frame", frame(0), true},
-		{"a frame and part of the next", append(frame(2), 0, 0, 0), true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			br := bufio.NewReader(bytes.NewReader(tt.in))
-			br.Peek(len(tt.in)) // buffer all of it
-			if got := wholeFrameBuffered(br); got != tt.want {
-				t.Fatalf("wholeFrameBuffered(% x) = %v, want %v", tt.in, got, tt.want)
-			}
-		})
 	}
 }

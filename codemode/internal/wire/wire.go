@@ -1,4 +1,10 @@
-package codemode
+// Package wire is the capability channel's codec, as the host speaks it:
+// frames of a 4-byte big-endian length and one msgpack map {v, id, kind,
+// body}, decoded totally within MaxFrameBytes, MaxFrameDepth and
+// MaxFrameValues. The prelude carries its own copy (cap/internal/wire);
+// codemode's TestCodecsAgree holds the two byte-compatible. No host
+// imports this package: codemode's channel is its one user.
+package wire
 
 import (
 	"bytes"
@@ -94,6 +100,20 @@ type CapCall struct {
 	Args map[string]any
 }
 
+// The codes of a FrameError. codemode declares its CodeChannelFault and
+// CodeFrameTooLarge as these, so each word is declared once.
+const (
+	// CodeChannelFault: a frame from the program was malformed (bad
+	// msgpack, a missing, extra or repeated key, a wrong type, a version
+	// other than ProtocolVersion, an unknown kind, past a size bound); the
+	// channel cannot be trusted and the execution ends.
+	CodeChannelFault tool.Code = "channel_fault"
+	// CodeFrameTooLarge: a frame to write would exceed MaxFrameBytes;
+	// nothing was written. The prelude refuses an oversized call with the
+	// same word.
+	CodeFrameTooLarge tool.Code = "frame_too_large"
+)
+
 // FrameError is a malformed or oversized frame. Code is CodeChannelFault
 // for anything read, CodeFrameTooLarge for a frame WriteFrame refused.
 type FrameError struct {
@@ -104,7 +124,9 @@ type FrameError struct {
 // Error renders the code and the reason.
 func (e *FrameError) Error() string { return string(e.Code) + ": " + e.Reason }
 
-func faultf(format string, args ...any) *FrameError {
+// Faultf is a *FrameError of code CodeChannelFault, its reason
+// formatted as fmt.Sprintf does.
+func Faultf(format string, args ...any) *FrameError {
 	return &FrameError{Code: CodeChannelFault, Reason: fmt.Sprintf(format, args...)}
 }
 
@@ -118,41 +140,44 @@ func faultf(format string, args ...any) *FrameError {
 // outcome or ring with a non-zero id, a value outside the channel's msgpack
 // subset (ext, timestamp, a non-string map key, a repeated map key), or
 // past MaxFrameDepth or MaxFrameValues. It never panics and allocates at
-// most about the bytes it read and decodedValueBytes for each value
+// most about the bytes it read and DecodedValueBytes for each value
 // (MaxFrameValues at most): a frame of small values decodes into some
 // hundred times its size.
 func ReadFrame(r io.Reader) (Frame, error) {
-	f, _, err := readFrame(r)
+	f, _, err := protocolDecoder.ReadFrame(r)
 	return f, err
 }
 
-// decodedValueBytes is what the in-flight bound charges for each value
-// of a call's frame, besides the frame's bytes: at least what the
+// DecodedValueBytes is what codemode's in-flight bound charges for each
+// value of a call's frame, besides the frame's bytes: at least what the
 // costliest value form allocates decoding (a one-entry map holding an
 // empty one, measured at about 160 bytes a value with or without the
-// race detector; TestRedteamTodayDecodedValueCostBound
-// holds every form to it), so MaxInFlightBytes bounds the decoded
+// race detector; codemode's TestRedteamTodayDecodedValueCostBound holds
+// every form to it), so codemode.MaxInFlightBytes bounds the decoded
 // arguments a program's unanswered calls hold, not only their frames.
 // A frame at both MaxFrameBytes and MaxFrameValues, with its length
-// prefix, still fits under MaxInFlightBytes alone, so every frame
-// ReadFrame accepts can be served once nothing else is in flight.
-const decodedValueBytes = 184
+// prefix, still fits under MaxInFlightBytes alone
+// (TestRedteamTodayLargestCallFitsAlone), so every frame ReadFrame
+// accepts can be served once nothing else is in flight.
+const DecodedValueBytes = 184
 
-// readFrame is ReadFrame, also returning how many values the frame held.
-func readFrame(r io.Reader) (Frame, int, error) {
+// ReadFrame is the package's ReadFrame, sharing dec's words, also
+// returning how many values the frame held (as MaxFrameValues counts
+// them).
+func (dec *Decoder) ReadFrame(r io.Reader) (Frame, int, error) {
 	var hdr [4]byte
 	if n, err := io.ReadFull(r, hdr[:]); err != nil {
 		switch {
 		case err == io.EOF:
 			return Frame{}, 0, io.EOF
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			return Frame{}, 0, faultf("channel ended %d bytes into a frame's length", n)
+			return Frame{}, 0, Faultf("channel ended %d bytes into a frame's length", n)
 		}
 		return Frame{}, 0, fmt.Errorf("reading a frame: %w", err)
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n > MaxFrameBytes {
-		return Frame{}, 0, faultf("frame length %d exceeds MaxFrameBytes (%d)", n, MaxFrameBytes)
+		return Frame{}, 0, Faultf("frame length %d exceeds MaxFrameBytes (%d)", n, MaxFrameBytes)
 	}
 	if n <= smallFrameBytes {
 		// Small frames, the common case, are read into a buffer of their
@@ -162,7 +187,7 @@ func readFrame(r io.Reader) (Frame, int, error) {
 		if got, err := io.ReadFull(r, buf); err != nil {
 			return Frame{}, 0, frameReadError(got, n, err)
 		}
-		return decodeFrameValues(buf)
+		return dec.DecodeFrame(buf)
 	}
 	var buf bytes.Buffer
 	buf.Grow(smallFrameBytes)
@@ -170,7 +195,7 @@ func readFrame(r io.Reader) (Frame, int, error) {
 	if err != nil {
 		return Frame{}, 0, frameReadError(int(got), n, err)
 	}
-	return decodeFrameValues(buf.Bytes())
+	return dec.DecodeFrame(buf.Bytes())
 }
 
 // smallFrameBytes is the largest frame ReadFrame reads into a buffer of
@@ -186,7 +211,7 @@ const maxPreallocEntries = 1024
 
 func frameReadError(got int, n uint32, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return faultf("channel ended %d bytes into a frame of %d", got, n)
+		return Faultf("channel ended %d bytes into a frame of %d", got, n)
 	}
 	return fmt.Errorf("reading a frame: %w", err)
 }
@@ -208,16 +233,17 @@ func WriteFrame(w io.Writer, f Frame) error {
 			writeBuffers.Put(buf)
 		}
 	}()
-	if err := appendFrame(buf, f); err != nil {
+	if err := AppendFrame(buf, f); err != nil {
 		return err
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
 }
 
-// appendFrame encodes f, length prefix first, onto the end of buf, as
-// WriteFrame writes it; on an error buf is left as it was.
-func appendFrame(buf *bytes.Buffer, f Frame) error {
+// AppendFrame encodes f, length prefix first, onto the end of buf, as
+// WriteFrame writes it, and refuses what WriteFrame refuses; on an error
+// buf is left as it was.
+func AppendFrame(buf *bytes.Buffer, f Frame) error {
 	switch f.Kind {
 	case FrameCapCall, FrameCancel, FrameCapResult, FrameOutcome, FrameRing:
 	default:
@@ -425,15 +451,15 @@ func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
 func DecodeCapCall(body any) (CapCall, error) {
 	m, ok := body.(map[string]any)
 	if !ok || len(m) != 2 {
-		return CapCall{}, faultf("a cap_call body is not a map of exactly cap and args")
+		return CapCall{}, Faultf("a cap_call body is not a map of exactly cap and args")
 	}
 	capName, ok := m["cap"].(string)
 	if !ok || capName == "" {
-		return CapCall{}, faultf("a cap_call's cap is not a non-empty string")
+		return CapCall{}, Faultf("a cap_call's cap is not a non-empty string")
 	}
 	args, ok := m["args"].(map[string]any)
 	if !ok {
-		return CapCall{}, faultf("a cap_call's args is not a map")
+		return CapCall{}, Faultf("a cap_call's args is not a map")
 	}
 	return CapCall{Cap: capName, Args: args}, nil
 }
@@ -441,8 +467,12 @@ func DecodeCapCall(body any) (CapCall, error) {
 // ResultOK is the cap_result body of a call that succeeded with v.
 func ResultOK(v any) any { return map[string]any{"ok": v} }
 
-// okBody is ResultOK(v) as the host writes it: the same bytes, without
-// building the map.
+// OKBody is ResultOK(v) as the host writes it: the same bytes, without
+// building the map. Only WriteFrame and AppendFrame take it; nothing
+// decodes to it.
+func OKBody(v any) any { return okBody{v} }
+
+// okBody is OKBody's value.
 type okBody struct{ v any }
 
 // ResultErr is the cap_result body of a call that failed with code (a

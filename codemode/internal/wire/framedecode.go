@@ -1,4 +1,4 @@
-package codemode
+package wire
 
 import (
 	"encoding/binary"
@@ -6,39 +6,65 @@ import (
 	"math"
 )
 
-// decodeFrame decodes one frame body: exactly one msgpack map of the
-// keys v, id, kind and body, as ReadFrame documents.
-func decodeFrame(b []byte) (Frame, error) {
-	f, _, err := decodeFrameValues(b)
-	return f, err
+// Decoder decodes frames as ReadFrame does, returning the words it was
+// made with, and the protocol's own, as strings it shares rather than
+// new allocations: the words a host's frames repeat (its capability
+// names and their arguments' names). Make one with NewDecoder; the zero
+// Decoder shares no word. A Decoder is never changed once made, so any
+// number of goroutines may use one.
+type Decoder struct {
+	words map[string]any
 }
 
-// decodeFrameValues is decodeFrame, also returning how many values the
-// frame held (as MaxFrameValues counts them).
-func decodeFrameValues(b []byte) (Frame, int, error) {
-	if len(b) == 0 || !isMapCode(b[0]) {
-		return Frame{}, 0, faultf("a frame is not a msgpack map")
+// NewDecoder is a Decoder sharing words besides the protocol's; a word
+// longer than 16 bytes is decoded as any other string.
+func NewDecoder(words ...string) *Decoder {
+	all := append(append([]string{}, protocolWords...), words...)
+	m := make(map[string]any, len(all))
+	for _, w := range all {
+		if len(w) <= maxInternedBytes {
+			m[w] = w
+		}
 	}
-	if f, values, err, ok := decodeEnvelope(b); ok {
+	return &Decoder{words: m}
+}
+
+// protocolDecoder is ReadFrame's Decoder.
+var protocolDecoder = NewDecoder()
+
+// protocolWords are the frame's own words: its keys, the keys of its
+// bodies and its kinds.
+var protocolWords = []string{"v", "id", "kind", "body", "cap", "args", "ok", "err", "code", "message",
+	string(FrameCapCall), string(FrameCancel), string(FrameCapResult), string(FrameOutcome)}
+
+// DecodeFrame decodes one frame's bytes, its length prefix already read:
+// exactly one msgpack map of the keys v, id, kind and body, as ReadFrame
+// documents. It also returns how many values the frame held (as
+// MaxFrameValues counts them).
+func (dec *Decoder) DecodeFrame(b []byte) (Frame, int, error) {
+	if len(b) == 0 || !isMapCode(b[0]) {
+		return Frame{}, 0, Faultf("a frame is not a msgpack map")
+	}
+	if f, values, err, ok := dec.decodeEnvelope(b); ok {
 		return f, values, err
 	}
-	d := &frameDecoder{b: b}
+	d := &frameDecoder{b: b, words: dec.words}
 	v, err := d.value(0)
 	if err != nil {
 		return Frame{}, d.values, err
 	}
 	if left := d.left(); left != 0 {
-		return Frame{}, d.values, faultf("%d bytes after the frame's map", left)
+		return Frame{}, d.values, Faultf("%d bytes after the frame's map", left)
 	}
 	m := v.(map[string]any)
 	if len(m) != 4 {
-		return Frame{}, d.values, faultf("a frame has %d keys, want exactly v, id, kind and body", len(m))
+		return Frame{}, d.values, Faultf("a frame has %d keys, want exactly v, id, kind and body", len(m))
 	}
 	var vals [4]any
 	for i, k := range envelopeKeys {
 		v, ok := m[k]
 		if !ok {
-			return Frame{}, d.values, faultf("a frame has no %q key", k)
+			return Frame{}, d.values, Faultf("a frame has no %q key", k)
 		}
 		vals[i] = v
 	}
@@ -52,14 +78,14 @@ var envelopeKeys = [4]string{"v", "id", "kind", "body"}
 
 // decodeEnvelope decodes the common frame, a fixmap of the four keys
 // each once, without building a map for it; ok is false for any other
-// frame, which decodeFrame then decodes in full. A frame decodes to the
+// frame, which DecodeFrame then decodes in full. A frame decodes to the
 // same value or fault on either path: the values are decoded in the same
 // order, at the same depth, counting the same.
-func decodeEnvelope(b []byte) (f Frame, values int, err error, ok bool) {
+func (dec *Decoder) decodeEnvelope(b []byte) (f Frame, values int, err error, ok bool) {
 	if b[0] != 0x84 {
 		return Frame{}, 0, nil, false
 	}
-	d := &frameDecoder{b: b, off: 1, values: 1}
+	d := &frameDecoder{b: b, off: 1, values: 1, words: dec.words}
 	var vals [4]any
 	var seen [4]bool
 	for range 4 {
@@ -88,7 +114,7 @@ func decodeEnvelope(b []byte) (f Frame, values int, err error, ok bool) {
 		}
 	}
 	if left := d.left(); left != 0 {
-		return Frame{}, d.values, faultf("%d bytes after the frame's map", left), true
+		return Frame{}, d.values, Faultf("%d bytes after the frame's map", left), true
 	}
 	f, err = frameOf(vals)
 	return f, d.values, err, true
@@ -97,29 +123,29 @@ func decodeEnvelope(b []byte) (f Frame, values int, err error, ok bool) {
 // frameOf checks a frame's v, id, kind and body.
 func frameOf(vals [4]any) (Frame, error) {
 	if ver, ok := vals[0].(int64); !ok || ver != ProtocolVersion {
-		return Frame{}, faultf("frame version is %s, want %d", describe(vals[0]), ProtocolVersion)
+		return Frame{}, Faultf("frame version is %s, want %d", describe(vals[0]), ProtocolVersion)
 	}
 	id, ok := vals[1].(int64)
 	if !ok || id < 0 || id > MaxFrameID {
-		return Frame{}, faultf("frame id %s is not an integer in 0..2^53", describe(vals[1]))
+		return Frame{}, Faultf("frame id %s is not an integer in 0..2^53", describe(vals[1]))
 	}
 	kind, ok := vals[2].(string)
 	if !ok {
-		return Frame{}, faultf("frame kind is not a string")
+		return Frame{}, Faultf("frame kind is not a string")
 	}
 	f := Frame{ID: uint64(id), Kind: FrameKind(kind), Body: vals[3]}
 	switch f.Kind {
 	case FrameCapCall, FrameCapResult:
 	case FrameCancel:
 		if f.Body != nil {
-			return Frame{}, faultf("a cancel frame has a body")
+			return Frame{}, Faultf("a cancel frame has a body")
 		}
 	case FrameOutcome, FrameRing:
 		if f.ID != 0 {
-			return Frame{}, faultf("the %s frame has id %d, want 0", f.Kind, f.ID)
+			return Frame{}, Faultf("the %s frame has id %d, want 0", f.Kind, f.ID)
 		}
 	default:
-		return Frame{}, faultf("unknown frame kind %.64q", kind)
+		return Frame{}, Faultf("unknown frame kind %.64q", kind)
 	}
 	return f, nil
 }
@@ -173,12 +199,25 @@ type frameDecoder struct {
 	b      []byte
 	off    int
 	values int
+	words  map[string]any // the Decoder's words
+}
+
+// DecodeValue decodes b as exactly one msgpack value, as ReadFrame
+// decodes a frame's body: the same subset, its depth counted from the
+// body's level, the same faults; bytes after the value are a fault too.
+func DecodeValue(b []byte) (any, error) {
+	d := &frameDecoder{b: b}
+	v, err := d.value(1)
+	if err == nil && d.left() != 0 {
+		err = Faultf("%d bytes left", d.left())
+	}
+	return v, err
 }
 
 func (d *frameDecoder) left() int { return len(d.b) - d.off }
 
 // errTruncated is the fault of a value cut short.
-func errTruncated() error { return faultf("frame truncated or malformed: unexpected EOF") }
+func errTruncated() error { return Faultf("frame truncated or malformed: unexpected EOF") }
 
 // uint reads an n-byte big-endian unsigned integer (n is 1, 2, 4 or 8).
 func (d *frameDecoder) uint(n int) (uint64, bool) {
@@ -238,10 +277,10 @@ func (d *frameDecoder) payload(n int) ([]byte, bool) {
 func (d *frameDecoder) value(depth int) (any, error) {
 	d.values++
 	if d.values > MaxFrameValues {
-		return nil, faultf("a frame holds more than MaxFrameValues (%d) values", MaxFrameValues)
+		return nil, Faultf("a frame holds more than MaxFrameValues (%d) values", MaxFrameValues)
 	}
 	if d.left() == 0 {
-		return nil, faultf("frame truncated")
+		return nil, Faultf("frame truncated")
 	}
 	c := d.b[d.off]
 	d.off++
@@ -256,7 +295,7 @@ func (d *frameDecoder) value(depth int) (any, error) {
 		if !ok || !ok2 {
 			return nil, errTruncated()
 		}
-		return internValue(b), nil
+		return d.internValue(b), nil
 	case c&0xf0 == 0x90 || c == mpArray16 || c == mpArray32:
 		return d.array(c, depth)
 	case isMapCode(c):
@@ -307,16 +346,16 @@ func (d *frameDecoder) value(depth int) (any, error) {
 		}
 		return append(make([]byte, 0, len(b)), b...), nil
 	}
-	return nil, faultf("msgpack type 0x%02x is outside the channel's subset", c)
+	return nil, Faultf("msgpack type 0x%02x is outside the channel's subset", c)
 }
 
 func (d *frameDecoder) array(c byte, depth int) (any, error) {
 	if depth >= MaxFrameDepth {
-		return nil, faultf("a frame nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
+		return nil, Faultf("a frame nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
 	}
 	n, ok := d.length(c)
 	if !ok || n < 0 || n > d.left() {
-		return nil, faultf("an array's length exceeds its frame")
+		return nil, Faultf("an array's length exceeds its frame")
 	}
 	a := make([]any, 0, min(n, maxPreallocEntries))
 	for range n {
@@ -331,76 +370,58 @@ func (d *frameDecoder) array(c byte, depth int) (any, error) {
 
 func (d *frameDecoder) dict(c byte, depth int) (any, error) {
 	if depth >= MaxFrameDepth {
-		return nil, faultf("a frame nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
+		return nil, Faultf("a frame nests deeper than MaxFrameDepth (%d)", MaxFrameDepth)
 	}
 	n, ok := d.length(c)
 	if !ok || n < 0 || n > d.left()/2 {
-		return nil, faultf("a map's length exceeds its frame")
+		return nil, Faultf("a map's length exceeds its frame")
 	}
 	m := make(map[string]any, min(n, maxPreallocEntries))
 	for range n {
 		d.values++
 		if d.left() == 0 || !isStrCode(d.b[d.off]) {
-			return nil, faultf("a map key is not a string")
+			return nil, Faultf("a map key is not a string")
 		}
 		kc := d.b[d.off]
 		d.off++
 		kn, ok := d.length(kc)
 		b, ok2 := d.payload(kn)
 		if !ok || !ok2 {
-			return nil, faultf("frame truncated in a map key")
+			return nil, Faultf("frame truncated in a map key")
 		}
 		if _, dup := m[string(b)]; dup {
-			return nil, faultf("map key %.64q repeated", b)
+			return nil, Faultf("map key %.64q repeated", b)
 		}
 		v, err := d.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		m[internString(b)] = v
+		m[d.internString(b)] = v
 	}
 	return m, nil
 }
 
-// internString is string(b), without a new allocation for the words
-// every frame repeats (its keys, kinds, capability names and argument
-// names).
-func internString(b []byte) string {
+// internString is string(b), without a new allocation for a word of
+// the Decoder's.
+func (d *frameDecoder) internString(b []byte) string {
 	if len(b) <= maxInternedBytes {
-		if v, ok := internedWords[string(b)]; ok {
+		if v, ok := d.words[string(b)]; ok {
 			return v.(string)
 		}
 	}
 	return string(b)
 }
 
-// internValue is string(b) as an any, without an allocation for an
-// interned word (boxing a string allocates its header).
-func internValue(b []byte) any {
+// internValue is string(b) as an any, without an allocation for a word
+// of the Decoder's (boxing a string allocates its header).
+func (d *frameDecoder) internValue(b []byte) any {
 	if len(b) <= maxInternedBytes {
-		if v, ok := internedWords[string(b)]; ok {
+		if v, ok := d.words[string(b)]; ok {
 			return v
 		}
 	}
 	return string(b)
 }
 
-// maxInternedBytes is the longest word internedWords holds.
+// maxInternedBytes is the longest word a Decoder shares.
 const maxInternedBytes = 16
-
-// internedWords are the strings decoding returns without allocating.
-var internedWords = func() map[string]any {
-	words := []string{"v", "id", "kind", "body", "cap", "args", "ok", "err", "code", "message",
-		string(FrameCapCall), string(FrameCancel), string(FrameCapResult), string(FrameOutcome),
-		"path", "content", "key", "value", "found", "pattern", "glob", "argv", "dir", "stdin",
-		"timeout_ms", "edits", "find", "replace", "handle", "cursor", "wait_ms", "input", "close",
-		"name", "media_type", "ignore_case", "max_results"}
-	words = append(words, WorkspaceCapabilities()...)
-	m := make(map[string]any, len(words))
-	for _, w := range words {
-		if len(w) <= maxInternedBytes {
-			m[w] = w
-		}
-	}
-	return m
-}()
