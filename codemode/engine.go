@@ -284,6 +284,10 @@ type Execution struct {
 type Request struct {
 	// Source is the program: one Go file, package main.
 	Source []byte
+	// SourcePath is the file Source was read from, shown to an operator
+	// asked to approve Permissions beside Source itself; "" for a program
+	// given inline. Only Source runs.
+	SourcePath string
 	// Seam names the served seam the program is vetted and served on
 	// (see Engine.Seams); "" is the default, an unserved name is refused
 	// with CodeUnknownSeam before vetting.
@@ -359,7 +363,7 @@ func (e *Engine) prepare(ctx context.Context, c *tool.Call, r Request) (*Executi
 	if c.Broker == nil {
 		c = withBroker(c, e.opts.Broker)
 	}
-	if pm, err = composePermissions(ctx, c, r.Permissions, within); err != nil {
+	if pm, err = composePermissions(ctx, c, r.Permissions, within, programSubject(p, r.SourcePath)); err != nil {
 		return fail(err)
 	}
 	served := *c

@@ -155,11 +155,12 @@ func sessionLifetime(strand, prefix string) error {
 // policy bash would compose for the same permissions (job.CommandPolicy)
 // under the call's grants, and, for wall_s, the session wall bash's
 // session lifetime meets (job.SessionWallDenial), both in one denial so
-// one approval covers them. A shortfall is raised through c.Raise once;
-// on a resume it is composed once more with the grants approved, and a
-// refusal that still stands is a *CapError naming what an operator may
-// approve. Nothing has run when it returns.
-func composePermissions(ctx context.Context, c *tool.Call, p *Permissions, within time.Duration) (*permit, error) {
+// one approval covers them. A shortfall is raised through c.Raise once,
+// naming runs (programSubject: the program as vetted and built) as what
+// the grants act on; on a resume it is composed once more with the
+// grants approved, and a refusal that still stands is a *CapError naming
+// what an operator may approve. Nothing has run when it returns.
+func composePermissions(ctx context.Context, c *tool.Call, p *Permissions, within time.Duration, runs *tool.Subject) (*permit, error) {
 	pm := &permit{perm: p, grants: slices.Clone(c.Grants)}
 	if p == nil {
 		return pm, nil
@@ -170,7 +171,7 @@ func composePermissions(ctx context.Context, c *tool.Call, p *Permissions, withi
 	}
 	if grantable(d) {
 		pm.asked = c.RaiseRefusal != nil
-		esc := c.Raise(ctx, tool.RaisedRefusal{Tool: ToolName, Denial: d, Deadline: c.Clock().Add(within)})
+		esc := c.Raise(ctx, tool.RaisedRefusal{Tool: ToolName, Denial: d, Deadline: c.Clock().Add(within), Subject: runs})
 		if esc.Resume {
 			pm.grants = append(pm.grants, esc.Grants...)
 			if d, err = shortfall(c, p, pm.grants); err != nil {
@@ -192,6 +193,13 @@ func composePermissions(ctx context.Context, c *tool.Call, p *Permissions, withi
 		msg += " This host has no one to approve it, so nothing ran; do without it, or ask the user to widen the session."
 	}
 	return pm, &CapError{Code: tool.Code(d.Code), Message: msg}
+}
+
+// programSubject is what an approval of a program's permissions would
+// act on: p's source, the snapshot vetted and built (never the file read
+// again), and path, the file it was read from ("" when inline).
+func programSubject(p *Program, path string) *tool.Subject {
+	return &tool.Subject{Kind: tool.SubjectProgram, Text: string(p.Source), Path: path}
 }
 
 // grantable says an approval could cover d: a shortfall wanting grants.

@@ -3,6 +3,7 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -448,5 +449,91 @@ func TestUngrantablePermissionsAreNotRaised(t *testing.T) {
 	}
 	if d.Grants.State != GrantsNone || d.Grants.Asked {
 		t.Errorf("grants %+v", d.Grants)
+	}
+}
+
+// swapPrograms are two programs one file holds in turn: the one read
+// when the call is made writes "A" under dir, and the harmless-looking
+// one written over it while the operator is asked writes "B".
+func swapPrograms(dir string) (a, b string) {
+	prog := func(mark string) string {
+		return mainWith([]string{"cap/fs", "context", "fmt"}, `ctx := context.Background()
+	// program `+mark+`
+	if _, err := fs.Write(ctx, "`+dir+`/ran.txt", []byte("`+mark+`\n")); err != nil {
+		fmt.Println("refused:", err.(*fs.Error).Code)
+	}
+	fmt.Println("`+mark+` ran")`)
+	}
+	return prog("A"), prog("B")
+}
+
+// TestRaisedRefusalNamesTheSnapshot: code_mode raises its permissions
+// naming what runs, from the snapshot it read and built: a program_path
+// file rewritten while the operator is asked is not what the refusal
+// shows, nor what runs. The control is the file itself, which holds the
+// other program by the time anyone could open it.
+func TestRaisedRefusalNamesTheSnapshot(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	granted := outsideDir(t, s, "granted")
+	a, b := swapPrograms(granted)
+	file := filepath.Join(s.ws, "tools", "p.go")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(a), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var onDisk []byte
+	esc := &escalation{answer: func(r tool.RaisedRefusal) tool.Escalation {
+		if err := os.WriteFile(file, []byte(b), 0o644); err != nil {
+			t.Error(err)
+		}
+		onDisk, _ = os.ReadFile(file)
+		return approveAll(r)
+	}}
+	o, _ := s.dispatchCtx(t, context.Background(), esc, map[string]any{"program_path": "tools/p.go", "permissions": map[string]any{"writable_roots": []string{granted}}})
+	if o.IsError {
+		t.Fatalf("%s: %s", o.Code, o.Text)
+	}
+	r := esc.last.Load()
+	if r == nil || r.Subject == nil {
+		t.Fatalf("the refusal names nothing it runs: %+v", r)
+	}
+	want := tool.Subject{Kind: tool.SubjectProgram, Text: a, Path: "tools/p.go"}
+	if diff := cmp.Diff(want, *r.Subject); diff != "" {
+		t.Errorf("the refusal's subject (-want +got):\n%s", diff)
+	}
+	if string(onDisk) != b || r.Subject.Text == string(onDisk) {
+		t.Fatalf("control: the file does not hold the swapped program when asked")
+	}
+	if got, _ := os.ReadFile(filepath.Join(granted, "ran.txt")); string(got) != "A\n" || !strings.Contains(o.Text, "A ran") {
+		t.Errorf("what ran is not what was shown: ran.txt %q\n%s", got, o.Text)
+	}
+}
+
+// TestRaisedLongProgramIsCutWithItsDigest: an inline program too long
+// for a question is raised whole, and described cut, saying where, with
+// the digest of the whole.
+func TestRaisedLongProgramIsCutWithItsDigest(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	granted := outsideDir(t, s, "granted")
+	src, _ := swapPrograms(granted)
+	src += strings.Repeat("// a comment that pads the program past what one question shows\n", 100)
+	esc := &escalation{answer: decline}
+	o, _ := s.dispatchCtx(t, context.Background(), esc, map[string]any{"program": src, "permissions": map[string]any{"writable_roots": []string{granted}}})
+	if !o.IsError {
+		t.Fatalf("a declined program ran: %s", o.Text)
+	}
+	r := esc.last.Load()
+	if r == nil || r.Subject == nil || r.Subject.Text != src || r.Subject.Path != "" {
+		t.Fatalf("the refusal does not carry the inline program: %+v", r)
+	}
+	d, ok := r.Describe(4 << 10)
+	for _, w := range []string{"given inline:\n│ package main\n", "sha256 " + r.Subject.Digest(), fmt.Sprintf(" of %d bytes are shown", len(src))} {
+		if !ok || !strings.Contains(d, w) {
+			t.Errorf("the description lacks %q:\n%s", w, d)
+		}
 	}
 }

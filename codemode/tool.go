@@ -133,7 +133,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 	if o, answered := e.interact(ctx, c, a); answered {
 		return o
 	}
-	src, o := programSource(c, a)
+	src, path, o := programSource(c, a)
 	if o != nil {
 		return *o
 	}
@@ -141,7 +141,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 	if bad != nil {
 		return *bad
 	}
-	r := Request{Source: src, Seam: a.seam, Within: within, Permissions: a.Permissions}
+	r := Request{Source: src, SourcePath: path, Seam: a.seam, Within: within, Permissions: a.Permissions}
 	if a.Mode == modeLaunch {
 		return e.launch(ctx, c, r, notes)
 	}
@@ -165,17 +165,19 @@ func millisArg(name string, ms int64, max time.Duration) (time.Duration, []strin
 }
 
 // programSource is the program the call names: inline, or a workspace
-// file read as fs_read reads one.
-func programSource(c *tool.Call, a codeModeArgs) ([]byte, *tool.Outcome) {
-	refuse := func(code tool.Code, text string) ([]byte, *tool.Outcome) {
+// file read once as fs_read reads one, with the path it was read from
+// ("" when inline). What it returns is the snapshot vetted, built, shown
+// to an operator asked to approve permissions, and run.
+func programSource(c *tool.Call, a codeModeArgs) ([]byte, string, *tool.Outcome) {
+	refuse := func(code tool.Code, text string) ([]byte, string, *tool.Outcome) {
 		o := tool.Fail(code, text)
-		return nil, &o
+		return nil, "", &o
 	}
 	switch {
 	case a.Program != "" && a.ProgramPath != "":
 		return refuse(tool.CodeInvalidArguments, "give the program either inline (program) or as a workspace file (program_path), not both")
 	case a.Program != "":
-		return []byte(a.Program), nil
+		return []byte(a.Program), "", nil
 	case a.ProgramPath != "":
 		f, err := c.ReadFile(a.ProgramPath)
 		var fe *tool.FileError
@@ -185,7 +187,7 @@ func programSource(c *tool.Call, a codeModeArgs) ([]byte, *tool.Outcome) {
 		if len(f.Content) > MaxSourceBytes {
 			return refuse(CodeVetRefused, fmt.Sprintf("program_path %s is %d bytes; a program is at most %d", f.Path, len(f.Content), MaxSourceBytes))
 		}
-		return f.Content, nil
+		return f.Content, f.Path, nil
 	}
 	return refuse(CodeNoProgram, "give the program inline (program: one Go file, package main with func main()) or as a workspace file (program_path)")
 }

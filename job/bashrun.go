@@ -32,7 +32,7 @@ func runBash(ctx context.Context, c *tool.Call, jobs Jobs, a bashArgs) tool.Outc
 	if fail != nil {
 		return *fail
 	}
-	pol, fail := clearBash(ctx, c, a.Permissions, run, &det)
+	pol, fail := clearBash(ctx, c, a.Permissions, a.Command, run, &det)
 	if fail != nil {
 		return *fail
 	}
@@ -139,8 +139,9 @@ func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.O
 
 // clearBash composes the command's policy from the base, the
 // requirements the arguments imply and the call's grants, raising a
-// shortfall to the host's escalation plane once.
-func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, run bashRun, det *BashDetails) (broker.Policy, *tool.Outcome) {
+// shortfall to the host's escalation plane once, naming command and the
+// directory it runs in as what the grants would act on.
+func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, command string, run bashRun, det *BashDetails) (broker.Policy, *tool.Outcome) {
 	req, err := bashPolicyFor(c, perm)
 	if err != nil {
 		o := bashFail(tool.CodeInvalidArguments, err.Error(), *det)
@@ -156,7 +157,8 @@ func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, run bashRun
 	}
 	pol, d := compose(c.Grants)
 	if d != nil && d.Code == broker.DenialRequirementsNotCovered {
-		esc := c.Raise(ctx, tool.RaisedRefusal{Tool: "bash", Denial: d, Deadline: c.Clock().Add(run.timeout)})
+		esc := c.Raise(ctx, tool.RaisedRefusal{Tool: "bash", Denial: d, Deadline: c.Clock().Add(run.timeout),
+			Subject: &tool.Subject{Kind: tool.SubjectCommand, Text: command, Dir: run.cwd}})
 		if esc.Resume {
 			pol, d = compose(append(slices.Clone(c.Grants), esc.Grants...))
 		}

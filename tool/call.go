@@ -189,11 +189,22 @@ type OutputTail struct {
 
 // RaisedRefusal is a policy refusal a tool hands to the host's escalation
 // plane: the broker's denial (whose Wanted is exactly what an approval may
-// grant) and the refused work's deadline.
+// grant), the refused work's deadline, and what would run with the grants.
+// Describe renders it for the operator who answers.
 type RaisedRefusal struct {
-	Tool     string
-	Denial   *broker.Denial
+	// Tool is the name of the tool that raised it.
+	Tool string
+	// Denial is the broker's refusal; its Wanted is exactly what an
+	// approval may grant.
+	Denial *broker.Denial
+	// Deadline is when the refused work would be stopped.
 	Deadline time.Time
+	// Subject is exactly what runs if the grants are given, from the
+	// tool's own snapshot taken before the raise: bash's command and
+	// directory, code_mode's program as it was read and built. Show it,
+	// never a path the arguments name: a file can change between the
+	// read and the answer. Nil means the tool names nothing it runs.
+	Subject *Subject
 }
 
 // Escalation is the host's answer to a RaisedRefusal. The zero value

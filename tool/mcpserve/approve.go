@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -22,14 +21,13 @@ const (
 	// answer when Options.ApprovalTimeout is zero, counted from the raise
 	// (waiting for an earlier question of the session included).
 	ApprovalTimeout = 2 * time.Minute
-	// MaxApprovalMessageBytes bounds the text of one approval question. A
-	// question whose grants alone would not fit is not asked (the grants
-	// are never shown in part): the refusal stands, ApprovalTooLarge.
+	// MaxApprovalMessageBytes bounds the text of one approval question.
+	// What runs takes the room the grants leave, cut with its size and
+	// digest when longer (tool.RaisedRefusal.Describe). A question whose
+	// grants, or what runs, would not fit is not asked (neither is ever
+	// shown in part without saying so): the refusal stands,
+	// ApprovalTooLarge.
 	MaxApprovalMessageBytes = 4 << 10
-	// MaxApprovalQuoteBytes bounds each quoted value of a question (the
-	// command, the refusal's reason); a longer one is cut, with its length
-	// said.
-	MaxApprovalQuoteBytes = 1 << 10
 	// MaxApprovalNoteBytes bounds the failure cause an in-band refusal
 	// quotes when a question could not be asked.
 	MaxApprovalNoteBytes = 256
@@ -77,6 +75,18 @@ type approver struct {
 	stateKey []byte // signs the approval states of multi round-trip questions
 	mu       sync.Mutex
 	turns    map[*mcp.ServerSession]chan struct{}
+
+	// testNow is a test hook: the clock multi round-trip states are
+	// minted and checked on. Nil is time.Now.
+	testNow func() time.Time
+}
+
+// now is the time a multi round-trip state is minted or checked at.
+func (a *approver) now() time.Time {
+	if a.testNow != nil {
+		return a.testNow()
+	}
+	return time.Now()
 }
 
 // turn returns the session's one-question token channel, made on first
@@ -135,7 +145,7 @@ func (a *approver) raiser(ss *mcp.ServerSession, name string, args json.RawMessa
 
 // tooLargeNote is the sentence a refusal adds when its question would not
 // fit in one message.
-var tooLargeNote = fmt.Sprintf("The approval question would exceed %d bytes, so nobody was asked; ask for fewer roots at a time.", MaxApprovalMessageBytes)
+var tooLargeNote = fmt.Sprintf("The approval question would exceed %d bytes, so nobody was asked; ask for fewer roots at a time, or name them by a shorter path.", MaxApprovalMessageBytes)
 
 // noPath says whether ss's client can be asked at all and, when it cannot,
 // how the question ended and the sentence the refusal adds.
@@ -226,43 +236,55 @@ func (a *approver) ended(ctx context.Context, while string) (Approval, string) {
 }
 
 // question is the text of the approval question for r, raised by tool
-// name called with args: what is wanted, exactly, and the command (or a
-// code_mode program, or its file) when the arguments carry one. ok is false when the grants alone exceed
-// MaxApprovalMessageBytes.
+// name called with args: exactly the grants wanted and what runs, as
+// r.Describe renders them (every model-influenced value escaped, every
+// text a quoted block, a long one cut with its size and digest). Only for
+// a tool that names nothing it runs (r.Subject nil) does it fall back to
+// quoting the arguments' command, program or program file, saying they
+// are only what the call asked for. ok is false when the grants, or what
+// runs, do not fit in MaxApprovalMessageBytes.
 func question(name string, args json.RawMessage, r tool.RaisedRefusal) (string, bool) {
-	var grants strings.Builder
-	for _, g := range r.Denial.Wanted {
-		grants.WriteString("- " + g.String() + "\n")
-	}
-	head := "The tool " + name + " asks for more access than this session's policy gives, for this one call only:\n"
+	head := "The tool " + tool.Escape(name) + " asks for more access than this session's policy gives, for this one call only:\n"
 	const tail = "Accept grants exactly these for this call; decline or cancel refuses them."
-	var extra strings.Builder
+	room := MaxApprovalMessageBytes - len(head) - len(tail)
+	body, ok := r.Describe(room)
+	if !ok {
+		return "", false
+	}
+	if r.Subject == nil {
+		body += fromArgs(args, room-len(body))
+	}
+	return head + body + tail, true
+}
+
+// fromArgs quotes, in at most room bytes, the command, program or
+// program file a call's arguments name, for a tool that did not say what
+// it runs; "" when they name none or it does not fit.
+func fromArgs(args json.RawMessage, room int) string {
 	var a struct {
 		Command     *string `json:"command"`
 		Program     *string `json:"program"`
 		ProgramPath *string `json:"program_path"`
 	}
-	if json.Unmarshal(args, &a) == nil {
-		switch {
-		case a.Command != nil:
-			extra.WriteString("Command: " + cut(*a.Command, MaxApprovalQuoteBytes) + "\n")
-		case a.Program != nil:
-			extra.WriteString("Program (the grants act on its capability calls):\n" + cut(*a.Program, MaxApprovalQuoteBytes) + "\n")
-		case a.ProgramPath != nil:
-			extra.WriteString("Program file: " + cut(*a.ProgramPath, MaxApprovalQuoteBytes) + "\n")
-		}
+	if json.Unmarshal(args, &a) != nil {
+		return ""
 	}
-	if r.Denial.Reason != "" {
-		extra.WriteString("Why it was refused: " + cut(r.Denial.Reason, MaxApprovalQuoteBytes) + "\n")
+	var label, value string
+	switch {
+	case a.Command != nil:
+		label, value = "The call's command argument (the tool did not say what it runs):\n", *a.Command
+	case a.Program != nil:
+		label, value = "The call's program argument (the tool did not say what it runs):\n", *a.Program
+	case a.ProgramPath != nil:
+		label, value = "The call names this program file; the tool did not say what it read from it, so what runs cannot be shown:\n", *a.ProgramPath
+	default:
+		return ""
 	}
-	size := len(head) + grants.Len() + len(tail)
-	if size > MaxApprovalMessageBytes {
-		return "", false
+	q := tool.Quote(value, room-len(label))
+	if q == "" {
+		return ""
 	}
-	if size+extra.Len() > MaxApprovalMessageBytes {
-		extra.Reset()
-	}
-	return head + grants.String() + extra.String() + tail, true
+	return label + q
 }
 
 // cut returns s, or its head of at most max bytes cut at a rune boundary

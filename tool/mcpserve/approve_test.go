@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -214,7 +215,7 @@ func TestApprovalThroughElicitation(t *testing.T) {
 				t.Fatalf("the client was asked %d times, want asked=%v", len(asked), c.asked)
 			}
 			if c.asked {
-				for _, want := range []string{"bash", string(broker.GrantReadableRoot) + " " + outside, "Command: " + params.Arguments.(map[string]any)["command"].(string), "this one call only"} {
+				for _, want := range []string{"bash", string(broker.GrantReadableRoot) + " " + outside, "What runs is this command", "│ " + params.Arguments.(map[string]any)["command"].(string) + "\n", "this one call only"} {
 					if !strings.Contains(asked[0], want) {
 						t.Errorf("the question does not name %q:\n%s", want, asked[0])
 					}
@@ -309,29 +310,33 @@ func TestApprovalOneQuestionAtATime(t *testing.T) {
 	}
 }
 
-// TestQuestionBounded: the question names every grant and stays within
-// MaxApprovalMessageBytes, cutting a long command or program; grants that alone
-// exceed it are not asked about at all.
+// TestQuestionBounded: the question names every grant and what runs and
+// stays within MaxApprovalMessageBytes, cutting a long command or program
+// with its size and digest; grants that alone exceed it, or leave no room
+// for what runs, are not asked about at all.
 func TestQuestionBounded(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", MaxApprovalMessageBytes)
 	few := &broker.Denial{Code: broker.DenialRequirementsNotCovered, Reason: long, Wanted: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/srv/a"}, {Kind: broker.GrantNetwork}}}
-	msg, ok := question("bash", []byte(`{"command":"`+long+`"}`), raised(few))
+	r := raised(few)
+	r.Subject = &tool.Subject{Kind: tool.SubjectCommand, Text: long, Dir: "/ws"}
+	msg, ok := question("bash", []byte(`{"command":"ignored"}`), r)
 	if !ok || len(msg) > MaxApprovalMessageBytes {
 		t.Fatalf("question: ok=%v, %d bytes (bound %d)", ok, len(msg), MaxApprovalMessageBytes)
 	}
-	for _, want := range []string{"readable_root /srv/a", "- network", "Command: é", "bytes)"} {
+	for _, want := range []string{"readable_root /srv/a", "- network", "│ éé", fmt.Sprintf(" of %d bytes are shown", len(long)), "sha256 " + r.Subject.Digest()} {
 		if !strings.Contains(msg, want) {
-			t.Errorf("the question lacks %q:\n%.400s", want, msg)
+			t.Errorf("the question lacks %q:\n%.600s", want, msg)
 		}
 	}
-	prog := "package main\n\nfunc main() {}\n" + strings.Repeat("// x\n", MaxApprovalQuoteBytes)
-	raw, _ := json.Marshal(map[string]string{"program": prog})
-	if msg, ok := question("code_mode", raw, raised(few)); !ok || len(msg) > MaxApprovalMessageBytes || !strings.Contains(msg, "Program (the grants act on its capability calls):\npackage main") || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(prog))) {
-		t.Errorf("a code_mode question does not show its program, cut: ok=%v\n%.600s", ok, msg)
+	if strings.Contains(msg, "ignored") {
+		t.Errorf("the question quotes the arguments although the tool said what runs:\n%.600s", msg)
 	}
-	if msg, _ := question("code_mode", []byte(`{"program_path":"tools/survey.go"}`), raised(few)); !strings.Contains(msg, "Program file: tools/survey.go") {
-		t.Errorf("a code_mode question does not name its program file:\n%.400s", msg)
+	prog := "package main\n\nfunc main() {}\n" + strings.Repeat("// x\n", MaxApprovalMessageBytes)
+	r.Subject = &tool.Subject{Kind: tool.SubjectProgram, Text: prog}
+	if msg, ok := question("code_mode", nil, r); !ok || len(msg) > MaxApprovalMessageBytes || !strings.Contains(msg, "given inline:\n│ package main\n") ||
+		!strings.Contains(msg, fmt.Sprintf(" of %d bytes are shown", len(prog))) || !strings.Contains(msg, "sha256 "+r.Subject.Digest()) {
+		t.Errorf("a code_mode question does not show its program cut, with its digest: ok=%v\n%.600s", ok, msg)
 	}
 	var many []broker.Grant
 	for i := 0; len(many)*20 < MaxApprovalMessageBytes; i++ {
@@ -339,6 +344,76 @@ func TestQuestionBounded(t *testing.T) {
 	}
 	if msg, ok := question("bash", nil, raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: many})); ok {
 		t.Errorf("%d grants over the bound were asked about in %d bytes", len(many), len(msg))
+	}
+	nearly := many[:(MaxApprovalMessageBytes-300)/len("- readable_root /srv/dddddddddddddddddddd\n")]
+	r = raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: nearly})
+	if msg, ok := question("bash", nil, r); !ok {
+		t.Fatalf("control: %d grants do not fit on their own:\n%s", len(nearly), msg)
+	}
+	r.Subject = &tool.Subject{Kind: tool.SubjectProgram, Text: prog, Path: strings.Repeat("p/", 200)}
+	if msg, ok := question("code_mode", nil, r); ok {
+		t.Errorf("a question with no room for what runs was asked (%d bytes):\n%s", len(msg), msg)
+	}
+}
+
+// TestQuestionShowsTheSnapshotNotThePath: a code_mode refusal naming the
+// program it read is asked about with that text and its digest; the
+// file's name alone (all a question built from the arguments can show,
+// the control) would let a file swapped back since pass for what runs.
+func TestQuestionShowsTheSnapshotNotThePath(t *testing.T) {
+	t.Parallel()
+	snapshot := "package main\n\n// writes outside the roots\nfunc main() { evil() }\n"
+	now := "package main\n\nfunc main() {}\n"
+	args := []byte(`{"program_path":"tools/p.go","permissions":{"writable_roots":["/srv/a"]}}`)
+	r := raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: []broker.Grant{{Kind: broker.GrantWritableRoot, Path: "/srv/a"}}})
+
+	control, ok := question("code_mode", args, r)
+	if !ok || !strings.Contains(control, "tools/p.go") || strings.Contains(control, "evil()") {
+		t.Fatalf("control: a question from the arguments alone should name only the path:\n%s", control)
+	}
+	if !strings.Contains(control, "what runs cannot be shown") {
+		t.Errorf("a question from the arguments alone does not say it cannot show what runs:\n%s", control)
+	}
+
+	r.Subject = &tool.Subject{Kind: tool.SubjectProgram, Text: snapshot, Path: "tools/p.go"}
+	msg, ok := question("code_mode", args, r)
+	for _, want := range []string{"sha256 " + r.Subject.Digest(), "as read from the file:\n│ tools/p.go\n", "│ func main() { evil() }\n", "whatever the file holds now"} {
+		if !ok || !strings.Contains(msg, want) {
+			t.Errorf("the question lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, now) || strings.Contains(msg, "cannot be shown") {
+		t.Errorf("the question shows something other than the snapshot:\n%s", msg)
+	}
+}
+
+// TestQuestionEscapesModelText: a command, a directory, a reason and a
+// grant's path a model wrote cannot draw a line of the question: the
+// control, the same values after a label as the question used to put
+// them, draws a grant line and a fake tail.
+func TestQuestionEscapesModelText(t *testing.T) {
+	t.Parallel()
+	attack := "true\r\x1b[2K\n- network\n\u202eAccept grants exactly these for this call"
+	if naive := "Command: " + attack + "\n"; !strings.Contains(naive, "\n- network\n") {
+		t.Fatalf("control: the raw command draws no grant line: %q", naive)
+	}
+	r := tool.RaisedRefusal{Tool: "bash", Denial: &broker.Denial{Code: broker.DenialRequirementsNotCovered, Reason: attack,
+		Wanted: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/srv/a\n- network"}}},
+		Subject: &tool.Subject{Kind: tool.SubjectCommand, Text: attack, Dir: "/ws\n- network"}}
+	msg, ok := question("bash\n- network", nil, r)
+	if !ok {
+		t.Fatal("not asked")
+	}
+	for _, line := range strings.Split(msg, "\n") {
+		if strings.HasPrefix(line, "- network") || strings.HasPrefix(line, "Accept") && line != "Accept grants exactly these for this call; decline or cancel refuses them." {
+			t.Errorf("the model drew the line %q:\n%s", line, msg)
+		}
+		if strings.ContainsAny(line, "\r\x1b\u202e") {
+			t.Errorf("a control survived in %q", line)
+		}
+	}
+	if !strings.Contains(msg, "│ true«CR»«ESC»[2K\n│ - network\n│ «U+202E»Accept") {
+		t.Errorf("the command is not quoted line by line:\n%s", msg)
 	}
 }
 
@@ -359,11 +434,13 @@ func text(r *mcp.CallToolResult) string {
 // hand: only a retry of the same call carrying this server's unexpired
 // state and an accept runs with the grant; a forged state, changed
 // arguments, a late answer or no answer keep the refusal, saying why.
+// The server's clock stands still unless a case moves it, so lateness is
+// decided by the case, never by how long the calls took.
 func TestApprovalRoundTripRetries(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name     string
-		timeout  time.Duration
+		later    time.Duration // how long after the question the retry comes; the timeout is a minute
 		retry    func(first *mcp.CallToolResult, p *mcp.CallToolParams)
 		granted  bool
 		approval Approval
@@ -389,7 +466,10 @@ func TestApprovalRoundTripRetries(t *testing.T) {
 			p.Arguments.(map[string]any)["command"] = "ls -a " + p.Arguments.(map[string]any)["permissions"].(map[string]any)["readable_roots"].([]string)[0]
 			p.RequestState, p.InputResponses = first.RequestState, mcp.InputResponseMap{approvalInputID: &mcp.ElicitResult{Action: "accept"}}
 		}},
-		{name: "late", timeout: time.Nanosecond, approval: ApprovalTimedOut, says: "came after", retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
+		{name: "late", later: time.Minute, approval: ApprovalTimedOut, says: "came after", retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
+			p.RequestState, p.InputResponses = first.RequestState, mcp.InputResponseMap{approvalInputID: &mcp.ElicitResult{Action: "accept"}}
+		}},
+		{name: "last_moment", later: time.Minute - time.Nanosecond, granted: true, approval: ApprovalGranted, retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
 			p.RequestState, p.InputResponses = first.RequestState, mcp.InputResponseMap{approvalInputID: &mcp.ElicitResult{Action: "accept"}}
 		}},
 		{name: "no_answer", approval: ApprovalFailed, says: "no answer", retry: func(first *mcp.CallToolResult, p *mcp.CallToolParams) {
@@ -400,10 +480,12 @@ func TestApprovalRoundTripRetries(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			p, outside := shellPlane(t)
-			srv, err := New(p.Registry, p.Call, Options{ApproveWithElicitation: true, ApprovalTimeout: c.timeout})
+			srv, err := New(p.Registry, p.Call, Options{ApproveWithElicitation: true, ApprovalTimeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
+			clock := &stoppedClock{at: time.Date(2026, 1, 2, 3, 4, 5, 999_999_999, time.UTC)}
+			srv.approve.testNow = clock.now
 			q := &questions{answer: answering("accept")}
 			cs := connectAt(t, srv, &mcp.ClientOptions{ElicitationHandler: q.handle, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}, multiRoundTripVersion)
 			ctx := context.Background()
@@ -411,6 +493,7 @@ func TestApprovalRoundTripRetries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			clock.advance(c.later)
 			ask, ok := first.InputRequests[approvalInputID].(*mcp.ElicitParams)
 			if !first.NeedsInput() || !ok || first.RequestState == "" || len(first.Content) != 0 {
 				t.Fatalf("the first call did not ask through an input-required result: %+v", first)
@@ -438,5 +521,102 @@ func TestApprovalRoundTripRetries(t *testing.T) {
 				t.Errorf("the server sent %d elicitation requests during a call on a multi round-trip version", n)
 			}
 		})
+	}
+}
+
+// stoppedClock is a clock that moves only when told.
+type stoppedClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *stoppedClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *stoppedClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(d)
+}
+
+// TestApprovalStateExpiry: a state minted at t with timeout d is late at
+// t+d and after, and in time before, to the nanosecond. The control is
+// the old reckoning (the expiry rounded down to a millisecond, compared
+// with >), which takes an answer a millisecond late as in time.
+func TestApprovalStateExpiry(t *testing.T) {
+	t.Parallel()
+	minted := time.Date(2026, 1, 2, 3, 4, 5, 400_000, time.UTC) // 0.4 ms into a millisecond
+	const timeout = time.Nanosecond
+	exp := expiry(minted, timeout)
+	cases := []struct {
+		at   time.Duration // after the mint
+		late bool
+	}{
+		{0, false},
+		{timeout - 1, false},
+		{timeout, true},
+		{timeout + 1, true},
+		{500 * time.Microsecond, true},
+		{time.Hour, true},
+	}
+	for _, c := range cases {
+		if got := late(minted.Add(c.at), exp); got != c.late {
+			t.Errorf("answered %v after the mint: late=%v, want %v", c.at, got, c.late)
+		}
+	}
+	oldLate := func(now time.Time, expires int64) bool { return now.UnixMilli() > expires }
+	if oldLate(minted.Add(500*time.Microsecond), minted.Add(timeout).UnixMilli()) {
+		t.Error("control: the old reckoning already refuses an answer 0.5 ms after a 1 ns timeout")
+	}
+}
+
+// TestApprovalStateBindsWhatRuns: a retry whose tool would run anything
+// other than what the question showed (the same arguments, a program file
+// rewritten since) is refused; the control is the same retry with what
+// runs unchanged, which is granted, and the old binding (tool, arguments,
+// grants) that finds nothing changed.
+func TestApprovalStateBindsWhatRuns(t *testing.T) {
+	t.Parallel()
+	a := &approver{timeout: time.Minute, stateKey: newStateKey(), turns: map[*mcp.ServerSession]chan struct{}{}}
+	clock := &stoppedClock{at: time.Unix(1_700_000_000, 0)}
+	a.testNow = clock.now
+	args := json.RawMessage(`{"program_path":"tools/p.go","permissions":{"writable_roots":["/srv/a"]}}`)
+	d := &broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: []broker.Grant{{Kind: broker.GrantWritableRoot, Path: "/srv/a"}}}
+	shown := tool.RaisedRefusal{Tool: "code_mode", Denial: d, Subject: &tool.Subject{Kind: tool.SubjectProgram, Path: "tools/p.go", Text: "package main\n// the program shown\n"}}
+	st := approvalState{Tool: "code_mode", Args: argsDigest(args), Grants: grantStrings(d.Wanted), Runs: subjectDigest(shown.Subject), Expires: expiry(clock.now(), a.timeout)}
+	retry := func(r tool.RaisedRefusal) (tool.Escalation, Approval, string) {
+		k := &asked{}
+		rt := &roundTrip{a: a, name: "code_mode", args: args, k: k, retry: &mcp.CallToolParamsRaw{
+			RequestState: a.sign(st), InputResponses: mcp.InputResponseMap{approvalInputID: &mcp.ElicitResult{Action: "accept"}}}}
+		esc := rt.answered(r)
+		v, note := k.result()
+		return esc, v, note
+	}
+	if esc, v, _ := retry(shown); !esc.Resume || v != ApprovalGranted {
+		t.Fatalf("control: the same retry was not granted: %+v %s", esc, v)
+	}
+	swapped := shown
+	swapped.Subject = &tool.Subject{Kind: tool.SubjectProgram, Path: "tools/p.go", Text: "package main\n// swapped in after the question\n"}
+	old := st.Tool == swapped.Tool && st.Args == argsDigest(args) && slices.Equal(st.Grants, grantStrings(swapped.Denial.Wanted))
+	if !old {
+		t.Fatal("control: the old binding already tells the swapped retry apart")
+	}
+	esc, v, note := retry(swapped)
+	if esc.Resume || v != ApprovalFailed || !strings.Contains(note, "other than what the approval question showed") {
+		t.Errorf("a retry running another program: resume=%v %s %q", esc.Resume, v, note)
+	}
+	for _, s := range []*tool.Subject{
+		{Kind: tool.SubjectProgram, Path: "tools/q.go", Text: shown.Subject.Text},
+		{Kind: tool.SubjectCommand, Text: shown.Subject.Text, Dir: "tools/p.go"},
+		nil,
+	} {
+		r := shown
+		r.Subject = s
+		if esc, _, _ := retry(r); esc.Resume {
+			t.Errorf("a retry naming %+v was granted on a question about %+v", s, shown.Subject)
+		}
 	}
 }

@@ -18,8 +18,10 @@
 // With Options.ApproveWithElicitation, a refusal a tool raises for
 // approval (tool.Call.RaiseRefusal: bash or code_mode asking for
 // permissions beyond the session policy) becomes an MCP elicitation/create
-// request to the client naming the tool, exactly the grants wanted and the
-// command (code_mode's program, or its file). Only an
+// request to the client naming the tool, exactly the grants wanted and
+// what runs: bash's command and directory, or the program code_mode read
+// and built (its text, size and digest), every model-written value
+// escaped (tool.RaisedRefusal.Describe). Only an
 // explicit accept resumes the call, with exactly those grants, for that
 // call only; decline, cancel, ApprovalTimeout, and a client that cannot
 // be asked (no elicitation capability, or a protocol version that forbids

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
@@ -29,13 +30,42 @@ const MaxApprovalStateBytes = 4 << 10
 // approvalState is what an input-required result asks the client to echo
 // back: the question the user answers, bound to the call it was asked
 // for. The server signs it, so a retry can carry only a question this
-// server asked, for the same tool and arguments, before it expired.
+// server asked, for the same tool and arguments and the same work to run,
+// before it expired.
 type approvalState struct {
-	Tool    string   `json:"tool"`
-	Args    string   `json:"args"`   // hex SHA-256 of the call's arguments
-	Grants  []string `json:"grants"` // the grants the question named, in order
-	Expires int64    `json:"expires"`
+	Tool   string   `json:"tool"`
+	Args   string   `json:"args"`   // hex SHA-256 of the call's arguments
+	Grants []string `json:"grants"` // the grants the question named, in order
+	// Runs is subjectDigest of what the question showed would run: a
+	// retry that would run anything else (a program file rewritten since)
+	// is not the call the user answered.
+	Runs string `json:"runs"`
+	// Expires is when the question lapses, in Unix nanoseconds: an answer
+	// at or after it is late. Nanoseconds, so no rounding moves it.
+	Expires int64 `json:"expires_ns"`
 }
+
+// subjectDigest is the hex SHA-256 of everything s shows (its kind, text,
+// file and directory, each length-prefixed); "" for nil.
+func subjectDigest(s *tool.Subject) string {
+	if s == nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, f := range []string{string(s.Kind), s.Text, s.Path, s.Dir} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// expiry is when a question asked at now with timeout lapses.
+func expiry(now time.Time, timeout time.Duration) int64 { return now.Add(timeout).UnixNano() }
+
+// late says an answer at now comes at or after expires.
+func late(now time.Time, expires int64) bool { return now.UnixNano() >= expires }
 
 // newStateKey returns the key a Server signs its approval states with,
 // fresh per Server: a state outlives neither the server nor its process.
@@ -145,7 +175,7 @@ func (rt *roundTrip) raise(_ context.Context, r tool.RaisedRefusal) tool.Escalat
 		return tool.Escalation{}
 	}
 	st := approvalState{Tool: rt.name, Args: argsDigest(rt.args), Grants: grantStrings(r.Denial.Wanted),
-		Expires: time.Now().Add(rt.a.timeout).UnixMilli()}
+		Runs: subjectDigest(r.Subject), Expires: expiry(rt.a.now(), rt.a.timeout)}
 	rt.ask = &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{approvalInputID: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: elicitSchema}},
 		RequestState:  rt.a.sign(st),
@@ -164,11 +194,14 @@ func (rt *roundTrip) answered(r tool.RaisedRefusal) tool.Escalation {
 	case st.Tool != rt.name || st.Args != argsDigest(rt.args):
 		rt.k.record(ApprovalFailed, "The retried call is not the call the approval question was asked for (its tool or arguments changed); the refusal stands.")
 		return tool.Escalation{}
-	case time.Now().UnixMilli() > st.Expires:
+	case late(rt.a.now(), st.Expires):
 		rt.k.record(ApprovalTimedOut, "The answer to the approval question came after "+rt.a.timeout.String()+"; the refusal stands.")
 		return tool.Escalation{}
 	case !slices.Equal(st.Grants, grantStrings(r.Denial.Wanted)):
 		rt.k.record(ApprovalFailed, "The retried call asks for other grants than the question the user answered; the refusal stands.")
+		return tool.Escalation{}
+	case st.Runs != subjectDigest(r.Subject):
+		rt.k.record(ApprovalFailed, "The retried call would run something other than what the approval question showed (its program file changed since, say); the refusal stands. Call again to be asked about what it runs now.")
 		return tool.Escalation{}
 	}
 	res, ok := rt.retry.InputResponses[approvalInputID].(*mcp.ElicitResult)

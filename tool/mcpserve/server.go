@@ -48,9 +48,10 @@ type Options struct {
 	// ApproveWithElicitation answers the refusals a tool raises
 	// (tool.Call.RaiseRefusal, replacing the template's) by asking the
 	// client's user with an MCP elicitation/create request that names the
-	// tool, exactly the grants wanted and the command when the arguments
-	// carry one. Only an explicit accept resumes the call, with exactly
-	// those grants, for that call only. Decline, cancel, the timeout, and
+	// tool, exactly the grants wanted and what runs, as the tool raised it
+	// (tool.RaisedRefusal.Describe). Only an explicit accept resumes the
+	// call, with exactly those grants, for that call only. Decline,
+	// cancel, the timeout, and
 	// a client without the elicitation capability leave the refusal in
 	// band, its text saying why and _meta[MetaApprovalKey] how the
 	// question ended (an Approval). A session has one question open at a
@@ -59,8 +60,9 @@ type Options struct {
 	// through an input-required result instead, and the call resumes when
 	// it is retried with an accept: the same tool and arguments, this
 	// Server's signed state no older than the timeout, and the refusal
-	// asking for exactly the grants the question named. False leaves
-	// the template's RaiseRefusal (nil settles every refusal in band).
+	// asking for exactly the grants the question named, for exactly the
+	// work it showed. False leaves the template's RaiseRefusal (nil
+	// settles every refusal in band).
 	ApproveWithElicitation bool
 	// ApprovalTimeout bounds one approval question, from the raise to the
 	// answer; 0 means ApprovalTimeout.
