@@ -135,7 +135,9 @@ func (c *Call) Observe(t OutputTail) {
 // it answers Settle.
 //
 // Every raise, and every answer that resumes with grants, is handed to the
-// broker's audit hook (broker.Options.Audit) as an AuditEscalation.
+// broker's audit hook (broker.Options.Audit) as an AuditEscalation naming
+// the tool, the grants and, when the refusal has a Subject, its kind,
+// size and SHA-256.
 func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
 	if c.RaiseRefusal == nil {
 		return Escalation{}
@@ -144,12 +146,16 @@ func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
 	if r.Denial != nil {
 		reason = fmt.Sprintf("%s, wanting %v", r.Denial.Code, r.Denial.Wanted)
 	}
+	runs := ""
+	if r.Subject != nil {
+		runs = fmt.Sprintf(" to run a %s of %d bytes, sha256 %s", r.Subject.Kind, len(r.Subject.Text), r.Subject.Digest())
+	}
 	c.Broker.Audit(broker.AuditEvent{Kind: broker.AuditEscalation, Workspace: c.Workspace,
-		Detail: r.Tool + " raised " + reason})
+		Detail: r.Tool + " raised " + reason + runs})
 	esc := c.RaiseRefusal(ctx, r)
 	if esc.Resume {
 		c.Broker.Audit(broker.AuditEvent{Kind: broker.AuditEscalation, Workspace: c.Workspace,
-			Detail: fmt.Sprintf("%s resumed with grants %v", r.Tool, esc.Grants)})
+			Detail: fmt.Sprintf("%s resumed with grants %v%s", r.Tool, esc.Grants, runs)})
 	}
 	return esc
 }

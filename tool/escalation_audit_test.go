@@ -32,13 +32,17 @@ func TestRaiseIsAudited(t *testing.T) {
 	} {
 		events = nil
 		c := &Call{Workspace: "/w", Broker: b, RaiseRefusal: func(context.Context, RaisedRefusal) Escalation { return tc.answer }}
-		c.Raise(context.Background(), RaisedRefusal{Tool: "bash", Denial: &broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: []broker.Grant{grant}}})
+		subject := &Subject{Kind: SubjectCommand, Text: "curl example.com"}
+		c.Raise(context.Background(), RaisedRefusal{Tool: "bash", Denial: &broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: []broker.Grant{grant}}, Subject: subject})
 		if len(events) != tc.want {
 			t.Fatalf("%s: %d audit events, want %d: %+v", tc.name, len(events), tc.want, events)
 		}
 		for _, e := range events {
 			if e.Kind != broker.AuditEscalation || e.Workspace != "/w" || !strings.Contains(e.Detail, "bash") || !strings.Contains(e.Detail, "network") {
 				t.Errorf("%s: event %+v does not name the tool, the workspace and the grant", tc.name, e)
+			}
+			if !strings.Contains(e.Detail, subject.Digest()) {
+				t.Errorf("%s: event %+v does not name the digest of what runs", tc.name, e)
 			}
 		}
 	}
