@@ -32,7 +32,7 @@ func gitEscapeCases() []escapeCase {
 	// planted is an armed repository made in the jail's own /tmp, which
 	// the host never sees, to be copied into the workspace.
 	planted := `(cd /tmp && git init -q s && git -C s commit -q --allow-empty -m x && git -C s config core.fsmonitor "$WS/evil.sh") && `
-	return []escapeCase{
+	return append([]escapeCase{
 		gitCase("git_nested_fsmonitor_gitlink", hostRepo,
 			lib+`git -C lib config core.fsmonitor "$WS/evil.sh" && git add lib`, status),
 		gitCase("git_nested_hooks_path", hostRepo,
@@ -151,7 +151,83 @@ func gitEscapeCases() []escapeCase {
 				return hung
 			},
 		},
+	}, gitAllowlistCases()...)
+}
+
+// gitAllowlistCases plant, in a nested repository the command makes,
+// the keys a denylist missed (trailer commands, an archive format's
+// command, a work tree outside every root) in each file git reads
+// configuration from there: the git directory's config, its
+// config.worktree, and a submodule's config under modules/. After
+// settlement the host's git, run plain and with SafeGitEnvFor, must
+// not run the payload or check the committed file "pwned" out into
+// $OUT. The control (the guard off) runs plain git on what the command
+// left, which does.
+func gitAllowlistCases() []escapeCase {
+	lib := `git init -q lib && echo ran > lib/pwned && git -C lib add pwned && git -C lib commit -qm p && `
+	places := []struct{ name, setup, config, dir string }{
+		{"config", lib, `git -C lib config`, "lib"},
+		{"config_worktree", lib + `git -C lib config extensions.worktreeConfig true && `, `git -C lib config --worktree`, "lib"},
+		{"modules_config", lib + `mkdir -p lib/.git/modules && git init -q --separate-git-dir "$WS/lib/.git/modules/x" lib/x && echo ran > lib/x/pwned && ` +
+			`git -C lib/x add pwned && git -C lib/x commit -qm p && `, `git -C lib/x config`, "lib/x"},
 	}
+	keys := []struct {
+		name, plant string
+		host        []string
+	}{
+		{"trailer_cmd", `{c} trailer.x.cmd "$WS/evil.sh" && {c} trailer.y.command "$WS/evil.sh"`,
+			[]string{"commit", "-q", "--allow-empty", "-m", "y", "--trailer", "x=1"}},
+		{"tar_command", `{c} tar.tgz.command "$WS/evil.sh"`, []string{"archive", "--format=tgz", "HEAD"}},
+		{"core_worktree_outside", `{c} core.worktree "$OUT"`, []string{"reset", "-q", "--hard"}},
+	}
+	var out []escapeCase
+	for _, p := range places {
+		for _, k := range keys {
+			script := p.setup + strings.ReplaceAll(k.plant, "{c}", p.config)
+			host := append([]string{"-C", p.dir}, k.host...)
+			out = append(out, escapeCase{
+				name: "git_allowlist_" + k.name + "_in_" + p.name,
+				run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+					hostRepo(t, e)
+					return runGitAfterSettle(t, b, e, jailed, script, host)
+				},
+			})
+		}
+	}
+	return out
+}
+
+// runGitAfterSettle runs script jailed (on b, or with the guard off for
+// the control), then the host's git command: in the control plain, in
+// the jailed run under SafeGitEnvFor and plain. It reports whether the
+// payload ran or the committed file reached $OUT.
+func runGitAfterSettle(t *testing.T, b *Broker, e *escapeEnv, jailed bool, script string, host []string) bool {
+	writeEvil(t, e)
+	br := b
+	if !jailed {
+		br = e.brokers.unguarded()
+	}
+	r := runIn(t, br, e, e.policy(), 60*time.Second, gitScriptEnv+script)
+	if r.settled.ExitCode != 0 {
+		t.Fatalf("jailed=%v: the plant failed (exit %d): %s", jailed, r.settled.ExitCode, r.stderr)
+	}
+	var envs [][]string
+	if jailed {
+		safe, err := SafeGitEnvFor(e.ws)
+		if err != nil {
+			t.Fatalf("SafeGitEnvFor: %v", err)
+		}
+		envs = append(envs, safe)
+	}
+	for _, env := range append(envs, nil) {
+		out, _ := hostGitWith(t, e, env, 20*time.Second, host...)
+		if payloadRan(e) {
+			t.Logf("jailed=%v: host git %v (SafeGitEnvFor: %v) ran the payload or wrote to $OUT (%s); settled %+v",
+				jailed, host, env != nil, out, r.settled.GitNeutralised)
+			return true
+		}
+	}
+	return false
 }
 
 // gitScriptEnv gives a jailed script a git identity.
@@ -270,14 +346,53 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 // SafeGitEnv, a private HOME. It reports the output and whether git was
 // still running at the timeout.
 func hostGit(t *testing.T, e *escapeEnv, global string, timeout time.Duration, args ...string) (string, bool) {
+	var env []string
+	if global != "" {
+		env = []string{"GIT_CONFIG_GLOBAL=" + global}
+	}
+	return hostGitWith(t, e, env, timeout, args...)
+}
+
+// hostGitWith is hostGit with env added to its environment.
+func hostGitWith(t *testing.T, e *escapeEnv, env []string, timeout time.Duration, args ...string) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "user.name=h", "-c", "user.email=h@h"}, args...)...)
 	cmd.Dir = e.ws
-	cmd.Env = []string{"HOME=" + filepath.Join(e.base, "host-home"), "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0"}
-	if global != "" {
-		cmd.Env = append(cmd.Env, "GIT_CONFIG_GLOBAL="+global)
-	}
+	cmd.Env = append([]string{"HOME=" + filepath.Join(e.base, "host-home"), "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0"}, env...)
 	out, _ := cmd.CombinedOutput()
 	return string(out), ctx.Err() != nil
+}
+
+// TestGitGuardKeepsJailedGitWorking: a command that runs git init, a
+// clone of a local repository, git submodule add (file transport
+// allowed for it), git worktree add and a clone recursing into the
+// submodule, jailed, leaves nothing the guard neutralises, and the
+// host's git works in every repository it made.
+func TestGitGuardKeepsJailedGitWorking(t *testing.T) {
+	t.Parallel()
+	e := newEscapeEnv(t)
+	b := newTestBroker(t, Options{})
+	r := runIn(t, b, e, e.policy(), 60*time.Second, gitScriptEnv+
+		`git init -q up && echo a > up/a && git -C up add a && git -C up commit -qm a && `+
+		`git init -q fresh && git clone -q up clone && `+
+		`git -C clone -c protocol.file.allow=always submodule add -q ../up sub && git -C clone commit -qm sub && `+
+		`git -C clone worktree add -q ../wt && `+
+		`git -c protocol.file.allow=always clone -q --recurse-submodules clone rec`)
+	if r.settled.ExitCode != 0 {
+		t.Fatalf("git in the jail failed (exit %d): %s", r.settled.ExitCode, r.stderr)
+	}
+	if len(r.settled.GitNeutralised) != 0 || len(r.settled.ProtectedCreated) != 0 {
+		t.Errorf("the guard acted on what git wrote: %+v %+v", r.settled.GitNeutralised, r.settled.ProtectedCreated)
+	}
+	for _, f := range []string{"clone/sub/a", "wt/a", "rec/sub/a"} {
+		if !e.exists(e.ws, f) {
+			t.Errorf("%s was not checked out", f)
+		}
+	}
+	for _, dir := range []string{"fresh", "clone", "clone/sub", "wt", "rec", "rec/sub"} {
+		if out, hung := hostGit(t, e, "", 20*time.Second, "-C", dir, "status", "--short"); hung || strings.Contains(out, "fatal") {
+			t.Errorf("host git status in %s: %s", dir, out)
+		}
+	}
 }

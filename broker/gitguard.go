@@ -19,8 +19,9 @@ import (
 // paths that were missing and that a command created are moved aside;
 // and in every git directory anywhere in a writable root (nested
 // repositories, submodules' and linked worktrees' git directories, a
-// .git file's target) config the command created or changed loses its
-// exec-capable entries and hooks it created are moved aside
+// .git file's target) config the command created or changed keeps only
+// the entries on the allowlist (gitallow.go) and hooks it created are
+// moved aside
 // (Neutralisation). Every pointer (.git file or link, commondir) is read
 // and resolved exactly as git does on the host (gitpointer.go): the git
 // directory it names is checked wherever in the root it lies, and one a

@@ -16,18 +16,23 @@ var errGitConfigSyntax = errors.New("git config syntax error")
 // (or end of file) that ends its value, continuation lines included.
 type gitConfigItem struct {
 	section, subsection, key string
-	value                    string
-	boolean                  bool // a key without "=": git reads it as true
-	start, end               int
+	// hasSub: the header named a subsection, perhaps an empty one
+	// (`[core ""]` and `[core.]` make "core..bare", which is not
+	// "core.bare").
+	hasSub  bool
+	value   string
+	boolean bool // a key without "=": git reads it as true
+	// start and end are the entry's byte span in the file.
+	start, end int
 }
 
 // Name is the entry's canonical dotted name, as `git config --list`
 // prints it (section and key lower-cased, subsection as written).
 func (it gitConfigItem) name() string {
-	if it.section == "" { // git reads a key before any header under its bare name
+	if it.section == "" && !it.hasSub { // git reads a key before any header under its bare name
 		return it.key
 	}
-	if it.subsection != "" {
+	if it.hasSub {
 		return it.section + "." + it.subsection + "." + it.key
 	}
 	return it.section + "." + it.key
@@ -45,7 +50,7 @@ func scanGitConfig(data []byte) ([]gitConfigItem, error) {
 		s.i = 3
 	}
 	var out []gitConfigItem
-	section, sub := "", ""
+	section, sub, hasSub := "", "", false
 	comment := false
 	for {
 		at := s.i
@@ -68,7 +73,7 @@ func scanGitConfig(data []byte) ([]gitConfigItem, error) {
 			continue
 		case c == '[':
 			var err error
-			if section, sub, err = s.header(); err != nil {
+			if section, sub, hasSub, err = s.header(); err != nil {
 				return nil, err
 			}
 			continue
@@ -79,7 +84,7 @@ func scanGitConfig(data []byte) ([]gitConfigItem, error) {
 		if err != nil {
 			return nil, err
 		}
-		it.section, it.subsection = section, sub
+		it.section, it.subsection, it.hasSub = section, sub, hasSub
 		out = append(out, it)
 	}
 }
@@ -109,37 +114,35 @@ func (s *cfgScanner) next() byte {
 // atEnd reports whether the data is used up.
 func (s *cfgScanner) atEnd() bool { return s.i > len(s.b) }
 
-func (s *cfgScanner) header() (section, sub string, err error) {
+func (s *cfgScanner) header() (section, sub string, hasSub bool, err error) {
 	var name strings.Builder
 	for {
 		c := s.next()
 		if s.atEnd() {
-			return "", "", fmt.Errorf("%w: unterminated section header", errGitConfigSyntax)
+			return "", "", false, fmt.Errorf("%w: unterminated section header", errGitConfigSyntax)
 		}
 		if isCSpace(c) {
 			sub, err := s.subsection()
 			if err != nil {
-				return "", "", err
+				return "", "", false, err
 			}
 			if name.Len() == 0 {
-				return "", "", fmt.Errorf("%w: empty section name", errGitConfigSyntax)
+				return "", "", false, fmt.Errorf("%w: empty section name", errGitConfigSyntax)
 			}
-			return name.String(), sub, nil
+			return name.String(), sub, true, nil
 		}
 		if c == ']' {
 			if name.Len() == 0 {
-				return "", "", fmt.Errorf("%w: empty section name", errGitConfigSyntax)
+				return "", "", false, fmt.Errorf("%w: empty section name", errGitConfigSyntax)
 			}
 			n := name.String()
-			// "[a.b]" is the old form: section a, subsection b, all lower case.
+			// "[a.b]" is the old form: section a, subsection b, all
+			// lower case ("[.b]": no section, subsection b).
 			sec, rest, ok := strings.Cut(n, ".")
-			if ok {
-				return sec, rest, nil
-			}
-			return n, "", nil
+			return sec, rest, ok, nil
 		}
 		if !isKeyChar(c) && c != '.' {
-			return "", "", fmt.Errorf("%w: bad byte %q in section name", errGitConfigSyntax, c)
+			return "", "", false, fmt.Errorf("%w: bad byte %q in section name", errGitConfigSyntax, c)
 		}
 		name.WriteByte(lower(c))
 	}
@@ -288,61 +291,22 @@ func lower(c byte) byte {
 	return c
 }
 
-// gitExecSections are sections every key of which can make git run a
-// program, read a host file into the repository, or re-aim a command at
-// one: a repository a command wrote keeps none of them.
-var gitExecSections = map[string]bool{
-	"alias": true, "browser": true, "difftool": true, "filter": true, "gpg": true,
-	"guitool": true, "hook": true, "instaweb": true, "man": true, "mergetool": true,
-	"pager": true, "protocol": true, "sendemail": true, "trace2": true, "web": true,
-}
-
-// gitExecKeys are "section.key" (no subsection) and "section.*.key"
-// (any subsection) names that can make git run a program.
-var gitExecKeys = map[string]bool{
-	"core.fsmonitor": true, "core.hookspath": true, "core.pager": true, "core.editor": true,
-	"core.sshcommand": true, "core.askpass": true, "core.gitproxy": true,
-	"core.alternaterefscommand": true, "sequence.editor": true, "diff.external": true,
-	"diff.*.textconv": true, "diff.*.command": true, "merge.*.driver": true,
-	"credential.helper": true, "credential.*.helper": true, "remote.*.uploadpack": true,
-	"remote.*.receivepack": true, "remote.*.vcs": true, "include.path": true,
-	"includeif.*.path": true, "uploadpack.packobjectshook": true,
-	"interactive.difffilter": true, "commit.template": true, "log.showsignature": true,
-}
-
-// gitSubmoduleUpdateModes are the submodule.<name>.update values that run
-// nothing; any other ("!command") runs a program.
-var gitSubmoduleUpdateModes = map[string]bool{"checkout": true, "rebase": true, "merge": true, "none": true}
-
-// isGitExecEntry reports whether a config entry can make git run a
-// program (or redirect it to content the writer chose).
-func isGitExecEntry(it gitConfigItem) bool {
-	if gitExecSections[it.section] {
-		return true
-	}
-	if it.subsection == "" {
-		return gitExecKeys[it.section+"."+it.key]
-	}
-	if it.section == "submodule" && it.key == "update" {
-		return it.boolean || !gitSubmoduleUpdateModes[it.value]
-	}
-	return gitExecKeys[it.section+".*."+it.key]
-}
-
-// neutraliseGitConfig returns data without its exec-capable entries (see
-// isGitExecEntry) and the names of the entries it removed, in file
-// order; out is data itself when nothing was removed. Everything else is
-// kept byte for byte. A file git would refuse is errGitConfigSyntax;
-// the result is parsed again and must hold no exec-capable entry, or the
-// call fails rather than return it.
-func neutraliseGitConfig(data []byte) (out []byte, removed []string, err error) {
+// neutraliseGitConfig returns data without every entry the allowlist
+// does not keep (gitAllowedEntry; worktree judges core.worktree values,
+// nil: none is kept) and the names of the entries it removed, in file
+// order; out is data itself when nothing was removed. Everything else
+// (comments, headers, kept entries) stays byte for byte. A file git
+// would refuse is errGitConfigSyntax; the result is parsed again and
+// must hold only allowed entries, or the call fails rather than return
+// it.
+func neutraliseGitConfig(data []byte, worktree func(string) bool) (out []byte, removed []string, err error) {
 	items, err := scanGitConfig(data)
 	if err != nil {
 		return nil, nil, err
 	}
 	var cut [][2]int
 	for _, it := range items {
-		if isGitExecEntry(it) {
+		if !gitAllowedEntry(it, worktree) {
 			removed = append(removed, it.name())
 			cut = append(cut, [2]int{it.start, it.end})
 		}
@@ -362,7 +326,7 @@ func neutraliseGitConfig(data []byte) (out []byte, removed []string, err error) 
 		return nil, nil, fmt.Errorf("rewritten config does not parse: %w", err)
 	}
 	for _, it := range again {
-		if isGitExecEntry(it) {
+		if !gitAllowedEntry(it, worktree) {
 			return nil, nil, fmt.Errorf("%w: %s survived the rewrite", errGitConfigSyntax, it.name())
 		}
 	}

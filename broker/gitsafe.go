@@ -71,8 +71,11 @@ var safeGitVars = []string{
 // What it cannot reach by itself is keyed by a name the repository
 // chooses: filter.<driver>.*, diff.<driver>.textconv and .command,
 // merge.<driver>.driver (picked by .gitattributes or info/attributes),
-// alias.<name>, and submodule.<name>.update. SafeGitEnvFor adds an
-// override for each such name it finds in a workspace's git configs.
+// alias.<name>, submodule.<name>.update, trailer.<token>.cmd and
+// .command, and tar.<format>.command. SafeGitEnvFor adds an override
+// for each such name it finds in a workspace's git configs. Neither
+// can override core.worktree, which git reads per repository: that
+// one only the broker's git guard keeps inside the workspace.
 //
 // One key no environment can turn off: diff.external (git runs an empty
 // value as a program, failing the diff). Pass --no-ext-diff to git diff,
@@ -101,11 +104,12 @@ const MaxSafeGitNames = 1024
 // worktrees' git directories, and workspace files they include), an
 // override that disarms it: empty filter commands (required=false), empty
 // textconv and diff commands, false as the merge driver (the merge of
-// that file fails), an empty alias (git refuses to run it), and checkout
-// as the submodule update mode. It reads the workspace as the broker's
-// guard does: beneath a pinned directory, non-blocking, regular files
-// only. Call it right before running git; what a command writes later is
-// not covered.
+// that file fails), an empty alias (git refuses to run it), checkout
+// as the submodule update mode, empty trailer commands, and gzip's own
+// command (or cat) for an archive format. It reads the workspace as the
+// broker's guard does: beneath a pinned directory, non-blocking, regular
+// files only. Call it right before running git; what a command writes
+// later is not covered.
 func SafeGitEnvFor(workspace string) ([]string, error) {
 	abs, err := filepath.Abs(workspace)
 	if err != nil {
@@ -165,13 +169,13 @@ func SafeGitEnvFor(workspace string) ([]string, error) {
 	return safeGitEnv(append(append([][2]string(nil), safeGitConfig...), extra...)), nil
 }
 
-// safeOverride returns the overrides that disarm a named exec-capable
-// entry, or none.
+// safeOverride returns the overrides that disarm an entry that runs a
+// program under a name the repository chose, or none.
 func safeOverride(it gitConfigItem) [][2]string {
 	if it.section == "alias" {
 		return [][2]string{{"alias." + it.key, ""}}
 	}
-	if it.subsection == "" {
+	if !it.hasSub {
 		return nil
 	}
 	pre := it.section + "." + it.subsection + "."
@@ -187,8 +191,24 @@ func safeOverride(it gitConfigItem) [][2]string {
 			return [][2]string{{pre + "driver", "false"}}
 		}
 	case "submodule":
-		if it.key == "update" && isGitExecEntry(it) {
+		if it.key == "update" && !gitAllowedEntry(it, nil) { // "!command"
 			return [][2]string{{pre + "update", "checkout"}}
+		}
+	case "trailer":
+		// git interpret-trailers (and commit --trailer) runs either;
+		// an empty one runs nothing.
+		if it.key == "cmd" || it.key == "command" {
+			return [][2]string{{pre + "cmd", ""}, {pre + "command", ""}}
+		}
+	case "tar":
+		// git archive pipes a tar through the format's command: gzip's
+		// own for the formats git defines, cat (a plain tar) for others.
+		if it.key == "command" {
+			filter := "cat"
+			if it.subsection == "tgz" || it.subsection == "tar.gz" {
+				filter = "gzip -cn"
+			}
+			return [][2]string{{pre + "command", filter}}
 		}
 	}
 	return nil

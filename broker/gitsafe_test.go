@@ -2,9 +2,11 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +190,14 @@ func gitPayloads() []struct {
 			r.config("remote.u.url", r.ws, "remote.u.uploadpack", r.evil)
 		}, trigger: [][]string{{"fetch", "u"}}},
 		{name: "alias", named: true, plant: func(r *payloadRepo) { r.config("alias.st", "!"+r.evil) }, trigger: [][]string{{"st"}}},
+		{name: "trailer_cmd", named: true, plant: func(r *payloadRepo) { r.config("trailer.x.cmd", r.evil) },
+			trigger: [][]string{{"interpret-trailers", "--trailer", "x=1"}, {"commit", "-q", "--allow-empty", "-m", "x", "--trailer", "x=1"}}, stdin: "msg\n"},
+		{name: "trailer_command", named: true, plant: func(r *payloadRepo) { r.config("trailer.y.command", r.evil) },
+			trigger: [][]string{{"interpret-trailers"}, {"commit", "-q", "--allow-empty", "-m", "x", "--trailer", "z=1"}}, stdin: "msg\n"},
+		{name: "tar_command_builtin_format", named: true, plant: func(r *payloadRepo) { r.config("tar.tgz.command", r.evil) },
+			trigger: [][]string{{"archive", "--format=tgz", "HEAD"}}},
+		{name: "tar_command_own_format", named: true, plant: func(r *payloadRepo) { r.config("tar.foo.command", r.evil) },
+			trigger: [][]string{{"archive", "--format=foo", "HEAD"}}},
 	}
 }
 
@@ -274,5 +284,35 @@ func TestSafeGitEnvKeepsGitWorking(t *testing.T) {
 	r.git(env, "commit", "-qam", "two")
 	if out := r.git(env, "log", "--oneline"); !strings.Contains(out, "two") {
 		t.Errorf("log: %q", out)
+	}
+}
+
+// TestSafeGitEnvForNamesBound: a workspace naming MaxSafeGitNames
+// aliases gets an override for each; one more is refused, not half
+// covered.
+func TestSafeGitEnvForNamesBound(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		n    int
+		fail bool
+	}{{"at", MaxSafeGitNames, false}, {"past", MaxSafeGitNames + 1, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newPayloadRepo(t)
+			var b strings.Builder
+			b.WriteString("[core]\n\tbare = false\n[alias]\n")
+			for i := 0; i < tt.n; i++ {
+				fmt.Fprintf(&b, "\ta%d = !true\n", i)
+			}
+			r.write(".git/config", b.String())
+			env, err := SafeGitEnvFor(r.ws)
+			if (err != nil) != tt.fail {
+				t.Fatalf("err = %v, want failure %v", err, tt.fail)
+			}
+			if !tt.fail && !slices.Contains(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(safeGitConfig)+tt.n)) {
+				t.Errorf("not every alias overridden")
+			}
+		})
 	}
 }

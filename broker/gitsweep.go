@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,14 +30,16 @@ const (
 )
 
 // Neutralisation is one piece of repository-controlled execution the
-// broker disarmed in a writable root after a command: an exec-capable key
-// removed from a git config the command created or changed, or a hook,
-// pointer or config it moved aside whole.
+// broker disarmed in a writable root after a command: the entries off
+// the allowlist of inert keys removed from a git config the command
+// created or changed (or a core.worktree whose directory it re-aimed),
+// or a hook, pointer or config it moved aside whole.
 type Neutralisation struct {
 	// Path is the file (absolute).
 	Path string `json:"path"`
 	// Removed names the config entries taken out (dotted, as `git config
-	// --list` prints them); empty when the file was moved aside whole.
+	// --list` prints them, in file order); empty when the file was moved
+	// aside whole.
 	Removed []string `json:"removed,omitempty"`
 	// MovedTo is where the file was moved aside, when it was.
 	MovedTo string `json:"moved_to,omitempty"`
@@ -103,6 +106,9 @@ type gitSweep struct {
 	// once per pass that meets a pointer (canonDone).
 	canon     []string
 	canonDone bool
+	// worktrees holds, per config (relative), the core.worktree values
+	// it held when last read: each acting pass judges them again.
+	worktrees map[string][]string
 
 	// per pass
 	act     bool // neutralise; false only records fingerprints
@@ -141,7 +147,8 @@ func (s *gitSweep) lstat(rel string) (fs.FileInfo, error) {
 func newGitSweep(root *os.Root, abs string) *gitSweep {
 	return &gitSweep{root: root, abs: abs, known: map[string]gitFingerprint{},
 		gitdirs: map[string]bool{}, skip: map[string]bool{}, tainted: map[string]gitFingerprint{},
-		pointers: map[string]gitAim{}, through: map[string][]string{}}
+		pointers: map[string]gitAim{}, through: map[string][]string{},
+		worktrees: map[string][]string{}}
 }
 
 // begin starts a pass: act says whether changes are neutralised or only
@@ -477,15 +484,38 @@ func (s *gitSweep) changed(rel string) (fs.FileInfo, bool) {
 }
 
 // config neutralises a git config file the command created or changed:
-// exec-capable entries are removed (staged beside it and renamed over
-// it); one that is not a regular file, is too large, or does not parse
-// is moved aside whole.
+// every entry the allowlist does not keep (gitAllowed) is removed
+// (staged beside it and renamed over it); one that is not a regular
+// file, is too large, or does not parse is moved aside whole. A config
+// holding core.worktree (the host's too) is judged again in every
+// acting pass, changed or not, since what makes that value inert is
+// the directories it names, which a command can swap for links without
+// touching the config.
 func (s *gitSweep) config(rel string) {
 	if s.onConfig != nil {
 		s.onConfig(rel)
 	}
+	prev, seen := s.known[rel]
 	fi, ok := s.changed(rel)
+	if fi == nil {
+		delete(s.worktrees, rel)
+		return
+	}
+	gitDir := path.Dir(rel)
+	inert := func(v string) bool { return s.worktreeInert(gitDir, v) }
+	if !ok && s.act {
+		for _, v := range s.worktrees[rel] {
+			if !inert(v) {
+				ok = true // re-aimed beneath it: acted on as changed
+				delete(s.known, rel)
+				break
+			}
+		}
+	}
 	if !ok {
+		if !s.act && (!seen || prev != s.known[rel]) {
+			s.recordWorktrees(rel) // a version first seen: the baseline's
+		}
 		return
 	}
 	if !fi.Mode().IsRegular() {
@@ -509,11 +539,12 @@ func (s *gitSweep) config(rel string) {
 		}
 		return
 	}
-	out, removed, err := neutraliseGitConfig(data)
+	out, removed, err := neutraliseGitConfig(data, inert)
 	if err != nil {
 		s.aside(rel, err.Error())
 		return
 	}
+	s.worktrees[rel] = worktreeValues(out)
 	if len(removed) == 0 {
 		return
 	}
@@ -525,6 +556,40 @@ func (s *gitSweep) config(rel string) {
 	// own version over ours already, so the next pass reads it again.
 	delete(s.known, rel)
 	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), Removed: removed})
+}
+
+// recordWorktrees notes the core.worktree values of a config the sweep
+// takes as it is (the host's), so later passes judge them again.
+func (s *gitSweep) recordWorktrees(rel string) {
+	data, err := readRootFile(s.root, rel)
+	if err != nil {
+		delete(s.worktrees, rel)
+		return
+	}
+	if v := worktreeValues(data); len(v) > 0 {
+		s.worktrees[rel] = v
+	} else {
+		delete(s.worktrees, rel)
+	}
+}
+
+// worktreeValues returns the core.worktree values data holds (none when
+// it does not parse: git refuses it too).
+func worktreeValues(data []byte) []string {
+	if !bytes.Contains(bytes.ToLower(data), []byte("worktree")) {
+		return nil
+	}
+	items, err := scanGitConfig(data)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, it := range items {
+		if it.section == "core" && !it.hasSub && it.key == "worktree" {
+			out = append(out, it.value)
+		}
+	}
+	return out
 }
 
 // hooks moves aside every hook the command created or changed: anything

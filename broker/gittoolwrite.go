@@ -44,8 +44,8 @@ type gitToolWrite struct {
 // nil, no git configuration that write created or changed can make the
 // host's git run a program: every git directory the written path lies in
 // or beneath, that an ancestor's .git names, or that the written file
-// points at (a .git or commondir file) has been checked, exec-capable
-// entries removed from its configs and hooks moved aside, as after a
+// points at (a .git or commondir file) has been checked, entries off
+// the allowlist removed from its configs and hooks moved aside, as after a
 // command, and a pointer the write made or re-aimed that cannot be
 // followed with certainty, or that names a directory outside root, has
 // been moved aside (see gitpointer.go). It acts on:
