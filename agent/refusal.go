@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/agentloom/loom/tool"
@@ -87,26 +86,22 @@ func (r *Refusal) Error() string { return string(r.Code) + ": " + r.Reason }
 // Unwrap returns the underlying cause.
 func (r *Refusal) Unwrap() error { return r.Err }
 
+// ErrorCode returns r.Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (r *Refusal) ErrorCode() string { return string(r.Code) }
+
 // refuse builds a Refusal with a formatted reason.
 func refuse(code tool.Code, format string, args ...any) error {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
-// CodeOf returns the Code of the first Refusal in err's chain, or of
-// another tool.CodedError (a todo board's refusal), or
-// CodeAgencyUnavailable for any other non-nil error (a host Agency that
-// failed without saying why), or "" for nil.
+// CodeOf returns what tool.CodeOf reads from err (a Refusal's Code, a
+// todo board's, any other tool.CodedError's), or CodeAgencyUnavailable
+// for any other non-nil error (a host Agency that failed without saying
+// why), or "" for nil.
 func CodeOf(err error) tool.Code {
-	if err == nil {
-		return ""
-	}
-	var r *Refusal
-	if errors.As(err, &r) {
-		return r.Code
-	}
-	var ce tool.CodedError
-	if errors.As(err, &ce) {
-		return tool.Code(ce.ErrorCode())
+	if c := tool.CodeOf(err); c != "" || err == nil {
+		return c
 	}
 	return CodeAgencyUnavailable
 }

@@ -2,10 +2,17 @@
 // decision: where output too large to show a model inline goes, and what
 // of it the model sees instead.
 //
-// It owns three things:
+// It owns four things:
 //
 //   - The store (Store, Put, Read, Writer): blobs named by the lowercase
 //     hex SHA-256 of their bytes (Ref), laid out as root/ab/abcdef...
+//   - Its bounds (Options, OpenWith): a budget for the whole store
+//     (DefaultMaxBytes, 1 GiB), kept by evicting the least recently used
+//     blobs no open session holds, and one per session, that is per
+//     opened Store (DefaultSessionBytes, 256 MiB), past which a write is
+//     refused with CodeSpillBudget. The bookkeeping lives in root/ledger:
+//     a usage record that is also the store-wide lock, and one lease per
+//     open Store listing the blobs it holds.
 //   - The overflow decision (Bound, Spool): output of at most
 //     OverflowThreshold (64 KiB) bytes stays inline; longer output is
 //     stored whole and replaced by an Overflow carrying its ref, path,
@@ -42,6 +49,25 @@
 //   - A Ref is exactly 64 lowercase hex characters; ParseRef refuses
 //     everything else, and no method resolves a malformed Ref to a path.
 //   - Output is never silently clipped: when a spill cannot be stored the
-//     caller gets an error, not a truncated text.
+//     caller gets an error, not a truncated text; when the session's
+//     budget refuses it, the error comes with an Overflow holding both
+//     excerpts and saying the output was not kept, and why (NotKept).
+//   - A blob an open Store holds (it stored or read it) is never evicted,
+//     whichever process evicts: every Store keeps its lease locked
+//     (flock) until Close, an eviction skips every ref a locked lease
+//     names, and holding a blob and evicting exclude each other through
+//     the store-wide lock. A lease nobody holds locked is stale (its
+//     process ended without Close) and is removed.
+//   - Eviction removes only regular files named by a well-formed ref in
+//     that ref's shard directory, opened beneath the pinned root without
+//     following a link; staged files, the ledger and anything else in the
+//     root are never evicted.
+//   - The store's bytes stay within Options.MaxBytes after every write,
+//     except while the blobs open Stores hold exceed it on their own;
+//     the store is then counted again after at most MaxBytes/8 more
+//     bytes, or when a Store closes. Each Store holds at most
+//     Options.SessionBytes of blobs it wrote. Blobs are charged in whole
+//     BlockBytes. Where the platform has no flock (Windows, AIX) there
+//     is no ledger and no eviction; the session budget still holds.
 //   - Every failure is an *Error with a stable code (the Code* constants).
 package blob

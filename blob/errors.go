@@ -24,6 +24,12 @@ const (
 	// symbolic link, or was replaced while the store opened it; the store
 	// refused to read or write through it, so nothing left the root.
 	CodeLinkRefused Code = "link_refused"
+	// CodeSpillBudget: keeping the output would take this session (one
+	// open Store) past its budget of stored bytes (Options.SessionBytes),
+	// so the store did not keep it. Bound, Spill and Spool return the
+	// output's excerpts with it, in an Overflow that says so; the fix is
+	// less output, or a host that grants a larger budget.
+	CodeSpillBudget Code = "spill_budget"
 	// CodeIO: the filesystem refused an operation (staging, fsync, rename,
 	// read); the wrapped error says which and why.
 	CodeIO Code = "blob_io"
@@ -35,7 +41,7 @@ const (
 // (a missing blob, for instance, matches fs.ErrNotExist).
 type Error struct {
 	// Op is the operation that failed: "parse", "open", "put", "read",
-	// "write", "commit", "abort", "spool", "sweep" or "close".
+	// "write", "commit", "abort", "spool", "sweep", "evict" or "close".
 	Op string
 	// Ref is the content address involved, when there is one.
 	Ref Ref
@@ -70,6 +76,10 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying cause, or nil.
 func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorCode returns the code as a string, so a caller that knows only the
+// method (package tool's CodedError) reads it.
+func (e *Error) ErrorCode() string { return string(e.Code) }
 
 // CodeOf returns the code of the first *Error in err's chain, or "" when
 // there is none.

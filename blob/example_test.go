@@ -121,3 +121,25 @@ func ExampleParseRef() {
 	// invalid_ref
 	// e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 <nil>
 }
+
+// A store bounded for one session: output past its budget is refused in
+// band, and the caller still has both ends of it to show.
+func ExampleOpenWith() {
+	dir, _ := os.MkdirTemp("", "blobs")
+	defer os.RemoveAll(dir)
+	s, err := blob.OpenWith(dir, blob.Options{MaxBytes: 64 << 20, SessionBytes: 100 << 10})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	big := []byte(strings.Repeat("line of output\n", 10_000)) // 150000 bytes
+	_, spilled, err := s.Bound(big)
+	fmt.Println(blob.CodeOf(err))
+	fmt.Println(spilled.Ref == "", spilled.NotKept != "", len(spilled.HeadExcerpt), len(spilled.TailExcerpt))
+	fmt.Println(strings.Contains(spilled.Text("output"), "was not kept"))
+	// Output:
+	// spill_budget
+	// true true 2048 2048
+	// true
+}

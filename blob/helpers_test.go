@@ -19,13 +19,21 @@ func openStore(t testing.TB) *blob.Store {
 	return s
 }
 
-// files lists every regular file under root, relative to it.
+// ledgerDir is where a store keeps its bookkeeping (usage record and
+// leases) under its root; nothing in it is a blob.
+const ledgerDir = "ledger"
+
+// files lists every regular file under root, relative to it, but for
+// the store's ledger.
 func files(t testing.TB, root string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && d.Name() == ledgerDir && filepath.Dir(p) == root {
+			return filepath.SkipDir
 		}
 		if !d.IsDir() {
 			rel, _ := filepath.Rel(root, p)

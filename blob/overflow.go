@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -19,10 +20,15 @@ const (
 // Overflow describes output that spilled to a blob: where the whole of it
 // is, how long it is, and its two ends. It is the Details a tool attaches
 // to an outcome whose output overflowed; the JSON names are stable.
+//
+// When the store refused to keep the output (CodeSpillBudget), NotKept
+// says why, Ref and Path are empty, and the excerpts are all that is
+// left of it.
 type Overflow struct {
-	// Ref is the content address of the full output.
+	// Ref is the content address of the full output; empty when NotKept.
 	Ref Ref `json:"ref"`
-	// Path is the absolute path of the blob, readable with fs_read.
+	// Path is the absolute path of the blob, readable with fs_read;
+	// empty when NotKept.
 	Path string `json:"path"`
 	// Size is the length of the full output in bytes.
 	Size int64 `json:"size"`
@@ -32,23 +38,55 @@ type Overflow struct {
 	// TailExcerpt is the output's last ExcerptBytes bytes at most, cut on
 	// a rune boundary as Excerpts does.
 	TailExcerpt string `json:"tail_excerpt"`
+	// NotKept is empty when the full output is stored at Path. Otherwise
+	// it is the sentence saying why the store did not keep it (the
+	// Reason of the CodeSpillBudget error returned beside it).
+	NotKept string `json:"not_kept,omitempty"`
 }
 
 // Bound makes the overflow decision for complete output. Output of at most
 // OverflowThreshold bytes comes back inline, as is, with a nil Overflow
-// and nothing stored. Longer output is stored with Put and described by
-// the Overflow, with inline empty. A failed Put is returned as an error:
-// output is never silently clipped.
+// and nothing stored. Longer output is stored with Spill and described by
+// the Overflow, with inline empty. Output is never silently clipped: a
+// failed store is returned as an error, with a nil Overflow, except a
+// refusal for the session's budget (CodeSpillBudget), which comes with an
+// Overflow holding the excerpts and saying the output was not kept
+// (NotKept), for the caller to show.
 func (s *Store) Bound(data []byte) (inline string, spilled *Overflow, err error) {
 	if len(data) <= OverflowThreshold {
 		return string(data), nil, nil
 	}
+	o, err := s.Spill(data)
+	return "", o, err
+}
+
+// Spill stores data whole, whatever its length, with Put, and describes
+// it as an Overflow: ref, path, size and excerpts. When the session's
+// budget refuses it, Spill returns the Overflow without ref or path,
+// NotKept saying why, together with the *Error (CodeSpillBudget); on any
+// other failure it returns a nil Overflow and the error.
+func (s *Store) Spill(data []byte) (*Overflow, error) {
 	r, err := s.Put(data)
-	if err != nil {
-		return "", nil, err
+	if err != nil && CodeOf(err) != CodeSpillBudget {
+		return nil, err
 	}
 	head, tail := Excerpts(data, ExcerptBytes)
-	return "", &Overflow{Ref: r, Path: s.Path(r), Size: int64(len(data)), HeadExcerpt: head, TailExcerpt: tail}, nil
+	o := &Overflow{Size: int64(len(data)), HeadExcerpt: head, TailExcerpt: tail}
+	if err != nil {
+		o.NotKept = notKeptReason(err)
+		return o, err
+	}
+	o.Ref, o.Path = r, s.Path(r)
+	return o, nil
+}
+
+// notKeptReason is the sentence an Overflow's NotKept carries for err.
+func notKeptReason(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	return err.Error()
 }
 
 // Excerpts returns the longest prefix and the longest suffix of data of at
@@ -95,8 +133,9 @@ func tailCut(data []byte, n int) int {
 }
 
 // Text renders o for a model: the head excerpt, a line saying how many
-// bytes were elided and the path at which fs_read shows the full output,
-// then the tail excerpt. label names the output ("stdout", "output of
+// bytes were elided and the path at which fs_read shows the full output
+// (or, when NotKept, that the full output was not kept and why), then the
+// tail excerpt. label names the output ("stdout", "output of
 // grep"); an empty label reads "output". A nil Overflow renders as "".
 func (o *Overflow) Text(label string) string {
 	if o == nil {
@@ -112,8 +151,13 @@ func (o *Overflow) Text(label string) string {
 	if o.HeadExcerpt != "" && !strings.HasSuffix(o.HeadExcerpt, "\n") {
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "[... %d bytes of %s elided: it is %d bytes in all, over the %d-byte inline limit; fs_read path %q shows all of it (blob %s) ...]\n",
-		elided, label, o.Size, OverflowThreshold, o.Path, o.Ref)
+	if o.NotKept != "" {
+		fmt.Fprintf(&b, "[... %d bytes of %s elided: it is %d bytes in all, over the %d-byte inline limit, and the full %s was not kept: %s ...]\n",
+			elided, label, o.Size, OverflowThreshold, label, o.NotKept)
+	} else {
+		fmt.Fprintf(&b, "[... %d bytes of %s elided: it is %d bytes in all, over the %d-byte inline limit; fs_read path %q shows all of it (blob %s) ...]\n",
+			elided, label, o.Size, OverflowThreshold, o.Path, o.Ref)
+	}
 	b.WriteString(o.TailExcerpt)
 	return b.String()
 }

@@ -20,20 +20,29 @@ const excerptWindow = ExcerptBytes + utf8.UTFMax
 // volume written, and Finish returns exactly what Store.Bound returns for
 // the concatenation of everything written.
 //
+// A spill is charged against the session's budget as it streams (see
+// Writer). The write that would pass the budget is not an error of
+// Write: the Spool removes what it staged, stops storing, and keeps
+// counting and keeping the two ends, and Finish returns an Overflow with
+// the excerpts that says the output was not kept (NotKept), together
+// with the CodeSpillBudget error.
+//
 // A Spool is safe for concurrent use; concurrent writes are stored in
 // some order, each whole. Finish or Abort it exactly once; Abort after
 // Finish does nothing, so `defer sp.Abort()` is safe.
 type Spool struct {
 	store *Store
 
-	mu   sync.Mutex
-	buf  []byte  // everything so far, until the spill
-	w    *Writer // non-nil once spilled
-	head []byte  // the first excerptWindow bytes, once spilled
-	tail tailRing
-	size int64
-	err  error // sticky
-	done bool
+	mu      sync.Mutex
+	buf     []byte  // everything so far, until the spill
+	spilled bool    // past OverflowThreshold
+	w       *Writer // the staged blob, once spilled, until refused
+	refused error   // the session's budget refused the spill (CodeSpillBudget)
+	head    []byte  // the first excerptWindow bytes, once spilled
+	tail    tailRing
+	size    int64
+	err     error // sticky
+	done    bool
 }
 
 // NewSpool returns an empty Spool that spills into s.
@@ -54,12 +63,12 @@ func (sp *Spool) Write(p []byte) (int, error) {
 	if sp.err != nil {
 		return 0, sp.err
 	}
-	if sp.w == nil && len(sp.buf)+len(p) <= OverflowThreshold {
+	if !sp.spilled && len(sp.buf)+len(p) <= OverflowThreshold {
 		sp.buffer(p)
 		sp.size += int64(len(p))
 		return len(p), nil
 	}
-	if sp.w == nil {
+	if !sp.spilled {
 		if err := sp.spill(); err != nil {
 			return 0, err
 		}
@@ -68,12 +77,33 @@ func (sp *Spool) Write(p []byte) (int, error) {
 		sp.head = append(sp.head, p[:min(len(p), excerptWindow-len(sp.head))]...)
 	}
 	sp.tail.write(p)
-	if _, err := sp.w.Write(p); err != nil {
-		sp.err = err
+	if err := sp.keep(p); err != nil {
 		return 0, err
 	}
 	sp.size += int64(len(p))
 	return len(p), nil
+}
+
+// keep writes p to the staged blob unless the spill was refused; a
+// refusal for the session's budget removes what was staged and is kept
+// for Finish, any other failure is sticky and returned.
+func (sp *Spool) keep(p []byte) error {
+	if sp.w == nil {
+		return nil
+	}
+	_, err := sp.w.Write(p)
+	switch {
+	case err == nil:
+		return nil
+	case CodeOf(err) == CodeSpillBudget:
+		sp.refused = err
+		sp.w.Abort()
+		sp.w = nil
+		return nil
+	default:
+		sp.err = err
+		return err
+	}
 }
 
 // Size returns how many bytes have been written so far.
@@ -85,9 +115,11 @@ func (sp *Spool) Size() int64 {
 
 // Finish ends the stream. At most OverflowThreshold bytes written come
 // back inline with a nil Overflow; more are committed to the store and
-// described by the Overflow. A Spool that met an error returns it and
-// stores nothing. After Finish the Spool is done: Write and Finish fail
-// with CodeClosed.
+// described by the Overflow. A spill the session's budget refused comes
+// back as the Overflow with the excerpts and NotKept, and the
+// CodeSpillBudget error. A Spool that met any other error returns it, a
+// nil Overflow, and stores nothing. After Finish the Spool is done:
+// Write and Finish fail with CodeClosed.
 func (sp *Spool) Finish() (inline string, spilled *Overflow, err error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -99,25 +131,34 @@ func (sp *Spool) Finish() (inline string, spilled *Overflow, err error) {
 		sp.discard()
 		return "", nil, sp.err
 	}
-	if sp.w == nil {
+	if !sp.spilled {
 		inline = string(sp.buf)
 		sp.buf = nil
 		return inline, nil, nil
 	}
-	r, err := sp.w.Commit()
-	if err != nil {
-		sp.discard()
-		return "", nil, err
-	}
 	tail := sp.tail.bytes()
 	o := &Overflow{
-		Ref:         r,
-		Path:        sp.store.Path(r),
 		Size:        sp.size,
 		HeadExcerpt: string(sp.head[:headCut(sp.head, ExcerptBytes)]),
 		TailExcerpt: string(tail[tailCut(tail, ExcerptBytes):]),
 	}
+	if sp.refused == nil {
+		r, err := sp.w.Commit()
+		switch {
+		case err == nil:
+			o.Ref, o.Path = r, sp.store.Path(r)
+		case CodeOf(err) == CodeSpillBudget:
+			sp.refused = err
+		default:
+			sp.discard()
+			return "", nil, err
+		}
+	}
 	sp.discard()
+	if sp.refused != nil {
+		o.NotKept = notKeptReason(sp.refused)
+		return "", o, sp.refused
+	}
 	return "", o, nil
 }
 
@@ -148,13 +189,13 @@ func (sp *Spool) buffer(p []byte) {
 // spill moves the buffered bytes into a staged blob and releases the
 // buffer; the caller then feeds the current write through the same path.
 func (sp *Spool) spill() error {
+	sp.spilled = true
 	sp.w = sp.store.Create()
 	sp.head = make([]byte, 0, excerptWindow)
 	sp.tail = newTailRing(excerptWindow)
 	sp.head = append(sp.head, sp.buf[:min(len(sp.buf), excerptWindow)]...)
 	sp.tail.write(sp.buf)
-	if _, err := sp.w.Write(sp.buf); err != nil {
-		sp.err = err
+	if err := sp.keep(sp.buf); err != nil {
 		return err
 	}
 	sp.buf = nil

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentloom/loom/internal/pinnedfs"
@@ -48,27 +50,49 @@ func DefaultRoot() (string, error) {
 	return filepath.Join(dir, "loom", "blobs"), nil
 }
 
-// Store is a content-addressed blob store rooted at one directory. A blob
-// lives at root/<first ShardLen hex>/<ref> and is established only by
-// renaming a fully written, fsynced, read-only staged file into place, so
-// nothing is ever reachable under an address but the whole content it
-// names. Writing the same bytes twice stores them once.
+// Store is a content-addressed blob store rooted at one directory, and
+// one session's view of it. A blob lives at root/<first ShardLen hex>/<ref>
+// and is established only by renaming a fully written, fsynced,
+// read-only staged file into place, so nothing is ever reachable under an
+// address but the whole content it names. Writing the same bytes twice
+// stores them once.
 //
 // The store holds its root open as a pinned directory (an *os.Root) from
-// Open on: every stage, write, rename, read and sweep goes through that
-// descriptor, one name at a time, never through a path string joined and
-// reopened. A shard directory is used only after it is confirmed to be a
-// real directory inside the root, not a symbolic link, and to be the very
-// directory that was checked (see CodeLinkRefused). So replacing the root
-// or any directory under it with a link, even while a write runs, cannot
-// make the store read or write anywhere else.
+// Open on: every stage, write, rename, read, sweep and eviction goes
+// through that descriptor, one name at a time, never through a path
+// string joined and reopened. A shard directory is used only after it is
+// confirmed to be a real directory inside the root, not a symbolic link,
+// and to be the very directory that was checked (see CodeLinkRefused). So
+// replacing the root or any directory under it with a link, even while a
+// write runs, cannot make the store read or write anywhere else.
 //
-// A Store holds no mutable state beyond its root; all its methods are safe
-// for concurrent use, including by several processes sharing one root.
-// The zero Store is not usable; call Open.
+// The store is bounded (see Options). One opened Store is one session: it
+// holds every blob it stores or reads until Close, in a lease file under
+// the root that it keeps locked, so no eviction by any process sharing
+// the root removes a blob a live session holds; and what it stores is
+// charged against its own budget, past which a write is refused with
+// CodeSpillBudget. Where the platform has no flock (Windows, AIX) the
+// store keeps no ledger and never evicts; the session budget holds.
+//
+// All its methods are safe for concurrent use, including by several
+// processes sharing one root. The zero Store is not usable; call Open.
 type Store struct {
-	dir  *os.Root // the pinned root; nil for the zero Store
-	root string   // its absolute path, ancestors resolved, for Path and RefOf
+	dir    *os.Root // the pinned root; nil for the zero Store
+	root   string   // its absolute path, ancestors resolved, for Path and RefOf
+	ledger *os.Root // the pinned root/ledger; nil without flock
+	opts   Options  // defaults applied
+	now    func() time.Time
+	closed atomic.Bool
+	// testHookBeforeHold, when set by a test, runs while Put holds the
+	// store lock, between finding a blob present and holding it.
+	testHookBeforeHold func()
+
+	mu        sync.Mutex
+	lease     *os.File      // this session's lease, once it holds a blob
+	leaseName string        // its name in the ledger
+	held      map[Ref]int64 // refs held, each with what it is charged
+	used      int64         // the charges in held
+	reserved  int64         // charges claimed by writes not yet established
 }
 
 // Open returns the store rooted at root, which must be an absolute path
@@ -80,13 +104,23 @@ type Store struct {
 // directory while Open pins it. The store keeps the pinned directory
 // until Close, and reports its path with ancestors' links resolved, so
 // Path and RefOf agree with a caller that resolves the paths it checks.
-// Open neither lists nor sweeps the root.
+// Open creates the store's ledger (root/ledger) if missing, removes
+// leases no live Store holds, and when the store has no usage record
+// (new, or written before stores were bounded) or is over its budget,
+// counts its blobs and evicts.
 //
 // Keep the root outside every tree a jailed command can write (the
 // workspace above all): the default place is DefaultRoot. Inside such a
 // tree a command could still replace an ancestor with a link before the
 // next Open, which Open would follow.
 func Open(root string) (*Store, error) {
+	return OpenWith(root, Options{})
+}
+
+// OpenWith is Open with the store's bounds: Options{} is the default,
+// DefaultMaxBytes for the store and DefaultSessionBytes for this
+// session.
+func OpenWith(root string, opts Options) (*Store, error) {
 	if !filepath.IsAbs(root) {
 		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root must be an absolute path", nil)
 	}
@@ -119,15 +153,40 @@ func Open(root string) (*Store, error) {
 	case err != nil:
 		return nil, ioError("open", "", root, err)
 	}
-	return &Store{dir: dir, root: filepath.Join(resolved, base)}, nil
+	s := &Store{dir: dir, root: filepath.Join(resolved, base), opts: opts.withDefaults(), now: time.Now, held: map[Ref]int64{}}
+	if ledgerSupported {
+		if err := s.openLedger(); err != nil {
+			s.closeDirs()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
-// Close releases the pinned root. Every later operation fails with
-// CodeIO; Path and RefOf keep working, as they never touch the file
+// Close ends the session: it removes the session's lease, so the blobs
+// it held may be evicted (and evicts at once when the store is over its
+// budget), then releases the pinned root. Every later operation fails
+// with CodeIO; Path and RefOf keep working, as they never touch the file
 // system. Close is safe to call more than once.
 func (s *Store) Close() error {
-	if s == nil || s.dir == nil {
+	if s == nil || s.dir == nil || s.closed.Swap(true) {
 		return nil
+	}
+	s.mu.Lock() // wait for a hold in progress; later ones see closed
+	s.mu.Unlock()
+	var errs []error
+	if s.ledger != nil {
+		errs = append(errs, s.releaseLease())
+		s.evictIfOver() // best effort: the next write or Open evicts too
+	}
+	errs = append(errs, s.closeDirs())
+	return errors.Join(errs...)
+}
+
+// closeDirs releases the pinned ledger and root.
+func (s *Store) closeDirs() error {
+	if s.ledger != nil {
+		s.ledger.Close()
 	}
 	if err := s.dir.Close(); err != nil && !errors.Is(err, fs.ErrClosed) {
 		return ioError("close", "", s.root, err)
@@ -171,41 +230,93 @@ func (s *Store) RefOf(path string) (Ref, bool) {
 	return r, true
 }
 
-// Put stores data and returns its Ref. If a blob of that ref and size is
-// already present, Put returns at once without writing. Otherwise it
-// stages data in the root under a name unique to this call, fsyncs it,
-// makes it read-only and renames it into place. Any number of concurrent
-// Puts of identical bytes, in one process or several, leave exactly one
-// blob and no staged file behind.
+// Put stores data and returns its Ref, and the session holds the blob
+// until Close (no eviction removes it meanwhile). If a blob of that ref
+// and size is already present, Put returns at once without writing,
+// marking it recently used. Otherwise it stages data in the root under a
+// name unique to this call, fsyncs it, makes it read-only and renames it
+// into place. Any number of concurrent Puts of identical bytes, in one
+// process or several, leave exactly one blob and no staged file behind.
+//
+// The blob is charged (its size in whole BlockBytes) against the
+// session's budget unless the session holds it already; past the budget
+// Put stores nothing and fails with CodeSpillBudget. A Put that takes
+// the store past Options.MaxBytes evicts before it returns; eviction is
+// best effort, and its failure is not the Put's.
 func (s *Store) Put(data []byte) (Ref, error) {
 	if err := s.check("put"); err != nil {
 		return "", err
 	}
-	r := Sum(data)
-	if s.present(r, int64(len(data))) {
+	r, size := Sum(data), int64(len(data))
+	need, err := s.claim("put", r, charge(size), 0)
+	if err != nil {
+		return "", err
+	}
+	if ok, err := s.holdIfPresent(r, size, need); err != nil || ok {
+		if err != nil {
+			s.release(need)
+			return "", ioError("put", r, s.Path(r), err)
+		}
 		return r, nil
 	}
 	f, name, err := s.stage()
 	if err != nil {
+		s.release(need)
 		return "", ioError("put", r, s.root, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		s.dir.Remove(name)
+		s.release(need)
 		return "", ioError("put", r, s.stagedPath(name), err)
 	}
-	if err := s.establish("put", f, name, r, int64(len(data))); err != nil {
+	if err := s.establish("put", f, name, r, size, need); err != nil {
 		return "", err
 	}
 	return r, nil
 }
 
-// Read returns the content of blob r. It refuses a malformed ref
-// (CodeInvalidRef), reports a missing blob as CodeNotFound (matching
-// fs.ErrNotExist), and verifies the bytes it read hash to r, reporting
-// anything else (including a non-regular file) as CodeCorrupt, so nothing
-// is ever returned under a name that is not its own. Read loads the whole
-// blob into memory; a caller wanting a window reads Path(r) itself.
+// holdIfPresent holds r and marks it recently used if a blob of that
+// size is present, consuming the reservation need; it reports false,
+// keeping the reservation, when it is not. A blob the session holds
+// already cannot be evicted, so it is checked without the store lock.
+func (s *Store) holdIfPresent(r Ref, size, need int64) (bool, error) {
+	if need == 0 && s.holding(r) {
+		return s.present(r, size), nil
+	}
+	lock, err := s.lock(false)
+	if err != nil {
+		return false, err
+	}
+	defer closeLock(lock)
+	if !s.present(r, size) {
+		return false, nil
+	}
+	if s.testHookBeforeHold != nil {
+		s.testHookBeforeHold()
+	}
+	if err := s.hold(r, charge(size), need); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// closeLock releases the store lock held by the usage record f.
+func closeLock(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+// Read returns the content of blob r, and the session holds it until
+// Close, marked recently used. It refuses a malformed ref
+// (CodeInvalidRef), reports a missing blob (never stored, or evicted) as
+// CodeNotFound (matching fs.ErrNotExist), and verifies the bytes it read
+// hash to r, reporting anything else (including a non-regular file) as
+// CodeCorrupt, so nothing is ever returned under a name that is not its
+// own. Read loads the whole blob into memory; a caller wanting a window
+// reads Path(r) itself. A read is never charged against the session's
+// budget.
 func (s *Store) Read(r Ref) ([]byte, error) {
 	if err := s.check("read"); err != nil {
 		return nil, err
@@ -213,7 +324,34 @@ func (s *Store) Read(r Ref) ([]byte, error) {
 	if _, err := ParseRef(string(r)); err != nil {
 		return nil, err
 	}
+	f, err := s.openHeld(r)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	touchFile(f, s.now())
 	p := s.Path(r)
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, ioError("read", r, p, err)
+	}
+	if got := Sum(data); got != r {
+		return nil, newError(CodeCorrupt, "read", r, p, "the stored content hashes to "+string(got), nil)
+	}
+	return data, nil
+}
+
+// openHeld opens blob r for reading and holds it, under the store lock
+// unless the session holds it already, so no eviction comes between.
+func (s *Store) openHeld(r Ref) (*os.File, error) {
+	p := s.Path(r)
+	if !s.holding(r) {
+		lock, err := s.lock(false)
+		if err != nil {
+			return nil, ioError("read", r, p, err)
+		}
+		defer closeLock(lock)
+	}
 	shard, err := s.openShard(r, false)
 	if err != nil {
 		return nil, s.shardError("read", r, err)
@@ -221,7 +359,7 @@ func (s *Store) Read(r Ref) ([]byte, error) {
 	defer shard.Close()
 	fi, err := shard.Lstat(string(r))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, newError(CodeNotFound, "read", r, "", "no blob is stored under this ref", err)
+		return nil, newError(CodeNotFound, "read", r, "", notFoundReason, err)
 	}
 	if err != nil {
 		return nil, ioError("read", r, p, err)
@@ -236,19 +374,19 @@ func (s *Store) Read(r Ref) ([]byte, error) {
 	if err != nil {
 		return nil, ioError("read", r, p, err)
 	}
-	defer f.Close()
 	if !os.SameFile(fi, opened) {
+		f.Close()
 		return nil, newError(CodeLinkRefused, "read", r, p, "the stored entry was replaced while it was opened", nil)
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
+	if err := s.hold(r, 0, 0); err != nil {
+		f.Close()
 		return nil, ioError("read", r, p, err)
 	}
-	if got := Sum(data); got != r {
-		return nil, newError(CodeCorrupt, "read", r, p, "the stored content hashes to "+string(got), nil)
-	}
-	return data, nil
+	return f, nil
 }
+
+// notFoundReason is what a missing blob's error says.
+const notFoundReason = "no blob is stored under this ref (never stored, or evicted once no open session held it and the store was over its budget)"
 
 // Sweep removes staged files in the root whose modification time is more
 // than olderThan ago (a negative olderThan counts as zero) and returns how
@@ -307,6 +445,9 @@ func (s *Store) check(op string) error {
 	if s == nil || s.dir == nil {
 		return newError(CodeInvalidRoot, op, "", "", "the store was not opened with blob.Open", nil)
 	}
+	if s.closed.Load() {
+		return newError(CodeIO, op, "", s.root, "the store is closed; open it again", fs.ErrClosed)
+	}
 	return nil
 }
 
@@ -315,7 +456,11 @@ func (s *Store) stagedPath(name string) string { return filepath.Join(s.root, na
 
 // present reports whether a regular file of the given size already sits at
 // r's address, in a shard directory that is not a link. Only a rename puts
-// a file there, so presence means the whole content is there.
+// a file there, so presence means the whole content is there. When it is
+// there, present marks it recently used: it sets the blob's modification
+// time to now through a descriptor opened beneath the pinned shard, once
+// confirmed the very file found. Marking is best effort: recency only
+// orders eviction.
 func (s *Store) present(r Ref, size int64) bool {
 	shard, err := s.openShard(r, false)
 	if err != nil {
@@ -323,7 +468,18 @@ func (s *Store) present(r Ref, size int64) bool {
 	}
 	defer shard.Close()
 	fi, err := shard.Lstat(string(r))
-	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
+		return false
+	}
+	if s.ledger != nil {
+		if f, opened, err := pinnedfs.OpenRegular(shard, string(r)); err == nil {
+			if os.SameFile(fi, opened) {
+				touchFile(f, s.now())
+			}
+			f.Close()
+		}
+	}
+	return true
 }
 
 // stage creates a fresh staged file in the root, on the same filesystem
@@ -364,7 +520,7 @@ func (s *Store) shardError(op string, r Ref, err error) error {
 	dir := filepath.Join(s.root, string(r[:ShardLen]))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return newError(CodeNotFound, op, r, "", "no blob is stored under this ref", err)
+		return newError(CodeNotFound, op, r, "", notFoundReason, err)
 	case errors.Is(err, errLink), errors.Is(err, errNotDir):
 		return newError(CodeLinkRefused, op, r, dir, "the shard directory is not a real directory of the store (a link, or replaced while it was opened); nothing was read or written through it", err)
 	}
@@ -409,14 +565,19 @@ func openDirNoFollow(parent *os.Root, name string) (*os.Root, error) {
 }
 
 // establish fsyncs and closes the staged file f (named name in the root),
-// makes it read-only and renames it to r's address. When a blob of the
-// same size is already there the staged file is removed instead. On every
-// failure the staged file is removed too.
-func (s *Store) establish(op string, f *os.File, name string, r Ref, size int64) (err error) {
+// makes it read-only, marks it recently used and, under the store's
+// exclusive lock, holds r and renames the file to r's address, then
+// records the charge and evicts if the store is over its budget. When a
+// blob of the same size is already there the staged file is removed
+// instead. On every failure the staged file is removed too. establish
+// consumes the reservation need: charged to r's hold on success,
+// returned on failure.
+func (s *Store) establish(op string, f *os.File, name string, r Ref, size, need int64) (err error) {
 	tmp := s.stagedPath(name)
 	defer func() {
 		if err != nil {
 			s.dir.Remove(name)
+			s.release(need)
 		}
 	}()
 	if err := f.Sync(); err != nil {
@@ -427,10 +588,24 @@ func (s *Store) establish(op string, f *os.File, name string, r Ref, size int64)
 		f.Close()
 		return ioError(op, r, tmp, err)
 	}
+	if s.ledger != nil {
+		if err := touchFile(f, s.now()); err != nil {
+			f.Close()
+			return ioError(op, r, tmp, err)
+		}
+	}
 	if err := f.Close(); err != nil {
 		return ioError(op, r, tmp, err)
 	}
+	lock, err := s.lock(true)
+	if err != nil {
+		return ioError(op, r, tmp, err)
+	}
+	defer func() { closeLock(lock) }()
 	if s.present(r, size) {
+		if err := s.hold(r, charge(size), need); err != nil {
+			return ioError(op, r, s.Path(r), err)
+		}
 		s.dir.Remove(name)
 		return nil
 	}
@@ -439,8 +614,19 @@ func (s *Store) establish(op string, f *os.File, name string, r Ref, size int64)
 		return s.shardError(op, r, err)
 	}
 	defer shard.Close()
-	if err := renameInto(s.dir, name, shard, string(r[:ShardLen]), string(r)); err != nil {
+	if err := s.hold(r, charge(size), need); err != nil {
 		return ioError(op, r, s.Path(r), err)
+	}
+	if err := renameInto(s.dir, name, shard, string(r[:ShardLen]), string(r)); err != nil {
+		// The hold stays: r may yet be stored by another write, and a
+		// hold on a missing blob costs nothing but its charge.
+		need = 0
+		return ioError(op, r, s.Path(r), err)
+	}
+	if lock != nil {
+		s.added(lock, charge(size)) // best effort, as documented on Put
+		closeLock(lock)
+		lock = nil
 	}
 	syncDir(shard)
 	return nil

@@ -25,6 +25,12 @@ const WriteBufferBytes = 32 << 10
 // content), so Create cannot fail; a failure to stage is reported by that
 // Write and by every call after it. A Writer is not safe for concurrent
 // use.
+//
+// Every byte written is reserved against the session's budget
+// (Options.SessionBytes) as it comes, so a stream that would pass it
+// fails at that Write with CodeSpillBudget, having staged nothing more;
+// Commit charges the blob in whole BlockBytes (nothing when the session
+// holds it already) and returns what it reserved beyond that.
 type Writer struct {
 	store *Store
 	f     *os.File
@@ -34,6 +40,8 @@ type Writer struct {
 	size  int64
 	err   error // sticky: the first failure, or CodeClosed once done
 	done  bool
+	// reserved is what Write reserved against the session's budget.
+	reserved int64
 }
 
 // Create returns a Writer that stages a new blob in s.
@@ -44,6 +52,18 @@ func (s *Store) Create() *Writer {
 // Write stages p. It returns len(p) and nil, or 0 and the first error
 // the Writer met (after which the Writer only fails; Abort it).
 func (w *Writer) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if err := w.store.check("write"); err != nil {
+		w.err = err
+		return 0, err
+	}
+	if err := w.store.reserve("write", int64(len(p))); err != nil {
+		w.err = err
+		return 0, err
+	}
+	w.reserved += int64(len(p))
 	if err := w.open(); err != nil {
 		return 0, err
 	}
@@ -60,11 +80,14 @@ func (w *Writer) Write(p []byte) (int, error) {
 func (w *Writer) Size() int64 { return w.size }
 
 // Commit flushes and fsyncs the staged file, makes it read-only and
-// renames it to its content address, returning the Ref. If that blob
-// already exists the staged file is removed and the same Ref returned, so
-// committing identical content twice, or concurrently, is harmless. After
-// Commit (successful or not) the Writer is done: the staged file is gone
-// either way and further calls fail with CodeClosed.
+// renames it to its content address, returning the Ref; the session holds
+// the blob until Close. If that blob already exists the staged file is
+// removed and the same Ref returned, so committing identical content
+// twice, or concurrently, is harmless. Rounding the blob's charge up to
+// whole BlockBytes may pass the session's budget, which Commit refuses
+// with CodeSpillBudget. After Commit (successful or not) the Writer is
+// done: the staged file is gone either way and further calls fail with
+// CodeClosed.
 func (w *Writer) Commit() (Ref, error) {
 	if w.done {
 		return "", closedError("commit")
@@ -76,13 +99,23 @@ func (w *Writer) Commit() (Ref, error) {
 	w.done = true
 	w.err = closedError("write")
 	r := Ref(hex.EncodeToString(w.hash.Sum(nil)))
+	reserved := w.reserved
+	w.reserved = 0
 	if err := w.buf.Flush(); err != nil {
 		w.f.Close()
 		w.store.dir.Remove(w.name)
+		w.store.release(reserved)
 		return "", ioError("commit", r, w.store.stagedPath(w.name), err)
 	}
 	w.buf = nil
-	if err := w.store.establish("commit", w.f, w.name, r, w.size); err != nil {
+	// The claim replaces the stream's reservation.
+	need, err := w.store.claim("commit", r, charge(w.size), reserved)
+	if err != nil {
+		w.f.Close()
+		w.store.dir.Remove(w.name)
+		return "", err
+	}
+	if err := w.store.establish("commit", w.f, w.name, r, w.size, need); err != nil {
 		return "", err
 	}
 	return r, nil
@@ -125,6 +158,8 @@ func (w *Writer) discard() error {
 	w.done = true
 	w.err = closedError("write")
 	w.buf = nil
+	w.store.release(w.reserved)
+	w.reserved = 0
 	if w.f == nil {
 		return nil
 	}

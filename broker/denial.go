@@ -86,6 +86,16 @@ func (d *Denial) Error() string {
 	return b.String()
 }
 
+// ErrorCode returns the denial's Code as a string: the method set of
+// package tool's CodedError, which reads every coded error of the module
+// the same way. A nil *Denial has no code ("").
+func (d *Denial) ErrorCode() string {
+	if d == nil {
+		return ""
+	}
+	return string(d.Code)
+}
+
 // Unwrap returns the denial's underlying cause, or nil.
 func (d *Denial) Unwrap() error {
 	if d == nil {

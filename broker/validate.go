@@ -47,6 +47,10 @@ type PolicyError struct {
 	Value string
 }
 
+// ErrorCode returns e.Code as a string: the method set of package tool's
+// CodedError, which reads every coded error of the module the same way.
+func (e *PolicyError) ErrorCode() string { return string(e.Code) }
+
 // Error renders the field, the value, the problem and what is accepted.
 func (e *PolicyError) Error() string {
 	var why, accepted string

@@ -154,6 +154,10 @@ func (e *BuildError) Error() string {
 // Code returns CodeBuildRejected.
 func (e *BuildError) Code() tool.Code { return CodeBuildRejected }
 
+// ErrorCode is Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *BuildError) ErrorCode() string { return string(e.Code()) }
+
 // NewBuilder checks the options, finds the toolchain, opens the cache
 // directory (sweeping build roots no live builder holds) and returns a
 // Builder. It builds nothing: Warm, or the first Build, does.

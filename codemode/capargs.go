@@ -196,3 +196,7 @@ type CapError struct {
 }
 
 func (e *CapError) Error() string { return string(e.Code) + ": " + e.Message }
+
+// ErrorCode returns e.Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *CapError) ErrorCode() string { return string(e.Code) }

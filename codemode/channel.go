@@ -105,12 +105,17 @@ var channelWords = wire.NewDecoder(append([]string{
 	"name", "media_type", "ignore_case", "max_results"}, WorkspaceCapabilities()...)...)
 
 // ChannelFault is why an execution's channel was ended: a frame the host
-// refused to decode, or a duplicate in-flight id.
+// refused to decode, or a duplicate in-flight id. Its code is
+// CodeChannelFault.
 type ChannelFault struct {
 	Reason string
 }
 
 func (e *ChannelFault) Error() string { return "channel fault: " + e.Reason }
+
+// ErrorCode is CodeChannelFault, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *ChannelFault) ErrorCode() string { return string(CodeChannelFault) }
 
 // serve reads the program's frames until its end closes (nil), the
 // execution ends (nil) or a fault (a *ChannelFault).

@@ -1,7 +1,6 @@
 package codemode
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/internal/handles"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -148,13 +148,11 @@ type executions struct {
 	notify func(ExecutionNotice)
 	now    func() time.Time
 
-	mu     sync.Mutex
-	seq    uint64
-	ends   uint64 // executions ended so far: each one's endSeq
-	all    map[string]*execution
-	order  map[string][]*execution // strand -> its executions, oldest first
-	closed bool
-	wg     sync.WaitGroup
+	mu sync.Mutex
+	// tab holds each strand's executions (mu held): one is live in it
+	// while its state is ExecutionRunning, from reserve until finish or
+	// drop; its run is begun from start until its goroutine returns.
+	tab *handles.Table[string, *execution]
 }
 
 // execution is one launched program.
@@ -174,7 +172,6 @@ type execution struct {
 	state     ExecutionState
 	started   time.Time
 	ended     time.Time
-	endSeq    uint64        // the order it ended in, among the Engine's
 	built     time.Duration // the launch's vet and build
 	ready     bool
 	endpoints []string
@@ -192,7 +189,7 @@ func newExecutions(abort func(broker.StepKey), notify func(ExecutionNotice)) *ex
 	rand.Read(b[:]) // never fails (crypto/rand)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &executions{epoch: hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel, abort: abort, notify: notify,
-		now: time.Now, all: map[string]*execution{}, order: map[string][]*execution{}}
+		now: time.Now, tab: handles.New[string, *execution](MaxLiveExecutions, MaxEndedExecutions)}
 }
 
 // signal wakes everyone waiting on x. t.mu held.
@@ -208,35 +205,32 @@ func (x *execution) signal() {
 func (t *executions) reserve(c *tool.Call) (*execution, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	site := func(n uint64) [sha256.Size]byte {
+		return sha256.Sum256([]byte(strings.Join([]string{c.Strand, c.OpID, c.StepID, strconv.Itoa(c.SourceIndex), strconv.FormatUint(n, 10)}, "\x00")))
+	}
+	x, err := t.tab.Admit(c.Strand, func(n uint64) string {
+		s := site(n)
+		return "exec-" + t.epoch + "-" + hex.EncodeToString(s[:6])
+	}, func(handle string, n uint64) *execution {
+		served := *c
+		served.StepID = c.StepID + executionStepPrefix + t.epoch + "-" + strconv.FormatUint(n, 10)
+		served.RaiseRefusal, served.ObserveOutput = nil, nil
+		ctx, cancel := context.WithCancel(t.ctx)
+		return &execution{
+			handle: handle,
+			owner:  c.Strand, key: broker.StepKey{OpID: served.OpID, StepID: served.StepID},
+			call: &served, runner: c.Broker, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+			state: ExecutionRunning, started: t.now(), inbox: map[string][][]byte{}, changed: make(chan struct{}),
+		}
+	})
+	switch err {
+	case nil:
+		return x, nil
+	case handles.Closed:
 		return nil, &CapError{Code: CodeEngineClosed, Message: "the session is closing; no program can be launched any more"}
 	}
-	live := 0
-	for _, x := range t.order[c.Strand] {
-		if x.state == ExecutionRunning {
-			live++
-		}
-	}
-	if live >= MaxLiveExecutions {
-		return nil, &CapError{Code: CodeExecutionCeiling, Message: fmt.Sprintf("strand %s already has %d launched programs running, the most it may; cancel one (%s) or let one end before launching another",
-			quoteArg(c.Strand), MaxLiveExecutions, strings.Join(t.handlesOf(c.Strand, true), ", "))}
-	}
-	t.seq++
-	n := strconv.FormatUint(t.seq, 10)
-	site := sha256.Sum256([]byte(strings.Join([]string{c.Strand, c.OpID, c.StepID, strconv.Itoa(c.SourceIndex), n}, "\x00")))
-	served := *c
-	served.StepID = c.StepID + executionStepPrefix + t.epoch + "-" + n
-	served.RaiseRefusal, served.ObserveOutput = nil, nil
-	ctx, cancel := context.WithCancel(t.ctx)
-	x := &execution{
-		handle: "exec-" + t.epoch + "-" + hex.EncodeToString(site[:6]),
-		owner:  c.Strand, key: broker.StepKey{OpID: served.OpID, StepID: served.StepID},
-		call: &served, runner: c.Broker, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		state: ExecutionRunning, started: t.now(), inbox: map[string][][]byte{}, changed: make(chan struct{}),
-	}
-	t.all[x.handle] = x
-	t.order[x.owner] = append(t.order[x.owner], x)
-	return x, nil
+	return nil, &CapError{Code: CodeExecutionCeiling, Message: fmt.Sprintf("strand %s already has %d launched programs running, the most it may; cancel one (%s) or let one end before launching another",
+		quoteArg(c.Strand), MaxLiveExecutions, strings.Join(t.tab.LiveKeys(c.Strand), ", "))}
 }
 
 // drop forgets a reserved execution that never started.
@@ -244,8 +238,7 @@ func (t *executions) drop(x *execution) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	x.cancel()
-	delete(t.all, x.handle)
-	t.order[x.owner] = slices.DeleteFunc(t.order[x.owner], func(y *execution) bool { return y == x })
+	t.tab.Drop(x.handle)
 }
 
 // start runs x with run on x's own context (the Engine's, never the
@@ -254,16 +247,15 @@ func (t *executions) drop(x *execution) {
 // began.
 func (t *executions) start(x *execution, pre *Execution, run func(ctx context.Context) (*RunResult, error)) error {
 	t.mu.Lock()
-	if t.closed {
+	if t.tab.Begin() != nil {
 		t.mu.Unlock()
 		t.drop(x)
 		return &CapError{Code: CodeEngineClosed, Message: "the session is closing; the program was built but not started"}
 	}
 	x.started, x.begun = t.now(), true
-	t.wg.Add(1)
 	t.mu.Unlock()
 	go func() {
-		defer t.wg.Done()
+		defer t.tab.Done()
 		res, err := runRecovered(x.ctx, run)
 		t.finish(x, pre, res, err)
 	}()
@@ -288,23 +280,24 @@ func runRecovered(ctx context.Context, run func(ctx context.Context) (*RunResult
 }
 
 // finish records how x ended, wakes its waiters, forgets the strand's
-// executions that ended longest ago past MaxEndedExecutions and tells
-// the owner when it ended on its own.
+// executions that ended longest ago past MaxEndedExecutions (never x:
+// the order they ended in, not the order they were launched, so a long
+// run that just ended is kept) and tells the owner when it ended on its
+// own.
 func (t *executions) finish(x *execution, pre *Execution, res *RunResult, err error) {
 	x.cancel()
 	t.mu.Lock()
 	r := *pre
 	r.Run = res
 	x.result, x.err = &r, err
-	t.ends++
-	x.state, x.ended, x.endSeq = ExecutionExited, t.now(), t.ends
+	x.state, x.ended = ExecutionExited, t.now()
 	if x.byOwner {
 		x.state = ExecutionCancelled
 	}
 	x.inbox, x.queued = map[string][][]byte{}, 0
 	x.signal()
 	close(x.done)
-	t.prune(x.owner)
+	t.tab.End(x.handle)
 	notify := t.notify != nil && !x.byOwner
 	n := ExecutionNotice{Owner: x.owner, Handle: x.handle, State: x.state}
 	if res != nil {
@@ -318,40 +311,6 @@ func (t *executions) finish(x *execution, pre *Execution, res *RunResult, err er
 	}
 }
 
-// prune forgets the strand's executions that ended longest ago, in the
-// order they ended (not the order they were launched: a long run that
-// just ended is kept), until at most MaxEndedExecutions are left. t.mu
-// held.
-func (t *executions) prune(strand string) {
-	var ended []*execution
-	for _, x := range t.order[strand] {
-		if x.state != ExecutionRunning {
-			ended = append(ended, x)
-		}
-	}
-	if len(ended) <= MaxEndedExecutions {
-		return
-	}
-	slices.SortFunc(ended, func(a, b *execution) int { return cmp.Compare(a.endSeq, b.endSeq) })
-	forget := ended[:len(ended)-MaxEndedExecutions]
-	for _, x := range forget {
-		delete(t.all, x.handle)
-	}
-	t.order[strand] = slices.DeleteFunc(t.order[strand], func(x *execution) bool { return slices.Contains(forget, x) })
-}
-
-// handlesOf lists strand's handles (only the running ones when live).
-// t.mu held.
-func (t *executions) handlesOf(strand string, live bool) []string {
-	var hs []string
-	for _, x := range t.order[strand] {
-		if !live || x.state == ExecutionRunning {
-			hs = append(hs, x.handle)
-		}
-	}
-	return hs
-}
-
 // lookup returns strand's execution under handle. A handle of another
 // strand is refused exactly as one never minted (CodeUnknownExecution,
 // naming the strand's own handles); a well-formed handle of an earlier
@@ -359,14 +318,13 @@ func (t *executions) handlesOf(strand string, live bool) []string {
 func (t *executions) lookup(strand, handle string) (*execution, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	x := t.all[handle]
-	if x != nil && x.owner == strand {
+	if x, ok := t.tab.Lookup(strand, handle); ok {
 		return x, nil
 	}
 	if m := handlePattern.FindStringSubmatch(handle); m != nil && m[1] != t.epoch {
 		return nil, &CapError{Code: CodeExecutionLost, Message: fmt.Sprintf("execution %s is lost: it was launched before the host restarted and ended with it; nothing of it is kept, so launch the program again", quoteArg(handle))}
 	}
-	mine := t.handlesOf(strand, false)
+	mine := t.tab.Keys(strand)
 	accepted := "this strand has launched none"
 	if len(mine) > 0 {
 		accepted = "this strand's are " + strings.Join(mine, ", ")
@@ -541,36 +499,25 @@ func (t *executions) abortStep(x *execution) {
 // until they are reaped or ctx ends.
 func (t *executions) close(ctx context.Context) error {
 	t.mu.Lock()
-	t.closed = true
-	var running []*execution
-	for _, x := range t.all {
-		if x.state == ExecutionRunning {
-			x.byOwner = true
-			running = append(running, x)
-		}
+	running := t.tab.Close()
+	for _, x := range running {
+		x.byOwner = true
 	}
 	t.mu.Unlock()
 	t.cancel()
 	for _, x := range running {
 		t.abortStep(x)
 	}
-	reaped := make(chan struct{})
-	go func() {
-		t.wg.Wait()
-		close(reaped)
-	}()
-	select {
-	case <-reaped:
+	if t.tab.Wait(ctx) == nil {
 		return nil
-	case <-ctx.Done():
-		t.mu.Lock()
-		left := 0
-		for _, x := range running {
-			if x.begun && x.state == ExecutionRunning {
-				left++
-			}
-		}
-		t.mu.Unlock()
-		return fmt.Errorf("codemode: %d launched programs were not reaped before the close deadline: %w", left, ctx.Err())
 	}
+	t.mu.Lock()
+	left := 0
+	for _, x := range running {
+		if x.begun && x.state == ExecutionRunning {
+			left++
+		}
+	}
+	t.mu.Unlock()
+	return fmt.Errorf("codemode: %d launched programs were not reaped before the close deadline: %w", left, ctx.Err())
 }

@@ -133,7 +133,7 @@ func (m *executionModel) launchAs(t *rapid.T, strand string) {
 	if err != nil {
 		t.Fatalf("launch %d of strand %s refused: %v", live+1, strand, err)
 	}
-	if x.key.StepID != c.StepID+executionStepPrefix+m.t.epoch+"-"+fmt.Sprint(m.t.seq) || x.call.StepID != x.key.StepID || x.call.Strand != strand {
+	if x.key.StepID != c.StepID+executionStepPrefix+m.t.epoch+"-"+fmt.Sprint(m.t.tab.Minted()) || x.call.StepID != x.key.StepID || x.call.Strand != strand {
 		t.Fatalf("execution step %+v, call %s/%s", x.key, x.call.Strand, x.call.StepID)
 	}
 	e := &modelExecution{handle: x.handle, owner: strand, state: ExecutionRunning, queued: map[string]int{}, end: make(chan struct{}), x: x}
@@ -289,7 +289,7 @@ func (m *executionModel) check(t *rapid.T) {
 		}
 	}
 	m.t.mu.Lock()
-	n := len(m.t.all)
+	n := m.t.tab.Len()
 	m.t.mu.Unlock()
 	if n != known {
 		t.Fatalf("the table holds %d executions, the model %d", n, known)

@@ -62,11 +62,11 @@ func (s *session) launched(t *testing.T, strand, src string) string {
 }
 
 // awaitExecution waits, on the execution's own change signal, until
-// cond holds of handle's status.
+// cond holds of the status of handle, launched by strand main.
 func awaitExecution(t *testing.T, eng *Engine, handle string, cond func(ExecutionStatus) bool) ExecutionStatus {
 	t.Helper()
 	eng.execs.mu.Lock()
-	x := eng.execs.all[handle]
+	x, _ := eng.execs.tab.Lookup("main", handle)
 	eng.execs.mu.Unlock()
 	if x == nil {
 		t.Fatalf("no execution %s", handle)

@@ -77,17 +77,19 @@ func (o *programOutput) stderrText() string {
 }
 
 // finish returns the stdout to show and, when it spilled, its overflow
-// record.
+// record. A spill the session's blob budget refused
+// (blob.CodeSpillBudget) is shown as its excerpts and a line saying it
+// was not kept and why (Overflow.NotKept), not as a failure.
 func (o *programOutput) finish() (string, *blob.Overflow, error) {
 	if o.spool == nil {
 		return string(o.head), nil, nil
 	}
 	inline, spilled, err := o.spool.Finish()
-	if err != nil {
-		return "", nil, err
-	}
 	if spilled != nil {
 		return spilled.Text("stdout"), spilled, nil
+	}
+	if err != nil {
+		return "", nil, err
 	}
 	return inline, nil, nil
 }

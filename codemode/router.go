@@ -247,20 +247,10 @@ func forProgram(path string, err error) error {
 	return err
 }
 
-// codeOf reads the code of a routed call's error: a CapError's, the file
-// API's, a job refusal's, else CodeProcFailed for an uncoded failure.
+// codeOf reads the code of a routed call's error: tool.CodeOf's (a
+// CapError's, the file API's, a job refusal's, ...), else CodeProcFailed
+// for an uncoded failure.
 func codeOf(err error) tool.Code {
-	var ce *CapError
-	var fe *tool.FileError
-	switch {
-	case errors.As(err, &ce):
-		return ce.Code
-	case errors.As(err, &fe):
-		return fe.Code
-	}
-	if c := job.CodeOf(err); c != "" {
-		return c
-	}
 	if c := tool.CodeOf(err); c != "" {
 		return c
 	}

@@ -45,6 +45,10 @@ type DescribeError struct {
 // Code is the failure's stable code.
 func (e *DescribeError) Code() tool.Code { return e.code }
 
+// ErrorCode is Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *DescribeError) ErrorCode() string { return string(e.code) }
+
 // Error says what failed and, for a package the seam does not offer, which
 // packages it does.
 func (e *DescribeError) Error() string {

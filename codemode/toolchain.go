@@ -55,6 +55,10 @@ func (e *BuilderError) Error() string {
 // Unwrap returns the cause.
 func (e *BuilderError) Unwrap() error { return e.Err }
 
+// ErrorCode returns e.Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *BuilderError) ErrorCode() string { return string(e.Code) }
+
 func toolchainErr(reason string, err error) error {
 	return &BuilderError{Code: CodeToolchainUnavailable, Reason: reason + "; " + installHint, Err: err}
 }

@@ -116,6 +116,10 @@ type VetError struct {
 // Code is CodeVetRefused.
 func (e *VetError) Code() tool.Code { return CodeVetRefused }
 
+// ErrorCode is Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *VetError) ErrorCode() string { return string(e.Code()) }
+
 // Error renders every violation (at most MaxViolationsShown itemised, the
 // rest counted) with its rule, construct and line:column, why a denied
 // import is denied, the caret excerpt, and the allowlist; never more than

@@ -86,6 +86,9 @@ func (e *HunkError) Error() string {
 // Unwrap returns the underlying cause, if any.
 func (e *HunkError) Unwrap() error { return e.Err }
 
+// ErrorCode returns e.Code as a string (see CodeOf).
+func (e *HunkError) ErrorCode() string { return string(e.Code) }
+
 // StaleRef is one ref that does not match the content a plan was made over.
 type StaleRef struct {
 	// Ref is the ref as the hunk gave it.
@@ -111,6 +114,9 @@ type StaleError struct {
 	Stale []StaleRef
 }
 
+// ErrorCode returns e.Code as a string (see CodeOf).
+func (e *StaleError) ErrorCode() string { return string(e.Code) }
+
 func (e *StaleError) Error() string {
 	var b strings.Builder
 	switch e.Code {
@@ -130,21 +136,21 @@ func (e *StaleError) Error() string {
 	return b.String()
 }
 
-// CodeOf returns the code of the first error of this package in err's
-// chain, or "" when there is none.
+// codedError is the method set every error of this package has (and
+// package tool's CodedError, which this package cannot import).
+type codedError interface {
+	error
+	ErrorCode() string
+}
+
+// CodeOf returns the code of the first error in err's chain that carries
+// one (an ErrorCode method, as every error of this package has), or ""
+// when none does. Over this package's own errors it is one of the Code*
+// constants.
 func CodeOf(err error) Code {
-	var (
-		he *HunkError
-		se *StaleError
-		re *RefError
-	)
-	switch {
-	case errors.As(err, &he):
-		return he.Code
-	case errors.As(err, &se):
-		return se.Code
-	case errors.As(err, &re):
-		return re.Code
+	var ce codedError
+	if errors.As(err, &ce) {
+		return Code(ce.ErrorCode())
 	}
 	return ""
 }

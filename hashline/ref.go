@@ -92,6 +92,9 @@ func (e *RefError) Error() string {
 // Unwrap returns the underlying cause, if any.
 func (e *RefError) Unwrap() error { return e.Err }
 
+// ErrorCode returns e.Code as a string (see CodeOf).
+func (e *RefError) ErrorCode() string { return string(e.Code) }
+
 // maxQuoted bounds how many bytes of caller input an error message quotes.
 const maxQuoted = 80
 

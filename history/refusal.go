@@ -9,7 +9,8 @@ import (
 
 // Refusal is the error every seam in this package answers (History and
 // Memory implementations, PrepareNote, ParseWords). Programs find it with
-// errors.As and switch on Code; Message is a sentence a model can act on.
+// errors.As, or read its code with tool.CodeOf, and switch on Code;
+// Message is a sentence a model can act on.
 type Refusal struct {
 	// Code is one of this package's codes (CodeIndexBusy, ...), or
 	// tool.CodeCancelled when the call's context ended first.
@@ -31,21 +32,15 @@ func (r *Refusal) Error() string {
 // Unwrap returns the underlying cause, if any.
 func (r *Refusal) Unwrap() error { return r.Err }
 
+// ErrorCode returns r.Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (r *Refusal) ErrorCode() string { return string(r.Code) }
+
 // Is reports whether target is a *Refusal with the same Code, so
 // errors.Is(err, &Refusal{Code: CodeIndexBusy}) works through wrapping.
 func (r *Refusal) Is(target error) bool {
 	t, ok := target.(*Refusal)
 	return ok && t.Code == r.Code
-}
-
-// CodeOf returns the Code of the first *Refusal in err's chain, or "" when
-// there is none.
-func CodeOf(err error) tool.Code {
-	var r *Refusal
-	if errors.As(err, &r) {
-		return r.Code
-	}
-	return ""
 }
 
 // refuse returns a *Refusal coded code whose Message is format applied to

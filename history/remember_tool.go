@@ -111,7 +111,7 @@ func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a 
 
 // memoryOutcome renders a Memory refusal for the model.
 func memoryOutcome(err error) tool.Outcome {
-	code := CodeOf(err)
+	code := tool.CodeOf(err)
 	if code == "" {
 		code = CodeMemoryUnavailable
 	}

@@ -314,10 +314,14 @@ func runRead(ctx context.Context, c *tool.Call, h History, session string, a sea
 		return tool.Fail(tool.CodeSpillFailed, fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and this host has no blob store to spill it to; read fewer neighbours (around)", len(data), blob.OverflowThreshold))
 	}
 	_, spilled, err := c.Blobs.Bound(data)
-	if err != nil || spilled == nil {
+	if spilled == nil { // a refusal for the session's budget comes with the excerpts, shown below
 		return tool.Fail(tool.CodeSpillFailed, fmt.Sprintf("the read is %d bytes, over the %d-byte inline limit, and spilling it failed: %v", len(data), blob.OverflowThreshold, err))
 	}
 	f.quote(&b, spilled.Text("the read"))
+	if spilled.NotKept != "" {
+		b.WriteString("The whole read was not kept (see above); read fewer neighbours (around), if any, to see more of it inline.\n")
+		return tool.Success(b.String()).WithDetails(ReadDetails{Entries: entries, Overflow: spilled})
+	}
 	b.WriteString("The whole read is JSON in the file named above; read it in bounded slices (it may be one long line).\n")
 	return tool.Success(b.String()).WithDetails(ReadDetails{Entries: entries, Overflow: spilled})
 }
@@ -372,7 +376,7 @@ func withNote(note string, o tool.Outcome) tool.Outcome {
 // refusalOutcome renders a seam failure for the model: the code, the
 // message, and for a transient code the advice to send the same call again.
 func refusalOutcome(err error) tool.Outcome {
-	code := CodeOf(err)
+	code := tool.CodeOf(err)
 	if code == "" {
 		code = CodeIndexUnavailable
 	}

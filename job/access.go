@@ -166,10 +166,10 @@ func (p *Plane) Send(_ context.Context, o Owner, id ID, data []byte, end StdinEn
 func (p *Plane) List(_ context.Context, o Owner) (Listed, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ids := p.order[o.Strand]
-	l := Listed{Jobs: make([]Row, 0, len(ids))}
-	for _, id := range ids {
-		l.Jobs = append(l.Jobs, p.jobs[id].row)
+	jobs := p.jobs.Entries(o.Strand)
+	l := Listed{Jobs: make([]Row, 0, len(jobs))}
+	for _, j := range jobs {
+		l.Jobs = append(l.Jobs, j.row)
 	}
 	return l, nil
 }

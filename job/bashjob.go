@@ -64,7 +64,7 @@ func runAuto(ctx context.Context, c *tool.Call, jobs Jobs, cmd Spec, run bashRun
 	owner := OwnerOf(c)
 	s, err := jobs.Attend(ctx, owner, cmd)
 	if err != nil {
-		code := CodeOf(err)
+		code := tool.CodeOf(err)
 		switch code {
 		case CodeNoJobPlane:
 			return tool.Outcome{}, false, ""
@@ -152,7 +152,7 @@ func watchedSettled(r Row) broker.Settled {
 // watchCode is the code of a watch that lost its job: the plane's, the
 // call's cancellation, or CodeJobPlaneUnavailable.
 func watchCode(err error) tool.Code {
-	if CodeOf(err) == "" && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	if tool.CodeOf(err) == "" && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return tool.CodeCancelled
 	}
 	return refusalCode(err)

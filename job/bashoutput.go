@@ -54,15 +54,17 @@ func (o *bashOutput) add(c *tool.Call, out broker.Output) {
 }
 
 // finish returns the text to show and, when the output spilled, its
-// overflow record.
+// overflow record. A spill the session's blob budget refused
+// (blob.CodeSpillBudget) is shown as its excerpts and a line saying the
+// output was not kept and why (Overflow.NotKept), not as a failure.
 func (o *bashOutput) finish() (string, *blob.Overflow, error) {
 	if o.spool != nil {
 		inline, spilled, err := o.spool.Finish()
-		if err != nil {
-			return "", nil, err
-		}
 		if spilled != nil {
 			return spilled.Text("output"), spilled, nil
+		}
+		if err != nil {
+			return "", nil, err
 		}
 		return inline, nil, nil
 	}

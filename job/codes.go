@@ -1,8 +1,6 @@
 package job
 
 import (
-	"errors"
-
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
@@ -80,6 +78,10 @@ type Error struct {
 // Error renders "job: <code>: <reason>".
 func (e *Error) Error() string { return "job: " + string(e.Code) + ": " + e.Reason }
 
+// ErrorCode returns e.Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *Error) ErrorCode() string { return string(e.Code) }
+
 // Unwrap returns the broker denial, if any.
 func (e *Error) Unwrap() error {
 	if e.Denial == nil {
@@ -94,33 +96,10 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// CodeOf returns the code of the first error in err's chain that carries
-// one of this package's codes (an *Error, a *CursorError, a
-// *LifetimeError, whose Code is set) or, failing that, one of package
-// tool's (tool.CodeOf), or "" when none does.
-func CodeOf(err error) tool.Code {
-	var (
-		je *Error
-		ce *CursorError
-		le *LifetimeError
-	)
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &je) && je.Code != "":
-		return je.Code
-	case errors.As(err, &ce) && ce.Code != "":
-		return ce.Code
-	case errors.As(err, &le) && le.Code != "":
-		return le.Code
-	}
-	return tool.CodeOf(err)
-}
-
-// refusalCode is the code a tool reports err with: CodeOf's, else
+// refusalCode is the code a tool reports err with: tool.CodeOf's, else
 // CodeJobPlaneUnavailable (a plane that failed without saying why).
 func refusalCode(err error) tool.Code {
-	if code := CodeOf(err); code != "" {
+	if code := tool.CodeOf(err); code != "" {
 		return code
 	}
 	return CodeJobPlaneUnavailable

@@ -43,6 +43,9 @@ type CursorError struct {
 	Reason string
 }
 
+// ErrorCode returns e.Code as a string (see tool.CodedError).
+func (e *CursorError) ErrorCode() string { return string(e.Code) }
+
 // Error renders the refused token (quoted, shortened) and why.
 func (e *CursorError) Error() string {
 	return "cursor " + quote(e.Token) + " refused: " + e.Reason

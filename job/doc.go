@@ -48,5 +48,6 @@
 //     are; argument problems tool.CodeInvalidArguments, CodeInvalidCursor
 //     or CodeLifetimeRefused; how a bash command ended CodeNonzeroExit,
 //     CodeTimeout, CodeExecFailed or CodeOutputLimited. Error types carry
-//     their code in a Code field, and CodeOf finds it.
+//     their code in a Code field and implement tool.CodedError, so
+//     tool.CodeOf finds it.
 package job

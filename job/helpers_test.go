@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
 )
 
 // The test binary doubles as the jailed server and client of the loopback
@@ -244,7 +245,7 @@ func freeAddr(t testing.TB) string {
 
 // codeOf returns the stable code of a job error.
 func codeOf(err error) string {
-	if c := job.CodeOf(err); c != "" {
+	if c := tool.CodeOf(err); c != "" {
 		return string(c)
 	}
 	return fmt.Sprintf("<%T>", err)

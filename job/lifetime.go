@@ -48,6 +48,9 @@ type LifetimeError struct {
 	Reason string
 }
 
+// ErrorCode returns e.Code as a string (see tool.CodedError).
+func (e *LifetimeError) ErrorCode() string { return string(e.Code) }
+
 // Error renders the refusal with its reason.
 func (e *LifetimeError) Error() string {
 	return "lifetime " + string(e.Lifetime) + " refused: " + e.Reason

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/internal/handles"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -20,7 +21,8 @@ const (
 	// strand may hold at once.
 	DefaultMaxLive = 8
 	// DefaultMaxEnded is how many ended jobs the plane keeps per strand
-	// for polling and listing; older ones are forgotten (unknown_job).
+	// for polling and listing; past it the ones that ended longest ago
+	// are forgotten (unknown_job), never the one ending.
 	DefaultMaxEnded = 32
 	// DefaultWall is a default-lifetime job's wall when its spec names
 	// none.
@@ -150,12 +152,11 @@ type Plane struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	jobs   map[ID]*job
-	order  map[string][]ID // strand -> its jobs, oldest first
-	seq    uint64
-	closed bool
-	wg     sync.WaitGroup // one per job from admission to settlement
+	mu sync.Mutex
+	// jobs holds each strand's jobs (p.mu held): a job is live in it
+	// while its row is pending, and its work is begun from admission
+	// until its runner, or forget, is done with it.
+	jobs *handles.Table[ID, *job]
 }
 
 var _ Jobs = (*Plane)(nil)
@@ -164,8 +165,9 @@ var _ Jobs = (*Plane)(nil)
 // that refuses every start with CodeJobPlaneUnavailable.
 func NewPlane(b *broker.Broker, opts Options) *Plane {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Plane{broker: b, opts: opts.withDefaults(), ctx: ctx, cancel: cancel,
-		jobs: map[ID]*job{}, order: map[string][]ID{}}
+	opts = opts.withDefaults()
+	return &Plane{broker: b, opts: opts, ctx: ctx, cancel: cancel,
+		jobs: handles.New[ID, *job](opts.MaxLive, opts.MaxEnded)}
 }
 
 // Options returns the plane's options with every default filled in.
@@ -254,42 +256,38 @@ func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (S
 func (p *Plane) admit(o Owner, spec Spec, released bool) (*job, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return nil, &Error{Code: CodeJobPlaneUnavailable, Reason: "the job plane is closed"}
-	}
-	live := 0
-	for _, id := range p.order[o.Strand] {
-		if p.jobs[id].row.State.Pending() {
-			live++
-		}
-	}
-	if live >= p.opts.MaxLive {
-		return nil, &Error{Code: CodeJobCeilingReached, Reason: fmt.Sprintf(
-			"%d of %d jobs already run for this agent; wait for one to end or kill one with job_kill", live, p.opts.MaxLive)}
-	}
-	p.seq++
 	lifetime := spec.Lifetime
 	if lifetime == "" {
 		lifetime = LifetimeDefault
 	}
-	j := &job{
-		id:       ID(fmt.Sprintf("j%d-%s", p.seq, randomHex(2))),
-		owner:    o,
-		wake:     spec.Wake,
-		released: released,
-		out:      NewTail(p.opts.TailBytes),
-		errs:     NewTail(p.opts.TailBytes),
-		changed:  make(chan struct{}),
-		settled:  make(chan struct{}),
-		row:      Row{Command: spec.Command, State: Starting, Started: time.Now(), Lifetime: lifetime},
+	j, err := p.jobs.Admit(o.Strand, func(n uint64) ID {
+		return ID(fmt.Sprintf("j%d-%s", n, randomHex(2)))
+	}, func(id ID, _ uint64) *job {
+		return &job{
+			id:       id,
+			owner:    o,
+			wake:     spec.Wake,
+			released: released,
+			out:      NewTail(p.opts.TailBytes),
+			errs:     NewTail(p.opts.TailBytes),
+			changed:  make(chan struct{}),
+			settled:  make(chan struct{}),
+			row:      Row{ID: id, Command: spec.Command, State: Starting, Started: time.Now(), Lifetime: lifetime},
+		}
+	})
+	switch err {
+	case nil:
+	case handles.Closed:
+		return nil, &Error{Code: CodeJobPlaneUnavailable, Reason: "the job plane is closed"}
+	default:
+		live := len(p.jobs.LiveKeys(o.Strand))
+		return nil, &Error{Code: CodeJobCeilingReached, Reason: fmt.Sprintf(
+			"%d of %d jobs already run for this agent; wait for one to end or kill one with job_kill", live, p.opts.MaxLive)}
 	}
-	j.row.ID = j.id
 	if p.opts.Blobs != nil {
 		j.spools = [2]*blob.Spool{p.opts.Blobs.NewSpool(), p.opts.Blobs.NewSpool()}
 	}
-	p.jobs[j.id] = j
-	p.order[o.Strand] = append(p.order[o.Strand], j.id)
-	p.wg.Add(1)
+	p.jobs.Begin() // cannot refuse: Admit found the plane open under this same lock
 	return j, nil
 }
 
@@ -298,7 +296,7 @@ func (p *Plane) admit(o Owner, spec Spec, released bool) (*job, error) {
 // waiting on it answers Refused at once.
 func (p *Plane) forget(j *job) {
 	p.mu.Lock()
-	p.remove(j)
+	p.jobs.Drop(j.id)
 	j.row.State, _ = advance(j.row.State, evNeverRan)
 	j.row.Refusal = "its clearance was refused"
 	j.signal()
@@ -309,30 +307,17 @@ func (p *Plane) forget(j *job) {
 			sp.Abort()
 		}
 	}
-	p.wg.Done()
+	p.jobs.Done()
 }
 
-// remove deletes j from the tables. p.mu held.
-func (p *Plane) remove(j *job) {
-	delete(p.jobs, j.id)
-	ids := p.order[j.owner.Strand]
-	for i, id := range ids {
-		if id == j.id {
-			ids = append(ids[:i:i], ids[i+1:]...)
-			break
-		}
-	}
-	if len(ids) == 0 {
-		delete(p.order, j.owner.Strand)
-	} else {
-		p.order[j.owner.Strand] = ids
-	}
-}
+// ended records that j reached a terminal state: past MaxEnded, its
+// strand forgets the jobs that ended longest ago (never j). p.mu held.
+func (p *Plane) ended(j *job) { p.jobs.End(j.id) }
 
 // lookup finds o's job id. p.mu held.
 func (p *Plane) lookup(o Owner, id ID) (*job, error) {
-	j := p.jobs[id]
-	if j == nil || j.owner.Strand != o.Strand {
+	j, ok := p.jobs.Lookup(o.Strand, id)
+	if !ok {
 		return nil, &Error{Code: CodeUnknownJob, Reason: fmt.Sprintf("no job %s belongs to this agent; job_poll without a handle lists yours", quote(string(id)))}
 	}
 	return j, nil
@@ -344,9 +329,9 @@ func (p *Plane) lookup(o Owner, id ID) (*job, error) {
 // returned. Close may be called more than once.
 func (p *Plane) Close(ctx context.Context) error {
 	p.mu.Lock()
-	p.closed = true
+	live := p.jobs.Close()
 	var kill []*broker.Execution
-	for _, j := range p.jobs {
+	for _, j := range live {
 		if j.row.State.Pending() && j.cause == "" {
 			j.cause = StopShutdown
 			if j.ex != nil {
@@ -358,21 +343,15 @@ func (p *Plane) Close(ctx context.Context) error {
 	for _, ex := range kill {
 		ex.Cancel()
 	}
-	done := make(chan struct{})
-	go func() {
-		p.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
+	if err := p.jobs.Wait(ctx); err == nil {
 		p.cancel()
 		return nil
-	case <-ctx.Done():
 	}
 	p.mu.Lock()
-	for _, j := range p.jobs {
+	for _, j := range live {
 		if s, ok := advance(j.row.State, evLost); ok {
 			j.row.State, j.row.Lost = s, LostUnsettled
+			p.ended(j)
 			j.signal()
 		}
 	}

@@ -390,6 +390,40 @@ func TestEndedJobsArePrunedPastMaxEnded(t *testing.T) {
 	}
 }
 
+// TestTheJobEndingIsNeverForgotten: past MaxEnded, the ended job
+// forgotten is the one that ended longest ago, not the oldest started:
+// a long job started first and ending after a short one is still
+// polled when its end is noticed.
+func TestTheJobEndingIsNeverForgotten(t *testing.T) {
+	ended := make(chan job.Notice, 4)
+	f := newFixture(t, job.Options{MaxEnded: 1, Notify: func(n job.Notice) {
+		if n.Kind == job.NoticeEnded {
+			ended <- n
+		}
+	}})
+	long := f.start(mainOwner, f.sh("read line; exit 3"))
+	short := f.start(mainOwner, f.sh("exit 0"))
+	if n := <-ended; n.Job.ID != short {
+		t.Fatalf("the first end noticed is %s's, want %s's", n.Job.ID, short)
+	}
+	if _, err := f.plane.Send(context.Background(), mainOwner, long, nil, job.CloseStdin); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-ended; n.Job.ID != long {
+		t.Fatalf("the second end noticed is %s's, want %s's", n.Job.ID, long)
+	}
+	p, err := f.plane.Poll(context.Background(), mainOwner, long, job.Cursors{}, 0)
+	if err != nil || p.State != job.Exited || p.Exit.ExitCode != 3 {
+		t.Fatalf("the job whose end was just noticed: %+v, %v", p.Row, err)
+	}
+	if _, err := f.plane.Poll(context.Background(), mainOwner, short, job.Cursors{}, 0); codeOf(err) != "unknown_job" {
+		t.Fatalf("the job that ended first is still kept: %v", err)
+	}
+	if l, _ := f.plane.List(context.Background(), mainOwner); len(l.Jobs) != 1 || l.Jobs[0].ID != long {
+		t.Fatalf("listing: %+v", l.Jobs)
+	}
+}
+
 func TestHeartbeatsOnlyOnceTheOwnerHoldsTheJob(t *testing.T) {
 	notices := make(chan job.Notice, 64)
 	f := newFixture(t, job.Options{Heartbeat: 20 * time.Millisecond, Notify: func(n job.Notice) { notices <- n }})

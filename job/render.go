@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -40,7 +41,7 @@ type Denial struct {
 
 // RefusalOutcome renders err, as a job plane or a cursor parse returned
 // it, as tool name's in-band error outcome: an *Error keeps its code (and
-// denial), a *CursorError and a *LifetimeError keep theirs (CodeOf);
+// denial), a *CursorError and a *LifetimeError keep theirs (tool.CodeOf);
 // anything else, or one of them without a code, is
 // CodeJobPlaneUnavailable.
 func RefusalOutcome(name string, err error) tool.Outcome {
@@ -92,11 +93,17 @@ func renderPoll(p Polled, now time.Time) tool.Outcome {
 		}
 	}
 	if sp := p.Spill; sp != nil {
-		if sp.Stdout != nil {
-			fmt.Fprintf(&b, "whole stdout (%d bytes): %s\n", sp.Stdout.Size, sp.Stdout.Path)
-		}
-		if sp.Stderr != nil {
-			fmt.Fprintf(&b, "whole stderr (%d bytes): %s\n", sp.Stderr.Size, sp.Stderr.Path)
+		for _, s := range []struct {
+			name string
+			o    *blob.Overflow
+		}{{"stdout", sp.Stdout}, {"stderr", sp.Stderr}} {
+			switch {
+			case s.o == nil:
+			case s.o.NotKept != "":
+				fmt.Fprintf(&b, "whole %s (%d bytes) was not kept: %s\n", s.name, s.o.Size, s.o.NotKept)
+			default:
+				fmt.Fprintf(&b, "whole %s (%d bytes): %s\n", s.name, s.o.Size, s.o.Path)
+			}
 		}
 	}
 	token := p.Next.Token(p.ID)

@@ -48,7 +48,7 @@ func (j *job) tail(s broker.Stream) *Tail {
 // run drains j's output into its windows until the command settles, sends
 // heartbeats when asked, then records the end.
 func (p *Plane) run(j *job) {
-	defer p.wg.Done()
+	defer p.jobs.Done()
 	var beat <-chan time.Time
 	if j.wake == WakeWhenIdle && p.opts.Notify != nil {
 		t := time.NewTicker(p.opts.Heartbeat)
@@ -124,7 +124,7 @@ func (p *Plane) run(j *job) {
 	n := p.noticeOf(j, NoticeEnded)
 	j.signal()
 	close(j.settled)
-	p.prune(j.owner.Strand)
+	p.ended(j)
 	p.mu.Unlock()
 	if notify {
 		p.opts.Notify(n)
@@ -134,7 +134,9 @@ func (p *Plane) run(j *job) {
 // finishSpools commits the spools, answering where each stream that
 // outgrew its window went. A stream short enough to stay inline in its
 // spool but longer than the window is stored too, so every stream a poll
-// could have missed bytes of has its whole text somewhere.
+// could have missed bytes of has its whole text somewhere. A stream the
+// session's blob budget refused (blob.CodeSpillBudget) is answered too:
+// its Overflow keeps the excerpts and says why it was not kept (NotKept).
 func (j *job) finishSpools(store *blob.Store) *Spill {
 	var s Spill
 	for i, sp := range j.spools {
@@ -142,17 +144,13 @@ func (j *job) finishSpools(store *blob.Store) *Spill {
 			continue
 		}
 		inline, o, err := sp.Finish()
-		if err != nil {
+		if err != nil && o == nil {
 			continue
 		}
 		if o == nil && [2]*Tail{j.out, j.errs}[i].Front() > 0 {
-			data := []byte(inline)
-			ref, err := store.Put(data)
-			if err != nil {
+			if o, _ = store.Spill([]byte(inline)); o == nil {
 				continue
 			}
-			head, tail := blob.Excerpts(data, blob.ExcerptBytes)
-			o = &blob.Overflow{Ref: ref, Path: store.Path(ref), Size: int64(len(data)), HeadExcerpt: head, TailExcerpt: tail}
 		}
 		if o == nil {
 			continue
@@ -172,24 +170,4 @@ func (j *job) finishSpools(store *blob.Store) *Spill {
 // noticeOf builds a notice about j. p.mu held.
 func (p *Plane) noticeOf(j *job, k NoticeKind) Notice {
 	return Notice{Kind: k, Owner: j.owner, Job: j.row, Received: j.out.Received() + j.errs.Received()}
-}
-
-// prune forgets strand's oldest ended jobs past MaxEnded. p.mu held.
-func (p *Plane) prune(strand string) {
-	ended := 0
-	ids := p.order[strand]
-	for _, id := range ids {
-		if !p.jobs[id].row.State.Pending() {
-			ended++
-		}
-	}
-	for _, id := range ids {
-		if ended <= p.opts.MaxEnded {
-			return
-		}
-		if j := p.jobs[id]; !j.row.State.Pending() {
-			p.remove(j)
-			ended--
-		}
-	}
 }

@@ -18,9 +18,9 @@ import (
 // Identity is always the Owner the host derived from the Call (OwnerOf),
 // never a model argument: an implementation answers a job that another
 // strand started as if it did not exist (CodeUnknownJob). Every failure
-// is an error a caller inspects with errors.As or CodeOf: *Error (one of
-// the RefusalCodes), *CursorError, or *LifetimeError. Methods must be
-// safe for concurrent use and must not panic.
+// is an error a caller inspects with errors.As or tool.CodeOf: *Error
+// (one of the RefusalCodes), *CursorError, or *LifetimeError. Methods
+// must be safe for concurrent use and must not panic.
 type Jobs interface {
 	// Start clears spec and starts it as a job the owner is notified
 	// about when it ends: what bash's background mode calls.

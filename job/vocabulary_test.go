@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/tool"
 )
 
 func TestCursorTokenRoundTrip(t *testing.T) {
@@ -106,7 +107,7 @@ func TestNoPlaneRefusesWithItsCode(t *testing.T) {
 	j := job.NoPlane()
 	ctx := context.Background()
 	_, err := j.Attend(ctx, job.Owner{}, job.Spec{})
-	if code := job.CodeOf(err); code != job.CodeNoJobPlane || j.MaxWait() != 0 {
+	if code := tool.CodeOf(err); code != job.CodeNoJobPlane || j.MaxWait() != 0 {
 		t.Fatalf("NoPlane().Attend = %v", err)
 	}
 	if !errors.Is(err, &job.Error{Code: job.CodeNoJobPlane}) || errors.Is(err, &job.Error{Code: job.CodeUnknownJob}) {

@@ -31,6 +31,9 @@ type ArgError struct {
 	Reason string
 }
 
+// ErrorCode returns e.Code as a string (see CodedError).
+func (e *ArgError) ErrorCode() string { return string(e.Code) }
+
 func (e *ArgError) Error() string {
 	s := e.Reason
 	if len(e.Known) > 0 {

@@ -1,12 +1,6 @@
 package tool
 
-import (
-	"errors"
-
-	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
-	"github.com/agentloom/loom/hashline"
-)
+import "errors"
 
 // Code says why a call failed. It is a stable snake_case word, declared
 // once as a documented constant in the package whose tool refuses with
@@ -154,46 +148,26 @@ const (
 )
 
 // CodedError is an error that carries a failure code: a stable
-// snake_case word a program switches on. Any package can implement it
-// without importing this one.
+// snake_case word a program switches on. Every error type of the module
+// that carries a code implements it with a pointer receiver, beside the
+// typed Code field (or method) its package documents; the packages below
+// this one (broker, hashline, blob) implement it without importing it, and
+// so can a host's own errors.
 type CodedError interface {
 	error
 	// ErrorCode returns the code. It is never empty.
 	ErrorCode() string
 }
 
-// CodeOf returns the code of the first error in err's chain that carries
-// one of the codes of this package or of the packages below it (a
-// PathError, an ArgError, a RegisterError, a broker Denial or PolicyError,
-// a hashline or blob error) or is a CodedError, converted to a Code, or
-// "" when none does.
+// CodeOf returns the code of the first CodedError in err's chain,
+// converted to a Code, or "" when there is none (or err is nil). It is
+// the one way to read a code from an error anywhere in the module: the
+// outermost coded error wins, so a refusal that wraps another's keeps its
+// own code.
 func CodeOf(err error) Code {
-	var (
-		ce CodedError
-		pe *PathError
-		ae *ArgError
-		re *RegisterError
-		de *broker.Denial
-		ve *broker.PolicyError
-	)
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &pe):
-		return pe.Code
-	case errors.As(err, &ae):
-		return ae.Code
-	case errors.As(err, &re):
-		return re.Code
-	case errors.As(err, &de):
-		return Code(de.Code)
-	case errors.As(err, &ve):
-		return Code(ve.Code)
-	case errors.As(err, &ce):
+	var ce CodedError
+	if errors.As(err, &ce) {
 		return Code(ce.ErrorCode())
 	}
-	if c := hashline.CodeOf(err); c != "" {
-		return Code(c)
-	}
-	return Code(blob.CodeOf(err))
+	return ""
 }

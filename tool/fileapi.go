@@ -27,6 +27,9 @@ type FileError struct {
 
 func (e *FileError) Error() string { return e.Message }
 
+// ErrorCode returns e.Code as a string (see CodedError).
+func (e *FileError) ErrorCode() string { return string(e.Code) }
+
 // fileError turns a failing Outcome of the file tools into a *FileError.
 func fileError(o Outcome) error { return &FileError{Code: o.Code, Message: o.Text} }
 

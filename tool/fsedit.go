@@ -197,8 +197,8 @@ func staleSummary(se *hashline.StaleError) string {
 // hunkFailure renders a malformed hunk list.
 func hunkFailure(err error) Outcome {
 	code := CodeInvalidHunks
-	if c := hashline.CodeOf(err); c != "" {
-		code = Code(c)
+	if c := CodeOf(err); c != "" {
+		code = c
 	}
 	return Fail(code, "invalid hunks: "+err.Error()+". Nothing was written.")
 }

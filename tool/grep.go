@@ -420,7 +420,7 @@ func grepOutcome(c *Call, a grepArgs, res search.Result, det GrepDetails, notes 
 			text = text[:cut] + fmt.Sprintf("[output cut at %d bytes: this host stores no overflow; narrow the search]\n", cut)
 		} else {
 			_, ov, err := c.Blobs.Bound([]byte(text))
-			if err != nil {
+			if ov == nil { // a refusal for the session's budget comes with the excerpts, shown below
 				return grepFail(CodeSpillFailed, fmt.Sprintf("grep output of %d bytes could not be stored: %v; narrow the search", len(text), err), det)
 			}
 			det.Overflow = ov

@@ -37,6 +37,9 @@ type PathError struct {
 	Err   error // an underlying filesystem error, if any
 }
 
+// ErrorCode returns e.Code as a string (see CodedError).
+func (e *PathError) ErrorCode() string { return string(e.Code) }
+
 func (e *PathError) Error() string {
 	switch e.Code {
 	case CodeOutsideRoots:

@@ -95,6 +95,9 @@ type RegisterError struct {
 	Reason string
 }
 
+// ErrorCode returns e.Code as a string (see CodedError).
+func (e *RegisterError) ErrorCode() string { return string(e.Code) }
+
 func (e *RegisterError) Error() string {
 	return fmt.Sprintf("tool %q: %s", e.Name, e.Reason)
 }

@@ -25,7 +25,11 @@
 //
 // Nothing of the server's own lives in the workspace: the blob store
 // (overflowing output) is in the user cache directory
-// (<cache>/loom/blobs, or -blobs), the history index is
+// (<cache>/loom/blobs, or -blobs), bounded to 1 GiB shared by every
+// server using it (-blobs-max-mib; the least recently used blobs no live
+// session holds are evicted) and 256 MiB per session
+// (-blobs-session-mib; past it output shows as excerpts only), the
+// history index is
 // <cache>/loom/history/workspace-<digest>.sqlite (or -history), and the
 // scratch directory commands see as TMPDIR is a fresh directory under
 // <cache>/loom/scratch (or -scratch), removed when the server exits. A
@@ -46,7 +50,9 @@ import (
 	"syscall"
 
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/tool/mcpserve"
 	"github.com/agentloom/loom/tool/plane"
 )
@@ -68,6 +74,8 @@ func run(args []string, stderr io.Writer) error {
 	var cfg config
 	fs.StringVar(&cfg.workspace, "workspace", ".", "the directory the tools work in (default: the current directory)")
 	fs.StringVar(&cfg.blobs, "blobs", "", "where overflowing output is stored, outside the workspace (default: <user cache>/loom/blobs)")
+	fs.Int64Var(&cfg.blobsMaxMiB, "blobs-max-mib", blob.DefaultMaxBytes>>20, "the blob store's budget in MiB, shared by every server on the same store: past it the least recently used blobs no live session holds are evicted")
+	fs.Int64Var(&cfg.blobsSessionMiB, "blobs-session-mib", blob.DefaultSessionBytes>>20, "this session's budget in MiB of overflowing output kept in the blob store: past it output is shown as head and tail excerpts only")
 	fs.StringVar(&cfg.history, "history", "", "the history index file, outside the workspace (default: <user cache>/loom/history/workspace-<digest>.sqlite)")
 	fs.StringVar(&cfg.scratch, "scratch", "", "the scratch directory commands see as TMPDIR, kept on exit (default: a fresh directory under <user cache>/loom/scratch, removed on exit)")
 	fs.BoolVar(&cfg.allowUnconfined, "allow-unconfined", false, "run commands even when this host offers no confinement layer at all")
@@ -77,6 +85,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.blobsMaxMiB <= 0 || cfg.blobsSessionMiB <= 0 || cfg.blobsMaxMiB > maxBudgetMiB || cfg.blobsSessionMiB > maxBudgetMiB {
+		return fmt.Errorf("-blobs-max-mib and -blobs-session-mib must be between 1 and %d", maxBudgetMiB)
 	}
 	p, err := newPlane(cfg)
 	if err != nil {
@@ -113,9 +124,14 @@ func instructions(p *plane.Plane) string {
 // config is what the flags choose.
 type config struct {
 	workspace, blobs, history, scratch string
+	blobsMaxMiB, blobsSessionMiB       int64
 	allowUnconfined                    bool
 	warm                               bool
 }
+
+// maxBudgetMiB bounds the blob budget flags (1 PiB), so a budget in
+// bytes cannot overflow.
+const maxBudgetMiB = 1 << 30
 
 // newPlane assembles the plane every request is served from: every
 // family (agents as todo alone: no model runs a sub-agent here) on the
@@ -145,11 +161,12 @@ func newPlane(cfg config) (*plane.Plane, error) {
 		Strand:        mcpserve.DefaultStrand,
 		Scratch:       cfg.scratch,
 		BlobDir:       cfg.blobs,
+		BlobOptions:   blob.Options{MaxBytes: cfg.blobsMaxMiB << 20, SessionBytes: cfg.blobsSessionMiB << 20},
 		HistoryPath:   cfg.history,
 		BrokerOptions: broker.Options{AllowUnconfined: cfg.allowUnconfined},
 	})
 	if err != nil {
-		if plane.CodeOf(err) == plane.CodeStoreInWorkspace {
+		if tool.CodeOf(err) == plane.CodeStoreInWorkspace {
 			return nil, fmt.Errorf("%w (choose another with -blobs or -history)", err)
 		}
 		return nil, err

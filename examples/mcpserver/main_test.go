@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/tool/mcpserve"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -617,7 +618,7 @@ func TestServerStateOutsideWorkspace(t *testing.T) {
 	}
 	var blobs []string
 	filepath.WalkDir(filepath.Join(realCache, "loom", "blobs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && blob.Ref(d.Name()).Valid() { // not the store's ledger
 			blobs = append(blobs, p)
 		}
 		return nil

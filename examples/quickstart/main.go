@@ -46,10 +46,15 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(blobDir)
-	blobs, err := blob.Open(blobDir)
+	// The store is bounded: past MaxBytes it evicts the least recently
+	// used blobs no open session holds, and past SessionBytes a spill is
+	// refused and shown as its excerpts. Options{} is the default (1 GiB
+	// and 256 MiB); a demo needs far less.
+	blobs, err := blob.OpenWith(blobDir, blob.Options{MaxBytes: 64 << 20, SessionBytes: 16 << 20})
 	if err != nil {
 		return err
 	}
+	defer blobs.Close()
 
 	// Somewhere outside the workspace that a command will try to write.
 	// Not under /tmp where possible: the jail gives commands a private

@@ -26,7 +26,7 @@ func TestEndedContextIsCancelledNotBusy(t *testing.T) {
 		wantCode(t, err, tool.CodeCancelled)
 		wantCode(t, s.Index(ctx, entry("s1", "e2", "more")), tool.CodeCancelled)
 		wantCode(t, second(s.Remember(ctx, testNote())), tool.CodeCancelled)
-		if history.Transient(history.CodeOf(err)) {
+		if history.Transient(tool.CodeOf(err)) {
 			t.Errorf("%s: a cancelled call is called transient", name)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/tool"
 )
 
 func TestWordsToFTS5(t *testing.T) {
@@ -52,7 +53,7 @@ func TestWordsToFTS5(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "  \n", "- ! OR ?", "*", strings.Repeat("w ", history.MaxQueryTerms+1), strings.Repeat("a", history.MaxQueryBytes+1)} {
-		if _, err := s.WordsToFTS5(ctx, in); history.CodeOf(err) != history.CodeIndexRefused {
+		if _, err := s.WordsToFTS5(ctx, in); tool.CodeOf(err) != history.CodeIndexRefused {
 			t.Errorf("WordsToFTS5(%.20q...): err %v, want %s", in, err, history.CodeIndexRefused)
 		}
 	}
@@ -195,7 +196,7 @@ func FuzzWordsQuery(f *testing.F) {
 		raw, rawErr := history.ParseWords(input)
 		plan, err := o.store.planWords(context.Background(), input)
 		if err != nil {
-			if history.CodeOf(err) != history.CodeIndexRefused {
+			if tool.CodeOf(err) != history.CodeIndexRefused {
 				t.Fatalf("planWords(%q): %v", input, err)
 			}
 			if rawErr == nil {

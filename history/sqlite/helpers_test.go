@@ -55,7 +55,7 @@ func entryIDs(hits []history.Hit) []string {
 // wantCode fails the test unless err carries code ("" for no error).
 func wantCode(t testing.TB, err error, code tool.Code) {
 	t.Helper()
-	if got := history.CodeOf(err); got != code || (code == "" && err != nil) {
+	if got := tool.CodeOf(err); got != code || (code == "" && err != nil) {
 		t.Fatalf("got code %q (err %v), want %q", got, err, code)
 	}
 }

@@ -164,7 +164,7 @@ func TestIndexRefusals(t *testing.T) {
 			wantCode(t, s.Index(context.Background(), tt.e), tt.want)
 		})
 	}
-	if _, err := s.IndexBatch(context.Background(), make([]history.Entry, MaxBatchEntries+1)); history.CodeOf(err) != history.CodeIndexRefused {
+	if _, err := s.IndexBatch(context.Background(), make([]history.Entry, MaxBatchEntries+1)); tool.CodeOf(err) != history.CodeIndexRefused {
 		t.Errorf("batch one past bound: %v", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestRecentAndRead(t *testing.T) {
 			t.Errorf("Recent limit %d gave %d hits, want %d", limit, len(hits), history.MinLimit)
 		}
 	}
-	if _, err := s.Recent(ctx, "", 3); history.CodeOf(err) != history.CodeIndexRefused {
+	if _, err := s.Recent(ctx, "", 3); tool.CodeOf(err) != history.CodeIndexRefused {
 		t.Errorf("Recent without session: %v", err)
 	}
 	tests := []struct {
@@ -243,7 +243,7 @@ func TestRecentAndRead(t *testing.T) {
 			t.Errorf("Read(%s, %d) (-want +got)\n%s", tt.entry, tt.around, diff)
 		}
 	}
-	if _, err := s.Read(ctx, "s1", "nope", 0); history.CodeOf(err) != history.CodeIndexRefused {
+	if _, err := s.Read(ctx, "s1", "nope", 0); tool.CodeOf(err) != history.CodeIndexRefused {
 		t.Errorf("unknown entry: %v", err)
 	}
 }

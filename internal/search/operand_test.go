@@ -52,7 +52,7 @@ func TestPinnedCollectorPlacesPathsUnderTheRoot(t *testing.T) {
 		r := c.Result()
 		if tt.want == "" {
 			var pe *ParseError
-			if !errors.As(err, &pe) || pe.Code() != "bad_ripgrep_event" || r.Matches != 0 || len(r.Hits) != 0 {
+			if !errors.As(err, &pe) || pe.ErrorCode() != "bad_ripgrep_event" || r.Matches != 0 || len(r.Hits) != 0 {
 				t.Errorf("op %d, path %q: err %v, result %+v; want a *ParseError and nothing collected", tt.op, tt.reported, err, r)
 			}
 			continue

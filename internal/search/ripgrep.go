@@ -150,15 +150,15 @@ type Event struct {
 	Binary bool
 }
 
-// ParseError is a ripgrep event that could not be understood. Code is
-// always "bad_ripgrep_event".
+// ParseError is a ripgrep event that could not be understood. Its code
+// (ErrorCode) is always "bad_ripgrep_event".
 type ParseError struct {
 	Reason string
 	Err    error
 }
 
-// Code returns "bad_ripgrep_event".
-func (e *ParseError) Code() string { return "bad_ripgrep_event" }
+// ErrorCode returns "bad_ripgrep_event" (see tool.CodedError).
+func (e *ParseError) ErrorCode() string { return "bad_ripgrep_event" }
 
 // Error names the event that failed and why it was refused.
 func (e *ParseError) Error() string {

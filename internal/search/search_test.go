@@ -373,7 +373,7 @@ func FuzzParseRipgrepJSON(f *testing.F) {
 		ev, err := ParseRipgrepEvent(data)
 		if err != nil {
 			var pe *ParseError
-			if !errors.As(err, &pe) || pe.Code() != "bad_ripgrep_event" {
+			if !errors.As(err, &pe) || pe.ErrorCode() != "bad_ripgrep_event" {
 				t.Fatalf("error %v is not a *ParseError", err)
 			}
 			return

@@ -35,6 +35,10 @@ func (e *ToolError) Error() string {
 // Unwrap returns the underlying reason.
 func (e *ToolError) Unwrap() error { return e.Err }
 
+// ErrorCode returns e.Code, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *ToolError) ErrorCode() string { return e.Code }
+
 // CheckTool reports whether t can be served over MCP: its name is one
 // MCP accepts and its Schema is a JSON Schema of type "object" that
 // github.com/google/jsonschema-go (the library the MCP Go SDK validates

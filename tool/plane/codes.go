@@ -1,14 +1,13 @@
 package plane
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/agentloom/loom/tool"
 )
 
-// The codes New fails with: an *Error's Code. They reach the host, never a
-// model.
+// The codes New fails with: an *Error's Code, read with tool.CodeOf. They
+// reach the host, never a model.
 const (
 	// CodeWorkspaceRequired: Config.Workspace is empty.
 	CodeWorkspaceRequired tool.Code = "workspace_required"
@@ -44,15 +43,9 @@ func (e *Error) Error() string { return fmt.Sprintf("plane: %s: %v", e.What, e.E
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// CodeOf returns the Code of the first *Error in err's chain, or "" when
-// there is none.
-func CodeOf(err error) tool.Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
-}
+// ErrorCode returns e.Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *Error) ErrorCode() string { return string(e.Code) }
 
 func fail(code tool.Code, what string, err error) *Error {
 	return &Error{Code: code, What: what, Err: err}

@@ -107,6 +107,13 @@ type Config struct {
 	// must lie outside the workspace. Empty means blob.DefaultRoot (in the
 	// user cache directory).
 	BlobDir string
+	// BlobOptions bound the store New opens when Blobs is nil: the
+	// store's budget (evicting the least recently used blobs no open
+	// session holds) and this session's (past which a spill is refused
+	// with blob.CodeSpillBudget and only its excerpts are shown). The
+	// zero value is blob's default (blob.DefaultMaxBytes,
+	// blob.DefaultSessionBytes).
+	BlobOptions blob.Options
 
 	// Broker runs the jailed commands of bash, the job plane and grep's
 	// ripgrep engine, owned by the host (Close leaves it). Nil means a

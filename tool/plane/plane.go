@@ -67,7 +67,7 @@ type Plane struct {
 }
 
 // New assembles the plane cfg describes. On failure it returns an *Error
-// (read its Code with CodeOf) and has released everything it made.
+// (read its code with tool.CodeOf) and has released everything it made.
 func New(cfg Config) (*Plane, error) {
 	p := &Plane{shells: map[string]*tool.Shell{}}
 	if err := p.build(cfg); err != nil {
@@ -375,7 +375,7 @@ func (p *Plane) openBlobs(cfg Config, ws string) error {
 	if err != nil {
 		return fail(CodeSetupFailed, "blob store", err)
 	}
-	store, err := blob.Open(root)
+	store, err := blob.OpenWith(root, cfg.BlobOptions)
 	if err != nil {
 		return fail(CodeSetupFailed, "blob store", err)
 	}

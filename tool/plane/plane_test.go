@@ -153,7 +153,7 @@ func TestNewRefuses(t *testing.T) {
 				p.Close()
 				t.Fatal("accepted")
 			}
-			if got := CodeOf(err); got != tt.code {
+			if got := tool.CodeOf(err); got != tt.code {
 				t.Fatalf("code %q (%v), want %q", got, err, tt.code)
 			}
 		})

@@ -124,6 +124,10 @@ type FrameError struct {
 // Error renders the code and the reason.
 func (e *FrameError) Error() string { return string(e.Code) + ": " + e.Reason }
 
+// ErrorCode returns e.Code as a string, so tool.CodeOf reads it (see
+// tool.CodedError).
+func (e *FrameError) ErrorCode() string { return string(e.Code) }
+
 // Faultf is a *FrameError of code CodeChannelFault, its reason
 // formatted as fmt.Sprintf does.
 func Faultf(format string, args ...any) *FrameError {
