@@ -18,9 +18,9 @@ import (
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/plane"
 )
 
 // probeBytes is the size of the value TestBoundEveryStringProperty sends

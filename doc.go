@@ -14,14 +14,15 @@
 //     history_search and remember, and a SQLite reference index.
 //   - agent: the Agency seam, the agent_* tools and todo, and a reference
 //     in-process Agency.
+//   - todo: a strand's task board, pure: the board, its steps and rules.
 //   - hashline, blob: anchored editing and the content-addressed store,
 //     pure leaves the tools stand on.
 //   - codemode: code_mode, where the model submits one Go program that is
 //     vetted, built in a jail and run in an empty jail, reaching the
 //     workspace only through the cap/... packages, each capability call
 //     served on the calling strand's authority.
-//   - tool/mcpserve: serves a Registry to MCP clients over stdio.
-//   - tool/plane: assembles the whole plane from the reference
+//   - mcpserve: serves a Registry to MCP clients over stdio.
+//   - plane: assembles the whole plane from the reference
 //     implementations (whole or in part) and dispatches one model turn's
 //     batch of calls with their coordinates; the place a host starts.
 //

@@ -140,7 +140,7 @@
 // # Examples
 //
 // ExampleEngine_Execute drives the stages without the tool; the
-// Examples of package tool/plane (example_codemode_test.go) drive the
+// Examples of package plane (example_codemode_test.go) drive the
 // code_mode tool through Registry.Dispatch: launch, check, send and join;
 // permissions with and without an escalation plane; the orchestration
 // seam. examples/codemode and examples/subagents are runnable programs.

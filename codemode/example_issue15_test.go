@@ -15,7 +15,7 @@ import (
 )
 
 // A host that drives the engine itself, without the code_mode tool or
-// package tool/plane: New over a registry (whose tools authorize the
+// package plane: New over a registry (whose tools authorize the
 // capabilities) and a broker, then Execute one Request on a Call's
 // authority. The error, when there is one, is the refusal of one stage
 // (errors.As finds its type); Execution.Widening says how the declared

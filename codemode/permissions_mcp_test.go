@@ -15,8 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentloom/loom/mcpserve"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/mcpserve"
 )
 
 // The protocol versions on which an MCP server asks its client during a

@@ -13,10 +13,10 @@ import (
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/internal/search"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/mcpserve"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/mcpserve"
-	"github.com/agentloom/loom/tool/plane"
 )
 
 // uncoded has a Code field but no ErrorCode method: what every coded

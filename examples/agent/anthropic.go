@@ -10,8 +10,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/plane"
 )
 
 // DefaultModel is the Anthropic model asked when -model names none.

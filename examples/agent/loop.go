@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/plane"
 )
 
 // A Provider is one model API: it sends a conversation and answers the

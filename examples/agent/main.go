@@ -1,5 +1,5 @@
 // Command agent is a real agent host: a model loop over the Anthropic
-// Messages API driving Loom's whole tool plane (tool/plane) in a
+// Messages API driving Loom's whole tool plane (plane) in a
 // workspace. The model's tool calls of one turn run as one batch with
 // their coordinates (Concurrent tools side by side, Exclusive ones
 // alone), results and images go back, the conversation is indexed in the
@@ -27,7 +27,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentloom/loom/tool/plane"
+	"github.com/agentloom/loom/plane"
 )
 
 // APIKeyEnv names the variable holding the Anthropic API key.

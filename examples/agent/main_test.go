@@ -26,8 +26,8 @@ import (
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/plane"
 )
 
 // The wire format of the Messages API as the SDK sends it, the parts the

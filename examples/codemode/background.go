@@ -7,8 +7,8 @@ import (
 	"io"
 
 	"github.com/agentloom/loom/codemode"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/plane"
 )
 
 // counter is the background program: it registers the endpoint "paths",

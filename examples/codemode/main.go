@@ -19,7 +19,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentloom/loom/codemode"
-	"github.com/agentloom/loom/tool/plane"
+	"github.com/agentloom/loom/plane"
 )
 
 func main() {

@@ -1,4 +1,4 @@
-// Command mcpserver serves Loom's whole tool plane (tool/plane) to an MCP
+// Command mcpserver serves Loom's whole tool plane (plane) to an MCP
 // client over standard input and output: the hashline file tools
 // (fs_read, fs_write, fs_edit), working_directory, grep, the jailed bash
 // shell with the background job tools (job_poll, job_kill, job_send),
@@ -52,9 +52,9 @@ import (
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/mcpserve"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/mcpserve"
-	"github.com/agentloom/loom/tool/plane"
 )
 
 // scratchDir is where per-session scratch directories are made, under

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/mcpserve"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/mcpserve"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/codemode"
-	"github.com/agentloom/loom/tool/plane"
+	"github.com/agentloom/loom/plane"
 )
 
 // runCodeMode plays the same review as run, as one code-mode program on

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentloom/loom/mcpserve"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/mcpserve"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

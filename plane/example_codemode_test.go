@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/codemode"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/plane"
 )
 
 // exampleDirs makes a workspace and, beside it, the plane's own places

@@ -15,8 +15,8 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
-	"github.com/agentloom/loom/tool/plane"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

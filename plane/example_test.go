@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentloom/loom/tool/plane"
+	"github.com/agentloom/loom/plane"
 )
 
 // A host assembles the whole plane from a workspace, hands one model
