@@ -38,7 +38,7 @@
 //     write; DefaultRoot (the user cache directory) is.
 //   - A blob is established by a rename, never by a write. Bytes are
 //     staged in the store root under a name unique to that write
-//     (StagePrefix...StageSuffix), fsynced, made read-only (BlobMode) and
+//     ("stage-<random>.tmp"), fsynced, made read-only (0444) and
 //     renamed to their address, so nothing is ever reachable under a ref
 //     but the whole content it names. A crash before the rename leaves
 //     only a staged file, which nothing reads and Sweep removes.

@@ -443,7 +443,7 @@ func TestEvictionRemovesOnlyBlobs(t *testing.T) {
 		filepath.Join(root, other, string(wrongShard)),
 		filepath.Join(shardOf(rr), "stray"),
 		filepath.Join(shardOf(rr), strings.ToUpper(string(rr))),
-		filepath.Join(root, blob.StagePrefix+"left"+blob.StageSuffix),
+		filepath.Join(root, blob.StagePrefixForTest+"left"+blob.StageSuffixForTest),
 	}
 	for _, p := range plants {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -820,7 +820,7 @@ func BenchmarkEvictionScan(b *testing.B) {
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					b.Fatal(err)
 				}
-				if err := os.WriteFile(p, data, blob.BlobMode); err != nil {
+				if err := os.WriteFile(p, data, blob.BlobModeForTest); err != nil {
 					b.Fatal(err)
 				}
 			}

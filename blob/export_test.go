@@ -59,3 +59,13 @@ func EvictUnlockedForTest(s *Store) error {
 	defer f.Close()
 	return s.evictLocked(f)
 }
+
+// The store's layout, under names that say they are for tests: the
+// external tests check the modes, shards and staged names against them.
+const (
+	RootModeForTest    = rootMode
+	BlobModeForTest    = blobMode
+	ShardLenForTest    = shardLen
+	StagePrefixForTest = stagePrefix
+	StageSuffixForTest = stageSuffix
+)

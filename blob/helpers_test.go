@@ -52,7 +52,7 @@ func staged(t testing.TB, root string) []string {
 	t.Helper()
 	var out []string
 	for _, f := range files(t, root) {
-		if strings.HasSuffix(f, blob.StageSuffix) {
+		if strings.HasSuffix(f, blob.StageSuffixForTest) {
 			out = append(out, f)
 		}
 	}

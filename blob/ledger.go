@@ -71,7 +71,7 @@ func isLeaseName(name string) bool {
 // cannot read only postpones eviction); pinning the ledger and taking
 // its lock are not.
 func (s *Store) openLedger() error {
-	if err := s.dir.Mkdir(ledgerDir, RootMode); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := s.dir.Mkdir(ledgerDir, rootMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return ioError("open", "", s.ledgerPath(), err)
 	}
 	d, err := openDirNoFollow(s.dir, ledgerDir)
@@ -293,7 +293,7 @@ func (s *Store) scanBlobs() ([]blobEntry, []error) {
 		}
 		for _, e := range ents {
 			r, err := ParseRef(e)
-			if err != nil || string(r[:ShardLen]) != name {
+			if err != nil || string(r[:shardLen]) != name {
 				continue
 			}
 			fi, err := shard.Lstat(e)
@@ -311,7 +311,7 @@ func (s *Store) scanBlobs() ([]blobEntry, []error) {
 // real directory of the root and its entry a regular file; unlinkIn
 // never follows a link nor removes a directory.
 func (s *Store) removeBlob(shards map[string]*os.Root, b blobEntry) error {
-	name := string(b.ref[:ShardLen])
+	name := string(b.ref[:shardLen])
 	shard, ok := shards[name]
 	if !ok {
 		var err error
@@ -331,7 +331,7 @@ func (s *Store) removeBlob(shards map[string]*os.Root, b blobEntry) error {
 }
 
 func isShardName(name string) bool {
-	if len(name) != ShardLen {
+	if len(name) != shardLen {
 		return false
 	}
 	for i := range len(name) {

@@ -53,7 +53,7 @@ func nextShardPayload(seq *int) []byte {
 	for {
 		p := fmt.Appendf(nil, "payload %d\n", *seq)
 		*seq++
-		if blob.Sum(p)[:blob.ShardLen] == "ab" {
+		if blob.Sum(p)[:blob.ShardLenForTest] == "ab" {
 			return p
 		}
 	}
@@ -64,7 +64,7 @@ func nextShardPayload(seq *int) []byte {
 // show it writes through a link swapped in.
 func naivePut(root string, data []byte) {
 	r := blob.Sum(data)
-	dir := filepath.Join(root, string(r[:blob.ShardLen]))
+	dir := filepath.Join(root, string(r[:blob.ShardLenForTest]))
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, string(r)), data, 0o444)
 }

@@ -16,7 +16,7 @@ const excerptWindow = ExcerptBytes + utf8.UTFMax
 // bytes; the write that takes the total past that streams the buffer and
 // everything after it into a staged blob, keeping only the stream's first
 // and last excerptWindow bytes. Its memory is therefore
-// O(OverflowThreshold + ExcerptBytes + WriteBufferBytes) whatever the
+// O(OverflowThreshold + ExcerptBytes + a Writer's 32 KiB buffer) whatever the
 // volume written, and Finish returns exactly what Store.Bound returns for
 // the concatenation of everything written.
 //

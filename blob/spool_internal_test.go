@@ -11,7 +11,7 @@ import (
 // retainedBound is the most memory a Spool may hold however much is
 // written: the pre-spill buffer, or after the spill the two excerpt
 // windows (the tail one double-buffered) and the Writer's buffer.
-const retainedBound = OverflowThreshold + 3*excerptWindow + WriteBufferBytes
+const retainedBound = OverflowThreshold + 3*excerptWindow + writeBufferBytes
 
 // TestSpoolMemoryBounded streams 50 MiB through a Spool in chunks of
 // several sizes and checks after every write that the buffers it retains

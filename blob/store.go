@@ -17,22 +17,22 @@ import (
 
 // Filesystem layout and modes of a store.
 const (
-	// RootMode is the permission a missing store root is created with.
-	RootMode = 0o755
-	// BlobMode is the permission of every established blob: read-only for
+	// rootMode is the permission a missing store root is created with.
+	rootMode = 0o755
+	// blobMode is the permission of every established blob: read-only for
 	// everyone, so neither a tool nor a jailed command can rewrite a blob
 	// in place under its address.
-	BlobMode = 0o444
-	// ShardLen is how many leading hex characters of a ref name the
+	blobMode = 0o444
+	// shardLen is how many leading hex characters of a ref name the
 	// directory a blob lives in (root/ab/abcdef...), keeping any one
 	// directory to at most 256 shards of manageable size.
-	ShardLen = 2
-	// StagePrefix begins the name of every staged file in the store root;
+	shardLen = 2
+	// stagePrefix begins the name of every staged file in the store root;
 	// the middle of the name is random and unique to one write. A staged
 	// file is never a blob: only a rename establishes one.
-	StagePrefix = "stage-"
-	// StageSuffix ends the name of every staged file in the store root.
-	StageSuffix = ".tmp"
+	stagePrefix = "stage-"
+	// stageSuffix ends the name of every staged file in the store root.
+	stageSuffix = ".tmp"
 )
 
 // DefaultRoot returns where a host keeps its store unless it has reason
@@ -51,7 +51,7 @@ func DefaultRoot() (string, error) {
 }
 
 // Store is a content-addressed blob store rooted at one directory, and
-// one session's view of it. A blob lives at root/<first ShardLen hex>/<ref>
+// one session's view of it. A blob lives at root/<first shardLen hex>/<ref>
 // and is established only by renaming a fully written, fsynced,
 // read-only staged file into place, so nothing is ever reachable under an
 // address but the whole content it names. Writing the same bytes twice
@@ -96,9 +96,9 @@ type Store struct {
 }
 
 // Open returns the store rooted at root, which must be an absolute path
-// other than "/". Missing ancestors are created with RootMode and, being
+// other than "/". Missing ancestors are created with rootMode and, being
 // the host's own path, are resolved as the system resolves them; the root
-// itself is created with RootMode if missing and must then be a real
+// itself is created with rootMode if missing and must then be a real
 // directory: a root that is a symbolic link is refused with
 // CodeInvalidRoot rather than followed, and so is one swapped for another
 // directory while Open pins it. The store keeps the pinned directory
@@ -129,7 +129,7 @@ func OpenWith(root string, opts Options) (*Store, error) {
 	if base == "" {
 		return nil, newError(CodeInvalidRoot, "open", "", root, "the store root must not be the file system root", nil)
 	}
-	if err := os.MkdirAll(parent, RootMode); err != nil {
+	if err := os.MkdirAll(parent, rootMode); err != nil {
 		return nil, ioError("open", "", root, err)
 	}
 	resolved, err := filepath.EvalSymlinks(parent)
@@ -141,7 +141,7 @@ func OpenWith(root string, opts Options) (*Store, error) {
 		return nil, ioError("open", "", root, err)
 	}
 	defer up.Close()
-	if err := up.Mkdir(base, RootMode); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := up.Mkdir(base, rootMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, ioError("open", "", root, err)
 	}
 	dir, err := openDirNoFollow(up, base)
@@ -210,7 +210,7 @@ func (s *Store) Path(r Ref) string {
 	if s == nil || s.root == "" || !r.Valid() {
 		return ""
 	}
-	return filepath.Join(s.root, string(r[:ShardLen]), string(r))
+	return filepath.Join(s.root, string(r[:shardLen]), string(r))
 }
 
 // RefOf reports whether path names a blob of this store, lexically: after
@@ -438,7 +438,7 @@ func (s *Store) Sweep(olderThan time.Duration) (int, error) {
 }
 
 func isStageName(name string) bool {
-	return strings.HasPrefix(name, StagePrefix) && strings.HasSuffix(name, StageSuffix)
+	return strings.HasPrefix(name, stagePrefix) && strings.HasSuffix(name, stageSuffix)
 }
 
 func (s *Store) check(op string) error {
@@ -488,7 +488,7 @@ func (s *Store) present(r Ref, size int64) bool {
 // a name planted in the root cannot redirect the write.
 func (s *Store) stage() (*os.File, string, error) {
 	for range stageAttempts {
-		name := StagePrefix + rand.Text() + StageSuffix
+		name := stagePrefix + rand.Text() + stageSuffix
 		f, err := s.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -503,12 +503,12 @@ func (s *Store) stage() (*os.File, string, error) {
 const stageAttempts = 4
 
 // openShard opens r's shard directory beneath the pinned root, creating
-// it (mode RootMode) when create is set. It refuses with errLink a shard
+// it (mode rootMode) when create is set. It refuses with errLink a shard
 // that is a symbolic link or was swapped while it was opened.
 func (s *Store) openShard(r Ref, create bool) (*os.Root, error) {
-	name := string(r[:ShardLen])
+	name := string(r[:shardLen])
 	if create {
-		if err := s.dir.Mkdir(name, RootMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := s.dir.Mkdir(name, rootMode); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, err
 		}
 	}
@@ -517,7 +517,7 @@ func (s *Store) openShard(r Ref, create bool) (*os.Root, error) {
 
 // shardError turns a failure to open r's shard into the package's error.
 func (s *Store) shardError(op string, r Ref, err error) error {
-	dir := filepath.Join(s.root, string(r[:ShardLen]))
+	dir := filepath.Join(s.root, string(r[:shardLen]))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return newError(CodeNotFound, op, r, "", notFoundReason, err)
@@ -584,7 +584,7 @@ func (s *Store) establish(op string, f *os.File, name string, r Ref, size, need 
 		f.Close()
 		return ioError(op, r, tmp, err)
 	}
-	if err := f.Chmod(BlobMode); err != nil {
+	if err := f.Chmod(blobMode); err != nil {
 		f.Close()
 		return ioError(op, r, tmp, err)
 	}
@@ -617,7 +617,7 @@ func (s *Store) establish(op string, f *os.File, name string, r Ref, size, need 
 	if err := s.hold(r, charge(size), need); err != nil {
 		return ioError(op, r, s.Path(r), err)
 	}
-	if err := renameInto(s.dir, name, shard, string(r[:ShardLen]), string(r)); err != nil {
+	if err := renameInto(s.dir, name, shard, string(r[:shardLen]), string(r)); err != nil {
 		// The hold stays: r may yet be stored by another write, and a
 		// hold on a missing blob costs nothing but its charge.
 		need = 0

@@ -168,8 +168,8 @@ func TestOpenCreatesRootWithRootMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The umask may only remove bits.
-	if perm := fi.Mode().Perm(); perm&^blob.RootMode != 0 || perm&0o700 != 0o700 {
-		t.Fatalf("root mode %v, want at most %v and owner rwx", perm, fs.FileMode(blob.RootMode))
+	if perm := fi.Mode().Perm(); perm&^blob.RootModeForTest != 0 || perm&0o700 != 0o700 {
+		t.Fatalf("root mode %v, want at most %v and owner rwx", perm, fs.FileMode(blob.RootModeForTest))
 	}
 }
 
@@ -209,8 +209,8 @@ func TestPutRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode().Perm() != blob.BlobMode {
-		t.Fatalf("blob mode %v, want %v", fi.Mode().Perm(), fs.FileMode(blob.BlobMode))
+	if fi.Mode().Perm() != blob.BlobModeForTest {
+		t.Fatalf("blob mode %v, want %v", fi.Mode().Perm(), fs.FileMode(blob.BlobModeForTest))
 	}
 	// Same bytes again: same ref, still one file.
 	r2, err := s.Put(bytes.Clone(data))
@@ -303,8 +303,8 @@ func TestRefOf(t *testing.T) {
 		{"uncleaned blob path", s.Root() + "/./" + string(r[:2]) + "//" + string(r), true},
 		{"wrong shard", filepath.Join(s.Root(), "00", string(r)), r[:2] == "00"},
 		{"unsharded", filepath.Join(s.Root(), string(r)), false},
-		{"staged file", filepath.Join(s.Root(), blob.StagePrefix+"123"+blob.StageSuffix), false},
-		{"staged file named like a ref", filepath.Join(s.Root(), string(r[:2]), string(r)+blob.StageSuffix), false},
+		{"staged file", filepath.Join(s.Root(), blob.StagePrefixForTest+"123"+blob.StageSuffixForTest), false},
+		{"staged file named like a ref", filepath.Join(s.Root(), string(r[:2]), string(r)+blob.StageSuffixForTest), false},
 		{"shard dir", filepath.Join(s.Root(), string(r[:2])), false},
 		{"root", s.Root(), false},
 		{"other root", filepath.Join("/elsewhere", string(r[:2]), string(r)), false},

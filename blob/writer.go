@@ -10,10 +10,10 @@ import (
 	"os"
 )
 
-// WriteBufferBytes is the buffer a Writer holds between its caller and its
+// writeBufferBytes is the buffer a Writer holds between its caller and its
 // staged file, so a stream of small writes does not cost a system call
 // each. Writes at least this large bypass it.
-const WriteBufferBytes = 32 << 10
+const writeBufferBytes = 32 << 10
 
 // Writer streams content of unknown length into the store: it hashes the
 // bytes as they pass and writes them to a staged file, and Commit names
@@ -149,7 +149,7 @@ func (w *Writer) open() error {
 		return w.err
 	}
 	w.f, w.name = f, name
-	w.buf = bufio.NewWriterSize(f, WriteBufferBytes)
+	w.buf = bufio.NewWriterSize(f, writeBufferBytes)
 	return nil
 }
 

@@ -21,16 +21,16 @@ const (
 	// answer when Options.ApprovalTimeout is zero, counted from the raise
 	// (waiting for an earlier question of the session included).
 	ApprovalTimeout = 2 * time.Minute
-	// MaxApprovalMessageBytes bounds the text of one approval question.
+	// maxApprovalMessageBytes bounds the text of one approval question.
 	// What runs takes the room the grants leave, cut with its size and
 	// digest when longer (tool.RaisedRefusal.Describe). A question whose
 	// grants, or what runs, would not fit is not asked (neither is ever
 	// shown in part without saying so): the refusal stands,
 	// ApprovalTooLarge.
-	MaxApprovalMessageBytes = 4 << 10
-	// MaxApprovalNoteBytes bounds the failure cause an in-band refusal
+	maxApprovalMessageBytes = 4 << 10
+	// maxApprovalNoteBytes bounds the failure cause an in-band refusal
 	// quotes when a question could not be asked.
-	MaxApprovalNoteBytes = 256
+	maxApprovalNoteBytes = 256
 )
 
 // MetaApprovalKey is the _meta key of a result whose call raised a
@@ -56,8 +56,9 @@ const (
 	// declare the elicitation capability, or its protocol version forbids
 	// a request from the server while a call runs.
 	ApprovalNoPath Approval = "no_approval_path"
-	// ApprovalTooLarge: the grants wanted do not fit in one question of
-	// MaxApprovalMessageBytes; nothing was asked.
+	// ApprovalTooLarge: the grants wanted, or at least 256 bytes of what
+	// runs, do not fit in one question of 4 KiB
+	// (maxApprovalMessageBytes); nothing was asked.
 	ApprovalTooLarge Approval = "too_large"
 	// ApprovalFailed: the question was sent but no answer arrived (the
 	// session or the call ended, or the client answered with an error).
@@ -145,7 +146,7 @@ func (a *approver) raiser(ss *mcp.ServerSession, name string, args json.RawMessa
 
 // tooLargeNote is the sentence a refusal adds when its question would not
 // fit in one message.
-var tooLargeNote = fmt.Sprintf("The approval question would exceed %d bytes, so nobody was asked; ask for fewer roots at a time, or name them by a shorter path.", MaxApprovalMessageBytes)
+var tooLargeNote = fmt.Sprintf("The approval question would exceed %d bytes, so nobody was asked; ask for fewer roots at a time, or name them by a shorter path.", maxApprovalMessageBytes)
 
 // noPath says whether ss's client can be asked at all and, when it cannot,
 // how the question ended and the sentence the refusal adds.
@@ -182,7 +183,7 @@ func (a *approver) ask(ctx context.Context, ss *mcp.ServerSession, name string, 
 	case <-ctx.Done():
 		return a.ended(ctx, "waiting for an earlier approval question of this session")
 	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < min(MinApprovalWindow, a.timeout/2) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < min(minApprovalWindow, a.timeout/2) {
 		// The earlier question used this one's time: asking now would give
 		// its user no time to answer, while the client may still show the
 		// earlier question it was not yet told to drop.
@@ -193,7 +194,7 @@ func (a *approver) ask(ctx context.Context, ss *mcp.ServerSession, name string, 
 		if ctx.Err() != nil {
 			return a.ended(ctx, "waiting for the answer")
 		}
-		return ApprovalFailed, "The approval question got no answer: " + cut(err.Error(), MaxApprovalNoteBytes) + "."
+		return ApprovalFailed, "The approval question got no answer: " + cut(err.Error(), maxApprovalNoteBytes) + "."
 	}
 	return verdictOf(res)
 }
@@ -208,7 +209,7 @@ func verdictOf(res *mcp.ElicitResult) (Approval, string) {
 	case "cancel":
 		return ApprovalCancelled, "The user dismissed the approval question without answering."
 	}
-	return ApprovalFailed, "The client answered the approval question with the unknown action " + strconv.Quote(cut(res.Action, MaxApprovalNoteBytes)) + "; only accept grants."
+	return ApprovalFailed, "The client answered the approval question with the unknown action " + strconv.Quote(cut(res.Action, maxApprovalNoteBytes)) + "; only accept grants."
 }
 
 // multiRoundTripVersion is the first MCP protocol version on which a
@@ -217,10 +218,10 @@ func verdictOf(res *mcp.ElicitResult) (Approval, string) {
 // answering the call with an input-required result instead (roundTrip).
 const multiRoundTripVersion = "2026-07-28"
 
-// MinApprovalWindow is the least time a question must have left to be
+// minApprovalWindow is the least time a question must have left to be
 // asked (or half the approval timeout, when that is shorter): one that
 // waited its turn past that is answered as timed out instead.
-const MinApprovalWindow = time.Second
+const minApprovalWindow = time.Second
 
 // errApprovalTimeout is the cause of a question's context ending at the
 // approval timeout, telling it from the call's own end.
@@ -242,11 +243,11 @@ func (a *approver) ended(ctx context.Context, while string) (Approval, string) {
 // a tool that names nothing it runs (r.Subject nil) does it fall back to
 // quoting the arguments' command, program or program file, saying they
 // are only what the call asked for. ok is false when the grants, or what
-// runs, do not fit in MaxApprovalMessageBytes.
+// runs, do not fit in maxApprovalMessageBytes.
 func question(name string, args json.RawMessage, r tool.RaisedRefusal) (string, bool) {
 	head := "The tool " + tool.Escape(name) + " asks for more access than this session's policy gives, for this one call only:\n"
 	const tail = "Accept grants exactly these for this call; decline or cancel refuses them."
-	room := MaxApprovalMessageBytes - len(head) - len(tail)
+	room := maxApprovalMessageBytes - len(head) - len(tail)
 	body, ok := r.Describe(room)
 	if !ok {
 		return "", false

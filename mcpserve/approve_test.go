@@ -311,18 +311,18 @@ func TestApprovalOneQuestionAtATime(t *testing.T) {
 }
 
 // TestQuestionBounded: the question names every grant and what runs and
-// stays within MaxApprovalMessageBytes, cutting a long command or program
+// stays within maxApprovalMessageBytes, cutting a long command or program
 // with its size and digest; grants that alone exceed it, or leave no room
 // for what runs, are not asked about at all.
 func TestQuestionBounded(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("é", MaxApprovalMessageBytes)
+	long := strings.Repeat("é", maxApprovalMessageBytes)
 	few := &broker.Denial{Code: broker.DenialRequirementsNotCovered, Reason: long, Wanted: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/srv/a"}, {Kind: broker.GrantNetwork}}}
 	r := raised(few)
 	r.Subject = &tool.Subject{Kind: tool.SubjectCommand, Text: long, Dir: "/ws"}
 	msg, ok := question("bash", []byte(`{"command":"ignored"}`), r)
-	if !ok || len(msg) > MaxApprovalMessageBytes {
-		t.Fatalf("question: ok=%v, %d bytes (bound %d)", ok, len(msg), MaxApprovalMessageBytes)
+	if !ok || len(msg) > maxApprovalMessageBytes {
+		t.Fatalf("question: ok=%v, %d bytes (bound %d)", ok, len(msg), maxApprovalMessageBytes)
 	}
 	for _, want := range []string{"readable_root /srv/a", "- network", "│ éé", fmt.Sprintf(" of %d bytes are shown", len(long)), "sha256 " + r.Subject.Digest()} {
 		if !strings.Contains(msg, want) {
@@ -332,20 +332,20 @@ func TestQuestionBounded(t *testing.T) {
 	if strings.Contains(msg, "ignored") {
 		t.Errorf("the question quotes the arguments although the tool said what runs:\n%.600s", msg)
 	}
-	prog := "package main\n\nfunc main() {}\n" + strings.Repeat("// x\n", MaxApprovalMessageBytes)
+	prog := "package main\n\nfunc main() {}\n" + strings.Repeat("// x\n", maxApprovalMessageBytes)
 	r.Subject = &tool.Subject{Kind: tool.SubjectProgram, Text: prog}
-	if msg, ok := question("code_mode", nil, r); !ok || len(msg) > MaxApprovalMessageBytes || !strings.Contains(msg, "given inline:\n│ package main\n") ||
+	if msg, ok := question("code_mode", nil, r); !ok || len(msg) > maxApprovalMessageBytes || !strings.Contains(msg, "given inline:\n│ package main\n") ||
 		!strings.Contains(msg, fmt.Sprintf(" of %d bytes are shown", len(prog))) || !strings.Contains(msg, "sha256 "+r.Subject.Digest()) {
 		t.Errorf("a code_mode question does not show its program cut, with its digest: ok=%v\n%.600s", ok, msg)
 	}
 	var many []broker.Grant
-	for i := 0; len(many)*20 < MaxApprovalMessageBytes; i++ {
+	for i := 0; len(many)*20 < maxApprovalMessageBytes; i++ {
 		many = append(many, broker.Grant{Kind: broker.GrantReadableRoot, Path: "/srv/" + strings.Repeat("d", 20)})
 	}
 	if msg, ok := question("bash", nil, raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: many})); ok {
 		t.Errorf("%d grants over the bound were asked about in %d bytes", len(many), len(msg))
 	}
-	nearly := many[:(MaxApprovalMessageBytes-300)/len("- readable_root /srv/dddddddddddddddddddd\n")]
+	nearly := many[:(maxApprovalMessageBytes-300)/len("- readable_root /srv/dddddddddddddddddddd\n")]
 	r = raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: nearly})
 	if msg, ok := question("bash", nil, r); !ok {
 		t.Fatalf("control: %d grants do not fit on their own:\n%s", len(nearly), msg)

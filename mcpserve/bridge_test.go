@@ -413,8 +413,8 @@ func TestNewRefusesUnservableTool(t *testing.T) {
 		t    tool.Tool
 		code string // "" = accepted
 	}{
-		{"name_at_bound", withName(strings.Repeat("n", MaxToolNameBytes)), ""},
-		{"name_past_bound", withName(strings.Repeat("n", MaxToolNameBytes+1)), "bad_name"},
+		{"name_at_bound", withName(strings.Repeat("n", maxToolNameBytes)), ""},
+		{"name_past_bound", withName(strings.Repeat("n", maxToolNameBytes+1)), "bad_name"},
 		{"name_punctuation", withName("a.b-c_D9"), ""},
 		{"name_space", withName("a b"), "bad_name"},
 		{"name_slash", withName("a/b"), "bad_name"},
@@ -442,7 +442,7 @@ func TestNewRefusesUnservableTool(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(nil, nil, Options{}); !errors.Is(err, ErrNilRegistry) {
+	if _, err := New(nil, nil, Options{}); !errors.Is(err, errNilRegistry) {
 		t.Error("New(nil registry) succeeded")
 	}
 }

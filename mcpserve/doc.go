@@ -5,7 +5,7 @@
 // schema. A tools/call request becomes one Registry.Dispatch with a
 // tool.Call copied from the session template the host gave New, carrying
 // fresh coordinates: the template's strand (DefaultStrand if none), an
-// operation id "<prefix>/<n>" per request, StepID and source index 0. Each
+// operation id "<prefix>/<n>" per request, step "1" and source index 0. Each
 // request is a step of its own, so Tool.Mode does not serialise requests:
 // an MCP client schedules its own calls. The Outcome becomes the result:
 // Text a text block, Images image blocks, IsError the in-band tool error,
@@ -28,7 +28,7 @@
 // requests from the server during a call) keep the refusal in band,
 // saying why, with _meta[MetaApprovalKey] telling how the question ended.
 // A session has at most one question open at a time, and a question's
-// text is at most MaxApprovalMessageBytes.
+// text is at most 4 KiB.
 //
 // ServeStdio serves one session over standard input and output through
 // Transport, a newline-delimited JSON-RPC transport that answers a
@@ -56,7 +56,7 @@
 //     end of input (once every request read is answered), Close, or the
 //     end of the session's context does.
 //   - No error answer echoes a large value back: a JSON-RPC error's
-//     message is cut past MaxErrorBytes and longer data dropped (tool
+//     message is cut past 1 KiB and longer data dropped (tool
 //     results are held to their bounds by the tools).
 //   - The session template is never modified; each call gets its own copy.
 //   - No approval widens a call beyond the grants its question named, nor

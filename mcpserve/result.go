@@ -18,7 +18,7 @@ const MetaTerminate = "agentloom/terminate"
 // call failed).
 const MetaCodeKey = "agentloom/code"
 
-// Result converts an Outcome into the MCP result a client receives:
+// result converts an Outcome into the MCP result a client receives:
 //
 //   - Text becomes one text content block (present whenever the outcome
 //     has text or no images, so a result is never empty);
@@ -29,7 +29,7 @@ const MetaCodeKey = "agentloom/code"
 //     (MCP requires an object); any other Details is left out, since
 //     everything a model needs is in Text;
 //   - Terminate sets _meta[MetaTerminate].
-func Result(o tool.Outcome) *mcp.CallToolResult {
+func result(o tool.Outcome) *mcp.CallToolResult {
 	r := &mcp.CallToolResult{IsError: o.IsError}
 	if o.Text != "" || len(o.Images) == 0 {
 		r.Content = append(r.Content, &mcp.TextContent{Text: o.Text})

@@ -25,7 +25,7 @@ func detailsGen() *rapid.Generator[any] {
 	)
 }
 
-// Result keeps every part of an Outcome a client can carry, and
+// result keeps every part of an Outcome a client can carry, and
 // structured content is present exactly when Details encodes as an object.
 func TestResultProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -38,7 +38,7 @@ func TestResultProperty(t *testing.T) {
 		for i := range rapid.IntRange(0, 3).Draw(t, "images") {
 			o.Images = append(o.Images, tool.Image{MIME: "image/png", Data: []byte{byte(i)}})
 		}
-		r := Result(o)
+		r := result(o)
 		if r.IsError != o.IsError {
 			t.Fatalf("isError %v, want %v", r.IsError, o.IsError)
 		}
@@ -83,7 +83,7 @@ func TestResultProperty(t *testing.T) {
 func BenchmarkResult(b *testing.B) {
 	o := tool.Outcome{Text: "digest: 0123456789abcdef-10\n1:0a1b2c3d|line\n", Details: tool.ReadDetails{Path: "a.go", Digest: "0123456789abcdef-10", TotalLines: 1, FirstLine: 1, LastLine: 1}}
 	for b.Loop() {
-		Result(o)
+		result(o)
 	}
 }
 

@@ -23,9 +23,9 @@ import (
 // retried call's inputResponses.
 const approvalInputID = "agentloom_approval"
 
-// MaxApprovalStateBytes bounds the requestState a retried call may carry;
+// maxApprovalStateBytes bounds the requestState a retried call may carry;
 // a longer one is not this server's and is not decoded.
-const MaxApprovalStateBytes = 4 << 10
+const maxApprovalStateBytes = 4 << 10
 
 // approvalState is what an input-required result asks the client to echo
 // back: the question the user answers, bound to the call it was asked
@@ -98,7 +98,7 @@ func (a *approver) sign(st approvalState) string {
 
 // verify decodes a state this server signed, or says it is not one.
 func (a *approver) verify(s string) (approvalState, bool) {
-	if len(s) > MaxApprovalStateBytes {
+	if len(s) > maxApprovalStateBytes {
 		return approvalState{}, false
 	}
 	body64, mac64, ok := strings.Cut(s, ".")

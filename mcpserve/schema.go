@@ -12,12 +12,12 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// MaxToolNameBytes is the longest tool name MCP accepts.
-const MaxToolNameBytes = 128
+// maxToolNameBytes is the longest tool name MCP accepts.
+const maxToolNameBytes = 128
 
 // ToolError is a tool the bridge cannot serve over MCP.
 type ToolError struct {
-	// Code is "bad_name" (empty, longer than MaxToolNameBytes, or holding
+	// Code is "bad_name" (empty, longer than the 128 bytes MCP accepts, or holding
 	// a character outside [A-Za-z0-9_.-]) or "bad_schema" (not a JSON
 	// Schema object that github.com/google/jsonschema-go resolves).
 	Code string
@@ -57,8 +57,8 @@ func checkName(name string) error {
 	if name == "" {
 		return fmt.Errorf("the name is empty")
 	}
-	if len(name) > MaxToolNameBytes {
-		return fmt.Errorf("the name is %d bytes; at most %d are allowed", len(name), MaxToolNameBytes)
+	if len(name) > maxToolNameBytes {
+		return fmt.Errorf("the name is %d bytes; at most %d are allowed", len(name), maxToolNameBytes)
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {

@@ -24,10 +24,11 @@ const (
 	// DefaultStrand is the strand of every call when the session
 	// template names none.
 	DefaultStrand = "mcp"
-	// StepID is the step of every call: each request is an operation of
-	// its own holding exactly one call, at source index 0.
-	StepID = "1"
 )
+
+// stepID is the step of every call: each request is an operation of its
+// own holding exactly one call, at source index 0.
+const stepID = "1"
 
 // Options configure a Server. The zero value is usable.
 type Options struct {
@@ -83,19 +84,19 @@ type Server struct {
 	approve  *approver // nil unless Options.ApproveWithElicitation
 }
 
-// ErrNilRegistry is returned by New when it is given no registry.
-var ErrNilRegistry = errors.New("mcpserve: New needs a registry")
+// errNilRegistry is returned by New when it is given no registry.
+var errNilRegistry = errors.New("mcpserve: New needs a registry")
 
 // New returns a Server offering every tool reg holds now (tools/list
 // returns them sorted by name); tools registered later are not offered. session is
 // the template of every call: the bridge copies it per request, setting
-// OpID to "<prefix>/<n>" (n counts requests from 1), StepID to StepID and
+// OpID to "<prefix>/<n>" (n counts requests from 1), StepID to "1" and
 // SourceIndex to 0, and Strand to DefaultStrand when the template has
 // none. A nil session is the zero Call. New fails with a *ToolError when a
 // tool cannot be served (see CheckTool).
 func New(reg *tool.Registry, session *tool.Call, o Options) (*Server, error) {
 	if reg == nil {
-		return nil, ErrNilRegistry
+		return nil, errNilRegistry
 	}
 	if o.Name == "" {
 		o.Name = DefaultName
@@ -214,7 +215,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if rt != nil && rt.ask != nil && out.IsError {
 			return rt.ask, nil
 		}
-		res := Result(out)
+		res := result(out)
 		if k != nil {
 			annotate(res, k)
 		}
@@ -225,5 +226,5 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 // callFor builds the Call of one request from the session template.
 func (s *Server) callFor() *tool.Call {
 	n := s.seq.Add(1)
-	return s.session.At(s.opPrefix+"/"+strconv.FormatUint(n, 10), StepID, 0)
+	return s.session.At(s.opPrefix+"/"+strconv.FormatUint(n, 10), stepID, 0)
 }

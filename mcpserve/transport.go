@@ -26,11 +26,11 @@ const (
 	// idScanBytes is how much of an oversized or malformed message is
 	// kept to recover its request id for the error response.
 	idScanBytes = 4 << 10
-	// MaxErrorBytes bounds the message of a JSON-RPC error the transport
+	// maxErrorBytes bounds the message of a JSON-RPC error the transport
 	// writes, and its data: a longer message (one quoting a value the
 	// client sent, say) is cut with its length said, and longer data is
 	// dropped, so no error echoes a large value back.
-	MaxErrorBytes = 1 << 10
+	maxErrorBytes = 1 << 10
 	// CodeInputEnded is the JSON-RPC error code of the response the
 	// transport gives a call the server made to the client once the
 	// client's input has ended (in the range JSON-RPC 2.0 reserves for
@@ -82,8 +82,8 @@ type Transport struct {
 	MaxMessageBytes int
 }
 
-// ErrNoStream is returned by Transport.Connect when Reader or Writer is nil.
-var ErrNoStream = errors.New("mcpserve: Transport needs a Reader and a Writer")
+// errNoStream is returned by Transport.Connect when Reader or Writer is nil.
+var errNoStream = errors.New("mcpserve: Transport needs a Reader and a Writer")
 
 // Connect implements mcp.Transport. Call it once per Transport: the
 // connection owns Reader and Writer, and Close closes whichever of them
@@ -92,7 +92,7 @@ var ErrNoStream = errors.New("mcpserve: Transport needs a Reader and a Writer")
 // and the SDK cancels whatever runs.
 func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.Reader == nil || t.Writer == nil {
-		return nil, ErrNoStream
+		return nil, errNoStream
 	}
 	max := t.MaxMessageBytes
 	if max <= 0 {
@@ -285,7 +285,7 @@ func (c *lineConn) cancelled(m jsonrpc.Message) bool {
 }
 
 // Write implements mcp.Connection. An error response is held to
-// MaxErrorBytes.
+// maxErrorBytes.
 func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
 	if c.cancelled(m) {
 		return nil
@@ -535,14 +535,14 @@ func skipValue(dec *json.Decoder) bool {
 }
 
 // boundedError returns err as a JSON-RPC error whose message is at most
-// MaxErrorBytes (cutMessage) and whose data, when longer, is dropped. The
+// maxErrorBytes (cutMessage) and whose data, when longer, is dropped. The
 // code is err's (as the SDK would encode it).
 func boundedError(err error) *jsonrpc.Error {
 	var w *jsonrpc.Error
 	out := &jsonrpc.Error{Message: err.Error()}
 	if errors.As(err, &w) {
 		out.Code = w.Code
-		if len(w.Data) <= MaxErrorBytes {
+		if len(w.Data) <= maxErrorBytes {
 			out.Data = w.Data
 		}
 	}
@@ -550,13 +550,13 @@ func boundedError(err error) *jsonrpc.Error {
 	return out
 }
 
-// cutMessage returns msg, or when it is longer than MaxErrorBytes its
+// cutMessage returns msg, or when it is longer than maxErrorBytes its
 // head, cut at a rune boundary, and how long it was.
 func cutMessage(msg string) string {
-	if len(msg) <= MaxErrorBytes {
+	if len(msg) <= maxErrorBytes {
 		return msg
 	}
-	end := MaxErrorBytes
+	end := maxErrorBytes
 	for end > 0 && !utf8.RuneStart(msg[end]) {
 		end--
 	}

@@ -45,25 +45,25 @@ func TestTransportAnswersBoundHugeValues(t *testing.T) {
 	}
 }
 
-// An error message is kept whole up to MaxErrorBytes and cut one past it,
+// An error message is kept whole up to maxErrorBytes and cut one past it,
 // on a rune boundary, saying how long it was.
 func TestCutMessageBound(t *testing.T) {
 	t.Parallel()
-	at := strings.Repeat("a", MaxErrorBytes)
+	at := strings.Repeat("a", maxErrorBytes)
 	if got := cutMessage(at); got != at {
 		t.Errorf("a message at the bound was cut to %d bytes", len(got))
 	}
 	past := at + "b"
-	want := at + fmt.Sprintf("… (%d bytes)", MaxErrorBytes+1)
+	want := at + fmt.Sprintf("… (%d bytes)", maxErrorBytes+1)
 	if got := cutMessage(past); got != want {
 		t.Errorf("one past the bound: %q…", got[len(got)-20:])
 	}
-	runes := strings.Repeat("é", MaxErrorBytes) // two bytes each
+	runes := strings.Repeat("é", maxErrorBytes) // two bytes each
 	got := cutMessage(runes)
-	if head, _, _ := strings.Cut(got, "…"); len(head) > MaxErrorBytes || !strings.HasPrefix(runes, head) || len(head)%2 != 0 {
+	if head, _, _ := strings.Cut(got, "…"); len(head) > maxErrorBytes || !strings.HasPrefix(runes, head) || len(head)%2 != 0 {
 		t.Errorf("cut inside a rune: %d-byte head", len(head))
 	}
-	if b := boundedError(&jsonrpcError{msg: past}); len(b.Message) > MaxErrorBytes+32 {
+	if b := boundedError(&jsonrpcError{msg: past}); len(b.Message) > maxErrorBytes+32 {
 		t.Errorf("boundedError kept a %d-byte message", len(b.Message))
 	}
 }

@@ -222,7 +222,7 @@ func TestTransportEndsAtEOF(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return when the input ended")
 	}
-	if _, err := (&Transport{}).Connect(context.Background()); !errors.Is(err, ErrNoStream) {
+	if _, err := (&Transport{}).Connect(context.Background()); !errors.Is(err, errNoStream) {
 		t.Error("Connect without a reader and writer succeeded")
 	}
 }

@@ -46,9 +46,9 @@ func (f Family) Has(g Family) bool { return f&g == g }
 // DefaultStrand is the root strand's name when Config.Strand is empty.
 const DefaultStrand = "main"
 
-// DefaultPath is the PATH of DefaultEnv; its last entry is where the Go
+// defaultPath is the PATH of DefaultEnv; its last entry is where the Go
 // release tarball installs go, so a command can run the toolchain.
-const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin"
+const defaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin"
 
 // The directories, under the user cache directory (os.UserCacheDir), where
 // New keeps what the plane stores when the Config names no place.
@@ -57,17 +57,19 @@ const (
 	// removed by Close.
 	ScratchParent = "loom/scratch"
 	// HistoryParent holds one history index per workspace, named
-	// HistoryFilePrefix, the first HistoryDigestChars hex characters of
-	// the SHA-256 of the resolved workspace path, and HistoryFileSuffix,
-	// so later sessions in the same workspace find what earlier ones
-	// wrote.
+	// "workspace-<16 hex>.sqlite" after the first 16 hex characters of
+	// the SHA-256 of the resolved workspace path, so later sessions in
+	// the same workspace find what earlier ones wrote.
 	HistoryParent = "loom/history"
-	// HistoryFilePrefix and HistoryFileSuffix frame a history file's name.
-	HistoryFilePrefix = "workspace-"
-	HistoryFileSuffix = ".sqlite"
-	// HistoryDigestChars is how many hex characters of the workspace's
-	// digest name its history file.
-	HistoryDigestChars = 16
+)
+
+// A history file's name: historyFilePrefix, the first
+// historyDigestChars hex characters of the workspace's digest, and
+// historyFileSuffix.
+const (
+	historyFilePrefix  = "workspace-"
+	historyFileSuffix  = ".sqlite"
+	historyDigestChars = 16
 )
 
 // Config configures New. It is passed by value and its zero value works
@@ -178,10 +180,11 @@ type Config struct {
 }
 
 // DefaultEnv is the environment commands start from unless Config.Env
-// says otherwise: PATH (DefaultPath), HOME (the workspace), LANG (C.UTF-8)
-// and TERM (dumb). bash adds TMPDIR itself.
+// says otherwise: PATH (/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin,
+// the last where the Go release tarball installs go), HOME (the
+// workspace), LANG (C.UTF-8) and TERM (dumb). bash adds TMPDIR itself.
 func DefaultEnv(workspace string) map[string]string {
-	return map[string]string{"PATH": DefaultPath, "HOME": workspace, "LANG": "C.UTF-8", "TERM": "dumb"}
+	return map[string]string{"PATH": defaultPath, "HOME": workspace, "LANG": "C.UTF-8", "TERM": "dumb"}
 }
 
 // DefaultPolicy is the base policy a session gets unless Config.Policy

@@ -22,9 +22,9 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// CloseWait bounds how long Close waits for the job plane it made to kill
+// closeWait bounds how long Close waits for the job plane it made to kill
 // and reap what still runs.
-const CloseWait = 10 * time.Second
+const closeWait = 10 * time.Second
 
 // Plane is one session's assembled tool plane. Its fields are set by New
 // and must not be reassigned; the Call template's host-side hooks
@@ -207,9 +207,9 @@ func (p *Plane) Dispatcher() Dispatcher {
 }
 
 // Close releases what New made, last made first: the programs code_mode
-// launched (torn down and reaped, within CloseWait), the reference Agency
+// launched (torn down and reaped, within 10 s), the reference Agency
 // (aborting running children and waiting for their runners), the job
-// plane (killing what still runs, within CloseWait), the history index,
+// plane (killing what still runs, within 10 s), the history index,
 // the blob store, the broker's warm helper, and a scratch directory New
 // created. What the host brought stays open. Close is safe to call more
 // than once and returns the first call's errors, joined.
@@ -237,7 +237,7 @@ func (p *Plane) openCodeMode(cfg Config) error {
 		return fail(CodeSetupFailed, "code mode", err)
 	}
 	p.closers = append(p.closers, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), CloseWait)
+		ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 		defer cancel()
 		return eng.Close(ctx)
 	})
@@ -399,7 +399,7 @@ func (p *Plane) openJobs(cfg Config) {
 	jp := job.NewPlane(p.Broker, opts)
 	p.Jobs = jp
 	p.closers = append(p.closers, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), CloseWait)
+		ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 		defer cancel()
 		return jp.Close(ctx)
 	})
@@ -441,7 +441,7 @@ func historyPath(path, ws string) (string, error) {
 			return "", fail(CodeSetupFailed, "history index", fmt.Errorf("%w; set Config.HistoryPath", err))
 		}
 		sum := sha256.Sum256([]byte(ws))
-		dir, name = d, HistoryFilePrefix+hex.EncodeToString(sum[:])[:HistoryDigestChars]+HistoryFileSuffix
+		dir, name = d, historyFilePrefix+hex.EncodeToString(sum[:])[:historyDigestChars]+historyFileSuffix
 	} else {
 		abs, err := filepath.Abs(path)
 		if err != nil {

@@ -86,9 +86,10 @@ const (
 	// something (a running command, typically) replaced it or a directory
 	// above it. Nothing is read or written under it.
 	CodeRootChanged Code = "root_changed"
-	// CodeTooManyLinks: more than MaxLinkFollows symbolic links.
+	// CodeTooManyLinks: more than 40 symbolic links (maxLinkFollows).
 	CodeTooManyLinks Code = "too_many_links"
-	// CodePathTooLong: more than MaxPathBytes bytes.
+	// CodePathTooLong: more than 4096 bytes, the kernel's PATH_MAX
+	// (maxPathBytes).
 	CodePathTooLong Code = "path_too_long"
 	// CodeInvalidPath: empty, or containing a NUL byte.
 	CodeInvalidPath Code = "invalid_path"

@@ -39,8 +39,8 @@ func (c *Call) CanonicalRoot(p string) (string, error) {
 	if p == "" || strings.ContainsRune(p, 0) {
 		return "", errors.New("a root must be non-empty and free of NUL bytes")
 	}
-	if len(p) > MaxPathBytes {
-		return "", fmt.Errorf("a root is at most %d bytes; this one is %d", MaxPathBytes, len(p))
+	if len(p) > maxPathBytes {
+		return "", fmt.Errorf("a root is at most %d bytes; this one is %d", maxPathBytes, len(p))
 	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(c.Workspace, p)

@@ -16,10 +16,10 @@ import (
 // in front of the model.
 func TestDescriptionsStateTheirConstants(t *testing.T) {
 	bounds := map[string][]int{
-		"fs_read":  {DefaultReadLines, MaxWindowBytes >> 10, MaxFileBytes >> 20},
+		"fs_read":  {defaultReadLines, MaxWindowBytes >> 10, MaxFileBytes >> 20},
 		"fs_write": {MaxFileBytes >> 20},
-		"grep": {search.MaxPatternBytes, search.MaxGlobBytes, MaxGrepContext, MaxGrepResults, DefaultGrepResults,
-			int(GrepTimeout / time.Second), search.MaxScanMatches, search.MaxLineBytes, blob.OverflowThreshold >> 10},
+		"grep": {search.MaxPatternBytes, search.MaxGlobBytes, maxGrepContext, MaxGrepResults, defaultGrepResults,
+			int(grepTimeout / time.Second), search.MaxScanMatches, search.MaxLineBytes, blob.OverflowThreshold >> 10},
 		"fs_edit":           nil,
 		"working_directory": nil,
 	}

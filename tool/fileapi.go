@@ -102,12 +102,12 @@ type DirEntry struct {
 }
 
 // ListDir lists the directory at path (under a readable root) by name,
-// at most max entries (max ≤ 0 or past MaxListEntries means
-// MaxListEntries); more reports whether entries were left out. The
+// at most max entries (max ≤ 0 or past 1000, maxListEntries, means
+// 1000); more reports whether entries were left out. The
 // directory is opened without following links.
 func (c *Call) ListDir(path string, max int) (entries []DirEntry, more bool, err error) {
-	if max <= 0 || max > MaxListEntries {
-		max = MaxListEntries
+	if max <= 0 || max > maxListEntries {
+		max = maxListEntries
 	}
 	resolved, err := c.ResolveRead(path)
 	if err != nil {
@@ -129,7 +129,7 @@ func (c *Call) ListDir(path string, max int) (entries []DirEntry, more bool, err
 		if err != nil {
 			return nil, false, fileError(readFailure(path, err))
 		}
-		if len(entries) > MaxListScanEntries {
+		if len(entries) > maxListScanEntries {
 			more = true
 			break
 		}
@@ -141,13 +141,13 @@ func (c *Call) ListDir(path string, max int) (entries []DirEntry, more bool, err
 	return entries, more, nil
 }
 
-// MaxListEntries bounds the entries one ListDir answers.
-const MaxListEntries = 1000
+// maxListEntries bounds the entries one ListDir answers.
+const maxListEntries = 1000
 
-// MaxListScanEntries bounds the entries ListDir reads from one directory
+// maxListScanEntries bounds the entries ListDir reads from one directory
 // before it stops, so a directory of millions costs a bounded scan; the
 // answer then says entries were left out.
-const MaxListScanEntries = 10 * MaxListEntries
+const maxListScanEntries = 10 * maxListEntries
 
 func dirEntry(e fs.DirEntry) DirEntry {
 	t := e.Type()

@@ -14,12 +14,13 @@ import (
 // readable root; "" is the workspace) that glob admits, by grep's rules:
 // hidden and ignored entries are skipped, links are never followed,
 // protected subtrees are left out. It answers at most max paths (≤ 0 or
-// past MaxGlobPaths means MaxGlobPaths), shown as the file tools show
+// past 1000, maxGlobPaths, means 1000), shown as the file tools show
 // paths, and whether more matched. It runs in the host on pinned
-// descriptors, as grep's Go engine does, within GrepTimeout.
+// descriptors, as grep's Go engine does, within grep's 60 s
+// (grepTimeout).
 func (c *Call) Glob(ctx context.Context, path, glob string, max int) (paths []string, more bool, err error) {
-	if max <= 0 || max > MaxGlobPaths {
-		max = MaxGlobPaths
+	if max <= 0 || max > maxGlobPaths {
+		max = maxGlobPaths
 	}
 	opts := search.Options{Glob: glob}
 	if err := search.ValidateGlob(glob); err != nil {
@@ -32,7 +33,7 @@ func (c *Call) Glob(ctx context.Context, path, glob string, max int) (paths []st
 	if fail != nil {
 		return nil, false, fileError(*fail)
 	}
-	ctx, cancel := context.WithTimeout(ctx, GrepTimeout)
+	ctx, cancel := context.WithTimeout(ctx, grepTimeout)
 	defer cancel()
 	found, more, err := search.Files(ctx, root, opts, max)
 	if err := searchError(path, err); err != nil {
@@ -45,8 +46,8 @@ func (c *Call) Glob(ctx context.Context, path, glob string, max int) (paths []st
 	return shown, more, nil
 }
 
-// MaxGlobPaths bounds the paths one Glob answers.
-const MaxGlobPaths = 1000
+// maxGlobPaths bounds the paths one Glob answers.
+const maxGlobPaths = 1000
 
 // GrepQuery is one Grep: Pattern (RE2, per line) under Path ("" is the
 // workspace), narrowed by Glob, at most MaxMatches matching lines (≤ 0 or
@@ -90,10 +91,10 @@ func (c *Call) Grep(ctx context.Context, q GrepQuery) (matches []GrepMatch, more
 	if fail != nil {
 		return nil, false, fileError(*fail)
 	}
-	ctx, cancel := context.WithTimeout(ctx, GrepTimeout)
+	ctx, cancel := context.WithTimeout(ctx, grepTimeout)
 	defer cancel()
 	if c.Broker != nil {
-		t, err := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, cancel)
+		t, err := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: maxConcurrentSearches}, cancel)
 		if d := broker.DenialOf(err); d != nil {
 			return nil, false, &FileError{Code: Code(d.Code), Message: d.Explain()}
 		}
@@ -124,7 +125,7 @@ func searchError(path string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):
-		return &FileError{Code: CodeSearchFailed, Message: fmt.Sprintf("searching %s took longer than %s; search a smaller directory or narrow the glob", path, GrepTimeout)}
+		return &FileError{Code: CodeSearchFailed, Message: fmt.Sprintf("searching %s took longer than %s; search a smaller directory or narrow the glob", path, grepTimeout)}
 	case errors.Is(err, context.Canceled):
 		return &FileError{Code: CodeCancelled, Message: "the search was cancelled before it finished"}
 	case errors.Is(err, fs.ErrInvalid):

@@ -55,7 +55,7 @@ func TestReadWindows(t *testing.T) {
 		{"default window", 0, 0, 1, 2000, 2001, ""},
 		{"continue", 2001, 0, 2001, 2500, 0, ""},
 		{"limit", 10, 5, 10, 14, 15, ""},
-		{"limit clamped to the maximum", 1, DefaultReadLines + 1, 1, 2000, 2001, ""},
+		{"limit clamped to the maximum", 1, defaultReadLines + 1, 1, 2000, 2001, ""},
 		{"last line", 2500, 1, 2500, 2500, 0, ""},
 		{"one past the end", 2501, 0, 0, 0, 0, "offset_past_end"},
 		{"negative offset", -1, 0, 0, 0, 0, "invalid_window"},
@@ -81,8 +81,8 @@ func TestReadWindows(t *testing.T) {
 				t.Errorf("a partial read must say how to continue")
 			}
 			// A clamp is announced, as every tool announces one.
-			note := fmt.Sprintf("note: limit %d clamped to %d\n", tc.limit, DefaultReadLines)
-			if clamped := tc.limit > DefaultReadLines; strings.HasSuffix(out.Text, note) != clamped || strings.Contains(out.Text, "clamped") != clamped {
+			note := fmt.Sprintf("note: limit %d clamped to %d\n", tc.limit, defaultReadLines)
+			if clamped := tc.limit > defaultReadLines; strings.HasSuffix(out.Text, note) != clamped || strings.Contains(out.Text, "clamped") != clamped {
 				t.Errorf("clamp announced %v, want %v: ...%q", strings.Contains(out.Text, "clamped"), clamped, out.Text[max(0, len(out.Text)-120):])
 			}
 		})

@@ -13,9 +13,9 @@ import (
 )
 
 const (
-	// DefaultReadLines is how many lines fs_read shows when no limit is given,
+	// defaultReadLines is how many lines fs_read shows when no limit is given,
 	// and the most it shows in one window.
-	DefaultReadLines = 2000
+	defaultReadLines = 2000
 	// MaxWindowBytes bounds the rendered text of one fs_read window; a
 	// window stops at the line that would cross it and says where to go on.
 	// A line that alone would cross it is shown cut to fit, with a notice
@@ -71,7 +71,7 @@ type Scheme struct {
 func ReadTool(schemes ...Scheme) Tool {
 	desc := fmt.Sprintf("Read a file as `N:anchor|text` lines after a `digest:` line (fs_edit needs both). A read shows "+
 		"at most %d lines (a larger limit is clamped) and %d KiB, a partial one naming the offset to go on at; a line alone longer is cut, its anchor "+
-		"the whole line's. PNG, JPEG, GIF and WebP come back as images. Files over %d MiB are refused; overflow blob paths are readable.", DefaultReadLines, MaxWindowBytes>>10, MaxFileBytes>>20)
+		"the whole line's. PNG, JPEG, GIF and WebP come back as images. Files over %d MiB are refused; overflow blob paths are readable.", defaultReadLines, MaxWindowBytes>>10, MaxFileBytes>>20)
 	byName := make(map[string]Scheme, len(schemes))
 	for _, s := range schemes {
 		byName[s.Name] = s
@@ -133,12 +133,12 @@ func runRead(_ context.Context, c *Call, a readArgs) Outcome {
 		return Fail(CodeBinaryFile, fmt.Sprintf("%s looks binary (it contains NUL bytes) and is not an image fs_read can show; inspect it with bash (file, xxd, strings)", shown))
 	}
 	o := renderWindow(shown, data, a.Offset, a.Limit)
-	if a.Limit > DefaultReadLines && !o.IsError {
+	if a.Limit > defaultReadLines && !o.IsError {
 		// Announced after the window, so the digest stays the first line.
 		if !strings.HasSuffix(o.Text, "\n") {
 			o.Text += "\n"
 		}
-		o.Text += "note: " + ClampNote("limit", int64(a.Limit), DefaultReadLines) + "\n"
+		o.Text += "note: " + ClampNote("limit", int64(a.Limit), defaultReadLines) + "\n"
 	}
 	return o
 }
@@ -152,8 +152,8 @@ func renderWindow(shown string, data []byte, offset, limit int) Outcome {
 	if offset == 0 {
 		offset = 1
 	}
-	if limit == 0 || limit > DefaultReadLines {
-		limit = DefaultReadLines
+	if limit == 0 || limit > defaultReadLines {
+		limit = defaultReadLines
 	}
 	v := hashline.ViewOf(data, offset, limit, MaxWindowBytes)
 	total := v.Total
@@ -231,9 +231,9 @@ func readFailure(path string, err error) Outcome {
 		return Fail(CodeNotFound, fmt.Sprintf("%s does not exist; check the path (relative paths start at the workspace root) or create it with fs_write", path))
 	case errors.Is(err, fs.ErrPermission):
 		return Fail(CodePermissionDenied, fmt.Sprintf("%s: permission denied by the filesystem", path))
-	case errors.Is(err, ErrPathChanged):
+	case errors.Is(err, errPathChanged):
 		return Fail(CodePathChanged, fmt.Sprintf("%s: %v; nothing was read. Something (a running command?) replaced part of the path just now; try again once it settles", path, err))
-	case errors.Is(err, ErrNotRegularFile):
+	case errors.Is(err, errNotRegularFile):
 		return Fail(CodeNotARegularFile, fmt.Sprintf("%s is not a regular file (a FIFO, device, socket or the like); the file tools read and write regular files only: inspect it with bash", path))
 	}
 	return Fail(CodeReadFailed, fmt.Sprintf("%s: %v", path, err))

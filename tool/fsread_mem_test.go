@@ -171,8 +171,8 @@ func annotatedWindow(shown string, data []byte, offset, limit int) Outcome {
 	if offset == 0 {
 		offset = 1
 	}
-	if limit == 0 || limit > DefaultReadLines {
-		limit = DefaultReadLines
+	if limit == 0 || limit > defaultReadLines {
+		limit = defaultReadLines
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "digest: %s\n", digest)

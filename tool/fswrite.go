@@ -104,9 +104,9 @@ func writeNotes(b *strings.Builder, res writeResult) {
 func writeFailure(c *Call, path string, res writeResult, err error) Outcome {
 	code := CodeWriteFailed
 	switch {
-	case errors.Is(err, ErrPathChanged):
+	case errors.Is(err, errPathChanged):
 		code = CodePathChanged
-	case errors.Is(err, ErrNotRegularFile):
+	case errors.Is(err, errNotRegularFile):
 		code = CodeNotARegularFile
 	}
 	return Fail(code, fmt.Sprintf("%s: %v (%s)", path, err, res.changed(c)))

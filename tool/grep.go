@@ -18,32 +18,32 @@ import (
 
 // Bounds of the grep tool.
 const (
-	// DefaultGrepResults is how many matching lines grep shows when
+	// defaultGrepResults is how many matching lines grep shows when
 	// max_results is not given.
-	DefaultGrepResults = 100
+	defaultGrepResults = 100
 	// MaxGrepResults is the most matching lines grep shows; a larger
 	// max_results is clamped to it.
 	MaxGrepResults = 1000
-	// MaxGrepContext is the most context lines grep shows around a match
+	// maxGrepContext is the most context lines grep shows around a match
 	// (search.MaxContext); a larger context is clamped to it.
-	MaxGrepContext = search.MaxContext
-	// GrepTimeout bounds one search, whichever engine runs it.
-	GrepTimeout = 60 * time.Second
-	// MaxConcurrentSearches is grep's declared headroom in its step's
+	maxGrepContext = search.MaxContext
+	// grepTimeout bounds one search, whichever engine runs it.
+	grepTimeout = 60 * time.Second
+	// maxConcurrentSearches is grep's declared headroom in its step's
 	// budget: how many grep calls of one batch may run at once (grep is
 	// Concurrent, so a batch may hold several).
-	MaxConcurrentSearches = 4
+	maxConcurrentSearches = 4
 	// grepStderrBytes is how much of ripgrep's stderr is kept for an
 	// error message.
 	grepStderrBytes = 4 << 10
-	// MaxRipgrepOutputBytes bounds the JSON stream one jailed ripgrep run
+	// maxRipgrepOutputBytes bounds the JSON stream one jailed ripgrep run
 	// may write; at the bound the broker stops it and the matches read so
 	// far stand, with a note that the search was cut there.
-	MaxRipgrepOutputBytes = 64 << 20
-	// GrepConfirmTimeout bounds the re-reading that confirms a ripgrep
-	// result (search.Confirm) after the search, which GrepTimeout does
+	maxRipgrepOutputBytes = 64 << 20
+	// grepConfirmTimeout bounds the re-reading that confirms a ripgrep
+	// result (search.Confirm) after the search, which grepTimeout does
 	// not cover; hits not confirmed by then are left out.
-	GrepConfirmTimeout = 10 * time.Second
+	grepConfirmTimeout = 10 * time.Second
 )
 
 // Engine names reported in GrepDetails.Engine.
@@ -71,9 +71,9 @@ const (
 	CodeSearchFailed Code = "search_failed"
 )
 
-// GoEngineInHost is GrepDetails.InHost whenever the Go engine ran: what
+// goEngineInHost is GrepDetails.InHost whenever the Go engine ran: what
 // confines it, since no jail does.
-const GoEngineInHost = "the Go engine ran in the host process with no jail; " +
+const goEngineInHost = "the Go engine ran in the host process with no jail; " +
 	"it follows no symbolic link, opens directories and regular files only and never blocks on an open, " +
 	"and reads only the workspace and the readable roots the host listed"
 
@@ -92,8 +92,10 @@ type GrepDetails struct {
 	// Engine is EngineRipgrep or EngineGo: the engine that produced
 	// this outcome.
 	Engine string `json:"engine"`
-	// InHost is GoEngineInHost when the Go engine ran, empty when
-	// ripgrep did.
+	// InHost says what confines the Go engine, since no jail does, when
+	// it ran (it ran in the host process, follows no link, opens
+	// directories and regular files only, and reads only the workspace
+	// and the roots the host listed); empty when ripgrep did.
 	InHost string `json:"in_host,omitempty"`
 	// Fallback says why the Go engine ran although ripgrep is installed
 	// and the host has a broker: the session's policy cannot give a jail
@@ -117,7 +119,8 @@ type GrepDetails struct {
 	// confirm (search.Confirm), so they were left out and Matches and
 	// Files do not count them.
 	Unconfirmed int `json:"unconfirmed,omitempty"`
-	// TimedOut: the search hit GrepTimeout; what was found is shown.
+	// TimedOut: the search hit its 60 s bound (grepTimeout); what was
+	// found is shown.
 	TimedOut bool `json:"timed_out,omitempty"`
 	// SkippedLarge counts files the Go engine skipped for their size.
 	SkippedLarge int `json:"skipped_large,omitempty"`
@@ -167,8 +170,8 @@ func GrepTool() Tool {
 			"`glob` only narrows. `context`: lines around each match, up to %d; `max_results`: matching lines shown, up to %d "+
 			"(default %d, as is zero; larger values are clamped), the rest counted. Stops after %d s or %d matches; lines over %d bytes are cut; output over "+
 			"%d KiB goes to a file fs_read pages.",
-			search.MaxPatternBytes, search.MaxGlobBytes, MaxGrepContext, MaxGrepResults, DefaultGrepResults,
-			int(GrepTimeout/time.Second), search.MaxScanMatches, search.MaxLineBytes, blob.OverflowThreshold>>10),
+			search.MaxPatternBytes, search.MaxGlobBytes, maxGrepContext, MaxGrepResults, defaultGrepResults,
+			int(grepTimeout/time.Second), search.MaxScanMatches, search.MaxLineBytes, blob.OverflowThreshold>>10),
 		PromptSnippet: "grep: regex search over files (ripgrep semantics), path:line:text results",
 		Replay:        ReplaySafe,
 		Mode:          Concurrent,
@@ -177,14 +180,14 @@ func GrepTool() Tool {
 }
 
 // grepRequirements: the workspace readable, the system roots for the
-// jailed ripgrep (jail-only), nothing writable, network off, GrepTimeout
+// jailed ripgrep (jail-only), nothing writable, network off, grepTimeout
 // of wall time.
 func grepRequirements(workspace string) broker.Policy {
 	return broker.Policy{
 		ReadableRoots: []string{workspace},
 		SystemRoots:   broker.SystemReadableRoots(),
 		Network:       broker.NetworkOff,
-		WallMs:        int(GrepTimeout / time.Millisecond),
+		WallMs:        int(grepTimeout / time.Millisecond),
 	}
 }
 
@@ -193,13 +196,13 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	if a.Context < 0 || a.MaxResults < 0 {
 		return Fail(CodeInvalidArguments, fmt.Sprintf("context and max_results must not be negative (got context=%d, max_results=%d)", a.Context, a.MaxResults))
 	}
-	if a.Context > MaxGrepContext {
-		notes = append(notes, ClampNote("context", int64(a.Context), MaxGrepContext))
-		a.Context = MaxGrepContext
+	if a.Context > maxGrepContext {
+		notes = append(notes, ClampNote("context", int64(a.Context), maxGrepContext))
+		a.Context = maxGrepContext
 	}
 	switch {
 	case a.MaxResults == 0:
-		a.MaxResults = DefaultGrepResults
+		a.MaxResults = defaultGrepResults
 	case a.MaxResults > MaxGrepResults:
 		notes = append(notes, ClampNote("max_results", int64(a.MaxResults), MaxGrepResults))
 		a.MaxResults = MaxGrepResults
@@ -220,9 +223,9 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 		return *fail
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, GrepTimeout)
+	ctx, cancel := context.WithTimeout(ctx, grepTimeout)
 	defer cancel()
-	det := GrepDetails{Engine: EngineGo, InHost: GoEngineInHost}
+	det := GrepDetails{Engine: EngineGo, InHost: goEngineInHost}
 	if rg := ripgrepPath(c); rg != "" {
 		p, d := ripgrepPolicy(c, rg, root, opts)
 		if d == nil {
@@ -236,7 +239,7 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	if c.Broker != nil {
 		// The Go engine is budgeted like a clearance, so a step's cap and
 		// its aborts hold whichever engine runs.
-		t, err := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, cancel)
+		t, err := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: maxConcurrentSearches}, cancel)
 		if d := broker.DenialOf(err); d != nil {
 			return grepFail(Code(d.Code), d.Explain(), det)
 		}
@@ -279,7 +282,7 @@ func (c *Call) searchRoot(path string, opts *search.Options) (string, *Outcome) 
 		return refuse(CodePathChanged, fmt.Sprintf("%s changed after it was resolved (a symbolic link is there now); nothing was searched. Something (a running command?) replaced it just now; try again once it settles", path))
 	} else if err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
 		// A FIFO, device or socket: neither engine searches one (ripgrep
-		// would wait on a FIFO in its jail until GrepTimeout).
+		// would wait on a FIFO in its jail until grepTimeout).
 		return refuse(CodeSearchFailed, notSearchable(path))
 	}
 	ws, _ := resolveReal(c.Workspace)
@@ -310,7 +313,7 @@ func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string,
 	}
 	det.TimedOut, det.Warnings = r.timedOut, r.warnings
 	if r.outputLimited {
-		notes = append(notes, fmt.Sprintf("ripgrep's output reached its %d-byte bound and the search was stopped there: narrow the path or the pattern to see the rest", MaxRipgrepOutputBytes))
+		notes = append(notes, fmt.Sprintf("ripgrep's output reached its %d-byte bound and the search was stopped there: narrow the path or the pattern to see the rest", maxRipgrepOutputBytes))
 	}
 	if r.warnings != "" {
 		notes = append(notes, "ripgrep could not read some entries: "+firstLine(r.warnings))
@@ -318,7 +321,7 @@ func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string,
 	// Ripgrep opens what lies below the root by path, so a link swapped
 	// in during its walk is followed: only lines the harness reads again,
 	// as the Go engine reads, are shown.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), GrepConfirmTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grepConfirmTimeout)
 	defer cancel()
 	res := search.Confirm(cctx, root, r.res, a.MaxResults, a.Context)
 	if det.Unconfirmed = res.Unconfirmed; det.Unconfirmed > 0 {
@@ -404,7 +407,7 @@ func grepOutcome(c *Call, a grepArgs, res search.Result, det GrepDetails, notes 
 		tail = append(tail, fmt.Sprintf("the search stopped after %d matching lines (at least %d more were found)", search.MaxScanMatches, max(res.Left, 1)))
 	}
 	if det.TimedOut {
-		tail = append(tail, fmt.Sprintf("the search timed out after %s; results are partial", GrepTimeout))
+		tail = append(tail, fmt.Sprintf("the search timed out after %s; results are partial", grepTimeout))
 	}
 	if res.SkippedLarge > 0 {
 		tail = append(tail, fmt.Sprintf("%d files over %d MiB were not searched", res.SkippedLarge, search.MaxFileBytes>>20))

@@ -157,7 +157,7 @@ func TestGrepSaysWhichEngineRanAndWhatConfinedIt(t *testing.T) {
 			if o.IsError || d.Engine != tt.engine || (d.Fallback != "") != tt.fallback || (d.Enforcement != nil) != tt.enforement {
 				t.Fatalf("IsError=%v engine=%q fallback=%q enforcement=%v: %s", o.IsError, d.Engine, d.Fallback, d.Enforcement != nil, o.Text)
 			}
-			if wantInHost := tt.engine == EngineGo; (d.InHost == GoEngineInHost) != wantInHost || (!wantInHost && d.InHost != "") {
+			if wantInHost := tt.engine == EngineGo; (d.InHost == goEngineInHost) != wantInHost || (!wantInHost && d.InHost != "") {
 				t.Fatalf("in_host %q for engine %s", d.InHost, d.Engine)
 			}
 		})
@@ -197,7 +197,7 @@ func TestGrepReadsNoSystemRootTheHostDidNotList(t *testing.T) {
 }
 
 // Not parallel: fakeRipgrep sets PATH. A ripgrep whose stream passes
-// MaxRipgrepOutputBytes is stopped there by the broker; what it found
+// maxRipgrepOutputBytes is stopped there by the broker; what it found
 // stands and the outcome says the search was cut. Control: the same
 // stream without the flood completes with no such note.
 func TestGrepRipgrepOutputBound(t *testing.T) {

@@ -61,7 +61,7 @@ func TestGrepRipgrepRefusesARootThatChangedAfterResolution(t *testing.T) {
 			t.Errorf("%s: enforcement report %v, want one: %v", tt.root, r.enf != nil, tt.inJail)
 		}
 		if tt.changed {
-			if !errors.Is(r.err, ErrPathChanged) || r.failCode() != CodePathChanged || len(r.res.Hits) != 0 {
+			if !errors.Is(r.err, errPathChanged) || r.failCode() != CodePathChanged || len(r.res.Hits) != 0 {
 				t.Errorf("%s: err %v (code %s), %d hits; want path_changed and nothing searched", tt.root, r.err, r.failCode(), len(r.res.Hits))
 			}
 			// Control: named as ripgrep's argument, the root is followed.

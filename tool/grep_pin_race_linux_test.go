@@ -211,7 +211,7 @@ func unpinnedRipgrep(t *testing.T, c *Call, rg, root string, o search.Options) s
 	}
 	ex, err := c.Broker.Clear(context.Background(), broker.CallSpec{
 		Argv: append([]string{rg}, search.RipgrepArgs(root, o)...), Dir: dir, Policy: p,
-		Timeout: GrepTimeout, MaxOutputBytes: MaxRipgrepOutputBytes,
+		Timeout: grepTimeout, MaxOutputBytes: maxRipgrepOutputBytes,
 	})
 	if err != nil {
 		t.Fatalf("the unpinned ripgrep was refused: %v", err)

@@ -27,7 +27,7 @@ type rgRun struct {
 	enf      *broker.Enforcement
 	// denial is the broker's refusal, reported in band with its code.
 	denial *broker.Denial
-	// outputLimited: the broker stopped rg at MaxRipgrepOutputBytes.
+	// outputLimited: the broker stopped rg at maxRipgrepOutputBytes.
 	outputLimited bool
 	// err is a failure after the jail started; cancelled marks the
 	// caller's cancellation.
@@ -78,7 +78,7 @@ func pinShellPath() (string, error) {
 // the workspace, whose .gitignore files apply above it) readable; rg's
 // own directory, pinShell's and the system roots the session's base
 // already covers, less grepJailOmits, as jail-only system roots; nothing
-// writable, network off, GrepTimeout of wall time. A denial means the session's policy
+// writable, network off, grepTimeout of wall time. A denial means the session's policy
 // cannot jail ripgrep for this root; it depends on the host's
 // configuration and the authorized root only.
 func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *broker.Denial) {
@@ -112,7 +112,7 @@ func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *
 		ReadableRoots: readable,
 		SystemRoots:   system,
 		Network:       broker.NetworkOff,
-		WallMs:        int(GrepTimeout / time.Millisecond),
+		WallMs:        int(grepTimeout / time.Millisecond),
 	}
 	pol, err := broker.Compose(c.Base, req, c.Grants)
 	return pol, broker.DenialOf(err)
@@ -130,7 +130,7 @@ func (r rgRun) failCode() Code {
 	switch {
 	case r.cancelled:
 		return CodeCancelled
-	case errors.Is(r.err, ErrPathChanged):
+	case errors.Is(r.err, errPathChanged):
 		return CodePathChanged
 	}
 	return CodeSearchFailed
@@ -140,7 +140,7 @@ func (r rgRun) failCode() Code {
 // resolved any more.
 func rootChanged(root string) error {
 	return fmt.Errorf("%w; nothing was searched. Something (a running command?) replaced part of the path just now; try again once it settles",
-		&fs.PathError{Op: "search", Path: root, Err: ErrPathChanged})
+		&fs.PathError{Op: "search", Path: root, Err: errPathChanged})
 }
 
 // pinnedSpec returns how to run ripgrep on root so that it searches what
@@ -168,9 +168,9 @@ func pinnedSpec(rg, root string, o search.Options) (argv []string, op search.Ope
 	}
 	f, _, err := openRegular(root)
 	switch {
-	case errors.Is(err, ErrPathChanged), errors.Is(err, errIsDirectory):
+	case errors.Is(err, errPathChanged), errors.Is(err, errIsDirectory):
 		return nil, 0, nil, rootChanged(root)
-	case errors.Is(err, ErrNotRegularFile):
+	case errors.Is(err, errNotRegularFile):
 		return nil, 0, nil, errors.New(notSearchable(root))
 	case err != nil:
 		return nil, 0, nil, err
@@ -192,10 +192,10 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, 
 		// directory is pinned by pinScript, and a file root needs none.
 		Dir:     "/",
 		Policy:  p,
-		Budget:  broker.Budget{MaxOutstanding: MaxConcurrentSearches},
-		Timeout: GrepTimeout,
+		Budget:  broker.Budget{MaxOutstanding: maxConcurrentSearches},
+		Timeout: grepTimeout,
 
-		MaxOutputBytes: MaxRipgrepOutputBytes,
+		MaxOutputBytes: maxRipgrepOutputBytes,
 	}
 	if file != nil {
 		defer file.Close()

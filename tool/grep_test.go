@@ -194,8 +194,8 @@ func TestGrepClamps(t *testing.T) {
 	}{
 		{map[string]any{"pattern": "a", "max_results": MaxGrepResults}, ""},
 		{map[string]any{"pattern": "a", "max_results": MaxGrepResults + 1}, fmt.Sprintf("max_results %d clamped to %d", MaxGrepResults+1, MaxGrepResults)},
-		{map[string]any{"pattern": "a", "context": MaxGrepContext}, ""},
-		{map[string]any{"pattern": "a", "context": MaxGrepContext + 1}, fmt.Sprintf("context %d clamped to %d", MaxGrepContext+1, MaxGrepContext)},
+		{map[string]any{"pattern": "a", "context": maxGrepContext}, ""},
+		{map[string]any{"pattern": "a", "context": maxGrepContext + 1}, fmt.Sprintf("context %d clamped to %d", maxGrepContext+1, maxGrepContext)},
 	} {
 		o := runGrepArgs(t, c, tt.args)
 		if o.IsError {
@@ -270,10 +270,10 @@ func TestGrepRespectsStepBudget(t *testing.T) {
 			}
 			c := grepCall(t, grepTree, true)
 			l := c.Broker.Ledger()
-			// MaxConcurrentSearches-1 searches in flight: one more fits.
+			// maxConcurrentSearches-1 searches in flight: one more fits.
 			var held []*broker.Ticket
-			for i := 0; i < MaxConcurrentSearches-1; i++ {
-				tk, d := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, nil)
+			for i := 0; i < maxConcurrentSearches-1; i++ {
+				tk, d := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: maxConcurrentSearches}, nil)
 				if d != nil {
 					t.Fatal(d)
 				}
@@ -283,8 +283,8 @@ func TestGrepRespectsStepBudget(t *testing.T) {
 			if o.IsError || grepDetails(t, o).Engine != engine {
 				t.Fatalf("at the cap: %q (%+v)", o.Text, o.Details)
 			}
-			// MaxConcurrentSearches in flight: refused in band.
-			tk, _ := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: MaxConcurrentSearches}, nil)
+			// maxConcurrentSearches in flight: refused in band.
+			tk, _ := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: maxConcurrentSearches}, nil)
 			o = runGrepArgs(t, c, map[string]any{"pattern": "needle"})
 			if !o.IsError || grepCode(o) != Code(broker.DenialOutstandingCapReached) {
 				t.Fatalf("one past the cap: IsError=%v code=%q text=%q", o.IsError, grepCode(o), o.Text)
@@ -314,7 +314,7 @@ func TestGrepDeclaration(t *testing.T) {
 	if err := broker.Validate(req); err != nil {
 		t.Fatal(err)
 	}
-	if MaxConcurrentSearches <= broker.DefaultMaxOutstanding {
+	if maxConcurrentSearches <= broker.DefaultMaxOutstanding {
 		t.Fatal("a Concurrent tool must declare headroom above the default cap")
 	}
 }

@@ -23,15 +23,15 @@ import (
 // created the same way (mkdirat on the pinned parent, then opened
 // O_NOFOLLOW), never by path.
 
-// ErrPathChanged is wrapped in the *fs.PathError of an operation that met
+// errPathChanged is wrapped in the *fs.PathError of an operation that met
 // a symbolic link where the resolver had seen none: something replaced a
 // component after the path was resolved, and nothing was followed.
-var ErrPathChanged = errors.New("changed after it was resolved (a symbolic link is there now); it was not followed")
+var errPathChanged = errors.New("changed after it was resolved (a symbolic link is there now); it was not followed")
 
-// ErrNotRegularFile is wrapped in the *fs.PathError of a read or write
+// errNotRegularFile is wrapped in the *fs.PathError of a read or write
 // that met a FIFO, device, socket or directory where a regular file was
 // wanted.
-var ErrNotRegularFile = errors.New("not a regular file")
+var errNotRegularFile = errors.New("not a regular file")
 
 // errNotDirectory is wrapped when a component that must be a directory
 // is a file of another kind.
@@ -84,7 +84,7 @@ func walkDir(dir string, create bool) (fd int, created []string, err error) {
 }
 
 // explainAt turns the errno of a no-follow open of name in dirfd into
-// what is there: ErrPathChanged for a link, wrongKind for a file of
+// what is there: errPathChanged for a link, wrongKind for a file of
 // another kind, else err itself. It only looks (fstatat without
 // following).
 func explainAt(dirfd int, name string, err, wrongKind error) error {
@@ -96,7 +96,7 @@ func explainAt(dirfd int, name string, err, wrongKind error) error {
 		return err
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return ErrPathChanged
+		return errPathChanged
 	}
 	return wrongKind
 }
@@ -113,7 +113,7 @@ func splitResolved(path string) (dir, base string, err error) {
 
 // openRegular opens the resolved path for reading: no link followed, the
 // open never blocks (O_NONBLOCK), and anything but a regular file is
-// closed again and refused with ErrNotRegularFile (a directory says so).
+// closed again and refused with errNotRegularFile (a directory says so).
 func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	dir, base, err := splitResolved(path)
 	if err != nil {
@@ -126,7 +126,7 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	defer unix.Close(dfd)
 	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: explainAt(dfd, base, err, ErrNotRegularFile)}
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: explainAt(dfd, base, err, errNotRegularFile)}
 	}
 	f := os.NewFile(uintptr(fd), path)
 	fi, err := f.Stat()
@@ -139,7 +139,7 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 		if fi.IsDir() {
 			return nil, fi, &fs.PathError{Op: "open", Path: path, Err: errIsDirectory}
 		}
-		return nil, fi, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegularFile}
+		return nil, fi, &fs.PathError{Op: "open", Path: path, Err: errNotRegularFile}
 	}
 	return f, fi, nil
 }
@@ -189,9 +189,9 @@ func writeWhole(path string, data []byte, parents bool) (writeResult, error) {
 	res.Created, res.SyncErr = r.Created, r.SyncErr
 	switch {
 	case errors.Is(err, pinnedfs.ErrLink):
-		return res, &fs.PathError{Op: "write", Path: path, Err: ErrPathChanged}
+		return res, &fs.PathError{Op: "write", Path: path, Err: errPathChanged}
 	case errors.Is(err, pinnedfs.ErrNotRegular):
-		return res, &fs.PathError{Op: "write", Path: path, Err: ErrNotRegularFile}
+		return res, &fs.PathError{Op: "write", Path: path, Err: errNotRegularFile}
 	case err != nil:
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -14,13 +14,13 @@ import (
 // command swaps in between the check and the act is followed. Outside
 // Linux nothing confines commands either (see package broker).
 
-// ErrPathChanged is wrapped when a symbolic link is met where the
+// errPathChanged is wrapped when a symbolic link is met where the
 // resolver had seen none.
-var ErrPathChanged = errors.New("changed after it was resolved (a symbolic link is there now); it was not followed")
+var errPathChanged = errors.New("changed after it was resolved (a symbolic link is there now); it was not followed")
 
-// ErrNotRegularFile is wrapped when a FIFO, device, socket or directory
+// errNotRegularFile is wrapped when a FIFO, device, socket or directory
 // is met where a regular file was wanted.
-var ErrNotRegularFile = errors.New("not a regular file")
+var errNotRegularFile = errors.New("not a regular file")
 
 func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	fi, err := os.Lstat(path)
@@ -29,11 +29,11 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: ErrPathChanged}
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: errPathChanged}
 	case fi.IsDir():
 		return nil, fi, &fs.PathError{Op: "open", Path: path, Err: errIsDirectory}
 	case !fi.Mode().IsRegular():
-		return nil, fi, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegularFile}
+		return nil, fi, &fs.PathError{Op: "open", Path: path, Err: errNotRegularFile}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -83,7 +83,7 @@ func writeWhole(path string, data []byte, parents bool) (writeResult, error) {
 	perm := fs.FileMode(0o644)
 	if fi, err := os.Lstat(path); err == nil {
 		if !fi.Mode().IsRegular() {
-			return res, &fs.PathError{Op: "write", Path: path, Err: ErrNotRegularFile}
+			return res, &fs.PathError{Op: "write", Path: path, Err: errNotRegularFile}
 		}
 		perm = fi.Mode().Perm()
 	} else if errors.Is(err, fs.ErrNotExist) {

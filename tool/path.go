@@ -12,12 +12,12 @@ import (
 	"github.com/agentloom/loom/broker"
 )
 
-// MaxLinkFollows bounds the symlinks followed while resolving one path.
-const MaxLinkFollows = 40
+// maxLinkFollows bounds the symlinks followed while resolving one path.
+const maxLinkFollows = 40
 
-// MaxPathBytes bounds a path argument: the kernel's PATH_MAX, past which
+// maxPathBytes bounds a path argument: the kernel's PATH_MAX, past which
 // no system call would accept it anyway.
-const MaxPathBytes = 4096
+const maxPathBytes = 4096
 
 // PathError is a refused path; its Code is one of the path codes
 // (CodeOutsideRoots through CodeInvalidPath).
@@ -72,7 +72,7 @@ func (e *PathError) Error() string {
 	case CodeBlobStore:
 		return fmt.Sprintf("permission denied: %s is in the blob store (%s) but is not a blob; read a blob by the exact path an answer named", e.Path, e.Entry)
 	case CodeTooManyLinks:
-		return fmt.Sprintf("%s: more than %d symbolic links", e.Path, MaxLinkFollows)
+		return fmt.Sprintf("%s: more than %d symbolic links", e.Path, maxLinkFollows)
 	default:
 		if e.Err != nil {
 			return fmt.Sprintf("invalid path %q: %v", e.Path, e.Err)
@@ -262,8 +262,8 @@ func (c *Call) resolve(path string) (lexical, resolved string, err error) {
 	if path == "" || strings.ContainsRune(path, 0) {
 		return "", "", &PathError{Code: CodeInvalidPath, Path: path, Err: errors.New("a path must be non-empty and free of NUL bytes")}
 	}
-	if len(path) > MaxPathBytes {
-		return "", "", &PathError{Code: CodePathTooLong, Path: path[:64] + "…", Err: fmt.Errorf("a path is at most %d bytes; this one is %d", MaxPathBytes, len(path))}
+	if len(path) > maxPathBytes {
+		return "", "", &PathError{Code: CodePathTooLong, Path: path[:64] + "…", Err: fmt.Errorf("a path is at most %d bytes; this one is %d", maxPathBytes, len(path))}
 	}
 	if !filepath.IsAbs(c.Workspace) {
 		return "", "", &PathError{Code: CodeInvalidPath, Path: path, Err: fmt.Errorf("the host's workspace %q is not absolute", c.Workspace)}
@@ -310,7 +310,7 @@ func (c *Call) checkProtected(path, lexical, resolved string) error {
 }
 
 // resolveReal resolves every symlink in the absolute path p, one
-// component at a time, following at most MaxLinkFollows links. Components
+// component at a time, following at most maxLinkFollows links. Components
 // that do not exist are kept lexically, so a path to a file not yet
 // created resolves to where it would be created.
 func resolveReal(p string) (string, error) {
@@ -347,7 +347,7 @@ func resolveReal(p string) (string, error) {
 			continue
 		}
 		follows++
-		if follows > MaxLinkFollows {
+		if follows > maxLinkFollows {
 			return "", &PathError{Code: CodeTooManyLinks, Path: p}
 		}
 		target, err := os.Readlink(next)

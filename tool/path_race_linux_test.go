@@ -256,7 +256,7 @@ func TestMkdirAllByPathRaceControl(t *testing.T) {
 	if err := os.Symlink(outside, ws+"/n"); err != nil { // the swap lands
 		t.Fatal(err)
 	}
-	if res, err := writeWhole(resolved, []byte("x"), true); !errors.Is(err, ErrPathChanged) || len(res.Dirs) != 0 {
+	if res, err := writeWhole(resolved, []byte("x"), true); !errors.Is(err, errPathChanged) || len(res.Dirs) != 0 {
 		t.Fatalf("writeWhole after the swap: %+v, %v", res, err)
 	}
 	if _, err := os.Stat(outside + "/made"); err == nil {
@@ -342,11 +342,11 @@ func TestSwappedInLinkIsRefusedAsChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := readRegular(resolvedRead); !errorsIsChanged(err) {
-		t.Errorf("read through a swapped-in link: %v, want ErrPathChanged", err)
+		t.Errorf("read through a swapped-in link: %v, want errPathChanged", err)
 	}
 	res, err := writeWhole(resolvedWrite, []byte("x"), true)
 	if !errorsIsChanged(err) || len(res.Dirs) != 0 || res.Written {
-		t.Errorf("write through a swapped-in link: %+v %v, want ErrPathChanged and nothing made", res, err)
+		t.Errorf("write through a swapped-in link: %+v %v, want errPathChanged and nothing made", res, err)
 	}
 	if _, err := os.Stat(outside + "/new"); err == nil {
 		t.Error("a directory was created through the link")
@@ -359,4 +359,4 @@ func TestSwappedInLinkIsRefusedAsChanged(t *testing.T) {
 	}
 }
 
-func errorsIsChanged(err error) bool { return errors.Is(err, ErrPathChanged) }
+func errorsIsChanged(err error) bool { return errors.Is(err, errPathChanged) }

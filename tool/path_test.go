@@ -248,22 +248,22 @@ func TestResolveShellDir(t *testing.T) {
 
 func TestLinkFollowBound(t *testing.T) {
 	dir := t.TempDir()
-	// A chain of exactly MaxLinkFollows links resolves; one more does not.
+	// A chain of exactly maxLinkFollows links resolves; one more does not.
 	if err := os.WriteFile(dir+"/end", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	prev := "end"
-	for i := 1; i <= MaxLinkFollows+1; i++ {
+	for i := 1; i <= maxLinkFollows+1; i++ {
 		name := "l" + string(rune('a'+i/26)) + string(rune('a'+i%26))
 		if err := os.Symlink(prev, dir+"/"+name); err != nil {
 			t.Fatal(err)
 		}
-		if i == MaxLinkFollows {
+		if i == maxLinkFollows {
 			if _, err := resolveReal(dir + "/" + name); err != nil {
 				t.Fatalf("%d links: %v", i, err)
 			}
 		}
-		if i == MaxLinkFollows+1 {
+		if i == maxLinkFollows+1 {
 			var pe *PathError
 			if _, err := resolveReal(dir + "/" + name); !errors.As(err, &pe) || pe.Code != "too_many_links" {
 				t.Fatalf("%d links: %v", i, err)
@@ -382,15 +382,15 @@ func TestBlobRootRedirect(t *testing.T) {
 
 func TestPathLengthBound(t *testing.T) {
 	c, _ := testWorkspace(t)
-	at := strings.Repeat("a/", MaxPathBytes/2-1) + "bb"
-	if len(at) != MaxPathBytes {
+	at := strings.Repeat("a/", maxPathBytes/2-1) + "bb"
+	if len(at) != maxPathBytes {
 		t.Fatalf("test path is %d bytes", len(at))
 	}
 	// At the bound the length is not what refuses it (the kernel may still
 	// find the joined path too long); one byte past, it is.
 	var pe *PathError
 	if _, err := c.ResolveWrite(at); errors.As(err, &pe) && pe.Code == "path_too_long" {
-		t.Fatalf("a path of exactly %d bytes refused for its length: %v", MaxPathBytes, err)
+		t.Fatalf("a path of exactly %d bytes refused for its length: %v", maxPathBytes, err)
 	}
 	if _, err := c.ResolveRead(at + "c"); !errors.As(err, &pe) || pe.Code != "path_too_long" {
 		t.Fatalf("one byte past the bound: %v", err)

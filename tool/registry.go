@@ -33,16 +33,16 @@ type Registry struct {
 // strand, a fault) answers false: Dispatch then refuses, failing closed.
 type HoldsFunc func(ctx context.Context, strand, tool string) bool
 
-// MaxHeldListed bounds how many held tool names a tool_not_held refusal
+// maxHeldListed bounds how many held tool names a tool_not_held refusal
 // lists; the rest are counted.
-const MaxHeldListed = 32
+const maxHeldListed = 32
 
 // NotHeldDetails is the Details of a tool_not_held outcome.
 type NotHeldDetails struct {
 	// Tool is the tool that was called; Strand the caller.
 	Tool   string `json:"tool"`
 	Strand string `json:"strand"`
-	// Held lists, sorted, at most MaxHeldListed of the registered tools
+	// Held lists, sorted, at most 32 (maxHeldListed) of the registered tools
 	// the strand does hold; HeldMore counts those left off.
 	Held     []string `json:"held"`
 	HeldMore int      `json:"held_more,omitempty"`
@@ -189,7 +189,7 @@ func (r *Registry) notHeld(ctx context.Context, holds HoldsFunc, strand, name st
 		if !holds(ctx, strand, n) {
 			continue
 		}
-		if len(d.Held) == MaxHeldListed {
+		if len(d.Held) == maxHeldListed {
 			d.HeldMore++
 			continue
 		}

@@ -324,13 +324,13 @@ func TestDispatchGateUnknownAndRemoved(t *testing.T) {
 	}
 }
 
-// TestDispatchGateListIsBounded: a refusal lists at most MaxHeldListed
+// TestDispatchGateListIsBounded: a refusal lists at most maxHeldListed
 // held tools and counts the rest.
 func TestDispatchGateListIsBounded(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int64
 	var tools []Tool
-	for i := range MaxHeldListed + 5 {
+	for i := range maxHeldListed + 5 {
 		tools = append(tools, countingTool(fmt.Sprintf("t%03d", i), &runs))
 	}
 	tools = append(tools, countingTool("withheld", &runs))
@@ -341,8 +341,8 @@ func TestDispatchGateListIsBounded(t *testing.T) {
 	r.SetHolds(func(_ context.Context, _, tool string) bool { return tool != "withheld" })
 	out := r.Dispatch(context.Background(), &Call{Strand: "s"}, "withheld", json.RawMessage(`{}`))
 	d, ok := out.Details.(NotHeldDetails)
-	if !ok || len(d.Held) != MaxHeldListed || d.HeldMore != 5 || runs.Load() != 0 {
-		t.Fatalf("details %+v (%d runs), want %d listed and 5 more", out.Details, runs.Load(), MaxHeldListed)
+	if !ok || len(d.Held) != maxHeldListed || d.HeldMore != 5 || runs.Load() != 0 {
+		t.Fatalf("details %+v (%d runs), want %d listed and 5 more", out.Details, runs.Load(), maxHeldListed)
 	}
 	if !strings.Contains(out.Text, "and 5 more") {
 		t.Errorf("refusal %q does not count the tools left off", out.Text)
