@@ -54,6 +54,6 @@
 //   - Capability: one call a program makes through a cap/... package
 //     ("fs.read"), answered by the host over the program's channel.
 //   - Minter: what separates several spawns made under one call site, so
-//     their children get distinct names (agent.ToolCallMinter for a
-//     model's call, agent.ProgramMinter for a program's).
+//     their children get distinct names (agent.Minter: the zero value
+//     for a model's call, agent.ProgramMinter for a program's).
 package loom

@@ -16,8 +16,8 @@ import (
 //
 // Every method judges its request against the Caller, which the host
 // builds from the call's own coordinates. Every failure is returned as an
-// error whose chain holds a *Refusal (see CodeOf); implementations must be
-// safe for concurrent use.
+// error whose chain holds a *Refusal (tool.CodeOf reads its code);
+// implementations must be safe for concurrent use.
 type Agency interface {
 	// Spawn starts a child of c.Strand, named by MintName(c, purpose). A
 	// repeated call site (SiteOf(c)) reconciles onto the child it already
@@ -64,8 +64,8 @@ const NotesNamespace = "agent/"
 // value its result contract asks for.
 const ResultNoteKey = "result"
 
-// TodoNoteKey is the relative note key of a strand's todo board cell.
-const TodoNoteKey = "todo"
+// todoNoteKey is the relative note key of a strand's todo board cell.
+const todoNoteKey = "todo"
 
 // NoteKey returns the full blackboard key of strand's relative key.
 func NoteKey(strand, key string) string { return NotesNamespace + strand + "/" + key }

@@ -22,10 +22,10 @@
 //     (NoResultAsked, valid, missing, mismatched) beside the prose report.
 //   - The todo board's semantics, pure (todo.Apply): one active task, the
 //     first pending task promoted when none is, blocked tasks never
-//     promoted, texts distinct under todo.LooseKey (an item that matches a
-//     task already listed is merged into it, and todo.ApplyReport and the
-//     tool's answer say so), every op written to its postcondition so a
-//     replay lands the same board.
+//     promoted, texts distinct but for case and spacing (an item that
+//     matches a task already listed is merged into it, and
+//     todo.ApplyReport and the tool's answer say so), every op written to
+//     its postcondition so a replay lands the same board.
 //   - The model's half of each tool: schemas (derived from the argument
 //     structs), clamps, wording, and in-band refusals with stable codes.
 //   - The agent vocabulary's codes: tool.Code constants (CodeDepthCap,
@@ -63,7 +63,7 @@
 //     calls; a run past its deadline is aborted (AbortBudgetExpired); a
 //     run's undetached children are aborted when it ends
 //     (AbortParentFinished).
-//   - Notes are write-once and bounded (MaxNoteBytes, MaxNotesPerStrand);
+//   - Notes are write-once and bounded (MaxNoteBytes each, 256 per strand);
 //     the todo cell is updated by compare-and-set with bounded retries.
 //   - A strand runs only the tools it holds, once the host ties its
 //     registry to the Agency (Reference.Govern): the registry refuses,
@@ -75,7 +75,7 @@
 //     unregistered tool). A child's set is fixed at spawn, never more than
 //     its parent holds.
 //   - Every failure crosses the seam as an error whose chain holds a
-//     *Refusal, its code in Refusal.Code (read it with CodeOf or
+//     *Refusal, its code in Refusal.Code (read it with tool.CodeOf or
 //     errors.As). The tools turn it into an IsError outcome whose Code is
 //     the refusal's and whose Details (RefusalDetails) hold the reason,
 //     never the code again. A pending wait is a success.

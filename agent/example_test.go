@@ -23,7 +23,7 @@ func ExampleParseHandle() {
 	h, err := agent.ParseHandle("sub:main/scan-daa5856c4fe2af89#run-1")
 	fmt.Println(h.Strand, h.Operation, err)
 	_, err = agent.ParseHandle("sub:main/scan#")
-	fmt.Println(agent.CodeOf(err))
+	fmt.Println(tool.CodeOf(err))
 	// Output:
 	// sub:main/scan-daa5856c4fe2af89 run-1 <nil>
 	// malformed_handle

@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// MaxHandleBytes bounds the text of a handle a model may pass back. A
+// maxHandleBytes bounds the text of a handle a model may pass back. A
 // minted strand name stays well inside it.
-const MaxHandleBytes = 512
+const maxHandleBytes = 512
 
 // Handle names one operation (one run) of one strand: a spawn's first run
 // or a continuation started by Send. Its text form is
@@ -33,8 +33,8 @@ func ParseHandle(s string) (Handle, error) {
 		return Handle{}, refuse(CodeMalformedHandle,
 			"%s; a handle is {strand}#{operation}, exactly as agent_spawn or agent_send returned it", why)
 	}
-	if len(s) > MaxHandleBytes {
-		return bad("the handle is longer than " + strconv.Itoa(MaxHandleBytes) + " bytes")
+	if len(s) > maxHandleBytes {
+		return bad("the handle is longer than " + strconv.Itoa(maxHandleBytes) + " bytes")
 	}
 	if strings.TrimSpace(s) != s {
 		return bad("the handle has surrounding spaces")

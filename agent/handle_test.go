@@ -8,7 +8,7 @@ import (
 )
 
 func TestParseHandle(t *testing.T) {
-	long := strings.Repeat("a", MaxHandleBytes-len("#run-1"))
+	long := strings.Repeat("a", maxHandleBytes-len("#run-1"))
 	tests := []struct {
 		in      string
 		want    Handle
@@ -18,7 +18,7 @@ func TestParseHandle(t *testing.T) {
 		{in: "main#op", want: Handle{"main", "op"}},
 		{in: "main#op@remote", want: Handle{"main", "op"}},
 		{in: long + "#run-1", want: Handle{long, "run-1"}},
-		{in: long + "a#run-1", wantErr: true}, // one past MaxHandleBytes
+		{in: long + "a#run-1", wantErr: true}, // one past maxHandleBytes
 		{in: "", wantErr: true},
 		{in: "main", wantErr: true},
 		{in: "#op", wantErr: true},
@@ -36,7 +36,7 @@ func TestParseHandle(t *testing.T) {
 	for _, tt := range tests {
 		got, err := ParseHandle(tt.in)
 		if tt.wantErr {
-			if CodeOf(err) != CodeMalformedHandle {
+			if codeOf(err) != CodeMalformedHandle {
 				t.Errorf("ParseHandle(%q) error = %v, want code %s", tt.in, err, CodeMalformedHandle)
 			}
 			continue
@@ -67,8 +67,8 @@ func FuzzParseHandle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		h, err := ParseHandle(s)
 		if err != nil {
-			if CodeOf(err) != CodeMalformedHandle {
-				t.Fatalf("error %v has code %s", err, CodeOf(err))
+			if codeOf(err) != CodeMalformedHandle {
+				t.Fatalf("error %v has code %s", err, codeOf(err))
 			}
 			return
 		}
@@ -88,21 +88,21 @@ func TestSlug(t *testing.T) {
 		{"  --a//b##c@@d--  ", "a-b-c-d"},
 		{"", fallbackSlug},
 		{"日本語", fallbackSlug},
-		{strings.Repeat("a", MaxSlugBytes), strings.Repeat("a", MaxSlugBytes)},
-		{strings.Repeat("a", MaxSlugBytes+1), strings.Repeat("a", MaxSlugBytes)},
-		{strings.Repeat("a", MaxSlugBytes-1) + " b", strings.Repeat("a", MaxSlugBytes-1)},
+		{strings.Repeat("a", maxSlugBytes), strings.Repeat("a", maxSlugBytes)},
+		{strings.Repeat("a", maxSlugBytes+1), strings.Repeat("a", maxSlugBytes)},
+		{strings.Repeat("a", maxSlugBytes-1) + " b", strings.Repeat("a", maxSlugBytes-1)},
 	}
 	for _, tt := range tests {
-		if got := Slug(tt.in); got != tt.want {
-			t.Errorf("Slug(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := slug(tt.in); got != tt.want {
+			t.Errorf("slug(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
 func TestSlugGrammar(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s := Slug(rapid.String().Draw(t, "text"))
-		if s == "" || len(s) > MaxSlugBytes || strings.HasPrefix(s, "-") || strings.HasSuffix(s, "-") || strings.Contains(s, "--") {
+		s := slug(rapid.String().Draw(t, "text"))
+		if s == "" || len(s) > maxSlugBytes || strings.HasPrefix(s, "-") || strings.HasSuffix(s, "-") || strings.Contains(s, "--") {
 			t.Fatalf("slug %q breaks the grammar", s)
 		}
 		for _, r := range s {

@@ -9,27 +9,27 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// MaxSlugBytes caps the decorative half of a minted name. The slug never
+// maxSlugBytes caps the decorative half of a minted name. The slug never
 // discriminates between children, so the cap can truncate it freely.
-const MaxSlugBytes = 24
+const maxSlugBytes = 24
 
-// DigestHexChars is the width of the discriminating half of a minted
+// digestHexChars is the width of the discriminating half of a minted
 // name: hex characters of SHA-256 over the call site.
-const DigestHexChars = 16
+const digestHexChars = 16
 
 // fallbackSlug stands in for a purpose with no usable character.
 const fallbackSlug = "agent"
 
-// Slug folds free text into the slug grammar: lower-case ASCII letters,
+// slug folds free text into the slug grammar: lower-case ASCII letters,
 // digits and single '-' separators, no leading or trailing '-', at most
-// MaxSlugBytes, never empty. Every other character ('/', '#', '@', space,
+// maxSlugBytes, never empty. Every other character ('/', '#', '@', space,
 // non-ASCII) becomes a separator, so a slug can never forge the structure
 // of a name or a handle.
-func Slug(text string) string {
+func slug(text string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(text) {
-		if b.Len() > MaxSlugBytes {
+		if b.Len() > maxSlugBytes {
 			break
 		}
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
@@ -43,8 +43,8 @@ func Slug(text string) string {
 		dash = true
 	}
 	s := b.String()
-	if len(s) > MaxSlugBytes {
-		s = s[:MaxSlugBytes]
+	if len(s) > maxSlugBytes {
+		s = s[:maxSlugBytes]
 	}
 	s = strings.TrimRight(s, "-")
 	if s == "" {
@@ -73,18 +73,15 @@ type Minter struct {
 	Ordinal int
 }
 
-// ToolCallMinter is the Minter of a model's own agent_spawn call.
-func ToolCallMinter() Minter { return Minter{Kind: MintedByToolCall} }
-
 // ProgramMinter is the Minter of a code-mode program's ordinal-th spawn.
 func ProgramMinter(ordinal int) Minter { return Minter{Kind: MintedByProgram, Ordinal: ordinal} }
 
-// CallSiteDigest is the discriminating half of a minted name: the first
-// DigestHexChars hex characters of SHA-256 over the operation, the
+// callSiteDigest is the discriminating half of a minted name: the first
+// digestHexChars hex characters of SHA-256 over the operation, the
 // minting step, the source index and the minter, each length-prefixed so
 // no two distinct call sites share an encoding. It takes no model text
 // and no parent name; it has a constant width, so no cap can truncate it.
-func CallSiteDigest(operation, step string, sourceIndex int, m Minter) string {
+func callSiteDigest(operation, step string, sourceIndex int, m Minter) string {
 	h := sha256.New()
 	var n [8]byte
 	field := func(s string) {
@@ -104,11 +101,11 @@ func CallSiteDigest(operation, step string, sourceIndex int, m Minter) string {
 	if m.Kind == MintedByProgram {
 		num(m.Ordinal)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:DigestHexChars]
+	return hex.EncodeToString(h.Sum(nil))[:digestHexChars]
 }
 
 // CallSite is the whole of what tells two children apart: the strand that
-// spawned them and the digest of the call site that did (CallSiteDigest).
+// spawned them and the digest of the call site that did.
 // Two spawns with one CallSite are one child. An Agency reconciles a spawn
 // by its CallSite, never by the whole minted name, whose slug follows the
 // purpose text: a replay whose purpose differs lands on the child already
@@ -116,13 +113,14 @@ func CallSiteDigest(operation, step string, sourceIndex int, m Minter) string {
 type CallSite struct {
 	// Parent is the spawning strand, as the Caller names it.
 	Parent string
-	// Digest is CallSiteDigest of the caller's coordinates and Minter.
+	// Digest is sixteen hex characters of SHA-256 over the caller's
+	// operation, step, source index and Minter.
 	Digest string
 }
 
 // SiteOf returns the CallSite of a spawn by c.
 func SiteOf(c Caller) CallSite {
-	return CallSite{Parent: c.Strand, Digest: CallSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)}
+	return CallSite{Parent: c.Strand, Digest: callSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)}
 }
 
 // MintName returns the strand name a first spawn by caller with the given
@@ -134,6 +132,6 @@ func SiteOf(c Caller) CallSite {
 // already made whatever purpose it carries.
 func MintName(c Caller, purpose string) string {
 	parent := strings.TrimPrefix(c.Strand, tool.SubagentPrefix)
-	return tool.SubagentPrefix + parent + "/" + Slug(purpose) + "-" +
-		CallSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)
+	return tool.SubagentPrefix + parent + "/" + slug(purpose) + "-" +
+		callSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)
 }

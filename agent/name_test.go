@@ -41,12 +41,12 @@ func TestModelTextNeverChangesTheDigest(t *testing.T) {
 		p1, p2 := rapid.String().Draw(t, "p1"), rapid.String().Draw(t, "p2")
 		n1, n2 := MintName(c, p1), MintName(c, p2)
 		d1, d2 := n1[strings.LastIndex(n1, "-")+1:], n2[strings.LastIndex(n2, "-")+1:]
-		want := CallSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)
+		want := callSiteDigest(c.OpID, c.StepID, c.SourceIndex, c.Minter)
 		if d1 != want || d2 != want {
 			t.Fatalf("digests %q, %q; want %q", d1, d2, want)
 		}
-		if len(want) != DigestHexChars {
-			t.Fatalf("digest %q is not %d wide", want, DigestHexChars)
+		if len(want) != digestHexChars {
+			t.Fatalf("digest %q is not %d wide", want, digestHexChars)
 		}
 	})
 }
@@ -65,7 +65,7 @@ func TestLongStepsStillDiscriminate(t *testing.T) {
 func TestMintNameShape(t *testing.T) {
 	c := Caller{Strand: "main", OpID: "op", StepID: "s", SourceIndex: 1}
 	n := MintName(c, "Scan auth/ code#1")
-	if !strings.HasPrefix(n, "sub:main/scan-auth-code-1-") || len(n) != len("sub:main/scan-auth-code-1-")+DigestHexChars {
+	if !strings.HasPrefix(n, "sub:main/scan-auth-code-1-") || len(n) != len("sub:main/scan-auth-code-1-")+digestHexChars {
 		t.Fatalf("name %q", n)
 	}
 	child := Caller{Strand: n, OpID: "run-1", StepID: "s"}

@@ -25,24 +25,24 @@ const (
 // Bounds on requests. The tools check them before asking an Agency (see
 // SpawnRequest.Check), and the reference Agency enforces them again.
 const (
-	// MaxPurposeBytes bounds a spawn's purpose.
-	MaxPurposeBytes = 200
-	// MaxPromptBytes bounds a spawn's prompt and a sent message.
-	MaxPromptBytes = 64 << 10
-	// MaxSpawnTools bounds an explicit tools list.
-	MaxSpawnTools = 64
-	// MaxToolNameBytes bounds one tool name in a tools list.
-	MaxToolNameBytes = 64
+	// maxPurposeBytes bounds a spawn's purpose.
+	maxPurposeBytes = 200
+	// maxPromptBytes bounds a spawn's prompt and a sent message.
+	maxPromptBytes = 64 << 10
+	// maxSpawnTools bounds an explicit tools list.
+	maxSpawnTools = 64
+	// maxToolNameBytes bounds one tool name in a tools list.
+	maxToolNameBytes = 64
 	// MaxWaitHandles bounds the handles of one wait.
 	MaxWaitHandles = 16
-	// MaxInboxMessages bounds the messages queued for one strand.
-	MaxInboxMessages = 64
+	// maxInboxMessages bounds the messages queued for one strand.
+	maxInboxMessages = 64
 	// MaxNoteBytes bounds one note's JSON value.
 	MaxNoteBytes = 16 << 10
-	// MaxNoteKeyBytes bounds a note's relative key.
-	MaxNoteKeyBytes = 128
-	// MaxNotesPerStrand bounds the notes one strand may write.
-	MaxNotesPerStrand = 256
+	// maxNoteKeyBytes bounds a note's relative key.
+	maxNoteKeyBytes = 128
+	// maxNotesPerStrand bounds the notes one strand may write.
+	maxNotesPerStrand = 256
 	// MaxNotesListed bounds the entries one Notes read returns.
 	MaxNotesListed = 64
 )

@@ -16,8 +16,8 @@ type noteEntry struct {
 	value json.RawMessage
 }
 
-// MaxTodoRetries bounds the compare-and-set attempts of one todo call.
-const MaxTodoRetries = 8
+// maxTodoRetries bounds the compare-and-set attempts of one todo call.
+const maxTodoRetries = 8
 
 // todoCell is one strand's board with its compare-and-set sequence.
 type todoCell struct {
@@ -25,11 +25,11 @@ type todoCell struct {
 	seq   uint64
 }
 
-// ValidNoteKey reports whether key may name a note: segments of
+// validNoteKey reports whether key may name a note: segments of
 // [A-Za-z0-9._-] separated by single '/', none of them "." or "..", at
-// most MaxNoteKeyBytes, and not the reserved todo cell.
-func ValidNoteKey(key string) bool {
-	if key == "" || len(key) > MaxNoteKeyBytes || key == TodoNoteKey {
+// most maxNoteKeyBytes, and not the reserved todo cell.
+func validNoteKey(key string) bool {
+	if key == "" || len(key) > maxNoteKeyBytes || key == todoNoteKey {
 		return false
 	}
 	for _, seg := range strings.Split(key, "/") {
@@ -49,8 +49,8 @@ func ValidNoteKey(key string) bool {
 
 // Note implements Agency.
 func (a *Reference) Note(ctx context.Context, c Caller, key string, value json.RawMessage) (Note, error) {
-	if !ValidNoteKey(key) {
-		return Note{}, refuse(CodeBadNoteKey, "note key %s must be segments of letters, digits, '.', '_' or '-' joined by '/', at most %d bytes, and not %q", quote(key), MaxNoteKeyBytes, TodoNoteKey)
+	if !validNoteKey(key) {
+		return Note{}, refuse(CodeBadNoteKey, "note key %s must be segments of letters, digits, '.', '_' or '-' joined by '/', at most %d bytes, and not %q", quote(key), maxNoteKeyBytes, todoNoteKey)
 	}
 	if len(value) > MaxNoteBytes {
 		return Note{}, refuse(CodeNoteTooLarge, "the note is %d bytes, more than %d; store a summary", len(value), MaxNoteBytes)
@@ -72,8 +72,8 @@ func (a *Reference) Note(ctx context.Context, c Caller, key string, value json.R
 		}
 		return Note{}, refuse(CodeNoteExists, "%s is already written and notes are write-once; write a new key", full)
 	}
-	if a.written[c.Strand] >= MaxNotesPerStrand {
-		return Note{}, refuse(CodeNoteLimit, "%q has written %d notes, the most allowed", c.Strand, MaxNotesPerStrand)
+	if a.written[c.Strand] >= maxNotesPerStrand {
+		return Note{}, refuse(CodeNoteLimit, "%q has written %d notes, the most allowed", c.Strand, maxNotesPerStrand)
 	}
 	a.notes[full] = noteEntry{value: v}
 	a.written[c.Strand]++
@@ -99,7 +99,7 @@ func (a *Reference) Notes(ctx context.Context, c Caller, prefix string) (NotesPa
 		}
 	}
 	for s, cell := range a.todos {
-		if k := NoteKey(s, TodoNoteKey); strings.HasPrefix(k, prefix) && len(cell.board.Tasks) > 0 {
+		if k := NoteKey(s, todoNoteKey); strings.HasPrefix(k, prefix) && len(cell.board.Tasks) > 0 {
 			keys = append(keys, k)
 		}
 	}
@@ -113,7 +113,7 @@ func (a *Reference) Notes(ctx context.Context, c Caller, prefix string) (NotesPa
 			page.Notes = append(page.Notes, Note{Key: k, Value: e.value})
 			continue
 		}
-		strand := strings.TrimSuffix(strings.TrimPrefix(k, NotesNamespace), "/"+TodoNoteKey)
+		strand := strings.TrimSuffix(strings.TrimPrefix(k, NotesNamespace), "/"+todoNoteKey)
 		b, _ := json.Marshal(a.todos[strand].board)
 		page.Notes = append(page.Notes, Note{Key: k, Value: b})
 	}
@@ -122,10 +122,10 @@ func (a *Reference) Notes(ctx context.Context, c Caller, prefix string) (NotesPa
 
 // Todos implements Agency: step runs outside the lock on a snapshot, and
 // its board lands only if nobody wrote the cell meanwhile; otherwise it
-// runs again on the fresh board, at most MaxTodoRetries times (then
+// runs again on the fresh board, at most maxTodoRetries times (then
 // CodeTodoConflict), unless ctx has ended (then tool.CodeCancelled).
 func (a *Reference) Todos(ctx context.Context, c Caller, step func(todo.Board) (todo.Board, error)) (todo.Board, error) {
-	for range MaxTodoRetries {
+	for range maxTodoRetries {
 		a.mu.Lock()
 		if _, err := a.callerLocked(c); err != nil {
 			a.mu.Unlock()
@@ -163,5 +163,5 @@ func (a *Reference) Todos(ctx context.Context, c Caller, step func(todo.Board) (
 			return todo.Board{}, &Refusal{Code: tool.CodeCancelled, Reason: "the call's context ended while the board was contended; nothing was written", Err: err}
 		}
 	}
-	return todo.Board{}, refuse(CodeTodoConflict, "the board changed under this call %d times in a row; try again", MaxTodoRetries)
+	return todo.Board{}, refuse(CodeTodoConflict, "the board changed under this call %d times in a row; try again", maxTodoRetries)
 }

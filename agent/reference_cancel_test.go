@@ -31,8 +31,8 @@ func TestTodosCancelledIsNotAConflict(t *testing.T) {
 		cancel()
 		return todo.Apply(b, todo.Step{Op: todo.OpAppend, Items: []string{"mine"}})
 	})
-	if CodeOf(err) != tool.CodeCancelled || calls != 1 {
-		t.Fatalf("err %v (code %q) after %d attempts, want %q after 1", err, CodeOf(err), calls, tool.CodeCancelled)
+	if codeOf(err) != tool.CodeCancelled || calls != 1 {
+		t.Fatalf("err %v (code %q) after %d attempts, want %q after 1", err, codeOf(err), calls, tool.CodeCancelled)
 	}
 	b, _ := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) { return b, nil })
 	if _, err := b.Resolve("mine"); err == nil {

@@ -8,9 +8,9 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// MaxToolNamesListed bounds how many valid tool names a refusal of an
+// maxToolNamesListed bounds how many valid tool names a refusal of an
 // unknown tool name lists; the rest are counted.
-const MaxToolNamesListed = 32
+const maxToolNamesListed = 32
 
 // Govern ties reg to this Agency's table of who holds what. From then on:
 //
@@ -45,7 +45,7 @@ func (a *Reference) checkToolNames(asked []string) error {
 			continue
 		}
 		names := reg.Names()
-		listed := names[:min(len(names), MaxToolNamesListed)]
+		listed := names[:min(len(names), maxToolNamesListed)]
 		valid := strings.Join(listed, ", ")
 		if more := len(names) - len(listed); more > 0 {
 			valid += fmt.Sprintf(" and %d more", more)

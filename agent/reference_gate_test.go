@@ -129,13 +129,13 @@ func TestGovernedUnknownStrandHoldsNothing(t *testing.T) {
 }
 
 // TestGovernedMaxToolNamesListed: the unknown-tool refusal lists at most
-// MaxToolNamesListed names and counts the rest.
+// maxToolNamesListed names and counts the rest.
 func TestGovernedMaxToolNamesListed(t *testing.T) {
 	t.Parallel()
 	a := NewAgency(echo, Options{})
 	defer a.Close()
 	var tools []tool.Tool
-	for i := range MaxToolNamesListed + 3 {
+	for i := range maxToolNamesListed + 3 {
 		tools = append(tools, tool.Typed(tool.Tool{Name: "t" + string(rune('A'+i/26)) + string(rune('a'+i%26))},
 			func(context.Context, *tool.Call, struct{}) tool.Outcome { return tool.Success("") }))
 	}
@@ -145,7 +145,7 @@ func TestGovernedMaxToolNamesListed(t *testing.T) {
 	}
 	a.Govern(reg)
 	_, err = a.Spawn(bg, root("main", 1), SpawnRequest{Purpose: "p", Prompt: "p", Tools: []string{"nope"}})
-	if CodeOf(err) != CodeUnknownSpawnTool || !strings.Contains(err.Error(), "and 3 more") {
+	if codeOf(err) != CodeUnknownSpawnTool || !strings.Contains(err.Error(), "and 3 more") {
 		t.Fatalf("Spawn = %v, want unknown_spawn_tool counting 3 more", err)
 	}
 }

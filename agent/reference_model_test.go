@@ -105,7 +105,7 @@ func TestAgencyLineageMatchesModel(t *testing.T) {
 				case m.live() >= opts.SessionStrands:
 					want = CodeSessionStrands
 				}
-				if CodeOf(err) != want {
+				if codeOf(err) != want {
 					t.Fatalf("spawn under %s: %v, model says %q", p, err, want)
 				}
 				if err != nil {
@@ -157,7 +157,7 @@ func TestAgencyLineageMatchesModel(t *testing.T) {
 				case m.live() >= opts.SessionStrands:
 					want = CodeSessionStrands
 				}
-				if CodeOf(err) != want {
+				if codeOf(err) != want {
 					t.Fatalf("send %s -> %s: %v, model says %q", from, to, err, want)
 				}
 				if want == CodeNotDescendant {
@@ -182,7 +182,7 @@ func TestAgencyLineageMatchesModel(t *testing.T) {
 				if m.descends(from, to) {
 					want = ""
 				}
-				if CodeOf(err) != want {
+				if codeOf(err) != want {
 					t.Fatalf("wait %s -> %s: %v, model says %q", from, to, err, want)
 				}
 				if err == nil && ws[0].Ready == m.running[to] {

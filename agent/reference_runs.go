@@ -168,8 +168,8 @@ func (a *Reference) Send(ctx context.Context, c Caller, req SendRequest) (Delive
 		return Delivery{}, err
 	}
 	if r := s.latest(); r.state == Running {
-		if len(s.inbox) >= MaxInboxMessages {
-			return Delivery{}, refuse(CodeInvalidRequest, "%q already has %d undelivered messages; wait for it", s.name, MaxInboxMessages)
+		if len(s.inbox) >= maxInboxMessages {
+			return Delivery{}, refuse(CodeInvalidRequest, "%q already has %d undelivered messages; wait for it", s.name, maxInboxMessages)
 		}
 		s.inbox = append(s.inbox, req.Message)
 		return Delivery{Kind: Delivered, Handle: r.handle(s.name), Deadline: r.deadline}, nil

@@ -133,7 +133,7 @@ func TestDepthCap(t *testing.T) {
 	c1 := mustSpawn(t, a, root("main", 1), "one")
 	c2 := mustSpawn(t, a, as(c1.Handle.Strand, 1), "two") // depth 2: at the cap
 	_, err := a.Spawn(bg, as(c2.Handle.Strand, 1), spawnReq("three"))
-	if CodeOf(err) != CodeDepthCap {
+	if codeOf(err) != CodeDepthCap {
 		t.Fatalf("depth 3: %v", err)
 	}
 }
@@ -147,7 +147,7 @@ func TestFanOutCap(t *testing.T) {
 	for i := range 2 {
 		hs = append(hs, mustSpawn(t, a, root("main", i), "c").Handle)
 	}
-	if _, err := a.Spawn(bg, root("main", 2), spawnReq("c")); CodeOf(err) != CodeFanOut {
+	if _, err := a.Spawn(bg, root("main", 2), spawnReq("c")); codeOf(err) != CodeFanOut {
 		t.Fatalf("third child: %v", err)
 	}
 	// Another parent is not limited by main's fan-out.
@@ -165,14 +165,14 @@ func TestSessionStrandsCap(t *testing.T) {
 	for i := range 3 {
 		hs = append(hs, mustSpawn(t, a, root(fmt.Sprint("r", i), 0), "c").Handle)
 	}
-	if _, err := a.Spawn(bg, root("r9", 0), spawnReq("c")); CodeOf(err) != CodeSessionStrands {
+	if _, err := a.Spawn(bg, root("r9", 0), spawnReq("c")); codeOf(err) != CodeSessionStrands {
 		t.Fatalf("fourth strand: %v", err)
 	}
 	// A continuation counts too.
 	g.release(hs[0], "ok")
 	waitOne(t, a, root("r0", 0), hs[0])
 	mustSpawn(t, a, root("r9", 0), "c")
-	if _, err := a.Send(bg, root("r0", 1), SendRequest{To: hs[0].Strand, Message: "more"}); CodeOf(err) != CodeSessionStrands {
+	if _, err := a.Send(bg, root("r0", 1), SendRequest{To: hs[0].Strand, Message: "more"}); codeOf(err) != CodeSessionStrands {
 		t.Fatalf("continuation past the cap: %v", err)
 	}
 }
@@ -208,14 +208,14 @@ func TestAddressingIsDescendantsOnly(t *testing.T) {
 	}
 	for _, tt := range cases {
 		_, err := a.Wait(bg, tt.caller, []Handle{tt.h}, 0)
-		if CodeOf(err) != tt.code {
+		if codeOf(err) != tt.code {
 			t.Errorf("wait: %s: %v, want %q", tt.name, err, tt.code)
 		}
 		_, err = a.Send(bg, tt.caller, SendRequest{To: tt.h.Strand, Message: "hi"})
 		if tt.name == "forged operation" {
 			continue // a send names a strand, not an operation
 		}
-		if CodeOf(err) != tt.code {
+		if codeOf(err) != tt.code {
 			t.Errorf("send: %s: %v, want %q", tt.name, err, tt.code)
 		}
 	}
@@ -246,7 +246,7 @@ func TestWaitBounds(t *testing.T) {
 		t.Fatalf("pending wait: %+v, %v", ws, err)
 	}
 	for _, d := range []time.Duration{51 * time.Millisecond, -time.Millisecond} {
-		if _, err := a.Wait(bg, c, []Handle{sp.Handle}, d); CodeOf(err) != CodeWaitTooLong {
+		if _, err := a.Wait(bg, c, []Handle{sp.Handle}, d); codeOf(err) != CodeWaitTooLong {
 			t.Errorf("wait %v: %v", d, err)
 		}
 	}
@@ -254,10 +254,10 @@ func TestWaitBounds(t *testing.T) {
 	if _, err := a.Wait(bg, c, many, 0); err != nil {
 		t.Errorf("%d handles: %v", MaxWaitHandles, err)
 	}
-	if _, err := a.Wait(bg, c, append(many, sp.Handle), 0); CodeOf(err) != CodeInvalidRequest {
+	if _, err := a.Wait(bg, c, append(many, sp.Handle), 0); codeOf(err) != CodeInvalidRequest {
 		t.Errorf("%d handles: %v", MaxWaitHandles+1, err)
 	}
-	if _, err := a.Wait(bg, c, nil, 0); CodeOf(err) != CodeInvalidRequest {
+	if _, err := a.Wait(bg, c, nil, 0); codeOf(err) != CodeInvalidRequest {
 		t.Errorf("no handles: %v", err)
 	}
 }
@@ -296,7 +296,7 @@ func TestSendDeliversOrContinues(t *testing.T) {
 	if w := waitOne(t, a, c, sp.Handle); w.Report != "first" {
 		t.Fatalf("the old handle no longer reports its run: %+v", w)
 	}
-	if _, err := a.Send(bg, c, SendRequest{To: sp.Handle.Strand, Message: " "}); CodeOf(err) != CodeInvalidRequest {
+	if _, err := a.Send(bg, c, SendRequest{To: sp.Handle.Strand, Message: " "}); codeOf(err) != CodeInvalidRequest {
 		t.Fatalf("empty message: %v", err)
 	}
 }
@@ -342,7 +342,7 @@ func TestAbortReasons(t *testing.T) {
 	if w := waitOne(t, a, c, detached.Handle); w.AbortReason != AbortClosed {
 		t.Fatalf("detached after Close: %+v", w)
 	}
-	if _, err := a.Spawn(bg, root("main", 5), spawnReq("late")); CodeOf(err) != CodeAgencyClosed {
+	if _, err := a.Spawn(bg, root("main", 5), spawnReq("late")); codeOf(err) != CodeAgencyClosed {
 		t.Fatalf("spawn after Close: %v", err)
 	}
 }
@@ -420,7 +420,7 @@ func TestChildTools(t *testing.T) {
 	for i, tt := range cases {
 		c.SourceIndex = i
 		sp, err := a.Spawn(bg, c, SpawnRequest{Purpose: "t", Prompt: "p", Tools: tt.tools})
-		if CodeOf(err) != tt.code || !cmp.Equal(sp.Tools, tt.want) {
+		if codeOf(err) != tt.code || !cmp.Equal(sp.Tools, tt.want) {
 			t.Errorf("%s: %v, %v; want %v, %q", tt.name, sp.Tools, err, tt.want, tt.code)
 		}
 	}
@@ -439,13 +439,13 @@ func TestChildTools(t *testing.T) {
 	if err := a.Holds(bg, as(narrow.Handle.Strand, 1), "fs_read"); err != nil {
 		t.Errorf("holds fs_read: %v", err)
 	}
-	if err := a.Holds(bg, as(narrow.Handle.Strand, 1), SpawnToolName); CodeOf(err) != tool.CodeToolNotHeld {
+	if err := a.Holds(bg, as(narrow.Handle.Strand, 1), SpawnToolName); codeOf(err) != tool.CodeToolNotHeld {
 		t.Errorf("holds agent_spawn: %v", err)
 	}
-	if err := a.Holds(bg, c, "grep"); CodeOf(err) != tool.CodeToolNotHeld {
+	if err := a.Holds(bg, c, "grep"); codeOf(err) != tool.CodeToolNotHeld {
 		t.Errorf("root holds grep: %v", err)
 	}
-	if _, err := a.Spawn(bg, root("main", 99), SpawnRequest{Purpose: "m", Prompt: "p", Model: "huge"}); CodeOf(err) != CodeUnknownModel {
+	if _, err := a.Spawn(bg, root("main", 99), SpawnRequest{Purpose: "m", Prompt: "p", Model: "huge"}); codeOf(err) != CodeUnknownModel {
 		t.Errorf("unknown model: %v", err)
 	}
 	if sp, err := a.Spawn(bg, root("main", 98), SpawnRequest{Purpose: "m", Prompt: "p", Model: "small"}); err != nil || sp.Model != "small" {
@@ -462,18 +462,18 @@ func TestSpawnRequestBounds(t *testing.T) {
 		req  SpawnRequest
 		code tool.Code
 	}{
-		{"purpose at the bound", SpawnRequest{Purpose: strings.Repeat("p", MaxPurposeBytes), Prompt: "x"}, ""},
-		{"purpose past the bound", SpawnRequest{Purpose: strings.Repeat("p", MaxPurposeBytes+1), Prompt: "x"}, CodeInvalidRequest},
-		{"prompt past the bound", SpawnRequest{Purpose: "p", Prompt: strings.Repeat("x", MaxPromptBytes+1)}, CodeInvalidRequest},
+		{"purpose at the bound", SpawnRequest{Purpose: strings.Repeat("p", maxPurposeBytes), Prompt: "x"}, ""},
+		{"purpose past the bound", SpawnRequest{Purpose: strings.Repeat("p", maxPurposeBytes+1), Prompt: "x"}, CodeInvalidRequest},
+		{"prompt past the bound", SpawnRequest{Purpose: "p", Prompt: strings.Repeat("x", maxPromptBytes+1)}, CodeInvalidRequest},
 		{"empty purpose", SpawnRequest{Prompt: "x"}, CodeInvalidRequest},
 		{"empty prompt", SpawnRequest{Purpose: "p"}, CodeInvalidRequest},
 		{"negative deadline", SpawnRequest{Purpose: "p", Prompt: "x", Deadline: -1}, CodeInvalidRequest},
-		{"too many tools", SpawnRequest{Purpose: "p", Prompt: "x", Tools: make([]string, MaxSpawnTools+1)}, CodeInvalidRequest},
+		{"too many tools", SpawnRequest{Purpose: "p", Prompt: "x", Tools: make([]string, maxSpawnTools+1)}, CodeInvalidRequest},
 		{"model without a catalogue", SpawnRequest{Purpose: "p", Prompt: "x", Model: "m"}, CodeUnknownModel},
 	}
 	for i, tt := range cases {
 		c.SourceIndex = i
-		if _, err := a.Spawn(bg, c, tt.req); CodeOf(err) != tt.code {
+		if _, err := a.Spawn(bg, c, tt.req); codeOf(err) != tt.code {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.code)
 		}
 	}
@@ -495,15 +495,15 @@ func TestNotes(t *testing.T) {
 	if _, err := a.Note(bg, c, "findings/auth", json.RawMessage(`{"ok":true}`)); err != nil {
 		t.Errorf("rewriting the same value: %v", err)
 	}
-	if _, err := a.Note(bg, c, "findings/auth", json.RawMessage(`{"ok":false}`)); CodeOf(err) != CodeNoteExists {
+	if _, err := a.Note(bg, c, "findings/auth", json.RawMessage(`{"ok":false}`)); codeOf(err) != CodeNoteExists {
 		t.Errorf("rewriting another value: %v", err)
 	}
-	for _, key := range []string{"", "/a", "a/", "a//b", "../x", "a/./b", "a b", "a#b", TodoNoteKey, strings.Repeat("k", MaxNoteKeyBytes+1)} {
-		if _, err := a.Note(bg, c, key, json.RawMessage(`1`)); CodeOf(err) != CodeBadNoteKey {
+	for _, key := range []string{"", "/a", "a/", "a//b", "../x", "a/./b", "a b", "a#b", todoNoteKey, strings.Repeat("k", maxNoteKeyBytes+1)} {
+		if _, err := a.Note(bg, c, key, json.RawMessage(`1`)); codeOf(err) != CodeBadNoteKey {
 			t.Errorf("key %q: %v", key, err)
 		}
 	}
-	if _, err := a.Note(bg, c, strings.Repeat("k", MaxNoteKeyBytes), json.RawMessage(`1`)); err != nil {
+	if _, err := a.Note(bg, c, strings.Repeat("k", maxNoteKeyBytes), json.RawMessage(`1`)); err != nil {
 		t.Errorf("key at the bound: %v", err)
 	}
 	fits := json.RawMessage(`"` + strings.Repeat("x", MaxNoteBytes-2) + `"`)
@@ -511,17 +511,17 @@ func TestNotes(t *testing.T) {
 		t.Errorf("note at the bound: %v", err)
 	}
 	over := json.RawMessage(`"` + strings.Repeat("x", MaxNoteBytes-1) + `"`)
-	if _, err := a.Note(bg, c, "bigger", over); CodeOf(err) != CodeNoteTooLarge {
+	if _, err := a.Note(bg, c, "bigger", over); codeOf(err) != CodeNoteTooLarge {
 		t.Errorf("note past the bound: %v", err)
 	}
-	if _, err := a.Note(bg, c, "bad", json.RawMessage(`{`)); CodeOf(err) != CodeNoteTooLarge {
+	if _, err := a.Note(bg, c, "bad", json.RawMessage(`{`)); codeOf(err) != CodeNoteTooLarge {
 		t.Errorf("not JSON: %v", err)
 	}
 	page, err := a.Notes(bg, c, "agent/main/findings/")
 	if err != nil || len(page.Notes) != 1 || page.Truncated {
 		t.Fatalf("notes: %+v, %v", page, err)
 	}
-	if _, err := a.Notes(bg, c, "main/"); CodeOf(err) != CodeBadNoteKey {
+	if _, err := a.Notes(bg, c, "main/"); codeOf(err) != CodeBadNoteKey {
 		t.Errorf("prefix outside the namespace: %v", err)
 	}
 	if _, err := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) {
@@ -539,7 +539,7 @@ func TestNoteAndListLimits(t *testing.T) {
 	a := NewAgency(echo, Options{})
 	defer a.Close()
 	c := root("main", 1)
-	for i := range MaxNotesPerStrand - 2 { // two slots left
+	for i := range maxNotesPerStrand - 2 { // two slots left
 		if _, err := a.Note(bg, c, fmt.Sprintf("n%03d", i), json.RawMessage(`1`)); err != nil {
 			t.Fatal(err)
 		}
@@ -548,10 +548,10 @@ func TestNoteAndListLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := a.Note(bg, c, "last", json.RawMessage(`1`)); err != nil {
-		t.Fatalf("note %d: %v", MaxNotesPerStrand, err)
+		t.Fatalf("note %d: %v", maxNotesPerStrand, err)
 	}
-	if _, err := a.Note(bg, c, "one-past", json.RawMessage(`1`)); CodeOf(err) != CodeNoteLimit {
-		t.Fatalf("note %d: %v", MaxNotesPerStrand+1, err)
+	if _, err := a.Note(bg, c, "one-past", json.RawMessage(`1`)); codeOf(err) != CodeNoteLimit {
+		t.Fatalf("note %d: %v", maxNotesPerStrand+1, err)
 	}
 	page, err := a.Notes(bg, root("other", 1), "agent/")
 	if err != nil || len(page.Notes) != MaxNotesListed || !page.Truncated {
@@ -574,7 +574,7 @@ func TestTodosCompareAndSet(t *testing.T) {
 				_, err := a.Todos(bg, c, func(b todo.Board) (todo.Board, error) {
 					return todo.Apply(b, todo.Step{Op: todo.OpAppend, Items: []string{fmt.Sprint("task ", i)}})
 				})
-				if CodeOf(err) == CodeTodoConflict {
+				if codeOf(err) == CodeTodoConflict {
 					conflicts.Add(1)
 					continue
 				}
@@ -610,7 +610,7 @@ func TestTodosConflictAfterRetries(t *testing.T) {
 		}
 		return todo.Apply(b, todo.Step{Op: todo.OpAppend, Items: []string{"mine"}})
 	})
-	if CodeOf(err) != CodeTodoConflict || calls != MaxTodoRetries {
+	if codeOf(err) != CodeTodoConflict || calls != maxTodoRetries {
 		t.Fatalf("err %v after %d attempts", err, calls)
 	}
 }

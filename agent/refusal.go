@@ -53,13 +53,14 @@ const (
 	// CodeNoteExists: a write to a key already holding a different value;
 	// notes are write-once.
 	CodeNoteExists tool.Code = "note_exists"
-	// CodeNoteLimit: a strand that already wrote MaxNotesPerStrand notes.
+	// CodeNoteLimit: a strand that already wrote the most notes the
+	// Agency allows (256 in the reference Agency).
 	CodeNoteLimit tool.Code = "note_limit"
 	// CodeWaitTooLong: a wait longer than the published MaxWaitMs, or
 	// negative.
 	CodeWaitTooLong tool.Code = "wait_too_long"
 	// CodeTodoConflict: the todo cell kept changing under the caller for
-	// MaxTodoRetries attempts.
+	// every attempt the Agency allows (8 in the reference Agency).
 	CodeTodoConflict tool.Code = "todo_conflict"
 	// CodeAgencyClosed: the Agency was closed; nothing new starts.
 	CodeAgencyClosed tool.Code = "agency_closed"
@@ -93,15 +94,4 @@ func (r *Refusal) ErrorCode() string { return string(r.Code) }
 // refuse builds a Refusal with a formatted reason.
 func refuse(code tool.Code, format string, args ...any) error {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
-}
-
-// CodeOf returns what tool.CodeOf reads from err (a Refusal's Code, a
-// todo board's, any other tool.CodedError's), or CodeAgencyUnavailable
-// for any other non-nil error (a host Agency that failed without saying
-// why), or "" for nil.
-func CodeOf(err error) tool.Code {
-	if c := tool.CodeOf(err); c != "" || err == nil {
-		return c
-	}
-	return CodeAgencyUnavailable
 }

@@ -11,15 +11,15 @@ import (
 
 // Bounds of a result schema.
 const (
-	// MaxResultSchemaBytes bounds a result schema's JSON text.
-	MaxResultSchemaBytes = 8 << 10
-	// MaxResultFields bounds the properties of a result schema.
-	MaxResultFields = 32
-	// MaxFieldNameBytes bounds one property name.
-	MaxFieldNameBytes = 64
-	// MaxArrivedBytes bounds how much of a mismatched result a Mismatch
+	// maxResultSchemaBytes bounds a result schema's JSON text.
+	maxResultSchemaBytes = 8 << 10
+	// maxResultFields bounds the properties of a result schema.
+	maxResultFields = 32
+	// maxFieldNameBytes bounds one property name.
+	maxFieldNameBytes = 64
+	// maxArrivedBytes bounds how much of a mismatched result a Mismatch
 	// quotes back.
-	MaxArrivedBytes = 2 << 10
+	maxArrivedBytes = 2 << 10
 )
 
 // FieldType is the closed set of types a result field may have.
@@ -73,8 +73,8 @@ func ParseResultSchema(raw json.RawMessage) (*ResultSchema, error) {
 		return nil, &Refusal{Code: CodeMalformedSchema,
 			Reason: "result_schema: " + fmt.Sprintf(format, args...) + "; " + schemaShape}
 	}
-	if len(raw) > MaxResultSchemaBytes {
-		return bad("the schema is %d bytes, more than %d", len(raw), MaxResultSchemaBytes)
+	if len(raw) > maxResultSchemaBytes {
+		return bad("the schema is %d bytes, more than %d", len(raw), maxResultSchemaBytes)
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
@@ -112,13 +112,13 @@ func ParseResultSchema(raw json.RawMessage) (*ResultSchema, error) {
 	if err := json.Unmarshal(top["properties"], &props); err != nil || len(props) == 0 {
 		return bad(`"properties" must be a non-empty object`)
 	}
-	if len(props) > MaxResultFields {
-		return bad("%d properties, more than %d", len(props), MaxResultFields)
+	if len(props) > maxResultFields {
+		return bad("%d properties, more than %d", len(props), maxResultFields)
 	}
 	s := &ResultSchema{}
 	for name, p := range props {
 		if !validFieldName(name) {
-			return bad("property name %s must match [A-Za-z_][A-Za-z0-9_]* and be at most %d bytes", quote(name), MaxFieldNameBytes)
+			return bad("property name %s must match [A-Za-z_][A-Za-z0-9_]* and be at most %d bytes", quote(name), maxFieldNameBytes)
 		}
 		f, why := parseField(name, p)
 		if why != "" {
@@ -236,7 +236,7 @@ func typeList() string {
 }
 
 func validFieldName(n string) bool {
-	if n == "" || len(n) > MaxFieldNameBytes {
+	if n == "" || len(n) > maxFieldNameBytes {
 		return false
 	}
 	for i := 0; i < len(n); i++ {
@@ -312,7 +312,7 @@ func (s *ResultSchema) String() string {
 type Mismatch struct {
 	// Schema is the contract, rendered by ResultSchema.String.
 	Schema string `json:"schema"`
-	// Arrived is the value received, quoted up to MaxArrivedBytes.
+	// Arrived is the value received, quoted up to 2 KiB.
 	Arrived string `json:"arrived"`
 	// Problems lists each violation, one per field, in field order.
 	Problems []string `json:"problems"`
@@ -329,8 +329,8 @@ func (m *Mismatch) Describe() string {
 // surplus fields are fine.
 func (s *ResultSchema) Validate(value json.RawMessage) *Mismatch {
 	arrived := string(value)
-	if len(arrived) > MaxArrivedBytes {
-		arrived = arrived[:MaxArrivedBytes] + "…(truncated)"
+	if len(arrived) > maxArrivedBytes {
+		arrived = arrived[:maxArrivedBytes] + "…(truncated)"
 	}
 	m := &Mismatch{Schema: s.String(), Arrived: arrived}
 	dec := json.NewDecoder(bytes.NewReader(value))

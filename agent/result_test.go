@@ -46,11 +46,11 @@ func TestParseResultSchema(t *testing.T) {
 			t.Errorf("%s: JSON() does not parse back: %v %s", tt.name, err, cmp.Diff(got, again))
 		}
 	}
-	if _, err := ParseResultSchema(json.RawMessage(props(MaxResultFields))); err != nil {
-		t.Errorf("%d fields refused: %v", MaxResultFields, err)
+	if _, err := ParseResultSchema(json.RawMessage(props(maxResultFields))); err != nil {
+		t.Errorf("%d fields refused: %v", maxResultFields, err)
 	}
 	bad := map[string]string{
-		"one field past the cap": props(MaxResultFields + 1),
+		"one field past the cap": props(maxResultFields + 1),
 		"not json":               `{`,
 		"array":                  `[]`,
 		"null":                   `null`,
@@ -70,10 +70,10 @@ func TestParseResultSchema(t *testing.T) {
 		"items on string":        `{"type":"object","properties":{"a":{"type":"string","items":{"type":"string"}}}}`,
 		"nested array":           `{"type":"object","properties":{"a":{"type":"array","items":{"type":"array"}}}}`,
 		"description not text":   `{"type":"object","description":1,"properties":{"a":{"type":"string"}}}`,
-		"too large":              `{"type":"object","description":"` + strings.Repeat("x", MaxResultSchemaBytes) + `","properties":{"a":{"type":"string"}}}`,
+		"too large":              `{"type":"object","description":"` + strings.Repeat("x", maxResultSchemaBytes) + `","properties":{"a":{"type":"string"}}}`,
 	}
 	for name, in := range bad {
-		if _, err := ParseResultSchema(json.RawMessage(in)); CodeOf(err) != CodeMalformedSchema {
+		if _, err := ParseResultSchema(json.RawMessage(in)); codeOf(err) != CodeMalformedSchema {
 			t.Errorf("%s: err = %v, want %s", name, err, CodeMalformedSchema)
 		}
 	}
@@ -143,9 +143,9 @@ func TestJudge(t *testing.T) {
 
 func TestMismatchQuotesAtMostMaxArrivedBytes(t *testing.T) {
 	s, _ := ParseResultSchema(json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`))
-	big := `{"pad":"` + strings.Repeat("x", MaxArrivedBytes) + `"}`
+	big := `{"pad":"` + strings.Repeat("x", maxArrivedBytes) + `"}`
 	m := s.Validate(json.RawMessage(big))
-	if m == nil || len(m.Arrived) > MaxArrivedBytes+len("…(truncated)") {
+	if m == nil || len(m.Arrived) > maxArrivedBytes+len("…(truncated)") {
 		t.Fatalf("arrived not bounded: %d bytes", len(m.Arrived))
 	}
 }
@@ -161,12 +161,12 @@ func FuzzParseResultSchema(f *testing.F) {
 	f.Fuzz(func(t *testing.T, schema, value []byte) {
 		s, err := ParseResultSchema(schema)
 		if err != nil {
-			if CodeOf(err) != CodeMalformedSchema {
-				t.Fatalf("error %v has code %s", err, CodeOf(err))
+			if codeOf(err) != CodeMalformedSchema {
+				t.Fatalf("error %v has code %s", err, codeOf(err))
 			}
 			return
 		}
-		if len(s.Fields) == 0 || len(s.Fields) > MaxResultFields {
+		if len(s.Fields) == 0 || len(s.Fields) > maxResultFields {
 			t.Fatalf("accepted %d fields", len(s.Fields))
 		}
 		again, err := ParseResultSchema(s.JSON())

@@ -42,15 +42,15 @@ const MaxNotesTextBytes = 64 << 10
 // yields tools that answer every call with CodeAgencyUnavailable.
 func Tools(agency Agency) []tool.Tool {
 	return []tool.Tool{
-		SpawnTool(agency), SendTool(agency), WaitTool(agency),
-		NoteTool(agency), NotesTool(agency), RosterTool(agency), TodoTool(agency),
+		spawnTool(agency), sendTool(agency), waitTool(agency),
+		NoteTool(agency), NotesTool(agency), rosterTool(agency), TodoTool(agency),
 	}
 }
 
 // CallerOf builds the Caller of a model's own tool call from the call's
 // coordinates. Nothing in it comes from the call's arguments.
 func CallerOf(c *tool.Call) Caller {
-	return Caller{Strand: c.Strand, OpID: c.OpID, StepID: c.StepID, SourceIndex: c.SourceIndex, Minter: ToolCallMinter()}
+	return Caller{Strand: c.Strand, OpID: c.OpID, StepID: c.StepID, SourceIndex: c.SourceIndex, Minter: Minter{Kind: MintedByToolCall}}
 }
 
 // RefusalDetails is the Details of an outcome reporting a Refusal. The

@@ -17,7 +17,7 @@ const maxRefusalBytes = 4 << 10
 var hugeValue = strings.Repeat("x", hugeValueBytes)
 
 // longKey is a key as long as a result_schema may hold.
-var longKey = strings.Repeat("k", MaxResultSchemaBytes/2)
+var longKey = strings.Repeat("k", maxResultSchemaBytes/2)
 
 // stringPaths lists, for a decoded argument object, every path to a
 // string: object members and array elements (recursively).
@@ -143,7 +143,7 @@ func TestToolRefusalsQuoteBoundedValues(t *testing.T) {
 		{"none", nilReg, main, false},
 	}
 	// A call marked whole is sent as it is: its strings sit inside a
-	// result_schema, which is refused past MaxResultSchemaBytes before
+	// result_schema, which is refused past maxResultSchemaBytes before
 	// any is read, so its long keys are what it tests.
 	calls := []struct {
 		tool, args string

@@ -20,10 +20,10 @@ func TestDescriptionNumbersComeFromConstants(t *testing.T) {
 	a := NewAgency(echo, Options{MaxWait: maxWaitMs * time.Millisecond})
 	defer a.Close()
 	states := map[string][]int{
-		SpawnToolName:  {MaxPurposeBytes, MaxPromptBytes, maxWaitMs},
-		SendToolName:   {MaxPromptBytes},
+		SpawnToolName:  {maxPurposeBytes, maxPromptBytes, maxWaitMs},
+		SendToolName:   {maxPromptBytes},
 		WaitToolName:   {maxWaitMs, MaxWaitHandles},
-		NoteToolName:   {MaxNoteBytes, MaxNotesPerStrand},
+		NoteToolName:   {MaxNoteBytes, maxNotesPerStrand},
 		NotesToolName:  {MaxNotesListed},
 		RosterToolName: nil,
 		TodoToolName:   {todo.MaxTasks, todo.MaxTextBytes},

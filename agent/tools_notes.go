@@ -31,7 +31,7 @@ func NoteTool(agency Agency) tool.Tool {
 		Description: fmt.Sprintf("Record a JSON value at agent/<you>/<key> on the shared blackboard. Write-once: rewriting "+
 			"a key with another value is refused. A sub-agent's contracted result goes at key %q. At most %d bytes per note, "+
 			"%d notes per agent.",
-			ResultNoteKey, MaxNoteBytes, MaxNotesPerStrand),
+			ResultNoteKey, MaxNoteBytes, maxNotesPerStrand),
 		PromptSnippet: "agent_note: record a write-once note on the shared blackboard",
 		Replay:        tool.ReplaySafe,
 		Mode:          tool.Concurrent,

@@ -50,7 +50,7 @@ func TestToolRefusalsCarryOutcomeCode(t *testing.T) {
 		t.Fatal(o.Text)
 	}
 	writer := &tool.Call{Strand: "writer"}
-	for i := range MaxNotesPerStrand {
+	for i := range maxNotesPerStrand {
 		if o := dispatch(leanReg, writer, NoteToolName, fmt.Sprintf(`{"key":"k%d","value":1}`, i)); o.IsError {
 			t.Fatalf("note %d: %s", i, o.Text)
 		}
@@ -67,7 +67,7 @@ func TestToolRefusalsCarryOutcomeCode(t *testing.T) {
 		code tool.Code
 	}{
 		{"spawn: empty purpose", reg, main, SpawnToolName, `{"purpose":" ","prompt":"x"}`, CodeInvalidRequest},
-		{"spawn: prompt past MaxPromptBytes", reg, main, SpawnToolName, `{"purpose":"p","prompt":"` + strings.Repeat("x", MaxPromptBytes+1) + `"}`, CodeInvalidRequest},
+		{"spawn: prompt past maxPromptBytes", reg, main, SpawnToolName, `{"purpose":"p","prompt":"` + strings.Repeat("x", maxPromptBytes+1) + `"}`, CodeInvalidRequest},
 		{"spawn: negative deadline", reg, main, SpawnToolName, `{"purpose":"p","prompt":"x","deadline_ms":-1}`, CodeInvalidRequest},
 		{"spawn: malformed result schema", reg, main, SpawnToolName, `{"purpose":"p","prompt":"x","result_schema":{"type":"object"}}`, CodeMalformedSchema},
 		{"spawn: model not offered", reg, main, SpawnToolName, `{"purpose":"p","prompt":"x","model":"huge"}`, tool.CodeInvalidArguments},
@@ -92,7 +92,7 @@ func TestToolRefusalsCarryOutcomeCode(t *testing.T) {
 		{"wait: no agency", nilReg, main, WaitToolName, `{"handles":["a#b"]}`, CodeAgencyUnavailable},
 		{"note: bad key", reg, main, NoteToolName, `{"key":"a//b","value":1}`, CodeBadNoteKey},
 		{"note: past MaxNoteBytes", reg, main, NoteToolName, `{"key":"k","value":"` + strings.Repeat("v", MaxNoteBytes) + `"}`, CodeNoteTooLarge},
-		{"note: past MaxNotesPerStrand", leanReg, writer, NoteToolName, `{"key":"one-past","value":1}`, CodeNoteLimit},
+		{"note: past maxNotesPerStrand", leanReg, writer, NoteToolName, `{"key":"one-past","value":1}`, CodeNoteLimit},
 		{"note: unminted calling strand", leanReg, forged, NoteToolName, `{"key":"k","value":1}`, CodeUnknownHandle},
 		{"note: no agency", nilReg, main, NoteToolName, `{"key":"k","value":1}`, CodeAgencyUnavailable},
 		{"notes: unminted calling strand", leanReg, forged, NotesToolName, `{}`, CodeUnknownHandle},

@@ -28,9 +28,9 @@ type PeerEntry struct {
 	Runs        int    `json:"runs"`
 }
 
-// RosterTool returns agent_roster: list the caller's descendants with the
+// rosterTool returns agent_roster: list the caller's descendants with the
 // state of each one's latest run.
-func RosterTool(agency Agency) tool.Tool {
+func rosterTool(agency Agency) tool.Tool {
 	return tool.Typed(tool.Tool{
 		Name:          RosterToolName,
 		Description:   "List the sub-agents you spawned and their descendants, each with its latest handle and state.",

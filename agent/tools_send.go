@@ -25,15 +25,15 @@ type SendDetails struct {
 	Clamped bool `json:"clamped,omitempty"`
 }
 
-// SendTool returns agent_send: message a descendant. A running descendant
+// sendTool returns agent_send: message a descendant. A running descendant
 // reads it at its next turn; an idle one starts a new run (a continuation)
 // under a new handle. ReplayNever: a replay would deliver twice.
-func SendTool(agency Agency) tool.Tool {
+func sendTool(agency Agency) tool.Tool {
 	return tool.Typed(tool.Tool{
 		Name: SendToolName,
 		Description: "Message a sub-agent you spawned or its descendant. A running one reads it next turn (your handle still " +
 			"names that run); a finished one starts a new run under a NEW handle to wait on (the old one keeps the earlier run). " +
-			fmt.Sprintf("At most %d bytes.", MaxPromptBytes),
+			fmt.Sprintf("At most %d bytes.", maxPromptBytes),
 		PromptSnippet: "agent_send: message or continue a sub-agent",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Concurrent,

@@ -40,13 +40,13 @@ type SpawnDetails struct {
 	Result  json.RawMessage `json:"result_schema,omitempty"`
 }
 
-// SpawnTool returns agent_spawn: start a child of the calling strand. The
+// spawnTool returns agent_spawn: start a child of the calling strand. The
 // child's name is minted from the call's coordinates; a replayed call
 // reconciles onto the child it already made, so the tool is ReplaySafe.
 // A replay whose purpose differs from the child's is told that its
 // purpose was not taken, and shown the child's.
 // A malformed result_schema is refused here, before the agency is asked.
-func SpawnTool(agency Agency) tool.Tool {
+func spawnTool(agency Agency) tool.Tool {
 	var models []string
 	maxWait := 0
 	if agency != nil {
@@ -55,7 +55,7 @@ func SpawnTool(agency Agency) tool.Tool {
 	desc := "Start a sub-agent on one task, in parallel; it answers with a handle at once. Its final message is its " +
 		"report: collect it with agent_wait, instruct it with agent_send, read its notes with agent_notes. With " +
 		"result_schema it must also record a matching object (agent_note key \"result\"), which agent_wait checks. " +
-		fmt.Sprintf("purpose at most %d bytes, prompt at most %d.", MaxPurposeBytes, MaxPromptBytes)
+		fmt.Sprintf("purpose at most %d bytes, prompt at most %d.", maxPurposeBytes, maxPromptBytes)
 	if maxWait > 0 {
 		desc += fmt.Sprintf(" A wait lasts at most %d ms.", maxWait)
 	}

@@ -77,7 +77,7 @@ func TestToolDeclarations(t *testing.T) {
 func TestWaitSchemaStatesTheMaximum(t *testing.T) {
 	a := NewAgency(echo, Options{MaxWait: 1234 * time.Millisecond})
 	defer a.Close()
-	if s := string(WaitTool(a).Schema); !strings.Contains(s, "at most 1234") {
+	if s := string(waitTool(a).Schema); !strings.Contains(s, "at most 1234") {
 		t.Fatalf("schema does not state the maximum: %s", s)
 	}
 }

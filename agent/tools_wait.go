@@ -41,11 +41,11 @@ type WaitResult struct {
 	DeadlineMs  int64           `json:"deadline_ms"`
 }
 
-// WaitTool returns agent_wait: wait for several runs against one
+// waitTool returns agent_wait: wait for several runs against one
 // deadline. wait_ms is clamped to the agency's MaxWaitMs (the clamp is
 // said in the text); a run still going is reported pending, which is a
 // success: wait again.
-func WaitTool(agency Agency) tool.Tool {
+func waitTool(agency Agency) tool.Tool {
 	maxWait := 0
 	if agency != nil {
 		maxWait = agency.MaxWaitMs()

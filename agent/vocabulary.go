@@ -49,28 +49,28 @@ type SpawnRequest struct {
 }
 
 // Check refuses a request breaking a bound every Agency shares: an empty
-// or oversized purpose (MaxPurposeBytes) or prompt (MaxPromptBytes), more
-// than MaxSpawnTools tools or a tool name that is empty or longer than
-// MaxToolNameBytes, or a negative deadline. The tools check it before
+// or oversized purpose (200 bytes) or prompt (64 KiB), more than 64
+// tools or a tool name that is empty or longer than 64 bytes, or a
+// negative deadline. The tools check it before
 // asking the Agency; an Agency checks it again.
 func (r SpawnRequest) Check() error {
 	switch {
 	case strings.TrimSpace(r.Purpose) == "":
 		return refuse(CodeInvalidRequest, "purpose is empty; say in a few words what the child is for")
-	case len(r.Purpose) > MaxPurposeBytes:
-		return refuse(CodeInvalidRequest, "purpose is %d bytes, more than %d", len(r.Purpose), MaxPurposeBytes)
+	case len(r.Purpose) > maxPurposeBytes:
+		return refuse(CodeInvalidRequest, "purpose is %d bytes, more than %d", len(r.Purpose), maxPurposeBytes)
 	case strings.TrimSpace(r.Prompt) == "":
 		return refuse(CodeInvalidRequest, "prompt is empty; it is the child's first message")
-	case len(r.Prompt) > MaxPromptBytes:
-		return refuse(CodeInvalidRequest, "prompt is %d bytes, more than %d", len(r.Prompt), MaxPromptBytes)
-	case len(r.Tools) > MaxSpawnTools:
-		return refuse(CodeInvalidRequest, "%d tools named, more than %d", len(r.Tools), MaxSpawnTools)
+	case len(r.Prompt) > maxPromptBytes:
+		return refuse(CodeInvalidRequest, "prompt is %d bytes, more than %d", len(r.Prompt), maxPromptBytes)
+	case len(r.Tools) > maxSpawnTools:
+		return refuse(CodeInvalidRequest, "%d tools named, more than %d", len(r.Tools), maxSpawnTools)
 	case r.Deadline < 0:
 		return refuse(CodeInvalidRequest, "a deadline must not be negative")
 	}
 	for _, t := range r.Tools {
-		if t == "" || len(t) > MaxToolNameBytes {
-			return refuse(CodeInvalidRequest, "tool name %s must be 1 to %d bytes", quote(t), MaxToolNameBytes)
+		if t == "" || len(t) > maxToolNameBytes {
+			return refuse(CodeInvalidRequest, "tool name %s must be 1 to %d bytes", quote(t), maxToolNameBytes)
 		}
 	}
 	return nil
@@ -110,14 +110,14 @@ type SendRequest struct {
 	Budget time.Duration
 }
 
-// Check refuses an empty message or one longer than MaxPromptBytes, and a
+// Check refuses an empty message or one longer than 64 KiB, and a
 // negative budget.
 func (r SendRequest) Check() error {
 	switch {
 	case strings.TrimSpace(r.Message) == "":
 		return refuse(CodeInvalidRequest, "message is empty")
-	case len(r.Message) > MaxPromptBytes:
-		return refuse(CodeInvalidRequest, "message is %d bytes, more than %d", len(r.Message), MaxPromptBytes)
+	case len(r.Message) > maxPromptBytes:
+		return refuse(CodeInvalidRequest, "message is %d bytes, more than %d", len(r.Message), maxPromptBytes)
 	case r.Budget < 0:
 		return refuse(CodeInvalidRequest, "a budget must not be negative")
 	}

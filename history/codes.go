@@ -32,7 +32,7 @@ const (
 	// CodeMemoryUnavailable: the memory store cannot be used at all
 	// (closed, missing, an I/O failure, or the host keeps no memory).
 	CodeMemoryUnavailable tool.Code = "memory_unavailable"
-	// CodeMemoryNoteTooLong: the note's text exceeds MaxNoteChars
+	// CodeMemoryNoteTooLong: the note's text exceeds 4000
 	// characters after redaction.
 	CodeMemoryNoteTooLong tool.Code = "memory_note_too_long"
 	// CodeMemoryCeilingReached: the memory store already holds MaxNotes

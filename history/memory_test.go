@@ -13,9 +13,9 @@ func testNote() Note {
 
 func TestPrepareNoteBounds(t *testing.T) {
 	with := func(f func(*Note)) Note { n := testNote(); f(&n); return n }
-	title := strings.Repeat("t", MaxTitleChars)
-	desc := strings.Repeat("d", MaxDescriptionChars)
-	body := strings.Repeat("n", MaxNoteChars)
+	title := strings.Repeat("t", maxTitleChars)
+	desc := strings.Repeat("d", maxDescriptionChars)
+	body := strings.Repeat("n", maxNoteChars)
 	tests := []struct {
 		name string
 		n    Note
@@ -24,7 +24,7 @@ func TestPrepareNoteBounds(t *testing.T) {
 		{"valid", testNote(), ""},
 		{"title at bound", with(func(n *Note) { n.Title = title }), ""},
 		{"title one past", with(func(n *Note) { n.Title = title + "t" }), CodeMemoryFieldInvalid},
-		{"title at bound in runes", with(func(n *Note) { n.Title = strings.Repeat("é", MaxTitleChars) }), ""},
+		{"title at bound in runes", with(func(n *Note) { n.Title = strings.Repeat("é", maxTitleChars) }), ""},
 		{"title blank", with(func(n *Note) { n.Title = "  " }), CodeMemoryFieldInvalid},
 		{"title two lines", with(func(n *Note) { n.Title = "a\nb" }), CodeMemoryFieldInvalid},
 		{"title control char", with(func(n *Note) { n.Title = "a\x1bb" }), CodeMemoryFieldInvalid},
@@ -42,7 +42,7 @@ func TestPrepareNoteBounds(t *testing.T) {
 		{"empty kind", with(func(n *Note) { n.Kind = "" }), CodeMemoryFieldInvalid},
 		{"no session", with(func(n *Note) { n.Session = "" }), CodeMemoryFieldInvalid},
 		{"session one past", with(func(n *Note) { n.Session = strings.Repeat("s", MaxIDBytes+1) }), CodeMemoryFieldInvalid},
-		{"title only a secret", with(func(n *Note) { n.Title = "sk-" + strings.Repeat("A", MaxTitleChars) }), ""},
+		{"title only a secret", with(func(n *Note) { n.Title = "sk-" + strings.Repeat("A", maxTitleChars) }), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

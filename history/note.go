@@ -19,13 +19,13 @@ const (
 	Decision NoteKind = "decision"
 )
 
-// NoteKinds returns every NoteKind, in the order the tool documents them.
+// noteKinds returns every NoteKind, in the order the tool documents them.
 // The slice is the caller's.
-func NoteKinds() []NoteKind { return []NoteKind{Feedback, Fact, Decision} }
+func noteKinds() []NoteKind { return []NoteKind{Feedback, Fact, Decision} }
 
-// Valid reports whether k is one of NoteKinds.
+// Valid reports whether k is Feedback, Fact or Decision.
 func (k NoteKind) Valid() bool {
-	for _, v := range NoteKinds() {
+	for _, v := range noteKinds() {
 		if k == v {
 			return true
 		}
@@ -35,13 +35,13 @@ func (k NoteKind) Valid() bool {
 
 // Bounds of a note and of the memory store.
 const (
-	// MaxTitleChars bounds a note's title, in characters (runes).
-	MaxTitleChars = 80
-	// MaxDescriptionChars bounds a note's one-line description, in
+	// maxTitleChars bounds a note's title, in characters (runes).
+	maxTitleChars = 80
+	// maxDescriptionChars bounds a note's one-line description, in
 	// characters.
-	MaxDescriptionChars = 160
-	// MaxNoteChars bounds a note's text, in characters, after redaction.
-	MaxNoteChars = 4000
+	maxDescriptionChars = 160
+	// maxNoteChars bounds a note's text, in characters, after redaction.
+	maxNoteChars = 4000
 	// MaxNotes is the lifetime ceiling: the most notes one memory store
 	// ever accepts. It is a durable count of distinct notes (one found
 	// already stored is not counted again), never reset.
@@ -67,7 +67,7 @@ type Note struct {
 // CodeMemoryFieldInvalid for an unknown kind, a missing session, a text
 // that is not valid UTF-8, or a title or description that is blank,
 // longer than its bound or not a single line; CodeNothingToRemember for a
-// blank text; CodeMemoryNoteTooLong for a text over MaxNoteChars. The
+// blank text; CodeMemoryNoteTooLong for a text over 4000 characters. The
 // single-line fields are judged after redaction and stored trimmed.
 // Memory implementations call it before storing.
 func PrepareNote(n Note) (Note, error) {
@@ -83,14 +83,14 @@ func PrepareNote(n Note) (Note, error) {
 	if n.Text == "" {
 		return Note{}, refuse(CodeNothingToRemember, "the note is blank; there is nothing to remember")
 	}
-	if err := checkLine("title", n.Title, MaxTitleChars); err != nil {
+	if err := checkLine("title", n.Title, maxTitleChars); err != nil {
 		return Note{}, err
 	}
-	if err := checkLine("description", n.Description, MaxDescriptionChars); err != nil {
+	if err := checkLine("description", n.Description, maxDescriptionChars); err != nil {
 		return Note{}, err
 	}
-	if c := utf8.RuneCountInString(n.Text); c > MaxNoteChars {
-		return Note{}, refuse(CodeMemoryNoteTooLong, "the note is %d characters; at most %d are accepted", c, MaxNoteChars)
+	if c := utf8.RuneCountInString(n.Text); c > maxNoteChars {
+		return Note{}, refuse(CodeMemoryNoteTooLong, "the note is %d characters; at most %d are accepted", c, maxNoteChars)
 	}
 	if !utf8.ValidString(n.Text) {
 		return Note{}, refuse(CodeMemoryFieldInvalid, "the note is not valid UTF-8")

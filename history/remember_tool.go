@@ -32,11 +32,11 @@ type (
 
 var (
 	titleSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("at most %d characters", MaxTitleChars)}
+		Description: fmt.Sprintf("at most %d characters", maxTitleChars)}
 	descriptionSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("when it matters, at most %d characters", MaxDescriptionChars)}
+		Description: fmt.Sprintf("when it matters, at most %d characters", maxDescriptionChars)}
 	noteTextSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("at most %d characters", MaxNoteChars)}
+		Description: fmt.Sprintf("at most %d characters", maxNoteChars)}
 )
 
 var noteKindSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Feedback), string(Fact), string(Decision)}}
@@ -74,7 +74,7 @@ var rememberDescription = fmt.Sprintf(
 		"about it (fact), or a choice and why (decision); they read it only with history_search kind=note. title: one line, "+
 		"at most %d characters; description: one line, at most %d characters; note: at most %d characters. Secrets are "+
 		"redacted before storage. At most %d notes are ever kept for a repository: write few.",
-	MaxTitleChars, MaxDescriptionChars, MaxNoteChars, MaxNotes)
+	maxTitleChars, maxDescriptionChars, maxNoteChars, MaxNotes)
 
 // RememberDetails is the Details of a successful remember: the title and
 // kind as stored (trimmed and redacted), and whether an identical note

@@ -32,9 +32,9 @@ func TestRememberToolDeclaration(t *testing.T) {
 		t.Errorf("declaration %+v", tl)
 	}
 	for _, bound := range []string{
-		fmt.Sprintf("title: one line, at most %d characters", MaxTitleChars),
-		fmt.Sprintf("description: one line, at most %d characters", MaxDescriptionChars),
-		fmt.Sprintf("note: at most %d characters", MaxNoteChars),
+		fmt.Sprintf("title: one line, at most %d characters", maxTitleChars),
+		fmt.Sprintf("description: one line, at most %d characters", maxDescriptionChars),
+		fmt.Sprintf("note: at most %d characters", maxNoteChars),
 		fmt.Sprintf("At most %d notes", MaxNotes),
 		"kind=note",
 	} {
@@ -44,9 +44,9 @@ func TestRememberToolDeclaration(t *testing.T) {
 	}
 	props := schemaProperties(t, tl)
 	for p, bound := range map[string]string{
-		"title":       fmt.Sprintf("at most %d characters", MaxTitleChars),
-		"description": fmt.Sprintf("at most %d characters", MaxDescriptionChars),
-		"note":        fmt.Sprintf("at most %d characters", MaxNoteChars),
+		"title":       fmt.Sprintf("at most %d characters", maxTitleChars),
+		"description": fmt.Sprintf("at most %d characters", maxDescriptionChars),
+		"note":        fmt.Sprintf("at most %d characters", maxNoteChars),
 	} {
 		if props[p].Type != "string" || !strings.Contains(props[p].Description, bound) {
 			t.Errorf("schema of %s is %+v, want a string stating %q", p, props[p], bound)
@@ -63,9 +63,9 @@ func TestRememberToolRefusals(t *testing.T) {
 		wantCode tool.Code
 	}{
 		{"valid", nil, ok, ""},
-		{"title one past", nil, rememberArgsJSON(strings.Repeat("t", MaxTitleChars+1), "d", "n", "fact"), CodeMemoryFieldInvalid},
+		{"title one past", nil, rememberArgsJSON(strings.Repeat("t", maxTitleChars+1), "d", "n", "fact"), CodeMemoryFieldInvalid},
 		{"description two lines", nil, rememberArgsJSON("t", "a\nb", "n", "fact"), CodeMemoryFieldInvalid},
-		{"note one past", nil, rememberArgsJSON("t", "d", strings.Repeat("n", MaxNoteChars+1), "fact"), CodeMemoryNoteTooLong},
+		{"note one past", nil, rememberArgsJSON("t", "d", strings.Repeat("n", maxNoteChars+1), "fact"), CodeMemoryNoteTooLong},
 		{"note blank", nil, rememberArgsJSON("t", "d", "  ", "fact"), CodeNothingToRemember},
 		{"unknown kind", nil, rememberArgsJSON("t", "d", "n", "opinion"), tool.CodeInvalidArguments},
 		{"missing field", nil, `{"title":"t","note":"n","kind":"fact"}`, tool.CodeInvalidArguments},

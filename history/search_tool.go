@@ -23,19 +23,19 @@ type SessionOf func(c *tool.Call) string
 // StrandSession answers the calling strand's name as its session.
 func StrandSession(c *tool.Call) string { return c.Strand }
 
-// Action is what a history_search call does.
-type Action string
+// action is what a history_search call does.
+type action string
 
 const (
-	// ActionSearch (the default) searches, or browses on a blank query.
-	ActionSearch Action = "search"
-	// ActionRead reads one entry and its neighbours.
-	ActionRead Action = "read"
+	// actionSearch (the default) searches, or browses on a blank query.
+	actionSearch action = "search"
+	// actionRead reads one entry and its neighbours.
+	actionRead action = "read"
 )
 
 // searchArgs are history_search's arguments.
 type searchArgs struct {
-	Action  Action      `json:"action,omitempty"`
+	Action  action      `json:"action,omitempty"`
 	Query   string      `json:"query,omitempty"`
 	Syntax  Syntax      `json:"syntax,omitempty"`
 	Kind    string      `json:"kind,omitempty"`
@@ -61,7 +61,7 @@ var (
 		Description: fmt.Sprintf("read: 0 to %d neighbours each side", MaxAround)}
 	syntaxSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Words), string(Raw)}}
 	scopeSchema  = &jsonschema.Schema{Type: "string", Enum: []any{string(Repository), string(Session)}}
-	actionSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(ActionSearch), string(ActionRead)}}
+	actionSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(actionSearch), string(actionRead)}}
 )
 
 // SearchTool returns history_search over h. session tells which session a
@@ -85,7 +85,7 @@ func SearchTool(h History, session SessionOf) tool.Tool {
 	},
 		tool.TypeSchema{Type: reflect.TypeFor[Syntax](), Schema: syntaxSchema},
 		tool.TypeSchema{Type: reflect.TypeFor[Scope](), Schema: scopeSchema},
-		tool.TypeSchema{Type: reflect.TypeFor[Action](), Schema: actionSchema},
+		tool.TypeSchema{Type: reflect.TypeFor[action](), Schema: actionSchema},
 		tool.TypeSchema{Type: reflect.TypeFor[hitLimit](), Schema: limitSchema},
 		tool.TypeSchema{Type: reflect.TypeFor[neighbours](), Schema: aroundSchema})
 }
@@ -108,7 +108,7 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 	if o, over := overBound(a); over {
 		return o
 	}
-	if a.Action == ActionRead {
+	if a.Action == actionRead {
 		around, note, o, bad := clampArg("around", a.Around, 0, MaxAround)
 		if bad {
 			return o

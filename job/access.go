@@ -84,7 +84,7 @@ func (p *Plane) Release(_ context.Context, o Owner, id ID) (Releasing, error) {
 }
 
 // Kill ends the job's whole process tree and answers its row once the
-// tree was reaped (or after KillSettleTimeout, or when ctx ends, as it
+// tree was reaped (or after a fixed bound of 5 s, or when ctx ends, as it
 // then stands). A job that already ended answers its end unchanged.
 func (p *Plane) Kill(ctx context.Context, o Owner, id ID) (Row, error) {
 	p.mu.Lock()
@@ -106,7 +106,7 @@ func (p *Plane) Kill(ctx context.Context, o Owner, id ID) (Row, error) {
 	if ex != nil {
 		ex.Cancel()
 	}
-	t := time.NewTimer(KillSettleTimeout)
+	t := time.NewTimer(killSettleTimeout)
 	defer t.Stop()
 	select {
 	case <-j.settled:
@@ -118,7 +118,7 @@ func (p *Plane) Kill(ctx context.Context, o Owner, id ID) (Row, error) {
 	return j.row, nil
 }
 
-// Send writes data to the job's standard input within SendTimeout and,
+// Send writes data to the job's standard input within a fixed bound of 5 s and,
 // with CloseStdin, closes it. A job that ended, closed its input, or does
 // not read it is refused with CodeJobPlaneUnavailable.
 func (p *Plane) Send(_ context.Context, o Owner, id ID, data []byte, end StdinEnd) (Sent, error) {
@@ -142,13 +142,13 @@ func (p *Plane) Send(_ context.Context, o Owner, id ID, data []byte, end StdinEn
 	}
 	var sent Sent
 	if len(data) > 0 {
-		j.stdin.SetWriteDeadline(time.Now().Add(SendTimeout))
+		j.stdin.SetWriteDeadline(time.Now().Add(sendTimeout))
 		n, err := j.stdin.Write(data)
 		sent.Bytes = n
 		if err != nil {
 			reason := "the job no longer reads its standard input"
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				reason = fmt.Sprintf("the job did not read its standard input within %s", SendTimeout)
+				reason = fmt.Sprintf("the job did not read its standard input within %s", sendTimeout)
 			}
 			return sent, &Error{Code: CodeJobPlaneUnavailable, Reason: fmt.Sprintf("%s (%d of %d bytes written)", reason, n, len(data))}
 		}

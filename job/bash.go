@@ -15,27 +15,27 @@ import (
 
 // Bounds of the bash tool.
 const (
-	// DefaultBashTimeout is a command's timeout when timeout_ms is absent.
-	DefaultBashTimeout = 120 * time.Second
-	// MaxBashTimeout is the longest timeout_ms accepted; larger values are
+	// defaultBashTimeout is a command's timeout when timeout_ms is absent.
+	defaultBashTimeout = 120 * time.Second
+	// maxBashTimeout is the longest timeout_ms accepted; larger values are
 	// clamped to it.
-	MaxBashTimeout = 600 * time.Second
-	// MaxBashCommandBytes bounds the command text; a longer one is refused
+	maxBashTimeout = 600 * time.Second
+	// maxBashCommandBytes bounds the command text; a longer one is refused
 	// (invalid_arguments) before anything runs, with the fix: write it to
 	// a script with fs_write and run that. It is well under what the
 	// kernel takes as one argument (MAX_ARG_STRLEN, 128 KiB), past which
 	// exec fails with E2BIG.
-	MaxBashCommandBytes = 64 << 10
+	maxBashCommandBytes = 64 << 10
 	// bashStderrTail is how much of stderr bash keeps to recognise a
 	// permission error.
 	bashStderrTail = 4 << 10
 )
 
-// ScratchEnv names the variable holding a command's private scratch
+// scratchEnv names the variable holding a command's private scratch
 // directory (the jail's own /tmp, gone when the command ends). TMPDIR
 // holds the session scratch (tool.Call.Scratch), which persists between
 // calls.
-const ScratchEnv = "LOOM_SCRATCH_DIR"
+const scratchEnv = "LOOM_SCRATCH_DIR"
 
 // Bash modes: how a command runs relative to the call.
 const (
@@ -59,16 +59,17 @@ const (
 // by the session policy or approved by the operator. Roots resolve
 // links before they are composed (tool.Call.CanonicalRoot).
 //
-// Each list holds at most MaxPermissionRoots roots.
+// Each list holds at most 16 roots; a longer one is refused
+// (invalid_arguments, naming the bound).
 type Permissions struct {
 	ReadableRoots []string     `json:"readable_roots,omitempty"`
 	WritableRoots []string     `json:"writable_roots,omitempty"`
 	Network       NetworkGrant `json:"network,omitempty"`
 }
 
-// MaxPermissionRoots bounds each of Permissions' root lists, so a
+// maxPermissionRoots bounds each of Permissions' root lists, so a
 // refusal that names what it would grant stays bounded.
-const MaxPermissionRoots = 16
+const maxPermissionRoots = 16
 
 // NetworkGrant is Permissions.Network: "full" (broker.NetworkFull) or
 // absent. Its own type so that its schema is an enum (PermissionsSchemas).
@@ -106,7 +107,7 @@ func bashSchemas() []tool.TypeSchema {
 	return append([]tool.TypeSchema{
 		{Type: reflect.TypeFor[timeoutMillis](), Schema: &jsonschema.Schema{Type: "integer",
 			Description: fmt.Sprintf("default %d, at most %d",
-				DefaultBashTimeout.Milliseconds(), MaxBashTimeout.Milliseconds())}},
+				defaultBashTimeout.Milliseconds(), maxBashTimeout.Milliseconds())}},
 		{Type: reflect.TypeFor[bashMode](), Schema: &jsonschema.Schema{Type: "string",
 			Enum:        []any{BashAuto, BashForeground, BashBackground},
 			Description: "auto (default): a job if running at timeout_ms; foreground: killed then; background: a job at once"}},
@@ -127,8 +128,8 @@ type BashDetails struct {
 	// Failed says why the command could not start (CodeExecFailed).
 	Failed string `json:"failed,omitempty"`
 	// Shell is the shell the command ran with, as the file the sandbox
-	// shows: BashShell found on the command's PATH there, or
-	// FallbackShell (the answer then says so).
+	// shows: bash found on the command's PATH there, or /bin/sh (the
+	// answer then says so).
 	Shell      string `json:"shell,omitempty"`
 	DurationMs int64  `json:"duration_ms"`
 	TimeoutMs  int64  `json:"timeout_ms"`
@@ -177,7 +178,7 @@ func BashTool(jobs Jobs) tool.Tool {
 	return tool.Typed(tool.Tool{
 		Name:          "bash",
 		Description:   bashDescription(!none),
-		PromptSnippet: fmt.Sprintf("bash: run a shell command in the sandbox (workspace writable, %d s default timeout)", int(DefaultBashTimeout.Seconds())),
+		PromptSnippet: fmt.Sprintf("bash: run a shell command in the sandbox (workspace writable, %d s default timeout)", int(defaultBashTimeout.Seconds())),
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Exclusive,
 		Requirements:  bashRequirements,
@@ -201,9 +202,9 @@ func bashDescription(plane bool) string {
 		"a NUL byte is refused: fs_write a script and run it. `timeout_ms` defaults to %d, at most %d (clamped); then the "+
 		"process tree is killed. Output over %d KiB goes to a file fs_read pages; past %d bytes of output (both streams) "+
 		"the command is killed. $%s (if set) is private to one command; $TMPDIR persists. %s",
-		BashShell, FallbackShell, BashShell, MaxBashCommandBytes>>10,
-		DefaultBashTimeout.Milliseconds(), MaxBashTimeout.Milliseconds(), blob.OverflowThreshold>>10,
-		tool.MaxCommandOutputBytes, ScratchEnv, jobs)
+		bashShell, fallbackShell, bashShell, maxBashCommandBytes>>10,
+		defaultBashTimeout.Milliseconds(), maxBashTimeout.Milliseconds(), blob.OverflowThreshold>>10,
+		tool.MaxCommandOutputBytes, scratchEnv, jobs)
 }
 
 // bashRequirements is what bash states statically: the workspace

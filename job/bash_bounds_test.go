@@ -33,19 +33,19 @@ func padded(n int) string {
 	return head + strings.Repeat("x", n-len(head))
 }
 
-// TestBashRefusesCommandsPastItsBound: a command of MaxBashCommandBytes
+// TestBashRefusesCommandsPastItsBound: a command of maxBashCommandBytes
 // runs; one byte past it, a command far past it (where exec met E2BIG and
 // the helper's config was cut), and a command holding a NUL byte (EINVAL
 // from exec) are refused in band with invalid_arguments, naming the fix,
 // before anything runs.
 func TestBashRefusesCommandsPastItsBound(t *testing.T) {
 	c := bashCall(t, true)
-	o, d := runBashArgs(t, c, map[string]any{"command": padded(MaxBashCommandBytes)})
+	o, d := runBashArgs(t, c, map[string]any{"command": padded(maxBashCommandBytes)})
 	if o.IsError || d.ExitCode != 0 || !strings.Contains(o.Text, "ok\n") {
 		t.Fatalf("a command at the bound: %s %.300s", o.Code, o.Text)
 	}
 	for _, tc := range []struct{ name, command, says string }{
-		{"one past", padded(MaxBashCommandBytes + 1), "fs_write"},
+		{"one past", padded(maxBashCommandBytes + 1), "fs_write"},
 		{"1 MiB", padded(1 << 20), "fs_write"},
 		{"15 MiB", padded(15 << 20), "fs_write"},
 		{"NUL byte", "echo a\x00b", "NUL byte at byte 6"},
@@ -101,7 +101,7 @@ func TestBashFindsItsShellInTheJail(t *testing.T) {
 
 	c := bashCall(t, true)
 	o, d := runBashArgs(t, c, map[string]any{"command": `echo "bash=${BASH_VERSION:+yes}"`})
-	if o.IsError || !strings.Contains(o.Text, "bash=yes\n") || filepath.Base(d.Shell) != BashShell || strings.HasPrefix(d.Shell, hostOnly) {
+	if o.IsError || !strings.Contains(o.Text, "bash=yes\n") || filepath.Base(d.Shell) != bashShell || strings.HasPrefix(d.Shell, hostOnly) {
 		t.Fatalf("with a host-only bash on the host's PATH: shell %q, %s: %s", d.Shell, o.Code, o.Text)
 	}
 	if strings.Contains(o.Text, "note:") {
@@ -111,11 +111,11 @@ func TestBashFindsItsShellInTheJail(t *testing.T) {
 	c = bashCall(t, true)
 	c.Env["PATH"] = hostOnly // the command's PATH: nothing the sandbox shows
 	o, d = runBashArgs(t, c, map[string]any{"command": `echo "bash=${BASH_VERSION:+yes}"`})
-	if o.IsError || !strings.Contains(o.Text, "bash=\n") || !strings.Contains(o.Text, "ran with "+FallbackShell) {
+	if o.IsError || !strings.Contains(o.Text, "bash=\n") || !strings.Contains(o.Text, "ran with "+fallbackShell) {
 		t.Fatalf("with no bash on the command's PATH: shell %q, %s: %s", d.Shell, o.Code, o.Text)
 	}
-	if real, _ := filepath.EvalSymlinks(FallbackShell); d.Shell != real {
-		t.Errorf("shell %q, want %s as the sandbox shows it (%s)", d.Shell, FallbackShell, real)
+	if real, _ := filepath.EvalSymlinks(fallbackShell); d.Shell != real {
+		t.Errorf("shell %q, want %s as the sandbox shows it (%s)", d.Shell, fallbackShell, real)
 	}
 }
 
@@ -128,7 +128,7 @@ func TestJailShellSeesOnlyTheJailsRoots(t *testing.T) {
 	if err != nil {
 		t.Fatalf("this test needs /usr/bin/bash: %v", err)
 	}
-	realSh, _ := filepath.EvalSymlinks(FallbackShell)
+	realSh, _ := filepath.EvalSymlinks(fallbackShell)
 	for _, tc := range []struct {
 		name           string
 		env            map[string]string

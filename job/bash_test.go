@@ -114,7 +114,7 @@ func TestBashDeclaration(t *testing.T) {
 // bound as the constants have them, and no other number of milliseconds.
 func TestBashStatesItsTimeoutFromItsConstants(t *testing.T) {
 	b := BashTool(nil)
-	def, maxMs := strconv.FormatInt(DefaultBashTimeout.Milliseconds(), 10), strconv.FormatInt(MaxBashTimeout.Milliseconds(), 10)
+	def, maxMs := strconv.FormatInt(defaultBashTimeout.Milliseconds(), 10), strconv.FormatInt(maxBashTimeout.Milliseconds(), 10)
 	var schema struct {
 		Properties map[string]struct {
 			Type        string `json:"type"`
@@ -144,13 +144,13 @@ func TestBashStatesItsTimeoutFromItsConstants(t *testing.T) {
 	if tm.Type != "integer" {
 		t.Errorf("timeout_ms is %q, want integer", tm.Type)
 	}
-	if want := strconv.Itoa(int(DefaultBashTimeout.Seconds())) + " s default timeout"; !strings.Contains(b.PromptSnippet, want) {
+	if want := strconv.Itoa(int(defaultBashTimeout.Seconds())) + " s default timeout"; !strings.Contains(b.PromptSnippet, want) {
 		t.Errorf("the snippet does not say %q: %s", want, b.PromptSnippet)
 	}
 	if want := strconv.Itoa(blob.OverflowThreshold>>10) + " KiB"; !strings.Contains(b.Description, want) {
 		t.Errorf("the description does not state the inline limit as %q: %s", want, b.Description)
 	}
-	if want := "command over " + strconv.Itoa(MaxBashCommandBytes>>10) + " KiB"; !strings.Contains(b.Description, want) {
+	if want := "command over " + strconv.Itoa(maxBashCommandBytes>>10) + " KiB"; !strings.Contains(b.Description, want) {
 		t.Errorf("the description does not state the command bound as %q: %s", want, b.Description)
 	}
 }
@@ -203,13 +203,13 @@ func TestBashTimeout(t *testing.T) {
 }
 
 func TestBashTimeoutClamp(t *testing.T) {
-	max := MaxBashTimeout.Milliseconds()
+	max := maxBashTimeout.Milliseconds()
 	for _, tc := range []struct {
 		ms      int64
 		want    int64
 		clamped bool
 	}{
-		{0, DefaultBashTimeout.Milliseconds(), false},
+		{0, defaultBashTimeout.Milliseconds(), false},
 		{1, 1000 / 1000, false},
 		{max, max, false},
 		{max + 1, max, true},

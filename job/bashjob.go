@@ -75,7 +75,7 @@ func runAuto(ctx context.Context, c *tool.Call, jobs Jobs, cmd Spec, run bashRun
 	}
 	enf := s.Enforcement
 	det.Sandbox = &enf
-	w, werr := Watch(ctx, jobs, owner, s.ID, run.timeout, c.Observe)
+	w, werr := watch(ctx, jobs, owner, s.ID, run.timeout, c.Observe)
 	det.Bytes = w.Final.Stdout.Received + w.Final.Stderr.Received
 	switch {
 	case werr != nil && !w.Ended:
@@ -89,7 +89,7 @@ func runAuto(ctx context.Context, c *tool.Call, jobs Jobs, cmd Spec, run bashRun
 
 // renderReleased renders a watched job that outlived its window and now
 // runs as a background job: what the watch saw, and how to read on.
-func renderReleased(c *tool.Call, w Watched, run bashRun, enf broker.Enforcement, det BashDetails) tool.Outcome {
+func renderReleased(c *tool.Call, w watched, run bashRun, enf broker.Enforcement, det BashDetails) tool.Outcome {
 	det.Job, det.Cursor = w.ID, w.Next.Token(w.ID)
 	var b strings.Builder
 	writeNotes(&b, run.notes)
@@ -110,7 +110,7 @@ func renderReleased(c *tool.Call, w Watched, run bashRun, enf broker.Enforcement
 // renderWatched renders a watched job that ended in its window as a
 // foreground run is rendered; output the watch missed is named by the
 // plane's spill.
-func renderWatched(w Watched, run bashRun, host error, enf broker.Enforcement, det BashDetails) tool.Outcome {
+func renderWatched(w watched, run bashRun, host error, enf broker.Enforcement, det BashDetails) tool.Outcome {
 	body := string(w.Output)
 	switch sp := w.Final.Spill; {
 	case w.Missed && sp != nil:

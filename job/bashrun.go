@@ -92,26 +92,26 @@ func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.O
 	if strings.TrimSpace(a.Command) == "" {
 		return fail(tool.CodeInvalidArguments, "command must not be empty")
 	}
-	if len(a.Command) > MaxBashCommandBytes {
+	if len(a.Command) > maxBashCommandBytes {
 		return fail(tool.CodeInvalidArguments, fmt.Sprintf("command is %d bytes, more than the %d accepted; "+
-			"write it to a script with fs_write and run that (bash script.sh)", len(a.Command), MaxBashCommandBytes))
+			"write it to a script with fs_write and run that (bash script.sh)", len(a.Command), maxBashCommandBytes))
 	}
 	if i := strings.IndexByte(a.Command, 0); i >= 0 {
 		return fail(tool.CodeInvalidArguments, fmt.Sprintf("command holds a NUL byte at byte %d, which no command line can carry; "+
 			"write the bytes to a file with fs_write (or produce them with printf '\\0') and use the file", i))
 	}
-	run.timeout = DefaultBashTimeout
+	run.timeout = defaultBashTimeout
 	switch {
 	case a.TimeoutMs < 0:
 		return fail(tool.CodeInvalidArguments, fmt.Sprintf("timeout_ms must not be negative (got %d)", a.TimeoutMs))
 	case a.TimeoutMs > 0:
 		// Capped before converting, so a huge value cannot wrap negative
 		// (which the broker would read as no timeout at all).
-		run.timeout = time.Duration(min(int64(a.TimeoutMs), MaxBashTimeout.Milliseconds()+1)) * time.Millisecond
+		run.timeout = time.Duration(min(int64(a.TimeoutMs), maxBashTimeout.Milliseconds()+1)) * time.Millisecond
 	}
-	if run.timeout > MaxBashTimeout {
-		run.notes = append(run.notes, tool.ClampNote("timeout_ms", int64(a.TimeoutMs), MaxBashTimeout.Milliseconds()))
-		run.timeout = MaxBashTimeout
+	if run.timeout > maxBashTimeout {
+		run.notes = append(run.notes, tool.ClampNote("timeout_ms", int64(a.TimeoutMs), maxBashTimeout.Milliseconds()))
+		run.timeout = maxBashTimeout
 	}
 	det.TimeoutMs = run.timeout.Milliseconds()
 	// The shell directory working_directory chose passed the same
@@ -173,7 +173,7 @@ func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, command str
 		return broker.Policy{}, &o
 	}
 	// The tool's own variables carry no host secret: they always pass.
-	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", ScratchEnv)
+	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", scratchEnv)
 	return pol, nil
 }
 
@@ -183,8 +183,8 @@ func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, command str
 // root look covered by the workspace.
 func bashPolicyFor(c *tool.Call, perm *Permissions) (broker.Policy, error) {
 	if perm != nil {
-		if n := max(len(perm.ReadableRoots), len(perm.WritableRoots)); n > MaxPermissionRoots {
-			return broker.Policy{}, fmt.Errorf("permissions list %d roots in one list, at most %d each: name a directory that holds them instead", n, MaxPermissionRoots)
+		if n := max(len(perm.ReadableRoots), len(perm.WritableRoots)); n > maxPermissionRoots {
+			return broker.Policy{}, fmt.Errorf("permissions list %d roots in one list, at most %d each: name a directory that holds them instead", n, maxPermissionRoots)
 		}
 	}
 	req := broker.Policy{
@@ -244,14 +244,14 @@ func bashCommand(c *tool.Call, command string, run *bashRun, pol broker.Policy, 
 	env := bashEnv(c)
 	shell, fallback, found := jailShell(env, pol)
 	if !found {
-		det.Failed = fmt.Sprintf("no shell in the sandbox: no %s on the command's path (%s) under the system or readable roots, and no %s", BashShell, jailPathShown(env, pol), FallbackShell)
+		det.Failed = fmt.Sprintf("no shell in the sandbox: no %s on the command's path (%s) under the system or readable roots, and no %s", bashShell, jailPathShown(env, pol), fallbackShell)
 		o := bashFail(CodeExecFailed, "the command could not start: "+det.Failed, *det)
 		return Spec{}, &o
 	}
 	det.Shell = shell
 	if fallback {
 		run.notes = append(run.notes, fmt.Sprintf("the sandbox has no %s on the command's path (%s), so it ran with %s -c (%s), a POSIX shell without bash's extensions",
-			BashShell, jailPathShown(env, pol), FallbackShell, shell))
+			bashShell, jailPathShown(env, pol), fallbackShell, shell))
 	}
 	return Spec{
 		Command:  command,
@@ -265,7 +265,7 @@ func bashCommand(c *tool.Call, command string, run *bashRun, pol broker.Policy, 
 }
 
 // bashEnv is the environment offered to the command: the host's, plus
-// TMPDIR (the session scratch, created here) and ScratchEnv.
+// TMPDIR (the session scratch, created here) and scratchEnv.
 func bashEnv(c *tool.Call) map[string]string {
 	env := make(map[string]string, len(c.Env)+2)
 	for k, v := range c.Env {
@@ -275,7 +275,7 @@ func bashEnv(c *tool.Call) map[string]string {
 		env["TMPDIR"] = scratch
 	}
 	if c.Broker.Available().Applied(broker.LayerNamespaces) {
-		env[ScratchEnv] = broker.ScratchDir
+		env[scratchEnv] = broker.ScratchDir
 	}
 	return env
 }

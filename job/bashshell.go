@@ -11,22 +11,22 @@ import (
 
 // The shells bash runs a command with.
 const (
-	// BashShell is the shell bash looks for, by name, on the PATH the
+	// bashShell is the shell bash looks for, by name, on the PATH the
 	// command gets inside the sandbox.
-	BashShell = "bash"
-	// FallbackShell runs the command when the sandbox shows no bash; the
+	bashShell = "bash"
+	// fallbackShell runs the command when the sandbox shows no bash; the
 	// answer then says so (BashDetails.Shell, and a note).
-	FallbackShell = "/bin/sh"
-	// JailDefaultPath is where bash is looked for when the command gets
+	fallbackShell = "/bin/sh"
+	// jailDefaultPath is where bash is looked for when the command gets
 	// no PATH (the policy's EnvAllow does not pass it).
-	JailDefaultPath = "/usr/local/bin:/usr/bin:/bin"
+	jailDefaultPath = "/usr/local/bin:/usr/bin:/bin"
 )
 
 // jailShell returns the shell a command runs with as the jail will see
-// it: the first BashShell in a directory of the PATH the command gets
-// (env's PATH when pol passes it, else JailDefaultPath) that lies under
+// it: the first bashShell in a directory of the PATH the command gets
+// (env's PATH when pol passes it, else jailDefaultPath) that lies under
 // one of pol's system or readable roots, as the file it resolves to; failing that
-// FallbackShell when it lies under one of them (fallback true); found
+// fallbackShell when it lies under one of them (fallback true); found
 // false when neither does. The host's own PATH plays no part: a bash the
 // host has where the jail shows nothing is no shell for the command.
 // Writable roots are not searched, so a shell a command planted there is
@@ -38,7 +38,7 @@ func jailShell(env map[string]string, pol broker.Policy) (shell string, fallback
 			roots = append(roots, real)
 		}
 	}
-	path := JailDefaultPath
+	path := jailDefaultPath
 	if p, ok := env["PATH"]; ok && slices.Contains(pol.EnvAllow, "PATH") {
 		path = p
 	}
@@ -46,11 +46,11 @@ func jailShell(env map[string]string, pol broker.Policy) (shell string, fallback
 		if !filepath.IsAbs(dir) {
 			continue // a relative entry names a directory of the command's cwd, not a shell the harness picks
 		}
-		if p, ok := visibleExecutable(filepath.Join(dir, BashShell), roots); ok {
+		if p, ok := visibleExecutable(filepath.Join(dir, bashShell), roots); ok {
 			return p, false, true
 		}
 	}
-	if p, ok := visibleExecutable(FallbackShell, roots); ok {
+	if p, ok := visibleExecutable(fallbackShell, roots); ok {
 		return p, true, true
 	}
 	return "", false, false
@@ -82,5 +82,5 @@ func jailPathShown(env map[string]string, pol broker.Policy) string {
 	if p, ok := env["PATH"]; ok && slices.Contains(pol.EnvAllow, "PATH") {
 		return "PATH=" + strings.TrimSpace(p)
 	}
-	return "no PATH passed, so " + JailDefaultPath
+	return "no PATH passed, so " + jailDefaultPath
 }

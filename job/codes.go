@@ -24,7 +24,7 @@ const (
 	// CodeJobPlaneUnavailable: the plane cannot serve the request now: it
 	// is closed or has no broker, the call ended before the job started,
 	// or the job's standard input is closed, still being set up, or not
-	// read within SendTimeout.
+	// read within the plane's send bound.
 	CodeJobPlaneUnavailable tool.Code = "job_plane_unavailable"
 )
 
@@ -38,7 +38,7 @@ const (
 	// LifetimeSession, or LifetimeSession asked by a sub-agent; a
 	// LifetimeError's Code. Nothing was started and no approval raised.
 	CodeLifetimeRefused tool.Code = "lifetime_refused"
-	// CodeMalformedJobURI: an fs_read path under SchemePrefix that names
+	// CodeMalformedJobURI: an fs_read path under "job://" that names
 	// no job (something follows the handle).
 	CodeMalformedJobURI tool.Code = "malformed_job_uri"
 )
@@ -59,15 +59,11 @@ const (
 	CodeOutputLimited tool.Code = "output_limited"
 )
 
-// RefusalCodes returns the five codes an Error carries, in the order
-// declared.
-func RefusalCodes() []tool.Code {
-	return []tool.Code{CodeUnknownJob, CodeJobCeilingReached, CodeJobClearanceRefused, CodeNoJobPlane, CodeJobPlaneUnavailable}
-}
-
 // Error is a job plane's refusal.
 type Error struct {
-	// Code is one of RefusalCodes.
+	// Code is one of the five plane refusal codes: CodeUnknownJob,
+	// CodeJobCeilingReached, CodeJobClearanceRefused, CodeNoJobPlane or
+	// CodeJobPlaneUnavailable.
 	Code tool.Code
 	// Reason says why, for the model.
 	Reason string

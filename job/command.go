@@ -25,11 +25,11 @@ func CommandPolicy(c *tool.Call, perm *Permissions) (broker.Policy, error) {
 	if err != nil {
 		return broker.Policy{}, err
 	}
-	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", ScratchEnv)
+	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", scratchEnv)
 	return pol, nil
 }
 
 // CommandEnv is the environment bash offers a command of c: the session's
-// variables, TMPDIR at the strand's scratch directory and ScratchEnv where
+// variables, TMPDIR at the strand's scratch directory and LOOM_SCRATCH_DIR where
 // the jail gives a private one.
 func CommandEnv(c *tool.Call) map[string]string { return bashEnv(c) }

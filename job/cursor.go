@@ -23,9 +23,9 @@ type Cursors struct {
 // cursorTokenPrefix versions the cursor token format.
 const cursorTokenPrefix = "c1."
 
-// MaxCursorTokenBytes bounds a cursor token ParseCursor reads; every
+// maxCursorTokenBytes bounds a cursor token ParseCursor reads; every
 // token Token mints is shorter.
-const MaxCursorTokenBytes = 64
+const maxCursorTokenBytes = 64
 
 // cursorCheckBytes is the length of the check that binds a token to its
 // job and refuses a hand-edited one.
@@ -88,7 +88,7 @@ func ParseCursor(id ID, token string) (Cursors, error) {
 	fail := func(reason string) (Cursors, error) {
 		return Cursors{}, &CursorError{Code: CodeInvalidCursor, Token: token, Reason: reason}
 	}
-	if len(token) > MaxCursorTokenBytes {
+	if len(token) > maxCursorTokenBytes {
 		return fail("longer than any cursor this job hands out")
 	}
 	body, ok := strings.CutPrefix(token, cursorTokenPrefix)

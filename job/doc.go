@@ -5,7 +5,7 @@
 // It owns the Jobs seam and its whole vocabulary (Spec, Owner, State,
 // Cursors, Polled, Row, the refusal codes and error types, …), the bash
 // tool (BashTool), the job_poll, job_kill and job_send tools (Tools), the
-// job:// virtual namespace for fs_read (Scheme, ReadURI), and Plane, a
+// job:// virtual namespace for fs_read (Scheme), and Plane, a
 // reference implementation over a broker that a host may use as is or
 // replace with its own. Every tool here is handed its Jobs value at
 // construction; package tool's Call carries the call's identity and
@@ -42,7 +42,7 @@
 //     says Killed with cause StopOutputBound, so no job can fill the disk
 //     through its spill.
 //   - Every failing outcome carries one tool.Code in Outcome.Code: a
-//     plane's refusals one of the five RefusalCodes (CodeUnknownJob,
+//     plane's refusals one of the five plane refusal codes (CodeUnknownJob,
 //     CodeJobCeilingReached, CodeJobClearanceRefused, CodeNoJobPlane,
 //     CodeJobPlaneUnavailable), which code mode hands to programs as they
 //     are; argument problems tool.CodeInvalidArguments, CodeInvalidCursor

@@ -7,7 +7,7 @@ import (
 )
 
 // TestPermissionRootsAreBounded: each of permissions' root lists holds at
-// most MaxPermissionRoots roots; one more is refused before any root is
+// most maxPermissionRoots roots; one more is refused before any root is
 // resolved, naming the bound, so the refusal stays bounded too.
 func TestPermissionRootsAreBounded(t *testing.T) {
 	t.Parallel()
@@ -24,15 +24,15 @@ func TestPermissionRootsAreBounded(t *testing.T) {
 		perm Permissions
 		ok   bool
 	}{
-		{"readable at the bound", Permissions{ReadableRoots: roots(MaxPermissionRoots)}, true},
-		{"readable one past", Permissions{ReadableRoots: roots(MaxPermissionRoots + 1)}, false},
-		{"writable one past", Permissions{WritableRoots: roots(MaxPermissionRoots + 1)}, false},
+		{"readable at the bound", Permissions{ReadableRoots: roots(maxPermissionRoots)}, true},
+		{"readable one past", Permissions{ReadableRoots: roots(maxPermissionRoots + 1)}, false},
+		{"writable one past", Permissions{WritableRoots: roots(maxPermissionRoots + 1)}, false},
 	} {
 		_, err := bashPolicyFor(c, &tc.perm)
 		switch {
 		case tc.ok && err != nil && strings.Contains(err.Error(), "at most"):
 			t.Errorf("%s: refused: %v", tc.name, err)
-		case !tc.ok && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", MaxPermissionRoots))):
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", maxPermissionRoots))):
 			t.Errorf("%s: %v, want the bound named", tc.name, err)
 		}
 	}

@@ -42,12 +42,12 @@ const (
 
 // Fixed bounds of the reference plane.
 const (
-	// KillSettleTimeout is how long Kill waits for a killed job's tree to
+	// killSettleTimeout is how long Kill waits for a killed job's tree to
 	// be reaped before answering its row as it stands.
-	KillSettleTimeout = 5 * time.Second
-	// SendTimeout bounds one write to a job's standard input; a job that
+	killSettleTimeout = 5 * time.Second
+	// sendTimeout bounds one write to a job's standard input; a job that
 	// does not read leaves its pipe full and the send refused.
-	SendTimeout = 5 * time.Second
+	sendTimeout = 5 * time.Second
 	// jobStepPrefix begins the sibling step a job's budget is pooled in.
 	jobStepPrefix = "job/"
 )
@@ -64,7 +64,7 @@ type Options struct {
 	// MaxWait is the longest a poll waits (DefaultMaxWait).
 	MaxWait time.Duration
 	// TailBytes is the window kept per stream (DefaultTailBytes, at least
-	// MinTailCapacity).
+	// one UTF-8 character: utf8.UTFMax bytes).
 	TailBytes int
 	// Heartbeat is the idle heartbeat interval (DefaultHeartbeat).
 	Heartbeat time.Duration

@@ -433,7 +433,7 @@ func TestHeartbeatsOnlyOnceTheOwnerHoldsTheJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Watched (attended) for several heartbeat intervals: silent.
+	// watched (attended) for several heartbeat intervals: silent.
 	if p, _ := f.plane.Poll(context.Background(), mainOwner, s.ID, job.Cursors{}, 200*time.Millisecond); !p.State.Pending() {
 		t.Fatalf("job ended early: %+v", p.Row)
 	}

@@ -39,12 +39,12 @@ type Denial struct {
 	Wanted []string `json:"wanted,omitempty"`
 }
 
-// RefusalOutcome renders err, as a job plane or a cursor parse returned
+// refusalOutcome renders err, as a job plane or a cursor parse returned
 // it, as tool name's in-band error outcome: an *Error keeps its code (and
 // denial), a *CursorError and a *LifetimeError keep theirs (tool.CodeOf);
 // anything else, or one of them without a code, is
 // CodeJobPlaneUnavailable.
-func RefusalOutcome(name string, err error) tool.Outcome {
+func refusalOutcome(name string, err error) tool.Outcome {
 	var (
 		je *Error
 		ce *CursorError

@@ -8,38 +8,38 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// SchemePrefix begins the virtual paths fs_read serves from a job plane:
+// schemePrefix begins the virtual paths fs_read serves from a job plane:
 // "job://" lists the caller's jobs and "job://<handle>" reads one.
-const SchemePrefix = "job://"
+const schemePrefix = "job://"
 
-// ReadURI answers fs_read of a job:// path for the calling strand over
+// readURI answers fs_read of a job:// path for the calling strand over
 // j (nil: NoPlane): "job://" lists its jobs, "job://<handle>" is a
 // zero-wait poll from the oldest output kept; a path not under
-// SchemePrefix is refused with tool.CodeUnknownScheme, one with anything
+// schemePrefix is refused with tool.CodeUnknownScheme, one with anything
 // after the handle with CodeMalformedJobURI. It starts at zero cursors and advances no state, so
 // a host may treat the read as replay-safe, and it answers only the
 // caller's own jobs.
-func ReadURI(ctx context.Context, j Jobs, c *tool.Call, uri string) tool.Outcome {
+func readURI(ctx context.Context, j Jobs, c *tool.Call, uri string) tool.Outcome {
 	j = orNoPlane(j)
-	rest, ok := strings.CutPrefix(uri, SchemePrefix)
+	rest, ok := strings.CutPrefix(uri, schemePrefix)
 	if !ok {
-		return tool.Fail(tool.CodeUnknownScheme, fmt.Sprintf("%s is not a %s path", quote(uri), SchemePrefix))
+		return tool.Fail(tool.CodeUnknownScheme, fmt.Sprintf("%s is not a %s path", quote(uri), schemePrefix))
 	}
 	rest = strings.Trim(rest, "/")
 	o := OwnerOf(c)
 	if rest == "" {
 		l, err := j.List(ctx, o)
 		if err != nil {
-			return RefusalOutcome("fs_read", err)
+			return refusalOutcome("fs_read", err)
 		}
 		return renderList(l, c.Clock())
 	}
 	if strings.ContainsAny(rest, "/?#") {
-		return tool.Fail(CodeMalformedJobURI, fmt.Sprintf("%s: a job path is %s<handle>, with nothing after the handle", quote(uri), SchemePrefix))
+		return tool.Fail(CodeMalformedJobURI, fmt.Sprintf("%s: a job path is %s<handle>, with nothing after the handle", quote(uri), schemePrefix))
 	}
 	p, err := j.Poll(ctx, o, ID(rest), Cursors{}, 0)
 	if err != nil {
-		return RefusalOutcome("fs_read", err)
+		return refusalOutcome("fs_read", err)
 	}
 	return renderPoll(p, c.Clock())
 }
@@ -51,10 +51,10 @@ func ReadURI(ctx context.Context, j Jobs, c *tool.Call, uri string) tool.Outcome
 func Scheme(j Jobs) tool.Scheme {
 	j = orNoPlane(j)
 	return tool.Scheme{
-		Name:     strings.TrimSuffix(SchemePrefix, "://"),
+		Name:     strings.TrimSuffix(schemePrefix, "://"),
 		Describe: "`job://` lists your background jobs and `job://<handle>` shows one's state and recent output without advancing anything.",
 		Read: func(ctx context.Context, c *tool.Call, uri string) tool.Outcome {
-			return ReadURI(ctx, j, c, uri)
+			return readURI(ctx, j, c, uri)
 		},
 	}
 }

@@ -2,9 +2,9 @@ package job
 
 import "unicode/utf8"
 
-// MinTailCapacity is the smallest window a Tail keeps: one whole UTF-8
+// minTailCapacity is the smallest window a Tail keeps: one whole UTF-8
 // encoded character. NewTail raises smaller capacities to it.
-const MinTailCapacity = utf8.UTFMax
+const minTailCapacity = utf8.UTFMax
 
 // Tail is a bounded rolling window over one output stream, addressed by a
 // monotone byte cursor: the offset, counted from the stream's first byte,
@@ -47,9 +47,9 @@ type TailSince struct {
 }
 
 // NewTail returns an empty Tail retaining at most capacity bytes (at
-// least MinTailCapacity).
+// least one UTF-8 character: utf8.UTFMax bytes).
 func NewTail(capacity int) *Tail {
-	capacity = max(capacity, MinTailCapacity)
+	capacity = max(capacity, minTailCapacity)
 	return &Tail{ring: make([]byte, capacity)}
 }
 

@@ -15,15 +15,15 @@ const (
 	SendToolName = "job_send"
 )
 
-// MaxSendBytes bounds the input one job_send writes.
-const MaxSendBytes = 64 << 10
+// maxSendBytes bounds the input one job_send writes.
+const maxSendBytes = 64 << 10
 
 // Tools returns job_poll, job_kill and job_send over j, in that order: a
 // host registers all three or none (a job a model can start but not stop
 // would be a leak). A nil j is NoPlane(). Jobs are started by bash's mode
 // argument, not by a tool here.
 func Tools(j Jobs) []tool.Tool {
-	return []tool.Tool{PollTool(j), KillTool(j), SendTool(j)}
+	return []tool.Tool{pollTool(j), killTool(j), sendTool(j)}
 }
 
 type pollArgs struct {
@@ -32,11 +32,11 @@ type pollArgs struct {
 	WaitMs *int   `json:"wait_ms,omitempty" jsonschema:"default 0: at once"`
 }
 
-// PollTool returns job_poll over j: read a job's new output and state, or
+// pollTool returns job_poll over j: read a job's new output and state, or
 // list the caller's jobs. The wait is clamped to j.MaxWait(), the number
 // the description states. A poll of a running job is a success; its text
 // and Details.Pending come from one predicate (State.Pending).
-func PollTool(j Jobs) tool.Tool {
+func pollTool(j Jobs) tool.Tool {
 	j = orNoPlane(j)
 	maxWait := j.MaxWait()
 	return tool.Typed(tool.Tool{
@@ -66,18 +66,18 @@ func PollTool(j Jobs) tool.Tool {
 			}
 			l, err := j.List(ctx, o)
 			if err != nil {
-				return RefusalOutcome(PollToolName, err)
+				return refusalOutcome(PollToolName, err)
 			}
 			return renderList(l, c.Clock())
 		}
 		id := ID(a.Job)
 		cur, err := ParseCursor(id, a.Cursor)
 		if err != nil {
-			return RefusalOutcome(PollToolName, err)
+			return refusalOutcome(PollToolName, err)
 		}
 		p, err := j.Poll(ctx, o, id, cur, wait)
 		if err != nil {
-			return RefusalOutcome(PollToolName, err)
+			return refusalOutcome(PollToolName, err)
 		}
 		out := renderPoll(p, c.Clock())
 		out.Text = note + out.Text
@@ -89,9 +89,9 @@ type killArgs struct {
 	Job string `json:"job"`
 }
 
-// KillTool returns job_kill over j: end a job's whole process tree.
+// killTool returns job_kill over j: end a job's whole process tree.
 // Killing a job that already ended reports that end.
-func KillTool(j Jobs) tool.Tool {
+func killTool(j Jobs) tool.Tool {
 	j = orNoPlane(j)
 	return tool.Typed(tool.Tool{
 		Name:          KillToolName,
@@ -105,7 +105,7 @@ func KillTool(j Jobs) tool.Tool {
 		}
 		row, err := j.Kill(ctx, OwnerOf(c), ID(a.Job))
 		if err != nil {
-			return RefusalOutcome(KillToolName, err)
+			return refusalOutcome(KillToolName, err)
 		}
 		return tool.Outcome{Text: rowHeadline(row, c.Clock()), Details: row}
 	})
@@ -117,14 +117,14 @@ type sendArgs struct {
 	EOF   bool   `json:"eof,omitempty" jsonschema:"then close standard input"`
 }
 
-// SendTool returns job_send over j: write to a job's standard input, and
+// sendTool returns job_send over j: write to a job's standard input, and
 // close it with eof.
-func SendTool(j Jobs) tool.Tool {
+func sendTool(j Jobs) tool.Tool {
 	j = orNoPlane(j)
 	return tool.Typed(tool.Tool{
 		Name: SendToolName,
 		Description: fmt.Sprintf("Write to a background job's standard input, at most %d bytes per call; read the reply "+
-			"with job_poll.", MaxSendBytes),
+			"with job_poll.", maxSendBytes),
 		PromptSnippet: "job_send: write to a background job's standard input",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Concurrent,
@@ -132,8 +132,8 @@ func SendTool(j Jobs) tool.Tool {
 		if a.Job == "" {
 			return tool.Fail(tool.CodeInvalidArguments, "job is empty; job_poll without arguments lists your jobs")
 		}
-		if len(a.Input) > MaxSendBytes {
-			return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("input is %d bytes; at most %d are sent per call", len(a.Input), MaxSendBytes))
+		if len(a.Input) > maxSendBytes {
+			return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("input is %d bytes; at most %d are sent per call", len(a.Input), maxSendBytes))
 		}
 		if a.Input == "" && !a.EOF {
 			return tool.Fail(tool.CodeInvalidArguments, "nothing to send: give input, eof, or both")
@@ -144,7 +144,7 @@ func SendTool(j Jobs) tool.Tool {
 		}
 		s, err := j.Send(ctx, OwnerOf(c), ID(a.Job), []byte(a.Input), end)
 		if err != nil {
-			return RefusalOutcome(SendToolName, err)
+			return refusalOutcome(SendToolName, err)
 		}
 		text := fmt.Sprintf("sent %d bytes to job %s", s.Bytes, a.Job)
 		if s.Closed {

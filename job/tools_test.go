@@ -84,7 +84,7 @@ func TestToolsRefuseBadInputInBand(t *testing.T) {
 	}
 
 	// At the bounds: a cursor at the stream's end, a wait of exactly the
-	// maximum, and a send of exactly MaxSendBytes are accepted.
+	// maximum, and a send of exactly maxSendBytes are accepted.
 	atEnd := job.Cursors{Stdout: 3}.Token(job.ID(id))
 	if o := dispatch(t, r, "main", job.PollToolName, map[string]any{"job": id, "cursor": atEnd, "wait_ms": 1}); o.IsError {
 		t.Fatalf("cursor at the end: %s", o.Text)
@@ -152,7 +152,7 @@ func TestNoPlaneRefusesEverything(t *testing.T) {
 
 func TestRefusalCodesAreStable(t *testing.T) {
 	want := []string{"unknown_job", "job_ceiling_reached", "job_clearance_refused", "no_job_plane", "job_plane_unavailable"}
-	got := job.RefusalCodes()
+	got := []tool.Code{job.CodeUnknownJob, job.CodeJobCeilingReached, job.CodeJobClearanceRefused, job.CodeNoJobPlane, job.CodeJobPlaneUnavailable}
 	if len(got) != len(want) {
 		t.Fatalf("%d codes, want %d", len(got), len(want))
 	}
@@ -217,7 +217,7 @@ func TestSchemeServesFsRead(t *testing.T) {
 
 func TestPollToolStatesTheMaxWait(t *testing.T) {
 	f := newFixture(t, job.Options{MaxWait: 1234 * time.Millisecond})
-	if d := job.PollTool(f.plane).Description; !strings.Contains(d, fmt.Sprint(1234)) {
+	if d := job.Tools(f.plane)[0].Description; !strings.Contains(d, fmt.Sprint(1234)) {
 		t.Fatalf("description does not state the plane's max wait: %s", d)
 	}
 }

@@ -19,8 +19,9 @@ import (
 // never a model argument: an implementation answers a job that another
 // strand started as if it did not exist (CodeUnknownJob). Every failure
 // is an error a caller inspects with errors.As or tool.CodeOf: *Error
-// (one of the RefusalCodes), *CursorError, or *LifetimeError. Methods
-// must be safe for concurrent use and must not panic.
+// (one of the five plane refusal codes), *CursorError, or
+// *LifetimeError. Methods must be safe for concurrent use and must not
+// panic.
 type Jobs interface {
 	// Start clears spec and starts it as a job the owner is notified
 	// about when it ends: what bash's background mode calls.
@@ -179,9 +180,6 @@ const (
 	// LostUnsettled: the plane closed and the job had not settled within
 	// its drain bound after the kill.
 	LostUnsettled LostReason = "unsettled"
-	// LostRestart: the host restarted and the job's process did not
-	// survive it; a job is never replayed.
-	LostRestart LostReason = "restart"
 )
 
 // Streamed is what one stream returned to a poll.

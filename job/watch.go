@@ -9,19 +9,19 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// Bounds of Watch, the loop behind bash's auto mode.
+// Bounds of watch, the loop behind bash's auto mode.
 const (
-	// WatchInterval is the longest a watch waits between two looks at
+	// watchInterval is the longest a watch waits between two looks at
 	// its job; a look returns sooner when output arrives or the job ends.
-	WatchInterval = 500 * time.Millisecond
-	// WatchKeepBytes bounds the bytes of each stream a watch keeps: the
+	watchInterval = 500 * time.Millisecond
+	// watchKeepBytes bounds the bytes of each stream a watch keeps: the
 	// most a foreground run shows inline. A stream that outgrows it is
 	// Missed, and its whole text is the plane's spill.
-	WatchKeepBytes = blob.OverflowThreshold
+	watchKeepBytes = blob.OverflowThreshold
 )
 
-// Watched is what Watch saw of one job.
-type Watched struct {
+// watched is what watch saw of one job.
+type watched struct {
 	ID ID
 	// Ended: the job reached a terminal state inside the window, or ended
 	// before Release could hand it over (AlreadyEnded). The caller renders
@@ -31,32 +31,32 @@ type Watched struct {
 	// Final is the last look; terminal when Ended.
 	Final Polled
 	// Output is both streams in the order the looks returned them (within
-	// one look, stdout before stderr), up to WatchKeepBytes in all: what a
+	// one look, stdout before stderr), up to watchKeepBytes in all: what a
 	// foreground run would have shown. Stdout and Stderr are the same
 	// bytes split by stream.
 	Output, Stdout, Stderr []byte
 	// Missed: some bytes were not seen (they fell out of the plane's
-	// window between looks, or passed WatchKeepBytes), so the complete
+	// window between looks, or passed watchKeepBytes), so the complete
 	// text is Final.Spill's, when the plane spilled.
 	Missed bool
 	// Next is where a later poll of the job continues.
 	Next Cursors
 }
 
-// Watch watches job id, started with Jobs.Attend, for up to window:
-// it looks at most WatchInterval apart, shows observe (nil ignores)
+// watch watches job id, started with Jobs.Attend, for up to window:
+// it looks at most watchInterval apart, shows observe (nil ignores)
 // each stream's rolling tail after every look that brought output, and
 // stops as soon as the job ends. A job still running when the window
 // closes is handed to its owner with Release. If ctx ends first, the job
 // is killed (as a foreground run would be) and ctx's error is returned
 // beside what was seen. Any other error is the plane's (an *Error or a
 // *CursorError), returned as is.
-func Watch(ctx context.Context, jobs Jobs, o Owner, id ID, window time.Duration, observe func(tool.OutputTail)) (Watched, error) {
-	w := Watched{ID: id}
+func watch(ctx context.Context, jobs Jobs, o Owner, id ID, window time.Duration, observe func(tool.OutputTail)) (watched, error) {
+	w := watched{ID: id}
 	views := [2]*Tail{NewTail(tool.TailBytes), NewTail(tool.TailBytes)}
 	deadline := time.Now().Add(window)
 	for {
-		wait := min(WatchInterval, max(time.Until(deadline), 0))
+		wait := min(watchInterval, max(time.Until(deadline), 0))
 		p, err := jobs.Poll(ctx, o, id, w.Next, wait)
 		if err != nil {
 			return w, w.stop(ctx, jobs, o, err)
@@ -90,7 +90,7 @@ func Watch(ctx context.Context, jobs Jobs, o Owner, id ID, window time.Duration,
 
 // stop kills the job when ctx ended (the caller went away), and returns
 // err unchanged.
-func (w *Watched) stop(ctx context.Context, jobs Jobs, o Owner, err error) error {
+func (w *watched) stop(ctx context.Context, jobs Jobs, o Owner, err error) error {
 	if ctx.Err() != nil {
 		if row, kerr := jobs.Kill(context.WithoutCancel(ctx), o, w.ID); kerr == nil {
 			w.Final.Row = row
@@ -101,7 +101,7 @@ func (w *Watched) stop(ctx context.Context, jobs Jobs, o Owner, err error) error
 }
 
 // absorb folds one look into w.
-func (w *Watched) absorb(p Polled, views [2]*Tail, observe func(tool.OutputTail)) {
+func (w *watched) absorb(p Polled, views [2]*Tail, observe func(tool.OutputTail)) {
 	w.Final, w.Next = p, p.Next
 	for i, s := range [2]struct {
 		name string
@@ -114,7 +114,7 @@ func (w *Watched) absorb(p Polled, views [2]*Tail, observe func(tool.OutputTail)
 		if s.got.Text == "" {
 			continue
 		}
-		if len(w.Output)+len(s.got.Text) <= WatchKeepBytes {
+		if len(w.Output)+len(s.got.Text) <= watchKeepBytes {
 			*s.acc = append(*s.acc, s.got.Text...)
 			w.Output = append(w.Output, s.got.Text...)
 		} else {

@@ -94,9 +94,9 @@ type Step struct {
 	Reason string
 }
 
-// LooseKey is the form under which two task texts count as the same task:
+// looseKey is the form under which two task texts count as the same task:
 // lower case with every space removed.
-func LooseKey(text string) string {
+func looseKey(text string) string {
 	var b strings.Builder
 	for _, r := range text {
 		if unicode.IsSpace(r) {
@@ -108,18 +108,19 @@ func LooseKey(text string) string {
 }
 
 // Resolve finds the task name refers to: the task whose text equals name
-// exactly, else the one task whose LooseKey equals name's. It answers -1
-// and an *Error (CodeUnknownTask or CodeAmbiguousTask) otherwise.
+// exactly, else the one task whose text equals name's but for case and
+// spacing. It answers -1 and an *Error (CodeUnknownTask or
+// CodeAmbiguousTask) otherwise.
 func (b Board) Resolve(name string) (int, error) {
 	for i, t := range b.Tasks {
 		if t.Text == name {
 			return i, nil
 		}
 	}
-	key := LooseKey(name)
+	key := looseKey(name)
 	found := -1
 	for i, t := range b.Tasks {
-		if LooseKey(t.Text) == key {
+		if looseKey(t.Text) == key {
 			if found >= 0 {
 				return -1, refuse(CodeAmbiguousTask, "%s matches more than one task; name it exactly", quote(name))
 			}
@@ -149,9 +150,9 @@ func (b Board) Clone() Board {
 }
 
 // Merge is one item of an init or append that did not become a task
-// of its own: its text, trimmed, is the same task under LooseKey as Into,
-// the text of an earlier item of the same step or of a task already on
-// the board.
+// of its own: its text, trimmed, equals Into but for case and spacing,
+// Into being the text of an earlier item of the same step or of a task
+// already on the board.
 type Merge struct {
 	// Item is the item as it landed nowhere, trimmed.
 	Item string `json:"item"`
@@ -160,7 +161,8 @@ type Merge struct {
 }
 
 // Apply is the whole semantics of the todo tool, pure: the step, then
-// Settle, then Validate. b is not modified. A refused step returns b
+// the activity rules (one active task, the first pending one promoted
+// when none is), then Validate. b is not modified. A refused step returns b
 // unchanged and an *Error. ApplyReport lands the same board and says
 // which items were merged.
 func Apply(b Board, s Step) (Board, error) {
@@ -243,7 +245,7 @@ func ApplyReport(b Board, s Step) (Board, []Merge, error) {
 	default:
 		return b, nil, refuse(CodeInvalid, "unknown op %s; ops: %s", quote(string(s.Op)), opList())
 	}
-	out = Settle(out)
+	out = settle(out)
 	if err := out.Validate(); err != nil {
 		return b, nil, err
 	}
@@ -270,21 +272,21 @@ func taskText(item string) (string, error) {
 	return text, nil
 }
 
-// find returns the index of the task that is text under LooseKey, or -1.
+// find returns the index of the task that is text under looseKey, or -1.
 func (b Board) find(text string) int {
-	key := LooseKey(text)
+	key := looseKey(text)
 	for i, t := range b.Tasks {
-		if LooseKey(t.Text) == key {
+		if looseKey(t.Text) == key {
 			return i
 		}
 	}
 	return -1
 }
 
-// Settle restores the activity rules: at most one active task (the first
+// settle restores the activity rules: at most one active task (the first
 // one stays), and when none is active the first pending task is promoted.
 // A blocked task is never promoted.
-func Settle(b Board) Board {
+func settle(b Board) Board {
 	out := b.Clone()
 	active := -1
 	for i := range out.Tasks {
@@ -309,7 +311,7 @@ func Settle(b Board) Board {
 
 // Validate reports whether b keeps every board rule: at most MaxTasks
 // tasks, each with non-empty text within MaxTextBytes and a known
-// status, texts distinct under LooseKey, at most one active task, and no
+// status, texts distinct but for case and spacing, at most one active task, and no
 // pending task while none is active.
 func (b Board) Validate() error {
 	if len(b.Tasks) > MaxTasks {
@@ -321,7 +323,7 @@ func (b Board) Validate() error {
 		if _, err := taskText(t.Text); err != nil || t.Text != strings.TrimSpace(t.Text) {
 			return refuse(CodeInvalid, "task %q has invalid text", t.Text)
 		}
-		k := LooseKey(t.Text)
+		k := looseKey(t.Text)
 		if seen[k] {
 			return refuse(CodeInvalid, "task %q appears twice", t.Text)
 		}

@@ -68,7 +68,7 @@ func TestApplyTodo(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	// Boards from Apply are distinct under LooseKey; Resolve still
+	// Boards from Apply are distinct under looseKey; Resolve still
 	// answers a board that is not, preferring the exact text.
 	b := board("active:ab", "pending:a b", "pending:A B")
 	if i, err := b.Resolve("a b"); i != 1 || err != nil {

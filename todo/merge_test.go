@@ -7,7 +7,7 @@ import (
 )
 
 // Items that name a task already listed (by an earlier item of the same
-// step, or on the board) under LooseKey are merged, and the step says so.
+// step, or on the board) under looseKey are merged, and the step says so.
 func TestApplyTodoReportsMerges(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

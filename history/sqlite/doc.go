@@ -5,11 +5,11 @@
 // A host opens it with Open(path, Options{}), hands the Store to
 // history.SearchTool and history.RememberTool, and feeds it with Index or
 // IndexBatch as its session log grows. The database keeps a WAL journal,
-// one writer and many readers (at most MaxReaders read connections), an
+// one writer and many readers (at most eight read connections), an
 // FTS5 word index (unicode61, no stemming), an optional trigram index
 // over the vocabulary of indexed words used as a substring fallback (it
 // also finds pieces of CJK runs, which the word index keeps whole), a
-// schema versioned with PRAGMA user_version (SchemaVersion), and a
+// schema versioned with PRAGMA user_version, and a
 // background checkpointer that copies the WAL of batched ingest back into
 // the database file on its own connection while the writer goes on.
 //
@@ -47,6 +47,6 @@
 //     description and text as history.PrepareNote leaves them) is
 //     answered history.Remembered.AlreadyStored, and neither stored nor
 //     counted.
-//   - A database with a schema newer than SchemaVersion is refused, never
+//   - A database with a schema newer than this library's is refused, never
 //     written.
 package sqlite

@@ -138,8 +138,8 @@ func TestNoteIndexMigrationAndPlan(t *testing.T) {
 	}
 	defer s.Close()
 	var v int
-	if err := s.writer.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
-		t.Fatalf("user_version %d %v, want %d", v, err, SchemaVersion)
+	if err := s.writer.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("user_version %d %v, want %d", v, err, schemaVersion)
 	}
 	for i, want := range []bool{false, true} {
 		if r, err := s.Remember(ctx, testNote()); err != nil || r.AlreadyStored != want {

@@ -8,10 +8,10 @@ import (
 	"github.com/agentloom/loom/history"
 )
 
-// SchemaVersion is the schema this library writes, kept in PRAGMA
+// schemaVersion is the schema this library writes, kept in PRAGMA
 // user_version. Opening a database migrates it up to this version, one
 // step per transaction; a newer database is refused.
-const SchemaVersion = 2
+const schemaVersion = 2
 
 // migration moves the schema from version i to i+1 inside tx.
 type migration func(ctx context.Context, tx *sql.Tx, o Options) error
@@ -72,17 +72,17 @@ func migrateNoteIndex(ctx context.Context, tx *sql.Tx, _ Options) error {
 	return nil
 }
 
-// migrate brings the schema to SchemaVersion and reads the settings.
+// migrate brings the schema to schemaVersion and reads the settings.
 func (s *Store) migrate(ctx context.Context, o Options) error {
 	for {
 		var v int
 		if err := s.writer.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
 			return classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "reading the schema version")
 		}
-		if v > SchemaVersion {
-			return refuse(history.CodeIndexUnavailable, "the index has schema version %d, newer than this library's %d", v, SchemaVersion)
+		if v > schemaVersion {
+			return refuse(history.CodeIndexUnavailable, "the index has schema version %d, newer than this library's %d", v, schemaVersion)
 		}
-		if v == SchemaVersion {
+		if v == schemaVersion {
 			break
 		}
 		if err := s.step(ctx, v, o); err != nil {

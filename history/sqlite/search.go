@@ -16,7 +16,7 @@ const snippetTokens = 24
 // Search answers the entries matching q, newest first. A words query that
 // finds nothing is retried as substrings, when the database keeps the
 // vocabulary index and every word is at least history.MinSubstringRunes long:
-// each word stands for the (at most MaxSubstringWords newest) indexed
+// each word stands for the (at most maxSubstringWords newest) indexed
 // words containing it. Such hits have Substring set.
 func (s *Store) Search(ctx context.Context, q history.Query) ([]history.Hit, error) {
 	if err := s.check(history.CodeIndexUnavailable); err != nil {

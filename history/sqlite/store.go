@@ -23,8 +23,8 @@ const (
 	// writer, when Options.BusyTimeout is zero, before the call is refused
 	// history.CodeIndexBusy or history.CodeMemoryBusy.
 	DefaultBusyTimeout = 5 * time.Second
-	// MaxReaders bounds the read connections kept open.
-	MaxReaders = 8
+	// maxReaders bounds the read connections kept open.
+	maxReaders = 8
 	// writerCacheKiB and readerCacheKiB size each connection's page cache;
 	// the writer's is large because batched inserts touch many pages.
 	writerCacheKiB = 64 << 10
@@ -103,8 +103,9 @@ func (o Options) busyTimeout() time.Duration {
 // Open opens (creating if needed) the index at path, a file path (not
 // ":memory:", since readers and the writer share it, and without '?', '#'
 // or '%', which SQLite would read as URI syntax), and migrates its schema
-// to SchemaVersion. A bad path, a file that is no database, and a
-// database with a newer schema are refused history.CodeIndexUnavailable.
+// to this library's version. A bad path, a file that is no database,
+// and a database with a newer schema are refused
+// history.CodeIndexUnavailable.
 // Close the Store when done.
 func Open(path string, o Options) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#%") {
@@ -129,8 +130,8 @@ func Open(path string, o Options) (*Store, error) {
 		writer.Close()
 		return nil, &history.Refusal{Code: history.CodeIndexUnavailable, Message: "cannot open the index for reading", Err: err}
 	}
-	readers.SetMaxOpenConns(MaxReaders)
-	readers.SetMaxIdleConns(MaxReaders)
+	readers.SetMaxOpenConns(maxReaders)
+	readers.SetMaxIdleConns(maxReaders)
 	s.readers = readers
 	if s.probe, err = openProbe(context.Background()); err != nil {
 		readers.Close()

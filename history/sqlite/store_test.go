@@ -279,7 +279,7 @@ func TestOpenRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion+1)); err != nil {
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -288,8 +288,8 @@ func TestOpenRefusals(t *testing.T) {
 }
 
 func TestReopenKeepsSchemaAndSettings(t *testing.T) {
-	if len(migrations) != SchemaVersion {
-		t.Fatalf("%d migrations for schema version %d", len(migrations), SchemaVersion)
+	if len(migrations) != schemaVersion {
+		t.Fatalf("%d migrations for schema version %d", len(migrations), schemaVersion)
 	}
 	path := filepath.Join(t.TempDir(), "h.db")
 	s, err := Open(path, Options{NoSubstrings: true})
@@ -311,7 +311,7 @@ func TestReopenKeepsSchemaAndSettings(t *testing.T) {
 		t.Errorf("after reopen: %v %v", hits, err)
 	}
 	var v int
-	if err := s.writer.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
+	if err := s.writer.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
 		t.Errorf("user_version %d %v", v, err)
 	}
 }

@@ -12,17 +12,17 @@ import (
 
 // Bounds of the substring fallback.
 const (
-	// MaxVocabularyWordBytes bounds a word kept in the vocabulary the
+	// maxVocabularyWordBytes bounds a word kept in the vocabulary the
 	// substring fallback searches; longer runs (hashes, base64) are left
 	// out, as nobody looks for a piece of one by substring.
-	MaxVocabularyWordBytes = 64
-	// MaxSubstringWords bounds how many vocabulary words one query word
+	maxVocabularyWordBytes = 64
+	// maxSubstringWords bounds how many vocabulary words one query word
 	// may expand to in the substring fallback; the newest are used.
-	MaxSubstringWords = 64
-	// MaxKnownWords bounds the writer's memory of words already stored,
+	maxSubstringWords = 64
+	// maxKnownWords bounds the writer's memory of words already stored,
 	// which spares re-inserting them batch after batch; past it, further
 	// words are inserted (and ignored) as if new.
-	MaxKnownWords = 1 << 18
+	maxKnownWords = 1 << 18
 	// wordsPerInsert is how many vocabulary words one INSERT carries.
 	wordsPerInsert = 256
 )
@@ -70,7 +70,7 @@ func wordRune(r rune) bool {
 // vocabularyWord passes w on, lowercased, when its length suits the
 // vocabulary.
 func vocabularyWord(w string, add func(string)) {
-	if len(w) > MaxVocabularyWordBytes || utf8.RuneCountInString(w) < history.MinSubstringRunes {
+	if len(w) > maxVocabularyWordBytes || utf8.RuneCountInString(w) < history.MinSubstringRunes {
 		return
 	}
 	add(strings.ToLower(w))
@@ -110,7 +110,7 @@ type knownWords map[string]struct{}
 // remember adds committed words while there is room.
 func (k knownWords) remember(words []any) {
 	for _, w := range words {
-		if len(k) >= MaxKnownWords {
+		if len(k) >= maxKnownWords {
 			return
 		}
 		k[w.(string)] = struct{}{}
@@ -189,11 +189,11 @@ func (s *Store) substringPlan(ctx context.Context, p history.WordsQuery) (histor
 	return out, true, nil
 }
 
-// vocabularyContaining answers the newest MaxSubstringWords vocabulary
+// vocabularyContaining answers the newest maxSubstringWords vocabulary
 // words containing piece, case-insensitively.
 func (s *Store) vocabularyContaining(ctx context.Context, piece string) ([]string, error) {
 	rows, err := s.readers.QueryContext(ctx, `SELECT word FROM vocabulary_grams WHERE vocabulary_grams MATCH ? ORDER BY rowid DESC LIMIT ?`,
-		quoteFTS5(piece), MaxSubstringWords)
+		quoteFTS5(piece), maxSubstringWords)
 	if err != nil {
 		return nil, err
 	}

@@ -10,12 +10,12 @@ import (
 )
 
 // TestNewWords holds the vocabulary gathering to its bounds: words shorter
-// than history.MinSubstringRunes or longer than MaxVocabularyWordBytes are left
+// than history.MinSubstringRunes or longer than maxVocabularyWordBytes are left
 // out, the rest are lowercased, known words are skipped, and each new word
 // is answered once, in the order it first occurs.
 func TestNewWords(t *testing.T) {
-	atBound := strings.Repeat("b", MaxVocabularyWordBytes)
-	pastBound := strings.Repeat("c", MaxVocabularyWordBytes+1)
+	atBound := strings.Repeat("b", maxVocabularyWordBytes)
+	pastBound := strings.Repeat("c", maxVocabularyWordBytes+1)
 	short := strings.Repeat("d", history.MinSubstringRunes-1)
 	shortest := strings.Repeat("e", history.MinSubstringRunes)
 	for _, tc := range []struct {
