@@ -59,7 +59,7 @@ func TestToolSurfaceFitsItsBudget(t *testing.T) {
 			var b strings.Builder
 			for _, name := range r.Names() {
 				if name == codemode.ToolName {
-					continue // its own budget: codemode.MaxSurfaceBytes
+					continue // its own budget, held by package codemode's TestSurfaceBudget
 				}
 				tl, _ := r.Lookup(name)
 				d, s := len(tl.Description), len(tl.Schema)

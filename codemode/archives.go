@@ -20,17 +20,13 @@ import (
 	"time"
 )
 
-// WarmTimeout bounds one warm-up: building the archives with the go
+// warmTimeout bounds one warm-up: building the archives with the go
 // command (a cold cache costs about 25 s of CPU for ~60 packages).
-const WarmTimeout = 10 * time.Minute
+const warmTimeout = 10 * time.Minute
 
-// MaxWarmOutputBytes bounds the go command's stderr a failed warm-up
+// maxWarmOutputBytes bounds the go command's stderr a failed warm-up
 // quotes.
-const MaxWarmOutputBytes = 16 << 10
-
-// PreludeModule is the module path of the prelude tree: a program imports
-// its packages as "cap/...".
-const PreludeModule = "cap"
+const maxWarmOutputBytes = 16 << 10
 
 // archiveFormat names the layout of an archive entry and the compile and
 // link flags its binaries are built with; changing either changes it, so
@@ -104,7 +100,7 @@ func digestPrelude(fsys fs.FS) (string, error) {
 }
 
 // preludePackages lists the import paths of the prelude tree's packages:
-// every directory holding a .go file, as PreludeModule + "/" + dir.
+// every directory holding a .go file, as preludeModule + "/" + dir.
 func preludePackages(fsys fs.FS) ([]string, error) {
 	if fsys == nil {
 		return nil, nil
@@ -116,9 +112,9 @@ func preludePackages(fsys fs.FS) ([]string, error) {
 		}
 		dir := path.Dir(p)
 		if dir == "." {
-			seen[PreludeModule] = true
+			seen[preludeModule] = true
 		} else {
-			seen[PreludeModule+"/"+dir] = true
+			seen[preludeModule+"/"+dir] = true
 		}
 		return nil
 	})
@@ -178,7 +174,7 @@ type listedPackage struct {
 // environment built from nothing, links (or copies) each export archive
 // into the stage, writes the two importcfgs with the entry's final paths
 // and renames the stage into place.
-func (b *Builder) buildArchives(ctx context.Context) (*archives, error) {
+func (b *builder) buildArchives(ctx context.Context) (*archives, error) {
 	final := b.cache.path(cacheArchives, b.archiveKey)
 	stage, err := b.cache.newScratch("arc")
 	if err != nil {
@@ -186,7 +182,7 @@ func (b *Builder) buildArchives(ctx context.Context) (*archives, error) {
 	}
 	defer stage.remove()
 	mod := filepath.Join(stage.dir, "src")
-	if err := writePreludeModule(mod, b.opts.Prelude); err != nil {
+	if err := writePreludeModule(mod, b.opts.testPrelude); err != nil {
 		return nil, fmt.Errorf("copying the prelude: %w", err)
 	}
 	tmp := filepath.Join(stage.dir, "tmp")
@@ -199,7 +195,7 @@ func (b *Builder) buildArchives(ctx context.Context) (*archives, error) {
 	cmd.Dir = mod
 	cmd.Env = b.goCommandEnv(tmp)
 	var stderr bytes.Buffer
-	cmd.Stderr = &boundedWriter{w: &stderr, left: MaxWarmOutputBytes}
+	cmd.Stderr = &boundedWriter{w: &stderr, left: maxWarmOutputBytes}
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go list -export: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
@@ -278,7 +274,7 @@ func (b *Builder) buildArchives(ctx context.Context) (*archives, error) {
 
 // goCommandEnv is the go command's whole environment for a warm-up: no
 // variable of the host's leaks in.
-func (b *Builder) goCommandEnv(tmp string) []string {
+func (b *builder) goCommandEnv(tmp string) []string {
 	return []string{
 		"PATH=" + filepath.Dir(b.tc.goBinary()),
 		"GOROOT=" + b.tc.GOROOT,
@@ -300,7 +296,7 @@ func (b *Builder) goCommandEnv(tmp string) []string {
 }
 
 // writePreludeModule copies the prelude tree into dir under a go.mod of
-// module PreludeModule.
+// module preludeModule.
 func writePreludeModule(dir string, fsys fs.FS) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
@@ -327,7 +323,7 @@ func writePreludeModule(dir string, fsys fs.FS) error {
 			return err
 		}
 	}
-	gomod := fmt.Sprintf("module %s\n\ngo 1.%d\n", PreludeModule, MinGoMinor)
+	gomod := fmt.Sprintf("module %s\n\ngo 1.%d\n", preludeModule, minGoMinor)
 	return os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o600)
 }
 

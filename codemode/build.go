@@ -22,18 +22,18 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// BuildTimeout bounds one build stage (compile and link, and the
+// buildTimeout bounds one build stage (compile and link, and the
 // repaired rebuild apart) in its jail.
-const BuildTimeout = 60 * time.Second
+const buildTimeout = 60 * time.Second
 
-// BuildMemoryBytes is the build jail's address-space limit (and its
+// buildMemoryBytes is the build jail's address-space limit (and its
 // cgroup's memory.max where the broker has one): 4 GiB. A Go tool needs
 // about 1 GiB of address space to start at all.
-const BuildMemoryBytes = 4 << 30
+const buildMemoryBytes = 4 << 30
 
-// MaxBinaryBytes bounds the file the linker may write (the jail's file
+// maxBinaryBytes bounds the file the linker may write (the jail's file
 // size limit) and the binary the builder accepts: 256 MiB.
-const MaxBinaryBytes = 256 << 20
+const maxBinaryBytes = 256 << 20
 
 // MaxDiagnosticBytes bounds the compiler and linker output a BuildError
 // quotes verbatim: 64 KiB, then a line saying how much was cut.
@@ -43,17 +43,17 @@ const MaxDiagnosticBytes = 64 << 10
 // it the broker stops the build.
 const maxBuildOutputBytes = 4 << 20
 
-// MaxConcurrentBuilds is how many builds one Builder runs at once; more
+// maxConcurrentBuilds is how many builds one builder runs at once; more
 // wait for a slot within their context.
-const MaxConcurrentBuilds = 2
+const maxConcurrentBuilds = 2
 
 // binaryFormat is mixed into every binary key beside the archive key.
 const binaryFormat = "codemode-binary-v1"
 
-// buildStepOp is the operation of every Builder's ledger pool: each
-// Builder admits its builds in a step of its own ("build/<n>"), so
+// buildStepOp is the operation of every builder's ledger pool: each
+// builder admits its builds in a step of its own ("build/<n>"), so
 // builders sharing a broker never refuse each other's builds, and its
-// own slots keep the pool within MaxConcurrentBuilds.
+// own slots keep the pool within maxConcurrentBuilds.
 const buildStepOp = "codemode"
 
 // builderSerial numbers Builders for their ledger steps.
@@ -64,14 +64,18 @@ var builderSerial atomic.Int64
 // importcfg, $4 the link importcfg, $5 the build root (trimmed from
 // positions). -e reports every error; -complete refuses a body-less
 // function; -d refuses a dynamic executable.
-const buildScript = `"$1" -complete -importcfg "$3" -p main -pack -trimpath="$5" -o main.a -e ` + ProgramFileName + ` && "$2" -s -w -d -buildmode=exe -importcfg "$4" -o ` + binaryName + ` main.a`
+const buildScript = `"$1" -complete -importcfg "$3" -p main -pack -trimpath="$5" -o main.a -e ` + programFileName + ` && "$2" -s -w -d -buildmode=exe -importcfg "$4" -o ` + binaryName + ` main.a`
 
-// BuilderOptions configure a Builder. Every zero value is sensible
-// except Broker, which is required.
+// BuilderOptions configure an Engine's hermetic build (Options.Builder),
+// which runs in jails of the Engine's Broker. Every zero value is
+// sensible.
 type BuilderOptions struct {
-	// Toolchain is the Go toolchain: NewBuilder checks its GOROOT with
-	// FindToolchain ("" finds one on PATH) and, when Version is set,
-	// that the toolchain is that version.
+	// Toolchain is the Go toolchain: its GOROOT is checked as the Engine
+	// finds a toolchain ("" finds one on PATH: the GOROOT `go env` names
+	// for the go command there) and, when Version is set, that the
+	// toolchain is that version. A toolchain that is missing, older than
+	// Go 1.26, or lacks its go, compile or link binary is refused with
+	// CodeToolchainUnavailable.
 	Toolchain Toolchain
 	// CacheDir holds the archives, the kept binaries and the build
 	// roots; "" means os.UserCacheDir()/loom/codemode.
@@ -79,24 +83,23 @@ type BuilderOptions struct {
 	// MaxCacheBytes bounds the kept binaries; zero means
 	// DefaultMaxCacheBytes.
 	MaxCacheBytes int64
-	// Broker runs every build in its jail. Required.
-	Broker *broker.Broker
-	// Prelude is the cap/... tree (module PreludeModule, no go.mod);
-	// nil means the embedded one, Prelude() with PreludePackages().
-	Prelude fs.FS
-	// PreludePackages are the prelude's package paths, internal ones
-	// included; nil means every directory of Prelude holding Go files.
-	PreludePackages []string
 	// StdPackages is the standard-library allowlist; nil means
 	// StdPackages().
 	StdPackages []string
 	// Progress, when set, is told what a warm-up is doing.
 	Progress func(string)
+
+	// brk runs every build in its jail: the Engine's Options.Broker.
+	brk *broker.Broker
+	// testPrelude is a test hook: a cap/... tree (module preludeModule,
+	// no go.mod) built in place of the embedded prelude; nil means the
+	// embedded one.
+	testPrelude fs.FS
 }
 
-// Builder compiles vetted programs into static binaries, each build in
+// builder compiles vetted programs into static binaries, each build in
 // a broker jail. It is safe for concurrent use.
-type Builder struct {
+type builder struct {
 	opts       BuilderOptions
 	tc         Toolchain
 	cache      *cache
@@ -158,14 +161,14 @@ func (e *BuildError) Code() tool.Code { return CodeBuildRejected }
 // tool.CodedError).
 func (e *BuildError) ErrorCode() string { return string(e.Code()) }
 
-// NewBuilder checks the options, finds the toolchain, opens the cache
+// newBuilder checks the options, finds the toolchain, opens the cache
 // directory (sweeping build roots no live builder holds) and returns a
-// Builder. It builds nothing: Warm, or the first Build, does.
-func NewBuilder(o BuilderOptions) (*Builder, error) {
-	if o.Broker == nil {
-		return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "BuilderOptions.Broker is required: every build runs in a broker jail"}
+// builder. It builds nothing: Warm, or the first Build, does.
+func newBuilder(o BuilderOptions) (*builder, error) {
+	if o.brk == nil {
+		return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "a broker is required: every build runs in a broker jail"}
 	}
-	tc, err := FindToolchain(context.Background(), o.Toolchain.GOROOT)
+	tc, err := findToolchain(context.Background(), o.Toolchain.GOROOT)
 	if err != nil {
 		return nil, err
 	}
@@ -187,23 +190,20 @@ func NewBuilder(o BuilderOptions) (*Builder, error) {
 	if std == nil {
 		std = StdPackages()
 	}
-	if o.Prelude == nil {
-		o.Prelude, o.PreludePackages = Prelude(), PreludePackages()
+	prelude := embeddedPreludePackages()
+	if o.testPrelude == nil {
+		o.testPrelude = embeddedPrelude()
+	} else if prelude, err = preludePackages(o.testPrelude); err != nil {
+		return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot list the prelude's packages", Err: err}
 	}
-	prelude := o.PreludePackages
-	if prelude == nil {
-		if prelude, err = preludePackages(o.Prelude); err != nil {
-			return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot list the prelude's packages", Err: err}
-		}
-	}
-	digest, err := digestPrelude(o.Prelude)
+	digest, err := digestPrelude(o.testPrelude)
 	if err != nil {
 		return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot read the prelude", Err: err}
 	}
-	b := &Builder{
+	b := &builder{
 		opts: o, tc: tc, cache: c,
 		std: sortedSet(std), prelude: sortedSet(prelude),
-		maxBytes: o.MaxCacheBytes, slots: make(chan struct{}, MaxConcurrentBuilds),
+		maxBytes: o.MaxCacheBytes, slots: make(chan struct{}, maxConcurrentBuilds),
 		step: broker.StepKey{OpID: buildStepOp, StepID: fmt.Sprintf("build/%d", builderSerial.Add(1))},
 	}
 	if b.maxBytes <= 0 {
@@ -219,21 +219,21 @@ func sortedSet(s []string) []string {
 	return slices.Compact(out)
 }
 
-// Toolchain returns the toolchain the Builder compiles with.
-func (b *Builder) Toolchain() Toolchain { return b.tc }
+// Toolchain returns the toolchain the builder compiles with.
+func (b *builder) Toolchain() Toolchain { return b.tc }
 
 // Warm makes the archives ready: at once when this or another process
 // published them, else it builds them under the cache directory's
-// cross-process lock. One warm-up runs at a time per Builder, detached
-// from ctx and bounded by WarmTimeout; concurrent callers wait for it
+// cross-process lock. One warm-up runs at a time per builder, detached
+// from ctx and bounded by warmTimeout; concurrent callers wait for it
 // within their own ctx. After a success Warm returns nil at once; after
 // a failure the next call tries again.
-func (b *Builder) Warm(ctx context.Context) error {
+func (b *builder) Warm(ctx context.Context) error {
 	_, err := b.warm(ctx)
 	return err
 }
 
-func (b *Builder) warm(ctx context.Context) (*archives, error) {
+func (b *builder) warm(ctx context.Context) (*archives, error) {
 	b.warmMu.Lock()
 	if b.arch != nil {
 		a := b.arch
@@ -261,8 +261,8 @@ func (b *Builder) warm(ctx context.Context) (*archives, error) {
 }
 
 // runWarm is the one running warm-up.
-func (b *Builder) runWarm(ctx context.Context, done chan struct{}) {
-	ctx, cancel := context.WithTimeout(ctx, WarmTimeout)
+func (b *builder) runWarm(ctx context.Context, done chan struct{}) {
+	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
 	defer cancel()
 	a, err := b.prepareArchives(ctx)
 	b.warmMu.Lock()
@@ -276,7 +276,7 @@ func (b *Builder) runWarm(ctx context.Context, done chan struct{}) {
 	close(done)
 }
 
-func (b *Builder) progress(format string, args ...any) {
+func (b *builder) progress(format string, args ...any) {
 	if b.opts.Progress != nil {
 		b.opts.Progress(fmt.Sprintf(format, args...))
 	}
@@ -284,7 +284,7 @@ func (b *Builder) progress(format string, args ...any) {
 
 // prepareArchives loads the published entry or builds it under the
 // cross-process lock.
-func (b *Builder) prepareArchives(ctx context.Context) (*archives, error) {
+func (b *builder) prepareArchives(ctx context.Context) (*archives, error) {
 	final := b.cache.path(cacheArchives, b.archiveKey)
 	if a, ok := loadArchives(final, b.archiveKey); ok {
 		b.progress("codemode: archives ready (cached in %s)", b.cache.dir)
@@ -310,8 +310,8 @@ func (b *Builder) prepareArchives(ctx context.Context) (*archives, error) {
 	return a, nil
 }
 
-// binaryKey is the content key of src under this Builder's archives.
-func (b *Builder) binaryKey(src []byte) string {
+// binaryKey is the content key of src under this builder's archives.
+func (b *builder) binaryKey(src []byte) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", binaryFormat, b.archiveKey, len(src))
 	h.Write(src)
@@ -326,7 +326,7 @@ func (b *Builder) binaryKey(src []byte) string {
 // program the toolchain refuses is a *BuildError; a failure outside the
 // program is a *BuilderError or the broker's refusal. The build root is
 // removed on every path.
-func (b *Builder) Build(ctx context.Context, p *Program) (*Binary, error) {
+func (b *builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 	start := time.Now()
 	b.warmMu.Lock()
 	warm := b.arch != nil
@@ -396,7 +396,7 @@ func (b *Builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 // root writable, GOROOT and the archive entry readable (and the system
 // roots /bin/sh needs), an environment of buildEnv's names only, the
 // address space and file size bounded.
-func (b *Builder) buildPolicy(arch *archives, root string) broker.Policy {
+func (b *builder) buildPolicy(arch *archives, root string) broker.Policy {
 	return broker.Policy{
 		SystemRoots:   broker.SystemReadableRoots(),
 		ReadableRoots: []string{b.tc.GOROOT, arch.dir},
@@ -404,29 +404,29 @@ func (b *Builder) buildPolicy(arch *archives, root string) broker.Policy {
 		Network:       broker.NetworkOff,
 		EnvAllow:      []string{"GOROOT", "HOME", "TMPDIR", "CGO_ENABLED", "GOTOOLCHAIN"},
 		Limits: broker.Limits{
-			MemoryBytes:   BuildMemoryBytes,
-			FileSizeBytes: MaxBinaryBytes,
+			MemoryBytes:   buildMemoryBytes,
+			FileSizeBytes: maxBinaryBytes,
 		},
 	}
 }
 
-// compileAndLink writes src as the root's ProgramFileName and runs the
+// compileAndLink writes src as the root's programFileName and runs the
 // compiler and the linker in one jail call.
-func (b *Builder) compileAndLink(ctx context.Context, arch *archives, root string, src []byte) (broker.Enforcement, error) {
-	for _, stale := range []string{ProgramFileName, "main.a", binaryName} {
+func (b *builder) compileAndLink(ctx context.Context, arch *archives, root string, src []byte) (broker.Enforcement, error) {
+	for _, stale := range []string{programFileName, "main.a", binaryName} {
 		os.Remove(filepath.Join(root, stale))
 	}
-	if err := os.WriteFile(filepath.Join(root, ProgramFileName), src, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(root, programFileName), src, 0o600); err != nil {
 		return broker.Enforcement{}, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot write the program", Err: err}
 	}
-	ex, err := b.opts.Broker.Clear(ctx, broker.CallSpec{
+	ex, err := b.opts.brk.Clear(ctx, broker.CallSpec{
 		Key:            b.step,
 		Argv:           []string{"/bin/sh", "-c", buildScript, "build", b.tc.compileBinary(), b.tc.linkBinary(), arch.compileCfg, arch.linkCfg, root},
 		Dir:            root,
 		Env:            map[string]string{"GOROOT": b.tc.GOROOT, "HOME": root, "TMPDIR": root, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"},
 		Policy:         b.buildPolicy(arch, root),
-		Budget:         broker.Budget{MaxOutstanding: MaxConcurrentBuilds},
-		Timeout:        BuildTimeout,
+		Budget:         broker.Budget{MaxOutstanding: maxConcurrentBuilds},
+		Timeout:        buildTimeout,
 		MaxOutputBytes: maxBuildOutputBytes,
 	})
 	if err != nil {
@@ -452,7 +452,7 @@ func (b *Builder) compileAndLink(ctx context.Context, arch *archives, root strin
 	}
 	switch {
 	case s.TimedOut:
-		fmt.Fprintf(&out, "\n[the build was stopped after %s]\n", BuildTimeout)
+		fmt.Fprintf(&out, "\n[the build was stopped after %s]\n", buildTimeout)
 	case s.OutputLimited:
 		fmt.Fprintf(&out, "\n[the build was stopped: its output passed %d bytes]\n", maxBuildOutputBytes)
 	case s.Signal != "":
@@ -469,7 +469,7 @@ var elfMachines = map[string]elf.Machine{
 }
 
 // checkStatic opens path without following links and refuses anything
-// but a regular file of at most MaxBinaryBytes holding a static ELF
+// but a regular file of at most maxBinaryBytes holding a static ELF
 // executable for this GOOS/GOARCH: no PT_INTERP, no PT_DYNAMIC. It
 // returns the reason for a refusal, or "".
 func checkStatic(path string) string {
@@ -484,8 +484,8 @@ func checkStatic(path string) string {
 		return err.Error()
 	case !fi.Mode().IsRegular():
 		return "the linked program is not a regular file"
-	case fi.Size() > MaxBinaryBytes:
-		return fmt.Sprintf("the linked program is larger than %d bytes", MaxBinaryBytes)
+	case fi.Size() > maxBinaryBytes:
+		return fmt.Sprintf("the linked program is larger than %d bytes", maxBinaryBytes)
 	}
 	return checkELF(f)
 }

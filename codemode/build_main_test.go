@@ -93,14 +93,14 @@ var (
 	sharedOnce    sync.Once
 	sharedDir     string // the cache directory every shared builder uses
 	sharedBrk     *broker.Broker
-	sharedBuilder *Builder
+	sharedBuilder *builder
 	sharedErr     error
 )
 
-// shared returns the package's one warmed Builder over a cache
+// shared returns the package's one warmed builder over a cache
 // directory every test may add kept binaries to (archives are built
 // once per test binary).
-func shared(tb testing.TB) *Builder {
+func shared(tb testing.TB) *builder {
 	tb.Helper()
 	sharedOnce.Do(func() {
 		sharedDir, sharedErr = os.MkdirTemp("", "loom-codemode-cache-")
@@ -108,9 +108,9 @@ func shared(tb testing.TB) *Builder {
 			return
 		}
 		sharedBrk = broker.New(broker.Options{HelperPath: jailHelper.Path(tb)})
-		sharedBuilder, sharedErr = NewBuilder(BuilderOptions{
-			CacheDir: sharedDir, Broker: sharedBrk,
-			Prelude: os.DirFS(fakePrelude()), StdPackages: testStd,
+		sharedBuilder, sharedErr = newBuilder(BuilderOptions{
+			CacheDir: sharedDir, brk: sharedBrk,
+			testPrelude: os.DirFS(fakePrelude()), StdPackages: testStd,
 		})
 		if sharedErr == nil {
 			sharedErr = sharedBuilder.Warm(context.Background())
@@ -122,20 +122,20 @@ func shared(tb testing.TB) *Builder {
 	return sharedBuilder
 }
 
-// sibling returns a new Builder over the shared cache directory with o's
+// sibling returns a new builder over the shared cache directory with o's
 // other options (its archives are the shared ones when StdPackages and
 // the prelude match).
-func sibling(tb testing.TB, o BuilderOptions) *Builder {
+func sibling(tb testing.TB, o BuilderOptions) *builder {
 	tb.Helper()
 	shared(tb)
-	o.CacheDir, o.Broker = sharedDir, sharedBrk
-	if o.Prelude == nil {
-		o.Prelude = os.DirFS(fakePrelude())
+	o.CacheDir, o.brk = sharedDir, sharedBrk
+	if o.testPrelude == nil {
+		o.testPrelude = os.DirFS(fakePrelude())
 	}
 	if o.StdPackages == nil {
 		o.StdPackages = testStd
 	}
-	b, err := NewBuilder(o)
+	b, err := newBuilder(o)
 	if err != nil {
 		tb.Fatal(err)
 	}

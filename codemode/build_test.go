@@ -97,13 +97,13 @@ func TestBuildResubmissionIsCached(t *testing.T) {
 
 // directCompile runs the toolchain's compiler outside any jail on src
 // with the shared archives' compile importcfg, for a reference output.
-func directCompile(t *testing.T, b *Builder, src string) string {
+func directCompile(t *testing.T, b *builder, src string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, ProgramFileName), []byte(src), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, programFileName), []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(b.tc.compileBinary(), "-complete", "-importcfg", b.arch.compileCfg, "-p", "main", "-pack", "-trimpath="+dir, "-o", "main.a", "-e", ProgramFileName)
+	cmd := exec.Command(b.tc.compileBinary(), "-complete", "-importcfg", b.arch.compileCfg, "-p", "main", "-pack", "-trimpath="+dir, "-o", "main.a", "-e", programFileName)
 	cmd.Dir = dir
 	cmd.Env = []string{}
 	out, err := cmd.CombinedOutput()
@@ -322,7 +322,7 @@ func TestBuildRemovesItsRoot(t *testing.T) {
 
 func TestBuildWithoutBrokerIsRefused(t *testing.T) {
 	t.Parallel()
-	_, err := NewBuilder(BuilderOptions{CacheDir: t.TempDir()})
+	_, err := newBuilder(BuilderOptions{CacheDir: t.TempDir()})
 	var be *BuilderError
 	if !errors.As(err, &be) || be.Code != CodeBuildUnavailable {
 		t.Fatalf("error %v, want a BuilderError with code %s", err, CodeBuildUnavailable)
@@ -334,7 +334,7 @@ func TestBuildWithoutBrokerIsRefused(t *testing.T) {
 func TestBuildEvictsOldBinaries(t *testing.T) {
 	t.Parallel()
 	b := sibling(t, BuilderOptions{MaxCacheBytes: 1})
-	old := fakeKept(t, b.cache, "0000-evict-me", 1<<10, 2*EvictionGrace)
+	old := fakeKept(t, b.cache, "0000-evict-me", 1<<10, 2*evictionGrace)
 	bin, err := b.Build(context.Background(), program(helloSource+"// TestBuildEvictsOldBinaries\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -359,23 +359,23 @@ func TestRepairedBuilds(t *testing.T) {
 		edits []Repair
 	}{
 		{"unused import", "package main\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\nfunc main() { fmt.Println(\"ok\") }\n",
-			[]Repair{{5, RepairDropImport, "strings"}}},
+			[]Repair{{5, repairDropImport, "strings"}}},
 		{"single unused import", "package main\n\nimport \"fmt\"\nimport \"strings\"\n\nfunc main() { fmt.Println(\"ok\") }\n",
-			[]Repair{{4, RepairDropImport, "strings"}}},
+			[]Repair{{4, repairDropImport, "strings"}}},
 		{"aliased and dot imports", "package main\n\nimport (\n\t\"fmt\"\n\tst \"strings\"\n\t. \"errors\"\n)\n\nfunc main() { fmt.Println(\"ok\") }\n",
-			[]Repair{{5, RepairDropImport, "strings"}, {6, RepairDropImport, "errors"}}},
+			[]Repair{{5, repairDropImport, "strings"}, {6, repairDropImport, "errors"}}},
 		{"declared variables", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tx := 1\n\tvar y, z int\n\tfmt.Println(\"ok\")\n}\n",
-			[]Repair{{6, RepairBlankUse, "x"}, {7, RepairBlankUse, "y"}, {7, RepairBlankUse, "z"}}},
+			[]Repair{{6, repairBlankUse, "x"}, {7, repairBlankUse, "y"}, {7, repairBlankUse, "z"}}},
 		{"if, for and range scopes", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tif a := 1; true {\n\t}\n\tfor i := 0; false; {\n\t}\n\tfor k, v := range []int{1} {\n\t\t_ = k\n\t}\n\tfmt.Println(\"ok\")\n}\n",
-			[]Repair{{6, RepairBlankUse, "a"}, {8, RepairBlankUse, "i"}, {10, RepairBlankUse, "v"}}},
+			[]Repair{{6, repairBlankUse, "a"}, {8, repairBlankUse, "i"}, {10, repairBlankUse, "v"}}},
 		{"type switch and select", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tvar e any = 1\n\tswitch q := e.(type) {\n\tcase int:\n\tdefault:\n\t}\n\tch := make(chan int, 1)\n\tch <- 1\n\tselect {\n\tcase r := <-ch:\n\t}\n\tfmt.Println(\"ok\")\n}\n",
-			[]Repair{{7, RepairBlankUse, "q"}, {14, RepairBlankUse, "r"}}},
+			[]Repair{{7, repairBlankUse, "q"}, {14, repairBlankUse, "r"}}},
 		{"closure", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tf := func() {\n\t\tw := 2\n\t}\n\tf()\n\tfmt.Println(\"ok\")\n}\n",
-			[]Repair{{7, RepairBlankUse, "w"}}},
+			[]Repair{{7, repairBlankUse, "w"}}},
 		{"unused label", "package main\n\nimport \"fmt\"\n\nfunc main() {\nL:\n\tfor {\n\t\tbreak\n\t}\n\tfmt.Println(\"ok\")\n}\n",
-			[]Repair{{6, RepairDropLabel, "L"}}},
+			[]Repair{{6, repairDropLabel, "L"}}},
 		{"every kind at once", "package main\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\nfunc main() {\n\tn := 3\nOuter:\n\tfor {\n\t\tbreak\n\t}\n\tfmt.Println(\"ok\")\n}\n",
-			[]Repair{{5, RepairDropImport, "strings"}, {9, RepairBlankUse, "n"}, {10, RepairDropLabel, "Outer"}}},
+			[]Repair{{5, repairDropImport, "strings"}, {9, repairBlankUse, "n"}, {10, repairDropLabel, "Outer"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -468,13 +468,13 @@ func TestBuildWaitsForTheWarmUp(t *testing.T) {
 	}
 }
 
-// TestBuildersSharingABrokerBuildConcurrently: every Builder admits its
+// TestBuildersSharingABrokerBuildConcurrently: every builder admits its
 // builds in a ledger step of its own, so builders sharing a broker at
 // full concurrency are never refused by each other.
 func TestBuildersSharingABrokerBuildConcurrently(t *testing.T) {
 	t.Parallel()
-	builders := []*Builder{sibling(t, BuilderOptions{}), sibling(t, BuilderOptions{})}
-	const perBuilder = MaxConcurrentBuilds + 1
+	builders := []*builder{sibling(t, BuilderOptions{}), sibling(t, BuilderOptions{})}
+	const perBuilder = maxConcurrentBuilds + 1
 	errs := make(chan error, len(builders)*perBuilder)
 	for i, b := range builders {
 		for j := range perBuilder {

@@ -24,20 +24,20 @@ import (
 // not counted: they are needed by every build.
 const DefaultMaxCacheBytes = 512 << 20
 
-// EvictionGrace spares a kept binary built or used this recently from
+// evictionGrace spares a kept binary built or used this recently from
 // eviction, since another process may be about to run it: a burst of
 // builds may exceed the bound for that long, but never past
-// MaxCacheOvershoot times it.
-const EvictionGrace = time.Minute
+// maxCacheOvershoot times it.
+const evictionGrace = time.Minute
 
-// MaxCacheOvershoot bounds how far past MaxCacheBytes the kept binaries
-// may grow while EvictionGrace spares recent ones: past this multiple the
+// maxCacheOvershoot bounds how far past MaxCacheBytes the kept binaries
+// may grow while evictionGrace spares recent ones: past this multiple the
 // grace yields too, and only the binary just built is spared.
-const MaxCacheOvershoot = 2
+const maxCacheOvershoot = 2
 
-// LockPollInterval is how often a builder waiting for the cache
+// lockPollInterval is how often a builder waiting for the cache
 // directory's cross-process lock tries it again.
-const LockPollInterval = 25 * time.Millisecond
+const lockPollInterval = 25 * time.Millisecond
 
 // maxEditsFileBytes bounds the edits.json read back for a kept binary.
 const maxEditsFileBytes = 64 << 10
@@ -99,7 +99,7 @@ func (c *cache) lock(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	t := time.NewTicker(LockPollInterval)
+	t := time.NewTicker(lockPollInterval)
 	defer t.Stop()
 	for {
 		ok, err := tryLock(f)
@@ -340,7 +340,7 @@ func (c *cache) keptBinaries() []keptEntry {
 
 // evict removes kept binaries, least recently used first, until they
 // total at most max bytes, sparing keep and every binary used within
-// EvictionGrace while they total at most MaxCacheOvershoot×max. It runs only when it takes the cross-process eviction
+// evictionGrace while they total at most maxCacheOvershoot×max. It runs only when it takes the cross-process eviction
 // lock at once (another builder evicting does the same work). A binary leaves
 // by a rename out of bin/ first, so a reader never sees half of one.
 // It returns the keys it removed.
@@ -368,10 +368,10 @@ func (c *cache) evict(max int64, keep string, now time.Time) []string {
 	gone := map[string]bool{}
 	for _, graced := range []bool{true, false} {
 		for _, k := range kept {
-			if total <= max || !graced && total <= MaxCacheOvershoot*max {
+			if total <= max || !graced && total <= maxCacheOvershoot*max {
 				break
 			}
-			if gone[k.key] || k.key == keep || graced && now.Sub(k.used) < EvictionGrace {
+			if gone[k.key] || k.key == keep || graced && now.Sub(k.used) < evictionGrace {
 				continue
 			}
 			if !c.removeKept(k.key) {

@@ -46,7 +46,7 @@ func TestEvictLeastRecentlyUsedFirst(t *testing.T) {
 	older := fakeKept(t, c, "b-older", size, 3*time.Hour)
 	keep := fakeKept(t, c, "c-keep", size, 5*time.Hour) // oldest of all, but the one just built
 	recent := fakeKept(t, c, "d-recent", size, time.Hour)
-	fresh := fakeKept(t, c, "e-fresh", size, 0) // inside EvictionGrace
+	fresh := fakeKept(t, c, "e-fresh", size, 0) // inside evictionGrace
 	// Five entries of size+2 bytes; a bound of three entries removes two.
 	removed := c.evict(3*(size+2), "c-keep", time.Now())
 	if got, want := strings.Join(removed, ","), "a-oldest,b-older"; got != want {
@@ -63,8 +63,8 @@ func TestEvictLeastRecentlyUsedFirst(t *testing.T) {
 		t.Fatalf("evicted %v under the bound", removed)
 	}
 	// The grace holds while the kept binaries stay within
-	// MaxCacheOvershoot times the bound...
-	if removed := c.evict((size+2)*3/MaxCacheOvershoot, "c-keep", time.Now()); strings.Join(removed, ",") != "d-recent" {
+	// maxCacheOvershoot times the bound...
+	if removed := c.evict((size+2)*3/maxCacheOvershoot, "c-keep", time.Now()); strings.Join(removed, ",") != "d-recent" {
 		t.Fatalf("evicted %v, want only d-recent", removed)
 	}
 	if _, err := os.Stat(fresh); err != nil {
@@ -224,7 +224,7 @@ func TestWarmBuildsOnceForTwoBuilders(t *testing.T) {
 	b := sibling(t, BuilderOptions{StdPackages: std, Progress: progress})
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
-	for i, w := range []*Builder{a, b, a, b} {
+	for i, w := range []*builder{a, b, a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

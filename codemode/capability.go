@@ -10,7 +10,7 @@ import (
 
 // A capability is one function a program may call over the channel. Its
 // row in capabilities is the one place the host declares it: the router,
-// the gate, Capabilities and the call record's summaries all read it, and
+// the gate, capabilityNames and the call record's summaries all read it, and
 // a test holds it equal to the calls the prelude makes.
 type capability struct {
 	// name is the capability as a cap_call names it: the cap package's
@@ -30,10 +30,10 @@ type capability struct {
 // pkg is the capability's package as a program imports it ("cap/fs").
 func (c *capability) pkg() string {
 	p, _, _ := strings.Cut(c.name, ".")
-	return PreludeModule + "/" + p
+	return preludeModule + "/" + p
 }
 
-// capabilities declares every capability, in the order Capabilities
+// capabilities declares every capability, in the order capabilityNames
 // lists them: the workspace seam's own packages, then cap/notes, then
 // cap/strand.
 var capabilities = []capability{
@@ -86,10 +86,10 @@ var capabilityByName = func() map[string]*capability {
 // lookupCapability returns the row of name, or nil.
 func lookupCapability(name string) *capability { return capabilityByName[name] }
 
-// Capabilities lists every capability a seam may serve, as a cap_call
+// capabilityNames lists every capability a seam may serve, as a cap_call
 // names it: the workspace seam's, then cap/notes', then cap/strand's. A
 // seam serves those of its packages (Seam.Packages).
-func Capabilities() []string {
+func capabilityNames() []string {
 	out := make([]string, len(capabilities))
 	for i, c := range capabilities {
 		out[i] = c.name
@@ -97,10 +97,10 @@ func Capabilities() []string {
 	return out
 }
 
-// WorkspaceCapabilities lists the capabilities of the workspace seam's
+// workspaceCapabilities lists the capabilities of the workspace seam's
 // own packages, as a cap_call names them (cap/notes', which the
-// orchestration seam shares, are in Capabilities).
-func WorkspaceCapabilities() []string {
+// orchestration seam shares, are in capabilityNames).
+func workspaceCapabilities() []string {
 	var out []string
 	orchestration := OrchestrationSeam()
 	for _, c := range capabilities {

@@ -16,7 +16,7 @@ import (
 func preludeCalls(t *testing.T) map[string]string {
 	t.Helper()
 	calls := map[string]string{}
-	for _, imp := range PreludePackages() {
+	for _, imp := range embeddedPreludePackages() {
 		dir := strings.TrimPrefix(imp, preludeModule+"/")
 		if strings.HasPrefix(dir, "internal/") {
 			continue
@@ -108,7 +108,7 @@ func TestCapabilityRows(t *testing.T) {
 			t.Errorf("%s is in %s, which no seam offers", c.name, c.pkg())
 		}
 	}
-	if got, want := len(Capabilities()), len(capabilities); got != want {
-		t.Errorf("Capabilities() lists %d, the table %d", got, want)
+	if got, want := len(capabilityNames()), len(capabilities); got != want {
+		t.Errorf("capabilityNames() lists %d, the table %d", got, want)
 	}
 }

@@ -27,9 +27,9 @@ func newCapArgs(cap string, m map[string]any) *capArgs {
 	return &capArgs{cap: cap, m: m, used: map[string]bool{}}
 }
 
-// MaxArgumentQuoteBytes bounds a value a refusal of capability arguments
+// maxArgumentQuoteBytes bounds a value a refusal of capability arguments
 // quotes.
-const MaxArgumentQuoteBytes = 64
+const maxArgumentQuoteBytes = 64
 
 func (a *capArgs) fail(name, want string) {
 	if a.err == nil {
@@ -182,8 +182,8 @@ func (a *capArgs) done() error {
 }
 
 func quoteArg(s string) string {
-	if len(s) > MaxArgumentQuoteBytes {
-		return fmt.Sprintf("%q… (%d bytes)", s[:MaxArgumentQuoteBytes], len(s))
+	if len(s) > maxArgumentQuoteBytes {
+		return fmt.Sprintf("%q… (%d bytes)", s[:maxArgumentQuoteBytes], len(s))
 	}
 	return fmt.Sprintf("%q", s)
 }

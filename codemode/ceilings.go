@@ -14,14 +14,14 @@ const (
 	// strand.map) one execution may make when Options.SpawnCeiling is
 	// zero. A spawn past it is refused with CodeSpawnCeiling.
 	DefaultSpawnCeiling = 32
-	// MaxSends is the strand.send calls one execution may make.
-	MaxSends = 128
-	// MaxNoteWrites is the note writes one execution may make:
+	// maxSends is the strand.send calls one execution may make.
+	maxSends = 128
+	// maxNoteWrites is the note writes one execution may make:
 	// strand.note and notes.put share it.
-	MaxNoteWrites = 256
-	// MaxNoteReads is the note reads one execution may make:
+	maxNoteWrites = 256
+	// maxNoteReads is the note reads one execution may make:
 	// strand.notes, notes.get and notes.list share it.
-	MaxNoteReads = 64
+	maxNoteReads = 64
 	// MaxEmits is the report.emit calls one execution may make.
 	MaxEmits = 64
 )
@@ -56,11 +56,11 @@ func (a *admissions) ceiling(kind admission) int {
 		}
 		return DefaultSpawnCeiling
 	case admitSend:
-		return MaxSends
+		return maxSends
 	case admitNoteWrite:
-		return MaxNoteWrites
+		return maxNoteWrites
 	case admitNoteRead:
-		return MaxNoteReads
+		return maxNoteReads
 	}
 	return MaxEmits
 }

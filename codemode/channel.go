@@ -102,7 +102,7 @@ func newChannel(ctx context.Context, conn *transport.Conn, route router, rec *re
 var channelWords = wire.NewDecoder(append([]string{
 	"path", "content", "key", "value", "found", "pattern", "glob", "argv", "dir", "stdin",
 	"timeout_ms", "edits", "find", "replace", "handle", "cursor", "wait_ms", "input", "close",
-	"name", "media_type", "ignore_case", "max_results"}, WorkspaceCapabilities()...)...)
+	"name", "media_type", "ignore_case", "max_results"}, workspaceCapabilities()...)...)
 
 // ChannelFault is why an execution's channel was ended: a frame the host
 // refused to decode, or a duplicate in-flight id. Its code is
@@ -400,8 +400,8 @@ func (ch *channel) writeOut() {
 	ch.out.Reset()
 }
 
-// MaxErrorMessageBytes bounds the message of one refused call.
-const MaxErrorMessageBytes = 4 << 10
+// maxErrorMessageBytes bounds the message of one refused call.
+const maxErrorMessageBytes = 4 << 10
 
 func boundMessage(err error) string {
 	var ce *CapError
@@ -409,8 +409,8 @@ func boundMessage(err error) string {
 	if errors.As(err, &ce) {
 		msg = ce.Message
 	}
-	if len(msg) > MaxErrorMessageBytes {
-		msg = msg[:MaxErrorMessageBytes] + "…"
+	if len(msg) > maxErrorMessageBytes {
+		msg = msg[:maxErrorMessageBytes] + "…"
 	}
 	return msg
 }

@@ -59,7 +59,7 @@ const (
 	CodeEditNoMatch tool.Code = "edit_no_match"
 	// CodeKVFull: a kv.set would pass the store's key or byte bound.
 	CodeKVFull tool.Code = "kv_full"
-	// CodeArtifactTooLarge: report.emit content past MaxEmitBytes.
+	// CodeArtifactTooLarge: report.emit content past 1 MiB.
 	CodeArtifactTooLarge tool.Code = "artifact_too_large"
 	// CodeProcFailed: proc.run's command could not start (argv[0] not
 	// found in the jail, the broker refused to clear it).
@@ -69,7 +69,7 @@ const (
 	// refused before it was built.
 	CodeVetRefused tool.Code = "vet_refused"
 	// CodeToolchainUnavailable: no usable Go toolchain (absent, older than
-	// MinGoMinor, or missing its compile, link or go binary); the message
+	// Go 1.26, or missing its compile, link or go binary); the message
 	// names what to install.
 	CodeToolchainUnavailable tool.Code = "toolchain_unavailable"
 	// CodeBuildUnavailable: the builder could not prepare or run a build

@@ -15,14 +15,6 @@ import (
 	"strings"
 )
 
-// MaxDescribedAPIBytes bounds DescribeSeam's rendering of the workspace
-// seam. The code_mode tool's description and schema together stay within
-// MaxSurfaceBytes; with one seam its own prose takes about 3 KiB, so the
-// rendered API gets 4.5 KiB. A test holds WorkspaceSeam's rendering within
-// it; a host serving both seams renders their packages once each, held by
-// the surface bound alone.
-const MaxDescribedAPIBytes = 4608
-
 // DescribeSeam renders the public surface of every capability package s
 // offers, in the order s lists them, for the code_mode tool's description:
 // for each package (a blank line between two) an `import "cap/fs"` line,
@@ -47,7 +39,7 @@ const MaxDescribedAPIBytes = 4608
 // declaration that mentions an internal or unexported identifier any other
 // way fails coded CodePreludeUndescribable.
 func DescribeSeam(s Seam) (string, error) {
-	return describeSeam(Prelude(), s)
+	return describeSeam(embeddedPrelude(), s)
 }
 
 func describeSeam(tree fs.FS, s Seam) (string, error) {

@@ -26,22 +26,22 @@
 // admission number as an agent.ProgramMinter ordinal, so its children get
 // distinct names and a replayed execution (same call, same source)
 // reconciles onto the same ones. Each execution's admissions are counted
-// for its lifetime (DefaultSpawnCeiling or Options.SpawnCeiling, MaxSends,
-// MaxNoteWrites, MaxNoteReads, MaxEmits) and refused in band past a
-// ceiling (CodeSpawnCeiling, CodeAdmissionCeiling).
+// for its lifetime (Options.SpawnCeiling spawns, DefaultSpawnCeiling when
+// zero; 128 sends, 256 note writes, 64 note reads, MaxEmits emits) and
+// refused in band past a ceiling (CodeSpawnCeiling, CodeAdmissionCeiling).
 //
 // # The pipeline
 //
 // Each stage is a plain step a host may drive itself, and all three sit
 // behind the code_mode tool (Engine.Tool):
 //
-//   - Vet parses the one file (MaxSourceBytes, parse only) and refuses,
+//   - Vet parses the one file (at most 256 KiB, parse only) and refuses,
 //     in one pass, every import not byte-identical to the seam's
 //     allowlist (StdPackages, audited to reach no file, process or
 //     environment, plus the seam's cap packages), every comment the
 //     compiler would honour (//go:…, //line), build constraints, cgo and
 //     functions without a body.
-//   - Build (Builder) compiles and links the program by calling the
+//   - Build (Engine.Build) compiles and links the program by calling the
 //     toolchain's compile and link directly against archives built once
 //     per toolchain and prelude, in one broker jail (network off, only the
 //     build root writable), with a compile importcfg that is itself the
@@ -87,7 +87,7 @@
 //
 // A program can do only what its strand could do with one tool call: the
 // capabilities that write, run, reach a job or direct a sub-agent are
-// each authorized by a tool (AuthorizingTool, AuthorizingTools) checked
+// each authorized by a tool (AuthorizingTool) checked
 // with the registry's holds (tool.Registry.Holds; a refusal is
 // tool.CodeToolNotHeld, as Dispatch's), and are served through the same code as that
 // tool — the file API's path discipline, protected paths and git guard
@@ -128,8 +128,8 @@
 // is CodeExecutionLost. A strand has at most MaxLiveExecutions running.
 // The program's side is cap/execution (Ready, Register, Receive); a send
 // before Ready is CodeExecutionNotReady. Send answers at once; a check
-// with wait_ms waits (at most MaxJoinWait) until the program is ready or
-// has ended; a join waits wait_ms (DefaultJoinWait, at most MaxJoinWait), answers
+// with wait_ms waits (at most 120 s) until the program is ready or
+// has ended; a join waits wait_ms (30 s when absent, at most 120 s), answers
 // an ExecutionDetails, not an error, when the program still runs, and
 // renders an ended one's result as run does, without the call record. Cancel and
 // Engine.Close abort the execution's own step — the program and its

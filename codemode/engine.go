@@ -49,7 +49,7 @@ type Options struct {
 	// DefaultSpawnCeiling.
 	SpawnCeiling int
 	// Builder configures the hermetic build (toolchain, cache directory,
-	// cache bound, progress); its Broker is the Engine's.
+	// cache bound, allowlist, progress), which runs in Broker's jails.
 	Builder BuilderOptions
 	// Notify, when set, is told when a launched program ends on its own
 	// (not by its owner's cancel, nor at Close). It is called from the
@@ -70,7 +70,7 @@ type Engine struct {
 	execs *executions
 
 	once    sync.Once
-	builder *Builder
+	builder *builder
 	err     error
 }
 
@@ -118,9 +118,9 @@ func offered(s Seam, reg *tool.Registry, agency agent.Agency) Seam {
 		if _, spawns := reg.Lookup(agent.SpawnToolName); pkg == "cap/strand" && !spawns {
 			continue // directing sub-agents starts with a spawn
 		}
-		prefix := strings.TrimPrefix(pkg, PreludeModule+"/") + "."
+		prefix := strings.TrimPrefix(pkg, preludeModule+"/") + "."
 		usable := false
-		for _, c := range Capabilities() {
+		for _, c := range capabilityNames() {
 			if !strings.HasPrefix(c, prefix) {
 				continue
 			}
@@ -167,12 +167,12 @@ func (e *Engine) seamNamed(name string) (Seam, error) {
 // KV is the store behind the Engine's cap/kv.
 func (e *Engine) KV() *KV { return e.kv }
 
-// buildStage is the Engine's Builder, made on first use.
-func (e *Engine) buildStage() (*Builder, error) {
+// buildStage is the Engine's builder, made on first use.
+func (e *Engine) buildStage() (*builder, error) {
 	e.once.Do(func() {
 		o := e.opts.Builder
-		o.Broker = e.opts.Broker
-		e.builder, e.err = NewBuilder(o)
+		o.brk = e.opts.Broker
+		e.builder, e.err = newBuilder(o)
 	})
 	return e.builder, e.err
 }
@@ -204,7 +204,13 @@ func (e *Engine) VetOn(src []byte, seam string) (*Program, error) {
 }
 
 // Build compiles a vetted program into a static binary in the build
-// jail (see Builder.Build).
+// jail (network off, only the build root writable), against archives
+// built once per toolchain (Warm). A binary is kept by content hash: the
+// same program again runs no build (Binary.Cached). A program whose every
+// error is an unused import, variable or label is repaired once and
+// rebuilt once (Binary.Edits). A program the toolchain refuses is a
+// *BuildError; a failure outside the program is a *BuilderError or the
+// broker's refusal.
 func (e *Engine) Build(ctx context.Context, p *Program) (*Binary, error) {
 	b, err := e.buildStage()
 	if err != nil {

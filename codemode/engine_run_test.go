@@ -198,7 +198,7 @@ func TestStderrKeepsItsHead(t *testing.T) {
 	if !strings.HasPrefix(r, "FIRST LINE: what went wrong") || !strings.Contains(r, "bytes of stderr left out") || !strings.Contains(r, "at the end") {
 		t.Fatalf("stderr:\n%s", r)
 	}
-	if len(r) > MaxStderrHeadBytes+MaxStderrTailBytes+128 {
+	if len(r) > maxStderrHeadBytes+maxStderrTailBytes+128 {
 		t.Fatalf("stderr of %d bytes kept", len(r))
 	}
 }

@@ -24,34 +24,34 @@ const (
 	// have running at once; a launch past it is refused with
 	// CodeExecutionCeiling until one ends.
 	MaxLiveExecutions = 8
-	// MaxEndedExecutions is how many ended executions are kept per strand
+	// maxEndedExecutions is how many ended executions are kept per strand
 	// for check and join; past it the one that ended longest ago is
 	// forgotten (never the one ending).
-	MaxEndedExecutions = 8
-	// MaxEndpoints bounds the endpoints one execution registers,
+	maxEndedExecutions = 8
+	// maxEndpoints bounds the endpoints one execution registers,
 	// "default" included.
-	MaxEndpoints = 16
-	// MaxEndpointNameBytes bounds an endpoint's name.
-	MaxEndpointNameBytes = 64
-	// MaxQueuedInputs bounds the inputs sent to one execution and not yet
+	maxEndpoints = 16
+	// maxEndpointNameBytes bounds an endpoint's name.
+	maxEndpointNameBytes = 64
+	// maxQueuedInputs bounds the inputs sent to one execution and not yet
 	// received, over all its endpoints.
-	MaxQueuedInputs = 64
-	// MaxInputBytes bounds one send's input.
-	MaxInputBytes = 256 << 10
-	// MaxReceiveWait bounds how long one execution.receive waits.
-	MaxReceiveWait = 60 * time.Second
-	// DefaultJoinWait is how long a join waits when wait_ms is absent;
-	// MaxJoinWait the most it waits.
-	DefaultJoinWait = 30 * time.Second
-	MaxJoinWait     = 120 * time.Second
-	// CancelWait bounds how long a cancel waits for the execution's
+	maxQueuedInputs = 64
+	// maxInputBytes bounds one send's input.
+	maxInputBytes = 256 << 10
+	// maxReceiveWait bounds how long one execution.receive waits.
+	maxReceiveWait = 60 * time.Second
+	// defaultJoinWait is how long a join waits when wait_ms is absent;
+	// maxJoinWait the most it waits.
+	defaultJoinWait = 30 * time.Second
+	maxJoinWait     = 120 * time.Second
+	// cancelWait bounds how long a cancel waits for the execution's
 	// processes to be reaped before it answers.
-	CancelWait = 10 * time.Second
+	cancelWait = 10 * time.Second
 )
 
-// DefaultEndpoint is the endpoint Ready registers and a send names when
+// defaultEndpoint is the endpoint Ready registers and a send names when
 // it names none.
-const DefaultEndpoint = "default"
+const defaultEndpoint = "default"
 
 // executionStepPrefix begins the StepID suffix of a launched execution's
 // own broker step: {operation, <launching step>/execution-<epoch>-<n>}.
@@ -77,7 +77,7 @@ const (
 	// CodeUnknownEndpoint: the endpoint is not among those the program
 	// registered; the refusal lists them.
 	CodeUnknownEndpoint tool.Code = "unknown_endpoint"
-	// CodeInboxFull: MaxQueuedInputs inputs are already waiting to be
+	// CodeInboxFull: 64 inputs are already waiting to be
 	// received.
 	CodeInboxFull tool.Code = "inbox_full"
 	// CodeNotBackground: execution.receive in a foreground run, where
@@ -98,8 +98,6 @@ const (
 	ExecutionExited ExecutionState = "exited"
 	// ExecutionCancelled: a cancel, or Engine.Close, tore it down.
 	ExecutionCancelled ExecutionState = "cancelled"
-	// ExecutionLost: the handle is from an earlier instance of the host.
-	ExecutionLost ExecutionState = "lost"
 )
 
 // ExecutionNotice is what Options.Notify is told when a launched
@@ -189,7 +187,7 @@ func newExecutions(abort func(broker.StepKey), notify func(ExecutionNotice)) *ex
 	rand.Read(b[:]) // never fails (crypto/rand)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &executions{epoch: hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel, abort: abort, notify: notify,
-		now: time.Now, tab: handles.New[string, *execution](MaxLiveExecutions, MaxEndedExecutions)}
+		now: time.Now, tab: handles.New[string, *execution](MaxLiveExecutions, maxEndedExecutions)}
 }
 
 // signal wakes everyone waiting on x. t.mu held.
@@ -270,8 +268,8 @@ func runRecovered(ctx context.Context, run func(ctx context.Context) (*RunResult
 	defer func() {
 		if p := recover(); p != nil {
 			msg := fmt.Sprint(p)
-			if len(msg) > MaxErrorMessageBytes {
-				msg = msg[:MaxErrorMessageBytes] + "…"
+			if len(msg) > maxErrorMessageBytes {
+				msg = msg[:maxErrorMessageBytes] + "…"
 			}
 			res, err = nil, &CapError{Code: tool.CodeToolPanicked, Message: "the launched program's run failed inside the host (a bug in the host, not in the program): " + msg}
 		}
@@ -280,7 +278,7 @@ func runRecovered(ctx context.Context, run func(ctx context.Context) (*RunResult
 }
 
 // finish records how x ended, wakes its waiters, forgets the strand's
-// executions that ended longest ago past MaxEndedExecutions (never x:
+// executions that ended longest ago past maxEndedExecutions (never x:
 // the order they ended in, not the order they were launched, so a long
 // run that just ended is kept) and tells the owner when it ended on its
 // own.
@@ -329,7 +327,7 @@ func (t *executions) lookup(strand, handle string) (*execution, error) {
 	if len(mine) > 0 {
 		accepted = "this strand's are " + strings.Join(mine, ", ")
 	}
-	return nil, &CapError{Code: CodeUnknownExecution, Message: fmt.Sprintf("no execution %s of this strand (a handle is what launch answered, like exec-0123abcd-0123456789ab, and only the %d that ended last are kept once ended); %s", quoteArg(handle), MaxEndedExecutions, accepted)}
+	return nil, &CapError{Code: CodeUnknownExecution, Message: fmt.Sprintf("no execution %s of this strand (a handle is what launch answered, like exec-0123abcd-0123456789ab, and only the %d that ended last are kept once ended); %s", quoteArg(handle), maxEndedExecutions, accepted)}
 }
 
 // status is what check reports of x.
@@ -346,8 +344,8 @@ func (t *executions) status(x *execution) ExecutionStatus {
 
 // endpointError refuses a name no endpoint may have.
 func endpointError(cap, name string) error {
-	if len(name) == 0 || len(name) > MaxEndpointNameBytes || !endpointPattern.MatchString(name) {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("endpoint %s is not a name: use 1 to %d letters, digits, '-' or '_'", quoteArg(name), MaxEndpointNameBytes)}
+	if len(name) == 0 || len(name) > maxEndpointNameBytes || !endpointPattern.MatchString(name) {
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("endpoint %s is not a name: use 1 to %d letters, digits, '-' or '_'", quoteArg(name), maxEndpointNameBytes)}
 	}
 	return nil
 }
@@ -357,8 +355,8 @@ func (t *executions) register(x *execution, endpoint string, ready bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !slices.Contains(x.endpoints, endpoint) {
-		if len(x.endpoints) >= MaxEndpoints {
-			return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("the program already registered %d endpoints, the most it may (%s)", MaxEndpoints, strings.Join(x.endpoints, ", "))}
+		if len(x.endpoints) >= maxEndpoints {
+			return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("the program already registered %d endpoints, the most it may (%s)", maxEndpoints, strings.Join(x.endpoints, ", "))}
 		}
 		x.endpoints = append(x.endpoints, endpoint)
 	}
@@ -369,7 +367,7 @@ func (t *executions) register(x *execution, endpoint string, ready bool) error {
 
 // send queues input for x's endpoint: refused before x is ready, after
 // it ended, to an endpoint it did not register, and past
-// MaxQueuedInputs. It returns how many inputs are then queued.
+// maxQueuedInputs. It returns how many inputs are then queued.
 func (t *executions) send(x *execution, endpoint string, input []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -380,8 +378,8 @@ func (t *executions) send(x *execution, endpoint string, input []byte) (int, err
 		return 0, &CapError{Code: CodeExecutionNotReady, Message: fmt.Sprintf("execution %s has not called execution.Ready yet, so it takes no input; check it again later", x.handle)}
 	case !slices.Contains(x.endpoints, endpoint):
 		return 0, &CapError{Code: CodeUnknownEndpoint, Message: fmt.Sprintf("execution %s has no endpoint %s; it registered %s", x.handle, quoteArg(endpoint), strings.Join(x.endpoints, ", "))}
-	case x.queued >= MaxQueuedInputs:
-		return 0, &CapError{Code: CodeInboxFull, Message: fmt.Sprintf("execution %s already has %d inputs it has not received, the most it holds; wait for it to receive some", x.handle, MaxQueuedInputs)}
+	case x.queued >= maxQueuedInputs:
+		return 0, &CapError{Code: CodeInboxFull, Message: fmt.Sprintf("execution %s already has %d inputs it has not received, the most it holds; wait for it to receive some", x.handle, maxQueuedInputs)}
 	}
 	x.inbox[endpoint] = append(x.inbox[endpoint], slices.Clone(input))
 	x.queued++

@@ -38,7 +38,7 @@ func BenchmarkLaunchJoin(b *testing.B) {
 	launchJoin := func() time.Duration {
 		start := time.Now()
 		h := call(map[string]any{"mode": "launch", "program": src}).Details.(ExecutionDetails).Handle
-		if _, ok := call(map[string]any{"mode": "join", "handle": h, "wait_ms": MaxJoinWait.Milliseconds()}).Details.(Details); !ok {
+		if _, ok := call(map[string]any{"mode": "join", "handle": h, "wait_ms": maxJoinWait.Milliseconds()}).Details.(Details); !ok {
 			b.Fatalf("the join of %s did not find it ended", h)
 		}
 		return time.Since(start)

@@ -31,7 +31,7 @@ func (s *session) launchArgs(t *testing.T, esc *escalation, args map[string]any)
 // joined joins handle, waiting as long as join may.
 func (s *session) joined(t *testing.T, handle string) string {
 	t.Helper()
-	o, _ := s.dispatchCtx(t, context.Background(), nil, map[string]any{"mode": "join", "handle": handle, "wait_ms": MaxJoinWait.Milliseconds()})
+	o, _ := s.dispatchCtx(t, context.Background(), nil, map[string]any{"mode": "join", "handle": handle, "wait_ms": maxJoinWait.Milliseconds()})
 	if o.IsError {
 		t.Fatalf("join: %s: %s", o.Code, o.Text)
 	}
@@ -124,7 +124,7 @@ func TestCheckWaitsForReadiness(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if st := check(MaxJoinWait.Milliseconds()); !st.Ready {
+	if st := check(maxJoinWait.Milliseconds()); !st.Ready {
 		t.Fatalf("check's wait came back before readiness: %+v", st)
 	}
 	if o, _ := s.dispatchCtx(t, context.Background(), nil, map[string]any{"mode": "send", "handle": h, "input": "stop"}); o.IsError {

@@ -34,7 +34,7 @@ func executionModeSchemas() []tool.TypeSchema {
 		{Type: reflect.TypeFor[executionMode](), Schema: &jsonschema.Schema{Type: "string",
 			Enum: []any{string(modeRun), string(modeLaunch), string(modeSend), string(modeCheck), string(modeJoin), string(modeCancel)}}},
 		{Type: reflect.TypeFor[joinMillis](), Schema: &jsonschema.Schema{Type: "integer",
-			Description: fmt.Sprintf("join's wait (0: %d), check's for readiness (0: none); at most %d", DefaultJoinWait.Milliseconds(), MaxJoinWait.Milliseconds())}},
+			Description: fmt.Sprintf("join's wait (0: %d), check's for readiness (0: none); at most %d", defaultJoinWait.Milliseconds(), maxJoinWait.Milliseconds())}},
 	}
 }
 
@@ -188,10 +188,10 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []st
 func (e *Engine) send(x *execution, a codeModeArgs) tool.Outcome {
 	endpoint := a.Endpoint
 	if endpoint == "" {
-		endpoint = DefaultEndpoint
+		endpoint = defaultEndpoint
 	}
-	if len(a.Input) > MaxInputBytes {
-		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("input is %d bytes; a send carries at most %d", len(a.Input), MaxInputBytes))
+	if len(a.Input) > maxInputBytes {
+		return tool.Fail(tool.CodeInvalidArguments, fmt.Sprintf("input is %d bytes; a send carries at most %d", len(a.Input), maxInputBytes))
 	}
 	n, err := e.execs.send(x, endpoint, []byte(a.Input))
 	if err != nil {
@@ -202,9 +202,9 @@ func (e *Engine) send(x *execution, a codeModeArgs) tool.Outcome {
 }
 
 // check answers x's state, first waiting at most wait_ms (0: not at all,
-// at most MaxJoinWait) until it is ready for input or has ended.
+// at most maxJoinWait) until it is ready for input or has ended.
 func (e *Engine) check(ctx context.Context, x *execution, a codeModeArgs) tool.Outcome {
-	wait, notes, bad := millisArg("wait_ms", int64(a.WaitMs), MaxJoinWait)
+	wait, notes, bad := millisArg("wait_ms", int64(a.WaitMs), maxJoinWait)
 	if bad != nil {
 		return *bad
 	}
@@ -216,12 +216,12 @@ func (e *Engine) check(ctx context.Context, x *execution, a codeModeArgs) tool.O
 }
 
 func (e *Engine) join(ctx context.Context, x *execution, a codeModeArgs) tool.Outcome {
-	wait, notes, bad := millisArg("wait_ms", int64(a.WaitMs), MaxJoinWait)
+	wait, notes, bad := millisArg("wait_ms", int64(a.WaitMs), maxJoinWait)
 	if bad != nil {
 		return *bad
 	}
 	if wait == 0 {
-		wait = DefaultJoinWait
+		wait = defaultJoinWait
 	}
 	start := e.execs.now()
 	res, ended, refusal := e.execs.join(ctx, x, wait)
@@ -245,7 +245,7 @@ func (e *Engine) join(ctx context.Context, x *execution, a codeModeArgs) tool.Ou
 }
 
 func (e *Engine) cancel(ctx context.Context, x *execution) tool.Outcome {
-	ctx, stop := context.WithTimeout(ctx, CancelWait)
+	ctx, stop := context.WithTimeout(ctx, cancelWait)
 	defer stop()
 	was := e.execs.status(x).State
 	reaped := e.execs.teardown(ctx, x)
@@ -255,7 +255,7 @@ func (e *Engine) cancel(ctx context.Context, x *execution) tool.Outcome {
 	case was != ExecutionRunning || st.State == ExecutionExited:
 		return tool.Outcome{Text: fmt.Sprintf("%s had already %s; nothing to cancel; join it for its result", x.handle, st.State), Details: d}
 	case !reaped:
-		return tool.Outcome{Text: fmt.Sprintf("cancelling %s: its processes were still being reaped after %d ms; check it again", x.handle, CancelWait.Milliseconds()), Details: d}
+		return tool.Outcome{Text: fmt.Sprintf("cancelling %s: its processes were still being reaped after %d ms; check it again", x.handle, cancelWait.Milliseconds()), Details: d}
 	}
 	return tool.Outcome{Text: fmt.Sprintf("cancelled %s: its program and its proc.run commands are ended and reaped (a job it started with cap/job runs on: job_kill ends it); join it for what it printed", x.handle), Details: d}
 }

@@ -89,12 +89,12 @@ func codeOfErr(err error) tool.Code {
 	return ""
 }
 
-// ended moves e out of running in the model; past MaxEndedExecutions
+// ended moves e out of running in the model; past maxEndedExecutions
 // ended ones, its strand forgets the one that ended first.
 func (m *executionModel) ended(e *modelExecution, state ExecutionState) {
 	e.state, e.queued = state, map[string]int{}
 	q := append(m.endings[e.owner], e)
-	if len(q) > MaxEndedExecutions {
+	if len(q) > maxEndedExecutions {
 		gone := q[0]
 		q = q[1:]
 		m.byOwner[e.owner] = slices.DeleteFunc(m.byOwner[e.owner], func(y *modelExecution) bool { return y == gone })
@@ -170,9 +170,9 @@ func (m *executionModel) exit(t *rapid.T) {
 func (m *executionModel) register(t *rapid.T) {
 	e := m.pick(t, running)
 	ready := rapid.Bool().Draw(t, "ready")
-	name := DefaultEndpoint
+	name := defaultEndpoint
 	if !ready {
-		name = rapid.SampledFrom([]string{"a", "b", DefaultEndpoint}).Draw(t, "endpoint")
+		name = rapid.SampledFrom([]string{"a", "b", defaultEndpoint}).Draw(t, "endpoint")
 	}
 	if err := m.t.register(e.x, name, ready); err != nil {
 		t.Fatal(err)
@@ -184,14 +184,14 @@ func (m *executionModel) register(t *rapid.T) {
 }
 
 func (m *executionModel) send(t *rapid.T) {
-	m.sendTo(t, m.pick(t, nil), rapid.SampledFrom([]string{"a", "b", DefaultEndpoint}).Draw(t, "endpoint"))
+	m.sendTo(t, m.pick(t, nil), rapid.SampledFrom([]string{"a", "b", defaultEndpoint}).Draw(t, "endpoint"))
 }
 
 // flood sends to one endpoint until one send past the inbox bound.
 func (m *executionModel) flood(t *rapid.T) {
 	e := m.pick(t, func(e *modelExecution) bool { return running(e) && len(e.endpoints) > 0 })
 	endpoint := rapid.SampledFrom(e.endpoints).Draw(t, "endpoint")
-	for range MaxQueuedInputs + 1 {
+	for range maxQueuedInputs + 1 {
 		m.sendTo(t, e, endpoint)
 	}
 }
@@ -206,7 +206,7 @@ func (m *executionModel) sendTo(t *rapid.T, e *modelExecution, endpoint string) 
 		want = CodeExecutionNotReady
 	case !slices.Contains(e.endpoints, endpoint):
 		want = CodeUnknownEndpoint
-	case e.total() >= MaxQueuedInputs:
+	case e.total() >= maxQueuedInputs:
 		want = CodeInboxFull
 	default:
 		e.queued[endpoint]++

@@ -25,7 +25,7 @@ func launchOn(t *testing.T, tab *executions, strand string, site int, run func(c
 }
 
 // TestEndedExecutionsAreForgottenInTheOrderTheyEnded: a long run launched
-// first and ending after MaxEndedExecutions short ones is still joinable
+// first and ending after maxEndedExecutions short ones is still joinable
 // when it ends: the one forgotten is the one that ended first.
 func TestEndedExecutionsAreForgottenInTheOrderTheyEnded(t *testing.T) {
 	t.Parallel()
@@ -38,7 +38,7 @@ func TestEndedExecutionsAreForgottenInTheOrderTheyEnded(t *testing.T) {
 		return &RunResult{Stdout: "long"}, nil
 	})
 	var short []*execution
-	for i := range MaxEndedExecutions {
+	for i := range maxEndedExecutions {
 		x := launchOn(t, tab, "a", i+1, quick)
 		<-x.done
 		short = append(short, x)
@@ -58,7 +58,7 @@ func TestEndedExecutionsAreForgottenInTheOrderTheyEnded(t *testing.T) {
 	}
 	for _, s := range short[1:] {
 		if _, err := tab.lookup("a", s.handle); err != nil {
-			t.Errorf("%s, among the %d that ended last, was forgotten: %v", s.handle, MaxEndedExecutions, err)
+			t.Errorf("%s, among the %d that ended last, was forgotten: %v", s.handle, maxEndedExecutions, err)
 		}
 	}
 }

@@ -253,7 +253,7 @@ func TestLaunchCheckSendJoin(t *testing.T) {
 			t.Fatalf("send %v: %s: %s", send, o.Code, o.Text)
 		}
 	}
-	o = s.dispatch(t, map[string]any{"mode": "join", "handle": h, "wait_ms": MaxJoinWait.Milliseconds()})
+	o = s.dispatch(t, map[string]any{"mode": "join", "handle": h, "wait_ms": maxJoinWait.Milliseconds()})
 	if o.IsError {
 		t.Fatalf("join: %s: %s", o.Code, o.Text)
 	}
@@ -425,11 +425,11 @@ func TestLiveExecutionBound(t *testing.T) {
 // receive bound.
 func TestPreludeStatesTheReceiveBound(t *testing.T) {
 	t.Parallel()
-	src, err := fs.ReadFile(Prelude(), "execution/execution.go")
+	src, err := fs.ReadFile(embeddedPrelude(), "execution/execution.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("a wait of at most %d s", int(MaxReceiveWait.Seconds())); !strings.Contains(string(src), want) {
+	if want := fmt.Sprintf("a wait of at most %d s", int(maxReceiveWait.Seconds())); !strings.Contains(string(src), want) {
 		t.Errorf("cap/execution's doc does not say %q", want)
 	}
 }
@@ -457,5 +457,5 @@ func TestDescriptionStatesTheModes(t *testing.T) {
 	if got := schema.Properties["mode"].Enum; !slices.Equal(got, []string{"run", "launch", "send", "check", "join", "cancel"}) {
 		t.Errorf("mode's enum %v", got)
 	}
-	t.Logf("code_mode surface: %d bytes of %d", len(tl.Description)+len(tl.Schema), MaxSurfaceBytes)
+	t.Logf("code_mode surface: %d bytes of %d", len(tl.Description)+len(tl.Schema), maxSurfaceBytes)
 }

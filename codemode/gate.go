@@ -10,28 +10,17 @@ import (
 // AuthorizingTool returns the tool whose holding authorizes the
 // capability cap, and false for a capability that is open on purpose to
 // any strand that holds code_mode (reads, searches, kv.*, report.emit).
-// strand.map needs agent_wait as well as the agent_spawn it returns (see
-// AuthorizingTools). A program of a strand that does not hold an
-// authorizing tool has the call refused with tool.CodeToolNotHeld, by
-// the same holds check Registry.Dispatch applies to a direct call of that
-// tool: a program cannot do what its strand could not do with one tool
-// call.
+// strand.map needs agent_wait as well as the agent_spawn it returns. A
+// program of a strand that does not hold every authorizing tool has the
+// call refused with tool.CodeToolNotHeld, by the same holds check
+// Registry.Dispatch applies to a direct call of that tool: a program
+// cannot do what its strand could not do with one tool call.
 func AuthorizingTool(cap string) (name string, gated bool) {
 	c := lookupCapability(cap)
 	if c == nil || len(c.authorizedBy) == 0 {
 		return "", false
 	}
 	return c.authorizedBy[0], true
-}
-
-// AuthorizingTools returns every tool a strand must hold for cap, in a
-// fresh slice; none for an open capability.
-func AuthorizingTools(cap string) []string {
-	c := lookupCapability(cap)
-	if c == nil {
-		return nil
-	}
-	return append([]string(nil), c.authorizedBy...)
 }
 
 // gate refuses c for strand unless reg holds every tool that authorizes

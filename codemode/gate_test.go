@@ -13,7 +13,7 @@ func TestEveryCapabilityIsGatedOrOpenOnPurpose(t *testing.T) {
 		"execution.ready": true, "execution.register": true, "execution.receive": true}
 	want := map[string]string{"proc.run": "bash", "job.start": "bash", "job.poll": "job_poll", "job.list": "job_poll",
 		"job.send": "job_send", "job.kill": "job_kill", "fs.write": "fs_write", "fs.edit": "fs_edit"}
-	for _, cap := range WorkspaceCapabilities() {
+	for _, cap := range workspaceCapabilities() {
 		name, gated := AuthorizingTool(cap)
 		switch {
 		case open[cap] && gated:

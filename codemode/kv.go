@@ -7,18 +7,18 @@ import (
 
 // Bounds of a strand's kv scratch space.
 const (
-	// MaxKVKeys is how many keys one strand's space holds.
-	MaxKVKeys = 1024
-	// MaxKVKeyBytes bounds one key.
-	MaxKVKeyBytes = 256
-	// MaxKVBytes bounds one strand's space: keys and values together.
-	MaxKVBytes = 8 << 20
+	// maxKVKeys is how many keys one strand's space holds.
+	maxKVKeys = 1024
+	// maxKVKeyBytes bounds one key.
+	maxKVKeyBytes = 256
+	// maxKVBytes bounds one strand's space: keys and values together.
+	maxKVBytes = 8 << 20
 )
 
 // KV is the scratch store behind a program's cap/kv: one space per
 // strand, shared by every execution of that strand for as long as the
 // host keeps the KV (a session), never across strands. It is scratch:
-// held in memory, bounded by MaxKVKeys and MaxKVBytes per strand (a set
+// held in memory, bounded to 1024 keys and 8 MiB per strand (a set
 // past either is refused, CodeKVFull), and the host may evict a strand's
 // space at any time with Forget. Safe for concurrent use; the zero value
 // is not usable, use NewKV.
@@ -43,8 +43,8 @@ func (k *KV) Forget(strand string) {
 }
 
 func checkKey(key string) error {
-	if key == "" || len(key) > MaxKVKeyBytes {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("a kv key is 1 to %d bytes (got %d)", MaxKVKeyBytes, len(key))}
+	if key == "" || len(key) > maxKVKeyBytes {
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("a kv key is 1 to %d bytes (got %d)", maxKVKeyBytes, len(key))}
 	}
 	return nil
 }
@@ -65,7 +65,7 @@ func (k *KV) Get(strand, key string) ([]byte, bool, error) {
 }
 
 // Set stores a copy of value under key in strand's space, refusing with
-// CodeKVFull a set that would pass MaxKVKeys or MaxKVBytes (replacing a
+// CodeKVFull a set that would pass 1024 keys or 8 MiB (replacing a
 // value counts only the difference).
 func (k *KV) Set(strand, key string, value []byte) error {
 	if err := checkKey(key); err != nil {
@@ -82,11 +82,11 @@ func (k *KV) Set(strand, key string, value []byte) error {
 	grow := len(key) + len(value)
 	if had {
 		grow = len(value) - len(old)
-	} else if len(sp.vals) >= MaxKVKeys {
-		return &CapError{Code: CodeKVFull, Message: fmt.Sprintf("the kv space holds its maximum of %d keys; delete one first", MaxKVKeys)}
+	} else if len(sp.vals) >= maxKVKeys {
+		return &CapError{Code: CodeKVFull, Message: fmt.Sprintf("the kv space holds its maximum of %d keys; delete one first", maxKVKeys)}
 	}
-	if sp.bytes+grow > MaxKVBytes {
-		return &CapError{Code: CodeKVFull, Message: fmt.Sprintf("the kv space would hold %d bytes, past its maximum of %d (keys and values); delete or shrink values first", sp.bytes+grow, MaxKVBytes)}
+	if sp.bytes+grow > maxKVBytes {
+		return &CapError{Code: CodeKVFull, Message: fmt.Sprintf("the kv space would hold %d bytes, past its maximum of %d (keys and values); delete or shrink values first", sp.bytes+grow, maxKVBytes)}
 	}
 	sp.vals[key] = append([]byte{}, value...)
 	sp.bytes += grow

@@ -22,18 +22,18 @@ func capCode(err error) string {
 func TestKVBounds(t *testing.T) {
 	t.Parallel()
 	k := NewKV()
-	for i := range MaxKVKeys {
+	for i := range maxKVKeys {
 		if err := k.Set("a", fmt.Sprint(i), nil); err != nil {
-			t.Fatalf("key %d of %d refused: %v", i, MaxKVKeys, err)
+			t.Fatalf("key %d of %d refused: %v", i, maxKVKeys, err)
 		}
 	}
 	if err := k.Set("a", "one-more", nil); capCode(err) != string(CodeKVFull) {
-		t.Fatalf("key %d accepted: %v", MaxKVKeys+1, err)
+		t.Fatalf("key %d accepted: %v", maxKVKeys+1, err)
 	}
 	if err := k.Set("a", "0", []byte("replacing is no new key")); err != nil {
 		t.Fatalf("replacing a value at the key bound: %v", err)
 	}
-	if err := k.Set("b", "big", make([]byte, MaxKVBytes-len("big"))); err != nil {
+	if err := k.Set("b", "big", make([]byte, maxKVBytes-len("big"))); err != nil {
 		t.Fatalf("a value filling the byte bound exactly: %v", err)
 	}
 	if err := k.Set("b", "x", nil); capCode(err) != string(CodeKVFull) {
@@ -42,7 +42,7 @@ func TestKVBounds(t *testing.T) {
 	if v, ok, _ := k.Get("c", "0"); ok || v != nil && len(v) > 0 {
 		t.Fatal("strand c sees strand a's value")
 	}
-	if err := k.Set("a", string(make([]byte, MaxKVKeyBytes+1)), nil); capCode(err) != string(CodeInvalidCapabilityArguments) {
+	if err := k.Set("a", string(make([]byte, maxKVKeyBytes+1)), nil); capCode(err) != string(CodeInvalidCapabilityArguments) {
 		t.Fatalf("an over-long key: %v", err)
 	}
 	k.Forget("b")

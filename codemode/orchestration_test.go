@@ -16,6 +16,11 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
+// maxTwoSeamSurfaceBytes is maxSurfaceBytes for an Engine serving both
+// seams, whose description adds the orchestration seam's API and its
+// example (TestTwoSeamDescription measures it).
+const maxTwoSeamSurfaceBytes = 9 << 10
+
 // reviewArea is what a scripted child reviews: its prompt less "Review ".
 func reviewArea(t agent.Turn) string { return strings.TrimPrefix(t.Prompt, "Review ") }
 
@@ -166,7 +171,7 @@ func TestOrchestrationSeamVetsOutWorkspacePackages(t *testing.T) {
 	src := []byte("package main\n\nimport (\n\t\"context\"\n\n\t\"cap/fs\"\n)\n\nfunc main() { fs.Read(context.Background(), \"x\") }\n")
 	_, err := s.eng.VetOn(src, OrchestrationSeamName)
 	var ve *VetError
-	if !errors.As(err, &ve) || ve.Violations[0].Rule != RuleImportNotAllowed || !strings.Contains(ve.Error(), "orchestration seam") {
+	if !errors.As(err, &ve) || ve.Violations[0].Rule != ruleImportNotAllowed || !strings.Contains(ve.Error(), "orchestration seam") {
 		t.Fatalf("cap/fs on the orchestration seam: %v", err)
 	}
 	if _, err := s.eng.VetOn(src, WorkspaceSeamName); err != nil {
@@ -207,23 +212,23 @@ func TestRouterServesOnlyTheSeamsPackages(t *testing.T) {
 }
 
 // TestTwoSeamDescription: the description of an Engine serving both
-// seams stays within MaxTwoSeamSurfaceBytes with its schema, states the shared
+// seams stays within maxTwoSeamSurfaceBytes with its schema, states the shared
 // imports once and each seam's extra ones, and shows RecipeFanOut.
 func TestTwoSeamDescription(t *testing.T) {
 	t.Parallel()
 	s, agency := newAgentSession(t, agent.Options{}, 0)
 	tl := productionEngine(t, s, agency).Tool()
 	n := len(tl.Description) + len(tl.Schema)
-	t.Logf("two-seam code_mode surface: %d bytes of %d", n, MaxTwoSeamSurfaceBytes)
-	if n > MaxTwoSeamSurfaceBytes {
-		t.Fatalf("code_mode costs %d bytes; the budget is %d", n, MaxTwoSeamSurfaceBytes)
+	t.Logf("two-seam code_mode surface: %d bytes of %d", n, maxTwoSeamSurfaceBytes)
+	if n > maxTwoSeamSurfaceBytes {
+		t.Fatalf("code_mode costs %d bytes; the budget is %d", n, maxTwoSeamSurfaceBytes)
 	}
 	for _, want := range []string{
 		"Imports on every seam: cap/report, cap/notes, cap/execution, the standard packages bufio bytes cmp compress/{bzip2,",
 		`Seam "workspace" (the default) adds cap/fs, cap/search, cap/proc, cap/kv, cap/job.`,
 		`Seam "orchestration" adds cap/strand.`,
 		"func strand.Spawn(", "func notes.Put(", RecipeFanOut,
-		fmt.Sprintf("%d spawns", DefaultSpawnCeiling), fmt.Sprintf("%d note writes", MaxNoteWrites),
+		fmt.Sprintf("%d spawns", DefaultSpawnCeiling), fmt.Sprintf("%d note writes", maxNoteWrites),
 	} {
 		if !strings.Contains(tl.Description, want) {
 			t.Errorf("the description lacks %q:\n%s", want, tl.Description)
@@ -346,8 +351,8 @@ func TestSpawnCeiling(t *testing.T) {
 }
 
 // TestNoteCeilings: note writes (strand.note and notes.put, one tally)
-// are admitted MaxNoteWrites times and reads (strand.notes, notes.get,
-// notes.list, one tally) MaxNoteReads times, then refused in band with
+// are admitted maxNoteWrites times and reads (strand.notes, notes.get,
+// notes.list, one tally) maxNoteReads times, then refused in band with
 // admission_ceiling naming the capability and the number.
 func TestNoteCeilings(t *testing.T) {
 	t.Parallel()
@@ -392,10 +397,10 @@ func TestNoteCeilings(t *testing.T) {
 	v, found, err := notes.Get(ctx, "agent/main/k")
 	fmt.Printf("get after the ceiling: %q %v %v\n", v, found, code(err))`))
 	for _, w := range []string{
-		fmt.Sprintf("writes %d; then %s: ", MaxNoteWrites, CodeAdmissionCeiling),
-		fmt.Sprintf("ceiling of %d note writes (strand.note and notes.put together)", MaxNoteWrites),
-		fmt.Sprintf("reads %d; then %s: ", MaxNoteReads, CodeAdmissionCeiling),
-		fmt.Sprintf("ceiling of %d note reads", MaxNoteReads),
+		fmt.Sprintf("writes %d; then %s: ", maxNoteWrites, CodeAdmissionCeiling),
+		fmt.Sprintf("ceiling of %d note writes (strand.note and notes.put together)", maxNoteWrites),
+		fmt.Sprintf("reads %d; then %s: ", maxNoteReads, CodeAdmissionCeiling),
+		fmt.Sprintf("ceiling of %d note reads", maxNoteReads),
 		"waiting frees no slot",
 		"get after the ceiling: \"\" false " + string(CodeAdmissionCeiling),
 	} {
@@ -522,14 +527,14 @@ func TestStrandSendAndRoster(t *testing.T) {
 // TestStrandMapReportsEachItem: strand.map reports every item's outcome
 // in order: with the Agency's fan-out at 1 and the first child still
 // running, the second item is that fan-out refusal, while the first is
-// its child's (not yet ready) outcome; a map of more than MaxMapItems
+// its child's (not yet ready) outcome; a map of more than maxMapItems
 // items (which one wait must join: at most agent.MaxWaitHandles) is
 // refused whole. The host has no broker, no job plane and no process
 // runner: strand.* reaches none of them.
 func TestStrandMapReportsEachItem(t *testing.T) {
 	t.Parallel()
-	if MaxMapItems > agent.MaxWaitHandles {
-		t.Fatalf("MaxMapItems %d exceeds what one wait joins (%d)", MaxMapItems, agent.MaxWaitHandles)
+	if maxMapItems > agent.MaxWaitHandles {
+		t.Fatalf("maxMapItems %d exceeds what one wait joins (%d)", maxMapItems, agent.MaxWaitHandles)
 	}
 	release := make(chan struct{})
 	agency := agent.NewAgency(agent.RunnerFunc(func(ctx context.Context, _ agent.Turn) (string, error) {
@@ -558,7 +563,7 @@ func TestStrandMapReportsEachItem(t *testing.T) {
 	if second["code"] != string(agent.CodeFanOut) || second["purpose"] != "two" || second["message"] == "" {
 		t.Errorf("second item: %v", second)
 	}
-	many := make([]any, MaxMapItems+1)
+	many := make([]any, maxMapItems+1)
 	for i := range many {
 		many[i] = map[string]any{"purpose": "x", "prompt": "p"}
 	}
@@ -657,7 +662,7 @@ func TestGivenSeamsWithoutAnAgency(t *testing.T) {
 	}
 }
 
-// TestSendCeiling: strand.send is admitted MaxSends times in one
+// TestSendCeiling: strand.send is admitted maxSends times in one
 // execution, whatever became of each send (here every one names a strand
 // that does not exist), and the next is refused admission_ceiling naming
 // the capability and the number; a fresh execution (its own tally) is
@@ -678,7 +683,7 @@ func TestSendCeiling(t *testing.T) {
 		return err
 	}
 	h := newHost()
-	for i := range MaxSends {
+	for i := range maxSends {
 		var ce *CapError
 		if err := send(h); errors.As(err, &ce) && ce.Code == CodeAdmissionCeiling {
 			t.Fatalf("send %d refused at the ceiling: %v", i, err)
@@ -687,9 +692,9 @@ func TestSendCeiling(t *testing.T) {
 	var ce *CapError
 	err = send(h)
 	if !errors.As(err, &ce) || ce.Code != CodeAdmissionCeiling {
-		t.Fatalf("send %d: %v, want %s", MaxSends, err, CodeAdmissionCeiling)
+		t.Fatalf("send %d: %v, want %s", maxSends, err, CodeAdmissionCeiling)
 	}
-	for _, want := range []string{"strand.send", fmt.Sprintf("ceiling of %d calls", MaxSends), "waiting frees no slot"} {
+	for _, want := range []string{"strand.send", fmt.Sprintf("ceiling of %d calls", maxSends), "waiting frees no slot"} {
 		if !strings.Contains(ce.Message, want) {
 			t.Errorf("the refusal lacks %q: %s", want, ce.Message)
 		}
@@ -708,7 +713,7 @@ func TestAgentBoundsFollowTheOfferedPackages(t *testing.T) {
 	agency := agent.NewAgency(agent.RunnerFunc(func(context.Context, agent.Turn) (string, error) { return "done", nil }), agent.Options{MaxWait: 20 * time.Second})
 	t.Cleanup(func() { agency.Close() })
 	spawns := fmt.Sprintf("%d spawns", DefaultSpawnCeiling)
-	notes := fmt.Sprintf("%d note writes", MaxNoteWrites)
+	notes := fmt.Sprintf("%d note writes", maxNoteWrites)
 	for _, tc := range []struct {
 		name     string
 		packages []string

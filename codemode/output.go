@@ -13,13 +13,13 @@ import (
 // programOutput collects a program's output: stdout is its result,
 // spooled to the blob store past blob.OverflowThreshold (or, with no
 // store, kept as a head of that size); stderr is kept as a tail of
-// MaxStderrTailBytes; both are streamed to the call's output observer.
+// maxStderrTailBytes; both are streamed to the call's output observer.
 type programOutput struct {
 	spool   *blob.Spool
 	head    []byte
 	total   int64  // stdout bytes
-	stderr  []byte // the tail kept so far (at most 2×MaxStderrTailBytes)
-	errHead []byte // the first MaxStderrHeadBytes of stderr
+	stderr  []byte // the tail kept so far (at most 2×maxStderrTailBytes)
+	errHead []byte // the first maxStderrHeadBytes of stderr
 	errSeen int64  // stderr bytes written
 	tails   map[broker.Stream]*job.Tail
 	cutHead bool
@@ -35,13 +35,13 @@ func newProgramOutput(c *tool.Call) *programOutput {
 
 func (o *programOutput) add(c *tool.Call, out broker.Output) {
 	if out.Stream == broker.Stderr {
-		if n := min(len(out.Bytes), MaxStderrHeadBytes-len(o.errHead)); n > 0 {
+		if n := min(len(out.Bytes), maxStderrHeadBytes-len(o.errHead)); n > 0 {
 			o.errHead = append(o.errHead, out.Bytes[:n]...)
 		}
 		o.errSeen += int64(len(out.Bytes))
 		o.stderr = append(o.stderr, out.Bytes...)
-		if len(o.stderr) > 2*MaxStderrTailBytes {
-			o.stderr = append([]byte{}, o.stderr[len(o.stderr)-MaxStderrTailBytes:]...)
+		if len(o.stderr) > 2*maxStderrTailBytes {
+			o.stderr = append([]byte{}, o.stderr[len(o.stderr)-maxStderrTailBytes:]...)
 		}
 	} else {
 		o.total += int64(len(out.Bytes))
@@ -59,17 +59,17 @@ func (o *programOutput) add(c *tool.Call, out broker.Output) {
 	c.Observe(tool.OutputTail{Stream: out.Stream.String(), Tail: string(w.Bytes), TotalBytes: t.Received()})
 }
 
-// MaxStderrHeadBytes is how much of the start of a program's stderr the
+// maxStderrHeadBytes is how much of the start of a program's stderr the
 // result keeps beside its tail: a panic's or a fatal runtime error's
 // first line is there.
-const MaxStderrHeadBytes = 1 << 10
+const maxStderrHeadBytes = 1 << 10
 
 // stderrText is the stderr to show: all of it when it fits in the head and
 // the tail, else the head, a line saying how much was left out, and the
 // tail.
 func (o *programOutput) stderrText() string {
-	if o.errSeen <= MaxStderrHeadBytes+MaxStderrTailBytes {
-		return strings.ToValidUTF8(string(o.stderr), "\uFFFD") // all of it: the tail is trimmed only past 2×MaxStderrTailBytes
+	if o.errSeen <= maxStderrHeadBytes+maxStderrTailBytes {
+		return strings.ToValidUTF8(string(o.stderr), "\uFFFD") // all of it: the tail is trimmed only past 2×maxStderrTailBytes
 	}
 	tail := stderrTail(o.stderr)
 	left := o.errSeen - int64(len(o.errHead)) - int64(len(tail))

@@ -13,7 +13,7 @@ import (
 
 // preludeFiles is the cap/... tree programs import. The go tool ignores
 // a directory whose name starts with "_", so the tree builds only as the
-// module "cap" a Builder lays out; it holds no go.mod (embed refuses a
+// module "cap" a builder lays out; it holds no go.mod (embed refuses a
 // nested module).
 //
 //go:embed all:_prelude
@@ -27,10 +27,10 @@ const preludeRoot = "_prelude"
 // directory.
 const preludeModule = "cap"
 
-// Prelude returns the prelude tree, rooted so that its paths read
+// embeddedPrelude returns the prelude tree, rooted so that its paths read
 // "fs/fs.go", "internal/wire/codec.go": the module "cap", every .go file
 // of every package, nothing else.
-func Prelude() fs.FS {
+func embeddedPrelude() fs.FS {
 	sub, err := fs.Sub(preludeFiles, preludeRoot)
 	if err != nil { // unreachable: preludeRoot is a literal valid path
 		return preludeFiles
@@ -39,7 +39,7 @@ func Prelude() fs.FS {
 }
 
 // preludeIndex is the tree's package list and digest, computed once.
-var preludeIndex = sync.OnceValues(func() ([]string, string) { return indexTree(Prelude()) })
+var preludeIndex = sync.OnceValues(func() ([]string, string) { return indexTree(embeddedPrelude()) })
 
 // indexTree returns the import paths of the packages in tree (every
 // directory holding a .go file, under preludeModule), sorted, and the
@@ -49,7 +49,7 @@ func indexTree(tree fs.FS) ([]string, string) {
 	var files []string
 	pkgs := map[string]bool{}
 	// The embedded tree cannot fail to walk; an error leaves the lists
-	// short, which PreludeDigest's and PreludePackages' tests catch.
+	// short, which TestPreludeDigest and TestPreludePackages catch.
 	fs.WalkDir(tree, ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			files = append(files, p)
@@ -75,18 +75,10 @@ func indexTree(tree fs.FS) ([]string, string) {
 	return list, hex.EncodeToString(h.Sum(nil))
 }
 
-// PreludePackages returns the import path of every package in the
+// embeddedPreludePackages returns the import path of every package in the
 // prelude, sorted, the internal ones included (a builder compiles them
 // all; the vetter admits only the seam's). A fresh slice each call.
-func PreludePackages() []string {
+func embeddedPreludePackages() []string {
 	list, _ := preludeIndex()
 	return append([]string(nil), list...)
-}
-
-// PreludeDigest returns the hex SHA-256 of the prelude tree (every file's
-// path and content, in path order). It changes exactly when a file of
-// the tree does, so it keys what a builder caches.
-func PreludeDigest() string {
-	_, d := preludeIndex()
-	return d
 }

@@ -20,12 +20,12 @@ import (
 func docExample(t *testing.T, dir string) string {
 	t.Helper()
 	fset := token.NewFileSet()
-	entries, err := fs.ReadDir(Prelude(), dir)
+	entries, err := fs.ReadDir(embeddedPrelude(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		src, err := fs.ReadFile(Prelude(), path.Join(dir, e.Name()))
+		src, err := fs.ReadFile(embeddedPrelude(), path.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 				continue
 			}
 			seen[pkg] = true
-			dir := strings.TrimPrefix(pkg, PreludeModule+"/")
+			dir := strings.TrimPrefix(pkg, preludeModule+"/")
 			t.Run(dir, func(t *testing.T) {
 				t.Parallel()
 				body := docExample(t, dir)
@@ -108,7 +108,7 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 // host's constant, so the two cannot drift apart.
 func TestPreludeStatesTheHostsBounds(t *testing.T) {
 	t.Parallel()
-	src, err := fs.ReadFile(Prelude(), "fs/fs.go")
+	src, err := fs.ReadFile(embeddedPrelude(), "fs/fs.go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,11 +29,11 @@ import (
 func buildWithPrelude(t testing.TB, src string) string {
 	t.Helper()
 	dir := t.TempDir()
-	err := fs.WalkDir(Prelude(), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(embeddedPrelude(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(Prelude(), p)
+		b, err := fs.ReadFile(embeddedPrelude(), p)
 		if err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func buildWithPrelude(t testing.TB, src string) string {
 // the go tool treat the tree as a module of its own).
 func TestPreludeHasNoGoMod(t *testing.T) {
 	t.Parallel()
-	for name, tree := range map[string]fs.FS{"embedded": Prelude(), "on disk": os.DirFS(preludeRoot)} {
+	for name, tree := range map[string]fs.FS{"embedded": embeddedPrelude(), "on disk": os.DirFS(preludeRoot)} {
 		n := 0
 		fs.WalkDir(tree, ".", func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -95,20 +95,20 @@ func TestPreludeHasNoGoMod(t *testing.T) {
 func TestPreludePackages(t *testing.T) {
 	t.Parallel()
 	want := []string{"cap/execution", "cap/fs", "cap/internal/client", "cap/internal/wire", "cap/job", "cap/kv", "cap/notes", "cap/proc", "cap/report", "cap/search", "cap/strand"}
-	got := PreludePackages()
+	got := embeddedPreludePackages()
 	if !slices.Equal(got, want) {
-		t.Fatalf("PreludePackages() = %q, want %q", got, want)
+		t.Fatalf("embeddedPreludePackages() = %q, want %q", got, want)
 	}
 	got[0] = "mutated"
-	if PreludePackages()[0] != want[0] {
-		t.Fatal("PreludePackages returned its own slice: a caller's write changed it")
+	if embeddedPreludePackages()[0] != want[0] {
+		t.Fatal("embeddedPreludePackages returned its own slice: a caller's write changed it")
 	}
 }
 
 // parsePreludeDir parses the Go files of the embedded prelude's dir.
 func parsePreludeDir(t *testing.T, fset *token.FileSet, dir string, mode parser.Mode) []*ast.File {
 	t.Helper()
-	entries, err := fs.ReadDir(Prelude(), dir)
+	entries, err := fs.ReadDir(embeddedPrelude(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func parsePreludeDir(t *testing.T, fset *token.FileSet, dir string, mode parser.
 		if !strings.HasSuffix(e.Name(), ".go") {
 			continue
 		}
-		src, err := fs.ReadFile(Prelude(), dir+"/"+e.Name())
+		src, err := fs.ReadFile(embeddedPrelude(), dir+"/"+e.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func parsePreludeDir(t *testing.T, fset *token.FileSet, dir string, mode parser.
 // program-facing packages has one (a model reads them).
 func TestPreludeDocumented(t *testing.T) {
 	t.Parallel()
-	for _, imp := range PreludePackages() {
+	for _, imp := range embeddedPreludePackages() {
 		dir := strings.TrimPrefix(imp, preludeModule+"/")
 		fset := token.NewFileSet()
 		files := parsePreludeDir(t, fset, dir, parser.ParseComments)
@@ -183,11 +183,11 @@ const preludeUnsafeFile = "internal/client/ring.go"
 func TestPreludeImports(t *testing.T) {
 	t.Parallel()
 	n := 0
-	fs.WalkDir(Prelude(), ".", func(p string, d fs.DirEntry, err error) error {
+	fs.WalkDir(embeddedPrelude(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
 			return err
 		}
-		src, _ := fs.ReadFile(Prelude(), p)
+		src, _ := fs.ReadFile(embeddedPrelude(), p)
 		f, err := parser.ParseFile(token.NewFileSet(), p, src, parser.ImportsOnly)
 		if err != nil {
 			t.Fatal(err)
@@ -218,9 +218,9 @@ func TestPreludeImports(t *testing.T) {
 // tree on disk, and changed by any change to a file's path or content.
 func TestPreludeDigest(t *testing.T) {
 	t.Parallel()
-	d := PreludeDigest()
-	if len(d) != 64 || d != PreludeDigest() {
-		t.Fatalf("PreludeDigest() = %q, then %q", d, PreludeDigest())
+	_, d := preludeIndex()
+	if _, again := preludeIndex(); len(d) != 64 || d != again {
+		t.Fatalf("the prelude's digest is %q, then %q", d, again)
 	}
 	if _, disk := indexTree(os.DirFS(preludeRoot)); disk != d {
 		t.Fatalf("digest of the tree on disk %s != embedded %s", disk, d)
@@ -247,7 +247,7 @@ func TestPreludeDigest(t *testing.T) {
 // constant name, "" when it has none.
 func preludeConst(t *testing.T, file, name string) string {
 	t.Helper()
-	src, err := fs.ReadFile(Prelude(), file)
+	src, err := fs.ReadFile(embeddedPrelude(), file)
 	if err != nil {
 		t.Fatal(err)
 	}

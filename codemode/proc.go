@@ -17,21 +17,21 @@ import (
 
 // Bounds of proc.run.
 const (
-	// MaxProcsInFlight is how many proc.run commands of one execution run
+	// maxProcsInFlight is how many proc.run commands of one execution run
 	// at once; further calls wait for a slot within their own timeout.
-	MaxProcsInFlight = 4
-	// DefaultProcTimeout is a proc.run's timeout when timeout_ms is absent.
-	DefaultProcTimeout = 60 * time.Second
-	// MaxProcTimeout is the largest timeout_ms a proc.run takes (the
+	maxProcsInFlight = 4
+	// defaultProcTimeout is a proc.run's timeout when timeout_ms is absent.
+	defaultProcTimeout = 60 * time.Second
+	// maxProcTimeout is the largest timeout_ms a proc.run takes (the
 	// per-call timeout, MaxCallTimeout, bounds it too).
-	MaxProcTimeout = MaxCallTimeout
-	// MaxProcOutputBytes bounds what one proc.run returns of stdout and
+	maxProcTimeout = MaxCallTimeout
+	// maxProcOutputBytes bounds what one proc.run returns of stdout and
 	// of stderr each; past it the stream is cut and truncated is set.
-	MaxProcOutputBytes = 1 << 20
-	// MaxProcStdinBytes bounds proc.run's stdin.
-	MaxProcStdinBytes = 4 << 20
-	// MaxProcArgvBytes bounds proc.run's argv, all words together.
-	MaxProcArgvBytes = 64 << 10
+	maxProcOutputBytes = 1 << 20
+	// maxProcStdinBytes bounds proc.run's stdin.
+	maxProcStdinBytes = 4 << 20
+	// maxProcArgvBytes bounds proc.run's argv, all words together.
+	maxProcArgvBytes = 64 << 10
 )
 
 // procRunner runs an execution's proc.run calls, each as its own jailed
@@ -46,7 +46,7 @@ type procRunner struct {
 }
 
 func newProcRunner(perm *job.Permissions) *procRunner {
-	return &procRunner{slots: make(chan struct{}, MaxProcsInFlight), perm: perm}
+	return &procRunner{slots: make(chan struct{}, maxProcsInFlight), perm: perm}
 }
 
 // procRun serves proc.run through the execution's procRunner.
@@ -56,7 +56,7 @@ func (h *seamHost) procRun(ctx context.Context, a *capArgs) (any, error) {
 
 func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, error) {
 	argv, dir, stdin := a.strings("argv", true), a.str("dir", false), a.bytes("stdin", false)
-	timeout := time.Duration(a.integer("timeout_ms", DefaultProcTimeout.Milliseconds(), 1, MaxProcTimeout.Milliseconds())) * time.Millisecond
+	timeout := time.Duration(a.integer("timeout_ms", defaultProcTimeout.Milliseconds(), 1, maxProcTimeout.Milliseconds())) * time.Millisecond
 	if err := a.done(); err != nil {
 		return nil, err
 	}
@@ -98,9 +98,9 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 		Env:    job.CommandEnv(c),
 		Policy: pol,
 		// The program's own clearance holds one ticket of the step.
-		Budget:         broker.Budget{MaxOutstanding: 1 + MaxProcsInFlight},
+		Budget:         broker.Budget{MaxOutstanding: 1 + maxProcsInFlight},
 		Timeout:        timeout,
-		MaxOutputBytes: 2 * MaxProcOutputBytes,
+		MaxOutputBytes: 2 * maxProcOutputBytes,
 	}
 	if stdin != nil {
 		spec.Stdin = bytes.NewReader(stdin)
@@ -145,32 +145,32 @@ func checkArgv(argv []string, stdin []byte) error {
 			return &CapError{Code: CodeInvalidCapabilityArguments, Message: "an argv word holds a NUL byte"}
 		}
 	}
-	if n > MaxProcArgvBytes {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("argv is %d bytes; at most %d — write a script with fs.write and run it", n, MaxProcArgvBytes)}
+	if n > maxProcArgvBytes {
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("argv is %d bytes; at most %d — write a script with fs.write and run it", n, maxProcArgvBytes)}
 	}
-	if len(stdin) > MaxProcStdinBytes {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("stdin is %d bytes; at most %d", len(stdin), MaxProcStdinBytes)}
+	if len(stdin) > maxProcStdinBytes {
+		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("stdin is %d bytes; at most %d", len(stdin), maxProcStdinBytes)}
 	}
 	return nil
 }
 
-// boundedBuffer keeps the first MaxProcOutputBytes written to it.
+// boundedBuffer keeps the first maxProcOutputBytes written to it.
 type boundedBuffer struct {
 	buf []byte
 	cut bool
 }
 
 func (b *boundedBuffer) write(p []byte) {
-	room := MaxProcOutputBytes - len(b.buf)
+	room := maxProcOutputBytes - len(b.buf)
 	if len(p) > room {
 		p, b.cut = p[:max(room, 0)], true
 	}
 	b.buf = append(b.buf, p...)
 }
 
-// MaxStderrTailBytes bounds the stderr tail a failed run or a failed
+// maxStderrTailBytes bounds the stderr tail a failed run or a failed
 // proc.run command carries into the code_mode result.
-const MaxStderrTailBytes = 2 << 10
+const maxStderrTailBytes = 2 << 10
 
 // lastFailure remembers the last proc.run command of an execution that
 // exited non-zero or timed out, for the result's "last failing command:"
@@ -196,11 +196,11 @@ func (l *lastFailure) get() (argv, tail string, ok bool) {
 	return l.argv, l.tail, l.argv != ""
 }
 
-// stderrTail is the last MaxStderrTailBytes of b, cut at a rune start,
+// stderrTail is the last maxStderrTailBytes of b, cut at a rune start,
 // as valid UTF-8.
 func stderrTail(b []byte) string {
-	if len(b) > MaxStderrTailBytes {
-		b = b[len(b)-MaxStderrTailBytes:]
+	if len(b) > maxStderrTailBytes {
+		b = b[len(b)-maxStderrTailBytes:]
 		for len(b) > 0 && !utf8.RuneStart(b[0]) {
 			b = b[1:]
 		}

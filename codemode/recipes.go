@@ -4,8 +4,8 @@ package codemode
 // may copy. The test suite runs each verbatim through every stage, so
 // the description never shows a program that does not work.
 const (
-	// RecipeSurvey reads, lists and searches at once.
-	RecipeSurvey = `package main
+	// recipeSurvey reads, lists and searches at once.
+	recipeSurvey = `package main
 
 import (
 	"context"
@@ -42,8 +42,8 @@ func main() {
 	fmt.Println(len(todo.Matches), "TODOs")
 }
 `
-	// RecipeCheck runs a command and reports on it.
-	RecipeCheck = `package main
+	// recipeCheck runs a command and reports on it.
+	recipeCheck = `package main
 
 import (
 	"context"

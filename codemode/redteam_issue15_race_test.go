@@ -92,7 +92,7 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 
 	reads := []string{"notes.get", "notes.list", "strand.notes"}
 	admitted := 0
-	for i := range 2 * MaxNoteReads {
+	for i := range 2 * maxNoteReads {
 		wg.Go(func() {
 			cap := reads[i%len(reads)]
 			args := map[string]any{"prefix": "agent/"}
@@ -112,8 +112,8 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if admitted != MaxNoteReads {
-		t.Errorf("%d racing note reads admitted, want %d", admitted, MaxNoteReads)
+	if admitted != maxNoteReads {
+		t.Errorf("%d racing note reads admitted, want %d", admitted, maxNoteReads)
 	}
 
 	for _, c := range []struct {

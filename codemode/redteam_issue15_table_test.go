@@ -14,7 +14,7 @@ import (
 // goroutines on one call site are admitted exactly to MaxLiveExecutions,
 // each under a handle and a broker step of its own; another strand's
 // handle reads exactly as one never minted; a send before Ready, to an
-// unregistered endpoint and past MaxQueuedInputs is refused with its
+// unregistered endpoint and past maxQueuedInputs is refused with its
 // code, and what a refusal quotes of model text stays bounded.
 func TestRedteamExecutionTableUnderAHostileModel(t *testing.T) {
 	t.Parallel()
@@ -70,33 +70,33 @@ func TestRedteamExecutionTableUnderAHostileModel(t *testing.T) {
 		endpoint string
 		code     tool.Code
 	}{
-		{DefaultEndpoint, CodeExecutionNotReady},
+		{defaultEndpoint, CodeExecutionNotReady},
 		{huge, CodeUnknownEndpoint},
 	} {
 		if c.code == CodeUnknownEndpoint {
-			if err := tab.register(x, DefaultEndpoint, true); err != nil {
+			if err := tab.register(x, defaultEndpoint, true); err != nil {
 				t.Fatal(err)
 			}
 		}
 		_, err := tab.send(x, c.endpoint, []byte("in"))
 		var ce *CapError
-		if !errors.As(err, &ce) || ce.Code != c.code || len(ce.Message) > 4*MaxArgumentQuoteBytes+MaxEndpoints*MaxEndpointNameBytes {
+		if !errors.As(err, &ce) || ce.Code != c.code || len(ce.Message) > 4*maxArgumentQuoteBytes+maxEndpoints*maxEndpointNameBytes {
 			t.Errorf("send to %.16q: %v", c.endpoint, err)
 		}
 	}
-	if _, err := tab.lookup("main", huge); err == nil || len(err.Error()) > 2*MaxLiveExecutions*len(x.handle)+4*MaxArgumentQuoteBytes {
+	if _, err := tab.lookup("main", huge); err == nil || len(err.Error()) > 2*MaxLiveExecutions*len(x.handle)+4*maxArgumentQuoteBytes {
 		t.Errorf("a huge handle is quoted unbounded (%d bytes)", len(err.Error()))
 	}
-	for i := range MaxQueuedInputs {
-		if _, err := tab.send(x, DefaultEndpoint, []byte{byte(i)}); err != nil {
+	for i := range maxQueuedInputs {
+		if _, err := tab.send(x, defaultEndpoint, []byte{byte(i)}); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
 	var ce *CapError
-	if _, err := tab.send(x, DefaultEndpoint, []byte("one more")); !errors.As(err, &ce) || ce.Code != CodeInboxFull {
-		t.Errorf("send past MaxQueuedInputs: %v", err)
+	if _, err := tab.send(x, defaultEndpoint, []byte("one more")); !errors.As(err, &ce) || ce.Code != CodeInboxFull {
+		t.Errorf("send past maxQueuedInputs: %v", err)
 	}
-	in, ok, err := tab.receive(context.Background(), x, DefaultEndpoint, 0)
+	in, ok, err := tab.receive(context.Background(), x, defaultEndpoint, 0)
 	if err != nil || !ok || len(in) != 1 || in[0] != 0 {
 		t.Errorf("receive: %v %v %v", in, ok, err)
 	}

@@ -10,20 +10,22 @@ import (
 	"strings"
 )
 
-// The kinds of Repair.
+// The kinds of Repair (Repair.Kind).
 const (
-	// RepairDropImport removed an import the program did not use.
-	RepairDropImport = "drop_import"
-	// RepairBlankUse added `_ = name` for a variable declared and not used.
-	RepairBlankUse = "blank_use"
-	// RepairDropLabel removed a label defined and not used.
-	RepairDropLabel = "drop_label"
+	// repairDropImport removed an import the program did not use.
+	repairDropImport = "drop_import"
+	// repairBlankUse added `_ = name` for a variable declared and not used.
+	repairBlankUse = "blank_use"
+	// repairDropLabel removed a label defined and not used.
+	repairDropLabel = "drop_label"
 )
 
-// Repair is one edit the builder made to a program before building it
-// again: at Line (of the submitted source), of Kind (RepairDropImport,
-// RepairBlankUse or RepairDropLabel), on Name (the import path, the
-// variable or the label).
+// Repair is one edit the build made to a program before building it
+// again: at Line (of the submitted source), of Kind, on Name (the import
+// path, the variable or the label). Kind is "drop_import" (an import the
+// program did not use was removed), "blank_use" (`_ = name` was added for
+// a variable declared and not used) or "drop_label" (a label defined and
+// not used was removed).
 type Repair struct {
 	Line int    `json:"line"`
 	Kind string `json:"kind"`
@@ -31,7 +33,7 @@ type Repair struct {
 }
 
 // diagLine is one compiler diagnostic about the program file.
-var diagLine = regexp.MustCompile(`^` + regexp.QuoteMeta(ProgramFileName) + `:(\d+):(\d+): (.*)$`)
+var diagLine = regexp.MustCompile(`^` + regexp.QuoteMeta(programFileName) + `:(\d+):(\d+): (.*)$`)
 
 // The unused-entity messages of the Go 1.26 compiler, exactly.
 var (
@@ -57,7 +59,7 @@ type textEdit struct {
 // false. Lines of the source keep their numbers.
 func repairUnused(src []byte, diag string) (fixed []byte, repairs []Repair, ok bool) {
 	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, ProgramFileName, src, parser.SkipObjectResolution)
+	file, err := parser.ParseFile(fset, programFileName, src, parser.SkipObjectResolution)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -83,19 +85,19 @@ func repairUnused(src []byte, diag string) (fixed []byte, repairs []Repair, ok b
 		var r Repair
 		switch {
 		case unusedImport.MatchString(msg):
-			r = Repair{Line: line, Kind: RepairDropImport, Name: unusedImport.FindStringSubmatch(msg)[1]}
+			r = Repair{Line: line, Kind: repairDropImport, Name: unusedImport.FindStringSubmatch(msg)[1]}
 			e = dropImport(file, tf, pos, r.Name)
 		case unusedImportAs.MatchString(msg):
-			r = Repair{Line: line, Kind: RepairDropImport, Name: unusedImportAs.FindStringSubmatch(msg)[1]}
+			r = Repair{Line: line, Kind: repairDropImport, Name: unusedImportAs.FindStringSubmatch(msg)[1]}
 			e = dropImport(file, tf, pos, r.Name)
 		case unusedVar.MatchString(msg):
-			r = Repair{Line: line, Kind: RepairBlankUse, Name: unusedVar.FindStringSubmatch(msg)[1]}
+			r = Repair{Line: line, Kind: repairBlankUse, Name: unusedVar.FindStringSubmatch(msg)[1]}
 			e = blankUse(file, tf, pos, r.Name)
 		case unusedSwitchVar.MatchString(msg):
-			r = Repair{Line: line, Kind: RepairBlankUse, Name: unusedSwitchVar.FindStringSubmatch(msg)[1]}
+			r = Repair{Line: line, Kind: repairBlankUse, Name: unusedSwitchVar.FindStringSubmatch(msg)[1]}
 			e = blankUse(file, tf, pos, r.Name)
 		case unusedLabel.MatchString(msg):
-			r = Repair{Line: line, Kind: RepairDropLabel, Name: unusedLabel.FindStringSubmatch(msg)[1]}
+			r = Repair{Line: line, Kind: repairDropLabel, Name: unusedLabel.FindStringSubmatch(msg)[1]}
 			e = dropLabel(file, tf, pos, r.Name)
 		}
 		if len(e) == 0 {
@@ -108,7 +110,7 @@ func repairUnused(src []byte, diag string) (fixed []byte, repairs []Repair, ok b
 	if !ok {
 		return nil, nil, false
 	}
-	if _, err := parser.ParseFile(token.NewFileSet(), ProgramFileName, fixed, parser.SkipObjectResolution); err != nil {
+	if _, err := parser.ParseFile(token.NewFileSet(), programFileName, fixed, parser.SkipObjectResolution); err != nil {
 		return nil, nil, false
 	}
 	slices.SortStableFunc(repairs, func(a, b Repair) int { return a.Line - b.Line })

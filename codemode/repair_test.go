@@ -118,7 +118,7 @@ func TestRepairUnusedVariablesProperty(t *testing.T) {
 		if !ok {
 			t.Fatalf("not repaired:\n%s\n%s", src.String(), diag.String())
 		}
-		if _, err := parser.ParseFile(token.NewFileSet(), ProgramFileName, fixed, 0); err != nil {
+		if _, err := parser.ParseFile(token.NewFileSet(), programFileName, fixed, 0); err != nil {
 			t.Fatalf("the result does not parse: %v", err)
 		}
 		if bytes.Count(fixed, []byte("\n")) != bytes.Count(src.Bytes(), []byte("\n")) {

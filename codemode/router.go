@@ -15,18 +15,18 @@ import (
 
 // Bounds of the workspace seam's capabilities.
 const (
-	// MaxEmitBytes bounds one report.emit artifact. (Not the frame
+	// maxEmitBytes bounds one report.emit artifact. (Not the frame
 	// bound: a frame is transient, an artifact a durable blob.)
-	MaxEmitBytes = 1 << 20
-	// MaxFSEdits bounds the find/replace pairs of one fs.edit.
-	MaxFSEdits = 64
-	// MaxGlobPaths bounds the paths one search.glob answers.
-	MaxGlobPaths = 1000
-	// MaxGrepMatches is the largest max_results a search.grep takes, and
+	maxEmitBytes = 1 << 20
+	// maxFSEdits bounds the find/replace pairs of one fs.edit.
+	maxFSEdits = 64
+	// maxGlobPaths bounds the paths one search.glob answers.
+	maxGlobPaths = 1000
+	// maxGrepMatches is the largest max_results a search.grep takes, and
 	// its default.
-	MaxGrepMatches = tool.MaxGrepResults
-	// MaxJobWaitMs bounds job.poll's wait_ms.
-	MaxJobWaitMs = 30_000
+	maxGrepMatches = tool.MaxGrepResults
+	// maxJobWaitMs bounds job.poll's wait_ms.
+	maxJobWaitMs = 30_000
 )
 
 // Artifact is one report.emit of an execution: a blob in the host's
@@ -134,8 +134,8 @@ func (h *seamHost) fsEdit(_ context.Context, a *capArgs) (any, error) {
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	if len(edits) == 0 || len(edits) > MaxFSEdits {
-		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit takes 1 to %d edits (got %d)", MaxFSEdits, len(edits))}
+	if len(edits) == 0 || len(edits) > maxFSEdits {
+		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit takes 1 to %d edits (got %d)", maxFSEdits, len(edits))}
 	}
 	f, err := h.call.ReadFile(path)
 	if err != nil {
@@ -207,8 +207,8 @@ func (h *seamHost) emit(_ context.Context, a *capArgs) (any, error) {
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	if len(content) > MaxEmitBytes {
-		return nil, &CapError{Code: CodeArtifactTooLarge, Message: fmt.Sprintf("report.emit content is %d bytes; at most %d (%d MiB) per artifact", len(content), MaxEmitBytes, MaxEmitBytes>>20)}
+	if len(content) > maxEmitBytes {
+		return nil, &CapError{Code: CodeArtifactTooLarge, Message: fmt.Sprintf("report.emit content is %d bytes; at most %d (%d MiB) per artifact", len(content), maxEmitBytes, maxEmitBytes>>20)}
 	}
 	if h.call.Blobs == nil {
 		return nil, &CapError{Code: tool.CodeBlobStore, Message: "this host has no blob store, so report.emit cannot keep an artifact"}

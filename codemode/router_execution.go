@@ -18,7 +18,7 @@ func (h *seamHost) executionCall(ctx context.Context, a *capArgs) (any, error) {
 			return nil, err
 		}
 		if h.exec != nil {
-			if err := h.execs.register(h.exec, DefaultEndpoint, true); err != nil {
+			if err := h.execs.register(h.exec, defaultEndpoint, true); err != nil {
 				return nil, err
 			}
 		}
@@ -39,7 +39,7 @@ func (h *seamHost) executionCall(ctx context.Context, a *capArgs) (any, error) {
 		return map[string]any{"background": h.exec != nil}, nil
 	}
 	name := a.str("endpoint", true)
-	wait := time.Duration(a.integer("wait_ms", 0, 0, MaxReceiveWait.Milliseconds())) * time.Millisecond
+	wait := time.Duration(a.integer("wait_ms", 0, 0, maxReceiveWait.Milliseconds())) * time.Millisecond
 	if err := a.done(); err != nil {
 		return nil, err
 	}

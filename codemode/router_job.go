@@ -26,7 +26,7 @@ func (h *seamHost) jobCall(ctx context.Context, a *capArgs) (any, error) {
 		return h.jobStart(ctx, a)
 	case "job.poll":
 		id, cursor := job.ID(a.str("handle", true)), a.str("cursor", false)
-		wait := time.Duration(a.integer("wait_ms", 0, 0, MaxJobWaitMs)) * time.Millisecond
+		wait := time.Duration(a.integer("wait_ms", 0, 0, maxJobWaitMs)) * time.Millisecond
 		if err := a.done(); err != nil {
 			return nil, err
 		}

@@ -11,8 +11,8 @@ import (
 
 // notesCall serves strand.note, strand.notes and cap/notes (put, get,
 // list) onto the Agency's note closures, the ones agent_note and
-// agent_notes call. Writes share one tally (MaxNoteWrites), reads
-// another (MaxNoteReads). None of them asks the broker for anything.
+// agent_notes call. Writes share one tally (maxNoteWrites), reads
+// another (maxNoteReads). None of them asks the broker for anything.
 func (h *seamHost) notesCall(ctx context.Context, a *capArgs) (any, error) {
 	cap := a.cap
 	if h.agency == nil {

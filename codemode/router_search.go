@@ -9,7 +9,7 @@ import (
 func grepQuery(a *capArgs) tool.GrepQuery {
 	return tool.GrepQuery{
 		Pattern: a.str("pattern", true), Path: a.str("path", false), Glob: a.str("glob", false),
-		CaseInsensitive: a.boolean("ignore_case"), MaxMatches: int(a.integer("max_results", MaxGrepMatches, 1, MaxGrepMatches)),
+		CaseInsensitive: a.boolean("ignore_case"), MaxMatches: int(a.integer("max_results", maxGrepMatches, 1, maxGrepMatches)),
 	}
 }
 
@@ -18,7 +18,7 @@ func (h *seamHost) searchGlob(ctx context.Context, a *capArgs) (any, error) {
 	if err := a.done(); err != nil {
 		return nil, err
 	}
-	paths, more, err := h.call.Glob(ctx, path, pattern, MaxGlobPaths)
+	paths, more, err := h.call.Glob(ctx, path, pattern, maxGlobPaths)
 	if err != nil {
 		return nil, err
 	}

@@ -13,13 +13,13 @@ import (
 
 // Bounds of cap/strand.
 const (
-	// MaxMapItems bounds the items of one strand.map: one spawn each, all
+	// maxMapItems bounds the items of one strand.map: one spawn each, all
 	// joined by one wait (at most agent.MaxWaitHandles handles).
-	MaxMapItems = 16
-	// MaxStrandWait bounds the wait of one strand.wait or strand.map,
+	maxMapItems = 16
+	// maxStrandWait bounds the wait of one strand.wait or strand.map,
 	// below MaxCallTimeout so its answer arrives before the call's own
 	// deadline; the Agency's MaxWaitMs bounds it too.
-	MaxStrandWait = 60 * time.Second
+	maxStrandWait = 60 * time.Second
 )
 
 // caller is the Agency's Caller for a call of this execution: the
@@ -158,13 +158,13 @@ func (h *seamHost) strandSend(ctx context.Context, a *capArgs) (any, error) {
 }
 
 // strandWaitBound is the longest wait strand.wait and strand.map grant
-// on agency: MaxStrandWait, or less where the Agency's MaxWaitMs is.
+// on agency: maxStrandWait, or less where the Agency's MaxWaitMs is.
 func strandWaitBound(agency agent.Agency) time.Duration {
-	return min(MaxStrandWait, time.Duration(agency.MaxWaitMs())*time.Millisecond)
+	return min(maxStrandWait, time.Duration(agency.MaxWaitMs())*time.Millisecond)
 }
 
 // waitFor is the wait a program asked for, in milliseconds, bounded by
-// MaxStrandWait and the Agency's MaxWaitMs.
+// maxStrandWait and the Agency's MaxWaitMs.
 func (h *seamHost) waitFor(a *capArgs) time.Duration {
 	bound := strandWaitBound(h.agency)
 	ms := a.integer("wait_ms", bound.Milliseconds(), 0, time.Duration(1<<62).Milliseconds())
@@ -236,8 +236,8 @@ func (h *seamHost) strandMap(ctx context.Context, a *capArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(items) == 0 || len(items) > MaxMapItems {
-		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("strand.map takes 1 to %d items (got %d)", MaxMapItems, len(items))}
+	if len(items) == 0 || len(items) > maxMapItems {
+		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("strand.map takes 1 to %d items (got %d)", maxMapItems, len(items))}
 	}
 	reqs := make([]agent.SpawnRequest, len(items))
 	for i, it := range items {

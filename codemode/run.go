@@ -25,14 +25,14 @@ const (
 	// (RLIMIT_AS). The Go runtime reserves virtual ranges well past what
 	// it uses; GOMEMLIMIT below keeps the heap far under this.
 	RunAddressSpaceBytes = 4 << 30
-	// RunMemoryLimit is the GOMEMLIMIT a program runs with.
-	RunMemoryLimit = "1GiB"
-	// MaxRunProcs is the most GOMAXPROCS a program runs with: it gets
+	// runMemoryLimit is the GOMEMLIMIT a program runs with.
+	runMemoryLimit = "1GiB"
+	// maxRunProcs is the most GOMAXPROCS a program runs with: it gets
 	// the host's CPU count up to this.
-	MaxRunProcs = 4
-	// RunProcesses bounds the processes (threads included) of the run
+	maxRunProcs = 4
+	// runProcesses bounds the processes (threads included) of the run
 	// jail's user.
-	RunProcesses = 256
+	runProcesses = 256
 )
 
 // RunRequiredLayers are the layers a program never runs without: where
@@ -54,9 +54,9 @@ type RunResult struct {
 	StdoutBytes int64
 	// Exit is the program's exit status (-1 when a signal ended it).
 	Exit int
-	// Stderr is the program's stderr: its first MaxStderrHeadBytes (where
-	// a panic or a fatal runtime error says what happened) and its last
-	// MaxStderrTailBytes, with how much was left out between.
+	// Stderr is the program's stderr: its first 1 KiB (where a panic or
+	// a fatal runtime error says what happened) and its last 2 KiB, with
+	// how much was left out between.
 	Stderr string
 	// OutputLimited: the program's stdout and stderr together passed the
 	// call's output bound (tool.Call.OutputBound) and it was stopped.
@@ -158,7 +158,7 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 // bounds only, its channel at broker.ExtraFileFD, every layer of
 // RunRequiredLayers required.
 func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) broker.CallSpec {
-	env := map[string]string{"GOMAXPROCS": strconv.Itoa(min(MaxRunProcs, runtime.NumCPU())), "GOMEMLIMIT": RunMemoryLimit, "GOTRACEBACK": "single"}
+	env := map[string]string{"GOMAXPROCS": strconv.Itoa(min(maxRunProcs, runtime.NumCPU())), "GOMEMLIMIT": runMemoryLimit, "GOTRACEBACK": "single"}
 	return broker.CallSpec{
 		Key:       broker.StepKey{OpID: c.OpID, StepID: c.StepID},
 		Argv:      []string{"program"},
@@ -167,9 +167,9 @@ func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) 
 		Policy: broker.Policy{
 			Network:  broker.NetworkOff,
 			EnvAllow: []string{"GOMAXPROCS", "GOMEMLIMIT", "GOTRACEBACK"},
-			Limits:   broker.Limits{MemoryBytes: RunAddressSpaceBytes, Processes: RunProcesses},
+			Limits:   broker.Limits{MemoryBytes: RunAddressSpaceBytes, Processes: runProcesses},
 		},
-		Budget:         broker.Budget{MaxOutstanding: 1 + MaxProcsInFlight},
+		Budget:         broker.Budget{MaxOutstanding: 1 + maxProcsInFlight},
 		Timeout:        within,
 		MaxOutputBytes: c.OutputBound(),
 		ExtraFile:      channel,

@@ -15,16 +15,16 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// CapSchemePrefix begins the virtual paths fs_read serves from the
+// capSchemePrefix begins the virtual paths fs_read serves from the
 // prelude: "cap://" is the index of a seam's capability packages and
 // "cap://fs" (or "cap://cap/fs") one package's documented API.
-const CapSchemePrefix = "cap://"
+const capSchemePrefix = "cap://"
 
-// MaxCapDocBytes bounds the text of one cap://<package> read: a
+// maxCapDocBytes bounds the text of one cap://<package> read: a
 // package's documentation past it is cut at a line with a notice saying
 // so. It is well under tool.MaxWindowBytes, what one fs_read of a file may
 // show.
-const MaxCapDocBytes = 64 << 10
+const maxCapDocBytes = 64 << 10
 
 // DescribeError is a failure to describe a capability package, with a
 // stable code (CodeUnknownCapPackage, CodeInternalCapPackage or
@@ -105,7 +105,7 @@ func describeFailure(path string, offered []string, err error) error {
 // answer the package's whole documented API rendered with go/doc from the
 // embedded prelude: its package doc (examples included), every exported
 // constant, variable, type, method and function with its declaration and
-// doc comment, as `go doc -all` lays them out, at most MaxCapDocBytes. A
+// doc comment, as `go doc -all` lays them out, at most 64 KiB. A
 // name under cap/internal is refused with CodeInternalCapPackage, any
 // other name the seam does not offer with CodeUnknownCapPackage, both
 // naming the packages it does. Reads are rendered afresh, change nothing,
@@ -113,19 +113,19 @@ func describeFailure(path string, offered []string, err error) error {
 func Scheme(s Seam) tool.Scheme {
 	offered := capPackagesOf(s)
 	return tool.Scheme{
-		Name:     strings.TrimSuffix(CapSchemePrefix, "://"),
+		Name:     strings.TrimSuffix(capSchemePrefix, "://"),
 		Describe: "`cap://` lists the capability packages a code_mode program may import and `cap://<package>` (e.g. `cap://fs`) shows one's full documented API.",
 		Read: func(_ context.Context, _ *tool.Call, uri string) tool.Outcome {
-			return readCap(Prelude(), s.Name, offered, uri)
+			return readCap(embeddedPrelude(), s.Name, offered, uri)
 		},
 	}
 }
 
 // readCap answers one cap:// path from tree.
 func readCap(tree fs.FS, seam string, offered []string, uri string) tool.Outcome {
-	rest, ok := strings.CutPrefix(uri, CapSchemePrefix)
+	rest, ok := strings.CutPrefix(uri, capSchemePrefix)
 	if !ok {
-		return tool.Fail(tool.CodeUnknownScheme, fmt.Sprintf("%q is not a %s path", uri, CapSchemePrefix))
+		return tool.Fail(tool.CodeUnknownScheme, fmt.Sprintf("%q is not a %s path", uri, capSchemePrefix))
 	}
 	rest = strings.Trim(rest, "/")
 	if rest == "" {
@@ -185,11 +185,11 @@ func capIndex(tree fs.FS, seam string, offered []string) (string, error) {
 	}
 	name := strings.TrimPrefix(offered[0], preludeModule+"/")
 	fmt.Fprintf(&b, "Read one package's full documented API (package doc with examples, every type, function, constant and variable) with fs_read %s<name>, e.g. %s%s or %s%s.\n",
-		CapSchemePrefix, CapSchemePrefix, name, CapSchemePrefix, offered[0])
+		capSchemePrefix, capSchemePrefix, name, capSchemePrefix, offered[0])
 	return b.String(), nil
 }
 
-// capDoc renders path's documented API, at most MaxCapDocBytes. It first
+// capDoc renders path's documented API, at most maxCapDocBytes. It first
 // renders the compact form, so a package DescribeSeam refuses is refused
 // here too.
 func capDoc(tree fs.FS, path string, offered []string) (string, error) {
@@ -229,7 +229,7 @@ func capDoc(tree fs.FS, path string, offered []string) (string, error) {
 			}
 		}
 	}
-	return boundDoc(b.String(), MaxCapDocBytes), nil
+	return boundDoc(b.String(), maxCapDocBytes), nil
 }
 
 // writeType writes t (an alias of an internal type as that type's

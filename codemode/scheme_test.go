@@ -105,7 +105,7 @@ func TestSchemeServesEachPackageUnderBothSpellings(t *testing.T) {
 		name := strings.TrimPrefix(p, "cap/")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			facts := factsOf(t, Prelude(), p)
+			facts := factsOf(t, embeddedPrelude(), p)
 			if len(facts.codeLines) == 0 || len(facts.decls) == 0 || len(facts.docs) == 0 {
 				t.Fatalf("%s: the prelude source shows no example, declaration or doc: %+v", p, facts)
 			}
@@ -144,8 +144,8 @@ func TestSchemeServesEachPackageUnderBothSpellings(t *testing.T) {
 			if strings.Contains(text, "client.") || strings.Contains(text, "internal") {
 				t.Errorf("the documentation names the internal package:\n%s", text)
 			}
-			if len(text) > MaxCapDocBytes || strings.Contains(text, "(cut:") {
-				t.Errorf("%d bytes, cut: the package's documentation does not fit MaxCapDocBytes (%d)", len(text), MaxCapDocBytes)
+			if len(text) > maxCapDocBytes || strings.Contains(text, "(cut:") {
+				t.Errorf("%d bytes, cut: the package's documentation does not fit maxCapDocBytes (%d)", len(text), maxCapDocBytes)
 			}
 		})
 	}
@@ -209,7 +209,7 @@ func TestSchemeIndexGivesEachSynopsis(t *testing.T) {
 		t.Fatal(o.Text)
 	}
 	for _, p := range seam.Packages {
-		src, err := fs.ReadFile(Prelude(), strings.TrimPrefix(p, "cap/")+"/"+path.Base(p)+".go")
+		src, err := fs.ReadFile(embeddedPrelude(), strings.TrimPrefix(p, "cap/")+"/"+path.Base(p)+".go")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,12 +273,12 @@ func TestSchemeResolvesTheInternalAlias(t *testing.T) {
 
 func TestCapDocIsBounded(t *testing.T) {
 	t.Parallel()
-	if MaxCapDocBytes > tool.MaxWindowBytes {
-		t.Fatalf("MaxCapDocBytes (%d) is over what one fs_read shows (%d)", MaxCapDocBytes, tool.MaxWindowBytes)
+	if maxCapDocBytes > tool.MaxWindowBytes {
+		t.Fatalf("maxCapDocBytes (%d) is over what one fs_read shows (%d)", maxCapDocBytes, tool.MaxWindowBytes)
 	}
 	var doc strings.Builder
 	doc.WriteString("// Package huge has a long doc.\n//\n")
-	for doc.Len() < 2*MaxCapDocBytes {
+	for doc.Len() < 2*maxCapDocBytes {
 		doc.WriteString("// A line of documentation that goes on and on to fill the package doc.\n//\n")
 	}
 	tree := fstest.MapFS{"huge/huge.go": {Data: []byte(doc.String() + "package huge\n\n// F is last.\nfunc F() {}\n")}}
@@ -286,8 +286,8 @@ func TestCapDocIsBounded(t *testing.T) {
 	if o.IsError {
 		t.Fatal(o.Text)
 	}
-	if len(o.Text) > MaxCapDocBytes {
-		t.Fatalf("%d bytes, over MaxCapDocBytes (%d)", len(o.Text), MaxCapDocBytes)
+	if len(o.Text) > maxCapDocBytes {
+		t.Fatalf("%d bytes, over maxCapDocBytes (%d)", len(o.Text), maxCapDocBytes)
 	}
 	if !strings.HasSuffix(o.Text, "the rest is not shown)\n") || strings.Contains(o.Text, "func F()") {
 		t.Fatalf("a documentation past the bound is not cut with a notice:\n...%s", o.Text[max(0, len(o.Text)-300):])

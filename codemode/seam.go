@@ -56,14 +56,14 @@ func OrchestrationSeam() Seam {
 // the binary sends.
 func (s Seam) offers(cap string) bool {
 	pkg, _, _ := strings.Cut(cap, ".")
-	return slices.Contains(s.Packages, PreludeModule+"/"+pkg)
+	return slices.Contains(s.Packages, preludeModule+"/"+pkg)
 }
 
 // capabilities is every capability the seam's packages serve, in
-// Capabilities' order.
+// capabilityNames' order.
 func (s Seam) capabilities() []string {
 	var out []string
-	for _, c := range Capabilities() {
+	for _, c := range capabilityNames() {
 		if s.offers(c) {
 			out = append(out, c)
 		}

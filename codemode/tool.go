@@ -20,17 +20,6 @@ import (
 // ToolName is the code mode tool's name.
 const ToolName = "code_mode"
 
-// MaxSurfaceBytes bounds the code_mode tool's description and schema
-// together on an Engine serving one seam: what the tool costs a model's
-// context on every turn, the whole standard allowlist included
-// (TestSurfaceBudget measures it).
-const MaxSurfaceBytes = 8 << 10
-
-// MaxTwoSeamSurfaceBytes is MaxSurfaceBytes for an Engine serving both
-// seams, whose description adds the orchestration seam's API and its
-// example (TestTwoSeamDescription measures it).
-const MaxTwoSeamSurfaceBytes = 9 << 10
-
 type codeModeArgs struct {
 	Program     string        `json:"program,omitempty" jsonschema:"the whole program: one Go file, package main"`
 	ProgramPath string        `json:"program_path,omitempty" jsonschema:"a workspace file holding it, instead"`
@@ -118,7 +107,7 @@ func (e *Engine) description() string {
 	b.WriteString("A failed call is a *<pkg>.Error: switch on its Code. Unused imports and variables are repaired. ")
 	b.WriteString(e.boundsText())
 	b.WriteString(e.agentBoundsText())
-	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". In the API below ctx is a context.Context; fs_read cap:// shows each package's docs.\n", MaxSourceBytes>>10)
+	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". In the API below ctx is a context.Context; fs_read cap:// shows each package's docs.\n", maxSourceBytes>>10)
 	std := e.opts.Builder.StdPackages
 	if std == nil {
 		std = StdPackages()
@@ -184,8 +173,8 @@ func programSource(c *tool.Call, a codeModeArgs) ([]byte, string, *tool.Outcome)
 		if errors.As(err, &fe) {
 			return refuse(fe.Code, "program_path: "+fe.Message)
 		}
-		if len(f.Content) > MaxSourceBytes {
-			return refuse(CodeVetRefused, fmt.Sprintf("program_path %s is %d bytes; a program is at most %d", f.Path, len(f.Content), MaxSourceBytes))
+		if len(f.Content) > maxSourceBytes {
+			return refuse(CodeVetRefused, fmt.Sprintf("program_path %s is %d bytes; a program is at most %d", f.Path, len(f.Content), maxSourceBytes))
 		}
 		return f.Content, f.Path, nil
 	}

@@ -92,11 +92,11 @@ func (e *Engine) importsText(std []string) string {
 // served seam offers them, and nothing otherwise.
 func (e *Engine) agentBoundsText() string {
 	union := e.unionSeam().Packages
-	notes := fmt.Sprintf("%d note writes and %d note reads", MaxNoteWrites, MaxNoteReads)
+	notes := fmt.Sprintf("%d note writes and %d note reads", maxNoteWrites, maxNoteReads)
 	switch {
 	case slices.Contains(union, "cap/strand"):
 		spawns := (&admissions{spawnCeiling: e.opts.SpawnCeiling}).ceiling(admitSpawn)
-		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s (strand's and notes' together); a wait at most %d s. Each strand and notes call needs the agent_ tool it stands for. ", spawns, MaxMapItems, MaxSends, notes, int(strandWaitBound(e.opts.Agency).Seconds()))
+		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s (strand's and notes' together); a wait at most %d s. Each strand and notes call needs the agent_ tool it stands for. ", spawns, maxMapItems, maxSends, notes, int(strandWaitBound(e.opts.Agency).Seconds()))
 	case slices.Contains(union, "cap/notes"):
 		return "Per run: " + notes + "; notes calls need agent_note or agent_notes. "
 	}
@@ -148,9 +148,9 @@ func (e *Engine) examplesText() string {
 	case !slices.Contains(union, "cap/fs"):
 		return ""
 	case slices.Contains(union, "cap/proc"):
-		return "Examples:\n" + RecipeSurvey + "\n" + RecipeCheck
+		return "Examples:\n" + recipeSurvey + "\n" + recipeCheck
 	}
-	return "Example:\n" + RecipeSurvey
+	return "Example:\n" + recipeSurvey
 }
 
 // commandsClause says what cap/proc and cap/job need, when a served seam
@@ -168,13 +168,13 @@ func (e *Engine) boundsText() string {
 	union := e.unionSeam().Packages
 	var parts []string
 	if slices.Contains(union, "cap/kv") {
-		parts = append(parts, fmt.Sprintf("kv %d keys and %d MiB per strand, kept for the session", MaxKVKeys, MaxKVBytes>>20))
+		parts = append(parts, fmt.Sprintf("kv %d keys and %d MiB per strand, kept for the session", maxKVKeys, maxKVBytes>>20))
 	}
 	if slices.Contains(union, "cap/report") {
-		parts = append(parts, fmt.Sprintf("report.emit %d MiB each, %d per run", MaxEmitBytes>>20, MaxEmits))
+		parts = append(parts, fmt.Sprintf("report.emit %d MiB each, %d per run", maxEmitBytes>>20, MaxEmits))
 	}
 	if slices.Contains(union, "cap/proc") {
-		parts = append(parts, fmt.Sprintf("proc.run %d at once, %d MiB of output per stream", MaxProcsInFlight, MaxProcOutputBytes>>20))
+		parts = append(parts, fmt.Sprintf("proc.run %d at once, %d MiB of output per stream", maxProcsInFlight, maxProcOutputBytes>>20))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -12,17 +12,23 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
+// maxSurfaceBytes bounds the code_mode tool's description and schema
+// together on an Engine serving one seam: what the tool costs a model's
+// context on every turn, the whole standard allowlist included
+// (TestSurfaceBudget measures it).
+const maxSurfaceBytes = 8 << 10
+
 // TestSurfaceBudget: code_mode's description and schema together stay
-// within MaxSurfaceBytes, and the description carries what a model needs:
+// within maxSurfaceBytes, and the description carries what a model needs:
 // the imports offered, the rendered API and a recipe.
 func TestSurfaceBudget(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
 	tl := productionEngine(t, s, nil).Tool()
-	if n := len(tl.Description) + len(tl.Schema); n > MaxSurfaceBytes {
-		t.Fatalf("code_mode costs %d bytes of description and schema; the budget is %d", n, MaxSurfaceBytes)
+	if n := len(tl.Description) + len(tl.Schema); n > maxSurfaceBytes {
+		t.Fatalf("code_mode costs %d bytes of description and schema; the budget is %d", n, maxSurfaceBytes)
 	}
-	for _, want := range []string{"cap/fs", "func fs.Read(", "strings", RecipeSurvey, RecipeCheck, "fs_read cap://"} {
+	for _, want := range []string{"cap/fs", "func fs.Read(", "strings", recipeSurvey, recipeCheck, "fs_read cap://"} {
 		if !strings.Contains(tl.Description, want) {
 			t.Errorf("the description lacks %q", want)
 		}
@@ -30,7 +36,7 @@ func TestSurfaceBudget(t *testing.T) {
 	t.Logf("code_mode surface: %d bytes", len(tl.Description)+len(tl.Schema))
 }
 
-// productionEngine is an Engine over s's registry with the Builder's
+// productionEngine is an Engine over s's registry with the builder's
 // zero value, as a host makes one: its description lists every package of
 // StdPackages, where the test sessions' builders list e2eStd only. It
 // builds nothing.
@@ -58,7 +64,7 @@ func (s *session) dispatch(t *testing.T, args map[string]any) tool.Outcome {
 // runs verbatim through the tool.
 func TestRecipesInTheDescriptionRun(t *testing.T) {
 	t.Parallel()
-	for name, src := range map[string]string{"survey": RecipeSurvey, "check": RecipeCheck} {
+	for name, src := range map[string]string{"survey": recipeSurvey, "check": recipeCheck} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := newSession(t, map[string]string{"a.go": "package a\n// TODO: x\n"})
@@ -161,12 +167,12 @@ func TestSeamOffersOnlyWhatTheRegistryAuthorizes(t *testing.T) {
 		t.Fatalf("seam packages %s", got)
 	}
 	desc := eng.Tool().Description
-	if strings.Contains(desc, "cap/proc") || strings.Contains(desc, "cap/job") || strings.Contains(desc, RecipeCheck) {
+	if strings.Contains(desc, "cap/proc") || strings.Contains(desc, "cap/job") || strings.Contains(desc, recipeCheck) {
 		t.Errorf("the description offers what no tool authorizes:\n%s", desc)
 	}
 	_, err = eng.Vet([]byte("package main\n\nimport \"cap/proc\"\n\nfunc main() { _ = proc.Run }\n"))
 	var ve *VetError
-	if !errors.As(err, &ve) || ve.Violations[0].Rule != RuleImportNotAllowed {
+	if !errors.As(err, &ve) || ve.Violations[0].Rule != ruleImportNotAllowed {
 		t.Fatalf("cap/proc vetted without bash: %v", err)
 	}
 }

@@ -16,14 +16,14 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// MinGoMinor is the oldest Go release (1.MinGoMinor) a toolchain may be.
-const MinGoMinor = 26
+// minGoMinor is the oldest Go release (1.minGoMinor) a toolchain may be.
+const minGoMinor = 26
 
-// ToolchainProbeTimeout bounds each `go env` FindToolchain runs.
-const ToolchainProbeTimeout = 10 * time.Second
+// toolchainProbeTimeout bounds each `go env` findToolchain runs.
+const toolchainProbeTimeout = 10 * time.Second
 
 // installHint is what a ToolchainError's message tells the host to do.
-var installHint = fmt.Sprintf("install Go 1.%d or newer (https://go.dev/dl/) and put its bin directory on PATH, or set BuilderOptions.Toolchain", MinGoMinor)
+var installHint = fmt.Sprintf("install Go 1.%d or newer (https://go.dev/dl/) and put its bin directory on PATH, or set BuilderOptions.Toolchain", minGoMinor)
 
 // Toolchain is a Go installation: its GOROOT (absolute, clean) and its
 // version string as the toolchain reports it (e.g. "go1.26.8").
@@ -63,15 +63,15 @@ func toolchainErr(reason string, err error) error {
 	return &BuilderError{Code: CodeToolchainUnavailable, Reason: reason + "; " + installHint, Err: err}
 }
 
-// FindToolchain returns the toolchain at goroot, or, when goroot is "",
+// findToolchain returns the toolchain at goroot, or, when goroot is "",
 // the one `go env GOROOT` names for the go command found on PATH. Every
 // go command it runs gets an environment built from nothing but PATH,
 // GOENV=off and GOTOOLCHAIN=local, in "/". The version is read from
 // GOROOT/VERSION, else from `go env GOVERSION`. A toolchain that is
-// missing, older than Go 1.MinGoMinor, or lacks its go, compile or link
+// missing, older than Go 1.minGoMinor, or lacks its go, compile or link
 // binary for this GOOS/GOARCH is an error with code
 // CodeToolchainUnavailable naming what to install.
-func FindToolchain(ctx context.Context, goroot string) (Toolchain, error) {
+func findToolchain(ctx context.Context, goroot string) (Toolchain, error) {
 	if goroot == "" {
 		gobin, err := exec.LookPath("go")
 		if err != nil {
@@ -108,8 +108,8 @@ func FindToolchain(ctx context.Context, goroot string) (Toolchain, error) {
 	if !ok {
 		return Toolchain{}, toolchainErr(fmt.Sprintf("cannot read the version %q of the toolchain at %s", tc.Version, goroot), nil)
 	}
-	if minor < MinGoMinor {
-		return Toolchain{}, toolchainErr(fmt.Sprintf("the toolchain at %s is %s, older than go1.%d", goroot, tc.Version, MinGoMinor), nil)
+	if minor < minGoMinor {
+		return Toolchain{}, toolchainErr(fmt.Sprintf("the toolchain at %s is %s, older than go1.%d", goroot, tc.Version, minGoMinor), nil)
 	}
 	return tc, nil
 }
@@ -117,7 +117,7 @@ func FindToolchain(ctx context.Context, goroot string) (Toolchain, error) {
 // goEnv runs `gobin env name` hermetically and returns its trimmed
 // output.
 func goEnv(ctx context.Context, gobin, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, ToolchainProbeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, toolchainProbeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gobin, "env", name)
 	cmd.Dir = "/"

@@ -12,19 +12,19 @@ import (
 
 func TestFindToolchainOnPath(t *testing.T) {
 	t.Parallel()
-	tc, err := FindToolchain(context.Background(), "")
+	tc, err := findToolchain(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tc.GOROOT != filepath.Clean(runtime.GOROOT()) {
 		t.Errorf("GOROOT %q, want %q", tc.GOROOT, runtime.GOROOT())
 	}
-	if minor, ok := goMinor(tc.Version); !ok || minor < MinGoMinor {
+	if minor, ok := goMinor(tc.Version); !ok || minor < minGoMinor {
 		t.Errorf("version %q", tc.Version)
 	}
-	again, err := FindToolchain(context.Background(), tc.GOROOT)
+	again, err := findToolchain(context.Background(), tc.GOROOT)
 	if err != nil || again != tc {
-		t.Fatalf("FindToolchain(%q) = %+v, %v; want %+v", tc.GOROOT, again, err, tc)
+		t.Fatalf("findToolchain(%q) = %+v, %v; want %+v", tc.GOROOT, again, err, tc)
 	}
 }
 
@@ -67,7 +67,7 @@ func TestFindToolchainRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := FindToolchain(context.Background(), tt.goroot)
+			_, err := findToolchain(context.Background(), tt.goroot)
 			var be *BuilderError
 			if !errors.As(err, &be) || be.Code != CodeToolchainUnavailable {
 				t.Fatalf("error %v, want a BuilderError with code %s", err, CodeToolchainUnavailable)
@@ -79,14 +79,14 @@ func TestFindToolchainRefuses(t *testing.T) {
 	}
 	// Accepted: a fake toolchain of the right version (a control for the
 	// refusals above, which differ from it in one respect each).
-	if _, err := FindToolchain(context.Background(), fakeGOROOT(t, "go1.26.1")); err != nil {
+	if _, err := findToolchain(context.Background(), fakeGOROOT(t, "go1.26.1")); err != nil {
 		t.Fatalf("a go1.26.1 layout was refused: %v", err)
 	}
 }
 
 func TestFindToolchainWithoutGoOnPath(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, err := FindToolchain(context.Background(), "")
+	_, err := findToolchain(context.Background(), "")
 	var be *BuilderError
 	if !errors.As(err, &be) || be.Code != CodeToolchainUnavailable || !strings.Contains(err.Error(), "no go command on PATH") {
 		t.Fatalf("error %v", err)
@@ -114,7 +114,7 @@ func TestGoMinor(t *testing.T) {
 func TestNewBuilderChecksTheToolchain(t *testing.T) {
 	t.Parallel()
 	brk := testBroker(t)
-	tc, err := FindToolchain(context.Background(), "")
+	tc, err := findToolchain(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +123,13 @@ func TestNewBuilderChecksTheToolchain(t *testing.T) {
 		"other version": {GOROOT: tc.GOROOT, Version: "go1.99.0"},
 		"missing":       {GOROOT: filepath.Join(t.TempDir(), "none"), Version: "go1.26.0"},
 	} {
-		_, err := NewBuilder(BuilderOptions{Toolchain: opt, CacheDir: t.TempDir(), Broker: brk})
+		_, err := newBuilder(BuilderOptions{Toolchain: opt, CacheDir: t.TempDir(), brk: brk})
 		var be *BuilderError
 		if !errors.As(err, &be) || be.Code != CodeToolchainUnavailable {
 			t.Errorf("%s: error %v, want code %s", name, err, CodeToolchainUnavailable)
 		}
 	}
-	b, err := NewBuilder(BuilderOptions{Toolchain: tc, CacheDir: t.TempDir(), Broker: brk})
+	b, err := newBuilder(BuilderOptions{Toolchain: tc, CacheDir: t.TempDir(), brk: brk})
 	if err != nil || b.Toolchain() != tc {
 		t.Fatalf("the found toolchain named exactly: %v", err)
 	}

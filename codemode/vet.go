@@ -18,17 +18,17 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// MaxSourceBytes is the largest program Vet reads: 256 KiB. The size is
+// maxSourceBytes is the largest program Vet reads: 256 KiB. The size is
 // checked before anything else looks at the source.
-const MaxSourceBytes = 256 << 10
+const maxSourceBytes = 256 << 10
 
-// ProgramFileName is the one file name a program is vetted and built
+// programFileName is the one file name a program is vetted and built
 // under. The harness picks it, never the source.
-const ProgramFileName = "main.go"
+const programFileName = "main.go"
 
-// MaxViolationsShown is how many violations VetError.Error itemises; it
+// maxViolationsShown is how many violations VetError.Error itemises; it
 // counts the rest. VetError.Violations holds all of them.
-const MaxViolationsShown = 32
+const maxViolationsShown = 32
 
 // MaxVetErrorBytes bounds the text VetError.Error renders: 16 KiB.
 const MaxVetErrorBytes = 16 << 10
@@ -41,56 +41,65 @@ const maxConstructBytes = 96
 // shows: a window of at most this many bytes around the column.
 const maxExcerptBytes = 120
 
-// The rules a Violation names. Each is a stable snake_case word.
+// The rules a Violation names (Violation.Rule). Each is a stable
+// snake_case word.
 const (
-	// RuleSourceTooLarge: the source is over MaxSourceBytes; nothing else
+	// ruleSourceTooLarge: the source is over maxSourceBytes; nothing else
 	// was checked.
-	RuleSourceTooLarge = "source_too_large"
-	// RuleSourceNotUTF8: the source holds a byte sequence that is not
+	ruleSourceTooLarge = "source_too_large"
+	// ruleSourceNotUTF8: the source holds a byte sequence that is not
 	// UTF-8; nothing else was checked.
-	RuleSourceNotUTF8 = "source_not_utf8"
-	// RuleSourceNUL: the source holds a NUL byte; nothing else was checked.
-	RuleSourceNUL = "source_nul_byte"
-	// RuleParseError: go/parser refused the source; VetError.Parse shows
+	ruleSourceNotUTF8 = "source_not_utf8"
+	// ruleSourceNUL: the source holds a NUL byte; nothing else was checked.
+	ruleSourceNUL = "source_nul_byte"
+	// ruleParseError: go/parser refused the source; VetError.Parse shows
 	// the first error under a caret. Only comments and cleanly parsed
 	// imports are checked further.
-	RuleParseError = "parse_error"
-	// RulePackageNotMain: the package clause is not "package main".
-	RulePackageNotMain = "package_not_main"
-	// RuleMainMissing: no top-level func main.
-	RuleMainMissing = "main_missing"
-	// RuleMainSignature: func main has parameters, results or type
+	ruleParseError = "parse_error"
+	// rulePackageNotMain: the package clause is not "package main".
+	rulePackageNotMain = "package_not_main"
+	// ruleMainMissing: no top-level func main.
+	ruleMainMissing = "main_missing"
+	// ruleMainSignature: func main has parameters, results or type
 	// parameters.
-	RuleMainSignature = "main_signature"
-	// RuleImportNotAllowed: an import path that is not byte-identical to
+	ruleMainSignature = "main_signature"
+	// ruleImportNotAllowed: an import path that is not byte-identical to
 	// an entry of the seam's allowlist, or that a denial covers (a denied
 	// standard package, anything internal, cap/internal/...).
-	RuleImportNotAllowed = "import_not_allowed"
-	// RuleImportNotPlain: an allowed path written with escapes; write it
+	ruleImportNotAllowed = "import_not_allowed"
+	// ruleImportNotPlain: an allowed path written with escapes; write it
 	// as the plain "path".
-	RuleImportNotPlain = "import_not_plain"
-	// RuleCgoImport: import "C"; cgo is never available.
-	RuleCgoImport = "cgo_import"
-	// RuleDirectiveComment: a comment whose text right after // or /*
+	ruleImportNotPlain = "import_not_plain"
+	// ruleCgoImport: import "C"; cgo is never available.
+	ruleCgoImport = "cgo_import"
+	// ruleDirectiveComment: a comment whose text right after // or /*
 	// starts with "go:" (//go:linkname, //go:embed, //go:cgo_*, ...).
-	RuleDirectiveComment = "directive_comment"
-	// RuleLineDirective: a comment whose text right after // or /*
+	ruleDirectiveComment = "directive_comment"
+	// ruleLineDirective: a comment whose text right after // or /*
 	// starts with "line " (a //line or /*line position directive).
-	RuleLineDirective = "line_directive"
-	// RuleBuildConstraint: a //go:build line, or a // comment whose text
+	ruleLineDirective = "line_directive"
+	// ruleBuildConstraint: a //go:build line, or a // comment whose text
 	// after any spaces starts with "+build".
-	RuleBuildConstraint = "build_constraint"
-	// RuleFuncWithoutBody: a function or method declared without a body
+	ruleBuildConstraint = "build_constraint"
+	// ruleFuncWithoutBody: a function or method declared without a body
 	// (its body would come from assembly or a linkname).
-	RuleFuncWithoutBody = "func_without_body"
+	ruleFuncWithoutBody = "func_without_body"
 )
 
 // Violation is one thing Vet refused.
 type Violation struct {
-	// Rule is one of the Rule constants.
+	// Rule is the rule broken, a stable snake_case word:
+	// "source_too_large" (over 256 KiB; nothing else was checked),
+	// "source_not_utf8" and "source_nul_byte" (nothing else was checked),
+	// "parse_error" (VetError.Parse shows the first under a caret),
+	// "package_not_main", "main_missing", "main_signature",
+	// "import_not_allowed" (not on the seam's allowlist, or denied),
+	// "import_not_plain" (an allowed path written with escapes),
+	// "cgo_import", "directive_comment" (//go:…), "line_directive",
+	// "build_constraint" or "func_without_body".
 	Rule string
 	// Construct is the offending source construct, printable and at most
-	// maxConstructBytes (96) bytes: `import "os"`, `//go:linkname x y`.
+	// 96 bytes: `import "os"`, `//go:linkname x y`.
 	Construct string
 	// Line and Column locate it (1-based; the column counts bytes), as
 	// written in the file: //line directives do not move them. Both are
@@ -120,7 +129,7 @@ func (e *VetError) Code() tool.Code { return CodeVetRefused }
 // tool.CodedError).
 func (e *VetError) ErrorCode() string { return string(e.Code()) }
 
-// Error renders every violation (at most MaxViolationsShown itemised, the
+// Error renders every violation (at most 32 itemised, the
 // rest counted) with its rule, construct and line:column, why a denied
 // import is denied, the caret excerpt, and the allowlist; never more than
 // MaxVetErrorBytes.
@@ -133,16 +142,16 @@ func (e *VetError) Error() string {
 	}
 	b.WriteString("\n")
 	for i, v := range e.Violations {
-		if i == MaxViolationsShown {
-			fmt.Fprintf(&b, "  ... and %d more\n", n-MaxViolationsShown)
+		if i == maxViolationsShown {
+			fmt.Fprintf(&b, "  ... and %d more\n", n-maxViolationsShown)
 			break
 		}
 		b.WriteString("  ")
 		if v.Line > 0 {
-			fmt.Fprintf(&b, "%s:%d:%d: ", ProgramFileName, v.Line, v.Column)
+			fmt.Fprintf(&b, "%s:%d:%d: ", programFileName, v.Line, v.Column)
 		}
 		fmt.Fprintf(&b, "%s: %s", v.Rule, v.Construct)
-		if v.Rule == RuleImportNotAllowed {
+		if v.Rule == ruleImportNotAllowed {
 			if reason, ok := importDenial(v.Construct); ok {
 				b.WriteString(" (denied: " + reason + ")")
 			}
@@ -167,7 +176,7 @@ func (e *VetError) Error() string {
 func (e *VetError) refusesAnImport() bool {
 	for _, v := range e.Violations {
 		switch v.Rule {
-		case RuleImportNotAllowed, RuleImportNotPlain, RuleCgoImport:
+		case ruleImportNotAllowed, ruleImportNotPlain, ruleCgoImport:
 			return true
 		}
 	}
@@ -208,11 +217,11 @@ func (p *Program) Digest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Vet checks src, one Go file the harness names ProgramFileName, against
+// Vet checks src, one Go file the harness names main.go, against
 // seam, and returns the vetted Program or a *VetError holding every
 // violation:
 //
-//   - the size first: at most MaxSourceBytes; then the bytes: UTF-8 with
+//   - the size first: at most 256 KiB; then the bytes: UTF-8 with
 //     no NUL (each checked before parsing, and a refusal there stops);
 //   - go/parser (parse only, with comments) accepts it;
 //   - "package main" with a top-level "func main()" (no parameters,
@@ -248,10 +257,10 @@ func Vet(src []byte, seam Seam) (*Program, error) {
 		})
 		return &VetError{Violations: vs, Allowlist: allow, Parse: excerpt, seam: seam.Name}
 	}
-	if len(src) > MaxSourceBytes {
+	if len(src) > maxSourceBytes {
 		return nil, refuse([]Violation{{
-			Rule:      RuleSourceTooLarge,
-			Construct: fmt.Sprintf("%d bytes, over the %d-byte limit", len(src), MaxSourceBytes),
+			Rule:      ruleSourceTooLarge,
+			Construct: fmt.Sprintf("%d bytes, over the %d-byte limit", len(src), maxSourceBytes),
 		}}, "")
 	}
 	if vs := encodingViolations(src); len(vs) > 0 {
@@ -274,7 +283,7 @@ func Vet(src []byte, seam Seam) (*Program, error) {
 		}
 	}
 	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, ProgramFileName, parse, parser.ParseComments)
+	file, err := parser.ParseFile(fset, programFileName, parse, parser.ParseComments)
 	excerpt := ""
 	parsed := err == nil
 	if err != nil {
@@ -283,7 +292,7 @@ func Vet(src []byte, seam Seam) (*Program, error) {
 			errs = scanner.ErrorList{{Msg: err.Error()}}
 		}
 		for _, e := range errs {
-			vs = append(vs, Violation{Rule: RuleParseError, Construct: construct(e.Msg), Line: e.Pos.Line, Column: e.Pos.Column})
+			vs = append(vs, Violation{Rule: ruleParseError, Construct: construct(e.Msg), Line: e.Pos.Line, Column: e.Pos.Column})
 		}
 		excerpt = caretExcerpt(src, errs[0].Pos.Line, errs[0].Pos.Column, errs[0].Msg)
 	}
@@ -323,7 +332,7 @@ func encodingViolations(src []byte) []Violation {
 		}
 		if c == 0 && !sawNUL {
 			sawNUL = true
-			vs = append(vs, Violation{Rule: RuleSourceNUL, Construct: "NUL byte", Line: line, Column: i - lineStart + 1})
+			vs = append(vs, Violation{Rule: ruleSourceNUL, Construct: "NUL byte", Line: line, Column: i - lineStart + 1})
 		}
 		if c < utf8.RuneSelf {
 			i++
@@ -332,7 +341,7 @@ func encodingViolations(src []byte) []Violation {
 		r, size := utf8.DecodeRune(src[i:])
 		if r == utf8.RuneError && size == 1 && !sawBad {
 			sawBad = true
-			vs = append(vs, Violation{Rule: RuleSourceNotUTF8, Construct: fmt.Sprintf("byte 0x%02x", c), Line: line, Column: i - lineStart + 1})
+			vs = append(vs, Violation{Rule: ruleSourceNotUTF8, Construct: fmt.Sprintf("byte 0x%02x", c), Line: line, Column: i - lineStart + 1})
 		}
 		i += size
 	}
@@ -345,7 +354,7 @@ func encodingViolations(src []byte) []Violation {
 // offset of the "l" of every line directive's "line ".
 func commentViolations(src []byte) (vs []Violation, lineDirectives []int) {
 	fset := token.NewFileSet()
-	f := fset.AddFile(ProgramFileName, -1, len(src))
+	f := fset.AddFile(programFileName, -1, len(src))
 	var s scanner.Scanner
 	s.Init(f, src, func(token.Position, string) {}, scanner.ScanComments)
 	for {
@@ -358,7 +367,7 @@ func commentViolations(src []byte) (vs []Violation, lineDirectives []int) {
 		}
 		if rule := commentRule(lit); rule != "" {
 			p := fset.PositionFor(pos, false)
-			if rule == RuleLineDirective {
+			if rule == ruleLineDirective {
 				lineDirectives = append(lineDirectives, p.Offset+2)
 			}
 			vs = append(vs, Violation{Rule: rule, Construct: construct(lit), Line: p.Line, Column: p.Column})
@@ -376,19 +385,19 @@ func commentRule(c string) string {
 	text := c[2:]
 	if c[1] == '/' {
 		if strings.HasPrefix(text, "go:build") {
-			return RuleBuildConstraint
+			return ruleBuildConstraint
 		}
 		// A superset of what the go command reads as "// +build": any
 		// space before it, anything after it.
 		if strings.HasPrefix(strings.TrimLeftFunc(text, unicode.IsSpace), "+build") {
-			return RuleBuildConstraint
+			return ruleBuildConstraint
 		}
 	}
 	switch {
 	case strings.HasPrefix(text, "go:"):
-		return RuleDirectiveComment
+		return ruleDirectiveComment
 	case strings.HasPrefix(text, "line "):
-		return RuleLineDirective
+		return ruleLineDirective
 	}
 	return ""
 }
@@ -408,7 +417,7 @@ func importViolations(fset *token.FileSet, file *ast.File, allow []string, parse
 		path, err := strconv.Unquote(lit)
 		if err != nil {
 			if parsed {
-				vs = append(vs, Violation{Rule: RuleImportNotAllowed, Construct: construct("import " + lit), Line: pos.Line, Column: pos.Column})
+				vs = append(vs, Violation{Rule: ruleImportNotAllowed, Construct: construct("import " + lit), Line: pos.Line, Column: pos.Column})
 			}
 			continue
 		}
@@ -422,11 +431,11 @@ func importViolations(fset *token.FileSet, file *ast.File, allow []string, parse
 		_, listed := slices.BinarySearch(allow, path)
 		switch {
 		case path == "C":
-			vs = append(vs, Violation{Rule: RuleCgoImport, Construct: construct(shown), Line: pos.Line, Column: pos.Column})
+			vs = append(vs, Violation{Rule: ruleCgoImport, Construct: construct(shown), Line: pos.Line, Column: pos.Column})
 		case denied || !listed:
-			vs = append(vs, Violation{Rule: RuleImportNotAllowed, Construct: construct(shown), Line: pos.Line, Column: pos.Column})
+			vs = append(vs, Violation{Rule: ruleImportNotAllowed, Construct: construct(shown), Line: pos.Line, Column: pos.Column})
 		case lit != `"`+path+`"` && lit != "`"+path+"`":
-			vs = append(vs, Violation{Rule: RuleImportNotPlain, Construct: construct("import " + name + lit), Line: pos.Line, Column: pos.Column})
+			vs = append(vs, Violation{Rule: ruleImportNotPlain, Construct: construct("import " + name + lit), Line: pos.Line, Column: pos.Column})
 		}
 	}
 	return vs, paths
@@ -441,7 +450,7 @@ func declViolations(fset *token.FileSet, file *ast.File) []Violation {
 		vs = append(vs, Violation{Rule: rule, Construct: construct(what), Line: pos.Line, Column: pos.Column})
 	}
 	if file.Name.Name != "main" {
-		at(RulePackageNotMain, "package "+file.Name.Name, file.Name.Pos())
+		at(rulePackageNotMain, "package "+file.Name.Name, file.Name.Pos())
 	}
 	hasMain := false
 	for _, d := range file.Decls {
@@ -454,18 +463,18 @@ func declViolations(fset *token.FileSet, file *ast.File) []Violation {
 			what = "method " + fd.Name.Name
 		}
 		if fd.Body == nil {
-			at(RuleFuncWithoutBody, what, fd.Pos())
+			at(ruleFuncWithoutBody, what, fd.Pos())
 		}
 		if fd.Recv == nil && fd.Name.Name == "main" {
 			hasMain = true
 			t := fd.Type
 			if t.TypeParams.NumFields() > 0 || t.Params.NumFields() > 0 || t.Results.NumFields() > 0 {
-				at(RuleMainSignature, "func main must be declared func main()", fd.Name.Pos())
+				at(ruleMainSignature, "func main must be declared func main()", fd.Name.Pos())
 			}
 		}
 	}
 	if !hasMain {
-		at(RuleMainMissing, "no func main()", file.Package)
+		at(ruleMainMissing, "no func main()", file.Package)
 	}
 	return vs
 }
@@ -545,5 +554,5 @@ func caretExcerpt(src []byte, line, col int, msg string) string {
 	}
 	gutter := strconv.Itoa(line)
 	pad := strings.Repeat(" ", len(gutter))
-	return fmt.Sprintf("parse error at %s:%d:%d: %s\n  %s | %s\n  %s | %s^\n", ProgramFileName, line, col, construct(msg), gutter, printable(shown), pad, caret.String())
+	return fmt.Sprintf("parse error at %s:%d:%d: %s\n  %s | %s\n  %s | %s^\n", programFileName, line, col, construct(msg), gutter, printable(shown), pad, caret.String())
 }

@@ -26,97 +26,97 @@ func prog(imports, body string) string {
 var bypassCases = []bypassCase{
 	// Directives the compiler honours.
 	{"go_linkname", prog(`import "fmt"`, "//go:linkname f runtime.nanotime\nfunc f() int64\n\nvar _ = fmt.Sprint"),
-		[]string{RuleDirectiveComment, RuleFuncWithoutBody}},
+		[]string{ruleDirectiveComment, ruleFuncWithoutBody}},
 	{"go_linkname_pull_with_body", prog("", "//go:linkname g os.Getenv\nfunc g(string) string { return \"\" }"),
-		[]string{RuleDirectiveComment}},
+		[]string{ruleDirectiveComment}},
 	{"cgo_import_dynamic_no_imports", "package main\n\n//go:cgo_import_dynamic _ _ \"/x.so\"\n\nfunc main() {}\n",
-		[]string{RuleDirectiveComment}},
-	{"cgo_ldflag", "//go:cgo_ldflag \"-L/tmp\"\npackage main\n\nfunc main() {}\n", []string{RuleDirectiveComment}},
-	{"go_embed", prog("", "//go:embed secret.txt\nvar s string"), []string{RuleDirectiveComment}},
-	{"go_noescape", prog("", "//go:noescape\nfunc f(p *int)"), []string{RuleDirectiveComment, RuleFuncWithoutBody}},
-	{"go_nosplit", prog("", "//go:nosplit\nfunc f() {}"), []string{RuleDirectiveComment}},
-	{"go_generate", prog("", "//go:generate sh -c evil"), []string{RuleDirectiveComment}},
-	{"go_directive_block_comment", prog("", "/*go:linkname f runtime.f*/"), []string{RuleDirectiveComment}},
-	{"go_directive_trailing", prog("", "var x = 1 //go:noinline"), []string{RuleDirectiveComment}},
+		[]string{ruleDirectiveComment}},
+	{"cgo_ldflag", "//go:cgo_ldflag \"-L/tmp\"\npackage main\n\nfunc main() {}\n", []string{ruleDirectiveComment}},
+	{"go_embed", prog("", "//go:embed secret.txt\nvar s string"), []string{ruleDirectiveComment}},
+	{"go_noescape", prog("", "//go:noescape\nfunc f(p *int)"), []string{ruleDirectiveComment, ruleFuncWithoutBody}},
+	{"go_nosplit", prog("", "//go:nosplit\nfunc f() {}"), []string{ruleDirectiveComment}},
+	{"go_generate", prog("", "//go:generate sh -c evil"), []string{ruleDirectiveComment}},
+	{"go_directive_block_comment", prog("", "/*go:linkname f runtime.f*/"), []string{ruleDirectiveComment}},
+	{"go_directive_trailing", prog("", "var x = 1 //go:noinline"), []string{ruleDirectiveComment}},
 	{"go_directive_in_import_block", "package main\n\nimport (\n\t\"fmt\" //go:linkname x y\n)\n\nfunc main() { fmt.Println() }\n",
-		[]string{RuleDirectiveComment}},
-	{"go_directive_after_bom", "\uFEFF//go:linkname x y\npackage main\n\nfunc main() {}\n", []string{RuleDirectiveComment}},
-	{"go_directive_crlf", "package main\r\n\r\n//go:noinline\r\nfunc main() {}\r\n", []string{RuleDirectiveComment}},
+		[]string{ruleDirectiveComment}},
+	{"go_directive_after_bom", "\uFEFF//go:linkname x y\npackage main\n\nfunc main() {}\n", []string{ruleDirectiveComment}},
+	{"go_directive_crlf", "package main\r\n\r\n//go:noinline\r\nfunc main() {}\r\n", []string{ruleDirectiveComment}},
 	// Position directives.
-	{"line_directive", prog("", "//line other.go:10\nvar x = 1"), []string{RuleLineDirective}},
-	{"line_directive_mid_line", prog("", "var x = 1 //line other.go:1"), []string{RuleLineDirective}},
-	{"line_block_comment", "package main\n\nfunc main() { /*line x:1*/ }\n", []string{RuleLineDirective}},
-	{"line_block_comment_column", "package main\n\nfunc main() { /*line x.go:1:5*/ }\n", []string{RuleLineDirective}},
+	{"line_directive", prog("", "//line other.go:10\nvar x = 1"), []string{ruleLineDirective}},
+	{"line_directive_mid_line", prog("", "var x = 1 //line other.go:1"), []string{ruleLineDirective}},
+	{"line_block_comment", "package main\n\nfunc main() { /*line x:1*/ }\n", []string{ruleLineDirective}},
+	{"line_block_comment_column", "package main\n\nfunc main() { /*line x.go:1:5*/ }\n", []string{ruleLineDirective}},
 	// Build constraints.
-	{"go_build", "//go:build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
-	{"plus_build", "// +build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
-	{"plus_build_no_space", "//+build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
-	{"plus_build_word", "// +builder\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
-	{"plus_build_unicode_space", "//\u00a0+build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
-	{"plus_build_vertical_tab", "//\v+build linux\n\npackage main\n\nfunc main() {}\n", []string{RuleBuildConstraint}},
-	{"go_build_late", prog("", "//go:build ignore"), []string{RuleBuildConstraint}},
+	{"go_build", "//go:build linux\n\npackage main\n\nfunc main() {}\n", []string{ruleBuildConstraint}},
+	{"plus_build", "// +build linux\n\npackage main\n\nfunc main() {}\n", []string{ruleBuildConstraint}},
+	{"plus_build_no_space", "//+build linux\n\npackage main\n\nfunc main() {}\n", []string{ruleBuildConstraint}},
+	{"plus_build_word", "// +builder\n\npackage main\n\nfunc main() {}\n", []string{ruleBuildConstraint}},
+	{"plus_build_unicode_space", "//\u00a0+build linux\n\npackage main\n\nfunc main() {}\n", []string{ruleBuildConstraint}},
+	{"plus_build_vertical_tab", "//\v+build linux\n\npackage main\n\nfunc main() {}\n", []string{ruleBuildConstraint}},
+	{"go_build_late", prog("", "//go:build ignore"), []string{ruleBuildConstraint}},
 	// Bodies from elsewhere.
-	{"func_without_body", prog("", "func f() int"), []string{RuleFuncWithoutBody}},
-	{"method_without_body", prog("", "type T int\n\nfunc (T) m()"), []string{RuleFuncWithoutBody}},
-	{"init_without_body", prog("", "func init()"), []string{RuleFuncWithoutBody}},
+	{"func_without_body", prog("", "func f() int"), []string{ruleFuncWithoutBody}},
+	{"method_without_body", prog("", "type T int\n\nfunc (T) m()"), []string{ruleFuncWithoutBody}},
+	{"init_without_body", prog("", "func init()"), []string{ruleFuncWithoutBody}},
 	// Imports.
-	{"import_unsafe", prog(`import "unsafe"`, "var _ = unsafe.Sizeof(0)"), []string{RuleImportNotAllowed}},
-	{"import_blank_unsafe", prog(`import _ "unsafe"`, ""), []string{RuleImportNotAllowed}},
-	{"import_C", prog("/*\n#include <stdio.h>\n*/\nimport \"C\"", ""), []string{RuleCgoImport}},
-	{"import_trailing_space", prog(`import "fmt "`, ""), []string{RuleImportNotAllowed}},
-	{"import_leading_space", prog(`import " fmt"`, ""), []string{RuleImportNotAllowed}},
-	{"import_trailing_slash", prog(`import "fmt/"`, ""), []string{RuleImportNotAllowed}},
-	{"import_relative", prog(`import "./x"`, ""), []string{RuleImportNotAllowed}},
-	{"import_dotdot", prog(`import "cap/fs/../fs"`, ""), []string{RuleImportNotAllowed}},
-	{"import_absolute", prog(`import "/fmt"`, ""), []string{RuleImportNotAllowed}},
-	{"import_case", prog(`import "FMT"`, ""), []string{RuleImportNotAllowed}},
-	{"import_cap_internal", prog(`import "cap/internal/wire"`, ""), []string{RuleImportNotAllowed}},
-	{"import_std_internal", prog(`import "internal/abi"`, ""), []string{RuleImportNotAllowed}},
-	{"import_vendor", prog(`import "vendor/golang.org/x/crypto/chacha20"`, ""), []string{RuleImportNotAllowed}},
-	{"import_reflect", prog(`import "reflect"`, ""), []string{RuleImportNotAllowed}},
-	{"import_os", prog(`import "os"`, ""), []string{RuleImportNotAllowed}},
-	{"import_os_exec", prog(`import "os/exec"`, ""), []string{RuleImportNotAllowed}},
-	{"import_syscall", prog(`import "syscall"`, ""), []string{RuleImportNotAllowed}},
-	{"import_net", prog(`import "net"`, ""), []string{RuleImportNotAllowed}},
-	{"import_net_http", prog(`import "net/http"`, ""), []string{RuleImportNotAllowed}},
-	{"import_runtime", prog(`import "runtime"`, ""), []string{RuleImportNotAllowed}},
-	{"import_runtime_debug", prog(`import "runtime/debug"`, ""), []string{RuleImportNotAllowed}},
-	{"import_embed", prog(`import _ "embed"`, ""), []string{RuleImportNotAllowed}},
-	{"import_plugin", prog(`import "plugin"`, ""), []string{RuleImportNotAllowed}},
-	{"import_path_filepath", prog(`import "path/filepath"`, ""), []string{RuleImportNotAllowed}},
-	{"import_text_template", prog(`import "text/template"`, ""), []string{RuleImportNotAllowed}},
-	{"import_io_ioutil", prog(`import "io/ioutil"`, ""), []string{RuleImportNotAllowed}},
-	{"import_log", prog(`import "log"`, ""), []string{RuleImportNotAllowed}},
-	{"import_testing", prog(`import "testing"`, ""), []string{RuleImportNotAllowed}},
-	{"import_third_party", prog(`import "github.com/x/y"`, ""), []string{RuleImportNotAllowed}},
-	{"import_cap_unknown", prog(`import "cap/strand"`, ""), []string{RuleImportNotAllowed}},
-	{"import_cap_root", prog(`import "cap"`, ""), []string{RuleImportNotAllowed}},
-	{"import_escaped", prog(`import "\x66mt"`, ""), []string{RuleImportNotPlain}},
-	{"import_escaped_unicode", prog(`import "\u0066mt"`, ""), []string{RuleImportNotPlain}},
-	{"import_escaped_denied", prog(`import "\x6fs"`, ""), []string{RuleImportNotAllowed}},
-	{"import_cyrillic_dze", prog("import \"\u0455trings\"", ""), []string{RuleImportNotAllowed}},
-	{"import_fullwidth", prog("import \"\uff46\uff4d\uff54\"", ""), []string{RuleImportNotAllowed}},
-	{"import_zero_width", prog("import \"fmt\u200b\"", ""), []string{RuleImportNotAllowed}},
-	{"import_escaped_nul", prog(`import "fmt\x00"`, ""), []string{RuleImportNotAllowed}},
+	{"import_unsafe", prog(`import "unsafe"`, "var _ = unsafe.Sizeof(0)"), []string{ruleImportNotAllowed}},
+	{"import_blank_unsafe", prog(`import _ "unsafe"`, ""), []string{ruleImportNotAllowed}},
+	{"import_C", prog("/*\n#include <stdio.h>\n*/\nimport \"C\"", ""), []string{ruleCgoImport}},
+	{"import_trailing_space", prog(`import "fmt "`, ""), []string{ruleImportNotAllowed}},
+	{"import_leading_space", prog(`import " fmt"`, ""), []string{ruleImportNotAllowed}},
+	{"import_trailing_slash", prog(`import "fmt/"`, ""), []string{ruleImportNotAllowed}},
+	{"import_relative", prog(`import "./x"`, ""), []string{ruleImportNotAllowed}},
+	{"import_dotdot", prog(`import "cap/fs/../fs"`, ""), []string{ruleImportNotAllowed}},
+	{"import_absolute", prog(`import "/fmt"`, ""), []string{ruleImportNotAllowed}},
+	{"import_case", prog(`import "FMT"`, ""), []string{ruleImportNotAllowed}},
+	{"import_cap_internal", prog(`import "cap/internal/wire"`, ""), []string{ruleImportNotAllowed}},
+	{"import_std_internal", prog(`import "internal/abi"`, ""), []string{ruleImportNotAllowed}},
+	{"import_vendor", prog(`import "vendor/golang.org/x/crypto/chacha20"`, ""), []string{ruleImportNotAllowed}},
+	{"import_reflect", prog(`import "reflect"`, ""), []string{ruleImportNotAllowed}},
+	{"import_os", prog(`import "os"`, ""), []string{ruleImportNotAllowed}},
+	{"import_os_exec", prog(`import "os/exec"`, ""), []string{ruleImportNotAllowed}},
+	{"import_syscall", prog(`import "syscall"`, ""), []string{ruleImportNotAllowed}},
+	{"import_net", prog(`import "net"`, ""), []string{ruleImportNotAllowed}},
+	{"import_net_http", prog(`import "net/http"`, ""), []string{ruleImportNotAllowed}},
+	{"import_runtime", prog(`import "runtime"`, ""), []string{ruleImportNotAllowed}},
+	{"import_runtime_debug", prog(`import "runtime/debug"`, ""), []string{ruleImportNotAllowed}},
+	{"import_embed", prog(`import _ "embed"`, ""), []string{ruleImportNotAllowed}},
+	{"import_plugin", prog(`import "plugin"`, ""), []string{ruleImportNotAllowed}},
+	{"import_path_filepath", prog(`import "path/filepath"`, ""), []string{ruleImportNotAllowed}},
+	{"import_text_template", prog(`import "text/template"`, ""), []string{ruleImportNotAllowed}},
+	{"import_io_ioutil", prog(`import "io/ioutil"`, ""), []string{ruleImportNotAllowed}},
+	{"import_log", prog(`import "log"`, ""), []string{ruleImportNotAllowed}},
+	{"import_testing", prog(`import "testing"`, ""), []string{ruleImportNotAllowed}},
+	{"import_third_party", prog(`import "github.com/x/y"`, ""), []string{ruleImportNotAllowed}},
+	{"import_cap_unknown", prog(`import "cap/strand"`, ""), []string{ruleImportNotAllowed}},
+	{"import_cap_root", prog(`import "cap"`, ""), []string{ruleImportNotAllowed}},
+	{"import_escaped", prog(`import "\x66mt"`, ""), []string{ruleImportNotPlain}},
+	{"import_escaped_unicode", prog(`import "\u0066mt"`, ""), []string{ruleImportNotPlain}},
+	{"import_escaped_denied", prog(`import "\x6fs"`, ""), []string{ruleImportNotAllowed}},
+	{"import_cyrillic_dze", prog("import \"\u0455trings\"", ""), []string{ruleImportNotAllowed}},
+	{"import_fullwidth", prog("import \"\uff46\uff4d\uff54\"", ""), []string{ruleImportNotAllowed}},
+	{"import_zero_width", prog("import \"fmt\u200b\"", ""), []string{ruleImportNotAllowed}},
+	{"import_escaped_nul", prog(`import "fmt\x00"`, ""), []string{ruleImportNotAllowed}},
 	// Shape of the file.
-	{"second_package_clause", "package main\n\npackage main\n\nfunc main() {}\n", []string{RuleParseError}},
-	{"package_notmain", "package notmain\n\nfunc main() {}\n", []string{RulePackageNotMain}},
-	{"main_missing", "package main\n\nfunc helper() {}\n", []string{RuleMainMissing}},
-	{"main_method_only", "package main\n\ntype T int\n\nfunc (T) main() {}\n", []string{RuleMainMissing}},
-	{"main_var", "package main\n\nvar main = func() {}\n", []string{RuleMainMissing}},
-	{"main_params", "package main\n\nfunc main(x int) {}\n", []string{RuleMainSignature}},
-	{"main_results", "package main\n\nfunc main() int { return 0 }\n", []string{RuleMainSignature}},
-	{"main_generic", "package main\n\nfunc main[T any]() {}\n", []string{RuleMainSignature}},
-	{"main_without_body", "package main\n\nfunc main()\n", []string{RuleFuncWithoutBody}},
-	{"empty_source", "", []string{RuleParseError}},
-	{"not_go", "#!/bin/sh\nrm -rf /\n", []string{RuleParseError}},
+	{"second_package_clause", "package main\n\npackage main\n\nfunc main() {}\n", []string{ruleParseError}},
+	{"package_notmain", "package notmain\n\nfunc main() {}\n", []string{rulePackageNotMain}},
+	{"main_missing", "package main\n\nfunc helper() {}\n", []string{ruleMainMissing}},
+	{"main_method_only", "package main\n\ntype T int\n\nfunc (T) main() {}\n", []string{ruleMainMissing}},
+	{"main_var", "package main\n\nvar main = func() {}\n", []string{ruleMainMissing}},
+	{"main_params", "package main\n\nfunc main(x int) {}\n", []string{ruleMainSignature}},
+	{"main_results", "package main\n\nfunc main() int { return 0 }\n", []string{ruleMainSignature}},
+	{"main_generic", "package main\n\nfunc main[T any]() {}\n", []string{ruleMainSignature}},
+	{"main_without_body", "package main\n\nfunc main()\n", []string{ruleFuncWithoutBody}},
+	{"empty_source", "", []string{ruleParseError}},
+	{"not_go", "#!/bin/sh\nrm -rf /\n", []string{ruleParseError}},
 	// Bytes.
-	{"nul_in_comment", "package main\n\n// a\x00b\nfunc main() {}\n", []string{RuleSourceNUL}},
-	{"nul_in_string", "package main\n\nvar s = \"a\x00\"\n\nfunc main() {}\n", []string{RuleSourceNUL}},
-	{"invalid_utf8_comment", "package main\n\n// \xff\nfunc main() {}\n", []string{RuleSourceNotUTF8}},
-	{"invalid_utf8_import", "package main\n\nimport \"fm\xc3t\"\n\nfunc main() {}\n", []string{RuleSourceNotUTF8}},
-	{"nul_and_invalid_utf8", "package main\n\x00\xfe\nfunc main() {}\n", []string{RuleSourceNUL, RuleSourceNotUTF8}},
-	{"too_large", "package main\n\nfunc main() {}\n" + "//" + strings.Repeat("x", MaxSourceBytes), []string{RuleSourceTooLarge}},
+	{"nul_in_comment", "package main\n\n// a\x00b\nfunc main() {}\n", []string{ruleSourceNUL}},
+	{"nul_in_string", "package main\n\nvar s = \"a\x00\"\n\nfunc main() {}\n", []string{ruleSourceNUL}},
+	{"invalid_utf8_comment", "package main\n\n// \xff\nfunc main() {}\n", []string{ruleSourceNotUTF8}},
+	{"invalid_utf8_import", "package main\n\nimport \"fm\xc3t\"\n\nfunc main() {}\n", []string{ruleSourceNotUTF8}},
+	{"nul_and_invalid_utf8", "package main\n\x00\xfe\nfunc main() {}\n", []string{ruleSourceNUL, ruleSourceNotUTF8}},
+	{"too_large", "package main\n\nfunc main() {}\n" + "//" + strings.Repeat("x", maxSourceBytes), []string{ruleSourceTooLarge}},
 }
 
 // rulesOf is every rule err names, sorted; it fails t if err is not a
@@ -177,7 +177,7 @@ func TestVetBypassControls(t *testing.T) {
 		"import_net_url":       prog(`import ("net/url"; "net/netip")`, "var _ = url.Parse\nvar _ = netip.ParseAddr"),
 		"import_caps":          prog("import (\n\t\"cap/fs\"\n\t\"cap/search\"\n\t\"cap/proc\"\n\t\"cap/kv\"\n\t\"cap/report\"\n\t\"cap/job\"\n)", ""),
 		"bom":                  "\uFEFFpackage main\n\nfunc main() {}\n",
-		"at_limit":             atLimit(MaxSourceBytes),
+		"at_limit":             atLimit(maxSourceBytes),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -194,21 +194,21 @@ func atLimit(n int) string {
 	return base + strings.Repeat("x", n-len(base))
 }
 
-// TestVetSizeBoundary: exactly MaxSourceBytes passes, one more is
+// TestVetSizeBoundary: exactly maxSourceBytes passes, one more is
 // refused with source_too_large alone, before the bytes are looked at.
 func TestVetSizeBoundary(t *testing.T) {
 	t.Parallel()
-	ok := atLimit(MaxSourceBytes)
-	if len(ok) != MaxSourceBytes {
+	ok := atLimit(maxSourceBytes)
+	if len(ok) != maxSourceBytes {
 		t.Fatalf("fixture is %d bytes", len(ok))
 	}
 	if _, err := Vet([]byte(ok), WorkspaceSeam()); err != nil {
-		t.Fatalf("a source of exactly MaxSourceBytes was refused: %v", err)
+		t.Fatalf("a source of exactly maxSourceBytes was refused: %v", err)
 	}
 	over := []byte(ok + "\x00")
 	_, err := Vet(over, WorkspaceSeam())
-	if got := rulesOf(t, err); !slices.Equal(got, []string{RuleSourceTooLarge}) {
-		t.Fatalf("one byte over: rules %v, want only %s", got, RuleSourceTooLarge)
+	if got := rulesOf(t, err); !slices.Equal(got, []string{ruleSourceTooLarge}) {
+		t.Fatalf("one byte over: rules %v, want only %s", got, ruleSourceTooLarge)
 	}
 }
 
@@ -219,7 +219,7 @@ func TestVetSeamCannotAdmitDenied(t *testing.T) {
 	bad := Seam{Name: "bad", Packages: []string{"os", "cap/internal/wire", "unsafe", "cap/fs"}}
 	for _, imp := range []string{"os", "cap/internal/wire", "unsafe"} {
 		_, err := Vet([]byte(prog(`import _ "`+imp+`"`, "")), bad)
-		if got := rulesOf(t, err); !slices.Equal(got, []string{RuleImportNotAllowed}) {
+		if got := rulesOf(t, err); !slices.Equal(got, []string{ruleImportNotAllowed}) {
 			t.Errorf("%s under a seam listing it: rules %v", imp, got)
 		}
 	}
@@ -228,7 +228,7 @@ func TestVetSeamCannotAdmitDenied(t *testing.T) {
 	}
 	none := Seam{Name: "none"}
 	_, err := Vet([]byte(prog(`import _ "cap/fs"`, "")), none)
-	if got := rulesOf(t, err); !slices.Equal(got, []string{RuleImportNotAllowed}) {
+	if got := rulesOf(t, err); !slices.Equal(got, []string{ruleImportNotAllowed}) {
 		t.Errorf("cap/fs under a seam without it: rules %v", got)
 	}
 }

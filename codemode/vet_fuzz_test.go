@@ -15,9 +15,9 @@ import (
 
 // vetRules is every rule a Violation may name.
 var vetRules = []string{
-	RuleSourceTooLarge, RuleSourceNotUTF8, RuleSourceNUL, RuleParseError, RulePackageNotMain,
-	RuleMainMissing, RuleMainSignature, RuleImportNotAllowed, RuleImportNotPlain, RuleCgoImport,
-	RuleDirectiveComment, RuleLineDirective, RuleBuildConstraint, RuleFuncWithoutBody,
+	ruleSourceTooLarge, ruleSourceNotUTF8, ruleSourceNUL, ruleParseError, rulePackageNotMain,
+	ruleMainMissing, ruleMainSignature, ruleImportNotAllowed, ruleImportNotPlain, ruleCgoImport,
+	ruleDirectiveComment, ruleLineDirective, ruleBuildConstraint, ruleFuncWithoutBody,
 }
 
 // checkVetOutcome holds Vet's contract for one source: it never panics
@@ -48,11 +48,11 @@ func checkVetOutcome(t *testing.T, src []byte) {
 		}
 		return
 	}
-	if len(src) > MaxSourceBytes || !utf8.Valid(src) || slices.Contains(src, 0) {
+	if len(src) > maxSourceBytes || !utf8.Valid(src) || slices.Contains(src, 0) {
 		t.Fatalf("accepted a source of %d bytes, UTF-8 %v", len(src), utf8.Valid(src))
 	}
 	fset := token.NewFileSet()
-	f, perr := parser.ParseFile(fset, ProgramFileName, src, parser.ParseComments)
+	f, perr := parser.ParseFile(fset, programFileName, src, parser.ParseComments)
 	if perr != nil {
 		t.Fatalf("accepted a source go/parser refuses: %v", perr)
 	}
@@ -106,7 +106,7 @@ func checkVetOutcome(t *testing.T, src []byte) {
 // bypass case and accepted control.
 func FuzzVet(f *testing.F) {
 	for _, c := range bypassCases {
-		if len(c.src) <= MaxSourceBytes {
+		if len(c.src) <= maxSourceBytes {
 			f.Add([]byte(c.src))
 		}
 	}
@@ -125,6 +125,6 @@ func TestVetOutcomeSeeds(t *testing.T) {
 	for _, c := range bypassCases {
 		checkVetOutcome(t, []byte(c.src))
 	}
-	checkVetOutcome(t, []byte(atLimit(MaxSourceBytes)))
+	checkVetOutcome(t, []byte(atLimit(maxSourceBytes)))
 	checkVetOutcome(t, []byte(prog(`import . "strings"`, "var _ = ToUpper")))
 }

@@ -80,13 +80,13 @@ func TestVetViolationPositions(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	want := []Violation{
-		{RulePackageNotMain, "package notmain", 1, 9},
-		{RuleImportNotAllowed, `import "os"`, 4, 2},
-		{RuleImportNotAllowed, `import x "cap/internal/wire"`, 5, 4},
-		{RuleLineDirective, "//line other.go:100", 8, 1},
-		{RuleFuncWithoutBody, "func f", 9, 1},
-		{RuleMainSignature, "func main must be declared func main()", 11, 6},
-		{RuleDirectiveComment, "/*go:noinline*/", 11, 20},
+		{rulePackageNotMain, "package notmain", 1, 9},
+		{ruleImportNotAllowed, `import "os"`, 4, 2},
+		{ruleImportNotAllowed, `import x "cap/internal/wire"`, 5, 4},
+		{ruleLineDirective, "//line other.go:100", 8, 1},
+		{ruleFuncWithoutBody, "func f", 9, 1},
+		{ruleMainSignature, "func main must be declared func main()", 11, 6},
+		{ruleDirectiveComment, "/*go:noinline*/", 11, 20},
 	}
 	if !slices.Equal(ve.Violations, want) {
 		t.Fatalf("violations\n%+v\nwant\n%+v", ve.Violations, want)
@@ -138,7 +138,7 @@ func TestVetParseExcerpt(t *testing.T) {
 			if ve.Parse != c.excerpt {
 				t.Fatalf("excerpt\n%q\nwant\n%q", ve.Parse, c.excerpt)
 			}
-			first := ve.Violations[slices.IndexFunc(ve.Violations, func(v Violation) bool { return v.Rule == RuleParseError })]
+			first := ve.Violations[slices.IndexFunc(ve.Violations, func(v Violation) bool { return v.Rule == ruleParseError })]
 			if first.Line != c.line || first.Column != c.col {
 				t.Errorf("parse violation at %d:%d, want %d:%d", first.Line, first.Column, c.line, c.col)
 			}
@@ -155,7 +155,7 @@ func TestVetParseErrorStillChecks(t *testing.T) {
 	t.Parallel()
 	src := "package main\n\nimport \"os\"\n\n//go:linkname a b\nfunc main() { ) }\n\n//go:embed late\n"
 	_, err := Vet([]byte(src), WorkspaceSeam())
-	want := []string{RuleDirectiveComment, RuleDirectiveComment, RuleImportNotAllowed, RuleParseError, RuleParseError}
+	want := []string{ruleDirectiveComment, ruleDirectiveComment, ruleImportNotAllowed, ruleParseError, ruleParseError}
 	if got := rulesOf(t, err); !slices.Equal(got, want) {
 		t.Fatalf("rules %v, want %v\n%v", got, want, err)
 	}
@@ -186,7 +186,7 @@ func TestVetExcerptBounded(t *testing.T) {
 }
 
 // TestVetRenderingBounded: thousands of violations render at most
-// MaxViolationsShown lines, count the rest, and stay under
+// maxViolationsShown lines, count the rest, and stay under
 // MaxVetErrorBytes even with a huge allowlist; constructs are printable
 // and bounded.
 func TestVetRenderingBounded(t *testing.T) {
@@ -194,7 +194,7 @@ func TestVetRenderingBounded(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("package main\n\nfunc main() {}\n")
 	n := 0
-	for b.Len() < MaxSourceBytes-200 {
+	for b.Len() < maxSourceBytes-200 {
 		fmt.Fprintf(&b, "//go:x \x1b[31m%s\n", strings.Repeat("y", n%300))
 		n++
 	}
@@ -214,10 +214,10 @@ func TestVetRenderingBounded(t *testing.T) {
 	if len(msg) > MaxVetErrorBytes {
 		t.Fatalf("rendering is %d bytes, over %d", len(msg), MaxVetErrorBytes)
 	}
-	if got := strings.Count(msg, "directive_comment:"); got != MaxViolationsShown {
-		t.Errorf("%d violations itemised, want %d", got, MaxViolationsShown)
+	if got := strings.Count(msg, "directive_comment:"); got != maxViolationsShown {
+		t.Errorf("%d violations itemised, want %d", got, maxViolationsShown)
 	}
-	if !strings.Contains(msg, fmt.Sprintf("... and %d more", n-MaxViolationsShown)) {
+	if !strings.Contains(msg, fmt.Sprintf("... and %d more", n-maxViolationsShown)) {
 		t.Errorf("rendering does not count the rest")
 	}
 	if strings.Contains(msg, "\x1b") {
@@ -245,12 +245,12 @@ func TestVetRenderingSmall(t *testing.T) {
 // position.
 func TestVetWholeSourceViolation(t *testing.T) {
 	t.Parallel()
-	_, err := Vet(make([]byte, MaxSourceBytes+1), WorkspaceSeam())
+	_, err := Vet(make([]byte, maxSourceBytes+1), WorkspaceSeam())
 	var ve *VetError
 	if !errors.As(err, &ve) || len(ve.Violations) != 1 || ve.Violations[0].Line != 0 {
 		t.Fatalf("err = %v", err)
 	}
-	if want := fmt.Sprintf("source_too_large: %d bytes, over the %d-byte limit", MaxSourceBytes+1, MaxSourceBytes); !strings.Contains(err.Error(), "\n  "+want+"\n") {
+	if want := fmt.Sprintf("source_too_large: %d bytes, over the %d-byte limit", maxSourceBytes+1, maxSourceBytes); !strings.Contains(err.Error(), "\n  "+want+"\n") {
 		t.Fatalf("rendering lacks %q:\n%s", want, err)
 	}
 }
