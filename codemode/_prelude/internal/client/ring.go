@@ -13,7 +13,7 @@ import (
 	"cap/internal/wire"
 )
 
-// The control words of the ring pair the host grants (codemode's ring.go
+// The control words of the ring pair the host grants (codemode/internal/transport's ring.go
 // documents the layout and holds the same offsets): the program's ring
 // to the host and the host's ring to the program, each a head (bytes
 // written) and a tail (bytes read), and each end's "asleep" mark.
