@@ -5,6 +5,7 @@ package broker
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -51,6 +52,21 @@ func (w *guardWorld) symlink(to, rel string) {
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	if err := os.Symlink(to, p); err != nil {
 		w.t.Fatal(err)
+	}
+}
+
+// fillObjectFanout makes every directory git keeps loose objects in
+// (.git/objects/00 to ff) in the workspace's repository. Which of them
+// exist depends on the ids of the objects a test's commits made, and so
+// on the clock: with all of them there, a plant that writes where git
+// keeps its objects fails on every run, not on the one run in 256 whose
+// commit id began with that name.
+func (w *guardWorld) fillObjectFanout() {
+	w.t.Helper()
+	for i := range 256 {
+		if err := os.MkdirAll(filepath.Join(w.ws, fmt.Sprintf(".git/objects/%02x", i)), 0o755); err != nil {
+			w.t.Fatal(err)
+		}
 	}
 }
 
@@ -108,8 +124,8 @@ func pointerPlants() []pointerPlant {
 		{"commondir_link_to_a_file", []func(*guardWorld, string, string){both(hide, func(w *guardWorld, src, _ string) {
 			head, _ := os.ReadFile(filepath.Join(src, "HEAD"))
 			w.write("wt/HEAD", string(head))
-			w.write(".git/objects/cd", filepath.Join(w.ws, ".git/objects/ev")+"\n")
-			w.symlink("../.git/objects/cd", "wt/commondir")
+			w.write(".git/objects/cdir", filepath.Join(w.ws, ".git/objects/ev")+"\n")
+			w.symlink("../.git/objects/cdir", "wt/commondir")
 		}, pointTo("gitdir: ../wt\n"))}},
 		{"git_link_through_proc", []func(*guardWorld, string, string){both(hide, func(w *guardWorld, _, head string) {
 			w.symlink("/proc/self/root"+w.ws+"/.git/objects/ev", "sub/.git")
@@ -130,6 +146,8 @@ func pointerPlants() []pointerPlant {
 // armed git directory behind a pointer the red team found or that the
 // same class holds: the host's plain git status never runs the payload;
 // the control, with the guard off, shows each plant arms the host's git.
+// The workspace's object store holds every loose-object directory
+// (fillObjectFanout), so no plant depends on the base commit's id.
 func TestGitGuardPointerClass(t *testing.T) {
 	t.Parallel()
 	for _, pl := range pointerPlants() {
@@ -141,6 +159,7 @@ func TestGitGuardPointerClass(t *testing.T) {
 				w.b.git.off, w.b.git.noWatch = off, mode.noWatch
 				w.git(w.ws, "init", "-q")
 				w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
+				w.fillObjectFanout()
 				mark := filepath.Join(t.TempDir(), "PWNED")
 				src, head := w.armedRepo(mark)
 				if _, d := w.command(nil); d != nil {
@@ -159,6 +178,81 @@ func TestGitGuardPointerClass(t *testing.T) {
 						t.Errorf("fenced where moving aside sufficed: %s", why)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestGitGuardCommondirPlantLivePassAnywhere splits the
+// commondir_link_to_a_file plant into the file system operations a
+// command makes and runs a live pass (as the watch's goroutine does
+// when inotify reports a change) before each one in turn, then before
+// every one: wherever the pass lands, the host's git does not run the
+// payload and the workspace is not fenced. The control (guard off) shows
+// the operations alone arm the host's git.
+func TestGitGuardCommondirPlantLivePassAnywhere(t *testing.T) {
+	t.Parallel()
+	ops := []func(w *guardWorld, src, head string){
+		func(w *guardWorld, src, _ string) { w.copyDir(src, ".git/objects/ev") },
+		func(w *guardWorld, _, _ string) { os.MkdirAll(filepath.Join(w.ws, "wt"), 0o755) },
+		func(w *guardWorld, _, _ string) { w.write("wt/HEAD", "") },
+		func(w *guardWorld, src, _ string) {
+			head, _ := os.ReadFile(filepath.Join(src, "HEAD"))
+			w.write("wt/HEAD", string(head))
+		},
+		func(w *guardWorld, _, _ string) {
+			w.write(".git/objects/cdir", filepath.Join(w.ws, ".git/objects/ev")+"\n")
+		},
+		func(w *guardWorld, _, _ string) { w.symlink("../.git/objects/cdir", "wt/commondir") },
+		func(w *guardWorld, _, _ string) { os.MkdirAll(filepath.Join(w.ws, "sub"), 0o755) },
+		func(w *guardWorld, _, _ string) { w.write("sub/.git", "") },
+		func(w *guardWorld, _, _ string) { w.write("sub/.git", "gitdir: ../wt\n") },
+		func(w *guardWorld, _, head string) { w.gitlink("sub", head) },
+	}
+	type run struct {
+		name string
+		off  bool
+		at   func(i int) bool // a live pass before operation i (len(ops): after the last)
+	}
+	runs := []run{
+		{name: "control_guard_off", off: true, at: func(int) bool { return false }},
+		{name: "before_every_operation", at: func(int) bool { return true }},
+	}
+	for k := 0; k <= len(ops); k++ {
+		runs = append(runs, run{name: fmt.Sprintf("before_operation_%d", k), at: func(i int) bool { return i == k }})
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			w := newGuardWorld(t)
+			w.b.git.off = r.off
+			w.git(w.ws, "init", "-q")
+			w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
+			w.fillObjectFanout()
+			mark := filepath.Join(t.TempDir(), "PWNED")
+			src, head := w.armedRepo(mark)
+			if _, d := w.command(nil); d != nil {
+				t.Fatal(d)
+			}
+			s, d := w.command(func() {
+				for i, op := range ops {
+					if r.at(i) {
+						w.livePass()
+					}
+					op(w, src, head)
+				}
+				if r.at(len(ops)) {
+					w.livePass()
+				}
+			})
+			if d != nil {
+				t.Fatal(d)
+			}
+			if got := hostGitRuns(t, w.ws, mark); got != r.off {
+				t.Errorf("guard off=%v: host git ran the payload: %v (neutralised %+v)", r.off, got, s.GitNeutralised)
+			}
+			if why := w.b.GitFenced(w.ws); why != "" {
+				t.Errorf("fenced where moving aside sufficed: %s", why)
 			}
 		})
 	}

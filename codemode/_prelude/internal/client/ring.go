@@ -13,10 +13,11 @@ import (
 	"cap/internal/wire"
 )
 
-// The control words of the ring pair the host grants (codemode/internal/transport's ring.go
-// documents the layout and holds the same offsets): the program's ring
-// to the host and the host's ring to the program, each a head (bytes
-// written) and a tail (bytes read), and each end's "asleep" mark.
+// The control words of the ring pair the host grants (the host's
+// codemode/internal/transport/ring.go documents the layout and holds the
+// same offsets): the program's ring to the host and the host's ring to
+// the program, each a head (bytes written) and a tail (bytes read), and
+// each end's "asleep" mark.
 const (
 	upHead     = 0
 	upTail     = 64
