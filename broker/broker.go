@@ -139,42 +139,46 @@ type Broker struct {
 	probeOnce sync.Once
 	probe     probeResult
 
-	pool warmPool // the helpers started ahead of the next commands
-	// onSpawn, when set (by tests), is told the pid of every helper
-	// process the broker starts (a launched one's own, once its launcher
-	// named it), and whether it was started ahead.
-	onSpawn func(pid int, warm bool)
-
-	// policyRootOff keeps every jail in the host view (the policy_root
-	// layer skipped), for tests whose control shows what that layer stops.
-	policyRootOff bool
-	// launchAboveRSS overrides largeHostRSS for tests: negative means
-	// always start helpers through a launcher.
-	launchAboveRSS int64
-	// tracePhases makes every Execution keep its phase marks (see
-	// phaseMark), for BenchmarkWarmPhases.
-	tracePhases bool
-	// noPrime keeps every warm helper unprimed, and primeCheckOff hands
-	// a primed helper its command without re-validating what its priming
-	// read (tests: the controls showing what re-validation stops).
-	noPrime, primeCheckOff bool
-	// primeTaintOff hands a primed helper its command even when a command
-	// with another policy ran since it was primed (tests: that control).
-	primeTaintOff bool
-	// primeMountsOff hands a primed helper its command even when a mount
-	// of its priming was detached since (tests: the taint's control).
-	primeMountsOff bool
-	git            gitFences // the git guard's per-writable-root state (gitguard.go)
+	pool warmPool  // the helpers started ahead of the next commands
+	git  gitFences // the git guard's per-writable-root state (gitguard.go)
 
 	hostOnce sync.Once
 	host     *hostBound // admission against the host-wide bounds
-	// hostBusyWait overrides MaxHostBusyWait for tests.
-	hostBusyWait time.Duration
 
 	cgOnce        sync.Once
 	cg            *cgroupParent // the delegated cgroup, or nil
 	cgErr         error         // why CgroupParent is unusable
 	helperCgroups sync.Map      // *jailProcess -> *helperCgroup, until claimed
+
+	// test holds switches only this package's tests set.
+	test testHooks
+}
+
+// testHooks are switches only this package's tests set. The zero value is
+// production behaviour. A field that turns a protection off exists for a
+// control that shows what the protection stops.
+type testHooks struct {
+	// onSpawn is told the pid of every helper process the broker starts
+	// (a launched one's own, once its launcher named it), and whether it
+	// was started ahead.
+	onSpawn func(pid int, warm bool)
+	// policyRootOff keeps every jail in the host view (the policy_root
+	// layer skipped).
+	policyRootOff bool
+	// launchAboveRSS overrides largeHostRSS: negative means always start
+	// helpers through a launcher.
+	launchAboveRSS int64
+	// tracePhases makes every Execution keep its phase marks (see
+	// phaseMark), for BenchmarkWarmPhases.
+	tracePhases bool
+	// noPrime keeps every warm helper unprimed; primeCheckOff hands a
+	// primed helper its command without re-validating what its priming
+	// read; primeTaintOff hands it over even when a command with another
+	// policy ran since it was primed; primeMountsOff even when a mount of
+	// its priming was detached since.
+	noPrime, primeCheckOff, primeTaintOff, primeMountsOff bool
+	// hostBusyWait overrides MaxHostBusyWait.
+	hostBusyWait time.Duration
 }
 
 // New returns a Broker. It does not touch the kernel until the first

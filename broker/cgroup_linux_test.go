@@ -116,7 +116,7 @@ func TestCgroupParent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestBroker(t, Options{CgroupParent: parent, WarmHelperIdle: tc.idle})
 			if tc.launched {
-				b.launchAboveRSS = -1
+				b.test.launchAboveRSS = -1
 			}
 			p := testPolicy(t.TempDir())
 			p.Limits.Processes = 77

@@ -228,7 +228,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 	}
 
 	ex := &Execution{out: make(chan Output, OutputQueueChunks), done: make(chan struct{})}
-	if b.tracePhases {
+	if b.test.tracePhases {
 		ex.phases = &phaseLog{on: true}
 		ex.phases.mark("clear")
 	}
@@ -404,8 +404,8 @@ func (b *Broker) admitHost(ctx context.Context, kill *killer, deadline time.Time
 		scratch = jailScratchBytes
 	}
 	wait := MaxHostBusyWait
-	if b.hostBusyWait > 0 {
-		wait = b.hostBusyWait
+	if b.test.hostBusyWait > 0 {
+		wait = b.test.hostBusyWait
 	}
 	deadline = earliest(deadline, time.Now().Add(wait))
 	return b.hostBounds().acquire(ctx, kill.fired, deadline, scratch)

@@ -64,7 +64,7 @@ func runConcurrentPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) 
 		opts.MaxLiveCommands = 64
 	}
 	bb := newTestBroker(t, opts)
-	bb.launchAboveRSS = b.launchAboveRSS
+	bb.test.launchAboveRSS = b.test.launchAboveRSS
 	bb.Available()
 	var c liveCounter
 	c.watch(bb)

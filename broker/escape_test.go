@@ -81,7 +81,7 @@ func newEscapeBrokers(t *testing.T, f escapeFlavour, probe probeResult) *escapeB
 func (bs *escapeBrokers) broker(idle time.Duration) *Broker {
 	b := withProbe(bs.t, Options{WarmHelperIdle: idle}, bs.probe)
 	if bs.f.launched {
-		b.launchAboveRSS = -1
+		b.test.launchAboveRSS = -1
 	}
 	return b
 }
@@ -93,7 +93,7 @@ func (bs *escapeBrokers) rootOff() *Broker {
 	defer bs.others.Unlock()
 	if bs.others.rootOff == nil {
 		bs.others.rootOff = bs.broker(bs.f.idle)
-		bs.others.rootOff.policyRootOff = true
+		bs.others.rootOff.test.policyRootOff = true
 	}
 	return bs.others.rootOff
 }
@@ -106,7 +106,7 @@ func (bs *escapeBrokers) unguarded() *Broker {
 	defer bs.others.Unlock()
 	if bs.others.unguarded == nil {
 		bs.others.unguarded = bs.broker(-1)
-		bs.others.unguarded.git.off = true
+		bs.others.unguarded.git.test.off = true
 	}
 	return bs.others.unguarded
 }
@@ -866,18 +866,18 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 // served the script.
 func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) (r result, primed bool) {
 	t.Helper()
-	b.tracePhases = true
+	b.test.tracePhases = true
 	if r := runIn(t, b, e, p, timeout, "true"); r.settled.ExitCode != 0 {
 		t.Fatalf("priming command: %+v %s", r.settled, r.stderr)
 	}
 	waitPrimed(t, b)
 	// Read only by primedFor, which Clear calls before it returns.
-	b.primeCheckOff, b.primeTaintOff = true, true
+	b.test.primeCheckOff, b.test.primeTaintOff = true, true
 	ex, d := b.Clear(context.Background(), CallSpec{
 		Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
 		Dir: e.ws, Env: e.vars(), Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: timeout,
 	})
-	b.primeCheckOff, b.primeTaintOff = false, false
+	b.test.primeCheckOff, b.test.primeTaintOff = false, false
 	if d != nil {
 		t.Fatalf("Clear: %v", d)
 	}
@@ -1212,7 +1212,7 @@ func TestEscapeSuite(t *testing.T) {
 			// exec).
 			fb := newTestBroker(t, Options{WarmHelperIdle: f.idle})
 			if f.launched {
-				fb.launchAboveRSS = -1
+				fb.test.launchAboveRSS = -1
 			}
 			t.Logf("%s", fb.Available())
 			probe := fb.probed()

@@ -76,9 +76,9 @@ func TestExtraFileReachesTheCommand(t *testing.T) {
 			// The jails alternate policies: every one is handed a helper
 			// holding none (TestPrimedHelperTakesTheExtraFile covers a
 			// primed one).
-			b.noPrime = true
+			b.test.noPrime = true
 			var spawned, inClear atomic.Int32
-			b.onSpawn = func(_ int, warm bool) {
+			b.test.onSpawn = func(_ int, warm bool) {
 				// A warm helper the pool starts meanwhile is not the
 				// command's.
 				if inClear.Load() == 1 && !warm {

@@ -51,14 +51,14 @@ import (
 type gitFences struct {
 	mu    sync.Mutex
 	roots map[string]*gitRoot
-	// off turns the whole guard off (tests: the escape suite's controls).
-	off bool
 	// markerDir, when set (tests), is where crash markers are kept; once
 	// markerOK, it is the directory checked and in use.
 	markerDir string
 	markerOK  bool
-	// noWatch (tests) runs the guard as where inotify is unavailable.
-	noWatch bool
+	// test holds switches only tests set: off turns the whole guard off
+	// (the escape suite's controls); noWatch runs it as where inotify is
+	// unavailable.
+	test struct{ off, noWatch bool }
 }
 
 // gitRoot is the guard's view of one writable root.
@@ -118,7 +118,7 @@ type gitEntry struct {
 // be written.
 func (b *Broker) guardGit(p Policy) (*gitGuard, *Denial) {
 	g := &gitGuard{b: b, absent: absentPaths(p.Protected)}
-	if b.git.off {
+	if b.git.test.off {
 		g.off = true
 		return g, nil
 	}
@@ -389,7 +389,7 @@ func (r *gitRoot) pin() error {
 // ran here, acts on everything it finds).
 func (r *gitRoot) start() {
 	crashed := r.b.git.markerExists(r.abs)
-	if w, err := newGitWatch(); err == nil && !r.b.git.noWatch {
+	if w, err := newGitWatch(); err == nil && !r.b.git.test.noWatch {
 		r.watch = w
 		r.sweep.onDir = w.add
 		go r.live(w)

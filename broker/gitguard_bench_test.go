@@ -76,7 +76,7 @@ func BenchmarkGitGuard(b *testing.B) {
 		guarded := New(Options{HelperPath: helper})
 		defer guarded.Close()
 		bare := New(Options{HelperPath: helper})
-		bare.git.off = true
+		bare.git.test.off = true
 		defer bare.Close()
 		runTrue := func(br *Broker, warm bool) time.Duration {
 			if warm {

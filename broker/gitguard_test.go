@@ -343,7 +343,7 @@ func setImmutable(t *testing.T, p string, on bool) {
 func TestGitGuardOff(t *testing.T) {
 	t.Parallel()
 	w := newGuardWorld(t)
-	w.b.git.off = true
+	w.b.git.test.off = true
 	w.command(func() {
 		w.write("lib/.git/HEAD", "ref: refs/heads/main\n")
 		w.write("lib/.git/config", "[core]\n\tfsmonitor = evil\n")
@@ -361,7 +361,7 @@ const fsImmutableFl = 0x00000010
 func TestGitGuardWithoutWatch(t *testing.T) {
 	t.Parallel()
 	w := newGuardWorld(t)
-	w.b.git.noWatch = true
+	w.b.git.test.noWatch = true
 	s, d := w.command(func() {
 		w.write("x/y/.git/HEAD", "ref: refs/heads/main\n")
 		w.write("x/y/.git/config", "[core]\n\thooksPath = h\n")
@@ -474,7 +474,7 @@ func TestGitGuardRootAsGitDir(t *testing.T) {
 	t.Parallel()
 	for _, off := range []bool{false, true} {
 		w := newGuardWorld(t)
-		w.b.git.off = off
+		w.b.git.test.off = off
 		mark := filepath.Join(t.TempDir(), "PWNED")
 		if _, d := w.command(nil); d != nil {
 			t.Fatal(d)

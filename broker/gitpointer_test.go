@@ -156,7 +156,7 @@ func TestGitGuardPointerClass(t *testing.T) {
 			for _, mode := range []struct{ off, noWatch bool }{{false, false}, {false, true}, {true, false}} {
 				off := mode.off
 				w := newGuardWorld(t)
-				w.b.git.off, w.b.git.noWatch = off, mode.noWatch
+				w.b.git.test.off, w.b.git.test.noWatch = off, mode.noWatch
 				w.git(w.ws, "init", "-q")
 				w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
 				w.fillObjectFanout()
@@ -225,7 +225,7 @@ func TestGitGuardCommondirPlantLivePassAnywhere(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			w := newGuardWorld(t)
-			w.b.git.off = r.off
+			w.b.git.test.off = r.off
 			w.git(w.ws, "init", "-q")
 			w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
 			w.fillObjectFanout()
@@ -491,7 +491,7 @@ func TestGitToolWritePointerThroughProc(t *testing.T) {
 	t.Parallel()
 	for _, off := range []bool{false, true} {
 		w := newGuardWorld(t)
-		w.b.git.off = off
+		w.b.git.test.off = off
 		w.git(w.ws, "init", "-q")
 		w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
 		mark := filepath.Join(t.TempDir(), "PWNED")

@@ -84,7 +84,7 @@ func (b *Broker) GuardToolWrite(root, path string) ([]Neutralisation, error) {
 	if b == nil {
 		return guardToolWriteAlone(root, rel)
 	}
-	if b.git.off {
+	if b.git.test.off {
 		return nil, nil
 	}
 	r := b.git.rootFor(b, root)

@@ -67,7 +67,7 @@ func TestGitToolWriteNonGitWorkspace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			w := newGuardWorld(t)
-			w.b.git.off = tc.off
+			w.b.git.test.off = tc.off
 			mark := filepath.Join(t.TempDir(), "PWNED")
 			if tc.commandFirst {
 				if _, d := w.command(nil); d != nil {
@@ -168,7 +168,7 @@ func TestGitToolWriteNestedRepository(t *testing.T) {
 			}); d != nil {
 				t.Fatal(d)
 			}
-			w.b.git.off = off
+			w.b.git.test.off = off
 			mark := filepath.Join(t.TempDir(), "PWNED")
 			cfg := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tfsmonitor = \"touch " + mark + "; false\"\n"
 			done, err := w.toolWrite("sub/.git/config", cfg)

@@ -78,10 +78,10 @@ type helperConfig struct {
 	// MaskSockets are host pathname sockets under the jail's roots (from
 	// the broker's /proc/self/net/unix) to hide.
 	MaskSockets []string `json:"mask_sockets,omitempty"`
-	// PolicyRootOff keeps the host view instead of the policy's root
-	// (set only by tests whose control shows what the policy_root layer
-	// stops).
-	PolicyRootOff bool `json:"policy_root_off,omitempty"`
+	// TestHookPolicyRootOff is a test hook: it keeps the host view
+	// instead of the policy's root, set only by tests whose control shows
+	// what the policy_root layer stops (Broker.test.policyRootOff).
+	TestHookPolicyRootOff bool `json:"test_hook_policy_root_off,omitempty"`
 	// Required are the layers the host will not run without
 	// (Options.RequiredLayers): when one is not applied the helper
 	// refuses before exec.
@@ -538,7 +538,7 @@ func setupMounts(cfg helperConfig) (mountResult, error) {
 
 	helperPhases.mark("m.scan")
 	var root policyRoot
-	if cfg.PolicyRootOff {
+	if cfg.TestHookPolicyRootOff {
 		dropSkeleton()
 		root.layer = Layer{Name: LayerPolicyRoot, Reason: "turned off by the host (test only); the host view stays (read-only, its sockets masked as listed at start)"}
 	} else if root, err = buildPolicyRoot(cfg, extra); err != nil {

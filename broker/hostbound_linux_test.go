@@ -22,7 +22,7 @@ type liveCounter struct {
 
 // watch makes c count b's helpers.
 func (c *liveCounter) watch(b *Broker) {
-	b.onSpawn = func(pid int, _ bool) {
+	b.test.onSpawn = func(pid int, _ bool) {
 		fd, err := unix.PidfdOpen(pid, 0) // our unreaped child: the pid is still its
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -101,7 +101,7 @@ func TestHostBoundConcurrentClears(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestBroker(t, Options{MaxLiveCommands: tc.maxLive, WarmHelperIdle: tc.idle, HelperPath: helper})
 			if tc.launched {
-				b.launchAboveRSS = -1
+				b.test.launchAboveRSS = -1
 			}
 			b.Available() // probe first: probes are not commands
 			var c liveCounter
@@ -223,8 +223,8 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 			return ctx, nil
 		}, DenialHostBusy},
 		{"no deadline: MaxHostBusyWait", func(s *CallSpec) (context.Context, func()) {
-			b.hostBusyWait = wait
-			t.Cleanup(func() { b.hostBusyWait = 0 })
+			b.test.hostBusyWait = wait
+			t.Cleanup(func() { b.test.hostBusyWait = 0 })
 			return context.Background(), nil
 		}, DenialHostBusy},
 		{"context cancelled", func(s *CallSpec) (context.Context, func()) {
@@ -277,7 +277,7 @@ func TestWarmHelperMakesRoom(t *testing.T) {
 	// Unprimed: the test counts the pool's helpers, and a priming a
 	// parallel test's command of another policy taints is retired and
 	// replaced.
-	b.noPrime = true
+	b.test.noPrime = true
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	waitPool(t, b, maxLive-1)

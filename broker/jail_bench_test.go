@@ -45,7 +45,7 @@ func BenchmarkTrue(b *testing.B) {
 	// the helper (see launcherArg0), whatever the host's size.
 	b.Run("jailed-cold-launched", func(b *testing.B) {
 		br := New(Options{HelperPath: helper, WarmHelperIdle: -1})
-		br.launchAboveRSS = -1
+		br.test.launchAboveRSS = -1
 		benchJailed(b, br, false, plainMedian)
 	})
 	b.Run("jailed-warm", func(b *testing.B) {

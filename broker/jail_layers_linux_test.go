@@ -283,7 +283,7 @@ func TestSecretsMaskedWithoutLandlock(t *testing.T) {
 	}
 	for _, rootOff := range []bool{true, false} {
 		b := newTestBroker(t, Options{WarmHelperIdle: -1})
-		b.policyRootOff = rootOff
+		b.test.policyRootOff = rootOff
 		b.probeOnce.Do(func() {
 			b.probe = probeLayers(b.opts.HelperPath, false)
 			b.probe.landlockABI, b.probe.landlockErr = 0, unix.EOPNOTSUPP

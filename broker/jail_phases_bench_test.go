@@ -44,7 +44,7 @@ func benchPhases(b *testing.B, idle time.Duration) {
 		b.Fatal(err)
 	}
 	br := New(Options{HelperPath: jailtest.HostHelper(b), WarmHelperIdle: idle})
-	br.tracePhases = true
+	br.test.tracePhases = true
 	defer br.Close()
 	p := testPolicy(ws)
 	p.Protected = DefaultProtected(ws)

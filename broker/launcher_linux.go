@@ -240,7 +240,7 @@ const largeHostRSS = 64 << 20
 // hostIsLarge reports whether this process is resident above the
 // broker's launcher threshold.
 func (b *Broker) hostIsLarge() bool {
-	limit := b.launchAboveRSS
+	limit := b.test.launchAboveRSS
 	if limit == 0 {
 		limit = largeHostRSS
 	}

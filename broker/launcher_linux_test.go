@@ -44,7 +44,7 @@ func TestLauncherProbeError(t *testing.T) {
 
 func TestLaunchedHelperPidIsConfirmed(t *testing.T) {
 	b := newTestBroker(t, Options{})
-	b.launchAboveRSS = -1
+	b.test.launchAboveRSS = -1
 	h, err := b.spawnHelper(flavour{namespaces: true, newNet: true}, nil, false)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ package broker
 // on the machine's monotonic clock (CLOCK_MONOTONIC, the same in the
 // broker and its helpers), so marks taken in both processes line up. Only
 // BenchmarkWarmPhases asks for them (helperConfig.Trace and
-// Broker.tracePhases); no figure of it is a claim about confinement.
+// Broker.test.tracePhases); no figure of it is a claim about confinement.
 type phaseMark struct {
 	Name string `json:"n"`
 	NS   int64  `json:"t"`

@@ -138,7 +138,7 @@ func TestPolicyRootReported(t *testing.T) {
 	}
 
 	off := newTestBroker(t, Options{WarmHelperIdle: -1})
-	off.policyRootOff = true
+	off.test.policyRootOff = true
 	defer off.Close()
 	r = run(t, off, testPolicy(ws), 10*time.Second, "true")
 	if l, ok := r.enf.Layer(LayerPolicyRoot); !ok || l.Applied || l.Reason == "" || !r.enf.Degraded {
@@ -146,7 +146,7 @@ func TestPolicyRootReported(t *testing.T) {
 	}
 
 	required := newTestBroker(t, Options{WarmHelperIdle: -1, RequiredLayers: []string{LayerPolicyRoot}})
-	required.policyRootOff = true
+	required.test.policyRootOff = true
 	defer required.Close()
 	marker := filepath.Join(ws, "ran")
 	_, d := tryRun(required, t.Name(), testPolicy(ws), 10*time.Second, "touch", marker)
@@ -179,7 +179,7 @@ func TestPolicyRootShapes(t *testing.T) {
 	on := newTestBroker(t, Options{})
 	defer on.Close()
 	off := newTestBroker(t, Options{WarmHelperIdle: -1})
-	off.policyRootOff = true
+	off.test.policyRootOff = true
 	defer off.Close()
 	for _, tc := range []struct {
 		name   string
@@ -256,11 +256,11 @@ func TestPolicyRootShapes(t *testing.T) {
 				want string
 			}{{on, tc.on}, {off, tc.off}} {
 				r := runInDir(t, side.b, e, p, dir, tc.script)
-				if r.enf.Applied(LayerPolicyRoot) == side.b.policyRootOff {
-					t.Errorf("layer off=%v: policy_root applied %v\n%s", side.b.policyRootOff, !side.b.policyRootOff, r.enf)
+				if r.enf.Applied(LayerPolicyRoot) == side.b.test.policyRootOff {
+					t.Errorf("layer off=%v: policy_root applied %v\n%s", side.b.test.policyRootOff, !side.b.test.policyRootOff, r.enf)
 				}
 				if !strings.Contains(r.stdout, side.want) {
-					t.Errorf("layer off=%v: stdout %q stderr %q, want %q\n%s", side.b.policyRootOff, r.stdout, r.stderr, side.want, r.enf)
+					t.Errorf("layer off=%v: stdout %q stderr %q, want %q\n%s", side.b.test.policyRootOff, r.stdout, r.stderr, side.want, r.enf)
 				}
 			}
 		})

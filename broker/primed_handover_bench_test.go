@@ -31,7 +31,7 @@ func BenchmarkPrimedHandover(b *testing.B) {
 		b.Fatal(err)
 	}
 	br := newTestBroker(b, Options{})
-	br.tracePhases = true
+	br.test.tracePhases = true
 	p := testPolicy(ws)
 	p.Protected = DefaultProtected(ws)
 	clearTrue := func() (primed bool) {

@@ -50,8 +50,8 @@ func primedVersusFresh(t *testing.T, world func(t *testing.T) primedWorld, leak,
 		var b *Broker
 		if control {
 			b = newTestBroker(t, Options{})
-			b.tracePhases = true
-			b.noPrime = true
+			b.test.tracePhases = true
+			b.test.noPrime = true
 			primedRun(t, b, w.p, w.env, "true")
 			waitPool(t, b, DefaultWarmHelpers)
 		} else {

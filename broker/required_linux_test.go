@@ -40,7 +40,7 @@ func TestRequiredLayerUnavailableRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := withProbe(t, Options{WarmHelperIdle: -1}, tc.probe)
 			var spawned atomic.Int32
-			b.onSpawn = func(int, bool) { spawned.Add(1) }
+			b.test.onSpawn = func(int, bool) { spawned.Add(1) }
 			spec := tc.spec()
 			spec.RequiredLayers = tc.required
 			_, err := clearCollect(t, b, spec)
@@ -86,7 +86,7 @@ func TestRequiredLayerUnavailableRefuses(t *testing.T) {
 		// The probe says the policy root can be built; the helper is told
 		// not to (the tests' seam), so only its own check can refuse.
 		b := newTestBroker(t, Options{WarmHelperIdle: -1})
-		b.policyRootOff = true
+		b.test.policyRootOff = true
 		spec := shell()
 		spec.RequiredLayers = []string{LayerPolicyRoot}
 		_, err := clearCollect(t, b, spec)

@@ -72,10 +72,10 @@ func TestPreparedHelperConfinesAsAFreshOne(t *testing.T) {
 	p.Protected = DefaultProtected(ws)
 	warm := newTestBroker(t, Options{})
 	defer warm.Close()
-	warm.tracePhases = true
+	warm.test.tracePhases = true
 	cold := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer cold.Close()
-	cold.tracePhases = true
+	cold.test.tracePhases = true
 	runTraced(t, warm, p, nil, "true")
 	waitPool(t, warm, DefaultWarmHelpers)
 	probe := []string{"sh", "-c", "cat /proc/kcore /proc/keys 2>&1 | head -c 64; ls /dev; " +
@@ -126,10 +126,10 @@ func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
 	p.Protected = DefaultProtected(ws)
 	b := newTestBroker(t, Options{})
 	defer b.Close()
-	b.tracePhases = true
+	b.test.tracePhases = true
 	// The skeleton's own check: a primed helper would be retired by the
 	// swap (TestPrimedHelperRetiredWhenTheRootIsSwapped).
-	b.noPrime = true
+	b.test.noPrime = true
 	runTraced(t, b, p, nil, "true")
 	waitPool(t, b, DefaultWarmHelpers)
 
@@ -268,11 +268,11 @@ func TestSkeletonFallbackProtectsProc(t *testing.T) {
 	}
 	warm := newTestBroker(t, Options{})
 	defer warm.Close()
-	warm.tracePhases = true
-	warm.noPrime = true // the skeleton of a helper holding no policy
+	warm.test.tracePhases = true
+	warm.test.noPrime = true // the skeleton of a helper holding no policy
 	cold := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer cold.Close()
-	cold.tracePhases = true
+	cold.test.tracePhases = true
 	runTraced(t, warm, p, nil, "true")
 	waitPool(t, warm, DefaultWarmHelpers)
 	probe := []string{"sh", "-c", "(echo 5000 > /proc/sys/kernel/pid_max) 2>&1; cat /proc/sys/kernel/pid_max"}

@@ -181,12 +181,12 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 	case f.namespaces:
 		proc.holdMountNamespace(proc.pid)
 	}
-	if b.onSpawn != nil {
+	if b.test.onSpawn != nil {
 		pid := proc.pid
 		if launched {
 			pid = proc.jailPid
 		}
-		b.onSpawn(pid, warm)
+		b.test.onSpawn(pid, warm)
 	}
 	return h, nil
 }

@@ -105,7 +105,7 @@ func stopSleep(ex *Execution) {
 
 func TestWarmHelperRunsTheNextCommand(t *testing.T) {
 	b := newTestBroker(t, Options{})
-	b.launchAboveRSS = -1 // as a large host starts it
+	b.test.launchAboveRSS = -1 // as a large host starts it
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
@@ -137,7 +137,7 @@ func TestWarmHelperRetiredWhenIdle(t *testing.T) {
 	const pool = 2
 	b := newTestBroker(t, Options{WarmHelperIdle: 100 * time.Millisecond, WarmHelpers: pool})
 	spawned := make(chan int, 8)
-	b.onSpawn = func(pid int, _ bool) { spawned <- pid }
+	b.test.onSpawn = func(pid int, _ bool) { spawned <- pid }
 	run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
 	<-spawned // the command's own helper
 	// The next are the prestarted ones; they may come and go before run
@@ -216,7 +216,7 @@ func TestClearStdin(t *testing.T) {
 	for _, idle := range []time.Duration{0, -1} {
 		b := newTestBroker(t, Options{WarmHelperIdle: idle})
 		if idle == 0 {
-			b.launchAboveRSS = -1 // warm helpers through a launcher; cold ones direct
+			b.test.launchAboveRSS = -1 // warm helpers through a launcher; cold ones direct
 		}
 		p := testPolicy(t.TempDir())
 		for i := 0; i < 2; i++ { // the second runs on a warm helper when idle >= 0
@@ -276,7 +276,7 @@ func TestWarmHelpersUnderConcurrentClears(t *testing.T) {
 func concurrentClears(t *testing.T, launched bool) {
 	b := newTestBroker(t, Options{})
 	if launched {
-		b.launchAboveRSS = -1
+		b.test.launchAboveRSS = -1
 	}
 	defer b.Close()
 	p := testPolicy(t.TempDir())
@@ -332,7 +332,7 @@ func TestHostIsLarge(t *testing.T) {
 		want  bool
 	}{{-1, true}, {1, true}, {1 << 62, false}} {
 		b := newTestBroker(t, Options{})
-		b.launchAboveRSS = tc.limit
+		b.test.launchAboveRSS = tc.limit
 		if got := b.hostIsLarge(); got != tc.want {
 			t.Errorf("limit %d: hostIsLarge %v, want %v", tc.limit, got, tc.want)
 		}

@@ -32,11 +32,11 @@ func TestWarmSlotStateMachine(t *testing.T) {
 		const idle = 30 * time.Millisecond
 		b := New(Options{HelperPath: helper, WarmHelperIdle: idle, WarmHelpers: rapid.IntRange(0, 3).Draw(rt, "pool")})
 		if rapid.Bool().Draw(rt, "launched") {
-			b.launchAboveRSS = -1
+			b.test.launchAboveRSS = -1
 		}
 		var mu sync.Mutex
 		var spawned []int
-		b.onSpawn = func(pid int, _ bool) {
+		b.test.onSpawn = func(pid int, _ bool) {
 			mu.Lock()
 			spawned = append(spawned, pid)
 			mu.Unlock()

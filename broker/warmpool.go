@@ -46,13 +46,14 @@ type warmPool struct {
 	closed bool
 	// lastTake is when a command was last handed a helper of the pool.
 	lastTake time.Time
-	// lull overrides warmRefillLull when not zero (tests); negative
-	// means none.
-	lull time.Duration
 	// err is why the last start failed, or nil.
 	err error
 	// primes records priming (see warmprime_linux.go).
 	primes primeBook
+
+	// test holds switches only tests set: lull overrides warmRefillLull
+	// when not zero; negative means none.
+	test struct{ lull time.Duration }
 }
 
 // running counts goroutines that may start while another waits for the

@@ -189,10 +189,10 @@ func (b *Broker) fill() {
 // refillLull is warmRefillLull, or the tests' override.
 func (p *warmPool) refillLull() time.Duration {
 	switch {
-	case p.lull < 0:
+	case p.test.lull < 0:
 		return 0
-	case p.lull > 0:
-		return p.lull
+	case p.test.lull > 0:
+		return p.test.lull
 	}
 	return warmRefillLull
 }

@@ -41,7 +41,7 @@ func TestWarmHelpersOption(t *testing.T) {
 func countSpawns(b *Broker) (count func() int) {
 	var mu sync.Mutex
 	n := 0
-	b.onSpawn = func(int, bool) {
+	b.test.onSpawn = func(int, bool) {
 		mu.Lock()
 		n++
 		mu.Unlock()
@@ -92,7 +92,7 @@ func TestWarmPoolServesBackToBack(t *testing.T) {
 	// Unprimed: the pooled helpers must be the processes that run the
 	// commands, and a priming a parallel test's command of another policy
 	// taints is retired at handover instead (1 run in 40).
-	b.noPrime = true
+	b.test.noPrime = true
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	pids := waitPool(t, b, DefaultWarmHelpers)
@@ -129,7 +129,7 @@ func TestWarmPoolServesConcurrentClears(t *testing.T) {
 	// Unprimed: the pooled helpers must be the processes that run the
 	// commands, and a priming a parallel test's command of another policy
 	// taints is retired at handover instead (1 run in 40).
-	b.noPrime = true
+	b.test.noPrime = true
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	pids := waitPool(t, b, DefaultWarmHelpers)
@@ -269,11 +269,11 @@ func TestWarmPoolRefillsInALull(t *testing.T) {
 			t.Parallel()
 			b := newTestBroker(t, Options{})
 			defer b.Close()
-			b.pool.lull = tc.lull
+			b.pool.test.lull = tc.lull
 			// Unprimed: a priming that a parallel test's command of another
 			// policy taints is retired and replaced, a start this test does
 			// not count on.
-			b.noPrime = true
+			b.test.noPrime = true
 			p := testPolicy(t.TempDir())
 			run(t, b, p, 10*time.Second, "true")
 			waitPool(t, b, DefaultWarmHelpers)

@@ -29,7 +29,7 @@ func TestLoopbackUpInNetworkOffJail(t *testing.T) {
 			b := newTestBroker(t, Options{WarmHelperIdle: tc.idle})
 			defer b.Close()
 			if tc.launched {
-				b.launchAboveRSS = -1
+				b.test.launchAboveRSS = -1
 			}
 			p := testPolicy(t.TempDir())
 			if tc.idle >= 0 {

@@ -150,8 +150,8 @@ func primeKey(cfg helperConfig) []byte {
 // the git guard on (its watches are what re-validates the writable
 // roots).
 func (b *Broker) primable(cfg helperConfig) bool {
-	return cfg.Namespaces && cfg.EmptyRoot == nil && !cfg.PolicyRootOff && !cfg.HostViewByRemount &&
-		!b.git.off && !b.noPrime && len(cfg.WritableRoots) > 0
+	return cfg.Namespaces && cfg.EmptyRoot == nil && !cfg.TestHookPolicyRootOff && !cfg.HostViewByRemount &&
+		!b.git.test.off && !b.test.noPrime && len(cfg.WritableRoots) > 0
 }
 
 // notePrimeSource records cfg (a command's configuration) as what the
@@ -419,7 +419,7 @@ func helperMountIDs(h *waitingHelper) []string {
 // its change count now (every change queued so far noted), or false when
 // one has no standing watch.
 func (b *Broker) primeWatches(writable []string) ([]primeWatch, bool) {
-	if b.git.off || !syncWatch() {
+	if b.git.test.off || !syncWatch() {
 		return nil, false
 	}
 	var out []primeWatch
@@ -452,8 +452,8 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 	rec := h.prime
 	key := string(primeKey(cfg))
 	clean := closePrime(rec)
-	ok := rec.key == key && (clean || b.primeTaintOff)
-	if !ok || b.primeCheckOff {
+	ok := rec.key == key && (clean || b.test.primeTaintOff)
+	if !ok || b.test.primeCheckOff {
 		return ok
 	}
 	if !primeSocketsCovered(cfg.MaskSockets, rec.sockets) || !syncWatch() {
@@ -478,7 +478,7 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 	// Every mount priming made is still there: the host removing a path
 	// a mask or bind sits on detaches it whatever identity the path has
 	// again (a socket rebound, a secret recreated with its inode number).
-	if m := helperMountIDs(h); !b.primeMountsOff && (rec.mounts == nil || !slices.Equal(m, rec.mounts)) {
+	if m := helperMountIDs(h); !b.test.primeMountsOff && (rec.mounts == nil || !slices.Equal(m, rec.mounts)) {
 		return false
 	}
 	return slices.Equal(pathPrint(cfg), rec.print)

@@ -42,7 +42,7 @@ func primedRun(t *testing.T, b *Broker, p Policy, env map[string]string, argv ..
 func primedBroker(t *testing.T, p Policy, env map[string]string, tune func(*Broker)) *Broker {
 	t.Helper()
 	b := newTestBroker(t, Options{})
-	b.tracePhases = true
+	b.test.tracePhases = true
 	if tune != nil {
 		tune(b)
 	}
@@ -116,7 +116,7 @@ func TestPrimedHelperMissesNoGitControlFileCreatedLater(t *testing.T) {
 		ws := gitWorkspace(t)
 		p := testPolicy(ws)
 		p.Protected = DefaultProtected(ws)
-		b := primedBroker(t, p, nil, func(b *Broker) { b.primeCheckOff = control })
+		b := primedBroker(t, p, nil, func(b *Broker) { b.test.primeCheckOff = control })
 		if err := os.Mkdir(filepath.Join(ws, ".git/hooks"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestPrimedHelperMasksASecretCreatedLater(t *testing.T) {
 		p := testPolicy(ws)
 		p.ReadableRoots = append(p.ReadableRoots, home)
 		env := map[string]string{"HOME": home}
-		b := primedBroker(t, p, env, func(b *Broker) { b.primeCheckOff = control })
+		b := primedBroker(t, p, env, func(b *Broker) { b.test.primeCheckOff = control })
 		if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestPrimedHelperMasksASocketBoundLater(t *testing.T) {
 		ws := gitWorkspace(t)
 		p := testPolicy(ws)
 		p.ReadableRoots = append(p.ReadableRoots, dir)
-		b := primedBroker(t, p, nil, func(b *Broker) { b.primeCheckOff = control })
+		b := primedBroker(t, p, nil, func(b *Broker) { b.test.primeCheckOff = control })
 		sock := filepath.Join(dir, "s")
 		l, err := net.Listen("unix", sock)
 		if err != nil {
@@ -211,7 +211,7 @@ func TestPrimedHelperRetiredWhenTheRootIsSwapped(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(ws, "marker"), []byte("old\n"), 0o644)
 		p := testPolicy(ws)
-		b := primedBroker(t, p, nil, func(b *Broker) { b.primeCheckOff = control })
+		b := primedBroker(t, p, nil, func(b *Broker) { b.test.primeCheckOff = control })
 		if err := os.Rename(ws, ws+".old"); err != nil {
 			t.Fatal(err)
 		}
@@ -248,10 +248,10 @@ func TestPrimedHelperTaintedByAnotherPolicy(t *testing.T) {
 		env := map[string]string{"HOME": home}
 		// The control turns off the mount check too, which also sees the
 		// mask detached.
-		b := primedBroker(t, p, env, func(b *Broker) { b.primeTaintOff, b.primeMountsOff = control, control })
+		b := primedBroker(t, p, env, func(b *Broker) { b.test.primeTaintOff, b.test.primeMountsOff = control, control })
 		// Another broker of the process (its pool is not b's).
 		other, ob := testPolicy(home), newTestBroker(t, Options{WarmHelperIdle: -1})
-		ob.tracePhases = true
+		ob.test.tracePhases = true
 		if out, s, _, _ := primedRun(t, ob, other, nil, "sh", "-c", "ln .netrc x && rm .netrc && ln x .netrc && rm x"); s.ExitCode != 0 {
 			t.Fatalf("the other policy's command: %q %+v", out, s)
 		}
