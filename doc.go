@@ -48,9 +48,10 @@
 //     units at once — the job plane runs background commands.
 //   - Floor: the communication tools every sub-agent keeps whatever its
 //     spawn granted (agent.FloorTools).
-//   - Seam (code mode): the set of capability packages a program may
-//     import and the routers that serve them (codemode.Seam); the
-//     workspace seam is the one there is.
+//   - Seam: an interface a host fills or takes the reference of (Jobs,
+//     Agency, History, Memory). In code mode, the set of capability
+//     packages a program may import (codemode.Seam): the workspace seam,
+//     and with an Agency the orchestration seam.
 //   - Capability: one call a program makes through a cap/... package
 //     ("fs.read"), answered by the host over the program's channel.
 //   - Minter: what separates several spawns made under one call site, so

@@ -20,12 +20,8 @@
 //   - Result contracts: ParseResultSchema accepts only the subset of JSON
 //     Schema it can enforce and refuses the rest; Judge reports a verdict
 //     (NoResultAsked, valid, missing, mismatched) beside the prose report.
-//   - The todo board's semantics, pure (todo.Apply): one active task, the
-//     first pending task promoted when none is, blocked tasks never
-//     promoted, texts distinct but for case and spacing (an item that
-//     matches a task already listed is merged into it, and
-//     todo.ApplyReport and the tool's answer say so), every op written to
-//     its postcondition so a replay lands the same board.
+//   - The todo tool and where each strand's board lives (Agency.Todos,
+//     under compare-and-set); the board's rules are package todo's.
 //   - The model's half of each tool: schemas (derived from the argument
 //     structs), clamps, wording, and in-band refusals with stable codes.
 //   - The agent vocabulary's codes: tool.Code constants (CodeDepthCap,

@@ -40,7 +40,8 @@
 // Options.RequiredLayers or CallSpec.RequiredLayers names that was not
 // applied refuses the command before exec (DenialLayerRequired). Outside
 // Linux nothing confines a command and Clear refuses unless
-// Options.AllowUnconfined.
+// Options.AllowUnconfined. The host side of a jail is jail_linux.go; the
+// helper side, in the order it runs, is helper_linux.go.
 //
 // CallSpec.ExtraFile reaches the command at ExtraFileFD; nothing else
 // but fds 0 to 2 does.
