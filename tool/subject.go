@@ -83,7 +83,8 @@ const (
 // Escape renders s on one line an operator can read without being
 // misled: printable runes known safe pass (ASCII from space to tilde;
 // letters, marks, numbers, punctuation and symbols elsewhere, less the
-// default-ignorable ones and more than two combining marks in a row), a
+// default-ignorable ones, the blank braille cell, the halfwidth and
+// fullwidth forms and more than two combining marks in a row), a
 // tab is shown as "→" and three spaces, and every other rune or invalid
 // byte is written visibly between guillemets: «LF», «CR», «ESC», «NUL»,
 // «DEL», «U+202E», «0xFF». So no control sequence, line or paragraph
@@ -113,9 +114,15 @@ func Quote(s string, maxBytes int) string {
 }
 
 // quote is Quote, saying how many bytes of s the block shows.
-func quote(s string, maxBytes int) (string, int) {
+func quote(s string, maxBytes int) (string, int) { return quoteText(s, maxBytes, false) }
+
+// quoteText is quote; with ascii, every rune outside printable ASCII is
+// escaped, as a shell command is shown: a shell splits words and reads
+// its syntax in ASCII only, so any other rune there is data that may
+// look like syntax (U+FF03 like "#", U+2800 like a blank).
+func quoteText(s string, maxBytes int, ascii bool) (string, int) {
 	q := quoter{first: quoteGutter}
-	for t := range pieces(s) {
+	for t := range piecesOf(s, ascii) {
 		q.add(t)
 	}
 	q.close()
@@ -124,7 +131,7 @@ func quote(s string, maxBytes int) (string, int) {
 	}
 	q = quoter{first: quoteGutter, room: maxBytes - len(cutLine(len(s), len(s))), bounded: true}
 	shown := 0
-	for t := range pieces(s) {
+	for t := range piecesOf(s, ascii) {
 		if !q.add(t) {
 			break
 		}
@@ -147,7 +154,8 @@ func cutLine(shown, total int) string {
 // Subject's kind, size and SHA-256, the file it was read from or the
 // directory it runs in, and its text), then why it was refused. Every
 // value a model influences is escaped (Escape) and every text is a block
-// (Quote), so no part of it can pass for a line of the host's own. A text
+// (Quote), so no part of it can pass for a line of the host's own; a
+// command's text shows printable ASCII only, every other rune escaped. A text
 // too long for the room left is cut, saying where, and its digest names
 // the whole; the reason is left out before the text is cut further. ok
 // is false when the grants do not fit, or what runs does not with at
@@ -219,7 +227,7 @@ func (s *Subject) describe(room int) (d string, whole, ok bool) {
 		head += w
 		used += len(w)
 	}
-	text, shown := quote(s.Text, room-used)
+	text, shown := quoteText(s.Text, room-used, s.Kind == SubjectCommand)
 	if shown < min(len(s.Text), describedMinTextBytes) || text == "" {
 		return "", false, false
 	}
@@ -261,7 +269,11 @@ type piece struct {
 
 // pieces yields s a rune (or an invalid byte) at a time, each rendered
 // as Escape renders it.
-func pieces(s string) func(yield func(piece) bool) {
+func pieces(s string) func(yield func(piece) bool) { return piecesOf(s, false) }
+
+// piecesOf is pieces; with ascii, every rune outside printable ASCII is
+// escaped.
+func piecesOf(s string, ascii bool) func(yield func(piece) bool) {
 	return func(yield func(piece) bool) {
 		marks := 0
 		for i := 0; i < len(s); {
@@ -272,6 +284,8 @@ func pieces(s string) func(yield func(piece) bool) {
 				out = fmt.Sprintf("«0x%02X»", s[i])
 			case r == '\t':
 				out = "→   "
+			case ascii && r >= utf8.RuneSelf:
+				out = escapeRune(r)
 			case safe(r) && (marks < maxMarks || !unicode.Is(unicode.M, r)):
 				out = s[i : i+size]
 			default:
@@ -298,6 +312,10 @@ func safe(r rune) bool {
 	case r < utf8.RuneSelf, r == '«', r == '→':
 		return false
 	case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), unicode.Is(unicode.Variation_Selector, r):
+		return false
+	case r == 0x2800, r >= 0xff00 && r <= 0xffef:
+		// A blank braille cell prints as a space; the halfwidth and
+		// fullwidth forms print as the ASCII they copy.
 		return false
 	}
 	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S)
