@@ -66,9 +66,10 @@ var gitAllowed = map[string]func(gitConfigItem) bool{
 	// repository; a later git reads references from another file.
 	"extensions.refstorage": gitOneOf("files", "reftable"),
 	// Partial clone (clone --filter): which remote lazily supplies
-	// missing objects (through that remote's url, judged below), and
-	// that objects are never pruned.
-	"extensions.partialclone":    gitText,
+	// missing objects (a plain remote name: git fetch takes it as an
+	// argument, and an unknown name as a URL; the remote's url is judged
+	// below), and that objects are never pruned.
+	"extensions.partialclone":    gitRemoteName,
 	"extensions.preciousobjects": gitBoolean,
 	// Identity and the first branch's name: text git records.
 	"user.name":          gitText,
@@ -98,9 +99,10 @@ var gitAllowed = map[string]func(gitConfigItem) bool{
 	"remote.*.prune":              gitBoolean,
 	"remote.*.promisor":           gitBoolean, // clone --filter
 	"remote.*.partialclonefilter": gitText,    // a filter spec git parses
-	// A branch's upstream, as clone and branch --set-upstream-to write.
-	"branch.*.remote":      gitText,
-	"branch.*.pushremote":  gitText,
+	// A branch's upstream, as clone and branch --set-upstream-to write:
+	// a plain remote name (git takes an unknown name as a URL).
+	"branch.*.remote":      gitRemoteName,
+	"branch.*.pushremote":  gitRemoteName,
 	"branch.*.merge":       gitText,
 	"branch.*.rebase":      gitBoolOr("merges"),
 	"branch.*.description": gitText,
@@ -180,29 +182,47 @@ func gitOneOf(words ...string) func(gitConfigItem) bool {
 func gitText(it gitConfigItem) bool { return !it.boolean }
 
 // gitURL accepts a URL or path git fetches from with its own
-// transports: not one naming a remote helper ("<transport>::<address>"
-// runs git-remote-<transport>; "ext::" runs any command, refused by
-// git's default protocol policy but allowed by a host that set
-// protocol.ext.allow), and not one git would take for an option.
+// transports, in a form known to run nothing: a URL whose scheme is
+// https, http, ssh, git or file; or, with no "://", an scp-like
+// "host:path" or a local path. Refused: any other value holding "::"
+// (git runs git-remote-<transport> for "<transport>::<address>",
+// whatever the transport's first character; "ext::" runs any command
+// where the host set protocol.ext.allow), any other scheme (git runs
+// git-remote-<scheme> for it), and a value git would take for an option.
 func gitURL(it gitConfigItem) bool {
-	if it.boolean || strings.HasPrefix(it.value, "-") {
+	v := it.value
+	if it.boolean || strings.HasPrefix(v, "-") {
 		return false
 	}
-	return !isHelperURL(it.value)
+	if scheme, _, ok := strings.Cut(v, "://"); ok {
+		// The address may hold "::" ("ssh://[::1]/x"): git reads a
+		// helper only from the text before it.
+		return slices.Contains(gitURLSchemes, scheme)
+	}
+	return !strings.Contains(v, "::")
 }
 
-// isHelperURL reports whether url names a remote helper as git's
-// transport_get reads it: scheme characters (a letter, then letters,
-// digits, '+', '-', '.'), perhaps none, up to "::".
-func isHelperURL(url string) bool {
-	for i := 0; i < len(url); i++ {
-		c := url[i]
-		if isAlpha(c) || i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
-			continue
-		}
-		return strings.HasPrefix(url[i:], "::")
+// gitURLSchemes are the schemes gitURL keeps: git's own transports.
+var gitURLSchemes = []string{"https", "http", "ssh", "git", "file"}
+
+// gitRemoteName accepts a plain remote name, as clone, remote add and
+// branch --set-upstream-to write it ("." is the repository itself):
+// letters, digits, '-', '_' and '.', not starting with '-'. Anything
+// else is refused: git passes the name to git fetch as an argument and
+// takes a name no remote defines as a URL, which may name a remote
+// helper.
+func gitRemoteName(it gitConfigItem) bool {
+	v := it.value
+	if it.boolean || v == "" || v[0] == '-' {
+		return false
 	}
-	return false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !isAlpha(c) && (c < '0' || c > '9') && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 // worktreeInert reports whether v, a core.worktree value in a config of

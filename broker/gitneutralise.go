@@ -279,8 +279,11 @@ func (s *cfgScanner) value() (string, error) {
 	}
 }
 
+// isCSpace reports whether c is a blank to git's config reader: its
+// isspace (sane_ctype's GIT_SPACE) is space, tab, LF and CR only; \v
+// and \f are value bytes to it, and must be to the guard too.
 func isCSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r'
 }
 func isAlpha(c byte) bool   { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func isKeyChar(c byte) bool { return isAlpha(c) || c >= '0' && c <= '9' || c == '-' }

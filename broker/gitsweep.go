@@ -324,10 +324,12 @@ func isHeadMode(m fs.FileMode) bool {
 	return !m.IsDir()
 }
 
-// isObjectsMode reports whether an objects entry of this type can be
-// git's object store: a directory, or a link (git follows it).
-func isObjectsMode(m fs.FileMode) bool {
-	return m.IsDir() || m&fs.ModeSymlink != 0
+// isObjectsMode reports whether an objects entry of this type can make
+// its directory a git directory: any type. git asks only
+// access(objects, X_OK), which a directory, a link and an executable
+// file all pass; the guard takes every present entry, never narrower.
+func isObjectsMode(fs.FileMode) bool {
+	return true
 }
 
 // isGitDir reports whether rel is a directory git could take as a git
