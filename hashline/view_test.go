@@ -239,14 +239,22 @@ func TestViewOfAllocatesForTheWindowOnly(t *testing.T) {
 			t.Errorf("ViewOf(offset %d, limit 1): %.0f allocations, want at most %d", offset, allocs, maxAllocs)
 		}
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	v := ViewOf(content, len(content)/2, 1, 256<<10)
-	runtime.ReadMemStats(&after)
+	// TotalAlloc counts every goroutine of the process, so one reading
+	// can include another's allocations (a busy host shifts when they
+	// run): the least of several readings is the view's own.
+	var v View
+	got := uint64(1 << 62)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		v = ViewOf(content, len(content)/2, 1, 256<<10)
+		runtime.ReadMemStats(&after)
+		got = min(got, after.TotalAlloc-before.TotalAlloc)
+	}
 	// 1 KiB: one Line (40 bytes) and an 8-byte anchor, with room for the
 	// allocator's rounding; the content is 8 MiB.
 	const maxBytes = 1 << 10
-	if got := after.TotalAlloc - before.TotalAlloc; got > maxBytes {
+	if got > maxBytes {
 		t.Errorf("a one-line view of %d bytes allocated %d bytes, want at most %d", len(content), got, maxBytes)
 	}
 	if len(v.Lines) != 1 || v.Lines[0].Number != len(content)/2 || v.Total != len(content) {
