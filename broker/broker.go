@@ -179,6 +179,11 @@ type testHooks struct {
 	noPrime, primeCheckOff, primeTaintOff, primeMountsOff bool
 	// hostBusyWait overrides MaxHostBusyWait.
 	hostBusyWait time.Duration
+	// socketsUnder, when set, narrows the host sockets every jail masks
+	// (and every priming records) to those under it, so that sockets
+	// other processes bind and close meanwhile do not change what a
+	// primed helper may serve.
+	socketsUnder string
 }
 
 // New returns a Broker. It does not touch the kernel until the first

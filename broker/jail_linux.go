@@ -153,7 +153,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		// Landlock does not mediate connect(2): a host socket anywhere in
 		// the jail's view is reachable, whatever the roots, so every one
 		// the host has bound is masked. (An empty root shows none.)
-		cfg.MaskSockets = hostSockets([]string{"/"}, req.policy.Sockets)
+		cfg.MaskSockets = b.maskedSockets(req.policy.Sockets)
 	}
 	req.trace.mark("sockets")
 	if req.probe.landlockABI <= 0 {

@@ -39,6 +39,15 @@ func hostSockets(roots, shared []string) []string {
 	return withResolvedForms(parseUnixTable(io.LimitReader(f, maxUnixTableBytes), roots, shared), shared, filepath.EvalSymlinks)
 }
 
+// maskedSockets lists the host sockets every jail of b masks: all the
+// host has bound that are not shared.
+func (b *Broker) maskedSockets(shared []string) []string {
+	if b.test.socketsUnder != "" {
+		return hostSockets([]string{b.test.socketsUnder}, shared)
+	}
+	return hostSockets([]string{"/"}, shared)
+}
+
 // withResolvedForms adds, for every socket path bound through a link
 // (the table shows the path as bound: /home/u/app.sock where /home is a
 // link to /data/home), the path it resolves to, so a root written as the

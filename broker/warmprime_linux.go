@@ -342,14 +342,14 @@ func (b *Broker) prime(h *waitingHelper) error {
 	rec.watches = watches
 	// The directories are watched before the paths are looked at, so any
 	// change after the look shows as an event.
-	first, firstSockets := pathPrint(src), hostSockets([]string{"/"}, src.Sockets)
+	first, firstSockets := pathPrint(src), b.maskedSockets(src.Sockets)
 	// The glob secrets' directories too (a match made after priming is an
 	// event there even where the glob matched nothing), and the sockets
 	// it masks (one bound again is an event in its directory).
 	reach := slices.Concat(primeReach(first), secretGlobs(), firstSockets)
 	rec.wds, rec.wdEvents, rec.watched = printWatchAdd(reach)
 	rec.print = pathPrint(src)
-	src.MaskSockets = hostSockets([]string{"/"}, src.Sockets)
+	src.MaskSockets = b.maskedSockets(src.Sockets)
 	rec.sockets = src.MaskSockets
 	// The watches cover the paths looked at only if the same ones were.
 	rec.watched = rec.watched && slices.Equal(firstSockets, rec.sockets) &&

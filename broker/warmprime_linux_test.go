@@ -38,11 +38,15 @@ func primedRun(t *testing.T, b *Broker, p Policy, env map[string]string, argv ..
 
 // primedBroker returns a tracing broker whose pool is full of helpers
 // primed for p (with env), after one command under p; tune, when set,
-// adjusts the broker first (the controls).
+// adjusts the broker first (the controls). Its jails mask only the host
+// sockets under the test's temporary directories: one another process
+// binds between priming and a command rightly keeps a primed helper
+// from serving it, which would make these tests depend on a quiet host.
 func primedBroker(t *testing.T, p Policy, env map[string]string, tune func(*Broker)) *Broker {
 	t.Helper()
 	b := newTestBroker(t, Options{})
 	b.test.tracePhases = true
+	b.test.socketsUnder = filepath.Dir(t.TempDir())
 	if tune != nil {
 		tune(b)
 	}
