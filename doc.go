@@ -22,6 +22,9 @@
 //     workspace only through the cap/... packages, each capability call
 //     served on the calling strand's authority.
 //   - mcpserve: serves a Registry to MCP clients over stdio.
+//   - toolchain: what go, npm and pip need inside the jail (variables,
+//     read-only host directories, caches outside every workspace),
+//     detected on the host.
 //   - plane: assembles the whole plane from the reference
 //     implementations (whole or in part) and dispatches one model turn's
 //     batch of calls with their coordinates; the place a host starts.
@@ -54,6 +57,8 @@
 //     and with an Agency the orchestration seam.
 //   - Capability: one call a program makes through a cap/... package
 //     ("fs.read"), answered by the host over the program's channel.
+//   - Profile: what one toolchain needs inside the jail
+//     (toolchain.Profile).
 //   - Minter: what separates several spawns made under one call site, so
 //     their children get distinct names (agent.Minter: the zero value
 //     for a model's call, agent.ProgramMinter for a program's).

@@ -521,6 +521,26 @@ func TestBashPermissionHint(t *testing.T) {
 	}
 }
 
+// TestGoModuleUnreachable: the go command failing to fetch a module file
+// at the dial is told apart from other failures, a file refusal and a
+// dial that fetched no module included.
+func TestGoModuleUnreachable(t *testing.T) {
+	for _, tc := range []struct {
+		stderr string
+		want   bool
+	}{
+		{`github.com/google/go-cmp@v0.5.1: Get "https://proxy.golang.org/github.com/google/go-cmp/@v/v0.5.1.zip": dial tcp: lookup proxy.golang.org on 10.0.0.53:53: dial udp 10.0.0.53:53: socket: operation not permitted`, true},
+		{`go: example.com/x@v1.2.3: Get "https://goproxy.example/example.com/x/@v/v1.2.3.mod": dial tcp 10.1.1.1:443: connect: network is unreachable`, true},
+		{`open /etc/shadow: permission denied`, false},
+		{`Get "https://example.com/": dial tcp: lookup example.com: no such host`, false},
+		{`main.go:2:8: missing go.sum entry for module providing package github.com/google/go-cmp/cmp`, false},
+	} {
+		if got := goModuleUnreachable([]byte(tc.stderr)); got != tc.want {
+			t.Errorf("%q: %v, want %v", tc.stderr, got, tc.want)
+		}
+	}
+}
+
 func FuzzBashPermissionHint(f *testing.F) {
 	f.Add([]byte("fatal: Unable to create '/a/.git/index.lock': File exists"))
 	f.Add([]byte("Permission denied"))

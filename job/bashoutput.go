@@ -83,6 +83,19 @@ func (o *bashOutput) finish() (string, *blob.Overflow, error) {
 // access produces.
 var permissionPattern = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|EACCES|EPERM|EROFS`)
 
+// goModuleFetchPattern matches the go command failing to fetch a module
+// file from a proxy at the dial: the module is in no cache the sandbox
+// reads and the command has no network.
+var goModuleFetchPattern = regexp.MustCompile(`@v/[^"\s]+": dial (tcp|udp)`)
+
+func goModuleUnreachable(stderr []byte) bool { return goModuleFetchPattern.Match(stderr) }
+
+// goModuleHint tells the model how a module missing from every cache
+// reaches the sandbox.
+const goModuleHint = "hint: a Go module this command needs is not in the module cache, and the sandbox has no network. " +
+	"Run `go mod download` on the host, or call bash again with permissions {network: \"full\"} (the operator decides); " +
+	"downloads go to the sandbox's module cache, never the workspace.\n"
+
 // gitLockPattern finds an absolute git lock path quoted in an error.
 var gitLockPattern = regexp.MustCompile(`'(/[^'\n]*?/\.git)(/[^'\n]*)?\.lock'`)
 

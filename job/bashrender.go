@@ -89,7 +89,11 @@ func renderSettled(notes []string, body string, s broker.Settled, timeout time.D
 			fmt.Fprintf(&b, "warning: %s is protected; the command created it and it could not be moved aside: %s\n", q.Path, q.Err)
 		}
 	}
-	if code != "" && code != tool.CodeCancelled && permissionError(stderrTail) {
+	switch {
+	case code == "" || code == tool.CodeCancelled:
+	case goModuleUnreachable(stderrTail):
+		b.WriteString(goModuleHint)
+	case permissionError(stderrTail):
 		b.WriteString(permissionHint(stderrTail))
 	}
 	b.WriteString(enf.String())

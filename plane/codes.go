@@ -14,8 +14,9 @@ const (
 	// CodeWorkspaceUnusable: the workspace cannot be resolved or is not a
 	// directory.
 	CodeWorkspaceUnusable tool.Code = "workspace_unusable"
-	// CodeStoreInWorkspace: the blob store or the history index would lie
-	// in the workspace, where a jailed command could replace it.
+	// CodeStoreInWorkspace: the blob store, the history index or a
+	// toolchain cache would lie in the workspace (or hold it), where a
+	// jailed command could replace it or a repository would take it in.
 	CodeStoreInWorkspace tool.Code = "store_in_workspace"
 	// CodePolicyInvalid: the session's base policy fails broker.Validate,
 	// or leaves the scratch directory unwritable; the chain holds the

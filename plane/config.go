@@ -1,15 +1,16 @@
 package plane
 
 import (
-	"github.com/agentloom/loom/codemode"
 	"maps"
 	"slices"
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/toolchain"
 )
 
 // Family is a set of tool families, or'ed together.
@@ -48,7 +49,7 @@ const DefaultStrand = "main"
 
 // defaultPath is the PATH of DefaultEnv; its last entry is where the Go
 // release tarball installs go, so a command can run the toolchain.
-const defaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin"
+const defaultPath = toolchain.DefaultPath
 
 // The directories, under the user cache directory (os.UserCacheDir), where
 // New keeps what the plane stores when the Config names no place.
@@ -94,8 +95,18 @@ type Config struct {
 	Policy func(broker.Policy) broker.Policy
 	// Env is the environment commands start from (the broker still passes
 	// only what the policy's EnvAllow names; DefaultPolicy allows exactly
-	// Env's keys). Nil means DefaultEnv(workspace).
+	// Env's keys), before the toolchain profiles add theirs. Nil means
+	// DefaultEnv of a private home directory in the scratch directory.
 	Env map[string]string
+	// Toolchains adjusts the toolchain profiles every command gets: it is
+	// handed toolchain.Detect's (Go when go is on DefaultEnv's PATH, npm,
+	// pip; caches under the user cache directory) and returns the ones to
+	// apply. A profile's variables are offered to commands (one Env
+	// already sets keeps Env's value), its read-only directories become
+	// system roots and its caches writable roots. A cache in the
+	// workspace, or holding it, fails New with CodeStoreInWorkspace. Nil
+	// applies the detected profiles; return nil to apply none.
+	Toolchains func([]toolchain.Profile) []toolchain.Profile
 	// Scratch is the session scratch directory commands see as TMPDIR
 	// (tool.Call.TempDir), created if missing and kept by Close. Empty
 	// means a fresh private directory under ScratchParent in the user
@@ -181,10 +192,10 @@ type Config struct {
 
 // DefaultEnv is the environment commands start from unless Config.Env
 // says otherwise: PATH (/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin,
-// the last where the Go release tarball installs go), HOME (the
-// workspace), LANG (C.UTF-8) and TERM (dumb). bash adds TMPDIR itself.
-func DefaultEnv(workspace string) map[string]string {
-	return map[string]string{"PATH": defaultPath, "HOME": workspace, "LANG": "C.UTF-8", "TERM": "dumb"}
+// the last where the Go release tarball installs go), HOME (home), LANG
+// (C.UTF-8) and TERM (dumb). bash adds TMPDIR itself.
+func DefaultEnv(home string) map[string]string {
+	return map[string]string{"PATH": defaultPath, "HOME": home, "LANG": "C.UTF-8", "TERM": "dumb"}
 }
 
 // DefaultPolicy is the base policy a session gets unless Config.Policy

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/agentloom/loom/codemode"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,10 +16,12 @@ import (
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/history/sqlite"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
+	"github.com/agentloom/loom/toolchain"
 )
 
 // closeWait bounds how long Close waits for the job plane it made to kill
@@ -58,6 +60,9 @@ type Plane struct {
 	// MaxParallel is the Dispatcher's bound (Config.MaxParallel, defaults
 	// applied).
 	MaxParallel int
+	// Toolchains are the toolchain profiles applied to every command,
+	// their caches made and resolved (see Config.Toolchains).
+	Toolchains []toolchain.Profile
 
 	mu      sync.Mutex
 	shells  map[string]*tool.Shell
@@ -90,15 +95,33 @@ func (p *Plane) build(cfg Config) error {
 	if strand == "" {
 		strand = DefaultStrand
 	}
-	env := cfg.Env
-	if env == nil {
-		env = DefaultEnv(ws)
-	}
 	scratch, err := p.scratch(cfg.Scratch)
 	if err != nil {
 		return err
 	}
+	env := maps.Clone(cfg.Env)
+	if env == nil {
+		home := filepath.Join(scratch, "home")
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return fail(CodeSetupFailed, "home directory", err)
+		}
+		env = DefaultEnv(home)
+	}
+	if err := p.toolchains(cfg, ws); err != nil {
+		return err
+	}
+	for _, tc := range p.Toolchains {
+		for k, v := range tc.Env {
+			if _, set := env[k]; !set {
+				env[k] = v
+			}
+		}
+	}
 	base := DefaultPolicy(ws, scratch, env)
+	for _, tc := range p.Toolchains {
+		base.SystemRoots = append(base.SystemRoots, tc.ReadOnly...)
+		base.WritableRoots = append(base.WritableRoots, tc.Caches...)
+	}
 	if cfg.Policy != nil {
 		base = cfg.Policy(base)
 	}
@@ -330,6 +353,45 @@ func (p *Plane) scratch(dir string) (string, error) {
 		return "", fail(CodeSetupFailed, "scratch directory", err)
 	}
 	return resolved, nil
+}
+
+// toolchains detects the toolchain profiles (with the host's
+// adjustment), makes their caches and refuses one whose cache lies in the
+// workspace or holds it.
+func (p *Plane) toolchains(cfg Config, ws string) error {
+	found, err := toolchain.Detect(toolchain.Options{})
+	if err != nil {
+		return fail(CodeSetupFailed, "toolchain profiles", fmt.Errorf("%w; set Config.Toolchains", err))
+	}
+	if cfg.Toolchains != nil {
+		found = cfg.Toolchains(found)
+	}
+	// Looked at as named before anything is made, and as resolved after.
+	if err := cachesApart(found, ws); err != nil {
+		return err
+	}
+	ready, err := toolchain.Prepare(found)
+	if err != nil {
+		return fail(CodeSetupFailed, "toolchain caches", err)
+	}
+	if err := cachesApart(ready, ws); err != nil {
+		return err
+	}
+	p.Toolchains = ready
+	return nil
+}
+
+// cachesApart refuses a profile whose cache lies in the workspace ws or
+// holds it.
+func cachesApart(ps []toolchain.Profile, ws string) error {
+	for _, tc := range ps {
+		for _, c := range tc.Caches {
+			if !filepath.IsAbs(c) || broker.Covers(ws, c) || broker.Covers(c, ws) {
+				return fail(CodeStoreInWorkspace, "toolchain "+tc.Name, fmt.Errorf("its cache %q must be an absolute directory apart from the workspace %s (neither holding the other)", c, ws))
+			}
+		}
+	}
+	return nil
 }
 
 // writable reports whether base lets commands write scratch.

@@ -16,6 +16,7 @@ import (
 	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
+	"github.com/agentloom/loom/toolchain"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -139,6 +140,16 @@ func TestNewRefuses(t *testing.T) {
 		{"scratch left unwritable", func(_ string, c *Config) {
 			c.Policy = func(p broker.Policy) broker.Policy { p.WritableRoots = p.WritableRoots[:1]; return p }
 		}, CodePolicyInvalid},
+		{"toolchain cache in the workspace", func(ws string, c *Config) {
+			c.Toolchains = func(ps []toolchain.Profile) []toolchain.Profile {
+				return append(ps, toolchain.Profile{Name: "x", Caches: []string{filepath.Join(ws, ".cache", "x")}})
+			}
+		}, CodeStoreInWorkspace},
+		{"toolchain cache holding the workspace", func(ws string, c *Config) {
+			c.Toolchains = func([]toolchain.Profile) []toolchain.Profile {
+				return []toolchain.Profile{{Name: "x", Caches: []string{filepath.Dir(ws)}}}
+			}
+		}, CodeStoreInWorkspace},
 		{"relative root", func(_ string, c *Config) {
 			c.Policy = func(p broker.Policy) broker.Policy { p.ReadableRoots = []string{"rel"}; return p }
 		}, CodePolicyInvalid},
@@ -187,8 +198,8 @@ func TestPlaneRunsABatch(t *testing.T) {
 			t.Errorf("call %s lacks %q:\n%s", calls[i].ID, want, o.Text)
 		}
 	}
-	if !strings.Contains(res[1].Outcome.Text, ws) {
-		t.Errorf("HOME is not the workspace:\n%s", res[1].Outcome.Text)
+	if home := filepath.Join(p.Call.TempDir, "home"); !strings.Contains(res[1].Outcome.Text, home) || strings.Contains(res[1].Outcome.Text, ws) {
+		t.Errorf("HOME is not the session's own %s, outside the workspace:\n%s", home, res[1].Outcome.Text)
 	}
 	if b, err := os.ReadFile(filepath.Join(p.Call.TempDir, "s.txt")); err != nil || string(b) != "kept\n" {
 		t.Errorf("scratch file: %q, %v", b, err)

@@ -34,7 +34,12 @@
 // scratch directory commands see as TMPDIR is a fresh directory under
 // <cache>/loom/scratch (or -scratch), removed when the server exits. A
 // blob store, history index or scratch directory inside the workspace is
-// refused.
+// refused. Toolchains get caches of their own there too: for each of go,
+// npm and pip found on the commands' PATH, a toolchain profile (package
+// toolchain) gives commands a persistent cache under
+// <cache>/loom/toolchains and, for Go, the modules of the host's module
+// cache without network; HOME is a private directory in the scratch
+// directory. The server says at start which profiles it applied.
 package main
 
 import (
@@ -94,6 +99,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer p.Close()
+	fmt.Fprintln(stderr, "mcpserver:", toolchains(p))
 	srv, err := mcpserve.New(p.Registry, p.Call, mcpserve.Options{
 		Name:                   "loom",
 		Instructions:           instructions(p),
@@ -119,6 +125,19 @@ func run(args []string, stderr io.Writer) error {
 func instructions(p *plane.Plane) string {
 	return "Tools over the workspace " + p.Call.Workspace + ". Read files with fs_read before editing them with fs_edit. " +
 		"Commands and code_mode programs run in a jail; bash's and code_mode's permissions are asked of the user, for that one call."
+}
+
+// toolchains says which toolchain profiles commands get.
+func toolchains(p *plane.Plane) string {
+	if len(p.Toolchains) == 0 {
+		return "no toolchain profiles (no go, npm or pip on the commands' PATH)"
+	}
+	var names, caches []string
+	for _, tc := range p.Toolchains {
+		names = append(names, tc.Name)
+		caches = append(caches, tc.Caches...)
+	}
+	return "toolchain profiles: " + strings.Join(names, ", ") + "; their caches: " + strings.Join(caches, ", ")
 }
 
 // config is what the flags choose.
