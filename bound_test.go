@@ -372,7 +372,8 @@ func TestBoundEveryStringProperty(t *testing.T) {
 // lines around them), fits the outcome bounds Dispatch holds every
 // answer to, so the structural bound never cuts a built-in tool's
 // answer. A bound raised in one family without the outcome bounds fails
-// here.
+// here. (code_mode's bounds are its own: package codemode's
+// TestAnswerFitsTheOutcomeBound holds its answer to the same bound.)
 func TestBoundAboveEveryFamilysMaximum(t *testing.T) {
 	// frame allows for an answer's headlines and notes; item for one
 	// listed entry's key, state and JSON punctuation.
@@ -389,8 +390,6 @@ func TestBoundAboveEveryFamilysMaximum(t *testing.T) {
 		{"agent_notes details", agent.MaxNotesListed*(agent.MaxNoteBytes+item) + frame},
 		{"agent_wait text", agent.MaxWaitHandles*(agent.MaxReportTextBytes+agent.MaxNoteBytes+item) + frame},
 		{"todo", todo.MaxTasks*(todo.MaxTextBytes+todo.MaxReasonBytes+item) + frame},
-		{"code_mode", blob.OverflowThreshold + codemode.MaxDiagnosticBytes + codemode.MaxVetErrorBytes +
-			codemode.MaxRecordedCalls*(codemode.MaxCallSummaryBytes+item) + codemode.MaxEmits*item + frame},
 	} {
 		if tc.bytes > tool.MaxOutcomeBytes {
 			t.Errorf("%s: up to %d bytes, over tool.MaxOutcomeBytes (%d)", tc.answer, tc.bytes, tool.MaxOutcomeBytes)

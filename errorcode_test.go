@@ -175,7 +175,7 @@ func TestEveryCodedErrorHasErrorCode(t *testing.T) {
 			coded = append(coded, ty.key)
 		}
 	}
-	for _, want := range []string{"agent.Refusal", "broker.Denial", "codemode.ChannelFault", "codemode.VetError", "hashline.HunkError", "tool.PathError", "plane.Error"} {
+	for _, want := range []string{"agent.Refusal", "broker.Denial", "codemode.channelFault", "codemode.VetError", "hashline.HunkError", "tool.PathError", "plane.Error"} {
 		if !slices.Contains(coded, want) {
 			t.Errorf("the walk did not find the coded error %s (found %v)", want, coded)
 		}

@@ -121,11 +121,11 @@ func stdAudit() []stdAdmission {
 	}
 }
 
-// StdPackages is the audited standard-library allowlist: packages whose
-// every function a program can call computes in memory, reads or writes
-// only streams the program already holds (stdin, stdout, stderr, its own
-// readers and writers), or reads fixed system data (the clock, kernel
-// randomness, the zone database). None opens a path the program names,
+// StdPackages is the audited standard-library allowlist. Every function
+// of these packages a program can call computes in memory, or reads or
+// writes only streams the program already holds (stdin, stdout, stderr,
+// its own readers and writers). Some also read fixed system data (the
+// clock, kernel randomness, the zone database). None opens a path the program names,
 // execs, dials, or reads the environment (time.LoadLocation's zoneinfo
 // lookup excepted, see the audit notes in allowlist.go). Sorted; each call
 // returns a fresh slice. Every effect beyond these goes through a seam's
@@ -140,7 +140,7 @@ func StdPackages() []string {
 }
 
 // denial is one import path, or with a trailing "/..." one path and every
-// path below it, that Vet refuses whatever a seam lists, with the reason a
+// path below it, that vetting refuses whatever a seam lists, with the reason a
 // refusal shows.
 type denial struct{ pattern, reason string }
 
@@ -191,7 +191,7 @@ func denials() []denial {
 	}
 }
 
-// denialOf reports the reason Vet refuses path whatever the seam lists,
+// denialOf reports the reason vetting refuses path whatever the seam lists,
 // or ok false when no denial covers it. Any path with an "internal"
 // element is denied: internal packages are importable only from their own
 // tree, and the build calls the compiler directly, which does not enforce

@@ -35,9 +35,9 @@ const buildMemoryBytes = 4 << 30
 // size limit) and the binary the builder accepts: 256 MiB.
 const maxBinaryBytes = 256 << 20
 
-// MaxDiagnosticBytes bounds the compiler and linker output a BuildError
+// maxDiagnosticBytes bounds the compiler and linker output a BuildError
 // quotes verbatim: 64 KiB, then a line saying how much was cut.
-const MaxDiagnosticBytes = 64 << 10
+const maxDiagnosticBytes = 64 << 10
 
 // maxBuildOutputBytes is the broker's bound on the build's output; past
 // it the broker stops the build.
@@ -70,21 +70,23 @@ const buildScript = `"$1" -complete -importcfg "$3" -p main -pack -trimpath="$5"
 // which runs in jails of the Engine's Broker. Every zero value is
 // sensible.
 type BuilderOptions struct {
-	// Toolchain is the Go toolchain: its GOROOT is checked as the Engine
-	// finds a toolchain ("" finds one on PATH: the GOROOT `go env` names
-	// for the go command there) and, when Version is set, that the
-	// toolchain is that version. A toolchain that is missing, older than
-	// Go 1.26, or lacks its go, compile or link binary is refused with
-	// CodeToolchainUnavailable.
+	// Toolchain is the Go toolchain the Engine uses. An empty GOROOT finds
+	// one on PATH (the GOROOT `go env` names for the go command there); a
+	// non-empty Version must be the toolchain's. A toolchain that is
+	// missing, older than Go 1.26, of another Version, or lacks its go,
+	// compile or link binary is refused with CodeToolchainUnavailable.
 	Toolchain Toolchain
 	// CacheDir holds the archives, the kept binaries and the build
 	// roots; "" means os.UserCacheDir()/loom/codemode.
 	CacheDir string
-	// MaxCacheBytes bounds the kept binaries; zero means
-	// DefaultMaxCacheBytes.
+	// MaxCacheBytes bounds the kept binaries of the cache directory;
+	// zero means 512 MiB (a small program's binary is about 1.5 MiB).
+	// The archives and the go command's build cache are not counted.
 	MaxCacheBytes int64
-	// StdPackages is the standard-library allowlist; nil means
-	// StdPackages().
+	// StdPackages are the standard packages programs build against (the
+	// archives, the compile importcfg and the description list them); nil
+	// means StdPackages(). Vetting admits StdPackages(), so a list that
+	// leaves one out makes a program importing it fail its build.
 	StdPackages []string
 	// Progress, when set, is told what a warm-up is doing.
 	Progress func(string)
@@ -140,10 +142,10 @@ type Binary struct {
 	Seam Seam
 }
 
-// BuildError is a program the toolchain refused: Diagnostics holds the
-// compiler's and linker's output verbatim, at most MaxDiagnosticBytes
-// (then a line saying how much was cut), or why the linked result was
-// refused. Its code is CodeBuildRejected.
+// BuildError is a program the toolchain refused. Diagnostics holds the
+// compiler's and linker's output verbatim, at most 64 KiB (then a line
+// saying how much was cut), or why the linked result was refused. Its
+// code is CodeBuildRejected.
 type BuildError struct {
 	Diagnostics string
 	Enforcement broker.Enforcement
@@ -207,7 +209,7 @@ func newBuilder(o BuilderOptions) (*builder, error) {
 		step: broker.StepKey{OpID: buildStepOp, StepID: fmt.Sprintf("build/%d", builderSerial.Add(1))},
 	}
 	if b.maxBytes <= 0 {
-		b.maxBytes = DefaultMaxCacheBytes
+		b.maxBytes = defaultMaxCacheBytes
 	}
 	b.archiveKey = archiveKey(tc, digest, b.std, b.prelude)
 	return b, nil
@@ -433,7 +435,7 @@ func (b *builder) compileAndLink(ctx context.Context, arch *archives, root strin
 		return broker.Enforcement{}, fmt.Errorf("codemode: the build jail: %w", err)
 	}
 	var out bytes.Buffer
-	w := &boundedWriter{w: &out, left: MaxDiagnosticBytes}
+	w := &boundedWriter{w: &out, left: maxDiagnosticBytes}
 	for o := range ex.Output() {
 		w.Write(o.Bytes)
 	}
@@ -448,7 +450,7 @@ func (b *builder) compileAndLink(ctx context.Context, arch *archives, root strin
 		return enf, nil
 	}
 	if w.cut > 0 {
-		fmt.Fprintf(&out, "\n[%d more bytes of diagnostics cut at %d]\n", w.cut, MaxDiagnosticBytes)
+		fmt.Fprintf(&out, "\n[%d more bytes of diagnostics cut at %d]\n", w.cut, maxDiagnosticBytes)
 	}
 	switch {
 	case s.TimedOut:

@@ -152,8 +152,8 @@ func TestBuildDiagnosticsAreBounded(t *testing.T) {
 	if !errors.As(err, &be) {
 		t.Fatalf("error %v, want a *BuildError", err)
 	}
-	if len(be.Diagnostics) > MaxDiagnosticBytes+200 || !strings.Contains(be.Diagnostics, "more bytes of diagnostics cut") {
-		t.Fatalf("diagnostics of %d bytes, want at most %d and a cut note", len(be.Diagnostics), MaxDiagnosticBytes)
+	if len(be.Diagnostics) > maxDiagnosticBytes+200 || !strings.Contains(be.Diagnostics, "more bytes of diagnostics cut") {
+		t.Fatalf("diagnostics of %d bytes, want at most %d and a cut note", len(be.Diagnostics), maxDiagnosticBytes)
 	}
 }
 

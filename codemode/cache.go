@@ -18,11 +18,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultMaxCacheBytes bounds the kept binaries of a cache directory when
+// defaultMaxCacheBytes bounds the kept binaries of a cache directory when
 // BuilderOptions.MaxCacheBytes is zero: 512 MiB (a tiny program's binary
 // is about 1.5 MiB). The archives and the go command's build cache are
 // not counted: they are needed by every build.
-const DefaultMaxCacheBytes = 512 << 20
+const defaultMaxCacheBytes = 512 << 20
 
 // evictionGrace spares a kept binary built or used this recently from
 // eviction, since another process may be about to run it: a burst of

@@ -14,7 +14,7 @@ import (
 // gives them: nil, bool, int64, uint64, float64, string, []byte, []any
 // or map[string]any values. Every accessor refuses a missing required
 // argument, a value of another type and an argument the capability does
-// not take, with CodeInvalidCapabilityArguments naming the capability,
+// not take, with codeInvalidCapabilityArguments naming the capability,
 // the argument and what would be accepted.
 type capArgs struct {
 	cap  string
@@ -33,7 +33,7 @@ const maxArgumentQuoteBytes = 64
 
 func (a *capArgs) fail(name, want string) {
 	if a.err == nil {
-		a.err = &CapError{Code: CodeInvalidCapabilityArguments,
+		a.err = &CapError{Code: codeInvalidCapabilityArguments,
 			Message: fmt.Sprintf("%s: argument %q must be %s", a.cap, name, want)}
 	}
 }
@@ -174,7 +174,7 @@ func (a *capArgs) done() error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(a.m)) {
 		if !a.used[k] {
-			return &CapError{Code: CodeInvalidCapabilityArguments,
+			return &CapError{Code: codeInvalidCapabilityArguments,
 				Message: fmt.Sprintf("%s takes no argument %s; it takes %s", a.cap, quoteArg(k), strings.Join(slices.Sorted(maps.Keys(a.used)), ", "))}
 		}
 	}
@@ -188,8 +188,10 @@ func quoteArg(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// CapError is a capability call's refusal or failure as the program
-// receives it: a code it can switch on and a sentence it can act on.
+// CapError is a refusal with a code to switch on and a sentence to act
+// on. A capability call's refusal reaches the program as one, in band; an
+// Engine method returns one for its own refusals (CodeUnknownSeam,
+// CodeRunJailUnavailable, CodeEngineClosed, a permissions refusal).
 type CapError struct {
 	Code    tool.Code
 	Message string

@@ -10,10 +10,10 @@ import (
 // past its ceiling is refused in band, and since nothing ever frees an
 // admission, waiting does not help.
 const (
-	// DefaultSpawnCeiling is the spawns (strand.spawn, and each item of
+	// defaultSpawnCeiling is the spawns (strand.spawn, and each item of
 	// strand.map) one execution may make when Options.SpawnCeiling is
-	// zero. A spawn past it is refused with CodeSpawnCeiling.
-	DefaultSpawnCeiling = 32
+	// zero. A spawn past it is refused with codeSpawnCeiling.
+	defaultSpawnCeiling = 32
 	// maxSends is the strand.send calls one execution may make.
 	maxSends = 128
 	// maxNoteWrites is the note writes one execution may make:
@@ -22,8 +22,8 @@ const (
 	// maxNoteReads is the note reads one execution may make:
 	// strand.notes, notes.get and notes.list share it.
 	maxNoteReads = 64
-	// MaxEmits is the report.emit calls one execution may make.
-	MaxEmits = 64
+	// maxEmits is the report.emit calls one execution may make.
+	maxEmits = 64
 )
 
 // admission is one kind of call an execution's tally counts.
@@ -39,9 +39,9 @@ const (
 )
 
 // admissions is one execution's lifetime tally, one count per kind. Its
-// zero value works, with DefaultSpawnCeiling.
+// zero value works, with defaultSpawnCeiling.
 type admissions struct {
-	spawnCeiling int // 0: DefaultSpawnCeiling
+	spawnCeiling int // 0: defaultSpawnCeiling
 
 	mu sync.Mutex
 	n  [admissionKinds]int
@@ -54,7 +54,7 @@ func (a *admissions) ceiling(kind admission) int {
 		if a.spawnCeiling > 0 {
 			return a.spawnCeiling
 		}
-		return DefaultSpawnCeiling
+		return defaultSpawnCeiling
 	case admitSend:
 		return maxSends
 	case admitNoteWrite:
@@ -62,7 +62,7 @@ func (a *admissions) ceiling(kind admission) int {
 	case admitNoteRead:
 		return maxNoteReads
 	}
-	return MaxEmits
+	return maxEmits
 }
 
 // admit counts one call of cap against kind's ceiling and returns its
@@ -81,12 +81,12 @@ func (a *admissions) admit(kind admission, cap string) (int, error) {
 
 // ceilingError is the refusal at a lifetime admission ceiling: the
 // capability, the number, and that waiting frees no slot; spawns under
-// CodeSpawnCeiling, every other kind under CodeAdmissionCeiling.
+// codeSpawnCeiling, every other kind under codeAdmissionCeiling.
 func ceilingError(kind admission, cap string, n int) error {
-	code, what := CodeAdmissionCeiling, "calls"
+	code, what := codeAdmissionCeiling, "calls"
 	switch kind {
 	case admitSpawn:
-		code, what = CodeSpawnCeiling, "spawns"
+		code, what = codeSpawnCeiling, "spawns"
 	case admitNoteWrite:
 		what = "note writes (strand.note and notes.put together)"
 	case admitNoteRead:

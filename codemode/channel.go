@@ -20,13 +20,13 @@ import (
 
 // Bounds of the capability channel.
 const (
-	// MaxCallTimeout bounds one capability call, from its arrival to its
-	// answer; past it the call is answered CodeCallTimeout.
-	MaxCallTimeout = 120 * time.Second
-	// MaxCallsInFlight bounds the calls one program has unanswered at
-	// once; a call past it is refused in band (CodeTooManyCalls) and
+	// maxCallTimeout bounds one capability call, from its arrival to its
+	// answer; past it the call is answered codeCallTimeout.
+	maxCallTimeout = 120 * time.Second
+	// maxCallsInFlight bounds the calls one program has unanswered at
+	// once; a call past it is refused in band (codeTooManyCalls) and
 	// served once the program has fewer.
-	MaxCallsInFlight = 256
+	maxCallsInFlight = 256
 	// outcomeWriteTimeout bounds the host's write of its terminal outcome
 	// frame to a program that may not be reading.
 	outcomeWriteTimeout = 100 * time.Millisecond
@@ -37,16 +37,16 @@ const (
 	// it serves more calls already read (one write for them all): past
 	// it, or when no whole frame is left to serve, they are written.
 	answerBatchBytes = 64 << 10
-	// MaxInFlightBytes bounds what a program's unanswered calls'
+	// maxInFlightBytes bounds what a program's unanswered calls'
 	// arguments hold in the host's memory together, each call counting
 	// its frame's bytes and a bound on what decoding each value the frame
 	// held allocates; a call past it is refused in band
-	// (CodeTooManyCalls).
-	MaxInFlightBytes = 64 << 20
-	// MaxHeavyCalls bounds the calls of capabilities with large answers
+	// (codeTooManyCalls).
+	maxInFlightBytes = 64 << 20
+	// maxHeavyCalls bounds the calls of capabilities with large answers
 	// (up to tool.MaxFileBytes for fs.read) that are routed or waiting to
 	// be written at once; more wait their turn within their own timeout.
-	MaxHeavyCalls = 8
+	maxHeavyCalls = 8
 )
 
 // router serves one capability call; its error carries a code (codeOf).
@@ -56,7 +56,7 @@ type router func(ctx context.Context, cap string, args map[string]any) (any, err
 // treats everything the program sends as hostile: frames are decoded
 // totally under wire.MaxFrameBytes, a malformed frame or a duplicate
 // in-flight id is a channel fault that ends the execution, and every
-// call is bounded by MaxCallTimeout and the execution's own context.
+// call is bounded by maxCallTimeout and the execution's own context.
 type channel struct {
 	conn  *transport.Conn
 	route router
@@ -73,12 +73,12 @@ type channel struct {
 	inflight map[uint64]*pendingCall
 	// unanswered counts admitted calls whose answer is not yet being
 	// written: a call leaves inflight when its router returns (its id may
-	// then be reused) but holds its MaxCallsInFlight slot until it holds
+	// then be reused) but holds its maxCallsInFlight slot until it holds
 	// the writer, so a program that never reads cannot pin routed calls
 	// (goroutines and results) without bound, and a program that reads
 	// never sees an answer whose slot is still taken.
 	unanswered int
-	held       int64 // bytes the calls in flight hold (see MaxInFlightBytes)
+	held       int64 // bytes the calls in flight hold (see maxInFlightBytes)
 	ending     bool
 	calls      sync.WaitGroup
 	// heavy holds a slot for each call of a capability whose answer may
@@ -89,11 +89,11 @@ type channel struct {
 type pendingCall struct {
 	cancel    context.CancelFunc
 	cancelled bool  // the program sent cancel
-	bytes     int64 // what the call holds, against MaxInFlightBytes
+	bytes     int64 // what the call holds, against maxInFlightBytes
 }
 
 func newChannel(ctx context.Context, conn *transport.Conn, route router, rec *recorder) *channel {
-	return &channel{conn: conn, route: route, rec: rec, ctx: ctx, inflight: map[uint64]*pendingCall{}, heavy: make(chan struct{}, MaxHeavyCalls)}
+	return &channel{conn: conn, route: route, rec: rec, ctx: ctx, inflight: map[uint64]*pendingCall{}, heavy: make(chan struct{}, maxHeavyCalls)}
 }
 
 // channelWords decodes the program's frames, sharing rather than
@@ -104,21 +104,21 @@ var channelWords = wire.NewDecoder(append([]string{
 	"timeout_ms", "edits", "find", "replace", "handle", "cursor", "wait_ms", "input", "close",
 	"name", "media_type", "ignore_case", "max_results"}, workspaceCapabilities()...)...)
 
-// ChannelFault is why an execution's channel was ended: a frame the host
+// channelFault is why an execution's channel was ended: a frame the host
 // refused to decode, or a duplicate in-flight id. Its code is
 // CodeChannelFault.
-type ChannelFault struct {
+type channelFault struct {
 	Reason string
 }
 
-func (e *ChannelFault) Error() string { return "channel fault: " + e.Reason }
+func (e *channelFault) Error() string { return "channel fault: " + e.Reason }
 
 // ErrorCode is CodeChannelFault, so tool.CodeOf reads it (see
 // tool.CodedError).
-func (e *ChannelFault) ErrorCode() string { return string(CodeChannelFault) }
+func (e *channelFault) ErrorCode() string { return string(CodeChannelFault) }
 
 // serve reads the program's frames until its end closes (nil), the
-// execution ends (nil) or a fault (a *ChannelFault).
+// execution ends (nil) or a fault (a *channelFault).
 func (ch *channel) serve() error {
 	br := bufio.NewReaderSize(ch.conn, channelReadBuffer)
 	r := &countingReader{r: br}
@@ -135,7 +135,7 @@ func (ch *channel) serve() error {
 			}
 			var fe *wire.FrameError
 			if errors.As(err, &fe) {
-				return &ChannelFault{Reason: fe.Error()}
+				return &channelFault{Reason: fe.Error()}
 			}
 			return nil // the program's end went away mid-frame: it exited
 		}
@@ -151,7 +151,7 @@ func (ch *channel) serve() error {
 				return err
 			}
 		default:
-			return &ChannelFault{Reason: fmt.Sprintf("the program sent a %s frame, which only the host sends", quoteArg(string(f.Kind)))}
+			return &channelFault{Reason: fmt.Sprintf("the program sent a %s frame, which only the host sends", quoteArg(string(f.Kind)))}
 		}
 	}
 }
@@ -164,11 +164,11 @@ func (ch *channel) serve() error {
 func (ch *channel) shareRing(br *bufio.Reader, body any) error {
 	switch {
 	case ch.conn.OnRing():
-		return &ChannelFault{Reason: "the program asked for a shared ring twice"}
+		return &channelFault{Reason: "the program asked for a shared ring twice"}
 	case body != nil:
-		return &ChannelFault{Reason: "the program's ring frame has a body"}
+		return &channelFault{Reason: "the program's ring frame has a body"}
 	case br.Buffered() > 0:
-		return &ChannelFault{Reason: "the program sent more after asking for a shared ring, before its answer"}
+		return &channelFault{Reason: "the program sent more after asking for a shared ring, before its answer"}
 	}
 	ch.wmu.Lock()
 	defer ch.wmu.Unlock()
@@ -217,23 +217,23 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func (ch *channel) call(f wire.Frame, size int64) error {
 	cc, err := wire.DecodeCapCall(f.Body)
 	if err != nil {
-		return &ChannelFault{Reason: err.Error()}
+		return &channelFault{Reason: err.Error()}
 	}
 	ch.mu.Lock()
 	if _, dup := ch.inflight[f.ID]; dup {
 		ch.mu.Unlock()
-		return &ChannelFault{Reason: fmt.Sprintf("cap_call id %d is already in flight", f.ID)}
+		return &channelFault{Reason: fmt.Sprintf("cap_call id %d is already in flight", f.ID)}
 	}
 	ref := ch.rec.begin(cc.Cap, func() string { return summary(cc.Cap, cc.Args) })
-	if ch.ending || ch.unanswered >= MaxCallsInFlight || ch.held+size > MaxInFlightBytes {
+	if ch.ending || ch.unanswered >= maxCallsInFlight || ch.held+size > maxInFlightBytes {
 		var e *CapError
 		switch {
 		case ch.ending:
-			e = &CapError{Code: CodeExecutionEnding, Message: "the execution is ending; no call is served any more"}
-		case ch.unanswered >= MaxCallsInFlight:
-			e = &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: %d calls are unanswered, the most a program may have at once; wait for some before calling again", cc.Cap, MaxCallsInFlight)}
+			e = &CapError{Code: codeExecutionEnding, Message: "the execution is ending; no call is served any more"}
+		case ch.unanswered >= maxCallsInFlight:
+			e = &CapError{Code: codeTooManyCalls, Message: fmt.Sprintf("%s refused: %d calls are unanswered, the most a program may have at once; wait for some before calling again", cc.Cap, maxCallsInFlight)}
 		default:
-			e = &CapError{Code: CodeTooManyCalls, Message: fmt.Sprintf("%s refused: the unanswered calls already hold %d bytes of arguments and this one %d, past the %d a program may have in flight; wait for some before calling again", cc.Cap, ch.held, size, MaxInFlightBytes)}
+			e = &CapError{Code: codeTooManyCalls, Message: fmt.Sprintf("%s refused: the unanswered calls already hold %d bytes of arguments and this one %d, past the %d a program may have in flight; wait for some before calling again", cc.Cap, ch.held, size, maxInFlightBytes)}
 		}
 		ch.mu.Unlock()
 		ch.rec.end(ref, CallFailed, e.Code, true)
@@ -245,7 +245,7 @@ func (ch *channel) call(f wire.Frame, size int64) error {
 	// execution's context alone.
 	ctx, cancel := ch.ctx, context.CancelFunc(func() {})
 	if !instant(cc.Cap) {
-		ctx, cancel = context.WithTimeoutCause(ch.ctx, MaxCallTimeout, errCallTimeout)
+		ctx, cancel = context.WithTimeoutCause(ch.ctx, maxCallTimeout, errCallTimeout)
 	}
 	p := &pendingCall{cancel: cancel, bytes: size}
 	ch.inflight[f.ID] = p
@@ -265,7 +265,7 @@ func (ch *channel) call(f wire.Frame, size int64) error {
 }
 
 // heavy reports a capability whose answer may be large (a file, a
-// command's output, a search): at most MaxHeavyCalls of them are routed
+// command's output, a search): at most maxHeavyCalls of them are routed
 // or waiting to be written at once.
 func heavy(cap string) bool {
 	switch cap {
@@ -294,7 +294,7 @@ func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc 
 	}
 	if heavy(cc.Cap) {
 		// Held until the answer is written, so a program that stops
-		// reading pins at most MaxHeavyCalls large answers.
+		// reading pins at most maxHeavyCalls large answers.
 		select {
 		case ch.heavy <- struct{}{}:
 			defer func() { <-ch.heavy }()
@@ -316,9 +316,9 @@ func (ch *channel) serveCall(ctx context.Context, id uint64, p *pendingCall, cc 
 		release()
 		return
 	case cancelled:
-		status, err = CallCancelled, &CapError{Code: CodeCallCancelled, Message: cc.Cap + " was cancelled by the program"}
+		status, err = CallCancelled, &CapError{Code: codeCallCancelled, Message: cc.Cap + " was cancelled by the program"}
 	case errors.Is(context.Cause(ctx), errCallTimeout):
-		status, err = CallFailed, &CapError{Code: CodeCallTimeout, Message: fmt.Sprintf("%s ran past the %s a capability call may take", cc.Cap, MaxCallTimeout)}
+		status, err = CallFailed, &CapError{Code: codeCallTimeout, Message: fmt.Sprintf("%s ran past the %s a capability call may take", cc.Cap, maxCallTimeout)}
 	case err != nil:
 		status = CallFailed
 	}
@@ -353,7 +353,7 @@ func (ch *channel) cancel(id uint64) {
 // answer writes one cap_result. A write that fails (the program stopped
 // reading and exited, or the channel is closed) is dropped: the
 // execution's end reports what happened. release, when set, frees the
-// call's MaxCallsInFlight slot once this answer holds the writer. held
+// call's maxCallsInFlight slot once this answer holds the writer. held
 // (the serve loop's own answers) leaves the answer in ch.out, under
 // answerBatchBytes, for the serve loop's next flush; every other answer
 // is written at once, with whatever ch.out held before it.
@@ -369,8 +369,8 @@ func (ch *channel) answer(id uint64, res any, err error, release func(), held bo
 	}
 	err = wire.AppendFrame(&ch.out, wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: body})
 	var fe *wire.FrameError
-	if errors.As(err, &fe) && fe.Code == CodeFrameTooLarge {
-		_ = wire.AppendFrame(&ch.out, wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: wire.ResultErr(string(CodeFrameTooLarge),
+	if errors.As(err, &fe) && fe.Code == wire.CodeFrameTooLarge {
+		_ = wire.AppendFrame(&ch.out, wire.Frame{ID: id, Kind: wire.FrameCapResult, Body: wire.ResultErr(string(wire.CodeFrameTooLarge),
 			fmt.Sprintf("the answer would exceed the channel's %d-byte frame bound; ask for less at a time", wire.MaxFrameBytes))})
 	}
 	if !held || ch.out.Len() >= answerBatchBytes {

@@ -36,7 +36,7 @@ func blobRoute(_ context.Context, cap string, args map[string]any) (any, error) 
 	if cap == "echo" {
 		return args, nil
 	}
-	return nil, &CapError{Code: CodeUnknownCapability, Message: "no " + cap}
+	return nil, &CapError{Code: codeUnknownCapability, Message: "no " + cap}
 }
 
 // TestRingCarriesFramesLargerThanItself: calls and answers several times
@@ -126,9 +126,9 @@ func TestRingFaults(t *testing.T) {
 			g, finish := testChannel(t, blobRoute)
 			misbehave(g, func() *transporttest.Guest { return askRing(t, g) })
 			err, _ := finish()
-			var cf *ChannelFault
+			var cf *channelFault
 			if !errors.As(err, &cf) {
-				t.Fatalf("serve = %v, want a ChannelFault", err)
+				t.Fatalf("serve = %v, want a channelFault", err)
 			}
 		})
 	}

@@ -62,7 +62,7 @@ func testChannel(t *testing.T, route router) (*guest, func() (error, CallRecord)
 			t.Fatal("serve did not return")
 		}
 		cancel()
-		ch.end(CodeExecutionEnding, "test over")
+		ch.end(codeExecutionEnding, "test over")
 		return err, rec.finish()
 	}
 }
@@ -71,7 +71,7 @@ func echoRoute(_ context.Context, cap string, args map[string]any) (any, error) 
 	if cap == "kv.get" {
 		return map[string]any{"echo": args["key"]}, nil
 	}
-	return nil, &CapError{Code: CodeUnknownCapability, Message: "no " + cap}
+	return nil, &CapError{Code: codeUnknownCapability, Message: "no " + cap}
 }
 
 // TestChannelMultiplexesConcurrentCalls: sixteen calls in flight at once
@@ -109,7 +109,7 @@ func TestChannelMultiplexesConcurrentCalls(t *testing.T) {
 }
 
 // TestChannelFaults: what no prelude sends ends the channel with a
-// ChannelFault naming it; a well-formed call first is still answered.
+// channelFault naming it; a well-formed call first is still answered.
 func TestChannelFaults(t *testing.T) {
 	t.Parallel()
 	cases := map[string]func(t *testing.T, g *guest){
@@ -143,9 +143,9 @@ func TestChannelFaults(t *testing.T) {
 			g, finish := testChannel(t, route)
 			send(t, g)
 			err, _ := finish()
-			var cf *ChannelFault
+			var cf *channelFault
 			if !errors.As(err, &cf) {
-				t.Fatalf("serve = %v, want a ChannelFault", err)
+				t.Fatalf("serve = %v, want a channelFault", err)
 			}
 		})
 	}
@@ -178,7 +178,7 @@ func TestChannelCancelTimeoutAndPanic(t *testing.T) {
 		e, _ := f.Body.(map[string]any)["err"].(map[string]any)
 		codes[f.ID], _ = e["code"].(string)
 	}
-	if codes[1] != string(CodeCallCancelled) || codes[2] != "tool_panicked" {
+	if codes[1] != string(codeCallCancelled) || codes[2] != "tool_panicked" {
 		t.Fatalf("codes %v", codes)
 	}
 	g.conn.Close()
@@ -233,7 +233,7 @@ func TestChannelEndNeverWaitsOnAProgramThatDoesNotRead(t *testing.T) {
 // between processes: BenchmarkCapabilityRoundTripFloor's raw against
 // bare is.
 func BenchmarkChannelHostRoundTrip(b *testing.B) {
-	kvs := NewKV()
+	kvs := newKVStore()
 	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main"}, kv: kvs}
 	reg, _ := tool.NewRegistry()
 	h.reg = reg
@@ -257,7 +257,7 @@ func BenchmarkChannelHostRoundTrip(b *testing.B) {
 }
 
 // TestChannelBoundsWhatCallsInFlightHold: calls whose frames together
-// pass MaxInFlightBytes are refused in band while the earlier ones are
+// pass maxInFlightBytes are refused in band while the earlier ones are
 // unanswered, and served again once they are.
 func TestChannelBoundsWhatCallsInFlightHold(t *testing.T) {
 	t.Parallel()
@@ -270,7 +270,7 @@ func TestChannelBoundsWhatCallsInFlightHold(t *testing.T) {
 	}
 	g, finish := testChannel(t, route)
 	big := make([]byte, 8<<20)
-	n := MaxInFlightBytes / len(big) // the first n-1 fit; the n-th passes the bound
+	n := maxInFlightBytes / len(big) // the first n-1 fit; the n-th passes the bound
 	for i := range uint64(n) {
 		g.send(t, call(i+1, "block", map[string]any{"content": big}))
 	}
@@ -279,7 +279,7 @@ func TestChannelBoundsWhatCallsInFlightHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := f.Body.(map[string]any)["err"].(map[string]any)
-	if f.ID != uint64(n) || e["code"] != string(CodeTooManyCalls) {
+	if f.ID != uint64(n) || e["code"] != string(codeTooManyCalls) {
 		t.Fatalf("the call past the bound got %+v", f)
 	}
 	close(release)
@@ -298,7 +298,7 @@ func TestChannelBoundsWhatCallsInFlightHold(t *testing.T) {
 }
 
 // TestChannelBoundsLargeAnswersWaitingOnAProgram: a program that sends
-// many fs.read calls and reads no answer gets at most MaxHeavyCalls of
+// many fs.read calls and reads no answer gets at most maxHeavyCalls of
 // them routed: the rest wait, so the host holds a bounded number of large
 // answers (without the bound all of them are routed at once).
 func TestChannelBoundsLargeAnswersWaitingOnAProgram(t *testing.T) {
@@ -323,8 +323,8 @@ func TestChannelBoundsLargeAnswersWaitingOnAProgram(t *testing.T) {
 		mu.Lock()
 		n := routed
 		mu.Unlock()
-		if n > MaxHeavyCalls {
-			t.Fatalf("%d large answers routed for a program that reads none; at most %d may wait", n, MaxHeavyCalls)
+		if n > maxHeavyCalls {
+			t.Fatalf("%d large answers routed for a program that reads none; at most %d may wait", n, maxHeavyCalls)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -336,7 +336,7 @@ func TestChannelBoundsLargeAnswersWaitingOnAProgram(t *testing.T) {
 // socket: decoding its frame, routing it, recording it and encoding the
 // answer.
 func BenchmarkChannelHostCPU(b *testing.B) {
-	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main"}, kv: NewKV()}
+	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main"}, kv: newKVStore()}
 	h.reg, _ = tool.NewRegistry()
 	if _, err := h.route(context.Background(), "kv.set", map[string]any{"key": "k", "value": []byte("v")}); err != nil {
 		b.Fatal(err)

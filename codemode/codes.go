@@ -5,11 +5,10 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// The failure codes of code mode. A program's capability call that is
-// refused gets one of the capability codes (or the code the tool behind
-// it would answer, e.g. tool.CodeNotFound for fs.read of a missing file)
-// in its error; the code_mode tool's own outcome gets one of the
-// execution codes.
+// The codes a host meets: the code_mode tool's outcome carries one, and
+// so does every error an Engine method returns (read with tool.CodeOf).
+// A program's refused capability call carries a capability code instead
+// (see CallEntry.Code).
 const (
 	// CodeRunFailed: the program ran and exited non-zero or panicked; the
 	// outcome carries its stderr tail.
@@ -17,53 +16,27 @@ const (
 	// CodeWallDeadline: the program was still running at within_ms.
 	CodeWallDeadline tool.Code = "wall_deadline"
 	// CodeRunJailUnavailable: the kernel cannot apply a layer the run
-	// jail requires; no program runs unconfined.
+	// jail requires (namespaces, empty_root, no_new_privs, capabilities,
+	// seccomp, rlimits); no program runs less confined.
 	CodeRunJailUnavailable tool.Code = "run_jail_unavailable"
 	// CodeRunCancelled: the host's context ended the execution, or its
 	// owner cancelled it (mode cancel).
 	CodeRunCancelled tool.Code = "run_cancelled"
-	// CodeNoProgram: the call gave neither program nor program_path
-	// (both is tool.CodeInvalidArguments; a program_path that cannot be
-	// read is refused with the file tools' code for the reason).
+	// CodeChannelFault: a frame from the program was malformed (bad
+	// msgpack, a missing, extra or repeated key, a wrong type, a version
+	// other than the protocol's, an unknown kind, past a size bound), or
+	// the program broke the shared ring's rules. The channel cannot be
+	// trusted, so the execution ends; RunResult.Fault says why.
+	CodeChannelFault = wire.CodeChannelFault
+	// CodeNoProgram: the call gave neither program nor program_path.
+	// Both is tool.CodeInvalidArguments; a program_path that cannot be
+	// read is refused with the file tools' code for the reason.
 	CodeNoProgram tool.Code = "no_program"
-
-	// CodeUnknownCapability: a cap_call named no capability of the seam.
-	CodeUnknownCapability tool.Code = "unknown_capability"
-	// CodeInvalidCapabilityArguments: a capability's arguments are
-	// missing, of the wrong type or out of bounds.
-	CodeInvalidCapabilityArguments tool.Code = "invalid_capability_arguments"
-	// CodeAdmissionCeiling: the execution reached a capability's lifetime
-	// ceiling; waiting frees no slot.
-	CodeAdmissionCeiling tool.Code = "admission_ceiling"
-	// CodeSpawnCeiling: the execution reached its spawn ceiling
-	// (Options.SpawnCeiling, DefaultSpawnCeiling); waiting frees no slot.
-	CodeSpawnCeiling tool.Code = "spawn_ceiling"
 	// CodeUnknownSeam: a Request (or Engine.VetOn) named a seam the
-	// Engine does not serve; the refusal names those it does. (The
+	// Engine does not serve; the refusal names those it does. The
 	// code_mode tool's schema lists the served seams as an enum, so a
-	// tool call naming another is invalid_arguments.)
+	// tool call naming another is invalid_arguments.
 	CodeUnknownSeam tool.Code = "unknown_seam"
-	// CodeCallTimeout: one capability call ran past MaxCallTimeout.
-	CodeCallTimeout tool.Code = "call_timeout"
-	// CodeTooManyCalls: the program already has MaxCallsInFlight calls
-	// unanswered, or their frames hold MaxInFlightBytes.
-	CodeTooManyCalls tool.Code = "too_many_calls"
-	// CodeCallCancelled: the program cancelled the call (its context
-	// ended).
-	CodeCallCancelled tool.Code = "call_cancelled"
-	// CodeExecutionEnding: the execution is ending (its deadline, the
-	// host, a channel fault); no call is served any more.
-	CodeExecutionEnding tool.Code = "execution_ending"
-	// CodeEditNoMatch: an fs.edit find is absent from the file, or present
-	// more than once; nothing was written.
-	CodeEditNoMatch tool.Code = "edit_no_match"
-	// CodeKVFull: a kv.set would pass the store's key or byte bound.
-	CodeKVFull tool.Code = "kv_full"
-	// CodeArtifactTooLarge: report.emit content past 1 MiB.
-	CodeArtifactTooLarge tool.Code = "artifact_too_large"
-	// CodeProcFailed: proc.run's command could not start (argv[0] not
-	// found in the jail, the broker refused to clear it).
-	CodeProcFailed tool.Code = "proc_failed"
 
 	// CodeVetRefused is the code of every *VetError: the program was
 	// refused before it was built.
@@ -81,25 +54,82 @@ const (
 	// linked result was not a static executable; a *BuildError carries
 	// the diagnostics.
 	CodeBuildRejected tool.Code = "build_rejected"
-	// CodeChannelFault: a frame from the program was malformed (bad
-	// msgpack, a missing, extra or repeated key, a wrong type, a version
-	// other than the protocol's, an unknown kind, past a size bound), or
-	// the program broke the shared ring's rules; the channel cannot be
-	// trusted and the execution ends. (The channel's codec, internal to
-	// codemode, declares the word.)
-	CodeChannelFault = wire.CodeChannelFault
-	// CodeFrameTooLarge: a frame to write would exceed the channel's
-	// frame bound (16 MiB); nothing was written. The prelude refuses an
-	// oversized call with the same word.
-	CodeFrameTooLarge = wire.CodeFrameTooLarge
-	// CodeUnknownCapPackage: the name is not a capability package the
-	// seam offers; the refusal lists those it does.
+
+	// CodeUnknownExecution: the handle names no execution of the calling
+	// strand (never minted, another strand's, or forgotten); the refusal
+	// lists the strand's handles.
+	CodeUnknownExecution tool.Code = "unknown_execution"
+	// CodeExecutionLost: the handle was minted by an earlier instance of
+	// the host (before a restart); its execution ended with it.
+	CodeExecutionLost tool.Code = "execution_lost"
+	// CodeExecutionCeiling: the strand already has 8 launched executions
+	// running; one ending frees a slot.
+	CodeExecutionCeiling tool.Code = "execution_ceiling"
+	// CodeExecutionNotReady: a send before the program called
+	// execution.Ready.
+	CodeExecutionNotReady tool.Code = "execution_not_ready"
+	// CodeExecutionEnded: a send to an execution that has ended.
+	CodeExecutionEnded tool.Code = "execution_ended"
+	// CodeUnknownEndpoint: the endpoint is not among those the program
+	// registered; the refusal lists them.
+	CodeUnknownEndpoint tool.Code = "unknown_endpoint"
+	// CodeInboxFull: 64 inputs are already waiting to be received.
+	CodeInboxFull tool.Code = "inbox_full"
+	// CodeEngineClosed: a launch after Engine.Close.
+	CodeEngineClosed tool.Code = "engine_closed"
+
+	// CodeUnknownCapPackage: an fs_read of cap:// named no capability
+	// package the seam offers; the refusal lists those it does.
 	CodeUnknownCapPackage tool.Code = "unknown_cap_package"
-	// CodeInternalCapPackage: the name is under cap/internal, the
-	// prelude's plumbing, which no program may import.
+	// CodeInternalCapPackage: an fs_read of cap:// named a package under
+	// cap/internal, the prelude's plumbing, which no program may import.
 	CodeInternalCapPackage tool.Code = "internal_cap_package"
 	// CodePreludeUndescribable: the prelude's source cannot be rendered
 	// (it does not parse, or an exported declaration names an internal or
 	// unexported identifier); a defect of the library, not of the call.
 	CodePreludeUndescribable tool.Code = "prelude_undescribable"
+)
+
+// The capability codes: a refused capability call is answered to the
+// program in band with one of these, with wire.CodeFrameTooLarge for an
+// answer past the channel's 16 MiB frame bound, or with the code the tool
+// behind it would answer (tool.CodeNotFound for fs.read of a missing
+// file). The cap packages' docs (fs_read cap://) state them to the
+// program; the host sees them only in the call record (CallEntry.Code).
+const (
+	// codeUnknownCapability: a cap_call named no capability of the seam.
+	codeUnknownCapability tool.Code = "unknown_capability"
+	// codeInvalidCapabilityArguments: a capability's arguments are
+	// missing, of the wrong type or out of bounds.
+	codeInvalidCapabilityArguments tool.Code = "invalid_capability_arguments"
+	// codeAdmissionCeiling: the execution reached a capability's lifetime
+	// ceiling (ceilings.go); waiting frees no slot.
+	codeAdmissionCeiling tool.Code = "admission_ceiling"
+	// codeSpawnCeiling: the execution reached its spawn ceiling
+	// (Options.SpawnCeiling, defaultSpawnCeiling); waiting frees no slot.
+	codeSpawnCeiling tool.Code = "spawn_ceiling"
+	// codeCallTimeout: one capability call ran past maxCallTimeout.
+	codeCallTimeout tool.Code = "call_timeout"
+	// codeTooManyCalls: the program already has maxCallsInFlight calls
+	// unanswered, or their frames hold maxInFlightBytes.
+	codeTooManyCalls tool.Code = "too_many_calls"
+	// codeCallCancelled: the program cancelled the call (its context
+	// ended).
+	codeCallCancelled tool.Code = "call_cancelled"
+	// codeExecutionEnding: the execution is ending (its deadline, the
+	// host, a channel fault); no call is served any more.
+	codeExecutionEnding tool.Code = "execution_ending"
+	// codeEditNoMatch: an fs.edit find is absent from the file, or present
+	// more than once; nothing was written.
+	codeEditNoMatch tool.Code = "edit_no_match"
+	// codeKVFull: a kv.set would pass the store's key or byte bound.
+	codeKVFull tool.Code = "kv_full"
+	// codeArtifactTooLarge: report.emit content past 1 MiB.
+	codeArtifactTooLarge tool.Code = "artifact_too_large"
+	// codeProcFailed: proc.run's command could not start (argv[0] not
+	// found in the jail, the broker refused to clear it).
+	codeProcFailed tool.Code = "proc_failed"
+	// codeNotBackground: execution.receive in a foreground run, where
+	// nothing can send.
+	codeNotBackground tool.Code = "not_background"
 )

@@ -15,19 +15,21 @@ import (
 	"strings"
 )
 
-// DescribeSeam renders the public surface of every capability package s
-// offers, in the order s lists them, for the code_mode tool's description:
-// for each package (a blank line between two) an `import "cap/fs"` line,
-// then its exported constants, variables, types (struct and interface
-// types with their exported fields or methods on the same line), methods
-// and functions, one line each, in source order, every name qualified as
-// a program writes it (`func fs.Read(ctx, path string) (fs.File, error)`:
-// a leading ctx context.Context parameter is written ctx alone, which the
-// description says once), with no doc comments. It is rendered with go/doc from the embedded
-// prelude on every call, so it cannot drift from what a program compiles
-// against, and the same seam always renders the same bytes.
+// describeSeam renders the public surface of every capability package s
+// offers, in the order s lists them, for the code_mode tool's
+// description. tree is the prelude: the embedded one, or a test's.
+// For each package (a blank line between two) it writes an
+// `import "cap/fs"` line, then the package's exported constants,
+// variables, types (struct and interface types with their exported fields
+// or methods on the same line), methods and functions, one line each, in
+// source order, with no doc comments. Every name is qualified as a program
+// writes it (`func fs.Read(ctx, path string) (fs.File, error)`); a leading
+// ctx context.Context parameter is written ctx alone, which the
+// description says once. It is rendered with go/doc from the prelude on
+// every call, so it cannot drift from what a program compiles against,
+// and the same seam always renders the same bytes.
 //
-// An entry of s.Packages that Vet would refuse (cap/internal/..., or
+// An entry of s.Packages that vetting would refuse (cap/internal/..., or
 // anything not under cap/) is not a capability package and is left out. A
 // type the prelude declares as an alias of an internal type (every
 // package's Error) is rendered once, as the internal type's exported
@@ -35,13 +37,9 @@ import (
 // and left out of every later package (the description says every
 // package's Error is that one type), so the rendering names no internal or
 // unexported identifier. A listed package the prelude does not hold fails
-// with a *DescribeError coded CodeUnknownCapPackage; an exported
+// with a *describeError coded CodeUnknownCapPackage; an exported
 // declaration that mentions an internal or unexported identifier any other
 // way fails coded CodePreludeUndescribable.
-func DescribeSeam(s Seam) (string, error) {
-	return describeSeam(embeddedPrelude(), s)
-}
-
 func describeSeam(tree fs.FS, s Seam) (string, error) {
 	l := newPreludeLoader(tree)
 	offered := capPackagesOf(s)
@@ -59,7 +57,7 @@ func describeSeam(tree fs.FS, s Seam) (string, error) {
 	return b.String(), nil
 }
 
-// capPackagesOf is the capability packages s offers that Vet admits, in
+// capPackagesOf is the capability packages s offers that vetting admits, in
 // s's order, without duplicates.
 func capPackagesOf(s Seam) []string {
 	var out []string
@@ -327,7 +325,7 @@ func fieldsString(fl *ast.FieldList, sep string) string {
 
 // signature renders a function type's parameters and results without
 // the "func" keyword, a leading ctx context.Context parameter written
-// ctx (see DescribeSeam).
+// ctx (see describeSeam).
 func signature(ft *ast.FuncType) string {
 	plain := *ft
 	plain.TypeParams = nil
@@ -537,7 +535,7 @@ func isInternalCapPath(path string) bool {
 }
 
 func (p *capPackage) undescribable(name, why string) error {
-	return &DescribeError{Package: p.path, code: CodePreludeUndescribable,
+	return &describeError{Package: p.path, code: CodePreludeUndescribable,
 		reason: fmt.Sprintf("%s: %s: %s", p.path, name, why)}
 }
 

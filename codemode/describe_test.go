@@ -16,7 +16,7 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// maxDescribedAPIBytes bounds DescribeSeam's rendering of the workspace
+// maxDescribedAPIBytes bounds describeSeam's rendering of the workspace
 // seam. The code_mode tool's description and schema together stay within
 // maxSurfaceBytes; with one seam its own prose takes about 3 KiB, so the
 // rendered API gets 4.5 KiB. A test holds WorkspaceSeam's rendering within
@@ -175,9 +175,9 @@ func TestDescribeSeamRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			out, err := describeSeam(synthPrelude(), Seam{Packages: tc.pkgs})
-			var de *DescribeError
+			var de *describeError
 			if !errors.As(err, &de) {
-				t.Fatalf("want a *DescribeError, got %v (output %q)", err, out)
+				t.Fatalf("want a *describeError, got %v (output %q)", err, out)
 			}
 			if de.Code() != tc.code {
 				t.Fatalf("code %s, want %s: %v", de.Code(), tc.code, err)
@@ -212,7 +212,7 @@ func TestDescribeSeamSkipsWhatVetRefuses(t *testing.T) {
 
 func TestDescribeSeamWorkspaceWithinBudget(t *testing.T) {
 	t.Parallel()
-	got, err := DescribeSeam(WorkspaceSeam())
+	got, err := describeSeam(embeddedPrelude(), WorkspaceSeam())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,14 +220,14 @@ func TestDescribeSeamWorkspaceWithinBudget(t *testing.T) {
 	if len(got) > maxDescribedAPIBytes {
 		t.Fatalf("the workspace seam's API renders in %d bytes, over maxDescribedAPIBytes (%d):\n%s", len(got), maxDescribedAPIBytes, got)
 	}
-	again, err := DescribeSeam(WorkspaceSeam())
+	again, err := describeSeam(embeddedPrelude(), WorkspaceSeam())
 	if err != nil || again != got {
 		t.Fatalf("a second rendering differs (err %v)", err)
 	}
 }
 
 // exportedSurface lists, straight from the prelude's syntax (not through
-// go/doc), the line prefixes DescribeSeam must render for package path:
+// go/doc), the line prefixes describeSeam must render for package path:
 // every exported function, method of an exported type, type, constant
 // and variable.
 func exportedSurface(t *testing.T, tree fs.FS, importPath string) []string {
@@ -293,7 +293,7 @@ func exportedSurface(t *testing.T, tree fs.FS, importPath string) []string {
 func TestDescribeSeamNamesEveryExport(t *testing.T) {
 	t.Parallel()
 	seam := WorkspaceSeam()
-	got, err := DescribeSeam(seam)
+	got, err := describeSeam(embeddedPrelude(), seam)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func hiddenUses(t *testing.T, rendered string, pkgs map[string]bool) []string {
 func TestDescribeSeamNamesNoHiddenIdentifier(t *testing.T) {
 	t.Parallel()
 	seam := WorkspaceSeam()
-	got, err := DescribeSeam(seam)
+	got, err := describeSeam(embeddedPrelude(), seam)
 	if err != nil {
 		t.Fatal(err)
 	}

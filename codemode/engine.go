@@ -19,34 +19,33 @@ import (
 // a working zero value.
 type Options struct {
 	// Registry is the registry the code_mode tool is registered in. Its
-	// holds gate every capability that acts on a tool's authority
-	// (AuthorizingTool), and job.start runs through its bash. Required.
+	// holds gate every capability that acts on a tool's authority (see
+	// the package doc's Authority), and job.start runs through its bash.
+	// Required.
 	Registry *tool.Registry
 	// Broker runs every build and every program in its jails. Required.
 	Broker *broker.Broker
 	// Jobs is the job plane cap/job reaches; nil means job.poll, job.list,
 	// job.send and job.kill are refused with job.CodeNoJobPlane.
 	Jobs job.Jobs
-	// KV is the scratch store behind cap/kv; nil means a fresh one owned
-	// by the Engine.
-	KV *KV
 	// Seams are the seams programs run on, the first the default, each
 	// Name distinct. Nil means WorkspaceSeam(), then, with an Agency,
-	// OrchestrationSeam(), each less the packages none of whose
-	// capabilities a tool in Registry authorizes when New is called
-	// (without bash and the job tools, a program is offered neither
-	// cap/proc nor cap/job; without an Agency, neither cap/strand nor
-	// cap/notes), the orchestration seam only while it keeps cap/strand,
-	// so the description and vetting offer only what a program could use.
-	// Given seams are taken as they are, but that without an Agency New
-	// leaves cap/notes out and refuses a seam offering cap/strand.
+	// OrchestrationSeam() while it keeps cap/strand. Each is offered less
+	// the packages none of whose capabilities a tool in Registry
+	// authorizes when New is called: without bash and the job tools, a
+	// program is offered neither cap/proc nor cap/job; without an Agency,
+	// neither cap/strand nor cap/notes. So the description and vetting
+	// offer only what a program could use. Given seams are taken as they
+	// are, but without an Agency New leaves cap/notes out and refuses a
+	// seam offering cap/strand.
 	Seams []Seam
 	// Agency serves cap/strand and cap/notes, through the closures the
 	// agent_* tools call; nil means no orchestration seam and no
 	// cap/notes.
 	Agency agent.Agency
-	// SpawnCeiling bounds the spawns of one execution; zero means
-	// DefaultSpawnCeiling.
+	// SpawnCeiling bounds the spawns of one execution (strand.spawn, and
+	// each item of strand.map); zero means 32. A spawn past it is refused
+	// in band with spawn_ceiling.
 	SpawnCeiling int
 	// Builder configures the hermetic build (toolchain, cache directory,
 	// cache bound, allowlist, progress), which runs in Broker's jails.
@@ -66,7 +65,7 @@ type Options struct {
 // failure at New. Safe for concurrent use.
 type Engine struct {
 	opts  Options
-	kv    *KV
+	kv    *kvStore
 	execs *executions
 
 	once    sync.Once
@@ -99,10 +98,7 @@ func New(o Options) (*Engine, error) {
 			o.Seams[i].Packages = slices.DeleteFunc(slices.Clone(s.Packages), func(p string) bool { return p == "cap/notes" })
 		}
 	}
-	e := &Engine{opts: o, kv: o.KV, execs: newExecutions(func(k broker.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
-	if e.kv == nil {
-		e.kv = NewKV()
-	}
+	e := &Engine{opts: o, kv: newKVStore(), execs: newExecutions(func(k broker.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
 	return e, nil
 }
 
@@ -124,7 +120,7 @@ func offered(s Seam, reg *tool.Registry, agency agent.Agency) Seam {
 			if !strings.HasPrefix(c, prefix) {
 				continue
 			}
-			name, gated := AuthorizingTool(c)
+			name, gated := authorizingTool(c)
 			if _, ok := reg.Lookup(name); !gated || ok {
 				usable = true
 				break
@@ -164,9 +160,6 @@ func (e *Engine) seamNamed(name string) (Seam, error) {
 	return Seam{}, &CapError{Code: CodeUnknownSeam, Message: fmt.Sprintf("this host serves no seam %s; it serves %s (the first is the default)", quoteArg(name), strings.Join(names, ", "))}
 }
 
-// KV is the store behind the Engine's cap/kv.
-func (e *Engine) KV() *KV { return e.kv }
-
 // buildStage is the Engine's builder, made on first use.
 func (e *Engine) buildStage() (*builder, error) {
 	e.once.Do(func() {
@@ -188,19 +181,46 @@ func (e *Engine) Warm(ctx context.Context) error {
 	return b.Warm(ctx)
 }
 
-// Vet checks src against the Engine's default seam (see the
-// package-level Vet).
-func (e *Engine) Vet(src []byte) (*Program, error) { return Vet(src, e.opts.Seams[0]) }
+// Vet checks src against the Engine's default seam, as VetOn does.
+func (e *Engine) Vet(src []byte) (*Program, error) { return vet(src, e.opts.Seams[0]) }
 
-// VetOn checks src against the served seam called seam ("" is the
-// default); an unserved name is a *CapError coded CodeUnknownSeam naming
-// the seams served.
+// VetOn checks src, one Go file the harness names main.go, against the
+// served seam called seam ("" is the default). It returns the vetted
+// Program or a *VetError holding every violation; an unserved seam is a
+// *CapError coded CodeUnknownSeam naming the seams served. It checks, in
+// one pass:
+//
+//   - the size first: at most 256 KiB; then the bytes: UTF-8 with
+//     no NUL (each checked before parsing, and a refusal there stops);
+//   - go/parser (parse only, with comments) accepts it;
+//   - "package main" with a top-level "func main()" (no parameters,
+//     results or type parameters); init functions are allowed: the one
+//     file is vetted whole, so an init is vetted code like main;
+//   - every import path byte-identical to an entry of Seam.Allowlist,
+//     written as the plain "path", and covered by no denial (denied
+//     standard packages, any internal package, cap/internal/...), so a
+//     seam cannot admit what the audit denies; import "C" is refused.
+//     Named, blank and dot imports of allowed paths are fine: the path is
+//     what is authorized, and cap calls are gated by capability name at
+//     run time;
+//   - no comment whose text right after // or /* starts with "go:" or
+//     "line " (what the compiler honours, in any column; "// line 3 is"
+//     and "// go:x" are fine), no build constraint (//go:build, or a //
+//     comment starting, after any spaces, with +build), no function or
+//     method without a body.
+//
+// When go/parser refuses the source, its errors (at most ten, as go/parser
+// reports them), every directive comment and every cleanly parsed import
+// are still reported in the same pass. The package, main and body checks
+// wait for a source that parses. Positions are as written: a //line
+// directive moves none. Vetting never panics, reads nothing but src,
+// needs no toolchain, and is safe for concurrent use.
 func (e *Engine) VetOn(src []byte, seam string) (*Program, error) {
 	s, err := e.seamNamed(seam)
 	if err != nil {
 		return nil, err
 	}
-	return Vet(src, s)
+	return vet(src, s)
 }
 
 // Build compiles a vetted program into a static binary in the build
@@ -219,15 +239,15 @@ func (e *Engine) Build(ctx context.Context, p *Program) (*Binary, error) {
 	return b.Build(ctx, p)
 }
 
-// Run runs bin in the run jail on c's authority, serving the
-// capabilities of the seam bin was vetted on (bin.Seam: a call of any
-// other is refused, whatever the binary sends) until it ends or within
-// (clamped to MaxWithin; 0 means DefaultWithin) passes. c is the code_mode call: its identity, pinned
-// roots and session; a refusal one of the program's capability calls
-// meets is answered to the program in band and never raised. The error
-// is a refusal before the program started (a *CapError: the run jail
-// unavailable, a broker refusal); how the program ended is in the
-// RunResult.
+// Run runs bin in the run jail on c's authority until it ends or within
+// passes (0 means 60 s; more than 600 s is clamped to 600 s). It serves
+// the capabilities of the seam bin was vetted on (bin.Seam) and refuses
+// any other, whatever the binary sends. c is the code_mode call: its
+// identity, pinned roots and session. A refusal one of the program's
+// capability calls meets is answered to the program in band and never
+// raised. The error is a refusal before the program started (a
+// *CapError: the run jail unavailable, a broker refusal); how the
+// program ended is in the RunResult.
 func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration) (*RunResult, error) {
 	return e.runAs(ctx, c, bin, within, nil, nil)
 }
@@ -258,13 +278,13 @@ func (e *Engine) newSeamHost(c *tool.Call, seam Seam, pm *permit) *seamHost {
 		permit: pm, agency: e.opts.Agency, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
 }
 
-// effectiveWithin is a run's wall deadline for within: DefaultWithin for
-// 0, at most MaxWithin.
+// effectiveWithin is a run's wall deadline for within: defaultWithin for
+// 0, at most maxWithin.
 func effectiveWithin(within time.Duration) time.Duration {
 	if within <= 0 {
-		within = DefaultWithin
+		within = defaultWithin
 	}
-	return min(within, MaxWithin)
+	return min(within, maxWithin)
 }
 
 func withBroker(c *tool.Call, b *broker.Broker) *tool.Call {
@@ -298,8 +318,8 @@ type Request struct {
 	// (see Engine.Seams); "" is the default, an unserved name is refused
 	// with CodeUnknownSeam before vetting.
 	Seam string
-	// Within is the run's wall deadline: 0 means DefaultWithin, more than
-	// MaxWithin is clamped to it.
+	// Within is the run's wall deadline: 0 means 60 s; more than 600 s is
+	// clamped to 600 s.
 	Within time.Duration
 	// Permissions, when non-nil, are what the call declares for the
 	// program's capability calls, as bash's permissions are (see Execute).
@@ -311,11 +331,11 @@ type Request struct {
 // or Run's refusal; Execution then holds what the earlier stages
 // produced.
 //
-// r.Permissions are checked before vetting (a wall_s other than 0, or a
-// sub-agent's wall_s, is refused with nothing asked) and composed after
-// the build and before the program starts, a shortfall raised through
-// c.Raise at most once; on a resume the program starts once with the
-// grants, and a refusal that still stands is a *CapError with nothing
+// r.Permissions are checked before vetting: a wall_s other than 0, or a
+// sub-agent's wall_s, is refused with nothing asked. They are composed
+// after the build and before the program starts, a shortfall raised
+// through c.Raise at most once. On a resume the program starts once with
+// the grants; a refusal that still stands is a *CapError with nothing
 // run. The grants act only on the program's capability calls; a refusal
 // one of them meets is answered in band and never raised.
 // Execution.Widening says how the grants came out, whatever the error.

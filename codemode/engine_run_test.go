@@ -113,12 +113,12 @@ func TestCapabilitiesFromGoroutines(t *testing.T) {
 	if res.Stdout != "done\n" || res.Record.Total != 16*20*3 || res.Record.OK != res.Record.Total {
 		t.Fatalf("stdout %q record total %d ok %d", res.Stdout, res.Record.Total, res.Record.OK)
 	}
-	if len(res.Record.Calls) != MaxRecordedCalls || res.Record.Omitted != res.Record.Total-MaxRecordedCalls {
+	if len(res.Record.Calls) != maxRecordedCalls || res.Record.Omitted != res.Record.Total-maxRecordedCalls {
 		t.Errorf("record itemised %d, omitted %d", len(res.Record.Calls), res.Record.Omitted)
 	}
 }
 
-// TestEmitCeiling: report.emit is admitted MaxEmits times per execution;
+// TestEmitCeiling: report.emit is admitted maxEmits times per execution;
 // the next is refused in band, naming the ceiling.
 func TestEmitCeiling(t *testing.T) {
 	t.Parallel()
@@ -132,11 +132,11 @@ func TestEmitCeiling(t *testing.T) {
 			return
 		}
 	}
-	fmt.Println("no ceiling")`, MaxEmits+5)))
-	if want := fmt.Sprintf("%d %s\n", MaxEmits, CodeAdmissionCeiling); res.Stdout != want {
+	fmt.Println("no ceiling")`, maxEmits+5)))
+	if want := fmt.Sprintf("%d %s\n", maxEmits, codeAdmissionCeiling); res.Stdout != want {
 		t.Fatalf("stdout %q, want %q", res.Stdout, want)
 	}
-	if len(res.Artifacts) != MaxEmits {
+	if len(res.Artifacts) != maxEmits {
 		t.Errorf("%d artifacts", len(res.Artifacts))
 	}
 }

@@ -115,12 +115,12 @@ func (s *session) exec(t *testing.T, src string, within time.Duration) (*Executi
 }
 
 // mustRun runs src and fails unless it ran to a clean exit. It gives the
-// program MaxWithin: its subject is what the program does, and a loaded
+// program maxWithin: its subject is what the program does, and a loaded
 // host may take more than the default minute (checks.go's jailed go vet
 // starts with a cold cache).
 func (s *session) mustRun(t *testing.T, src string) *RunResult {
 	t.Helper()
-	x, err := s.exec(t, src, MaxWithin)
+	x, err := s.exec(t, src, maxWithin)
 	if err != nil {
 		t.Fatalf("the program did not run: %v", err)
 	}
@@ -181,7 +181,7 @@ func gitInit(t *testing.T, ws string) {
 }
 
 // TestProgramRunsInTheRunJail: a program's run is confined by every
-// layer RunRequiredLayers names, applied, and its stdout is its result.
+// layer runRequiredLayers names, applied, and its stdout is its result.
 func TestProgramRunsInTheRunJail(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
@@ -189,7 +189,7 @@ func TestProgramRunsInTheRunJail(t *testing.T) {
 	if res.Stdout != "hello from the jail\n" {
 		t.Errorf("stdout %q", res.Stdout)
 	}
-	for _, l := range RunRequiredLayers() {
+	for _, l := range runRequiredLayers() {
 		if !res.Enforcement.Applied(l) {
 			t.Errorf("layer %s not applied: %s", l, res.Enforcement)
 		}

@@ -4,12 +4,27 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/codemode"
+	"github.com/agentloom/loom/tool"
 )
 
 // Vet refuses, in one pass, everything that would let a program act
 // outside its capability channel, with the rule and position of each.
-func ExampleVet() {
+// Vetting parses only: it needs neither a toolchain nor a jail.
+func ExampleEngine_Vet() {
+	b := broker.New(broker.Options{})
+	defer b.Close()
+	reg, err := tool.NewRegistry(tool.FileTools()...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	e, err := codemode.New(codemode.Options{Registry: reg, Broker: b})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	src := []byte(`package main
 
 import (
@@ -20,7 +35,7 @@ import (
 //go:linkname now time.now
 func main() { fmt.Println(os.Args) }
 `)
-	_, err := codemode.Vet(src, codemode.WorkspaceSeam())
+	_, err = e.Vet(src)
 	var ve *codemode.VetError
 	if errors.As(err, &ve) {
 		for _, v := range ve.Violations {
@@ -30,17 +45,4 @@ func main() { fmt.Println(os.Args) }
 	// Output:
 	// 5:2 import_not_allowed import "os"
 	// 8:1 directive_comment //go:linkname now time.now
-}
-
-// A capability that writes, runs a command or reaches a job is
-// authorized by a tool the strand must hold; reads are open.
-func ExampleAuthorizingTool() {
-	for _, c := range []string{"proc.run", "fs.write", "fs.read"} {
-		name, gated := codemode.AuthorizingTool(c)
-		fmt.Println(c, name, gated)
-	}
-	// Output:
-	// proc.run bash true
-	// fs.write fs_write true
-	// fs.read  false
 }

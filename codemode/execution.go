@@ -20,10 +20,10 @@ import (
 
 // Bounds of background executions (code_mode's launch mode).
 const (
-	// MaxLiveExecutions is how many launched executions one strand may
+	// maxLiveExecutions is how many launched executions one strand may
 	// have running at once; a launch past it is refused with
 	// CodeExecutionCeiling until one ends.
-	MaxLiveExecutions = 8
+	maxLiveExecutions = 8
 	// maxEndedExecutions is how many ended executions are kept per strand
 	// for check and join; past it the one that ended longest ago is
 	// forgotten (never the one ending).
@@ -56,36 +56,6 @@ const defaultEndpoint = "default"
 // executionStepPrefix begins the StepID suffix of a launched execution's
 // own broker step: {operation, <launching step>/execution-<epoch>-<n>}.
 const executionStepPrefix = "/execution-"
-
-// The refusal codes of background executions.
-const (
-	// CodeUnknownExecution: the handle names no execution of the calling
-	// strand (never minted, another strand's, or forgotten); the refusal
-	// lists the strand's handles.
-	CodeUnknownExecution tool.Code = "unknown_execution"
-	// CodeExecutionLost: the handle was minted by an earlier instance of
-	// the host (before a restart); its execution ended with it.
-	CodeExecutionLost tool.Code = "execution_lost"
-	// CodeExecutionCeiling: the strand already has MaxLiveExecutions
-	// running; one ending frees a slot.
-	CodeExecutionCeiling tool.Code = "execution_ceiling"
-	// CodeExecutionNotReady: a send before the program called
-	// execution.Ready.
-	CodeExecutionNotReady tool.Code = "execution_not_ready"
-	// CodeExecutionEnded: a send to an execution that has ended.
-	CodeExecutionEnded tool.Code = "execution_ended"
-	// CodeUnknownEndpoint: the endpoint is not among those the program
-	// registered; the refusal lists them.
-	CodeUnknownEndpoint tool.Code = "unknown_endpoint"
-	// CodeInboxFull: 64 inputs are already waiting to be
-	// received.
-	CodeInboxFull tool.Code = "inbox_full"
-	// CodeNotBackground: execution.receive in a foreground run, where
-	// nothing can send.
-	CodeNotBackground tool.Code = "not_background"
-	// CodeEngineClosed: a launch after Engine.Close.
-	CodeEngineClosed tool.Code = "engine_closed"
-)
 
 // ExecutionState is where a launched execution is.
 type ExecutionState string
@@ -187,7 +157,7 @@ func newExecutions(abort func(broker.StepKey), notify func(ExecutionNotice)) *ex
 	rand.Read(b[:]) // never fails (crypto/rand)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &executions{epoch: hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel, abort: abort, notify: notify,
-		now: time.Now, tab: handles.New[string, *execution](MaxLiveExecutions, maxEndedExecutions)}
+		now: time.Now, tab: handles.New[string, *execution](maxLiveExecutions, maxEndedExecutions)}
 }
 
 // signal wakes everyone waiting on x. t.mu held.
@@ -228,7 +198,7 @@ func (t *executions) reserve(c *tool.Call) (*execution, error) {
 		return nil, &CapError{Code: CodeEngineClosed, Message: "the session is closing; no program can be launched any more"}
 	}
 	return nil, &CapError{Code: CodeExecutionCeiling, Message: fmt.Sprintf("strand %s already has %d launched programs running, the most it may; cancel one (%s) or let one end before launching another",
-		quoteArg(c.Strand), MaxLiveExecutions, strings.Join(t.tab.LiveKeys(c.Strand), ", "))}
+		quoteArg(c.Strand), maxLiveExecutions, strings.Join(t.tab.LiveKeys(c.Strand), ", "))}
 }
 
 // drop forgets a reserved execution that never started.
@@ -345,7 +315,7 @@ func (t *executions) status(x *execution) ExecutionStatus {
 // endpointError refuses a name no endpoint may have.
 func endpointError(cap, name string) error {
 	if len(name) == 0 || len(name) > maxEndpointNameBytes || !endpointPattern.MatchString(name) {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("endpoint %s is not a name: use 1 to %d letters, digits, '-' or '_'", quoteArg(name), maxEndpointNameBytes)}
+		return &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("endpoint %s is not a name: use 1 to %d letters, digits, '-' or '_'", quoteArg(name), maxEndpointNameBytes)}
 	}
 	return nil
 }
@@ -356,7 +326,7 @@ func (t *executions) register(x *execution, endpoint string, ready bool) error {
 	defer t.mu.Unlock()
 	if !slices.Contains(x.endpoints, endpoint) {
 		if len(x.endpoints) >= maxEndpoints {
-			return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("the program already registered %d endpoints, the most it may (%s)", maxEndpoints, strings.Join(x.endpoints, ", "))}
+			return &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("the program already registered %d endpoints, the most it may (%s)", maxEndpoints, strings.Join(x.endpoints, ", "))}
 		}
 		x.endpoints = append(x.endpoints, endpoint)
 	}

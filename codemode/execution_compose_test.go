@@ -120,7 +120,7 @@ func TestCheckWaitsForReadiness(t *testing.T) {
 		t.Fatalf("a short wait came back ready: %+v", st)
 	}
 	go func() {
-		if err := s.eng.KV().Set(s.call.Strand, "go", []byte("1")); err != nil {
+		if err := s.eng.kv.Set(s.call.Strand, "go", []byte("1")); err != nil {
 			t.Error(err)
 		}
 	}()

@@ -40,7 +40,7 @@ func executionModeSchemas() []tool.TypeSchema {
 
 // modeDescription is the description's paragraph on the modes.
 func modeDescription() string {
-	return fmt.Sprintf("mode launch answers a handle at once while the program runs on (at most %d per strand): then mode check, send (to an endpoint, once it called execution.Ready), join or cancel. ", MaxLiveExecutions)
+	return fmt.Sprintf("mode launch answers a handle at once while the program runs on (at most %d per strand): then mode check, send (to an endpoint, once it called execution.Ready), join or cancel. ", maxLiveExecutions)
 }
 
 // ExecutionDetails is the Details of a launch, check, send, cancel, and

@@ -109,7 +109,7 @@ func (m *executionModel) launch(t *rapid.T) {
 // fill launches for one strand until one launch past the live bound.
 func (m *executionModel) fill(t *rapid.T) {
 	strand := rapid.SampledFrom([]string{"a", "b"}).Draw(t, "strand")
-	for range MaxLiveExecutions + 1 {
+	for range maxLiveExecutions + 1 {
 		m.launchAs(t, strand)
 	}
 }
@@ -124,7 +124,7 @@ func (m *executionModel) launchAs(t *rapid.T, strand string) {
 	m.sites++
 	c := (&tool.Call{Strand: strand}).At("op", fmt.Sprint("step-", m.sites), 0)
 	x, err := m.t.reserve(c)
-	if live >= MaxLiveExecutions {
+	if live >= maxLiveExecutions {
 		if codeOfErr(err) != CodeExecutionCeiling {
 			t.Fatalf("launch %d of strand %s: %v, want %s", live+1, strand, err, CodeExecutionCeiling)
 		}
@@ -284,7 +284,7 @@ func (m *executionModel) check(t *rapid.T) {
 				live++
 			}
 		}
-		if live > MaxLiveExecutions {
+		if live > maxLiveExecutions {
 			t.Fatalf("strand %s has %d live", strand, live)
 		}
 	}

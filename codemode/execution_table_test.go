@@ -123,7 +123,7 @@ func TestMapKeepsTheChildWhenOnlyTheWaitFailed(t *testing.T) {
 	}`))
 	route := func(_ context.Context, cap string, _ map[string]any) (any, error) {
 		if cap != "strand.map" {
-			return nil, &CapError{Code: CodeUnknownCapability, Message: cap}
+			return nil, &CapError{Code: codeUnknownCapability, Message: cap}
 		}
 		return map[string]any{"items": []any{
 			map[string]any{"purpose": "a", "handle": "sub:main/a-0123456789abcdef#run-1", "strand": "sub:main/a-0123456789abcdef", "reconciled": false, "code": "wait_failed", "message": "the wait failed"},

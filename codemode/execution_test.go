@@ -198,7 +198,7 @@ func TestLaunchCheckSendJoin(t *testing.T) {
 	if o := s.dispatch(t, map[string]any{"mode": "send", "handle": h, "input": "early"}); o.Code != CodeExecutionNotReady {
 		t.Fatalf("send before ready: %s: %s", o.Code, o.Text)
 	}
-	if err := s.eng.KV().Set("main", "go", []byte("1")); err != nil {
+	if err := s.eng.kv.Set("main", "go", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
 	awaitExecution(t, s.eng, h, func(st ExecutionStatus) bool { return st.Ready })
@@ -330,7 +330,7 @@ func TestCancelReapsTheExecutionsStepNotItsJob(t *testing.T) {
 	var notified sync.Mutex
 	notices := 0
 	s.withNotify(t, func(ExecutionNotice) { notified.Lock(); notices++; notified.Unlock() })
-	if err := s.eng.KV().Set("main", "go", []byte("1")); err != nil {
+	if err := s.eng.kv.Set("main", "go", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
 	h := s.launched(t, "main", scriptProgram)
@@ -376,7 +376,7 @@ func TestCancelReapsTheExecutionsStepNotItsJob(t *testing.T) {
 	}
 }
 
-// TestLiveExecutionBound: a strand runs MaxLiveExecutions launched
+// TestLiveExecutionBound: a strand runs maxLiveExecutions launched
 // programs at once and the next launch is refused naming them; another
 // strand is not counted against it; a cancel frees a slot. Close then
 // tears every one down, reaped, and refuses later launches.
@@ -384,17 +384,17 @@ func TestLiveExecutionBound(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
 	for _, strand := range []string{"main", "other"} {
-		if err := s.eng.KV().Set(strand, "go", []byte("1")); err != nil {
+		if err := s.eng.kv.Set(strand, "go", []byte("1")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var handles []string
-	for range MaxLiveExecutions {
+	for range maxLiveExecutions {
 		handles = append(handles, s.launched(t, "main", scriptProgram))
 	}
 	o := s.dispatch(t, map[string]any{"mode": "launch", "program": scriptProgram})
-	if o.Code != CodeExecutionCeiling || !strings.Contains(o.Text, fmt.Sprint(MaxLiveExecutions)) || !strings.Contains(o.Text, handles[0]) {
-		t.Fatalf("launch %d: %s: %s", MaxLiveExecutions+1, o.Code, o.Text)
+	if o.Code != CodeExecutionCeiling || !strings.Contains(o.Text, fmt.Sprint(maxLiveExecutions)) || !strings.Contains(o.Text, handles[0]) {
+		t.Fatalf("launch %d: %s: %s", maxLiveExecutions+1, o.Code, o.Text)
 	}
 	other := s.launched(t, "other", scriptProgram)
 	if o := s.dispatch(t, map[string]any{"mode": "cancel", "handle": handles[0]}); o.IsError {
@@ -441,7 +441,7 @@ func TestDescriptionStatesTheModes(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
 	tl := s.eng.Tool()
-	for _, want := range []string{"mode launch", "check", "send", "join", "cancel", "execution.Ready", fmt.Sprintf("at most %d per strand", MaxLiveExecutions)} {
+	for _, want := range []string{"mode launch", "check", "send", "join", "cancel", "execution.Ready", fmt.Sprintf("at most %d per strand", maxLiveExecutions)} {
 		if !strings.Contains(tl.Description, want) {
 			t.Errorf("the description lacks %q", want)
 		}

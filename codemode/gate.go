@@ -7,7 +7,7 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// AuthorizingTool returns the tool whose holding authorizes the
+// authorizingTool returns the tool whose holding authorizes the
 // capability cap, and false for a capability that is open on purpose to
 // any strand that holds code_mode (reads, searches, kv.*, report.emit).
 // strand.map needs agent_wait as well as the agent_spawn it returns. A
@@ -15,7 +15,7 @@ import (
 // call refused with tool.CodeToolNotHeld, by the same holds check
 // Registry.Dispatch applies to a direct call of that tool: a program
 // cannot do what its strand could not do with one tool call.
-func AuthorizingTool(cap string) (name string, gated bool) {
+func authorizingTool(cap string) (name string, gated bool) {
 	c := lookupCapability(cap)
 	if c == nil || len(c.authorizedBy) == 0 {
 		return "", false

@@ -14,7 +14,7 @@ func TestEveryCapabilityIsGatedOrOpenOnPurpose(t *testing.T) {
 	want := map[string]string{"proc.run": "bash", "job.start": "bash", "job.poll": "job_poll", "job.list": "job_poll",
 		"job.send": "job_send", "job.kill": "job_kill", "fs.write": "fs_write", "fs.edit": "fs_edit"}
 	for _, cap := range workspaceCapabilities() {
-		name, gated := AuthorizingTool(cap)
+		name, gated := authorizingTool(cap)
 		switch {
 		case open[cap] && gated:
 			t.Errorf("%s is gated by %s but meant to be open", cap, name)

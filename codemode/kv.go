@@ -15,14 +15,13 @@ const (
 	maxKVBytes = 8 << 20
 )
 
-// KV is the scratch store behind a program's cap/kv: one space per
+// kvStore is the scratch store behind a program's cap/kv: one space per
 // strand, shared by every execution of that strand for as long as the
-// host keeps the KV (a session), never across strands. It is scratch:
-// held in memory, bounded to 1024 keys and 8 MiB per strand (a set
-// past either is refused, CodeKVFull), and the host may evict a strand's
-// space at any time with Forget. Safe for concurrent use; the zero value
-// is not usable, use NewKV.
-type KV struct {
+// Engine lives, never across strands. It is scratch: held in memory,
+// bounded to 1024 keys and 8 MiB per strand (a set past either is
+// refused, codeKVFull). Safe for concurrent use; the zero value is not
+// usable, use newKVStore.
+type kvStore struct {
 	mu     sync.Mutex
 	spaces map[string]*kvSpace
 }
@@ -32,25 +31,18 @@ type kvSpace struct {
 	bytes int
 }
 
-// NewKV returns an empty store.
-func NewKV() *KV { return &KV{spaces: map[string]*kvSpace{}} }
-
-// Forget evicts strand's space.
-func (k *KV) Forget(strand string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.spaces, strand)
-}
+// newKVStore returns an empty store.
+func newKVStore() *kvStore { return &kvStore{spaces: map[string]*kvSpace{}} }
 
 func checkKey(key string) error {
 	if key == "" || len(key) > maxKVKeyBytes {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("a kv key is 1 to %d bytes (got %d)", maxKVKeyBytes, len(key))}
+		return &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("a kv key is 1 to %d bytes (got %d)", maxKVKeyBytes, len(key))}
 	}
 	return nil
 }
 
 // Get returns a copy of strand's value under key and whether it is set.
-func (k *KV) Get(strand, key string) ([]byte, bool, error) {
+func (k *kvStore) Get(strand, key string) ([]byte, bool, error) {
 	if err := checkKey(key); err != nil {
 		return nil, false, err
 	}
@@ -65,9 +57,9 @@ func (k *KV) Get(strand, key string) ([]byte, bool, error) {
 }
 
 // Set stores a copy of value under key in strand's space, refusing with
-// CodeKVFull a set that would pass 1024 keys or 8 MiB (replacing a
+// codeKVFull a set that would pass 1024 keys or 8 MiB (replacing a
 // value counts only the difference).
-func (k *KV) Set(strand, key string, value []byte) error {
+func (k *kvStore) Set(strand, key string, value []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -83,10 +75,10 @@ func (k *KV) Set(strand, key string, value []byte) error {
 	if had {
 		grow = len(value) - len(old)
 	} else if len(sp.vals) >= maxKVKeys {
-		return &CapError{Code: CodeKVFull, Message: fmt.Sprintf("the kv space holds its maximum of %d keys; delete one first", maxKVKeys)}
+		return &CapError{Code: codeKVFull, Message: fmt.Sprintf("the kv space holds its maximum of %d keys; delete one first", maxKVKeys)}
 	}
 	if sp.bytes+grow > maxKVBytes {
-		return &CapError{Code: CodeKVFull, Message: fmt.Sprintf("the kv space would hold %d bytes, past its maximum of %d (keys and values); delete or shrink values first", sp.bytes+grow, maxKVBytes)}
+		return &CapError{Code: codeKVFull, Message: fmt.Sprintf("the kv space would hold %d bytes, past its maximum of %d (keys and values); delete or shrink values first", sp.bytes+grow, maxKVBytes)}
 	}
 	sp.vals[key] = append([]byte{}, value...)
 	sp.bytes += grow
@@ -94,7 +86,7 @@ func (k *KV) Set(strand, key string, value []byte) error {
 }
 
 // Delete removes key from strand's space and reports whether it was set.
-func (k *KV) Delete(strand, key string) (bool, error) {
+func (k *kvStore) Delete(strand, key string) (bool, error) {
 	if err := checkKey(key); err != nil {
 		return false, err
 	}

@@ -192,11 +192,11 @@ func TestRouterServesOnlyTheSeamsPackages(t *testing.T) {
 	orch := s.eng.newSeamHost(s.call, OrchestrationSeam(), nil)
 	_, err := orch.route(ctx, "fs.read", map[string]any{"path": "x"})
 	var ce *CapError
-	if !errors.As(err, &ce) || ce.Code != CodeUnknownCapability || !strings.Contains(ce.Message, "orchestration seam") || !strings.Contains(ce.Message, "strand.spawn") || strings.Contains(ce.Message, "fs.read,") {
+	if !errors.As(err, &ce) || ce.Code != codeUnknownCapability || !strings.Contains(ce.Message, "orchestration seam") || !strings.Contains(ce.Message, "strand.spawn") || strings.Contains(ce.Message, "fs.read,") {
 		t.Errorf("fs.read on the orchestration seam: %v", err)
 	}
 	ws := s.eng.newSeamHost(s.call, WorkspaceSeam(), nil)
-	if _, err := ws.route(ctx, "strand.spawn", map[string]any{"purpose": "p", "prompt": "p"}); !errors.As(err, &ce) || ce.Code != CodeUnknownCapability {
+	if _, err := ws.route(ctx, "strand.spawn", map[string]any{"purpose": "p", "prompt": "p"}); !errors.As(err, &ce) || ce.Code != codeUnknownCapability {
 		t.Errorf("strand.spawn on the workspace seam: %v", err)
 	}
 	if _, err := ws.route(ctx, "fs.read", map[string]any{"path": "x"}); !errors.As(err, &ce) || ce.Code != tool.CodeNotFound {
@@ -206,7 +206,7 @@ func TestRouterServesOnlyTheSeamsPackages(t *testing.T) {
 		t.Errorf("the control, notes.list on the orchestration seam: %v", err)
 	}
 	none := s.eng.newSeamHost(s.call, Seam{}, nil)
-	if _, err := none.route(ctx, "kv.get", map[string]any{"key": "k"}); !errors.As(err, &ce) || ce.Code != CodeUnknownCapability {
+	if _, err := none.route(ctx, "kv.get", map[string]any{"key": "k"}); !errors.As(err, &ce) || ce.Code != codeUnknownCapability {
 		t.Errorf("a binary of no seam was served kv.get: %v", err)
 	}
 }
@@ -228,7 +228,7 @@ func TestTwoSeamDescription(t *testing.T) {
 		`Seam "workspace" (the default) adds cap/fs, cap/search, cap/proc, cap/kv, cap/job.`,
 		`Seam "orchestration" adds cap/strand.`,
 		"func strand.Spawn(", "func notes.Put(", RecipeFanOut,
-		fmt.Sprintf("%d spawns", DefaultSpawnCeiling), fmt.Sprintf("%d note writes", maxNoteWrites),
+		fmt.Sprintf("%d spawns", defaultSpawnCeiling), fmt.Sprintf("%d note writes", maxNoteWrites),
 	} {
 		if !strings.Contains(tl.Description, want) {
 			t.Errorf("the description lacks %q:\n%s", want, tl.Description)
@@ -296,7 +296,7 @@ func TestFanOutRecipeRuns(t *testing.T) {
 	}
 }
 
-// TestSpawnCeiling: a spawn loop is admitted DefaultSpawnCeiling times
+// TestSpawnCeiling: a spawn loop is admitted defaultSpawnCeiling times
 // (or the configured SpawnCeiling), then refused in band with
 // spawn_ceiling naming the number; a strand.map afterwards reports the
 // same refusal as each item's outcome.
@@ -335,12 +335,12 @@ func TestSpawnCeiling(t *testing.T) {
 			res := s.execOn(t, OrchestrationSeamName, src)
 			want := ceiling
 			if want == 0 {
-				want = DefaultSpawnCeiling
+				want = defaultSpawnCeiling
 			}
 			for _, w := range []string{
-				fmt.Sprintf("%d admitted; then %s: strand.spawn reached its ceiling of %d spawns", want, CodeSpawnCeiling, want),
+				fmt.Sprintf("%d admitted; then %s: strand.spawn reached its ceiling of %d spawns", want, codeSpawnCeiling, want),
 				"waiting frees no slot",
-				fmt.Sprintf("map: <nil> %s %s", CodeSpawnCeiling, CodeSpawnCeiling),
+				fmt.Sprintf("map: <nil> %s %s", codeSpawnCeiling, codeSpawnCeiling),
 			} {
 				if !strings.Contains(res.Stdout, w) {
 					t.Errorf("stdout lacks %q:\n%s", w, res.Stdout)
@@ -397,12 +397,12 @@ func TestNoteCeilings(t *testing.T) {
 	v, found, err := notes.Get(ctx, "agent/main/k")
 	fmt.Printf("get after the ceiling: %q %v %v\n", v, found, code(err))`))
 	for _, w := range []string{
-		fmt.Sprintf("writes %d; then %s: ", maxNoteWrites, CodeAdmissionCeiling),
+		fmt.Sprintf("writes %d; then %s: ", maxNoteWrites, codeAdmissionCeiling),
 		fmt.Sprintf("ceiling of %d note writes (strand.note and notes.put together)", maxNoteWrites),
-		fmt.Sprintf("reads %d; then %s: ", maxNoteReads, CodeAdmissionCeiling),
+		fmt.Sprintf("reads %d; then %s: ", maxNoteReads, codeAdmissionCeiling),
 		fmt.Sprintf("ceiling of %d note reads", maxNoteReads),
 		"waiting frees no slot",
-		"get after the ceiling: \"\" false " + string(CodeAdmissionCeiling),
+		"get after the ceiling: \"\" false " + string(codeAdmissionCeiling),
 	} {
 		if !strings.Contains(res.Stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, res.Stdout)
@@ -568,7 +568,7 @@ func TestStrandMapReportsEachItem(t *testing.T) {
 		many[i] = map[string]any{"purpose": "x", "prompt": "p"}
 	}
 	var ce *CapError
-	if _, err := h.route(context.Background(), "strand.map", map[string]any{"items": many}); !errors.As(err, &ce) || ce.Code != CodeInvalidCapabilityArguments {
+	if _, err := h.route(context.Background(), "strand.map", map[string]any{"items": many}); !errors.As(err, &ce) || ce.Code != codeInvalidCapabilityArguments {
 		t.Errorf("%d items: %v", len(many), err)
 	}
 }
@@ -593,7 +593,7 @@ func TestNoteValuesAreBounded(t *testing.T) {
 		code  tool.Code
 	}{
 		{"big", append(at, ' '), agent.CodeNoteTooLarge},
-		{"prose", []byte("not json"), CodeInvalidCapabilityArguments},
+		{"prose", []byte("not json"), codeInvalidCapabilityArguments},
 		{"at", at, ""},
 	} {
 		_, err := h.route(context.Background(), "notes.put", map[string]any{"key": c.key, "value": c.value})
@@ -635,8 +635,8 @@ func TestPointersNameTheAgentPackages(t *testing.T) {
 	}{
 		{failed("notes.put", agent.CodeNoteExists), pointer("notes")},
 		{failed("strand.wait", agent.CodeUnknownHandle), pointer("strand")},
-		{failed("strand.spawn", CodeSpawnCeiling), ""},
-		{failed("notes.get", CodeAdmissionCeiling), ""},
+		{failed("strand.spawn", codeSpawnCeiling), ""},
+		{failed("notes.get", codeAdmissionCeiling), ""},
 	} {
 		if got := pointerFromRecord(c.rec); got != c.want {
 			t.Errorf("%s %s: pointer %q, want %q", c.rec.Calls[0].Cap, c.rec.Calls[0].Code, got, c.want)
@@ -685,21 +685,21 @@ func TestSendCeiling(t *testing.T) {
 	h := newHost()
 	for i := range maxSends {
 		var ce *CapError
-		if err := send(h); errors.As(err, &ce) && ce.Code == CodeAdmissionCeiling {
+		if err := send(h); errors.As(err, &ce) && ce.Code == codeAdmissionCeiling {
 			t.Fatalf("send %d refused at the ceiling: %v", i, err)
 		}
 	}
 	var ce *CapError
 	err = send(h)
-	if !errors.As(err, &ce) || ce.Code != CodeAdmissionCeiling {
-		t.Fatalf("send %d: %v, want %s", maxSends, err, CodeAdmissionCeiling)
+	if !errors.As(err, &ce) || ce.Code != codeAdmissionCeiling {
+		t.Fatalf("send %d: %v, want %s", maxSends, err, codeAdmissionCeiling)
 	}
 	for _, want := range []string{"strand.send", fmt.Sprintf("ceiling of %d calls", maxSends), "waiting frees no slot"} {
 		if !strings.Contains(ce.Message, want) {
 			t.Errorf("the refusal lacks %q: %s", want, ce.Message)
 		}
 	}
-	if err := send(newHost()); errors.As(err, &ce) && ce.Code == CodeAdmissionCeiling {
+	if err := send(newHost()); errors.As(err, &ce) && ce.Code == codeAdmissionCeiling {
 		t.Errorf("a fresh execution's first send was refused at the ceiling: %v", err)
 	}
 }
@@ -712,7 +712,7 @@ func TestAgentBoundsFollowTheOfferedPackages(t *testing.T) {
 	t.Parallel()
 	agency := agent.NewAgency(agent.RunnerFunc(func(context.Context, agent.Turn) (string, error) { return "done", nil }), agent.Options{MaxWait: 20 * time.Second})
 	t.Cleanup(func() { agency.Close() })
-	spawns := fmt.Sprintf("%d spawns", DefaultSpawnCeiling)
+	spawns := fmt.Sprintf("%d spawns", defaultSpawnCeiling)
 	notes := fmt.Sprintf("%d note writes", maxNoteWrites)
 	for _, tc := range []struct {
 		name     string

@@ -141,7 +141,7 @@ func (h *probeHost) next() (uint64, wire.CapCall, bool) {
 			h.cancels[f.ID] = true
 			// As the real host does: a cancelled call is answered at once
 			// (a leading caller's read ends only with a frame).
-			h.write(wire.Frame{ID: f.ID, Kind: wire.FrameCapResult, Body: wire.ResultErr(string(CodeCallCancelled), "the call was cancelled by the program")})
+			h.write(wire.Frame{ID: f.ID, Kind: wire.FrameCapResult, Body: wire.ResultErr(string(codeCallCancelled), "the call was cancelled by the program")})
 			continue
 		case wire.FrameRing:
 			// This host keeps the channel on the socket, as a host that

@@ -94,7 +94,7 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 				if pkg == "cap/execution" {
 					// Run in the foreground, the example's Receive is
 					// refused not_background, as its doc says.
-					failed -= countCode(x.Run.Record, CodeNotBackground)
+					failed -= countCode(x.Run.Record, codeNotBackground)
 				}
 				if failed != 0 {
 					t.Errorf("the example's calls failed: %+v\n%s", x.Run.Record, x.Run.Stdout)

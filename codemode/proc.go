@@ -23,8 +23,8 @@ const (
 	// defaultProcTimeout is a proc.run's timeout when timeout_ms is absent.
 	defaultProcTimeout = 60 * time.Second
 	// maxProcTimeout is the largest timeout_ms a proc.run takes (the
-	// per-call timeout, MaxCallTimeout, bounds it too).
-	maxProcTimeout = MaxCallTimeout
+	// per-call timeout, maxCallTimeout, bounds it too).
+	maxProcTimeout = maxCallTimeout
 	// maxProcOutputBytes bounds what one proc.run returns of stdout and
 	// of stderr each; past it the stream is cut and truncated is set.
 	maxProcOutputBytes = 1 << 20
@@ -83,7 +83,7 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	if errors.As(err, &d) {
 		return nil, &CapError{Code: tool.Code(d.Code), Message: d.Explain() + " A program cannot ask for more access while it runs; declare it in the code_mode call's permissions, asked once before the program starts."}
 	} else if err != nil {
-		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: err.Error()}
+		return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: err.Error()}
 	}
 	select {
 	case p.slots <- struct{}{}:
@@ -109,7 +109,7 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	if d := broker.DenialOf(err); d != nil {
 		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain()}
 	} else if err != nil {
-		return nil, &CapError{Code: CodeProcFailed, Message: err.Error()}
+		return nil, &CapError{Code: codeProcFailed, Message: err.Error()}
 	}
 	var out, errOut boundedBuffer
 	for o := range x.Output() {
@@ -121,7 +121,7 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	}
 	st := x.Wait()
 	if st.Failed != "" {
-		return nil, &CapError{Code: CodeProcFailed, Message: fmt.Sprintf("%s could not start: %s", quoteArg(argv[0]), st.Failed)}
+		return nil, &CapError{Code: codeProcFailed, Message: fmt.Sprintf("%s could not start: %s", quoteArg(argv[0]), st.Failed)}
 	}
 	if st.ExitCode != 0 || st.TimedOut {
 		p.last.set(argv, errOut.buf)
@@ -136,20 +136,20 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 
 func checkArgv(argv []string, stdin []byte) error {
 	if len(argv) == 0 || argv[0] == "" {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: "argv must name a command (argv[0]); run a shell line as []string{\"sh\", \"-c\", line}"}
+		return &CapError{Code: codeInvalidCapabilityArguments, Message: "argv must name a command (argv[0]); run a shell line as []string{\"sh\", \"-c\", line}"}
 	}
 	n := 0
 	for _, w := range argv {
 		n += len(w)
 		if bytes.IndexByte([]byte(w), 0) >= 0 {
-			return &CapError{Code: CodeInvalidCapabilityArguments, Message: "an argv word holds a NUL byte"}
+			return &CapError{Code: codeInvalidCapabilityArguments, Message: "an argv word holds a NUL byte"}
 		}
 	}
 	if n > maxProcArgvBytes {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("argv is %d bytes; at most %d — write a script with fs.write and run it", n, maxProcArgvBytes)}
+		return &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("argv is %d bytes; at most %d — write a script with fs.write and run it", n, maxProcArgvBytes)}
 	}
 	if len(stdin) > maxProcStdinBytes {
-		return &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("stdin is %d bytes; at most %d", len(stdin), maxProcStdinBytes)}
+		return &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("stdin is %d bytes; at most %d", len(stdin), maxProcStdinBytes)}
 	}
 	return nil
 }

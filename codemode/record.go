@@ -9,11 +9,11 @@ import (
 
 // Bounds of the call record.
 const (
-	// MaxRecordedCalls is how many calls the record itemises; past it
+	// maxRecordedCalls is how many calls the record itemises; past it
 	// the counters stay exact and the entries stop.
-	MaxRecordedCalls = 128
-	// MaxCallSummaryBytes bounds one entry's summary.
-	MaxCallSummaryBytes = 160
+	maxRecordedCalls = 128
+	// maxCallSummaryBytes bounds one entry's summary.
+	maxCallSummaryBytes = 160
 )
 
 // CallStatus is how one capability call ended.
@@ -30,21 +30,26 @@ const (
 
 // CallEntry is one capability call of an execution.
 type CallEntry struct {
+	// Cap is the capability called, as the cap_call names it ("fs.read").
 	Cap    string     `json:"cap"`
 	Status CallStatus `json:"status"`
-	Code   tool.Code  `json:"code,omitempty"`
+	// Code is the failure code the program got ("" for CallOK): the
+	// code of the tool behind the capability (tool.CodeNotFound,
+	// tool.CodeToolNotHeld, ...) or a capability code the cap packages'
+	// docs state (invalid_capability_arguments, spawn_ceiling, kv_full,
+	// call_timeout, ...).
+	Code tool.Code `json:"code,omitempty"`
 	// DurationMs is measured by the host's clock from the call's arrival
 	// to its answer; 0 for a call refused before it was served.
 	DurationMs int64 `json:"duration_ms"`
 	// Summary names what the call was about (a path, an argv, a key),
-	// never a payload (file content, stdin, a value), at most
-	// MaxCallSummaryBytes.
+	// never a payload (file content, stdin, a value). It is at most 160
+	// bytes.
 	Summary string `json:"summary,omitempty"`
 }
 
 // CallRecord is what an execution's capability calls came to: the first
-// MaxRecordedCalls itemised in arrival order, and exact counters over
-// all of them.
+// 128 itemised in arrival order, and exact counters over all of them.
 type CallRecord struct {
 	Calls     []CallEntry `json:"calls"`
 	Total     int         `json:"total"`
@@ -52,7 +57,7 @@ type CallRecord struct {
 	Failed    int         `json:"failed"`
 	Cancelled int         `json:"cancelled"`
 	Unsettled int         `json:"unsettled"`
-	// Omitted counts the calls past MaxRecordedCalls, not itemised.
+	// Omitted counts the calls past the first 128, not itemised.
 	Omitted int `json:"omitted,omitempty"`
 }
 
@@ -78,7 +83,7 @@ func (r *recorder) begin(cap string, summary func() string) callRef {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rec.Total++
-	if len(r.rec.Calls) >= MaxRecordedCalls {
+	if len(r.rec.Calls) >= maxRecordedCalls {
 		r.rec.Omitted++
 		r.pending++
 		return -1
@@ -132,10 +137,10 @@ func (r *recorder) finish() CallRecord {
 }
 
 func cutSummary(s string) string {
-	if len(s) <= MaxCallSummaryBytes {
+	if len(s) <= maxCallSummaryBytes {
 		return s
 	}
-	end := MaxCallSummaryBytes - len("…")
+	end := maxCallSummaryBytes - len("…")
 	for end > 0 && s[end]&0xC0 == 0x80 {
 		end--
 	}

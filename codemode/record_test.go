@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestRecordItemisesThenCounts: the first MaxRecordedCalls calls are
+// TestRecordItemisesThenCounts: the first maxRecordedCalls calls are
 // itemised, the counters stay exact past them, and calls in flight at
 // the end are unsettled.
 func TestRecordItemisesThenCounts(t *testing.T) {
@@ -15,7 +15,7 @@ func TestRecordItemisesThenCounts(t *testing.T) {
 	clock := time.Unix(0, 0)
 	var mu sync.Mutex
 	r := newRecorder(func() time.Time { mu.Lock(); defer mu.Unlock(); clock = clock.Add(time.Millisecond); return clock })
-	const n = MaxRecordedCalls + 10
+	const n = maxRecordedCalls + 10
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
@@ -26,13 +26,13 @@ func TestRecordItemisesThenCounts(t *testing.T) {
 			case 0:
 				r.end(ref, CallOK, "", false)
 			case 1:
-				r.end(ref, CallFailed, CodeKVFull, true)
+				r.end(ref, CallFailed, codeKVFull, true)
 			}
 		}()
 	}
 	wg.Wait()
 	rec := r.finish()
-	if rec.Total != n || len(rec.Calls) != MaxRecordedCalls || rec.Omitted != n-MaxRecordedCalls {
+	if rec.Total != n || len(rec.Calls) != maxRecordedCalls || rec.Omitted != n-maxRecordedCalls {
 		t.Fatalf("total %d, itemised %d, omitted %d", rec.Total, len(rec.Calls), rec.Omitted)
 	}
 	if rec.OK+rec.Failed+rec.Cancelled+rec.Unsettled != n {
@@ -42,7 +42,7 @@ func TestRecordItemisesThenCounts(t *testing.T) {
 		t.Errorf("unsettled %d, want %d", rec.Unsettled, n/3)
 	}
 	for _, e := range rec.Calls {
-		if len(e.Summary) > MaxCallSummaryBytes {
+		if len(e.Summary) > maxCallSummaryBytes {
 			t.Fatalf("a summary of %d bytes", len(e.Summary))
 		}
 		if e.Status == CallFailed && e.DurationMs != 0 {

@@ -16,9 +16,9 @@ import (
 // filled every further call still got a goroutine, was routed, and then
 // waited (holding its result) for the writer: no bound at all on the
 // goroutines and memory a program could pin in the host until its wall
-// deadline (up to MaxWithin), e.g. 8 MiB fs.read results by the
+// deadline (up to maxWithin), e.g. 8 MiB fs.read results by the
 // thousand. The bound now holds until the answer is written: the host
-// never has more than MaxCallsInFlight routed calls whose answers are
+// never has more than maxCallsInFlight routed calls whose answers are
 // not yet on the wire.
 func TestRedteamUnreadAnswersStayBounded(t *testing.T) {
 	t.Parallel()
@@ -28,7 +28,7 @@ func TestRedteamUnreadAnswersStayBounded(t *testing.T) {
 	var entered atomic.Int64
 	over := make(chan int64, 1)
 	route := func(context.Context, string, map[string]any) (any, error) {
-		if n := entered.Add(1); n == MaxCallsInFlight+slack+1 {
+		if n := entered.Add(1); n == maxCallsInFlight+slack+1 {
 			over <- n
 		}
 		return map[string]any{"content": answer}, nil
@@ -43,12 +43,12 @@ func TestRedteamUnreadAnswersStayBounded(t *testing.T) {
 			}
 		}
 	}()
-	// Nothing is read: the host must stop routing once MaxCallsInFlight
+	// Nothing is read: the host must stop routing once maxCallsInFlight
 	// answers wait for the wire. The bound below only ends a run that
 	// holds the invariant; a broken host breaks it within milliseconds.
 	select {
 	case n := <-over:
-		t.Errorf("%d calls were routed while the program read no answer; at most %d may wait for the wire", n, MaxCallsInFlight+slack)
+		t.Errorf("%d calls were routed while the program read no answer; at most %d may wait for the wire", n, maxCallsInFlight+slack)
 	case <-time.After(3 * time.Second):
 	}
 	// Drain, so every call is answered and serve sees the end.

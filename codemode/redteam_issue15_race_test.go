@@ -25,7 +25,7 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 		case <-ctx.Done():
 		}
 		return "done", nil
-	}), agent.Options{FanOut: 4 * DefaultSpawnCeiling, SessionStrands: 8 * DefaultSpawnCeiling})
+	}), agent.Options{FanOut: 4 * defaultSpawnCeiling, SessionStrands: 8 * defaultSpawnCeiling})
 	t.Cleanup(func() { close(release); agency.Close() })
 	reg, err := tool.NewRegistry(agent.Tools(agency)...)
 	if err != nil {
@@ -38,7 +38,7 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 	children := map[string]int{}
 	refused := 0
 	var wg sync.WaitGroup
-	const spawners, mappers = DefaultSpawnCeiling, 4
+	const spawners, mappers = defaultSpawnCeiling, 4
 	for i := range spawners + mappers {
 		wg.Go(func() {
 			if i < spawners {
@@ -49,7 +49,7 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 				switch {
 				case err == nil:
 					children[res.(map[string]any)["strand"].(string)]++
-				case errors.As(err, &ce) && ce.Code == CodeSpawnCeiling:
+				case errors.As(err, &ce) && ce.Code == codeSpawnCeiling:
 					refused++
 				default:
 					t.Errorf("spawn %d: %v", i, err)
@@ -72,7 +72,7 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 				switch m["code"] {
 				case "":
 					children[m["strand"].(string)]++
-				case string(CodeSpawnCeiling):
+				case string(codeSpawnCeiling):
 					refused++
 				default:
 					t.Errorf("map %d item: %v", i, m)
@@ -81,8 +81,8 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(children) != DefaultSpawnCeiling || refused != spawners+4*mappers-DefaultSpawnCeiling {
-		t.Errorf("%d distinct children, %d refused at the ceiling; want %d and %d", len(children), refused, DefaultSpawnCeiling, spawners+4*mappers-DefaultSpawnCeiling)
+	if len(children) != defaultSpawnCeiling || refused != spawners+4*mappers-defaultSpawnCeiling {
+		t.Errorf("%d distinct children, %d refused at the ceiling; want %d and %d", len(children), refused, defaultSpawnCeiling, spawners+4*mappers-defaultSpawnCeiling)
 	}
 	for name, n := range children {
 		if n != 1 {
@@ -106,7 +106,7 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 			switch {
 			case err == nil:
 				admitted++
-			case !errors.As(err, &ce) || ce.Code != CodeAdmissionCeiling:
+			case !errors.As(err, &ce) || ce.Code != codeAdmissionCeiling:
 				t.Errorf("%s: %v", cap, err)
 			}
 		})
@@ -126,8 +126,8 @@ func TestRedteamCeilingsHoldUnderRacingCalls(t *testing.T) {
 		{"strand.roster", map[string]any{"strand": "other"}},
 	} {
 		var ce *CapError
-		if _, err := h.route(ctx, c.cap, c.args); !errors.As(err, &ce) || ce.Code != CodeInvalidCapabilityArguments {
-			t.Errorf("%s with an identity field: %v, want %s", c.cap, err, CodeInvalidCapabilityArguments)
+		if _, err := h.route(ctx, c.cap, c.args); !errors.As(err, &ce) || ce.Code != codeInvalidCapabilityArguments {
+			t.Errorf("%s with an identity field: %v, want %s", c.cap, err, codeInvalidCapabilityArguments)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // TestRedteamExecutionTableUnderAHostileModel: launches racing from
-// goroutines on one call site are admitted exactly to MaxLiveExecutions,
+// goroutines on one call site are admitted exactly to maxLiveExecutions,
 // each under a handle and a broker step of its own; another strand's
 // handle reads exactly as one never minted; a send before Ready, to an
 // unregistered endpoint and past maxQueuedInputs is refused with its
@@ -24,7 +24,7 @@ func TestRedteamExecutionTableUnderAHostileModel(t *testing.T) {
 	var got []*execution
 	ceilings := 0
 	var wg sync.WaitGroup
-	for range 3 * MaxLiveExecutions {
+	for range 3 * maxLiveExecutions {
 		wg.Go(func() {
 			x, err := tab.reserve(c)
 			mu.Lock()
@@ -41,8 +41,8 @@ func TestRedteamExecutionTableUnderAHostileModel(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(got) != MaxLiveExecutions || ceilings != 2*MaxLiveExecutions {
-		t.Fatalf("%d launches admitted, %d refused; want %d and %d", len(got), ceilings, MaxLiveExecutions, 2*MaxLiveExecutions)
+	if len(got) != maxLiveExecutions || ceilings != 2*maxLiveExecutions {
+		t.Fatalf("%d launches admitted, %d refused; want %d and %d", len(got), ceilings, maxLiveExecutions, 2*maxLiveExecutions)
 	}
 	handles, steps := map[string]bool{}, map[string]bool{}
 	for _, x := range got {
@@ -51,8 +51,8 @@ func TestRedteamExecutionTableUnderAHostileModel(t *testing.T) {
 			t.Errorf("handle %q is not of the minted shape", x.handle)
 		}
 	}
-	if len(handles) != MaxLiveExecutions || len(steps) != MaxLiveExecutions {
-		t.Errorf("%d handles and %d steps for %d launches of one call site", len(handles), len(steps), MaxLiveExecutions)
+	if len(handles) != maxLiveExecutions || len(steps) != maxLiveExecutions {
+		t.Errorf("%d handles and %d steps for %d launches of one call site", len(handles), len(steps), maxLiveExecutions)
 	}
 
 	x := got[0]
@@ -84,7 +84,7 @@ func TestRedteamExecutionTableUnderAHostileModel(t *testing.T) {
 			t.Errorf("send to %.16q: %v", c.endpoint, err)
 		}
 	}
-	if _, err := tab.lookup("main", huge); err == nil || len(err.Error()) > 2*MaxLiveExecutions*len(x.handle)+4*maxArgumentQuoteBytes {
+	if _, err := tab.lookup("main", huge); err == nil || len(err.Error()) > 2*maxLiveExecutions*len(x.handle)+4*maxArgumentQuoteBytes {
 		t.Errorf("a huge handle is quoted unbounded (%d bytes)", len(err.Error()))
 	}
 	for i := range maxQueuedInputs {

@@ -63,7 +63,7 @@ func TestRedteamRingEndIsBoundedWhileABigAnswerFillsTheRing(t *testing.T) {
 					t.Fatal("the writer of a big answer was still waiting for room 2s after Close")
 				}
 			} else {
-				ch.end(CodeExecutionEnding, "over")
+				ch.end(codeExecutionEnding, "over")
 			}
 			if el := time.Since(start); el > outcomeWriteTimeout+400*time.Millisecond {
 				t.Fatalf("ending took %v with a full ring, past the %v outcome bound", el, outcomeWriteTimeout)
@@ -99,9 +99,9 @@ func TestRedteamRingLeavesNoMappingOrDescriptor(t *testing.T) {
 			atomic.StoreUint64((*uint64)(unsafe.Pointer(&mem[transport.RingUpHead])), ^uint64(0))
 			unix.Munmap(mem)
 			g.conn.Write([]byte{transport.RingDoorbell})
-			var cf *ChannelFault
+			var cf *channelFault
 			if err, _ := finish(); !errors.As(err, &cf) {
-				t.Fatalf("serve = %v, want a ChannelFault", err)
+				t.Fatalf("serve = %v, want a channelFault", err)
 			}
 		},
 	}
@@ -152,7 +152,7 @@ func TestRedteamRingDecodesACopyNotTheRing(t *testing.T) {
 // TestRedteamRingSurvivesBytesFlippedWhileItCopies: a second goroutine
 // of the program flips every byte of its ring, over and over, while the
 // program publishes calls; the host copies torn frames. It must neither
-// panic nor hang: serve returns (nil or a ChannelFault) once the program
+// panic nor hang: serve returns (nil or a channelFault) once the program
 // closes its end.
 func TestRedteamRingSurvivesBytesFlippedWhileItCopies(t *testing.T) {
 	t.Parallel()
@@ -190,9 +190,9 @@ func TestRedteamRingSurvivesBytesFlippedWhileItCopies(t *testing.T) {
 	<-flipped
 	r.Conn.CloseWrite()
 	err, _ := finish()
-	var cf *ChannelFault
+	var cf *channelFault
 	if err != nil && !errors.As(err, &cf) {
-		t.Fatalf("serve = %v, want nil or a ChannelFault", err)
+		t.Fatalf("serve = %v, want nil or a channelFault", err)
 	}
 	t.Logf("serve = %v", err)
 }

@@ -51,9 +51,9 @@ func TestRedteamRingForgedReadPositionEndsTheChannel(t *testing.T) {
 			transporttest.WaitWord(t, r, transport.RingUpTail, func(v uint64) bool { return v == r.Up })
 			r.Conn.CloseWrite()
 			err, rec := finish()
-			var cf *ChannelFault
+			var cf *channelFault
 			if !errors.As(err, &cf) {
-				t.Fatalf("serve = %v after the program forged its read position to %d (host at %d) and called %d time(s): want a ChannelFault",
+				t.Fatalf("serve = %v after the program forged its read position to %d (host at %d) and called %d time(s): want a channelFault",
 					err, tail, r.Load(transport.RingDownHead), rec.OK)
 			}
 		})

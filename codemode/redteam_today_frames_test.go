@@ -38,12 +38,12 @@ func decodedBytes(t *testing.T, in []byte) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// TestRedteamTodayInFlightBoundCountsDecodedArguments: MaxInFlightBytes
+// TestRedteamTodayInFlightBoundCountsDecodedArguments: maxInFlightBytes
 // promised to bound what unanswered calls' arguments hold in the host's
 // memory, but it counted their frames' bytes, and a frame of small values
 // decodes into some hundred times its size (a 340 KiB frame of one-entry
 // maps into about 36 MiB). A program that keeps such calls unanswered
-// (each waiting on a MaxHeavyCalls slot, or on a slow capability) held
+// (each waiting on a maxHeavyCalls slot, or on a slow capability) held
 // 256 of them, some 9 GiB of the host's memory, inside a 64 MiB bound.
 // Four are enough to pass it. Not parallel: it reads the process's
 // allocation count.
@@ -84,7 +84,7 @@ func TestRedteamTodayInFlightBoundCountsDecodedArguments(t *testing.T) {
 		if f.ID == calls+1 {
 			break
 		}
-		if e, _ := f.Body.(map[string]any)["err"].(map[string]any); e["code"] == string(CodeTooManyCalls) {
+		if e, _ := f.Body.(map[string]any)["err"].(map[string]any); e["code"] == string(codeTooManyCalls) {
 			refused++
 		}
 	}
@@ -92,8 +92,8 @@ func TestRedteamTodayInFlightBoundCountsDecodedArguments(t *testing.T) {
 	close(release)
 	g.conn.Close()
 	finish()
-	if held > MaxInFlightBytes {
-		t.Errorf("%d calls of %d frame bytes each were admitted at once, holding about %d MiB of decoded arguments, past MaxInFlightBytes (%d MiB)", calls-refused, one.Len(), held>>20, MaxInFlightBytes>>20)
+	if held > maxInFlightBytes {
+		t.Errorf("%d calls of %d frame bytes each were admitted at once, holding about %d MiB of decoded arguments, past maxInFlightBytes (%d MiB)", calls-refused, one.Len(), held>>20, maxInFlightBytes>>20)
 	}
 	if refused == calls {
 		t.Errorf("every call was refused: the bound must still admit one")
@@ -137,19 +137,19 @@ func TestRedteamTodayDecodedValueCostBound(t *testing.T) {
 }
 
 // TestRedteamTodayLargestCallFitsAlone: a call at both frame bounds is
-// charged less than MaxInFlightBytes, so the in-flight bound refuses it
+// charged less than maxInFlightBytes, so the in-flight bound refuses it
 // only while other calls are unanswered, never forever.
 func TestRedteamTodayLargestCallFitsAlone(t *testing.T) {
 	t.Parallel()
-	if worst := int64(4+wire.MaxFrameBytes) + int64(wire.MaxFrameValues)*wire.DecodedValueBytes; worst > MaxInFlightBytes {
-		t.Fatalf("a call of MaxFrameBytes holding MaxFrameValues values is charged %d bytes, past MaxInFlightBytes (%d): it could never be served", worst, MaxInFlightBytes)
+	if worst := int64(4+wire.MaxFrameBytes) + int64(wire.MaxFrameValues)*wire.DecodedValueBytes; worst > maxInFlightBytes {
+		t.Fatalf("a call of MaxFrameBytes holding MaxFrameValues values is charged %d bytes, past maxInFlightBytes (%d): it could never be served", worst, maxInFlightBytes)
 	}
 }
 
 // TestRedteamTodayProgramClosingMidFrameEndsServe: a program that closes
 // its end part way through a frame (in its length, in a small frame, in
 // a large one the host reads as it arrives) ends the serve loop at once
-// with a ChannelFault: the host never waits on the rest.
+// with a channelFault: the host never waits on the rest.
 func TestRedteamTodayProgramClosingMidFrameEndsServe(t *testing.T) {
 	t.Parallel()
 	for name, part := range map[string][]byte{
@@ -165,9 +165,9 @@ func TestRedteamTodayProgramClosingMidFrameEndsServe(t *testing.T) {
 			}
 			g.conn.Close()
 			err, _ := finish()
-			var cf *ChannelFault
+			var cf *channelFault
 			if !errors.As(err, &cf) {
-				t.Fatalf("serve = %v, want a ChannelFault for a frame cut short", err)
+				t.Fatalf("serve = %v, want a channelFault for a frame cut short", err)
 			}
 		})
 	}

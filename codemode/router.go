@@ -50,7 +50,7 @@ type seamHost struct {
 	call   *tool.Call
 	reg    *tool.Registry
 	jobs   job.Jobs // nil: the host serves no job plane
-	kv     *KV
+	kv     *kvStore
 	proc   *procRunner
 	agency agent.Agency // nil: no strand.* or notes.*
 	adm    admissions
@@ -81,7 +81,7 @@ func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any
 
 // unknownCapability refuses cap, naming what the seam offers.
 func (h *seamHost) unknownCapability(cap string) error {
-	return &CapError{Code: CodeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
+	return &CapError{Code: codeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
 }
 
 func (h *seamHost) fsRead(_ context.Context, a *capArgs) (any, error) {
@@ -135,7 +135,7 @@ func (h *seamHost) fsEdit(_ context.Context, a *capArgs) (any, error) {
 		return nil, err
 	}
 	if len(edits) == 0 || len(edits) > maxFSEdits {
-		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit takes 1 to %d edits (got %d)", maxFSEdits, len(edits))}
+		return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("fs.edit takes 1 to %d edits (got %d)", maxFSEdits, len(edits))}
 	}
 	f, err := h.call.ReadFile(path)
 	if err != nil {
@@ -145,7 +145,7 @@ func (h *seamHost) fsEdit(_ context.Context, a *capArgs) (any, error) {
 	for i, e := range edits {
 		em, ok := e.(map[string]any)
 		if !ok {
-			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("edits[%d] must be {find, replace}", i)}
+			return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("edits[%d] must be {find, replace}", i)}
 		}
 		ea := newCapArgs(fmt.Sprintf("fs.edit edits[%d]", i), em)
 		find, replace := ea.str("find", true), ea.str("replace", false)
@@ -154,9 +154,9 @@ func (h *seamHost) fsEdit(_ context.Context, a *capArgs) (any, error) {
 		}
 		switch n := strings.Count(text, find); {
 		case find == "":
-			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("edits[%d].find is empty", i)}
+			return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("edits[%d].find is empty", i)}
 		case n != 1:
-			return nil, &CapError{Code: CodeEditNoMatch, Message: fmt.Sprintf("edits[%d].find %s occurs %d times in %s after the edits before it; it must occur exactly once. Nothing was written", i, quoteArg(find), n, f.Path)}
+			return nil, &CapError{Code: codeEditNoMatch, Message: fmt.Sprintf("edits[%d].find %s occurs %d times in %s after the edits before it; it must occur exactly once. Nothing was written", i, quoteArg(find), n, f.Path)}
 		}
 		text = strings.Replace(text, find, replace, 1)
 	}
@@ -201,14 +201,14 @@ func (h *seamHost) kvDelete(_ context.Context, a *capArgs) (any, error) {
 	return map[string]any{"deleted": had}, nil
 }
 
-// emit mints an artifact in the blob store, admitted against MaxEmits.
+// emit mints an artifact in the blob store, admitted against maxEmits.
 func (h *seamHost) emit(_ context.Context, a *capArgs) (any, error) {
 	name, content, media := a.str("name", true), a.bytes("content", false), a.str("media_type", false)
 	if err := a.done(); err != nil {
 		return nil, err
 	}
 	if len(content) > maxEmitBytes {
-		return nil, &CapError{Code: CodeArtifactTooLarge, Message: fmt.Sprintf("report.emit content is %d bytes; at most %d (%d MiB) per artifact", len(content), maxEmitBytes, maxEmitBytes>>20)}
+		return nil, &CapError{Code: codeArtifactTooLarge, Message: fmt.Sprintf("report.emit content is %d bytes; at most %d (%d MiB) per artifact", len(content), maxEmitBytes, maxEmitBytes>>20)}
 	}
 	if h.call.Blobs == nil {
 		return nil, &CapError{Code: tool.CodeBlobStore, Message: "this host has no blob store, so report.emit cannot keep an artifact"}
@@ -248,11 +248,11 @@ func forProgram(path string, err error) error {
 }
 
 // codeOf reads the code of a routed call's error: tool.CodeOf's (a
-// CapError's, the file API's, a job refusal's, ...), else CodeProcFailed
+// CapError's, the file API's, a job refusal's, ...), else codeProcFailed
 // for an uncoded failure.
 func codeOf(err error) tool.Code {
 	if c := tool.CodeOf(err); c != "" {
 		return c
 	}
-	return CodeProcFailed
+	return codeProcFailed
 }

@@ -9,7 +9,7 @@ import (
 // execution.register and execution.receive, open to every program (no
 // tool authorizes them: they reach nothing outside the execution). In a
 // foreground run (h.exec nil) nothing can send, so ready and register
-// answer and change nothing and receive is CodeNotBackground.
+// answer and change nothing and receive is codeNotBackground.
 func (h *seamHost) executionCall(ctx context.Context, a *capArgs) (any, error) {
 	cap := a.cap
 	switch cap {
@@ -47,7 +47,7 @@ func (h *seamHost) executionCall(ctx context.Context, a *capArgs) (any, error) {
 		return nil, err
 	}
 	if h.exec == nil {
-		return nil, &CapError{Code: CodeNotBackground, Message: "this program runs in the foreground (mode run), where nothing can send to it; launch it (mode launch) to receive input"}
+		return nil, &CapError{Code: codeNotBackground, Message: "this program runs in the foreground (mode run), where nothing can send to it; launch it (mode launch) to receive input"}
 	}
 	in, ok, err := h.execs.receive(ctx, h.exec, name, wait)
 	if err != nil {

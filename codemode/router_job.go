@@ -126,7 +126,7 @@ func (h *seamHost) jobStart(ctx context.Context, a *capArgs) (any, error) {
 	}
 	d, _ := out.Details.(job.BashDetails)
 	if d.Job == "" {
-		return nil, &CapError{Code: CodeProcFailed, Message: "bash started no job: " + out.Text}
+		return nil, &CapError{Code: codeProcFailed, Message: "bash started no job: " + out.Text}
 	}
 	return map[string]any{"handle": string(d.Job)}, nil
 }

@@ -42,7 +42,7 @@ func (h *seamHost) notePut(ctx context.Context, cap string, a *capArgs) (any, er
 	case len(value) > agent.MaxNoteBytes:
 		return nil, &CapError{Code: agent.CodeNoteTooLarge, Message: fmt.Sprintf("%s value is %d bytes; a note is at most %d (%d KiB): store a summary", cap, len(value), agent.MaxNoteBytes, agent.MaxNoteBytes>>10)}
 	case !json.Valid(value):
-		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: cap + " value is not one JSON value; a note holds JSON (quote a string: \"\\\"text\\\"\")"}
+		return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: cap + " value is not one JSON value; a note holds JSON (quote a string: \"\\\"text\\\"\")"}
 	}
 	if _, err := h.adm.admit(admitNoteWrite, cap); err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ const (
 	// joined by one wait (at most agent.MaxWaitHandles handles).
 	maxMapItems = 16
 	// maxStrandWait bounds the wait of one strand.wait or strand.map,
-	// below MaxCallTimeout so its answer arrives before the call's own
+	// below maxCallTimeout so its answer arrives before the call's own
 	// deadline; the Agency's MaxWaitMs bounds it too.
 	maxStrandWait = 60 * time.Second
 )
@@ -237,13 +237,13 @@ func (h *seamHost) strandMap(ctx context.Context, a *capArgs) (any, error) {
 		return nil, err
 	}
 	if len(items) == 0 || len(items) > maxMapItems {
-		return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("strand.map takes 1 to %d items (got %d)", maxMapItems, len(items))}
+		return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("strand.map takes 1 to %d items (got %d)", maxMapItems, len(items))}
 	}
 	reqs := make([]agent.SpawnRequest, len(items))
 	for i, it := range items {
 		im, ok := it.(map[string]any)
 		if !ok {
-			return nil, &CapError{Code: CodeInvalidCapabilityArguments, Message: fmt.Sprintf("items[%d] must be {purpose, prompt}", i)}
+			return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("items[%d] must be {purpose, prompt}", i)}
 		}
 		ia := newCapArgs(fmt.Sprintf("strand.map items[%d]", i), im)
 		r := req

@@ -17,14 +17,14 @@ import (
 
 // Bounds of a run.
 const (
-	// DefaultWithin is a run's wall deadline when within_ms is absent.
-	DefaultWithin = 60 * time.Second
-	// MaxWithin is the largest within_ms a run takes.
-	MaxWithin = 600 * time.Second
-	// RunAddressSpaceBytes is the program's address-space limit
+	// defaultWithin is a run's wall deadline when within_ms is absent.
+	defaultWithin = 60 * time.Second
+	// maxWithin is the largest within_ms a run takes.
+	maxWithin = 600 * time.Second
+	// runAddressSpaceBytes is the program's address-space limit
 	// (RLIMIT_AS). The Go runtime reserves virtual ranges well past what
 	// it uses; GOMEMLIMIT below keeps the heap far under this.
-	RunAddressSpaceBytes = 4 << 30
+	runAddressSpaceBytes = 4 << 30
 	// runMemoryLimit is the GOMEMLIMIT a program runs with.
 	runMemoryLimit = "1GiB"
 	// maxRunProcs is the most GOMAXPROCS a program runs with: it gets
@@ -35,10 +35,10 @@ const (
 	runProcesses = 256
 )
 
-// RunRequiredLayers are the layers a program never runs without: where
+// runRequiredLayers are the layers a program never runs without: where
 // the kernel cannot apply one, the run is refused
 // (CodeRunJailUnavailable) rather than run less confined.
-func RunRequiredLayers() []string {
+func runRequiredLayers() []string {
 	return []string{broker.LayerNamespaces, broker.LayerEmptyRoot, broker.LayerNoNewPrivs,
 		broker.LayerCapabilities, broker.LayerSeccomp, broker.LayerRlimits}
 }
@@ -61,8 +61,9 @@ type RunResult struct {
 	// OutputLimited: the program's stdout and stderr together passed the
 	// call's output bound (tool.Call.OutputBound) and it was stopped.
 	OutputLimited bool
-	// Code is set when the run failed: CodeRunFailed, CodeWallDeadline,
-	// CodeRunCancelled, CodeChannelFault, tool.CodeSpillFailed.
+	// Code is how the run failed ("" when the program exited 0):
+	// CodeRunFailed, CodeWallDeadline, CodeRunCancelled, CodeChannelFault
+	// or tool.CodeSpillFailed.
 	Code tool.Code
 	// Fault says why the channel was ended, for CodeChannelFault.
 	Fault string
@@ -156,7 +157,7 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 // runSpec is the program's clearance: its binary alone in an empty root,
 // no network, no writable root, an environment of the Go runtime's
 // bounds only, its channel at broker.ExtraFileFD, every layer of
-// RunRequiredLayers required.
+// runRequiredLayers required.
 func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) broker.CallSpec {
 	env := map[string]string{"GOMAXPROCS": strconv.Itoa(min(maxRunProcs, runtime.NumCPU())), "GOMEMLIMIT": runMemoryLimit, "GOTRACEBACK": "single"}
 	return broker.CallSpec{
@@ -167,13 +168,13 @@ func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) 
 		Policy: broker.Policy{
 			Network:  broker.NetworkOff,
 			EnvAllow: []string{"GOMAXPROCS", "GOMEMLIMIT", "GOTRACEBACK"},
-			Limits:   broker.Limits{MemoryBytes: RunAddressSpaceBytes, Processes: runProcesses},
+			Limits:   broker.Limits{MemoryBytes: runAddressSpaceBytes, Processes: runProcesses},
 		},
 		Budget:         broker.Budget{MaxOutstanding: 1 + maxProcsInFlight},
 		Timeout:        within,
 		MaxOutputBytes: c.OutputBound(),
 		ExtraFile:      channel,
-		RequiredLayers: RunRequiredLayers(),
+		RequiredLayers: runRequiredLayers(),
 	}
 }
 
@@ -199,7 +200,7 @@ func endCode(cause error) tool.Code {
 	case cause != nil:
 		return CodeRunCancelled
 	}
-	return CodeExecutionEnding
+	return codeExecutionEnding
 }
 
 func endMessage(cause error) string {

@@ -26,15 +26,15 @@ const capSchemePrefix = "cap://"
 // show.
 const maxCapDocBytes = 64 << 10
 
-// DescribeError is a failure to describe a capability package, with a
+// describeError is a failure to describe a capability package, with a
 // stable code (CodeUnknownCapPackage, CodeInternalCapPackage or
 // CodePreludeUndescribable).
-type DescribeError struct {
+type describeError struct {
 	// Package is the import path asked for ("cap/nope").
 	Package string
 	// Offered is the capability packages that could have been named: the
 	// seam's, in its order, for a cap:// read; the prelude's, sorted, for
-	// DescribeSeam. Set for CodeUnknownCapPackage and
+	// describeSeam. Set for CodeUnknownCapPackage and
 	// CodeInternalCapPackage.
 	Offered []string
 	code    tool.Code
@@ -43,15 +43,15 @@ type DescribeError struct {
 }
 
 // Code is the failure's stable code.
-func (e *DescribeError) Code() tool.Code { return e.code }
+func (e *describeError) Code() tool.Code { return e.code }
 
 // ErrorCode is Code as a string, so tool.CodeOf reads it (see
 // tool.CodedError).
-func (e *DescribeError) ErrorCode() string { return string(e.code) }
+func (e *describeError) ErrorCode() string { return string(e.code) }
 
 // Error says what failed and, for a package the seam does not offer, which
 // packages it does.
-func (e *DescribeError) Error() string {
+func (e *describeError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.reason)
 	if e.err != nil {
@@ -65,7 +65,7 @@ func (e *DescribeError) Error() string {
 
 // Unwrap is the parse error behind a CodePreludeUndescribable failure, or
 // nil.
-func (e *DescribeError) Unwrap() error { return e.err }
+func (e *describeError) Unwrap() error { return e.err }
 
 // preludeCapPackages is tree's packages a program may import: every one
 // outside cap/internal, sorted.
@@ -81,31 +81,32 @@ func offeredList(pkgs []string) string {
 	return strings.Join(pkgs, ", ")
 }
 
-// describeFailure is the *DescribeError for a load of path that failed.
+// describeFailure is the *describeError for a load of path that failed.
 func describeFailure(path string, offered []string, err error) error {
 	if errors.Is(err, errNoSuchPackage) {
-		return &DescribeError{Package: path, Offered: offered, code: CodeUnknownCapPackage,
+		return &describeError{Package: path, Offered: offered, code: CodeUnknownCapPackage,
 			reason: fmt.Sprintf("%s is not a package of the prelude", path)}
 	}
-	var de *DescribeError
+	var de *describeError
 	if errors.As(err, &de) {
 		return de
 	}
-	return &DescribeError{Package: path, code: CodePreludeUndescribable,
+	return &describeError{Package: path, code: CodePreludeUndescribable,
 		reason: fmt.Sprintf("%s: the prelude's source does not parse", path), err: err}
 }
 
 // Scheme returns the cap:// namespace for fs_read over seam s's
-// capability packages (those DescribeSeam renders):
+// capability packages (those the code_mode description lists):
 //
 //	reg.Register(tool.ReadTool(codemode.Scheme(codemode.WorkspaceSeam())))
 //
 // "cap://" answers the index: each package with the one-line synopsis of
 // its package doc, and how to read one. "cap://fs" and "cap://cap/fs" both
-// answer the package's whole documented API rendered with go/doc from the
-// embedded prelude: its package doc (examples included), every exported
-// constant, variable, type, method and function with its declaration and
-// doc comment, as `go doc -all` lays them out, at most 64 KiB. A
+// answer the package's whole documented API, at most 64 KiB. It is
+// rendered with go/doc from the embedded prelude as `go doc -all` lays it
+// out: the package doc (examples included), and every exported constant,
+// variable, type, method and function with its declaration and doc
+// comment. A
 // name under cap/internal is refused with CodeInternalCapPackage, any
 // other name the seam does not offer with CodeUnknownCapPackage, both
 // naming the packages it does. Reads are rendered afresh, change nothing,
@@ -141,10 +142,10 @@ func readCap(tree fs.FS, seam string, offered []string, uri string) tool.Outcome
 	}
 	switch {
 	case isInternalCapPath(path):
-		return describeOutcome(&DescribeError{Package: path, Offered: offered, code: CodeInternalCapPackage,
+		return describeOutcome(&describeError{Package: path, Offered: offered, code: CodeInternalCapPackage,
 			reason: fmt.Sprintf("%s is the prelude's plumbing, which no program may import", path)})
 	case !slices.Contains(offered, path):
-		return describeOutcome(&DescribeError{Package: path, Offered: offered, code: CodeUnknownCapPackage,
+		return describeOutcome(&describeError{Package: path, Offered: offered, code: CodeUnknownCapPackage,
 			reason: fmt.Sprintf("%s is not a capability package of the %s seam", path, seam)})
 	}
 	text, err := capDoc(tree, path, offered)
@@ -156,7 +157,7 @@ func readCap(tree fs.FS, seam string, offered []string, uri string) tool.Outcome
 
 // describeOutcome is the in-band refusal for a describe failure.
 func describeOutcome(err error) tool.Outcome {
-	var de *DescribeError
+	var de *describeError
 	if errors.As(err, &de) {
 		return tool.Fail(de.Code(), de.Error())
 	}
@@ -190,7 +191,7 @@ func capIndex(tree fs.FS, seam string, offered []string) (string, error) {
 }
 
 // capDoc renders path's documented API, at most maxCapDocBytes. It first
-// renders the compact form, so a package DescribeSeam refuses is refused
+// renders the compact form, so a package describeSeam refuses is refused
 // here too.
 func capDoc(tree fs.FS, path string, offered []string) (string, error) {
 	if _, err := describeSeam(tree, Seam{Packages: []string{path}}); err != nil {

@@ -14,7 +14,7 @@ type Seam struct {
 	// Name identifies the seam in refusals and records ("workspace").
 	Name string
 	// Packages are the cap import paths the seam offers, e.g. "cap/fs".
-	// Vet admits an entry only if no denial covers it, so a seam that
+	// Vetting admits an entry only if no denial covers it, so a seam that
 	// lists "os" or "cap/internal/wire" by mistake still admits neither.
 	Packages []string
 }
@@ -22,11 +22,12 @@ type Seam struct {
 // WorkspaceSeamName is the Name of WorkspaceSeam.
 const WorkspaceSeamName = "workspace"
 
-// WorkspaceSeam is the seam of a program working on the workspace: files
-// (cap/fs), read-only search (cap/search), jailed commands (cap/proc),
-// scratch storage (cap/kv), artifacts (cap/report), background jobs
-// (cap/job), the session's durable notes (cap/notes, served only by an
-// Engine with an Agency) and a launched program's input (cap/execution).
+// WorkspaceSeam is the seam of a program working on the workspace. It
+// offers files (cap/fs), read-only search (cap/search), jailed commands
+// (cap/proc), scratch storage (cap/kv), artifacts (cap/report) and
+// background jobs (cap/job). It also offers the session's durable notes
+// (cap/notes, served only by an Engine with an Agency) and a launched
+// program's input (cap/execution).
 // Each call returns a fresh value.
 func WorkspaceSeam() Seam {
 	return Seam{
@@ -72,9 +73,9 @@ func (s Seam) capabilities() []string {
 }
 
 // Allowlist is every import path the seam lists: StdPackages plus
-// s.Packages, sorted and without duplicates, in a fresh slice. Vet admits
+// s.Packages, sorted and without duplicates, in a fresh slice. Vetting admits
 // an import only if it is byte-identical to an entry and no denial (see
-// Vet) covers it.
+// Engine.VetOn) covers it.
 func (s Seam) Allowlist() []string {
 	out := append(StdPackages(), s.Packages...)
 	slices.Sort(out)

@@ -46,7 +46,8 @@ type Details struct {
 	// it spilled to a blob.
 	StdoutBytes int64          `json:"stdout_bytes"`
 	Overflow    *blob.Overflow `json:"overflow,omitempty"`
-	// Record is the program's capability calls.
+	// Record is the program's capability calls; nil when it did not run,
+	// and for a join.
 	Record *CallRecord `json:"record,omitempty"`
 	// Artifacts are what report.emit minted.
 	Artifacts []Artifact `json:"artifacts,omitempty"`
@@ -63,7 +64,8 @@ type Details struct {
 	WaitedMs int64 `json:"waited_ms,omitempty"`
 	BuildMs  int64 `json:"build_ms"`
 	RunMs    int64 `json:"run_ms,omitempty"`
-	// Fault says why the channel was ended.
+	// Fault says why the channel was ended (CodeChannelFault); "" when
+	// it was not.
 	Fault string `json:"fault,omitempty"`
 	// Grants is which grants the program's capability calls composed, or
 	// which way none did: beside the enforcement reports, never inside.
@@ -84,7 +86,7 @@ func (e *Engine) Tool() tool.Tool {
 		Mode:          tool.Exclusive,
 	}
 	schemas := append(append(executionModeSchemas(), job.PermissionsSchemas()...), tool.TypeSchema{Type: reflect.TypeFor[withinMillis](), Schema: &jsonschema.Schema{
-		Type: "integer", Description: fmt.Sprintf("the run's wall deadline, default %d, at most %d", DefaultWithin.Milliseconds(), MaxWithin.Milliseconds()),
+		Type: "integer", Description: fmt.Sprintf("the run's wall deadline, default %d, at most %d", defaultWithin.Milliseconds(), maxWithin.Milliseconds()),
 	}})
 	if len(e.opts.Seams) == 1 {
 		return tool.Typed(t, e.runTool, schemas...)
@@ -93,7 +95,7 @@ func (e *Engine) Tool() tool.Tool {
 }
 
 func (e *Engine) description() string {
-	api, err := DescribeSeam(e.unionSeam())
+	api, err := describeSeam(embeddedPrelude(), e.unionSeam())
 	if err != nil {
 		api = "(the API could not be rendered: " + err.Error() + "; read it with fs_read cap://)"
 	}
@@ -102,7 +104,7 @@ func (e *Engine) description() string {
 		"One file, package main with func main(); vetted, built offline and run in a jail with no files, network or processes of its own. " +
 		"It reaches the workspace only through the cap packages, on your authority (writes need fs_write or fs_edit" + e.commandsClause() + "; ask for more with permissions, approved once before it starts). ")
 	fmt.Fprintf(&b, "Its stdout is the result (past %d KiB: head, tail and where the rest is kept; past %d MiB of output it is stopped); a panic fails showing stderr (println writes there). ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
-	fmt.Fprintf(&b, "Calls are safe from goroutines (at most %d unanswered), each ends within %d s, the run within within_ms. ", MaxCallsInFlight, int(MaxCallTimeout.Seconds()))
+	fmt.Fprintf(&b, "Calls are safe from goroutines (at most %d unanswered), each ends within %d s, the run within within_ms. ", maxCallsInFlight, int(maxCallTimeout.Seconds()))
 	b.WriteString(modeDescription())
 	b.WriteString("A failed call is a *<pkg>.Error: switch on its Code. Unused imports and variables are repaired. ")
 	b.WriteString(e.boundsText())
@@ -126,7 +128,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 	if o != nil {
 		return *o
 	}
-	within, notes, bad := millisArg("within_ms", int64(a.WithinMs), MaxWithin)
+	within, notes, bad := millisArg("within_ms", int64(a.WithinMs), maxWithin)
 	if bad != nil {
 		return *bad
 	}
@@ -275,7 +277,7 @@ func failureText(r *RunResult) string {
 	case r.Code == CodeRunFailed:
 		fmt.Fprintf(&b, "the program failed (exit %d)", r.Exit)
 	case r.Code == CodeWallDeadline:
-		fmt.Fprintf(&b, "the program was still running at its wall deadline and was killed; what it printed is below. Give it a larger within_ms (at most %d) or do less per run", MaxWithin.Milliseconds())
+		fmt.Fprintf(&b, "the program was still running at its wall deadline and was killed; what it printed is below. Give it a larger within_ms (at most %d) or do less per run", maxWithin.Milliseconds())
 	case r.Code == CodeChannelFault:
 		b.WriteString("the program's capability channel faulted, ending it: " + r.Fault)
 	case r.Code == CodeRunCancelled:
@@ -351,7 +353,7 @@ func pointerFromText(diag string) string {
 
 func pointerFromRecord(r CallRecord) string {
 	for _, e := range r.Calls {
-		if e.Status == CallFailed && e.Code != CodeAdmissionCeiling && e.Code != CodeSpawnCeiling {
+		if e.Status == CallFailed && e.Code != codeAdmissionCeiling && e.Code != codeSpawnCeiling {
 			pkg, _, _ := strings.Cut(e.Cap, ".")
 			if slices.Contains([]string{"fs", "search", "proc", "kv", "report", "job", "notes", "strand", "execution"}, pkg) {
 				return pointer(pkg)

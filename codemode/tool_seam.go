@@ -171,7 +171,7 @@ func (e *Engine) boundsText() string {
 		parts = append(parts, fmt.Sprintf("kv %d keys and %d MiB per strand, kept for the session", maxKVKeys, maxKVBytes>>20))
 	}
 	if slices.Contains(union, "cap/report") {
-		parts = append(parts, fmt.Sprintf("report.emit %d MiB each, %d per run", maxEmitBytes>>20, MaxEmits))
+		parts = append(parts, fmt.Sprintf("report.emit %d MiB each, %d per run", maxEmitBytes>>20, maxEmits))
 	}
 	if slices.Contains(union, "cap/proc") {
 		parts = append(parts, fmt.Sprintf("proc.run %d at once, %d MiB of output per stream", maxProcsInFlight, maxProcOutputBytes>>20))

@@ -8,9 +8,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
+
+// TestAnswerFitsTheOutcomeBound: the largest answer code_mode states it
+// gives, from its own bounds (the stdout shown inline, the diagnostics,
+// the vet refusal, the itemised call record and the artifacts, plus an
+// allowance for the lines around them), fits tool.MaxOutcomeBytes, so
+// Dispatch's structural bound never cuts it. A bound raised here without
+// the outcome bound fails.
+func TestAnswerFitsTheOutcomeBound(t *testing.T) {
+	// frame allows for an answer's headlines and notes; item for one
+	// listed entry's key, state and JSON punctuation (as the root
+	// package's TestBoundAboveEveryFamilysMaximum counts them).
+	const frame, item = 16 << 10, 512
+	n := blob.OverflowThreshold + maxDiagnosticBytes + maxVetErrorBytes +
+		maxRecordedCalls*(maxCallSummaryBytes+item) + maxEmits*item + frame
+	if n > tool.MaxOutcomeBytes {
+		t.Errorf("code_mode answers up to %d bytes, over tool.MaxOutcomeBytes (%d)", n, tool.MaxOutcomeBytes)
+	}
+}
 
 // maxSurfaceBytes bounds the code_mode tool's description and schema
 // together on an Engine serving one seam: what the tool costs a model's

@@ -31,8 +31,8 @@ type Toolchain struct {
 	GOROOT, Version string
 }
 
-// BuilderError is a build-side failure that is not the program's fault:
-// Code is CodeToolchainUnavailable or CodeBuildUnavailable.
+// BuilderError is a build-side failure that is not the program's fault;
+// Code says which.
 type BuilderError struct {
 	// Code is CodeToolchainUnavailable, CodeBuildUnavailable or
 	// tool.CodeCancelled (the build's context ended).

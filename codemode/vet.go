@@ -18,7 +18,7 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// maxSourceBytes is the largest program Vet reads: 256 KiB. The size is
+// maxSourceBytes is the largest program vet reads: 256 KiB. The size is
 // checked before anything else looks at the source.
 const maxSourceBytes = 256 << 10
 
@@ -30,8 +30,8 @@ const programFileName = "main.go"
 // counts the rest. VetError.Violations holds all of them.
 const maxViolationsShown = 32
 
-// MaxVetErrorBytes bounds the text VetError.Error renders: 16 KiB.
-const MaxVetErrorBytes = 16 << 10
+// maxVetErrorBytes bounds the text VetError.Error renders: 16 KiB.
+const maxVetErrorBytes = 16 << 10
 
 // maxConstructBytes bounds a Violation's Construct: a longer construct
 // (a huge comment, a long line) is cut with an ellipsis.
@@ -86,17 +86,18 @@ const (
 	ruleFuncWithoutBody = "func_without_body"
 )
 
-// Violation is one thing Vet refused.
+// Violation is one thing vetting refused.
 type Violation struct {
 	// Rule is the rule broken, a stable snake_case word:
-	// "source_too_large" (over 256 KiB; nothing else was checked),
-	// "source_not_utf8" and "source_nul_byte" (nothing else was checked),
-	// "parse_error" (VetError.Parse shows the first under a caret),
-	// "package_not_main", "main_missing", "main_signature",
-	// "import_not_allowed" (not on the seam's allowlist, or denied),
-	// "import_not_plain" (an allowed path written with escapes),
-	// "cgo_import", "directive_comment" (//go:…), "line_directive",
-	// "build_constraint" or "func_without_body".
+	//   - "source_too_large" (over 256 KiB), "source_not_utf8" and
+	//     "source_nul_byte": nothing else was checked;
+	//   - "parse_error": VetError.Parse shows the first under a caret;
+	//   - "package_not_main", "main_missing", "main_signature";
+	//   - "import_not_allowed" (not on the seam's allowlist, or denied),
+	//     "import_not_plain" (an allowed path written with escapes),
+	//     "cgo_import";
+	//   - "directive_comment" (//go:…), "line_directive",
+	//     "build_constraint", "func_without_body".
 	Rule string
 	// Construct is the offending source construct, printable and at most
 	// 96 bytes: `import "os"`, `//go:linkname x y`.
@@ -129,10 +130,9 @@ func (e *VetError) Code() tool.Code { return CodeVetRefused }
 // tool.CodedError).
 func (e *VetError) ErrorCode() string { return string(e.Code()) }
 
-// Error renders every violation (at most 32 itemised, the
-// rest counted) with its rule, construct and line:column, why a denied
-// import is denied, the caret excerpt, and the allowlist; never more than
-// MaxVetErrorBytes.
+// Error renders every violation (at most 32 itemised, the rest counted)
+// with its rule, construct and line:column, why a denied import is
+// denied, the caret excerpt, and the allowlist. It is at most 16 KiB.
 func (e *VetError) Error() string {
 	var b strings.Builder
 	n := len(e.Violations)
@@ -168,7 +168,7 @@ func (e *VetError) Error() string {
 		}
 		fmt.Fprintf(&b, "allowed imports (%s seam): %s", name, strings.Join(e.Allowlist, ", "))
 	}
-	return truncateUTF8(b.String(), MaxVetErrorBytes)
+	return truncateUTF8(b.String(), maxVetErrorBytes)
 }
 
 // refusesAnImport reports whether a violation is about an import, the
@@ -183,7 +183,7 @@ func (e *VetError) refusesAnImport() bool {
 	return false
 }
 
-// importDenial recovers the path from an import construct Vet wrote
+// importDenial recovers the path from an import construct vet wrote
 // (`import "p"` or `import name "p"`) and reports its denial, if any.
 func importDenial(construct string) (string, bool) {
 	i := strings.IndexByte(construct, '"')
@@ -198,8 +198,8 @@ func importDenial(construct string) (string, bool) {
 }
 
 // Program is a vetted program: its source, what it imports, and the seam
-// it was vetted against. Only Vet makes one, so holding a *Program means
-// the source passed.
+// it was vetted against. Only vetting (Engine.Vet, Engine.VetOn) makes
+// one, so holding a *Program means the source passed.
 type Program struct {
 	// Source is a copy of the vetted source.
 	Source []byte
@@ -217,36 +217,10 @@ func (p *Program) Digest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Vet checks src, one Go file the harness names main.go, against
-// seam, and returns the vetted Program or a *VetError holding every
-// violation:
-//
-//   - the size first: at most 256 KiB; then the bytes: UTF-8 with
-//     no NUL (each checked before parsing, and a refusal there stops);
-//   - go/parser (parse only, with comments) accepts it;
-//   - "package main" with a top-level "func main()" (no parameters,
-//     results or type parameters); init functions are allowed: the one
-//     file is vetted whole, so an init is vetted code like main;
-//   - every import path byte-identical to an entry of seam.Allowlist(),
-//     written as the plain "path", and covered by no denial (denied
-//     standard packages, any internal package, cap/internal/...), so a
-//     seam cannot admit what the audit denies; import "C" is refused.
-//     Named, blank and dot imports of allowed paths are fine: the path is
-//     what is authorized, and cap calls are gated by capability name at
-//     run time;
-//   - no comment whose text right after // or /* starts with "go:" or
-//     "line " (what the compiler honours, in any column; "// line 3 is"
-//     and "// go:x" are fine), no build constraint (//go:build, or a //
-//     comment starting, after any spaces, with +build), no function or
-//     method without a body.
-//
-// When go/parser refuses the source, its errors (at most ten, as go/parser
-// reports them), every directive comment and every cleanly parsed import
-// are still reported in the same pass; the package, main and body checks
-// wait for a source that parses. Positions are as written: a //line
-// directive moves none. Vet never panics, never reads anything but src,
-// and is safe for concurrent use.
-func Vet(src []byte, seam Seam) (*Program, error) {
+// vet checks src against seam, as Engine.VetOn states, and returns the
+// vetted Program or a *VetError holding every violation. It never
+// panics, never reads anything but src, and is safe for concurrent use.
+func vet(src []byte, seam Seam) (*Program, error) {
 	allow := seam.Allowlist()
 	refuse := func(vs []Violation, excerpt string) error {
 		slices.SortStableFunc(vs, func(a, b Violation) int {

@@ -141,7 +141,7 @@ func TestVetBypass(t *testing.T) {
 	for _, c := range bypassCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p, err := Vet([]byte(c.src), WorkspaceSeam())
+			p, err := vet([]byte(c.src), WorkspaceSeam())
 			if err == nil {
 				t.Fatalf("Vet accepted %q (imports %v)", c.src, p.Imports)
 			}
@@ -181,7 +181,7 @@ func TestVetBypassControls(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := Vet([]byte(src), WorkspaceSeam()); err != nil {
+			if _, err := vet([]byte(src), WorkspaceSeam()); err != nil {
 				t.Fatalf("Vet refused %q:\n%v", src, err)
 			}
 		})
@@ -202,11 +202,11 @@ func TestVetSizeBoundary(t *testing.T) {
 	if len(ok) != maxSourceBytes {
 		t.Fatalf("fixture is %d bytes", len(ok))
 	}
-	if _, err := Vet([]byte(ok), WorkspaceSeam()); err != nil {
+	if _, err := vet([]byte(ok), WorkspaceSeam()); err != nil {
 		t.Fatalf("a source of exactly maxSourceBytes was refused: %v", err)
 	}
 	over := []byte(ok + "\x00")
-	_, err := Vet(over, WorkspaceSeam())
+	_, err := vet(over, WorkspaceSeam())
 	if got := rulesOf(t, err); !slices.Equal(got, []string{ruleSourceTooLarge}) {
 		t.Fatalf("one byte over: rules %v, want only %s", got, ruleSourceTooLarge)
 	}
@@ -218,16 +218,16 @@ func TestVetSeamCannotAdmitDenied(t *testing.T) {
 	t.Parallel()
 	bad := Seam{Name: "bad", Packages: []string{"os", "cap/internal/wire", "unsafe", "cap/fs"}}
 	for _, imp := range []string{"os", "cap/internal/wire", "unsafe"} {
-		_, err := Vet([]byte(prog(`import _ "`+imp+`"`, "")), bad)
+		_, err := vet([]byte(prog(`import _ "`+imp+`"`, "")), bad)
 		if got := rulesOf(t, err); !slices.Equal(got, []string{ruleImportNotAllowed}) {
 			t.Errorf("%s under a seam listing it: rules %v", imp, got)
 		}
 	}
-	if _, err := Vet([]byte(prog(`import _ "cap/fs"`, "")), bad); err != nil {
+	if _, err := vet([]byte(prog(`import _ "cap/fs"`, "")), bad); err != nil {
 		t.Errorf("cap/fs under a seam listing it: %v", err)
 	}
 	none := Seam{Name: "none"}
-	_, err := Vet([]byte(prog(`import _ "cap/fs"`, "")), none)
+	_, err := vet([]byte(prog(`import _ "cap/fs"`, "")), none)
 	if got := rulesOf(t, err); !slices.Equal(got, []string{ruleImportNotAllowed}) {
 		t.Errorf("cap/fs under a seam without it: rules %v", got)
 	}

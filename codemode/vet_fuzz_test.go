@@ -29,7 +29,7 @@ var vetRules = []string{
 func checkVetOutcome(t *testing.T, src []byte) {
 	t.Helper()
 	seam := WorkspaceSeam()
-	p, err := Vet(src, seam)
+	p, err := vet(src, seam)
 	if err != nil {
 		var ve *VetError
 		if !errors.As(err, &ve) {
@@ -43,7 +43,7 @@ func checkVetOutcome(t *testing.T, src []byte) {
 				t.Fatalf("bad violation %+v", v)
 			}
 		}
-		if msg := err.Error(); len(msg) > MaxVetErrorBytes || !utf8.ValidString(msg) {
+		if msg := err.Error(); len(msg) > maxVetErrorBytes || !utf8.ValidString(msg) {
 			t.Fatalf("rendering of %d bytes (valid UTF-8 %v)", len(msg), utf8.ValidString(msg))
 		}
 		return

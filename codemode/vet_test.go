@@ -36,7 +36,7 @@ func main() {
 	fmt.Println(strings.ToUpper("x"), str.ToLower("Y"), fs.Read)
 }
 `)
-	p, err := Vet(src, WorkspaceSeam())
+	p, err := vet(src, WorkspaceSeam())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestVetViolationPositions(t *testing.T) {
 		"func f()\n" + // 9
 		"\n" + // 10
 		"func main(x int) { /*go:noinline*/ }\n" // 11
-	_, err := Vet([]byte(src), WorkspaceSeam())
+	_, err := vet([]byte(src), WorkspaceSeam())
 	var ve *VetError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v", err)
@@ -130,7 +130,7 @@ func TestVetParseExcerpt(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Vet([]byte(c.src), WorkspaceSeam())
+			_, err := vet([]byte(c.src), WorkspaceSeam())
 			var ve *VetError
 			if !errors.As(err, &ve) {
 				t.Fatalf("err = %v", err)
@@ -154,7 +154,7 @@ func TestVetParseExcerpt(t *testing.T) {
 func TestVetParseErrorStillChecks(t *testing.T) {
 	t.Parallel()
 	src := "package main\n\nimport \"os\"\n\n//go:linkname a b\nfunc main() { ) }\n\n//go:embed late\n"
-	_, err := Vet([]byte(src), WorkspaceSeam())
+	_, err := vet([]byte(src), WorkspaceSeam())
 	want := []string{ruleDirectiveComment, ruleDirectiveComment, ruleImportNotAllowed, ruleParseError, ruleParseError}
 	if got := rulesOf(t, err); !slices.Equal(got, want) {
 		t.Fatalf("rules %v, want %v\n%v", got, want, err)
@@ -166,7 +166,7 @@ func TestVetParseErrorStillChecks(t *testing.T) {
 func TestVetExcerptBounded(t *testing.T) {
 	t.Parallel()
 	src := "package main\n\nvar s = \"" + strings.Repeat("a", 5000) + "\" + )\n\nfunc main() {}\n"
-	_, err := Vet([]byte(src), WorkspaceSeam())
+	_, err := vet([]byte(src), WorkspaceSeam())
 	var ve *VetError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v", err)
@@ -187,7 +187,7 @@ func TestVetExcerptBounded(t *testing.T) {
 
 // TestVetRenderingBounded: thousands of violations render at most
 // maxViolationsShown lines, count the rest, and stay under
-// MaxVetErrorBytes even with a huge allowlist; constructs are printable
+// maxVetErrorBytes even with a huge allowlist; constructs are printable
 // and bounded.
 func TestVetRenderingBounded(t *testing.T) {
 	t.Parallel()
@@ -202,7 +202,7 @@ func TestVetRenderingBounded(t *testing.T) {
 	for i := range 2000 {
 		seam.Packages = append(seam.Packages, fmt.Sprintf("cap/p%04d", i))
 	}
-	_, err := Vet([]byte(b.String()), seam)
+	_, err := vet([]byte(b.String()), seam)
 	var ve *VetError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v", err)
@@ -211,8 +211,8 @@ func TestVetRenderingBounded(t *testing.T) {
 		t.Fatalf("%d violations, want %d", len(ve.Violations), n)
 	}
 	msg := err.Error()
-	if len(msg) > MaxVetErrorBytes {
-		t.Fatalf("rendering is %d bytes, over %d", len(msg), MaxVetErrorBytes)
+	if len(msg) > maxVetErrorBytes {
+		t.Fatalf("rendering is %d bytes, over %d", len(msg), maxVetErrorBytes)
 	}
 	if got := strings.Count(msg, "directive_comment:"); got != maxViolationsShown {
 		t.Errorf("%d violations itemised, want %d", got, maxViolationsShown)
@@ -234,7 +234,7 @@ func TestVetRenderingBounded(t *testing.T) {
 // and in the singular.
 func TestVetRenderingSmall(t *testing.T) {
 	t.Parallel()
-	_, err := Vet([]byte(prog(`import "os"`, "")), WorkspaceSeam())
+	_, err := vet([]byte(prog(`import "os"`, "")), WorkspaceSeam())
 	msg := err.Error()
 	if !strings.Contains(msg, ": 1 violation\n") || strings.Contains(msg, "more") {
 		t.Fatalf("rendering:\n%s", msg)
@@ -245,7 +245,7 @@ func TestVetRenderingSmall(t *testing.T) {
 // position.
 func TestVetWholeSourceViolation(t *testing.T) {
 	t.Parallel()
-	_, err := Vet(make([]byte, maxSourceBytes+1), WorkspaceSeam())
+	_, err := vet(make([]byte, maxSourceBytes+1), WorkspaceSeam())
 	var ve *VetError
 	if !errors.As(err, &ve) || len(ve.Violations) != 1 || ve.Violations[0].Line != 0 {
 		t.Fatalf("err = %v", err)
@@ -278,11 +278,11 @@ func TestTruncateUTF8(t *testing.T) {
 // import and nothing else, so a refusal without one leaves it out.
 func TestVetNamesTheAllowlistOnlyForImports(t *testing.T) {
 	t.Parallel()
-	_, err := Vet([]byte("package main\n\nfunc main() { x := }\n"), WorkspaceSeam())
+	_, err := vet([]byte("package main\n\nfunc main() { x := }\n"), WorkspaceSeam())
 	if err == nil || strings.Contains(err.Error(), "allowed imports") {
 		t.Fatalf("a parse error lists the allowlist:\n%v", err)
 	}
-	_, err = Vet([]byte("package main\n\nimport \"os\"\n\nfunc main() { os.Exit(0) }\n"), WorkspaceSeam())
+	_, err = vet([]byte("package main\n\nimport \"os\"\n\nfunc main() { os.Exit(0) }\n"), WorkspaceSeam())
 	if err == nil || !strings.Contains(err.Error(), "allowed imports") {
 		t.Fatalf("an import refusal does not list the allowlist:\n%v", err)
 	}

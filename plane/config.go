@@ -34,7 +34,8 @@ const (
 	FamilyAgents
 	// FamilyCodeMode is code_mode, and the cap:// namespace of fs_read
 	// when FamilyFiles is in. Its programs reach the tools of the other
-	// families through the registry's holds (codemode.AuthorizingTool).
+	// families through the registry's holds (codemode's package doc lists
+	// which tool authorizes which capability).
 	FamilyCodeMode
 
 	// AllFamilies is every family: what a zero Config.Families means.

@@ -26,12 +26,11 @@ type uncoded struct{ Code tool.Code }
 func (e *uncoded) Error() string { return string(e.Code) }
 
 // TestCodeOfReadsEveryCodedError: for one error of every coded type of
-// the module, wrapped once, tool.CodeOf answers its code. (The channel
-// codec's *wire.FrameError, internal to codemode, has its own row in
+// the module, wrapped once, tool.CodeOf answers its code. (The coded
+// errors internal to codemode have their own rows there and in
 // codemode/internal/wire; the root package's TestEveryCodedErrorHasErrorCode
 // finds a coded type without ErrorCode.)
 func TestCodeOfReadsEveryCodedError(t *testing.T) {
-	_, describeErr := codemode.DescribeSeam(codemode.Seam{Name: "probe", Packages: []string{"cap/nope"}})
 	tests := []struct {
 		err  error
 		want tool.Code
@@ -53,12 +52,10 @@ func TestCodeOfReadsEveryCodedError(t *testing.T) {
 		{&agent.Refusal{Code: agent.CodeDepthCap, Reason: "r"}, agent.CodeDepthCap},
 		{&history.Refusal{Code: history.CodeIndexBusy, Message: "m"}, history.CodeIndexBusy},
 		{&todo.Error{Code: todo.CodeInvalid, Reason: "r"}, todo.CodeInvalid},
-		{&codemode.CapError{Code: codemode.CodeKVFull, Message: "m"}, codemode.CodeKVFull},
+		{&codemode.CapError{Code: codemode.CodeUnknownSeam, Message: "m"}, codemode.CodeUnknownSeam},
 		{&codemode.VetError{}, codemode.CodeVetRefused},
-		{describeErr, codemode.CodeUnknownCapPackage},
 		{&codemode.BuildError{Diagnostics: "d"}, codemode.CodeBuildRejected},
 		{&codemode.BuilderError{Code: codemode.CodeBuildUnavailable, Reason: "r"}, codemode.CodeBuildUnavailable},
-		{&codemode.ChannelFault{Reason: "r"}, codemode.CodeChannelFault},
 		{&search.ParseError{Reason: "r"}, "bad_ripgrep_event"},
 		{&mcpserve.ToolError{Code: "bad_name", Tool: "t", Err: errors.New("e")}, "bad_name"},
 	}

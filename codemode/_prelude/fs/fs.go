@@ -43,13 +43,13 @@ import (
 //	}
 //
 // Code is the host's refusal code ("not_found", "outside_roots",
-// "protected_path", "tool_not_held", "call_timeout",
-// "execution_ending", ...) or one of the prelude's own: "cancelled" (the
-// call's context ended; errors.Is(err, context.Canceled) or
-// context.DeadlineExceeded also holds), "channel_closed" (the host is
-// gone; no later call can succeed), "bad_result" (the host's answer had
-// the wrong shape), "frame_too_large" (the arguments exceed 16 MiB;
-// nothing was sent).
+// "protected_path", "tool_not_held", "invalid_capability_arguments",
+// "call_timeout", "too_many_calls", "execution_ending", ...) or one of
+// the prelude's own: "cancelled" (the call's context ended;
+// errors.Is(err, context.Canceled) or context.DeadlineExceeded also
+// holds), "channel_closed" (the host is gone; no later call can
+// succeed), "bad_result" (the host's answer had the wrong shape),
+// "frame_too_large" (the arguments exceed 16 MiB; nothing was sent).
 type Error = client.Error
 
 // Entry kinds in a Listing.
@@ -152,8 +152,8 @@ type EditResult struct {
 
 // Edit applies edits to the file at path in order, each Find matched
 // against the content as the earlier edits left it. Each Find must occur
-// exactly once; if any does not, nothing is written and the error says
-// which. All or nothing.
+// exactly once; if any does not, nothing is written and the error
+// ("edit_no_match") says which. All or nothing.
 func Edit(ctx context.Context, path string, edits ...Replacement) (EditResult, error) {
 	const name = "fs.edit"
 	list := make([]any, len(edits))

@@ -50,8 +50,8 @@ func Get(ctx context.Context, key string) (value []byte, found bool, err error) 
 	return value, found, nil
 }
 
-// Set stores value under key, replacing what was there. It fails when the
-// host's key or byte bound would be passed.
+// Set stores value under key, replacing what was there. It fails with
+// "kv_full" when the host's key or byte bound would be passed.
 func Set(ctx context.Context, key string, value []byte) error {
 	if value == nil {
 		value = []byte{}

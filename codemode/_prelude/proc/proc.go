@@ -51,7 +51,8 @@ type Result struct {
 	Truncated bool   // true when the host's output bound cut Stdout or Stderr
 }
 
-// Run runs cmd and waits for it to end.
+// Run runs cmd and waits for it to end. A command that could not start
+// (argv[0] not found in the jail) fails with "proc_failed".
 func Run(ctx context.Context, cmd Cmd) (Result, error) {
 	const name = "proc.run"
 	argv := cmd.Argv

@@ -34,7 +34,7 @@ type Artifact struct {
 
 // Emit stores content as an artifact called name. mediaType is optional
 // ("" lets the host choose); "text/markdown" and "application/json" are
-// typical.
+// typical. Content past 1 MiB fails with "artifact_too_large".
 func Emit(ctx context.Context, name string, content []byte, mediaType string) (Artifact, error) {
 	const capName = "report.emit"
 	if content == nil {

@@ -157,10 +157,10 @@ func ReadFrame(r io.Reader) (Frame, error) {
 // costliest value form allocates decoding (a one-entry map holding an
 // empty one, measured at about 160 bytes a value with or without the
 // race detector; codemode's TestRedteamTodayDecodedValueCostBound holds
-// every form to it), so codemode.MaxInFlightBytes bounds the decoded
-// arguments a program's unanswered calls hold, not only their frames.
-// A frame at both MaxFrameBytes and MaxFrameValues, with its length
-// prefix, still fits under MaxInFlightBytes alone
+// every form to it), so codemode's in-flight bound (64 MiB) bounds the
+// decoded arguments a program's unanswered calls hold, not only their
+// frames. A frame at both MaxFrameBytes and MaxFrameValues, with its
+// length prefix, still fits under that bound alone
 // (TestRedteamTodayLargestCallFitsAlone), so every frame ReadFrame
 // accepts can be served once nothing else is in flight.
 const DecodedValueBytes = 184

@@ -37,7 +37,7 @@ const (
 	// cancelled is the prelude's word for a call whose context ended.
 	cancelled = "cancelled"
 	// hostCancelled is the host's answer to a call the program cancelled
-	// (codemode.CodeCallCancelled).
+	// (code mode's call_cancelled).
 	hostCancelled = "call_cancelled"
 )
 
