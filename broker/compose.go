@@ -155,6 +155,7 @@ func Compose(base, requirements Policy, grants []Grant) (Policy, error) {
 		WritableRoots: normalizeRoots(append(slices.Clone(requirements.WritableRoots), grantWrite...)),
 		Protected:     protected,
 		Sockets:       normalizeRoots(requirements.Sockets),
+		Unguarded:     normalizeRoots(base.Unguarded),
 		Network:       NetworkOff,
 		EnvAllow:      intersect(base.EnvAllow, requirements.EnvAllow),
 		WallMs:        tighter(base.WallMs, requirements.WallMs),

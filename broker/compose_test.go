@@ -455,3 +455,20 @@ func TestComposeIsTotal(t *testing.T) {
 		}
 	})
 }
+
+// TestComposeCarriesUnguardedFromTheBaseOnly: the base's unguarded roots
+// reach the composed policy; requirements cannot unguard a root.
+func TestComposeCarriesUnguardedFromTheBaseOnly(t *testing.T) {
+	base := Policy{WritableRoots: []string{"/ws", "/cache"}, Unguarded: []string{"/cache"}}
+	req := Policy{WritableRoots: []string{"/ws", "/cache"}, Unguarded: []string{"/ws"}}
+	got, err := Compose(base, req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Unguarded, []string{"/cache"}) {
+		t.Fatalf("unguarded %q, want only the base's /cache", got.Unguarded)
+	}
+	if err := Validate(Policy{Unguarded: []string{"rel"}}); err == nil {
+		t.Fatal("a relative unguarded root was accepted")
+	}
+}

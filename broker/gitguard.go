@@ -123,6 +123,9 @@ func (b *Broker) guardGit(p Policy) (*gitGuard, *Denial) {
 		return g, nil
 	}
 	for _, w := range p.WritableRoots {
+		if _, ok := coveredBy(p.Unguarded, w); ok {
+			continue
+		}
 		r := b.git.rootFor(b, filepath.Clean(w))
 		since, d := r.enter(p, g.absent)
 		r.flushAudits()

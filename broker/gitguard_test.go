@@ -722,3 +722,52 @@ func TestGitGuardWatchesADirectoryMadeWhereAWatchedOneMovedAway(t *testing.T) {
 		})
 	}
 }
+
+// TestGitGuardLeavesUnguardedRoots: a root the policy lists as
+// unguarded (a toolchain cache) is neither swept nor fenced: a config
+// with an exec key and modules nested past the fence's depth stay as the
+// command left them there, while the same plant in the guarded workspace
+// beside it (the control) is neutralised.
+func TestGitGuardLeavesUnguardedRoots(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	cache := filepath.Join(filepath.Dir(w.ws), "cache")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := w.policy()
+	p.WritableRoots = append(p.WritableRoots, cache)
+	p.Unguarded = []string{cache}
+	deep := filepath.Join(cache, "plant", ".git")
+	for i := range MaxGitModuleDepth + 2 {
+		deep = filepath.Join(deep, "modules", fmt.Sprint("n", i))
+	}
+	g, d := w.b.guardGit(p)
+	if d != nil {
+		t.Fatal(d)
+	}
+	g.started()
+	for _, dir := range []string{w.ws, cache} {
+		w.git(dir, "init", "-q", "lib")
+		w.git(filepath.Join(dir, "lib"), "config", "core.fsmonitor", "evil")
+	}
+	if err := os.MkdirAll(filepath.Join(deep, "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(deep, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	var s Settled
+	g.settle(&s)
+	if strings.Contains(w.read("lib/.git/config"), "fsmonitor") {
+		t.Fatalf("control: the guarded workspace kept the plant: %+v", s.GitNeutralised)
+	}
+	b, _ := os.ReadFile(filepath.Join(cache, "lib/.git/config"))
+	if !strings.Contains(string(b), "fsmonitor") {
+		t.Errorf("the unguarded root was swept: %+v", s.GitNeutralised)
+	}
+	// The next command is not fenced by what the unguarded root holds.
+	g2, d := w.b.guardGit(p)
+	if d != nil {
+		t.Fatalf("an unguarded root fenced the next command: %v", d)
+	}
+	g2.abandon()
+}

@@ -56,6 +56,13 @@ type Policy struct {
 	// pathname socket is reachable. Compose carries a required socket
 	// only when the base lists it: no Grant shares a socket.
 	Sockets []string `json:"sockets,omitempty"`
+	// Unguarded are roots the git guard leaves alone: stores beneath a
+	// writable root that the host never runs git or any program in, such
+	// as toolchain caches (sweeping one would walk every directory of a
+	// module cache, and a plant there could fence every later session).
+	// Compose carries them from the base only, never from requirements or
+	// grants.
+	Unguarded []string `json:"unguarded,omitempty"`
 }
 
 // GrantKind names one of the closed set of widenings an operator may approve.

@@ -113,6 +113,7 @@ func Validate(p Policy) error {
 		{"writable_roots", p.WritableRoots},
 		{"protected", p.Protected},
 		{"sockets", p.Sockets},
+		{"unguarded", p.Unguarded},
 	}
 	for _, l := range lists {
 		for i, path := range l.paths {

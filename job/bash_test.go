@@ -538,7 +538,22 @@ func TestGoModuleUnreachable(t *testing.T) {
 		if got := goModuleUnreachable([]byte(tc.stderr)); got != tc.want {
 			t.Errorf("%q: %v, want %v", tc.stderr, got, tc.want)
 		}
+		if tc.want && !strings.Contains(goModuleHint([]byte(tc.stderr)), "@v") {
+			t.Errorf("%q: the hint names no module: %s", tc.stderr, goModuleHint([]byte(tc.stderr)))
+		}
 	}
+}
+
+// FuzzGoModuleHint: whatever stderr holds, the hint is one line of
+// printable ASCII of bounded length.
+func FuzzGoModuleHint(f *testing.F) {
+	f.Add([]byte(`m.example/x@v1.0.0: Get "https://p.example/m.example/x/@v/v1.0.0.zip": dial tcp: x`))
+	f.Fuzz(func(t *testing.T, stderr []byte) {
+		h := goModuleHint(stderr)
+		if len(h) > 1024 || strings.Count(h, "\n") != 1 || !strings.HasSuffix(h, "\n") || !printableASCII([]byte(strings.ReplaceAll(strings.TrimSuffix(h, "\n"), " ", "_"))) {
+			t.Fatalf("hint %q", h)
+		}
+	})
 }
 
 func FuzzBashPermissionHint(f *testing.F) {

@@ -84,17 +84,36 @@ func (o *bashOutput) finish() (string, *blob.Overflow, error) {
 var permissionPattern = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|EACCES|EPERM|EROFS`)
 
 // goModuleFetchPattern matches the go command failing to fetch a module
-// file from a proxy at the dial: the module is in no cache the sandbox
-// reads and the command has no network.
-var goModuleFetchPattern = regexp.MustCompile(`@v/[^"\s]+": dial (tcp|udp)`)
+// file from a proxy at the dial ("mod@v1.2.3: Get \"https://…/@v/v1.2.3.zip\":
+// dial tcp …"): the module is in no cache the sandbox reads and the
+// command has no network. Its group is the module@version, when the line
+// names one.
+var goModuleFetchPattern = regexp.MustCompile(`(?:([^\s:"]{1,300}@v[^\s:"]{1,100}): )?Get "[^"\n]*/@v/[^"\s]+": dial (?:tcp|udp)`)
 
 func goModuleUnreachable(stderr []byte) bool { return goModuleFetchPattern.Match(stderr) }
 
 // goModuleHint tells the model how a module missing from every cache
-// reaches the sandbox.
-const goModuleHint = "hint: a Go module this command needs is not in the module cache, and the sandbox has no network. " +
-	"Run `go mod download` on the host, or call bash again with permissions {network: \"full\"} (the operator decides); " +
-	"downloads go to the sandbox's module cache, never the workspace.\n"
+// reaches the sandbox, naming the module@version stderr names (printable
+// ASCII only, or not at all).
+func goModuleHint(stderr []byte) string {
+	what := "the module"
+	if m := goModuleFetchPattern.FindSubmatch(stderr); m != nil && len(m[1]) > 0 && printableASCII(m[1]) {
+		what = string(m[1])
+	}
+	return "hint: a Go module this command needs (" + what + ") is not in the module cache, and the sandbox has no network. " +
+		"Either the host downloads it into its own module cache, outside the workspace (GOTOOLCHAIN=local go mod download " + what + "), " +
+		"or call bash again with permissions {network: \"full\"} (the operator decides); downloads go to the sandbox's module cache, never the workspace.\n"
+}
+
+// printableASCII reports whether b holds only printable ASCII.
+func printableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
 
 // gitLockPattern finds an absolute git lock path quoted in an error.
 var gitLockPattern = regexp.MustCompile(`'(/[^'\n]*?/\.git)(/[^'\n]*)?\.lock'`)

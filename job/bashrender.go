@@ -92,7 +92,7 @@ func renderSettled(notes []string, body string, s broker.Settled, timeout time.D
 	switch {
 	case code == "" || code == tool.CodeCancelled:
 	case goModuleUnreachable(stderrTail):
-		b.WriteString(goModuleHint)
+		b.WriteString(goModuleHint(stderrTail))
 	case permissionError(stderrTail):
 		b.WriteString(permissionHint(stderrTail))
 	}

@@ -16,7 +16,9 @@ const (
 	CodeWorkspaceUnusable tool.Code = "workspace_unusable"
 	// CodeStoreInWorkspace: the blob store, the history index or a
 	// toolchain cache would lie in the workspace (or hold it), where a
-	// jailed command could replace it or a repository would take it in.
+	// jailed command could replace it or a repository would take it in;
+	// or a toolchain cache, which commands write, would hold a store or
+	// lie in one.
 	CodeStoreInWorkspace tool.Code = "store_in_workspace"
 	// CodePolicyInvalid: the session's base policy fails broker.Validate,
 	// or leaves the scratch directory unwritable; the chain holds the

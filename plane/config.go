@@ -100,13 +100,15 @@ type Config struct {
 	// DefaultEnv of a private home directory in the scratch directory.
 	Env map[string]string
 	// Toolchains adjusts the toolchain profiles every command gets: it is
-	// handed toolchain.Detect's (Go when go is on DefaultEnv's PATH, npm,
-	// pip; caches under the user cache directory) and returns the ones to
-	// apply. A profile's variables are offered to commands (one Env
-	// already sets keeps Env's value), its read-only directories become
-	// system roots and its caches writable roots. A cache in the
-	// workspace, or holding it, fails New with CodeStoreInWorkspace. Nil
-	// applies the detected profiles; return nil to apply none.
+	// handed toolchain.Detect's (go, npm and pip found on the commands'
+	// PATH; caches under the user cache directory; none without one) and
+	// returns the ones to apply. A profile's variables are offered to
+	// commands (one Env already sets keeps Env's value), its read-only
+	// directories become system roots and its caches writable roots the
+	// git guard leaves alone (broker.Policy.Unguarded). A cache in the
+	// workspace or one of the plane's stores, or holding one, fails New
+	// with CodeStoreInWorkspace. Nil applies the detected profiles; return
+	// nil to apply none.
 	Toolchains func([]toolchain.Profile) []toolchain.Profile
 	// Scratch is the session scratch directory commands see as TMPDIR
 	// (tool.Call.TempDir), created if missing and kept by Close. Empty

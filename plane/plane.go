@@ -107,7 +107,7 @@ func (p *Plane) build(cfg Config) error {
 		}
 		env = DefaultEnv(home)
 	}
-	if err := p.toolchains(cfg, ws); err != nil {
+	if err := p.toolchains(cfg, ws, env["PATH"]); err != nil {
 		return err
 	}
 	for _, tc := range p.Toolchains {
@@ -121,6 +121,7 @@ func (p *Plane) build(cfg Config) error {
 	for _, tc := range p.Toolchains {
 		base.SystemRoots = append(base.SystemRoots, tc.ReadOnly...)
 		base.WritableRoots = append(base.WritableRoots, tc.Caches...)
+		base.Unguarded = append(base.Unguarded, tc.Caches...)
 	}
 	if cfg.Policy != nil {
 		base = cfg.Policy(base)
@@ -194,6 +195,9 @@ func (p *Plane) build(cfg Config) error {
 		if err := p.openCodeMode(cfg); err != nil {
 			return err
 		}
+	}
+	if err := p.cachesApartFromStores(scratch); err != nil {
+		return err
 	}
 	p.Call = &tool.Call{
 		Workspace: ws,
@@ -355,14 +359,12 @@ func (p *Plane) scratch(dir string) (string, error) {
 	return resolved, nil
 }
 
-// toolchains detects the toolchain profiles (with the host's
+// toolchains detects the toolchain profiles on path (with the host's
 // adjustment), makes their caches and refuses one whose cache lies in the
-// workspace or holds it.
-func (p *Plane) toolchains(cfg Config, ws string) error {
-	found, err := toolchain.Detect(toolchain.Options{})
-	if err != nil {
-		return fail(CodeSetupFailed, "toolchain profiles", fmt.Errorf("%w; set Config.Toolchains", err))
-	}
+// workspace or holds it. With no user cache directory nothing is
+// detected: the host's adjustment still may add profiles.
+func (p *Plane) toolchains(cfg Config, ws, path string) error {
+	found, _ := toolchain.Detect(toolchain.Options{Path: path})
 	if cfg.Toolchains != nil {
 		found = cfg.Toolchains(found)
 	}
@@ -378,6 +380,29 @@ func (p *Plane) toolchains(cfg Config, ws string) error {
 		return err
 	}
 	p.Toolchains = ready
+	return nil
+}
+
+// cachesApartFromStores refuses a toolchain cache that holds one of the
+// plane's own stores, or lies in one: the blob store, the history index,
+// the scratch directory. A command writes the caches.
+func (p *Plane) cachesApartFromStores(scratch string) error {
+	stores := []string{scratch}
+	if p.Blobs != nil {
+		stores = append(stores, p.Blobs.Root())
+	}
+	if p.Store != nil {
+		stores = append(stores, p.Store.Path())
+	}
+	for _, tc := range p.Toolchains {
+		for _, c := range tc.Caches {
+			for _, s := range stores {
+				if broker.Covers(c, s) || broker.Covers(s, c) {
+					return fail(CodeStoreInWorkspace, "toolchain "+tc.Name, fmt.Errorf("its cache %s and the plane's store %s would hold one another; keep caches apart from the stores", c, s))
+				}
+			}
+		}
+	}
 	return nil
 }
 

@@ -150,6 +150,11 @@ func TestNewRefuses(t *testing.T) {
 				return []toolchain.Profile{{Name: "x", Caches: []string{filepath.Dir(ws)}}}
 			}
 		}, CodeStoreInWorkspace},
+		{"toolchain cache holding the blob store", func(ws string, c *Config) {
+			c.Toolchains = func([]toolchain.Profile) []toolchain.Profile {
+				return []toolchain.Profile{{Name: "x", Caches: []string{c.BlobDir}}}
+			}
+		}, CodeStoreInWorkspace},
 		{"relative root", func(_ string, c *Config) {
 			c.Policy = func(p broker.Policy) broker.Policy { p.ReadableRoots = []string{"rel"}; return p }
 		}, CodePolicyInvalid},

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 )
@@ -211,5 +212,30 @@ func TestHostModuleCacheIsReadOnly(t *testing.T) {
 	}
 	if strings.Contains(o.Text, "host-wrote") {
 		t.Fatalf("a command wrote the host's module cache: %s", o.Text)
+	}
+}
+
+// TestSharedCachePlantFencesNoSession: what one session leaves in the
+// shared toolchain caches (a git directory nested deeper than the git
+// guard checks) does not fence another session's commands: the caches
+// are outside the guard (broker.Policy.Unguarded).
+func TestSharedCachePlantFencesNoSession(t *testing.T) {
+	t.Parallel()
+	wsA, cfgA := testDirs(t)
+	_, cfgB := testDirs(t)
+	cache := filepath.Join(filepath.Dir(wsA), "toolchains")
+	profiles := func([]toolchain.Profile) []toolchain.Profile {
+		ps, _ := toolchain.Detect(toolchain.Options{CacheDir: cache})
+		return ps
+	}
+	cfgA.Toolchains, cfgB.Toolchains = profiles, profiles
+	a := newTestPlane(t, cfgA)
+	deep := `"$GOCACHE/plant/.git` + strings.Repeat("/modules/n", broker.MaxGitModuleDepth+2) + `"`
+	if o := bashIn(t, a, `mkdir -p `+deep+`/objects && echo 'ref: refs/heads/main' > `+deep+`/HEAD && echo planted`); o.IsError || !strings.Contains(o.Text, "planted") {
+		t.Fatalf("session A: %s", o.Text)
+	}
+	b := newTestPlane(t, cfgB)
+	if o := bashIn(t, b, `echo ran`); o.IsError || !strings.Contains(o.Text, "ran") {
+		t.Fatalf("session B was refused after A's plant in the shared cache: %s: %s", o.Code, o.Text)
 	}
 }

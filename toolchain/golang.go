@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -24,7 +25,14 @@ type goEnv struct {
 	GOMODCACHE string
 	GOROOT     string
 	GOPROXY    string
+	// The host's module privacy settings, passed on as they are: patterns,
+	// not secrets, that keep private module paths off the public proxy
+	// and checksum database once a command has the network.
+	GOPRIVATE, GONOPROXY, GONOSUMDB, GOINSECURE string
 }
+
+// privacyVars are the goEnv fields passed on to commands unchanged.
+var privacyVars = []string{"GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOINSECURE"}
 
 // goProfile is the Go profile: a persistent build cache and a module
 // cache of Loom's own under o.CacheDir, filled from the host's module
@@ -49,10 +57,19 @@ func goProfile(o Options) (Profile, bool) {
 			"GOCACHE":     filepath.Join(dir, "build"),
 			"GOMODCACHE":  filepath.Join(dir, "mod"),
 			"GOTOOLCHAIN": "local",
-			"GOPROXY":     goProxy(host),
 			"GOFLAGS":     "-trimpath",
 		},
 		Caches: []string{filepath.Join(dir, "build"), filepath.Join(dir, "mod")},
+	}
+	proxy, dropped := goProxy(host)
+	p.Env["GOPROXY"] = proxy
+	if dropped > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("left %d entries of the host's GOPROXY out: they carry credentials, which commands would see", dropped))
+	}
+	for _, k := range privacyVars {
+		if v := host.privacy(k); v != "" {
+			p.Env[k] = v
+		}
 	}
 	if host.GOROOT != "" {
 		p.Env["GOROOT"] = host.GOROOT
@@ -77,21 +94,69 @@ func downloadCache(host goEnv) string {
 	return dl
 }
 
+// privacy returns the host's value of one of privacyVars.
+func (e goEnv) privacy(k string) string {
+	switch k {
+	case "GOPRIVATE":
+		return e.GOPRIVATE
+	case "GONOPROXY":
+		return e.GONOPROXY
+	case "GONOSUMDB":
+		return e.GONOSUMDB
+	case "GOINSECURE":
+		return e.GOINSECURE
+	}
+	return ""
+}
+
 // goProxy is the profile's GOPROXY: the host's download cache as a file
 // proxy first, then the host's own list (where a module missing from the
-// cache is fetched when the command has the network).
-func goProxy(host goEnv) string {
+// cache is fetched when the command has the network), less every entry
+// that carries credentials (user:password@host), which it counts.
+func goProxy(host goEnv) (string, int) {
 	var list []string
 	if dl := downloadCache(host); dl != "" {
 		list = append(list, (&url.URL{Scheme: "file", Path: dl}).String())
 	}
-	if p := strings.TrimSpace(host.GOPROXY); p != "" && p != "off" {
-		list = append(list, p)
+	dropped := 0
+	// Entries are separated by commas or pipes; a pipe falls through on
+	// any error, a comma only on not found. The separator before a
+	// dropped entry goes with it.
+	rest, sep := strings.TrimSpace(host.GOPROXY), ","
+	for rest != "" {
+		entry := rest
+		next := ""
+		if i := strings.IndexAny(rest, ",|"); i >= 0 {
+			entry, next = rest[:i], rest[i:i+1]
+			rest = rest[i+1:]
+		} else {
+			rest = ""
+		}
+		switch entry = strings.TrimSpace(entry); {
+		case entry == "":
+		case entry == "off":
+			rest = "" // nothing after off is ever asked
+		case carriesCredentials(entry):
+			dropped++
+		default:
+			if len(list) > 0 {
+				list = append(list, sep)
+			}
+			list = append(list, entry)
+		}
+		sep = next
 	}
 	if len(list) == 0 {
-		return "off"
+		return "off", dropped
 	}
-	return strings.Join(list, ",")
+	return strings.Join(list, ""), dropped
+}
+
+// carriesCredentials reports whether a proxy entry names a user (and
+// perhaps a password) in its URL.
+func carriesCredentials(entry string) bool {
+	u, err := url.Parse(entry)
+	return err != nil || u.User != nil
 }
 
 // probeGo asks the host's go command for its module cache, root and
@@ -100,7 +165,8 @@ func goProxy(host goEnv) string {
 func probeGo(bin string) (goEnv, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "env", "-json", "GOMODCACHE", "GOROOT", "GOPROXY")
+	args := append([]string{"env", "-json", "GOMODCACHE", "GOROOT", "GOPROXY"}, privacyVars...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = "/"
 	cmd.Env = probeEnv(os.Environ())
 	var out bytes.Buffer

@@ -19,6 +19,9 @@ type Profile struct {
 	// Caches are directories commands write, outside every workspace;
 	// Prepare makes them.
 	Caches []string
+	// Notes say what detection left out of the profile and why, for the
+	// host's log (a proxy carrying credentials, say).
+	Notes []string
 }
 
 // Options configure Detect. The zero value detects on DefaultPath with
@@ -78,7 +81,7 @@ func Detect(o Options) ([]Profile, error) {
 func Prepare(ps []Profile) ([]Profile, error) {
 	out := make([]Profile, 0, len(ps))
 	for _, p := range ps {
-		q := Profile{Name: p.Name, Env: p.Env}
+		q := Profile{Name: p.Name, Env: p.Env, Notes: p.Notes}
 		for _, c := range p.Caches {
 			if err := os.MkdirAll(c, 0o700); err != nil {
 				return nil, err

@@ -65,6 +65,40 @@ func TestGoProfile(t *testing.T) {
 	}
 }
 
+// TestGoProxyLeavesCredentialsOut: a proxy entry naming a user is left
+// out (commands would see it), the rest keep their order and separators,
+// and the profile notes what it left; the host's privacy patterns pass.
+func TestGoProxyLeavesCredentialsOut(t *testing.T) {
+	tests := []struct {
+		host, want string
+		dropped    int
+	}{
+		{"https://proxy.golang.org,direct", "https://proxy.golang.org,direct", 0},
+		{"https://alice:s3cret@corp.example/go|https://proxy.golang.org,direct", "https://proxy.golang.org,direct", 1},
+		{"https://corp.example/go|https://bob@mirror.example,direct", "https://corp.example/go,direct", 1},
+		{"https://a.example|https://b.example", "https://a.example|https://b.example", 0},
+		{"https://a.example,off,https://b.example", "https://a.example", 0},
+		{"https://u:p@only.example", "off", 1},
+		{"", "off", 0},
+	}
+	for _, tt := range tests {
+		got, dropped := goProxy(goEnv{GOPROXY: tt.host})
+		if got != tt.want || dropped != tt.dropped {
+			t.Errorf("GOPROXY %q: %q dropping %d, want %q dropping %d", tt.host, got, dropped, tt.want, tt.dropped)
+		}
+	}
+	p, ok := goProfile(Options{CacheDir: t.TempDir(), Path: fakeGo(t, `{"GOROOT":"/usr/local/go","GOPROXY":"https://u:tok@corp.example","GOPRIVATE":"corp.example/*","GONOSUMDB":"corp.example"}`)})
+	if !ok {
+		t.Fatal("no profile")
+	}
+	if strings.Contains(p.Env["GOPROXY"], "tok") || len(p.Notes) != 1 {
+		t.Errorf("GOPROXY %q, notes %q", p.Env["GOPROXY"], p.Notes)
+	}
+	if p.Env["GOPRIVATE"] != "corp.example/*" || p.Env["GONOSUMDB"] != "corp.example" || p.Env["GOINSECURE"] != "" {
+		t.Errorf("privacy variables %v", p.Env)
+	}
+}
+
 // TestGoProfileAbsent: no go on the path, a go that fails, and one that
 // prints what is not JSON give no profile.
 func TestGoProfileAbsent(t *testing.T) {

@@ -132,12 +132,19 @@ func toolchains(p *plane.Plane) string {
 	if len(p.Toolchains) == 0 {
 		return "no toolchain profiles (no go, npm or pip on the commands' PATH)"
 	}
-	var names, caches []string
+	var names, caches, notes []string
 	for _, tc := range p.Toolchains {
 		names = append(names, tc.Name)
 		caches = append(caches, tc.Caches...)
+		for _, n := range tc.Notes {
+			notes = append(notes, tc.Name+": "+n)
+		}
 	}
-	return "toolchain profiles: " + strings.Join(names, ", ") + "; their caches: " + strings.Join(caches, ", ")
+	s := "toolchain profiles: " + strings.Join(names, ", ") + "; their caches: " + strings.Join(caches, ", ")
+	if len(notes) > 0 {
+		s += "; " + strings.Join(notes, "; ")
+	}
+	return s
 }
 
 // config is what the flags choose.
