@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // probeResult is what the kernel offers, asked directly once per Broker.
@@ -34,7 +36,7 @@ type jailRequest struct {
 	emptyRoot *EmptyRoot
 	required  []string
 	// trace takes the start's phase marks, or is nil.
-	trace *phaseLog
+	trace *jail.PhaseLog
 }
 
 // jailProcess is a started helper (and, after exec, the command).
