@@ -167,7 +167,7 @@ type testHooks struct {
 	// helpers through a launcher.
 	launchAboveRSS int64
 	// tracePhases makes every Execution keep its phase marks (see
-	// phaseMark), for BenchmarkWarmPhases.
+	// jail.PhaseMark), for BenchmarkWarmPhases.
 	tracePhases bool
 	// noPrime keeps every warm helper unprimed; primeCheckOff hands a
 	// primed helper its command without re-validating what its priming

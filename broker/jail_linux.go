@@ -125,7 +125,7 @@ func availability(p probeResult) Enforcement {
 
 // benchHostViewByRemount, set only by a benchmark, makes every jail
 // build its read-only host view one mount at a time (see
-// hostViewReadOnly).
+// the helper's hostViewReadOnly).
 var benchHostViewByRemount atomic.Bool
 
 // start hands req to a helper (a warm one when the broker holds one of the

@@ -124,7 +124,7 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 	}
 	launched := f.namespaces && (warm || b.hostIsLarge())
 	if launched {
-		// The namespaces are the launcher's to make (see launcherArg0).
+		// The namespaces are the launcher's to make (see launcher_linux.go).
 		cmd.Args = jail.LauncherArgs(f.newNet, extra != nil, warm)
 		cmd.SysProcAttr = jail.SysProcAttr(false, false)
 	}

@@ -22,9 +22,9 @@ import (
 // helper may therefore be primed, while it waits, with the policy of the
 // last command of its flavour: it builds that policy's mounts and applies
 // its rlimits, capabilities, no-new-privs, Landlock and seccomp
-// (confine), exactly as it would for a command, and then waits for its
+// (the helper's confine), exactly as it would for a command, and then waits for its
 // command. Landlock and seccomp cannot be undone, so a primed helper can
-// only ever serve that exact policy (primeKey); a helper primed for a
+// only ever serve that exact policy (jail.PrimeKey); a helper primed for a
 // policy the pool no longer primes for is retired when a command of its
 // flavour comes (takeWarm), never reused.
 //
@@ -67,7 +67,7 @@ type primeBook struct {
 	// command) of the last command of that flavour that could be primed
 	// for.
 	source map[flavour]jail.Config
-	// sourceKey is primeKey of source, per flavour.
+	// sourceKey is jail.PrimeKey of source, per flavour.
 	sourceKey map[flavour]string
 	// reserve: a command of the flavour found only helpers primed for
 	// another policy; from then on one helper of it stays unprimed.
@@ -503,12 +503,11 @@ type pathIdent struct {
 }
 
 // pathPrint records the identity, or the absence, of every host path a
-// helper confined for cfg's policy depends on: the roots, the working
-// directory, the protected paths, the secrets it would mask (the homes
-// /etc/passwd names, the system secrets' globs), the kernel files it
-// masks, the resolver file (and where it leads), the host socket
-// directories (and where they lead), the shared sockets, and the host
-// root's top-level links.
+// helper confined for cfg's policy depends on (jail.HostPaths: the
+// roots, the working directory, the protected paths, the secrets it
+// would mask, the kernel files it masks, the resolver file and the host
+// socket directories and where they lead, the shared sockets), and the
+// host root's top-level links (jail.TopLevelLinks).
 func pathPrint(cfg jail.Config) []pathIdent {
 	paths := jail.HostPaths(cfg)
 	out := make([]pathIdent, 0, len(paths)+8)

@@ -67,7 +67,7 @@ type landlockRulesetAttr struct {
 // packed; rules are encoded into a byte array of this size.
 const landlockPathBeneathSize = 12
 
-// landlockABI asks the kernel which Landlock ABI it offers. It returns
+// LandlockABI asks the kernel which Landlock ABI it offers. It returns
 // 0 and the errno when Landlock is unavailable (ENOSYS: not built;
 // EOPNOTSUPP: built but disabled at boot).
 func LandlockABI() (int, error) {

@@ -15,18 +15,12 @@ import (
 )
 
 // The launcher stands between the host and a helper that needs
-// namespaces. Go forks a child that gets a new user namespace without
-// CLONE_VM (its parent must write the child's uid map while the child
-// waits), which copies the whole parent's page tables: measured here, a
-// host holding 1 GiB of heap paid ~40 ms per jailed command for that
-// copy, and stalled while it ran. So a large host (and every warm
-// helper) starts the launcher the cheap way (vfork, no
-// namespaces), and the launcher — a small process — starts the helper in
-// its namespaces as a child of the host's, not its own (CLONE_PARENT),
-// says which pid it got, lets go of every descriptor and exits. The host
-// reaps the helper itself, so a command's end reaches
-// the host at once, not after a launcher woke, reaped it and exited in
-// turn.
+// namespaces, so the host need not copy its own page tables into a
+// namespaced child (the broker's launcher_linux.go says when it uses
+// one): started the cheap way (vfork, no namespaces), the launcher — a
+// small process — starts the helper in its namespaces as a child of the
+// host's, not its own (CLONE_PARENT), says which pid it got, lets go of
+// every descriptor and exits. The host reaps the helper itself.
 const (
 	launcherArg0 = "loom-jail-launcher"
 	// launcherNetArg asks the launcher for a network namespace too.

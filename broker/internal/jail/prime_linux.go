@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 )
@@ -36,4 +37,31 @@ func HostPaths(cfg Config) []string {
 		}
 	}
 	return paths
+}
+
+// PrimeKey is the part of cfg a primed helper was confined for: all of
+// it but the command (argv, environment), its stdin and extra file, the
+// phase trace, the host sockets and Prime itself. Of those, the sockets
+// and the HOME the environment names (which adds a home whose secrets are
+// masked) decide what is confined too, and are checked apart
+// (SocketsCovered, and HostPaths for the secrets of the command's HOME).
+// A primed helper serves only a command whose PrimeKey is its priming's.
+func PrimeKey(cfg Config) []byte {
+	k := cfg
+	k.Argv, k.Env, k.MaskSockets = nil, nil, nil
+	k.Trace, k.NullStdin, k.Prime, k.Extra = false, false, false, ExtraNone
+	b, _ := json.Marshal(k)
+	return b
+}
+
+// SocketsCovered says whether every socket in want is in have: whether
+// a helper that masked have masked every socket a command lists in
+// want.
+func SocketsCovered(want, have []string) bool {
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			return false
+		}
+	}
+	return true
 }
