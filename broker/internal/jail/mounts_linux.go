@@ -15,7 +15,7 @@ import (
 // hostSocketDirs are the directories where hosts keep their service
 // sockets (the system and user buses, docker.sock, agents). The jail
 // hides each under an empty tmpfs; the roots a policy lists beneath them,
-// the sockets it shares (Policy.Sockets) and the resolver configuration
+// the sockets it shares (Config.Sockets) and the resolver configuration
 // /etc/resolv.conf points at are bound back.
 var hostSocketDirs = []string{"/run", "/var/run"}
 

@@ -36,7 +36,7 @@ var errInBoundRoot = errors.New("missing inside a root bound in the jail (it cha
 
 // policyRootPlan returns what the jail's root shows, parents first, one
 // entry per path: every system, readable and writable root, every shared
-// socket (Policy.Sockets), and extra (the file /etc/resolv.conf resolves
+// socket (Config.Sockets), and extra (the file /etc/resolv.conf resolves
 // to, when a root shows /etc/resolv.conf). A path's writability is
 // whether a writable root covers it. A read-only path under a read-only
 // entry is left out (the bind above carries it, and no command can move
