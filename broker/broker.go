@@ -3,6 +3,8 @@ package broker
 import (
 	"sync"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // Bounds on warm helpers.
@@ -11,8 +13,9 @@ const (
 	// command waits for one before the broker retires it, when
 	// Options.WarmHelperIdle is zero.
 	DefaultWarmHelperIdle = 30 * time.Second
-	// MaxWarmHelperIdle caps Options.WarmHelperIdle.
-	MaxWarmHelperIdle = 5 * time.Minute
+	// MaxWarmHelperIdle caps Options.WarmHelperIdle. A helper nobody
+	// configured leaves by itself a minute past it.
+	MaxWarmHelperIdle = jail.MaxWarmIdle
 	// DefaultWarmHelpers is how many helpers the broker keeps started
 	// ahead of the next commands when Options.WarmHelpers is zero: enough
 	// for a batch whose exclusive calls run one after another, or whose
@@ -23,11 +26,6 @@ const (
 	// process and one of Options.MaxLiveCommands' slots, so the pool stays
 	// a small share of DefaultMaxLiveCommands.
 	MaxWarmHelpers = 8
-	// helperIdleTimeout is how long a helper waits for its configuration
-	// before exiting by itself: a backstop for a host that stopped
-	// retiring it (frozen, say). It outlasts every idle allowance, so the
-	// broker never hands a command to a helper about to leave.
-	helperIdleTimeout = MaxWarmHelperIdle + time.Minute
 )
 
 // Options configure a Broker.
@@ -169,7 +167,7 @@ type testHooks struct {
 	// helpers through a launcher.
 	launchAboveRSS int64
 	// tracePhases makes every Execution keep its phase marks (see
-	// phaseMark), for BenchmarkWarmPhases.
+	// jail.PhaseMark), for BenchmarkWarmPhases.
 	tracePhases bool
 	// noPrime keeps every warm helper unprimed; primeCheckOff hands a
 	// primed helper its command without re-validating what its priming

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // The cgroup layer. A host that delegates a cgroup v2 directory to Loom
@@ -67,7 +69,7 @@ func openCgroupParent(path string) (*cgroupParent, error) {
 	}
 	fd, err := unix.Open(path, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open cgroup parent %s: %s", path, errnoName(err))
+		return nil, fmt.Errorf("open cgroup parent %s: %s", path, jail.ErrnoName(err))
 	}
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(fd, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
@@ -85,7 +87,7 @@ func openCgroupParent(path string) (*cgroupParent, error) {
 			continue
 		}
 		if err := writeCgroupFile(fd, "cgroup.subtree_control", "+"+c); err != nil {
-			absent = append(absent, c+" not enabled for children: "+errnoName(err))
+			absent = append(absent, c+" not enabled for children: "+jail.ErrnoName(err))
 		}
 	}
 	on := strings.Fields(readCgroupFile(fd, "cgroup.subtree_control"))
@@ -146,13 +148,13 @@ func (p *cgroupParent) child() *helperCgroup {
 	p.mu.Unlock()
 	c := &helperCgroup{parent: p, name: name, fd: -1}
 	if err := unix.Mkdirat(p.fd, name, 0o755); err != nil {
-		c.layer = Layer{Name: LayerCgroup, Reason: fmt.Sprintf("mkdir %s/%s: %s", p.path, name, errnoName(err))}
+		c.layer = Layer{Name: LayerCgroup, Reason: fmt.Sprintf("mkdir %s/%s: %s", p.path, name, jail.ErrnoName(err))}
 		return c
 	}
 	fd, err := unix.Openat(p.fd, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		unix.Unlinkat(p.fd, name, unix.AT_REMOVEDIR)
-		c.layer = Layer{Name: LayerCgroup, Reason: fmt.Sprintf("open %s/%s: %s", p.path, name, errnoName(err))}
+		c.layer = Layer{Name: LayerCgroup, Reason: fmt.Sprintf("open %s/%s: %s", p.path, name, jail.ErrnoName(err))}
 		return c
 	}
 	c.fd = fd
@@ -182,7 +184,7 @@ func (c *helperCgroup) limit(l Limits) {
 			return
 		}
 		if err := writeCgroupFile(c.fd, file, value); err != nil {
-			skipped = append(skipped, file+": "+errnoName(err))
+			skipped = append(skipped, file+": "+jail.ErrnoName(err))
 			return
 		}
 		done = append(done, file+"="+value)
@@ -322,7 +324,7 @@ func (b *Broker) sweepCgroups() {
 // jailScratchBytes is what one namespaced jail reserves of the scratch
 // budget: its private /tmp and its /dev (which holds /dev/shm), both
 // in-memory tmpfs sized at mount.
-const jailScratchBytes = ScratchBytes + devBytes
+const jailScratchBytes = ScratchBytes + jail.DevBytes
 
 // physicalMemoryBytes is the host's MemTotal, or 0 when unknown.
 func physicalMemoryBytes() int64 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/broker/internal/jail"
 	"github.com/agentloom/loom/internal/jailtest"
 	"golang.org/x/sys/unix"
 )
@@ -33,7 +34,7 @@ func cgroup2Mount() (string, error) {
 			continue
 		}
 		if fields := strings.Fields(pre); len(fields) >= 5 {
-			return unescapeMountinfo(fields[4]), nil
+			return jail.UnescapeMountinfo(fields[4]), nil
 		}
 	}
 	return "", errors.New("no cgroup2 filesystem is mounted")

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // Bounds on a running command's output plumbing. Host memory held for
@@ -176,7 +178,7 @@ type Execution struct {
 	// phases are the marks of its way from Clear to settlement, kept only
 	// when the broker traces them (nil otherwise); complete once Done is
 	// closed.
-	phases *phaseLog
+	phases *jail.PhaseLog
 }
 
 // Output returns the command's output chunks in the order each stream
@@ -229,8 +231,8 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 
 	ex := &Execution{out: make(chan Output, OutputQueueChunks), done: make(chan struct{})}
 	if b.test.tracePhases {
-		ex.phases = &phaseLog{on: true}
-		ex.phases.mark("clear")
+		ex.phases = &jail.PhaseLog{On: true}
+		ex.phases.Mark("clear")
 	}
 	kill := newKiller()
 	ex.stop = kill.fire
@@ -245,7 +247,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		return nil, d
 	}
 
-	ex.phases.mark("admitted")
+	ex.phases.Mark("admitted")
 	dir := workDir(spec)
 	guard, d := b.guardGit(spec.Policy)
 	if d != nil {
@@ -286,10 +288,10 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 
 	go kill.watch(ctx, proc, deadline)
 
-	ex.phases.mark("pumping")
+	ex.phases.Mark("pumping")
 	go func() {
 		state := proc.wait()
-		ex.phases.mark("reaped")
+		ex.phases.Mark("reaped")
 		kill.killGroup() // whatever the command left in its group goes with it
 		cg.remove()      // and whatever it left in its cgroup
 		b.sweepCgroups() // and any helper that died unclaimed
@@ -304,12 +306,12 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 			defer grace.Stop()
 		}
 		readers.Wait()
-		ex.phases.mark("drained")
+		ex.phases.Mark("drained")
 		proc.closeOutput()
 		s := settle(state, execErr)
 		s.Duration = time.Since(proc.started)
 		guard.settle(&s)
-		ex.phases.mark("guard.settle")
+		ex.phases.Mark("guard.settle")
 		if s.Signal != "" { // a tree that exited on its own was not killed
 			s.TimedOut, s.Cancelled = kill.cause()
 		}
@@ -317,7 +319,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		lease.release()
 		b.ledger.Release(ticket)
 		ex.settled = s
-		ex.phases.mark("settled")
+		ex.phases.Mark("settled")
 		close(ex.out)
 		close(ex.done)
 		proc.release()
@@ -335,7 +337,7 @@ func buildEnv(env map[string]string, allow []string) []string {
 	}
 	out := make([]string, 0, len(allow))
 	for k, v := range env {
-		if ok[k] && k+"="+v != helperEnv && k != helperEnvName {
+		if ok[k] && k != jail.EnvName {
 			out = append(out, k+"="+v)
 		}
 	}

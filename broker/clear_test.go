@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/broker/internal/jail"
 	"pgregory.net/rapid"
 )
 
@@ -290,9 +291,9 @@ func TestClearEnvAllowlist(t *testing.T) {
 	t.Setenv("LOOM_HOST_ONLY", "host")
 	b := newTestBroker(t, Options{})
 	p := testPolicy(t.TempDir())
-	p.EnvAllow = []string{"PATH", "KEEP", helperEnvName}
+	p.EnvAllow = []string{"PATH", "KEEP", jail.EnvName}
 	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"env"}, Policy: p,
-		Env: map[string]string{"PATH": "/usr/bin:/bin", "KEEP": "yes", "DROP": "no", helperEnvName: "v1"}})
+		Env: map[string]string{"PATH": "/usr/bin:/bin", "KEEP": "yes", "DROP": "no", jail.EnvName: "v1"}})
 	if d != nil {
 		t.Fatal(d)
 	}
@@ -306,19 +307,19 @@ func TestClearEnvAllowlist(t *testing.T) {
 
 func TestBuildEnvProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		names := rapid.SliceOf(rapid.SampledFrom([]string{"A", "B", "C", "PATH", helperEnvName})).Draw(t, "allow")
-		env := rapid.MapOf(rapid.SampledFrom([]string{"A", "B", "C", "D", "PATH", helperEnvName}), rapid.StringMatching(`[a-z=]{0,5}`)).Draw(t, "env")
+		names := rapid.SliceOf(rapid.SampledFrom([]string{"A", "B", "C", "PATH", jail.EnvName})).Draw(t, "allow")
+		env := rapid.MapOf(rapid.SampledFrom([]string{"A", "B", "C", "D", "PATH", jail.EnvName}), rapid.StringMatching(`[a-z=]{0,5}`)).Draw(t, "env")
 		out := buildEnv(env, names)
 		seen := map[string]bool{}
 		for _, kv := range out {
 			k, v, _ := strings.Cut(kv, "=")
-			if !slices.Contains(names, k) || k == helperEnvName || env[k] != v || seen[k] {
+			if !slices.Contains(names, k) || k == jail.EnvName || env[k] != v || seen[k] {
 				t.Fatalf("entry %q passed (allow %v, env %v)", kv, names, env)
 			}
 			seen[k] = true
 		}
 		for _, n := range names {
-			if _, ok := env[n]; ok && n != helperEnvName && !seen[n] {
+			if _, ok := env[n]; ok && n != jail.EnvName && !seen[n] {
 				t.Fatalf("allowed %q dropped", n)
 			}
 		}

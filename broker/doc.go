@@ -40,8 +40,13 @@
 // Options.RequiredLayers or CallSpec.RequiredLayers names that was not
 // applied refuses the command before exec (DenialLayerRequired). Outside
 // Linux nothing confines a command and Clear refuses unless
-// Options.AllowUnconfined. The host side of a jail is jail_linux.go; the
-// helper side, in the order it runs, is helper_linux.go.
+// Options.AllowUnconfined. The host side of a jail is jail_linux.go;
+// the helper side, everything that runs in the helper's process (and in
+// the launcher and probe it may be started through), is package
+// broker/internal/jail (its helper_linux.go in the order it runs). The
+// broker writes it a jail.Config and reads back its jail.Report; Layer,
+// MissingLayer, Limits and EmptyRoot are that package's types under
+// this package's names.
 //
 // CallSpec.ExtraFile reaches the command at ExtraFileFD; nothing else
 // but fds 0 to 2 does.

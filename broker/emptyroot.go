@@ -1,17 +1,21 @@
 package broker
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/agentloom/loom/broker/internal/jail"
+)
 
 // LayerEmptyRoot names the layer of an empty-root run (CallSpec.EmptyRoot):
 // the jail's root is a fresh tmpfs holding only the command's executable,
 // a minimal /dev and, when asked for, a fresh /proc (pivot_root, the old
 // root detached). It is reported applied only once the pivot succeeded.
-const LayerEmptyRoot = "empty_root"
+const LayerEmptyRoot = jail.LayerEmptyRoot
 
 // EmptyRootProgram is where an empty-root command's executable appears
 // inside its jail, and what the helper execs: a read-only, nosuid,
 // nodev bind of EmptyRoot.Program on a file of the jail's tmpfs root.
-const EmptyRootProgram = "/program"
+const EmptyRootProgram = jail.EmptyRootProgram
 
 // EmptyRoot asks for a jail in which the command sees nothing of the
 // host but its own executable: no system, readable or writable root, no
@@ -32,17 +36,14 @@ const EmptyRootProgram = "/program"
 // fails; it never falls back to a view of the host. The command's
 // environment is built as always (CallSpec.Env filtered by
 // Policy.EnvAllow) and its working directory is /.
-type EmptyRoot struct {
-	// Program is the absolute, clean host path of the executable (a
-	// static one: no interpreter, loader or library is there for it). It
-	// is opened without following any link; a link, a missing path or a
-	// non-regular file makes the helper refuse the run.
-	Program string `json:"program"`
-	// Proc mounts a fresh /proc of the jail's pid namespace (its kernel
-	// knobs read-only and kernel-wide files masked, as in every jail).
-	// Without it there is no /proc at all.
-	Proc bool `json:"proc,omitempty"`
-}
+//
+// Program is the absolute, clean host path of the executable (a static
+// one: no interpreter, loader or library is there for it). It is opened
+// without following any link; a link, a missing path or a non-regular
+// file makes the helper refuse the run. Proc mounts a fresh /proc of the
+// jail's pid namespace (its kernel knobs read-only and kernel-wide files
+// masked, as in every jail); without it there is no /proc at all.
+type EmptyRoot = jail.EmptyRoot
 
 // checkEmptyRoot refuses an empty-root spec that asks for anything the
 // empty root cannot hold: a roots-bearing policy, the network, a working

@@ -1,37 +1,34 @@
 package broker
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/agentloom/loom/broker/internal/jail"
+)
 
 // Layer names used in an Enforcement report. Each names one confinement
 // mechanism the jail applies or skips as a whole.
 const (
-	LayerNamespaces   = "namespaces"   // user, mount, network, pid and ipc namespaces
-	LayerMounts       = "mounts"       // private root, read-only protected binds, fresh /proc
-	LayerPolicyRoot   = "policy_root"  // the jail's root holds the policy's roots only (pivot_root)
-	LayerLoopback     = "loopback"     // lo up inside a private network namespace
-	LayerCapabilities = "capabilities" // bounding, ambient, effective, permitted, inheritable all cleared
-	LayerNoNewPrivs   = "no_new_privs" // PR_SET_NO_NEW_PRIVS
-	LayerLandlock     = "landlock"     // filesystem, TCP and scope rules
-	LayerSeccomp      = "seccomp"      // syscall filter returning EPERM
-	LayerRlimits      = "rlimits"      // processes, memory, file size, open files, CPU
-	LayerJail         = "jail"         // the jail as a whole (used when none exists on the platform)
+	LayerNamespaces   = jail.LayerNamespaces   // user, mount, network, pid and ipc namespaces
+	LayerMounts       = jail.LayerMounts       // private root, read-only protected binds, fresh /proc
+	LayerPolicyRoot   = jail.LayerPolicyRoot   // the jail's root holds the policy's roots only (pivot_root)
+	LayerLoopback     = jail.LayerLoopback     // lo up inside a private network namespace
+	LayerCapabilities = jail.LayerCapabilities // bounding, ambient, effective, permitted, inheritable all cleared
+	LayerNoNewPrivs   = jail.LayerNoNewPrivs   // PR_SET_NO_NEW_PRIVS
+	LayerLandlock     = jail.LayerLandlock     // filesystem, TCP and scope rules
+	LayerSeccomp      = jail.LayerSeccomp      // syscall filter returning EPERM
+	LayerRlimits      = jail.LayerRlimits      // processes, memory, file size, open files, CPU
+	LayerJail         = "jail"                 // the jail as a whole (used when none exists on the platform)
 )
 
-// Layer is one confinement mechanism and what became of it. Applied is
-// true only when the kernel accepted it; otherwise Reason says why it was
-// skipped (an errno name or a short sentence).
-type Layer struct {
-	Name    string `json:"name"`
-	Applied bool   `json:"applied"`
-	// Detail is a short qualifier the compact line shows in parentheses,
-	// e.g. "abi 6" for Landlock.
-	Detail string `json:"detail,omitempty"`
-	// Params are the layer's parameters for the full report (which
-	// namespaces, how many protected paths); the compact line omits them.
-	Params string `json:"params,omitempty"`
-	// Reason says why a layer was skipped; empty when applied.
-	Reason string `json:"reason,omitempty"`
-}
+// Layer is one confinement mechanism and what became of it: Name (one
+// of the Layer* names), Applied, which is true only when the kernel
+// accepted it, Detail (a short qualifier the compact line shows in
+// parentheses, e.g. "abi 6" for Landlock), Params (the layer's
+// parameters for the full report) and Reason, which says why a skipped
+// layer was skipped (an errno name or a short sentence; empty when
+// applied). It is the helper's own report of the layer.
+type Layer = jail.Layer
 
 // Enforcement is the report of how one command was confined. Degraded is
 // true whenever any layer was skipped; a report never claims a layer the
@@ -104,13 +101,4 @@ func (e Enforcement) String() string {
 		}
 	}
 	return b.String()
-}
-
-// missingLayer is missingRequired rendered "<layer>: <reason>", or ""
-// when every required layer was applied.
-func missingLayer(required []string, namespaces bool, layers []Layer) string {
-	if m := missingRequired(required, namespaces, layers); m != nil {
-		return m.Layer + ": " + m.Reason
-	}
-	return ""
 }

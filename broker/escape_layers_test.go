@@ -18,6 +18,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/agentloom/loom/broker/internal/jail"
 	"golang.org/x/sys/unix"
 )
 
@@ -107,14 +108,14 @@ func layerProbe(mode string, args []string) error {
 		}
 		return shmTouchProbe(size)
 	case "securebits":
-		// Succeeds (the escape) unless every bit jailSecurebits names is
+		// Succeeds (the escape) unless every bit jail.Securebits names is
 		// set and KEEP_CAPS is off: a root that could regain
 		// capabilities by exec or by changing uids.
 		v, err := unix.PrctlRetInt(unix.PR_GET_SECUREBITS, 0, 0, 0, 0)
 		if err != nil {
 			return err
 		}
-		if v&jailSecurebits == jailSecurebits && v&secbitKeepCaps == 0 {
+		if v&jail.Securebits == jail.Securebits && v&jail.SecbitKeepCaps == 0 {
 			return fmt.Errorf("securebits locked: %#x", v)
 		}
 		return nil
@@ -273,7 +274,7 @@ const inotifyProbeExtra = 64
 // the same probe unjailed, where the host's per-uid limit (far above the
 // jail's) lets it add them all.
 func runInotifyPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
-	ceiling := notifyCeiling(JailInotifyWatches, hostSysctl("fs/inotify/max_user_watches"))
+	ceiling := jail.InotifyWatchesCeiling()
 	// The files live in /dev/shm (the jail's own, or the host's for the
 	// control), a tmpfs where creating thousands is cheap; the probe
 	// removes them.

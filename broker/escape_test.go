@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // The escape suite: every case is a probe that must fail inside the jail,
@@ -690,7 +692,7 @@ func coreEscapeCases() []escapeCase {
 			},
 		},
 		{
-			// The helper's securebits (jailSecurebits) keep a uid 0
+			// The helper's securebits (jail.Securebits) keep a uid 0
 			// command from regaining capabilities; the control is the
 			// host's test process, whose securebits are unset.
 			name:    "securebits_unlocked",
@@ -886,7 +888,7 @@ func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Dur
 		t.Fatalf("Clear: %v", d)
 	}
 	r = collect(ex)
-	return r, ex.phases != nil && slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == primedCommandMark })
+	return r, ex.phases != nil && slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
 }
 
 // primedWaitLimit bounds how long waitPrimed waits for the pool's filler,

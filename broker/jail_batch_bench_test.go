@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/broker/internal/jail"
 	"github.com/agentloom/loom/internal/jailtest"
 )
 
@@ -108,7 +109,7 @@ func BenchmarkBatch(b *testing.B) {
 		{"cold", clearTrue(cold)},
 		{"ns-floor", func() {
 			cmd := exec.Command("true")
-			cmd.SysProcAttr = jailSysProcAttr(true, true)
+			cmd.SysProcAttr = jail.SysProcAttr(true, true)
 			if err := cmd.Run(); err != nil {
 				b.Fatal(err)
 			}

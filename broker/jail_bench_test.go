@@ -42,7 +42,7 @@ func BenchmarkTrue(b *testing.B) {
 		benchJailed(b, New(Options{HelperPath: helper, WarmHelperIdle: -1}), false, plainMedian)
 	})
 	// What a large host pays per cold command: a launcher between it and
-	// the helper (see launcherArg0), whatever the host's size.
+	// the helper (see launcher_linux.go), whatever the host's size.
 	b.Run("jailed-cold-launched", func(b *testing.B) {
 		br := New(Options{HelperPath: helper, WarmHelperIdle: -1})
 		br.test.launchAboveRSS = -1

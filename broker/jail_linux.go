@@ -13,13 +13,18 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // selfExe is the default helper executable: the running program.
-const selfExe = "/proc/self/exe"
+const selfExe = jail.SelfExe
 
-// helperEnvName is the name part of helperEnv.
-const helperEnvName = "LOOM_JAIL_HELPER"
+// MaxCarveEntries bounds how many directory entries a jail without a
+// mount namespace inspects, for one command, to keep protected paths out
+// of Landlock's writable rules; past it the remaining entries of a split
+// directory stay read-only (failing closed).
+const MaxCarveEntries = jail.MaxCarveEntries
 
 // pipeBufferBytes is the capacity of a Linux pipe by default: a write of
 // at most this much never blocks on an empty pipe.
@@ -101,26 +106,26 @@ func settle(st exitState, execErr string) Settled {
 func availability(p probeResult) Enforcement {
 	var e Enforcement
 	if p.usernsErr != nil {
-		e.add(Layer{Name: LayerNamespaces, Reason: errnoName(p.usernsErr)})
+		e.add(Layer{Name: LayerNamespaces, Reason: jail.ErrnoName(p.usernsErr)})
 	} else {
 		e.add(Layer{Name: LayerNamespaces, Applied: true, Params: "user,mount,net,pid,ipc,uts"})
 	}
 	if p.landlockABI > 0 {
-		e.add(Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(p.landlockABI, landlockMaxKnownABI))})
+		e.add(Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(p.landlockABI, jail.LandlockMaxKnownABI))})
 	} else {
-		e.add(Layer{Name: LayerLandlock, Reason: errnoName(p.landlockErr)})
+		e.add(Layer{Name: LayerLandlock, Reason: jail.ErrnoName(p.landlockErr)})
 	}
 	if p.seccompErr == nil {
 		e.add(Layer{Name: LayerSeccomp, Applied: true})
 	} else {
-		e.add(Layer{Name: LayerSeccomp, Reason: errnoName(p.seccompErr)})
+		e.add(Layer{Name: LayerSeccomp, Reason: jail.ErrnoName(p.seccompErr)})
 	}
 	return e
 }
 
 // benchHostViewByRemount, set only by a benchmark, makes every jail
 // build its read-only host view one mount at a time (see
-// hostViewReadOnly).
+// the helper's hostViewReadOnly).
 var benchHostViewByRemount atomic.Bool
 
 // start hands req to a helper (a warm one when the broker holds one of the
@@ -131,7 +136,7 @@ var benchHostViewByRemount atomic.Bool
 func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, execErr string, d *Denial) {
 	namespaces := req.probe.usernsErr == nil
 	networkOff := req.policy.Network != NetworkFull
-	cfg := helperConfig{
+	cfg := jail.Config{
 		Argv: req.argv, Env: req.env, Dir: req.dir,
 		Namespaces: namespaces, NetworkOff: networkOff,
 		SystemRoots:   req.policy.SystemRoots,
@@ -143,30 +148,30 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 		TestHookPolicyRootOff: b.test.policyRootOff,
 		LandlockABI:           req.probe.landlockABI,
 		Seccomp:               req.probe.seccompErr == nil,
-		Limits:                req.policy.Limits.withDefaults(),
+		Limits:                withDefaults(req.policy.Limits),
 		NullStdin:             req.stdin == nil,
 		EmptyRoot:             req.emptyRoot,
 		Trace:                 req.trace != nil,
 	}
-	req.trace.mark("guarded")
+	req.trace.Mark("guarded")
 	if namespaces && req.emptyRoot == nil {
 		// Landlock does not mediate connect(2): a host socket anywhere in
 		// the jail's view is reachable, whatever the roots, so every one
 		// the host has bound is masked. (An empty root shows none.)
 		cfg.MaskSockets = b.maskedSockets(req.policy.Sockets)
 	}
-	req.trace.mark("sockets")
+	req.trace.Mark("sockets")
 	if req.probe.landlockABI <= 0 {
-		cfg.LandlockSkip = errnoName(req.probe.landlockErr)
+		cfg.LandlockSkip = jail.ErrnoName(req.probe.landlockErr)
 	}
 	if req.probe.seccompErr != nil {
-		cfg.SeccompSkip = errnoName(req.probe.seccompErr)
+		cfg.SeccompSkip = jail.ErrnoName(req.probe.seccompErr)
 	}
 	// Every command's policy is noted while it runs, with where it may
 	// write (a helper primed for another policy that read there is not
 	// handed a command meanwhile: see noteStart), and the last one is
 	// what the next warm helpers are primed for.
-	key := string(primeKey(cfg))
+	key := string(jail.PrimeKey(cfg))
 	writable := cfg.WritableRoots
 	if !namespaces && cfg.LandlockABI <= 0 {
 		writable = []string{"/"} // nothing but the host's permissions bounds it
@@ -183,7 +188,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	}()
 	// encode is the configuration for a helper that holds mode at
 	// ExtraFileFD.
-	encode := func(mode extraMode) ([]byte, *Denial) {
+	encode := func(mode jail.Extra) ([]byte, *Denial) {
 		cfg.Extra = mode
 		payload, err := json.Marshal(cfg)
 		if err != nil {
@@ -205,14 +210,14 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 			b.discard(h)
 			h = b.takeWarm(f, "")
 		}
-		req.trace.mark("taken")
+		req.trace.Mark("taken")
 		if h != nil {
 			if req.extra != nil && h.handoff == nil {
 				b.discard(h) // no way to hand it the file
 			} else {
-				mode := extraNone
+				mode := jail.ExtraNone
 				if req.extra != nil {
-					mode = extraHandoff
+					mode = jail.ExtraHandoff
 				}
 				payload, d := encode(mode)
 				if d != nil {
@@ -231,9 +236,9 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 			}
 		}
 	}
-	mode := extraNone
+	mode := jail.ExtraNone
 	if req.extra != nil {
-		mode = extraInherited
+		mode = jail.ExtraInherited
 	}
 	payload, d := encode(mode)
 	if d != nil {
@@ -241,7 +246,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	}
 	h, err := b.spawnHelperWith(f, stdinFile, req.extra, false)
 	if err != nil {
-		return nil, enf, "", NewDenial(DenialJailFailed, "start helper: "+errnoName(unwrapSyscallErr(err)), err)
+		return nil, enf, "", NewDenial(DenialJailFailed, "start helper: "+jail.ErrnoName(jail.StartError(err)), err)
 	}
 	proc, enf, execErr, d, _ = b.configure(h, payload, req)
 	if proc != nil {
@@ -257,7 +262,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (proc *jailProcess, enf Enforcement, execErr string, d *Denial, silent bool) {
 	proc = h.proc
 	defer h.repR.Close()
-	b.limitHelperCgroup(proc, req.policy.Limits.withDefaults()) // before the command reaches the helper
+	b.limitHelperCgroup(proc, withDefaults(req.policy.Limits)) // before the command reaches the helper
 	setup := time.AfterFunc(JailSetupTimeout, proc.kill)
 	defer setup.Stop()
 	if h.handoff != nil {
@@ -288,7 +293,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 		}()
 	}
 	proc.started = time.Now()
-	req.trace.mark("configured")
+	req.trace.Mark("configured")
 
 	if h.flavour.namespaces {
 		detail := "user,mount,pid,ipc,uts"
@@ -297,10 +302,10 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 		}
 		enf.add(Layer{Name: LayerNamespaces, Applied: true, Params: detail})
 	} else {
-		enf.add(Layer{Name: LayerNamespaces, Reason: errnoName(req.probe.usernsErr)})
+		enf.add(Layer{Name: LayerNamespaces, Reason: jail.ErrnoName(req.probe.usernsErr)})
 	}
 	layers, fatal, execErr, refused, reported := readHelperReport(h.rep, proc.setJailPid, req.trace)
-	req.trace.mark("exec")
+	req.trace.Mark("exec")
 	for _, l := range layers {
 		enf.add(l)
 	}
@@ -331,11 +336,11 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 //
 // onJailPid is called with a launcher's report of the helper's pid as
 // soon as it is read.
-func readHelperReport(r io.Reader, onJailPid func(int), trace *phaseLog) (layers []Layer, fatal, execErr string, refused *MissingLayer, reported bool) {
+func readHelperReport(r io.Reader, onJailPid func(int), trace *jail.PhaseLog) (layers []Layer, fatal, execErr string, refused *MissingLayer, reported bool) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxHelperReportBytes))
 	sc.Buffer(make([]byte, 0, 64<<10), maxHelperReportBytes)
 	for sc.Scan() {
-		var rep helperReport
+		var rep jail.Report
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
 			return layers, "malformed helper report: " + err.Error(), "", nil, true
 		}
@@ -350,7 +355,7 @@ func readHelperReport(r io.Reader, onJailPid func(int), trace *phaseLog) (layers
 		}
 		reported = true
 		if trace != nil {
-			trace.marks = append(trace.marks, rep.Phases...)
+			trace.Marks = append(trace.Marks, rep.Phases...)
 		}
 		layers = append(layers, rep.Layers...)
 		if rep.Fatal != "" {

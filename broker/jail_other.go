@@ -8,16 +8,12 @@ import (
 	"os/exec"
 	"runtime"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // selfExe is unused outside Linux: no helper is re-executed.
 const selfExe = ""
-
-// helperEnvName names the helper marker; outside Linux it only keeps
-// the marker out of a command's environment.
-const helperEnvName = "LOOM_JAIL_HELPER"
-
-const helperEnv = helperEnvName + "=v1"
 
 // errNoJail is every layer's skip reason outside Linux.
 var errNoJail = errors.New("no jail on " + runtime.GOOS + ": the command runs unconfined")
@@ -27,13 +23,6 @@ func HelperMain() {}
 
 func probeLayers(string, bool) probeResult {
 	return probeResult{usernsErr: errNoJail, landlockErr: errNoJail, seccompErr: errNoJail}
-}
-
-func errnoName(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // availability says plainly that nothing confines a command here.
@@ -72,7 +61,7 @@ func settle(st exitState, execErr string) Settled {
 // set AllowUnconfined).
 func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Denial) {
 	enf := availability(req.probe)
-	if m := missingRequired(req.required, false, enf.Layers); m != nil {
+	if m := jail.MissingRequired(req.required, false, enf.Layers); m != nil {
 		return nil, enf, "", layerRequired(m)
 	}
 	stdoutR, stdoutW, err := os.Pipe()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/broker/internal/jail"
 	"github.com/agentloom/loom/internal/jailtest"
 )
 
@@ -48,7 +49,7 @@ func benchPhases(b *testing.B, idle time.Duration) {
 	defer br.Close()
 	p := testPolicy(ws)
 	p.Protected = DefaultProtected(ws)
-	run := func() []phaseMark {
+	run := func() []jail.PhaseMark {
 		ex, err := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
 			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
 		if err != nil {
@@ -62,7 +63,7 @@ func benchPhases(b *testing.B, idle time.Duration) {
 		if ex.Enforcement.Degraded {
 			b.Fatalf("degraded: %s", ex.Enforcement)
 		}
-		return ex.phases.marks
+		return ex.phases.Marks
 	}
 	run() // the probes and first fill, untimed
 	durations := map[string][]time.Duration{}
@@ -76,8 +77,8 @@ func benchPhases(b *testing.B, idle time.Duration) {
 		b.StartTimer()
 		for range batchCommands {
 			marks := run()
-			slices.SortStableFunc(marks, func(x, y phaseMark) int { return int(x.NS - y.NS) })
-			start := slices.IndexFunc(marks, func(m phaseMark) bool { return m.Name == "clear" })
+			slices.SortStableFunc(marks, func(x, y jail.PhaseMark) int { return int(x.NS - y.NS) })
+			start := slices.IndexFunc(marks, func(m jail.PhaseMark) bool { return m.Name == "clear" })
 			if start < 0 {
 				b.Fatalf("no clear mark in %v", marks)
 			}

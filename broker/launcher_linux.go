@@ -6,107 +6,29 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
-// The launcher stands between the host and a helper that needs
-// namespaces. Go forks a child that gets a new user namespace without
-// CLONE_VM (its parent must write the child's uid map while the child
-// waits), which copies the whole parent's page tables: measured here, a
-// host holding 1 GiB of heap paid ~40 ms per jailed command for that
-// copy, and stalled while it ran. So a host resident above largeHostRSS
-// (and every warm helper) starts the launcher the cheap way (vfork, no
-// namespaces), and the launcher — a small process — starts the helper in
-// its namespaces as a child of the host's, not its own (CLONE_PARENT),
-// says which pid it got, lets go of every descriptor and exits. The host
-// reaps the helper itself (jailProcess.wait), so a command's end reaches
-// the host at once, not after a launcher woke, reaped it and exited in
-// turn.
-const (
-	launcherArg0 = "loom-jail-launcher"
-	// launcherNetArg asks the launcher for a network namespace too.
-	launcherNetArg = "net"
-	// launcherProbeArg makes the launcher a layer probe: it starts the
-	// helper in probe mode, and prints "errno N" (or why) on stdout and
-	// exits 1 when the namespaces could not be made.
-	launcherProbeArg = "probe"
-	// launcherExtraArg says the launcher holds a descriptor at
-	// ExtraFileFD for the helper: it passes it on at the same number.
-	launcherExtraArg = "extra-fd"
-	// launcherStageArg asks the launcher to start the helper with
-	// helperStageArg: a helper started ahead of its command.
-	launcherStageArg = "stage"
-	// exitLauncherDone is the launcher's status once it named the helper.
-	exitLauncherDone = 0
-)
-
-// launcherArgs are the launcher's argv for flavour f (which has
-// namespaces), with extra when it holds a descriptor at ExtraFileFD and
-// stage for a helper started ahead of its command.
-func launcherArgs(f flavour, extra, stage bool) []string {
-	args := []string{launcherArg0}
-	if f.newNet {
-		args = append(args, launcherNetArg)
-	}
-	if extra {
-		args = append(args, launcherExtraArg)
-	}
-	if stage {
-		args = append(args, launcherStageArg)
-	}
-	return args
-}
-
-// runLauncher starts the helper in its namespaces as a child of the
-// launcher's parent (CLONE_PARENT: the host, which reaps it), reports its
-// pid on the report fd and returns.
-func runLauncher() int {
-	newNet := slices.Contains(os.Args[1:], launcherNetArg)
-	if slices.Contains(os.Args[1:], launcherProbeArg) {
-		return launcherProbe(newNet)
-	}
-	cfg := os.NewFile(helperConfigFd, "config")
-	rep := os.NewFile(helperReportFd, "report")
-	files := []*os.File{cfg, rep}
-	if slices.Contains(os.Args[1:], launcherExtraArg) {
-		files = append(files, os.NewFile(ExtraFileFD, "extra"))
-	}
-	attr := jailSysProcAttr(true, newNet)
-	// The host's child: its parent-death signal follows the host's thread
-	// that started the launcher, as a helper the host starts itself does.
-	attr.Cloneflags |= unix.CLONE_PARENT
-	cmd := &exec.Cmd{
-		Path:        selfExe,
-		Args:        helperArgs(flavour{namespaces: true, newNet: newNet}, slices.Contains(os.Args[1:], launcherStageArg)),
-		Env:         helperProcessEnv,
-		Dir:         "/",
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		ExtraFiles:  files,
-		SysProcAttr: attr,
-	}
-	if err := cmd.Start(); err != nil {
-		b, _ := json.Marshal(helperReport{Fatal: "start jail: " + errnoName(unwrapSyscallErr(err))})
-		rep.Write(append(b, '\n'))
-		return exitHelperSetup
-	}
-	// The first line on the report pipe: the helper writes only once it
-	// has its configuration, which the host sends after reading this.
-	b, _ := json.Marshal(helperReport{JailPid: cmd.Process.Pid})
-	rep.Write(append(b, '\n'))
-	for _, f := range append([]*os.File{os.Stdin, os.Stdout, os.Stderr}, files...) {
-		f.Close()
-	}
-	return exitLauncherDone
-}
+// The launcher (jail.LauncherArgs) stands between the host and a helper
+// that needs namespaces. Go forks a child that gets a new user namespace
+// without CLONE_VM (its parent must write the child's uid map while the
+// child waits), which copies the whole parent's page tables: measured
+// here, a host holding 1 GiB of heap paid ~40 ms per jailed command for
+// that copy, and stalled while it ran. So a host resident above
+// largeHostRSS (and every warm helper) starts the launcher the cheap way
+// (vfork, no namespaces), and the launcher — a small process — starts
+// the helper in its namespaces as a child of the host's, not its own
+// (CLONE_PARENT), says which pid it got, lets go of every descriptor and
+// exits. The host reaps the helper itself (jailProcess.wait), so a
+// command's end reaches the host at once, not after a launcher woke,
+// reaped it and exited in turn. This file is the host's side of it.
 
 // maxLauncherLineBytes bounds the launcher's one report line.
 const maxLauncherLineBytes = 4 << 10
@@ -138,7 +60,7 @@ func (h *waitingHelper) awaitLauncher() error {
 }
 
 // awaitPrepared reads a warm helper's word that it prepared what it can
-// before its configuration (see prepareHelper).
+// before its configuration (the helper's prepareHelper).
 func (h *waitingHelper) awaitPrepared() error {
 	if h.prepared {
 		return nil
@@ -157,16 +79,16 @@ func (h *waitingHelper) awaitPrepared() error {
 
 // readLine reads one report line (at most maxLauncherLineBytes) that
 // comes before the helper's configuration, within JailSetupTimeout.
-func (h *waitingHelper) readLine() (helperReport, error) {
+func (h *waitingHelper) readLine() (jail.Report, error) {
 	h.repR.SetReadDeadline(time.Now().Add(JailSetupTimeout))
 	defer h.repR.SetReadDeadline(time.Time{})
 	line, err := h.rep.ReadSlice('\n')
 	if err != nil {
-		return helperReport{}, err
+		return jail.Report{}, err
 	}
-	var rep helperReport
+	var rep jail.Report
 	if err := json.Unmarshal(bytes.TrimSpace(line), &rep); err != nil {
-		return helperReport{}, fmt.Errorf("malformed report line: %w", err)
+		return jail.Report{}, fmt.Errorf("malformed report line: %w", err)
 	}
 	return rep, nil
 }
@@ -232,7 +154,7 @@ func (p *jailProcess) wait() exitState {
 }
 
 // largeHostRSS is the resident size above which a host starts each
-// helper through a launcher (see launcherArg0): past it, copying the
+// helper through a launcher: past it, copying the
 // host's page tables for a namespaced child costs more than the
 // launcher's own start.
 const largeHostRSS = 64 << 20
@@ -324,35 +246,4 @@ func pidfdExited(fd int) bool {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0
-}
-
-// launcherProbe starts the helper in probe mode in the jail's
-// namespaces and says how it went.
-func launcherProbe(newNet bool) int {
-	cmd := &exec.Cmd{Path: selfExe, Args: []string{probeArg0}, Env: helperProcessEnv, SysProcAttr: jailSysProcAttr(true, newNet)}
-	err := cmd.Run()
-	if err == nil {
-		return 0
-	}
-	if en, ok := unwrapSyscallErr(err).(syscall.Errno); ok {
-		fmt.Printf("errno %d\n", int(en))
-	} else {
-		fmt.Println(unwrapSyscallErr(err))
-	}
-	return 1
-}
-
-// launcherProbeError turns a failed launcher probe's output back into the
-// error the helper's start met.
-func launcherProbeError(out []byte, err error) error {
-	line := strings.TrimSpace(string(out))
-	if n, ok := strings.CutPrefix(line, "errno "); ok {
-		if v, perr := strconv.Atoi(n); perr == nil {
-			return syscall.Errno(v)
-		}
-	}
-	if line != "" {
-		return errors.New(line)
-	}
-	return unwrapSyscallErr(err)
 }

@@ -29,7 +29,7 @@ const (
 )
 
 // withDefaults returns l with every zero field replaced by its default.
-func (l Limits) withDefaults() Limits {
+func withDefaults(l Limits) Limits {
 	if l.CPUSeconds == 0 {
 		l.CPUSeconds = DefaultCPUSeconds
 	}

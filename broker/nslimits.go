@@ -1,5 +1,7 @@
 package broker
 
+import "github.com/agentloom/loom/broker/internal/jail"
+
 // LayerNamespaceLimits names the per-namespace kernel ceilings the jail
 // writes into its own IPC and user namespaces before /proc/sys goes
 // read-only: SysV shared memory, message queues and semaphores, POSIX
@@ -13,7 +15,7 @@ package broker
 // refused and why. An unprivileged host cannot set the IPC limits at all:
 // the kernel lets only uid 0 of the namespace's owner write them, and the
 // jail's identity map has no uid 0.
-const LayerNamespaceLimits = "namespace_limits"
+const LayerNamespaceLimits = jail.LayerNamespaceLimits
 
 // Per-command IPC ceilings (each jail has an IPC namespace of its own,
 // which dies with the command's last process). They bound the memory a
@@ -24,31 +26,31 @@ const (
 	// (kernel.shmmax) and all of them together (kernel.shmall): room for
 	// a database test server configured for SysV shared buffers (128 MiB
 	// by default in PostgreSQL), far below a host's memory.
-	JailSysVShmBytes = 256 << 20
+	JailSysVShmBytes = jail.SysVShmBytes
 	// JailSysVShmSegments bounds how many SysV segments exist at once
 	// (kernel.shmmni).
-	JailSysVShmSegments = 128
+	JailSysVShmSegments = jail.SysVShmSegments
 	// JailSysVMsgBytes bounds one SysV message (kernel.msgmax) and one
 	// queue's contents (kernel.msgmnb), the kernel's own defaults.
-	JailSysVMsgBytes      = 8 << 10
-	JailSysVMsgQueueBytes = 16 << 10
+	JailSysVMsgBytes      = jail.SysVMsgBytes
+	JailSysVMsgQueueBytes = jail.SysVMsgQueueBytes
 	// JailSysVMsgQueues bounds how many SysV message queues exist at once
 	// (kernel.msgmni): with JailSysVMsgQueueBytes, 1 MiB queued in all.
-	JailSysVMsgQueues = 64
+	JailSysVMsgQueues = jail.SysVMsgQueues
 	// JailSysVSem is kernel.sem: semaphores per set, in all, operations
 	// per semop call, sets (the historical Linux defaults PostgreSQL's
 	// documentation sizes against).
-	JailSysVSem = "250 32000 32 128"
+	JailSysVSem = jail.SysVSem
 	// JailMqueueMessages, JailMqueueMessageBytes and JailMqueueQueues are
 	// fs.mqueue.msg_max, msgsize_max and queues_max for POSIX message
 	// queues (the first two the kernel's defaults).
-	JailMqueueMessages     = 10
-	JailMqueueMessageBytes = 8 << 10
-	JailMqueueQueues       = 64
+	JailMqueueMessages     = jail.MqueueMessages
+	JailMqueueMessageBytes = jail.MqueueMessageBytes
+	JailMqueueQueues       = jail.MqueueQueues
 	// JailMqueueBytes is the jail's RLIMIT_MSGQUEUE: the bytes all of its
 	// POSIX message queues may hold (the kernel's default is 800 KiB per
 	// user, but a host may run with it raised).
-	JailMqueueBytes = 1 << 20
+	JailMqueueBytes = jail.MqueueBytes
 )
 
 // Per-command notification ceilings, written into the jail's user
@@ -61,16 +63,11 @@ const (
 	// JailInotifyWatches bounds one command's inotify watches: a test
 	// watcher or `inotifywait -r` over a source tree of a few thousand
 	// directories fits.
-	JailInotifyWatches = 8192
+	JailInotifyWatches = jail.InotifyWatches
 	// JailInotifyInstances bounds one command's inotify instances.
-	JailInotifyInstances = 16
+	JailInotifyInstances = jail.InotifyInstances
 	// JailFanotifyGroups and JailFanotifyMarks bound one command's
 	// fanotify groups and marks (where the kernel lets it have any).
-	JailFanotifyGroups = 8
-	JailFanotifyMarks  = 8192
-	// jailHostShareDivisor caps each notification ceiling at this
-	// fraction of the host's per-uid limit, so one command never holds
-	// more than a quarter of what the host uid may have on a small host
-	// where the limit scales down with memory.
-	jailHostShareDivisor = 4
+	JailFanotifyGroups = jail.FanotifyGroups
+	JailFanotifyMarks  = jail.FanotifyMarks
 )

@@ -2,7 +2,8 @@ package broker
 
 import (
 	"os"
-	"path/filepath"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // Network says what a jailed command may reach over the network.
@@ -18,14 +19,11 @@ const (
 )
 
 // Limits are the resource ceilings applied to a jailed command with
-// setrlimit. A zero field means "the broker's default", never "unlimited".
-type Limits struct {
-	CPUSeconds    uint64 `json:"cpu_seconds,omitempty"`
-	MemoryBytes   uint64 `json:"memory_bytes,omitempty"`
-	Processes     uint64 `json:"processes,omitempty"`
-	FileSizeBytes uint64 `json:"file_size_bytes,omitempty"`
-	OpenFiles     uint64 `json:"open_files,omitempty"`
-}
+// setrlimit: CPUSeconds (RLIMIT_CPU), MemoryBytes (RLIMIT_AS), Processes
+// (RLIMIT_NPROC), FileSizeBytes (RLIMIT_FSIZE) and OpenFiles
+// (RLIMIT_NOFILE). A zero field means "the broker's default"
+// (DefaultCPUSeconds and the like), never "unlimited".
+type Limits = jail.Limits
 
 // Policy is what one jailed command may touch. Every path is absolute and
 // clean (Validate refuses anything else). A writable root is readable too.
@@ -93,22 +91,7 @@ type Grant struct {
 // but not "/w/.gitx". An absolute root never covers a relative path and a
 // relative root never covers an absolute one. The empty string covers
 // nothing and is covered by nothing. Covers does not touch the filesystem.
-func Covers(root, path string) bool {
-	if root == "" || path == "" {
-		return false
-	}
-	if filepath.IsAbs(root) != filepath.IsAbs(path) {
-		return false
-	}
-	root, path = filepath.Clean(root), filepath.Clean(path)
-	if root == path {
-		return true
-	}
-	if root == string(filepath.Separator) {
-		return true
-	}
-	return len(path) > len(root) && path[len(root)] == filepath.Separator && path[:len(root)] == root
-}
+func Covers(root, path string) bool { return jail.Covers(root, path) }
 
 // systemRootCandidates are the directories a shell and ordinary
 // toolchains read outside the workspace: binaries, shared libraries,

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // BenchmarkPrimedHandover clears `true` commands one after another under
@@ -45,7 +47,7 @@ func BenchmarkPrimedHandover(b *testing.B) {
 		if s := ex.Wait(); s.ExitCode != 0 {
 			b.Fatalf("settled %+v", s)
 		}
-		return ex.phases != nil && slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == primedCommandMark })
+		return ex.phases != nil && slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
 	}
 	clearTrue() // the first command: what the pool is primed for from then on
 	served := 0

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // probeResult is what the kernel offers, asked directly once per Broker.
@@ -34,7 +36,7 @@ type jailRequest struct {
 	emptyRoot *EmptyRoot
 	required  []string
 	// trace takes the start's phase marks, or is nil.
-	trace *phaseLog
+	trace *jail.PhaseLog
 }
 
 // jailProcess is a started helper (and, after exec, the command).
@@ -50,7 +52,7 @@ type jailProcess struct {
 	// pidNamespace: the command is the init of its own pid namespace.
 	pidNamespace bool
 	// launched: pid is a launcher, which starts the helper as the broker's
-	// own child and exits (see launcherArg0); jailPid is the helper's pid
+	// own child and exits (see launcher_linux.go); jailPid is the helper's pid
 	// once the launcher said it and it was confirmed, and jailPidfd (0
 	// when none) a pidfd naming exactly that process, so no signal meant
 	// for it reaches a process that reused its pid.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // quarantineAside renames path (which must have no symlink in any
@@ -22,7 +24,7 @@ func quarantineAside(path string) (string, error) {
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
-		return "", fmt.Errorf("open %s without following links: %s", dir, errnoName(err))
+		return "", fmt.Errorf("open %s without following links: %s", dir, jail.ErrnoName(err))
 	}
 	defer unix.Close(fd)
 	aside, err := renameAsideFd(fd, name)
@@ -55,16 +57,16 @@ func renameAsideFd(fd int, name string) (string, error) {
 	if err == unix.EACCES || err == unix.EPERM {
 		var st unix.Stat_t
 		if serr := unix.Fstat(fd, &st); serr != nil {
-			return "", fmt.Errorf("rename: %s; fstat: %s", errnoName(err), errnoName(serr))
+			return "", fmt.Errorf("rename: %s; fstat: %s", jail.ErrnoName(err), jail.ErrnoName(serr))
 		}
 		if cerr := unix.Fchmod(fd, st.Mode&0o7777|0o700); cerr != nil {
-			return "", fmt.Errorf("rename: %s; making the directory writable: %s", errnoName(err), errnoName(cerr))
+			return "", fmt.Errorf("rename: %s; making the directory writable: %s", jail.ErrnoName(err), jail.ErrnoName(cerr))
 		}
 		err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
 		unix.Fchmod(fd, st.Mode&0o7777)
 	}
 	if err != nil {
-		return "", fmt.Errorf("rename: %s: %w", errnoName(err), err)
+		return "", fmt.Errorf("rename: %s: %w", jail.ErrnoName(err), err)
 	}
 	return aside, nil
 }

@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 	"slices"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // errNoLandlockABI is the skip reason of a Landlock the probe found no
@@ -10,18 +12,11 @@ import (
 var errNoLandlockABI = errors.New("no Landlock ABI")
 
 // MissingLayer is the cause a DenialLayerRequired wraps (found with
-// errors.As): the first required layer that was not applied, and why.
-// Layer is one of the Layer* names; Reason is the kernel's errno name or
-// a short sentence, never a claim that the layer holds.
-type MissingLayer struct {
-	Layer  string `json:"layer"`
-	Reason string `json:"reason"`
-}
-
-// Error renders "required layer <layer> not applied: <reason>".
-func (m *MissingLayer) Error() string {
-	return "required layer " + m.Layer + " not applied: " + m.Reason
-}
+// errors.As): the first required layer that was not applied (Layer, one
+// of the Layer* names), and why (Reason: the kernel's errno name or a
+// short sentence, never a claim that the layer holds). Its Error renders
+// "required layer <layer> not applied: <reason>".
+type MissingLayer = jail.MissingLayer
 
 // layerRequired is the refusal for a required layer that is missing.
 func layerRequired(m *MissingLayer) *Denial {
@@ -64,35 +59,10 @@ func unavailableLayer(required []string, p probeResult) *MissingLayer {
 			err = p.seccompErr
 		}
 		if err != nil {
-			reason := errnoName(err)
+			reason := jail.ErrnoName(err)
 			if name != LayerNamespaces && p.usernsErr != nil && err == p.usernsErr {
 				reason = "no user namespace (" + reason + ")"
 			}
-			return &MissingLayer{Layer: name, Reason: reason}
-		}
-	}
-	return nil
-}
-
-// missingRequired returns the first layer of required that layers (plus
-// the namespaces layer, applied when namespaces) does not hold applied,
-// with the reason it was skipped, or nil when every one was applied.
-func missingRequired(required []string, namespaces bool, layers []Layer) *MissingLayer {
-	for _, name := range required {
-		if name == LayerNamespaces && namespaces {
-			continue
-		}
-		reason := "not applied"
-		ok := false
-		for _, l := range layers {
-			if l.Name == name {
-				ok = l.Applied
-				if l.Reason != "" {
-					reason = l.Reason
-				}
-			}
-		}
-		if !ok {
 			return &MissingLayer{Layer: name, Reason: reason}
 		}
 	}

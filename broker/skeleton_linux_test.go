@@ -11,21 +11,21 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // usedSkeleton reports whether the execution's helper built its root
 // from a prepared skeleton (its phase marks say so; the broker must
 // trace them).
 func usedSkeleton(ex *Execution) bool {
-	return slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == skeletonMark })
+	return slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.SkeletonMark })
 }
 
 // hadSkeleton reports whether the execution's helper made a skeleton
 // before its command came (its phase marks say so; the broker must trace
 // them).
 func hadSkeleton(ex *Execution) bool {
-	return slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == skeletonMadeMark })
+	return slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.SkeletonMadeMark })
 }
 
 // runTraced clears argv under p on b (which traces phases) and returns
@@ -192,59 +192,11 @@ func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
 	}
 }
 
-// A skeleton is current only while the host's top-level links and
-// device nodes are those it was made from.
-func TestSkeletonCurrent(t *testing.T) {
-	t.Parallel()
-	nodes := map[string]uint64{}
-	for _, n := range devNodes {
-		var st unix.Stat_t
-		if unix.Stat("/dev/"+n, &st) == nil {
-			nodes[n] = st.Rdev
-		}
-	}
-	links := topLevelLinks()
-	other := func(f func(map[string]uint64)) map[string]uint64 {
-		m := map[string]uint64{}
-		for k, v := range nodes {
-			m[k] = v
-		}
-		f(m)
-		return m
-	}
-	for _, tc := range []struct {
-		name  string
-		links [][2]string
-		nodes map[string]uint64
-		want  bool
-	}{
-		{"as made", links, nodes, true},
-		{"a link more", append(slices.Clone(links), [2]string{"loom-none", "usr/none"}), nodes, false},
-		{"a link retargeted", func() [][2]string {
-			l := slices.Clone(links)
-			if len(l) == 0 {
-				return [][2]string{{"bin", "elsewhere"}}
-			}
-			l[0][1] += "x"
-			return l
-		}(), nodes, false},
-		{"another device", links, other(func(m map[string]uint64) { m["null"]++ }), false},
-		{"a node it lacked", links, other(func(m map[string]uint64) { delete(m, "zero") }), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &skeleton{links: tc.links, nodes: tc.nodes}
-			if got := s.current(); got != tc.want {
-				t.Fatalf("current() = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // policyRootOverflowLinks is how many roots that are long links
 // TestSkeletonFallbackProtectsProc gives a policy: each link's target
 // takes a page of the new root's tmpfs, so together they overflow its
-// policyRootBytes.
-const policyRootOverflowLinks = policyRootBytes/4096 + 16
+// jail.PolicyRootBytes.
+const policyRootOverflowLinks = jail.PolicyRootBytes/4096 + 16
 
 // A warm helper whose policy root fails after its skeleton was attached
 // (the roots' links overflow the root tmpfs) keeps the host view, as a

@@ -9,13 +9,6 @@ import (
 	"strings"
 )
 
-// hostSocketDirs are the directories where hosts keep their service
-// sockets (the system and user buses, docker.sock, agents). The jail
-// hides each under an empty tmpfs; the roots a policy lists beneath them,
-// the sockets it shares (Policy.Sockets) and the resolver configuration
-// /etc/resolv.conf points at are bound back.
-var hostSocketDirs = []string{"/run", "/var/run"}
-
 // maxUnixTableBytes bounds how much of /proc/self/net/unix the broker
 // reads per command.
 const maxUnixTableBytes = 8 << 20
@@ -107,7 +100,7 @@ func parseUnixTable(r io.Reader, roots, shared []string) []string {
 			continue
 		}
 		seen[p] = true
-		if !coveredByAny(roots, p) {
+		if !slices.ContainsFunc(roots, func(r string) bool { return Covers(r, p) }) {
 			continue
 		}
 		isShared := false

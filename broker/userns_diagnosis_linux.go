@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // usernsKnobs are the kernel settings that make an unprivileged clone
@@ -67,7 +69,7 @@ func usernsDiagnosis(err error, read func(string) ([]byte, error)) string {
 // name and, where a kernel setting explains it, what to do.
 func usernsReason(err error) string {
 	if d := usernsDiagnosis(err, os.ReadFile); d != "" {
-		return errnoName(err) + ": " + d
+		return jail.ErrnoName(err) + ": " + d
 	}
-	return errnoName(err)
+	return jail.ErrnoName(err)
 }

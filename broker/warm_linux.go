@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // flavour is what a helper must be started with, before anything about
@@ -29,7 +31,7 @@ type waitingHelper struct {
 	prepared bool
 	stdinW   *os.File // fd 0 in the helper; nil when the command's own file is
 	// handoff is the broker's end of a warm helper's handoff socket (the
-	// helper's ExtraFileFD; see extraHandoff); nil for a helper started
+	// helper's ExtraFileFD; see jail.ExtraHandoff); nil for a helper started
 	// for its command.
 	handoff *os.File
 	born    time.Time
@@ -96,14 +98,14 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 	}
 	cmd := &exec.Cmd{
 		Path:        b.opts.HelperPath,
-		Args:        helperArgs(f, warm),
-		Env:         helperProcessEnv,
+		Args:        jail.HelperArgs(f.namespaces, f.newNet, warm),
+		Env:         jail.ProcessEnv(),
 		Dir:         "/",
 		Stdin:       fd0,
 		Stdout:      stdout.w,
 		Stderr:      stderr.w,
 		ExtraFiles:  []*os.File{cfg.r, rep.w}, // fds 3 and 4
-		SysProcAttr: jailSysProcAttr(f.namespaces, f.newNet),
+		SysProcAttr: jail.SysProcAttr(f.namespaces, f.newNet),
 	}
 	var handoff, handoffChild *os.File
 	if warm {
@@ -122,9 +124,9 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 	}
 	launched := f.namespaces && (warm || b.hostIsLarge())
 	if launched {
-		// The namespaces are the launcher's to make (see launcherArg0).
-		cmd.Args = launcherArgs(f, extra != nil, warm)
-		cmd.SysProcAttr = jailSysProcAttr(false, false)
+		// The namespaces are the launcher's to make (see launcher_linux.go).
+		cmd.Args = jail.LauncherArgs(f.newNet, extra != nil, warm)
+		cmd.SysProcAttr = jail.SysProcAttr(false, false)
 	}
 	// Born into its cgroup (a launcher's helper inherits it), so no
 	// process of the command ever runs outside it.

@@ -8,7 +8,7 @@ import (
 // takeWarm removes and returns a ready helper of flavour f that has not
 // outlived the broker's idle allowance and carries the host's identity of
 // now (a host that changed its uid since must not run a command as the
-// old one): the oldest primed for policy key (see primeKey), else the
+// old one): the oldest primed for policy key (see jail.PrimeKey), else the
 // oldest holding no policy; nil when there is none. Helpers failing the
 // first two, and helpers primed for a policy other than the one the
 // flavour's helpers are primed for now (a stale priming), are discarded

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // Primed helpers.
@@ -20,9 +22,9 @@ import (
 // helper may therefore be primed, while it waits, with the policy of the
 // last command of its flavour: it builds that policy's mounts and applies
 // its rlimits, capabilities, no-new-privs, Landlock and seccomp
-// (confine), exactly as it would for a command, and then waits for its
+// (the helper's confine), exactly as it would for a command, and then waits for its
 // command. Landlock and seccomp cannot be undone, so a primed helper can
-// only ever serve that exact policy (primeKey); a helper primed for a
+// only ever serve that exact policy (jail.PrimeKey); a helper primed for a
 // policy the pool no longer primes for is retired when a command of its
 // flavour comes (takeWarm), never reused.
 //
@@ -59,17 +61,13 @@ import (
 // is the priming's and /etc/passwd (which names the other homes) has
 // the same stamp.
 
-// primedCommandMark is the phase mark a primed helper takes once its
-// command's configuration came.
-const primedCommandMark = "command"
-
 // primeBook is the warm pool's record of priming (under warmPool.mu).
 type primeBook struct {
 	// source is, per flavour, the priming configuration (Prime set, no
 	// command) of the last command of that flavour that could be primed
 	// for.
-	source map[flavour]helperConfig
-	// sourceKey is primeKey of source, per flavour.
+	source map[flavour]jail.Config
+	// sourceKey is jail.PrimeKey of source, per flavour.
 	sourceKey map[flavour]string
 	// reserve: a command of the flavour found only helpers primed for
 	// another policy; from then on one helper of it stays unprimed.
@@ -130,56 +128,41 @@ type primeWatch struct {
 	events uint64
 }
 
-// primeKey is the part of cfg a primed helper was confined for: all of
-// it but the command (argv, environment), its stdin and extra file, the
-// phase trace, the host sockets and Prime itself. Of those, the sockets
-// and the HOME the environment names (which adds a home whose secrets are
-// masked) decide what is confined too: primedFor checks them apart (the
-// secrets masked for the command's HOME are those masked for the
-// priming's, pathPrint).
-func primeKey(cfg helperConfig) []byte {
-	k := cfg
-	k.Argv, k.Env, k.MaskSockets = nil, nil, nil
-	k.Trace, k.NullStdin, k.Prime, k.Extra = false, false, false, extraNone
-	b, _ := json.Marshal(k)
-	return b
-}
-
 // primable says whether a helper could be primed for cfg: a policy's
 // own root (not an empty root, not the host view), with namespaces, and
 // the git guard on (its watches are what re-validates the writable
 // roots).
-func (b *Broker) primable(cfg helperConfig) bool {
+func (b *Broker) primable(cfg jail.Config) bool {
 	return cfg.Namespaces && cfg.EmptyRoot == nil && !cfg.TestHookPolicyRootOff && !cfg.HostViewByRemount &&
 		!b.git.test.off && !b.test.noPrime && len(cfg.WritableRoots) > 0
 }
 
 // notePrimeSource records cfg (a command's configuration) as what the
 // next helpers of flavour f are primed for, when it can be.
-func (b *Broker) notePrimeSource(f flavour, cfg helperConfig) {
+func (b *Broker) notePrimeSource(f flavour, cfg jail.Config) {
 	if !b.primable(cfg) {
 		return
 	}
 	src := cfg
 	src.Argv, src.MaskSockets = nil, nil
 	src.Env = nil
-	if h := envValue(cfg.Env, "HOME"); h != "" {
+	if h := cfg.Home(); h != "" {
 		src.Env = []string{"HOME=" + h}
 	}
-	src.Trace, src.NullStdin, src.Extra, src.Prime = false, false, extraNone, true
+	src.Trace, src.NullStdin, src.Extra, src.Prime = false, false, jail.ExtraNone, true
 	p := &b.pool
 	p.mu.Lock()
-	if key := string(primeKey(src)); p.primes.failed[f] == key {
+	if key := string(jail.PrimeKey(src)); p.primes.failed[f] == key {
 		delete(p.primes.source, f) // helpers of the flavour stay unprimed
 		delete(p.primes.sourceKey, f)
 		p.mu.Unlock()
 		return
 	}
 	if p.primes.source == nil {
-		p.primes.source, p.primes.sourceKey = map[flavour]helperConfig{}, map[flavour]string{}
+		p.primes.source, p.primes.sourceKey = map[flavour]jail.Config{}, map[flavour]string{}
 	}
 	p.primes.source[f] = src
-	p.primes.sourceKey[f] = string(primeKey(src))
+	p.primes.sourceKey[f] = string(jail.PrimeKey(src))
 	p.mu.Unlock()
 }
 
@@ -346,7 +329,7 @@ func (b *Broker) prime(h *waitingHelper) error {
 	// The glob secrets' directories too (a match made after priming is an
 	// event there even where the glob matched nothing), and the sockets
 	// it masks (one bound again is an event in its directory).
-	reach := slices.Concat(primeReach(first), secretGlobs(), firstSockets)
+	reach := slices.Concat(primeReach(first), jail.SecretGlobs(), firstSockets)
 	rec.wds, rec.wdEvents, rec.watched = printWatchAdd(reach)
 	rec.print = pathPrint(src)
 	src.MaskSockets = b.maskedSockets(src.Sockets)
@@ -354,7 +337,7 @@ func (b *Broker) prime(h *waitingHelper) error {
 	// The watches cover the paths looked at only if the same ones were.
 	rec.watched = rec.watched && slices.Equal(firstSockets, rec.sockets) &&
 		slices.EqualFunc(first, rec.print, func(a, b pathIdent) bool { return a.path == b.path })
-	rec.home = envValue(src.Env, "HOME")
+	rec.home = src.Home()
 	rec.passwd = passwdStamp()
 	setReach(rec, slices.Concat(reach, primeReach(rec.print)))
 	payload, err := json.Marshal(src)
@@ -448,15 +431,15 @@ func (b *Broker) primeWatches(writable []string) ([]primeWatch, bool) {
 // primedFor says whether the primed helper h may serve a command whose
 // configuration is cfg (see the conditions above). Either way h's record
 // is closed: a helper that may not is retired by the caller.
-func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
+func (b *Broker) primedFor(h *waitingHelper, cfg jail.Config) bool {
 	rec := h.prime
-	key := string(primeKey(cfg))
+	key := string(jail.PrimeKey(cfg))
 	clean := closePrime(rec)
 	ok := rec.key == key && (clean || b.test.primeTaintOff)
 	if !ok || b.test.primeCheckOff {
 		return ok
 	}
-	if !primeSocketsCovered(cfg.MaskSockets, rec.sockets) || !syncWatch() {
+	if !jail.SocketsCovered(cfg.MaskSockets, rec.sockets) || !syncWatch() {
 		return false
 	}
 	for _, w := range rec.watches {
@@ -467,7 +450,7 @@ func (b *Broker) primedFor(h *waitingHelper, cfg helperConfig) bool {
 			return false
 		}
 	}
-	if rec.watched && envValue(cfg.Env, "HOME") == rec.home && passwdStamp() == rec.passwd {
+	if rec.watched && cfg.Home() == rec.home && passwdStamp() == rec.passwd {
 		if n, ok := printWatchSum(rec.wds); ok && n == rec.wdEvents {
 			// No entry of any directory holding a path priming depended on
 			// (a mask's or a bind's among them) was made, removed or
@@ -520,29 +503,15 @@ type pathIdent struct {
 }
 
 // pathPrint records the identity, or the absence, of every host path a
-// helper confined for cfg's policy depends on: the roots, the working
-// directory, the protected paths, the secrets it would mask (the homes
-// /etc/passwd names, the system secrets' globs), the kernel files it
-// masks, the resolver file (and where it leads), the host socket
-// directories (and where they lead), the shared sockets, and the host
-// root's top-level links.
-func pathPrint(cfg helperConfig) []pathIdent {
-	visible := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots)
-	if cfg.LandlockABI <= 0 {
-		visible = []string{"/"}
-	}
-	paths := slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots, []string{cfg.Dir, "/etc/resolv.conf"},
-		cfg.Protected, hostSocketDirs, cfg.Sockets,
-		secretTargets(visible, hostHomes(envValue(cfg.Env, "HOME")), globPaths), sysMaskTargets(visible))
-	for _, d := range append([]string{"/etc/resolv.conf"}, hostSocketDirs...) {
-		if r, err := filepath.EvalSymlinks(d); err == nil {
-			paths = append(paths, r)
-		} else {
-			paths = append(paths, d+"\x00unresolved")
-		}
-	}
+// helper confined for cfg's policy depends on (jail.HostPaths: the
+// roots, the working directory, the protected paths, the secrets it
+// would mask, the kernel files it masks, the resolver file and the host
+// socket directories and where they lead, the shared sockets), and the
+// host root's top-level links (jail.TopLevelLinks).
+func pathPrint(cfg jail.Config) []pathIdent {
+	paths := jail.HostPaths(cfg)
 	out := make([]pathIdent, 0, len(paths)+8)
-	for _, l := range topLevelLinks() {
+	for _, l := range jail.TopLevelLinks() {
 		out = append(out, pathIdent{path: "/" + l[0], link: l[1]})
 	}
 	for _, p := range paths {
@@ -562,16 +531,6 @@ func pathPrint(cfg helperConfig) []pathIdent {
 		out = append(out, id)
 	}
 	return out
-}
-
-// primeSocketsCovered says whether every socket in want is in have.
-func primeSocketsCovered(want, have []string) bool {
-	for _, s := range want {
-		if !slices.Contains(have, s) {
-			return false
-		}
-	}
-	return true
 }
 
 // printWatch is the process's inotify instance watching the directories

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // primedRun clears argv under p with env on b (which traces phases) and
@@ -32,7 +34,7 @@ func primedRun(t *testing.T, b *Broker, p Policy, env map[string]string, argv ..
 		out.Write(o.Bytes)
 	}
 	s := ex.Wait()
-	primed := ex.phases != nil && slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == primedCommandMark })
+	primed := ex.phases != nil && slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
 	return out.String(), s, ex, primed
 }
 
@@ -304,7 +306,7 @@ func TestPrimedHelperTakesTheExtraFile(t *testing.T) {
 	if s := ex.Wait(); s.ExitCode != 0 {
 		t.Fatalf("%+v", s)
 	}
-	if !slices.ContainsFunc(ex.phases.marks, func(m phaseMark) bool { return m.Name == primedCommandMark }) {
+	if !slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark }) {
 		t.Fatal("not served by a primed helper")
 	}
 	buf := make([]byte, 16)

@@ -1,0 +1,235 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// nsLimit is one per-namespace kernel ceiling: the file under /proc/sys
+// that holds it for the writer's namespace and the value to write.
+type nsLimit struct {
+	file  string // relative to /proc/sys
+	value string
+	// ipc: kept by the IPC namespace (written only by its owner's uid 0);
+	// otherwise by the user namespace (written with CAP_SYS_RESOURCE in
+	// it).
+	ipc bool
+}
+
+// procSysDir is where the jail's fresh /proc shows the kernel's knobs.
+const procSysDir = "/proc/sys/"
+
+// nestedNamespaceFiles are the user namespace's counts of the namespaces
+// that may be created in it. The jail sets each to 0: seccomp refuses
+// the calls that create namespaces, and these refuse them again where
+// seccomp is absent.
+var nestedNamespaceFiles = []string{
+	"user/max_user_namespaces", "user/max_mnt_namespaces", "user/max_pid_namespaces",
+	"user/max_net_namespaces", "user/max_ipc_namespaces", "user/max_uts_namespaces",
+	"user/max_cgroup_namespaces", "user/max_time_namespaces",
+}
+
+// notifyLimits pairs each of the jail's notification ceilings with the
+// host-wide per-uid limit it is charged against (which the jail's /proc
+// still shows: those files belong to the initial user namespace).
+var notifyLimits = []struct {
+	file, host string
+	bound      uint64
+}{
+	{"user/max_inotify_watches", "fs/inotify/max_user_watches", InotifyWatches},
+	{"user/max_inotify_instances", "fs/inotify/max_user_instances", InotifyInstances},
+	{"user/max_fanotify_groups", "fs/fanotify/max_user_groups", FanotifyGroups},
+	{"user/max_fanotify_marks", "fs/fanotify/max_user_marks", FanotifyMarks},
+}
+
+// notifyCeiling is the ceiling for a notification limit whose jail
+// constant is bound, given the host's per-uid limit host (0 when
+// unknown): bound, or the host's limit divided by jailHostShareDivisor
+// when that is smaller (and at least 1).
+func notifyCeiling(bound, host uint64) uint64 {
+	if host == 0 {
+		return bound
+	}
+	return min(bound, max(host/jailHostShareDivisor, 1))
+}
+
+// InotifyWatchesCeiling is the inotify watch ceiling a jail gets on
+// this host: InotifyWatches, or less on a host whose per-uid limit is
+// small (see notifyCeiling).
+func InotifyWatchesCeiling() uint64 {
+	return notifyCeiling(InotifyWatches, hostSysctl("fs/inotify/max_user_watches"))
+}
+
+// namespaceLimits lists the ceilings the jail writes, in order: the IPC
+// namespace's, then the user namespace's notification ceilings (capped
+// per notifyCeiling with hostLimit, which reads a /proc/sys file and
+// returns 0 when it cannot), then the nested namespace counts.
+func namespaceLimits(pageSize int, hostLimit func(file string) uint64) []nsLimit {
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	ls := []nsLimit{
+		{"kernel/shmmax", u(SysVShmBytes), true},
+		{"kernel/shmall", u(uint64(SysVShmBytes / pageSize)), true},
+		{"kernel/shmmni", u(SysVShmSegments), true},
+		{"kernel/msgmax", u(SysVMsgBytes), true},
+		{"kernel/msgmnb", u(SysVMsgQueueBytes), true},
+		{"kernel/msgmni", u(SysVMsgQueues), true},
+		{"kernel/sem", SysVSem, true},
+		{"fs/mqueue/msg_max", u(MqueueMessages), true},
+		{"fs/mqueue/msgsize_max", u(MqueueMessageBytes), true},
+		{"fs/mqueue/queues_max", u(MqueueQueues), true},
+	}
+	for _, n := range notifyLimits {
+		ls = append(ls, nsLimit{file: n.file, value: u(notifyCeiling(n.bound, hostLimit(n.host)))})
+	}
+	for _, f := range nestedNamespaceFiles {
+		ls = append(ls, nsLimit{file: f, value: "0"})
+	}
+	return ls
+}
+
+// maxSysctlBytes bounds how much of a /proc/sys file hostSysctl reads.
+const maxSysctlBytes = 64
+
+// hostSysctl reads the unsigned number in /proc/sys/file, or 0.
+func hostSysctl(file string) uint64 { return hostSysctlAt(unix.AT_FDCWD, procSysDir+file) }
+
+// hostSysctlAt reads the unsigned number in path (relative to dir), or
+// 0.
+func hostSysctlAt(dir int, path string) uint64 {
+	fd, err := unix.Openat(dir, path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(fd)
+	var buf [maxSysctlBytes]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil || n <= 0 {
+		return 0
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(buf[:n])), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// writeSysctl writes value to /proc/sys/file in one write(2), as the
+// kernel's sysctl handlers expect.
+func writeSysctl(file, value string) error {
+	return writeSysctlAt(unix.AT_FDCWD, procSysDir+file, value)
+}
+
+// writeSysctlAt is writeSysctl of path relative to dir.
+func writeSysctlAt(dir int, path, value string) error {
+	fd, err := unix.Openat(dir, path, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	_, err = unix.Write(fd, []byte(value))
+	return err
+}
+
+// applyNamespaceLimits writes every ceiling in limits with write and
+// reports the layer: applied when each one the kernel offers was set
+// (a file that does not exist is a facility the kernel lacks, so there
+// is nothing to bound), with Params naming every value set; otherwise
+// the Reason names each one refused, grouped by error. It must run in
+// the jail's own IPC and user namespaces, on its fresh /proc, before
+// /proc/sys is bound read-only.
+func applyNamespaceLimits(limits []nsLimit, write func(file, value string) error) Layer {
+	var set, absent []string
+	type refusal struct {
+		why   string
+		files []string
+	}
+	var refused []refusal
+	for _, l := range limits {
+		err := write(l.file, l.value)
+		switch {
+		case err == nil:
+			set = append(set, sysctlName(l.file)+"="+strings.ReplaceAll(l.value, " ", ","))
+			continue
+		case errors.Is(err, unix.ENOENT):
+			absent = append(absent, sysctlName(l.file))
+			continue
+		}
+		why := ErrnoName(err)
+		if l.ipc && errors.Is(err, unix.EACCES) && os.Geteuid() != 0 {
+			why += ": only uid 0 of the jail's user namespace may set IPC limits, and an unprivileged host's identity map has none"
+		}
+		i := 0
+		for i < len(refused) && refused[i].why != why {
+			i++
+		}
+		if i == len(refused) {
+			refused = append(refused, refusal{why: why})
+		}
+		refused[i].files = append(refused[i].files, sysctlName(l.file))
+	}
+	params := strings.Join(set, ", ")
+	if len(absent) > 0 {
+		if params != "" {
+			params += "; "
+		}
+		params += "not in this kernel: " + strings.Join(absent, ", ")
+	}
+	if len(refused) == 0 {
+		return Layer{Name: LayerNamespaceLimits, Applied: true, Params: params}
+	}
+	var reasons []string
+	for _, r := range refused {
+		reasons = append(reasons, fmt.Sprintf("%s not set (%s)", strings.Join(r.files, ", "), r.why))
+	}
+	return Layer{Name: LayerNamespaceLimits, Reason: strings.Join(reasons, "; "), Params: params}
+}
+
+// sysctlName renders a /proc/sys-relative file as its sysctl name
+// ("kernel/shmmax" as "kernel.shmmax").
+func sysctlName(file string) string { return strings.ReplaceAll(file, "/", ".") }
+
+// setNamespaceLimits writes the jail's per-namespace ceilings
+// (namespaceLimits) into its IPC and user namespaces, but for those
+// prepareNamespaceLimits already set to the same value (the kernel keeps
+// them in the namespace, which no one else has entered).
+func setNamespaceLimits() Layer {
+	done := helperPrepared.limits
+	return applyNamespaceLimits(namespaceLimits(os.Getpagesize(), hostSysctl), func(file, value string) error {
+		if v, ok := done[file]; ok && v == value {
+			return nil
+		}
+		if held, err := writeLate(file, value); held {
+			return err
+		}
+		return writeSysctl(file, value)
+	})
+}
+
+// lateLimitFile is the one ceiling prepareNamespaceLimits leaves to
+// setNamespaceLimits: the jail still makes anonymous mount namespaces
+// (each mask's stand-in, each pinned link) after the preparation.
+const lateLimitFile = "user/max_mnt_namespaces"
+
+// prepareNamespaceLimits writes, through proc (a fresh /proc of the
+// helper's namespaces, detached), every ceiling of namespaceLimits but
+// lateLimitFile, and notes in helperPrepared.limits each one the kernel
+// took, with its value. The rest are written, and every one reported, by
+// setNamespaceLimits.
+func prepareNamespaceLimits(proc int) {
+	ls := namespaceLimits(os.Getpagesize(), func(file string) uint64 { return hostSysctlAt(proc, "sys/"+file) })
+	done := map[string]string{}
+	for _, l := range ls {
+		if l.file == lateLimitFile {
+			continue
+		}
+		if writeSysctlAt(proc, "sys/"+l.file, l.value) == nil {
+			done[l.file] = l.value
+		}
+	}
+	helperPrepared.limits = done
+}

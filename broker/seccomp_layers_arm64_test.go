@@ -1,6 +1,0 @@
-//go:build linux
-
-package broker
-
-// seccompArchModeArgs is empty: arm64 has only the *at forms.
-var seccompArchModeArgs = map[uintptr][2]int{}
