@@ -111,7 +111,9 @@ func TestHostileChannelsEndTheExecution(t *testing.T) {
 			if string(res.Code) != c.code {
 				t.Errorf("code %q (fault %q), want %s", res.Code, res.Fault, c.code)
 			}
-			if took := time.Since(start); took > 20*time.Second {
+			// The wall is 3 s; only a host held far past it (not a
+			// slow machine) fails here.
+			if took := time.Since(start); took > 120*time.Second {
 				t.Errorf("the host was held %s", took)
 			}
 		})

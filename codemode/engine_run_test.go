@@ -32,13 +32,12 @@ func TestRunEndings(t *testing.T) {
 		code    tool.Code
 		stdout  string
 		stderr  string
-		minTime time.Duration
 	}{
 		{name: "silent", src: mainWith(nil, ""), stdout: ""},
 		{name: "exit_code", src: mainWith([]string{"fmt"}, `fmt.Println("before"); panicOrExit()`) + "\nfunc panicOrExit() { var m map[string]int; m[\"x\"] = 1 }\n",
 			code: CodeRunFailed, stdout: "before\n", stderr: "assignment to entry in nil map"},
 		{name: "panic", src: mainWith(nil, `panic("the program gave up")`), code: CodeRunFailed, stderr: "the program gave up"},
-		{name: "wall_deadline", src: mainWith([]string{"time"}, `time.Sleep(time.Hour)`), within: time.Second, code: CodeWallDeadline, minTime: time.Second},
+		{name: "wall_deadline", src: mainWith([]string{"time"}, `time.Sleep(time.Hour)`), within: time.Second, code: CodeWallDeadline},
 	}
 	s := newSession(t, nil)
 	for _, c := range cases {
@@ -51,9 +50,6 @@ func TestRunEndings(t *testing.T) {
 			r := x.Run
 			if r.Code != c.code || r.Stdout != c.stdout && c.stdout != "" || !strings.Contains(r.Stderr, c.stderr) {
 				t.Fatalf("code %q stdout %q stderr %q", r.Code, r.Stdout, r.Stderr)
-			}
-			if r.Duration < c.minTime || c.minTime > 0 && r.Duration > c.minTime+10*time.Second {
-				t.Errorf("ran %s", r.Duration)
 			}
 		})
 	}
@@ -156,13 +152,14 @@ func TestHostCancellationEndsTheRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	start := time.Now()
+	// The wall is a minute: a cancellation the run ignored would end as
+	// wall_deadline, not run_cancelled.
 	res, err := s.eng.Run(ctx, s.call, bin, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Code != CodeRunCancelled || time.Since(start) > 20*time.Second {
-		t.Fatalf("code %q after %s", res.Code, time.Since(start))
+	if res.Code != CodeRunCancelled {
+		t.Fatalf("code %q", res.Code)
 	}
 }
 
