@@ -154,7 +154,7 @@ func (p *Plane) build(cfg Config) error {
 		schemes = append(schemes, codemode.Scheme(schemeSeam(fam.Has(FamilyAgents) && (cfg.Agency != nil || cfg.Runner != nil))))
 	}
 	if fam.Has(FamilyFiles) {
-		tools = append(tools, tool.ReadTool(schemes...), tool.WriteTool(), tool.EditTool(), tool.WorkdirTool())
+		tools = append(tools, tool.ReadTool(schemes...), tool.WriteTool(nil), tool.EditTool(nil), tool.WorkdirTool())
 	}
 	if fam.Has(FamilyGrep) {
 		tools = append(tools, tool.GrepTool())
