@@ -3,14 +3,12 @@ package lsp
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/lsp/internal/lsptest"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 )
@@ -18,9 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	jailHelper.Remove()
-	if fake.dir != "" {
-		os.RemoveAll(fake.dir)
-	}
+	fake.Remove()
 	os.Exit(code)
 }
 
@@ -28,35 +24,8 @@ func TestMain(m *testing.M) {
 // run, built once per test binary and removed by TestMain.
 var jailHelper jailtest.Shared
 
-// fake is the scripted language server (internal/fakeserver), built once
-// per test binary under /var/tmp (the jail's /tmp is its own) and removed
-// by TestMain.
-var fake struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-// fakeServer returns the fake server's path, building it on first use.
-func fakeServer(tb testing.TB) string {
-	tb.Helper()
-	fake.once.Do(func() {
-		fake.dir, fake.err = os.MkdirTemp("/var/tmp", "loom-lsp-fake-")
-		if fake.err != nil {
-			return
-		}
-		os.Chmod(fake.dir, 0o755)
-		fake.path = filepath.Join(fake.dir, "fakeserver")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", fake.path, "./internal/fakeserver")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fake.err = &Error{Code: CodeInvalidConfig, Reason: "building the fake server: " + err.Error() + "\n" + string(out)}
-		}
-	})
-	if fake.err != nil {
-		tb.Fatal(fake.err)
-	}
-	return fake.path
-}
+// fake is the scripted language server, built once per test binary.
+var fake lsptest.Fake
 
 // testSession is a workspace and a scratch directory beside it under
 // /var/tmp, with the session base policy and environment a plane gives
@@ -122,7 +91,7 @@ func (s *testSession) plane(tb testing.TB, servers ...Server) *Plane {
 
 // fakeConfig is the fake server in mode, owning *.txt files.
 func fakeConfig(tb testing.TB, mode string) Server {
-	return Server{Name: "fake", Command: []string{fakeServer(tb), "-mode", mode}, Files: []FilePattern{{Pattern: "*.txt", LanguageID: "plaintext"}}}
+	return Server{Name: "fake", Command: []string{fake.Path(tb), "-mode", mode}, Files: []FilePattern{{Pattern: "*.txt", LanguageID: "plaintext"}}}
 }
 
 // write writes content to name in the workspace and diagnoses it.

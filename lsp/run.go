@@ -154,16 +154,27 @@ func (r *run) start() {
 		var je *jsonrpc2.Error
 		if errors.As(err, &je) {
 			r.stop(&Error{Code: CodeInitFailed, Server: s.cfg.Name, Reason: "it refused initialize: " + oneLine(je.Message, 300)})
-		} else {
-			r.stop(&Error{Code: CodeCrashed, Server: s.cfg.Name, Reason: "it ended before answering initialize"})
+			return
 		}
+		r.lost("it ended before answering initialize")
 		return
 	}
 	if err := r.notify(ctx, "initialized", struct{}{}); err != nil {
-		r.stop(&Error{Code: CodeCrashed, Server: s.cfg.Name, Reason: "it ended as it initialized"})
+		r.lost("it ended as it initialized")
 		return
 	}
 	r.readyOnce.Do(func() { close(r.ready) })
+}
+
+// lost stops a run whose connection failed under it, for why unless the
+// run ends within StopTimeout by itself: the process ended or broke the
+// protocol, and watch records which, with its exit status.
+func (r *run) lost(why string) {
+	select {
+	case <-r.done:
+	case <-time.After(StopTimeout):
+		r.stop(&Error{Code: CodeCrashed, Server: r.s.cfg.Name, Reason: why})
+	}
 }
 
 // initializeParams is what Loom tells a server of itself: no process to

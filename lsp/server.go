@@ -135,10 +135,14 @@ func (s *server) diagnose(ctx context.Context, files []tool.ChangedFile) []tool.
 		return unavailable(r.failure(), s.endedNote())
 	}
 	if err := s.tell(ctx, r, files); err != nil {
-		if r.ended() {
+		// A send fails when the run ends (or is ending: a write past
+		// WriteTimeout stops it), or when ctx ends.
+		select {
+		case <-r.done:
 			return unavailable(r.failure(), s.endedNote())
+		case <-ctx.Done():
+			return pending(tool.DiagnosticsUnsettled, "", "the server had not read the change")
 		}
-		return pending(tool.DiagnosticsUnsettled, "", "the server had not read the change")
 	}
 	for i, f := range files {
 		w := r.docs[f.Path].waiter

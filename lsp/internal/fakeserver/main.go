@@ -21,6 +21,11 @@
 //	stale           publish an older version first, then the right one
 //	unversioned     publish without a version
 //	requests        ask the client several requests, then publish
+//	watch           publish, as information, what it heard since the last
+//	                publication: "created|changed|deleted NAME" for each
+//	                watched-file change, "closed NAME" for each didClose
+//	probe           publish, as information, what writing a file into its
+//	                working directory (the workspace) did
 package main
 
 import (
@@ -110,6 +115,7 @@ func main() {
 	}
 	in := bufio.NewReader(os.Stdin)
 	nextID := 1000
+	var heard []string
 	for {
 		m, err := read(in)
 		if err != nil {
@@ -121,11 +127,11 @@ func main() {
 		switch method {
 		case "initialize":
 			if *mode == "hang-init" {
-				select {}
+				time.Sleep(time.Hour)
 			}
 			send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"capabilities": map[string]any{"textDocumentSync": 1}}})
 			if *mode == "stop-reading" {
-				select {}
+				time.Sleep(time.Hour)
 			}
 			continue
 		case "shutdown":
@@ -146,6 +152,21 @@ func main() {
 		json.Unmarshal(m["params"], &p)
 		d := p.TextDocument
 		switch method {
+		case "workspace/didChangeWatchedFiles":
+			var w struct {
+				Changes []struct {
+					URI  string `json:"uri"`
+					Type int    `json:"type"`
+				} `json:"changes"`
+			}
+			json.Unmarshal(m["params"], &w)
+			for _, c := range w.Changes {
+				heard = append(heard, []string{"", "created", "changed", "deleted"}[c.Type%4]+" "+c.URI[strings.LastIndex(c.URI, "/")+1:])
+			}
+			continue
+		case "textDocument/didClose":
+			heard = append(heard, "closed "+d.URI[strings.LastIndex(d.URI, "/")+1:])
+			continue
 		case "textDocument/didOpen":
 		case "textDocument/didChange":
 			if len(p.ContentChanges) > 0 {
@@ -164,7 +185,7 @@ func main() {
 		case "huge-length":
 			fmt.Fprintf(out, "Content-Length: 1000000000000\r\n\r\n")
 			out.Flush()
-			select {}
+			time.Sleep(time.Hour)
 		case "endless-header":
 			fmt.Fprintf(out, "Content-Length: 5")
 			chunk := strings.Repeat("5", 4096)
@@ -178,7 +199,7 @@ func main() {
 			body := `{"jsonrpc":"2.0","method":`
 			fmt.Fprintf(out, "Content-Length: %d\r\n\r\n%s", len(body), body)
 			out.Flush()
-			select {}
+			time.Sleep(time.Hour)
 		case "outside":
 			publish("file:///etc/passwd", d.Version, []map[string]any{{"range": map[string]any{"start": map[string]int{"line": 0}}, "severity": 1, "message": "root:x:0:0"}})
 			publish(strings.Replace(d.URI, "file://", "file://evil.example", 1), d.Version, diagnostics("ERR from another host"))
@@ -198,6 +219,16 @@ func main() {
 			publish(d.URI, d.Version, diagnostics(d.Text))
 		case "unversioned":
 			publish(d.URI, nil, diagnostics(d.Text))
+		case "watch":
+			var diags []map[string]any
+			for _, h := range heard {
+				diags = append(diags, map[string]any{"range": map[string]any{"start": map[string]int{"line": 0}}, "severity": 3, "message": h})
+			}
+			heard = nil
+			publish(d.URI, d.Version, diags)
+		case "probe":
+			err := os.WriteFile("planted.txt", []byte("x"), 0o644)
+			publish(d.URI, d.Version, []map[string]any{{"range": map[string]any{"start": map[string]int{"line": 0}}, "severity": 3, "message": fmt.Sprint("write: ", err)}})
 		case "requests":
 			for _, method := range []string{"workspace/configuration", "workspace/applyEdit", "window/workDoneProgress/create", "no/such/method"} {
 				nextID++
