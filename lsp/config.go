@@ -105,12 +105,15 @@ func (s *Server) validate() error {
 // GoplsName is the name of the gopls server Detect returns.
 const GoplsName = "gopls"
 
-// goplsOptions are the initialization options Gopls sends: diagnostics
-// computed in one pass after every change (no delay), so the first
-// publication carrying a version is that version's complete diagnostics,
-// analyses included, and not the fast type-check pass gopls otherwise
-// publishes first.
-const goplsOptions = `{"diagnosticsDelay":"0s"}`
+// goplsOptions are the initialization options Gopls sends. Pull
+// diagnostics on: a textDocument/diagnostic request after a change is
+// answered with the type-check and analysis diagnostics of exactly what
+// gopls holds then, a settle signal no race can fake (gopls may publish a
+// version's diagnostics early, from work on an earlier change). Files it
+// answers no pull for (go.mod, go.work) settle on their versioned
+// publication, computed in one pass (no delay) so that the first is
+// complete.
+const goplsOptions = `{"pullDiagnostics":true,"diagnosticsDelay":"0s"}`
 
 // Gopls returns the configuration of gopls at bin: Go files, go.mod and
 // go.work owned, go.sum and go.work.sum watched.

@@ -22,8 +22,14 @@
 //     metadata, as workspace/didChangeWatchedFiles, closing any document
 //     Loom holds open that changed), then the written content as a new
 //     version (didOpen, or didChange with the full text). The diagnosis
-//     settles on the server's publication carrying exactly that version;
-//     until then, or when the server ends, it says so.
+//     settles on the server's answer to a pull (textDocument/diagnostic)
+//     when it offers pulls, which is the state of exactly what it holds;
+//     else, and for a document it answers no pull for, on its
+//     publication carrying exactly that version. Until then, or when the
+//     server ends, it says so. A document just opened that the server
+//     finds clean is asked once more as a change to the same text (gopls
+//     answers a module's first Go file as clean until a change has loaded
+//     its package).
 //   - The base protocol's framing (codec), with its bounds: Content-Length
 //     at most MaxMessageBytes, header lines at most MaxHeaderLineBytes and
 //     MaxHeaders of them, only Content-Length and a UTF-8 Content-Type

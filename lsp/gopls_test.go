@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentloom/loom/lsp/internal/lsptest"
+	"github.com/agentloom/loom/internal/lsptest"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -59,5 +59,23 @@ func TestGoplsEndToEnd(t *testing.T) {
 	}
 	if real, _ := filepath.EvalSymlinks(bin); !slices.Contains(p.servers[0].pol.SystemRoots, real) {
 		t.Errorf("gopls's executable is not a system root of its jail: %v", p.servers[0].pol.SystemRoots)
+	}
+}
+
+// TestGoplsFirstFileOfAModule: a module whose first Go file is written
+// after gopls loaded it empty is diagnosed, not answered clean (gopls
+// finds a just-opened module's first file clean until its next change;
+// Loom asks again).
+func TestGoplsFirstFileOfAModule(t *testing.T) {
+	t.Parallel()
+	bin := lsptest.RequireGopls(t)
+	s := newSession(t)
+	p := s.plane(t, Gopls(bin))
+	if got := s.write(t, p, within(t, goplsWithin), "go.mod", "module example.com/m\n\ngo 1.22\n"); got.Status != tool.DiagnosticsSettled || got.Errors != 0 {
+		t.Fatalf("go.mod: %+v", got)
+	}
+	got := s.write(t, p, within(t, goplsWithin), "a.go", "package m\n\nfunc F() int {\n\treturn x\n}\n")
+	if got.Status != tool.DiagnosticsSettled || got.Errors != 1 || got.Items[0].Line != 4 {
+		t.Fatalf("the module's first Go file: %+v", got)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/jailtest"
-	"github.com/agentloom/loom/lsp/internal/lsptest"
+	"github.com/agentloom/loom/internal/lsptest"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 )

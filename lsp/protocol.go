@@ -51,6 +51,9 @@ type published struct {
 	dropped int
 }
 
+// total is how many findings the publication counted.
+func (p published) total() int { return p.counts[0] + p.counts[1] + p.counts[2] + p.counts[3] }
+
 // severities maps an LSP DiagnosticSeverity (1 to 4) to Loom's; anything
 // else, an omitted one included, is taken as an error.
 var severities = [...]tool.Severity{tool.SeverityError, tool.SeverityWarning, tool.SeverityInformation, tool.SeverityHint}

@@ -58,6 +58,10 @@ type run struct {
 	waits  map[string]*waiter
 	stderr []byte
 
+	// pull: the server answers textDocument/diagnostic (its initialize
+	// result names a diagnosticProvider). Set before ready closes.
+	pull bool
+
 	// Touched only by the diagnosis holding the server's turn, after ready.
 	docs     map[string]*document
 	baseline map[string]stamp
@@ -78,6 +82,9 @@ type document struct {
 	open    bool
 	used    uint64  // when it was last diagnosed: the least recent is closed first
 	waiter  *waiter // the diagnosis of its last version
+	// pushOnly: the server answered a pull for it with an error, so its
+	// publications settle it.
+	pushOnly bool
 }
 
 // launch starts one incarnation of s in its jail and returns at once;
@@ -143,10 +150,16 @@ func (r *run) start() {
 
 	ctx, cancel := context.WithTimeout(r.ctx, s.p.startTimeout())
 	defer cancel()
-	var result json.RawMessage
+	var result struct {
+		Capabilities struct {
+			DiagnosticProvider json.RawMessage `json:"diagnosticProvider"`
+		} `json:"capabilities"`
+	}
 	err = r.call(ctx, "initialize", r.initializeParams(), &result)
 	switch {
 	case err == nil:
+		p := result.Capabilities.DiagnosticProvider
+		r.pull = len(p) > 0 && string(p) != "null" && string(p) != "false"
 	case errors.Is(err, context.DeadlineExceeded):
 		r.stop(&Error{Code: CodeHung, Server: s.cfg.Name, Reason: fmt.Sprintf("it did not answer initialize within %d ms", s.p.startTimeout().Milliseconds())})
 		return
@@ -195,6 +208,7 @@ func (r *run) initializeParams() map[string]any {
 			"textDocument": map[string]any{
 				"synchronization":    map[string]any{"dynamicRegistration": false, "didSave": false},
 				"publishDiagnostics": map[string]any{"versionSupport": true, "relatedInformation": false},
+				"diagnostic":         map[string]any{"dynamicRegistration": false, "relatedDocumentSupport": false},
 			},
 			"workspace": map[string]any{
 				"didChangeWatchedFiles": map[string]any{"dynamicRegistration": false},
@@ -407,6 +421,34 @@ func (r *run) publish(raw json.RawMessage) {
 	delete(r.waits, path)
 	r.mu.Unlock()
 	w.ch <- decodeDiagnostics(p.Diagnostics)
+}
+
+// pullDiagnostics asks the server for a document's diagnostics of what it
+// was last told (textDocument/diagnostic): the answer is the settled
+// state of that content. An error the server answers with is a
+// *jsonrpc2.Error (see isResponseError).
+func (r *run) pullDiagnostics(ctx context.Context, uri string) (published, error) {
+	var report struct {
+		Kind  string          `json:"kind"`
+		Items json.RawMessage `json:"items"`
+	}
+	if err := r.call(ctx, "textDocument/diagnostic", map[string]any{"textDocument": map[string]string{"uri": uri}}, &report); err != nil {
+		return published{}, err
+	}
+	if report.Kind != "full" {
+		// Loom never names a previous result, so only a full report
+		// answers it.
+		return published{}, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "a report that is not full"}
+	}
+	return decodeDiagnostics(report.Items), nil
+}
+
+// isResponseError reports whether err is the server's own error answer
+// to a request (not a lost connection, a write that failed, or a context
+// that ended).
+func isResponseError(err error) bool {
+	var je *jsonrpc2.Error
+	return errors.As(err, &je)
 }
 
 // wait registers a waiter for version of path.

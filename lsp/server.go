@@ -111,9 +111,6 @@ func (s *server) diagnose(ctx context.Context, files []tool.ChangedFile) []tool.
 		}
 		return out
 	}
-	unavailable := func(e *Error, note string) []tool.FileDiagnostics {
-		return pending(tool.DiagnosticsUnavailable, e.Code, fmt.Sprintf("%s: %s%s", s.cfg.Name, e.Reason, note))
-	}
 
 	select {
 	case s.turn <- struct{}{}:
@@ -124,7 +121,23 @@ func (s *server) diagnose(ctx context.Context, files []tool.ChangedFile) []tool.
 
 	r, e := s.current()
 	if e != nil {
-		return unavailable(e, "")
+		return pending(tool.DiagnosticsUnavailable, e.Code, s.cfg.Name+": "+e.Reason)
+	}
+	// failed answers for every file not settled yet when a step fails:
+	// the run ended (it says why), or ctx did.
+	failed := func(why string) []tool.FileDiagnostics {
+		for _, f := range files {
+			if d := r.docs[f.Path]; d != nil && d.waiter != nil {
+				r.unwait(f.Path, d.waiter)
+			}
+		}
+		select {
+		case <-r.done:
+			e := r.failure()
+			return pending(tool.DiagnosticsUnavailable, e.Code, fmt.Sprintf("%s: %s%s", s.cfg.Name, e.Reason, s.endedNote()))
+		case <-ctx.Done():
+			return pending(tool.DiagnosticsUnsettled, "", why)
+		}
 	}
 	select {
 	case <-r.ready:
@@ -132,79 +145,111 @@ func (s *server) diagnose(ctx context.Context, files []tool.ChangedFile) []tool.
 		return pending(tool.DiagnosticsUnsettled, "", "the server is starting")
 	}
 	if r.ended() {
-		return unavailable(r.failure(), s.endedNote())
+		return failed("")
 	}
-	if err := s.tell(ctx, r, files); err != nil {
-		// A send fails when the run ends (or is ending: a write past
-		// WriteTimeout stops it), or when ctx ends.
-		select {
-		case <-r.done:
-			return unavailable(r.failure(), s.endedNote())
-		case <-ctx.Done():
-			return pending(tool.DiagnosticsUnsettled, "", "the server had not read the change")
-		}
-	}
-	for i, f := range files {
-		w := r.docs[f.Path].waiter
-		select {
-		case pub := <-w.ch:
-			out[i].Status, out[i].Waited = tool.DiagnosticsSettled, time.Since(began)
-			out[i].Errors, out[i].Warnings, out[i].Infos, out[i].Hints = pub.counts[0], pub.counts[1], pub.counts[2], pub.counts[3]
-			out[i].Items = pub.items
-		case <-r.done:
-			return unavailable(r.failure(), s.endedNote())
-		case <-ctx.Done():
-			for _, f := range files[i:] {
-				r.unwait(f.Path, r.docs[f.Path].waiter)
-			}
-			return pending(tool.DiagnosticsUnsettled, "", "")
-		}
-	}
-	return out
-}
-
-// tell brings the server up to date: what changed on disk since it last
-// heard (closing the documents among it that Loom holds open), then each
-// file's content as a new version, a waiter registered for each.
-func (s *server) tell(ctx context.Context, r *run, files []tool.ChangedFile) error {
 	s.clock++
 	writing := map[string]bool{}
 	for _, f := range files {
 		writing[f.Path] = true
 	}
+	// A send fails when the run ends (or is ending: a write past
+	// WriteTimeout stops it), or when ctx ends.
 	if err := s.sync(ctx, r, writing); err != nil {
-		return err
+		return failed("the server had not read the changes on disk")
 	}
+	opened := map[string]bool{}
 	for _, f := range files {
-		lang, _ := s.cfg.owns(f.Path)
-		d := r.docs[f.Path]
-		if d == nil {
-			d = &document{uri: fileURI(f.Path)}
-			r.docs[f.Path] = d
+		was, err := s.send(ctx, r, f)
+		if err != nil {
+			return failed("the server had not read the change")
 		}
-		s.version++
-		d.version, d.used = s.version, s.clock
-		d.waiter = r.wait(f.Path, d.version)
-		var err error
-		if d.open {
-			err = r.notify(ctx, "textDocument/didChange", map[string]any{
-				"textDocument":   map[string]any{"uri": d.uri, "version": d.version},
-				"contentChanges": []map[string]string{{"text": string(f.Content)}},
-			})
-		} else {
-			d.open = true
-			err = r.notify(ctx, "textDocument/didOpen", map[string]any{
-				"textDocument": map[string]any{"uri": d.uri, "languageId": lang, "version": d.version, "text": string(f.Content)},
-			})
+		opened[f.Path] = !was
+	}
+	if err := s.closeLeastRecent(ctx, r, writing); err != nil {
+		return failed("")
+	}
+	for i, f := range files {
+		pub, err := s.settle(ctx, r, f.Path)
+		if err == nil && opened[f.Path] && pub.total() == 0 {
+			// A document just opened that the server finds clean is
+			// asked once more, as a change to the same text: gopls
+			// answers a module's first Go file as clean until its next
+			// change has loaded the package.
+			if _, err = s.send(ctx, r, f); err == nil {
+				pub, err = s.settle(ctx, r, f.Path)
+			}
 		}
 		if err != nil {
-			return err
+			return failed("")
 		}
-		if st, ok := statFile(f.Path); ok && r.baseline != nil {
-			r.baseline[f.Path] = st
-		}
+		out[i].Status, out[i].Waited = tool.DiagnosticsSettled, time.Since(began)
+		out[i].Errors, out[i].Warnings, out[i].Infos, out[i].Hints = pub.counts[0], pub.counts[1], pub.counts[2], pub.counts[3]
+		out[i].Items = pub.items
 	}
-	return s.closeLeastRecent(ctx, r, writing)
+	return out
+}
+
+// send tells the server f's content as a new version of its document
+// (didChange with the full text when it is open, didOpen otherwise), a
+// waiter registered for its publication first; it reports whether the
+// document was open already.
+func (s *server) send(ctx context.Context, r *run, f tool.ChangedFile) (wasOpen bool, err error) {
+	lang, _ := s.cfg.owns(f.Path)
+	d := r.docs[f.Path]
+	if d == nil {
+		d = &document{uri: fileURI(f.Path)}
+		r.docs[f.Path] = d
+	}
+	s.version++
+	d.version, d.used = s.version, s.clock
+	d.waiter = r.wait(f.Path, d.version)
+	wasOpen = d.open
+	if d.open {
+		err = r.notify(ctx, "textDocument/didChange", map[string]any{
+			"textDocument":   map[string]any{"uri": d.uri, "version": d.version},
+			"contentChanges": []map[string]string{{"text": string(f.Content)}},
+		})
+	} else {
+		d.open = true
+		err = r.notify(ctx, "textDocument/didOpen", map[string]any{
+			"textDocument": map[string]any{"uri": d.uri, "languageId": lang, "version": d.version, "text": string(f.Content)},
+		})
+	}
+	if err != nil {
+		return wasOpen, err
+	}
+	// Loom's own write is not a change on disk to tell of later.
+	if st, ok := statFile(f.Path); ok && r.baseline != nil {
+		r.baseline[f.Path] = st
+	}
+	return wasOpen, nil
+}
+
+// settle waits for the server's diagnostics of the version of path last
+// sent: its answer to a pull when it answers pulls for the document (the
+// settled state of what it holds), else its publication carrying that
+// version. An error means the run ended or ctx did.
+func (s *server) settle(ctx context.Context, r *run, path string) (published, error) {
+	d := r.docs[path]
+	if r.pull && !d.pushOnly {
+		pub, err := r.pullDiagnostics(ctx, d.uri)
+		if err == nil || !isResponseError(err) {
+			r.unwait(path, d.waiter)
+			return pub, err
+		}
+		// The server answers no pull for this document (gopls for
+		// go.mod): its publication of the version settles it.
+		d.pushOnly = true
+	}
+	select {
+	case pub := <-d.waiter.ch:
+		return pub, nil
+	case <-r.done:
+		return published{}, r.failure()
+	case <-ctx.Done():
+		r.unwait(path, d.waiter)
+		return published{}, ctx.Err()
+	}
 }
 
 // sync tells the server what changed on disk since its baseline, except
