@@ -77,7 +77,7 @@ func (f *Fake) Path(tb testing.TB) string {
 		}
 		os.Chmod(f.dir, 0o755)
 		f.path = filepath.Join(f.dir, "fakeserver")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildvcs=false", "-o", f.path, "../fakeserver")
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildvcs=false", "-o", f.path, "../../lsp/internal/fakeserver")
 		cmd.Dir = filepath.Dir(here)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			f.err = fmt.Errorf("building the fake language server: %v\n%s", err, out)
