@@ -25,6 +25,9 @@
 //   - toolchain: what go, npm and pip need inside the jail (variables,
 //     read-only host directories, caches outside every workspace),
 //     detected on the host.
+//   - lsp: the language-server door: stdio language servers (gopls by
+//     default) run jailed, one per workspace and server, whose
+//     diagnostics fs_write and fs_edit append (the tool.Diagnostics seam).
 //   - plane: assembles the whole plane from the reference
 //     implementations (whole or in part) and dispatches one model turn's
 //     batch of calls with their coordinates; the place a host starts.

@@ -10,6 +10,7 @@ import (
 	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/lsp"
 	"github.com/agentloom/loom/toolchain"
 )
 
@@ -110,6 +111,15 @@ type Config struct {
 	// with CodeStoreInWorkspace. Nil applies the detected profiles; return
 	// nil to apply none.
 	Toolchains func([]toolchain.Profile) []toolchain.Profile
+	// LanguageServers adjusts the language servers fs_write and fs_edit
+	// ask for diagnostics after every write (package lsp): it is handed
+	// lsp.Detect's (gopls when it is on the commands' PATH, in $GOBIN or
+	// in $GOPATH/bin) and returns the ones to run; add pyright or
+	// rust-analyzer here by configuration. Each runs jailed, started at
+	// the first write of a file it owns. Nil runs the detected servers;
+	// return nil to run none (the file tools then answer without
+	// diagnostics). Without FamilyFiles no server runs.
+	LanguageServers func([]lsp.Server) []lsp.Server
 	// Scratch is the session scratch directory commands see as TMPDIR
 	// (tool.Call.TempDir), created if missing and kept by Close. Empty
 	// means a fresh private directory under ScratchParent in the user

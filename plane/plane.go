@@ -20,6 +20,7 @@ import (
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/history/sqlite"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/lsp"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 )
@@ -63,6 +64,12 @@ type Plane struct {
 	// Toolchains are the toolchain profiles applied to every command,
 	// their caches made and resolved (see Config.Toolchains).
 	Toolchains []toolchain.Profile
+	// LanguageServers runs the language servers whose diagnostics
+	// fs_write and fs_edit append (see Config.LanguageServers); its
+	// Servers method says which are configured and how each runs. Nil
+	// when none is configured or FamilyFiles is left out. Close shuts
+	// them down.
+	LanguageServers *lsp.Plane
 
 	mu      sync.Mutex
 	shells  map[string]*tool.Shell
@@ -155,7 +162,14 @@ func (p *Plane) build(cfg Config) error {
 		schemes = append(schemes, codemode.Scheme(schemeSeam(fam.Has(FamilyAgents) && (cfg.Agency != nil || cfg.Runner != nil))))
 	}
 	if fam.Has(FamilyFiles) {
-		tools = append(tools, tool.ReadTool(schemes...), tool.WriteTool(), tool.EditTool(), tool.WorkdirTool())
+		var diag tool.Diagnostics
+		if err := p.openLanguageServers(cfg, ws, base, env, scratch); err != nil {
+			return err
+		}
+		if p.LanguageServers != nil {
+			diag = p.LanguageServers
+		}
+		tools = append(tools, tool.ReadTool(schemes...), tool.WriteTool(diag), tool.EditTool(diag), tool.WorkdirTool())
 	}
 	if fam.Has(FamilyGrep) {
 		tools = append(tools, tool.GrepTool())
@@ -235,10 +249,10 @@ func (p *Plane) Dispatcher() Dispatcher {
 
 // Close releases what New made, last made first: the programs code_mode
 // launched (torn down and reaped, within 10 s), the reference Agency
-// (aborting running children and waiting for their runners), the job
-// plane (killing what still runs, within 10 s), the history index,
-// the blob store, the broker's warm helper, and a scratch directory New
-// created. What the host brought stays open. Close is safe to call more
+// (aborting running children and waiting for their runners), the history
+// index, the language servers (each shut down within lsp.StopTimeout),
+// the job plane (killing what still runs, within 10 s), the blob store,
+// the broker's warm helper, and a scratch directory New created. What the host brought stays open. Close is safe to call more
 // than once and returns the first call's errors, joined.
 func (p *Plane) Close() error {
 	p.once.Do(func() {
@@ -251,6 +265,26 @@ func (p *Plane) Close() error {
 		p.closed = errors.Join(errs...)
 	})
 	return p.closed
+}
+
+// openLanguageServers makes the language-server plane over the detected
+// servers (adjusted by Config.LanguageServers), run by the plane's broker
+// under the session's base policy and environment; none is started yet.
+func (p *Plane) openLanguageServers(cfg Config, ws string, base broker.Policy, env map[string]string, scratch string) error {
+	servers := lsp.Detect(env["PATH"])
+	if cfg.LanguageServers != nil {
+		servers = cfg.LanguageServers(servers)
+	}
+	if len(servers) == 0 {
+		return nil
+	}
+	ls, err := lsp.New(lsp.Options{Workspace: ws, Servers: servers, Broker: p.Broker, Base: base, Env: env, TempDir: scratch})
+	if err != nil {
+		return fail(CodeSetupFailed, "language servers", err)
+	}
+	p.closers = append(p.closers, ls.Close)
+	p.LanguageServers = ls
+	return nil
 }
 
 // openCodeMode makes the code mode engine over the plane's registry,

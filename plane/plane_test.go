@@ -23,6 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	jailHelper.Remove()
+	fakeServer.Remove()
 	os.Exit(code)
 }
 

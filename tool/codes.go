@@ -146,6 +146,9 @@ const (
 	CodeNoShellDirectory Code = "no_shell_directory"
 	// CodeNoBroker: the host runs no commands (its Call has no broker).
 	CodeNoBroker Code = "no_broker"
+	// CodeDiagnosticsFailed: the Diagnostics seam of fs_write or fs_edit
+	// panicked; the write landed, and its diagnosis says so in this code.
+	CodeDiagnosticsFailed Code = "diagnostics_failed"
 )
 
 // CodedError is an error that carries a failure code: a stable

@@ -28,6 +28,10 @@ type EditDetails struct {
 	// GitNeutralised is what the broker's git guard disarmed because of
 	// this edit; empty when nothing.
 	GitNeutralised []broker.Neutralisation `json:"git_neutralised,omitempty"`
+	// Diagnostics is the edited file's diagnosis, as shown (see
+	// Diagnostics); empty without a Diagnostics or when no server owns
+	// the file.
+	Diagnostics []FileDiagnostics `json:"diagnostics,omitempty"`
 }
 
 // StaleDetails is the Details of an fs_edit refused as stale.
@@ -49,23 +53,28 @@ var opSchema = &jsonschema.Schema{
 
 // EditTool returns fs_edit: apply anchored hunks to a file, bound to the
 // digest the model planned against, answering with the new digest and the
-// fresh anchors of every changed region.
-func EditTool() Tool {
+// fresh anchors of every changed region. With d, the answer ends with d's
+// diagnosis of the file (see Diagnostics); nil answers without one.
+func EditTool(d Diagnostics) Tool {
+	desc := "Edit a file by hunks addressed with `N:anchor` refs from an fs_read, fs_write or fs_edit answer, " +
+		"with its digest. `lines` are file text, without the `N:anchor|` prefix. If the file changed since, nothing " +
+		"is written and the answer gives the current digest and anchors; a success gives the new digest and each " +
+		"changed region's anchors."
+	if d != nil {
+		desc += describeDiagnostics()
+	}
 	return Typed(Tool{
-		Name: "fs_edit",
-		Description: "Edit a file by hunks addressed with `N:anchor` refs from an fs_read, fs_write or fs_edit answer, " +
-			"with its digest. `lines` are file text, without the `N:anchor|` prefix. If the file changed since, nothing " +
-			"is written and the answer gives the current digest and anchors; a success gives the new digest and each " +
-			"changed region's anchors.",
+		Name:          "fs_edit",
+		Description:   desc,
 		PromptSnippet: "fs_edit: change lines of a file by anchor",
 		Replay:        ReplaySafe,
 		Mode:          Exclusive,
-	}, runEdit,
+	}, func(ctx context.Context, c *Call, a editArgs) Outcome { return runEdit(ctx, c, a, d) },
 		TypeSchema{Type: reflect.TypeFor[hashline.Ref](), Schema: refSchema},
 		TypeSchema{Type: reflect.TypeFor[hashline.Op](), Schema: opSchema})
 }
 
-func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
+func runEdit(ctx context.Context, c *Call, a editArgs, d Diagnostics) Outcome {
 	// Display prefixes are refused before anything else: they mean the
 	// model pasted rendered text, whatever the file now holds.
 	for i, h := range a.Hunks {
@@ -133,7 +142,11 @@ func runEdit(_ context.Context, c *Call, a editArgs) Outcome {
 	writeNotes(&b, res)
 	writeGitGuard(&b, c, path, guarded)
 	writeFreshAnchors(&b, shown, applied.Content, len(applied.Lines), applied.Regions)
-	return Outcome{Text: b.String(), Details: EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions, GitNeutralised: guarded}}
+	det := EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions, GitNeutralised: guarded}
+	if d != nil {
+		det.Diagnostics = writeDiagnostics(&b, c, diagnose(ctx, d, []ChangedFile{{Path: path, Content: applied.Content}}), map[string][]byte{path: applied.Content})
+	}
+	return Outcome{Text: b.String(), Details: det}
 }
 
 // writeFreshAnchors renders the anchors of regions of data (total lines)

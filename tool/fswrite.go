@@ -26,23 +26,32 @@ type WriteDetails struct {
 	// GitNeutralised is what the broker's git guard disarmed because of
 	// this write (see broker.Broker.GuardToolWrite); empty when nothing.
 	GitNeutralised []broker.Neutralisation `json:"git_neutralised,omitempty"`
+	// Diagnostics is the written file's diagnosis, as shown (see
+	// Diagnostics); empty without a Diagnostics or when no server owns
+	// the file.
+	Diagnostics []FileDiagnostics `json:"diagnostics,omitempty"`
 }
 
 // WriteTool returns fs_write: replace a whole file (creating parents),
 // answering with the digest and anchors of what it wrote so an edit can
-// follow without a read.
-func WriteTool() Tool {
+// follow without a read. With d, the answer ends with d's diagnosis of
+// the file (see Diagnostics); nil answers without one.
+func WriteTool(d Diagnostics) Tool {
+	desc := fmt.Sprintf("Write a whole file, creating parent directories; the answer gives the new `digest:` and "+
+		"`N:anchor|text` lines to plan an fs_edit from. To change part of a file, prefer fs_edit. Files over %d MiB are refused.", MaxFileBytes>>20)
+	if d != nil {
+		desc += describeDiagnostics()
+	}
 	return Typed(Tool{
-		Name: "fs_write",
-		Description: fmt.Sprintf("Write a whole file, creating parent directories; the answer gives the new `digest:` and "+
-			"`N:anchor|text` lines to plan an fs_edit from. To change part of a file, prefer fs_edit. Files over %d MiB are refused.", MaxFileBytes>>20),
+		Name:          "fs_write",
+		Description:   desc,
 		PromptSnippet: "fs_write: create or replace a whole file",
 		Replay:        ReplaySafe,
 		Mode:          Exclusive,
-	}, runWrite)
+	}, func(ctx context.Context, c *Call, a writeArgs) Outcome { return runWrite(ctx, c, a, d) })
 }
 
-func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
+func runWrite(ctx context.Context, c *Call, a writeArgs, d Diagnostics) Outcome {
 	if len(a.Content) > MaxFileBytes {
 		return Fail(CodeFileTooLarge, fmt.Sprintf("content is %d bytes; at most %d bytes (%d MiB) are written", len(a.Content), MaxFileBytes, MaxFileBytes>>20))
 	}
@@ -86,7 +95,11 @@ func runWrite(_ context.Context, c *Call, a writeArgs) Outcome {
 			fmt.Fprintf(&b, "The file is too large to show its anchors here (over %d bytes rendered); fs_read it, with offset/limit for the part you will edit.\n", hashline.MaxFreshAnchorBytes)
 		}
 	}
-	return Outcome{Text: b.String(), Details: WriteDetails{Path: shown, Bytes: len(data), Lines: total, Digest: digest, Created: created, GitNeutralised: guarded}}
+	det := WriteDetails{Path: shown, Bytes: len(data), Lines: total, Digest: digest, Created: created, GitNeutralised: guarded}
+	if d != nil {
+		det.Diagnostics = writeDiagnostics(&b, c, diagnose(ctx, d, []ChangedFile{{Path: path, Content: data}}), map[string][]byte{path: data})
+	}
+	return Outcome{Text: b.String(), Details: det}
 }
 
 // writeNotes states what a successful write could not make durable: a

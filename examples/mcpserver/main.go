@@ -40,6 +40,12 @@
 // <cache>/loom/toolchains and, for Go, the modules of the host's module
 // cache without network; HOME is a private directory in the scratch
 // directory. The server says at start which profiles it applied.
+//
+// fs_write and fs_edit append a language server's diagnostics of the file
+// they wrote when one owns it: gopls when it is on the commands' PATH, in
+// $GOBIN or in $GOPATH/bin (detected, never required), run jailed with
+// the workspace read-only and started at the first write of a Go file.
+// The server says at start which language servers it found.
 package main
 
 import (
@@ -100,6 +106,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	defer p.Close()
 	fmt.Fprintln(stderr, "mcpserver:", toolchains(p))
+	fmt.Fprintln(stderr, "mcpserver:", languageServers(p))
 	srv, err := mcpserve.New(p.Registry, p.Call, mcpserve.Options{
 		Name:                   "loom",
 		Instructions:           instructions(p),
@@ -145,6 +152,23 @@ func toolchains(p *plane.Plane) string {
 		s += "; " + strings.Join(notes, "; ")
 	}
 	return s
+}
+
+// languageServers says which language servers diagnose the files the
+// tools write.
+func languageServers(p *plane.Plane) string {
+	if p.LanguageServers == nil {
+		return "no language servers (no gopls on the commands' PATH, in $GOBIN or in $GOPATH/bin): writes answer without diagnostics"
+	}
+	var found []string
+	for _, s := range p.LanguageServers.Servers() {
+		var pats []string
+		for _, f := range s.Files {
+			pats = append(pats, f.Pattern)
+		}
+		found = append(found, fmt.Sprintf("%s (%s, for %s)", s.Name, s.Command[0], strings.Join(pats, " ")))
+	}
+	return "language servers, started at the first write of a file they own: " + strings.Join(found, ", ")
 }
 
 // config is what the flags choose.

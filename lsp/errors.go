@@ -1,0 +1,60 @@
+package lsp
+
+import "fmt"
+
+// Code is the stable reason of an Error; a program switches on it.
+type Code string
+
+// The codes. The set is closed: every error this package reports is an
+// *Error carrying exactly one of them.
+const (
+	// CodeProtocol: the server broke the base protocol or one of its
+	// bounds (MaxMessageBytes, MaxHeaderLineBytes, MaxHeaders,
+	// MaxJSONDepth, MaxJSONValues); it was stopped.
+	CodeProtocol Code = "lsp_protocol_violation"
+	// CodeCrashed: the server's process ended, or could not start.
+	CodeCrashed Code = "lsp_server_crashed"
+	// CodeHung: the server did not answer within a bound (its
+	// initialize, or reading what it was sent); it was stopped.
+	CodeHung Code = "lsp_server_hung"
+	// CodeInitFailed: the server answered initialize with an error; it
+	// was stopped.
+	CodeInitFailed Code = "lsp_initialize_failed"
+	// CodeNotFound: the server's executable was not found.
+	CodeNotFound Code = "lsp_server_not_found"
+	// CodeRestartsExhausted: the server ended MaxRestarts+1 times; it is
+	// not started again while its Plane lives.
+	CodeRestartsExhausted Code = "lsp_restarts_exhausted"
+	// CodeRefused: the broker refused to start the server (its denial
+	// says why: no jail on this host, a bound, the policy).
+	CodeRefused Code = "lsp_server_refused"
+	// CodeClosed: the Plane was closed.
+	CodeClosed Code = "lsp_closed"
+	// CodeInvalidConfig: a Server's configuration cannot run (no name,
+	// no command, no pattern, a pattern path.Match refuses).
+	CodeInvalidConfig Code = "lsp_invalid_config"
+)
+
+// Error is the one error type of package lsp: Code says why, Server
+// names the server (empty when none is concerned), Reason says it in a
+// sentence.
+type Error struct {
+	Code   Code
+	Server string
+	Reason string
+}
+
+// Error renders "lsp: <server>: <reason>".
+func (e *Error) Error() string {
+	if e.Server == "" {
+		return "lsp: " + e.Reason
+	}
+	return "lsp: " + e.Server + ": " + e.Reason
+}
+
+// ErrorCode returns the code as a string (see tool.CodedError).
+func (e *Error) ErrorCode() string { return string(e.Code) }
+
+func protocolf(format string, args ...any) *Error {
+	return &Error{Code: CodeProtocol, Reason: fmt.Sprintf(format, args...)}
+}

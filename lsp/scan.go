@@ -1,0 +1,125 @@
+package lsp
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Bounds on the scan that finds what changed on disk between two
+// diagnoses (a command's edits, a generator's output), so the server
+// hears of it before it diagnoses a write.
+const (
+	// MaxScanEntries bounds the directory entries one scan visits. A
+	// workspace past it is not scanned at all: its server is told only of
+	// the files Loom writes, and Status says so.
+	MaxScanEntries = 200_000
+	// MaxWatchedFiles bounds the files one scan records (those a server
+	// owns or watches); past it, as past MaxScanEntries.
+	MaxWatchedFiles = 50_000
+	// maxEventsPerNotice bounds the changes one
+	// workspace/didChangeWatchedFiles carries; more are sent in several.
+	maxEventsPerNotice = 1000
+)
+
+// LSP's FileChangeType.
+const (
+	fileCreated = 1
+	fileChanged = 2
+	fileDeleted = 3
+)
+
+// stamp is what a scan compares of a file.
+type stamp struct {
+	size  int64
+	mtime time.Time
+	ino   uint64
+}
+
+// fileEvent is one change on disk.
+type fileEvent struct {
+	URI  string `json:"uri"`
+	Type int    `json:"type"`
+}
+
+// skipDir reports whether a scan leaves the directory name out: a dot
+// directory (.git, caches), or node_modules.
+func skipDir(name string) bool {
+	return strings.HasPrefix(name, ".") || name == "node_modules"
+}
+
+// scanWorkspace records every file under ws that want accepts, without
+// following links. ok is false when the workspace is past MaxScanEntries
+// or MaxWatchedFiles, or could not be walked.
+func scanWorkspace(ws string, want func(string) bool) (files map[string]stamp, ok bool) {
+	files = map[string]stamp{}
+	entries := 0
+	err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == ws {
+				return err
+			}
+			return nil // an entry that vanished or cannot be read is not recorded
+		}
+		entries++
+		if entries > MaxScanEntries {
+			return errTooLarge
+		}
+		if d.IsDir() {
+			if p != ws && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !want(p) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		files[p] = stampOf(fi)
+		if len(files) > MaxWatchedFiles {
+			return errTooLarge
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false
+	}
+	return files, true
+}
+
+// errTooLarge stops a scan past its bounds.
+var errTooLarge = errors.New("the workspace is past the scan's bounds")
+
+// changes returns the events that turn before into after.
+func changes(before, after map[string]stamp) []fileEvent {
+	var out []fileEvent
+	for p, s := range after {
+		if old, ok := before[p]; !ok {
+			out = append(out, fileEvent{URI: fileURI(p), Type: fileCreated})
+		} else if old != s {
+			out = append(out, fileEvent{URI: fileURI(p), Type: fileChanged})
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			out = append(out, fileEvent{URI: fileURI(p), Type: fileDeleted})
+		}
+	}
+	return out
+}
+
+// statFile returns the stamp of the regular file p, not following a
+// link, and whether it is one.
+func statFile(p string) (stamp, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return stamp{}, false
+	}
+	return stampOf(fi), true
+}
