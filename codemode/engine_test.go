@@ -84,7 +84,7 @@ func newSession(t testing.TB, files map[string]string) *session {
 	env := map[string]string{"PATH": "/usr/local/go/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"}
 	jobs := job.NewPlane(b, job.Options{})
 	t.Cleanup(func() { jobs.Close(context.Background()) })
-	reg, err := tool.NewRegistry(append([]tool.Tool{tool.ReadTool(), tool.WriteTool(), tool.EditTool(), tool.GrepTool(), job.BashTool(jobs)}, job.Tools(jobs)...)...)
+	reg, err := tool.NewRegistry(append([]tool.Tool{tool.ReadTool(), tool.WriteTool(nil), tool.EditTool(nil), tool.GrepTool(), job.BashTool(jobs)}, job.Tools(jobs)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

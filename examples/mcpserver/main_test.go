@@ -518,8 +518,19 @@ func TestNewSession(t *testing.T) {
 	if within(ws, scratch) || !within(filepath.Join(realCache, scratchDir), scratch) {
 		t.Errorf("scratch %s, want a directory under the user cache, outside the workspace", scratch)
 	}
-	if !slices.Equal(c.Base.WritableRoots, []string{ws, scratch}) || c.Base.Network != "off" || c.Broker == nil {
+	// The workspace, the scratch directory, and the toolchain profiles'
+	// caches (in the user cache, outside the git guard).
+	want := []string{ws, scratch}
+	for _, tc := range p.Toolchains {
+		want = append(want, tc.Caches...)
+	}
+	if !slices.Equal(c.Base.WritableRoots, want) || !slices.Equal(c.Base.Unguarded, want[2:]) || c.Base.Network != "off" || c.Broker == nil {
 		t.Errorf("session = %+v", c)
+	}
+	for _, w := range want[2:] {
+		if !within(filepath.Join(realCache, "loom", "toolchains"), w) {
+			t.Errorf("toolchain cache %s is not under the user cache", w)
+		}
 	}
 	if !slices.Contains(c.Base.Protected, filepath.Join(ws, ".git", "hooks")) {
 		t.Errorf("protected = %v lacks .git/hooks", c.Base.Protected)
