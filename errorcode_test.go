@@ -17,7 +17,7 @@ import (
 // carry no code of their own, each with the reason. Every other exported
 // error type implements tool.CodedError.
 var uncodedErrors = map[string]string{
-	"broker.MissingLayer": "the cause a DenialLayerRequired denial wraps; the denial carries the code",
+	"broker/internal/jail.MissingLayer": "(broker.MissingLayer) the cause a DenialLayerRequired denial wraps; the denial carries the code",
 }
 
 // errorType is one type of the module that has an Error method, as the

@@ -50,6 +50,10 @@ type Options struct {
 	// Builder configures the hermetic build (toolchain, cache directory,
 	// cache bound, allowlist, progress), which runs in Broker's jails.
 	Builder BuilderOptions
+	// Diagnostics, when set, is asked about every file fs.write and
+	// fs.edit land (the seam fs_write and fs_edit take); its answer, as
+	// those tools render it, is the result's Diagnostics. Nil means none.
+	Diagnostics tool.Diagnostics
 	// Notify, when set, is told when a launched program ends on its own
 	// (not by its owner's cancel, nor at Close). It is called from the
 	// execution's own goroutine with no lock held and must not block for
@@ -275,7 +279,7 @@ func (e *Engine) runAs(ctx context.Context, c *tool.Call, bin *Binary, within ti
 // the permit composePermissions settled (nil: no permissions declared).
 func (e *Engine) newSeamHost(c *tool.Call, seam Seam, pm *permit) *seamHost {
 	return &seamHost{seam: seam, call: c, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner(pm.roots()),
-		permit: pm, agency: e.opts.Agency, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
+		permit: pm, agency: e.opts.Agency, diag: e.opts.Diagnostics, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
 }
 
 // effectiveWithin is a run's wall deadline for within: defaultWithin for

@@ -26,12 +26,12 @@ func mainWith(imports []string, body string) string {
 func TestRunEndings(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name    string
-		src     string
-		within  time.Duration
-		code    tool.Code
-		stdout  string
-		stderr  string
+		name   string
+		src    string
+		within time.Duration
+		code   tool.Code
+		stdout string
+		stderr string
 	}{
 		{name: "silent", src: mainWith(nil, ""), stdout: ""},
 		{name: "exit_code", src: mainWith([]string{"fmt"}, `fmt.Println("before"); panicOrExit()`) + "\nfunc panicOrExit() { var m map[string]int; m[\"x\"] = 1 }\n",

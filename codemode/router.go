@@ -52,7 +52,8 @@ type seamHost struct {
 	jobs   job.Jobs // nil: the host serves no job plane
 	kv     *kvStore
 	proc   *procRunner
-	agency agent.Agency // nil: no strand.* or notes.*
+	agency agent.Agency     // nil: no strand.* or notes.*
+	diag   tool.Diagnostics // nil: fs.write and fs.edit answer no diagnostics
 	adm    admissions
 	// permit is what the permissions composed before the start settled
 	// (nil: none declared).
@@ -115,7 +116,7 @@ func (h *seamHost) fsList(_ context.Context, a *capArgs) (any, error) {
 	return map[string]any{"path": path, "entries": list, "truncated": more}, nil
 }
 
-func (h *seamHost) fsWrite(_ context.Context, a *capArgs) (any, error) {
+func (h *seamHost) fsWrite(ctx context.Context, a *capArgs) (any, error) {
 	path, content := a.str("path", true), a.bytes("content", false)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -124,12 +125,13 @@ func (h *seamHost) fsWrite(_ context.Context, a *capArgs) (any, error) {
 	if err != nil {
 		return nil, forProgram(path, err)
 	}
-	return map[string]any{"path": w.Path, "bytes": w.Bytes, "created": w.Created}, nil
+	return map[string]any{"path": w.Path, "bytes": w.Bytes, "created": w.Created,
+		"diagnostics": h.call.DiagnoseWritten(ctx, h.diag, w, content)}, nil
 }
 
 // fsEdit applies exact find/replace pairs in order, each find present
 // exactly once in the text it is applied to, all or nothing.
-func (h *seamHost) fsEdit(_ context.Context, a *capArgs) (any, error) {
+func (h *seamHost) fsEdit(ctx context.Context, a *capArgs) (any, error) {
 	path, edits := a.str("path", true), a.list("edits", true)
 	if err := a.done(); err != nil {
 		return nil, err
@@ -160,10 +162,12 @@ func (h *seamHost) fsEdit(_ context.Context, a *capArgs) (any, error) {
 		}
 		text = strings.Replace(text, find, replace, 1)
 	}
-	if _, err := h.call.WriteFile(path, []byte(text)); err != nil {
+	w, err := h.call.WriteFile(path, []byte(text))
+	if err != nil {
 		return nil, forProgram(path, err)
 	}
-	return map[string]any{"path": f.Path, "replaced": len(edits)}, nil
+	return map[string]any{"path": f.Path, "replaced": len(edits),
+		"diagnostics": h.call.DiagnoseWritten(ctx, h.diag, w, []byte(text))}, nil
 }
 
 func (h *seamHost) kvGet(_ context.Context, a *capArgs) (any, error) {

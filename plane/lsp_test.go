@@ -149,3 +149,49 @@ func TestPlaneDiagnosesGoWithGopls(t *testing.T) {
 		t.Errorf("answer:\n%s", o.Text)
 	}
 }
+
+// TestCodeModeWritesAreDiagnosed: a program's fs.write and fs.edit land
+// their file and answer the language server's diagnosis, as fs_write
+// renders it.
+func TestCodeModeWritesAreDiagnosed(t *testing.T) {
+	t.Parallel()
+	_, cfg := testDirs(t)
+	cfg.Families = FamilyFiles | FamilyCodeMode
+	cfg.LanguageServers = func([]lsp.Server) []lsp.Server {
+		return []lsp.Server{{Name: "fake", Command: []string{fakeServer.Path(t), "-mode", "publish"},
+			Files: []lsp.FilePattern{{Pattern: "*.txt", LanguageID: "plaintext"}}}}
+	}
+	p := newTestPlane(t, cfg)
+	src := `package main
+
+import (
+	"context"
+	"fmt"
+
+	"cap/fs"
+)
+
+func main() {
+	ctx := context.Background()
+	w, err := fs.Write(ctx, "a.txt", []byte("fine\nERR here\n"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print("write: ", w.Diagnostics)
+	e, err := fs.Edit(ctx, "a.txt", fs.Replacement{Find: "ERR here", Replace: "all good"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print("edit: ", e.Diagnostics)
+}
+`
+	raw, _ := json.Marshal(map[string]any{"program": src, "within_ms": 600000})
+	o := p.Registry.Dispatch(t.Context(), p.Call.At("op-1", "step-1", 0), "code_mode", raw)
+	if o.IsError {
+		t.Fatalf("%s: %s", o.Code, o.Text)
+	}
+	want := fmt.Sprintf("write: diagnostics (fake): 1 error in a.txt:\n  a.txt:2 error [2:%s]: flagged: ERR here (fake)\n", hashline.AnchorOf("ERR here"))
+	if !strings.Contains(o.Text, want) || !strings.Contains(o.Text, "edit: diagnostics (fake): a.txt clean\n") {
+		t.Fatalf("answer:\n%s\nwant it to hold:\n%s", o.Text, want)
+	}
+}

@@ -293,7 +293,11 @@ func (p *Plane) openLanguageServers(cfg Config, ws string, base broker.Policy, e
 // for, and the archives built, at the first program or when the host
 // calls CodeMode.Warm (in the background, at start).
 func (p *Plane) openCodeMode(cfg Config) error {
-	eng, err := codemode.New(codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode, Notify: cfg.CodeModeNotify})
+	opts := codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode, Notify: cfg.CodeModeNotify}
+	if p.LanguageServers != nil {
+		opts.Diagnostics = p.LanguageServers
+	}
+	eng, err := codemode.New(opts)
 	if err != nil {
 		return fail(CodeSetupFailed, "code mode", err)
 	}

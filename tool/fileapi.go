@@ -1,11 +1,13 @@
 package tool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"sort"
+	"strings"
 
 	"github.com/agentloom/loom/broker"
 )
@@ -63,6 +65,8 @@ type FileWritten struct {
 	// GitNeutralised lists the git control files the write's guard
 	// neutralised, as fs_write reports them.
 	GitNeutralised []broker.Neutralisation
+
+	resolved string // the absolute path written, for DiagnoseWritten
 }
 
 // WriteFile replaces (or creates, with missing parents) the file at path
@@ -89,7 +93,20 @@ func (c *Call) WriteFile(path string, content []byte) (FileWritten, error) {
 	if err != nil {
 		return FileWritten{}, fileError(gitGuardFailure(c, shown, guarded, err))
 	}
-	return FileWritten{Path: shown, Bytes: len(content), Created: res.Created, GitNeutralised: guarded}, nil
+	return FileWritten{Path: shown, Bytes: len(content), Created: res.Created, GitNeutralised: guarded, resolved: resolved}, nil
+}
+
+// DiagnoseWritten asks d about content, which WriteFile just wrote as w,
+// and renders the answer as fs_write appends it (within DiagnosticsWait,
+// errors first, at most MaxDiagnosticsShown with their anchors). It is ""
+// when d is nil or w did not come from WriteFile.
+func (c *Call) DiagnoseWritten(ctx context.Context, d Diagnostics, w FileWritten, content []byte) string {
+	if d == nil || w.resolved == "" {
+		return ""
+	}
+	var b strings.Builder
+	writeDiagnostics(&b, c, diagnose(ctx, d, []ChangedFile{{Path: w.resolved, Content: content}}), map[string][]byte{w.resolved: content})
+	return b.String()
 }
 
 // DirEntry is one entry of a listed directory. Kind is "file", "dir",

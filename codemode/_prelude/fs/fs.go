@@ -120,6 +120,11 @@ type WriteResult struct {
 	Path    string
 	Bytes   int  // bytes written
 	Created bool // true when the file did not exist before
+	// Diagnostics is what the workspace's language server found in the
+	// file once it landed, as fs_write shows it (errors first, each with
+	// its line's N:anchor; "clean" only when it settled with none); empty
+	// when no server is configured.
+	Diagnostics string
 }
 
 // Write replaces the whole file at path with content, creating it and
@@ -134,7 +139,7 @@ func Write(ctx context.Context, path string, content []byte) (WriteResult, error
 		return WriteResult{}, err
 	}
 	r := client.Read(m)
-	w := WriteResult{Path: r.Str("path"), Bytes: r.Int("bytes"), Created: r.Bool("created")}
+	w := WriteResult{Path: r.Str("path"), Bytes: r.Int("bytes"), Created: r.Bool("created"), Diagnostics: r.Str("diagnostics")}
 	return w, r.Err(name)
 }
 
@@ -148,6 +153,8 @@ type Replacement struct {
 type EditResult struct {
 	Path     string
 	Replaced int // the number of replacements applied (all of them)
+	// Diagnostics is as WriteResult's.
+	Diagnostics string
 }
 
 // Edit applies edits to the file at path in order, each Find matched
@@ -165,6 +172,6 @@ func Edit(ctx context.Context, path string, edits ...Replacement) (EditResult, e
 		return EditResult{}, err
 	}
 	r := client.Read(m)
-	e := EditResult{Path: r.Str("path"), Replaced: r.Int("replaced")}
+	e := EditResult{Path: r.Str("path"), Replaced: r.Int("replaced"), Diagnostics: r.Str("diagnostics")}
 	return e, r.Err(name)
 }
