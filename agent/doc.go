@@ -33,7 +33,7 @@
 //
 // NewAgency takes the host's Runner and an Options value. Options is
 // passed by value and its zero value works: each field left zero takes
-// the default it documents (DefaultDepthCap, DefaultFanOut, ...). The
+// the default it states (DepthCap 3, FanOut 8, ...). The
 // tools take their seam at construction (Tools(agency)); a nil Agency
 // gives tools that refuse every call with CodeAgencyUnavailable.
 //

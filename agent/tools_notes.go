@@ -97,14 +97,14 @@ func NotesTool(agency Agency) tool.Tool {
 		for _, n := range page.Notes {
 			d.Notes = append(d.Notes, NoteEntry{Key: n.Key, Value: n.Value})
 			line := fmt.Sprintf("\n%s = %s", n.Key, n.Value)
-			if b.Len()+len(line) > MaxNotesTextBytes {
+			if b.Len()+len(line) > maxNotesTextBytes {
 				elided++
 				continue
 			}
 			b.WriteString(line)
 		}
 		if elided > 0 {
-			fmt.Fprintf(&b, "\n[%d notes elided: the answer passed %d bytes; read a narrower prefix]", elided, MaxNotesTextBytes)
+			fmt.Fprintf(&b, "\n[%d notes elided: the answer passed %d bytes; read a narrower prefix]", elided, maxNotesTextBytes)
 		}
 		return tool.Outcome{Text: b.String(), Details: d}
 	}))

@@ -124,10 +124,10 @@ func runWait(ctx context.Context, agency Agency, c *tool.Call, a waitArgs) tool.
 		if w.State == Aborted && w.AbortReason != "" {
 			state += " (" + string(w.AbortReason) + ")"
 		}
-		report, cut := truncate(w.Report, MaxReportTextBytes)
+		report, cut := truncate(w.Report, maxReportTextBytes)
 		fmt.Fprintf(&b, "%s: %s\nreport:\n%s\n", w.Handle, state, report)
 		if cut {
-			fmt.Fprintf(&b, "[report truncated at %d bytes; the whole report is in details]\n", MaxReportTextBytes)
+			fmt.Fprintf(&b, "[report truncated at %d bytes; the whole report is in details]\n", maxReportTextBytes)
 		}
 		switch w.Result.Kind {
 		case ResultValid:

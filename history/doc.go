@@ -16,7 +16,7 @@
 //
 // Beside the seams it owns their vocabulary: the Query, Hit, Entry and
 // Note types and their bounds, the words syntax (ParseWords), the note
-// rules every Memory applies (PrepareNote, Redact), the Refusal error and
+// rules every Memory applies (PrepareNote), the Refusal error and
 // the codes it carries.
 //
 // The reference implementation of both seams is package history/sqlite,
@@ -56,7 +56,7 @@
 //     every translation to the rows a reference predicate selects.
 //   - Secrets (API keys, bearer tokens, private keys, KEY=value secrets) are
 //     redacted from a note before it is checked against its bounds and
-//     before it is stored (Redact, PrepareNote).
+//     before it is stored (PrepareNote).
 //   - Searches answer newest first, so paging with before (the smallest
 //     seq of the previous page) neither skips nor repeats a hit.
 //   - The tool holds every answer to its bounds whatever a History

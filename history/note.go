@@ -62,18 +62,24 @@ type Note struct {
 	Time time.Time
 }
 
-// PrepareNote redacts n (Redact on every text field) and checks it,
-// answering the note as it must be stored or a *Refusal:
-// CodeMemoryFieldInvalid for an unknown kind, a missing session, a text
-// that is not valid UTF-8, or a title or description that is blank,
-// longer than its bound or not a single line; CodeNothingToRemember for a
-// blank text; CodeMemoryNoteTooLong for a text over 4000 characters. The
-// single-line fields are judged after redaction and stored trimmed.
-// Memory implementations call it before storing.
+// PrepareNote answers n as a Memory must store it, or a *Refusal. Memory
+// implementations call it before storing.
+//
+// It first replaces every secret in the title, description and text by
+// "[REDACTED]": PEM private keys, provider API keys and tokens (sk-...,
+// ghp_..., AKIA..., xoxb-..., AIza..., JWTs), bearer tokens, and the
+// value of a KEY=value or KEY: value pair whose key names a secret
+// (PASSWORD, API_KEY, CLIENT_SECRET, AUTH_TOKEN, ...). Redaction is
+// idempotent. It then trims the three fields and judges them:
+//   - CodeMemoryFieldInvalid: an unknown kind, a missing session, a text
+//     that is not valid UTF-8, or a title (80 characters) or description
+//     (160) that is blank, longer than its bound or not a single line;
+//   - CodeNothingToRemember: a blank text;
+//   - CodeMemoryNoteTooLong: a text over 4000 characters.
 func PrepareNote(n Note) (Note, error) {
-	n.Title = strings.TrimSpace(Redact(n.Title))
-	n.Description = strings.TrimSpace(Redact(n.Description))
-	n.Text = strings.TrimSpace(Redact(n.Text))
+	n.Title = strings.TrimSpace(redact(n.Title))
+	n.Description = strings.TrimSpace(redact(n.Description))
+	n.Text = strings.TrimSpace(redact(n.Text))
 	if !n.Kind.Valid() {
 		return Note{}, refuse(CodeMemoryFieldInvalid, "kind %s is not one of feedback, fact, decision", quote(string(n.Kind)))
 	}

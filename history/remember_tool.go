@@ -104,7 +104,7 @@ func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a 
 			"Later sessions find it with history_search kind=note.", prepared.Kind, prepared.Title)
 	}
 	if prepared.Text != string(a.Note) || prepared.Title != string(a.Title) || prepared.Description != string(a.Description) {
-		text += " (Surrounding blanks were trimmed and anything that looked like a secret was replaced by " + RedactedMark + ".)"
+		text += " (Surrounding blanks were trimmed and anything that looked like a secret was replaced by " + redactedMark + ".)"
 	}
 	return tool.Success(text).WithDetails(RememberDetails{Title: prepared.Title, Kind: prepared.Kind, AlreadyStored: r.AlreadyStored})
 }

@@ -140,14 +140,14 @@ const (
 	// LIMIT as "no limit").
 	MinLimit = 1
 	MaxLimit = 50
-	// DefaultLimit is the limit of a call that gives none.
-	DefaultLimit = 10
+	// defaultLimit is the limit of a call that gives none.
+	defaultLimit = 10
 	// MaxAround is the most neighbours on each side a read returns.
 	MaxAround = 5
 	// MaxQueryBytes bounds the text of one query.
 	MaxQueryBytes = 1024
-	// MaxQueryTerms bounds the words of one words-syntax query.
-	MaxQueryTerms = 32
+	// maxQueryTerms bounds the words of one words-syntax query.
+	maxQueryTerms = 32
 	// MaxKindBytes bounds an entry's kind and role and a query's kind.
 	MaxKindBytes = 64
 	// MaxIDBytes bounds a session or entry id.

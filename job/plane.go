@@ -15,29 +15,16 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// Defaults of the reference plane, used where an Options field is zero.
+// Defaults of the reference plane: each applies where its Options field
+// is zero or less.
 const (
-	// DefaultMaxLive is how many live (starting or running) jobs one
-	// strand may hold at once.
-	DefaultMaxLive = 8
-	// DefaultMaxEnded is how many ended jobs the plane keeps per strand
-	// for polling and listing; past it the ones that ended longest ago
-	// are forgotten (unknown_job), never the one ending.
-	DefaultMaxEnded = 32
-	// DefaultWall is a default-lifetime job's wall when its spec names
-	// none.
-	DefaultWall = 30 * time.Minute
-	// DefaultMaxWall is the most wall a default-lifetime job may ask for.
-	DefaultMaxWall = 4 * time.Hour
-	// DefaultMaxWait is the longest a poll waits.
-	DefaultMaxWait = 30 * time.Second
-	// DefaultTailBytes is the window kept of each of a job's streams:
-	// what a poll can return at most, and what a foreground run shows
-	// inline at most.
-	DefaultTailBytes = blob.OverflowThreshold
-	// DefaultHeartbeat is the interval of idle heartbeats for a job that
-	// asked for them.
-	DefaultHeartbeat = time.Minute
+	defaultMaxLive   = 8
+	defaultMaxEnded  = 32
+	defaultWall      = 30 * time.Minute
+	defaultMaxWall   = 4 * time.Hour
+	defaultMaxWait   = 30 * time.Second
+	defaultTailBytes = blob.OverflowThreshold
+	defaultHeartbeat = time.Minute
 )
 
 // Fixed bounds of the reference plane.
@@ -52,21 +39,30 @@ const (
 	jobStepPrefix = "job/"
 )
 
-// Options configure a Plane. Zero fields take the defaults above.
+// Options configure a Plane. A field left zero or negative takes the
+// default it states.
 type Options struct {
-	// MaxLive is the per-strand ceiling on live jobs (DefaultMaxLive).
+	// MaxLive is how many live (starting or running) jobs one strand may
+	// hold at once; a start past it is refused with CodeJobCeilingReached.
+	// Zero means 8.
 	MaxLive int
-	// MaxEnded is how many ended jobs are kept per strand (DefaultMaxEnded).
+	// MaxEnded is how many ended jobs the plane keeps per strand for
+	// polling and listing; past it the ones that ended longest ago are
+	// forgotten (CodeUnknownJob), never the one ending. Zero means 32.
 	MaxEnded int
-	// Wall is a default-lifetime job's wall when its spec names none
-	// (DefaultWall); MaxWall clamps any asked wall (DefaultMaxWall).
+	// Wall is a default-lifetime job's wall when its spec names none,
+	// at most MaxWall; zero means 30 minutes. MaxWall clamps any asked
+	// wall; zero means 4 hours.
 	Wall, MaxWall time.Duration
-	// MaxWait is the longest a poll waits (DefaultMaxWait).
+	// MaxWait is the longest a poll waits. Zero means 30 s.
 	MaxWait time.Duration
-	// TailBytes is the window kept per stream (DefaultTailBytes, at least
-	// one UTF-8 character: utf8.UTFMax bytes).
+	// TailBytes is the window kept of each of a job's streams: the most
+	// one poll returns of it. Zero means blob.OverflowThreshold (64 KiB);
+	// a smaller value is raised to one UTF-8 character (utf8.UTFMax
+	// bytes).
 	TailBytes int
-	// Heartbeat is the idle heartbeat interval (DefaultHeartbeat).
+	// Heartbeat is the interval of idle heartbeats for a job that asked
+	// for them. Zero means a minute.
 	Heartbeat time.Duration
 	// Notify, when set, is told when a job its owner holds ends (an
 	// attended job only once Release answered Released; a session-lifetime
@@ -98,13 +94,13 @@ func (o Options) withDefaults() Options {
 			*v = d
 		}
 	}
-	def(&o.MaxLive, DefaultMaxLive)
-	def(&o.MaxEnded, DefaultMaxEnded)
-	def(&o.TailBytes, DefaultTailBytes)
-	defDur(&o.Wall, DefaultWall)
-	defDur(&o.MaxWall, DefaultMaxWall)
-	defDur(&o.MaxWait, DefaultMaxWait)
-	defDur(&o.Heartbeat, DefaultHeartbeat)
+	def(&o.MaxLive, defaultMaxLive)
+	def(&o.MaxEnded, defaultMaxEnded)
+	def(&o.TailBytes, defaultTailBytes)
+	defDur(&o.Wall, defaultWall)
+	defDur(&o.MaxWall, defaultMaxWall)
+	defDur(&o.MaxWait, defaultMaxWait)
+	defDur(&o.Heartbeat, defaultHeartbeat)
 	o.Wall = min(o.Wall, o.MaxWall)
 	if o.MaxOutputBytes <= 0 || o.MaxOutputBytes > tool.MaxCommandOutputBytes {
 		o.MaxOutputBytes = tool.MaxCommandOutputBytes
