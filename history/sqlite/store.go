@@ -98,13 +98,12 @@ func (o Options) busyTimeout() time.Duration {
 	return o.BusyTimeout
 }
 
-// Open opens (creating if needed) the index at path, a file path (not
-// ":memory:", since readers and the writer share it, and without '?', '#'
-// or '%', which SQLite would read as URI syntax), and migrates its schema
-// to this library's version. A bad path, a file that is no database,
-// and a database with a newer schema are refused
-// history.CodeIndexUnavailable.
-// Close the Store when done.
+// Open opens the index at path, creating it if needed, and migrates its
+// schema to this library's version. path is a file path: not ":memory:",
+// since readers and the writer share it, and without '?', '#' or '%',
+// which SQLite would read as URI syntax. A bad path, a file that is no
+// database, and a database with a newer schema are refused
+// history.CodeIndexUnavailable. Close the Store when done.
 func Open(path string, o Options) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#%") {
 		return nil, refuse(history.CodeIndexUnavailable, "the index path %q must be a plain file path", path)
