@@ -30,6 +30,6 @@ func CommandPolicy(c *tool.Call, perm *Permissions) (broker.Policy, error) {
 }
 
 // CommandEnv is the environment bash offers a command of c: the session's
-// variables, TMPDIR at the strand's scratch directory and LOOM_SCRATCH_DIR where
-// the jail gives a private one.
+// variables, TMPDIR at the strand's scratch directory and
+// LOOM_SCRATCH_DIR where the jail gives a private one.
 func CommandEnv(c *tool.Call) map[string]string { return bashEnv(c) }
