@@ -53,10 +53,10 @@ type SpawnDetails struct {
 
 // spawnTool returns agent_spawn: start a child of the calling strand. The
 // child's name is minted from the call's coordinates; a replayed call
-// reconciles onto the child it already made, so the tool is ReplaySafe.
-// A replay whose purpose differs from the child's is told that its
-// purpose was not taken, and shown the child's.
-// A malformed result_schema is refused here, before the agency is asked.
+// reconciles onto the child it already made, so the tool is ReplaySafe. A
+// replay whose purpose differs from the child's is told that its purpose
+// was not taken, and shown the child's. A malformed result_schema is
+// refused here, before the agency is asked.
 func spawnTool(agency Agency) tool.Tool {
 	var models []string
 	maxWait := 0

@@ -348,7 +348,6 @@ func overBound(a searchArgs) (tool.Outcome, bool) {
 	return tool.Outcome{}, false
 }
 
-// clampInt answers v moved into [lo, hi].
 // clampArg settles a count argument the way every tool does: omitted or
 // zero is def, a negative value is refused (bad, with the refusal in o),
 // and a value over hi is clamped to it with a note saying so

@@ -64,22 +64,23 @@ type Options struct {
 	// Heartbeat is the interval of idle heartbeats for a job that asked
 	// for them. Zero means a minute.
 	Heartbeat time.Duration
-	// Notify, when set, is told when a job its owner holds ends (an
-	// attended job only once Release answered Released; a session-lifetime
-	// job only if it asked for heartbeats), and at each heartbeat of a job
-	// that asked for them while its owner holds it. It is called from the
-	// job's own goroutine with no lock held and must not block for long.
+	// Notify, when set, is told when a job its owner holds ends, and at
+	// each heartbeat of a job that asked for them while its owner holds
+	// it. An attended job is held only once Release answered Released; a
+	// session-lifetime job's end is told only if it asked for heartbeats.
+	// Notify is called from the job's own goroutine with no lock held and
+	// must not block for long. Nil means the host is told nothing.
 	Notify func(Notice)
 	// Blobs, when set, receives each stream's whole output when it
 	// outgrows the window, so an ended job's Row.Spill can name it.
 	Blobs *blob.Store
 	// MaxOutputBytes bounds what one job may write to stdout and stderr
-	// together: by default tool.MaxCommandOutputBytes, the bound bash
+	// together. Zero means tool.MaxCommandOutputBytes, the bound bash
 	// states for every command it runs; a larger value is clamped to it,
 	// so a host can only lower it. At the bound the broker stops the
-	// job's whole tree; the row says Killed with cause StopOutputBound,
-	// the windows keep the output's tail and the spill (with Blobs) holds
-	// everything up to the bound, which is what a job may spool.
+	// job's whole tree, and the row says Killed with cause
+	// StopOutputBound. The windows keep the output's tail, and the spill
+	// (with Blobs) holds everything up to the bound: what a job may spool.
 	MaxOutputBytes int64
 }
 
@@ -128,20 +129,24 @@ func (k NoticeKind) String() string {
 
 // Notice is what a Plane tells its host about a job the owner holds.
 type Notice struct {
-	Kind  NoticeKind
+	// Kind says what the notice reports.
+	Kind NoticeKind
+	// Owner is the job's owner, as it started the job.
 	Owner Owner
-	Job   Row
+	// Job is the job's row when the notice was sent.
+	Job Row
 	// Received is the bytes both streams received so far.
 	Received int64
 }
 
-// Plane is the reference job plane: jobs cleared through a broker under
-// the sibling step {operation, "job/<id>"}, a per-strand ceiling on live
-// jobs, a finite default wall (or none, for an explicitly session-lifetime
-// job of a top-level strand), a bounded window over each stream with
-// opaque cursors, standard input writes, whole-tree kills and notices to
-// the host. It implements Jobs and is safe for concurrent use. A Plane
-// lives for a session: Close kills what still runs.
+// Plane is the reference job plane. It clears jobs through a broker under
+// the sibling step {operation, "job/<id>"}, with a per-strand ceiling on
+// live jobs and a finite default wall (or none, for an explicitly
+// session-lifetime job of a top-level strand). It keeps a bounded window
+// over each stream with opaque cursors, writes standard input, kills
+// whole trees and sends notices to the host. It implements Jobs and is
+// safe for concurrent use. A Plane lives for a session: Close kills what
+// still runs.
 type Plane struct {
 	broker *broker.Broker
 	opts   Options
