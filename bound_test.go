@@ -373,7 +373,9 @@ func TestBoundEveryStringProperty(t *testing.T) {
 // answer to, so the structural bound never cuts a built-in tool's
 // answer. A bound raised in one family without the outcome bounds fails
 // here. (code_mode's bounds are its own: package codemode's
-// TestAnswerFitsTheOutcomeBound holds its answer to the same bound.)
+// TestAnswerFitsTheOutcomeBound holds its answer to the same bound, as
+// package agent's TestAnswersFitTheOutcomeBound and package job's
+// TestAnswerFitsTheOutcomeBound hold theirs.)
 func TestBoundAboveEveryFamilysMaximum(t *testing.T) {
 	// frame allows for an answer's headlines and notes; item for one
 	// listed entry's key, state and JSON punctuation.
@@ -384,11 +386,7 @@ func TestBoundAboveEveryFamilysMaximum(t *testing.T) {
 	}{
 		{"fs_read window", tool.MaxWindowBytes + frame},
 		{"grep inline matches", blob.OverflowThreshold + frame},
-		{"bash and job_poll, two streams, text or details", 2*job.DefaultTailBytes + frame},
 		{"history_search inline", blob.OverflowThreshold + frame},
-		{"agent_notes text", agent.MaxNotesTextBytes + frame},
-		{"agent_notes details", agent.MaxNotesListed*(agent.MaxNoteBytes+item) + frame},
-		{"agent_wait text", agent.MaxWaitHandles*(agent.MaxReportTextBytes+agent.MaxNoteBytes+item) + frame},
 		{"todo", todo.MaxTasks*(todo.MaxTextBytes+todo.MaxReasonBytes+item) + frame},
 	} {
 		if tc.bytes > tool.MaxOutcomeBytes {

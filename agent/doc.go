@@ -9,14 +9,11 @@
 // # What it owns
 //
 //   - The name and handle grammar. A child's strand name is minted as
-//     "sub:{parent}/{slug}-{digest}" (MintName): the slug is the purpose,
-//     folded and capped, and only decorates; the digest is sixteen hex
-//     characters over the call site (operation, step, source index and
-//     Minter) and, with the parent, is the whole of what tells two
-//     children apart (CallSite): a replay at one call site reconciles onto
-//     the child it minted whatever its purpose. No model text reaches the
-//     digest. A handle "{strand}#{operation}" names one
-//     run; ParseHandle is total.
+//     "sub:{parent}/{slug}-{digest}" (MintName). The slug only decorates;
+//     the parent and the digest of the call site (CallSite) tell two
+//     children apart, so a replay reconciles onto the child its call site
+//     minted. No model text reaches the digest. A handle
+//     "{strand}#{operation}" names one run; ParseHandle is total.
 //   - Result contracts: ParseResultSchema accepts only the subset of JSON
 //     Schema it can enforce and refuses the rest; Judge reports a verdict
 //     (NoResultAsked, valid, missing, mismatched) beside the prose report.
@@ -33,9 +30,9 @@
 //
 // NewAgency takes the host's Runner and an Options value. Options is
 // passed by value and its zero value works: each field left zero takes
-// the default it documents (DefaultDepthCap, DefaultFanOut, ...). The
-// tools take their seam at construction (Tools(agency)); a nil Agency
-// gives tools that refuse every call with CodeAgencyUnavailable.
+// the default it states (DepthCap 3, FanOut 8, ...). The tools take their
+// seam at construction (Tools(agency)); a nil Agency gives tools that
+// refuse every call with CodeAgencyUnavailable.
 //
 // # What it refuses to own
 //
@@ -62,14 +59,11 @@
 //   - Notes are write-once and bounded (MaxNoteBytes each, 256 per strand);
 //     the todo cell is updated by compare-and-set with bounded retries.
 //   - A strand runs only the tools it holds, once the host ties its
-//     registry to the Agency (Reference.Govern): the registry refuses,
-//     before the tool runs, a call by a strand that does not hold the tool
-//     (tool.CodeToolNotHeld, the code Holds and a spawn naming a tool its
-//     parent lacks refuse with too), and a spawn naming a tool the
-//     registry does not register is refused with CodeUnknownSpawnTool
-//     (tool.CodeUnknownTool is the registry's own refusal of a call to an
-//     unregistered tool). A child's set is fixed at spawn, never more than
-//     its parent holds.
+//     registry to the Agency (Reference.Govern). A child's set is fixed at
+//     spawn, never more than its parent holds. A call by a strand that
+//     does not hold the tool, and a spawn naming a tool its parent lacks,
+//     are refused with tool.CodeToolNotHeld; a spawn naming a tool the
+//     registry does not register, with CodeUnknownSpawnTool.
 //   - Every failure crosses the seam as an error whose chain holds a
 //     *Refusal, its code in Refusal.Code (read it with tool.CodeOf or
 //     errors.As). The tools turn it into an IsError outcome whose Code is

@@ -67,6 +67,7 @@ const (
 // Minter separates several spawns made under one call site. The zero
 // value is a model's own agent_spawn.
 type Minter struct {
+	// Kind says who minted: a tool call (the zero value) or a program.
 	Kind MinterKind
 	// Ordinal numbers a program's spawns in admission order; it is
 	// meaningful only for MintedByProgram.
@@ -105,11 +106,11 @@ func callSiteDigest(operation, step string, sourceIndex int, m Minter) string {
 }
 
 // CallSite is the whole of what tells two children apart: the strand that
-// spawned them and the digest of the call site that did.
-// Two spawns with one CallSite are one child. An Agency reconciles a spawn
-// by its CallSite, never by the whole minted name, whose slug follows the
-// purpose text: a replay whose purpose differs lands on the child already
-// made, under that child's first name.
+// spawned them and the digest of the call site that did. Two spawns with
+// one CallSite are one child. An Agency reconciles a spawn by its
+// CallSite, never by the whole minted name, whose slug follows the purpose
+// text: a replay whose purpose differs lands on the child already made,
+// under that child's first name.
 type CallSite struct {
 	// Parent is the spawning strand, as the Caller names it.
 	Parent string
@@ -128,8 +129,7 @@ func SiteOf(c Caller) CallSite {
 // caller's strand without its own "sub:" prefix (so a grandchild reads
 // "sub:root/a-…/b-…"). The purpose only decorates: two names minted at one
 // CallSite differ at most in their slugs, and an Agency keeps the first
-// (see CallSite), so a replayed spawn reconciles onto the child it
-// already made whatever purpose it carries.
+// (see CallSite).
 func MintName(c Caller, purpose string) string {
 	parent := strings.TrimPrefix(c.Strand, tool.SubagentPrefix)
 	return tool.SubagentPrefix + parent + "/" + slug(purpose) + "-" +

@@ -5,21 +5,14 @@ import (
 	"time"
 )
 
-// Defaults of Options. Each applies when the corresponding field is zero
-// or less.
+// Defaults of Options: each applies when its field is zero or less.
 const (
-	// DefaultDepthCap: children nest at most this deep below a root.
-	DefaultDepthCap = 3
-	// DefaultFanOut: running children of one parent at once.
-	DefaultFanOut = 8
-	// DefaultSessionStrands: running strands of the whole session at once.
-	DefaultSessionStrands = 32
-	// DefaultMaxWait: the longest single wait.
-	DefaultMaxWait = 30 * time.Second
-	// DefaultRunBudget: a run's deadline when the request names none.
-	DefaultRunBudget = 10 * time.Minute
-	// DefaultMaxRunBudget: the longest deadline a request may name.
-	DefaultMaxRunBudget = time.Hour
+	defaultDepthCap       = 3
+	defaultFanOut         = 8
+	defaultSessionStrands = 32
+	defaultMaxWait        = 30 * time.Second
+	defaultRunBudget      = 10 * time.Minute
+	defaultMaxRunBudget   = time.Hour
 )
 
 // Bounds on requests. The tools check them before asking an Agency (see
@@ -48,30 +41,28 @@ const (
 )
 
 // Options configures NewAgency. It is passed by value and its zero value
-// works: every field left zero takes the default it documents.
+// works: a field left zero or negative takes the default it states.
 type Options struct {
 	// DepthCap is how deep children nest below a root strand (a root's
 	// child is at depth 1); a deeper spawn is refused with CodeDepthCap.
-	// Zero or less means DefaultDepthCap.
+	// Zero means 3.
 	DepthCap int
 	// FanOut bounds the running children of one parent; a spawn past it
-	// is refused with CodeFanOut. Zero or less means DefaultFanOut.
+	// is refused with CodeFanOut. Zero means 8.
 	FanOut int
 	// SessionStrands bounds the running strands of the whole session; a
 	// spawn or a continuation past it is refused with CodeSessionStrands.
-	// Zero or less means DefaultSessionStrands.
+	// Zero means 32.
 	SessionStrands int
 	// MaxWait is the longest single wait (MaxWaitMs); agent_wait clamps
 	// to it and the Agency refuses a longer one with CodeWaitTooLong.
-	// Zero or less means DefaultMaxWait.
+	// Zero means 30 s.
 	MaxWait time.Duration
-	// RunBudget is a run's deadline when its spawn or send names none.
-	// Zero or less means DefaultRunBudget; it is lowered to MaxRunBudget
-	// when larger.
+	// RunBudget is a run's deadline when its spawn or send names none,
+	// at most MaxRunBudget. Zero means 10 minutes.
 	RunBudget time.Duration
 	// MaxRunBudget is the longest deadline a spawn or send may name;
-	// longer ones are clamped to it. Zero or less means
-	// DefaultMaxRunBudget.
+	// longer ones are clamped to it. Zero means an hour.
 	MaxRunBudget time.Duration
 	// Models are the catalogue names a spawn may ask for (ModelNames).
 	// Nil or empty means the host offers no choice: a spawn naming a
@@ -99,12 +90,12 @@ func (l Options) withDefaults() Options {
 			*v = d
 		}
 	}
-	def(&l.DepthCap, DefaultDepthCap)
-	def(&l.FanOut, DefaultFanOut)
-	def(&l.SessionStrands, DefaultSessionStrands)
-	defd(&l.MaxWait, DefaultMaxWait)
-	defd(&l.RunBudget, DefaultRunBudget)
-	defd(&l.MaxRunBudget, DefaultMaxRunBudget)
+	def(&l.DepthCap, defaultDepthCap)
+	def(&l.FanOut, defaultFanOut)
+	def(&l.SessionStrands, defaultSessionStrands)
+	defd(&l.MaxWait, defaultMaxWait)
+	defd(&l.RunBudget, defaultRunBudget)
+	defd(&l.MaxRunBudget, defaultMaxRunBudget)
 	if l.RunBudget > l.MaxRunBudget {
 		l.RunBudget = l.MaxRunBudget
 	}

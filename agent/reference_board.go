@@ -120,9 +120,9 @@ func (a *Reference) Notes(ctx context.Context, c Caller, prefix string) (NotesPa
 	return page, nil
 }
 
-// Todos implements Agency: step runs outside the lock on a snapshot, and
-// its board lands only if nobody wrote the cell meanwhile; otherwise it
-// runs again on the fresh board, at most maxTodoRetries times (then
+// Todos implements Agency. step runs outside the lock on a snapshot, and
+// its board lands only if nobody wrote the cell meanwhile. Otherwise step
+// runs again on the fresh board, at most 8 times in all (then
 // CodeTodoConflict), unless ctx has ended (then tool.CodeCancelled).
 func (a *Reference) Todos(ctx context.Context, c Caller, step func(todo.Board) (todo.Board, error)) (todo.Board, error) {
 	for range maxTodoRetries {

@@ -15,12 +15,12 @@ const maxToolNamesListed = 32
 // Govern ties reg to this Agency's table of who holds what. From then on:
 //
 //   - reg.Dispatch refuses, before the tool runs, a call whose Call.Strand
-//     does not hold the tool (tool.CodeToolNotHeld): a child holds exactly
-//     the tools its spawn fixed, a root strand holds Options.RootTools (nil:
-//     every tool), and a strand this Agency cannot judge (an unminted
+//     does not hold the tool (tool.CodeToolNotHeld). A child holds exactly
+//     the tools its spawn fixed; a root strand holds Options.RootTools
+//     (nil: every tool). A strand this Agency cannot judge (an unminted
 //     sub-agent name, an empty or malformed root name) holds nothing.
 //   - Spawn refuses a tools list naming a tool reg does not register
-//     (CodeUnknownSpawnTool), listing the registered names (bounded).
+//     (CodeUnknownSpawnTool), listing at most 32 registered names.
 //
 // Call Govern once, with the registry the session dispatches every
 // strand's calls through, before any model runs. It replaces any gate reg

@@ -13,11 +13,11 @@ import (
 
 // Spawn implements Agency. The child is named MintName(c, req.Purpose); a
 // call site (SiteOf(c)) that already minted a child reconciles onto it
-// (Reconciled), whatever the purpose, and starts nothing. Otherwise the depth cap, the parent's fan-out and the
-// session's running strands are checked, the child's tool set is fixed,
-// and its first run starts in its own goroutine. Under Govern, a tools
-// list naming a tool the registry does not offer is refused first, with
-// CodeUnknownSpawnTool.
+// (Reconciled), whatever the purpose, and starts nothing. Otherwise the
+// depth cap, the parent's fan-out and the session's running strands are
+// checked, the child's tool set is fixed, and its first run starts in its
+// own goroutine. Under Govern, a tools list naming a tool the registry
+// does not offer is refused first, with CodeUnknownSpawnTool.
 func (a *Reference) Spawn(ctx context.Context, c Caller, req SpawnRequest) (Spawned, error) {
 	if err := a.checkSpawn(req); err != nil {
 		return Spawned{}, err

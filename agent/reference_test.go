@@ -478,8 +478,8 @@ func TestSpawnRequestBounds(t *testing.T) {
 		}
 	}
 	c.SourceIndex = 100
-	sp, err := a.Spawn(bg, c, SpawnRequest{Purpose: "p", Prompt: "x", Deadline: 10 * DefaultMaxRunBudget})
-	if err != nil || time.Until(sp.Deadline) > DefaultMaxRunBudget {
+	sp, err := a.Spawn(bg, c, SpawnRequest{Purpose: "p", Prompt: "x", Deadline: 10 * defaultMaxRunBudget})
+	if err != nil || time.Until(sp.Deadline) > defaultMaxRunBudget {
 		t.Errorf("deadline not clamped: %v, %v", sp.Deadline, err)
 	}
 }

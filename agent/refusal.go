@@ -32,10 +32,10 @@ const (
 	CodeSessionStrands tool.Code = "session_strands"
 	// CodeInvalidRequest: a request crossing the Agency seam whose fields
 	// break a bound of the agent vocabulary (empty prompt, purpose too
-	// long, too many handles, a negative deadline, a full inbox, ...), or
-	// a calling root strand whose name could be mistaken for a minted one.
-	// Arguments that do not fit a tool's schema are refused earlier, by
-	// the registry, with tool.CodeInvalidArguments.
+	// long, too many handles, a negative deadline, a full inbox, ...). It
+	// also refuses a calling root strand whose name could be mistaken for
+	// a minted one. Arguments that do not fit a tool's schema are refused
+	// earlier, by the registry, with tool.CodeInvalidArguments.
 	CodeInvalidRequest tool.Code = "invalid_request"
 	// CodeMalformedSchema: a result schema outside the enforceable subset.
 	CodeMalformedSchema tool.Code = "malformed_schema"

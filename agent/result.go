@@ -39,12 +39,16 @@ var fieldTypes = []FieldType{TypeString, TypeNumber, TypeInteger, TypeBoolean, T
 
 // ResultField is one property of a result contract.
 type ResultField struct {
+	// Name is the property's name.
 	Name string
+	// Type is the type its value must have.
 	Type FieldType
 	// Items is the element type of an array field; "" accepts any element.
-	Items       FieldType
+	Items FieldType
+	// Description says what the property holds; it may be empty.
 	Description string
-	Required    bool
+	// Required is true when the value must hold the property.
+	Required bool
 }
 
 // ResultSchema is the contract a parent may demand of a child's result:
@@ -63,8 +67,8 @@ type ResultSchema struct {
 //	 "required":["name", ...]}
 //
 // where each property's type is one of string, number, integer, boolean,
-// array or object, an array property may give "items":{"type":...} with a
-// non-array type, "description" and "title" are allowed anywhere, and
+// array or object. An array property may give "items":{"type":...} with a
+// non-array type. "description" and "title" are allowed anywhere, and
 // "additionalProperties" may only be true (surplus fields are always
 // fine). Without "required" every property is required. A JSON string
 // holding such an object is read as the object.
@@ -443,8 +447,13 @@ const (
 // TerminalResult is the verdict on a finished run's result contract. It
 // travels beside the prose report, never instead of it.
 type TerminalResult struct {
-	Kind     ResultKind
-	Value    json.RawMessage
+	// Kind is the verdict.
+	Kind ResultKind
+	// Value is the result note for ResultValid and ResultMismatched, nil
+	// otherwise.
+	Value json.RawMessage
+	// Mismatch says how the note broke the contract, for
+	// ResultMismatched only.
 	Mismatch *Mismatch
 }
 

@@ -7,10 +7,16 @@ import (
 
 // Turn is one child run handed to the host's Runner.
 type Turn struct {
-	Strand    string
+	// Strand is the child's durable name; the host dispatches its tool
+	// calls with it as tool.Call.Strand.
+	Strand string
+	// Operation names this run; the host dispatches its tool calls with
+	// it as tool.Call.OpID.
 	Operation string
-	Parent    string
-	Purpose   string
+	// Parent is the strand that spawned the child.
+	Parent string
+	// Purpose is the purpose the child was first spawned for.
+	Purpose string
 	// Prompt is the spawn's prompt, or the message(s) that started a
 	// continuation.
 	Prompt string

@@ -26,13 +26,13 @@ const (
 // agent_spawn is never part of it.
 func FloorTools() []string { return []string{NoteToolName, SendToolName} }
 
-// MaxReportTextBytes bounds how much of one child's report agent_wait
+// maxReportTextBytes bounds how much of one child's report agent_wait
 // shows in its text; Details carry the whole report.
-const MaxReportTextBytes = 16 << 10
+const maxReportTextBytes = 16 << 10
 
-// MaxNotesTextBytes bounds the text of one agent_notes answer; Details
+// maxNotesTextBytes bounds the text of one agent_notes answer; Details
 // carry every returned value whole.
-const MaxNotesTextBytes = 64 << 10
+const maxNotesTextBytes = 64 << 10
 
 // Tools returns the agent family over agency, in the order a host should
 // register them: agent_spawn, agent_send, agent_wait, agent_note,

@@ -215,3 +215,26 @@ func fieldsOf(args string) string {
 	}
 	return fmt.Sprint(ks)
 }
+
+// TestAnswersFitTheOutcomeBound: the largest answer agent_notes and
+// agent_wait state they give, from their own bounds (plus the root
+// package's allowance for the lines around them), fits
+// tool.MaxOutcomeBytes, so the structural bound never cuts one.
+func TestAnswersFitTheOutcomeBound(t *testing.T) {
+	// frame allows for an answer's headlines and notes; item for one
+	// listed entry's key, state and JSON punctuation (as the root
+	// package's TestBoundAboveEveryFamilysMaximum counts them).
+	const frame, item = 16 << 10, 512
+	for _, tc := range []struct {
+		answer string
+		bytes  int
+	}{
+		{"agent_notes text", maxNotesTextBytes + frame},
+		{"agent_notes details", MaxNotesListed*(MaxNoteBytes+item) + frame},
+		{"agent_wait text", MaxWaitHandles*(maxReportTextBytes+MaxNoteBytes+item) + frame},
+	} {
+		if tc.bytes > tool.MaxOutcomeBytes {
+			t.Errorf("%s: up to %d bytes, over tool.MaxOutcomeBytes (%d)", tc.answer, tc.bytes, tool.MaxOutcomeBytes)
+		}
+	}
+}

@@ -18,8 +18,10 @@ type noteArgs struct {
 
 // NoteDetails is the Details of a successful agent_note.
 type NoteDetails struct {
-	Key   string `json:"key"`
-	Bytes int    `json:"bytes"`
+	// Key is the note's full key, "agent/{strand}/{relative key}".
+	Key string `json:"key"`
+	// Bytes is the size of the note's JSON value.
+	Bytes int `json:"bytes"`
 }
 
 // NoteTool returns agent_note: write one write-once entry under
@@ -55,15 +57,22 @@ type notesArgs struct {
 	Prefix string `json:"prefix,omitempty"`
 }
 
-// NotesDetails is the Details of agent_notes.
+// NotesDetails is the Details of agent_notes. The outcome's text shows
+// at most 64 KiB of notes and counts the ones it leaves out; Notes holds
+// every returned value whole.
 type NotesDetails struct {
-	Notes     []NoteEntry `json:"notes"`
-	Truncated bool        `json:"truncated,omitempty"`
+	// Notes are the matching entries in key order, at most
+	// MaxNotesListed.
+	Notes []NoteEntry `json:"notes"`
+	// Truncated is true when more entries matched than were returned.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // NoteEntry is one note in NotesDetails.
 type NoteEntry struct {
-	Key   string          `json:"key"`
+	// Key is the full key, "agent/{strand}/{relative key}".
+	Key string `json:"key"`
+	// Value is the note's JSON value.
 	Value json.RawMessage `json:"value" jsonschema:"any JSON value"`
 }
 
@@ -97,14 +106,14 @@ func NotesTool(agency Agency) tool.Tool {
 		for _, n := range page.Notes {
 			d.Notes = append(d.Notes, NoteEntry{Key: n.Key, Value: n.Value})
 			line := fmt.Sprintf("\n%s = %s", n.Key, n.Value)
-			if b.Len()+len(line) > MaxNotesTextBytes {
+			if b.Len()+len(line) > maxNotesTextBytes {
 				elided++
 				continue
 			}
 			b.WriteString(line)
 		}
 		if elided > 0 {
-			fmt.Fprintf(&b, "\n[%d notes elided: the answer passed %d bytes; read a narrower prefix]", elided, MaxNotesTextBytes)
+			fmt.Fprintf(&b, "\n[%d notes elided: the answer passed %d bytes; read a narrower prefix]", elided, maxNotesTextBytes)
 		}
 		return tool.Outcome{Text: b.String(), Details: d}
 	}))

@@ -13,7 +13,9 @@ type RosterDetails struct {
 	Peers []PeerEntry `json:"peers"`
 }
 
-// PeerEntry is one descendant in RosterDetails.
+// PeerEntry is one descendant in RosterDetails: a Peer in text form,
+// Handle being Peer.Latest and DeadlineMs the milliseconds left until
+// Peer.Deadline when the roster answered (0 once it passed).
 type PeerEntry struct {
 	Strand      string `json:"strand"`
 	Relation    string `json:"relation"`

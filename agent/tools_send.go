@@ -17,9 +17,13 @@ type sendArgs struct {
 
 // SendDetails is the Details of a successful agent_send.
 type SendDetails struct {
-	Delivery   string `json:"delivery"`
-	Handle     string `json:"handle"`
-	DeadlineMs int64  `json:"deadline_ms"`
+	// Delivery is what the send did (a DeliveryKind).
+	Delivery string `json:"delivery"`
+	// Handle is the run the message reached, in text form.
+	Handle string `json:"handle"`
+	// DeadlineMs is how many milliseconds were left until that run's
+	// deadline when the send answered.
+	DeadlineMs int64 `json:"deadline_ms"`
 	// Clamped is true when the Agency granted a new run less than
 	// budget_ms.
 	Clamped bool `json:"clamped,omitempty"`

@@ -26,26 +26,37 @@ type modelName string
 
 // SpawnDetails is the Details of a successful agent_spawn.
 type SpawnDetails struct {
-	Handle     string   `json:"handle"`
-	Strand     string   `json:"strand"`
-	Tools      []string `json:"tools"`
-	Model      string   `json:"model,omitempty"`
-	DeadlineMs int64    `json:"deadline_ms"`
-	Reconciled bool     `json:"reconciled,omitempty"`
+	// Handle names the child's first run, in text form; Strand is the
+	// child's name.
+	Handle string `json:"handle"`
+	Strand string `json:"strand"`
+	// Tools is the child's real tool set, floor included.
+	Tools []string `json:"tools"`
+	// Model is the model the child was configured with ("" = host
+	// routing).
+	Model string `json:"model,omitempty"`
+	// DeadlineMs is how many milliseconds were left until the first
+	// run's deadline when the spawn answered.
+	DeadlineMs int64 `json:"deadline_ms"`
+	// Reconciled is true when the call site had already minted the child
+	// (see Spawned.Reconciled).
+	Reconciled bool `json:"reconciled,omitempty"`
 	// Clamped is true when the Agency granted less than deadline_ms.
 	Clamped bool `json:"clamped,omitempty"`
 	// Purpose is the purpose the child was started for: on a reconciled
 	// spawn, the first spawn's.
-	Purpose string          `json:"purpose"`
-	Result  json.RawMessage `json:"result_schema,omitempty"`
+	Purpose string `json:"purpose"`
+	// Result is the request's result contract in canonical form
+	// (ResultSchema.JSON); absent when it named none.
+	Result json.RawMessage `json:"result_schema,omitempty"`
 }
 
 // spawnTool returns agent_spawn: start a child of the calling strand. The
 // child's name is minted from the call's coordinates; a replayed call
-// reconciles onto the child it already made, so the tool is ReplaySafe.
-// A replay whose purpose differs from the child's is told that its
-// purpose was not taken, and shown the child's.
-// A malformed result_schema is refused here, before the agency is asked.
+// reconciles onto the child it already made, so the tool is ReplaySafe. A
+// replay whose purpose differs from the child's is told that its purpose
+// was not taken, and shown the child's. A malformed result_schema is
+// refused here, before the agency is asked.
 func spawnTool(agency Agency) tool.Tool {
 	var models []string
 	maxWait := 0

@@ -176,7 +176,7 @@ func TestWaitToolReportsResults(t *testing.T) {
 			<-ctx.Done()
 			return "", ctx.Err()
 		case "long":
-			return strings.Repeat("r", MaxReportTextBytes+10), nil
+			return strings.Repeat("r", maxReportTextBytes+10), nil
 		}
 		if _, err := a.Note(ctx, Caller{Strand: t.Strand}, ResultNoteKey, json.RawMessage(t.Prompt)); err != nil {
 			return "", err
@@ -212,7 +212,7 @@ func TestWaitToolReportsResults(t *testing.T) {
 	}
 	d := o.Details.(WaitDetails)
 	if d.Results[0].Result != string(ResultValid) || d.Results[1].Mismatch == nil || d.Results[2].AbortReason != string(AbortBudgetExpired) ||
-		len(d.Results[3].Report) != MaxReportTextBytes+10 || d.Results[3].Result != "" {
+		len(d.Results[3].Report) != maxReportTextBytes+10 || d.Results[3].Result != "" {
 		t.Errorf("details: %+v", d)
 	}
 }
@@ -293,7 +293,7 @@ func TestNotesToolBoundsItsText(t *testing.T) {
 		}
 	}
 	o := dispatch(r, c, NotesToolName, `{}`)
-	if len(o.Text) > MaxNotesTextBytes+200 || !strings.Contains(o.Text, "notes elided") || len(o.Details.(NotesDetails).Notes) != 8 {
+	if len(o.Text) > maxNotesTextBytes+200 || !strings.Contains(o.Text, "notes elided") || len(o.Details.(NotesDetails).Notes) != 8 {
 		t.Fatalf("text %d bytes, details %d notes", len(o.Text), len(o.Details.(NotesDetails).Notes))
 	}
 }

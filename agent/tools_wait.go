@@ -20,25 +20,39 @@ type waitArgs struct {
 
 type waitMs int64
 
-// WaitDetails is the Details of agent_wait: one entry per handle, in the
-// order asked.
+// WaitDetails is the Details of agent_wait. The outcome's text shows at
+// most 16 KiB of each report; Results carry every report whole.
 type WaitDetails struct {
-	WaitedMs int64        `json:"waited_ms"`
-	Clamped  bool         `json:"clamped,omitempty"`
-	Results  []WaitResult `json:"results"`
+	// WaitedMs is how long the wait took, in milliseconds.
+	WaitedMs int64 `json:"waited_ms"`
+	// Clamped is true when wait_ms was lowered to the Agency's MaxWaitMs.
+	Clamped bool `json:"clamped,omitempty"`
+	// Results holds one entry per handle, in the order asked.
+	Results []WaitResult `json:"results"`
 }
 
-// WaitResult is one handle's entry in WaitDetails.
+// WaitResult is one handle's entry in WaitDetails: a Waited as text.
 type WaitResult struct {
-	Handle      string          `json:"handle"`
-	Pending     bool            `json:"pending"`
-	State       string          `json:"state"`
-	AbortReason string          `json:"abort_reason,omitempty"`
-	Report      string          `json:"report,omitempty"`
-	Result      string          `json:"result,omitempty"`
-	Value       json.RawMessage `json:"value,omitempty"`
-	Mismatch    *Mismatch       `json:"mismatch,omitempty"`
-	DeadlineMs  int64           `json:"deadline_ms"`
+	// Handle is the handle's text form.
+	Handle string `json:"handle"`
+	// Pending is true while the run is still going; the fields from
+	// Report to Mismatch are then empty.
+	Pending bool `json:"pending"`
+	// State is the run's State; AbortReason is set when it is aborted.
+	State       string `json:"state"`
+	AbortReason string `json:"abort_reason,omitempty"`
+	// Report is the child's final text, or what went wrong.
+	Report string `json:"report,omitempty"`
+	// Result is the verdict on the result contract (a ResultKind), empty
+	// when the spawn named none.
+	Result string `json:"result,omitempty"`
+	// Value is the result note, valid or mismatched; Mismatch says how
+	// it broke the contract.
+	Value    json.RawMessage `json:"value,omitempty"`
+	Mismatch *Mismatch       `json:"mismatch,omitempty"`
+	// DeadlineMs is how many milliseconds were left until the run's
+	// deadline when the wait answered (0 once it passed).
+	DeadlineMs int64 `json:"deadline_ms"`
 }
 
 // waitTool returns agent_wait: wait for several runs against one
@@ -124,10 +138,10 @@ func runWait(ctx context.Context, agency Agency, c *tool.Call, a waitArgs) tool.
 		if w.State == Aborted && w.AbortReason != "" {
 			state += " (" + string(w.AbortReason) + ")"
 		}
-		report, cut := truncate(w.Report, MaxReportTextBytes)
+		report, cut := truncate(w.Report, maxReportTextBytes)
 		fmt.Fprintf(&b, "%s: %s\nreport:\n%s\n", w.Handle, state, report)
 		if cut {
-			fmt.Fprintf(&b, "[report truncated at %d bytes; the whole report is in details]\n", MaxReportTextBytes)
+			fmt.Fprintf(&b, "[report truncated at %d bytes; the whole report is in details]\n", maxReportTextBytes)
 		}
 		switch w.Result.Kind {
 		case ResultValid:

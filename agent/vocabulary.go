@@ -48,11 +48,11 @@ type SpawnRequest struct {
 	Detach bool
 }
 
-// Check refuses a request breaking a bound every Agency shares: an empty
-// or oversized purpose (200 bytes) or prompt (64 KiB), more than 64
-// tools or a tool name that is empty or longer than 64 bytes, or a
-// negative deadline. The tools check it before
-// asking the Agency; an Agency checks it again.
+// Check refuses a request breaking a bound every Agency shares. It
+// refuses an empty or oversized purpose (200 bytes) or prompt (64 KiB),
+// more than 64 tools, a tool name that is empty or longer than 64 bytes,
+// and a negative deadline. The tools check it before asking the Agency;
+// an Agency checks it again.
 func (r SpawnRequest) Check() error {
 	switch {
 	case strings.TrimSpace(r.Purpose) == "":
@@ -139,6 +139,8 @@ const (
 
 // Delivery is the receipt of a send.
 type Delivery struct {
+	// Kind says whether the message reached a running run or started a
+	// new one.
 	Kind DeliveryKind
 	// Handle is the run the message reached: the running one for
 	// Delivered, the new one for Started.
@@ -211,25 +213,34 @@ const (
 
 // Peer is one roster line: a descendant of the caller.
 type Peer struct {
-	Strand   string
+	// Strand is the descendant's durable name.
+	Strand string
+	// Relation says whether the caller spawned it.
 	Relation Relation
-	Parent   string
-	Purpose  string
-	Depth    int
-	// Latest names the strand's most recent run; State is that run's.
-	Latest      Handle
-	State       State
+	// Parent is the strand that spawned it.
+	Parent string
+	// Purpose is the purpose it was first spawned for.
+	Purpose string
+	// Depth is how deep it nests below its root (a root's child is 1).
+	Depth int
+	// Latest names the strand's most recent run; State, AbortReason and
+	// Deadline are that run's.
+	Latest Handle
+	State  State
+	// AbortReason is set when State is Aborted.
 	AbortReason AbortReason
-	Model       string
-	Deadline    time.Time
+	// Model is the model it was configured with ("" = host routing).
+	Model    string
+	Deadline time.Time
 	// Runs counts the strand's runs (1 + continuations).
 	Runs int
 }
 
-// Note is one blackboard entry. Key is the full key,
-// "agent/{strand}/{relative key}".
+// Note is one blackboard entry.
 type Note struct {
-	Key   string
+	// Key is the full key, "agent/{strand}/{relative key}".
+	Key string
+	// Value is the note's JSON value, at most MaxNoteBytes.
 	Value json.RawMessage
 }
 

@@ -16,47 +16,48 @@
 //
 // Beside the seams it owns their vocabulary: the Query, Hit, Entry and
 // Note types and their bounds, the words syntax (ParseWords), the note
-// rules every Memory applies (PrepareNote, Redact), the Refusal error and
+// rules every Memory applies (PrepareNote), the Refusal error and
 // the codes it carries.
 //
 // The reference implementation of both seams is package history/sqlite,
 // on the pure-Go modernc.org/sqlite driver. It lives in a package of its
-// own so that a host that brings its own index and imports history for
-// its tools links no SQLite driver (a test holds go list -deps of this
-// package free of it); a PostgreSQL index will sit beside it.
+// own, so a host that brings its own index and imports history for its
+// tools links no SQLite driver (a test holds go list -deps of this package
+// free of it). A PostgreSQL index will sit beside it.
 //
-// The tools own the model's half: schemas, the limit and around clamps (a
-// negative SQL LIMIT means "no limit" to SQLite, so a clamp here is what
-// keeps a whole repository out of a context), the empty-query rule, the
-// snippet bound, and the fence. Everything a search or read returns was
-// written by some model, possibly in another session; it is rendered
+// The tools own the model's half: schemas, the limit and around clamps,
+// the empty-query rule, the snippet bound, and the fence. The clamps are
+// what keeps a whole repository out of a context: a negative SQL LIMIT
+// means "no limit" to SQLite. Everything a search or read returns was
+// written by some model, possibly in another session. It is rendered
 // between fence lines carrying a fresh random nonce per call, under a
 // header saying it is quoted data, and any fence-like text inside is
 // broken first. A read longer than blob.OverflowThreshold spills to the
 // call's blob store.
 //
-// The package refuses to own: any index or store (the seams' implementers
-// own durability, concurrency and the lifetime count), the session log
-// itself (the host's), the choice of which session a call belongs to
+// The package refuses to own any index or store: the seams' implementers
+// own durability, concurrency and the lifetime count. Nor does it own the
+// session log (the host's), the choice of which session a call belongs to
 // (taken from the tool.Call through a SessionOf, never from model
-// arguments), and any form of note deletion or editing.
+// arguments), or any form of note deletion or editing.
 //
 // Invariants:
 //   - Every failure of a seam is a *Refusal whose Code is one of this
-//     package's tool.Code constants (CodeIndexBusy, CodeMemoryCeilingReached,
-//     ...), or tool.CodeCancelled when the call's own context ended before
-//     the seam finished, and every failing outcome of its tools carries that code in
-//     Outcome.Code (a read that cannot spill carries tool.CodeSpillFailed;
-//     a bad argument the registry's code). CodeIndexBusy, CodeIndexNotReady
-//     and CodeMemoryBusy are transient (Transient) and their text says to
+//     package's tool.Code constants (CodeIndexBusy,
+//     CodeMemoryCeilingReached, ...), or tool.CodeCancelled when the
+//     call's own context ended before the seam finished. Every failing
+//     outcome of its tools carries that code in Outcome.Code (a read that
+//     cannot spill carries tool.CodeSpillFailed; a bad argument the
+//     registry's code). CodeIndexBusy, CodeIndexNotReady and
+//     CodeMemoryBusy are transient (Transient), and their text says to
 //     send the same call again.
 //   - The words syntax (ParseWords) has no operator but OR between words
 //     and a trailing star, so no user text can mean what the user did not
-//     ask for; the SQLite index quotes every term and a fuzz test holds
+//     ask for. The SQLite index quotes every term, and a fuzz test holds
 //     every translation to the rows a reference predicate selects.
 //   - Secrets (API keys, bearer tokens, private keys, KEY=value secrets) are
 //     redacted from a note before it is checked against its bounds and
-//     before it is stored (Redact, PrepareNote).
+//     before it is stored (PrepareNote).
 //   - Searches answer newest first, so paging with before (the smallest
 //     seq of the previous page) neither skips nor repeats a hit.
 //   - The tool holds every answer to its bounds whatever a History
@@ -72,7 +73,6 @@
 //   - Every number a tool's description or schema states comes from its
 //     constant.
 //   - history_search asks the broker for nothing and is ReplaySafe and
-//     Concurrent; remember is ReplayNever (a Memory need not recognise a
-//     note it holds, and a replay to one that does not would store it
-//     twice) and Exclusive.
+//     Concurrent; remember is ReplayNever and Exclusive (RememberTool says
+//     why).
 package history

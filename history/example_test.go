@@ -14,9 +14,18 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-func ExampleRedact() {
-	fmt.Println(history.Redact("export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuv"))
-	fmt.Println(history.Redact("curl -H 'Authorization: Bearer 0a1b2c3d4e5f'"))
+func ExamplePrepareNote() {
+	n, err := history.PrepareNote(history.Note{
+		Title:       "Deploy credentials",
+		Description: "how the deploy script authenticates",
+		Text:        "export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuv\ncurl -H 'Authorization: Bearer 0a1b2c3d4e5f'",
+		Kind:        history.Fact,
+		Session:     "main",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(n.Text)
 	// Output:
 	// export OPENAI_API_KEY=[REDACTED]
 	// curl -H 'Authorization: Bearer [REDACTED]'

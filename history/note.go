@@ -50,11 +50,17 @@ const (
 
 // Note is one durable note. The tool fills Title, Description, Text and
 // Kind from the model's arguments, and Session and Time from the call.
+// PrepareNote states the bounds a stored note keeps.
 type Note struct {
-	Title       string
+	// Title names the note: one line of at most 80 characters.
+	Title string
+	// Description says in one line of at most 160 characters what the
+	// note is about.
 	Description string
-	Text        string
-	Kind        NoteKind
+	// Text is the note itself: at most 4000 characters.
+	Text string
+	// Kind classifies the note.
+	Kind NoteKind
 	// Session is the session that wrote the note; the host's, never the
 	// model's choice.
 	Session string
@@ -62,18 +68,24 @@ type Note struct {
 	Time time.Time
 }
 
-// PrepareNote redacts n (Redact on every text field) and checks it,
-// answering the note as it must be stored or a *Refusal:
-// CodeMemoryFieldInvalid for an unknown kind, a missing session, a text
-// that is not valid UTF-8, or a title or description that is blank,
-// longer than its bound or not a single line; CodeNothingToRemember for a
-// blank text; CodeMemoryNoteTooLong for a text over 4000 characters. The
-// single-line fields are judged after redaction and stored trimmed.
-// Memory implementations call it before storing.
+// PrepareNote answers n as a Memory must store it, or a *Refusal. Memory
+// implementations call it before storing.
+//
+// It first replaces every secret in the title, description and text by
+// "[REDACTED]". The secrets are PEM private keys, provider API keys and
+// tokens (sk-..., ghp_..., AKIA..., xoxb-..., AIza..., JWTs), bearer
+// tokens, and the value of a KEY=value or KEY: value pair whose key names
+// a secret (PASSWORD, API_KEY, CLIENT_SECRET, AUTH_TOKEN, ...). Redaction
+// is idempotent. It then trims the three fields and judges them:
+//   - CodeMemoryFieldInvalid: an unknown kind, a missing session, a text
+//     that is not valid UTF-8, or a title (80 characters) or description
+//     (160) that is blank, longer than its bound or not a single line;
+//   - CodeNothingToRemember: a blank text;
+//   - CodeMemoryNoteTooLong: a text over 4000 characters.
 func PrepareNote(n Note) (Note, error) {
-	n.Title = strings.TrimSpace(Redact(n.Title))
-	n.Description = strings.TrimSpace(Redact(n.Description))
-	n.Text = strings.TrimSpace(Redact(n.Text))
+	n.Title = strings.TrimSpace(redact(n.Title))
+	n.Description = strings.TrimSpace(redact(n.Description))
+	n.Text = strings.TrimSpace(redact(n.Text))
 	if !n.Kind.Valid() {
 		return Note{}, refuse(CodeMemoryFieldInvalid, "kind %s is not one of feedback, fact, decision", quote(string(n.Kind)))
 	}

@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// RedactedMark replaces every secret Redact finds.
-const RedactedMark = "[REDACTED]"
+// redactedMark replaces every secret redact finds.
+const redactedMark = "[REDACTED]"
 
-// secretPatterns are the shapes of secret Redact removes. Each match is
-// replaced whole by RedactedMark, except keyValueSecret, which keeps the
-// key. None of them matches RedactedMark itself, so Redact is idempotent.
+// secretPatterns are the shapes of secret redact removes. Each match is
+// replaced whole by redactedMark, except keyValueSecret, which keeps the
+// key. None of them matches redactedMark itself, so redact is idempotent.
 var secretPatterns = []*regexp.Regexp{
 	// PEM private keys, with or without their END line.
 	regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)`),
@@ -42,28 +42,28 @@ func bearerValue(v string) bool {
 // it holds a secret; the key is kept and the value replaced.
 var keyValueSecret = regexp.MustCompile(`(?i)\b([A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|pwd|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?)(?:[_\-]?key)?)(\s*[:=]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"']+)`)
 
-// Redact returns s with every secret it recognises replaced by
-// RedactedMark: PEM private keys, provider API keys and tokens (sk-...,
+// redact returns s with every secret it recognises replaced by
+// redactedMark: PEM private keys, provider API keys and tokens (sk-...,
 // ghp_..., AKIA..., xoxb-..., AIza..., JWTs), bearer tokens, and the value
 // of KEY=value or KEY: value pairs whose key names a secret (PASSWORD,
 // API_KEY, CLIENT_SECRET, AUTH_TOKEN, ...). It is idempotent.
-func Redact(s string) string {
+func redact(s string) string {
 	for _, re := range secretPatterns {
-		s = re.ReplaceAllLiteralString(s, RedactedMark)
+		s = re.ReplaceAllLiteralString(s, redactedMark)
 	}
 	s = bearerToken.ReplaceAllStringFunc(s, func(m string) string {
 		sub := bearerToken.FindStringSubmatch(m)
 		if !bearerValue(sub[3]) {
 			return m
 		}
-		return sub[1] + sub[2] + RedactedMark
+		return sub[1] + sub[2] + redactedMark
 	})
 	s = keyValueSecret.ReplaceAllStringFunc(s, func(m string) string {
 		sub := keyValueSecret.FindStringSubmatch(m)
-		if sub[3] == RedactedMark {
+		if sub[3] == redactedMark {
 			return m
 		}
-		return sub[1] + sub[2] + RedactedMark
+		return sub[1] + sub[2] + redactedMark
 	})
 	return s
 }

@@ -34,13 +34,13 @@ func TestRedact(t *testing.T) {
 		{"nothing secret here", "nothing secret here"},
 	}
 	for _, tt := range tests {
-		if got := Redact(tt.in); got != tt.want {
-			t.Errorf("Redact(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		if got := redact(tt.in); got != tt.want {
+			t.Errorf("redact(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 		}
 	}
 }
 
-// secretGen draws one secret of a shape Redact must remove.
+// secretGen draws one secret of a shape redact must remove.
 func secretGen() *rapid.Generator[string] {
 	alnum := rapid.StringMatching(`[A-Za-z0-9]{40}`)
 	return rapid.Custom(func(t *rapid.T) string {
@@ -66,7 +66,7 @@ func TestRedactProperties(t *testing.T) {
 		before, after := prose.Draw(t, "before"), prose.Draw(t, "after")
 		secret := secretGen().Draw(t, "secret")
 		text := before + " " + secret + " " + after
-		once := Redact(text)
+		once := redact(text)
 		// The secret's distinctive tail never survives.
 		tail := secret[len(secret)-20:]
 		if strings.HasSuffix(secret, "-----") {
@@ -75,11 +75,11 @@ func TestRedactProperties(t *testing.T) {
 		if strings.Contains(once, tail) {
 			t.Fatalf("secret survived: %q -> %q", text, once)
 		}
-		if !strings.Contains(once, RedactedMark) {
+		if !strings.Contains(once, redactedMark) {
 			t.Fatalf("no mark in %q", once)
 		}
 		// Idempotent.
-		if twice := Redact(once); twice != once {
+		if twice := redact(once); twice != once {
 			t.Fatalf("not idempotent: %q -> %q", once, twice)
 		}
 	})
@@ -88,8 +88,8 @@ func TestRedactProperties(t *testing.T) {
 func TestRedactIdempotentOnAnyText(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := rapid.String().Draw(t, "s")
-		once := Redact(s)
-		if twice := Redact(once); twice != once {
+		once := redact(s)
+		if twice := redact(once); twice != once {
 			t.Fatalf("not idempotent: %q -> %q -> %q", s, once, twice)
 		}
 	})

@@ -45,11 +45,12 @@ var noteKindSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Feedb
 // call belongs to (nil means StrandSession). The tool checks the note with
 // PrepareNote (redaction first) and hands the model's text to m, which
 // checks it again and stores it, or finds an identical note already
-// stored, which the answer says (Remembered.AlreadyStored). It asks the
-// broker for nothing; it is ReplayNever (a Memory need not recognise a
-// note it already holds, and one that does not would store a replay twice
-// and spend two of the MaxNotes lifetime slots) and Exclusive (two in one
-// batch would only contend for the one writer).
+// stored, which the answer says (Remembered.AlreadyStored).
+//
+// It asks the broker for nothing. It is ReplayNever: a Memory need not
+// recognise a note it already holds, and one that does not would store a
+// replay twice and spend two of the MaxNotes lifetime slots. It is
+// Exclusive: two in one batch would only contend for the one writer.
 func RememberTool(m Memory, session SessionOf) tool.Tool {
 	if session == nil {
 		session = StrandSession
@@ -104,7 +105,7 @@ func runRemember(ctx context.Context, c *tool.Call, m Memory, session string, a 
 			"Later sessions find it with history_search kind=note.", prepared.Kind, prepared.Title)
 	}
 	if prepared.Text != string(a.Note) || prepared.Title != string(a.Title) || prepared.Description != string(a.Description) {
-		text += " (Surrounding blanks were trimmed and anything that looked like a secret was replaced by " + RedactedMark + ".)"
+		text += " (Surrounding blanks were trimmed and anything that looked like a secret was replaced by " + redactedMark + ".)"
 	}
 	return tool.Success(text).WithDetails(RememberDetails{Title: prepared.Title, Kind: prepared.Kind, AlreadyStored: r.AlreadyStored})
 }

@@ -90,8 +90,7 @@ type Query struct {
 	Session string
 }
 
-// Hit is one search or browse result. Snippet is an excerpt of the entry's
-// text, at most MaxSnippetBytes long, with matched words marked by **.
+// Hit is one search or browse result.
 type Hit struct {
 	// Seq is the index's position of the entry: increasing in indexing
 	// order across the whole repository, the cursor Query.Before takes.
@@ -104,7 +103,8 @@ type Hit struct {
 	Role string `json:"role"`
 	// Time is when the entry was written, in UTC.
 	Time time.Time `json:"time"`
-	// Snippet is the excerpt shown for the hit.
+	// Snippet is an excerpt of the entry's text, at most MaxSnippetBytes
+	// (ClipSnippet), with matched words marked by **.
 	Snippet string `json:"snippet"`
 	// Substring is true when the hit came from the substring fallback:
 	// it contains a word of which the query's words are pieces.
@@ -140,14 +140,14 @@ const (
 	// LIMIT as "no limit").
 	MinLimit = 1
 	MaxLimit = 50
-	// DefaultLimit is the limit of a call that gives none.
-	DefaultLimit = 10
+	// defaultLimit is the limit of a call that gives none.
+	defaultLimit = 10
 	// MaxAround is the most neighbours on each side a read returns.
 	MaxAround = 5
 	// MaxQueryBytes bounds the text of one query.
 	MaxQueryBytes = 1024
-	// MaxQueryTerms bounds the words of one words-syntax query.
-	MaxQueryTerms = 32
+	// maxQueryTerms bounds the words of one words-syntax query.
+	maxQueryTerms = 32
 	// MaxKindBytes bounds an entry's kind and role and a query's kind.
 	MaxKindBytes = 64
 	// MaxIDBytes bounds a session or entry id.

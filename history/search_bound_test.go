@@ -61,7 +61,7 @@ func TestSearchToolRefusesOverBoundValuesFirst(t *testing.T) {
 // bounds, quoted cut.
 func TestSearchToolAnswersStayBounded(t *testing.T) {
 	t.Parallel()
-	big := strings.Repeat("w ", MaxQueryTerms/2)
+	big := strings.Repeat("w ", maxQueryTerms/2)
 	for _, args := range []map[string]any{
 		{"query": big + strings.Repeat("y", MaxQueryBytes-len(big)), "kind": strings.Repeat("\x01", MaxKindBytes)},
 		{"query": strings.Repeat("\x01", MaxQueryBytes), "syntax": "raw"},

@@ -56,7 +56,7 @@ type neighbours int
 
 var (
 	limitSchema = &jsonschema.Schema{Type: "integer",
-		Description: fmt.Sprintf("hits: %d to %d, default %d", MinLimit, MaxLimit, DefaultLimit)}
+		Description: fmt.Sprintf("hits: %d to %d, default %d", MinLimit, MaxLimit, defaultLimit)}
 	aroundSchema = &jsonschema.Schema{Type: "integer",
 		Description: fmt.Sprintf("read: 0 to %d neighbours each side", MaxAround)}
 	syntaxSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Words), string(Raw)}}
@@ -99,7 +99,7 @@ var searchDescription = fmt.Sprintf(
 		"- limit %d to %d (default %d), zero the default, larger values clamped; before=<seq> pages older; query at "+
 		"most %d bytes and %d words; scope repository (default) or session (yours; a blank query lists your newest entries).\n"+
 		"- action search (default) or read: entry (session default yours) whole as JSON, around=0..%d neighbours each side; reads over %d bytes spill to a file.",
-	MinSubstringRunes, MinLimit, MaxLimit, DefaultLimit, MaxQueryBytes, MaxQueryTerms, MaxAround, blob.OverflowThreshold)
+	MinSubstringRunes, MinLimit, MaxLimit, defaultLimit, MaxQueryBytes, maxQueryTerms, MaxAround, blob.OverflowThreshold)
 
 func runSearch(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {
 	if h == nil {
@@ -118,7 +118,7 @@ func runSearch(ctx context.Context, c *tool.Call, h History, session string, a s
 	if a.Session != "" || a.Entry != "" || a.Around != nil {
 		return tool.Fail(CodeIndexRefused, "session, entry and around belong to action=read; a search takes query, syntax, kind, before, limit and scope")
 	}
-	limit, note, o, bad := clampArg("limit", a.Limit, DefaultLimit, MaxLimit)
+	limit, note, o, bad := clampArg("limit", a.Limit, defaultLimit, MaxLimit)
 	if bad {
 		return o
 	}
@@ -348,7 +348,6 @@ func overBound(a searchArgs) (tool.Outcome, bool) {
 	return tool.Outcome{}, false
 }
 
-// clampInt answers v moved into [lo, hi].
 // clampArg settles a count argument the way every tool does: omitted or
 // zero is def, a negative value is refused (bad, with the refusal in o),
 // and a value over hi is clamped to it with a note saying so

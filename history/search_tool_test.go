@@ -85,7 +85,7 @@ func TestSearchToolDeclaration(t *testing.T) {
 		}
 	}
 	for p, bound := range map[string]string{
-		"limit":  fmt.Sprintf("%d to %d, default %d", MinLimit, MaxLimit, DefaultLimit),
+		"limit":  fmt.Sprintf("%d to %d, default %d", MinLimit, MaxLimit, defaultLimit),
 		"around": fmt.Sprintf("0 to %d", MaxAround),
 	} {
 		if props[p].Type != "integer" || !strings.Contains(props[p].Description, bound) {
@@ -93,7 +93,7 @@ func TestSearchToolDeclaration(t *testing.T) {
 		}
 	}
 	for _, bound := range []string{
-		fmt.Sprintf("%d to %d (default %d)", MinLimit, MaxLimit, DefaultLimit),
+		fmt.Sprintf("%d to %d (default %d)", MinLimit, MaxLimit, defaultLimit),
 		fmt.Sprintf("around=0..%d", MaxAround),
 		fmt.Sprintf("over %d bytes", blob.OverflowThreshold),
 	} {
@@ -114,9 +114,9 @@ func TestSearchToolClamps(t *testing.T) {
 		note      string
 		refused   bool
 	}{
-		{`{"query":"x"}`, DefaultLimit, "", false},
+		{`{"query":"x"}`, defaultLimit, "", false},
 		{`{"query":"x","limit":1}`, 1, "", false},
-		{`{"query":"x","limit":0}`, DefaultLimit, "", false},
+		{`{"query":"x","limit":0}`, defaultLimit, "", false},
 		{`{"query":"x","limit":-1}`, 0, "", true},
 		{`{"query":"x","limit":-9223372036854775807}`, 0, "", true},
 		{`{"query":"x","limit":50}`, MaxLimit, "", false},

@@ -27,7 +27,7 @@ type WordsQuery struct {
 // without the stars; a word of stars alone is literal. Everything else is
 // literal: no text can be an operator the user did not write as one.
 // Text over MaxQueryBytes bytes, blank text and text of more than
-// MaxQueryTerms words are refused CodeIndexRefused.
+// 32 words are refused CodeIndexRefused.
 func ParseWords(text string) (WordsQuery, error) {
 	if len(text) > MaxQueryBytes {
 		return WordsQuery{}, refuse(CodeIndexRefused, "the query is %d bytes; at most %d are accepted", len(text), MaxQueryBytes)
@@ -36,8 +36,8 @@ func ParseWords(text string) (WordsQuery, error) {
 	if len(q.Groups) == 0 {
 		return WordsQuery{}, refuse(CodeIndexRefused, "the query is blank")
 	}
-	if n := q.Terms(); n > MaxQueryTerms {
-		return WordsQuery{}, refuse(CodeIndexRefused, "the query has %d words; at most %d are accepted", n, MaxQueryTerms)
+	if n := q.Terms(); n > maxQueryTerms {
+		return WordsQuery{}, refuse(CodeIndexRefused, "the query has %d words; at most %d are accepted", n, maxQueryTerms)
 	}
 	return q, nil
 }

@@ -118,9 +118,9 @@ func (p *Plane) Kill(ctx context.Context, o Owner, id ID) (Row, error) {
 	return j.row, nil
 }
 
-// Send writes data to the job's standard input within a fixed bound of 5 s and,
-// with CloseStdin, closes it. A job that ended, closed its input, or does
-// not read it is refused with CodeJobPlaneUnavailable.
+// Send writes data to the job's standard input within a fixed bound of 5
+// seconds and, with CloseStdin, closes it. A job that ended, closed its
+// input, or does not read it is refused with CodeJobPlaneUnavailable.
 func (p *Plane) Send(_ context.Context, o Owner, id ID, data []byte, end StdinEnd) (Sent, error) {
 	p.mu.Lock()
 	j, err := p.lookup(o, id)

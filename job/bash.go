@@ -53,18 +53,19 @@ const (
 	BashBackground = "background"
 )
 
-// Permissions is the permissions argument of bash (and of every tool that
-// asks for more access the way bash does, such as code_mode): roots to
-// read, roots to write and the network, for one call only, each covered
-// by the session policy or approved by the operator. Roots resolve
-// links before they are composed (tool.Call.CanonicalRoot).
-//
-// Each list holds at most 16 roots; a longer one is refused
-// (invalid_arguments, naming the bound).
+// Permissions is the permissions argument of bash, and of every tool that
+// asks for more access the way bash does, such as code_mode. It asks for
+// roots to read, roots to write and the network, for one call only, each
+// covered by the session policy or approved by the operator. Roots
+// resolve links before they are composed (tool.Call.CanonicalRoot).
 type Permissions struct {
-	ReadableRoots []string     `json:"readable_roots,omitempty"`
-	WritableRoots []string     `json:"writable_roots,omitempty"`
-	Network       NetworkGrant `json:"network,omitempty"`
+	// ReadableRoots are the roots to read, at most 16; a longer list is
+	// refused (invalid_arguments, naming the bound).
+	ReadableRoots []string `json:"readable_roots,omitempty"`
+	// WritableRoots are the roots to write, at most 16 likewise.
+	WritableRoots []string `json:"writable_roots,omitempty"`
+	// Network asks for the network; absent means the session's.
+	Network NetworkGrant `json:"network,omitempty"`
 }
 
 // maxPermissionRoots bounds each of Permissions' root lists, so a

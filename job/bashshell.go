@@ -25,12 +25,12 @@ const (
 // jailShell returns the shell a command runs with as the jail will see
 // it: the first bashShell in a directory of the PATH the command gets
 // (env's PATH when pol passes it, else jailDefaultPath) that lies under
-// one of pol's system or readable roots, as the file it resolves to; failing that
-// fallbackShell when it lies under one of them (fallback true); found
-// false when neither does. The host's own PATH plays no part: a bash the
-// host has where the jail shows nothing is no shell for the command.
-// Writable roots are not searched, so a shell a command planted there is
-// never chosen by the harness.
+// one of pol's system or readable roots, as the file it resolves to;
+// failing that fallbackShell when it lies under one of them (fallback
+// true); found false when neither does. The host's own PATH plays no
+// part: a bash the host has where the jail shows nothing is no shell for
+// the command. Writable roots are not searched, so a shell a command
+// planted there is never chosen by the harness.
 func jailShell(env map[string]string, pol broker.Policy) (shell string, fallback, found bool) {
 	var roots []string
 	for _, r := range slices.Concat(pol.SystemRoots, pol.ReadableRoots) {

@@ -21,10 +21,10 @@ const (
 	// CodeNoJobPlane: this host runs no job plane (NoPlane, or a tool
 	// built with a nil Jobs).
 	CodeNoJobPlane tool.Code = "no_job_plane"
-	// CodeJobPlaneUnavailable: the plane cannot serve the request now: it
-	// is closed or has no broker, the call ended before the job started,
-	// or the job's standard input is closed, still being set up, or not
-	// read within the plane's send bound.
+	// CodeJobPlaneUnavailable: the plane cannot serve the request now. It
+	// is closed or has no broker, or the call ended before the job
+	// started, or the job's standard input is closed, still being set up,
+	// or not read within the plane's send bound.
 	CodeJobPlaneUnavailable tool.Code = "job_plane_unavailable"
 )
 

@@ -16,6 +16,8 @@ import (
 // a model only as the opaque token of Token and ParseCursor; the zero
 // value is the start of both streams.
 type Cursors struct {
+	// Stdout and Stderr are byte offsets from each stream's first byte:
+	// the next byte the reader has not seen.
 	Stdout int64
 	Stderr int64
 }
@@ -78,9 +80,10 @@ func (c Cursors) Token(id ID) string {
 
 // ParseCursor reads a token Token minted for id. The empty token is the
 // start of both streams. Whether the offsets lie within the job's streams
-// is the plane's check; ParseCursor refuses everything else a token could
-// be: too long, another version, bad or non-canonical encoding, trailing
-// bytes, offsets past math.MaxInt64, or a check that does not match id.
+// is the plane's check. ParseCursor refuses, with a *CursorError,
+// everything else a token could be: too long, another version, bad or
+// non-canonical encoding, trailing bytes, offsets past math.MaxInt64, or
+// a check that does not match id.
 func ParseCursor(id ID, token string) (Cursors, error) {
 	if token == "" {
 		return Cursors{}, nil

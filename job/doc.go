@@ -3,18 +3,19 @@
 // returns, which the model watches, feeds and stops with later calls.
 //
 // It owns the Jobs seam and its whole vocabulary (Spec, Owner, State,
-// Cursors, Polled, Row, the refusal codes and error types, …), the bash
-// tool (BashTool), the job_poll, job_kill and job_send tools (Tools), the
-// job:// virtual namespace for fs_read (Scheme), and Plane, a
-// reference implementation over a broker that a host may use as is or
+// Cursors, Polled, Row, the refusal codes and error types, …). It owns
+// the bash tool (BashTool), the job_poll, job_kill and job_send tools
+// (Tools) and the job:// virtual namespace for fs_read (Scheme). Plane is
+// a reference implementation over a broker that a host may use as is or
 // replace with its own. Every tool here is handed its Jobs value at
 // construction; package tool's Call carries the call's identity and
 // session, and knows nothing of jobs.
 //
-// It does not own what a command may touch (package broker composes and
-// enforces the policy), how long-lived state survives a restart (the
-// reference plane is in memory; a job is never replayed), or when an idle
-// owner is woken (the host decides what to do with a Notice).
+// It does not own what a command may touch: package broker composes and
+// enforces the policy. Nor does it own how long-lived state survives a
+// restart (the reference plane is in memory; a job is never replayed), or
+// when an idle owner is woken (the host decides what to do with a
+// Notice).
 //
 // Invariants:
 //   - Identity comes from the tool.Call (OwnerOf), never from arguments:
@@ -36,18 +37,17 @@
 //     (Options.TailBytes), each strand at most MaxLive live and MaxEnded
 //     ended jobs; output past the window goes to the blob store when one
 //     is set.
-//   - Output is bounded too: one job writes at most Options.MaxOutputBytes
-//     (tool.MaxCommandOutputBytes, the bound bash states) to its two streams
-//     together; at the bound the broker stops the whole tree and the row
-//     says Killed with cause StopOutputBound, so no job can fill the disk
-//     through its spill.
-//   - Every failing outcome carries one tool.Code in Outcome.Code: a
-//     plane's refusals one of the five plane refusal codes (CodeUnknownJob,
-//     CodeJobCeilingReached, CodeJobClearanceRefused, CodeNoJobPlane,
-//     CodeJobPlaneUnavailable), which code mode hands to programs as they
-//     are; argument problems tool.CodeInvalidArguments, CodeInvalidCursor
-//     or CodeLifetimeRefused; how a bash command ended CodeNonzeroExit,
-//     CodeTimeout, CodeExecFailed or CodeOutputLimited. Error types carry
-//     their code in a Code field and implement tool.CodedError, so
-//     tool.CodeOf finds it.
+//   - Output is bounded too: one job writes at most
+//     Options.MaxOutputBytes to its two streams together. At the bound the
+//     broker stops the whole tree (Options.MaxOutputBytes says how), so no
+//     job can fill the disk through its spill.
+//   - Every failing outcome carries one tool.Code in Outcome.Code. A
+//     plane's refusal carries one of the five plane refusal codes
+//     (CodeUnknownJob, CodeJobCeilingReached, CodeJobClearanceRefused,
+//     CodeNoJobPlane, CodeJobPlaneUnavailable), which code mode hands to
+//     programs as they are. An argument problem carries
+//     tool.CodeInvalidArguments, CodeInvalidCursor or CodeLifetimeRefused;
+//     how a bash command ended, CodeNonzeroExit, CodeTimeout,
+//     CodeExecFailed or CodeOutputLimited. Error types carry their code in
+//     a Code field and implement tool.CodedError, so tool.CodeOf finds it.
 package job

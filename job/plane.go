@@ -15,29 +15,16 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// Defaults of the reference plane, used where an Options field is zero.
+// Defaults of the reference plane: each applies where its Options field
+// is zero or less.
 const (
-	// DefaultMaxLive is how many live (starting or running) jobs one
-	// strand may hold at once.
-	DefaultMaxLive = 8
-	// DefaultMaxEnded is how many ended jobs the plane keeps per strand
-	// for polling and listing; past it the ones that ended longest ago
-	// are forgotten (unknown_job), never the one ending.
-	DefaultMaxEnded = 32
-	// DefaultWall is a default-lifetime job's wall when its spec names
-	// none.
-	DefaultWall = 30 * time.Minute
-	// DefaultMaxWall is the most wall a default-lifetime job may ask for.
-	DefaultMaxWall = 4 * time.Hour
-	// DefaultMaxWait is the longest a poll waits.
-	DefaultMaxWait = 30 * time.Second
-	// DefaultTailBytes is the window kept of each of a job's streams:
-	// what a poll can return at most, and what a foreground run shows
-	// inline at most.
-	DefaultTailBytes = blob.OverflowThreshold
-	// DefaultHeartbeat is the interval of idle heartbeats for a job that
-	// asked for them.
-	DefaultHeartbeat = time.Minute
+	defaultMaxLive   = 8
+	defaultMaxEnded  = 32
+	defaultWall      = 30 * time.Minute
+	defaultMaxWall   = 4 * time.Hour
+	defaultMaxWait   = 30 * time.Second
+	defaultTailBytes = blob.OverflowThreshold
+	defaultHeartbeat = time.Minute
 )
 
 // Fixed bounds of the reference plane.
@@ -52,38 +39,48 @@ const (
 	jobStepPrefix = "job/"
 )
 
-// Options configure a Plane. Zero fields take the defaults above.
+// Options configure a Plane. A field left zero or negative takes the
+// default it states.
 type Options struct {
-	// MaxLive is the per-strand ceiling on live jobs (DefaultMaxLive).
+	// MaxLive is how many live (starting or running) jobs one strand may
+	// hold at once; a start past it is refused with CodeJobCeilingReached.
+	// Zero means 8.
 	MaxLive int
-	// MaxEnded is how many ended jobs are kept per strand (DefaultMaxEnded).
+	// MaxEnded is how many ended jobs the plane keeps per strand for
+	// polling and listing; past it the ones that ended longest ago are
+	// forgotten (CodeUnknownJob), never the one ending. Zero means 32.
 	MaxEnded int
-	// Wall is a default-lifetime job's wall when its spec names none
-	// (DefaultWall); MaxWall clamps any asked wall (DefaultMaxWall).
+	// Wall is a default-lifetime job's wall when its spec names none,
+	// at most MaxWall; zero means 30 minutes. MaxWall clamps any asked
+	// wall; zero means 4 hours.
 	Wall, MaxWall time.Duration
-	// MaxWait is the longest a poll waits (DefaultMaxWait).
+	// MaxWait is the longest a poll waits. Zero means 30 s.
 	MaxWait time.Duration
-	// TailBytes is the window kept per stream (DefaultTailBytes, at least
-	// one UTF-8 character: utf8.UTFMax bytes).
+	// TailBytes is the window kept of each of a job's streams: the most
+	// one poll returns of it. Zero means blob.OverflowThreshold (64 KiB);
+	// a smaller value is raised to one UTF-8 character (utf8.UTFMax
+	// bytes).
 	TailBytes int
-	// Heartbeat is the idle heartbeat interval (DefaultHeartbeat).
+	// Heartbeat is the interval of idle heartbeats for a job that asked
+	// for them. Zero means a minute.
 	Heartbeat time.Duration
-	// Notify, when set, is told when a job its owner holds ends (an
-	// attended job only once Release answered Released; a session-lifetime
-	// job only if it asked for heartbeats), and at each heartbeat of a job
-	// that asked for them while its owner holds it. It is called from the
-	// job's own goroutine with no lock held and must not block for long.
+	// Notify, when set, is told when a job its owner holds ends, and at
+	// each heartbeat of a job that asked for them while its owner holds
+	// it. An attended job is held only once Release answered Released; a
+	// session-lifetime job's end is told only if it asked for heartbeats.
+	// Notify is called from the job's own goroutine with no lock held and
+	// must not block for long. Nil means the host is told nothing.
 	Notify func(Notice)
 	// Blobs, when set, receives each stream's whole output when it
 	// outgrows the window, so an ended job's Row.Spill can name it.
 	Blobs *blob.Store
 	// MaxOutputBytes bounds what one job may write to stdout and stderr
-	// together: by default tool.MaxCommandOutputBytes, the bound bash
+	// together. Zero means tool.MaxCommandOutputBytes, the bound bash
 	// states for every command it runs; a larger value is clamped to it,
 	// so a host can only lower it. At the bound the broker stops the
-	// job's whole tree; the row says Killed with cause StopOutputBound,
-	// the windows keep the output's tail and the spill (with Blobs) holds
-	// everything up to the bound, which is what a job may spool.
+	// job's whole tree, and the row says Killed with cause
+	// StopOutputBound. The windows keep the output's tail, and the spill
+	// (with Blobs) holds everything up to the bound: what a job may spool.
 	MaxOutputBytes int64
 }
 
@@ -98,13 +95,13 @@ func (o Options) withDefaults() Options {
 			*v = d
 		}
 	}
-	def(&o.MaxLive, DefaultMaxLive)
-	def(&o.MaxEnded, DefaultMaxEnded)
-	def(&o.TailBytes, DefaultTailBytes)
-	defDur(&o.Wall, DefaultWall)
-	defDur(&o.MaxWall, DefaultMaxWall)
-	defDur(&o.MaxWait, DefaultMaxWait)
-	defDur(&o.Heartbeat, DefaultHeartbeat)
+	def(&o.MaxLive, defaultMaxLive)
+	def(&o.MaxEnded, defaultMaxEnded)
+	def(&o.TailBytes, defaultTailBytes)
+	defDur(&o.Wall, defaultWall)
+	defDur(&o.MaxWall, defaultMaxWall)
+	defDur(&o.MaxWait, defaultMaxWait)
+	defDur(&o.Heartbeat, defaultHeartbeat)
 	o.Wall = min(o.Wall, o.MaxWall)
 	if o.MaxOutputBytes <= 0 || o.MaxOutputBytes > tool.MaxCommandOutputBytes {
 		o.MaxOutputBytes = tool.MaxCommandOutputBytes
@@ -132,20 +129,24 @@ func (k NoticeKind) String() string {
 
 // Notice is what a Plane tells its host about a job the owner holds.
 type Notice struct {
-	Kind  NoticeKind
+	// Kind says what the notice reports.
+	Kind NoticeKind
+	// Owner is the job's owner, as it started the job.
 	Owner Owner
-	Job   Row
+	// Job is the job's row when the notice was sent.
+	Job Row
 	// Received is the bytes both streams received so far.
 	Received int64
 }
 
-// Plane is the reference job plane: jobs cleared through a broker under
-// the sibling step {operation, "job/<id>"}, a per-strand ceiling on live
-// jobs, a finite default wall (or none, for an explicitly session-lifetime
-// job of a top-level strand), a bounded window over each stream with
-// opaque cursors, standard input writes, whole-tree kills and notices to
-// the host. It implements Jobs and is safe for concurrent use. A Plane
-// lives for a session: Close kills what still runs.
+// Plane is the reference job plane. It clears jobs through a broker under
+// the sibling step {operation, "job/<id>"}, with a per-strand ceiling on
+// live jobs and a finite default wall (or none, for an explicitly
+// session-lifetime job of a top-level strand). It keeps a bounded window
+// over each stream with opaque cursors, writes standard input, kills
+// whole trees and sends notices to the host. It implements Jobs and is
+// safe for concurrent use. A Plane lives for a session: Close kills what
+// still runs.
 type Plane struct {
 	broker *broker.Broker
 	opts   Options

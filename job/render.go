@@ -14,10 +14,13 @@ import (
 // is decided by State.Pending alone, as is the wording of the text.
 type PollDetails struct {
 	Row
-	Pending bool     `json:"pending"`
-	Cursor  string   `json:"cursor"`
-	Stdout  Streamed `json:"stdout"`
-	Stderr  Streamed `json:"stderr"`
+	// Pending is true while the job is live.
+	Pending bool `json:"pending"`
+	// Cursor is the token the next poll continues from.
+	Cursor string `json:"cursor"`
+	// Stdout and Stderr are what each stream returned.
+	Stdout Streamed `json:"stdout"`
+	Stderr Streamed `json:"stderr"`
 }
 
 // ListDetails is the Details of a job_poll listing.
@@ -34,8 +37,11 @@ type RefusalDetails struct {
 
 // Denial is the JSON shape of a broker denial inside RefusalDetails.
 type Denial struct {
-	Code   string   `json:"code"`
-	Reason string   `json:"reason"`
+	// Code is the broker's denial code.
+	Code string `json:"code"`
+	// Reason says why, for the model.
+	Reason string `json:"reason"`
+	// Wanted lists the grants an operator may approve to lift the denial.
 	Wanted []string `json:"wanted,omitempty"`
 }
 

@@ -12,13 +12,13 @@ import (
 // "job://" lists the caller's jobs and "job://<handle>" reads one.
 const schemePrefix = "job://"
 
-// readURI answers fs_read of a job:// path for the calling strand over
-// j (nil: NoPlane): "job://" lists its jobs, "job://<handle>" is a
+// readURI answers fs_read of a job:// path for the calling strand over j
+// (nil: NoPlane): "job://" lists its jobs, "job://<handle>" is a
 // zero-wait poll from the oldest output kept; a path not under
 // schemePrefix is refused with tool.CodeUnknownScheme, one with anything
-// after the handle with CodeMalformedJobURI. It starts at zero cursors and advances no state, so
-// a host may treat the read as replay-safe, and it answers only the
-// caller's own jobs.
+// after the handle with CodeMalformedJobURI. It starts at zero cursors
+// and advances no state, so a host may treat the read as replay-safe, and
+// it answers only the caller's own jobs.
 func readURI(ctx context.Context, j Jobs, c *tool.Call, uri string) tool.Outcome {
 	j = orNoPlane(j)
 	rest, ok := strings.CutPrefix(uri, schemePrefix)

@@ -76,7 +76,7 @@ func TestJobSpillShowsASpillBudgetRefusal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			j := &job{out: NewTail(DefaultTailBytes), errs: NewTail(DefaultTailBytes),
+			j := &job{out: NewTail(defaultTailBytes), errs: NewTail(defaultTailBytes),
 				spools: [2]*blob.Spool{store.NewSpool(), store.NewSpool()}}
 			data := bigOutput()
 			j.out.Push(data)

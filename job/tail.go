@@ -13,9 +13,9 @@ const minTailCapacity = utf8.UTFMax
 // Push appends to the stream and forgets bytes from the front once more
 // than the capacity are retained. Since answers what arrived after a
 // cursor, the cursor to ask with next, and how many bytes between the two
-// fell out of the window unseen. Both edges of an answer respect UTF-8: a
+// fell out of the window unseen. Both edges of an answer respect UTF-8. A
 // window whose front cuts a character skips the character's remaining
-// continuation bytes (they count as dropped), and a character still
+// continuation bytes (they count as dropped). A character still
 // incomplete at the end of the stream is held back until its last byte
 // arrives (or End says none will). The trailing edge asks the last
 // character's lead byte whether it is incomplete or simply not UTF-8, so

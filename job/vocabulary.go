@@ -65,7 +65,10 @@ type ID string
 // sibling step {OpID, "job/<id>"}, so the calling step's teardown does not
 // reap it while an abort of the whole operation does.
 type Owner struct {
+	// Strand is the calling strand (tool.Call.Strand).
 	Strand string
+	// OpID and StepID are the calling operation and step
+	// (tool.Call.OpID and StepID).
 	OpID   string
 	StepID string
 }
@@ -125,6 +128,7 @@ type Spec struct {
 
 // Started is a job that cleared and runs.
 type Started struct {
+	// ID is the job's handle.
 	ID ID
 	// Deadline is when the plane kills the job; zero for LifetimeSession.
 	Deadline time.Time
@@ -195,8 +199,10 @@ type Streamed struct {
 }
 
 // Spill is where a terminal job's whole output went when it outgrew the
-// plane's window (nil streams fitted).
+// plane's window.
 type Spill struct {
+	// Stdout and Stderr name each stream's blob; nil when the stream
+	// fitted the window.
 	Stdout *blob.Overflow `json:"stdout,omitempty"`
 	Stderr *blob.Overflow `json:"stderr,omitempty"`
 }
@@ -206,17 +212,29 @@ type Spill struct {
 // Exited and Killed, Cause only for Killed, Lost only for Lost, Refusal
 // only for Refused.
 type Row struct {
-	ID       ID              `json:"id"`
-	Command  string          `json:"command"`
-	State    State           `json:"state"`
-	Started  time.Time       `json:"started"`
-	Deadline time.Time       `json:"deadline,omitzero"`
-	Lifetime Lifetime        `json:"lifetime"`
-	Exit     *broker.Settled `json:"exit,omitempty"`
-	Cause    StopCause       `json:"cause,omitempty"`
-	Lost     LostReason      `json:"lost,omitempty"`
-	Refusal  string          `json:"refusal,omitempty"`
-	Spill    *Spill          `json:"spill,omitempty"`
+	// ID is the job's handle.
+	ID ID `json:"id"`
+	// Command is what the model asked for (Spec.Command).
+	Command string `json:"command"`
+	// State is where the job is.
+	State State `json:"state"`
+	// Started is when the plane admitted the job.
+	Started time.Time `json:"started"`
+	// Deadline is when the plane kills the job; zero for LifetimeSession.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Lifetime is the job's lifetime.
+	Lifetime Lifetime `json:"lifetime"`
+	// Exit is how the process ended, for Exited and Killed.
+	Exit *broker.Settled `json:"exit,omitempty"`
+	// Cause is why the harness killed the job, for Killed.
+	Cause StopCause `json:"cause,omitempty"`
+	// Lost is why the plane can no longer vouch for the job, for Lost.
+	Lost LostReason `json:"lost,omitempty"`
+	// Refusal says why the job never ran, for Refused.
+	Refusal string `json:"refusal,omitempty"`
+	// Spill names where the whole output went, once the job ended, when
+	// it outgrew the window and the plane has a blob store.
+	Spill *Spill `json:"spill,omitempty"`
 }
 
 // Polled is one poll's answer.

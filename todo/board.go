@@ -23,22 +23,31 @@ const (
 // Status is where a task is.
 type Status string
 
-// The task statuses. At most one task is active; when none is, no task is
-// pending (the first pending one is promoted). Blocked tasks are never
-// promoted.
+// The task statuses. Pending and Active are open; Done and Dropped are
+// closed; Blocked is open but never promoted (see the package doc).
 const (
+	// Pending: not started. The first pending task becomes Active when
+	// no task is.
 	Pending Status = "pending"
-	Active  Status = "active"
-	Done    Status = "done"
+	// Active: the one task being worked on.
+	Active Status = "active"
+	// Done: finished.
+	Done Status = "done"
+	// Dropped: given up.
 	Dropped Status = "dropped"
+	// Blocked: waiting on something; Task.Reason says what.
 	Blocked Status = "blocked"
 )
 
 // Task is one line of a board.
 type Task struct {
-	Text   string `json:"text"`
+	// Text is the task, trimmed: not empty, at most MaxTextBytes, and
+	// distinct from every other task's but for case and spacing.
+	Text string `json:"text"`
+	// Status is where the task is.
 	Status Status `json:"status"`
-	// Reason says why a blocked task is blocked; empty otherwise.
+	// Reason says why a blocked task is blocked, at most MaxReasonBytes;
+	// empty otherwise.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -51,8 +60,7 @@ type Board struct {
 // Op names one todo operation.
 type Op string
 
-// The todo operations. Each is written to its postcondition, so applying
-// the same step twice lands the same board as applying it once.
+// The todo operations, each written to its postcondition.
 const (
 	// OpInit replaces the board with Items, all pending.
 	OpInit Op = "init"
@@ -83,8 +91,9 @@ func Ops() []Op {
 
 // Step is one operation with its arguments.
 type Step struct {
+	// Op is the operation.
 	Op Op
-	// Items are task texts, for init and append.
+	// Items are task texts, for init and append: at most MaxItems.
 	Items []string
 	// Task names one task, for start, done, drop, block, unblock and
 	// remove: its exact text, or a unique case- and spacing-insensitive
@@ -149,10 +158,10 @@ func (b Board) Clone() Board {
 	return Board{Tasks: append([]Task(nil), b.Tasks...)}
 }
 
-// Merge is one item of an init or append that did not become a task
-// of its own: its text, trimmed, equals Into but for case and spacing,
-// Into being the text of an earlier item of the same step or of a task
-// already on the board.
+// Merge is one item of an init or append that did not become a task of
+// its own. Its text, trimmed, equals Into but for case and spacing; Into
+// is the text of an earlier item of the same step or of a task already on
+// the board.
 type Merge struct {
 	// Item is the item as it landed nowhere, trimmed.
 	Item string `json:"item"`
@@ -160,20 +169,18 @@ type Merge struct {
 	Into string `json:"into"`
 }
 
-// Apply is the whole semantics of the todo tool, pure: the step, then
-// the activity rules (one active task, the first pending one promoted
-// when none is), then Validate. b is not modified. A refused step returns b
-// unchanged and an *Error. ApplyReport lands the same board and says
-// which items were merged.
+// Apply is the whole semantics of the todo tool, pure: the step, then the
+// activity rules (see the package doc), then Validate. b is not modified.
+// A refused step returns b unchanged and an *Error. ApplyReport lands the
+// same board and says which items were merged.
 func Apply(b Board, s Step) (Board, error) {
 	out, _, err := ApplyReport(b, s)
 	return out, err
 }
 
-// ApplyReport is Apply, also answering the items of an init or
-// append that were merged into a task already listed, in item order (nil
-// when none was, or on a refusal). OpInit and append take at most
-// MaxItems items.
+// ApplyReport is Apply, also answering the items of an init or append
+// that were merged into a task already listed, in item order (nil when
+// none was, or on a refusal).
 func ApplyReport(b Board, s Step) (Board, []Merge, error) {
 	out := b.Clone()
 	var merged []Merge
@@ -309,10 +316,12 @@ func settle(b Board) Board {
 	return out
 }
 
-// Validate reports whether b keeps every board rule: at most MaxTasks
-// tasks, each with non-empty text within MaxTextBytes and a known
-// status, texts distinct but for case and spacing, at most one active task, and no
-// pending task while none is active.
+// Validate answers nil when b keeps every board rule, and otherwise an
+// *Error coded CodeInvalid naming the first rule it breaks. A board holds
+// at most MaxTasks tasks. Each has a trimmed, non-empty text within
+// MaxTextBytes and a known status, and only a blocked one has a reason.
+// No two texts are equal but for case and spacing. At most one task is
+// active, and none is pending while none is active.
 func (b Board) Validate() error {
 	if len(b.Tasks) > MaxTasks {
 		return refuse(CodeInvalid, "the board would hold %d tasks, more than %d", len(b.Tasks), MaxTasks)

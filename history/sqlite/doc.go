@@ -4,14 +4,15 @@
 //
 // A host opens it with Open(path, Options{}), hands the Store to
 // history.SearchTool and history.RememberTool, and feeds it with Index or
-// IndexBatch as its session log grows. The database keeps a WAL journal,
-// one writer and many readers (at most eight read connections), an
-// FTS5 word index (unicode61, no stemming), an optional trigram index
-// over the vocabulary of indexed words used as a substring fallback (it
-// also finds pieces of CJK runs, which the word index keeps whole), a
-// schema versioned with PRAGMA user_version, and a
-// background checkpointer that copies the WAL of batched ingest back into
-// the database file on its own connection while the writer goes on.
+// IndexBatch as its session log grows.
+//
+// The database keeps a WAL journal with one writer and at most eight read
+// connections. Words are indexed by FTS5 (unicode61, no stemming). An
+// optional trigram index over the vocabulary of indexed words is the
+// substring fallback; it also finds pieces of CJK runs, which the word
+// index keeps whole. The schema is versioned with PRAGMA user_version. A
+// background checkpointer copies the WAL of batched ingest back into the
+// database file on its own connection while the writer goes on.
 //
 // It owns durability, concurrency, the translation of the words syntax
 // into FTS5 (WordsToFTS5), the note counter behind history.MaxNotes, and
@@ -23,18 +24,17 @@
 // of deleting or editing an entry or a note.
 //
 // Invariants:
-//   - Every failure is a *history.Refusal coded with history's codes:
-//     SQLite busy or locked past the busy timeout is
-//     history.CodeIndexBusy (history.CodeMemoryBusy for notes); a call
-//     whose context ended (cancelled, or past its deadline) is
-//     tool.CodeCancelled, which is not transient;
-//     a recovering database is history.CodeIndexNotReady; a raw query
-//     FTS5 rejects is history.CodeIndexRefused with FTS5's message;
-//     anything else, a closed Store included, is
+//   - Every failure is a *history.Refusal coded with history's codes.
+//     SQLite busy or locked past the busy timeout is history.CodeIndexBusy
+//     (history.CodeMemoryBusy for notes). A call whose context ended
+//     (cancelled, or past its deadline) is tool.CodeCancelled, which is
+//     not transient. A recovering database is history.CodeIndexNotReady;
+//     a raw query FTS5 rejects is history.CodeIndexRefused with FTS5's
+//     message. Anything else, a closed Store included, is
 //     history.CodeIndexUnavailable (history.CodeMemoryUnavailable).
 //   - The words syntax quotes every term (WordsToFTS5 shows the result),
 //     so no user text can produce an FTS5 syntax error or an operator the
-//     user did not ask for; a fuzz test holds every translation to the
+//     user did not ask for. A fuzz test holds every translation to the
 //     rows a reference predicate over SQLite's own tokens selects.
 //   - Indexing is idempotent per (session, entry id): a host may re-feed
 //     its log after a crash, and a batch (at most MaxBatchEntries entries)
@@ -43,10 +43,8 @@
 //     each snippet at most history.MaxSnippetBytes bytes.
 //   - At most history.MaxNotes notes are ever stored in one database: a
 //     durable lifetime ceiling, counted in the same transaction as the
-//     write and never reset. A note identical to one stored (kind, title,
-//     description and text as history.PrepareNote leaves them) is
-//     answered history.Remembered.AlreadyStored, and neither stored nor
-//     counted.
+//     write and never reset. A note identical to one stored is answered
+//     history.Remembered.AlreadyStored, and neither stored nor counted.
 //   - A database with a schema newer than this library's is refused, never
 //     written.
 package sqlite

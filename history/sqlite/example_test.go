@@ -30,7 +30,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	hits, err := idx.Search(ctx, history.Query{Text: "retry OR backoff*", Limit: history.DefaultLimit})
+	hits, err := idx.Search(ctx, history.Query{Text: "retry OR backoff*", Limit: 10})
 	if err != nil {
 		log.Fatal(err)
 	}

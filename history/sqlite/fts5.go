@@ -133,12 +133,12 @@ func searchableOnly(ctx context.Context, q history.WordsQuery, probe *tokenProbe
 
 // WordsToFTS5 translates a words-syntax query (see history.Words) into the
 // FTS5 query expression Search runs against the word index, with the same
-// meaning: every word becomes a quoted FTS5 string, so quotes,
-// parentheses, column filters, NEAR, NOT and every other FTS5 operator in
-// text are searched for as text and can never cause a syntax error. Words
-// the index's tokenizer keeps nothing of (punctuation alone) are left
-// out. It refuses, history.CodeIndexRefused, what history.ParseWords
-// refuses and text with nothing left to search for.
+// meaning. Every word becomes a quoted FTS5 string: quotes, parentheses,
+// column filters, NEAR, NOT and every other FTS5 operator in text are
+// searched for as text and can never cause a syntax error. Words the
+// index's tokenizer keeps nothing of (punctuation alone) are left out. It
+// refuses, history.CodeIndexRefused, what history.ParseWords refuses and
+// text with nothing left to search for.
 func (s *Store) WordsToFTS5(ctx context.Context, text string) (string, error) {
 	q, err := s.planWords(ctx, text)
 	if err != nil {

@@ -52,7 +52,7 @@ func TestWordsToFTS5(t *testing.T) {
 			t.Errorf("WordsToFTS5(%q) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
-	for _, in := range []string{"", "  \n", "- ! OR ?", "*", strings.Repeat("w ", history.MaxQueryTerms+1), strings.Repeat("a", history.MaxQueryBytes+1)} {
+	for _, in := range []string{"", "  \n", "- ! OR ?", "*", strings.Repeat("w ", maxQueryTerms+1), strings.Repeat("a", history.MaxQueryBytes+1)} {
 		if _, err := s.WordsToFTS5(ctx, in); tool.CodeOf(err) != history.CodeIndexRefused {
 			t.Errorf("WordsToFTS5(%.20q...): err %v, want %s", in, err, history.CodeIndexRefused)
 		}

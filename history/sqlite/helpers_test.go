@@ -22,6 +22,10 @@ func openTest(t testing.TB, o Options) *Store {
 	return s
 }
 
+// maxQueryTerms is history's bound on the words of one words-syntax
+// query (history.ParseWords states it).
+const maxQueryTerms = 32
+
 // day0 is the fixed time test entries are written at.
 var day0 = time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
 

@@ -24,14 +24,15 @@ func (s *Store) Index(ctx context.Context, e history.Entry) error {
 	return err
 }
 
-// IndexBatch adds entries in one transaction and answers how many were new.
-// Indexing is idempotent: an entry whose (Session, ID) is already indexed is
-// skipped and keeps its first text, so a host may re-feed its log after a
-// crash. Either the whole batch is indexed or none of it. Entries are checked
-// first: an empty Session or ID, a field over its bound (history.MaxIDBytes,
-// history.MaxKindBytes, history.MaxEntryTextBytes), an empty Kind or the
-// reserved history.KindNote are refused history.CodeIndexRefused, naming the
-// entry.
+// IndexBatch adds entries in one transaction and answers how many were
+// new. Either the whole batch is indexed or none of it. Indexing is
+// idempotent: an entry whose (Session, ID) is already indexed is skipped
+// and keeps its first text, so a host may re-feed its log after a crash.
+// A batch of more than MaxBatchEntries entries is refused
+// history.CodeIndexRefused. So is, naming it, an entry with an empty
+// Session, ID or Kind, the reserved Kind history.KindNote, or a field over
+// its bound (history.MaxIDBytes, history.MaxKindBytes,
+// history.MaxEntryTextBytes).
 func (s *Store) IndexBatch(ctx context.Context, entries []history.Entry) (int, error) {
 	if len(entries) > MaxBatchEntries {
 		return 0, refuse(history.CodeIndexRefused, "a batch holds at most %d entries, not %d", MaxBatchEntries, len(entries))

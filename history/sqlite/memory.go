@@ -14,10 +14,8 @@ import (
 // note's kind, its text the title, description and note), after
 // history.PrepareNote has redacted and checked it, and counts it against
 // history.MaxNotes in the same transaction. A note identical to one
-// stored (the same kind and the same title, description and text as
-// prepared, whatever its session and time) is answered AlreadyStored and
-// neither stored nor counted, at the ceiling too, so the ceiling counts
-// distinct notes. A new note at the ceiling is refused
+// stored is answered AlreadyStored (see history.Remembered), at the
+// ceiling too. A new note at the ceiling is refused
 // history.CodeMemoryCeilingReached.
 func (s *Store) Remember(ctx context.Context, n history.Note) (history.Remembered, error) {
 	n, err := history.PrepareNote(n)

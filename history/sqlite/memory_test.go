@@ -29,7 +29,7 @@ func TestRememberIsSearchableAsNote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(got[0].Text, "ghp_") || !strings.Contains(got[0].Text, history.RedactedMark) {
+	if strings.Contains(got[0].Text, "ghp_") || !strings.Contains(got[0].Text, "[REDACTED]") {
 		t.Errorf("stored note was not redacted: %q", got[0].Text)
 	}
 	if hits, _ := s.Search(ctx, history.Query{Text: "ghp_*", Limit: 10}); len(hits) != 0 {

@@ -19,10 +19,8 @@ import (
 
 // Tuning of the store.
 const (
-	// DefaultBusyTimeout is how long a connection waits for another
-	// writer, when Options.BusyTimeout is zero, before the call is refused
-	// history.CodeIndexBusy or history.CodeMemoryBusy.
-	DefaultBusyTimeout = 5 * time.Second
+	// defaultBusyTimeout is Options.BusyTimeout's default.
+	defaultBusyTimeout = 5 * time.Second
 	// maxReaders bounds the read connections kept open.
 	maxReaders = 8
 	// writerCacheKiB and readerCacheKiB size each connection's page cache;
@@ -78,7 +76,7 @@ var (
 type Options struct {
 	// BusyTimeout is how long a call waits for another writer before it
 	// is refused history.CodeIndexBusy or history.CodeMemoryBusy. Zero
-	// means DefaultBusyTimeout; a negative value means not waiting at all.
+	// means 5 s; a negative value means not waiting at all.
 	BusyTimeout time.Duration
 	// NoSubstrings creates the database without the vocabulary and its
 	// trigram index, so words-syntax searches have no substring fallback;
@@ -93,20 +91,19 @@ type Options struct {
 func (o Options) busyTimeout() time.Duration {
 	switch {
 	case o.BusyTimeout == 0:
-		return DefaultBusyTimeout
+		return defaultBusyTimeout
 	case o.BusyTimeout < 0:
 		return 0
 	}
 	return o.BusyTimeout
 }
 
-// Open opens (creating if needed) the index at path, a file path (not
-// ":memory:", since readers and the writer share it, and without '?', '#'
-// or '%', which SQLite would read as URI syntax), and migrates its schema
-// to this library's version. A bad path, a file that is no database,
-// and a database with a newer schema are refused
-// history.CodeIndexUnavailable.
-// Close the Store when done.
+// Open opens the index at path, creating it if needed, and migrates its
+// schema to this library's version. path is a file path: not ":memory:",
+// since readers and the writer share it, and without '?', '#' or '%',
+// which SQLite would read as URI syntax. A bad path, a file that is no
+// database, and a database with a newer schema are refused
+// history.CodeIndexUnavailable. Close the Store when done.
 func Open(path string, o Options) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#%") {
 		return nil, refuse(history.CodeIndexUnavailable, "the index path %q must be a plain file path", path)

@@ -104,7 +104,7 @@ func TestSearchRefusals(t *testing.T) {
 	s := openTest(t, Options{})
 	mustIndex(t, s, entry("s1", "e1", "x"))
 	long := strings.Repeat("a", history.MaxQueryBytes)
-	many := strings.TrimSpace(strings.Repeat("w ", history.MaxQueryTerms))
+	many := strings.TrimSpace(strings.Repeat("w ", maxQueryTerms))
 	tests := []struct {
 		name string
 		q    history.Query
@@ -359,12 +359,12 @@ func TestIndexBatchAtBound(t *testing.T) {
 }
 
 // TestOptionsZeroValueWorks holds Options' defaults: a zero BusyTimeout is
-// DefaultBusyTimeout, a negative one does not wait, any other is kept.
+// defaultBusyTimeout, a negative one does not wait, any other is kept.
 func TestOptionsZeroValueWorks(t *testing.T) {
 	for _, tc := range []struct {
 		in, want time.Duration
 	}{
-		{0, DefaultBusyTimeout},
+		{0, defaultBusyTimeout},
 		{-1, 0},
 		{-time.Hour, 0},
 		{time.Millisecond, time.Millisecond},

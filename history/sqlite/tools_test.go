@@ -132,7 +132,7 @@ func TestRememberToolStoresRedactedNoteSearchable(t *testing.T) {
 	s := openTest(t, Options{})
 	c := &tool.Call{Strand: "main", Now: func() time.Time { return day0 }}
 	o := run(t, history.RememberTool(s, nil), c, `{"title":"Staging deploy","description":"How to deploy to staging","note":"Use OPENAI_API_KEY=sk-`+strings.Repeat("z", 30)+` and make deploy","kind":"decision"}`)
-	if o.IsError || !strings.Contains(o.Text, history.RedactedMark) {
+	if o.IsError || !strings.Contains(o.Text, "[REDACTED]") {
 		t.Fatalf("remember: %s", o.Text)
 	}
 	o = run(t, history.SearchTool(s, nil), c, `{"query":"staging","kind":"note"}`)

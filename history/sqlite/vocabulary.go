@@ -27,14 +27,15 @@ const (
 	wordsPerInsert = 256
 )
 
-// The substring fallback. A trigram index over every indexed text would cost
-// several times the word index at ingest; instead the store keeps the
-// vocabulary (each distinct word of history.MinSubstringRunes or more
+// The substring fallback. A trigram index over every indexed text would
+// cost several times the word index at ingest; instead the store keeps
+// the vocabulary (each distinct word of history.MinSubstringRunes or more
 // characters, lowercased) with a trigram index over it. A query word that
-// matches no whole word is looked up in that index, and the words containing it
-// are searched as alternatives in the word index. This finds a piece of a word
-// ("ackof" in "backoff") and a piece of a CJK run, which the word index keeps
-// as one token; it does not find text spanning two words.
+// matches no whole word is looked up in that index, and the words
+// containing it are searched as alternatives in the word index. This
+// finds a piece of a word ("ackof" in "backoff") and a piece of a CJK
+// run, which the word index keeps as one token; it does not find text
+// spanning two words.
 
 // eachWord calls add with every vocabulary word of text, lowercased. A
 // word is a run of letters, numbers, private-use characters and combining
