@@ -9,22 +9,22 @@ import (
 
 // Bounds on warm helpers.
 const (
-	// DefaultWarmHelperIdle is how long a helper started ahead of the next
+	// defaultWarmHelperIdle is how long a helper started ahead of the next
 	// command waits for one before the broker retires it, when
 	// Options.WarmHelperIdle is zero.
-	DefaultWarmHelperIdle = 30 * time.Second
+	defaultWarmHelperIdle = 30 * time.Second
 	// MaxWarmHelperIdle caps Options.WarmHelperIdle. A helper nobody
 	// configured leaves by itself a minute past it.
 	MaxWarmHelperIdle = jail.MaxWarmIdle
-	// DefaultWarmHelpers is how many helpers the broker keeps started
+	// defaultWarmHelpers is how many helpers the broker keeps started
 	// ahead of the next commands when Options.WarmHelpers is zero: enough
 	// for a batch whose exclusive calls run one after another, or whose
 	// concurrent calls are cleared at once, to find a helper ready for
 	// each of its first four commands.
-	DefaultWarmHelpers = 4
+	defaultWarmHelpers = 4
 	// MaxWarmHelpers caps Options.WarmHelpers. Every warm helper holds a
 	// process and one of Options.MaxLiveCommands' slots, so the pool stays
-	// a small share of DefaultMaxLiveCommands.
+	// a small share of defaultMaxLiveCommands.
 	MaxWarmHelpers = 8
 )
 
@@ -51,7 +51,7 @@ type Options struct {
 	// once it has run a while), not in the next command's latency; a
 	// warm helper holds no policy and has confined nothing until a
 	// command is handed to it, and each helper serves exactly one
-	// command. Zero means DefaultWarmHelperIdle; values above
+	// command. Zero means 30 s; values above
 	// MaxWarmHelperIdle are capped; a negative value turns prestarting
 	// off, so every command starts its helper when it is cleared. Close
 	// discards every warm helper.
@@ -66,7 +66,7 @@ type Options struct {
 	// for the next command (so a broker bounded to one live command
 	// prestarts none), and when a command starts waiting every warm
 	// helper is discarded so its slot goes to the command. Zero means
-	// DefaultWarmHelpers; values above MaxWarmHelpers are capped; a
+	// 4; values above MaxWarmHelpers are capped; a
 	// negative value keeps none, as a negative WarmHelperIdle does.
 	WarmHelpers int
 	// Audit, when set, sees every quarantine, neutralisation, fenced
@@ -81,7 +81,7 @@ type Options struct {
 	// a partial jail runs with Enforcement.Degraded set.
 	RequiredLayers []string
 	// MaxOutputBytes lowers every command's output bound
-	// (CallSpec.MaxOutputBytes, DefaultMaxOutputBytes when a call sets
+	// (CallSpec.MaxOutputBytes, 256 MiB when a call sets
 	// none) to at most this many bytes of stdout and stderr together; a
 	// host that spools output to disk sets what one command may write
 	// there. Zero or less leaves each call's bound as it is.
@@ -95,7 +95,7 @@ type Options struct {
 	// wall budget; at most MaxHostBusyWait) inside Clear, then is refused
 	// with DenialHostBusy; its waiting counts against its Timeout. Zero
 	// or less
-	// means DefaultMaxLiveCommands. The bound is per Broker: a host
+	// means 32. The bound is per Broker: a host
 	// running several shares one Broker to bound them together.
 	MaxLiveCommands int
 	// ScratchBudgetBytes bounds the in-memory scratch (the private /tmp
@@ -103,8 +103,8 @@ type Options struct {
 	// of live commands may hold together. Each jail with a mount
 	// namespace reserves its scratch's full size from the budget before
 	// it starts, or waits like a command over MaxLiveCommands. Zero or
-	// less means the host's physical memory divided by
-	// DefaultScratchBudgetDivisor; any value is raised to at least one
+	// less means half the host's physical memory; any value is raised to
+	// at least one
 	// jail's scratch, so a command can always run on an idle host.
 	ScratchBudgetBytes int64
 	// CgroupParent is a cgroup v2 directory the host created and
@@ -212,7 +212,7 @@ func (b *Broker) Close() error {
 func (b *Broker) warmIdle() time.Duration {
 	switch d := b.opts.WarmHelperIdle; {
 	case d == 0:
-		return DefaultWarmHelperIdle
+		return defaultWarmHelperIdle
 	case d < 0:
 		return 0
 	default:
@@ -227,7 +227,7 @@ func (b *Broker) warmHelpers() int {
 	case b.warmIdle() <= 0 || n < 0:
 		return 0
 	case n == 0:
-		return DefaultWarmHelpers
+		return defaultWarmHelpers
 	default:
 		return min(n, MaxWarmHelpers)
 	}

@@ -135,7 +135,7 @@ type CallSpec struct {
 	// MaxOutputBytes bounds what the command may write to stdout and
 	// stderr together; past the bound the broker stops its tree and the
 	// execution settles with OutputLimited (see there). Zero or less means
-	// DefaultMaxOutputBytes, and Options.MaxOutputBytes lowers any value:
+	// 256 MiB, and Options.MaxOutputBytes lowers any value:
 	// it is never unlimited.
 	MaxOutputBytes int64
 	// ExtraFile, when not nil, is handed to the command as descriptor

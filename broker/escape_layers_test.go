@@ -516,12 +516,12 @@ func layerEscapeCases() []escapeCase {
 		// touched, so nothing is allocated).
 		{
 			name:    "ipc_sysv_shm_segment_past_bound",
-			script:  fmt.Sprintf(`%s=shm exec "$PROBE" %d`, layerProbeEnv, JailSysVShmBytes+page),
+			script:  fmt.Sprintf(`%s=shm exec "$PROBE" %d`, layerProbeEnv, jail.SysVShmBytes+page),
 			escaped: shmRefusedOrOwned,
 		},
 		{
 			name:    "ipc_sysv_shm_total_past_bound",
-			script:  fmt.Sprintf(`%s=shm exec "$PROBE" %d %d`, layerProbeEnv, JailSysVShmBytes/2+page, JailSysVShmBytes/2+page),
+			script:  fmt.Sprintf(`%s=shm exec "$PROBE" %d %d`, layerProbeEnv, jail.SysVShmBytes/2+page, jail.SysVShmBytes/2+page),
 			escaped: shmRefusedOrOwned,
 		},
 		{name: "inotify_watches_past_bound", run: runInotifyPastBound},

@@ -17,19 +17,19 @@ const LayerCgroup = "cgroup"
 // Host-wide bounds on the commands one Broker runs at once (see
 // Options.MaxLiveCommands and Options.ScratchBudgetBytes).
 const (
-	// DefaultMaxLiveCommands is how many commands (foreground, background
+	// defaultMaxLiveCommands is how many commands (foreground, background
 	// jobs and the prestarted warm helpers together) may be live at once
-	// when Options.MaxLiveCommands is zero. With DefaultProcesses per
+	// when Options.MaxLiveCommands is zero. With defaultProcesses per
 	// command it keeps the worst case at 32 x 1024 = 32,768 processes,
 	// the kernel's own pid_max on a small machine, and it is far past
 	// what two CPUs run usefully at once (most commands wait on I/O or
 	// on each other; a 33rd waits for a slot instead).
-	DefaultMaxLiveCommands = 32
-	// DefaultScratchBudgetDivisor: when Options.ScratchBudgetBytes is
+	defaultMaxLiveCommands = 32
+	// defaultScratchBudgetDivisor: when Options.ScratchBudgetBytes is
 	// zero, the jails' in-memory scratch together may take the host's
 	// physical memory divided by this, the size the kernel itself gives
 	// one tmpfs by default; never less than one jail's scratch.
-	DefaultScratchBudgetDivisor = 2
+	defaultScratchBudgetDivisor = 2
 	// MaxHostBusyWait bounds how long a command waits for the host-wide
 	// bounds when its own deadline is later, or it has none (a session
 	// job): then it is refused with DenialHostBusy.
@@ -231,13 +231,13 @@ func (b *Broker) hostBounds() *hostBound {
 	b.hostOnce.Do(func() {
 		live := b.opts.MaxLiveCommands
 		if live <= 0 {
-			live = DefaultMaxLiveCommands
+			live = defaultMaxLiveCommands
 		}
 		budget := b.opts.ScratchBudgetBytes
 		if budget <= 0 {
 			budget = fallbackScratchBudgetBytes
 			if mem := physicalMemoryBytes(); mem > 0 {
-				budget = mem / DefaultScratchBudgetDivisor
+				budget = mem / defaultScratchBudgetDivisor
 			}
 		}
 		budget = max(budget, jailScratchBytes)

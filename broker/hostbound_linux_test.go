@@ -352,7 +352,7 @@ func TestScratchBudget(t *testing.T) {
 	t.Logf("%s", denialIn(d).Reason)
 }
 
-// TestDefaultHostBounds: the zero Options give DefaultMaxLiveCommands and
+// TestDefaultHostBounds: the zero Options give defaultMaxLiveCommands and
 // half the host's memory as the scratch budget.
 func TestDefaultHostBounds(t *testing.T) {
 	t.Parallel()
@@ -361,7 +361,7 @@ func TestDefaultHostBounds(t *testing.T) {
 	if mem <= 0 {
 		t.Fatal("physical memory unknown")
 	}
-	if h.maxLive != DefaultMaxLiveCommands || h.budget != max(mem/DefaultScratchBudgetDivisor, jailScratchBytes) {
-		t.Fatalf("defaults: %d live, %d scratch; want %d, %d", h.maxLive, h.budget, DefaultMaxLiveCommands, mem/DefaultScratchBudgetDivisor)
+	if h.maxLive != defaultMaxLiveCommands || h.budget != max(mem/defaultScratchBudgetDivisor, jailScratchBytes) {
+		t.Fatalf("defaults: %d live, %d scratch; want %d, %d", h.maxLive, h.budget, defaultMaxLiveCommands, mem/defaultScratchBudgetDivisor)
 	}
 }

@@ -126,7 +126,7 @@ func BenchmarkBatch(b *testing.B) {
 		for k := range variants {
 			v := (i + k) % len(variants)
 			b.StopTimer()
-			waitPool(b, pool, DefaultWarmHelpers)
+			waitPool(b, pool, defaultWarmHelpers)
 			waitPool(b, one, 1)
 			b.StartTimer()
 			start := time.Now()

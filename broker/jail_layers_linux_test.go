@@ -5,6 +5,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"github.com/agentloom/loom/broker/internal/jail"
 	"os"
 	"path/filepath"
 	"slices"
@@ -226,7 +227,7 @@ func TestSecretsMaskedWithoutLandlock(t *testing.T) {
 // large as the bound, and a recursive watcher over a few thousand files.
 var namespaceLimitsRoom = []struct{ name, script string }{
 	{"sysv segment 64 MiB written", layerProbeEnv + `=shm-touch exec "$PROBE" ` + strconv.Itoa(64<<20)},
-	{"sysv segment at the bound", layerProbeEnv + `=shm exec "$PROBE" ` + strconv.Itoa(JailSysVShmBytes)},
+	{"sysv segment at the bound", layerProbeEnv + `=shm exec "$PROBE" ` + strconv.Itoa(jail.SysVShmBytes)},
 	{"4000 inotify watches", layerProbeEnv + `=inotify exec "$PROBE" "$(mktemp -d -p /dev/shm loom-inotify-XXXXXX)" 4000`},
 }
 
@@ -255,10 +256,10 @@ func TestNamespaceLimitsLeaveRoom(t *testing.T) {
 				t.Errorf("uid 0: %+v", l)
 			}
 			for _, want := range []string{
-				"kernel.shmmax=" + strconv.Itoa(JailSysVShmBytes),
-				"kernel.shmall=" + strconv.Itoa(JailSysVShmBytes/os.Getpagesize()),
-				"kernel.msgmni=" + strconv.Itoa(JailSysVMsgQueues),
-				"fs.mqueue.queues_max=" + strconv.Itoa(JailMqueueQueues),
+				"kernel.shmmax=" + strconv.Itoa(jail.SysVShmBytes),
+				"kernel.shmall=" + strconv.Itoa(jail.SysVShmBytes/os.Getpagesize()),
+				"kernel.msgmni=" + strconv.Itoa(jail.SysVMsgQueues),
+				"fs.mqueue.queues_max=" + strconv.Itoa(jail.MqueueQueues),
 				"user.max_inotify_watches=",
 				"user.max_user_namespaces=0",
 			} {

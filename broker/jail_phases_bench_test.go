@@ -72,7 +72,7 @@ func benchPhases(b *testing.B, idle time.Duration) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		if idle >= 0 {
-			waitPool(b, br, DefaultWarmHelpers)
+			waitPool(b, br, defaultWarmHelpers)
 		}
 		b.StartTimer()
 		for range batchCommands {

@@ -51,12 +51,12 @@ func (o *outputBound) limited() bool {
 }
 
 // maxOutputBytes is the bound on what spec's command may write to stdout
-// and stderr together: spec.MaxOutputBytes (DefaultMaxOutputBytes when
+// and stderr together: spec.MaxOutputBytes (defaultMaxOutputBytes when
 // zero or less), lowered to Options.MaxOutputBytes when the host set one.
 func (b *Broker) maxOutputBytes(spec CallSpec) int64 {
 	n := spec.MaxOutputBytes
 	if n <= 0 {
-		n = DefaultMaxOutputBytes
+		n = defaultMaxOutputBytes
 	}
 	if c := b.opts.MaxOutputBytes; c > 0 {
 		n = min(n, c)

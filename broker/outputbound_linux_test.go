@@ -90,7 +90,7 @@ func TestOutputBoundStopsAFloodQuickly(t *testing.T) {
 	t.Logf("9G flood ended at %d MiB after %v", bound>>20, took)
 }
 
-// TestMaxOutputBytes: a call's bound defaults to DefaultMaxOutputBytes
+// TestMaxOutputBytes: a call's bound defaults to defaultMaxOutputBytes
 // and the host's Options.MaxOutputBytes lowers every call's bound, never
 // raises it.
 func TestMaxOutputBytes(t *testing.T) {
@@ -98,10 +98,10 @@ func TestMaxOutputBytes(t *testing.T) {
 	for _, tc := range []struct {
 		host, call, want int64
 	}{
-		{0, 0, DefaultMaxOutputBytes},
-		{0, -5, DefaultMaxOutputBytes},
+		{0, 0, defaultMaxOutputBytes},
+		{0, -5, defaultMaxOutputBytes},
 		{0, 10, 10},
-		{0, DefaultMaxOutputBytes * 4, DefaultMaxOutputBytes * 4},
+		{0, defaultMaxOutputBytes * 4, defaultMaxOutputBytes * 4},
 		{1000, 0, 1000},
 		{1000, 10, 10},
 		{1000, 5000, 1000},

@@ -21,8 +21,9 @@ const (
 // Limits are the resource ceilings applied to a jailed command with
 // setrlimit: CPUSeconds (RLIMIT_CPU), MemoryBytes (RLIMIT_AS), Processes
 // (RLIMIT_NPROC), FileSizeBytes (RLIMIT_FSIZE) and OpenFiles
-// (RLIMIT_NOFILE). A zero field means "the broker's default"
-// (DefaultCPUSeconds and the like), never "unlimited".
+// (RLIMIT_NOFILE). A zero field means the broker's default, never
+// "unlimited": 1200 CPU seconds, 16 GiB of address space, 1024
+// processes, 8 GiB per file, 4096 descriptors.
 type Limits = jail.Limits
 
 // Policy is what one jailed command may touch. Every path is absolute and

@@ -54,7 +54,7 @@ func BenchmarkPrimedHandover(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		waitPool(b, br, DefaultWarmHelpers)
+		waitPool(b, br, defaultWarmHelpers)
 		b.StartTimer()
 		if clearTrue() {
 			served++

@@ -53,7 +53,7 @@ func primedVersusFresh(t *testing.T, world func(t *testing.T) primedWorld, leak,
 			b.test.tracePhases = true
 			b.test.noPrime = true
 			primedRun(t, b, w.p, w.env, "true")
-			waitPool(t, b, DefaultWarmHelpers)
+			waitPool(t, b, defaultWarmHelpers)
 		} else {
 			b = primedBroker(t, w.p, w.env, nil)
 		}

@@ -77,7 +77,7 @@ func TestPreparedHelperConfinesAsAFreshOne(t *testing.T) {
 	defer cold.Close()
 	cold.test.tracePhases = true
 	runTraced(t, warm, p, nil, "true")
-	waitPool(t, warm, DefaultWarmHelpers)
+	waitPool(t, warm, defaultWarmHelpers)
 	probe := []string{"sh", "-c", "cat /proc/kcore /proc/keys 2>&1 | head -c 64; ls /dev; " +
 		"(echo 5000 > /proc/sys/kernel/pid_max) 2>&1; (echo 5 > /proc/sys/user/max_mnt_namespaces) 2>&1; " +
 		"cat /proc/sys/kernel/pid_max /proc/sys/user/max_mnt_namespaces /proc/sys/user/max_user_namespaces; " +
@@ -131,7 +131,7 @@ func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
 	// swap (TestPrimedHelperRetiredWhenTheRootIsSwapped).
 	b.test.noPrime = true
 	runTraced(t, b, p, nil, "true")
-	waitPool(t, b, DefaultWarmHelpers)
+	waitPool(t, b, defaultWarmHelpers)
 
 	// The control's jail is built now, before the swap; it reads once
 	// told to.
@@ -165,7 +165,7 @@ func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
 		before <- seen{out.String(), ex.Wait()}
 	}()
 	<-ready
-	waitPool(t, b, DefaultWarmHelpers)
+	waitPool(t, b, defaultWarmHelpers)
 
 	// The swap: the workspace directory moves away and another takes its
 	// path; the protected file in it is a new inode.
@@ -226,7 +226,7 @@ func TestSkeletonFallbackProtectsProc(t *testing.T) {
 	defer cold.Close()
 	cold.test.tracePhases = true
 	runTraced(t, warm, p, nil, "true")
-	waitPool(t, warm, DefaultWarmHelpers)
+	waitPool(t, warm, defaultWarmHelpers)
 	probe := []string{"sh", "-c", "(echo 5000 > /proc/sys/kernel/pid_max) 2>&1; cat /proc/sys/kernel/pid_max"}
 	wantOut, _, fresh := runTraced(t, cold, p, nil, probe...)
 	gotOut, _, prepared := runTraced(t, warm, p, nil, probe...)

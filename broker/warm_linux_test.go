@@ -325,7 +325,7 @@ func TestWarmHelperOfAnotherIdentityIsDiscarded(t *testing.T) {
 	defer b.Close()
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
-	pids := waitPool(t, b, DefaultWarmHelpers)
+	pids := waitPool(t, b, defaultWarmHelpers)
 	b.pool.mu.Lock()
 	for _, h := range b.pool.ready {
 		h.who.euid++ // as if the host's identity changed after the start

@@ -22,13 +22,13 @@ func TestWarmHelpersOption(t *testing.T) {
 		idle    time.Duration
 		want    int
 	}{
-		{0, 0, DefaultWarmHelpers},
+		{0, 0, defaultWarmHelpers},
 		{1, 0, 1},
 		{MaxWarmHelpers, 0, MaxWarmHelpers},
 		{MaxWarmHelpers + 1, 0, MaxWarmHelpers},
 		{-1, 0, 0},
 		{3, -1, 0}, // prestarting off keeps no pool, whatever its size
-		{0, time.Second, DefaultWarmHelpers},
+		{0, time.Second, defaultWarmHelpers},
 	} {
 		b := New(Options{WarmHelpers: tc.helpers, WarmHelperIdle: tc.idle})
 		if got := b.warmHelpers(); got != tc.want {
@@ -65,7 +65,7 @@ func TestWarmPoolFillsToItsSize(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		helpers, want int
-	}{{0, DefaultWarmHelpers}, {2, 2}, {1, 1}} {
+	}{{0, defaultWarmHelpers}, {2, 2}, {1, 1}} {
 		t.Run(fmt.Sprint(tc.helpers), func(t *testing.T) {
 			t.Parallel()
 			b := newTestBroker(t, Options{WarmHelpers: tc.helpers})
@@ -95,7 +95,7 @@ func TestWarmPoolServesBackToBack(t *testing.T) {
 	b.test.noPrime = true
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
-	pids := waitPool(t, b, DefaultWarmHelpers)
+	pids := waitPool(t, b, defaultWarmHelpers)
 	var running []*Execution
 	defer func() {
 		for _, ex := range running {
@@ -132,7 +132,7 @@ func TestWarmPoolServesConcurrentClears(t *testing.T) {
 	b.test.noPrime = true
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
-	pids := waitPool(t, b, DefaultWarmHelpers)
+	pids := waitPool(t, b, defaultWarmHelpers)
 	exs := make([]*Execution, len(pids))
 	errs := make([]error, len(pids))
 	var wg sync.WaitGroup
@@ -204,7 +204,7 @@ func TestWarmPoolShiftsFlavourOneAtATime(t *testing.T) {
 	full := off
 	full.Network = NetworkFull
 	run(t, b, off, 10*time.Second, "true")
-	waitPool(t, b, DefaultWarmHelpers)
+	waitPool(t, b, defaultWarmHelpers)
 	run(t, b, full, 10*time.Second, "true")
 	fullFlavour := flavour{namespaces: true}
 	flavours := func() []flavour {
@@ -224,7 +224,7 @@ func TestWarmPoolShiftsFlavourOneAtATime(t *testing.T) {
 			t.Fatalf("no helper of the network-full flavour appeared (pool %v)", flavours())
 		}
 	}
-	waitPool(t, b, DefaultWarmHelpers)
+	waitPool(t, b, defaultWarmHelpers)
 	fs := flavours()
 	if n := len(slices.DeleteFunc(slices.Clone(fs), func(f flavour) bool { return f != fullFlavour })); n != 1 {
 		t.Fatalf("pool flavours %v after one network-full command: %d of its flavour, want 1", fs, n)
@@ -244,7 +244,7 @@ func TestCloseDiscardsWarmPool(t *testing.T) {
 	b := newTestBroker(t, Options{})
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
-	pids := waitPool(t, b, DefaultWarmHelpers)
+	pids := waitPool(t, b, defaultWarmHelpers)
 	b.Close()
 	for _, pid := range pids {
 		// Close returns once they have exited and were reaped.
@@ -276,9 +276,9 @@ func TestWarmPoolRefillsInALull(t *testing.T) {
 			b.test.noPrime = true
 			p := testPolicy(t.TempDir())
 			run(t, b, p, 10*time.Second, "true")
-			waitPool(t, b, DefaultWarmHelpers)
+			waitPool(t, b, defaultWarmHelpers)
 			spawns := countSpawns(b)
-			for range DefaultWarmHelpers - 1 {
+			for range defaultWarmHelpers - 1 {
 				run(t, b, p, 10*time.Second, "true")
 			}
 			if tc.lull > 0 {
@@ -290,9 +290,9 @@ func TestWarmPoolRefillsInALull(t *testing.T) {
 				}
 				return
 			}
-			waitPool(t, b, DefaultWarmHelpers)
-			if n := spawns(); n != DefaultWarmHelpers-1 {
-				t.Fatalf("%d helpers started to refill the pool, want %d", n, DefaultWarmHelpers-1)
+			waitPool(t, b, defaultWarmHelpers)
+			if n := spawns(); n != defaultWarmHelpers-1 {
+				t.Fatalf("%d helpers started to refill the pool, want %d", n, defaultWarmHelpers-1)
 			}
 		})
 	}

@@ -53,7 +53,7 @@ func primedBroker(t *testing.T, p Policy, env map[string]string, tune func(*Brok
 		tune(b)
 	}
 	primedRun(t, b, p, env, "true")
-	waitPool(t, b, DefaultWarmHelpers)
+	waitPool(t, b, defaultWarmHelpers)
 	b.pool.mu.Lock()
 	n := 0
 	for _, h := range b.pool.ready {
