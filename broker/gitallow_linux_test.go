@@ -293,7 +293,13 @@ func TestGitGuardConfigSizeBound(t *testing.T) {
 			cfg := head + strings.Repeat("c", tt.size-len(head)-1) + "\n"
 			s, d := w.command(func() {
 				w.git(w.ws, "init", "-q", "lib")
-				w.write("lib/.git/config", cfg)
+				// Renamed into place whole: written in place, the guard's
+				// live pass could meet it half written, under the bound,
+				// and rewrite it before settlement judges its size.
+				w.write("lib/.git/config.new", cfg)
+				if err := os.Rename(filepath.Join(w.ws, "lib/.git/config.new"), filepath.Join(w.ws, "lib/.git/config")); err != nil {
+					t.Fatal(err)
+				}
 			})
 			if d != nil {
 				t.Fatal(d)

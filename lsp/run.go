@@ -47,6 +47,7 @@ type run struct {
 	conn   *jsonrpc2.Conn
 	stdin  *os.File
 	out    *io.PipeReader
+	pumped chan struct{} // closed when pump has taken the last of the output
 
 	ready     chan struct{} // closed when initialize was answered, or the run ended
 	readyOnce sync.Once
@@ -143,6 +144,7 @@ func (r *run) start() {
 	r.ex = ex
 	out, toConn := io.Pipe()
 	r.out = out
+	r.pumped = make(chan struct{})
 	go r.pump(toConn)
 	stream := &checkedStream{ObjectStream: jsonrpc2.NewBufferedStream(&pipes{r: out, w: stdin, run: r}, codec{}), run: r}
 	r.conn = jsonrpc2.NewConn(context.Background(), stream, r, jsonrpc2.SetLogger(discard{}))
@@ -241,6 +243,7 @@ func (r *run) pump(toConn *io.PipeWriter) {
 		toConn.Write(o.Bytes) // fails once the connection is closed: dropped
 	}
 	toConn.Close()
+	close(r.pumped)
 }
 
 // watch ends the run when the connection drops or the process ends,
@@ -256,6 +259,9 @@ func (r *run) watch() {
 	r.out.Close()
 	settled := r.ex.Wait()
 	r.stdin.Close()
+	// The output is closed before Wait returns: once pump has taken its
+	// last chunk, the stderr tail is whole.
+	<-r.pumped
 	r.end(r.endOf(settled))
 }
 
