@@ -69,7 +69,7 @@ type escapeBrokers struct {
 	jail   *Broker
 	others struct {
 		sync.Mutex
-		rootOff, unguarded *Broker
+		rootOff, unguarded, trusting *Broker
 	}
 }
 
@@ -111,6 +111,20 @@ func (bs *escapeBrokers) unguarded() *Broker {
 		bs.others.unguarded.git.test.off = true
 	}
 	return bs.others.unguarded
+}
+
+// trustingTargets is a broker like unguarded whose git guard is on but
+// takes a git directory a command's pointer names as it stands when the
+// command did not write it (trustTargets): the laundering cases'
+// controls.
+func (bs *escapeBrokers) trustingTargets() *Broker {
+	bs.others.Lock()
+	defer bs.others.Unlock()
+	if bs.others.trusting == nil {
+		bs.others.trusting = bs.broker(-1)
+		bs.others.trusting.git.test.trustTargets = true
+	}
+	return bs.others.trusting
 }
 
 func newEscapeEnv(t *testing.T) *escapeEnv {

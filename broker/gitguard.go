@@ -22,12 +22,18 @@ import (
 // .git file's target) config the command created or changed keeps only
 // the entries on the allowlist (gitallow.go) and hooks it created are
 // moved aside
-// (Neutralisation). Every pointer (.git file or link, commondir) is read
-// and resolved exactly as git does on the host (gitpointer.go): the git
-// directory it names is checked wherever in the root it lies, and one a
-// command wrote or re-aimed that cannot be followed with certainty (a
-// NUL, an odd byte, too large, through /proc, a loop) or that names a
-// directory outside the root is moved aside. Whatever cannot be
+// (Neutralisation). Every pointer (.git file or link, commondir, a link
+// in modules/ or worktrees/) is read and resolved exactly as git does
+// on the host (gitpointer.go): the git directory it names is checked
+// wherever in the root it lies, and one a command wrote or re-aimed that
+// cannot be followed with certainty (a NUL, an odd byte, too large,
+// through /proc, a loop), that names a directory outside the root, or
+// that names a git directory holding what the allowlist does not keep,
+// whoever wrote it (the host's own checkout writes whatever a command
+// committed), is moved aside; so a command cannot launder a plant
+// through the host's baseline. A git directory a command exposes by
+// removing or spoiling the .git that shadowed it has its control files
+// acted on as the command's (gitSweep.shadow). Whatever cannot be
 // understood is moved out of git's way first; the workspace is fenced
 // only when even that fails. Changes are found by a persistent inotify watch of
 // each writable root (a dirty-directory set), checked as they happen
@@ -57,8 +63,10 @@ type gitFences struct {
 	markerOK  bool
 	// test holds switches only tests set: off turns the whole guard off
 	// (the escape suite's controls); noWatch runs it as where inotify is
-	// unavailable.
-	test struct{ off, noWatch bool }
+	// unavailable; trustTargets takes a git directory a command's pointer
+	// names as it stands when the command did not write it (the guard
+	// before it judged such targets: the laundering probes' controls).
+	test struct{ off, noWatch, trustTargets bool }
 }
 
 // gitRoot is the guard's view of one writable root.
@@ -332,8 +340,15 @@ func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
 		}
 	} else if r.active == 0 {
 		// Between commands, what changed was the host's own doing: the
-		// directories the watch saw change are recorded, not acted on.
-		r.passChanged(false, false, true)
+		// directories the watch saw change are recorded, not acted on
+		// (every change queued so far read first, so none of the host's
+		// is left to be taken for the command's). A git directory a
+		// command's pointer names is judged again as the host's writes
+		// left it.
+		r.passChanged(false, false, syncWatch())
+		r.sweep.begin(true)
+		r.sweep.ownedPointers()
+		r.finish(false)
 	}
 	if r.watch != nil {
 		for _, rel := range existing {
@@ -384,6 +399,7 @@ func (r *gitRoot) pin() error {
 		r.root = root
 		r.sweep = newGitSweep(root, r.abs)
 	}
+	r.sweep.test.trustTargets = r.b.git.test.trustTargets
 	return nil
 }
 

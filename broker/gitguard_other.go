@@ -15,11 +15,20 @@ import (
 // QuarantineSuffix + a timestamp (without the no-replace guarantee
 // renameat2 gives on Linux).
 func renameAside(root *os.Root, dir, name string) (string, error) {
+	return renameAsideInto(root, dir, name, root, dir)
+}
+
+// renameAsideInto is renameAside, the new name made in the directory
+// into, which must lie beneath the same root.
+func renameAsideInto(root *os.Root, dir, name string, intoRoot *os.Root, into string) (string, error) {
+	if intoRoot != root {
+		return "", errors.New("moving aside across pinned directories is not supported on this platform")
+	}
 	aside := fmt.Sprintf("%s%s-%d", name, QuarantineSuffix, time.Now().UnixNano())
-	if _, err := root.Lstat(path.Join(dir, aside)); err == nil {
+	if _, err := root.Lstat(path.Join(into, aside)); err == nil {
 		return "", fs.ErrExist
 	}
-	if err := root.Rename(path.Join(dir, name), path.Join(dir, aside)); err != nil {
+	if err := root.Rename(path.Join(dir, name), path.Join(into, aside)); err != nil {
 		return "", err
 	}
 	return aside, nil

@@ -40,7 +40,17 @@ import (
 //     its writable root (another writable root, which that root's
 //     guard never sees as named, or the host's own repositories, which
 //     a command has no business aiming the host's git at). Only when the
-//     move fails is the workspace fenced.
+//     move fails is the workspace fenced;
+//   - a pointer a command made or re-aimed that names a git directory
+//     (and, through its commondir, a common directory) holding a config
+//     entry off the allowlist or a hook is moved aside too, whoever
+//     wrote them (armedTarget): the host's own checkout writes any file
+//     a command committed, so a git directory by another name than .git
+//     in the host's baseline may be a command's plant. Only a git
+//     directory the host's checkout cannot write (one beneath a .git)
+//     or whose config the policy protects is the host's own repository,
+//     taken as it is. The command's pointers are remembered, and every
+//     acting pass judges what they name again.
 //
 // A pointer the host made (the baseline) is followed but never moved.
 
@@ -442,8 +452,7 @@ func (s *gitSweep) pointer(rel string) {
 	s.ptrSeen[rel] = true
 	fi, changed := s.changed(rel)
 	if fi == nil {
-		delete(s.pointers, rel)
-		delete(s.through, rel)
+		s.forgetPointer(rel)
 		return
 	}
 	if t := s.tool; t != nil && rel == t.rel {
@@ -455,6 +464,12 @@ func (s *gitSweep) pointer(rel string) {
 	prev, seen := s.pointers[rel]
 	s.pointers[rel] = aim
 	act := changed || (s.act && seen && prev != aim && !s.skip[rel])
+	if fp := fingerprintOf(fi); act {
+		s.owned[rel] = fp
+	} else if o, ok := s.owned[rel]; ok && o != fp {
+		delete(s.owned, rel) // rewritten by the host since
+	}
+	_, owned := s.owned[rel]
 	failed := len(s.failed)
 	if aim.kind == aimInRoot && aim.present && (aim.rel != "." || s.isGitDir(".")) {
 		// Checked as a git directory even while git would refuse it as
@@ -468,32 +483,229 @@ func (s *gitSweep) pointer(rel string) {
 		// that): the host's git must not be led there meanwhile.
 		aim.odd, aim.why, act = true, "what it names could not be neutralised", true
 	}
+	if (act || s.act && owned) && !aim.odd && aim.kind == aimInRoot && aim.present && !s.test.trustTargets {
+		// What the command's own writes left there was neutralised just
+		// now; what remains off the list is someone else's, and the
+		// command must not lead the host's git to it.
+		if why := s.armedTarget(aim.rel); why != "" {
+			aim.odd, aim.why, act = true, why, true
+		}
+	}
 	if !act {
 		return
 	}
 	switch {
-	case aim.odd:
-		s.aside(rel, aim.why)
-	case aim.kind == aimUncertain, aim.kind == aimOutside:
-		s.aside(rel, aim.why)
+	case aim.odd, aim.kind == aimUncertain, aim.kind == aimOutside:
+		s.asidePointer(rel, aim.why)
 	default:
 		return
 	}
+	s.forgetPointer(rel)
+}
+
+// asidePointer moves the pointer at rel out of git's way: beside itself
+// (git reads no other name there), or, for a link in modules/ or
+// worktrees/ (see container), out of them. A .git moved aside no longer
+// keeps git from taking its directory for the git directory (see
+// shadow).
+func (s *gitSweep) asidePointer(rel, why string) {
+	switch path.Base(rel) {
+	case ".git":
+		s.aside(rel, why)
+		_, err := s.lstat(rel)
+		s.shadow(path.Dir(rel), err == nil)
+		return
+	case "commondir":
+		s.aside(rel, why)
+		return
+	}
+	into, ok := s.containerHolder(rel)
+	if !ok {
+		s.fail(rel, fmt.Errorf("%s: no git directory holds it to move it into", why))
+		return
+	}
+	s.asideInto(rel, into, why)
+}
+
+// ownedPointers judges again, between commands, what each pointer a
+// command made names (see owned), as the host's own writes since left
+// it, and moves aside one that now leads the host's git to an armed git
+// directory (and, a .git moved aside, acts on what it shadowed: see
+// shadow). Nothing else is acted on.
+func (s *gitSweep) ownedPointers() {
+	if s.test.trustTargets {
+		return
+	}
+	for _, rel := range sortedKeys(s.owned) {
+		fi, err := s.lstat(rel)
+		if err != nil || fingerprintOf(fi) != s.owned[rel] {
+			delete(s.owned, rel) // gone, or rewritten by the host: no longer the command's
+			continue
+		}
+		aim := s.aimOf(rel, fi)
+		if aim.kind != aimInRoot || !aim.present {
+			continue
+		}
+		if why := s.armedTarget(aim.rel); why != "" {
+			s.asidePointer(rel, why)
+			s.forgetPointer(rel)
+		}
+	}
+}
+
+// forgetPointer drops what the sweep knows of the pointer at rel (gone,
+// or moved aside).
+func (s *gitSweep) forgetPointer(rel string) {
 	delete(s.pointers, rel)
 	delete(s.through, rel)
+	delete(s.owned, rel)
+}
+
+// armedTarget says why the git directory rel, which a pointer a command
+// made names, would make the host's git run a program, or returns ""
+// when it would not: rel is no git directory, or it and the common
+// directory its commondir names each hold only config entries the
+// allowlist keeps (gitAllowedEntry) and no hook but git's *.sample
+// files, or are the host's own repository (see hostGitDir). A file
+// that cannot be read with certainty counts as armed.
+func (s *gitSweep) armedTarget(rel string) string {
+	if !s.isGitDir(rel) {
+		return "" // nothing git opens as a repository, yet: judged again when it changes
+	}
+	if why := s.armedGitDir(rel); why != "" {
+		return why
+	}
+	cd := path.Join(rel, "commondir")
+	fi, err := s.lstat(cd)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	var a gitAim
+	if err != nil {
+		a = gitAim{kind: aimUncertain, why: err.Error()}
+	} else {
+		a = s.aimOf(cd, fi)
+	}
+	switch {
+	case a.kind == aimNone:
+		return ""
+	case a.kind == aimInRoot && a.present:
+		return s.armedGitDir(a.rel)
+	case a.kind == aimInRoot, s.hostGitDir(rel):
+		return "" // a missing common directory: git refuses the repository
+	default:
+		return fmt.Sprintf("names the git directory %s, whose commondir leads where the guard cannot judge (%s)", s.absPath(rel), a.why)
+	}
+}
+
+// hostGitDir reports whether the git directory rel is the host's own
+// repository, whose files the guard takes as they are: it lies beneath
+// a directory named .git (which git's checkout never writes into, so
+// nothing a command committed can land there), or its config is a path
+// the policy protects.
+func (s *gitSweep) hostGitDir(rel string) bool {
+	for c := range strings.SplitSeq(rel, "/") {
+		if strings.EqualFold(c, ".git") {
+			return true
+		}
+	}
+	return s.skip[path.Join(rel, "config")]
+}
+
+// armedGitDir is armedTarget for one git directory, without its
+// commondir.
+func (s *gitSweep) armedGitDir(rel string) string {
+	if s.hostGitDir(rel) {
+		return ""
+	}
+	for _, name := range []string{"config", "config.worktree"} {
+		if why := s.armedConfig(rel, path.Join(rel, name)); why != "" {
+			return why
+		}
+	}
+	return s.armedHooks(path.Join(rel, "hooks"))
+}
+
+// armedConfig says why the config at rel, in the git directory gitDir,
+// holds what the allowlist does not keep, or returns "" when it holds
+// nothing else or is missing.
+func (s *gitSweep) armedConfig(gitDir, rel string) string {
+	data, err := s.readControl(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("names a git directory whose %s cannot be judged: %v", s.absPath(rel), err)
+	}
+	items, err := scanGitConfig(data)
+	if err != nil {
+		return fmt.Sprintf("names a git directory whose %s cannot be judged: %v", s.absPath(rel), err)
+	}
+	var off []string
+	for _, it := range items {
+		if !gitAllowedEntry(it, func(v string) bool { return s.worktreeInert(gitDir, v) }) {
+			off = append(off, it.name())
+		}
+	}
+	if len(off) > 0 {
+		return fmt.Sprintf("names a git directory whose %s, which the command did not write, holds %s, off the allowlist", s.absPath(rel), strings.Join(off, ", "))
+	}
+	return ""
+}
+
+// armedHooks says why the hooks directory rel holds a hook git would
+// run, or returns "" when it holds none.
+func (s *gitSweep) armedHooks(rel string) string {
+	fi, err := s.lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("names a git directory whose %s cannot be looked at: %v", s.absPath(rel), err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Sprintf("names a git directory whose %s is a link", s.absPath(rel))
+	case !fi.IsDir():
+		return "" // git finds no hook in a file
+	}
+	entries, ok := s.readDir(rel)
+	if !ok {
+		return fmt.Sprintf("names a git directory whose %s cannot be listed", s.absPath(rel))
+	}
+	for _, e := range entries {
+		if name := e.Name(); !strings.HasSuffix(name, ".sample") && !strings.Contains(name, QuarantineSuffix) {
+			return fmt.Sprintf("names a git directory holding the hook %s, which the command did not write", s.absPath(path.Join(rel, name)))
+		}
+	}
+	return ""
+}
+
+// readControl reads the control file rel, opened beneath its pinned
+// directory: non-blocking, a regular file only, at most
+// MaxGitConfigBytes.
+func (s *gitSweep) readControl(rel string) ([]byte, error) {
+	dir, base := path.Split(rel)
+	r, dn := s.base(path.Clean(dir))
+	d, err := r.OpenRoot(dirName(dn))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return pinnedfs.ReadRegular(d, base, MaxGitConfigBytes)
 }
 
 // knownPointers follows again every pointer found so far whose
 // resolution passed one of the directories dirty (a change there may
 // have created what it names, or swapped a link or a directory on its
-// way, in a place no walk visits), or every one when dirty is nil.
+// way, in a place no walk visits), or every one when dirty is nil; an
+// acting pass follows every pointer a command made too (see owned).
 func (s *gitSweep) knownPointers(dirty []string) {
 	set := make(map[string]bool, len(dirty))
 	for _, d := range dirty {
 		set[d] = true
 	}
 	for _, rel := range sortedKeys(s.pointers) {
-		if dirty == nil || set[path.Dir(rel)] || slices.ContainsFunc(s.through[rel], func(d string) bool { return set[d] }) {
+		_, owned := s.owned[rel]
+		if dirty == nil || s.act && owned || set[path.Dir(rel)] || slices.ContainsFunc(s.through[rel], func(d string) bool { return set[d] }) {
 			s.pointer(rel)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -511,4 +512,86 @@ func TestGitToolWritePointerThroughProc(t *testing.T) {
 			t.Errorf("GuardToolWrite did not report the pointer moved aside: %+v", n)
 		}
 	}
+}
+
+// TestGitGuardPointedHostRepositoriesStay: what a command's pointer
+// names is judged only where the host's checkout could have written it.
+// The host's repository and a nested one the host made, each with config
+// entries off the allowlist (core.sshCommand, a diff driver) and a hook,
+// stay as they are while a command adds a linked worktree of each (a
+// pointer into their .git, whose commondir names it), and so does a
+// separate git directory the command made itself; nothing is
+// neutralised and the host's git works in every worktree. A bare
+// repository the host keeps in the tree, which a checkout could have
+// written, is judged: the command's pointers into it are moved aside.
+func TestGitGuardPointedHostRepositoriesStay(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	hostRepo := func(dir string, args ...string) {
+		w.git(w.ws, append([]string{"init", "-q"}, append(args, dir)...)...)
+		w.git(w.ws, "--git-dir="+gitDirOf(w.ws, dir, args), "config", "core.sshCommand", "ssh -i host-key")
+		w.git(w.ws, "--git-dir="+gitDirOf(w.ws, dir, args), "config", "diff.img.textconv", "exiftool")
+		w.write(filepath.Join(strings.TrimPrefix(gitDirOf(w.ws, dir, args), w.ws+"/"), "hooks/pre-commit"), "#!/bin/sh\nexit 0\n")
+	}
+	hostRepo(".")
+	w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "host")
+	hostRepo("vendor/lib")
+	w.git(filepath.Join(w.ws, "vendor/lib"), "commit", "-q", "--allow-empty", "-m", "lib")
+	hostRepo("upstream", "--bare")
+	w.git(w.ws, "push", "-q", "upstream", "HEAD:main")
+	configs := []string{".git/config", "vendor/lib/.git/config", "upstream/config"}
+	before := map[string]string{}
+	for _, c := range configs {
+		before[c] = w.read(c)
+	}
+	if _, d := w.command(nil); d != nil {
+		t.Fatal(d)
+	}
+	s, d := w.command(func() {
+		w.git(w.ws, "worktree", "add", "-q", "wt")
+		w.git(filepath.Join(w.ws, "vendor/lib"), "worktree", "add", "-q", "../../wt2")
+		w.git(w.ws, "init", "-q", "--separate-git-dir", filepath.Join(w.ws, "sep"), "sepwt")
+		w.git(filepath.Join(w.ws, "sepwt"), "config", "user.name", "agent")
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	if len(s.GitNeutralised) != 0 {
+		t.Errorf("neutralised: %+v", s.GitNeutralised)
+	}
+	for _, wt := range []string{"wt", "wt2", "sepwt"} {
+		w.git(filepath.Join(w.ws, wt), "status", "--short")
+	}
+	for _, c := range configs {
+		if got := w.read(c); got != before[c] {
+			t.Errorf("the host's %s changed:\n%s", c, got)
+		}
+	}
+	s, d = w.command(func() {
+		// The guard's live pass may move the pointers aside before git
+		// is done: the command's git may fail.
+		cmd := exec.Command("git", "--git-dir=upstream", "worktree", "add", "-q", "wt3")
+		cmd.Dir, cmd.Env = w.ws, hostGitEnv(t)
+		cmd.Run()
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	if _, err := os.Lstat(filepath.Join(w.ws, "wt3/.git")); !errors.Is(err, fs.ErrNotExist) || len(s.GitNeutralised) == 0 {
+		t.Errorf("wt3/.git, naming a worktree of the bare repository upstream, stayed (neutralised %+v)", s.GitNeutralised)
+	}
+	if got := w.read("upstream/config"); got != before["upstream/config"] {
+		t.Errorf("the host's upstream/config changed:\n%s", got)
+	}
+	if why := w.b.GitFenced(w.ws); why != "" {
+		t.Errorf("fenced: %s", why)
+	}
+}
+
+// gitDirOf is where git init, given args, puts dir's git directory.
+func gitDirOf(ws, dir string, args []string) string {
+	if slices.Contains(args, "--bare") {
+		return filepath.Join(ws, dir)
+	}
+	return filepath.Join(ws, dir, ".git")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -32,8 +33,9 @@ const (
 // Neutralisation is one piece of repository-controlled execution the
 // broker disarmed in a writable root after a command: the entries off
 // the allowlist of inert keys removed from a git config the command
-// created or changed (or a core.worktree whose directory it re-aimed),
-// or a hook, pointer or config it moved aside whole.
+// created or changed (or made git use, or a core.worktree whose
+// directory it re-aimed), or a hook, pointer or config it moved aside
+// whole.
 type Neutralisation struct {
 	// Path is the file (absolute).
 	Path string `json:"path"`
@@ -109,6 +111,19 @@ type gitSweep struct {
 	// worktrees holds, per config (relative), the core.worktree values
 	// it held when last read: each acting pass judges them again.
 	worktrees map[string][]string
+	// owned holds the pointers a command (or a tool, for the model)
+	// made or re-aimed, with the version it left: while that version is
+	// there, every acting pass judges again the git directory it names
+	// (see armedTarget), which the host's own later checkout may have
+	// armed. A version the host writes is no longer the command's.
+	owned map[string]gitFingerprint
+
+	// shadows holds the directories whose .git keeps git run there from
+	// taking the directory itself for its git directory (see shadow).
+	shadows map[string]bool
+
+	// test holds switches only tests set (see gitFences.test).
+	test struct{ trustTargets bool }
 
 	// per pass
 	act     bool // neutralise; false only records fingerprints
@@ -148,7 +163,7 @@ func newGitSweep(root *os.Root, abs string) *gitSweep {
 	return &gitSweep{root: root, abs: abs, known: map[string]gitFingerprint{},
 		gitdirs: map[string]bool{}, skip: map[string]bool{}, tainted: map[string]gitFingerprint{},
 		pointers: map[string]gitAim{}, through: map[string][]string{},
-		worktrees: map[string][]string{}}
+		worktrees: map[string][]string{}, owned: map[string]gitFingerprint{}, shadows: map[string]bool{}}
 }
 
 // begin starts a pass: act says whether changes are neutralised or only
@@ -164,7 +179,8 @@ func (s *gitSweep) full() {
 }
 
 // dirty checks what a change in directory rel can have made: rel or its
-// parent become a git directory, or a .git entry in rel.
+// parent become a git directory, or a .git entry in rel (or rel, a .git
+// directory, no longer one git uses: see shadow).
 func (s *gitSweep) dirty(rel string) {
 	for _, d := range []string{rel, path.Dir(rel)} {
 		if s.isGitDir(d) {
@@ -172,6 +188,9 @@ func (s *gitSweep) dirty(rel string) {
 		}
 	}
 	s.dotGit(rel)
+	if path.Base(rel) == ".git" {
+		s.shadow(path.Dir(rel), true)
+	}
 }
 
 // knownDirs re-checks every git directory found so far (cheap: a few
@@ -257,6 +276,7 @@ func (s *gitSweep) walkIn(parent *os.File, rel string, depth int) {
 			return
 		}
 	}
+	s.shadow(rel, slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() == ".git" }))
 	next := f
 	if depth >= maxGitSweepFdDepth {
 		next = nil
@@ -371,7 +391,9 @@ func (s *gitSweep) isGitDirEntries(rel string, entries []fs.DirEntry) bool {
 	return head && (objects || commondir)
 }
 
-// dotGit checks rel/.git: a git directory, or a "gitdir:" pointer file.
+// dotGit checks rel/.git: a git directory, or a "gitdir:" pointer file;
+// and whether it still keeps git from taking rel itself for one (see
+// shadow).
 func (s *gitSweep) dotGit(rel string) {
 	p := path.Join(rel, ".git")
 	fi, err := s.lstat(p)
@@ -382,6 +404,98 @@ func (s *gitSweep) dotGit(rel string) {
 	default:
 		s.pointer(p)
 	}
+	s.shadow(rel, err == nil)
+}
+
+// shadow records whether rel/.git keeps git run in rel from taking rel
+// itself for its git directory (see shadowedBy; present says whether
+// rel/.git exists at all), and, when a command just took that away
+// from a directory git may take for one (see isGitDir) that is no
+// repository of the host's own (see hostGitDir), acts on its control
+// files as the command's: whoever wrote them, the command made git use
+// them. So a git directory a host's checkout wrote at the top of a
+// repository's work tree does not arm the host's git once a command
+// removes or spoils the .git beside it.
+func (s *gitSweep) shadow(rel string, present bool) {
+	now := present && s.shadowedBy(rel)
+	was := s.shadows[rel]
+	if now {
+		s.shadows[rel] = true
+	} else {
+		delete(s.shadows, rel)
+	}
+	if !was || now || !s.act || s.test.trustTargets || s.hostGitDir(rel) || !s.isGitDir(rel) {
+		return
+	}
+	n := len(s.forced)
+	s.forced = append(s.forced, rel)
+	delete(s.visited, rel)
+	s.gitDir(rel, 0)
+	s.forced = slices.Delete(s.forced, n, n+1)
+}
+
+// shadowedBy reports whether git run in rel stops at rel/.git (git's
+// setup.c): a regular file there (git follows it or dies on it), or a
+// real directory git takes for a git directory (a HEAD it accepts,
+// objects and refs). Anything else (a link, another type, a directory
+// git refuses) is taken as no shadow: git may then go on to rel itself.
+func (s *gitSweep) shadowedBy(rel string) bool {
+	g := path.Join(rel, ".git")
+	fi, err := s.lstat(g)
+	switch {
+	case err != nil:
+		return false
+	case fi.Mode().IsRegular():
+		return true
+	case !fi.IsDir():
+		return false
+	}
+	r, name := s.base(g)
+	for _, e := range []string{"objects", "refs"} {
+		if _, err := r.Stat(path.Join(name, e)); err != nil {
+			return false
+		}
+	}
+	return validHead(r, path.Join(name, "HEAD"))
+}
+
+// validHead reports whether git's validate_headref accepts the HEAD at
+// name beneath r: a link whose text starts with "refs/", or a regular
+// file holding "ref:", blanks, then "refs/...", or an object id in hex.
+func validHead(r *os.Root, name string) bool {
+	fi, err := r.Lstat(name)
+	switch {
+	case err != nil:
+		return false
+	case fi.Mode()&fs.ModeSymlink != 0:
+		to, err := r.Readlink(name)
+		return err == nil && strings.HasPrefix(to, "refs/")
+	case !fi.Mode().IsRegular():
+		return false
+	}
+	dir, base := path.Split(name)
+	d, err := r.OpenRoot(dirName(path.Clean(dir)))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	data, err := pinnedfs.ReadRegular(d, base, maxPointerFileBytes)
+	if err != nil {
+		return false
+	}
+	if len(data) > 255 {
+		data = data[:255] // what git reads
+	}
+	if rest, ok := bytes.CutPrefix(data, []byte("ref:")); ok {
+		if bytes.HasPrefix(bytes.TrimLeft(rest, " \t\n\r"), []byte("refs/")) {
+			return true
+		}
+	}
+	n := 0
+	for n < len(data) && (data[n] >= '0' && data[n] <= '9' || data[n] >= 'a' && data[n] <= 'f' || data[n] >= 'A' && data[n] <= 'F') {
+		n++
+	}
+	return n >= 40
 }
 
 // gitDir checks one git directory's control files and descends into its
@@ -426,7 +540,10 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 }
 
 // container walks modules/ or worktrees/: a directory that is a git
-// directory is checked as one, any other is part of a name with slashes.
+// directory is checked as one, any other is part of a name with slashes,
+// and a link is a pointer (git's submodule commands take a link
+// modules/<name> for the submodule's git directory, as git takes a .git
+// link).
 func (s *gitSweep) container(rel string, depth int) {
 	if depth > MaxGitModuleDepth {
 		s.fail(rel, errGitTooDeep)
@@ -437,10 +554,14 @@ func (s *gitSweep) container(rel string, depth int) {
 		return
 	}
 	for _, e := range entries {
+		child := path.Join(rel, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			s.pointer(child)
+			continue
+		}
 		if !e.IsDir() {
 			continue
 		}
-		child := path.Join(rel, e.Name())
 		if fi, err := s.lstat(path.Join(child, "HEAD")); err == nil && isHeadMode(fi.Mode()) {
 			s.gitDir(child, depth)
 		} else {
@@ -634,9 +755,21 @@ func (s *gitSweep) hooks(rel string) {
 
 // aside moves rel out of git's way, renaming it beside itself.
 func (s *gitSweep) aside(rel, why string) {
-	dir, name := path.Split(rel)
-	r, dn := s.base(path.Clean(dir))
-	to, err := renameAside(r, dn, name)
+	dir := path.Dir(rel)
+	r, dn := s.base(dir)
+	s.asideWith(rel, dir, why, func(name string) (string, error) { return renameAside(r, dn, name) })
+}
+
+// asideInto moves rel out of git's way into the directory into (both
+// beneath the root): for an entry whose every name beside itself git
+// may read, such as a link in modules/.
+func (s *gitSweep) asideInto(rel, into, why string) {
+	dir := path.Dir(rel)
+	s.asideWith(rel, into, why, func(name string) (string, error) { return renameAsideInto(s.root, dir, name, s.root, into) })
+}
+
+func (s *gitSweep) asideWith(rel, into, why string, rename func(name string) (string, error)) {
+	to, err := rename(path.Base(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		delete(s.known, rel) // gone already: the command removed it
 		return
@@ -646,7 +779,21 @@ func (s *gitSweep) aside(rel, why string) {
 		return
 	}
 	delete(s.known, rel)
-	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), MovedTo: s.absPath(path.Join(path.Clean(dir), to))})
+	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), MovedTo: s.absPath(path.Join(into, to))})
+}
+
+// containerHolder returns the outermost known git directory in whose
+// modules/ or worktrees/ rel lies: git looks a submodule's (or a
+// worktree's) git directory up by any name beneath those, so an entry
+// moved aside must leave them.
+func (s *gitSweep) containerHolder(rel string) (string, bool) {
+	parts := strings.Split(rel, "/")
+	for i := 0; i < len(parts)-1; i++ {
+		if (parts[i] == "modules" || parts[i] == "worktrees") && s.gitdirs[joinComps(parts[:i])] {
+			return joinComps(parts[:i]), true
+		}
+	}
+	return "", false
 }
 
 // errGitTooDeep is the failure of a modules/ or worktrees/ tree deeper

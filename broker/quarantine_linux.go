@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -41,29 +42,57 @@ func quarantineAside(path string) (string, error) {
 // broker, which owns it as the jail did, adds u+w for the rename and puts
 // the mode back.
 func renameAside(root *os.Root, dir, name string) (string, error) {
+	return renameAsideInto(root, dir, name, root, dir)
+}
+
+// renameAsideInto is renameAside, the new name made in the directory
+// into beneath intoRoot rather than beside name.
+func renameAsideInto(root *os.Root, dir, name string, intoRoot *os.Root, into string) (string, error) {
 	d, err := root.OpenFile(dirName(dir), os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
 	}
 	defer d.Close()
-	return renameAsideFd(int(d.Fd()), name)
+	if intoRoot == root && into == dir {
+		return renameAsideFds(int(d.Fd()), int(d.Fd()), name)
+	}
+	t, err := intoRoot.OpenFile(dirName(into), os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	return renameAsideFds(int(d.Fd()), int(t.Fd()), name)
 }
 
 // renameAsideFd is renameAside in the directory open as fd (which must
 // be a real descriptor, not O_PATH, so fchmod works on it).
 func renameAsideFd(fd int, name string) (string, error) {
+	return renameAsideFds(fd, fd, name)
+}
+
+// renameAsideFds renames name in the directory open as from to a fresh
+// name in the one open as to (real descriptors both, not O_PATH, so
+// fchmod works on them).
+func renameAsideFds(from, to int, name string) (string, error) {
 	aside := fmt.Sprintf("%s%s-%d", name, QuarantineSuffix, time.Now().UnixNano())
-	err := unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
+	err := unix.Renameat2(from, name, to, aside, unix.RENAME_NOREPLACE)
 	if err == unix.EACCES || err == unix.EPERM {
-		var st unix.Stat_t
-		if serr := unix.Fstat(fd, &st); serr != nil {
-			return "", fmt.Errorf("rename: %s; fstat: %s", jail.ErrnoName(err), jail.ErrnoName(serr))
+		var restore []func()
+		for _, fd := range slices.Compact([]int{from, to}) {
+			var st unix.Stat_t
+			if serr := unix.Fstat(fd, &st); serr != nil {
+				return "", fmt.Errorf("rename: %s; fstat: %s", jail.ErrnoName(err), jail.ErrnoName(serr))
+			}
+			if cerr := unix.Fchmod(fd, st.Mode&0o7777|0o700); cerr != nil {
+				return "", fmt.Errorf("rename: %s; making the directory writable: %s", jail.ErrnoName(err), jail.ErrnoName(cerr))
+			}
+			mode := st.Mode & 0o7777
+			restore = append(restore, func() { unix.Fchmod(fd, mode) })
 		}
-		if cerr := unix.Fchmod(fd, st.Mode&0o7777|0o700); cerr != nil {
-			return "", fmt.Errorf("rename: %s; making the directory writable: %s", jail.ErrnoName(err), jail.ErrnoName(cerr))
+		err = unix.Renameat2(from, name, to, aside, unix.RENAME_NOREPLACE)
+		for _, r := range restore {
+			r()
 		}
-		err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
-		unix.Fchmod(fd, st.Mode&0o7777)
 	}
 	if err != nil {
 		return "", fmt.Errorf("rename: %s: %w", jail.ErrnoName(err), err)

@@ -282,3 +282,156 @@ func TestRedteamTodayGitRemoteNameCarriesAURL(t *testing.T) {
 		}
 	}
 }
+
+// TestRedteamTodayGitCheckoutLaundersAPlant: a command commits (with
+// hash-object, mktree, commit-tree: the work tree untouched) a git
+// directory named evil whose config arms core.fsmonitor; the host checks
+// that commit out, so the guard records evil as the host's baseline; a
+// later command writes only a pointer to it, and the host's git there
+// runs the payload. The guard judges what a command's pointer names,
+// whoever wrote it, and moves the pointer aside. Controls: the same
+// with trustTargets (the guard taking the host-written target as it
+// stands) and with the guard off run the payload. The same holds when
+// the pointer comes first and the host's checkout arms its target after
+// (judged again by the next command's settlement).
+func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
+	t.Parallel()
+	for _, p := range launderPointers() {
+		for _, order := range []string{"checkout-then-pointer", "pointer-then-checkout"} {
+			for _, mode := range []struct {
+				name       string
+				off, trust bool
+				wantRun    bool
+			}{
+				{"control-guard-off", true, false, true},
+				{"control-trust-targets", false, true, true},
+				{"finding-guarded", false, false, false},
+			} {
+				t.Run(p.name+"/"+order+"/"+mode.name, func(t *testing.T) {
+					t.Parallel()
+					w := newGuardWorld(t)
+					w.b.git.test.off, w.b.git.test.trustTargets = mode.off, mode.trust
+					mark := filepath.Join(t.TempDir(), "PWNED")
+					w.git(w.ws, "init", "-q")
+					w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "host")
+					if _, d := w.command(nil); d != nil {
+						t.Fatal(d)
+					}
+					if _, d := w.command(func() { w.sh(launderScript("evil", "'touch "+mark+"; false'")) }); d != nil {
+						t.Fatal(d)
+					}
+					checkout := func() { w.git(w.ws, "checkout", "-q", "agent") }
+					var s Settled
+					var d *Denial
+					if order == "checkout-then-pointer" {
+						checkout()
+						s, d = w.command(func() { w.sh(p.script) })
+					} else {
+						if _, d = w.command(func() { w.sh(p.script) }); d != nil {
+							t.Fatal(d)
+						}
+						checkout()
+						s, d = w.command(nil)
+					}
+					if d != nil {
+						t.Fatal(d)
+					}
+					got := hostGitRunsWith(t, w.ws, mark, p.host...)
+					if got != mode.wantRun {
+						t.Errorf("host's git %v ran the payload: %v, want %v (neutralised %+v)", p.host, got, mode.wantRun, s.GitNeutralised)
+					}
+					if !mode.off && !mode.trust {
+						if !strings.Contains(w.read("evil/config"), "fsmonitor") {
+							t.Error("the host's checked-out evil/config was rewritten; the pointer should have been moved instead")
+						}
+						if why := w.b.GitFenced(w.ws); why != "" {
+							t.Errorf("fenced where moving aside sufficed: %s", why)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestRedteamTodayGitCheckoutLaundersARepositoryTop: the laundering
+// without a pointer. A command commits, in a repository the host made
+// (lib), a tree whose top holds HEAD, objects/, refs/ and an armed
+// config; the host checks it out, so lib is a git directory by its
+// files, shadowed only by lib/.git (git run in lib opens lib/.git
+// first). A later command removes or spoils lib/.git, and the host's git
+// in lib takes lib itself for its git directory and runs the payload.
+// The guard acts on lib's control files once a command takes the shadow
+// away. Controls: with trustTargets and with the guard off, the payload
+// runs.
+func TestRedteamTodayGitCheckoutLaundersARepositoryTop(t *testing.T) {
+	t.Parallel()
+	for _, unshadow := range []struct{ name, script string }{
+		{"dotgit_moved", `mv lib/.git lib/.git-old`},
+		{"head_removed", `rm lib/.git/HEAD`},
+		{"dotgit_replaced_by_a_fifo", `mv lib/.git lib/.git-old && mkfifo lib/.git`},
+	} {
+		for _, mode := range []struct {
+			name       string
+			off, trust bool
+			wantRun    bool
+		}{
+			{"control-guard-off", true, false, true},
+			{"control-trust-targets", false, true, true},
+			{"finding-guarded", false, false, false},
+		} {
+			t.Run(unshadow.name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				w := newGuardWorld(t)
+				w.b.git.test.off, w.b.git.test.trustTargets = mode.off, mode.trust
+				mark := filepath.Join(t.TempDir(), "PWNED")
+				w.git(w.ws, "init", "-q")
+				w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "host")
+				w.git(w.ws, "init", "-q", "lib")
+				w.git(filepath.Join(w.ws, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
+				if _, d := w.command(nil); d != nil {
+					t.Fatal(d)
+				}
+				if _, d := w.command(func() { w.sh("cd lib && " + launderScript("", "'touch "+mark+"; false'")) }); d != nil {
+					t.Fatal(d)
+				}
+				w.git(filepath.Join(w.ws, "lib"), "checkout", "-q", "agent")
+				s, d := w.command(func() { w.sh(unshadow.script) })
+				if d != nil {
+					t.Fatal(d)
+				}
+				if got := hostGitRunsWith(t, w.ws, mark, "-C", "lib", "status", "--short"); got != mode.wantRun {
+					t.Errorf("host's git status in lib ran the payload: %v, want %v (neutralised %+v)", got, mode.wantRun, s.GitNeutralised)
+				}
+				if !mode.off && !mode.trust {
+					if why := w.b.GitFenced(w.ws); why != "" {
+						t.Errorf("fenced where neutralising sufficed: %s", why)
+					}
+				}
+			})
+		}
+	}
+}
+
+// sh runs script with sh in the workspace, as a command would.
+func (w *guardWorld) sh(script string) {
+	w.t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = w.ws
+	cmd.Env = append(hostGitEnv(w.t), "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@a", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@a")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		w.t.Fatalf("sh %q: %v\n%s", script, err, out)
+	}
+}
+
+// hostGitRunsWith runs the host's plain git with args in the workspace
+// and reports whether a planted payload touched mark.
+func hostGitRunsWith(t *testing.T, ws, mark string, args ...string) bool {
+	t.Helper()
+	os.Remove(mark)
+	cmd := exec.Command("git", append([]string{"-C", ws}, args...)...)
+	cmd.Env = hostGitEnv(t)
+	cmd.Run()
+	_, err := os.Stat(mark)
+	return err == nil
+}

@@ -140,7 +140,9 @@ func TestWriteRefusesGitControlPath(t *testing.T) {
 // config arms fsmonitor, written with fs_write, and the .git pointer to
 // it (which fs_write now refuses) made by a command, before or after.
 // The host's plain git status must not run the payload. The control
-// writes the same files around the tools and the payload runs.
+// writes the same files, and the pointer, around the tools (a command's
+// pointer to a git directory armed by anyone is moved aside by the
+// guard) and the payload runs.
 func TestWriteGuardsPlantedRepository(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -158,6 +160,10 @@ func TestWriteGuardsPlantedRepository(t *testing.T) {
 			ws := c.Workspace
 			mark := filepath.Join(t.TempDir(), "PWNED")
 			pointer := func() {
+				if tc.aroundTheTool {
+					os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: evil\n"), 0o644)
+					return
+				}
 				if o := call(t, r, c, "bash", map[string]any{"command": "printf 'gitdir: evil\\n' > .git"}); o.IsError {
 					t.Fatal(o.Text)
 				}
