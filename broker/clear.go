@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/gitguard"
 )
 
 // Bounds on a running command's output plumbing. Host memory held for
@@ -95,7 +97,7 @@ type Settled struct {
 
 // QuarantineSuffix marks where the broker moved a protected path a
 // command created: <path><QuarantineSuffix>-<unix nanoseconds>.
-const QuarantineSuffix = ".loom-quarantine"
+const QuarantineSuffix = gitguard.QuarantineSuffix
 
 // Quarantine is one protected path a command created.
 type Quarantine struct {
@@ -260,13 +262,12 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		trace: ex.phases,
 	})
 	if d != nil {
-		guard.abandon()
+		guard.Abandon()
 		b.sweepCgroups()
 		lease.release()
 		b.ledger.Release(ticket)
 		return nil, d
 	}
-	guard.started()
 	cg := b.claimCgroup(proc)
 	if cg != nil {
 		enf.add(cg.layer)
@@ -308,7 +309,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		proc.closeOutput()
 		s := settle(state, execErr)
 		s.Duration = time.Since(proc.started)
-		guard.settle(&s)
+		settleGit(guard, &s)
 		ex.phases.mark("guard.settle")
 		if s.Signal != "" { // a tree that exited on its own was not killed
 			s.TimedOut, s.Cancelled = kill.cause()
