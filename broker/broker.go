@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloom/loom/broker/internal/gitguard"
 	"github.com/agentloom/loom/broker/internal/jail"
 )
 
@@ -137,8 +138,8 @@ type Broker struct {
 	probeOnce sync.Once
 	probe     probeResult
 
-	pool warmPool  // the helpers started ahead of the next commands
-	git  gitFences // the git guard's per-writable-root state (gitguard.go)
+	pool warmPool        // the helpers started ahead of the next commands
+	git  gitguard.Fences // the git guard (internal/gitguard)
 
 	hostOnce sync.Once
 	host     *hostBound // admission against the host-wide bounds
@@ -194,7 +195,9 @@ func New(opts Options) *Broker {
 	if opts.HelperPath == "" {
 		opts.HelperPath = selfExe
 	}
-	return &Broker{opts: opts, ledger: l}
+	b := &Broker{opts: opts, ledger: l}
+	b.git.Audit = func(e gitguard.Event) { b.Audit(gitAudit(e)) }
+	return b
 }
 
 // Close discards every helper kept warm for the next commands, stops

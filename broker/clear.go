@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloom/loom/broker/internal/gitguard"
 	"github.com/agentloom/loom/broker/internal/jail"
 )
 
@@ -97,7 +98,7 @@ type Settled struct {
 
 // QuarantineSuffix marks where the broker moved a protected path a
 // command created: <path><QuarantineSuffix>-<unix nanoseconds>.
-const QuarantineSuffix = ".loom-quarantine"
+const QuarantineSuffix = gitguard.QuarantineSuffix
 
 // Quarantine is one protected path a command created.
 type Quarantine struct {
@@ -262,13 +263,12 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		trace: ex.phases,
 	})
 	if d != nil {
-		guard.abandon()
+		guard.Abandon()
 		b.sweepCgroups()
 		lease.release()
 		b.ledger.Release(ticket)
 		return nil, d
 	}
-	guard.started()
 	cg := b.claimCgroup(proc)
 	if cg != nil {
 		enf.add(cg.layer)
@@ -310,7 +310,7 @@ func (b *Broker) Clear(ctx context.Context, spec CallSpec) (*Execution, error) {
 		proc.closeOutput()
 		s := settle(state, execErr)
 		s.Duration = time.Since(proc.started)
-		guard.settle(&s)
+		settleGit(guard, &s)
 		ex.phases.Mark("guard.settle")
 		if s.Signal != "" { // a tree that exited on its own was not killed
 			s.TimedOut, s.Cancelled = kill.cause()

@@ -67,10 +67,10 @@
 // # What a command leaves behind
 //
 // A protected path a command created is moved aside once its tree is gone
-// (Settled.ProtectedCreated). The git guard keeps every git configuration
-// a command writes in its writable roots to an allowlist of inert keys
-// and moves aside hooks and pointers it cannot trust
-// (Settled.GitNeutralised); GuardToolWrite does the same for a file a tool
+// (Settled.ProtectedCreated). The git guard (internal/gitguard) keeps
+// every git configuration a command writes in its writable roots to an
+// allowlist of inert keys and moves aside hooks and pointers it cannot
+// trust (Settled.GitNeutralised); GuardToolWrite does the same for a file a tool
 // wrote on a model's behalf. Where the guard cannot act, the workspace is
 // fenced (DenialWorkspaceFenced) until Broker.Unfence succeeds. A host
 // runs its own git on a workspace an agent touched with SafeGitEnvFor.

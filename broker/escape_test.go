@@ -108,7 +108,7 @@ func (bs *escapeBrokers) unguarded() *Broker {
 	defer bs.others.Unlock()
 	if bs.others.unguarded == nil {
 		bs.others.unguarded = bs.broker(-1)
-		bs.others.unguarded.git.test.off = true
+		bs.others.unguarded.git.Test.Off = true
 	}
 	return bs.others.unguarded
 }
@@ -122,7 +122,7 @@ func (bs *escapeBrokers) trustingTargets() *Broker {
 	defer bs.others.Unlock()
 	if bs.others.trusting == nil {
 		bs.others.trusting = bs.broker(-1)
-		bs.others.trusting.git.test.trustTargets = true
+		bs.others.trusting.git.Test.TrustTargets = true
 	}
 	return bs.others.trusting
 }

@@ -1,243 +1,224 @@
 package broker
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
+
+	"github.com/agentloom/loom/broker/internal/gitguard"
 )
 
-// The git guard keeps a command from leaving repository-controlled
-// execution behind for the host's own git: the top-level repository's
-// control files are read-only in the jail (Policy.Protected); protected
-// paths that were missing and that a command created are moved aside;
-// and in every git directory anywhere in a writable root (nested
-// repositories, submodules' and linked worktrees' git directories, a
-// .git file's target) config the command created or changed keeps only
-// the entries on the allowlist (gitallow.go) and hooks it created are
-// moved aside
-// (Neutralisation). Every pointer (.git file or link, commondir, a link
-// in modules/ or worktrees/) is read and resolved exactly as git does
-// on the host (gitpointer.go): the git directory it names is checked
-// wherever in the root it lies, and one a command wrote or re-aimed that
-// cannot be followed with certainty (a NUL, an odd byte, too large,
-// through /proc, a loop), that names a directory outside the root, or
-// that names a git directory holding what the allowlist does not keep,
-// whoever wrote it (the host's own checkout writes whatever a command
-// committed), is moved aside; so a command cannot launder a plant
-// through the host's baseline. A git directory a command exposes by
-// removing or spoiling the .git that shadowed it has its control files
-// acted on as the command's (gitSweep.shadow). Whatever cannot be
-// understood is moved out of git's way first; the workspace is fenced
-// only when even that fails. Changes are found by a persistent inotify watch of
-// each writable root (a dirty-directory set), checked as they happen
-// while a command runs and again when it settles; a root whose watch
-// overflowed, or where inotify is unavailable, is swept whole instead.
-// What cannot be done fences the workspace (DenialWorkspaceFenced) until
-// Broker.Unfence succeeds. A marker kept outside the workspace while a
-// command runs makes the next broker sweep the root whole first when the
-// host died mid-command.
+// The git guard lives in internal/gitguard; this file is its face to
+// hosts and to Clear: the vocabulary hosts see (Neutralisation, the
+// bounds, the errors as Denials, the events as AuditEvents) and the
+// calls that reach it.
+
+// Neutralisation is one piece of repository-controlled execution the
+// broker disarmed in a writable root after a command: the entries off
+// the allowlist of inert keys removed from a git config the command
+// created or changed (or made git use, or a core.worktree whose
+// directory it re-aimed), or a hook, pointer or config it moved aside
+// whole.
+type Neutralisation struct {
+	// Path is the file (absolute).
+	Path string `json:"path"`
+	// Removed names the config entries taken out (dotted, as `git config
+	// --list` prints them, in file order); empty when the file was moved
+	// aside whole.
+	Removed []string `json:"removed,omitempty"`
+	// MovedTo is where the file was moved aside, when it was.
+	MovedTo string `json:"moved_to,omitempty"`
+	// Err says why it could not be done; the workspace is then fenced.
+	Err string `json:"err,omitempty"`
+}
+
+// Bounds on one sweep of a writable root for git control files.
+const (
+	// MaxGitSweepDirs bounds how many directories one full sweep of a
+	// writable root visits; a root with more cannot be vouched for, so its
+	// workspace is fenced (see DenialWorkspaceFenced) rather than
+	// half-checked.
+	MaxGitSweepDirs = gitguard.MaxSweepDirs
+	// MaxGitModuleDepth bounds how deep a sweep descends into a git
+	// directory's modules/ and worktrees/ (module names with slashes,
+	// nested submodules). A tree deeper than that cannot be vouched for:
+	// the sweep fails there, so the workspace is fenced rather than a git
+	// directory below the bound left unchecked.
+	MaxGitModuleDepth = gitguard.MaxModuleDepth
+)
+
+const (
+	// MaxSubmoduleDepth bounds how deep DefaultProtected descends into
+	// .git/modules (nested submodules and module names with slashes).
+	MaxSubmoduleDepth = gitguard.MaxSubmoduleDepth
+	// MaxProtectedGitDirs bounds how many git directories DefaultProtected
+	// inspects for one workspace (the worktree's, the common one, and
+	// every submodule's).
+	MaxProtectedGitDirs = gitguard.MaxProtectedGitDirs
+	// MaxGitConfigBytes bounds one git config file the broker reads
+	// (DefaultProtected looking for core.hooksPath and includes, the git
+	// guard neutralising one); a larger file is not read.
+	MaxGitConfigBytes = gitguard.MaxConfigBytes
+	// MaxGitIncludeDepth bounds how deeply included git config files are
+	// followed.
+	MaxGitIncludeDepth = gitguard.MaxIncludeDepth
+)
+
+// Bounds on DefaultProtected's walk.
+const (
+	// MaxProtectedWalkDirs bounds how many directories DefaultProtected
+	// opens while walking modules directories for submodules' git
+	// directories; past it the rest is not walked.
+	MaxProtectedWalkDirs = gitguard.MaxProtectedWalkDirs
+	// MaxProtectedDirEntries bounds how many entries of one modules
+	// directory DefaultProtected reads.
+	MaxProtectedDirEntries = gitguard.MaxProtectedDirEntries
+)
+
+// MaxGitToolWriteTaints bounds how many control-file paths written by
+// tools (files named config, config.worktree, commondir or .git, and
+// files in a directory named hooks) the guard of one writable root
+// remembers as the model's while no git directory holds them yet. Past
+// it, entries whose file is gone or was rewritten since are dropped;
+// when none is, the root is fenced (DenialWorkspaceFenced) rather than
+// forget one.
+const MaxGitToolWriteTaints = gitguard.MaxToolWriteTaints
+
+// GitGuardMarkerDirName is the directory, under the user cache
+// directory (os.UserCacheDir) or, when that cannot be created, under the
+// temporary directory with the uid appended, where the git guard keeps
+// one marker per writable root while a command runs there. A directory
+// that is a link or is not the broker's own (mode 0700) is refused.
+const GitGuardMarkerDirName = gitguard.MarkerDirName
+
+// MaxSafeGitNames bounds how many repository-chosen names SafeGitEnvFor
+// overrides; a workspace naming more is refused (an error), not half
+// covered.
+const MaxSafeGitNames = gitguard.MaxSafeNames
+
+// DefaultProtected returns the paths of a workspace that must stay
+// read-only to a jailed command and out of reach of harness-side file
+// tools, so nothing a model runs can plant code that the host's own git
+// later executes outside the jail: for every git directory of the
+// workspace, its hooks directory, its config, config.worktree and
+// commondir (which would re-aim git at another directory's hooks).
 //
-// Between commands the watch's changes are the host's own and only
-// recorded as the baseline. Writes a harness-side tool makes on a
-// model's behalf happen there too, in the host's process, so each is
-// reported with Broker.GuardToolWrite (gittoolwrite.go): it checks the
-// written path's ancestors and the git directories they are or name at
-// once, and marks the control files it wrote as the model's (tainted),
-// so no baseline ever records them as the host's.
-
-// gitFences is the broker's git guard state: one entry per writable root
-// it has run commands in.
-type gitFences struct {
-	mu    sync.Mutex
-	roots map[string]*gitRoot
-	// markerDir, when set (tests), is where crash markers are kept; once
-	// markerOK, it is the directory checked and in use.
-	markerDir string
-	markerOK  bool
-	// test holds switches only tests set: off turns the whole guard off
-	// (the escape suite's controls); noWatch runs it as where inotify is
-	// unavailable; trustTargets takes a git directory a command's pointer
-	// names as it stands when the command did not write it (the guard
-	// before it judged such targets: the laundering probes' controls).
-	test struct{ off, noWatch, trustTargets bool }
+// Covered layouts:
+//   - an ordinary repository: <workspace>/.git/{hooks,config,config.worktree};
+//   - a linked worktree or submodule checkout, where .git is a file saying
+//     "gitdir: <dir>": the .git file itself (so it cannot be re-aimed),
+//     that dir's entries and its commondir file, and, when it has one,
+//     the common directory's entries too;
+//   - submodules: every git directory under <gitdir>/modules (nested ones
+//     and names containing slashes included, to MaxSubmoduleDepth);
+//   - a hooks directory or config that is a symlink: its resolved target
+//     as well;
+//   - core.hooksPath set in a protected config (husky and friends point
+//     it into the workspace) and config files pulled in by include.path
+//     or includeIf.*.path;
+//   - core.hooksPath set in the host's global or system git config
+//     (GIT_CONFIG_GLOBAL, else ~/.gitconfig and
+//     $XDG_CONFIG_HOME/git/config; GIT_CONFIG_SYSTEM, else
+//     /etc/gitconfig, unless GIT_CONFIG_NOSYSTEM), relative ones taken
+//     relative to the workspace, where the host's git runs them.
+//
+// Every file it reads is opened beneath its pinned parent directory,
+// non-blocking and only if it is a regular file, within a size bound: a
+// FIFO or device planted where a config or pointer file belongs is
+// skipped, never waited on.
+//
+// Its walk follows no link: modules directories and their entries are
+// opened one component at a time from the workspace without following
+// any (a link there is not walked, so a command's .git/modules -> / reads
+// nothing of the host), and a git directory outside the workspace (a
+// pointer's, commondir's or .git link's target) has its own hooks,
+// configs and commondir listed but is never walked. The walk opens at
+// most MaxProtectedWalkDirs directories and reads at most
+// MaxProtectedDirEntries entries of each.
+//
+// The lexical <workspace>/.git/hooks and <workspace>/.git/config are
+// always listed; other paths need not exist (the jail binds only those
+// that do). Paths are absolute, clean, sorted and unique. A workspace that
+// is not absolute yields the two lexical entries under its cleaned form,
+// which Validate then refuses: failing closed rather than protecting
+// nothing.
+func DefaultProtected(workspace string) []string {
+	return gitguard.Protected(workspace)
 }
 
-// gitRoot is the guard's view of one writable root.
-type gitRoot struct {
-	b   *Broker
-	abs string
-
-	mu      sync.Mutex
-	root    *os.Root
-	sweep   *gitSweep
-	watch   *gitWatch // nil when inotify is unavailable
-	started bool      // the first command's baseline (or crash) sweep ran
-	active  int       // commands running with this root writable
-	fenced  string    // why the root is fenced; empty when it is not
-	// resolved is where abs resolved when the guard first pinned it: a
-	// root that later resolves elsewhere (a command swapped it, or a
-	// directory above it, for a link) is fenced, never swept there.
-	resolved string
-	seq      int64
-	log      []gitLogged
-	absent   map[string]int // absolute absent protected paths → running commands that listed them
-	audits   []AuditEvent
-	skipSeen map[string]bool
+// SafeGitEnv returns environment entries ("NAME=value") under which the
+// host's own git, and every git it starts (submodules a status recurses
+// into included: git passes GIT_CONFIG_COUNT on to them), runs no
+// program a repository's configuration names: no fsmonitor hook, no
+// hooks, no pager or editor but inert ones, no external diff, no
+// credential helper or askpass prompt, no ssh command or git proxy but
+// the host's, no gpg but the default programs, no ext:: transport, and
+// no fetch or push through a local-path remote (whose upload-pack and
+// receive-pack a repository can name, first value winning). It
+// keeps the host's global and system config (its identity, its own
+// helpers) and adds to whatever environment the caller passes, e.g.
+// cmd.Env = append(os.Environ(), broker.SafeGitEnv()...); an existing
+// GIT_CONFIG_COUNT in that environment is replaced, so put its entries
+// in the config instead.
+//
+// What it cannot reach by itself is keyed by a name the repository
+// chooses: filter.<driver>.*, diff.<driver>.textconv and .command,
+// merge.<driver>.driver (picked by .gitattributes or info/attributes),
+// alias.<name>, submodule.<name>.update, trailer.<token>.cmd and
+// .command, and tar.<format>.command. SafeGitEnvFor adds an override
+// for each such name it finds in a workspace's git configs. Neither
+// can override core.worktree, which git reads per repository: that
+// one only the broker's git guard keeps inside the workspace.
+//
+// One key no environment can turn off: diff.external (git runs an empty
+// value as a program, failing the diff). Pass --no-ext-diff to git diff,
+// git log -p and git show as well.
+func SafeGitEnv() []string {
+	return gitguard.SafeEnv()
 }
 
-// errGitRootMoved: a guarded root resolves elsewhere than when the guard
-// first pinned it.
-var errGitRootMoved = errors.New("the root moved")
-
-// gitLogged is one thing the guard did, numbered so each command's
-// settlement reports what happened while it ran.
-type gitLogged struct {
-	seq int64
-	n   *Neutralisation
-	q   *Quarantine
+// SafeGitEnvFor is SafeGitEnv plus, for every driver, remote, alias and
+// submodule name that a git config anywhere beneath workspace defines an
+// exec-capable key for (nested repositories, submodules' and linked
+// worktrees' git directories, and workspace files they include), an
+// override that disarms it: empty filter commands (required=false), empty
+// textconv and diff commands, false as the merge driver (the merge of
+// that file fails), an empty alias (git refuses to run it), checkout
+// as the submodule update mode, empty trailer commands, and gzip's own
+// command (or cat) for an archive format. It reads the workspace as the
+// broker's guard does: beneath a pinned directory, non-blocking, regular
+// files only. Call it right before running git; what a command writes
+// later is not covered.
+func SafeGitEnvFor(workspace string) ([]string, error) {
+	return gitguard.SafeEnvFor(workspace)
 }
 
-// gitGuard is one command's hold on the guard. Clear calls started once
-// the command runs, then exactly one of settle (after the command's tree
-// is gone) or abandon (the command never started).
-type gitGuard struct {
-	b      *Broker
-	off    bool
-	absent []string
-	roots  []gitEntry
-}
-
-type gitEntry struct {
-	r      *gitRoot
-	since  int64
-	events uint64 // the watch's change count when the command entered
-}
-
-// guardGit prepares the guard for a command under p, or refuses the
+// guardGit prepares the git guard for a command under p, or refuses the
 // command with a Denial when the workspace cannot be kept safe: it is
 // fenced, a sweep after a host crash failed, or the crash marker cannot
-// be written.
-func (b *Broker) guardGit(p Policy) (*gitGuard, *Denial) {
-	g := &gitGuard{b: b, absent: absentPaths(p.Protected)}
-	if b.git.test.off {
-		g.off = true
-		return g, nil
-	}
+// be written. Exactly one of Abandon (the command never started) or
+// settleGit (its tree is gone) ends the hold.
+func (b *Broker) guardGit(p Policy) (*gitguard.Hold, *Denial) {
+	// The roots p leaves unguarded (toolchain caches) are not swept.
+	var guarded []string
 	for _, w := range p.WritableRoots {
-		if _, ok := coveredBy(p.Unguarded, w); ok {
-			continue
+		if _, ok := coveredBy(p.Unguarded, w); !ok {
+			guarded = append(guarded, w)
 		}
-		r := b.git.rootFor(b, filepath.Clean(w))
-		since, d := r.enter(p, g.absent)
-		r.flushAudits()
-		if d != nil {
-			g.abandon()
-			return nil, d
-		}
-		e := gitEntry{r: r, since: since}
-		if r.watch != nil {
-			e.events, _ = r.watch.count()
-		}
-		g.roots = append(g.roots, e)
 	}
-	return g, nil
+	h, err := b.git.Enter(guarded, p.Protected)
+	if err != nil {
+		return nil, gitDenial(err)
+	}
+	return h, nil
 }
 
-// started is called once the command is running.
-func (g *gitGuard) started() {}
-
-// abandon is called when the command never started.
-func (g *gitGuard) abandon() {
-	for _, e := range g.roots {
-		e.r.mu.Lock()
-		e.r.leave(g.absent)
-		e.r.mu.Unlock()
+// settleGit ends h once the command's tree is gone and records in s
+// what the guard did while it ran.
+func settleGit(h *gitguard.Hold, s *Settled) {
+	done, created := h.Settle()
+	for _, q := range created {
+		s.ProtectedCreated = append(s.ProtectedCreated, Quarantine(q))
 	}
-	g.roots = nil
-}
-
-// settle runs after the command's tree is gone and records what was done
-// in s.
-func (g *gitGuard) settle(s *Settled) {
-	if g.off {
-		return
-	}
-	// Absent protected paths beneath a writable root are quarantined by
-	// that root's pass below, under its lock; others here.
-	var outside []string
-	for _, p := range g.absent {
-		if g.rootOf(p) == nil {
-			outside = append(outside, p)
-		}
-	}
-	for _, q := range quarantineCreated(outside) {
-		s.ProtectedCreated = append(s.ProtectedCreated, q)
-		g.b.Audit(AuditEvent{Kind: AuditQuarantine, Path: q.Path, Detail: quarantineDetail(q)})
-	}
-	// A command in whose writable roots the watch saw no change at all
-	// (nothing created, written, truncated, renamed, linked or chmodded)
-	// left nothing to check: only the log of what was done while it ran
-	// is collected.
-	// Every change the command made is read from the kernel's queue
-	// before anything is decided (else a plant whose events are still
-	// queued would be taken for the host's at the next command).
-	synced := len(g.roots) == 0 || syncWatch()
-	quiet := synced
-	for _, e := range g.roots {
-		if e.r.watch == nil {
-			quiet = false
-			continue
-		}
-		n, ok := e.r.watch.count()
-		quiet = quiet && ok && n == e.events
-	}
-	var neutralised []Neutralisation
-	for _, e := range g.roots {
-		r := e.r
-		r.mu.Lock()
-		if !quiet {
-			r.passChanged(true, true, synced)
-		}
-		for _, l := range r.log {
-			if l.seq <= e.since {
-				continue
-			}
-			if l.q != nil {
-				s.ProtectedCreated = append(s.ProtectedCreated, *l.q)
-			}
-			if l.n != nil {
-				neutralised = append(neutralised, *l.n)
-			}
-		}
-		r.leave(g.absent)
-		r.mu.Unlock()
-		r.flushAudits()
-	}
-	s.GitNeutralised = neutralised
-	g.roots = nil
-}
-
-func (g *gitGuard) rootOf(p string) *gitRoot {
-	for _, e := range g.roots {
-		if Covers(e.r.abs, p) {
-			return e.r
-		}
-	}
-	return nil
-}
-
-func quarantineDetail(q Quarantine) string {
-	if q.Err != "" {
-		return "could not move aside: " + q.Err
-	}
-	return "moved to " + q.MovedTo
+	s.GitNeutralised = neutralisations(done)
 }
 
 // Unfence re-runs the git guard's full sweep of workspace (a writable
@@ -247,457 +228,102 @@ func quarantineDetail(q Quarantine) string {
 // first. A workspace that is not fenced returns nil. A failed sweep
 // returns a *Denial with DenialWorkspaceFenced saying what remains.
 func (b *Broker) Unfence(workspace string) error {
-	b.git.mu.Lock()
-	r := b.git.roots[filepath.Clean(workspace)]
-	b.git.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	if r.fenced == "" {
-		r.mu.Unlock()
-		return nil
-	}
-	r.fenced = ""
-	r.passChanged(true, true, syncWatch())
-	why := r.fenced
-	if why == "" {
-		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: "fence lifted: a full sweep succeeded"})
-		if r.active == 0 {
-			r.b.git.clearMarker(r.abs)
-		}
-	}
-	r.mu.Unlock()
-	r.flushAudits()
-	if why != "" {
-		return NewDenial(DenialWorkspaceFenced, why, nil)
+	if err := b.git.Unfence(workspace); err != nil {
+		return gitDenial(err)
 	}
 	return nil
 }
 
 // GitFenced reports why workspace is fenced, or "" when it is not.
 func (b *Broker) GitFenced(workspace string) string {
-	b.git.mu.Lock()
-	r := b.git.roots[filepath.Clean(workspace)]
-	b.git.mu.Unlock()
-	if r == nil {
-		return ""
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.fenced
+	return b.git.Fenced(workspace)
 }
 
-func (f *gitFences) rootFor(b *Broker, abs string) *gitRoot {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.roots == nil {
-		f.roots = map[string]*gitRoot{}
-	}
-	r := f.roots[abs]
-	if r == nil {
-		r = &gitRoot{b: b, abs: abs, absent: map[string]int{}, skipSeen: map[string]bool{}}
-		f.roots[abs] = r
-	}
-	return r
-}
-
-// enter registers a command about to run with this root writable and
-// returns the log position it starts at.
-func (r *gitRoot) enter(p Policy, absent []string) (int64, *Denial) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fenced != "" {
-		return 0, r.fenceDenial()
-	}
-	if err := r.pin(); errors.Is(err, errGitRootMoved) {
-		r.fenced = fmt.Sprintf("the writable root %s now resolves to another place than %s, where it resolved when the git guard began: "+
-			"something replaced it or a directory above it with a link, so the guard checks nothing there and no command runs until the host restores it and calls Unfence (%v)", r.abs, r.resolved, err)
-		return 0, r.fenceDenial()
-	} else if err != nil {
-		// Nothing to guard: the jail will refuse a missing root.
-		return r.seq, nil
-	}
-	if r.active == 0 {
-		// Only the policies of the commands running now say what is
-		// read-only in a jail.
-		clear(r.sweep.skip)
-	}
-	var existing []string
-	for _, pr := range p.Protected {
-		if rel, ok := relUnder(r.abs, pr); ok {
-			r.sweep.skip[rel] = true
-			if !slices.Contains(absent, pr) {
-				existing = append(existing, rel)
-			}
-		}
-	}
-	since := r.seq
-	if !r.started {
-		r.start()
-		if r.fenced != "" {
-			return 0, r.fenceDenial()
-		}
-	} else if r.active == 0 {
-		// Between commands, what changed was the host's own doing: the
-		// directories the watch saw change are recorded, not acted on
-		// (every change queued so far read first, so none of the host's
-		// is left to be taken for the command's). A git directory a
-		// command's pointer names is judged again as the host's writes
-		// left it.
-		r.passChanged(false, false, syncWatch())
-		r.sweep.begin(true)
-		r.sweep.ownedPointers()
-		r.finish(false)
-	}
-	if r.watch != nil {
-		for _, rel := range existing {
-			r.watch.protect(rel)
-		}
-	}
-	if r.active == 0 {
-		if err := r.b.git.setMarker(r.abs); err != nil {
-			return 0, NewDenial(DenialWorkspaceFenced, fmt.Sprintf(
-				"the git guard cannot record that a command runs in %s (%v), so a host crash could leave it unchecked; make the user cache directory writable", r.abs, err), err)
-		}
-	}
-	r.active++
-	for _, a := range absent {
-		if Covers(r.abs, a) {
-			r.absent[a]++
-		}
-	}
-	return since, nil
-}
-
-// pin opens the root when it is not open yet, or again when no command
-// runs and the directory at its path was replaced (then the guard starts
-// over on the new one).
-func (r *gitRoot) pin() error {
-	resolved, err := filepath.EvalSymlinks(r.abs)
-	if err != nil {
-		return err
-	}
-	if r.resolved == "" {
-		r.resolved = resolved
-	} else if resolved != r.resolved {
-		return fmt.Errorf("%w: it resolves to %s now", errGitRootMoved, resolved)
-	}
-	if r.root != nil && r.active == 0 && !sameDir(r.root, r.abs) {
-		r.root.Close()
-		r.root, r.sweep, r.started = nil, nil, false
-		if r.watch != nil {
-			r.watch.retire()
-			r.watch = nil
-		}
-	}
-	if r.root == nil {
-		root, err := openDirRoot(r.abs)
-		if err != nil {
-			return err
-		}
-		r.root = root
-		r.sweep = newGitSweep(root, r.abs)
-	}
-	r.sweep.test.trustTargets = r.b.git.test.trustTargets
-	return nil
-}
-
-// start begins guarding a pinned root: its watch, and the first sweep,
-// which records the baseline (or, when the host stopped while a command
-// ran here, acts on everything it finds).
-func (r *gitRoot) start() {
-	crashed := r.b.git.markerExists(r.abs)
-	if w, err := newGitWatch(); err == nil && !r.b.git.test.noWatch {
-		r.watch = w
-		r.sweep.onDir = w.add
-		go r.live(w)
-	}
-	if crashed {
-		r.audits = append(r.audits, AuditEvent{Kind: AuditNeutralised, Workspace: r.abs,
-			Detail: "a command was running here when the host stopped: sweeping the whole root"})
-	}
-	r.started = true
-	r.sweepAll(crashed)
-}
-
-// leave undoes enter once the command is done (or never ran).
-func (r *gitRoot) leave(absent []string) {
-	for _, a := range absent {
-		if n := r.absent[a]; n > 1 {
-			r.absent[a] = n - 1
-		} else {
-			delete(r.absent, a)
-		}
-	}
-	if r.active--; r.active <= 0 {
-		r.active = 0
-		r.log = nil
-		if r.fenced == "" {
-			r.b.git.clearMarker(r.abs)
-		}
-	}
-}
-
-// live neutralises changes while commands run, as inotify reports them.
-func (r *gitRoot) live(w *gitWatch) {
-	for range w.kick {
-		r.mu.Lock()
-		if r.active > 0 {
-			r.pass(true)
-		}
-		r.mu.Unlock()
-		r.flushAudits()
-	}
-}
-
-// sweepAll walks the whole root: acting (after a crash, or when no watch
-// can stand in for one) or recording the baseline.
-func (r *gitRoot) sweepAll(act bool) {
-	r.sweep.begin(act)
-	r.sweep.full()
-	r.sweep.knownDirs()
-	r.sweep.knownPointers(nil)
-	r.finish(act)
-}
-
-// pass checks what changed since the last pass (the whole root when the
-// watch cannot say) and, when act, neutralises it.
-func (r *gitRoot) pass(act bool) { r.passChanged(act, true, true) }
-
-// passChanged is pass; known says whether every known git directory is
-// re-checked too (which catches a write through a hard link elsewhere),
-// synced whether the watch is known to have read every change queued
-// (if not, the root is swept whole).
-func (r *gitRoot) passChanged(act, known, synced bool) {
-	if r.sweep == nil {
-		return
-	}
-	if r.watch == nil {
-		if act {
-			r.sweepAll(true)
-		}
-		return
-	}
-	dirty, fresh, whole := r.watch.take(synced)
-	r.sweep.begin(act)
-	if whole {
-		r.sweep.full()
+// GuardToolWrite is called by a tool after it wrote the file at path
+// (absolute, beneath the writable root root, in the form the policy
+// names the root) on a model's behalf, outside any jail. When it returns
+// nil, no git configuration that write created or changed can make the
+// host's git run a program: every git directory the written path lies in
+// or beneath, that an ancestor's .git names, or that the written file
+// points at (a .git or commondir file) has been checked, entries off
+// the allowlist removed from its configs and hooks moved aside, as after a
+// command, and a pointer the write made or re-aimed that cannot be
+// followed with certainty, that names a directory outside root, or that
+// names a git directory holding what the allowlist does not keep, has
+// been moved aside (see internal/gitguard/pointer.go). It acts on:
+//   - the written file, if it is a git control file, whatever the guard
+//     recorded of the path before;
+//   - every control file of a git directory the write made one (or that
+//     the written pointer names) and that the guard did not know as one
+//     before (for a root it had never seen, every such directory);
+//   - while a command runs in the root, whatever changed, as its live
+//     passes do.
+//
+// A control file written outside any git directory is remembered (see
+// MaxGitToolWriteTaints) and acted on by whichever later pass, between
+// commands or during one, first finds a git directory around it, in
+// whatever order the rest of the repository appears.
+//
+// The work is bounded by the written path's depth: the path's ancestors
+// up to the root and the git directories they are or point at, never a
+// sweep of the root, except once, when the guard had never run in root:
+// then its first sweep records the baseline before the write is
+// attributed. The result lists what was neutralised. When something
+// cannot be, the root is fenced and the error is a *Denial with
+// DenialWorkspaceFenced; a path not beneath root is a *Denial with
+// DenialInvalidPolicy.
+//
+// On a nil *Broker (a host that runs no commands, whose own git may
+// still meet the workspace) the same checks run without memory: the
+// written file and every git directory containing it are acted on, and
+// a failure is reported but fences nothing, as nothing runs there.
+func (b *Broker) GuardToolWrite(root, path string) ([]Neutralisation, error) {
+	var done []gitguard.Action
+	var err error
+	if b == nil {
+		done, err = gitguard.ToolWriteAlone(root, path)
 	} else {
-		for _, d := range fresh {
-			r.sweep.walk(d, 0)
-		}
-		for _, d := range dirty {
-			r.sweep.dirty(d)
-		}
+		done, err = b.git.ToolWrite(root, path)
 	}
-	if known {
-		r.sweep.knownDirs()
-		if whole {
-			r.sweep.knownPointers(nil)
-		} else {
-			r.sweep.knownPointers(append(dirty, fresh...))
-		}
-	}
-	r.finish(act)
-}
-
-// finish quarantines absent protected paths a command created, logs and
-// audits what the pass did, and fences the root on any failure.
-func (r *gitRoot) finish(act bool) {
-	if act && len(r.absent) > 0 {
-		var paths []string
-		for p := range r.absent {
-			paths = append(paths, p)
-		}
-		for _, q := range quarantineCreated(paths) {
-			if q.Err != "" && errors.Is(statErr(q.Path), fs.ErrNotExist) {
-				continue // the command removed it itself meanwhile
-			}
-			r.seq++
-			r.log = append(r.log, gitLogged{seq: r.seq, q: &q})
-			r.audits = append(r.audits, AuditEvent{Kind: AuditQuarantine, Workspace: r.abs, Path: q.Path, Detail: quarantineDetail(q)})
-			if q.Err != "" {
-				r.sweep.failed = append(r.sweep.failed, q.Path+": "+q.Err)
-			}
-		}
-	}
-	for i := range r.sweep.done {
-		n := r.sweep.done[i]
-		r.seq++
-		r.log = append(r.log, gitLogged{seq: r.seq, n: &n})
-		r.audits = append(r.audits, AuditEvent{Kind: AuditNeutralised, Workspace: r.abs, Path: n.Path, Detail: neutralisedDetail(n)})
-	}
-	if len(r.sweep.failed) > 0 && r.fenced == "" {
-		r.fenced = fmt.Sprintf("the broker could not neutralise git configuration a command or a tool left in %s (%s); "+
-			"remove or repair what is named, then call Broker.Unfence(%q)", r.abs, strings.Join(r.sweep.failed, "; "), r.abs)
-		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: r.fenced})
-	}
-	r.sweep.done, r.sweep.failed = nil, nil
-}
-
-// sameDir reports whether the directory pinned as root is still the one
-// at abs.
-func sameDir(root *os.Root, abs string) bool {
-	a, err := root.Stat(".")
 	if err != nil {
-		return false
+		return neutralisations(done), gitDenial(err)
 	}
-	b, err := os.Stat(abs)
-	return err == nil && os.SameFile(a, b)
+	return neutralisations(done), nil
 }
 
-func statErr(p string) error {
-	_, err := os.Lstat(p)
-	return err
+// neutralisations reports what the guard did as hosts see it.
+func neutralisations(done []gitguard.Action) []Neutralisation {
+	var out []Neutralisation
+	for _, a := range done {
+		out = append(out, Neutralisation(a))
+	}
+	return out
 }
 
-func neutralisedDetail(n Neutralisation) string {
+// gitDenial is the guard's refusal as a Denial: a fenced workspace, or
+// a request that names a path not beneath its root.
+func gitDenial(err error) *Denial {
+	var e *gitguard.Error
 	switch {
-	case n.Err != "":
-		return "could not neutralise: " + n.Err
-	case n.MovedTo != "":
-		return "moved aside to " + n.MovedTo
+	case !errors.As(err, &e):
+		return NewDenial(DenialWorkspaceFenced, err.Error(), err)
+	case e.Fenced:
+		return NewDenial(DenialWorkspaceFenced, e.Msg, e.Err)
 	default:
-		return "removed " + strings.Join(n.Removed, ", ")
+		return NewDenial(DenialInvalidPolicy, e.Msg, e.Err)
 	}
 }
 
-func (r *gitRoot) fenceDenial() *Denial {
-	return NewDenial(DenialWorkspaceFenced, r.fenced, nil)
-}
-
-// flushAudits hands queued audit events to the host, outside every lock
-// of the guard.
-func (r *gitRoot) flushAudits() {
-	r.mu.Lock()
-	a := r.audits
-	r.audits = nil
-	r.mu.Unlock()
-	for _, e := range a {
-		r.b.Audit(e)
+// gitAudit is one of the guard's events as hosts see it.
+func gitAudit(e gitguard.Event) AuditEvent {
+	a := AuditEvent{Workspace: e.Workspace, Path: e.Path, Detail: e.Detail}
+	switch e.Kind {
+	case gitguard.EventNeutralised:
+		a.Kind = AuditNeutralised
+	case gitguard.EventFenced:
+		a.Kind = AuditFenced
+	case gitguard.EventQuarantined:
+		a.Kind = AuditQuarantine
 	}
-}
-
-// relUnder returns p relative to root, slash-separated, when p lies
-// strictly beneath root.
-func relUnder(root, p string) (string, bool) {
-	if !Covers(root, p) {
-		return "", false
-	}
-	rel, err := filepath.Rel(root, filepath.Clean(p))
-	if err != nil || rel == "." {
-		return "", false
-	}
-	return filepath.ToSlash(rel), true
-}
-
-// GitGuardMarkerDirName is the directory, under the user cache
-// directory (os.UserCacheDir) or, when that cannot be created, under the
-// temporary directory with the uid appended, where the git guard keeps
-// one marker per writable root while a command runs there. A directory
-// that is a link or is not the broker's own (mode 0700) is refused.
-const GitGuardMarkerDirName = "loom-git-guard"
-
-func (f *gitFences) markerPath(abs string) (string, error) {
-	f.mu.Lock()
-	dir, ok := f.markerDir, f.markerOK
-	f.mu.Unlock()
-	if !ok {
-		var errs []string
-		var candidates []string
-		if dir != "" {
-			candidates = []string{dir} // set by a test
-		} else {
-			if base, err := os.UserCacheDir(); err == nil {
-				candidates = append(candidates, filepath.Join(base, GitGuardMarkerDirName))
-			}
-			candidates = append(candidates, filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d", GitGuardMarkerDirName, os.Geteuid())))
-		}
-		dir = ""
-		for _, c := range candidates {
-			if err := ownPrivateDir(c); err != nil {
-				errs = append(errs, err.Error())
-				continue
-			}
-			dir = c
-			break
-		}
-		if dir == "" {
-			return "", errors.New(strings.Join(errs, "; "))
-		}
-		f.mu.Lock()
-		f.markerDir, f.markerOK = dir, true
-		f.mu.Unlock()
-	}
-	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(dir, hex.EncodeToString(sum[:16])), nil
-}
-
-// ownPrivateDir makes dir (mode 0700) if it is missing and checks it is
-// a directory, not a link, that only the broker's user can change.
-func ownPrivateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 || !ownedByMe(fi) {
-		return fmt.Errorf("%s is not a private directory of this user", dir)
-	}
-	return nil
-}
-
-func (f *gitFences) markerExists(abs string) bool {
-	p, err := f.markerPath(abs)
-	if err != nil {
-		return false
-	}
-	_, err = os.Lstat(p)
-	return err == nil
-}
-
-func (f *gitFences) setMarker(abs string) error {
-	p, err := f.markerPath(abs)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(p, []byte(abs+"\n"), 0o600)
-}
-
-func (f *gitFences) clearMarker(abs string) {
-	if p, err := f.markerPath(abs); err == nil {
-		os.Remove(p)
-	}
-}
-
-// absentPaths returns the entries of paths that do not exist.
-func absentPaths(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// quarantineCreated moves aside every path of absent that now exists.
-func quarantineCreated(absent []string) []Quarantine {
-	var out []Quarantine
-	for _, p := range absent {
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
-		q := Quarantine{Path: p}
-		if to, err := quarantineAside(p); err != nil {
-			q.Err = err.Error()
-		} else {
-			q.MovedTo = to
-		}
-		out = append(out, q)
-	}
-	return out
+	return a
 }

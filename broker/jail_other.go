@@ -112,10 +112,6 @@ func (b *Broker) hostIsLarge() bool { return false }
 
 func closeFd(int) {}
 
-func quarantineAside(path string) (string, error) {
-	return "", errNoJail
-}
-
 // wait reaps the command and returns its state.
 func (p *jailProcess) wait() exitState {
 	p.cmd.Wait() // the state is in ProcessState even when err != nil

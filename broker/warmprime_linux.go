@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentloom/loom/broker/internal/gitguard"
 	"golang.org/x/sys/unix"
 
 	"github.com/agentloom/loom/broker/internal/jail"
@@ -92,8 +93,8 @@ var primeLedger struct {
 // primeRecord is what the broker knows of a primed helper's priming.
 type primeRecord struct {
 	key     string
-	sockets []string // the host sockets the priming masked
-	watches []primeWatch
+	sockets []string         // the host sockets the priming masked
+	watches []gitguard.Stamp // each writable root's git watch before priming
 	print   []pathIdent
 	// wds are the printWatch descriptors of the directories of print's
 	// paths and their ancestors, wdEvents their event count before print
@@ -120,21 +121,13 @@ type primeRecord struct {
 	tainted bool
 }
 
-// primeWatch is a writable root's watch and its change count before
-// priming.
-type primeWatch struct {
-	r      *gitRoot
-	w      *gitWatch
-	events uint64
-}
-
 // primable says whether a helper could be primed for cfg: a policy's
 // own root (not an empty root, not the host view), with namespaces, and
 // the git guard on (its watches are what re-validates the writable
 // roots).
 func (b *Broker) primable(cfg jail.Config) bool {
 	return cfg.Namespaces && cfg.EmptyRoot == nil && !cfg.TestHookPolicyRootOff && !cfg.HostViewByRemount &&
-		!b.git.test.off && !b.test.noPrime && len(cfg.WritableRoots) > 0
+		!b.git.Test.Off && !b.test.noPrime && len(cfg.WritableRoots) > 0
 }
 
 // notePrimeSource records cfg (a command's configuration) as what the
@@ -317,7 +310,7 @@ func (b *Broker) prime(h *waitingHelper) error {
 		return nil
 	}
 	forget := func() { closePrime(rec) }
-	watches, ok := b.primeWatches(src.WritableRoots)
+	watches, ok := b.git.Stamps(src.WritableRoots)
 	if !ok {
 		forget()
 		return nil
@@ -398,36 +391,6 @@ func helperMountIDs(h *waitingHelper) []string {
 	return ids
 }
 
-// primeWatches returns the git guard's watch of each writable root with
-// its change count now (every change queued so far noted), or false when
-// one has no standing watch.
-func (b *Broker) primeWatches(writable []string) ([]primeWatch, bool) {
-	if b.git.test.off || !syncWatch() {
-		return nil, false
-	}
-	var out []primeWatch
-	for _, w := range writable {
-		b.git.mu.Lock()
-		r := b.git.roots[filepath.Clean(w)]
-		b.git.mu.Unlock()
-		if r == nil {
-			return nil, false
-		}
-		r.mu.Lock()
-		watch, ok := r.watch, r.started && r.fenced == ""
-		r.mu.Unlock()
-		if watch == nil || !ok {
-			return nil, false
-		}
-		n, standing := watch.count()
-		if !standing {
-			return nil, false
-		}
-		out = append(out, primeWatch{r: r, w: watch, events: n})
-	}
-	return out, true
-}
-
 // primedFor says whether the primed helper h may serve a command whose
 // configuration is cfg (see the conditions above). Either way h's record
 // is closed: a helper that may not is retired by the caller.
@@ -439,14 +402,11 @@ func (b *Broker) primedFor(h *waitingHelper, cfg jail.Config) bool {
 	if !ok || b.test.primeCheckOff {
 		return ok
 	}
-	if !jail.SocketsCovered(cfg.MaskSockets, rec.sockets) || !syncWatch() {
+	if !jail.SocketsCovered(cfg.MaskSockets, rec.sockets) || !gitguard.Sync() {
 		return false
 	}
 	for _, w := range rec.watches {
-		w.r.mu.Lock()
-		same := w.r.watch == w.w // not replaced by a watch of another directory
-		w.r.mu.Unlock()
-		if n, standing := w.w.count(); !same || !standing || n != w.events {
+		if !w.Unchanged() {
 			return false
 		}
 	}
@@ -569,6 +529,11 @@ func printWatchedFS(magic int64) bool {
 	return false
 }
 
+// printReadBytes sizes the buffer printWatch reads events into: many
+// events per read(2), and at least one of the largest (a header and a
+// NAME_MAX name).
+const printReadBytes = 64 << 10
+
 // printWatchStart opens the instance once.
 func printWatchStart() error {
 	w := &printWatch
@@ -578,7 +543,7 @@ func printWatchStart() error {
 			w.err = err
 			return
 		}
-		w.fd, w.changes, w.buf = fd, map[int32]uint64{}, make([]byte, inotifyReadBytes)
+		w.fd, w.changes, w.buf = fd, map[int32]uint64{}, make([]byte, printReadBytes)
 	})
 	return w.err
 }

@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ func TestNeutraliseGitConfig(t *testing.T) {
 		bad  bool // git refuses it, and so does the rewriter
 	}{
 		// What tools write: kept whole (each read from the tool's own
-		// output, see gitallow.go).
+		// output, see allow.go).
 		{name: "git init", in: initConfig, keep: []string{"core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates"}},
 		{name: "cargo new", in: "[core]\n\tbare = false\n\trepositoryformatversion = 0\n\tfilemode = true\n\tlogallrefupdates = true\n", keep: []string{"core.bare"}},
 		{name: "git init sha256", in: "[core]\n\trepositoryformatversion = 1\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n[extensions]\n\tobjectformat = sha256\n", keep: []string{"extensions.objectformat"}},

@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"bytes"
@@ -681,7 +681,7 @@ func (s *gitSweep) armedHooks(rel string) string {
 
 // readControl reads the control file rel, opened beneath its pinned
 // directory: non-blocking, a regular file only, at most
-// MaxGitConfigBytes.
+// MaxConfigBytes.
 func (s *gitSweep) readControl(rel string) ([]byte, error) {
 	dir, base := path.Split(rel)
 	r, dn := s.base(path.Clean(dir))
@@ -690,7 +690,7 @@ func (s *gitSweep) readControl(rel string) ([]byte, error) {
 		return nil, err
 	}
 	defer d.Close()
-	return pinnedfs.ReadRegular(d, base, MaxGitConfigBytes)
+	return pinnedfs.ReadRegular(d, base, MaxConfigBytes)
 }
 
 // knownPointers follows again every pointer found so far whose

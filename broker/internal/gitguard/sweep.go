@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"bytes"
@@ -17,37 +17,17 @@ import (
 
 // Bounds on one sweep of a writable root for git control files.
 const (
-	// MaxGitSweepDirs bounds how many directories one full sweep of a
+	// MaxSweepDirs bounds how many directories one full sweep of a
 	// writable root visits; a root with more cannot be vouched for, so its
-	// workspace is fenced (see DenialWorkspaceFenced) rather than
-	// half-checked.
-	MaxGitSweepDirs = 1 << 18
-	// MaxGitModuleDepth bounds how deep a sweep descends into a git
+	// workspace is fenced rather than half-checked.
+	MaxSweepDirs = 1 << 18
+	// MaxModuleDepth bounds how deep a sweep descends into a git
 	// directory's modules/ and worktrees/ (module names with slashes,
 	// nested submodules). A tree deeper than that cannot be vouched for:
 	// the sweep fails there, so the workspace is fenced rather than a git
 	// directory below the bound left unchecked.
-	MaxGitModuleDepth = 64
+	MaxModuleDepth = 64
 )
-
-// Neutralisation is one piece of repository-controlled execution the
-// broker disarmed in a writable root after a command: the entries off
-// the allowlist of inert keys removed from a git config the command
-// created or changed (or made git use, or a core.worktree whose
-// directory it re-aimed), or a hook, pointer or config it moved aside
-// whole.
-type Neutralisation struct {
-	// Path is the file (absolute).
-	Path string `json:"path"`
-	// Removed names the config entries taken out (dotted, as `git config
-	// --list` prints them, in file order); empty when the file was moved
-	// aside whole.
-	Removed []string `json:"removed,omitempty"`
-	// MovedTo is where the file was moved aside, when it was.
-	MovedTo string `json:"moved_to,omitempty"`
-	// Err says why it could not be done; the workspace is then fenced.
-	Err string `json:"err,omitempty"`
-}
 
 // gitFingerprint identifies one version of a file or directory entry: a
 // rewrite, a rename over it, a chmod or a new hard link changes it (its
@@ -78,10 +58,10 @@ type gitSweep struct {
 	// watcher adds its watch there).
 	onDir func(rel string, f *os.File)
 	// onConfig, when set, is told of every git config file the sweep
-	// finds, changed or not (SafeGitEnvFor collects them).
+	// finds, changed or not (SafeEnvFor collects them).
 	onConfig func(rel string)
 	// tainted holds control-file paths a tool wrote on a model's behalf
-	// (see GuardToolWrite), with the version it left: while that version
+	// (see Fences.ToolWrite), with the version it left: while that version
 	// is there, every pass that meets the file acts on it, so no pass
 	// can take it for the host's baseline.
 	tainted map[string]gitFingerprint
@@ -96,7 +76,7 @@ type gitSweep struct {
 	// beneath it resolve from it rather than from the root.
 	cur *pinnedDir
 	// pointers holds every pointer found (relative) with where it led
-	// when last followed (see gitpointer.go); each pass that re-checks
+	// when last followed (see pointer.go); each pass that re-checks
 	// the known git directories follows them all again.
 	pointers map[string]gitAim
 	// through holds, per pointer, the directories beneath the root its
@@ -122,7 +102,7 @@ type gitSweep struct {
 	// taking the directory itself for its git directory (see shadow).
 	shadows map[string]bool
 
-	// test holds switches only tests set (see gitFences.test).
+	// test holds switches only tests set (see Fences.Test).
 	test struct{ trustTargets bool }
 
 	// per pass
@@ -130,7 +110,7 @@ type gitSweep struct {
 	visited map[string]bool
 	ptrSeen map[string]bool
 	dirs    int
-	done    []Neutralisation
+	done    []Action
 	failed  []string
 }
 
@@ -230,9 +210,9 @@ const maxGitSweepFdDepth = 64
 // walkIn is walk with rel's parent directory open as parent (nil: open
 // rel from the root).
 func (s *gitSweep) walkIn(parent *os.File, rel string, depth int) {
-	if s.dirs >= MaxGitSweepDirs {
-		if s.dirs == MaxGitSweepDirs {
-			s.fail(rel, fmt.Errorf("more than %d directories beneath %s: too many to sweep", MaxGitSweepDirs, s.abs))
+	if s.dirs >= MaxSweepDirs {
+		if s.dirs == MaxSweepDirs {
+			s.fail(rel, fmt.Errorf("more than %d directories beneath %s: too many to sweep", MaxSweepDirs, s.abs))
 			s.dirs++
 		}
 		return
@@ -504,7 +484,7 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 	if s.visited[rel] {
 		return
 	}
-	if depth > MaxGitModuleDepth {
+	if depth > MaxModuleDepth {
 		s.fail(rel, errGitTooDeep)
 		return
 	}
@@ -545,7 +525,7 @@ func (s *gitSweep) gitDir(rel string, depth int) {
 // modules/<name> for the submodule's git directory, as git takes a .git
 // link).
 func (s *gitSweep) container(rel string, depth int) {
-	if depth > MaxGitModuleDepth {
+	if depth > MaxModuleDepth {
 		s.fail(rel, errGitTooDeep)
 		return
 	}
@@ -653,7 +633,7 @@ func (s *gitSweep) config(rel string) {
 		return
 	}
 	defer d.Close()
-	data, err := pinnedfs.ReadRegular(d, base, MaxGitConfigBytes)
+	data, err := pinnedfs.ReadRegular(d, base, MaxConfigBytes)
 	if err != nil {
 		// Too large, not regular by now, or unreadable: what git would
 		// make of it cannot be told, so git must not meet it.
@@ -678,7 +658,7 @@ func (s *gitSweep) config(rel string) {
 	// Not recorded as seen: a command still running may have renamed its
 	// own version over ours already, so the next pass reads it again.
 	delete(s.known, rel)
-	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), Removed: removed})
+	s.done = append(s.done, Action{Path: s.absPath(rel), Removed: removed})
 }
 
 // recordWorktrees notes the core.worktree values of a config the sweep
@@ -779,7 +759,7 @@ func (s *gitSweep) asideWith(rel, into, why string, rename func(name string) (st
 		return
 	}
 	delete(s.known, rel)
-	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), MovedTo: s.absPath(path.Join(into, to))})
+	s.done = append(s.done, Action{Path: s.absPath(rel), MovedTo: s.absPath(path.Join(into, to))})
 }
 
 // containerHolder returns the outermost known git directory in whose
@@ -797,14 +777,14 @@ func (s *gitSweep) containerHolder(rel string) (string, bool) {
 }
 
 // errGitTooDeep is the failure of a modules/ or worktrees/ tree deeper
-// than MaxGitModuleDepth.
-var errGitTooDeep = fmt.Errorf("modules or worktrees nested deeper than %d levels, which the git guard does not check", MaxGitModuleDepth)
+// than MaxModuleDepth.
+var errGitTooDeep = fmt.Errorf("modules or worktrees nested deeper than %d levels, which the git guard does not check", MaxModuleDepth)
 
 func (s *gitSweep) fail(rel string, err error) {
 	delete(s.known, rel) // so the next pass tries again
 	msg := fmt.Sprintf("%s: %v", s.absPath(rel), err)
 	s.failed = append(s.failed, msg)
-	s.done = append(s.done, Neutralisation{Path: s.absPath(rel), Err: err.Error()})
+	s.done = append(s.done, Action{Path: s.absPath(rel), Err: err.Error()})
 }
 
 func (s *gitSweep) absPath(rel string) string {

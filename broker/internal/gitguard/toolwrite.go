@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"errors"
@@ -15,18 +15,17 @@ import (
 // the host's own doing: it records it as the baseline and does not act.
 // A harness-side tool (fs_write, fs_edit) writing on a model's behalf
 // also writes between commands, from the host's process, so each such
-// write is reported to the guard with GuardToolWrite, which checks at
+// write is reported to the guard with ToolWrite, which checks at
 // once what the write can have armed and remembers the control files the
 // tool wrote as the model's, so no later pass records them as the host's.
 
-// MaxGitToolWriteTaints bounds how many control-file paths written by
+// MaxToolWriteTaints bounds how many control-file paths written by
 // tools (files named config, config.worktree, commondir or .git, and
 // files in a directory named hooks) the guard of one writable root
 // remembers as the model's while no git directory holds them yet. Past
 // it, entries whose file is gone or was rewritten since are dropped;
-// when none is, the root is fenced (DenialWorkspaceFenced) rather than
-// forget one.
-const MaxGitToolWriteTaints = 1 << 14
+// when none is, the root is fenced rather than forget one.
+const MaxToolWriteTaints = 1 << 14
 
 // gitToolWrite is the write one tool-write pass checks.
 type gitToolWrite struct {
@@ -38,7 +37,7 @@ type gitToolWrite struct {
 	aimed bool
 }
 
-// GuardToolWrite is called by a tool after it wrote the file at path
+// ToolWrite is called after a harness-side tool wrote the file at path
 // (absolute, beneath the writable root root, in the form the policy
 // names the root) on a model's behalf, outside any jail. When it returns
 // nil, no git configuration that write created or changed can make the
@@ -47,8 +46,9 @@ type gitToolWrite struct {
 // points at (a .git or commondir file) has been checked, entries off
 // the allowlist removed from its configs and hooks moved aside, as after a
 // command, and a pointer the write made or re-aimed that cannot be
-// followed with certainty, or that names a directory outside root, has
-// been moved aside (see gitpointer.go). It acts on:
+// followed with certainty, that names a directory outside root, or that
+// names an armed git directory has been moved aside (see pointer.go).
+// It acts on:
 //   - the written file, if it is a git control file, whatever the guard
 //     recorded of the path before;
 //   - every control file of a git directory the write made one (or that
@@ -58,7 +58,7 @@ type gitToolWrite struct {
 //     passes do.
 //
 // A control file written outside any git directory is remembered (see
-// MaxGitToolWriteTaints) and acted on by whichever later pass, between
+// MaxToolWriteTaints) and acted on by whichever later pass, between
 // commands or during one, first finds a git directory around it, in
 // whatever order the rest of the repository appears.
 //
@@ -67,27 +67,17 @@ type gitToolWrite struct {
 // sweep of the root, except once, when the guard had never run in root:
 // then its first sweep records the baseline before the write is
 // attributed. The result lists what was neutralised. When something
-// cannot be, the root is fenced and the error is a *Denial with
-// DenialWorkspaceFenced; a path not beneath root is a *Denial with
-// DenialInvalidPolicy.
-//
-// On a nil *Broker (a host that runs no commands, whose own git may
-// still meet the workspace) the same checks run without memory: the
-// written file and every git directory containing it are acted on, and
-// a failure is reported but fences nothing, as nothing runs there.
-func (b *Broker) GuardToolWrite(root, path string) ([]Neutralisation, error) {
-	root = filepath.Clean(root)
-	rel, ok := relUnder(root, path)
-	if !filepath.IsAbs(root) || !ok {
-		return nil, NewDenial(DenialInvalidPolicy, fmt.Sprintf("the git guard was told of a write to %s, which is not beneath the writable root %s", path, root), nil)
+// cannot be, the root is fenced and the error is a fenced *Error; a
+// path not beneath root is an *Error that is not.
+func (f *Fences) ToolWrite(root, path string) ([]Action, error) {
+	root, rel, err := toolWritten(root, path)
+	if err != nil {
+		return nil, err
 	}
-	if b == nil {
-		return guardToolWriteAlone(root, rel)
-	}
-	if b.git.test.off {
+	if f.Test.Off {
 		return nil, nil
 	}
-	r := b.git.rootFor(b, root)
+	r := f.rootFor(root)
 	r.mu.Lock()
 	done, err := r.toolWrite(rel)
 	r.mu.Unlock()
@@ -95,11 +85,22 @@ func (b *Broker) GuardToolWrite(root, path string) ([]Neutralisation, error) {
 	return done, err
 }
 
-// toolWrite is GuardToolWrite on one root, under its lock.
-func (r *gitRoot) toolWrite(rel string) ([]Neutralisation, error) {
+// toolWritten returns root cleaned and path relative to it, or an
+// *Error when path does not lie beneath the absolute root.
+func toolWritten(root, path string) (string, string, error) {
+	root = filepath.Clean(root)
+	rel, ok := relUnder(root, path)
+	if !filepath.IsAbs(root) || !ok {
+		return "", "", &Error{Msg: fmt.Sprintf("the git guard was told of a write to %s, which is not beneath the writable root %s", path, root)}
+	}
+	return root, rel, nil
+}
+
+// toolWrite is ToolWrite on one root, under its lock.
+func (r *gitRoot) toolWrite(rel string) ([]Action, error) {
 	if err := r.pin(); err != nil {
 		r.fence(fmt.Sprintf("the git guard cannot open %s to check a file a tool wrote there (%v); call Broker.Unfence(%q) once it opens", r.abs, err, r.abs))
-		return nil, r.fenceDenial()
+		return nil, r.fenceError()
 	}
 	first := r.seq
 	r.taint(rel)
@@ -113,7 +114,7 @@ func (r *gitRoot) toolWrite(rel string) ([]Neutralisation, error) {
 	r.sweep.ancestors(rel)
 	r.sweep.tool, r.sweep.forced = nil, nil
 	r.finish(act)
-	var done []Neutralisation
+	var done []Action
 	for _, l := range r.log {
 		if l.seq > first && l.n != nil {
 			done = append(done, *l.n)
@@ -123,7 +124,7 @@ func (r *gitRoot) toolWrite(rel string) ([]Neutralisation, error) {
 		r.log = nil // no command's settlement will collect it
 	}
 	if r.fenced != "" {
-		return done, r.fenceDenial()
+		return done, r.fenceError()
 	}
 	return done, nil
 }
@@ -140,15 +141,15 @@ func (r *gitRoot) taint(rel string) {
 		return // gone already: nothing there to arm anything
 	}
 	delete(s.known, rel)
-	if _, ok := s.tainted[rel]; !ok && len(s.tainted) >= MaxGitToolWriteTaints {
+	if _, ok := s.tainted[rel]; !ok && len(s.tainted) >= MaxToolWriteTaints {
 		for p, fp := range s.tainted {
 			if cur, err := s.root.Lstat(p); err != nil || fingerprintOf(cur) != fp {
 				delete(s.tainted, p)
 			}
 		}
-		if len(s.tainted) >= MaxGitToolWriteTaints {
+		if len(s.tainted) >= MaxToolWriteTaints {
 			r.fence(fmt.Sprintf("tools wrote more than %d git control files (config, hooks, pointers) in %s outside any git directory; "+
-				"remove the ones that are not needed, then call Broker.Unfence(%q)", MaxGitToolWriteTaints, r.abs, r.abs))
+				"remove the ones that are not needed, then call Broker.Unfence(%q)", MaxToolWriteTaints, r.abs, r.abs))
 			return
 		}
 	}
@@ -159,7 +160,7 @@ func (r *gitRoot) taint(rel string) {
 func (r *gitRoot) fence(why string) {
 	if r.fenced == "" {
 		r.fenced = why
-		r.audits = append(r.audits, AuditEvent{Kind: AuditFenced, Workspace: r.abs, Detail: why})
+		r.audits = append(r.audits, Event{Kind: EventFenced, Workspace: r.abs, Detail: why})
 	}
 }
 
@@ -232,12 +233,19 @@ func gitControlName(rel string) bool {
 	return strings.ToLower(path.Base(path.Dir(rel))) == "hooks"
 }
 
-// guardToolWriteAlone is GuardToolWrite without a broker: one pass with
-// no memory of what came before.
-func guardToolWriteAlone(root, rel string) ([]Neutralisation, error) {
+// ToolWriteAlone is ToolWrite without a guard (for a host that runs no
+// commands, whose own git may still meet the workspace): one pass with
+// no memory of what came before. The written file and every git
+// directory containing it are acted on; a failure is reported but
+// fences nothing, as nothing runs there.
+func ToolWriteAlone(root, path string) ([]Action, error) {
+	root, rel, err := toolWritten(root, path)
+	if err != nil {
+		return nil, err
+	}
 	rt, err := openDirRoot(root)
 	if err != nil {
-		return nil, NewDenial(DenialWorkspaceFenced, fmt.Sprintf("the git guard cannot open %s to check a file a tool wrote there: %v", root, err), err)
+		return nil, fenced(fmt.Sprintf("the git guard cannot open %s to check a file a tool wrote there: %v", root, err), err)
 	}
 	defer rt.Close()
 	s := newGitSweep(rt, root)
@@ -245,14 +253,14 @@ func guardToolWriteAlone(root, rel string) ([]Neutralisation, error) {
 		if fi, err := rt.Lstat(rel); err == nil {
 			s.tainted[rel] = fingerprintOf(fi)
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, NewDenial(DenialWorkspaceFenced, fmt.Sprintf("the git guard cannot check %s: %v", filepath.Join(root, rel), err), err)
+			return nil, fenced(fmt.Sprintf("the git guard cannot check %s: %v", filepath.Join(root, rel), err), err)
 		}
 	}
 	s.begin(false)
 	s.tool = &gitToolWrite{rel: rel, fresh: true}
 	s.ancestors(rel)
 	if len(s.failed) > 0 {
-		return s.done, NewDenial(DenialWorkspaceFenced, fmt.Sprintf(
+		return s.done, fenced(fmt.Sprintf(
 			"the git guard could not neutralise git configuration a tool wrote in %s (%s); remove or repair what is named before the host runs git there",
 			root, strings.Join(s.failed, "; ")), nil)
 	}

@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"encoding/binary"
@@ -21,10 +21,10 @@ import (
 const gitWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
 	unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
-// MaxGitDirtyDirs bounds how many changed directories the watcher keeps
+// MaxDirtyDirs bounds how many changed directories the watcher keeps
 // for one writable root between sweeps; past it the root is swept whole,
 // as after an inotify queue overflow.
-const MaxGitDirtyDirs = 1 << 16
+const MaxDirtyDirs = 1 << 16
 
 // inotifyReadBytes sizes the buffer the hub reads events into: many
 // events per read(2), and at least one of the largest (a header and a
@@ -275,7 +275,7 @@ func (w *gitWatch) note(rel, name string, mask uint32) {
 		return
 	}
 	w.events++
-	if len(w.dirty)+len(w.fresh) >= MaxGitDirtyDirs {
+	if len(w.dirty)+len(w.fresh) >= MaxDirtyDirs {
 		w.overflow = true
 	} else {
 		w.dirty[rel] = true

@@ -1,11 +1,13 @@
-package broker
+package gitguard
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -124,4 +126,19 @@ func openChildDir(parent *os.File, name string) (*os.File, error) {
 func ownedByMe(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// errnoName is err's text with its errno spelled as its name (EACCES),
+// where it has one.
+func errnoName(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e unix.Errno
+	if errors.As(err, &e) {
+		if n := unix.ErrnoName(e); n != "" {
+			return strings.Replace(err.Error(), e.Error(), n, 1)
+		}
+	}
+	return err.Error()
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package broker
+package gitguard
 
 import (
 	"errors"
@@ -75,4 +75,10 @@ func (w *gitWatch) retire() {}
 // BSDs and macOS, is taken as one: what it names depends on the reader.
 func onProcFS(_ fs.FileInfo, comps []string) bool {
 	return len(comps) >= 2 && comps[0] == "dev" && comps[1] == "fd"
+}
+
+// quarantineAside cannot move a path aside without following links
+// here (no openat2): it refuses.
+func quarantineAside(string) (string, error) {
+	return "", errors.New("moving a protected path aside is not supported on this platform")
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package broker
+package gitguard
 
 import (
 	"os"
@@ -207,7 +207,7 @@ func TestGitGuardRemovesUnlistedKeysEverywhere(t *testing.T) {
 		if !strings.Contains(cfg, "name = a") || !strings.Contains(cfg, "bare = false") {
 			t.Errorf("%s lost an allowed entry:\n%s", f, cfg)
 		}
-		i := slices.IndexFunc(s.GitNeutralised, func(n Neutralisation) bool { return n.Path == filepath.Join(w.ws, f) })
+		i := slices.IndexFunc(s.GitNeutralised, func(n Action) bool { return n.Path == filepath.Join(w.ws, f) })
 		if i < 0 {
 			t.Errorf("%s not reported: %+v", f, s.GitNeutralised)
 		} else if got := s.GitNeutralised[i].Removed; !slices.Equal(got, removed) {
@@ -243,7 +243,7 @@ func TestGitGuardRejudgesWorktree(t *testing.T) {
 		cmd.Env = hostGitEnv(t)
 		cmd.Run() // fails where core.worktree is gone: no work tree
 	}
-	run := func(guarded bool) (wrote bool, s Settled) {
+	run := func(guarded bool) (wrote bool, s settled) {
 		w := newGuardWorld(t)
 		outside := filepath.Join(filepath.Dir(w.ws), "outside")
 		os.MkdirAll(outside, 0o755)
@@ -252,7 +252,7 @@ func TestGitGuardRejudgesWorktree(t *testing.T) {
 			if d != nil || len(s1.GitNeutralised) != 0 {
 				t.Fatalf("submodule add: %v %+v", d, s1.GitNeutralised)
 			}
-			var d2 *Denial
+			var d2 *Error
 			if s, d2 = w.command(func() { swap(w, outside) }); d2 != nil {
 				t.Fatal(d2)
 			}
@@ -277,7 +277,7 @@ func TestGitGuardRejudgesWorktree(t *testing.T) {
 }
 
 // TestGitGuardConfigSizeBound: a config a command wrote of exactly
-// MaxGitConfigBytes is read and loses what the allowlist does not keep;
+// MaxConfigBytes is read and loses what the allowlist does not keep;
 // one byte more and it is moved aside whole, unread.
 func TestGitGuardConfigSizeBound(t *testing.T) {
 	t.Parallel()
@@ -285,7 +285,7 @@ func TestGitGuardConfigSizeBound(t *testing.T) {
 		name  string
 		size  int
 		aside bool
-	}{{"at", MaxGitConfigBytes, false}, {"past", MaxGitConfigBytes + 1, true}} {
+	}{{"at", MaxConfigBytes, false}, {"past", MaxConfigBytes + 1, true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			w := newGuardWorld(t)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package broker
+package gitguard
 
 import (
 	"errors"
@@ -16,10 +16,10 @@ import (
 
 // toolWrite writes rel as a harness-side tool does (outside any
 // command) and reports it to the guard.
-func (w *guardWorld) toolWrite(rel, s string) ([]Neutralisation, error) {
+func (w *guardWorld) toolWrite(rel, s string) ([]Action, error) {
 	w.t.Helper()
 	w.write(rel, s)
-	return w.b.GuardToolWrite(w.ws, filepath.Join(w.ws, rel))
+	return w.f.ToolWrite(w.ws, filepath.Join(w.ws, rel))
 }
 
 // hostGitRuns runs the host's plain git status in the workspace and
@@ -67,7 +67,7 @@ func TestGitToolWriteNonGitWorkspace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			w := newGuardWorld(t)
-			w.b.git.test.off = tc.off
+			w.f.Test.Off = tc.off
 			mark := filepath.Join(t.TempDir(), "PWNED")
 			if tc.commandFirst {
 				if _, d := w.command(nil); d != nil {
@@ -131,7 +131,7 @@ func TestGitToolWriteOrders(t *testing.T) {
 				continue
 			}
 			// A command's write may fail: a protected path it creates
-			// (DefaultProtected follows the .git pointer) is moved aside
+			// (Protected follows the .git pointer) is moved aside
 			// while it runs.
 			if _, d := w.command(func() {
 				p := filepath.Join(w.ws, st.rel)
@@ -168,7 +168,7 @@ func TestGitToolWriteNestedRepository(t *testing.T) {
 			}); d != nil {
 				t.Fatal(d)
 			}
-			w.b.git.test.off = off
+			w.f.Test.Off = off
 			mark := filepath.Join(t.TempDir(), "PWNED")
 			cfg := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tfsmonitor = \"touch " + mark + "; false\"\n"
 			done, err := w.toolWrite("sub/.git/config", cfg)
@@ -275,7 +275,7 @@ func TestGitToolWriteIsNotASweep(t *testing.T) {
 	if _, err := w.toolWrite("a/b/c.txt", "x"); err != nil {
 		t.Fatal(err)
 	}
-	r := w.b.git.roots[w.ws]
+	r := w.f.roots[w.ws]
 	r.mu.Lock()
 	dirs := r.sweep.dirs
 	r.mu.Unlock()
@@ -300,16 +300,16 @@ func TestGitToolWriteFence(t *testing.T) {
 	w.write("evil/config", "[core]\n\tfsmonitor = evil\n")
 	setImmutable(t, filepath.Join(w.ws, "evil"), true)
 	t.Cleanup(func() { setImmutable(t, filepath.Join(w.ws, "evil"), false) })
-	_, err := w.b.GuardToolWrite(w.ws, filepath.Join(w.ws, "evil/config"))
-	var den *Denial
-	if !errors.As(err, &den) || den.Code != DenialWorkspaceFenced || !strings.Contains(den.Reason, "evil/config") {
+	_, err := w.f.ToolWrite(w.ws, filepath.Join(w.ws, "evil/config"))
+	var den *Error
+	if !errors.As(err, &den) || !den.Fenced || !strings.Contains(den.Msg, "evil/config") {
 		t.Fatalf("GuardToolWrite on a config it cannot rewrite: %v", err)
 	}
-	if _, d := w.command(nil); d == nil || d.Code != DenialWorkspaceFenced {
+	if _, d := w.command(nil); d == nil || !d.Fenced {
 		t.Fatalf("the next command ran in a fenced workspace: %v", d)
 	}
 	setImmutable(t, filepath.Join(w.ws, "evil"), false)
-	if err := w.b.Unfence(w.ws); err != nil {
+	if err := w.f.Unfence(w.ws); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(w.read("evil/config"), "fsmonitor") {
@@ -324,8 +324,10 @@ func TestGitToolWriteFence(t *testing.T) {
 	}
 }
 
-// TestGitToolWriteWithoutBroker: a nil broker still neutralises what a
-// tool wrote into a repository the host's git would use.
+// TestGitToolWriteWithoutBroker: without a guard (a host that runs no
+// commands: the broker's GuardToolWrite on a nil *Broker), ToolWriteAlone
+// still neutralises what a tool wrote into a repository the host's git
+// would use.
 func TestGitToolWriteWithoutBroker(t *testing.T) {
 	t.Parallel()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
@@ -333,21 +335,20 @@ func TestGitToolWriteWithoutBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark := filepath.Join(t.TempDir(), "PWNED")
-	var b *Broker
 	for _, st := range plantSteps(mark) {
 		p := filepath.Join(ws, st.rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, []byte(st.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.GuardToolWrite(ws, p); err != nil {
+		if _, err := ToolWriteAlone(ws, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if hostGitRuns(t, ws, mark) {
 		t.Error("host git ran the payload")
 	}
-	if _, err := b.GuardToolWrite(ws, "/elsewhere/x"); err == nil {
+	if _, err := ToolWriteAlone(ws, "/elsewhere/x"); err == nil {
 		t.Error("a path outside the root was accepted")
 	}
 }
@@ -395,18 +396,16 @@ func BenchmarkGuardToolWrite(b *testing.B) {
 						b.Fatalf("%v %s", err, out)
 					}
 				}
-				br := New(Options{})
-				defer br.Close()
-				br.git.markerDir = filepath.Join(dir, "markers")
+				br := &Fences{markerDir: filepath.Join(dir, "markers")}
 				if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := br.GuardToolWrite(ws, p); err != nil { // starts the root
+				if _, err := br.ToolWrite(ws, p); err != nil { // starts the root
 					b.Fatal(err)
 				}
 				b.ResetTimer()
 				for b.Loop() {
-					if _, err := br.GuardToolWrite(ws, p); err != nil {
+					if _, err := br.ToolWrite(ws, p); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package broker
+package gitguard
 
 import (
 	"os"
@@ -46,7 +46,7 @@ func TestRedteamTodayGitPartialCloneNameIsAnOption(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newGuardWorld(t)
-			w.b.git.test.off = tc.off
+			w.f.Test.Off = tc.off
 			mark := filepath.Join(t.TempDir(), "PWNED")
 			w.git(w.ws, "init", "-q")
 			w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "host")
@@ -106,7 +106,7 @@ func TestRedteamTodayGitRootObjectsAsFile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newGuardWorld(t)
-			w.b.git.test.off = tc.off
+			w.f.Test.Off = tc.off
 			mark := filepath.Join(t.TempDir(), "PWNED")
 			if _, d := w.command(nil); d != nil {
 				t.Fatal(d)
@@ -178,7 +178,7 @@ func TestRedteamTodayGitWorktreeVerticalTab(t *testing.T) {
 		cmd.Env = hostGitEnv(t)
 		cmd.Run()
 	}
-	run := func(guarded bool) (wrote bool, s Settled) {
+	run := func(guarded bool) (wrote bool, s settled) {
 		w := newGuardWorld(t)
 		outside := filepath.Join(filepath.Dir(w.ws), "outside")
 		os.MkdirAll(outside, 0o755)
@@ -186,7 +186,7 @@ func TestRedteamTodayGitWorktreeVerticalTab(t *testing.T) {
 			if _, d := w.command(func() { layout(w) }); d != nil {
 				t.Fatal(d)
 			}
-			var d *Denial
+			var d *Error
 			if s, d = w.command(func() { plant(w, outside) }); d != nil {
 				t.Fatal(d)
 			}
@@ -283,6 +283,59 @@ func TestRedteamTodayGitRemoteNameCarriesAURL(t *testing.T) {
 	}
 }
 
+// launderScript builds (as the broker's escape cases do), with git's plumbing alone (the work tree is
+// never touched), a commit on the branch "agent" whose tree holds a git
+// directory: HEAD, objects/, refs/ and a config whose core.fsmonitor is
+// payload (a shell word, expanded by the script's shell), in the
+// directory at of the tree, or at its top when at is "" (then the
+// config names the directory above as its work tree, a value the
+// allowlist keeps: git takes a git directory it finds by its files for
+// a bare one, and runs status only in the work tree its config names).
+// Run in the repository.
+func launderScript(at, payload string) string {
+	top, worktree := `"$e"`, ""
+	if at == "" {
+		worktree = `\tworktree = ..\n`
+	}
+	script := `h=$(printf 'ref: refs/heads/main\n' | git hash-object -w --stdin) && ` +
+		`c=$(printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n` + worktree + `\tfsmonitor = "%s"\n' ` + payload + ` | git hash-object -w --stdin) && ` +
+		`k=$(printf '' | git hash-object -w --stdin) && ` +
+		`d=$(printf '100644 blob %s\t.keep\n' "$k" | git mktree) && ` +
+		`e=$(printf '100644 blob %s\tHEAD\n100644 blob %s\tconfig\n040000 tree %s\tobjects\n040000 tree %s\trefs\n' "$h" "$c" "$d" "$d" | git mktree) && `
+	if at != "" {
+		script += `t=$(printf '040000 tree %s\t` + at + `\n' "$e" | git mktree) && `
+		top = `"$t"`
+	}
+	return script + `git update-ref refs/heads/agent "$(git commit-tree -p HEAD -m plant ` + top + `)"`
+}
+
+// launderPointer is one way a command leads the host's git to a git
+// directory: the command's script, and the host's git run that meets
+// it.
+type launderPointer struct {
+	name   string
+	script string
+	host   []string
+}
+
+// launderPointers are the ways a command leads the host's git to a git
+// directory the host's own checkout wrote (evil), each one command's
+// writes in the workspace, with the host's git run that meets it.
+func launderPointers() []launderPointer {
+	status := []string{"-C", "y", "status", "--short"}
+	return []launderPointer{
+		{"gitfile", `mkdir y && echo 'gitdir: ../evil' > y/.git`, status},
+		{"git_link", `mkdir y && ln -s ../evil y/.git`, status},
+		{"commondir", `mkdir -p y/.git && echo 'ref: refs/heads/main' > y/.git/HEAD && echo ../../evil > y/.git/commondir`, status},
+		// git's submodule update takes a link modules/<name> for the
+		// submodule's git directory and checks the submodule out there.
+		{"modules_link", `mkdir -p .git/modules && ln -s ../../evil .git/modules/x && ` +
+			`printf '[submodule "x"]\n\tpath = x\n\turl = ./nowhere\n' > .gitmodules && ` +
+			`git update-index --add --cacheinfo "160000,$(git rev-parse HEAD),x"`,
+			[]string{"submodule", "update", "--init"}},
+	}
+}
+
 // TestRedteamTodayGitCheckoutLaundersAPlant: a command commits (with
 // hash-object, mktree, commit-tree: the work tree untouched) a git
 // directory named evil whose config arms core.fsmonitor; the host checks
@@ -310,7 +363,7 @@ func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
 				t.Run(p.name+"/"+order+"/"+mode.name, func(t *testing.T) {
 					t.Parallel()
 					w := newGuardWorld(t)
-					w.b.git.test.off, w.b.git.test.trustTargets = mode.off, mode.trust
+					w.f.Test.Off, w.f.Test.TrustTargets = mode.off, mode.trust
 					mark := filepath.Join(t.TempDir(), "PWNED")
 					w.git(w.ws, "init", "-q")
 					w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "host")
@@ -321,8 +374,8 @@ func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
 						t.Fatal(d)
 					}
 					checkout := func() { w.git(w.ws, "checkout", "-q", "agent") }
-					var s Settled
-					var d *Denial
+					var s settled
+					var d *Error
 					if order == "checkout-then-pointer" {
 						checkout()
 						s, d = w.command(func() { w.sh(p.script) })
@@ -344,7 +397,7 @@ func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
 						if !strings.Contains(w.read("evil/config"), "fsmonitor") {
 							t.Error("the host's checked-out evil/config was rewritten; the pointer should have been moved instead")
 						}
-						if why := w.b.GitFenced(w.ws); why != "" {
+						if why := w.f.Fenced(w.ws); why != "" {
 							t.Errorf("fenced where moving aside sufficed: %s", why)
 						}
 					}
@@ -383,7 +436,7 @@ func TestRedteamTodayGitCheckoutLaundersARepositoryTop(t *testing.T) {
 			t.Run(unshadow.name+"/"+mode.name, func(t *testing.T) {
 				t.Parallel()
 				w := newGuardWorld(t)
-				w.b.git.test.off, w.b.git.test.trustTargets = mode.off, mode.trust
+				w.f.Test.Off, w.f.Test.TrustTargets = mode.off, mode.trust
 				mark := filepath.Join(t.TempDir(), "PWNED")
 				w.git(w.ws, "init", "-q")
 				w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "host")
@@ -404,7 +457,7 @@ func TestRedteamTodayGitCheckoutLaundersARepositoryTop(t *testing.T) {
 					t.Errorf("host's git status in lib ran the payload: %v, want %v (neutralised %+v)", got, mode.wantRun, s.GitNeutralised)
 				}
 				if !mode.off && !mode.trust {
-					if why := w.b.GitFenced(w.ws); why != "" {
+					if why := w.f.Fenced(w.ws); why != "" {
 						t.Errorf("fenced where neutralising sufficed: %s", why)
 					}
 				}

@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -15,73 +16,33 @@ import (
 )
 
 const (
-	// MaxSubmoduleDepth bounds how deep DefaultProtected descends into
+	// MaxSubmoduleDepth bounds how deep Protected descends into
 	// .git/modules (nested submodules and module names with slashes).
 	MaxSubmoduleDepth = 8
-	// MaxProtectedGitDirs bounds how many git directories DefaultProtected
+	// MaxProtectedGitDirs bounds how many git directories Protected
 	// inspects for one workspace (the worktree's, the common one, and
 	// every submodule's).
 	MaxProtectedGitDirs = 256
-	// MaxGitConfigBytes bounds one git config file the broker reads
-	// (DefaultProtected looking for core.hooksPath and includes, the git
+	// MaxConfigBytes bounds one git config file the broker reads
+	// (Protected looking for core.hooksPath and includes, the git
 	// guard neutralising one); a larger file is not read.
-	MaxGitConfigBytes = 1 << 20
-	// MaxGitIncludeDepth bounds how deeply included git config files are
+	MaxConfigBytes = 1 << 20
+	// MaxIncludeDepth bounds how deeply included git config files are
 	// followed.
-	MaxGitIncludeDepth = 4
+	MaxIncludeDepth = 4
 )
 
-// DefaultProtected returns the paths of a workspace that must stay
-// read-only to a jailed command and out of reach of harness-side file
-// tools, so nothing a model runs can plant code that the host's own git
-// later executes outside the jail: for every git directory of the
-// workspace, its hooks directory, its config, config.worktree and
-// commondir (which would re-aim git at another directory's hooks).
-//
-// Covered layouts:
-//   - an ordinary repository: <workspace>/.git/{hooks,config,config.worktree};
-//   - a linked worktree or submodule checkout, where .git is a file saying
-//     "gitdir: <dir>": the .git file itself (so it cannot be re-aimed),
-//     that dir's entries and its commondir file, and, when it has one,
-//     the common directory's entries too;
-//   - submodules: every git directory under <gitdir>/modules (nested ones
-//     and names containing slashes included, to MaxSubmoduleDepth);
-//   - a hooks directory or config that is a symlink: its resolved target
-//     as well;
-//   - core.hooksPath set in a protected config (husky and friends point
-//     it into the workspace) and config files pulled in by include.path
-//     or includeIf.*.path;
-//   - core.hooksPath set in the host's global or system git config
-//     (GIT_CONFIG_GLOBAL, else ~/.gitconfig and
-//     $XDG_CONFIG_HOME/git/config; GIT_CONFIG_SYSTEM, else
-//     /etc/gitconfig, unless GIT_CONFIG_NOSYSTEM), relative ones taken
-//     relative to the workspace, where the host's git runs them.
-//
-// Every file it reads is opened beneath its pinned parent directory,
-// non-blocking and only if it is a regular file, within a size bound: a
-// FIFO or device planted where a config or pointer file belongs is
-// skipped, never waited on.
-//
-// Its walk follows no link: modules directories and their entries are
-// opened one component at a time from the workspace without following
-// any (a link there is not walked, so a command's .git/modules -> / reads
-// nothing of the host), and a git directory outside the workspace (a
-// pointer's, commondir's or .git link's target) has its own hooks,
-// configs and commondir listed but is never walked. The walk opens at
-// most MaxProtectedWalkDirs directories and reads at most
-// MaxProtectedDirEntries entries of each.
-//
-// The lexical <workspace>/.git/hooks and <workspace>/.git/config are
-// always listed; other paths need not exist (the jail binds only those
-// that do). Paths are absolute, clean, sorted and unique. A workspace that
-// is not absolute yields the two lexical entries under its cleaned form,
-// which Validate then refuses: failing closed rather than protecting
-// nothing.
-func DefaultProtected(workspace string) []string {
+// Protected is broker.DefaultProtected (whose comment is the contract):
+// the paths of workspace a jailed command must not change, so nothing it
+// runs can plant code the host's own git later runs. Every file it reads
+// is opened beneath its pinned parent, non-blocking, regular files only,
+// within a size bound; its walk follows no link and is bounded by
+// MaxProtectedWalkDirs and MaxProtectedDirEntries.
+func Protected(workspace string) []string {
 	return scanProtected(workspace).out
 }
 
-// scanProtected is DefaultProtected, returning the scan (tests read its
+// scanProtected is Protected, returning the scan (tests read its
 // counters).
 func scanProtected(workspace string) *gitScan {
 	ws := filepath.Clean(workspace)
@@ -91,7 +52,10 @@ func scanProtected(workspace string) *gitScan {
 	if !filepath.IsAbs(ws) {
 		return g // fail closed: Validate refuses these
 	}
-	defer func() { g.out = normalizeSet(g.out) }()
+	defer func() {
+		slices.Sort(g.out)
+		g.out = slices.Clip(slices.Compact(g.out))
+	}()
 	g.add(filepath.Join(dotgit, "hooks")) // their resolved forms, if symlinks
 	g.add(filepath.Join(dotgit, "config"))
 
@@ -137,14 +101,14 @@ func scanProtected(workspace string) *gitScan {
 	return g
 }
 
-// Bounds on DefaultProtected's walk.
+// Bounds on Protected's walk.
 const (
-	// MaxProtectedWalkDirs bounds how many directories DefaultProtected
+	// MaxProtectedWalkDirs bounds how many directories Protected
 	// opens while walking modules directories for submodules' git
 	// directories; past it the rest is not walked.
 	MaxProtectedWalkDirs = 4096
 	// MaxProtectedDirEntries bounds how many entries of one modules
-	// directory DefaultProtected reads.
+	// directory Protected reads.
 	MaxProtectedDirEntries = 4096
 )
 
@@ -310,9 +274,9 @@ func hasHead(d *os.File) bool {
 // config protects what a git config file points at: core.hooksPath
 // (relative to worktree, where hooks run) and included files
 // (relative to the including file), following includes to
-// MaxGitIncludeDepth.
+// MaxIncludeDepth.
 func (g *gitScan) config(file, worktree string, depth int) {
-	if depth > MaxGitIncludeDepth {
+	if depth > MaxIncludeDepth {
 		return
 	}
 	for _, kv := range readGitConfig(file) {
@@ -353,12 +317,12 @@ func expandGitPath(v, relTo string) string {
 type gitConfigEntry struct{ section, key, value string }
 
 // readGitConfig reads the section, key and value of each "key = value"
-// line of a git config file (first MaxGitConfigBytes). It understands
+// line of a git config file (first MaxConfigBytes). It understands
 // sections ("[core]", `[includeIf "gitdir:x"]`, "[a.b]"), comments,
 // quoted values and case-insensitive names: enough to find hooksPath and
 // includes, not a full git config parser.
 func readGitConfig(file string) []gitConfigEntry {
-	b, err := readPinned(file, MaxGitConfigBytes)
+	b, err := readPinned(file, MaxConfigBytes)
 	if err != nil {
 		return nil
 	}
@@ -434,7 +398,7 @@ func parseGitConfig(r io.Reader) []gitConfigEntry {
 	var out []gitConfigEntry
 	section := ""
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), MaxGitConfigBytes)
+	sc.Buffer(make([]byte, 0, 4096), MaxConfigBytes)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' || line[0] == ';' {

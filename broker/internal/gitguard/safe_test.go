@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"context"
@@ -101,7 +101,7 @@ func (r *payloadRepo) ran() bool {
 // program, each with what makes plain git run it.
 func gitPayloads() []struct {
 	name    string
-	named   bool // needs SafeGitEnvFor: keyed by a name the repository chose
+	named   bool // needs SafeEnvFor: keyed by a name the repository chose
 	plant   func(r *payloadRepo)
 	trigger [][]string
 	stdin   string
@@ -150,7 +150,7 @@ func gitPayloads() []struct {
 			r.config("filter.z.smudge", r.evil)
 			os.Remove(filepath.Join(r.ws, "a.txt"))
 		}, trigger: [][]string{{"checkout", "--", "a.txt"}}},
-		// No environment turns diff.external off: SafeGitEnv's documented
+		// No environment turns diff.external off: SafeEnv's documented
 		// use adds --no-ext-diff (safeArgs).
 		{name: "diff_external", plant: func(r *payloadRepo) { r.config("diff.external", r.evil); dirty(r) }, trigger: diff},
 		{name: "diff_textconv", named: true, plant: func(r *payloadRepo) {
@@ -215,8 +215,8 @@ func signedCommit(r *payloadRepo) {
 }
 
 // TestSafeGitEnv plants every payload in a fresh repository: plain git
-// runs it (the control), git under SafeGitEnvFor does not, and neither
-// does git under SafeGitEnv for the payloads it covers without names.
+// runs it (the control), git under SafeEnvFor does not, and neither
+// does git under SafeEnv for the payloads it covers without names.
 func TestSafeGitEnv(t *testing.T) {
 	t.Parallel()
 	for _, p := range gitPayloads() {
@@ -233,11 +233,11 @@ func TestSafeGitEnv(t *testing.T) {
 				switch mode {
 				case "for":
 					var err error
-					if env, err = SafeGitEnvFor(r.ws); err != nil {
+					if env, err = SafeEnvFor(r.ws); err != nil {
 						t.Fatal(err)
 					}
 				case "fixed":
-					env = SafeGitEnv()
+					env = SafeEnv()
 				}
 				var outs []string
 				for _, args := range p.trigger {
@@ -256,7 +256,7 @@ func TestSafeGitEnv(t *testing.T) {
 }
 
 // safeArgs adds --no-ext-diff to the commands that show diffs, as
-// SafeGitEnv's documentation asks.
+// SafeEnv's documentation asks.
 func safeArgs(args []string) []string {
 	for i, a := range args {
 		switch a {
@@ -273,7 +273,7 @@ func safeArgs(args []string) []string {
 func TestSafeGitEnvKeepsGitWorking(t *testing.T) {
 	t.Parallel()
 	r := newPayloadRepo(t)
-	env, err := SafeGitEnvFor(r.ws)
+	env, err := SafeEnvFor(r.ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestSafeGitEnvKeepsGitWorking(t *testing.T) {
 	}
 }
 
-// TestSafeGitEnvForNamesBound: a workspace naming MaxSafeGitNames
+// TestSafeGitEnvForNamesBound: a workspace naming MaxSafeNames
 // aliases gets an override for each; one more is refused, not half
 // covered.
 func TestSafeGitEnvForNamesBound(t *testing.T) {
@@ -296,7 +296,7 @@ func TestSafeGitEnvForNamesBound(t *testing.T) {
 		name string
 		n    int
 		fail bool
-	}{{"at", MaxSafeGitNames, false}, {"past", MaxSafeGitNames + 1, true}} {
+	}{{"at", MaxSafeNames, false}, {"past", MaxSafeNames + 1, true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := newPayloadRepo(t)
@@ -306,7 +306,7 @@ func TestSafeGitEnvForNamesBound(t *testing.T) {
 				fmt.Fprintf(&b, "\ta%d = !true\n", i)
 			}
 			r.write(".git/config", b.String())
-			env, err := SafeGitEnvFor(r.ws)
+			env, err := SafeEnvFor(r.ws)
 			if (err != nil) != tt.fail {
 				t.Fatalf("err = %v, want failure %v", err, tt.fail)
 			}

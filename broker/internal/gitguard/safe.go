@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/agentloom/loom/internal/pinnedfs"
 )
 
-// safeGitConfig is what SafeGitEnv sets through GIT_CONFIG_COUNT: the
+// safeGitConfig is what SafeEnv sets through GIT_CONFIG_COUNT: the
 // command-line scope git reads last, so each entry overrides whatever a
 // repository's config (or a file it includes) says. Single-valued keys
 // get an inert value; list-valued ones (credential.helper) an empty one,
@@ -40,7 +40,7 @@ var safeGitConfig = [][2]string{
 	{"interactive.diffFilter", ""},
 }
 
-// safeGitVars are plain environment variables SafeGitEnv sets: each
+// safeGitVars are plain environment variables SafeEnv sets: each
 // takes precedence over the config key of the same job, or turns a
 // prompt off.
 var safeGitVars = []string{
@@ -53,34 +53,11 @@ var safeGitVars = []string{
 	"GIT_PROXY_COMMAND=",
 }
 
-// SafeGitEnv returns environment entries ("NAME=value") under which the
-// host's own git, and every git it starts (submodules a status recurses
-// into included: git passes GIT_CONFIG_COUNT on to them), runs no
-// program a repository's configuration names: no fsmonitor hook, no
-// hooks, no pager or editor but inert ones, no external diff, no
-// credential helper or askpass prompt, no ssh command or git proxy but
-// the host's, no gpg but the default programs, no ext:: transport, and
-// no fetch or push through a local-path remote (whose upload-pack and
-// receive-pack a repository can name, first value winning). It
-// keeps the host's global and system config (its identity, its own
-// helpers) and adds to whatever environment the caller passes, e.g.
-// cmd.Env = append(os.Environ(), broker.SafeGitEnv()...); an existing
-// GIT_CONFIG_COUNT in that environment is replaced, so put its entries
-// in the config instead.
-//
-// What it cannot reach by itself is keyed by a name the repository
-// chooses: filter.<driver>.*, diff.<driver>.textconv and .command,
-// merge.<driver>.driver (picked by .gitattributes or info/attributes),
-// alias.<name>, submodule.<name>.update, trailer.<token>.cmd and
-// .command, and tar.<format>.command. SafeGitEnvFor adds an override
-// for each such name it finds in a workspace's git configs. Neither
-// can override core.worktree, which git reads per repository: that
-// one only the broker's git guard keeps inside the workspace.
-//
-// One key no environment can turn off: diff.external (git runs an empty
-// value as a program, failing the diff). Pass --no-ext-diff to git diff,
-// git log -p and git show as well.
-func SafeGitEnv() []string {
+// SafeEnv is broker.SafeGitEnv (whose comment is the contract):
+// environment entries under which the host's own git runs no program a
+// repository's configuration names, safeGitConfig set through
+// GIT_CONFIG_COUNT and safeGitVars.
+func SafeEnv() []string {
 	return safeGitEnv(safeGitConfig)
 }
 
@@ -93,24 +70,17 @@ func safeGitEnv(cfg [][2]string) []string {
 	return out
 }
 
-// MaxSafeGitNames bounds how many repository-chosen names SafeGitEnvFor
+// MaxSafeNames bounds how many repository-chosen names SafeEnvFor
 // overrides; a workspace naming more is refused (an error), not half
 // covered.
-const MaxSafeGitNames = 1024
+const MaxSafeNames = 1024
 
-// SafeGitEnvFor is SafeGitEnv plus, for every driver, remote, alias and
-// submodule name that a git config anywhere beneath workspace defines an
-// exec-capable key for (nested repositories, submodules' and linked
-// worktrees' git directories, and workspace files they include), an
-// override that disarms it: empty filter commands (required=false), empty
-// textconv and diff commands, false as the merge driver (the merge of
-// that file fails), an empty alias (git refuses to run it), checkout
-// as the submodule update mode, empty trailer commands, and gzip's own
-// command (or cat) for an archive format. It reads the workspace as the
-// broker's guard does: beneath a pinned directory, non-blocking, regular
-// files only. Call it right before running git; what a command writes
-// later is not covered.
-func SafeGitEnvFor(workspace string) ([]string, error) {
+// SafeEnvFor is broker.SafeGitEnvFor (whose comment is the contract):
+// SafeEnv plus an override disarming every repository-chosen name a git
+// config beneath workspace defines an exec-capable key for (safeOverride),
+// the configs found by a sweep that records nothing, read beneath the
+// pinned root.
+func SafeEnvFor(workspace string) ([]string, error) {
 	abs, err := filepath.Abs(workspace)
 	if err != nil {
 		return nil, err
@@ -157,8 +127,8 @@ func SafeGitEnvFor(workspace string) ([]string, error) {
 			}
 		}
 	}
-	if len(names) > MaxSafeGitNames {
-		return nil, fmt.Errorf("broker: %s names %d git drivers, remotes and aliases; the bound is %d", abs, len(names), MaxSafeGitNames)
+	if len(names) > MaxSafeNames {
+		return nil, fmt.Errorf("broker: %s names %d git drivers, remotes and aliases; the bound is %d", abs, len(names), MaxSafeNames)
 	}
 	var extra [][2]string
 	for k := range names {
@@ -224,7 +194,7 @@ func readRootFile(root interface {
 		return nil, err
 	}
 	defer d.Close()
-	return pinnedfs.ReadRegular(d, base, MaxGitConfigBytes)
+	return pinnedfs.ReadRegular(d, base, MaxConfigBytes)
 }
 
 // includeTarget resolves an include.path value found in the config rel

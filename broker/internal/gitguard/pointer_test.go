@@ -1,6 +1,6 @@
 //go:build linux
 
-package broker
+package gitguard
 
 import (
 	"bytes"
@@ -157,7 +157,7 @@ func TestGitGuardPointerClass(t *testing.T) {
 			for _, mode := range []struct{ off, noWatch bool }{{false, false}, {false, true}, {true, false}} {
 				off := mode.off
 				w := newGuardWorld(t)
-				w.b.git.test.off, w.b.git.test.noWatch = off, mode.noWatch
+				w.f.Test.Off, w.f.Test.NoWatch = off, mode.noWatch
 				w.git(w.ws, "init", "-q")
 				w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
 				w.fillObjectFanout()
@@ -175,7 +175,7 @@ func TestGitGuardPointerClass(t *testing.T) {
 					t.Errorf("guard off=%v (no watch %v): host git ran the payload: %v", off, mode.noWatch, got)
 				}
 				if !off {
-					if why := w.b.GitFenced(w.ws); why != "" {
+					if why := w.f.Fenced(w.ws); why != "" {
 						t.Errorf("fenced where moving aside sufficed: %s", why)
 					}
 				}
@@ -226,7 +226,7 @@ func TestGitGuardCommondirPlantLivePassAnywhere(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			w := newGuardWorld(t)
-			w.b.git.test.off = r.off
+			w.f.Test.Off = r.off
 			w.git(w.ws, "init", "-q")
 			w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
 			w.fillObjectFanout()
@@ -252,7 +252,7 @@ func TestGitGuardCommondirPlantLivePassAnywhere(t *testing.T) {
 			if got := hostGitRuns(t, w.ws, mark); got != r.off {
 				t.Errorf("guard off=%v: host git ran the payload: %v (neutralised %+v)", r.off, got, s.GitNeutralised)
 			}
-			if why := w.b.GitFenced(w.ws); why != "" {
+			if why := w.f.Fenced(w.ws); why != "" {
 				t.Errorf("fenced where moving aside sufficed: %s", why)
 			}
 		})
@@ -300,7 +300,7 @@ func TestGitGuardPointerMovedAside(t *testing.T) {
 			if !moved {
 				t.Errorf("not reported moved aside: %+v", s.GitNeutralised)
 			}
-			if why := w.b.GitFenced(w.ws); why != "" {
+			if why := w.f.Fenced(w.ws); why != "" {
 				t.Errorf("fenced: %s", why)
 			}
 		})
@@ -492,7 +492,7 @@ func TestGitToolWritePointerThroughProc(t *testing.T) {
 	t.Parallel()
 	for _, off := range []bool{false, true} {
 		w := newGuardWorld(t)
-		w.b.git.test.off = off
+		w.f.Test.Off = off
 		w.git(w.ws, "init", "-q")
 		w.git(w.ws, "commit", "-q", "--allow-empty", "-m", "base")
 		mark := filepath.Join(t.TempDir(), "PWNED")
@@ -523,13 +523,14 @@ func TestGitToolWritePointerThroughProc(t *testing.T) {
 // separate git directory the command made itself; nothing is
 // neutralised and the host's git works in every worktree. A bare
 // repository the host keeps in the tree, which a checkout could have
-// written, is judged: the command's pointers into it are moved aside.
+// written, is judged: the command's pointers into it are moved aside, and
+// the host's git in that worktree no longer reads its config.
 func TestGitGuardPointedHostRepositoriesStay(t *testing.T) {
 	t.Parallel()
 	w := newGuardWorld(t)
 	hostRepo := func(dir string, args ...string) {
 		w.git(w.ws, append([]string{"init", "-q"}, append(args, dir)...)...)
-		w.git(w.ws, "--git-dir="+gitDirOf(w.ws, dir, args), "config", "core.sshCommand", "ssh -i host-key")
+		w.git(w.ws, "--git-dir="+gitDirOf(w.ws, dir, args), "config", "core.sshCommand", "ssh -i "+filepath.Base(dir)+"-key")
 		w.git(w.ws, "--git-dir="+gitDirOf(w.ws, dir, args), "config", "diff.img.textconv", "exiftool")
 		w.write(filepath.Join(strings.TrimPrefix(gitDirOf(w.ws, dir, args), w.ws+"/"), "hooks/pre-commit"), "#!/bin/sh\nexit 0\n")
 	}
@@ -577,13 +578,19 @@ func TestGitGuardPointedHostRepositoriesStay(t *testing.T) {
 	if d != nil {
 		t.Fatal(d)
 	}
-	if _, err := os.Lstat(filepath.Join(w.ws, "wt3/.git")); !errors.Is(err, fs.ErrNotExist) || len(s.GitNeutralised) == 0 {
-		t.Errorf("wt3/.git, naming a worktree of the bare repository upstream, stayed (neutralised %+v)", s.GitNeutralised)
+	// Whichever pointer the guard met first is moved aside (wt3/.git, or
+	// the worktree's commondir, which leaves wt3/.git naming no
+	// repository): the host's git in wt3 no longer reads upstream's
+	// config.
+	cmd := exec.Command("git", "-C", filepath.Join(w.ws, "wt3"), "config", "core.sshCommand")
+	cmd.Env = hostGitEnv(t)
+	if out, _ := cmd.Output(); strings.Contains(string(out), "upstream-key") || len(s.GitNeutralised) == 0 {
+		t.Errorf("the host's git in wt3 reads the bare repository upstream's config (neutralised %+v)", s.GitNeutralised)
 	}
 	if got := w.read("upstream/config"); got != before["upstream/config"] {
 		t.Errorf("the host's upstream/config changed:\n%s", got)
 	}
-	if why := w.b.GitFenced(w.ws); why != "" {
+	if why := w.f.Fenced(w.ws); why != "" {
 		t.Errorf("fenced: %s", why)
 	}
 }

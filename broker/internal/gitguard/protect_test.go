@@ -1,4 +1,4 @@
-package broker
+package gitguard
 
 import (
 	"fmt"
@@ -122,7 +122,7 @@ func TestDefaultProtected(t *testing.T) {
 				t.Fatal(err)
 			}
 			tree(t, dir, tt.files)
-			got := DefaultProtected(filepath.Join(dir, "ws"))
+			got := Protected(filepath.Join(dir, "ws"))
 			abs := func(p string) string {
 				if filepath.IsAbs(p) {
 					return p
@@ -142,9 +142,6 @@ func TestDefaultProtected(t *testing.T) {
 			if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
 				t.Errorf("not sorted and unique: %v", got)
 			}
-			if err := Validate(Policy{Protected: got, WritableRoots: []string{filepath.Join(dir, "ws")}}); err != nil {
-				t.Errorf("protected set with the workspace writable is invalid: %v", err)
-			}
 		})
 	}
 }
@@ -160,7 +157,7 @@ func TestDefaultProtectedSubmoduleDepthBound(t *testing.T) {
 		files[rel+"/HEAD"] = "x\n"
 	}
 	tree(t, dir, files)
-	got := DefaultProtected(ws)
+	got := Protected(ws)
 	// Depths 1..MaxSubmoduleDepth are protected, one past is not.
 	at := p
 	for i := 1; i <= MaxSubmoduleDepth+1; i++ {
@@ -175,10 +172,13 @@ func TestDefaultProtectedSubmoduleDepthBound(t *testing.T) {
 	}
 }
 
+// TestDefaultProtectedRelativeWorkspaceFailsClosed: a relative
+// workspace yields the two lexical entries, relative, which the broker's
+// Validate refuses (its TestDefaultProtectedValidates).
 func TestDefaultProtectedRelativeWorkspaceFailsClosed(t *testing.T) {
-	got := DefaultProtected("rel/ws")
-	if err := Validate(Policy{Protected: got}); err == nil {
-		t.Fatalf("relative workspace gave a valid protected set %v", got)
+	got := Protected("rel/ws")
+	if want := []string{"rel/ws/.git/hooks", "rel/ws/.git/config"}; !slices.Equal(got, want) {
+		t.Fatalf("relative workspace: %v, want %v", got, want)
 	}
 }
 
@@ -214,15 +214,15 @@ func FuzzParseGitConfig(f *testing.F) {
 		if gd, ok := readGitdirFile(p); ok && !filepath.IsAbs(gd) {
 			t.Fatalf("gitdir %q is not absolute", gd)
 		}
-		got := DefaultProtected(dir)
+		got := Protected(dir)
 		if len(got) < 2 || !slices.IsSorted(got) {
-			t.Fatalf("DefaultProtected = %v", got)
+			t.Fatalf("Protected = %v", got)
 		}
 	})
 }
 
 // TestDefaultProtectedNeverBlocks plants FIFOs (and a directory) where
-// DefaultProtected reads config, pointer and module entries: it must
+// Protected reads config, pointer and module entries: it must
 // return, skipping them, rather than wait for a writer. The control shows
 // a plain open of such a FIFO does block.
 func TestDefaultProtectedNeverBlocks(t *testing.T) {
@@ -251,7 +251,7 @@ func TestDefaultProtectedNeverBlocks(t *testing.T) {
 				t.Fatal("control: a plain open of the FIFO does not block, so the case proves nothing")
 			}
 			done := make(chan []string, 1)
-			go func() { done <- DefaultProtected(ws) }()
+			go func() { done <- Protected(ws) }()
 			select {
 			case got := <-done:
 				if !slices.Contains(got, filepath.Join(ws, ".git", "config")) {
@@ -262,7 +262,7 @@ func TestDefaultProtectedNeverBlocks(t *testing.T) {
 				if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 					f.Close()
 				}
-				t.Fatal("DefaultProtected blocked on a FIFO")
+				t.Fatal("Protected blocked on a FIFO")
 			}
 		})
 	}
@@ -307,21 +307,21 @@ func TestDefaultProtectedHostHooksPath(t *testing.T) {
 	})
 	t.Setenv("GIT_CONFIG_GLOBAL", global)
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	got := DefaultProtected(ws)
+	got := Protected(ws)
 	for _, w := range []string{"ws/.githooks", "ws/inc.cfg", "ws/abs-hooks"} {
 		if !slices.Contains(got, filepath.Join(dir, w)) {
 			t.Errorf("missing %s in %v", w, got)
 		}
 	}
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(dir, "none"))
-	if got := DefaultProtected(ws); slices.Contains(got, filepath.Join(ws, ".githooks")) {
+	if got := Protected(ws); slices.Contains(got, filepath.Join(ws, ".githooks")) {
 		t.Errorf("control: without the global config the hooks path is still listed: %v", got)
 	}
 }
 
 // TestDefaultProtectedFollowsNoLink is the red team's finding: a
 // command that links .git/modules to / (or to any host directory) made
-// the next DefaultProtected walk the host's filesystem, reading other
+// the next Protected walk the host's filesystem, reading other
 // repositories' configs and listing them. Nothing in the walk is
 // followed through a link, and git directories outside the workspace
 // (a pointer's or a link's target) have their own entries protected but

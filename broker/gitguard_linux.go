@@ -1,0 +1,8 @@
+package broker
+
+import "github.com/agentloom/loom/broker/internal/gitguard"
+
+// MaxGitDirtyDirs bounds how many changed directories the watcher keeps
+// for one writable root between sweeps; past it the root is swept whole,
+// as after an inotify queue overflow.
+const MaxGitDirtyDirs = gitguard.MaxDirtyDirs
