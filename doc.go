@@ -7,7 +7,10 @@
 //     fs_edit, working_directory and grep.
 //   - broker: sandbox policy, composition and grants, the budget ledger,
 //     and Clear, which runs one command in a kernel jail and reports every
-//     layer the kernel applied.
+//     layer the kernel applied. Its internal packages: broker/internal/jail,
+//     the code that runs in the re-executed helper process (mounts,
+//     Landlock, seccomp, rlimits), and broker/internal/gitguard, the git
+//     guard and its allowlist.
 //   - job: the Jobs seam, bash and the job_* tools, and a reference job
 //     plane over the broker.
 //   - history, history/sqlite: the History and Memory seams with
@@ -47,11 +50,14 @@
 //     compose its policy, admit it against the budget, start it in a
 //     jail. A command that was not cleared does not run.
 //   - Settle: the end of a cleared command or a job, with its exit status
-//     and what the broker did on the way out (broker.Settled).
+//     and what the broker did on the way out (broker.Settled). A
+//     diagnosis that settled (tool.DiagnosticsSettled) is a language
+//     server's answer for the content written.
 //   - Attend: to start a command as a job the caller watches for a
 //     window and may leave running (job.Jobs.Attend).
 //   - Plane: a reference implementation behind a seam that runs many
-//     units at once — the job plane runs background commands.
+//     units at once — the job plane runs background commands, lsp.Plane
+//     the language servers. Package plane is the assembly of them all.
 //   - Floor: the communication tools every sub-agent keeps whatever its
 //     spawn granted (agent.FloorTools).
 //   - Seam: an interface a host fills or takes the reference of (Jobs,

@@ -8,12 +8,6 @@ import (
 	"time"
 )
 
-// LayerCgroup names the cgroup v2 layer in an Enforcement report: the
-// command's tree ran in a child of Options.CgroupParent bounded by
-// memory.max and pids.max (Params say which were written). Reported only
-// when the host set CgroupParent.
-const LayerCgroup = "cgroup"
-
 // Host-wide bounds on the commands one Broker runs at once (see
 // Options.MaxLiveCommands and Options.ScratchBudgetBytes).
 const (

@@ -53,10 +53,11 @@ type ChangedFile struct {
 type DiagnosticsStatus string
 
 const (
-	// DiagnosticsSettled: the server published its diagnostics for this
-	// content (Items may be empty: the file is clean).
+	// DiagnosticsSettled: the server answered for this content, by a pull
+	// answer or a publication of this version (Items may be empty: the
+	// file is clean).
 	DiagnosticsSettled DiagnosticsStatus = "settled"
-	// DiagnosticsUnsettled: the server had not published for this content
+	// DiagnosticsUnsettled: the server had not answered for this content
 	// when the wait ended.
 	DiagnosticsUnsettled DiagnosticsStatus = "unsettled"
 	// DiagnosticsUnavailable: no server could be asked (it crashed, could

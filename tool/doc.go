@@ -32,4 +32,14 @@
 //     protected entries refused on the lexical and the resolved form.
 //   - File writes stage a temporary file beside the target and rename it
 //     into place, so a reader sees the old file or the new one, never part.
+//
+// # Diagnostics
+//
+// fs_write and fs_edit take a Diagnostics seam in their constructors
+// (WriteTool(d), EditTool(d); nil answers as before). Once a file has
+// landed they ask it about the content written and append its answer:
+// errors first, at most MaxDiagnosticsShown, each with its line's anchor;
+// "clean" only when the server answered with none, "unsettled" when it had
+// not within DiagnosticsWait (diagnostics.go). Package lsp is the
+// reference seam; Call.DiagnoseWritten gives code mode's writes the same.
 package tool

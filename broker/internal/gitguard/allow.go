@@ -21,7 +21,9 @@ import (
 // the repository to write, or another config to include.
 //
 // A name is "section.key" (no subsection) or "section.*.key" (any
-// subsection, the empty one included). include.* and includeif.*.*
+// subsection, the empty one included), section and key in lower case as
+// git compares them (an entry written otherwise would never match:
+// TestAllowlistNamesAreLowerCase). include.* and includeif.*.*
 // are never allowed: the included file could hold anything. Values are
 // matched as git's own reader returns them (quotes and escapes undone);
 // "boolean" means true, false, yes, no, on, off, 1, 0 (letter case as

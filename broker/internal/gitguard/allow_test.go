@@ -248,3 +248,14 @@ func gitListZ(t *testing.T, data []byte) ([]string, bool) {
 	}
 	return entries, true
 }
+
+// TestAllowlistNamesAreLowerCase: every allowlist entry is written as git
+// compares names (section and key lower-cased), so none silently never
+// matches.
+func TestAllowlistNamesAreLowerCase(t *testing.T) {
+	for name := range gitAllowed {
+		if name != strings.ToLower(name) {
+			t.Errorf("allowlist entry %q is not lower case", name)
+		}
+	}
+}

@@ -26,7 +26,7 @@ type gitConfigItem struct {
 	start, end int
 }
 
-// Name is the entry's canonical dotted name, as `git config --list`
+// name is the entry's canonical dotted name, as `git config --list`
 // prints it (section and key lower-cased, subsection as written).
 func (it gitConfigItem) name() string {
 	if it.section == "" && !it.hasSub { // git reads a key before any header under its bare name

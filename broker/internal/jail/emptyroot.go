@@ -1,11 +1,5 @@
 package jail
 
-// LayerEmptyRoot names the layer of an empty-root run (Config.EmptyRoot):
-// the jail's root is a fresh tmpfs holding only the command's executable,
-// a minimal /dev and, when asked for, a fresh /proc (pivot_root, the old
-// root detached). It is reported applied only once the pivot succeeded.
-const LayerEmptyRoot = "empty_root"
-
 // EmptyRootProgram is where an empty-root command's executable appears
 // inside its jail, and what the helper execs: a read-only, nosuid,
 // nodev bind of EmptyRoot.Program on a file of the jail's tmpfs root.

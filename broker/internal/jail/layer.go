@@ -11,7 +11,18 @@ const (
 	LayerNoNewPrivs   = "no_new_privs" // PR_SET_NO_NEW_PRIVS
 	LayerLandlock     = "landlock"     // filesystem, TCP and scope rules
 	LayerSeccomp      = "seccomp"      // syscall filter returning EPERM
-	LayerRlimits      = "rlimits"      // processes, memory, file size, open files, CPU
+	LayerRlimits      = "rlimits"      // processes, memory, file size, open files, CPU, message queues, no core dumps
+	// LayerNamespaceLimits: the per-namespace kernel ceilings written into
+	// the jail's own IPC and user namespaces before /proc/sys goes
+	// read-only (broker.LayerNamespaceLimits says what each bounds);
+	// applied only when every limit the kernel offers was written, its
+	// Params the values set, its Reason every one refused and why.
+	LayerNamespaceLimits = "namespace_limits"
+	// LayerEmptyRoot: an empty-root run's root is a fresh tmpfs holding
+	// only the command's executable, a minimal /dev and, when asked for, a
+	// fresh /proc (pivot_root, the old root detached); applied only once
+	// the pivot succeeded.
+	LayerEmptyRoot = "empty_root"
 )
 
 // Layer is one confinement mechanism and what became of it. Applied is

@@ -1,13 +1,5 @@
 package jail
 
-// LayerNamespaceLimits names the per-namespace kernel ceilings the helper
-// writes into its own IPC and user namespaces before /proc/sys goes
-// read-only (broker.LayerNamespaceLimits says what each bounds). The
-// layer is applied only when every limit the kernel offers was written;
-// its Params list the values set, its Reason every one that was refused
-// and why.
-const LayerNamespaceLimits = "namespace_limits"
-
 // The per-command IPC ceilings written into the jail's IPC namespace;
 // broker.SysVShmBytes and its neighbours document each.
 const (
