@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/tool"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -378,6 +379,18 @@ func (p *Plane) CodeActions(ctx context.Context, path string, line, endLine int,
 	rng := wireRange{Start: wirePos{Line: int64(line - 1)}, End: wirePos{Line: int64(endLine - 1), Character: endChar}}
 	var raw json.RawMessage
 	err = s.query(ctx, func(r *run) error {
+		// The server holds the file open, as it is on disk, so that its
+		// diagnostics (and their fixes) are of this content.
+		if d := r.docs[abs]; d == nil || !d.open {
+			s.clock++
+			if _, err := s.send(ctx, r, tool.ChangedFile{Path: abs, Content: t.content}); err != nil {
+				return err
+			}
+			r.unwait(abs, r.docs[abs].waiter)
+			if err := s.closeLeastRecent(ctx, r, map[string]bool{abs: true}); err != nil {
+				return err
+			}
+		}
 		actx := map[string]any{"diagnostics": r.diagnosticsIn(ctx, uri, rng)}
 		if len(kinds) > 0 {
 			actx["only"] = kinds

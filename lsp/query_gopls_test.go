@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentloom/loom/internal/lsptest"
+	"github.com/agentloom/loom/tool"
 )
 
 // goplsModule writes a small module: an interface, a type implementing
@@ -93,9 +94,52 @@ func TestGoplsLanguageOperations(t *testing.T) {
 	if err != nil || len(ren.Files) != 2 {
 		t.Fatalf("rename: %s %v", show(ren), err)
 	}
-	t.Logf("rename: %s", show(ren))
 	before, _ := os.ReadFile(filepath.Join(s.ws, "b.go"))
 	if !strings.Contains(string(before), "Use()") {
 		t.Error("the rename preview wrote")
+	}
+	c := &tool.Call{Workspace: s.ws, Base: s.base}
+	done, err := p.Apply(ctx, c, ren)
+	if err != nil || len(done.Files) != 2 {
+		t.Fatalf("apply: %s %v", show(done), err)
+	}
+	after, _ := os.ReadFile(filepath.Join(s.ws, "b.go"))
+	if string(after) != "package m\n\nfunc Other() string { return Used() }\n" {
+		t.Errorf("b.go after the rename: %q", after)
+	}
+	for _, d := range done.Diagnostics {
+		if d.Status != tool.DiagnosticsSettled || d.Errors != 0 {
+			t.Errorf("the renamed module does not build: %+v", d)
+		}
+	}
+	if _, err := p.Apply(ctx, c, ren); CodeOf(err) != CodeStaleEdit {
+		t.Errorf("the same edit again: %v", err)
+	}
+	// The server hears of the rename: the new name is found by name.
+	if def, err := p.Definition(ctx, Position{Symbol: "Used"}); err != nil || def.Total != 1 {
+		t.Errorf("after the rename: %s %v", show(def), err)
+	}
+
+	// A code action: an unused import organized away (gopls offers
+	// no quick fix of its own for it).
+	os.WriteFile(filepath.Join(s.ws, "c.go"), []byte("package m\n\nimport \"os\"\n\nfunc C() {}\n"), 0o644)
+	acts, err := p.CodeActions(ctx, "c.go", 3, 3, []string{"source.organizeImports"})
+	if err != nil {
+		t.Fatalf("code actions: %v", err)
+	}
+	var fix *Edit
+	for _, a := range acts.Items {
+		if a.Edit != nil && a.Kind == "source.organizeImports" {
+			fix = a.Edit
+		}
+	}
+	if fix == nil {
+		t.Fatalf("no action organizing an unused import away: %s", show(acts))
+	}
+	if _, err := p.Apply(ctx, c, *fix); err != nil {
+		t.Fatalf("applying the quick fix: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(s.ws, "c.go")); string(got) != "package m\n\nfunc C() {}\n" {
+		t.Errorf("c.go after the fix: %q", got)
 	}
 }
