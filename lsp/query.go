@@ -208,7 +208,7 @@ func (p *Plane) locations(ctx context.Context, at Position, method string, refCt
 	if err := pl.s.query(ctx, func(r *run) error { return r.call(ctx, method, params, &raw) }); err != nil {
 		return Sites{}, err
 	}
-	return p.sites(f, pl.s, decodeLocations(raw)), nil
+	return p.sites(f, pl.s, decodeLocations(raw, p.ws)), nil
 }
 
 // Hover returns what the server says of the symbol at at.
@@ -249,7 +249,7 @@ func (p *Plane) DocumentSymbols(ctx context.Context, path string) (Sites, error)
 	if err := s.query(ctx, func(r *run) error { return r.call(ctx, "textDocument/documentSymbol", params, &raw) }); err != nil {
 		return Sites{}, err
 	}
-	return p.sites(f, s, decodeSymbols(raw, uri)), nil
+	return p.sites(f, s, decodeSymbols(raw, uri, p.ws)), nil
 }
 
 // WorkspaceSymbols returns the workspace's symbols matching query, as
@@ -289,13 +289,14 @@ func (p *Plane) WorkspaceSymbols(ctx context.Context, query string) (Sites, erro
 }
 
 func (s *server) workspaceSymbols(ctx context.Context, query string) (wireLocs, error) {
+	ws := s.p.ws
 	var raw json.RawMessage
 	if err := s.query(ctx, func(r *run) error {
 		return r.call(ctx, "workspace/symbol", map[string]string{"query": query}, &raw)
 	}); err != nil {
 		return wireLocs{}, err
 	}
-	return decodeSymbols(raw, ""), nil
+	return decodeSymbols(raw, "", ws), nil
 }
 
 // IncomingCalls returns the calls of the function at at: one site for
@@ -342,7 +343,7 @@ func (p *Plane) calls(ctx context.Context, at Position, incoming bool) (Sites, e
 	if err != nil {
 		return Sites{}, err
 	}
-	out := p.sites(f, pl.s, decodeCalls(raw, incoming))
+	out := p.sites(f, pl.s, decodeCalls(raw, incoming, p.ws))
 	out.Malformed += bad
 	return out, nil
 }
@@ -720,10 +721,11 @@ func (p *Plane) owner(abs string) *server {
 }
 
 // sites turns what a server named into Sites: URIs outside the
-// workspace counted and dropped, the rest sorted, deduplicated and cut
+// workspace counted and dropped, the rest sorted, deduplicated (one site
+// for each start and name) and cut
 // to MaxSites, each with its line's anchor.
 func (p *Plane) sites(f *files, s *server, w wireLocs) Sites {
-	out := Sites{Server: s.cfg.Name, Malformed: w.bad, Items: []Site{}}
+	out := Sites{Server: s.cfg.Name, Malformed: w.bad, Outside: w.outside, Items: []Site{}}
 	type at struct {
 		abs string
 		l   wireLoc
@@ -741,7 +743,9 @@ func (p *Plane) sites(f *files, s *server, w wireLocs) Sites {
 		return cmp.Or(cmp.Compare(a.abs, b.abs), cmp.Compare(a.l.Range.Start.Line, b.l.Range.Start.Line),
 			cmp.Compare(a.l.Range.Start.Character, b.l.Range.Start.Character))
 	})
-	in = slices.CompactFunc(in, func(a, b at) bool { return a.abs == b.abs && a.l == b.l })
+	in = slices.CompactFunc(in, func(a, b at) bool {
+		return a.abs == b.abs && a.l.Range.Start == b.l.Range.Start && a.l.Name == b.l.Name
+	})
 	out.Total = len(in) + w.extra
 	for _, a := range in[:min(len(in), MaxSites)] {
 		out.Items = append(out.Items, f.site(a.abs, a.l))

@@ -58,7 +58,11 @@ type wireLoc struct {
 // wireLocs is a decoded list of sites: what was kept, and counts of the
 // elements that were not.
 type wireLocs struct {
+	// ws is the workspace: a site outside it is counted, not kept.
+	ws    string
 	items []wireLoc
+	// outside counts sites outside ws.
+	outside int
 	// extra counts readable elements past maxWireItems.
 	extra int
 	// bad counts elements that were not what the answer's type says.
@@ -94,6 +98,8 @@ func (w *wireLocs) add(l wireLoc, ok bool) {
 	switch {
 	case !ok || !l.Range.valid() || l.URI == "":
 		w.bad++
+	case !under(l.URI, w.ws):
+		w.outside++
 	case len(w.items) >= maxWireItems:
 		w.extra++
 	default:
@@ -106,9 +112,9 @@ func (w *wireLocs) add(l wireLoc, ok bool) {
 // decodeLocations decodes the answer to definition, references or
 // implementation: null, a Location, a list of Locations, or a list of
 // LocationLinks (their target's selection range taken).
-func decodeLocations(raw json.RawMessage) wireLocs {
-	var out wireLocs
-	out.bad = eachElement(raw, func(el json.RawMessage) {
+func decodeLocations(raw json.RawMessage, ws string) wireLocs {
+	out := wireLocs{ws: ws}
+	n := eachElement(raw, func(el json.RawMessage) {
 		var l struct {
 			URI                  string     `json:"uri"`
 			Range                *wireRange `json:"range"`
@@ -128,15 +134,22 @@ func decodeLocations(raw json.RawMessage) wireLocs {
 			out.add(wireLoc{}, false)
 		}
 	})
+	out.bad += n
 	return out
+}
+
+// under reports whether uri names a path under the workspace ws.
+func under(uri, ws string) bool {
+	_, ok := pathIn(uri, ws)
+	return ok
 }
 
 // decodeSymbols decodes the answer to textDocument/documentSymbol (a
 // tree of DocumentSymbols, or a list of SymbolInformation, whose uri is
 // then docURI's when absent) or workspace/symbol (SymbolInformation or
 // WorkspaceSymbol; a location without a range is taken at its start).
-func decodeSymbols(raw json.RawMessage, docURI string) wireLocs {
-	var out wireLocs
+func decodeSymbols(raw json.RawMessage, docURI, ws string) wireLocs {
+	out := wireLocs{ws: ws}
 	var walk func(el json.RawMessage, container string, depth int)
 	walk = func(el json.RawMessage, container string, depth int) {
 		var s struct {
@@ -179,10 +192,12 @@ func decodeSymbols(raw json.RawMessage, docURI string) wireLocs {
 			if container != "" {
 				name = container + "." + name
 			}
-			out.bad += eachElement(s.Children, func(c json.RawMessage) { walk(c, name, depth+1) })
+			n := eachElement(s.Children, func(c json.RawMessage) { walk(c, name, depth+1) })
+			out.bad += n
 		}
 	}
-	out.bad += eachElement(raw, func(el json.RawMessage) { walk(el, "", 0) })
+	n := eachElement(raw, func(el json.RawMessage) { walk(el, "", 0) })
+	out.bad += n
 	return out
 }
 
@@ -198,7 +213,7 @@ type callItem struct {
 
 // decodeCallItems decodes the answer to prepareCallHierarchy.
 func decodeCallItems(raw json.RawMessage) (items []callItem, bad int) {
-	bad = eachElement(raw, func(el json.RawMessage) {
+	n := eachElement(raw, func(el json.RawMessage) {
 		var it callItem
 		if json.Unmarshal(el, &it) != nil || it.URI == "" || it.SelectionRange == nil || !it.SelectionRange.valid() {
 			bad++
@@ -209,15 +224,15 @@ func decodeCallItems(raw json.RawMessage) (items []callItem, bad int) {
 			items = append(items, it)
 		}
 	})
-	return items, bad
+	return items, bad + n
 }
 
 // decodeCalls decodes the answer to callHierarchy/incomingCalls (field
 // "from": one site for each range of a call in the caller) or
 // outgoingCalls (field "to": one site for each callee, at its name).
-func decodeCalls(raw json.RawMessage, incoming bool) wireLocs {
-	var out wireLocs
-	out.bad = eachElement(raw, func(el json.RawMessage) {
+func decodeCalls(raw json.RawMessage, incoming bool, ws string) wireLocs {
+	out := wireLocs{ws: ws}
+	n := eachElement(raw, func(el json.RawMessage) {
 		var c struct {
 			From       *callItem   `json:"from"`
 			To         *callItem   `json:"to"`
@@ -243,6 +258,7 @@ func decodeCalls(raw json.RawMessage, incoming bool) wireLocs {
 		}
 		out.add(wireLoc{URI: c.To.URI, Range: *c.To.SelectionRange, Name: c.To.Name, Kind: c.To.Kind}, true)
 	})
+	out.bad += n
 	return out
 }
 
@@ -392,7 +408,7 @@ type wireAction struct {
 // decodeActions decodes the answer to textDocument/codeAction: every
 // element counted, at most maxWireItems kept.
 func decodeActions(raw json.RawMessage) (items []wireAction, total, bad int) {
-	bad = eachElement(raw, func(el json.RawMessage) {
+	n := eachElement(raw, func(el json.RawMessage) {
 		var a wireAction
 		if json.Unmarshal(el, &a) != nil || a.Title == "" {
 			bad++
@@ -403,5 +419,5 @@ func decodeActions(raw json.RawMessage) (items []wireAction, total, bad int) {
 			items = append(items, a)
 		}
 	})
-	return items, total, bad
+	return items, total, bad + n
 }
