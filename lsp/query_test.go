@@ -37,7 +37,6 @@ func siteList(s Sites) []string {
 	return out
 }
 
-
 func TestLanguageOperationsAgainstTheFake(t *testing.T) {
 	t.Parallel()
 	s, p := langSession(t, map[string]string{"a.txt": aTxt, "b.txt": bTxt})

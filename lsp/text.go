@@ -64,10 +64,12 @@ func (t *text) line(i int) string {
 // offset returns the byte offset of the LSP position p (0-based line,
 // UTF-16 character), a character past its line's end taken as the end
 // (as LSP says), the position just past the last line taken as the
-// content's end; ok is false for a line past that.
+// content's end; ok is false for a line past that, or a negative one.
 func (t *text) offset(p wirePos) (int, bool) {
 	n := int64(len(t.starts))
 	switch {
+	case p.Line < 0 || p.Character < 0:
+		return 0, false
 	case p.Line < n:
 		l := t.line(int(p.Line))
 		return t.starts[p.Line] + byteOfUTF16(l, p.Character), true
