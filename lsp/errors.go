@@ -73,9 +73,9 @@ const (
 // names the server (empty when none is concerned), Reason says it in a
 // sentence.
 type Error struct {
-	Code   Code
-	Server string
-	Reason string
+	Code   Code   `json:"code"`
+	Server string `json:"server,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // Error renders "lsp: <server>: <reason>".

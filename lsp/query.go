@@ -631,6 +631,7 @@ func (p *Plane) symbol(ctx context.Context, f *files, name string) (place, error
 	}
 	var cands []found
 	var first error
+	answered := false
 	seen := map[string]bool{}
 	last := name[strings.LastIndexAny(name, "./")+1:]
 	for _, query := range slices.Compact([]string{name, last}) {
@@ -640,6 +641,7 @@ func (p *Plane) symbol(ctx context.Context, f *files, name string) (place, error
 				first = cmp.Or(first, err)
 				continue
 			}
+			answered = true
 			for _, l := range w.items {
 				q := l.Name
 				if l.Container != "" && !strings.HasPrefix(q, l.Container) {
@@ -669,13 +671,11 @@ func (p *Plane) symbol(ctx context.Context, f *files, name string) (place, error
 			s = o
 		}
 		return place{s: s, abs: c.abs, pos: c.l.Range.Start}, nil
-	case len(cands) == 0 && first != nil && len(seen) == 0:
-		var e *Error
-		if errors.As(first, &e) && (e.Code == CodeTimeout || e.Code == CodeClosed) {
-			return place{}, first
-		}
-	}
-	if len(cands) == 0 {
+	case !answered && first != nil:
+		return place{}, first // no server could be asked: say why
+	case !answered:
+		return place{}, &Error{Code: CodeNoServer, Reason: "no language server is configured"}
+	case len(cands) == 0:
 		return place{}, &Error{Code: CodeSymbolNotFound, Reason: fmt.Sprintf("no symbol in the workspace is named %q", oneLine(name, 200))}
 	}
 	var list []string
