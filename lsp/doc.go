@@ -49,8 +49,8 @@
 //     carries each file's hashline digest) and write nothing; an edit
 //     touching a file outside the workspace, or creating, renaming or
 //     deleting one, is refused whole. Plane.Apply lands a preview through
-//     a tool.Call's file API (fs_write's path discipline and staged write
-//   - rename), all or nothing: every file read and checked against its
+//     a tool.Call's file API (fs_write's path discipline, its staged
+//     write and rename), all or nothing: every file read and checked against its
 //     digest, every change planned, before anything is written; a file
 //     changed since the preview refuses the whole edit (CodeStaleEdit).
 //   - The base protocol's framing (codec), with its bounds: Content-Length
