@@ -35,8 +35,9 @@ type AppliedFile struct {
 // before anything is written: a file changed since the preview is
 // refused (CodeStaleEdit, naming it) and nothing is written. A write
 // that fails after others landed (the disk, a refusal of c's policy
-// discovered late) restores the files already written to the content
-// they had, and the error (CodeWriteFailed) says so. c.Workspace must be
+// discovered late), or a file that changed while the edit was landing
+// (CodeStaleEdit), restores the files already written to the content
+// they had, and the error (CodeWriteFailed) says which. c.Workspace must be
 // the plane's workspace.
 func (p *Plane) Apply(ctx context.Context, c *tool.Call, e Edit) (Applied, error) {
 	if c == nil || filepath.Clean(c.Workspace) != p.ws {
@@ -87,16 +88,20 @@ func (p *Plane) Apply(ctx context.Context, c *tool.Call, e Edit) (Applied, error
 	for i, pl := range plans {
 		// Checked again just before landing: the window between the plan
 		// and this file's write is as short as one file's write.
+		if p.test.beforeLanding != nil {
+			p.test.beforeLanding(filepath.ToSlash(pl.path))
+		}
 		var err error
+		code := CodeWriteFailed
 		if now, rerr := c.ReadFile(pl.path); rerr != nil {
 			err = rerr
 		} else if digestOf(now.Content) != digestOf(pl.before) {
-			err = errors.New("it changed while the edit was landing")
+			err, code = errors.New("it changed while the edit was landing"), CodeStaleEdit
 		} else {
 			_, err = c.WriteFile(pl.path, pl.after)
 		}
 		if err != nil {
-			return Applied{}, restore(c, plans[:i], pl.path, err)
+			return Applied{}, restore(c, plans[:i], pl.path, code, err)
 		}
 		out.Files = append(out.Files, AppliedFile{Path: filepath.ToSlash(pl.path), Digest: digestOf(pl.after), Bytes: len(pl.after)})
 		changed = append(changed, tool.ChangedFile{Path: filepath.Join(p.ws, pl.path), Content: pl.after})
@@ -118,7 +123,7 @@ type plannedFile struct {
 // restore writes back the files of an edit that already landed when the
 // write of failed did not, each only while it still holds what the edit
 // wrote, and says which were and were not restored.
-func restore(c *tool.Call, landed []plannedFile, failed string, cause error) *Error {
+func restore(c *tool.Call, landed []plannedFile, failed string, code Code, cause error) *Error {
 	var back, kept []string
 	for _, pl := range landed {
 		now, err := c.ReadFile(pl.path)
@@ -142,7 +147,7 @@ func restore(c *tool.Call, landed []plannedFile, failed string, cause error) *Er
 			why += "; these were restored: " + strings.Join(back, ", ")
 		}
 	}
-	return &Error{Code: CodeWriteFailed, Reason: why}
+	return &Error{Code: code, Reason: why}
 }
 
 // applyChanges splices changes, in order and not overlapping, into

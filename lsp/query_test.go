@@ -267,3 +267,31 @@ func TestOperationsOnASilentOrClosedServer(t *testing.T) {
 		t.Errorf("after Close: %v", err)
 	}
 }
+
+// TestAFileChangedWhileAnEditLandsRestoresTheRest: a file that changes
+// after the plan and before its own write refuses the edit, and the
+// files the edit already wrote get their content back.
+func TestAFileChangedWhileAnEditLandsRestoresTheRest(t *testing.T) {
+	t.Parallel()
+	s, p := langSession(t, map[string]string{"a.txt": aTxt, "b.txt": bTxt})
+	ctx := within(t, settleWithin)
+	e, err := p.Rename(ctx, Position{Symbol: "T.Greet"}, "Hello")
+	if err != nil || len(e.Files) != 2 {
+		t.Fatalf("preview: %s %v", show(e), err)
+	}
+	p.test.beforeLanding = func(path string) {
+		if path == "b.txt" {
+			os.WriteFile(filepath.Join(s.ws, "b.txt"), []byte("raced\n"), 0o644)
+		}
+	}
+	_, err = p.Apply(ctx, &tool.Call{Workspace: s.ws, Base: s.base}, e)
+	if CodeOf(err) != CodeStaleEdit || !strings.Contains(err.Error(), "b.txt") || !strings.Contains(err.Error(), "restored: a.txt") {
+		t.Fatalf("a race: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(s.ws, "a.txt")); string(got) != aTxt {
+		t.Errorf("a.txt was not restored: %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(s.ws, "b.txt")); string(got) != "raced\n" {
+		t.Errorf("b.txt: %q", got)
+	}
+}
