@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -61,8 +62,13 @@ func (p *Plane) Apply(ctx context.Context, c *tool.Call, e Edit) (Applied, error
 		if changes += len(fe.Changes); changes > MaxEditChanges {
 			return Applied{}, &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the edit has more than %d changes", MaxEditChanges)}
 		}
-		if _, err := c.ResolveWrite(rel); err != nil {
+		resolved, err := c.ResolveWrite(rel)
+		if err != nil {
 			return Applied{}, &Error{Code: CodeWriteFailed, Reason: fmt.Sprintf("%s may not be written (nothing was): %s", fe.Path, oneLine(err.Error(), 300))}
+		}
+		if !broker.Covers(p.ws, resolved) {
+			// A link swapped in since the preview, to a file elsewhere.
+			return Applied{}, &Error{Code: CodeStaleEdit, Reason: fmt.Sprintf("%s now leads out of the workspace; nothing was written", fe.Path)}
 		}
 		got, err := c.ReadFile(rel)
 		if err != nil {

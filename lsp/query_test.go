@@ -193,6 +193,27 @@ func TestRenamePreviewAndApply(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(s.ws, "a.txt")); string(got) != wantA {
 		t.Errorf("a forged edit wrote: %q", got)
 	}
+
+	// A file swapped for a link out of the workspace (to a writable file
+	// of the same content) since the preview: refused, nothing written.
+	e, err = p.Rename(ctx, Position{Symbol: "Other"}, "Another")
+	if err != nil || len(e.Files) != 2 {
+		t.Fatalf("second preview: %s %v", show(e), err)
+	}
+	elsewhere := filepath.Join(s.scratch, "b.txt")
+	b, _ := os.ReadFile(filepath.Join(s.ws, "b.txt"))
+	os.WriteFile(elsewhere, b, 0o644)
+	os.Remove(filepath.Join(s.ws, "b.txt"))
+	os.Symlink(elsewhere, filepath.Join(s.ws, "b.txt"))
+	if _, err := p.Apply(ctx, c, e); CodeOf(err) != CodeStaleEdit || !strings.Contains(err.Error(), "b.txt") {
+		t.Errorf("a link swapped in: %v", err)
+	}
+	if got, _ := os.ReadFile(elsewhere); !slices.Equal(got, b) {
+		t.Errorf("written through a link: %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(s.ws, "a.txt")); string(got) != wantA {
+		t.Errorf("a.txt written by a refused apply: %q", got)
+	}
 }
 
 // TestHostileEditsAreRefusedWhole: an edit touching a file outside the
