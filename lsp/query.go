@@ -25,7 +25,7 @@ const (
 	MaxSites = 200
 	// MaxActions bounds the code actions one answer lists; Actions.Total
 	// counts them all.
-	MaxActions = 50
+	MaxActions = 200
 	// MaxHoverBytes bounds a hover's text.
 	MaxHoverBytes = 8 << 10
 	// MaxSiteTextBytes bounds the line text a Site carries.
