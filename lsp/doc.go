@@ -30,6 +30,29 @@
 //     finds clean is asked once more as a change to the same text (gopls
 //     answers a module's first Go file as clean until a change has loaded
 //     its package).
+//   - The language operations, asked of the same running servers through
+//     the same request path (Plane.Definition, References, Hover,
+//     DocumentSymbols, WorkspaceSymbols, Implementation, IncomingCalls,
+//     OutgoingCalls, CodeActions, Rename), each first telling the server
+//     what changed on disk. A place is a Position: a file and a line, then
+//     a column or an identifier on that line, or a symbol's name
+//     ("pkg.Type.Method") found through workspace/symbol, an ambiguous
+//     one refused with its candidates (CodeSymbolAmbiguous). Every site an
+//     answer names carries its workspace-relative path, 1-based line and
+//     column (in characters), and its line's hashline anchor, read from
+//     the file through a root the workspace is opened as (never following
+//     a link out of it). Sites outside the workspace are dropped and
+//     counted (Sites.Outside), never read; malformed ones likewise
+//     (Sites.Malformed); lists are cut to MaxSites with their total.
+//   - Edits as previews, and their landing: Rename and a code action's
+//     edit are planned against each file's content as read (an Edit
+//     carries each file's hashline digest) and write nothing; an edit
+//     touching a file outside the workspace, or creating, renaming or
+//     deleting one, is refused whole. Plane.Apply lands a preview through
+//     a tool.Call's file API (fs_write's path discipline, its staged
+//     write and rename), all or nothing: every file read and checked against its
+//     digest, every change planned, before anything is written; a file
+//     changed since the preview refuses the whole edit (CodeStaleEdit).
 //   - The base protocol's framing (codec), with its bounds: Content-Length
 //     at most MaxMessageBytes, header lines at most MaxHeaderLineBytes and
 //     MaxHeaders of them, only Content-Length and a UTF-8 Content-Type
@@ -42,10 +65,10 @@
 // It renders nothing a model reads (package tool renders a diagnosis,
 // with each line's hashline anchor) and decides no policy beyond the
 // servers' own jail. It runs no server in the host process: rule zero.
-// It applies no edit a server proposes (workspace/applyEdit is answered
-// "not applied"). Code mode's cap/lsp and the other language operations
-// (definition, references, rename) are not here yet; they would ask the
-// same running servers through a Plane.
+// It applies no edit a server proposes on its own (workspace/applyEdit
+// is answered "not applied") and runs no server command a code action
+// names; it lands only an Edit its caller previewed and hands to Apply.
+// Code mode's cap/lsp is not here: it is built on Plane's operations.
 //
 // # Guarantees
 //
@@ -61,8 +84,11 @@
 //     diagnosis waits on, only for the version it sent, and only when its
 //     URI is a file URI under the workspace; lists and counts are Loom's
 //     own (MaxKeptDiagnostics kept, every element counted), messages cut
-//     to MaxMessageKeptBytes; nothing a server sends makes the package
-//     panic, and nothing reaches the host's standard error.
+//     to MaxMessageKeptBytes; an operation's answer is decoded into
+//     Loom's own small structs, element by element, ranges checked (no
+//     negative or huge line, no start after its end), every element
+//     counted and at most a bound kept; nothing a server sends makes the
+//     package panic, and nothing reaches the host's standard error.
 //   - A diagnosis never outlives its context (SettleWait without a
 //     deadline), never fails the write it follows, and says which of
 //     settled, unsettled or unavailable it is, with the server's name.

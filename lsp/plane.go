@@ -57,6 +57,8 @@ type Plane struct {
 	// test holds test hooks: shorter bounds for a fake server's tests.
 	test struct {
 		startTimeout, writeTimeout time.Duration
+		// beforeLanding is called as Apply is about to land each file.
+		beforeLanding func(path string)
 	}
 }
 

@@ -194,8 +194,10 @@ func (r *run) lost(why string) {
 
 // initializeParams is what Loom tells a server of itself: no process to
 // watch (the server's pid namespace has none), the workspace as its one
-// folder, versioned diagnostics, no dynamic registration, no
-// configuration requests (InitializationOptions carry the settings).
+// folder, versioned diagnostics, the language operations Plane asks
+// (edits as text edits only: no file created, renamed or deleted), no
+// dynamic registration, no configuration requests
+// (InitializationOptions carry the settings).
 func (r *run) initializeParams() map[string]any {
 	ws := r.s.p.ws
 	params := map[string]any{
@@ -211,11 +213,27 @@ func (r *run) initializeParams() map[string]any {
 				"synchronization":    map[string]any{"dynamicRegistration": false, "didSave": false},
 				"publishDiagnostics": map[string]any{"versionSupport": true, "relatedInformation": false},
 				"diagnostic":         map[string]any{"dynamicRegistration": false, "relatedDocumentSupport": false},
+				"definition":         map[string]any{"linkSupport": true},
+				"implementation":     map[string]any{"linkSupport": true},
+				"references":         map[string]any{},
+				"hover":              map[string]any{"contentFormat": []string{"markdown", "plaintext"}},
+				"documentSymbol":     map[string]any{"hierarchicalDocumentSymbolSupport": true},
+				"callHierarchy":      map[string]any{},
+				"rename":             map[string]any{"prepareSupport": false},
+				"codeAction": map[string]any{
+					"codeActionLiteralSupport": map[string]any{"codeActionKind": map[string]any{"valueSet": []string{
+						"", "quickfix", "refactor", "refactor.extract", "refactor.inline", "refactor.rewrite", "source", "source.organizeImports",
+					}}},
+					"isPreferredSupport": true,
+					"disabledSupport":    true,
+				},
 			},
 			"workspace": map[string]any{
 				"didChangeWatchedFiles": map[string]any{"dynamicRegistration": false},
 				"workspaceFolders":      true,
 				"configuration":         false,
+				"symbol":                map[string]any{},
+				"workspaceEdit":         map[string]any{"documentChanges": true, "resourceOperations": []string{}},
 			},
 			"window": map[string]any{"workDoneProgress": false},
 		},

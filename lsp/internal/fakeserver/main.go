@@ -26,6 +26,9 @@
 //	                watched-file change, "closed NAME" for each didClose
 //	probe           publish, as information, what writing a file into its
 //	                working directory (the workspace) did
+//	lang            answer the language operations (see lang.go) over the
+//	                *.txt files of its working directory, as publish
+//	                otherwise
 package main
 
 import (
@@ -143,6 +146,10 @@ func main() {
 		if isRequest && method == "" {
 			continue // a response to one of our requests
 		}
+		if *mode == "lang" && isRequest {
+			send(map[string]any{"jsonrpc": "2.0", "id": id, "result": answer(method, m["params"])})
+			continue
+		}
 		var p struct {
 			TextDocument   doc `json:"textDocument"`
 			ContentChanges []struct {
@@ -166,17 +173,20 @@ func main() {
 			continue
 		case "textDocument/didClose":
 			heard = append(heard, "closed "+d.URI[strings.LastIndex(d.URI, "/")+1:])
+			delete(opened, d.URI)
 			continue
 		case "textDocument/didOpen":
+			opened[d.URI] = d.Text
 		case "textDocument/didChange":
 			if len(p.ContentChanges) > 0 {
 				d.Text = p.ContentChanges[len(p.ContentChanges)-1].Text
 			}
+			opened[d.URI] = d.Text
 		default:
 			continue
 		}
 		switch *mode {
-		case "publish":
+		case "publish", "lang":
 			publish(d.URI, d.Version, diagnostics(d.Text))
 		case "silent":
 		case "crash":
