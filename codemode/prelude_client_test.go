@@ -189,7 +189,7 @@ func (h *probeHost) canned(c wire.CapCall) any {
 		return map[string]any{"path": p, "truncated": true, "entries": []map[string]any{
 			{"name": p + "/a", "kind": "file", "size": 1}, {"name": "d", "kind": "dir", "size": 0}}}
 	case "fs.write":
-		return map[string]any{"path": str("path"), "bytes": len(bin("content")), "created": true}
+		return map[string]any{"path": str("path"), "bytes": len(bin("content")), "created": true, "diagnostics": ""}
 	case "fs.edit":
 		edits := arg[[]any](h, c, "edits")
 		for _, e := range edits {
@@ -201,7 +201,7 @@ func (h *probeHost) canned(c wire.CapCall) any {
 				h.t.Errorf("fs.edit edit %#v", e)
 			}
 		}
-		return map[string]any{"path": str("path"), "replaced": len(edits)}
+		return map[string]any{"path": str("path"), "replaced": len(edits), "diagnostics": ""}
 	case "search.glob":
 		return map[string]any{"paths": []string{str("pattern"), str("path")}, "truncated": false}
 	case "search.grep":
