@@ -15,7 +15,8 @@ import (
 // TestCodeModeLanguageServer: with a language server configured, a
 // program imports cap/lsp and asks it by name and by line: references of
 // a symbol, a hover, a rename previewed then applied, a stale apply
-// refused with nothing written, and the diagnostics of a file; fs_read
+// refused with nothing written, the diagnostics of a file and its quick
+// fix applied; fs_read
 // cap://lsp documents the package.
 func TestCodeModeLanguageServer(t *testing.T) {
 	t.Parallel()
@@ -100,6 +101,20 @@ func main() {
 		}
 		fmt.Println()
 	}
+	acts, err := lsp.CodeActions(ctx, "c.txt", 1, 2)
+	if err != nil {
+		panic(err)
+	}
+	for _, a := range acts.Items {
+		fmt.Printf("action %q %s edit=%v command=%s\n", a.Title, a.Kind, a.Edit != nil, a.Command)
+		if a.Edit != nil {
+			if _, err := lsp.Apply(ctx, *a.Edit); err != nil {
+				panic(err)
+			}
+		}
+	}
+	c, _ := fs.Read(ctx, "c.txt")
+	fmt.Printf("c.txt now %q\n", c.Text())
 }
 `
 	raw, _ := json.Marshal(map[string]any{"program": src, "within_ms": 600000})
@@ -116,6 +131,9 @@ func main() {
 		"b.txt now \"def Another\\ncall Use\\nGreet again, Greet\\n\"\n",
 		"stale apply: true \"def Stale\\nStale changed\\n\"\n",
 		fmt.Sprintf("diagnostics c.txt settled 1 errors: 2:%s error \"flagged: ERR here\"\n", hashline.AnchorOf("ERR here")),
+		"action \"Replace ERR on line 2\" quickfix edit=true command=\n",
+		"action \"Run a command\"  edit=false command=fake.cmd\n",
+		"c.txt now \"fine\\nOK here\\n\"\n",
 	} {
 		if !strings.Contains(o.Text, want) {
 			t.Errorf("the program's output lacks %q:\n%s", want, o.Text)

@@ -326,7 +326,8 @@ func Diagnostics(ctx context.Context, paths ...string) ([]FileDiagnostics, error
 }
 
 // CodeActions returns the code actions the server offers for lines line
-// to endLine (0: line alone) of the file at path, only those of kinds
+// to endLine (1-based, inclusive; an endLine below line is line) of the
+// file at path, at most MaxSites, only those of kinds
 // when any are given ("quickfix", "refactor"). It writes nothing: an
 // action's Edit is a preview Apply lands.
 func CodeActions(ctx context.Context, path string, line, endLine int, kinds ...string) (Actions, error) {
