@@ -139,6 +139,11 @@ func main() {
 			t.Errorf("the program's output lacks %q:\n%s", want, o.Text)
 		}
 	}
+	tl, _ := p.Registry.Lookup("code_mode")
+	if d := tl.Description; !strings.Contains(d, "import \"cap/lsp\"\nlsp.Definition, References,") || !strings.Contains(d, "fs_read cap://lsp") ||
+		len(d)+len(tl.Schema) > 8<<10 {
+		t.Errorf("code_mode's description (%d bytes with its schema) does not point at cap/lsp within 8 KiB:\n%s", len(d)+len(tl.Schema), d)
+	}
 	doc, _ := json.Marshal(map[string]string{"path": "cap://lsp"})
 	if o := p.Registry.Dispatch(t.Context(), p.Call.At("op-2", "step-1", 0), "fs_read", doc); o.IsError ||
 		!strings.Contains(o.Text, "func Rename(ctx context.Context, at Position, newName string) (Edit, error)") ||
