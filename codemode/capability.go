@@ -34,8 +34,9 @@ func (c *capability) pkg() string {
 }
 
 // capabilities declares every capability, in the order capabilityNames
-// lists them: the workspace seam's own packages, then cap/notes, then
-// cap/strand.
+// lists them: the workspace seam's own packages (cap/lsp's read-only
+// calls need fs_read, its apply fs_edit as fs.edit does), then cap/notes,
+// then cap/strand.
 var capabilities = []capability{
 	{name: "fs.read", serve: (*seamHost).fsRead, summary: summarize(strArg("path"))},
 	{name: "fs.list", serve: (*seamHost).fsList, summary: summarize(strArg("path"))},
@@ -56,6 +57,18 @@ var capabilities = []capability{
 	{name: "execution.ready", serve: (*seamHost).executionCall},
 	{name: "execution.register", serve: (*seamHost).executionCall, summary: summarize(strArg("endpoint"))},
 	{name: "execution.receive", serve: (*seamHost).executionCall, summary: summarize(strArg("endpoint"))},
+	{name: "lsp.definition", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
+	{name: "lsp.references", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
+	{name: "lsp.implementation", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
+	{name: "lsp.hover", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
+	{name: "lsp.document_symbols", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(strArg("path"))},
+	{name: "lsp.workspace_symbols", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(strArg("query"))},
+	{name: "lsp.incoming_calls", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
+	{name: "lsp.outgoing_calls", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
+	{name: "lsp.diagnostics", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(countArg("paths"))},
+	{name: "lsp.code_actions", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(strArg("path"), intArg("line"), intArg("end_line"))},
+	{name: "lsp.rename", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(strArg("symbol"), strArg("path"), intArg("line"), strArg("ident"), strArg("new_name"))},
+	{name: "lsp.apply", authorizedBy: []string{"fs_edit"}, serve: (*seamHost).lspCall, summary: summarize(countArg("files"))},
 
 	{name: "notes.put", authorizedBy: []string{agent.NoteToolName}, serve: (*seamHost).notesCall, summary: summarize(strArg("key"))},
 	{name: "notes.get", authorizedBy: []string{agent.NotesToolName}, serve: (*seamHost).notesCall, summary: summarize(strArg("key"))},
@@ -155,6 +168,23 @@ func countArg(k string) summaryPart {
 		return fmt.Sprintf("%s=%d", k, len(n))
 	}
 }
+
+// intArg shows the integer argument k.
+func intArg(k string) summaryPart {
+	return func(m map[string]any) string {
+		switch v := m[k].(type) {
+		case int64:
+			return fmt.Sprintf("%s=%d", k, v)
+		case uint64:
+			return fmt.Sprintf("%s=%d", k, v)
+		}
+		return ""
+	}
+}
+
+// lspAt is the summary of a call at a position: the symbol, or the
+// path, line and identifier.
+var lspAt = summarize(strArg("symbol"), strArg("path"), intArg("line"), strArg("ident"))
 
 // argvArg shows proc.run's argv as one quoted line.
 func argvArg(m map[string]any) string {

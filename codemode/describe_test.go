@@ -212,7 +212,11 @@ func TestDescribeSeamSkipsWhatVetRefuses(t *testing.T) {
 
 func TestDescribeSeamWorkspaceWithinBudget(t *testing.T) {
 	t.Parallel()
-	got, err := describeSeam(embeddedPrelude(), WorkspaceSeam())
+	// As a host without a language server serves it: cap/lsp, offered
+	// only with one, adds its own listing (TestDescribeSeamLSP).
+	ws := WorkspaceSeam()
+	ws.Packages = slices.DeleteFunc(ws.Packages, func(p string) bool { return p == "cap/lsp" })
+	got, err := describeSeam(embeddedPrelude(), ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,9 +224,22 @@ func TestDescribeSeamWorkspaceWithinBudget(t *testing.T) {
 	if len(got) > maxDescribedAPIBytes {
 		t.Fatalf("the workspace seam's API renders in %d bytes, over maxDescribedAPIBytes (%d):\n%s", len(got), maxDescribedAPIBytes, got)
 	}
-	again, err := describeSeam(embeddedPrelude(), WorkspaceSeam())
+	again, err := describeSeam(embeddedPrelude(), ws)
 	if err != nil || again != got {
 		t.Fatalf("a second rendering differs (err %v)", err)
+	}
+}
+
+// maxDescribedLSPBytes bounds describeSeam's rendering of cap/lsp, which
+// a host with a language server adds to the workspace seam's.
+const maxDescribedLSPBytes = 2304
+
+// TestDescribeSeamLSP: cap/lsp renders within its own bound.
+func TestDescribeSeamLSP(t *testing.T) {
+	t.Parallel()
+	got, err := describeSeam(embeddedPrelude(), Seam{Packages: []string{"cap/lsp"}})
+	if err != nil || len(got) > maxDescribedLSPBytes || !strings.Contains(got, "func lsp.Rename(ctx, at lsp.Position, newName string) (lsp.Edit, error)") {
+		t.Fatalf("cap/lsp renders in %d bytes (at most %d), err %v:\n%s", len(got), maxDescribedLSPBytes, err, got)
 	}
 }
 

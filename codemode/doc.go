@@ -2,7 +2,7 @@
 // tool call per turn. The program loops, branches and fans out with
 // goroutines, and reaches the workspace only through the capability
 // packages it imports (cap/fs, cap/search, cap/proc, cap/kv, cap/report,
-// cap/job, cap/notes, cap/execution). The host serves each call on the
+// cap/job, cap/notes, cap/lsp, cap/execution). The host serves each call on the
 // calling strand's authority. Engine.Execute takes one Request (source,
 // seam, wall deadline, permissions) through every stage.
 //
@@ -99,6 +99,9 @@
 // Dispatch's):
 //
 //   - fs.write by fs_write, fs.edit by fs_edit;
+//   - every lsp.* but lsp.apply by fs_read (a language server reads the
+//     workspace), lsp.apply by fs_edit, as fs.edit; cap/lsp is offered
+//     only by an Engine with Options.LanguageServers;
 //   - proc.run and job.start by bash; job.poll and job.list by job_poll,
 //     job.send by job_send, job.kill by job_kill;
 //   - notes.put and strand.note by agent_note; notes.get, notes.list and

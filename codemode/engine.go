@@ -12,6 +12,7 @@ import (
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/lsp"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -54,6 +55,12 @@ type Options struct {
 	// fs.edit land (the seam fs_write and fs_edit take); its answer, as
 	// those tools render it, is the result's Diagnostics. Nil means none.
 	Diagnostics tool.Diagnostics
+	// LanguageServers, when set, serves cap/lsp: the language operations
+	// (definition, references, hover, symbols, calls, diagnostics, code
+	// actions, rename and its apply) of the workspace's language servers.
+	// Nil means no cap/lsp: New leaves it out of every seam, and vetting
+	// refuses its import saying why.
+	LanguageServers *lsp.Plane
 	// Notify, when set, is told when a launched program ends on its own
 	// (not by its owner's cancel, nor at Close). It is called from the
 	// execution's own goroutine with no lock held and must not block for
@@ -83,8 +90,8 @@ func New(o Options) (*Engine, error) {
 		return nil, errors.New("codemode: Options.Registry and Options.Broker are required")
 	}
 	if len(o.Seams) == 0 {
-		o.Seams = []Seam{offered(WorkspaceSeam(), o.Registry, o.Agency)}
-		if orch := offered(OrchestrationSeam(), o.Registry, o.Agency); slices.Contains(orch.Packages, "cap/strand") {
+		o.Seams = []Seam{offered(WorkspaceSeam(), o.Registry, o.Agency, o.LanguageServers != nil)}
+		if orch := offered(OrchestrationSeam(), o.Registry, o.Agency, o.LanguageServers != nil); slices.Contains(orch.Packages, "cap/strand") {
 			o.Seams = append(o.Seams, orch)
 		}
 	}
@@ -96,23 +103,27 @@ func New(o Options) (*Engine, error) {
 		if o.Agency == nil && slices.Contains(s.Packages, "cap/strand") {
 			return nil, fmt.Errorf("codemode: Options.Seams[%d] (%q) offers cap/strand, which only an Engine with an Agency serves", i, s.Name)
 		}
-		if o.Agency == nil {
-			// cap/notes is the Agency's too: WorkspaceSeam() lists it for
-			// the Engines that have one.
-			o.Seams[i].Packages = slices.DeleteFunc(slices.Clone(s.Packages), func(p string) bool { return p == "cap/notes" })
-		}
+		// cap/notes is the Agency's too, and cap/lsp the language
+		// servers': WorkspaceSeam() lists them for the Engines that have
+		// them.
+		o.Seams[i].Packages = slices.DeleteFunc(slices.Clone(s.Packages), func(p string) bool {
+			return (o.Agency == nil && p == "cap/notes") || (o.LanguageServers == nil && p == "cap/lsp")
+		})
 	}
 	e := &Engine{opts: o, kv: newKVStore(), execs: newExecutions(func(k broker.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
 	return e, nil
 }
 
 // offered is s less the packages whose every capability is authorized by
-// a tool reg does not register, and less cap/strand and cap/notes without
-// an Agency.
-func offered(s Seam, reg *tool.Registry, agency agent.Agency) Seam {
+// a tool reg does not register, less cap/strand and cap/notes without
+// an Agency, and less cap/lsp without language servers.
+func offered(s Seam, reg *tool.Registry, agency agent.Agency, languageServers bool) Seam {
 	var keep []string
 	for _, pkg := range s.Packages {
 		if agency == nil && (pkg == "cap/strand" || pkg == "cap/notes") {
+			continue
+		}
+		if !languageServers && pkg == "cap/lsp" {
 			continue
 		}
 		if _, spawns := reg.Lookup(agent.SpawnToolName); pkg == "cap/strand" && !spawns {
@@ -279,7 +290,7 @@ func (e *Engine) runAs(ctx context.Context, c *tool.Call, bin *Binary, within ti
 // the permit composePermissions settled (nil: no permissions declared).
 func (e *Engine) newSeamHost(c *tool.Call, seam Seam, pm *permit) *seamHost {
 	return &seamHost{seam: seam, call: c, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner(pm.roots()),
-		permit: pm, agency: e.opts.Agency, diag: e.opts.Diagnostics, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
+		permit: pm, agency: e.opts.Agency, diag: e.opts.Diagnostics, lsp: e.opts.LanguageServers, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
 }
 
 // effectiveWithin is a run's wall deadline for within: defaultWithin for

@@ -10,6 +10,7 @@ import (
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/lsp"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -54,6 +55,7 @@ type seamHost struct {
 	proc   *procRunner
 	agency agent.Agency     // nil: no strand.* or notes.*
 	diag   tool.Diagnostics // nil: fs.write and fs.edit answer no diagnostics
+	lsp    *lsp.Plane       // nil: no lsp.*
 	adm    admissions
 	// permit is what the permissions composed before the start settled
 	// (nil: none declared).

@@ -26,13 +26,14 @@ const WorkspaceSeamName = "workspace"
 // offers files (cap/fs), read-only search (cap/search), jailed commands
 // (cap/proc), scratch storage (cap/kv), artifacts (cap/report) and
 // background jobs (cap/job). It also offers the session's durable notes
-// (cap/notes, served only by an Engine with an Agency) and a launched
-// program's input (cap/execution).
+// (cap/notes, served only by an Engine with an Agency), the language
+// servers' operations (cap/lsp, served only by an Engine with
+// LanguageServers) and a launched program's input (cap/execution).
 // Each call returns a fresh value.
 func WorkspaceSeam() Seam {
 	return Seam{
 		Name:     WorkspaceSeamName,
-		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job", "cap/notes", "cap/execution"},
+		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job", "cap/notes", "cap/lsp", "cap/execution"},
 	}
 }
 

@@ -94,8 +94,20 @@ func (e *Engine) Tool() tool.Tool {
 	return tool.Typed(t, e.runSeamTool, append(schemas, e.seamSchema())...)
 }
 
+// lspPointer stands for cap/lsp's API in the description, which its
+// listing (about 2 KiB) would take past the surface budget: what it does
+// and where its API is.
+const lspPointer = `import "cap/lsp"` + "\n" +
+	"lsp.Definition, References, Implementation, Hover, IncomingCalls, OutgoingCalls (at lsp.At(path, line, ident) or lsp.Symbol(\"pkg.Type.Method\")), DocumentSymbols, WorkspaceSymbols, Diagnostics(paths...), CodeActions and Rename (previews, write nothing), Apply(edit) (all or nothing): read its API with fs_read cap://lsp.\n"
+
 func (e *Engine) description() string {
-	api, err := describeSeam(embeddedPrelude(), e.unionSeam())
+	union := e.unionSeam()
+	withLSP := slices.Contains(union.Packages, "cap/lsp")
+	union.Packages = slices.DeleteFunc(union.Packages, func(p string) bool { return p == "cap/lsp" })
+	api, err := describeSeam(embeddedPrelude(), union)
+	if withLSP && err == nil {
+		api += "\n" + lspPointer
+	}
 	if err != nil {
 		api = "(the API could not be rendered: " + err.Error() + "; read it with fs_read cap://)"
 	}

@@ -154,6 +154,8 @@ func (e *VetError) Error() string {
 		if v.Rule == ruleImportNotAllowed {
 			if reason, ok := importDenial(v.Construct); ok {
 				b.WriteString(" (denied: " + reason + ")")
+			} else if reason, ok := importWithheld(v.Construct); ok {
+				b.WriteString(" (not offered: " + reason + ")")
 			}
 		}
 		b.WriteString("\n")
@@ -195,6 +197,28 @@ func importDenial(construct string) (string, bool) {
 		return "", false
 	}
 	return denialOf(p)
+}
+
+// withheldPackages says why a seam may leave out a capability package
+// the prelude has: what the host must configure to offer it.
+var withheldPackages = map[string]string{
+	"cap/lsp": "cap/lsp is offered only when the host runs a language server for the workspace, and this host runs none; its calls also need the fs_read tool",
+}
+
+// importWithheld recovers the path from an import construct vet wrote
+// and reports why a seam leaves it out, if it is a package only some
+// hosts offer.
+func importWithheld(construct string) (string, bool) {
+	i := strings.IndexByte(construct, '"')
+	if i < 0 {
+		return "", false
+	}
+	p, err := strconv.Unquote(construct[i:])
+	if err != nil {
+		return "", false
+	}
+	reason, ok := withheldPackages[p]
+	return reason, ok
 }
 
 // Program is a vetted program: its source, what it imports, and the seam

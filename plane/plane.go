@@ -296,6 +296,7 @@ func (p *Plane) openCodeMode(cfg Config) error {
 	opts := codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode, Notify: cfg.CodeModeNotify}
 	if p.LanguageServers != nil {
 		opts.Diagnostics = p.LanguageServers
+		opts.LanguageServers = p.LanguageServers
 	}
 	eng, err := codemode.New(opts)
 	if err != nil {

@@ -144,6 +144,26 @@ func (f *Fields) Maps(key string, each func(*Fields)) {
 	}
 }
 
+// Map reads a map field that may be absent or nil, calling each with it
+// when present; it reports whether it was.
+func (f *Fields) Map(key string, each func(*Fields)) bool {
+	v, ok := f.m[key]
+	if !ok || v == nil || f.err != nil {
+		return false
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		f.bad(key, "a map")
+		return false
+	}
+	sub := &Fields{m: m}
+	each(sub)
+	if sub.err != nil {
+		f.err = &Error{Code: BadResult, Message: "in the map " + key + ": " + sub.err.Message}
+	}
+	return true
+}
+
 func (f *Fields) list(key, want string) []any {
 	v, ok := f.get(key, want)
 	if !ok || v == nil {
