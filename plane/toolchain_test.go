@@ -239,3 +239,34 @@ func TestSharedCachePlantFencesNoSession(t *testing.T) {
 		t.Fatalf("session B was refused after A's plant in the shared cache: %s: %s", o.Code, o.Text)
 	}
 }
+
+// TestGoModuleDownloadedWithTheNetwork: with the network granted, a
+// module in no cache comes from the host's own proxy (checked against
+// the checksum database) into the profile's module cache, never the
+// workspace. It needs the module proxy: it runs where LOOM_TEST_NETWORK=1
+// (CI sets it) and is skipped elsewhere.
+func TestGoModuleDownloadedWithTheNetwork(t *testing.T) {
+	if os.Getenv("LOOM_TEST_NETWORK") != "1" {
+		t.Skip("set LOOM_TEST_NETWORK=1 to fetch a module through the host's proxy")
+	}
+	t.Parallel()
+	ws, cfg := testDirs(t)
+	cache := filepath.Join(filepath.Dir(ws), "toolchains")
+	cfg.Toolchains = func([]toolchain.Profile) []toolchain.Profile {
+		ps, _ := toolchain.Detect(toolchain.Options{CacheDir: cache})
+		return ps
+	}
+	cfg.Policy = func(p broker.Policy) broker.Policy { p.Network = broker.NetworkFull; return p }
+	p := newTestPlane(t, cfg)
+	before := workspaceFiles(t, ws)
+	const mod = "github.com/google/go-cmp@v0.5.9" // not this repository's version: in no cache
+	if o := bashIn(t, p, `go mod download `+mod); o.IsError {
+		t.Fatalf("%s: %s", o.Code, o.Text)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "go", "mod", "github.com", "google", "go-cmp@v0.5.9", "cmp", "compare.go")); err != nil {
+		t.Fatalf("the module is not in the profile's cache: %v", err)
+	}
+	if after := workspaceFiles(t, ws); !slices.Equal(before, after) {
+		t.Fatalf("the download changed the workspace:\nbefore %q\nafter  %q", before, after)
+	}
+}
