@@ -32,6 +32,12 @@ type Server struct {
 	// InitializationOptions is sent as initialize's initializationOptions;
 	// nil sends none.
 	InitializationOptions json.RawMessage
+	// ReadOnly are host directories the server reads besides the system
+	// roots and its executable: a server run by an interpreter needs the
+	// interpreter and its packages (pyright-langserver: node's install and
+	// the npm package directory). Absolute paths; they are system roots of
+	// its jail, never writable and never read by the file tools.
+	ReadOnly []string
 }
 
 // FilePattern is a set of files one server owns.
@@ -92,6 +98,11 @@ func (s *Server) validate() error {
 		}
 		if f.LanguageID == "" {
 			return bad(fmt.Sprintf("pattern %q has no language identifier", f.Pattern))
+		}
+	}
+	for _, r := range s.ReadOnly {
+		if !filepath.IsAbs(r) {
+			return bad(fmt.Sprintf("read-only directory %q is not an absolute path", r))
 		}
 	}
 	for _, p := range s.Watch {

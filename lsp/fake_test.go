@@ -374,9 +374,30 @@ func TestNewRefusesWhatCannotRun(t *testing.T) {
 		{"no language", Options{Workspace: s.ws, Broker: s.broker, Servers: []Server{{Name: "x", Command: good.Command, Files: []FilePattern{{Pattern: "*"}}}}}},
 		{"bad options", Options{Workspace: s.ws, Broker: s.broker, Servers: []Server{{Name: "x", Command: good.Command, Files: good.Files, InitializationOptions: []byte("{")}}}},
 		{"two of a name", Options{Workspace: s.ws, Broker: s.broker, Servers: []Server{good, good}}},
+		{"a relative read-only directory", Options{Workspace: s.ws, Broker: s.broker, Servers: []Server{{Name: "x", Command: good.Command, Files: good.Files, ReadOnly: []string{"node_modules"}}}}},
 	} {
 		if _, err := New(tc.o); CodeOf(err) != CodeInvalidConfig {
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// TestReadOnlyDirectoriesReachTheJail: a server's ReadOnly directories
+// (an interpreter's packages) are system roots of its jail: readable
+// there, never writable, never read by the file tools.
+func TestReadOnlyDirectoriesReachTheJail(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	cfg := fakeConfig(t, "publish")
+	pkgs := t.TempDir()
+	cfg.ReadOnly = []string{pkgs}
+	p, err := New(Options{Workspace: s.ws, Broker: s.broker, Servers: []Server{cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	pol := p.servers[0].pol
+	if !slices.Contains(pol.SystemRoots, pkgs) || slices.Contains(pol.ReadableRoots, pkgs) || slices.Contains(pol.WritableRoots, pkgs) {
+		t.Fatalf("policy %+v: %s should be a system root only", pol, pkgs)
 	}
 }

@@ -144,7 +144,7 @@ func (p *Plane) prepare(cfg Server, o Options) (*server, error) {
 	}
 	s.argv = append([]string{s.bin}, cfg.Command[1:]...)
 	pol := broker.Policy{
-		SystemRoots:   slices.Clone(o.Base.SystemRoots),
+		SystemRoots:   slices.Concat(o.Base.SystemRoots, cfg.ReadOnly),
 		ReadableRoots: append(slices.Clone(o.Base.ReadableRoots), p.ws),
 		Protected:     slices.Clone(o.Base.Protected),
 		Network:       broker.NetworkOff,

@@ -118,7 +118,17 @@ type Config struct {
 	// rust-analyzer here by configuration. Each runs jailed, started at
 	// the first write of a file it owns. Nil runs the detected servers;
 	// return nil to run none (the file tools then answer without
-	// diagnostics). Without FamilyFiles no server runs.
+	// diagnostics). Without FamilyFiles no server runs. Pyright, say:
+	//
+	//	cfg.LanguageServers = func(found []lsp.Server) []lsp.Server {
+	//		return append(found, lsp.Server{
+	//			Name:     "pyright",
+	//			Command:  []string{"pyright-langserver", "--stdio"},
+	//			Files:    []lsp.FilePattern{{Pattern: "*.py", LanguageID: "python"}, {Pattern: "*.pyi", LanguageID: "python"}},
+	//			Watch:    []string{"pyproject.toml", "pyrightconfig.json"},
+	//			ReadOnly: []string{"/usr/lib/node_modules/pyright"}, // its package; node is under /usr
+	//		})
+	//	}
 	LanguageServers func([]lsp.Server) []lsp.Server
 	// Scratch is the session scratch directory commands see as TMPDIR
 	// (tool.Call.TempDir), created if missing and kept by Close. Empty
