@@ -201,12 +201,15 @@ func New(opts Options) *Broker {
 }
 
 // Close discards every helper kept warm for the next commands, stops
-// prestarting and returns once those helpers have exited; commands
-// already cleared run on. The Broker stays usable after Close, starting
-// each command's helper when it is cleared. Close always returns nil.
+// prestarting and the git guard's watches of idle roots, and returns once
+// those helpers have exited; commands already cleared run on. The Broker
+// stays usable after Close, starting each command's helper when it is
+// cleared and sweeping a root whole when a command there settles. Close
+// always returns nil.
 func (b *Broker) Close() error {
 	b.closeWarm()
 	b.pool.work.wait()
+	b.git.Close()
 	return nil
 }
 

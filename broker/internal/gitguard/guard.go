@@ -408,6 +408,30 @@ func (r *gitRoot) pin() error {
 	return nil
 }
 
+// Close stops watching every root no command is in: its inotify watches
+// are removed and its live goroutine ends. What the guard knows of each
+// root stays (the pointers commands made among it), so Fences used after
+// Close still guard every root, sweeping one whole at each settlement.
+func (f *Fences) Close() {
+	f.mu.Lock()
+	roots := make([]*gitRoot, 0, len(f.roots))
+	for _, r := range f.roots {
+		roots = append(roots, r)
+	}
+	f.mu.Unlock()
+	for _, r := range roots {
+		r.mu.Lock()
+		if r.active == 0 && r.watch != nil {
+			r.watch.retire()
+			r.watch = nil
+			if r.sweep != nil {
+				r.sweep.onDir = nil
+			}
+		}
+		r.mu.Unlock()
+	}
+}
+
 // start begins guarding a pinned root: its watch, and the first sweep,
 // which records the baseline (or, when the host stopped while a command
 // ran here, acts on everything it finds).

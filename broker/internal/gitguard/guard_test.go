@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -744,5 +745,44 @@ func TestGitGuardWatchesADirectoryMadeWhereAWatchedOneMovedAway(t *testing.T) {
 				t.Errorf("%s kept sshCommand:\n%s", cfg, got)
 			}
 		})
+	}
+}
+
+// TestFencesCloseStopsWatching: Close removes each idle root's inotify
+// watches (the hub no longer delivers to it) and ends its live pass; the
+// guard still neutralises what a later command plants, sweeping whole.
+func TestFencesCloseStopsWatching(t *testing.T) {
+	t.Parallel()
+	w := newGuardWorld(t)
+	if _, d := w.command(nil); d != nil {
+		t.Fatal(d)
+	}
+	r := w.f.roots[w.ws]
+	if r == nil || r.watch == nil {
+		if runtime.GOOS == "linux" {
+			t.Fatal("the root has no watch to stop")
+		}
+		t.Skip("no inotify here: nothing to stop") // the guard then runs as TestGitGuardWithoutWatch
+	}
+	watch := r.watch
+	w.f.Close()
+	hub.mu.Lock()
+	still := hub.roots[watch]
+	hub.mu.Unlock()
+	if r.watch != nil || still {
+		t.Fatalf("after Close the root still watches: %v %v", r.watch != nil, still)
+	}
+	if _, open := <-watch.kick; open {
+		t.Fatal("the live pass's channel is still open")
+	}
+	s, d := w.command(func() {
+		w.write("x/.git/HEAD", "ref: refs/heads/main\n")
+		w.write("x/.git/config", "[core]\n\thooksPath = h\n")
+	})
+	if d != nil {
+		t.Fatal(d)
+	}
+	if strings.Contains(w.read("x/.git/config"), "hooksPath") || len(s.GitNeutralised) != 1 {
+		t.Errorf("after Close: %+v", s.GitNeutralised)
 	}
 }
