@@ -114,7 +114,7 @@ func (r *run) start() {
 	s := r.s
 	// The files the server will read as it initializes are its baseline:
 	// what changes after it is told.
-	r.baseline, r.scanOK = scanWorkspace(s.p.ws, s.cfg.watches)
+	r.baseline, r.scanOK = scanWorkspace(r.ctx, s.p.ws, s.cfg.watches)
 	if s.bin == "" {
 		r.end(&Error{Code: CodeNotFound, Server: s.cfg.Name, Reason: s.missing})
 		return

@@ -259,7 +259,10 @@ func (s *server) sync(ctx context.Context, r *run, writing map[string]bool) erro
 	if !r.scanOK {
 		return nil
 	}
-	now, ok := scanWorkspace(s.p.ws, s.cfg.watches)
+	now, ok := scanWorkspace(ctx, s.p.ws, s.cfg.watches)
+	if err := ctx.Err(); err != nil {
+		return err // the baseline stands: the next diagnosis scans again
+	}
 	if !ok {
 		r.scanOK, r.baseline = false, nil
 		return nil
