@@ -83,18 +83,15 @@ func TestRedScanReadsAWholeDirectoryFirst(t *testing.T) {
 	}
 }
 
-// A pull server that also publishes the version: the publication lands in
-// the waiter's buffered channel, the pull settles, and the document keeps
-// that waiter (and the publication) for the rest of the run; documents
-// are never forgotten.
+// A pull server that also publishes the version: once a document
+// settles, it holds no waiter (nor the publication in it), and a closed
+// document is forgotten, so the run holds at most MaxOpenDocuments
+// documents however many files it was told of.
 func TestRedRetainedPublications(t *testing.T) {
 	s := newSession(t)
 	p := s.plane(t, fakeConfig(t, "pull-retain"))
-	var ms runtimeMem
-	for i := 0; i < 2000; i++ {
-		if i == 20 {
-			ms.start()
-		}
+	n := MaxOpenDocuments + 200
+	for i := 0; i < n; i++ {
 		got := s.write(t, p, within(t, settleWithin), fmt.Sprint("f", i, ".txt"), "x\n")
 		if got.Status != tool.DiagnosticsSettled || got.Errors != 1 {
 			t.Fatalf("%d: %+v", i, got)
@@ -103,12 +100,16 @@ func TestRedRetainedPublications(t *testing.T) {
 	r := p.servers[0].run
 	held := 0
 	for _, d := range r.docs {
-		if len(d.waiter.ch) > 0 {
+		if d.waiter != nil {
 			held++
 		}
 	}
-	runtime.GC()
-	t.Logf("docs %d, waiters holding a publication %d, heap growth %d MiB", len(r.docs), held, ms.peak()>>20)
+	r.mu.Lock()
+	waits := len(r.waits)
+	r.mu.Unlock()
+	if held != 0 || waits != 0 || len(r.docs) > MaxOpenDocuments+1 {
+		t.Errorf("after %d files: %d documents, %d holding a waiter, %d waits registered", n, len(r.docs), held, waits)
+	}
 }
 
 // A command swaps a directory of the workspace with a FIFO while a scan
