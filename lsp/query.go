@@ -388,6 +388,7 @@ func (p *Plane) CodeActions(ctx context.Context, path string, line, endLine int,
 				return err
 			}
 			r.unwait(abs, r.docs[abs].waiter)
+			r.docs[abs].waiter = nil
 			if err := s.closeLeastRecent(ctx, r, map[string]bool{abs: true}); err != nil {
 				return err
 			}

@@ -53,6 +53,7 @@ type run struct {
 	readyOnce sync.Once
 	done      chan struct{} // closed when the run ended and its process is gone
 	reqs      chan struct{} // one token per server request being answered
+	sending   chan struct{} // holds a token while a message of Loom's is being written
 
 	mu     sync.Mutex
 	err    *Error // why the run ended, or is ending; set once
@@ -94,14 +95,15 @@ type document struct {
 func (s *server) launch() *run {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &run{
-		s:      s,
-		ctx:    ctx,
-		cancel: cancel,
-		ready:  make(chan struct{}),
-		done:   make(chan struct{}),
-		reqs:   make(chan struct{}, maxServerRequests),
-		waits:  map[string]*waiter{},
-		docs:   map[string]*document{},
+		s:       s,
+		ctx:     ctx,
+		cancel:  cancel,
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
+		reqs:    make(chan struct{}, maxServerRequests),
+		sending: make(chan struct{}, 1),
+		waits:   map[string]*waiter{},
+		docs:    map[string]*document{},
 	}
 	go r.start()
 	return r
@@ -112,7 +114,7 @@ func (r *run) start() {
 	s := r.s
 	// The files the server will read as it initializes are its baseline:
 	// what changes after it is told.
-	r.baseline, r.scanOK = scanWorkspace(s.p.ws, s.cfg.watches)
+	r.baseline, r.scanOK = scanWorkspace(r.ctx, s.p.ws, s.cfg.watches)
 	if s.bin == "" {
 		r.end(&Error{Code: CodeNotFound, Server: s.cfg.Name, Reason: s.missing})
 		return
@@ -352,18 +354,40 @@ func (r *run) ended() bool {
 // call makes a request and decodes its result, giving up when ctx ends
 // or the run ends.
 func (r *run) call(ctx context.Context, method string, params, result any) error {
-	w, err := r.conn.DispatchCall(ctx, method, params)
+	var w jsonrpc2.Waiter
+	err := r.send(ctx, func() (err error) {
+		w, err = r.conn.DispatchCall(context.Background(), method, params)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	return w.Wait(ctx, result)
 }
 
-// notify sends a notification, giving up when ctx ends or the run ends
-// (the write goes on in the background, bounded by WriteTimeout).
+// notify sends a notification, giving up when ctx ends or the run ends.
 func (r *run) notify(ctx context.Context, method string, params any) error {
+	return r.send(ctx, func() error { return r.conn.Notify(context.Background(), method, params) })
+}
+
+// send writes one message of Loom's (write) in the background, giving up
+// when ctx ends or the run ends; the write goes on, bounded by
+// WriteTimeout. At most one write is in flight per run: when the last one
+// is still pending as the next is due, the server is not reading, and the
+// run is stopped as hung rather than a second write queued behind it.
+func (r *run) send(ctx context.Context, write func() error) error {
+	select {
+	case r.sending <- struct{}{}:
+	default:
+		r.stop(&Error{Code: CodeHung, Server: r.s.cfg.Name, Reason: "it had not read the last message when the next was due"})
+		return errStillSending
+	}
 	sent := make(chan error, 1)
-	go func() { sent <- r.conn.Notify(context.Background(), method, params) }()
+	go func() {
+		err := write()
+		<-r.sending
+		sent <- err
+	}()
 	select {
 	case err := <-sent:
 		return err
@@ -373,6 +397,9 @@ func (r *run) notify(ctx context.Context, method string, params any) error {
 		return r.failure()
 	}
 }
+
+// errStillSending fails a send due while the last is still being written.
+var errStillSending = errors.New("the last message is still being written")
 
 // Handle serves what the server sends: publications of diagnostics are
 // read, other notifications ignored, and requests answered in the

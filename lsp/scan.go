@@ -2,9 +2,7 @@ package lsp
 
 import (
 	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -49,48 +47,6 @@ type fileEvent struct {
 // directory (.git, caches), or node_modules.
 func skipDir(name string) bool {
 	return strings.HasPrefix(name, ".") || name == "node_modules"
-}
-
-// scanWorkspace records every file under ws that want accepts, without
-// following links. ok is false when the workspace is past MaxScanEntries
-// or MaxWatchedFiles, or could not be walked.
-func scanWorkspace(ws string, want func(string) bool) (files map[string]stamp, ok bool) {
-	files = map[string]stamp{}
-	entries := 0
-	err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == ws {
-				return err
-			}
-			return nil // an entry that vanished or cannot be read is not recorded
-		}
-		entries++
-		if entries > MaxScanEntries {
-			return errTooLarge
-		}
-		if d.IsDir() {
-			if p != ws && skipDir(d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !want(p) {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		files[p] = stampOf(fi)
-		if len(files) > MaxWatchedFiles {
-			return errTooLarge
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, false
-	}
-	return files, true
 }
 
 // errTooLarge stops a scan past its bounds.

@@ -235,6 +235,7 @@ func (s *server) settle(ctx context.Context, r *run, path string) (published, er
 		pub, err := r.pullDiagnostics(ctx, d.uri)
 		if err == nil || !isResponseError(err) {
 			r.unwait(path, d.waiter)
+			d.waiter = nil // a publication it held is dropped with it
 			return pub, err
 		}
 		// The server answers no pull for this document (gopls for
@@ -243,11 +244,13 @@ func (s *server) settle(ctx context.Context, r *run, path string) (published, er
 	}
 	select {
 	case pub := <-d.waiter.ch:
+		d.waiter = nil
 		return pub, nil
 	case <-r.done:
 		return published{}, r.failure()
 	case <-ctx.Done():
 		r.unwait(path, d.waiter)
+		d.waiter = nil
 		return published{}, ctx.Err()
 	}
 }
@@ -259,7 +262,10 @@ func (s *server) sync(ctx context.Context, r *run, writing map[string]bool) erro
 	if !r.scanOK {
 		return nil
 	}
-	now, ok := scanWorkspace(s.p.ws, s.cfg.watches)
+	now, ok := scanWorkspace(ctx, s.p.ws, s.cfg.watches)
+	if err := ctx.Err(); err != nil {
+		return err // the baseline stands: the next diagnosis scans again
+	}
 	if !ok {
 		r.scanOK, r.baseline = false, nil
 		return nil
@@ -273,7 +279,7 @@ func (s *server) sync(ctx context.Context, r *run, writing map[string]bool) erro
 	for _, e := range events {
 		p, _ := pathIn(e.URI, s.p.ws)
 		if d := r.docs[p]; d != nil && d.open {
-			d.open = false
+			r.forget(p, d)
 			if err := r.notify(ctx, "textDocument/didClose", map[string]any{"textDocument": map[string]string{"uri": d.uri}}); err != nil {
 				return err
 			}
@@ -307,12 +313,25 @@ func (s *server) closeLeastRecent(ctx context.Context, r *run, writing map[strin
 			continue
 		}
 		d := r.docs[p]
-		d.open = false
+		r.forget(p, d)
 		if err := r.notify(ctx, "textDocument/didClose", map[string]any{"textDocument": map[string]string{"uri": d.uri}}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// forget drops the document d of path as it is closed: the server keeps
+// no entry, nor waiter, of a closed document, so a run holds at most
+// MaxOpenDocuments (and those being written) however many files it was
+// told of.
+func (r *run) forget(path string, d *document) {
+	d.open = false
+	if d.waiter != nil {
+		r.unwait(path, d.waiter)
+		d.waiter = nil
+	}
+	delete(r.docs, path)
 }
 
 // status reports the server's state.

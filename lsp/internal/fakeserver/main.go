@@ -132,7 +132,20 @@ func main() {
 			if *mode == "hang-init" {
 				time.Sleep(time.Hour)
 			}
-			send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"capabilities": map[string]any{"textDocumentSync": 1}}})
+			caps := map[string]any{"textDocumentSync": 1}
+			if *mode == "pull-retain" {
+				caps["diagnosticProvider"] = map[string]any{}
+			}
+			send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"capabilities": caps}})
+			if *mode == "trickle" {
+				buf := make([]byte, 200)
+				for {
+					time.Sleep(100 * time.Millisecond)
+					if _, err := io.ReadFull(in, buf); err != nil {
+						os.Exit(0)
+					}
+				}
+			}
 			if *mode == "stop-reading" {
 				time.Sleep(time.Hour)
 			}
@@ -142,6 +155,10 @@ func main() {
 			continue
 		case "exit":
 			os.Exit(0)
+		}
+		if method == "textDocument/diagnostic" {
+			send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"kind": "full", "items": []any{map[string]any{"range": map[string]any{"start": map[string]int{"line": 0}}, "severity": 1, "message": "pulled"}}}})
+			continue
 		}
 		if isRequest && method == "" {
 			continue // a response to one of our requests
@@ -188,6 +205,13 @@ func main() {
 		switch *mode {
 		case "publish", "lang":
 			publish(d.URI, d.Version, diagnostics(d.Text))
+		case "pull-retain":
+			diags := make([]map[string]any, 0, 64)
+			for i := 0; i < 64; i++ {
+				diags = append(diags, map[string]any{"range": map[string]any{"start": map[string]int{"line": 0}}, "severity": 1, "message": strings.Repeat("m", 1024), "source": strings.Repeat("s", 64)})
+			}
+			publish(d.URI, d.Version, diags)
+			time.Sleep(20 * time.Millisecond)
 		case "silent":
 		case "crash":
 			fmt.Fprintln(os.Stderr, "fake: crashing on purpose")
