@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/gitguard/guardtest"
 )
 
 // gitEscapeCases attacks repository-controlled execution a command
@@ -168,9 +170,9 @@ func gitEscapeCases() []escapeCase {
 // without the judgement that stops it.
 func gitLaunderCases() []escapeCase {
 	var out []escapeCase
-	for _, p := range launderPointers() {
+	for _, p := range guardtest.LaunderPointers() {
 		out = append(out, escapeCase{
-			name: "git_launder_checkout_" + p.name,
+			name: "git_launder_checkout_" + p.Name,
 			run: func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 				hostRepo(t, e)
 				return runGitLaunder(t, b, e, jailed, ".", "evil", p)
@@ -186,8 +188,8 @@ func gitLaunderCases() []escapeCase {
 					t.Fatalf("git %v: %s", args, out)
 				}
 			}
-			return runGitLaunder(t, b, e, jailed, "lib", "", launderPointer{
-				name: "dotgit_moved", script: `mv lib/.git lib/.git-old`, host: []string{"-C", "lib", "status", "--short"},
+			return runGitLaunder(t, b, e, jailed, "lib", "", guardtest.LaunderPointer{
+				Name: "dotgit_moved", Script: `mv lib/.git lib/.git-old`, Host: []string{"-C", "lib", "status", "--short"},
 			})
 		},
 	})
@@ -198,14 +200,14 @@ func gitLaunderCases() []escapeCase {
 // control on a broker trusting what a command's pointer names), the
 // host's checkout of the plant between them, then the host's git; it
 // reports whether the payload ran.
-func runGitLaunder(t *testing.T, b *Broker, e *escapeEnv, jailed bool, repo, at string, p launderPointer) bool {
+func runGitLaunder(t *testing.T, b *Broker, e *escapeEnv, jailed bool, repo, at string, p guardtest.LaunderPointer) bool {
 	writeEvil(t, e)
 	br := b
 	if !jailed {
 		br = e.brokers.trustingTargets()
 	}
 	var settled Settled
-	for i, script := range []string{`cd ` + repo + ` && ` + launderScript(at, `"$WS/evil.sh"`), p.script} {
+	for i, script := range []string{`cd ` + repo + ` && ` + guardtest.LaunderScript(at, `"$WS/evil.sh"`), p.Script} {
 		if i == 1 {
 			if out, hung := hostGit(t, e, "", 20*time.Second, "-C", repo, "checkout", "-q", "agent"); hung || strings.Contains(out, "fatal") {
 				t.Fatalf("the host's checkout of the plant: %s", out)
@@ -217,65 +219,12 @@ func runGitLaunder(t *testing.T, b *Broker, e *escapeEnv, jailed bool, repo, at 
 		}
 		settled = r.settled
 	}
-	out, _ := hostGit(t, e, "", 20*time.Second, p.host...)
+	out, _ := hostGit(t, e, "", 20*time.Second, p.Host...)
 	if payloadRan(e) {
-		t.Logf("jailed=%v: host git %v ran the payload (%s); settled %+v", jailed, p.host, out, settled.GitNeutralised)
+		t.Logf("jailed=%v: host git %v ran the payload (%s); settled %+v", jailed, p.Host, out, settled.GitNeutralised)
 		return true
 	}
 	return false
-}
-
-// launderScript builds, with git's plumbing alone (the work tree is
-// never touched), a commit on the branch "agent" whose tree holds a git
-// directory: HEAD, objects/, refs/ and a config whose core.fsmonitor is
-// payload (a shell word, expanded by the script's shell), in the
-// directory at of the tree, or at its top when at is "" (then the
-// config names the directory above as its work tree, a value the
-// allowlist keeps: git takes a git directory it finds by its files for
-// a bare one, and runs status only in the work tree its config names).
-// Run in the repository.
-func launderScript(at, payload string) string {
-	top, worktree := `"$e"`, ""
-	if at == "" {
-		worktree = `\tworktree = ..\n`
-	}
-	script := `h=$(printf 'ref: refs/heads/main\n' | git hash-object -w --stdin) && ` +
-		`c=$(printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n` + worktree + `\tfsmonitor = "%s"\n' ` + payload + ` | git hash-object -w --stdin) && ` +
-		`k=$(printf '' | git hash-object -w --stdin) && ` +
-		`d=$(printf '100644 blob %s\t.keep\n' "$k" | git mktree) && ` +
-		`e=$(printf '100644 blob %s\tHEAD\n100644 blob %s\tconfig\n040000 tree %s\tobjects\n040000 tree %s\trefs\n' "$h" "$c" "$d" "$d" | git mktree) && `
-	if at != "" {
-		script += `t=$(printf '040000 tree %s\t` + at + `\n' "$e" | git mktree) && `
-		top = `"$t"`
-	}
-	return script + `git update-ref refs/heads/agent "$(git commit-tree -p HEAD -m plant ` + top + `)"`
-}
-
-// launderPointer is one way a command leads the host's git to a git
-// directory: the command's script, and the host's git run that meets
-// it.
-type launderPointer struct {
-	name   string
-	script string
-	host   []string
-}
-
-// launderPointers are the ways a command leads the host's git to a git
-// directory the host's own checkout wrote (evil), each one command's
-// writes in the workspace, with the host's git run that meets it.
-func launderPointers() []launderPointer {
-	status := []string{"-C", "y", "status", "--short"}
-	return []launderPointer{
-		{"gitfile", `mkdir y && echo 'gitdir: ../evil' > y/.git`, status},
-		{"git_link", `mkdir y && ln -s ../evil y/.git`, status},
-		{"commondir", `mkdir -p y/.git && echo 'ref: refs/heads/main' > y/.git/HEAD && echo ../../evil > y/.git/commondir`, status},
-		// git's submodule update takes a link modules/<name> for the
-		// submodule's git directory and checks the submodule out there.
-		{"modules_link", `mkdir -p .git/modules && ln -s ../../evil .git/modules/x && ` +
-			`printf '[submodule "x"]\n\tpath = x\n\turl = ./nowhere\n' > .gitmodules && ` +
-			`git update-index --add --cacheinfo "160000,$(git rev-parse HEAD),x"`,
-			[]string{"submodule", "update", "--init"}},
-	}
 }
 
 // gitAllowlistCases plant, in a nested repository the command makes,

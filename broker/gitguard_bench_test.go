@@ -4,50 +4,16 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/broker/internal/gitguard/guardtest"
 	"github.com/agentloom/loom/internal/jailtest"
 )
 
-// benchGitDirs is the size of the workspace the git guard benchmarks
-// run on: this many directories (100 top-level ones of 49 each, plus a
-// repository and three nested ones).
-const benchGitDirs = 5000
-
-// benchGitWorkspace builds a repository of benchGitDirs directories with
-// three nested repositories.
-func benchGitWorkspace(b *testing.B) string {
-	b.Helper()
-	dir, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := filepath.Join(dir, "ws")
-	for i := 0; i < 100; i++ {
-		for j := 0; j < 49; j++ {
-			if err := os.MkdirAll(filepath.Join(ws, fmt.Sprintf("d%03d", i), fmt.Sprintf("e%02d", j)), 0o755); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	for _, r := range []string{".", "d001/lib", "d050/vendor/x", "d099/e48/y"} {
-		cmd := exec.Command("git", "init", "-q", filepath.Join(ws, r))
-		cmd.Env = []string{"HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git init: %v %s", err, out)
-		}
-	}
-	return ws
-}
-
 // BenchmarkGitGuard measures what the git guard costs a command on a
-// workspace of benchGitDirs directories.
+// workspace of guardtest.BenchDirs directories.
 //
 //   - jailed-true: `true` run in the full jail on a warm helper, by a
 //     broker with the guard and one without, interleaved command by
@@ -57,7 +23,7 @@ func benchGitWorkspace(b *testing.B) string {
 // The guard's own costs, without a jail, are gitguard's BenchmarkGuard
 // and BenchmarkGuardNested.
 func BenchmarkGitGuard(b *testing.B) {
-	ws := benchGitWorkspace(b)
+	ws := guardtest.BenchWorkspace(b)
 	p := Policy{
 		ReadableRoots: SystemReadableRoots(),
 		WritableRoots: []string{ws},

@@ -12,41 +12,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/gitguard/guardtest"
 )
 
-// benchGitDirs is the size of the workspace the guard's benchmarks
-// run on: this many directories (100 top-level ones of 49 each, plus a
-// repository and three nested ones).
-const benchGitDirs = 5000
-
-// benchGitWorkspace builds a repository of benchGitDirs directories with
-// three nested repositories.
-func benchGitWorkspace(b *testing.B) string {
-	b.Helper()
-	dir, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := filepath.Join(dir, "ws")
-	for i := 0; i < 100; i++ {
-		for j := 0; j < 49; j++ {
-			if err := os.MkdirAll(filepath.Join(ws, fmt.Sprintf("d%03d", i), fmt.Sprintf("e%02d", j)), 0o755); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	for _, r := range []string{".", "d001/lib", "d050/vendor/x", "d099/e48/y"} {
-		cmd := exec.Command("git", "init", "-q", filepath.Join(ws, r))
-		cmd.Env = []string{"HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git init: %v %s", err, out)
-		}
-	}
-	return ws
-}
-
 // BenchmarkGuard measures what the guard costs a command on a
-// workspace of benchGitDirs directories (the broker's BenchmarkGitGuard
+// workspace of guardtest.BenchDirs directories (the broker's BenchmarkGitGuard
 // measures it around a jailed command).
 //
 //   - guard-per-command: the guard alone around a command that changes
@@ -57,7 +28,7 @@ func benchGitWorkspace(b *testing.B) string {
 //   - first-command: the first command's baseline sweep with the watch
 //     set up, on fresh Fences each time.
 func BenchmarkGuard(b *testing.B) {
-	ws := benchGitWorkspace(b)
+	ws := guardtest.BenchWorkspace(b)
 	writable, protected := []string{ws}, Protected(ws)
 	b.Run("guard-per-command", func(b *testing.B) {
 		br := &Fences{markerDir: b.TempDir()}
@@ -84,7 +55,7 @@ func BenchmarkGuard(b *testing.B) {
 			s.begin(true)
 			s.full()
 			s.knownDirs()
-			if len(s.failed) > 0 || s.dirs < benchGitDirs {
+			if len(s.failed) > 0 || s.dirs < guardtest.BenchDirs {
 				b.Fatalf("sweep: %d dirs, %v", s.dirs, s.failed)
 			}
 		})
@@ -108,7 +79,7 @@ func BenchmarkGuard(b *testing.B) {
 // add leaves it).
 const benchNestedRepos = 50
 
-// benchNestedWorkspace builds a repository of benchGitDirs directories
+// benchNestedWorkspace builds a repository of guardtest.BenchDirs directories
 // holding benchNestedRepos nested repositories; it returns the
 // workspace and the nested repositories' config files (relative).
 func benchNestedWorkspace(b *testing.B) (string, []string) {
@@ -162,7 +133,7 @@ func benchNestedWorkspace(b *testing.B) (string, []string) {
 }
 
 // BenchmarkGuardNested measures what the guard costs a command
-// on a workspace of benchGitDirs directories and benchNestedRepos
+// on a workspace of guardtest.BenchDirs directories and benchNestedRepos
 // nested repositories (half with a submodule git directory).
 //
 //   - per-command: the guard around a command that changes nothing
@@ -236,7 +207,7 @@ func BenchmarkGuardNested(b *testing.B) {
 				s.begin(true)
 				s.full()
 				s.knownDirs()
-				if len(s.failed) > 0 || len(s.done) > 0 || s.dirs < benchGitDirs {
+				if len(s.failed) > 0 || len(s.done) > 0 || s.dirs < guardtest.BenchDirs {
 					b.Fatalf("sweep: %d dirs, %v %+v", s.dirs, s.failed, s.done)
 				}
 			})

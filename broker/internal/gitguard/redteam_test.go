@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/broker/internal/gitguard/guardtest"
 )
 
 // Red team, git guard allowlist (today).
@@ -283,59 +285,6 @@ func TestRedteamTodayGitRemoteNameCarriesAURL(t *testing.T) {
 	}
 }
 
-// launderScript builds (as the broker's escape cases do), with git's plumbing alone (the work tree is
-// never touched), a commit on the branch "agent" whose tree holds a git
-// directory: HEAD, objects/, refs/ and a config whose core.fsmonitor is
-// payload (a shell word, expanded by the script's shell), in the
-// directory at of the tree, or at its top when at is "" (then the
-// config names the directory above as its work tree, a value the
-// allowlist keeps: git takes a git directory it finds by its files for
-// a bare one, and runs status only in the work tree its config names).
-// Run in the repository.
-func launderScript(at, payload string) string {
-	top, worktree := `"$e"`, ""
-	if at == "" {
-		worktree = `\tworktree = ..\n`
-	}
-	script := `h=$(printf 'ref: refs/heads/main\n' | git hash-object -w --stdin) && ` +
-		`c=$(printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n` + worktree + `\tfsmonitor = "%s"\n' ` + payload + ` | git hash-object -w --stdin) && ` +
-		`k=$(printf '' | git hash-object -w --stdin) && ` +
-		`d=$(printf '100644 blob %s\t.keep\n' "$k" | git mktree) && ` +
-		`e=$(printf '100644 blob %s\tHEAD\n100644 blob %s\tconfig\n040000 tree %s\tobjects\n040000 tree %s\trefs\n' "$h" "$c" "$d" "$d" | git mktree) && `
-	if at != "" {
-		script += `t=$(printf '040000 tree %s\t` + at + `\n' "$e" | git mktree) && `
-		top = `"$t"`
-	}
-	return script + `git update-ref refs/heads/agent "$(git commit-tree -p HEAD -m plant ` + top + `)"`
-}
-
-// launderPointer is one way a command leads the host's git to a git
-// directory: the command's script, and the host's git run that meets
-// it.
-type launderPointer struct {
-	name   string
-	script string
-	host   []string
-}
-
-// launderPointers are the ways a command leads the host's git to a git
-// directory the host's own checkout wrote (evil), each one command's
-// writes in the workspace, with the host's git run that meets it.
-func launderPointers() []launderPointer {
-	status := []string{"-C", "y", "status", "--short"}
-	return []launderPointer{
-		{"gitfile", `mkdir y && echo 'gitdir: ../evil' > y/.git`, status},
-		{"git_link", `mkdir y && ln -s ../evil y/.git`, status},
-		{"commondir", `mkdir -p y/.git && echo 'ref: refs/heads/main' > y/.git/HEAD && echo ../../evil > y/.git/commondir`, status},
-		// git's submodule update takes a link modules/<name> for the
-		// submodule's git directory and checks the submodule out there.
-		{"modules_link", `mkdir -p .git/modules && ln -s ../../evil .git/modules/x && ` +
-			`printf '[submodule "x"]\n\tpath = x\n\turl = ./nowhere\n' > .gitmodules && ` +
-			`git update-index --add --cacheinfo "160000,$(git rev-parse HEAD),x"`,
-			[]string{"submodule", "update", "--init"}},
-	}
-}
-
 // TestRedteamTodayGitCheckoutLaundersAPlant: a command commits (with
 // hash-object, mktree, commit-tree: the work tree untouched) a git
 // directory named evil whose config arms core.fsmonitor; the host checks
@@ -349,7 +298,7 @@ func launderPointers() []launderPointer {
 // (judged again by the next command's settlement).
 func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
 	t.Parallel()
-	for _, p := range launderPointers() {
+	for _, p := range guardtest.LaunderPointers() {
 		for _, order := range []string{"checkout-then-pointer", "pointer-then-checkout"} {
 			for _, mode := range []struct {
 				name       string
@@ -360,7 +309,7 @@ func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
 				{"control-trust-targets", false, true, true},
 				{"finding-guarded", false, false, false},
 			} {
-				t.Run(p.name+"/"+order+"/"+mode.name, func(t *testing.T) {
+				t.Run(p.Name+"/"+order+"/"+mode.name, func(t *testing.T) {
 					t.Parallel()
 					w := newGuardWorld(t)
 					w.f.Test.Off, w.f.Test.TrustTargets = mode.off, mode.trust
@@ -370,7 +319,7 @@ func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
 					if _, d := w.command(nil); d != nil {
 						t.Fatal(d)
 					}
-					if _, d := w.command(func() { w.sh(launderScript("evil", "'touch "+mark+"; false'")) }); d != nil {
+					if _, d := w.command(func() { w.sh(guardtest.LaunderScript("evil", "'touch "+mark+"; false'")) }); d != nil {
 						t.Fatal(d)
 					}
 					checkout := func() { w.git(w.ws, "checkout", "-q", "agent") }
@@ -378,9 +327,9 @@ func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
 					var d *Error
 					if order == "checkout-then-pointer" {
 						checkout()
-						s, d = w.command(func() { w.sh(p.script) })
+						s, d = w.command(func() { w.sh(p.Script) })
 					} else {
-						if _, d = w.command(func() { w.sh(p.script) }); d != nil {
+						if _, d = w.command(func() { w.sh(p.Script) }); d != nil {
 							t.Fatal(d)
 						}
 						checkout()
@@ -389,9 +338,9 @@ func TestRedteamTodayGitCheckoutLaundersAPlant(t *testing.T) {
 					if d != nil {
 						t.Fatal(d)
 					}
-					got := hostGitRunsWith(t, w.ws, mark, p.host...)
+					got := hostGitRunsWith(t, w.ws, mark, p.Host...)
 					if got != mode.wantRun {
-						t.Errorf("host's git %v ran the payload: %v, want %v (neutralised %+v)", p.host, got, mode.wantRun, s.GitNeutralised)
+						t.Errorf("host's git %v ran the payload: %v, want %v (neutralised %+v)", p.Host, got, mode.wantRun, s.GitNeutralised)
 					}
 					if !mode.off && !mode.trust {
 						if !strings.Contains(w.read("evil/config"), "fsmonitor") {
@@ -445,7 +394,7 @@ func TestRedteamTodayGitCheckoutLaundersARepositoryTop(t *testing.T) {
 				if _, d := w.command(nil); d != nil {
 					t.Fatal(d)
 				}
-				if _, d := w.command(func() { w.sh("cd lib && " + launderScript("", "'touch "+mark+"; false'")) }); d != nil {
+				if _, d := w.command(func() { w.sh("cd lib && " + guardtest.LaunderScript("", "'touch "+mark+"; false'")) }); d != nil {
 					t.Fatal(d)
 				}
 				w.git(filepath.Join(w.ws, "lib"), "checkout", "-q", "agent")
