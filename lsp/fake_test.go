@@ -92,7 +92,10 @@ func TestNeverSettlingIsUnsettledAtTheDeadline(t *testing.T) {
 			if got.Status != tool.DiagnosticsUnsettled || got.Errors != 0 || len(got.Items) != 0 {
 				t.Fatalf("got %+v", got)
 			}
-			if got.Waited < wait/2 || took > wait+2*time.Second {
+			// It waited for the deadline, and was not held past it for
+			// good (the bound tells a hang from a slow machine, not a
+			// few seconds late).
+			if got.Waited < wait/2 || took > wait+60*time.Second {
 				t.Errorf("waited %v (returned after %v) for a deadline %v away", got.Waited, took, wait)
 			}
 		})
