@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"sync"
 	"syscall"
 	"testing"
@@ -18,8 +20,8 @@ func TestDegradedRunIsAudited(t *testing.T) {
 		degraded bool
 	}{{"degraded", true}, {"confined", false}} {
 		var mu sync.Mutex
-		var got []AuditEvent
-		opts := Options{Audit: func(e AuditEvent) {
+		var got []sandbox.AuditEvent
+		opts := Options{Audit: func(e sandbox.AuditEvent) {
 			mu.Lock()
 			got = append(got, e)
 			mu.Unlock()
@@ -37,7 +39,7 @@ func TestDegradedRunIsAudited(t *testing.T) {
 		mu.Lock()
 		n := 0
 		for _, e := range got {
-			if e.Kind == AuditDegraded {
+			if e.Kind == sandbox.AuditDegraded {
 				n++
 				if e.Enforcement == nil || !e.Enforcement.Degraded {
 					t.Errorf("%s: degraded event without its report: %+v", tc.name, e)

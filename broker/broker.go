@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"sync"
 	"time"
 
@@ -34,7 +36,7 @@ type Options struct {
 	// Ledger pools budgets per {operation, step}; nil gives the broker a
 	// private ledger. Share one Ledger between brokers (and with the
 	// host's abort paths) to pool across them.
-	Ledger *Ledger
+	Ledger *sandbox.Ledger
 	// AllowUnconfined accepts running commands with no confinement layer
 	// at all when the host offers none (and always on platforms without
 	// a jail). Without it such a Clear is refused with
@@ -74,7 +76,7 @@ type Options struct {
 	// workspace, degraded run and tool escalation (see AuditEvent). It is
 	// called synchronously from the goroutine that did the work; keep it
 	// quick. Nil means no audit.
-	Audit func(AuditEvent)
+	Audit func(sandbox.AuditEvent)
 	// RequiredLayers names layers (LayerNamespaces, LayerLandlock, ...)
 	// the host will not run a command without: a Clear whose report
 	// skips one of them is refused with DenialLayerRequired instead of
@@ -133,7 +135,7 @@ type Options struct {
 // holds no state about commands beyond the ledger.
 type Broker struct {
 	opts   Options
-	ledger *Ledger
+	ledger *sandbox.Ledger
 
 	probeOnce sync.Once
 	probe     probeResult
@@ -168,8 +170,10 @@ type testHooks struct {
 	// helpers through a launcher.
 	launchAboveRSS int64
 	// tracePhases makes every Execution keep its phase marks (see
-	// jail.PhaseMark), for BenchmarkWarmPhases.
+	// jail.PhaseMark), for BenchmarkWarmPhases; phases holds them
+	// (*Execution → *jail.PhaseLog).
 	tracePhases bool
+	phases      sync.Map
 	// noPrime keeps every warm helper unprimed; primeCheckOff hands a
 	// primed helper its command without re-validating what its priming
 	// read; primeTaintOff hands it over even when a command with another
@@ -190,7 +194,7 @@ type testHooks struct {
 func New(opts Options) *Broker {
 	l := opts.Ledger
 	if l == nil {
-		l = NewLedger(nil)
+		l = sandbox.NewLedger(nil)
 	}
 	if opts.HelperPath == "" {
 		opts.HelperPath = selfExe
@@ -240,16 +244,36 @@ func (b *Broker) warmHelpers() int {
 }
 
 // Ledger returns the ledger the broker admits clearances into.
-func (b *Broker) Ledger() *Ledger { return b.ledger }
+func (b *Broker) Ledger() *sandbox.Ledger { return b.ledger }
 
 // Available reports which layers this host offers, as probed: each is
 // applied (available) or skipped with the kernel's reason. It is what a
 // command's Enforcement will say before per-command failures.
-func (b *Broker) Available() Enforcement {
+func (b *Broker) Available() sandbox.Enforcement {
 	return availability(b.probed())
 }
 
 func (b *Broker) probed() probeResult {
 	b.probeOnce.Do(func() { b.probe = probeLayers(b.opts.HelperPath, b.hostIsLarge()) })
 	return b.probe
+}
+
+// tracePhases returns the log that keeps ex's phase marks when the test
+// hook asks for them, and nil otherwise (marks on nil are dropped).
+func (b *Broker) tracePhases(ex *sandbox.Execution) *jail.PhaseLog {
+	if !b.test.tracePhases {
+		return nil
+	}
+	l := &jail.PhaseLog{On: true}
+	b.test.phases.Store(ex, l)
+	return l
+}
+
+// phasesOf returns the phase marks traced for ex (none unless the test
+// hook traced them).
+func (b *Broker) phasesOf(ex *sandbox.Execution) []jail.PhaseMark {
+	if l, ok := b.test.phases.Load(ex); ok {
+		return l.(*jail.PhaseLog).Marks
+	}
+	return nil
 }

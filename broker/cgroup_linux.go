@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
@@ -134,7 +136,7 @@ type helperCgroup struct {
 	fd     int // the child's directory; -1 when it could not be made
 	// layer is what the report says: set when the child was made (or
 	// could not be), refined by limit.
-	layer Layer
+	layer sandbox.Layer
 
 	removeOnce sync.Once
 }
@@ -148,23 +150,23 @@ func (p *cgroupParent) child() *helperCgroup {
 	p.mu.Unlock()
 	c := &helperCgroup{parent: p, name: name, fd: -1}
 	if err := unix.Mkdirat(p.fd, name, 0o755); err != nil {
-		c.layer = Layer{Name: LayerCgroup, Reason: fmt.Sprintf("mkdir %s/%s: %s", p.path, name, jail.ErrnoName(err))}
+		c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: fmt.Sprintf("mkdir %s/%s: %s", p.path, name, jail.ErrnoName(err))}
 		return c
 	}
 	fd, err := unix.Openat(p.fd, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		unix.Unlinkat(p.fd, name, unix.AT_REMOVEDIR)
-		c.layer = Layer{Name: LayerCgroup, Reason: fmt.Sprintf("open %s/%s: %s", p.path, name, jail.ErrnoName(err))}
+		c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: fmt.Sprintf("open %s/%s: %s", p.path, name, jail.ErrnoName(err))}
 		return c
 	}
 	c.fd = fd
-	c.layer = Layer{Name: LayerCgroup, Reason: "the helper was not started in its cgroup"}
+	c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: "the helper was not started in its cgroup"}
 	return c
 }
 
 // placed records that the helper was born in c.
 func (c *helperCgroup) placed() {
-	c.layer = Layer{Name: LayerCgroup, Reason: "no limit written yet"}
+	c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: "no limit written yet"}
 }
 
 // limit writes the command's bounds into c before the command is handed
@@ -174,7 +176,7 @@ func (c *helperCgroup) placed() {
 // (Limits.Processes, enforced for every uid, root included). The layer is
 // applied only when at least one bound was written, and its Params say
 // which.
-func (c *helperCgroup) limit(l Limits) {
+func (c *helperCgroup) limit(l sandbox.Limits) {
 	if c == nil || c.fd < 0 {
 		return
 	}
@@ -197,14 +199,14 @@ func (c *helperCgroup) limit(l Limits) {
 	}
 	where := c.parent.path + "/" + c.name
 	if len(done) == 0 {
-		c.layer = Layer{Name: LayerCgroup, Reason: "in " + where + " but no bound written: " + strings.Join(skipped, "; ")}
+		c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: "in " + where + " but no bound written: " + strings.Join(skipped, "; ")}
 		return
 	}
 	params := "in " + where + ": " + strings.Join(done, ", ")
 	if len(skipped) > 0 {
 		params += "; not bounded: " + strings.Join(skipped, "; ")
 	}
-	c.layer = Layer{Name: LayerCgroup, Applied: true, Detail: strings.Join(c.parent.enabled, ","), Params: params}
+	c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Applied: true, Detail: strings.Join(c.parent.enabled, ","), Params: params}
 }
 
 // remove kills whatever is left in c (cgroup.kill, Linux 5.14+), waits up
@@ -269,7 +271,7 @@ func (b *Broker) newHelperCgroup() *helperCgroup {
 	}
 	p := b.cgroupParent()
 	if p == nil {
-		return &helperCgroup{fd: -1, layer: Layer{Name: LayerCgroup, Reason: b.cgErr.Error()}}
+		return &helperCgroup{fd: -1, layer: sandbox.Layer{Name: sandbox.LayerCgroup, Reason: b.cgErr.Error()}}
 	}
 	return p.child()
 }
@@ -297,7 +299,7 @@ func (b *Broker) claimCgroup(proc *jailProcess) *helperCgroup {
 // limitHelperCgroup bounds the cgroup proc was born in by l (see
 // helperCgroup.limit). The broker calls it before a helper receives its
 // command's configuration.
-func (b *Broker) limitHelperCgroup(proc *jailProcess, l Limits) {
+func (b *Broker) limitHelperCgroup(proc *jailProcess, l sandbox.Limits) {
 	if c, ok := b.helperCgroups.Load(proc); ok {
 		c.(*helperCgroup).limit(l)
 	}
@@ -324,7 +326,7 @@ func (b *Broker) sweepCgroups() {
 // jailScratchBytes is what one namespaced jail reserves of the scratch
 // budget: its private /tmp and its /dev (which holds /dev/shm), both
 // in-memory tmpfs sized at mount.
-const jailScratchBytes = ScratchBytes + jail.DevBytes
+const jailScratchBytes = sandbox.ScratchBytes + jail.DevBytes
 
 // physicalMemoryBytes is the host's MemTotal, or 0 when unknown.
 func physicalMemoryBytes() int64 {

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"context"
 	"errors"
@@ -138,7 +140,7 @@ func TestCgroupParent(t *testing.T) {
 			if _, err := os.Stat(inside); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("the command's cgroup %s outlived its execution (%v)", inside, err)
 			}
-			l, ok := r.enf.Layer(LayerCgroup)
+			l, ok := r.enf.Layer(sandbox.LayerCgroup)
 			if !ok {
 				t.Fatalf("no cgroup layer in %+v", r.enf)
 			}
@@ -189,7 +191,7 @@ func TestCgroupParentUnusable(t *testing.T) {
 	for _, parent := range []string{t.TempDir(), "relative/cgroup", "/nonexistent/loom"} {
 		b := newTestBroker(t, Options{CgroupParent: parent, WarmHelperIdle: -1})
 		r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "echo", "ran")
-		l, ok := r.enf.Layer(LayerCgroup)
+		l, ok := r.enf.Layer(sandbox.LayerCgroup)
 		if r.stdout != "ran\n" || !ok || l.Applied || l.Reason == "" || !r.enf.Degraded {
 			t.Fatalf("parent %q: stdout %q, cgroup layer %+v (present %v), degraded %v", parent, r.stdout, l, ok, r.enf.Degraded)
 		}
@@ -204,7 +206,7 @@ func TestNoCgroupLayerWithoutParent(t *testing.T) {
 	b := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer b.Close()
 	r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
-	if _, ok := r.enf.Layer(LayerCgroup); ok {
+	if _, ok := r.enf.Layer(sandbox.LayerCgroup); ok {
 		t.Fatalf("a cgroup layer without CgroupParent: %+v", r.enf)
 	}
 }
@@ -224,8 +226,8 @@ func BenchmarkCgroupTrue(b *testing.B) {
 	p := testPolicy(b.TempDir())
 	runTrue := func(br *Broker) time.Duration {
 		start := time.Now()
-		ex, d := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
-			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		ex, d := br.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"true"}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 		if d != nil {
 			b.Fatal(d)
 		}
@@ -277,7 +279,7 @@ func TestCgroupKillsEscapedProcesses(t *testing.T) {
 			script := `setsid sh -c 'touch ready; while :; do sleep 1; done' ` + marker + ` </dev/null >/dev/null 2>&1 &
 until [ -e ready ]; do :; done; echo started`
 			r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "sh", "-c", script)
-			if r.stdout != "started\n" || r.enf.Applied(LayerNamespaces) {
+			if r.stdout != "started\n" || r.enf.Applied(sandbox.LayerNamespaces) {
 				t.Fatalf("stdout %q, report %s", r.stdout, r.enf)
 			}
 			alive := killWithArg(marker)

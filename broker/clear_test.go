@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"os"
@@ -20,24 +22,24 @@ import (
 
 // testPolicy returns a policy with the system roots readable and ws
 // writable, network off.
-func testPolicy(ws string) Policy {
-	return Policy{
-		ReadableRoots: SystemReadableRoots(),
+func testPolicy(ws string) sandbox.Policy {
+	return sandbox.Policy{
+		ReadableRoots: sandbox.SystemReadableRoots(),
 		WritableRoots: []string{ws},
-		Network:       NetworkOff,
+		Network:       sandbox.NetworkOff,
 		EnvAllow:      []string{"PATH", "HOME"},
 	}
 }
 
 type result struct {
 	stdout, stderr string
-	settled        Settled
-	enf            Enforcement
+	settled        sandbox.Settled
+	enf            sandbox.Enforcement
 }
 
 // run clears argv under p and collects everything; a refusal fails the
 // test. Call it only from the test's goroutine (see tryRun).
-func run(t testing.TB, b *Broker, p Policy, timeout time.Duration, argv ...string) result {
+func run(t testing.TB, b *Broker, p sandbox.Policy, timeout time.Duration, argv ...string) result {
 	t.Helper()
 	r, d := tryRun(b, t.Name(), p, timeout, argv...)
 	if d != nil {
@@ -49,13 +51,13 @@ func run(t testing.TB, b *Broker, p Policy, timeout time.Duration, argv ...strin
 // tryRun clears argv under p (pooled in step) and collects everything,
 // or returns the refusal. It never touches a testing.TB, so any goroutine
 // may call it.
-func tryRun(b *Broker, step string, p Policy, timeout time.Duration, argv ...string) (result, error) {
-	ex, d := b.Clear(context.Background(), CallSpec{
-		Key:     StepKey{OpID: "op", StepID: step},
+func tryRun(b *Broker, step string, p sandbox.Policy, timeout time.Duration, argv ...string) (result, error) {
+	ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+		Key:     sandbox.StepKey{OpID: "op", StepID: step},
 		Argv:    argv,
 		Env:     map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent"},
 		Policy:  p,
-		Budget:  Budget{MaxOutstanding: 64},
+		Budget:  sandbox.Budget{MaxOutstanding: 64},
 		Timeout: timeout,
 	})
 	if d != nil {
@@ -104,7 +106,7 @@ func TestClearExitAndOutput(t *testing.T) {
 
 func TestClearExecFailure(t *testing.T) {
 	r := run(t, newTestBroker(t, Options{}), testPolicy(t.TempDir()), 10*time.Second, "no-such-command-loom")
-	if r.settled.Failed == "" || r.settled.ExitCode != ExitCodeNotExecuted {
+	if r.settled.Failed == "" || r.settled.ExitCode != sandbox.ExitCodeNotExecuted {
 		t.Fatalf("settled %+v", r.settled)
 	}
 }
@@ -112,22 +114,22 @@ func TestClearExecFailure(t *testing.T) {
 func TestClearRefusals(t *testing.T) {
 	b := newTestBroker(t, Options{})
 	ctx := context.Background()
-	_, d := b.Clear(ctx, CallSpec{Argv: []string{"true"}, Policy: Policy{WritableRoots: []string{"relative"}}})
-	if denialCode(d) != DenialInvalidPolicy {
+	_, d := b.Clear(ctx, sandbox.CallSpec{Argv: []string{"true"}, Policy: sandbox.Policy{WritableRoots: []string{"relative"}}})
+	if denialCode(d) != sandbox.DenialInvalidPolicy {
 		t.Fatalf("relative root: %v", d)
 	}
-	_, d = b.Clear(ctx, CallSpec{Policy: testPolicy(t.TempDir())})
-	if denialCode(d) != DenialInvalidPolicy {
+	_, d = b.Clear(ctx, sandbox.CallSpec{Policy: testPolicy(t.TempDir())})
+	if denialCode(d) != sandbox.DenialInvalidPolicy {
 		t.Fatalf("empty argv: %v", d)
 	}
 	none := probeResult{usernsErr: syscall.EPERM, landlockErr: syscall.ENOSYS, seccompErr: syscall.EINVAL}
-	_, d = withProbe(t, Options{}, none).Clear(ctx, CallSpec{Argv: []string{"true"}, Policy: testPolicy(t.TempDir())})
-	if denialCode(d) != DenialUnconfinedRefused {
+	_, d = withProbe(t, Options{}, none).Clear(ctx, sandbox.CallSpec{Argv: []string{"true"}, Policy: testPolicy(t.TempDir())})
+	if denialCode(d) != sandbox.DenialUnconfinedRefused {
 		t.Fatalf("nothing available: %v", d)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, d = b.Clear(cctx, CallSpec{Argv: []string{"true"}, Policy: testPolicy(t.TempDir())})
+	_, d = b.Clear(cctx, sandbox.CallSpec{Argv: []string{"true"}, Policy: testPolicy(t.TempDir())})
 	if d == nil {
 		t.Fatal("a cancelled context started a command")
 	}
@@ -140,7 +142,7 @@ func TestClearUnconfinedAllowed(t *testing.T) {
 	if r.stdout != "ran\n" || !r.enf.Degraded {
 		t.Fatalf("stdout %q report %s", r.stdout, r.enf)
 	}
-	for _, name := range []string{LayerNamespaces, LayerLandlock, LayerSeccomp} {
+	for _, name := range []string{sandbox.LayerNamespaces, sandbox.LayerLandlock, sandbox.LayerSeccomp} {
 		if r.enf.Applied(name) {
 			t.Errorf("%s reported applied although the probe said it is missing", name)
 		}
@@ -155,7 +157,7 @@ func TestClearUnconfinedAllowed(t *testing.T) {
 // writable roots.
 func TestClearWithoutNamespaces(t *testing.T) {
 	real := newTestBroker(t, Options{}).Available()
-	if !real.Applied(LayerLandlock) {
+	if !real.Applied(sandbox.LayerLandlock) {
 		t.Fatalf("this test needs Landlock; the host reports %s", real)
 	}
 	abi := newTestBroker(t, Options{}).probed().landlockABI
@@ -164,7 +166,7 @@ func TestClearWithoutNamespaces(t *testing.T) {
 	p := testPolicy(ws)
 	p.ReadableRoots = append(p.ReadableRoots, out)
 	r := run(t, b, p, 10*time.Second, "sh", "-c", "echo ok > "+ws+"/in; echo no > "+out+"/out")
-	if r.enf.Applied(LayerNamespaces) || !r.enf.Applied(LayerLandlock) || !r.enf.Applied(LayerSeccomp) || !r.enf.Degraded {
+	if r.enf.Applied(sandbox.LayerNamespaces) || !r.enf.Applied(sandbox.LayerLandlock) || !r.enf.Applied(sandbox.LayerSeccomp) || !r.enf.Degraded {
 		t.Fatalf("report %s", r.enf)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "in")); err != nil {
@@ -178,8 +180,8 @@ func TestClearWithoutNamespaces(t *testing.T) {
 func TestClearWithoutLandlock(t *testing.T) {
 	b := withProbe(t, Options{}, probeResult{landlockErr: syscall.ENOSYS})
 	r := run(t, b, testPolicy(t.TempDir()), 10*time.Second, "true")
-	l, ok := r.enf.Layer(LayerLandlock)
-	if !ok || l.Applied || l.Reason != "ENOSYS" || !r.enf.Degraded || !r.enf.Applied(LayerNamespaces) {
+	l, ok := r.enf.Layer(sandbox.LayerLandlock)
+	if !ok || l.Applied || l.Reason != "ENOSYS" || !r.enf.Degraded || !r.enf.Applied(sandbox.LayerNamespaces) {
 		t.Fatalf("report %s", r.enf)
 	}
 }
@@ -188,12 +190,12 @@ func TestClearCancellation(t *testing.T) {
 	ws := t.TempDir()
 	for _, how := range []string{"context", "execution", "ledger_abort_step", "ledger_abort_operation"} {
 		t.Run(how, func(t *testing.T) {
-			l := NewLedger(nil)
+			l := sandbox.NewLedger(nil)
 			b := newTestBroker(t, Options{Ledger: l})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			key := StepKey{OpID: "op", StepID: how}
-			ex, d := b.Clear(ctx, CallSpec{Key: key, Argv: []string{"sh", "-c", "echo up; sleep 300"}, Policy: testPolicy(ws),
+			key := sandbox.StepKey{OpID: "op", StepID: how}
+			ex, d := b.Clear(ctx, sandbox.CallSpec{Key: key, Argv: []string{"sh", "-c", "echo up; sleep 300"}, Policy: testPolicy(ws),
 				Env: map[string]string{"PATH": "/usr/bin:/bin"}})
 			if d != nil {
 				t.Fatal(d)
@@ -229,14 +231,14 @@ func TestClearCancellation(t *testing.T) {
 
 func TestClearBudget(t *testing.T) {
 	b := newTestBroker(t, Options{})
-	key := StepKey{OpID: "op", StepID: "budget"}
-	spec := CallSpec{Key: key, Argv: []string{"sleep", "300"}, Policy: testPolicy(t.TempDir()),
-		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}}
+	key := sandbox.StepKey{OpID: "op", StepID: "budget"}
+	spec := sandbox.CallSpec{Key: key, Argv: []string{"sleep", "300"}, Policy: testPolicy(t.TempDir()),
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}}
 	ex, d := b.Clear(context.Background(), spec)
 	if d != nil {
 		t.Fatal(d)
 	}
-	if _, d := b.Clear(context.Background(), spec); denialCode(d) != DenialOutstandingCapReached {
+	if _, d := b.Clear(context.Background(), spec); denialCode(d) != sandbox.DenialOutstandingCapReached {
 		t.Fatalf("second call in a full step: %v", d)
 	}
 	ex.Cancel()
@@ -273,8 +275,8 @@ func TestClearTimeoutSources(t *testing.T) {
 			if tc.name != "context_deadline" {
 				ctx = context.Background()
 			}
-			ex, d := b.Clear(ctx, CallSpec{Key: StepKey{OpID: "op", StepID: tc.name}, Argv: []string{"sleep", "300"},
-				Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"}, Timeout: tc.timeout, Budget: Budget{Wall: tc.budget}})
+			ex, d := b.Clear(ctx, sandbox.CallSpec{Key: sandbox.StepKey{OpID: "op", StepID: tc.name}, Argv: []string{"sleep", "300"},
+				Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"}, Timeout: tc.timeout, Budget: sandbox.Budget{Wall: tc.budget}})
 			if d != nil {
 				t.Fatal(d)
 			}
@@ -292,7 +294,7 @@ func TestClearEnvAllowlist(t *testing.T) {
 	b := newTestBroker(t, Options{})
 	p := testPolicy(t.TempDir())
 	p.EnvAllow = []string{"PATH", "KEEP", jail.EnvName}
-	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"env"}, Policy: p,
+	ex, d := b.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"env"}, Policy: p,
 		Env: map[string]string{"PATH": "/usr/bin:/bin", "KEEP": "yes", "DROP": "no", jail.EnvName: "v1"}})
 	if d != nil {
 		t.Fatal(d)
@@ -331,20 +333,20 @@ func TestBuildEnvProperty(t *testing.T) {
 
 func TestEnforcementString(t *testing.T) {
 	for _, tc := range []struct {
-		layers []Layer
+		layers []sandbox.Layer
 		want   string
 	}{
 		{nil, "sandbox: nothing applied"},
-		{[]Layer{{Name: "namespaces", Applied: true}, {Name: "landlock", Applied: true, Detail: "abi 6"}, {Name: "seccomp", Applied: true}},
+		{[]sandbox.Layer{{Name: "namespaces", Applied: true}, {Name: "landlock", Applied: true, Detail: "abi 6"}, {Name: "seccomp", Applied: true}},
 			"sandbox: namespaces, landlock(abi 6), seccomp applied"},
-		{[]Layer{{Name: "landlock", Applied: true, Detail: "abi 6"}, {Name: "namespaces", Reason: "EPERM"}},
+		{[]sandbox.Layer{{Name: "landlock", Applied: true, Detail: "abi 6"}, {Name: "namespaces", Reason: "EPERM"}},
 			"sandbox: landlock(abi 6) applied; DEGRADED, skipped: namespaces: EPERM"},
-		{[]Layer{{Name: "landlock", Reason: "ENOSYS"}},
+		{[]sandbox.Layer{{Name: "landlock", Reason: "ENOSYS"}},
 			"sandbox: nothing applied; DEGRADED, skipped: landlock: ENOSYS"},
 	} {
-		var e Enforcement
+		var e sandbox.Enforcement
 		for _, l := range tc.layers {
-			e.add(l)
+			e.Add(l)
 		}
 		if got := e.String(); got != tc.want {
 			t.Errorf("got %q\nwant %q", got, tc.want)
@@ -429,7 +431,7 @@ func TestWritesWithoutLandlock(t *testing.T) {
 		target := filepath.Join(hidden, fmt.Sprint("w", widen))
 		r := run(t, b, p, 10*time.Second, "sh", "-c", "echo in > "+ws+"/in; echo out > "+target)
 		t.Logf("%s", r.enf)
-		if r.enf.Applied(LayerLandlock) || !r.enf.Applied(LayerMounts) {
+		if r.enf.Applied(sandbox.LayerLandlock) || !r.enf.Applied(sandbox.LayerMounts) {
 			t.Fatalf("report %s", r.enf)
 		}
 		if _, err := os.Stat(filepath.Join(ws, "in")); err != nil {
@@ -464,7 +466,7 @@ func TestProcSysReadOnly(t *testing.T) {
 // every byte, since the command waits on the bounded queue meanwhile.
 func TestClearSlowConsumerLosesNothing(t *testing.T) {
 	const n = 1 << 20
-	ex, d := newTestBroker(t, Options{}).Clear(context.Background(), CallSpec{Argv: []string{"head", "-c", fmt.Sprint(n), "/dev/zero"},
+	ex, d := newTestBroker(t, Options{}).Clear(context.Background(), sandbox.CallSpec{Argv: []string{"head", "-c", fmt.Sprint(n), "/dev/zero"},
 		Policy: testPolicy(t.TempDir()), Env: map[string]string{"PATH": "/usr/bin:/bin"}})
 	if d != nil {
 		t.Fatal(d)
@@ -497,7 +499,7 @@ func TestGitCommitInsideJail(t *testing.T) {
 	p := testPolicy(ws)
 	p.Protected = DefaultProtected(ws)
 	p.EnvAllow = append(p.EnvAllow, "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
-	ex, d := newTestBroker(t, Options{}).Clear(context.Background(), CallSpec{
+	ex, d := newTestBroker(t, Options{}).Clear(context.Background(), sandbox.CallSpec{
 		Argv:   []string{"sh", "-c", "echo hi > f && git add f && git commit -qm jailed && git log --format=%s && echo evil > .git/hooks/pre-commit"},
 		Dir:    ws,
 		Policy: p,

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"testing"
@@ -10,15 +12,15 @@ import (
 // none, and an error holding no denial fails closed as jail_failed.
 func TestDenialOf(t *testing.T) {
 	t.Parallel()
-	d := NewDenial(DenialOutstandingCapReached, "cap", nil)
-	if got := DenialOf(fmt.Errorf("clear: %w", d)); got != d {
+	d := sandbox.NewDenial(sandbox.DenialOutstandingCapReached, "cap", nil)
+	if got := sandbox.DenialOf(fmt.Errorf("clear: %w", d)); got != d {
 		t.Errorf("wrapped denial: got %v", got)
 	}
-	if got := DenialOf(nil); got != nil {
+	if got := sandbox.DenialOf(nil); got != nil {
 		t.Errorf("nil error: got %v", got)
 	}
 	plain := errors.New("no denial here")
-	if got := DenialOf(plain); got == nil || got.Code != DenialJailFailed || !errors.Is(got, plain) {
+	if got := sandbox.DenialOf(plain); got == nil || got.Code != sandbox.DenialJailFailed || !errors.Is(got, plain) {
 		t.Errorf("plain error: got %#v", got)
 	}
 }

@@ -1,20 +1,22 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"strings"
 	"testing"
 )
 
 func TestDenialRendering(t *testing.T) {
-	codes := []DenialCode{
-		DenialRequirementsNotCovered, DenialOutstandingCapReached, DenialStepAborted,
-		DenialBudgetExpired, DenialInvalidPolicy, DenialUnconfinedRefused, DenialJailFailed,
-		DenialLayerRequired, DenialHostBusy, DenialWorkspaceFenced, "novel_code",
+	codes := []sandbox.DenialCode{
+		sandbox.DenialRequirementsNotCovered, sandbox.DenialOutstandingCapReached, sandbox.DenialStepAborted,
+		sandbox.DenialBudgetExpired, sandbox.DenialInvalidPolicy, sandbox.DenialUnconfinedRefused, sandbox.DenialJailFailed,
+		sandbox.DenialLayerRequired, sandbox.DenialHostBusy, sandbox.DenialWorkspaceFenced, "novel_code",
 	}
 	seen := map[string]bool{}
 	for _, c := range codes {
-		d := &Denial{Code: c, Reason: "because"}
+		d := &sandbox.Denial{Code: c, Reason: "because"}
 		if !strings.Contains(d.Error(), string(c)) || !strings.Contains(d.Error(), "because") {
 			t.Errorf("Error() %q lacks code or reason", d.Error())
 		}
@@ -27,31 +29,31 @@ func TestDenialRendering(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	d := &Denial{Code: DenialRequirementsNotCovered, Reason: "r", Wanted: []Grant{
-		{Kind: GrantWritableRoot, Path: "/data"}, {Kind: GrantNetwork},
+	d := &sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Reason: "r", Wanted: []sandbox.Grant{
+		{Kind: sandbox.GrantWritableRoot, Path: "/data"}, {Kind: sandbox.GrantNetwork},
 	}}
 	for _, want := range []string{"writable_root /data", "network"} {
 		if !strings.Contains(d.Explain(), want) || !strings.Contains(d.Error(), want) {
 			t.Errorf("denial does not name wanted grant %q: %q / %q", want, d.Explain(), d.Error())
 		}
 	}
-	var nilD *Denial
+	var nilD *sandbox.Denial
 	if nilD.Error() == "" || nilD.Explain() != "" || nilD.Unwrap() != nil {
 		t.Error("nil denial renders unexpectedly")
 	}
 }
 
 func TestDenialErrorsIsAndAs(t *testing.T) {
-	cause := &PolicyError{Code: PolicyRelativePath, Field: "protected[0]", Value: ".git"}
-	d := NewDenial(DenialInvalidPolicy, "bad", cause)
+	cause := &sandbox.PolicyError{Code: sandbox.PolicyRelativePath, Field: "protected[0]", Value: ".git"}
+	d := sandbox.NewDenial(sandbox.DenialInvalidPolicy, "bad", cause)
 	var err error = d
-	if !errors.Is(err, &Denial{Code: DenialInvalidPolicy}) {
+	if !errors.Is(err, &sandbox.Denial{Code: sandbox.DenialInvalidPolicy}) {
 		t.Error("errors.Is by code failed")
 	}
-	if errors.Is(err, &Denial{Code: DenialJailFailed}) {
+	if errors.Is(err, &sandbox.Denial{Code: sandbox.DenialJailFailed}) {
 		t.Error("errors.Is matched another code")
 	}
-	var pe *PolicyError
+	var pe *sandbox.PolicyError
 	if !errors.As(err, &pe) || pe != cause {
 		t.Error("errors.As did not reach the cause")
 	}
@@ -59,8 +61,8 @@ func TestDenialErrorsIsAndAs(t *testing.T) {
 
 // denialIn returns the *Denial err holds (found with errors.As), or nil
 // when err is nil or holds none.
-func denialIn(err error) *Denial {
-	var d *Denial
+func denialIn(err error) *sandbox.Denial {
+	var d *sandbox.Denial
 	if errors.As(err, &d) {
 		return d
 	}
@@ -69,7 +71,7 @@ func denialIn(err error) *Denial {
 
 // denialCode returns the Code of the *Denial err holds, or "" when err is
 // nil or holds none (so a refusal of another kind never matches a code).
-func denialCode(err error) DenialCode {
+func denialCode(err error) sandbox.DenialCode {
 	if d := denialIn(err); d != nil {
 		return d.Code
 	}
@@ -80,27 +82,27 @@ func denialCode(err error) DenialCode {
 // refuse returns an error interface holding a *Denial, and a nil error
 // when it does not refuse (never a nil *Denial in a non-nil interface).
 func TestRefusalsAreDenialsInErrors(t *testing.T) {
-	l := NewLedger(nil)
-	key := StepKey{OpID: "op", StepID: "s"}
-	tk, err := l.Admit(key, Budget{MaxOutstanding: 1}, nil)
+	l := sandbox.NewLedger(nil)
+	key := sandbox.StepKey{OpID: "op", StepID: "s"}
+	tk, err := l.Admit(key, sandbox.Budget{MaxOutstanding: 1}, nil)
 	if err != nil || tk == nil {
 		t.Fatalf("first admission: %v, %v", tk, err)
 	}
-	_, err = l.Admit(key, Budget{MaxOutstanding: 1}, nil)
-	if denialCode(err) != DenialOutstandingCapReached {
-		t.Fatalf("admission over the cap: %v, want %s", err, DenialOutstandingCapReached)
+	_, err = l.Admit(key, sandbox.Budget{MaxOutstanding: 1}, nil)
+	if denialCode(err) != sandbox.DenialOutstandingCapReached {
+		t.Fatalf("admission over the cap: %v, want %s", err, sandbox.DenialOutstandingCapReached)
 	}
-	_, err = Compose(Policy{WritableRoots: []string{"/w"}}, Policy{WritableRoots: []string{"/w"}}, nil)
+	_, err = sandbox.Compose(sandbox.Policy{WritableRoots: []string{"/w"}}, sandbox.Policy{WritableRoots: []string{"/w"}}, nil)
 	if err != nil {
 		t.Fatalf("covered requirements: err = %#v, want a nil interface", err)
 	}
-	_, err = Compose(Policy{}, Policy{WritableRoots: []string{"/w"}}, nil)
-	if d := denialIn(err); d == nil || d.Code != DenialRequirementsNotCovered || len(d.Wanted) != 1 {
+	_, err = sandbox.Compose(sandbox.Policy{}, sandbox.Policy{WritableRoots: []string{"/w"}}, nil)
+	if d := denialIn(err); d == nil || d.Code != sandbox.DenialRequirementsNotCovered || len(d.Wanted) != 1 {
 		t.Fatalf("uncovered requirements: %v, want a denial wanting one grant", err)
 	}
-	_, err = newTestBroker(t, Options{}).Clear(t.Context(), CallSpec{Policy: Policy{WritableRoots: []string{"relative"}}, Argv: []string{"true"}})
-	var pe *PolicyError
-	if denialCode(err) != DenialInvalidPolicy || !errors.As(err, &pe) || pe.Code != PolicyRelativePath {
-		t.Fatalf("invalid policy: %v, want %s wrapping %s", err, DenialInvalidPolicy, PolicyRelativePath)
+	_, err = newTestBroker(t, Options{}).Clear(t.Context(), sandbox.CallSpec{Policy: sandbox.Policy{WritableRoots: []string{"relative"}}, Argv: []string{"true"}})
+	var pe *sandbox.PolicyError
+	if denialCode(err) != sandbox.DenialInvalidPolicy || !errors.As(err, &pe) || pe.Code != sandbox.PolicyRelativePath {
+		t.Fatalf("invalid policy: %v, want %s wrapping %s", err, sandbox.DenialInvalidPolicy, sandbox.PolicyRelativePath)
 	}
 }

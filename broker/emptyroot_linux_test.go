@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"net"
 	"os"
@@ -89,10 +91,10 @@ func TestEmptyRootHoldsAnUnvettedProgram(t *testing.T) {
 				t.Error("the jailed dial reached the host listener")
 			default:
 			}
-			if !r.enf.Applied(LayerEmptyRoot) || r.enf.Degraded {
+			if !r.enf.Applied(sandbox.LayerEmptyRoot) || r.enf.Degraded {
 				t.Errorf("report %s", r.enf)
 			}
-			if _, ok := r.enf.Layer(LayerPolicyRoot); ok {
+			if _, ok := r.enf.Layer(sandbox.LayerPolicyRoot); ok {
 				t.Errorf("an empty-root report claims the policy root: %s", r.enf)
 			}
 		})
@@ -111,7 +113,7 @@ func TestEmptyRootShowsOnlyTheProgram(t *testing.T) {
 		write, read string
 		readOK      bool
 	}{
-		{"program_readable", false, "/tmp/x", EmptyRootProgram, true},
+		{"program_readable", false, "/tmp/x", sandbox.EmptyRootProgram, true},
 		{"proc_present", true, "/dev/x", "/proc/self/status", true},
 		{"proc_absent", false, "/program.x", "/proc/self/status", false},
 		{"etc_absent", true, "/proc/x", "/etc/passwd", false},
@@ -174,19 +176,19 @@ func TestEmptyRootRefusesWhatItCannotHold(t *testing.T) {
 	b := newTestBroker(t, Options{WarmHelperIdle: -1})
 	for _, tc := range []struct {
 		name string
-		edit func(*CallSpec)
-		code DenialCode
+		edit func(*sandbox.CallSpec)
+		code sandbox.DenialCode
 	}{
-		{"readable_root", func(s *CallSpec) { s.Policy.ReadableRoots = []string{dir} }, DenialInvalidPolicy},
-		{"system_roots", func(s *CallSpec) { s.Policy.SystemRoots = SystemReadableRoots() }, DenialInvalidPolicy},
-		{"writable_root", func(s *CallSpec) { s.Policy.WritableRoots = []string{dir} }, DenialInvalidPolicy},
-		{"network", func(s *CallSpec) { s.Policy.Network = NetworkFull }, DenialInvalidPolicy},
-		{"dir", func(s *CallSpec) { s.Dir = dir }, DenialInvalidPolicy},
-		{"relative_program", func(s *CallSpec) { s.EmptyRoot.Program = "staticprobe" }, DenialInvalidPolicy},
-		{"unclean_program", func(s *CallSpec) { s.EmptyRoot.Program = dir + "/../" + filepath.Base(dir) + "/staticprobe" }, DenialInvalidPolicy},
-		{"program_is_a_link", func(s *CallSpec) { s.EmptyRoot.Program = link }, DenialJailFailed},
-		{"program_missing", func(s *CallSpec) { s.EmptyRoot.Program = filepath.Join(dir, "missing") }, DenialJailFailed},
-		{"program_is_a_dir", func(s *CallSpec) { s.EmptyRoot.Program = dir }, DenialJailFailed},
+		{"readable_root", func(s *sandbox.CallSpec) { s.Policy.ReadableRoots = []string{dir} }, sandbox.DenialInvalidPolicy},
+		{"system_roots", func(s *sandbox.CallSpec) { s.Policy.SystemRoots = sandbox.SystemReadableRoots() }, sandbox.DenialInvalidPolicy},
+		{"writable_root", func(s *sandbox.CallSpec) { s.Policy.WritableRoots = []string{dir} }, sandbox.DenialInvalidPolicy},
+		{"network", func(s *sandbox.CallSpec) { s.Policy.Network = sandbox.NetworkFull }, sandbox.DenialInvalidPolicy},
+		{"dir", func(s *sandbox.CallSpec) { s.Dir = dir }, sandbox.DenialInvalidPolicy},
+		{"relative_program", func(s *sandbox.CallSpec) { s.EmptyRoot.Program = "staticprobe" }, sandbox.DenialInvalidPolicy},
+		{"unclean_program", func(s *sandbox.CallSpec) { s.EmptyRoot.Program = dir + "/../" + filepath.Base(dir) + "/staticprobe" }, sandbox.DenialInvalidPolicy},
+		{"program_is_a_link", func(s *sandbox.CallSpec) { s.EmptyRoot.Program = link }, sandbox.DenialJailFailed},
+		{"program_missing", func(s *sandbox.CallSpec) { s.EmptyRoot.Program = filepath.Join(dir, "missing") }, sandbox.DenialJailFailed},
+		{"program_is_a_dir", func(s *sandbox.CallSpec) { s.EmptyRoot.Program = dir }, sandbox.DenialJailFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := emptyRootSpec(prog, false, "escape", "/x", "127.0.0.1:1", "/y")
@@ -202,7 +204,7 @@ func TestEmptyRootRefusesWhatItCannotHold(t *testing.T) {
 	if err != nil || r.settled.ExitCode != 0 {
 		t.Fatalf("the unedited empty-root spec: %v %+v", err, r.settled)
 	}
-	var m *MissingLayer
+	var m *sandbox.MissingLayer
 	if errors.As(err, &m) {
 		t.Fatalf("a run reports a missing layer: %v", m)
 	}

@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"testing"
 	"time"
@@ -29,9 +31,9 @@ func runOutputPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool
 	if !jailed {
 		bound = 8 * escapeOutputBound
 	}
-	ex, d := b.Clear(context.Background(), CallSpec{
-		Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", `head -c 4M /dev/zero | tr '\0' A`},
-		Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
+	ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+		Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", `head -c 4M /dev/zero | tr '\0' A`},
+		Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
 		MaxOutputBytes: bound,
 	})
 	if d != nil {

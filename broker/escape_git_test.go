@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"os/exec"
@@ -206,7 +208,7 @@ func runGitLaunder(t *testing.T, b *Broker, e *escapeEnv, jailed bool, repo, at 
 	if !jailed {
 		br = e.brokers.trustingTargets()
 	}
-	var settled Settled
+	var settled sandbox.Settled
 	for i, script := range []string{`cd ` + repo + ` && ` + guardtest.LaunderScript(at, `"$WS/evil.sh"`), p.Script} {
 		if i == 1 {
 			if out, hung := hostGit(t, e, "", 20*time.Second, "-C", repo, "checkout", "-q", "agent"); hung || strings.Contains(out, "fatal") {
@@ -373,9 +375,9 @@ func runGitBackground(t *testing.T, b *Broker, e *escapeEnv, jailed bool, script
 		br = e.brokers.unguarded()
 	}
 	ready := filepath.Join(e.ws, "planted-done")
-	ex, d := br.Clear(context.Background(), CallSpec{
-		Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", gitScriptEnv + script + ` && touch "$WS/planted-done"; sleep 60`},
-		Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: 90 * time.Second,
+	ex, d := br.Clear(context.Background(), sandbox.CallSpec{
+		Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", gitScriptEnv + script + ` && touch "$WS/planted-done"; sleep 60`},
+		Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 90 * time.Second,
 	})
 	if d != nil {
 		t.Fatal(d)

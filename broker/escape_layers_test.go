@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -294,9 +296,9 @@ func runInotifyPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) boo
 		stdinW.Close()
 	}
 	if jailed {
-		ex, d := b.Clear(context.Background(), CallSpec{
-			Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
-			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: 60 * time.Second,
+		ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+			Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 60 * time.Second,
 			Stdin: stdinR,
 		})
 		if d != nil {
@@ -304,7 +306,7 @@ func runInotifyPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) boo
 		}
 		held := false
 		for o := range ex.Output() {
-			if o.Stream == Stdout {
+			if o.Stream == sandbox.Stdout {
 				out.Write(o.Bytes)
 			}
 			if !held && strings.Contains(out.String(), inotifyHolding) {
@@ -368,7 +370,7 @@ func shmRefusedOrOwned(t *testing.T, _ *escapeEnv, r result) bool {
 	if !strings.Contains(r.stdout, "PROBE-SUCCEEDED") {
 		return false
 	}
-	l, ok := r.enf.Layer(LayerNamespaceLimits)
+	l, ok := r.enf.Layer(sandbox.LayerNamespaceLimits)
 	if ok && os.Geteuid() != 0 && !l.Applied && strings.Contains(l.Reason, "kernel.shmall") && strings.Contains(l.Reason, "kernel.shmmax") {
 		t.Logf("unprivileged: SysV shared memory unbounded, and the report says so: %s", l.Reason)
 		return false
@@ -436,7 +438,7 @@ func unixReached(_ *testing.T, e *escapeEnv, _ result) bool {
 }
 
 // shareArg lists the case's socket ($ARG) in Policy.Sockets.
-func shareArg(e *escapeEnv, p *Policy) { p.Sockets = append(p.Sockets, e.arg) }
+func shareArg(e *escapeEnv, p *sandbox.Policy) { p.Sockets = append(p.Sockets, e.arg) }
 
 // fakeHome lays out credentials under $OUT/home and makes it the
 // command's HOME.
@@ -591,9 +593,9 @@ func layerEscapeCases() []escapeCase {
 				}
 				e.cleanup = append(e.cleanup, func() { os.Remove(e.hidden + "-link") })
 			},
-			policy:  func(e *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, e.hidden+"-link") },
+			policy:  func(e *escapeEnv, p *sandbox.Policy) { p.ReadableRoots = append(p.ReadableRoots, e.hidden+"-link") },
 			script:  `cat "$HIDDEN/secret" "$HIDDEN-link/secret"`,
-			widen:   func(e *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, e.hidden) },
+			widen:   func(e *escapeEnv, p *sandbox.Policy) { p.ReadableRoots = append(p.ReadableRoots, e.hidden) },
 			escaped: stdoutHas("s3cr3t-behind-link"),
 		},
 
@@ -658,7 +660,7 @@ func layerEscapeCases() []escapeCase {
 			setup: unixListener("unix", func(e *escapeEnv) string {
 				return fmt.Sprintf("/run/loom-escape-%d-%d.sock", os.Getpid(), time.Now().UnixNano())
 			}),
-			policy:  func(_ *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, "/run") },
+			policy:  func(_ *escapeEnv, p *sandbox.Policy) { p.ReadableRoots = append(p.ReadableRoots, "/run") },
 			script:  layerProbeEnv + `=unix exec "$PROBE" "$ARG"`,
 			widen:   shareArg,
 			escaped: unixReached,
@@ -733,9 +735,9 @@ func runTerminalProbe(mode string) func(t *testing.T, b *Broker, e *escapeEnv, j
 		_, slave := ptyPair(t)
 		exe, _ := os.Executable()
 		if jailed {
-			ex, d := b.Clear(context.Background(), CallSpec{
-				Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", layerProbeEnv + "=" + mode + ` exec "$PROBE"`},
-				Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
+			ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+				Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", layerProbeEnv + "=" + mode + ` exec "$PROBE"`},
+				Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
 				Stdin: slave,
 			})
 			if d != nil {

@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -49,7 +51,7 @@ type lateSocket func(t *testing.T, e *escapeEnv) string
 // suite's; the control runs under the suite's rootOff broker, the same policy without the
 // policy_root layer, or, when widen is set, under b with the policy
 // widen makes.
-func runAfterStart(before func(t *testing.T, e *escapeEnv), act lateSocket, widen func(e *escapeEnv, p *Policy)) func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
+func runAfterStart(before func(t *testing.T, e *escapeEnv), act lateSocket, widen func(e *escapeEnv, p *sandbox.Policy)) func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 	return func(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 		if before != nil {
 			before(t, e)
@@ -67,9 +69,9 @@ func runAfterStart(before func(t *testing.T, e *escapeEnv), act lateSocket, wide
 		stdinR, stdinW := io.Pipe()
 		defer stdinW.Close()
 		script := `echo READY; read -r path; ` + layerProbeEnv + `=unix exec "$PROBE" "$path"`
-		ex, d := b.Clear(context.Background(), CallSpec{
-			Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
-			Dir: e.ws, Env: e.vars(), Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
+		ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+			Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+			Dir: e.ws, Env: e.vars(), Policy: p, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
 			Stdin: stdinR,
 		})
 		if d != nil {
@@ -78,7 +80,7 @@ func runAfterStart(before func(t *testing.T, e *escapeEnv), act lateSocket, wide
 		var out, errb bytes.Buffer
 		var once sync.Once
 		for o := range ex.Output() {
-			if o.Stream == Stdout {
+			if o.Stream == sandbox.Stdout {
 				out.Write(o.Bytes)
 			} else {
 				errb.Write(o.Bytes)
@@ -189,7 +191,7 @@ func rootEscapeCases() []escapeCase {
 		}
 		e.arg = d
 	}
-	nestedPolicy := func(e *escapeEnv, p *Policy) {
+	nestedPolicy := func(e *escapeEnv, p *sandbox.Policy) {
 		p.WritableRoots = append(p.WritableRoots, e.arg, filepath.Join(e.arg, ".scratch"))
 	}
 	return []escapeCase{

@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -167,13 +169,13 @@ func (e *escapeEnv) vars() map[string]string {
 }
 
 // policy is the jailed policy every case starts from.
-func (e *escapeEnv) policy() Policy {
+func (e *escapeEnv) policy() sandbox.Policy {
 	exe, _ := os.Executable()
-	return Policy{
-		ReadableRoots: append(SystemReadableRoots(), e.out, filepath.Dir(exe)),
+	return sandbox.Policy{
+		ReadableRoots: append(sandbox.SystemReadableRoots(), e.out, filepath.Dir(exe)),
 		WritableRoots: []string{e.ws},
 		Protected:     DefaultProtected(e.ws),
-		Network:       NetworkOff,
+		Network:       sandbox.NetworkOff,
 		EnvAllow:      []string{"PATH", "HOME", "WS", "OUT", "HIDDEN", "ARG", "PROBE", probeEnv, "GORACE"},
 	}
 }
@@ -216,10 +218,10 @@ type escapeCase struct {
 	// script runs under sh -c with WS, OUT, HIDDEN, ARG and PROBE set.
 	script string
 	// policy adjusts the jailed policy before either run.
-	policy func(e *escapeEnv, p *Policy)
+	policy func(e *escapeEnv, p *sandbox.Policy)
 	// widen, when set, makes the control a jailed run under the widened
 	// policy; otherwise the control runs the script unjailed.
-	widen func(e *escapeEnv, p *Policy)
+	widen func(e *escapeEnv, p *sandbox.Policy)
 	// rootOff makes the control a jailed run under the same policy with
 	// the policy_root layer off (escape_root_test.go).
 	rootOff bool
@@ -303,8 +305,8 @@ func pendingDatagrams(c syscall.Conn) int {
 	return n
 }
 
-func widenWritable(dirs ...func(e *escapeEnv) string) func(e *escapeEnv, p *Policy) {
-	return func(e *escapeEnv, p *Policy) {
+func widenWritable(dirs ...func(e *escapeEnv) string) func(e *escapeEnv, p *sandbox.Policy) {
+	return func(e *escapeEnv, p *sandbox.Policy) {
 		for _, d := range dirs {
 			p.WritableRoots = append(p.WritableRoots, d(e))
 		}
@@ -314,8 +316,8 @@ func widenWritable(dirs ...func(e *escapeEnv) string) func(e *escapeEnv, p *Poli
 func outDir(e *escapeEnv) string    { return e.out }
 func hiddenDir(e *escapeEnv) string { return e.hidden }
 
-func noProtected(_ *escapeEnv, p *Policy) { p.Protected = nil }
-func networkFull(_ *escapeEnv, p *Policy) { p.Network = NetworkFull }
+func noProtected(_ *escapeEnv, p *sandbox.Policy) { p.Protected = nil }
+func networkFull(_ *escapeEnv, p *sandbox.Policy) { p.Network = sandbox.NetworkFull }
 
 // tcpListener opens a host listener on 127.0.0.1; listenerHits takes
 // the connections queued on it.
@@ -479,7 +481,7 @@ func coreEscapeCases() []escapeCase {
 			name:   "read_outside_readable_roots",
 			setup:  func(t *testing.T, e *escapeEnv) { e.write(t, filepath.Join(e.hidden, "secret"), "s3cr3t-file\n") },
 			script: `cat "$HIDDEN/secret"`,
-			widen: func(e *escapeEnv, p *Policy) {
+			widen: func(e *escapeEnv, p *sandbox.Policy) {
 				p.ReadableRoots = append(p.ReadableRoots, e.hidden)
 			},
 			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool { return strings.Contains(r.stdout, "s3cr3t-file") },
@@ -561,7 +563,7 @@ func coreEscapeCases() []escapeCase {
 				e.write(t, filepath.Join(e.ws, ".git"), "gitdir: "+wt+"\n")
 			},
 			// A linked worktree's base grants the main repository's .git.
-			policy: func(e *escapeEnv, p *Policy) {
+			policy: func(e *escapeEnv, p *sandbox.Policy) {
 				p.WritableRoots = append(p.WritableRoots, filepath.Join(e.base, "main", ".git"))
 			},
 			script: `echo evil > "$WS/../main/.git/hooks/post-checkout"; echo ok > "$WS/../main/.git/worktrees/ws/index"`,
@@ -751,7 +753,7 @@ func coreEscapeCases() []escapeCase {
 			name:   "env_var_not_allowlisted",
 			setup:  func(_ *testing.T, e *escapeEnv) { e.env = map[string]string{"API_TOKEN": "s3cr3t-env"} },
 			script: `echo "token=$API_TOKEN"`,
-			widen: func(_ *escapeEnv, p *Policy) {
+			widen: func(_ *escapeEnv, p *sandbox.Policy) {
 				p.EnvAllow = append(p.EnvAllow, "API_TOKEN")
 			},
 			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool { return strings.Contains(r.stdout, "s3cr3t-env") },
@@ -806,8 +808,8 @@ func coreEscapeCases() []escapeCase {
 			// pid namespace's pid_max of 64+pidReserve); the widened control
 			// (ceiling 1024) shows the probe itself can do it.
 			script: `i=0; while [ $i -lt 500 ]; do sleep 5 & if [ $? -ne 0 ]; then exit 1; fi; i=$((i+1)); done; echo PROBE-SUCCEEDED; kill $(jobs -p) 2>/dev/null`,
-			policy: func(_ *escapeEnv, p *Policy) { p.Limits.Processes = 64 },
-			widen:  func(_ *escapeEnv, p *Policy) { p.Limits.Processes = 1024 },
+			policy: func(_ *escapeEnv, p *sandbox.Policy) { p.Limits.Processes = 64 },
+			widen:  func(_ *escapeEnv, p *sandbox.Policy) { p.Limits.Processes = 1024 },
 			escaped: func(_ *testing.T, _ *escapeEnv, r result) bool {
 				return strings.Contains(r.stdout, "PROBE-SUCCEEDED")
 			},
@@ -887,22 +889,22 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 // the checks cannot be turned off here without handing one a
 // configuration it refuses. primed says whether a primed helper served
 // the script.
-func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) (r result, primed bool) {
+func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p sandbox.Policy, timeout time.Duration, script string) (r result, primed bool) {
 	t.Helper()
 	b.test.tracePhases = true
 	if r := runIn(t, b, e, p, timeout, "true"); r.settled.ExitCode != 0 {
 		t.Fatalf("priming command: %+v %s", r.settled, r.stderr)
 	}
 	waitPrimed(t, b)
-	ex, d := b.Clear(context.Background(), CallSpec{
-		Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
-		Dir: e.ws, Env: e.vars(), Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: timeout,
+	ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+		Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+		Dir: e.ws, Env: e.vars(), Policy: p, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: timeout,
 	})
 	if d != nil {
 		t.Fatalf("Clear: %v", d)
 	}
 	r = collect(ex)
-	return r, ex.phases != nil && slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
+	return r, slices.ContainsFunc(b.phasesOf(ex), func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
 }
 
 // primedWaitLimit bounds how long waitPrimed waits for the pool's filler,
@@ -937,11 +939,11 @@ func waitPrimed(t *testing.T, b *Broker) {
 	}
 }
 
-func runIn(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duration, script string) result {
+func runIn(t *testing.T, b *Broker, e *escapeEnv, p sandbox.Policy, timeout time.Duration, script string) result {
 	t.Helper()
-	ex, d := b.Clear(context.Background(), CallSpec{
-		Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
-		Dir: e.ws, Env: e.vars(), Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: timeout,
+	ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+		Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+		Dir: e.ws, Env: e.vars(), Policy: p, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: timeout,
 	})
 	if d != nil {
 		t.Fatalf("Clear: %v", d)
@@ -949,10 +951,10 @@ func runIn(t *testing.T, b *Broker, e *escapeEnv, p Policy, timeout time.Duratio
 	return collect(ex)
 }
 
-func collect(ex *Execution) result {
+func collect(ex *sandbox.Execution) result {
 	var out, errb bytes.Buffer
 	for o := range ex.Output() {
-		if o.Stream == Stdout {
+		if o.Stream == sandbox.Stdout {
 			out.Write(o.Bytes)
 		} else {
 			errb.Write(o.Bytes)
@@ -991,7 +993,7 @@ func runUnjailed(t *testing.T, e *escapeEnv, timeout time.Duration, script strin
 			code = ee.ExitCode()
 		}
 	}
-	return result{stdout: out.String(), stderr: errb.String(), settled: Settled{ExitCode: code}}
+	return result{stdout: out.String(), stderr: errb.String(), settled: sandbox.Settled{ExitCode: code}}
 }
 
 // markerAlive reports whether a host process whose command line holds
@@ -1123,9 +1125,9 @@ func runOutputFlood(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 	}
 	var total int
 	if jailed {
-		ex, d := b.Clear(context.Background(), CallSpec{
-			Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: flood,
-			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: floodTimeout,
+		ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+			Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: flood,
+			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: floodTimeout,
 			MaxOutputBytes: 1 << 40, // this case is about memory; the output bound has its own (escape_bounds_test.go)
 		})
 		if d != nil {
@@ -1176,9 +1178,9 @@ func runOutputFlood(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 func runClosedStdout(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 	script := `exec >&- 2>&-; sleep 300`
 	if jailed {
-		ex, d := b.Clear(context.Background(), CallSpec{
-			Key: StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
-			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: Budget{MaxOutstanding: 1}, Timeout: time.Second,
+		ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+			Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+			Dir: e.ws, Env: e.vars(), Policy: e.policy(), Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: time.Second,
 		})
 		if d != nil {
 			t.Fatal(d)

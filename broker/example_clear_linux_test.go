@@ -1,6 +1,8 @@
 package broker_test
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -19,13 +21,13 @@ func ExampleBroker_Clear() {
 	defer os.RemoveAll(ws)
 	b := broker.New(broker.Options{})
 	defer b.Close() // discards the helper kept warm for a next command
-	ex, err := b.Clear(context.Background(), broker.CallSpec{
-		Key:  broker.StepKey{OpID: "op1", StepID: "step1"},
+	ex, err := b.Clear(context.Background(), sandbox.CallSpec{
+		Key:  sandbox.StepKey{OpID: "op1", StepID: "step1"},
 		Argv: []string{"sh", "-c", "echo hello from the jail; echo no > /etc/loom-example"},
 		Dir:  ws,
 		Env:  map[string]string{"PATH": "/usr/bin:/bin", "SECRET": "never passed"},
-		Policy: broker.Policy{
-			ReadableRoots: broker.SystemReadableRoots(),
+		Policy: sandbox.Policy{
+			ReadableRoots: sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     broker.DefaultProtected(ws),
 			EnvAllow:      []string{"PATH"},
@@ -33,7 +35,7 @@ func ExampleBroker_Clear() {
 	})
 	if err != nil {
 		// A refusal holds a *Denial: its Explain is the sentence for a model.
-		var d *broker.Denial
+		var d *sandbox.Denial
 		if errors.As(err, &d) {
 			fmt.Println(d.Explain())
 		}
@@ -41,14 +43,14 @@ func ExampleBroker_Clear() {
 	}
 	var out strings.Builder
 	for o := range ex.Output() {
-		if o.Stream == broker.Stdout {
+		if o.Stream == sandbox.Stdout {
 			out.Write(o.Bytes)
 		}
 	}
 	s := ex.Wait()
 	fmt.Print(out.String())
 	fmt.Println("exit code:", s.ExitCode)
-	fmt.Println("landlock applied:", ex.Enforcement.Applied(broker.LayerLandlock))
+	fmt.Println("landlock applied:", ex.Enforcement.Applied(sandbox.LayerLandlock))
 	_, err = os.Stat(filepath.Join("/etc", "loom-example"))
 	fmt.Println("write to /etc landed:", err == nil)
 	// Output:

@@ -1,6 +1,8 @@
 package broker_test
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"time"
@@ -12,18 +14,18 @@ import (
 // exactly what an operator may approve, and composing again with it
 // succeeds.
 func ExampleCompose() {
-	base := broker.Policy{
+	base := sandbox.Policy{
 		ReadableRoots: []string{"/usr"},
 		WritableRoots: []string{"/home/me/project"},
 		Protected:     []string{"/home/me/project/.git/hooks"},
 	}
-	req := broker.Policy{
+	req := sandbox.Policy{
 		ReadableRoots: []string{"/usr", "/srv/data"},
 		WritableRoots: []string{"/home/me/project"},
-		Network:       broker.NetworkFull,
+		Network:       sandbox.NetworkFull,
 	}
-	_, err := broker.Compose(base, req, nil)
-	var d *broker.Denial
+	_, err := sandbox.Compose(base, req, nil)
+	var d *sandbox.Denial
 	if !errors.As(err, &d) {
 		fmt.Println("not refused:", err)
 		return
@@ -31,7 +33,7 @@ func ExampleCompose() {
 	fmt.Println(d.Code)
 	fmt.Println(d.Wanted)
 
-	p, err := broker.Compose(base, req, d.Wanted)
+	p, err := sandbox.Compose(base, req, d.Wanted)
 	fmt.Println(err == nil, p.ReadableRoots, p.WritableRoots, p.Network, p.Protected)
 	// Output:
 	// requirements_not_covered
@@ -42,13 +44,13 @@ func ExampleCompose() {
 // Two calls of one batch share the step's pool; the third is refused in
 // band until one is released.
 func ExampleLedger() {
-	l := broker.NewLedger(nil)
-	key := broker.StepKey{OpID: "run-1", StepID: "step-3"}
-	b := broker.Budget{MaxOutstanding: 2, Wall: time.Minute}
+	l := sandbox.NewLedger(nil)
+	key := sandbox.StepKey{OpID: "run-1", StepID: "step-3"}
+	b := sandbox.Budget{MaxOutstanding: 2, Wall: time.Minute}
 	t1, _ := l.Admit(key, b, nil)
 	_, _ = l.Admit(key, b, nil)
 	_, err := l.Admit(key, b, nil)
-	var d *broker.Denial
+	var d *sandbox.Denial
 	if errors.As(err, &d) {
 		fmt.Println(d.Code)
 	}
@@ -61,8 +63,8 @@ func ExampleLedger() {
 }
 
 func ExampleCovers() {
-	fmt.Println(broker.Covers("/w/.git", "/w/.git/hooks/pre-commit"))
-	fmt.Println(broker.Covers("/w/.git", "/w/.gitx"))
+	fmt.Println(sandbox.Covers("/w/.git", "/w/.git/hooks/pre-commit"))
+	fmt.Println(sandbox.Covers("/w/.git", "/w/.gitx"))
 	// Output:
 	// true
 	// false

@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"context"
 	"slices"
@@ -26,8 +28,8 @@ func BenchmarkExtraFile(b *testing.B) {
 		ours, theirs := socketPair(b)
 		spec := emptyRootSpec(prog, false, "ping")
 		spec.ExtraFile = theirs
-		spec.Key = StepKey{OpID: "bench", StepID: "extra"}
-		spec.Budget = Budget{MaxOutstanding: 1}
+		spec.Key = sandbox.StepKey{OpID: "bench", StepID: "extra"}
+		spec.Budget = sandbox.Budget{MaxOutstanding: 1}
 		start := time.Now()
 		ex, err := br.Clear(context.Background(), spec)
 		if err != nil {

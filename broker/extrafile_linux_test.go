@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"os"
 	"os/exec"
@@ -57,14 +59,14 @@ func TestExtraFileReachesTheCommand(t *testing.T) {
 
 	jails := []struct {
 		name string
-		spec func(argv ...string) CallSpec
+		spec func(argv ...string) sandbox.CallSpec
 		via  string
 	}{
-		{"policy_jail", func(argv ...string) CallSpec {
-			return CallSpec{Argv: append([]string{prog}, argv...), Policy: testPolicy(ws)}
+		{"policy_jail", func(argv ...string) sandbox.CallSpec {
+			return sandbox.CallSpec{Argv: append([]string{prog}, argv...), Policy: testPolicy(ws)}
 		}, "proc"},
-		{"empty_root_proc", func(argv ...string) CallSpec { return emptyRootSpec(prog, true, argv...) }, "proc"},
-		{"empty_root_no_proc", func(argv ...string) CallSpec { return emptyRootSpec(prog, false, argv...) }, "fcntl"},
+		{"empty_root_proc", func(argv ...string) sandbox.CallSpec { return emptyRootSpec(prog, true, argv...) }, "proc"},
+		{"empty_root_no_proc", func(argv ...string) sandbox.CallSpec { return emptyRootSpec(prog, false, argv...) }, "fcntl"},
 	}
 	for _, helper := range []string{"cold", "warm"} {
 		t.Run(helper, func(t *testing.T) {
@@ -87,7 +89,7 @@ func TestExtraFileReachesTheCommand(t *testing.T) {
 			}
 			// The first command probes the layers and, for the warm broker,
 			// leaves a helper prestarted.
-			if _, err := clearCollect(t, b, CallSpec{Argv: []string{"true"}, Policy: testPolicy(ws), Env: map[string]string{"PATH": "/usr/bin:/bin"}}); err != nil {
+			if _, err := clearCollect(t, b, sandbox.CallSpec{Argv: []string{"true"}, Policy: testPolicy(ws), Env: map[string]string{"PATH": "/usr/bin:/bin"}}); err != nil {
 				t.Fatal(err)
 			}
 			for _, j := range jails {
@@ -135,7 +137,7 @@ func TestExtraFileReachesTheCommand(t *testing.T) {
 							t.Errorf("descriptors: %q, want %q", got, want)
 						}
 						if extra && reply != "pong ping\n" {
-							t.Errorf("reply on fd %d: %q, want %q", ExtraFileFD, reply, "pong ping\n")
+							t.Errorf("reply on fd %d: %q, want %q", sandbox.ExtraFileFD, reply, "pong ping\n")
 						}
 					})
 				}

@@ -1,6 +1,10 @@
 package broker
 
 import (
+	"slices"
+
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 
 	"github.com/agentloom/loom/broker/internal/gitguard"
@@ -11,24 +15,9 @@ import (
 // bounds, the errors as Denials, the events as AuditEvents) and the
 // calls that reach it.
 
-// Neutralisation is one piece of repository-controlled execution the
-// broker disarmed in a writable root after a command: the entries off
-// the allowlist of inert keys removed from a git config the command
-// created or changed (or made git use, or a core.worktree whose
-// directory it re-aimed), or a hook, pointer or config it moved aside
-// whole.
-type Neutralisation struct {
-	// Path is the file (absolute).
-	Path string `json:"path"`
-	// Removed names the config entries taken out (dotted, as `git config
-	// --list` prints them, in file order); empty when the file was moved
-	// aside whole.
-	Removed []string `json:"removed,omitempty"`
-	// MovedTo is where the file was moved aside, when it was.
-	MovedTo string `json:"moved_to,omitempty"`
-	// Err says why it could not be done; the workspace is then fenced.
-	Err string `json:"err,omitempty"`
-}
+// QuarantineSuffix marks where the broker moved a protected path a
+// command created: <path><QuarantineSuffix>-<unix nanoseconds>.
+const QuarantineSuffix = gitguard.QuarantineSuffix
 
 // Bounds on one sweep of a writable root for git control files.
 const (
@@ -196,11 +185,11 @@ func SafeGitEnvFor(workspace string) ([]string, error) {
 // fenced, a sweep after a host crash failed, or the crash marker cannot
 // be written. Exactly one of Abandon (the command never started) or
 // settleGit (its tree is gone) ends the hold.
-func (b *Broker) guardGit(p Policy) (*gitguard.Hold, *Denial) {
+func (b *Broker) guardGit(p sandbox.Policy) (*gitguard.Hold, *sandbox.Denial) {
 	// The roots p leaves unguarded (toolchain caches) are not swept.
 	var guarded []string
 	for _, w := range p.WritableRoots {
-		if _, ok := coveredBy(p.Unguarded, w); !ok {
+		if !slices.ContainsFunc(p.Unguarded, func(u string) bool { return sandbox.Covers(u, w) }) {
 			guarded = append(guarded, w)
 		}
 	}
@@ -213,10 +202,10 @@ func (b *Broker) guardGit(p Policy) (*gitguard.Hold, *Denial) {
 
 // settleGit ends h once the command's tree is gone and records in s
 // what the guard did while it ran.
-func settleGit(h *gitguard.Hold, s *Settled) {
+func settleGit(h *gitguard.Hold, s *sandbox.Settled) {
 	done, created := h.Settle()
 	for _, q := range created {
-		s.ProtectedCreated = append(s.ProtectedCreated, Quarantine(q))
+		s.ProtectedCreated = append(s.ProtectedCreated, sandbox.Quarantine(q))
 	}
 	s.GitNeutralised = neutralisations(done)
 }
@@ -277,7 +266,7 @@ func (b *Broker) GitFenced(workspace string) string {
 // still meet the workspace) the same checks run without memory: the
 // written file and every git directory containing it are acted on, and
 // a failure is reported but fences nothing, as nothing runs there.
-func (b *Broker) GuardToolWrite(root, path string) ([]Neutralisation, error) {
+func (b *Broker) GuardToolWrite(root, path string) ([]sandbox.Neutralisation, error) {
 	var done []gitguard.Action
 	var err error
 	if b == nil {
@@ -292,38 +281,38 @@ func (b *Broker) GuardToolWrite(root, path string) ([]Neutralisation, error) {
 }
 
 // neutralisations reports what the guard did as hosts see it.
-func neutralisations(done []gitguard.Action) []Neutralisation {
-	var out []Neutralisation
+func neutralisations(done []gitguard.Action) []sandbox.Neutralisation {
+	var out []sandbox.Neutralisation
 	for _, a := range done {
-		out = append(out, Neutralisation(a))
+		out = append(out, sandbox.Neutralisation(a))
 	}
 	return out
 }
 
 // gitDenial is the guard's refusal as a Denial: a fenced workspace, or
 // a request that names a path not beneath its root.
-func gitDenial(err error) *Denial {
+func gitDenial(err error) *sandbox.Denial {
 	var e *gitguard.Error
 	switch {
 	case !errors.As(err, &e):
-		return NewDenial(DenialWorkspaceFenced, err.Error(), err)
+		return sandbox.NewDenial(sandbox.DenialWorkspaceFenced, err.Error(), err)
 	case e.Fenced:
-		return NewDenial(DenialWorkspaceFenced, e.Msg, e.Err)
+		return sandbox.NewDenial(sandbox.DenialWorkspaceFenced, e.Msg, e.Err)
 	default:
-		return NewDenial(DenialInvalidPolicy, e.Msg, e.Err)
+		return sandbox.NewDenial(sandbox.DenialInvalidPolicy, e.Msg, e.Err)
 	}
 }
 
 // gitAudit is one of the guard's events as hosts see it.
-func gitAudit(e gitguard.Event) AuditEvent {
-	a := AuditEvent{Workspace: e.Workspace, Path: e.Path, Detail: e.Detail}
+func gitAudit(e gitguard.Event) sandbox.AuditEvent {
+	a := sandbox.AuditEvent{Workspace: e.Workspace, Path: e.Path, Detail: e.Detail}
 	switch e.Kind {
 	case gitguard.EventNeutralised:
-		a.Kind = AuditNeutralised
+		a.Kind = sandbox.AuditNeutralised
 	case gitguard.EventFenced:
-		a.Kind = AuditFenced
+		a.Kind = sandbox.AuditFenced
 	case gitguard.EventQuarantined:
-		a.Kind = AuditQuarantine
+		a.Kind = sandbox.AuditQuarantine
 	}
 	return a
 }

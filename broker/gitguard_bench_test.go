@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"sort"
 	"testing"
@@ -24,11 +26,11 @@ import (
 // and BenchmarkGuardNested.
 func BenchmarkGitGuard(b *testing.B) {
 	ws := guardtest.BenchWorkspace(b)
-	p := Policy{
-		ReadableRoots: SystemReadableRoots(),
+	p := sandbox.Policy{
+		ReadableRoots: sandbox.SystemReadableRoots(),
 		WritableRoots: []string{ws},
 		Protected:     DefaultProtected(ws),
-		Network:       NetworkOff,
+		Network:       sandbox.NetworkOff,
 		EnvAllow:      []string{"PATH"},
 	}
 	b.Run("jailed-true", func(b *testing.B) {
@@ -43,8 +45,8 @@ func BenchmarkGitGuard(b *testing.B) {
 				waitWarm(b, br)
 			}
 			start := time.Now()
-			ex, d := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
-				Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+			ex, d := br.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"true"}, Policy: p,
+				Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 			if d != nil {
 				b.Fatal(d)
 			}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,13 +58,13 @@ func TestDefaultProtectedValidates(t *testing.T) {
 			}
 			ws := filepath.Join(dir, "ws")
 			got := DefaultProtected(ws)
-			if err := Validate(Policy{Protected: got, WritableRoots: []string{ws}}); err != nil {
+			if err := sandbox.Validate(sandbox.Policy{Protected: got, WritableRoots: []string{ws}}); err != nil {
 				t.Errorf("protected set with the workspace writable is invalid: %v", err)
 			}
 		})
 	}
 	got := DefaultProtected("rel/ws")
-	if err := Validate(Policy{Protected: got}); err == nil {
+	if err := sandbox.Validate(sandbox.Policy{Protected: got}); err == nil {
 		t.Fatalf("relative workspace gave a valid protected set %v", got)
 	}
 }
@@ -85,7 +87,7 @@ func TestGitGuardLeavesUnguardedRoots(t *testing.T) {
 		}
 	}
 	b := newTestBroker(t, Options{})
-	p := Policy{WritableRoots: []string{ws, cache}, Protected: DefaultProtected(ws), Unguarded: []string{cache}}
+	p := sandbox.Policy{WritableRoots: []string{ws, cache}, Protected: DefaultProtected(ws), Unguarded: []string{cache}}
 	h, d := b.guardGit(p)
 	if d != nil {
 		t.Fatal(d)
@@ -110,7 +112,7 @@ func TestGitGuardLeavesUnguardedRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(deep, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-	var s Settled
+	var s sandbox.Settled
 	settleGit(h, &s)
 	if cfg, _ := os.ReadFile(filepath.Join(ws, "lib/.git/config")); strings.Contains(string(cfg), "fsmonitor") {
 		t.Fatalf("control: the guarded workspace kept the plant: %+v", s.GitNeutralised)

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -139,7 +141,7 @@ func (h *hostBound) abandon(w *hostWaiter) *hostLease {
 // ctx ends or cancel closes. A request that cannot be admitted by its
 // deadline (ctx's included) is refused with DenialHostBusy; one cancelled
 // first with DenialStepAborted.
-func (h *hostBound) acquire(ctx context.Context, cancel <-chan struct{}, deadline time.Time, scratch int64) (*hostLease, *Denial) {
+func (h *hostBound) acquire(ctx context.Context, cancel <-chan struct{}, deadline time.Time, scratch int64) (*hostLease, *sandbox.Denial) {
 	w, waits := h.enqueue(scratch)
 	if !waits {
 		return w.lease, nil
@@ -150,13 +152,13 @@ func (h *hostBound) acquire(ctx context.Context, cancel <-chan struct{}, deadlin
 		defer t.Stop()
 		expired = t.C
 	}
-	busy := func() *Denial {
+	busy := func() *sandbox.Denial {
 		h.abandon(w).release()
-		return NewDenial(DenialHostBusy, h.busyReason(), nil)
+		return sandbox.NewDenial(sandbox.DenialHostBusy, h.busyReason(), nil)
 	}
-	aborted := func(why string) *Denial {
+	aborted := func(why string) *sandbox.Denial {
 		h.abandon(w).release()
-		return NewDenial(DenialStepAborted, why+" while waiting for the host-wide bound on live commands", nil)
+		return sandbox.NewDenial(sandbox.DenialStepAborted, why+" while waiting for the host-wide bound on live commands", nil)
 	}
 	select {
 	case <-w.ready:

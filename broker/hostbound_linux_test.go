@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"sync"
@@ -128,11 +130,11 @@ func TestHostBoundConcurrentClears(t *testing.T) {
 }
 
 // startSleepFor starts a long sleep that holds a slot until cancelled.
-func startSleepFor(t *testing.T, b *Broker) *Execution {
+func startSleepFor(t *testing.T, b *Broker) *sandbox.Execution {
 	t.Helper()
-	ex, d := b.Clear(context.Background(), CallSpec{
-		Key: StepKey{OpID: "op", StepID: t.Name() + "/holder"}, Argv: []string{"sleep", "300"},
-		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1},
+	ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+		Key: sandbox.StepKey{OpID: "op", StepID: t.Name() + "/holder"}, Argv: []string{"sleep", "300"},
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Policy: testPolicy(t.TempDir()), Budget: sandbox.Budget{MaxOutstanding: 1},
 	})
 	if d != nil {
 		t.Fatal(d)
@@ -206,40 +208,40 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 	const wait = 50 * time.Millisecond
 	for _, tc := range []struct {
 		name string
-		spec func(*CallSpec) (ctx context.Context, during func())
-		want DenialCode
+		spec func(*sandbox.CallSpec) (ctx context.Context, during func())
+		want sandbox.DenialCode
 	}{
-		{"timeout", func(s *CallSpec) (context.Context, func()) {
+		{"timeout", func(s *sandbox.CallSpec) (context.Context, func()) {
 			s.Timeout = wait
 			return context.Background(), nil
-		}, DenialHostBusy},
-		{"policy wall", func(s *CallSpec) (context.Context, func()) {
+		}, sandbox.DenialHostBusy},
+		{"policy wall", func(s *sandbox.CallSpec) (context.Context, func()) {
 			s.Policy.WallMs = int(wait / time.Millisecond)
 			return context.Background(), nil
-		}, DenialHostBusy},
-		{"context deadline", func(s *CallSpec) (context.Context, func()) {
+		}, sandbox.DenialHostBusy},
+		{"context deadline", func(s *sandbox.CallSpec) (context.Context, func()) {
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			t.Cleanup(cancel)
 			return ctx, nil
-		}, DenialHostBusy},
-		{"no deadline: MaxHostBusyWait", func(s *CallSpec) (context.Context, func()) {
+		}, sandbox.DenialHostBusy},
+		{"no deadline: MaxHostBusyWait", func(s *sandbox.CallSpec) (context.Context, func()) {
 			b.test.hostBusyWait = wait
 			t.Cleanup(func() { b.test.hostBusyWait = 0 })
 			return context.Background(), nil
-		}, DenialHostBusy},
-		{"context cancelled", func(s *CallSpec) (context.Context, func()) {
+		}, sandbox.DenialHostBusy},
+		{"context cancelled", func(s *sandbox.CallSpec) (context.Context, func()) {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			return ctx, cancel
-		}, DenialStepAborted},
-		{"step aborted", func(s *CallSpec) (context.Context, func()) {
+		}, sandbox.DenialStepAborted},
+		{"step aborted", func(s *sandbox.CallSpec) (context.Context, func()) {
 			return context.Background(), func() { b.Ledger().AbortStep(s.Key) }
-		}, DenialStepAborted},
+		}, sandbox.DenialStepAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := CallSpec{
-				Key: StepKey{OpID: "op", StepID: t.Name()}, Argv: []string{"true"},
-				Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1},
+			spec := sandbox.CallSpec{
+				Key: sandbox.StepKey{OpID: "op", StepID: t.Name()}, Argv: []string{"true"},
+				Policy: testPolicy(t.TempDir()), Budget: sandbox.Budget{MaxOutstanding: 1},
 			}
 			// Before the context: its deadline counts from when it is made.
 			start := time.Now()
@@ -284,7 +286,7 @@ func TestWarmHelperMakesRoom(t *testing.T) {
 	// One holder takes the spare slot and a warm helper (whose slot it
 	// returns), another of the other flavour the slot that returned.
 	p2 := p
-	p2.Network = NetworkFull
+	p2.Network = sandbox.NetworkFull
 	a, err := b.Clear(context.Background(), sleepSpec(p, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +332,7 @@ func TestScratchBudget(t *testing.T) {
 	t.Parallel()
 	b := newTestBroker(t, Options{MaxLiveCommands: 8, ScratchBudgetBytes: 1, WarmHelperIdle: -1})
 	defer b.Close()
-	if !b.Available().Applied(LayerNamespaces) {
+	if !b.Available().Applied(sandbox.LayerNamespaces) {
 		t.Fatal("this test needs the namespaces layer (every jail then mounts scratch)")
 	}
 	if got := b.hostBounds().budget; got != jailScratchBytes {
@@ -342,11 +344,11 @@ func TestScratchBudget(t *testing.T) {
 		for range holder.Output() {
 		}
 	}()
-	_, d := b.Clear(context.Background(), CallSpec{
-		Key: StepKey{OpID: "op", StepID: t.Name()}, Argv: []string{"true"},
-		Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1}, Timeout: 50 * time.Millisecond,
+	_, d := b.Clear(context.Background(), sandbox.CallSpec{
+		Key: sandbox.StepKey{OpID: "op", StepID: t.Name()}, Argv: []string{"true"},
+		Policy: testPolicy(t.TempDir()), Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 50 * time.Millisecond,
 	})
-	if denialCode(d) != DenialHostBusy {
+	if denialCode(d) != sandbox.DenialHostBusy {
 		t.Fatalf("second jail over the scratch budget: %v, want host_busy", d)
 	}
 	t.Logf("%s", denialIn(d).Reason)

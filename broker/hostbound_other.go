@@ -2,6 +2,8 @@
 
 package broker
 
+import "github.com/agentloom/loom/sandbox"
+
 // jailScratchBytes is zero outside Linux: no jail mounts scratch.
 const jailScratchBytes = 0
 
@@ -9,7 +11,7 @@ const jailScratchBytes = 0
 func physicalMemoryBytes() int64 { return 0 }
 
 // helperCgroup exists only where cgroups do: on Linux.
-type helperCgroup struct{ layer Layer }
+type helperCgroup struct{ layer sandbox.Layer }
 
 func (c *helperCgroup) remove() {}
 

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"testing"
@@ -172,12 +174,12 @@ func TestHostBoundAcquire(t *testing.T) {
 		ctx      context.Context
 		cancel   <-chan struct{}
 		deadline time.Time
-		want     DenialCode
+		want     sandbox.DenialCode
 	}{
-		{"own deadline", context.Background(), nil, time.Now().Add(20 * time.Millisecond), DenialHostBusy},
-		{"context deadline", expiredCtx, nil, time.Time{}, DenialHostBusy},
-		{"context cancelled", cancelledCtx, nil, time.Time{}, DenialStepAborted},
-		{"call cancelled", context.Background(), closed, time.Time{}, DenialStepAborted},
+		{"own deadline", context.Background(), nil, time.Now().Add(20 * time.Millisecond), sandbox.DenialHostBusy},
+		{"context deadline", expiredCtx, nil, time.Time{}, sandbox.DenialHostBusy},
+		{"context cancelled", cancelledCtx, nil, time.Time{}, sandbox.DenialStepAborted},
+		{"call cancelled", context.Background(), closed, time.Time{}, sandbox.DenialStepAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHostBound(1, 1)
@@ -189,7 +191,7 @@ func TestHostBoundAcquire(t *testing.T) {
 			if l != nil || d == nil || d.Code != tc.want {
 				t.Fatalf("acquire over the bound = %v, %v; want %s", l, d, tc.want)
 			}
-			var dd *Denial
+			var dd *sandbox.Denial
 			if !errors.As(error(d), &dd) {
 				t.Fatal("not a *Denial")
 			}
@@ -207,7 +209,7 @@ func TestHostBoundAcquire(t *testing.T) {
 		held, _ := h.acquire(context.Background(), nil, time.Time{}, 3)
 		queued := make(chan struct{})
 		h.onWait = func() { close(queued) }
-		got := make(chan *Denial, 1)
+		got := make(chan *sandbox.Denial, 1)
 		go func() {
 			l, d := h.acquire(context.Background(), nil, time.Now().Add(time.Minute), 3)
 			l.release()

@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"os/exec"
@@ -77,8 +79,8 @@ func BenchmarkBatch(b *testing.B) {
 	p.Protected = DefaultProtected(ws)
 	clearTrue := func(br *Broker) func() {
 		return func() {
-			ex, err := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
-				Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+			ex, err := br.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"true"}, Policy: p,
+				Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os/exec"
 	"sort"
@@ -60,8 +62,8 @@ func benchJailed(b *testing.B, br *Broker, warm bool, plainMedian time.Duration)
 	defer br.Close()
 	p := testPolicy(b.TempDir())
 	runTrue := func() {
-		ex, d := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
-			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		ex, d := br.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"true"}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 		if d != nil {
 			b.Fatal(d)
 		}

@@ -3,9 +3,10 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
-	"github.com/agentloom/loom/broker/internal/jail"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/broker/internal/jail"
 
 	"golang.org/x/sys/unix"
 )
@@ -62,7 +65,7 @@ func TestParseUnixTable(t *testing.T) {
 func TestRequiredLayerRefused(t *testing.T) {
 	ws := t.TempDir()
 	marker := filepath.Join(ws, "ran")
-	for _, required := range [][]string{nil, {LayerMounts}, {LayerNamespaces}, {LayerSeccomp}} {
+	for _, required := range [][]string{nil, {sandbox.LayerMounts}, {sandbox.LayerNamespaces}, {sandbox.LayerSeccomp}} {
 		b := newTestBroker(t, Options{WarmHelperIdle: -1, RequiredLayers: required})
 		b.probeOnce.Do(func() {
 			b.probe = probeLayers(b.opts.HelperPath, false)
@@ -72,21 +75,21 @@ func TestRequiredLayerRefused(t *testing.T) {
 		r, d := tryRun(b, t.Name(), testPolicy(ws), 10*time.Second, "sh", "-c", "touch "+marker)
 		_, ranErr := os.Stat(marker)
 		switch {
-		case len(required) == 0 || required[0] == LayerSeccomp:
+		case len(required) == 0 || required[0] == sandbox.LayerSeccomp:
 			if d != nil {
 				t.Fatalf("required %v: refused: %v", required, d)
 			}
 			if ranErr != nil {
 				t.Errorf("required %v: the command did not run", required)
 			}
-			l, ok := r.enf.Layer(LayerMounts)
+			l, ok := r.enf.Layer(sandbox.LayerMounts)
 			if !ok || l.Applied || !strings.Contains(l.Reason, "no mount namespace") || !r.enf.Degraded {
 				t.Errorf("required %v: mounts layer %+v (present %v), degraded %v", required, l, ok, r.enf.Degraded)
 			}
 		default:
-			var den *Denial
-			if !errors.As(d, &den) || den.Code != DenialLayerRequired {
-				t.Fatalf("required %v: got %v, want %s", required, d, DenialLayerRequired)
+			var den *sandbox.Denial
+			if !errors.As(d, &den) || den.Code != sandbox.DenialLayerRequired {
+				t.Fatalf("required %v: got %v, want %s", required, d, sandbox.DenialLayerRequired)
 			}
 			if ranErr == nil {
 				t.Errorf("required %v: the command ran although refused", required)
@@ -105,7 +108,7 @@ func TestRlimitsReportWhatBoundsProcesses(t *testing.T) {
 	p := testPolicy(t.TempDir())
 	p.Limits.Processes = 77
 	r := run(t, b, p, 10*time.Second, "true")
-	l, ok := r.enf.Layer(LayerRlimits)
+	l, ok := r.enf.Layer(sandbox.LayerRlimits)
 	if !ok || !l.Applied {
 		t.Fatalf("rlimits layer: %+v", l)
 	}
@@ -201,13 +204,13 @@ func TestSecretsMaskedWithoutLandlock(t *testing.T) {
 			if asHome {
 				env["HOME"] = home
 			}
-			ex, d := b.Clear(context.Background(), CallSpec{Key: StepKey{OpID: "t", StepID: t.Name()}, Argv: []string{"cat", cred},
-				Env: env, Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: 10 * time.Second})
+			ex, d := b.Clear(context.Background(), sandbox.CallSpec{Key: sandbox.StepKey{OpID: "t", StepID: t.Name()}, Argv: []string{"cat", cred},
+				Env: env, Policy: p, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 10 * time.Second})
 			if d != nil {
 				t.Fatal(d)
 			}
 			r := collect(ex)
-			if r.enf.Applied(LayerLandlock) || r.enf.Applied(LayerPolicyRoot) == rootOff {
+			if r.enf.Applied(sandbox.LayerLandlock) || r.enf.Applied(sandbox.LayerPolicyRoot) == rootOff {
 				t.Fatalf("layers %s: the test does not exercise Landlock's absence with policy_root off=%v", r.enf, rootOff)
 			}
 			leaked := strings.Contains(r.stdout, "s3cr3t-no-landlock")
@@ -245,9 +248,9 @@ func TestNamespaceLimitsLeaveRoom(t *testing.T) {
 			if !strings.Contains(r.stdout, "PROBE-SUCCEEDED") {
 				t.Errorf("stdout %q stderr %q settled %+v", r.stdout, r.stderr, r.settled)
 			}
-			l, ok := r.enf.Layer(LayerNamespaceLimits)
+			l, ok := r.enf.Layer(sandbox.LayerNamespaceLimits)
 			if !ok {
-				t.Fatalf("no %s layer in %s", LayerNamespaceLimits, r.enf)
+				t.Fatalf("no %s layer in %s", sandbox.LayerNamespaceLimits, r.enf)
 			}
 			if os.Geteuid() != 0 {
 				return
@@ -289,7 +292,7 @@ func TestDevShmSharesScratch(t *testing.T) {
 	if f[0] != f[1] || f[1] == f[2] {
 		t.Errorf("devices /tmp %s, /dev/shm %s, /dev %s: want /dev/shm on /tmp's", f[0], f[1], f[2])
 	}
-	if l, _ := r.enf.Layer(LayerMounts); !strings.Contains(l.Params, "/tmp and /dev/shm share one scratch tmpfs") {
+	if l, _ := r.enf.Layer(sandbox.LayerMounts); !strings.Contains(l.Params, "/tmp and /dev/shm share one scratch tmpfs") {
 		t.Errorf("mounts params %q", l.Params)
 	}
 }

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"encoding/json"
 	"fmt"
@@ -88,37 +90,37 @@ func (p *jailProcess) holdMountNamespace(pid int) {
 }
 
 // settle converts a reaped command's state into a Settled.
-func settle(st exitState, execErr string) Settled {
+func settle(st exitState, execErr string) sandbox.Settled {
 	if execErr != "" {
-		return Settled{ExitCode: ExitCodeNotExecuted, Failed: execErr}
+		return sandbox.Settled{ExitCode: sandbox.ExitCodeNotExecuted, Failed: execErr}
 	}
 	if st == nil {
-		return Settled{ExitCode: -1, Failed: "process state unavailable"}
+		return sandbox.Settled{ExitCode: -1, Failed: "process state unavailable"}
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return Settled{ExitCode: -1, Signal: ws.Signal().String()}
+		return sandbox.Settled{ExitCode: -1, Signal: ws.Signal().String()}
 	}
-	return Settled{ExitCode: st.ExitCode()}
+	return sandbox.Settled{ExitCode: st.ExitCode()}
 }
 
 // availability renders a probe as a report: which layers this host can
 // apply at all.
-func availability(p probeResult) Enforcement {
-	var e Enforcement
+func availability(p probeResult) sandbox.Enforcement {
+	var e sandbox.Enforcement
 	if p.usernsErr != nil {
-		e.add(Layer{Name: LayerNamespaces, Reason: jail.ErrnoName(p.usernsErr)})
+		e.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Reason: jail.ErrnoName(p.usernsErr)})
 	} else {
-		e.add(Layer{Name: LayerNamespaces, Applied: true, Params: "user,mount,net,pid,ipc,uts"})
+		e.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Applied: true, Params: "user,mount,net,pid,ipc,uts"})
 	}
 	if p.landlockABI > 0 {
-		e.add(Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(p.landlockABI, jail.LandlockMaxKnownABI))})
+		e.Add(sandbox.Layer{Name: sandbox.LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(p.landlockABI, jail.LandlockMaxKnownABI))})
 	} else {
-		e.add(Layer{Name: LayerLandlock, Reason: jail.ErrnoName(p.landlockErr)})
+		e.Add(sandbox.Layer{Name: sandbox.LayerLandlock, Reason: jail.ErrnoName(p.landlockErr)})
 	}
 	if p.seccompErr == nil {
-		e.add(Layer{Name: LayerSeccomp, Applied: true})
+		e.Add(sandbox.Layer{Name: sandbox.LayerSeccomp, Applied: true})
 	} else {
-		e.add(Layer{Name: LayerSeccomp, Reason: jail.ErrnoName(p.seccompErr)})
+		e.Add(sandbox.Layer{Name: sandbox.LayerSeccomp, Reason: jail.ErrnoName(p.seccompErr)})
 	}
 	return e
 }
@@ -133,9 +135,9 @@ var benchHostViewByRemount atomic.Bool
 // It returns the running process and its Enforcement; execErr is set when
 // confinement completed but the command could not be exec'd (the process
 // then exits on its own).
-func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, execErr string, d *Denial) {
+func (b *Broker) start(req jailRequest) (proc *jailProcess, enf sandbox.Enforcement, execErr string, d *sandbox.Denial) {
 	namespaces := req.probe.usernsErr == nil
-	networkOff := req.policy.Network != NetworkFull
+	networkOff := req.policy.Network != sandbox.NetworkFull
 	cfg := jail.Config{
 		Argv: req.argv, Env: req.env, Dir: req.dir,
 		Namespaces: namespaces, NetworkOff: networkOff,
@@ -188,11 +190,11 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	}()
 	// encode is the configuration for a helper that holds mode at
 	// ExtraFileFD.
-	encode := func(mode jail.Extra) ([]byte, *Denial) {
+	encode := func(mode jail.Extra) ([]byte, *sandbox.Denial) {
 		cfg.Extra = mode
 		payload, err := json.Marshal(cfg)
 		if err != nil {
-			return nil, NewDenial(DenialJailFailed, "encode helper config: "+err.Error(), err)
+			return nil, sandbox.NewDenial(sandbox.DenialJailFailed, "encode helper config: "+err.Error(), err)
 		}
 		return payload, nil
 	}
@@ -246,7 +248,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 	}
 	h, err := b.spawnHelperWith(f, stdinFile, req.extra, false)
 	if err != nil {
-		return nil, enf, "", NewDenial(DenialJailFailed, "start helper: "+jail.ErrnoName(jail.StartError(err)), err)
+		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, "start helper: "+jail.ErrnoName(jail.StartError(err)), err)
 	}
 	proc, enf, execErr, d, _ = b.configure(h, payload, req)
 	if proc != nil {
@@ -259,7 +261,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf Enforcement, exe
 // stdin, then reads its report. silent is set when the helper ended
 // without reporting anything: confinement never began and the command
 // never ran.
-func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (proc *jailProcess, enf Enforcement, execErr string, d *Denial, silent bool) {
+func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (proc *jailProcess, enf sandbox.Enforcement, execErr string, d *sandbox.Denial, silent bool) {
 	proc = h.proc
 	defer h.repR.Close()
 	b.limitHelperCgroup(proc, withDefaults(req.policy.Limits)) // before the command reaches the helper
@@ -300,14 +302,14 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 		if h.flavour.newNet {
 			detail = "user,mount,net,pid,ipc,uts"
 		}
-		enf.add(Layer{Name: LayerNamespaces, Applied: true, Params: detail})
+		enf.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Applied: true, Params: detail})
 	} else {
-		enf.add(Layer{Name: LayerNamespaces, Reason: jail.ErrnoName(req.probe.usernsErr)})
+		enf.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Reason: jail.ErrnoName(req.probe.usernsErr)})
 	}
 	layers, fatal, execErr, refused, reported := readHelperReport(h.rep, proc.setJailPid, req.trace)
 	req.trace.Mark("exec")
 	for _, l := range layers {
-		enf.add(l)
+		enf.Add(l)
 	}
 	if refused != nil {
 		proc.kill()
@@ -324,7 +326,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 		}
 		proc.closeOutput()
 		proc.release()
-		return nil, enf, "", NewDenial(DenialJailFailed, fmt.Sprintf("%s (helper %s)", fatal, ended), nil), !reported
+		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, fmt.Sprintf("%s (helper %s)", fatal, ended), nil), !reported
 	}
 	return proc, enf, execErr, nil, false
 }
@@ -336,7 +338,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 //
 // onJailPid is called with a launcher's report of the helper's pid as
 // soon as it is read.
-func readHelperReport(r io.Reader, onJailPid func(int), trace *jail.PhaseLog) (layers []Layer, fatal, execErr string, refused *MissingLayer, reported bool) {
+func readHelperReport(r io.Reader, onJailPid func(int), trace *jail.PhaseLog) (layers []sandbox.Layer, fatal, execErr string, refused *sandbox.MissingLayer, reported bool) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxHelperReportBytes))
 	sc.Buffer(make([]byte, 0, 64<<10), maxHelperReportBytes)
 	for sc.Scan() {

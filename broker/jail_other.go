@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // selfExe is unused outside Linux: no helper is re-executed.
@@ -26,9 +27,9 @@ func probeLayers(string, bool) probeResult {
 }
 
 // availability says plainly that nothing confines a command here.
-func availability(probeResult) Enforcement {
-	var e Enforcement
-	e.add(Layer{Name: LayerJail, Reason: errNoJail.Error()})
+func availability(probeResult) sandbox.Enforcement {
+	var e sandbox.Enforcement
+	e.Add(sandbox.Layer{Name: sandbox.LayerJail, Reason: errNoJail.Error()})
 	return e
 }
 
@@ -44,42 +45,42 @@ func (p *jailProcess) kill() {
 
 func (p *jailProcess) killGroup() {}
 
-func settle(st exitState, execErr string) Settled {
+func settle(st exitState, execErr string) sandbox.Settled {
 	if execErr != "" {
-		return Settled{ExitCode: ExitCodeNotExecuted, Failed: execErr}
+		return sandbox.Settled{ExitCode: sandbox.ExitCodeNotExecuted, Failed: execErr}
 	}
 	if st == nil {
-		return Settled{ExitCode: -1, Failed: "process state unavailable"}
+		return sandbox.Settled{ExitCode: -1, Failed: "process state unavailable"}
 	}
 	if !st.Exited() {
-		return Settled{ExitCode: -1, Signal: "killed"}
+		return sandbox.Settled{ExitCode: -1, Signal: "killed"}
 	}
-	return Settled{ExitCode: st.ExitCode()}
+	return sandbox.Settled{ExitCode: st.ExitCode()}
 }
 
 // start runs the command unconfined (Clear only gets here when the host
 // set AllowUnconfined).
-func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Denial) {
+func (b *Broker) start(req jailRequest) (*jailProcess, sandbox.Enforcement, string, *sandbox.Denial) {
 	enf := availability(req.probe)
 	if m := jail.MissingRequired(req.required, false, enf.Layers); m != nil {
 		return nil, enf, "", layerRequired(m)
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
-		return nil, enf, "", NewDenial(DenialJailFailed, "stdout pipe: "+err.Error(), err)
+		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, "stdout pipe: "+err.Error(), err)
 	}
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		stdoutR.Close()
 		stdoutW.Close()
-		return nil, enf, "", NewDenial(DenialJailFailed, "stderr pipe: "+err.Error(), err)
+		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, "stderr pipe: "+err.Error(), err)
 	}
 	cmd := exec.Command(req.argv[0], req.argv[1:]...)
 	cmd.Env = req.env
 	cmd.Dir = req.dir
 	cmd.Stdin = req.stdin
 	if req.extra != nil {
-		cmd.ExtraFiles = []*os.File{nil, nil, req.extra} // at ExtraFileFD
+		cmd.ExtraFiles = []*os.File{nil, nil, req.extra} // at sandbox.ExtraFileFD
 	}
 	cmd.Stdout = stdoutW
 	cmd.Stderr = stderrW
@@ -92,9 +93,9 @@ func (b *Broker) start(req jailRequest) (*jailProcess, Enforcement, string, *Den
 		stderrR.Close()
 		var ee *exec.Error
 		if errors.As(err, &ee) {
-			return nil, enf, "", NewDenial(DenialJailFailed, err.Error(), err)
+			return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, err.Error(), err)
 		}
-		return nil, enf, "", NewDenial(DenialJailFailed, "start: "+err.Error(), err)
+		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, "start: "+err.Error(), err)
 	}
 	return &jailProcess{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{}),
 		stdout: stdoutR, stderr: stderrR}, enf, "", nil

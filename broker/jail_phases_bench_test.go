@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -50,8 +52,8 @@ func benchPhases(b *testing.B, idle time.Duration) {
 	p := testPolicy(ws)
 	p.Protected = DefaultProtected(ws)
 	run := func() []jail.PhaseMark {
-		ex, err := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
-			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		ex, err := br.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"true"}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -63,7 +65,7 @@ func benchPhases(b *testing.B, idle time.Duration) {
 		if ex.Enforcement.Degraded {
 			b.Fatalf("degraded: %s", ex.Enforcement)
 		}
-		return ex.phases.Marks
+		return br.phasesOf(ex)
 	}
 	run() // the probes and first fill, untimed
 	durations := map[string][]time.Duration{}

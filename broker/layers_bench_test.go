@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"sort"
@@ -25,8 +27,8 @@ func BenchmarkHostViewReadOnly(b *testing.B) {
 	defer benchHostViewByRemount.Store(false)
 	p := testPolicy(b.TempDir())
 	runTrue := func() {
-		ex, d := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
-			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		ex, d := br.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"true"}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 		if d != nil {
 			b.Fatal(d)
 		}

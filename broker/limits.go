@@ -1,5 +1,7 @@
 package broker
 
+import "github.com/agentloom/loom/sandbox"
+
 // Default resource ceilings applied when a Limits field is zero. They are
 // generous for builds and test suites and still stop a runaway command
 // from exhausting the host.
@@ -29,7 +31,7 @@ const (
 )
 
 // withDefaults returns l with every zero field replaced by its default.
-func withDefaults(l Limits) Limits {
+func withDefaults(l sandbox.Limits) sandbox.Limits {
 	if l.CPUSeconds == 0 {
 		l.CPUSeconds = defaultCPUSeconds
 	}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"os"
 	"sync"
 )
@@ -53,7 +55,7 @@ func (o *outputBound) limited() bool {
 // maxOutputBytes is the bound on what spec's command may write to stdout
 // and stderr together: spec.MaxOutputBytes (defaultMaxOutputBytes when
 // zero or less), lowered to Options.MaxOutputBytes when the host set one.
-func (b *Broker) maxOutputBytes(spec CallSpec) int64 {
+func (b *Broker) maxOutputBytes(spec sandbox.CallSpec) int64 {
 	n := spec.MaxOutputBytes
 	if n <= 0 {
 		n = defaultMaxOutputBytes
@@ -68,13 +70,13 @@ func (b *Broker) maxOutputBytes(spec CallSpec) int64 {
 // delivering only what bound admits. Past the bound it keeps reading (and
 // drops what it reads) until the pipe ends, so the command's last writers
 // never block on a full pipe while its tree is being killed.
-func pump(wg *sync.WaitGroup, r *os.File, s Stream, out chan<- Output, bound *outputBound) {
+func pump(wg *sync.WaitGroup, r *os.File, s sandbox.Stream, out chan<- sandbox.Output, bound *outputBound) {
 	defer wg.Done()
 	buf := make([]byte, OutputChunkBytes)
 	for {
 		n, err := r.Read(buf)
 		if k := bound.take(n); k > 0 {
-			out <- Output{Stream: s, Bytes: append([]byte(nil), buf[:k]...)}
+			out <- sandbox.Output{Stream: s, Bytes: append([]byte(nil), buf[:k]...)}
 		}
 		if err != nil {
 			return

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"strings"
@@ -12,13 +14,13 @@ import (
 // everything.
 func clearBounded(t *testing.T, b *Broker, bound int64, script string) result {
 	t.Helper()
-	ex, d := b.Clear(context.Background(), CallSpec{
-		Key:  StepKey{OpID: "op", StepID: t.Name()},
+	ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+		Key:  sandbox.StepKey{OpID: "op", StepID: t.Name()},
 		Argv: []string{"sh", "-c", script},
 		Env:  map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin"},
 		// Every output byte lands in the result; a slow consumer only
 		// slows the command.
-		Policy: testPolicy(t.TempDir()), Budget: Budget{MaxOutstanding: 1},
+		Policy: testPolicy(t.TempDir()), Budget: sandbox.Budget{MaxOutstanding: 1},
 		Timeout: time.Minute, MaxOutputBytes: bound,
 	})
 	if d != nil {
@@ -108,7 +110,7 @@ func TestMaxOutputBytes(t *testing.T) {
 		{-1, 7, 7},
 	} {
 		b := newTestBroker(t, Options{MaxOutputBytes: tc.host})
-		if got := b.maxOutputBytes(CallSpec{MaxOutputBytes: tc.call}); got != tc.want {
+		if got := b.maxOutputBytes(sandbox.CallSpec{MaxOutputBytes: tc.call}); got != tc.want {
 			t.Errorf("host %d call %d: bound %d, want %d", tc.host, tc.call, got, tc.want)
 		}
 	}

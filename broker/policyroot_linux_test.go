@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -23,7 +25,7 @@ func TestPolicyRootReported(t *testing.T) {
 	on := newTestBroker(t, Options{WarmHelperIdle: -1})
 	defer on.Close()
 	r := run(t, on, testPolicy(ws), 10*time.Second, "true")
-	if l, _ := r.enf.Layer(LayerPolicyRoot); !l.Applied || !strings.Contains(l.Params, "pivot_root") {
+	if l, _ := r.enf.Layer(sandbox.LayerPolicyRoot); !l.Applied || !strings.Contains(l.Params, "pivot_root") {
 		t.Errorf("on: %+v", l)
 	}
 
@@ -31,18 +33,18 @@ func TestPolicyRootReported(t *testing.T) {
 	off.test.policyRootOff = true
 	defer off.Close()
 	r = run(t, off, testPolicy(ws), 10*time.Second, "true")
-	if l, ok := r.enf.Layer(LayerPolicyRoot); !ok || l.Applied || l.Reason == "" || !r.enf.Degraded {
+	if l, ok := r.enf.Layer(sandbox.LayerPolicyRoot); !ok || l.Applied || l.Reason == "" || !r.enf.Degraded {
 		t.Errorf("off: %+v (present %v), degraded %v", l, ok, r.enf.Degraded)
 	}
 
-	required := newTestBroker(t, Options{WarmHelperIdle: -1, RequiredLayers: []string{LayerPolicyRoot}})
+	required := newTestBroker(t, Options{WarmHelperIdle: -1, RequiredLayers: []string{sandbox.LayerPolicyRoot}})
 	required.test.policyRootOff = true
 	defer required.Close()
 	marker := filepath.Join(ws, "ran")
 	_, d := tryRun(required, t.Name(), testPolicy(ws), 10*time.Second, "touch", marker)
-	var den *Denial
-	if !errors.As(d, &den) || den.Code != DenialLayerRequired || !strings.Contains(den.Error(), LayerPolicyRoot) {
-		t.Errorf("required and off: got %v, want %s", d, DenialLayerRequired)
+	var den *sandbox.Denial
+	if !errors.As(d, &den) || den.Code != sandbox.DenialLayerRequired || !strings.Contains(den.Error(), sandbox.LayerPolicyRoot) {
+		t.Errorf("required and off: got %v, want %s", d, sandbox.DenialLayerRequired)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("required and off: the command ran")
@@ -55,7 +57,7 @@ func TestPolicyRootReported(t *testing.T) {
 		nons.probe.usernsErr = unix.EPERM
 	})
 	r = run(t, nons, testPolicy(ws), 10*time.Second, "true")
-	if l, ok := r.enf.Layer(LayerPolicyRoot); !ok || l.Applied || !strings.Contains(l.Reason, "no mount namespace") {
+	if l, ok := r.enf.Layer(sandbox.LayerPolicyRoot); !ok || l.Applied || !strings.Contains(l.Reason, "no mount namespace") {
 		t.Errorf("no user namespace: %+v (present %v)", l, ok)
 	}
 }
@@ -74,7 +76,7 @@ func TestPolicyRootShapes(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		setup  func(t *testing.T, e *escapeEnv) (dir string)
-		policy func(e *escapeEnv, p *Policy)
+		policy func(e *escapeEnv, p *sandbox.Policy)
 		script string
 		// on and off are what stdout must hold with and without the layer.
 		on, off string
@@ -96,13 +98,15 @@ func TestPolicyRootShapes(t *testing.T) {
 				}
 				return ""
 			},
-			policy: func(e *escapeEnv, p *Policy) { p.WritableRoots = append(p.WritableRoots, filepath.Join(e.out, "w")) },
+			policy: func(e *escapeEnv, p *sandbox.Policy) {
+				p.WritableRoots = append(p.WritableRoots, filepath.Join(e.out, "w"))
+			},
 			script: `touch "$OUT/w/ok" && echo NESTED-WRITE; touch "$OUT/no" 2>/dev/null || echo OUTER-REFUSED`,
 			on:     "NESTED-WRITE\nOUTER-REFUSED\n", off: "NESTED-WRITE\nOUTER-REFUSED\n",
 		},
 		{
 			name: "a root that does not exist",
-			policy: func(e *escapeEnv, p *Policy) {
+			policy: func(e *escapeEnv, p *sandbox.Policy) {
 				p.ReadableRoots = append(p.ReadableRoots, filepath.Join(e.hidden, "missing"))
 			},
 			script: `[ -e "$HIDDEN" ] && echo HIDDEN-SEEN; echo ran`,
@@ -117,13 +121,15 @@ func TestPolicyRootShapes(t *testing.T) {
 				}
 				return ""
 			},
-			policy: func(e *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, filepath.Join(e.out, "link")) },
+			policy: func(e *escapeEnv, p *sandbox.Policy) {
+				p.ReadableRoots = append(p.ReadableRoots, filepath.Join(e.out, "link"))
+			},
 			script: `readlink "$OUT/link"; [ -e "$OUT/link/f" ] && echo TARGET-SEEN; echo done`,
 			on:     "target\ndone\n", off: "TARGET-SEEN",
 		},
 		{
 			name:   "the whole host root listed: the view is the host's, /run still hidden",
-			policy: func(e *escapeEnv, p *Policy) { p.ReadableRoots = append(p.ReadableRoots, "/") },
+			policy: func(e *escapeEnv, p *sandbox.Policy) { p.ReadableRoots = append(p.ReadableRoots, "/") },
 			script: `[ -d "$HIDDEN" ] && echo HIDDEN-SEEN; ls -A /run | wc -l`,
 			on:     "HIDDEN-SEEN\n0\n", off: "HIDDEN-SEEN\n0\n",
 		},
@@ -146,7 +152,7 @@ func TestPolicyRootShapes(t *testing.T) {
 				want string
 			}{{on, tc.on}, {off, tc.off}} {
 				r := runInDir(t, side.b, e, p, dir, tc.script)
-				if r.enf.Applied(LayerPolicyRoot) == side.b.test.policyRootOff {
+				if r.enf.Applied(sandbox.LayerPolicyRoot) == side.b.test.policyRootOff {
 					t.Errorf("layer off=%v: policy_root applied %v\n%s", side.b.test.policyRootOff, !side.b.test.policyRootOff, r.enf)
 				}
 				if !strings.Contains(r.stdout, side.want) {
@@ -158,11 +164,11 @@ func TestPolicyRootShapes(t *testing.T) {
 }
 
 // runInDir is runIn with the command started in dir.
-func runInDir(t *testing.T, b *Broker, e *escapeEnv, p Policy, dir, script string) result {
+func runInDir(t *testing.T, b *Broker, e *escapeEnv, p sandbox.Policy, dir, script string) result {
 	t.Helper()
-	ex, d := b.Clear(t.Context(), CallSpec{
-		Key: StepKey{OpID: "root", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
-		Dir: dir, Env: e.vars(), Policy: p, Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
+	ex, d := b.Clear(t.Context(), sandbox.CallSpec{
+		Key: sandbox.StepKey{OpID: "root", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
+		Dir: dir, Env: e.vars(), Policy: p, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
 	})
 	if d != nil {
 		t.Fatalf("Clear: %v", d)

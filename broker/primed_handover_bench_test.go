@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -37,8 +39,8 @@ func BenchmarkPrimedHandover(b *testing.B) {
 	p := testPolicy(ws)
 	p.Protected = DefaultProtected(ws)
 	clearTrue := func() (primed bool) {
-		ex, err := br.Clear(context.Background(), CallSpec{Argv: []string{"true"}, Policy: p,
-			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		ex, err := br.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"true"}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func BenchmarkPrimedHandover(b *testing.B) {
 		if s := ex.Wait(); s.ExitCode != 0 {
 			b.Fatalf("settled %+v", s)
 		}
-		return ex.phases != nil && slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
+		return slices.ContainsFunc(br.phasesOf(ex), func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
 	}
 	clearTrue() // the first command: what the pool is primed for from then on
 	served := 0

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"io"
 	"os"
 	"os/exec"
@@ -27,13 +29,13 @@ type jailRequest struct {
 	argv   []string
 	env    []string
 	dir    string
-	policy Policy
+	policy sandbox.Policy
 	stdin  io.Reader
 	probe  probeResult
 	// extra is CallSpec.ExtraFile, emptyRoot CallSpec.EmptyRoot, and
 	// required every layer the call will not run without.
 	extra     *os.File
-	emptyRoot *EmptyRoot
+	emptyRoot *sandbox.EmptyRoot
 	required  []string
 	// trace takes the start's phase marks, or is nil.
 	trace *jail.PhaseLog

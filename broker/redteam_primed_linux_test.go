@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"net"
 	"os"
 	"path/filepath"
@@ -31,7 +33,7 @@ import (
 // probe, which prints its leak when it reaches what it must not, then
 // "done".
 type primedWorld struct {
-	p      Policy
+	p      sandbox.Policy
 	env    map[string]string
 	change func()
 	probe  string
@@ -165,7 +167,7 @@ func TestRedteamPrimedHostKeyMadeAfterPrimingIsMasked(t *testing.T) {
 	primedVersusFresh(t, func(t *testing.T) primedWorld {
 		os.Remove(key)
 		p := testPolicy(gitWorkspace(t))
-		if !slices.ContainsFunc(slices.Concat(p.SystemRoots, p.ReadableRoots), func(r string) bool { return Covers(r, "/etc/ssh") }) {
+		if !slices.ContainsFunc(slices.Concat(p.SystemRoots, p.ReadableRoots), func(r string) bool { return sandbox.Covers(r, "/etc/ssh") }) {
 			t.Skip("the test policy does not show /etc")
 		}
 		generate := func() {

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"slices"
 
@@ -11,26 +13,19 @@ import (
 // ABI for without an errno.
 var errNoLandlockABI = errors.New("no Landlock ABI")
 
-// MissingLayer is the cause a DenialLayerRequired wraps (found with
-// errors.As): the first required layer that was not applied (Layer, one
-// of the Layer* names), and why (Reason: the kernel's errno name or a
-// short sentence, never a claim that the layer holds). Its Error renders
-// "required layer <layer> not applied: <reason>".
-type MissingLayer = jail.MissingLayer
-
 // layerRequired is the refusal for a required layer that is missing.
-func layerRequired(m *MissingLayer) *Denial {
-	return NewDenial(DenialLayerRequired, m.Error(), m)
+func layerRequired(m *sandbox.MissingLayer) *sandbox.Denial {
+	return sandbox.NewDenial(sandbox.DenialLayerRequired, m.Error(), m)
 }
 
 // requiredLayers is every layer spec will not run without: the host's
 // Options.RequiredLayers, the call's own CallSpec.RequiredLayers and,
 // for an empty-root run, the namespaces and empty_root layers; sorted,
 // each once.
-func (b *Broker) requiredLayers(spec CallSpec) []string {
+func (b *Broker) requiredLayers(spec sandbox.CallSpec) []string {
 	req := slices.Concat(b.opts.RequiredLayers, spec.RequiredLayers)
 	if spec.EmptyRoot != nil {
-		req = append(req, LayerNamespaces, LayerEmptyRoot)
+		req = append(req, sandbox.LayerNamespaces, sandbox.LayerEmptyRoot)
 	}
 	slices.Sort(req)
 	return slices.Compact(req)
@@ -42,28 +37,28 @@ func (b *Broker) requiredLayers(spec CallSpec) []string {
 // its errno action), or nil: such a call is refused before any helper
 // starts. Layers the probe cannot speak for are checked by the helper
 // once it has applied what it could.
-func unavailableLayer(required []string, p probeResult) *MissingLayer {
+func unavailableLayer(required []string, p probeResult) *sandbox.MissingLayer {
 	for _, name := range required {
 		var err error
 		switch name {
-		case LayerNamespaces, LayerMounts, LayerPolicyRoot, LayerEmptyRoot, LayerLoopback, LayerNamespaceLimits:
+		case sandbox.LayerNamespaces, sandbox.LayerMounts, sandbox.LayerPolicyRoot, sandbox.LayerEmptyRoot, sandbox.LayerLoopback, sandbox.LayerNamespaceLimits:
 			err = p.usernsErr
-		case LayerLandlock:
+		case sandbox.LayerLandlock:
 			if p.landlockABI <= 0 {
 				err = p.landlockErr
 				if err == nil {
 					err = errNoLandlockABI
 				}
 			}
-		case LayerSeccomp:
+		case sandbox.LayerSeccomp:
 			err = p.seccompErr
 		}
 		if err != nil {
 			reason := jail.ErrnoName(err)
-			if name != LayerNamespaces && p.usernsErr != nil && err == p.usernsErr {
+			if name != sandbox.LayerNamespaces && p.usernsErr != nil && err == p.usernsErr {
 				reason = "no user namespace (" + reason + ")"
 			}
-			return &MissingLayer{Layer: name, Reason: reason}
+			return &sandbox.MissingLayer{Layer: name, Reason: reason}
 		}
 	}
 	return nil

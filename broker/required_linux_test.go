@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"sync/atomic"
 	"syscall"
@@ -20,22 +22,22 @@ func TestRequiredLayerUnavailableRefuses(t *testing.T) {
 	ws := t.TempDir()
 	prog := staticProbe(t, ws)
 	abi := newTestBroker(t, Options{}).probed().landlockABI
-	shell := func() CallSpec {
-		return CallSpec{Argv: []string{"true"}, Policy: testPolicy(ws), Env: map[string]string{"PATH": "/usr/bin:/bin"}}
+	shell := func() sandbox.CallSpec {
+		return sandbox.CallSpec{Argv: []string{"true"}, Policy: testPolicy(ws), Env: map[string]string{"PATH": "/usr/bin:/bin"}}
 	}
 	for _, tc := range []struct {
 		name     string
 		probe    probeResult
-		spec     func() CallSpec
+		spec     func() sandbox.CallSpec
 		required []string
 		layer    string
 	}{
-		{"seccomp", probeResult{landlockABI: abi, seccompErr: syscall.EINVAL}, shell, []string{LayerSeccomp}, LayerSeccomp},
-		{"landlock", probeResult{landlockErr: syscall.ENOSYS}, shell, []string{LayerLandlock}, LayerLandlock},
-		{"namespaces", probeResult{usernsErr: syscall.EPERM, landlockABI: abi}, shell, []string{LayerNamespaces}, LayerNamespaces},
-		{"policy_root_without_namespaces", probeResult{usernsErr: syscall.EPERM, landlockABI: abi}, shell, []string{LayerPolicyRoot}, LayerPolicyRoot},
+		{"seccomp", probeResult{landlockABI: abi, seccompErr: syscall.EINVAL}, shell, []string{sandbox.LayerSeccomp}, sandbox.LayerSeccomp},
+		{"landlock", probeResult{landlockErr: syscall.ENOSYS}, shell, []string{sandbox.LayerLandlock}, sandbox.LayerLandlock},
+		{"namespaces", probeResult{usernsErr: syscall.EPERM, landlockABI: abi}, shell, []string{sandbox.LayerNamespaces}, sandbox.LayerNamespaces},
+		{"policy_root_without_namespaces", probeResult{usernsErr: syscall.EPERM, landlockABI: abi}, shell, []string{sandbox.LayerPolicyRoot}, sandbox.LayerPolicyRoot},
 		{"empty_root_without_namespaces", probeResult{usernsErr: syscall.EPERM, landlockABI: abi},
-			func() CallSpec { return emptyRootSpec(prog, false, "fds") }, nil, LayerEmptyRoot},
+			func() sandbox.CallSpec { return emptyRootSpec(prog, false, "fds") }, nil, sandbox.LayerEmptyRoot},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := withProbe(t, Options{WarmHelperIdle: -1}, tc.probe)
@@ -44,10 +46,10 @@ func TestRequiredLayerUnavailableRefuses(t *testing.T) {
 			spec := tc.spec()
 			spec.RequiredLayers = tc.required
 			_, err := clearCollect(t, b, spec)
-			if denialCode(err) != DenialLayerRequired {
-				t.Fatalf("got %v, want %s", err, DenialLayerRequired)
+			if denialCode(err) != sandbox.DenialLayerRequired {
+				t.Fatalf("got %v, want %s", err, sandbox.DenialLayerRequired)
 			}
-			var m *MissingLayer
+			var m *sandbox.MissingLayer
 			if !errors.As(err, &m) {
 				t.Fatalf("%v wraps no *MissingLayer", err)
 			}
@@ -72,12 +74,12 @@ func TestRequiredLayerUnavailableRefuses(t *testing.T) {
 	t.Run("control_layer_available", func(t *testing.T) {
 		b := newTestBroker(t, Options{WarmHelperIdle: -1})
 		spec := shell()
-		spec.RequiredLayers = []string{LayerNamespaces, LayerMounts, LayerPolicyRoot, LayerLandlock, LayerSeccomp, LayerNoNewPrivs, LayerCapabilities}
+		spec.RequiredLayers = []string{sandbox.LayerNamespaces, sandbox.LayerMounts, sandbox.LayerPolicyRoot, sandbox.LayerLandlock, sandbox.LayerSeccomp, sandbox.LayerNoNewPrivs, sandbox.LayerCapabilities}
 		if r, err := clearCollect(t, b, spec); err != nil || r.settled.ExitCode != 0 {
 			t.Fatalf("a host with every layer refused or failed: %v %+v", err, r.settled)
 		}
 		er := emptyRootSpec(prog, false, "fds")
-		er.RequiredLayers = []string{LayerLandlock, LayerSeccomp, LayerNoNewPrivs, LayerRlimits}
+		er.RequiredLayers = []string{sandbox.LayerLandlock, sandbox.LayerSeccomp, sandbox.LayerNoNewPrivs, sandbox.LayerRlimits}
 		if r, err := clearCollect(t, b, er); err != nil || r.settled.ExitCode != 0 {
 			t.Fatalf("an empty root on a host with every layer: %v %+v", err, r.settled)
 		}
@@ -88,11 +90,11 @@ func TestRequiredLayerUnavailableRefuses(t *testing.T) {
 		b := newTestBroker(t, Options{WarmHelperIdle: -1})
 		b.test.policyRootOff = true
 		spec := shell()
-		spec.RequiredLayers = []string{LayerPolicyRoot}
+		spec.RequiredLayers = []string{sandbox.LayerPolicyRoot}
 		_, err := clearCollect(t, b, spec)
-		var m *MissingLayer
-		if denialCode(err) != DenialLayerRequired || !errors.As(err, &m) || m.Layer != LayerPolicyRoot {
-			t.Fatalf("got %v (%+v), want %s naming %s", err, m, DenialLayerRequired, LayerPolicyRoot)
+		var m *sandbox.MissingLayer
+		if denialCode(err) != sandbox.DenialLayerRequired || !errors.As(err, &m) || m.Layer != sandbox.LayerPolicyRoot {
+			t.Fatalf("got %v (%+v), want %s naming %s", err, m, sandbox.DenialLayerRequired, sandbox.LayerPolicyRoot)
 		}
 	})
 }

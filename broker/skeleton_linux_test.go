@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -17,23 +19,23 @@ import (
 // usedSkeleton reports whether the execution's helper built its root
 // from a prepared skeleton (its phase marks say so; the broker must
 // trace them).
-func usedSkeleton(ex *Execution) bool {
-	return slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.SkeletonMark })
+func usedSkeleton(b *Broker, ex *sandbox.Execution) bool {
+	return slices.ContainsFunc(b.phasesOf(ex), func(m jail.PhaseMark) bool { return m.Name == jail.SkeletonMark })
 }
 
 // hadSkeleton reports whether the execution's helper made a skeleton
 // before its command came (its phase marks say so; the broker must trace
 // them).
-func hadSkeleton(ex *Execution) bool {
-	return slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.SkeletonMadeMark })
+func hadSkeleton(b *Broker, ex *sandbox.Execution) bool {
+	return slices.ContainsFunc(b.phasesOf(ex), func(m jail.PhaseMark) bool { return m.Name == jail.SkeletonMadeMark })
 }
 
 // runTraced clears argv under p on b (which traces phases) and returns
 // its stdout, how it settled and the execution.
-func runTraced(t *testing.T, b *Broker, p Policy, stdin *os.File, argv ...string) (string, Settled, *Execution) {
+func runTraced(t *testing.T, b *Broker, p sandbox.Policy, stdin *os.File, argv ...string) (string, sandbox.Settled, *sandbox.Execution) {
 	t.Helper()
-	spec := CallSpec{Argv: argv, Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"},
-		Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second}
+	spec := sandbox.CallSpec{Argv: argv, Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"},
+		Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second}
 	if stdin != nil {
 		spec.Stdin = stdin
 	}
@@ -43,7 +45,7 @@ func runTraced(t *testing.T, b *Broker, p Policy, stdin *os.File, argv ...string
 	}
 	var out strings.Builder
 	for o := range ex.Output() {
-		if o.Stream == Stdout {
+		if o.Stream == sandbox.Stdout {
 			out.Write(o.Bytes)
 		}
 	}
@@ -86,8 +88,8 @@ func TestPreparedHelperConfinesAsAFreshOne(t *testing.T) {
 		"cut -d' ' -f4- /proc/self/mountinfo | sort"}
 	wantOut, wantSettled, fresh := runTraced(t, cold, p, nil, probe...)
 	gotOut, gotSettled, prepared := runTraced(t, warm, p, nil, probe...)
-	if !usedSkeleton(prepared) || usedSkeleton(fresh) {
-		t.Fatalf("skeleton used: warm %v, cold %v; want true, false", usedSkeleton(prepared), usedSkeleton(fresh))
+	if !usedSkeleton(warm, prepared) || usedSkeleton(cold, fresh) {
+		t.Fatalf("skeleton used: warm %v, cold %v; want true, false", usedSkeleton(warm, prepared), usedSkeleton(cold, fresh))
 	}
 	if gotOut != wantOut || gotSettled.ExitCode != wantSettled.ExitCode {
 		t.Fatalf("a prepared helper's command saw %q (exit %d), a fresh one's %q (exit %d)", gotOut, gotSettled.ExitCode, wantOut, wantSettled.ExitCode)
@@ -142,15 +144,15 @@ func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
 	defer r.Close()
 	type seen struct {
 		out string
-		s   Settled
+		s   sandbox.Settled
 	}
 	before := make(chan seen, 1)
 	probe := "cat marker .git/config; echo changed >> .git/config && echo wrote"
 	ready := make(chan struct{})
 	go func() {
-		ex, err := b.Clear(context.Background(), CallSpec{Argv: []string{"sh", "-c", "read go; " + probe}, Policy: p,
-			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Stdin: r, Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
-			Key: StepKey{OpID: "op", StepID: "control"}})
+		ex, err := b.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"sh", "-c", "read go; " + probe}, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Stdin: r, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second,
+			Key: sandbox.StepKey{OpID: "op", StepID: "control"}})
 		close(ready)
 		if err != nil {
 			before <- seen{out: err.Error()}
@@ -158,7 +160,7 @@ func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
 		}
 		var out strings.Builder
 		for o := range ex.Output() {
-			if o.Stream == Stdout {
+			if o.Stream == sandbox.Stdout {
 				out.Write(o.Bytes)
 			}
 		}
@@ -175,7 +177,7 @@ func TestPreparedHelperSeesTheSwappedRoot(t *testing.T) {
 	mkWorkspace(ws, "new")
 
 	out, s, ex := runTraced(t, b, p, nil, "sh", "-c", probe)
-	if !usedSkeleton(ex) {
+	if !usedSkeleton(b, ex) {
 		t.Fatal("the command after the swap was not handed a prepared helper")
 	}
 	if out != "new\n[new]\n" || s.ExitCode == 0 {
@@ -230,10 +232,10 @@ func TestSkeletonFallbackProtectsProc(t *testing.T) {
 	probe := []string{"sh", "-c", "(echo 5000 > /proc/sys/kernel/pid_max) 2>&1; cat /proc/sys/kernel/pid_max"}
 	wantOut, _, fresh := runTraced(t, cold, p, nil, probe...)
 	gotOut, _, prepared := runTraced(t, warm, p, nil, probe...)
-	if !hadSkeleton(prepared) || usedSkeleton(prepared) || hadSkeleton(fresh) {
-		t.Fatalf("skeleton made: warm %v, cold %v, and used by warm %v; want true, false, false", hadSkeleton(prepared), hadSkeleton(fresh), usedSkeleton(prepared))
+	if !hadSkeleton(warm, prepared) || usedSkeleton(warm, prepared) || hadSkeleton(cold, fresh) {
+		t.Fatalf("skeleton made: warm %v, cold %v, and used by warm %v; want true, false, false", hadSkeleton(warm, prepared), hadSkeleton(cold, fresh), usedSkeleton(warm, prepared))
 	}
-	if l, _ := fresh.Enforcement.Layer(LayerPolicyRoot); l.Applied || !strings.Contains(l.Reason, "link") {
+	if l, _ := fresh.Enforcement.Layer(sandbox.LayerPolicyRoot); l.Applied || !strings.Contains(l.Reason, "link") {
 		t.Fatalf("the policy root did not fail on its links: %+v", l)
 	}
 	if !strings.Contains(wantOut, "Read-only file system") {

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"io"
 	"os"
@@ -100,7 +102,7 @@ func parseUnixTable(r io.Reader, roots, shared []string) []string {
 			continue
 		}
 		seen[p] = true
-		if !slices.ContainsFunc(roots, func(r string) bool { return Covers(r, p) }) {
+		if !slices.ContainsFunc(roots, func(r string) bool { return sandbox.Covers(r, p) }) {
 			continue
 		}
 		isShared := false

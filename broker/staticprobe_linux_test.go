@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"os/exec"
@@ -29,9 +31,9 @@ func staticProbe(tb testing.TB, dir string) string {
 // clearCollect clears spec (pooled in a step of the test's name, with a
 // timeout of 20 s unless spec has one) and collects everything, or
 // returns the refusal.
-func clearCollect(tb testing.TB, b *Broker, spec CallSpec) (result, error) {
+func clearCollect(tb testing.TB, b *Broker, spec sandbox.CallSpec) (result, error) {
 	tb.Helper()
-	spec.Key = StepKey{OpID: "op", StepID: tb.Name()}
+	spec.Key = sandbox.StepKey{OpID: "op", StepID: tb.Name()}
 	if spec.Budget.MaxOutstanding == 0 {
 		spec.Budget.MaxOutstanding = 64
 	}
@@ -46,11 +48,11 @@ func clearCollect(tb testing.TB, b *Broker, spec CallSpec) (result, error) {
 }
 
 // emptyRootSpec is an empty-root run of program with argv.
-func emptyRootSpec(program string, proc bool, argv ...string) CallSpec {
-	return CallSpec{
-		Argv:      append([]string{EmptyRootProgram}, argv...),
-		Policy:    Policy{Network: NetworkOff},
-		EmptyRoot: &EmptyRoot{Program: program, Proc: proc},
+func emptyRootSpec(program string, proc bool, argv ...string) sandbox.CallSpec {
+	return sandbox.CallSpec{
+		Argv:      append([]string{sandbox.EmptyRootProgram}, argv...),
+		Policy:    sandbox.Policy{Network: sandbox.NetworkOff},
+		EmptyRoot: &sandbox.EmptyRoot{Program: program, Proc: proc},
 	}
 }
 

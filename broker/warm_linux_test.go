@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -86,17 +88,17 @@ func requireNoWarm(t *testing.T, b *Broker, why string) {
 }
 
 // startSleep clears a long sleep under p; stopSleep ends it.
-func startSleep(t *testing.T, b *Broker, p Policy) *Execution {
+func startSleep(t *testing.T, b *Broker, p sandbox.Policy) *sandbox.Execution {
 	t.Helper()
-	ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sleep", "60"}, Policy: p,
-		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+	ex, d := b.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"sleep", "60"}, Policy: p,
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 	if d != nil {
 		t.Fatal(d)
 	}
 	return ex
 }
 
-func stopSleep(ex *Execution) {
+func stopSleep(ex *sandbox.Execution) {
 	ex.Cancel()
 	for range ex.Output() {
 	}
@@ -118,7 +120,7 @@ func TestWarmHelperRunsTheNextCommand(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(cmdline, []byte("sleep\x00")) {
 		t.Fatalf("warm helper %d runs %q (%v), want sleep", pid, cmdline, err)
 	}
-	if !ex.Enforcement.Applied(LayerLandlock) || !ex.Enforcement.Applied(LayerSeccomp) || ex.Enforcement.Degraded {
+	if !ex.Enforcement.Applied(sandbox.LayerLandlock) || !ex.Enforcement.Applied(sandbox.LayerSeccomp) || ex.Enforcement.Degraded {
 		t.Fatalf("a warm helper confined less: %s", ex.Enforcement)
 	}
 }
@@ -200,12 +202,12 @@ func TestWarmHelperFlavours(t *testing.T) {
 	defer b.Close()
 	off := testPolicy(t.TempDir())
 	full := off
-	full.Network = NetworkFull
-	for _, p := range []Policy{off, full, full, off} {
+	full.Network = sandbox.NetworkFull
+	for _, p := range []sandbox.Policy{off, full, full, off} {
 		r := run(t, b, p, 10*time.Second, "sh", "-c", "echo ok")
-		l, _ := r.enf.Layer(LayerNamespaces)
+		l, _ := r.enf.Layer(sandbox.LayerNamespaces)
 		hasNet := strings.Contains(l.Params, "net")
-		if r.stdout != "ok\n" || hasNet != (p.Network == NetworkOff) {
+		if r.stdout != "ok\n" || hasNet != (p.Network == sandbox.NetworkOff) {
 			t.Fatalf("network %v: stdout %q namespaces %q", p.Network, r.stdout, l.Params)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -220,14 +222,14 @@ func TestClearStdin(t *testing.T) {
 		}
 		p := testPolicy(t.TempDir())
 		for i := 0; i < 2; i++ { // the second runs on a warm helper when idle >= 0
-			ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"sh", "-c", "cat; readlink /proc/self/fd/0 >&2"},
-				Stdin: strings.NewReader("fed\n"), Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+			ex, d := b.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"sh", "-c", "cat; readlink /proc/self/fd/0 >&2"},
+				Stdin: strings.NewReader("fed\n"), Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 			if d != nil {
 				t.Fatal(d)
 			}
 			var out bytes.Buffer
 			for o := range ex.Output() {
-				if o.Stream == Stdout {
+				if o.Stream == sandbox.Stdout {
 					out.Write(o.Bytes)
 				}
 			}
@@ -243,8 +245,8 @@ func TestClearStdin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ex, d := b.Clear(context.Background(), CallSpec{Argv: []string{"cat"}, Stdin: pr, Policy: p,
-			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}})
+		ex, d := b.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"cat"}, Stdin: pr, Policy: p,
+			Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}})
 		pr.Close()
 		if d != nil {
 			t.Fatal(d)

@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"flag"
@@ -46,7 +48,7 @@ func TestWarmSlotStateMachine(t *testing.T) {
 		n := 0
 		// After Close, a command's own helper is the only one started.
 		spawnedAtClose, clearsSinceClose := 0, 0
-		clear := func(network Network, stdin *os.File) {
+		clear := func(network sandbox.Network, stdin *os.File) {
 			n++
 			if closed {
 				clearsSinceClose++
@@ -54,8 +56,8 @@ func TestWarmSlotStateMachine(t *testing.T) {
 			p := testPolicy(ws)
 			p.Network = network
 			want := fmt.Sprintf("run-%d", n)
-			spec := CallSpec{Argv: []string{"sh", "-c", "echo " + want}, Policy: p,
-				Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: Budget{MaxOutstanding: 1}}
+			spec := sandbox.CallSpec{Argv: []string{"sh", "-c", "echo " + want}, Policy: p,
+				Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}}
 			if stdin != nil {
 				spec.Stdin = stdin
 			}
@@ -68,14 +70,14 @@ func TestWarmSlotStateMachine(t *testing.T) {
 				out.Write(o.Bytes)
 			}
 			s := ex.Wait()
-			l, _ := ex.Enforcement.Layer(LayerNamespaces)
-			if out.String() != want+"\n" || s.ExitCode != 0 || strings.Contains(l.Params, "net") != (network == NetworkOff) {
+			l, _ := ex.Enforcement.Layer(sandbox.LayerNamespaces)
+			if out.String() != want+"\n" || s.ExitCode != 0 || strings.Contains(l.Params, "net") != (network == sandbox.NetworkOff) {
 				rt.Fatalf("network %v: out %q settled %+v namespaces %q", network, out.String(), s, l.Params)
 			}
 		}
 		rt.Repeat(map[string]func(*rapid.T){
 			"clear": func(rt *rapid.T) {
-				clear(rapid.SampledFrom([]Network{NetworkOff, NetworkFull}).Draw(rt, "network"), nil)
+				clear(rapid.SampledFrom([]sandbox.Network{sandbox.NetworkOff, sandbox.NetworkFull}).Draw(rt, "network"), nil)
 			},
 			"clear with a file as stdin": func(rt *rapid.T) {
 				f, err := os.Open(os.DevNull)
@@ -83,7 +85,7 @@ func TestWarmSlotStateMachine(t *testing.T) {
 					rt.Fatal(err)
 				}
 				defer f.Close()
-				clear(NetworkOff, f)
+				clear(sandbox.NetworkOff, f)
 			},
 			"kill a warm helper": func(rt *rapid.T) {
 				pids, _, _ := poolState(b)

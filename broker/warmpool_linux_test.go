@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"errors"
@@ -54,9 +56,9 @@ func countSpawns(b *Broker) (count func() int) {
 }
 
 // sleepSpec is a long sleep under p, as step i of its own.
-func sleepSpec(p Policy, i int) CallSpec {
-	return CallSpec{Argv: []string{"sleep", "60"}, Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"},
-		Key: StepKey{OpID: "op", StepID: fmt.Sprint(i)}, Budget: Budget{MaxOutstanding: 1}}
+func sleepSpec(p sandbox.Policy, i int) sandbox.CallSpec {
+	return sandbox.CallSpec{Argv: []string{"sleep", "60"}, Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"},
+		Key: sandbox.StepKey{OpID: "op", StepID: fmt.Sprint(i)}, Budget: sandbox.Budget{MaxOutstanding: 1}}
 }
 
 // After one command the pool fills to its size and no further: the
@@ -96,7 +98,7 @@ func TestWarmPoolServesBackToBack(t *testing.T) {
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	pids := waitPool(t, b, defaultWarmHelpers)
-	var running []*Execution
+	var running []*sandbox.Execution
 	defer func() {
 		for _, ex := range running {
 			stopSleep(ex)
@@ -108,8 +110,8 @@ func TestWarmPoolServesBackToBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		running = append(running, ex)
-		if !ex.Enforcement.Applied(LayerLandlock) || !ex.Enforcement.Applied(LayerSeccomp) ||
-			!ex.Enforcement.Applied(LayerPolicyRoot) || ex.Enforcement.Degraded {
+		if !ex.Enforcement.Applied(sandbox.LayerLandlock) || !ex.Enforcement.Applied(sandbox.LayerSeccomp) ||
+			!ex.Enforcement.Applied(sandbox.LayerPolicyRoot) || ex.Enforcement.Degraded {
 			t.Fatalf("a pooled helper confined less: %s", ex.Enforcement)
 		}
 	}
@@ -133,7 +135,7 @@ func TestWarmPoolServesConcurrentClears(t *testing.T) {
 	p := testPolicy(t.TempDir())
 	run(t, b, p, 10*time.Second, "true")
 	pids := waitPool(t, b, defaultWarmHelpers)
-	exs := make([]*Execution, len(pids))
+	exs := make([]*sandbox.Execution, len(pids))
 	errs := make([]error, len(pids))
 	var wg sync.WaitGroup
 	for i := range pids {
@@ -176,7 +178,7 @@ func TestWarmPoolCountsAgainstHostBound(t *testing.T) {
 	run(t, b, p, 10*time.Second, "true")
 	before := waitPool(t, b, maxLive-1)
 	p2 := p
-	p2.Network = NetworkFull // of another flavour: no warm helper fits it
+	p2.Network = sandbox.NetworkFull // of another flavour: no warm helper fits it
 	ex := startSleep(t, b, p2)
 	defer stopSleep(ex)
 	for _, pid := range before {
@@ -202,7 +204,7 @@ func TestWarmPoolShiftsFlavourOneAtATime(t *testing.T) {
 	defer b.Close()
 	off := testPolicy(t.TempDir())
 	full := off
-	full.Network = NetworkFull
+	full.Network = sandbox.NetworkFull
 	run(t, b, off, 10*time.Second, "true")
 	waitPool(t, b, defaultWarmHelpers)
 	run(t, b, full, 10*time.Second, "true")
@@ -232,7 +234,7 @@ func TestWarmPoolShiftsFlavourOneAtATime(t *testing.T) {
 	// The next command of that flavour runs on it.
 	ex := startSleep(t, b, full)
 	defer stopSleep(ex)
-	l, _ := ex.Enforcement.Layer(LayerNamespaces)
+	l, _ := ex.Enforcement.Layer(sandbox.LayerNamespaces)
 	if l.Params != "user,mount,pid,ipc,uts" {
 		t.Fatalf("network-full command's namespaces %q", l.Params)
 	}

@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"os/exec"
@@ -40,7 +42,7 @@ func TestLoopbackUpInNetworkOffJail(t *testing.T) {
 			if !strings.Contains(r.stdout, " lo\n") {
 				t.Fatalf("lo has no address in the jail: %q %+v", r.stdout, r.settled)
 			}
-			if l, ok := r.enf.Layer(LayerLoopback); !ok || !l.Applied {
+			if l, ok := r.enf.Layer(sandbox.LayerLoopback); !ok || !l.Applied {
 				t.Fatalf("loopback layer %+v (reported %v)", l, ok)
 			}
 		})
@@ -87,10 +89,10 @@ func TestMaskStandinsPreparedAhead(t *testing.T) {
 			}
 			p := testPolicy(home)
 			probe := func(target string) result {
-				ex, err := b.Clear(context.Background(), CallSpec{
+				ex, err := b.Clear(context.Background(), sandbox.CallSpec{
 					Argv: []string{"sh", "-c", `echo planted >"$1" 2>/dev/null; echo planted >"$2/new" 2>/dev/null; cat "$1"; ls "$2"`, "sh", target, home + "/.ssh"},
 					Env:  map[string]string{"PATH": "/usr/bin:/bin", "HOME": home}, Policy: p,
-					Budget: Budget{MaxOutstanding: 1}, Timeout: 10 * time.Second})
+					Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 10 * time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -216,7 +218,7 @@ func writableReach(writable []string) []string {
 func reaches(writable, paths []string) bool {
 	for _, w := range writable {
 		for _, p := range paths {
-			if Covers(w, p) {
+			if sandbox.Covers(w, p) {
 				return true
 			}
 		}

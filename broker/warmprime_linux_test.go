@@ -3,6 +3,8 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"net"
 	"os"
@@ -18,14 +20,14 @@ import (
 // primedRun clears argv under p with env on b (which traces phases) and
 // returns its stdout and stderr, how it settled, and whether a primed
 // helper served it.
-func primedRun(t *testing.T, b *Broker, p Policy, env map[string]string, argv ...string) (string, Settled, *Execution, bool) {
+func primedRun(t *testing.T, b *Broker, p sandbox.Policy, env map[string]string, argv ...string) (string, sandbox.Settled, *sandbox.Execution, bool) {
 	t.Helper()
 	e := map[string]string{"PATH": "/usr/bin:/bin"}
 	for k, v := range env {
 		e[k] = v
 	}
-	ex, err := b.Clear(context.Background(), CallSpec{Argv: argv, Policy: p, Env: e,
-		Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second})
+	ex, err := b.Clear(context.Background(), sandbox.CallSpec{Argv: argv, Policy: p, Env: e,
+		Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("Clear(%q): %v", argv, err)
 	}
@@ -34,7 +36,7 @@ func primedRun(t *testing.T, b *Broker, p Policy, env map[string]string, argv ..
 		out.Write(o.Bytes)
 	}
 	s := ex.Wait()
-	primed := ex.phases != nil && slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
+	primed := slices.ContainsFunc(b.phasesOf(ex), func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark })
 	return out.String(), s, ex, primed
 }
 
@@ -44,7 +46,7 @@ func primedRun(t *testing.T, b *Broker, p Policy, env map[string]string, argv ..
 // sockets under the test's temporary directories: one another process
 // binds between priming and a command rightly keeps a primed helper
 // from serving it, which would make these tests depend on a quiet host.
-func primedBroker(t *testing.T, p Policy, env map[string]string, tune func(*Broker)) *Broker {
+func primedBroker(t *testing.T, p sandbox.Policy, env map[string]string, tune func(*Broker)) *Broker {
 	t.Helper()
 	b := newTestBroker(t, Options{})
 	b.test.tracePhases = true
@@ -191,8 +193,8 @@ func TestPrimedHelperMasksASocketBoundLater(t *testing.T) {
 		if control {
 			// The broker does not check; the helper still refuses a
 			// command whose sockets it did not mask.
-			_, err := b.Clear(context.Background(), CallSpec{Argv: argv, Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"},
-				Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second})
+			_, err := b.Clear(context.Background(), sandbox.CallSpec{Argv: argv, Policy: p, Env: map[string]string{"PATH": "/usr/bin:/bin"},
+				Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second})
 			if err == nil || !strings.Contains(err.Error(), "primed with") {
 				t.Fatalf("control: %v: the test cannot tell", err)
 			}
@@ -295,8 +297,8 @@ func TestPrimedHelperTakesTheExtraFile(t *testing.T) {
 	p := testPolicy(ws)
 	b := primedBroker(t, p, nil, nil)
 	ours, theirs := socketPair(t)
-	ex, err := b.Clear(context.Background(), CallSpec{Argv: []string{"sh", "-c", "echo hello >&5"}, Policy: p,
-		Env: map[string]string{"PATH": "/usr/bin:/bin"}, ExtraFile: theirs, Budget: Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second})
+	ex, err := b.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"sh", "-c", "echo hello >&5"}, Policy: p,
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, ExtraFile: theirs, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +308,7 @@ func TestPrimedHelperTakesTheExtraFile(t *testing.T) {
 	if s := ex.Wait(); s.ExitCode != 0 {
 		t.Fatalf("%+v", s)
 	}
-	if !slices.ContainsFunc(ex.phases.Marks, func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark }) {
+	if !slices.ContainsFunc(b.phasesOf(ex), func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark }) {
 		t.Fatal("not served by a primed helper")
 	}
 	buf := make([]byte, 16)

@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -110,7 +112,7 @@ type builder struct {
 	archiveKey string
 	maxBytes   int64
 	slots      chan struct{}
-	step       broker.StepKey
+	step       sandbox.StepKey
 
 	warmMu   sync.Mutex
 	warmDone chan struct{} // closed when the running warm-up ends; nil when none ran
@@ -133,7 +135,7 @@ type Binary struct {
 	// Edits are the repairs made before the build succeeded.
 	Edits []Repair
 	// Enforcement is the build jail's report.
-	Enforcement broker.Enforcement
+	Enforcement sandbox.Enforcement
 	// Waited is how long the build waited for the warm-up; it does not
 	// count against an execution's within_ms.
 	Waited time.Duration
@@ -148,7 +150,7 @@ type Binary struct {
 // code is CodeBuildRejected.
 type BuildError struct {
 	Diagnostics string
-	Enforcement broker.Enforcement
+	Enforcement sandbox.Enforcement
 }
 
 // Error renders the diagnostics.
@@ -206,7 +208,7 @@ func newBuilder(o BuilderOptions) (*builder, error) {
 		opts: o, tc: tc, cache: c,
 		std: sortedSet(std), prelude: sortedSet(prelude),
 		maxBytes: o.MaxCacheBytes, slots: make(chan struct{}, maxConcurrentBuilds),
-		step: broker.StepKey{OpID: buildStepOp, StepID: fmt.Sprintf("build/%d", builderSerial.Add(1))},
+		step: sandbox.StepKey{OpID: buildStepOp, StepID: fmt.Sprintf("build/%d", builderSerial.Add(1))},
 	}
 	if b.maxBytes <= 0 {
 		b.maxBytes = defaultMaxCacheBytes
@@ -398,14 +400,14 @@ func (b *builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 // root writable, GOROOT and the archive entry readable (and the system
 // roots /bin/sh needs), an environment of buildEnv's names only, the
 // address space and file size bounded.
-func (b *builder) buildPolicy(arch *archives, root string) broker.Policy {
-	return broker.Policy{
-		SystemRoots:   broker.SystemReadableRoots(),
+func (b *builder) buildPolicy(arch *archives, root string) sandbox.Policy {
+	return sandbox.Policy{
+		SystemRoots:   sandbox.SystemReadableRoots(),
 		ReadableRoots: []string{b.tc.GOROOT, arch.dir},
 		WritableRoots: []string{root},
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 		EnvAllow:      []string{"GOROOT", "HOME", "TMPDIR", "CGO_ENABLED", "GOTOOLCHAIN"},
-		Limits: broker.Limits{
+		Limits: sandbox.Limits{
 			MemoryBytes:   buildMemoryBytes,
 			FileSizeBytes: maxBinaryBytes,
 		},
@@ -414,25 +416,25 @@ func (b *builder) buildPolicy(arch *archives, root string) broker.Policy {
 
 // compileAndLink writes src as the root's programFileName and runs the
 // compiler and the linker in one jail call.
-func (b *builder) compileAndLink(ctx context.Context, arch *archives, root string, src []byte) (broker.Enforcement, error) {
+func (b *builder) compileAndLink(ctx context.Context, arch *archives, root string, src []byte) (sandbox.Enforcement, error) {
 	for _, stale := range []string{programFileName, "main.a", binaryName} {
 		os.Remove(filepath.Join(root, stale))
 	}
 	if err := os.WriteFile(filepath.Join(root, programFileName), src, 0o600); err != nil {
-		return broker.Enforcement{}, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot write the program", Err: err}
+		return sandbox.Enforcement{}, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot write the program", Err: err}
 	}
-	ex, err := b.opts.brk.Clear(ctx, broker.CallSpec{
+	ex, err := b.opts.brk.Clear(ctx, sandbox.CallSpec{
 		Key:            b.step,
 		Argv:           []string{"/bin/sh", "-c", buildScript, "build", b.tc.compileBinary(), b.tc.linkBinary(), arch.compileCfg, arch.linkCfg, root},
 		Dir:            root,
 		Env:            map[string]string{"GOROOT": b.tc.GOROOT, "HOME": root, "TMPDIR": root, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"},
 		Policy:         b.buildPolicy(arch, root),
-		Budget:         broker.Budget{MaxOutstanding: maxConcurrentBuilds},
+		Budget:         sandbox.Budget{MaxOutstanding: maxConcurrentBuilds},
 		Timeout:        buildTimeout,
 		MaxOutputBytes: maxBuildOutputBytes,
 	})
 	if err != nil {
-		return broker.Enforcement{}, fmt.Errorf("codemode: the build jail: %w", err)
+		return sandbox.Enforcement{}, fmt.Errorf("codemode: the build jail: %w", err)
 	}
 	var out bytes.Buffer
 	w := &boundedWriter{w: &out, left: maxDiagnosticBytes}

@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"debug/elf"
@@ -12,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/go-cmp/cmp"
 )
@@ -55,7 +56,7 @@ func TestBuildRunsAProgram(t *testing.T) {
 	if len(bin.Enforcement.Layers) == 0 {
 		t.Fatalf("no enforcement report for the build stage")
 	}
-	if !bin.Enforcement.Applied(broker.LayerNamespaces) {
+	if !bin.Enforcement.Applied(sandbox.LayerNamespaces) {
 		t.Fatalf("the build jail has no namespaces: %s", bin.Enforcement)
 	}
 	t.Logf("build stage: %s", bin.Enforcement)
@@ -285,7 +286,7 @@ func TestBuildRemovesItsRoot(t *testing.T) {
 			return errors.As(err, new(*BuildError))
 		}},
 		{"cancelled", helloSource + "// root cancelled\n", true, func(err error) bool {
-			return errors.Is(err, context.Canceled) || tool.CodeOf(err) == tool.Code(broker.DenialStepAborted)
+			return errors.Is(err, context.Canceled) || tool.CodeOf(err) == tool.Code(sandbox.DenialStepAborted)
 		}},
 	}
 	for _, tt := range tests {

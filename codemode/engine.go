@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -110,7 +112,7 @@ func New(o Options) (*Engine, error) {
 			return (o.Agency == nil && p == "cap/notes") || (o.LanguageServers == nil && p == "cap/lsp")
 		})
 	}
-	e := &Engine{opts: o, kv: newKVStore(), execs: newExecutions(func(k broker.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
+	e := &Engine{opts: o, kv: newKVStore(), execs: newExecutions(func(k sandbox.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
 	return e, nil
 }
 

@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"os/exec"
@@ -90,11 +92,11 @@ func newSession(t testing.TB, files map[string]string) *session {
 	}
 	c := &tool.Call{
 		Workspace: ws, Strand: "main", Env: env, TempDir: scratch, Broker: b, Blobs: blobs,
-		Base: broker.Policy{
-			SystemRoots:   append(broker.SystemReadableRoots(), "/usr/local/go"),
+		Base: sandbox.Policy{
+			SystemRoots:   append(sandbox.SystemReadableRoots(), "/usr/local/go"),
 			WritableRoots: []string{ws, scratch},
 			Protected:     broker.DefaultProtected(ws),
-			Network:       broker.NetworkOff,
+			Network:       sandbox.NetworkOff,
 			EnvAllow:      []string{"PATH", "HOME", "LANG"},
 		},
 	}

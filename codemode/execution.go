@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -112,7 +114,7 @@ type executions struct {
 	epoch  string
 	ctx    context.Context
 	cancel context.CancelFunc
-	abort  func(broker.StepKey) // reaps a step's clearances; nil: none
+	abort  func(sandbox.StepKey) // reaps a step's clearances; nil: none
 	notify func(ExecutionNotice)
 	now    func() time.Time
 
@@ -127,7 +129,7 @@ type executions struct {
 type execution struct {
 	handle string
 	owner  string
-	key    broker.StepKey
+	key    sandbox.StepKey
 	call   *tool.Call // the launching call's copy, under the execution's step
 	// runner is the broker the launching call runs it on (nil: the
 	// Engine's), whose ledger teardown aborts the step in.
@@ -152,7 +154,7 @@ type execution struct {
 	err       error
 }
 
-func newExecutions(abort func(broker.StepKey), notify func(ExecutionNotice)) *executions {
+func newExecutions(abort func(sandbox.StepKey), notify func(ExecutionNotice)) *executions {
 	var b [4]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -186,7 +188,7 @@ func (t *executions) reserve(c *tool.Call) (*execution, error) {
 		ctx, cancel := context.WithCancel(t.ctx)
 		return &execution{
 			handle: handle,
-			owner:  c.Strand, key: broker.StepKey{OpID: served.OpID, StepID: served.StepID},
+			owner:  c.Strand, key: sandbox.StepKey{OpID: served.OpID, StepID: served.StepID},
 			call: &served, runner: c.Broker, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 			state: ExecutionRunning, started: t.now(), inbox: map[string][][]byte{}, changed: make(chan struct{}),
 		}

@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -8,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/agentloom/loom/agent"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -144,9 +145,9 @@ func TestCheckWaitsForReadiness(t *testing.T) {
 func TestExecutionStepsAreTheEnginesOwn(t *testing.T) {
 	t.Parallel()
 	c := &tool.Call{Strand: "main", OpID: "op", StepID: "step"}
-	var keys []broker.StepKey
+	var keys []sandbox.StepKey
 	for range 2 {
-		tab := newExecutions(func(broker.StepKey) {}, nil)
+		tab := newExecutions(func(sandbox.StepKey) {}, nil)
 		x, err := tab.reserve(c)
 		if err != nil {
 			t.Fatal(err)

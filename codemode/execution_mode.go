@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -48,9 +49,9 @@ func modeDescription() string {
 type ExecutionDetails struct {
 	ExecutionStatus
 	// Edits, Cached and Build are the launch's build, as Details has them.
-	Edits  []Repair            `json:"edits,omitempty"`
-	Cached bool                `json:"cached,omitempty"`
-	Build  *broker.Enforcement `json:"build,omitempty"`
+	Edits  []Repair             `json:"edits,omitempty"`
+	Cached bool                 `json:"cached,omitempty"`
+	Build  *sandbox.Enforcement `json:"build,omitempty"`
 }
 
 // modeArguments says which arguments each mode takes: the source and

@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 	"pgregory.net/rapid"
 )
@@ -40,7 +41,7 @@ type executionModel struct {
 	t       *executions
 	byOwner map[string][]*modelExecution // oldest first, forgotten ones removed
 	endings map[string][]*modelExecution // each strand's ended ones kept, in the order they ended
-	aborted map[broker.StepKey]bool
+	aborted map[sandbox.StepKey]bool
 	noticed chan ExecutionNotice // what the table's notify was told
 	notices []ExecutionNotice    // received from noticed so far
 	want    []ExecutionNotice
@@ -49,8 +50,8 @@ type executionModel struct {
 }
 
 func newExecutionModel() *executionModel {
-	m := &executionModel{byOwner: map[string][]*modelExecution{}, endings: map[string][]*modelExecution{}, aborted: map[broker.StepKey]bool{}, noticed: make(chan ExecutionNotice, 4096)}
-	m.t = newExecutions(func(k broker.StepKey) {
+	m := &executionModel{byOwner: map[string][]*modelExecution{}, endings: map[string][]*modelExecution{}, aborted: map[sandbox.StepKey]bool{}, noticed: make(chan ExecutionNotice, 4096)}
+	m.t = newExecutions(func(k sandbox.StepKey) {
 		m.mu.Lock()
 		m.aborted[k] = true
 		m.mu.Unlock()

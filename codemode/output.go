@@ -1,11 +1,12 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"fmt"
 	"strings"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 )
@@ -21,20 +22,20 @@ type programOutput struct {
 	stderr  []byte // the tail kept so far (at most 2×maxStderrTailBytes)
 	errHead []byte // the first maxStderrHeadBytes of stderr
 	errSeen int64  // stderr bytes written
-	tails   map[broker.Stream]*job.Tail
+	tails   map[sandbox.Stream]*job.Tail
 	cutHead bool
 }
 
 func newProgramOutput(c *tool.Call) *programOutput {
-	o := &programOutput{tails: map[broker.Stream]*job.Tail{broker.Stdout: job.NewTail(tool.TailBytes), broker.Stderr: job.NewTail(tool.TailBytes)}}
+	o := &programOutput{tails: map[sandbox.Stream]*job.Tail{sandbox.Stdout: job.NewTail(tool.TailBytes), sandbox.Stderr: job.NewTail(tool.TailBytes)}}
 	if c.Blobs != nil {
 		o.spool = c.Blobs.NewSpool()
 	}
 	return o
 }
 
-func (o *programOutput) add(c *tool.Call, out broker.Output) {
-	if out.Stream == broker.Stderr {
+func (o *programOutput) add(c *tool.Call, out sandbox.Output) {
+	if out.Stream == sandbox.Stderr {
 		if n := min(len(out.Bytes), maxStderrHeadBytes-len(o.errHead)); n > 0 {
 			o.errHead = append(o.errHead, out.Bytes[:n]...)
 		}

@@ -1,12 +1,13 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -32,7 +33,7 @@ func TestProgramStdoutShowsASpillBudgetRefusal(t *testing.T) {
 			defer store.Close()
 			c := &tool.Call{Blobs: store}
 			out := newProgramOutput(c)
-			out.add(c, broker.Output{Stream: broker.Stdout, Bytes: stdout})
+			out.add(c, sandbox.Output{Stream: sandbox.Stdout, Bytes: stdout})
 			text, o, err := out.finish()
 			if err != nil || o == nil {
 				t.Fatalf("finish: %v, %v", o, err)

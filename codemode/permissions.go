@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 )
@@ -60,7 +61,7 @@ type Widening struct {
 	// Grants are the grants composed (GrantsComposed), carried and never
 	// reached (GrantsUnreached), or carried when the composition still
 	// fell short after the approval (GrantsSpent).
-	Grants []broker.Grant `json:"grants,omitempty"`
+	Grants []sandbox.Grant `json:"grants,omitempty"`
 	// Asked says the shortfall was raised to the host's escalation
 	// plane (at most once per execution).
 	Asked bool `json:"asked,omitempty"`
@@ -94,7 +95,7 @@ func (w Widening) String() string {
 // program's capability calls carry.
 type permit struct {
 	perm   *Permissions
-	grants []broker.Grant
+	grants []sandbox.Grant
 	asked  bool
 	// refused: the composition fell short after an approval was asked.
 	refused bool
@@ -203,21 +204,21 @@ func programSubject(p *Program, path string) *tool.Subject {
 }
 
 // grantable says an approval could cover d: a shortfall wanting grants.
-func grantable(d *broker.Denial) bool {
-	return d != nil && d.Code == broker.DenialRequirementsNotCovered && len(d.Wanted) > 0
+func grantable(d *sandbox.Denial) bool {
+	return d != nil && d.Code == sandbox.DenialRequirementsNotCovered && len(d.Wanted) > 0
 }
 
 // shortfall is the denial p meets on c under grants, or nil when they
 // cover it; the error is a root of p that does not resolve.
-func shortfall(c *tool.Call, p *Permissions, grants []broker.Grant) (*broker.Denial, error) {
+func shortfall(c *tool.Call, p *Permissions, grants []sandbox.Grant) (*sandbox.Denial, error) {
 	cc := *c
 	cc.Grants = grants
 	_, err := job.CommandPolicy(&cc, &p.Permissions)
-	var d *broker.Denial
+	var d *sandbox.Denial
 	if err != nil && !errors.As(err, &d) {
 		return nil, &CapError{Code: tool.CodeInvalidArguments, Message: err.Error()}
 	}
-	lifted := slices.ContainsFunc(grants, func(g broker.Grant) bool { return g.Kind == broker.GrantWall })
+	lifted := slices.ContainsFunc(grants, func(g sandbox.Grant) bool { return g.Kind == sandbox.GrantWall })
 	if p.WallS == nil || c.Base.WallMs <= 0 || lifted {
 		return d, nil
 	}
@@ -225,7 +226,7 @@ func shortfall(c *tool.Call, p *Permissions, grants []broker.Grant) (*broker.Den
 	switch {
 	case d == nil:
 		return wall, nil
-	case d.Code == broker.DenialRequirementsNotCovered:
+	case d.Code == sandbox.DenialRequirementsNotCovered:
 		both := *d
 		both.Wanted = append(slices.Clone(d.Wanted), wall.Wanted...)
 		both.Reason += "; " + wall.Reason

@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 )
@@ -137,7 +138,7 @@ func TestApprovedWritableRootActsOnCapabilityCallsOnly(t *testing.T) {
 	if n := esc.raised.Load(); n != 1 {
 		t.Errorf("raised %d times; want once for the whole execution", n)
 	}
-	want := Widening{State: GrantsComposed, Grants: []broker.Grant{{Kind: broker.GrantWritableRoot, Path: granted}, {Kind: broker.GrantNetwork}}, Asked: true}
+	want := Widening{State: GrantsComposed, Grants: []sandbox.Grant{{Kind: sandbox.GrantWritableRoot, Path: granted}, {Kind: sandbox.GrantNetwork}}, Asked: true}
 	if diff := cmp.Diff(want, d.Grants); diff != "" {
 		t.Errorf("Details.Grants (-want +got):\n%s", diff)
 	}
@@ -150,7 +151,7 @@ func TestApprovedWritableRootActsOnCapabilityCallsOnly(t *testing.T) {
 	if diff := cmp.Diff(cd.Run, d.Run); diff != "" {
 		t.Errorf("the run jail's report changed under the grant (-control +granted):\n%s", diff)
 	}
-	if m, _ := d.Run.Layer(broker.LayerEmptyRoot); !strings.Contains(m.Params, "no writable path") || strings.Contains(m.Params, granted) {
+	if m, _ := d.Run.Layer(sandbox.LayerEmptyRoot); !strings.Contains(m.Params, "no writable path") || strings.Contains(m.Params, granted) {
 		t.Errorf("the run jail's empty root: %+v", m)
 	}
 }
@@ -176,7 +177,7 @@ func TestRefusedApprovalStartsNothing(t *testing.T) {
 			out := outsideDir(t, s, "wanted")
 			src := mainWith([]string{"cap/fs", "context"}, `fs.Write(context.Background(), "started.txt", []byte("ran"))`)
 			o, d := s.dispatchCtx(t, context.Background(), c.esc, map[string]any{"program": src, "permissions": map[string]any{"writable_roots": []string{out}, "network": "full"}})
-			if !o.IsError || o.Code != tool.Code(broker.DenialRequirementsNotCovered) {
+			if !o.IsError || o.Code != tool.Code(sandbox.DenialRequirementsNotCovered) {
 				t.Fatalf("%s: %s", o.Code, o.Text)
 			}
 			for _, want := range []string{"not started", "writable_root " + out, "network", c.says} {
@@ -208,7 +209,7 @@ func TestGrantsValue(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
 	out := outsideDir(t, s, "grantable")
-	wanted := []broker.Grant{{Kind: broker.GrantReadableRoot, Path: out}}
+	wanted := []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: out}}
 	prog := mainWith([]string{"fmt"}, `fmt.Println("ran")`)
 	perm := map[string]any{"readable_roots": []string{out}}
 	for _, c := range []struct {
@@ -231,10 +232,10 @@ func TestGrantsValue(t *testing.T) {
 		{name: "spent_short", args: map[string]any{"program": prog, "permissions": perm},
 			answer: func(context.CancelFunc) func(tool.RaisedRefusal) tool.Escalation {
 				return func(tool.RaisedRefusal) tool.Escalation {
-					return tool.Escalation{Resume: true, Grants: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/nonexistent-elsewhere"}}}
+					return tool.Escalation{Resume: true, Grants: []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: "/nonexistent-elsewhere"}}}
 				}
 			},
-			want: Widening{State: GrantsSpent, Grants: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/nonexistent-elsewhere"}}, Asked: true}, line: "still not covered"},
+			want: Widening{State: GrantsSpent, Grants: []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: "/nonexistent-elsewhere"}}, Asked: true}, line: "still not covered"},
 		{name: "unreached", args: map[string]any{"program": prog, "permissions": perm},
 			answer: func(cancel context.CancelFunc) func(tool.RaisedRefusal) tool.Escalation {
 				// The approval arrives as the host's call ends: the grants
@@ -296,13 +297,13 @@ func TestSessionJobFromProgram(t *testing.T) {
 		started bool
 	}{
 		{name: "undeclared", strand: "main", wallMs: 120_000, args: map[string]any{"program": start}, answer: approveAll,
-			says: "refused: " + string(broker.DenialRequirementsNotCovered)},
+			says: "refused: " + string(sandbox.DenialRequirementsNotCovered)},
 		// Without a wall in the session policy bash would start it; a
 		// program still needs the call to have declared it.
 		{name: "undeclared_no_wall", strand: "main", args: map[string]any{"program": start}, answer: approveAll,
-			says: "refused: " + string(broker.DenialRequirementsNotCovered)},
+			says: "refused: " + string(sandbox.DenialRequirementsNotCovered)},
 		{name: "declined", strand: "main", wallMs: 120_000, args: map[string]any{"program": start, "permissions": wall}, answer: decline, raised: 1,
-			code: tool.Code(broker.DenialRequirementsNotCovered), says: "wall"},
+			code: tool.Code(sandbox.DenialRequirementsNotCovered), says: "wall"},
 		{name: "approved", strand: "main", wallMs: 120_000, args: map[string]any{"program": start, "permissions": wall}, answer: approveAll, raised: 1,
 			says: "started: ", started: true},
 		{name: "declared_no_wall", strand: "main", args: map[string]any{"program": start, "permissions": wall}, answer: approveAll,
@@ -343,7 +344,7 @@ func TestSessionJobFromProgram(t *testing.T) {
 			}
 			want := Widening{State: GrantsNone}
 			if c.wallMs > 0 {
-				want = Widening{State: GrantsComposed, Grants: []broker.Grant{{Kind: broker.GrantWall}}, Asked: true}
+				want = Widening{State: GrantsComposed, Grants: []sandbox.Grant{{Kind: sandbox.GrantWall}}, Asked: true}
 			}
 			if diff := cmp.Diff(want, d.Grants); diff != "" {
 				t.Errorf("Details.Grants (-want +got):\n%s", diff)
@@ -373,7 +374,7 @@ func TestProgramRefusalsAreNeverRaised(t *testing.T) {
 		fmt.Println("proc:", err.(*proc.Error).Code)
 	}`)
 	o, _ := s.dispatchCtx(t, context.Background(), esc, map[string]any{"program": src})
-	for _, want := range []string{"job: " + string(broker.DenialRequirementsNotCovered), "proc: " + string(broker.DenialRequirementsNotCovered)} {
+	for _, want := range []string{"job: " + string(sandbox.DenialRequirementsNotCovered), "proc: " + string(sandbox.DenialRequirementsNotCovered)} {
 		if !strings.Contains(o.Text, want) {
 			t.Errorf("the answer lacks %q:\n%s", want, o.Text)
 		}

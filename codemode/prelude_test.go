@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"go/ast"
 	"go/doc"
 	"go/parser"
@@ -17,7 +19,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/codemode/internal/transport"
 )
 
@@ -271,8 +272,8 @@ func preludeConst(t *testing.T, file, name string) string {
 // program: cap/internal/client.ChannelFD must be broker.ExtraFileFD.
 func TestChannelFD(t *testing.T) {
 	t.Parallel()
-	if found := preludeConst(t, "internal/client/client.go", "ChannelFD"); found != strconv.Itoa(broker.ExtraFileFD) {
-		t.Fatalf("cap/internal/client.ChannelFD = %q, want broker.ExtraFileFD (%d)", found, broker.ExtraFileFD)
+	if found := preludeConst(t, "internal/client/client.go", "ChannelFD"); found != strconv.Itoa(sandbox.ExtraFileFD) {
+		t.Fatalf("cap/internal/client.ChannelFD = %q, want broker.ExtraFileFD (%d)", found, sandbox.ExtraFileFD)
 	}
 }
 

@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"errors"
@@ -10,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 )
@@ -79,7 +80,7 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 		wd = d
 	}
 	pol, err := job.CommandPolicy(c, p.perm)
-	var d *broker.Denial
+	var d *sandbox.Denial
 	if errors.As(err, &d) {
 		return nil, &CapError{Code: tool.Code(d.Code), Message: d.Explain() + " A program cannot ask for more access while it runs; declare it in the code_mode call's permissions, asked once before the program starts."}
 	} else if err != nil {
@@ -91,14 +92,14 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	spec := broker.CallSpec{
-		Key:    broker.StepKey{OpID: c.OpID, StepID: c.StepID},
+	spec := sandbox.CallSpec{
+		Key:    sandbox.StepKey{OpID: c.OpID, StepID: c.StepID},
 		Argv:   argv,
 		Dir:    wd,
 		Env:    job.CommandEnv(c),
 		Policy: pol,
 		// The program's own clearance holds one ticket of the step.
-		Budget:         broker.Budget{MaxOutstanding: 1 + maxProcsInFlight},
+		Budget:         sandbox.Budget{MaxOutstanding: 1 + maxProcsInFlight},
 		Timeout:        timeout,
 		MaxOutputBytes: 2 * maxProcOutputBytes,
 	}
@@ -106,14 +107,14 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 		spec.Stdin = bytes.NewReader(stdin)
 	}
 	x, err := c.Broker.Clear(ctx, spec)
-	if d := broker.DenialOf(err); d != nil {
+	if d := sandbox.DenialOf(err); d != nil {
 		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain()}
 	} else if err != nil {
 		return nil, &CapError{Code: codeProcFailed, Message: err.Error()}
 	}
 	var out, errOut boundedBuffer
 	for o := range x.Output() {
-		if o.Stream == broker.Stderr {
+		if o.Stream == sandbox.Stderr {
 			errOut.write(o.Bytes)
 		} else {
 			out.write(o.Bytes)

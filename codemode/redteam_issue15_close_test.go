@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"strings"
@@ -72,7 +74,7 @@ func TestRedteamCancelAbortsTheStepWhereItRuns(t *testing.T) {
 	engines := broker.New(broker.Options{HelperPath: "/nonexistent", WarmHelperIdle: -1})
 	calls := broker.New(broker.Options{HelperPath: "/nonexistent", WarmHelperIdle: -1})
 	t.Cleanup(func() { engines.Close(); calls.Close() })
-	tab := newExecutions(func(k broker.StepKey) { engines.Ledger().AbortStep(k) }, nil)
+	tab := newExecutions(func(k sandbox.StepKey) { engines.Ledger().AbortStep(k) }, nil)
 	x, err := tab.reserve(&tool.Call{Strand: "main", OpID: "op", StepID: "step", Broker: calls})
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +88,11 @@ func TestRedteamCancelAbortsTheStepWhereItRuns(t *testing.T) {
 	if !tab.teardown(context.Background(), x) {
 		t.Fatal("not reaped")
 	}
-	ticket, err := calls.Ledger().Admit(x.key, broker.Budget{}, nil)
+	ticket, err := calls.Ledger().Admit(x.key, sandbox.Budget{}, nil)
 	if err == nil {
 		calls.Ledger().Release(ticket)
 	}
-	if d := broker.DenialOf(err); d == nil || d.Code != broker.DenialStepAborted {
+	if d := sandbox.DenialOf(err); d == nil || d.Code != sandbox.DenialStepAborted {
 		t.Errorf("after the cancel, the step where the program ran still admits work: %v", err)
 	}
 }

@@ -1,11 +1,11 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"testing"
 	"time"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // TestRedteamLaunchThatNeverRanComposedNoGrant: a launched program whose
@@ -17,7 +17,7 @@ func TestRedteamLaunchThatNeverRanComposedNoGrant(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
 	s.withNotify(t, nil)
-	s.call.Grants = []broker.Grant{{Kind: broker.GrantReadableRoot, Path: s.ws}}
+	s.call.Grants = []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: s.ws}}
 	s.call.Broker.Ledger().AbortOperation(s.call.OpID)
 	const src = "package main\n\nfunc main() {}\n"
 

@@ -1,11 +1,12 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 )
@@ -113,7 +114,7 @@ func (h *seamHost) jobStart(ctx context.Context, a *capArgs) (any, error) {
 			return nil, err
 		}
 		if !h.permit.forSession() {
-			return nil, &CapError{Code: tool.Code(broker.DenialRequirementsNotCovered), Message: "a job for the session runs with no wall deadline, which this program was not granted: the code_mode call must declare permissions.wall_s 0 (an operator approves it where the session has a wall); a program cannot ask for it while it runs"}
+			return nil, &CapError{Code: tool.Code(sandbox.DenialRequirementsNotCovered), Message: "a job for the session runs with no wall deadline, which this program was not granted: the code_mode call must declare permissions.wall_s 0 (an operator approves it where the session has a wall); a program cannot ask for it while it runs"}
 		}
 		bash["lifetime"] = job.LifetimeSession
 	}

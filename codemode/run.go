@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/codemode/internal/transport"
 	"github.com/agentloom/loom/tool"
 )
@@ -39,8 +40,8 @@ const (
 // the kernel cannot apply one, the run is refused
 // (CodeRunJailUnavailable) rather than run less confined.
 func runRequiredLayers() []string {
-	return []string{broker.LayerNamespaces, broker.LayerEmptyRoot, broker.LayerNoNewPrivs,
-		broker.LayerCapabilities, broker.LayerSeccomp, broker.LayerRlimits}
+	return []string{sandbox.LayerNamespaces, sandbox.LayerEmptyRoot, sandbox.LayerNoNewPrivs,
+		sandbox.LayerCapabilities, sandbox.LayerSeccomp, sandbox.LayerRlimits}
 }
 
 // RunResult is how one program's run ended.
@@ -72,7 +73,7 @@ type RunResult struct {
 	// Artifacts are what report.emit minted.
 	Artifacts []Artifact
 	// Enforcement is the run jail's report.
-	Enforcement broker.Enforcement
+	Enforcement sandbox.Enforcement
 	// Duration is the run's wall time by the host's clock.
 	Duration time.Duration
 
@@ -158,19 +159,19 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 // no network, no writable root, an environment of the Go runtime's
 // bounds only, its channel at broker.ExtraFileFD, every layer of
 // runRequiredLayers required.
-func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) broker.CallSpec {
+func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) sandbox.CallSpec {
 	env := map[string]string{"GOMAXPROCS": strconv.Itoa(min(maxRunProcs, runtime.NumCPU())), "GOMEMLIMIT": runMemoryLimit, "GOTRACEBACK": "single"}
-	return broker.CallSpec{
-		Key:       broker.StepKey{OpID: c.OpID, StepID: c.StepID},
+	return sandbox.CallSpec{
+		Key:       sandbox.StepKey{OpID: c.OpID, StepID: c.StepID},
 		Argv:      []string{"program"},
-		EmptyRoot: &broker.EmptyRoot{Program: bin.Path},
+		EmptyRoot: &sandbox.EmptyRoot{Program: bin.Path},
 		Env:       env,
-		Policy: broker.Policy{
-			Network:  broker.NetworkOff,
+		Policy: sandbox.Policy{
+			Network:  sandbox.NetworkOff,
 			EnvAllow: []string{"GOMAXPROCS", "GOMEMLIMIT", "GOTRACEBACK"},
-			Limits:   broker.Limits{MemoryBytes: runAddressSpaceBytes, Processes: runProcesses},
+			Limits:   sandbox.Limits{MemoryBytes: runAddressSpaceBytes, Processes: runProcesses},
 		},
-		Budget:         broker.Budget{MaxOutstanding: 1 + maxProcsInFlight},
+		Budget:         sandbox.Budget{MaxOutstanding: 1 + maxProcsInFlight},
 		Timeout:        within,
 		MaxOutputBytes: c.OutputBound(),
 		ExtraFile:      channel,
@@ -181,11 +182,11 @@ func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) 
 // runRefusal renders a clearance the broker refused: a layer the run
 // jail requires is CodeRunJailUnavailable naming it.
 func runRefusal(err error) error {
-	var m *broker.MissingLayer
+	var m *sandbox.MissingLayer
 	if errors.As(err, &m) {
 		return &CapError{Code: CodeRunJailUnavailable, Message: fmt.Sprintf("the program was not run: the kernel cannot apply the run jail's %s layer (%s), and code mode never runs a program less confined", m.Layer, m.Reason)}
 	}
-	if d := broker.DenialOf(err); d != nil {
+	if d := sandbox.DenialOf(err); d != nil {
 		return &CapError{Code: tool.Code(d.Code), Message: "the program was not run: " + d.Explain()}
 	}
 	return &CapError{Code: CodeRunFailed, Message: "the program was not run: " + err.Error()}
@@ -211,7 +212,7 @@ func endMessage(cause error) string {
 }
 
 // settledCode is the failure code of a run that ended as st, or "".
-func settledCode(st broker.Settled, cause error) tool.Code {
+func settledCode(st sandbox.Settled, cause error) tool.Code {
 	switch {
 	case errors.Is(cause, errWallDeadline) || st.TimedOut:
 		return CodeWallDeadline

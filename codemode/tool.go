@@ -1,6 +1,8 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -57,8 +58,8 @@ type Details struct {
 	Cached bool `json:"cached,omitempty"`
 	// Build and Run are the two stages' full enforcement reports (Build
 	// is nil for a cached binary, Run when the program did not start).
-	Build *broker.Enforcement `json:"build,omitempty"`
-	Run   *broker.Enforcement `json:"run,omitempty"`
+	Build *sandbox.Enforcement `json:"build,omitempty"`
+	Run   *sandbox.Enforcement `json:"run,omitempty"`
 	// WaitedMs is the time spent waiting for the toolchain's warm-up,
 	// not counted against within_ms; BuildMs and RunMs the stages'.
 	WaitedMs int64 `json:"waited_ms,omitempty"`
@@ -342,8 +343,8 @@ func recordLine(r CallRecord) string {
 
 // sandboxLine is the compact report of both stages, each exactly as its
 // enforcement report says (never a layer the kernel did not apply).
-func sandboxLine(build, run *broker.Enforcement) string {
-	stage := func(e *broker.Enforcement, none string) string {
+func sandboxLine(build, run *sandbox.Enforcement) string {
+	stage := func(e *sandbox.Enforcement, none string) string {
 		if e == nil {
 			return none
 		}

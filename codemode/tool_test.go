@@ -1,12 +1,15 @@
 package codemode
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/agentloom/loom/agent"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/agent"
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
@@ -156,9 +159,9 @@ func TestNoToolchainIsARefusal(t *testing.T) {
 // required layer is run_jail_unavailable naming the layer.
 func TestMissingRunLayerIsItsOwnRefusal(t *testing.T) {
 	t.Parallel()
-	err := runRefusal(broker.NewDenial(broker.DenialLayerRequired, "seccomp unavailable", &broker.MissingLayer{Layer: broker.LayerSeccomp, Reason: "EINVAL"}))
+	err := runRefusal(sandbox.NewDenial(sandbox.DenialLayerRequired, "seccomp unavailable", &sandbox.MissingLayer{Layer: sandbox.LayerSeccomp, Reason: "EINVAL"}))
 	var ce *CapError
-	if !errors.As(err, &ce) || ce.Code != CodeRunJailUnavailable || !strings.Contains(ce.Message, broker.LayerSeccomp) {
+	if !errors.As(err, &ce) || ce.Code != CodeRunJailUnavailable || !strings.Contains(ce.Message, sandbox.LayerSeccomp) {
 		t.Fatalf("%v", err)
 	}
 	o := render(&Execution{}, err, nil, 0)

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"reflect"
@@ -9,7 +11,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -80,7 +81,7 @@ type NetworkGrant string
 // tool whose arguments hold a Permissions (tool.Typed's overrides).
 func PermissionsSchemas() []tool.TypeSchema {
 	return []tool.TypeSchema{{Type: reflect.TypeFor[NetworkGrant](), Schema: &jsonschema.Schema{Type: "string",
-		Enum: []any{string(broker.NetworkFull)}}}}
+		Enum: []any{string(sandbox.NetworkFull)}}}}
 }
 
 // timeoutMillis is timeout_ms: its own type so that its schema, which
@@ -146,9 +147,9 @@ type BashDetails struct {
 	// Overflow is set when the output spilled to a blob.
 	Overflow *blob.Overflow `json:"overflow,omitempty"`
 	// Sandbox is the full enforcement report.
-	Sandbox *broker.Enforcement `json:"sandbox,omitempty"`
+	Sandbox *sandbox.Enforcement `json:"sandbox,omitempty"`
 	// Wanted lists the grants a refused policy needed.
-	Wanted []broker.Grant `json:"wanted,omitempty"`
+	Wanted []sandbox.Grant `json:"wanted,omitempty"`
 	// Mode is how the command ran: BashForeground, BashAuto or
 	// BashBackground (an auto call that fell back to the foreground says
 	// foreground).
@@ -164,7 +165,7 @@ type BashDetails struct {
 	Spill *Spill `json:"spill,omitempty"`
 	// ProtectedCreated lists protected paths the command created, which
 	// the broker moved aside.
-	ProtectedCreated []broker.Quarantine `json:"protected_created,omitempty"`
+	ProtectedCreated []sandbox.Quarantine `json:"protected_created,omitempty"`
 }
 
 // BashTool returns bash over jobs: run one shell command in the broker's
@@ -215,10 +216,10 @@ func bashDescription(plane bool) string {
 // workspace alone: Compose keeps only the roots asked for), the base's
 // own system roots, sockets and network, so it never asks past the base
 // by itself.
-func bashRequirements(workspace string) broker.Policy {
-	return broker.Policy{
-		SystemRoots:   broker.SystemReadableRoots(),
+func bashRequirements(workspace string) sandbox.Policy {
+	return sandbox.Policy{
+		SystemRoots:   sandbox.SystemReadableRoots(),
 		WritableRoots: []string{workspace},
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 	}
 }

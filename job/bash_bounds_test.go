@@ -3,6 +3,8 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -11,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -123,7 +124,7 @@ func TestBashFindsItsShellInTheJail(t *testing.T) {
 // the policy's system and readable roots, on the PATH the policy passes.
 func TestJailShellSeesOnlyTheJailsRoots(t *testing.T) {
 	t.Parallel()
-	sys := broker.SystemReadableRoots()
+	sys := sandbox.SystemReadableRoots()
 	realBash, err := filepath.EvalSymlinks("/usr/bin/bash")
 	if err != nil {
 		t.Fatalf("this test needs /usr/bin/bash: %v", err)
@@ -132,16 +133,16 @@ func TestJailShellSeesOnlyTheJailsRoots(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		env            map[string]string
-		pol            broker.Policy
+		pol            sandbox.Policy
 		shell          string
 		fallback, want bool
 	}{
-		{"PATH passed", map[string]string{"PATH": "/usr/bin"}, broker.Policy{SystemRoots: sys, EnvAllow: []string{"PATH"}}, realBash, false, true},
-		{"PATH not passed: the default path", map[string]string{"PATH": "/nowhere"}, broker.Policy{SystemRoots: sys}, realBash, false, true},
-		{"PATH without bash", map[string]string{"PATH": "/nowhere"}, broker.Policy{SystemRoots: sys, EnvAllow: []string{"PATH"}}, realSh, true, true},
-		{"relative PATH entries are skipped", map[string]string{"PATH": "bin:."}, broker.Policy{SystemRoots: sys, EnvAllow: []string{"PATH"}}, realSh, true, true},
-		{"no root shows a shell", map[string]string{"PATH": "/usr/bin"}, broker.Policy{SystemRoots: []string{"/etc"}, EnvAllow: []string{"PATH"}}, "", false, false},
-		{"a readable root shows it", nil, broker.Policy{ReadableRoots: []string{"/usr"}}, realBash, false, true},
+		{"PATH passed", map[string]string{"PATH": "/usr/bin"}, sandbox.Policy{SystemRoots: sys, EnvAllow: []string{"PATH"}}, realBash, false, true},
+		{"PATH not passed: the default path", map[string]string{"PATH": "/nowhere"}, sandbox.Policy{SystemRoots: sys}, realBash, false, true},
+		{"PATH without bash", map[string]string{"PATH": "/nowhere"}, sandbox.Policy{SystemRoots: sys, EnvAllow: []string{"PATH"}}, realSh, true, true},
+		{"relative PATH entries are skipped", map[string]string{"PATH": "bin:."}, sandbox.Policy{SystemRoots: sys, EnvAllow: []string{"PATH"}}, realSh, true, true},
+		{"no root shows a shell", map[string]string{"PATH": "/usr/bin"}, sandbox.Policy{SystemRoots: []string{"/etc"}, EnvAllow: []string{"PATH"}}, "", false, false},
+		{"a readable root shows it", nil, sandbox.Policy{ReadableRoots: []string{"/usr"}}, realBash, false, true},
 	} {
 		shell, fallback, found := jailShell(tc.env, tc.pol)
 		if shell != tc.shell || fallback != tc.fallback || found != tc.want {

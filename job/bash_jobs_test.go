@@ -1,6 +1,8 @@
 package job_test
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -28,10 +30,10 @@ func jobsCall(t *testing.T, strand string, plane job.Jobs) *bashSession {
 	t.Cleanup(func() { b.Close() })
 	return &bashSession{Call: &tool.Call{
 		Workspace: ws, Strand: strand, OpID: "op", StepID: "step",
-		Base: broker.Policy{
-			ReadableRoots: broker.SystemReadableRoots(),
+		Base: sandbox.Policy{
+			ReadableRoots: sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
-			Network:       broker.NetworkOff,
+			Network:       sandbox.NetworkOff,
 			EnvAllow:      []string{"PATH", "HOME"},
 		},
 		Env:    map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws},
@@ -141,13 +143,13 @@ func TestBashSubagentSessionLifetimeRefusedFirst(t *testing.T) {
 func TestBashSessionLifetimeNeedsTheWallLifted(t *testing.T) {
 	c := jobsCall(t, "main", newPlane(t, job.Options{}))
 	c.Base.WallMs = 60_000
-	var asked []broker.Grant
+	var asked []sandbox.Grant
 	c.RaiseRefusal = func(_ context.Context, r tool.RaisedRefusal) tool.Escalation {
 		asked = r.Denial.Wanted
 		return tool.Escalation{Resume: true, Grants: r.Denial.Wanted}
 	}
 	o, d := bash(t, c, map[string]any{"command": "sleep 30", "mode": "background", "lifetime": "session"})
-	if o.IsError || d.Job == "" || len(asked) != 1 || asked[0].Kind != broker.GrantWall || !strings.Contains(o.Text, "no wall deadline") {
+	if o.IsError || d.Job == "" || len(asked) != 1 || asked[0].Kind != sandbox.GrantWall || !strings.Contains(o.Text, "no wall deadline") {
 		t.Fatalf("session job: %q %+v asked %v", o.Text, d, asked)
 	}
 	if o, d := bash(t, c, map[string]any{"command": "true", "lifetime": "session"}); !o.IsError || o.Code != "invalid_arguments" {

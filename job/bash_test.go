@@ -3,6 +3,8 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,11 +47,11 @@ func bashCall(t *testing.T, withStore bool) *tool.Call {
 	c := &tool.Call{
 		Workspace: ws,
 		OpID:      "op", StepID: t.Name(),
-		Base: broker.Policy{
-			SystemRoots:   broker.SystemReadableRoots(),
+		Base: sandbox.Policy{
+			SystemRoots:   sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     broker.DefaultProtected(ws),
-			Network:       broker.NetworkOff,
+			Network:       sandbox.NetworkOff,
 			EnvAllow:      []string{"PATH", "HOME"},
 		},
 		Env:    map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws, "API_TOKEN": "s3cr3t"},
@@ -95,16 +97,16 @@ func TestBashDeclaration(t *testing.T) {
 		t.Fatalf("bash is %v/%v, want never/exclusive", b.Replay, b.Mode)
 	}
 	req := b.Requirements("/w")
-	if len(req.WritableRoots) != 1 || req.WritableRoots[0] != "/w" || req.Network != broker.NetworkOff {
+	if len(req.WritableRoots) != 1 || req.WritableRoots[0] != "/w" || req.Network != sandbox.NetworkOff {
 		t.Fatalf("requirements %+v", req)
 	}
-	if len(req.ReadableRoots) != 0 || !slices.Equal(req.SystemRoots, broker.SystemReadableRoots()) {
+	if len(req.ReadableRoots) != 0 || !slices.Equal(req.SystemRoots, sandbox.SystemReadableRoots()) {
 		t.Fatalf("bash must need the system directories as system roots, not readable roots: %+v", req)
 	}
 	if !strings.Contains(b.Description, strconv.Itoa(tool.MaxCommandOutputBytes)+" bytes of output") {
 		t.Fatalf("the description does not state the output bound: %s", b.Description)
 	}
-	if err := broker.Validate(req); err != nil {
+	if err := sandbox.Validate(req); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -181,7 +183,7 @@ func TestBashRunsJailed(t *testing.T) {
 			t.Errorf("the host offers layer %s but the command ran without it: %+v", l.Name, d.Sandbox)
 		}
 	}
-	if offered == 0 || !d.Sandbox.Applied(broker.LayerNamespaces) && !d.Sandbox.Applied(broker.LayerLandlock) {
+	if offered == 0 || !d.Sandbox.Applied(sandbox.LayerNamespaces) && !d.Sandbox.Applied(sandbox.LayerLandlock) {
 		t.Fatalf("no jail confined the command (host offers %d layers): %+v", offered, d.Sandbox)
 	}
 }
@@ -291,18 +293,18 @@ func TestBashRootsThroughSymlinks(t *testing.T) {
 	os.Mkdir(filepath.Join(ws, "src"), 0o755)
 	os.Symlink("src", filepath.Join(ws, "srclink"))
 
-	if _, d := broker.Compose(c.Base, broker.Policy{ReadableRoots: []string{filepath.Join(ws, "rootfs")}}, nil); d != nil {
+	if _, d := sandbox.Compose(c.Base, sandbox.Policy{ReadableRoots: []string{filepath.Join(ws, "rootfs")}}, nil); d != nil {
 		t.Fatalf("control: the lexical root should look covered by the workspace, got %v", d)
 	}
 	for _, tc := range []struct {
 		name   string
 		perm   map[string]any
-		wanted []broker.Grant
+		wanted []sandbox.Grant
 	}{
-		{"readable rootfs", map[string]any{"readable_roots": []string{"rootfs"}}, []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/"}}},
-		{"readable rootfs/root", map[string]any{"readable_roots": []string{"rootfs/root"}}, []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/root"}}},
-		{"absolute through the link", map[string]any{"readable_roots": []string{ws + "/rootfs/etc"}}, []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/etc"}}},
-		{"writable rootfs/etc", map[string]any{"writable_roots": []string{"rootfs/etc"}}, []broker.Grant{{Kind: broker.GrantWritableRoot, Path: "/etc"}}},
+		{"readable rootfs", map[string]any{"readable_roots": []string{"rootfs"}}, []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: "/"}}},
+		{"readable rootfs/root", map[string]any{"readable_roots": []string{"rootfs/root"}}, []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: "/root"}}},
+		{"absolute through the link", map[string]any{"readable_roots": []string{ws + "/rootfs/etc"}}, []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: "/etc"}}},
+		{"writable rootfs/etc", map[string]any{"writable_roots": []string{"rootfs/etc"}}, []sandbox.Grant{{Kind: sandbox.GrantWritableRoot, Path: "/etc"}}},
 		{"a link inside stays inside", map[string]any{"writable_roots": []string{"srclink"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -321,7 +323,7 @@ func TestBashRootsThroughSymlinks(t *testing.T) {
 			if len(raised) != 1 || !slices.Equal(raised[0].Denial.Wanted, tc.wanted) {
 				t.Fatalf("raised %+v, want one refusal wanting %+v", raised, tc.wanted)
 			}
-			if !o.IsError || o.Code != tool.Code(broker.DenialRequirementsNotCovered) || !slices.Equal(d.Wanted, tc.wanted) {
+			if !o.IsError || o.Code != tool.Code(sandbox.DenialRequirementsNotCovered) || !slices.Equal(d.Wanted, tc.wanted) {
 				t.Fatalf("unapproved: %+v", o)
 			}
 		})
@@ -457,14 +459,14 @@ func TestBashPermissionsRaiseRefusal(t *testing.T) {
 				t.Fatalf("raised %d refusals", len(raised))
 			}
 			w := raised[0].Denial.Wanted
-			if len(w) != 1 || w[0].Kind != broker.GrantWritableRoot || w[0].Path != extra {
+			if len(w) != 1 || w[0].Kind != sandbox.GrantWritableRoot || w[0].Path != extra {
 				t.Fatalf("wanted %+v", w)
 			}
 			_, err := os.Stat(filepath.Join(extra, "f"))
 			if approve && (o.IsError || err != nil) {
 				t.Fatalf("approved write failed: %+v", o)
 			}
-			if !approve && (!o.IsError || o.Code != tool.Code(broker.DenialRequirementsNotCovered) || err == nil) {
+			if !approve && (!o.IsError || o.Code != tool.Code(sandbox.DenialRequirementsNotCovered) || err == nil) {
 				t.Fatalf("unapproved: %+v (stat err %v)", o, err)
 			}
 		})
@@ -473,13 +475,13 @@ func TestBashPermissionsRaiseRefusal(t *testing.T) {
 
 func TestBashNetworkPermission(t *testing.T) {
 	c := bashCall(t, true)
-	var wanted []broker.Grant
+	var wanted []sandbox.Grant
 	c.RaiseRefusal = func(_ context.Context, r tool.RaisedRefusal) tool.Escalation {
 		wanted = r.Denial.Wanted
 		return tool.Escalation{}
 	}
 	o, _ := runBashArgs(t, c, map[string]any{"command": "true", "permissions": map[string]any{"network": "full"}})
-	if !o.IsError || len(wanted) != 1 || wanted[0].Kind != broker.GrantNetwork {
+	if !o.IsError || len(wanted) != 1 || wanted[0].Kind != sandbox.GrantNetwork {
 		t.Fatalf("outcome %+v wanted %+v", o, wanted)
 	}
 	o, _ = runBashArgs(t, c, map[string]any{"command": "true", "permissions": map[string]any{"network": "some"}})
@@ -590,8 +592,8 @@ func ExampleBashTool() {
 	c := &tool.Call{
 		Workspace: ws,
 		OpID:      "op1", StepID: "step1",
-		Base: broker.Policy{
-			SystemRoots:   broker.SystemReadableRoots(),
+		Base: sandbox.Policy{
+			SystemRoots:   sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     broker.DefaultProtected(ws),
 			EnvAllow:      []string{"PATH"},

@@ -1,13 +1,14 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -89,7 +90,7 @@ func runAuto(ctx context.Context, c *tool.Call, jobs Jobs, cmd Spec, run bashRun
 
 // renderReleased renders a watched job that outlived its window and now
 // runs as a background job: what the watch saw, and how to read on.
-func renderReleased(c *tool.Call, w watched, run bashRun, enf broker.Enforcement, det BashDetails) tool.Outcome {
+func renderReleased(c *tool.Call, w watched, run bashRun, enf sandbox.Enforcement, det BashDetails) tool.Outcome {
 	det.Job, det.Cursor = w.ID, w.Next.Token(w.ID)
 	var b strings.Builder
 	writeNotes(&b, run.notes)
@@ -110,7 +111,7 @@ func renderReleased(c *tool.Call, w watched, run bashRun, enf broker.Enforcement
 // renderWatched renders a watched job that ended in its window as a
 // foreground run is rendered; output the watch missed is named by the
 // plane's spill.
-func renderWatched(w watched, run bashRun, host error, enf broker.Enforcement, det BashDetails) tool.Outcome {
+func renderWatched(w watched, run bashRun, host error, enf sandbox.Enforcement, det BashDetails) tool.Outcome {
 	body := string(w.Output)
 	switch sp := w.Final.Spill; {
 	case w.Missed && sp != nil:
@@ -135,7 +136,7 @@ func renderWatched(w watched, run bashRun, host error, enf broker.Enforcement, d
 
 // watchedSettled is how a watched job ended, as a foreground run reports
 // it.
-func watchedSettled(r Row) broker.Settled {
+func watchedSettled(r Row) sandbox.Settled {
 	switch {
 	case r.Exit != nil:
 		s := *r.Exit
@@ -144,9 +145,9 @@ func watchedSettled(r Row) broker.Settled {
 		}
 		return s
 	case r.State == Refused:
-		return broker.Settled{ExitCode: broker.ExitCodeNotExecuted, Failed: r.Refusal}
+		return sandbox.Settled{ExitCode: sandbox.ExitCodeNotExecuted, Failed: r.Refusal}
 	}
-	return broker.Settled{ExitCode: -1, Failed: fmt.Sprintf("the job plane lost the command (%s)", r.Lost)}
+	return sandbox.Settled{ExitCode: -1, Failed: fmt.Sprintf("the job plane lost the command (%s)", r.Lost)}
 }
 
 // watchCode is the code of a watch that lost its job: the plane's, the

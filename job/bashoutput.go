@@ -1,11 +1,12 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"fmt"
 	"regexp"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -17,12 +18,12 @@ type bashOutput struct {
 	head       []byte // without a store: the first OverflowThreshold bytes
 	tail       *Tail  // without a store: the last ExcerptBytes
 	total      int64
-	tails      map[broker.Stream]*Tail
+	tails      map[sandbox.Stream]*Tail
 	stderrTail []byte
 }
 
 func newBashOutput(c *tool.Call) *bashOutput {
-	o := &bashOutput{tails: map[broker.Stream]*Tail{broker.Stdout: NewTail(tool.TailBytes), broker.Stderr: NewTail(tool.TailBytes)}}
+	o := &bashOutput{tails: map[sandbox.Stream]*Tail{sandbox.Stdout: NewTail(tool.TailBytes), sandbox.Stderr: NewTail(tool.TailBytes)}}
 	if c.Blobs != nil {
 		o.spool = c.Blobs.NewSpool()
 	} else {
@@ -31,7 +32,7 @@ func newBashOutput(c *tool.Call) *bashOutput {
 	return o
 }
 
-func (o *bashOutput) add(c *tool.Call, out broker.Output) {
+func (o *bashOutput) add(c *tool.Call, out sandbox.Output) {
 	o.total += int64(len(out.Bytes))
 	switch {
 	case o.spool != nil:
@@ -41,7 +42,7 @@ func (o *bashOutput) add(c *tool.Call, out broker.Output) {
 		o.head = append(o.head, out.Bytes[:n]...)
 		o.tail.Push(out.Bytes)
 	}
-	if out.Stream == broker.Stderr {
+	if out.Stream == sandbox.Stderr {
 		o.stderrTail = append(o.stderrTail, out.Bytes...)
 		if len(o.stderrTail) > bashStderrTail {
 			o.stderrTail = o.stderrTail[len(o.stderrTail)-bashStderrTail:]

@@ -1,18 +1,19 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
 // settle records in det how the command ended.
-func settle(det *BashDetails, s broker.Settled) {
+func settle(det *BashDetails, s sandbox.Settled) {
 	det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
 	det.DurationMs = s.Duration.Milliseconds()
 	det.ProtectedCreated = s.ProtectedCreated
@@ -34,7 +35,7 @@ func hostEnd(ctx context.Context) error {
 // command killed then was ended by the host (its deadline or its
 // cancellation), not by timeout_ms, and is reported so, coded
 // tool.CodeCancelled.
-func renderSettled(notes []string, body string, s broker.Settled, timeout time.Duration, host error, stderrTail []byte, enf broker.Enforcement, det BashDetails) tool.Outcome {
+func renderSettled(notes []string, body string, s sandbox.Settled, timeout time.Duration, host error, stderrTail []byte, enf sandbox.Enforcement, det BashDetails) tool.Outcome {
 	byHost := host != nil && (s.TimedOut || s.Cancelled) && !s.OutputLimited && s.Failed == ""
 	if byHost {
 		s.TimedOut, s.Cancelled = false, true
@@ -106,7 +107,7 @@ func renderSettled(notes []string, body string, s broker.Settled, timeout time.D
 // endedCode is the failure code of how a command ended, "" for a
 // success. The order matters: a command the output bound stopped also
 // reads as killed, and one that timed out as cancelled.
-func endedCode(s broker.Settled) tool.Code {
+func endedCode(s sandbox.Settled) tool.Code {
 	switch {
 	case s.Failed != "":
 		return CodeExecFailed

@@ -1,6 +1,8 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -141,22 +142,22 @@ func checkBashArgs(c *tool.Call, a bashArgs, det *BashDetails) (bashRun, *tool.O
 // requirements the arguments imply and the call's grants, raising a
 // shortfall to the host's escalation plane once, naming command and the
 // directory it runs in as what the grants would act on.
-func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, command string, run bashRun, det *BashDetails) (broker.Policy, *tool.Outcome) {
+func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, command string, run bashRun, det *BashDetails) (sandbox.Policy, *tool.Outcome) {
 	req, err := bashPolicyFor(c, perm)
 	if err != nil {
 		o := bashFail(tool.CodeInvalidArguments, err.Error(), *det)
-		return broker.Policy{}, &o
+		return sandbox.Policy{}, &o
 	}
-	compose := func(grants []broker.Grant) (broker.Policy, *broker.Denial) {
-		pol, err := broker.Compose(c.Base, req, grants)
-		d := broker.DenialOf(err)
+	compose := func(grants []sandbox.Grant) (sandbox.Policy, *sandbox.Denial) {
+		pol, err := sandbox.Compose(c.Base, req, grants)
+		d := sandbox.DenialOf(err)
 		if d == nil && run.lifetime == LifetimeSession && pol.WallMs > 0 {
 			d = SessionWallDenial(pol.WallMs)
 		}
 		return pol, d
 	}
 	pol, d := compose(c.Grants)
-	if d != nil && d.Code == broker.DenialRequirementsNotCovered {
+	if d != nil && d.Code == sandbox.DenialRequirementsNotCovered {
 		esc := c.Raise(ctx, tool.RaisedRefusal{Tool: "bash", Denial: d, Deadline: c.Clock().Add(run.timeout),
 			Subject: &tool.Subject{Kind: tool.SubjectCommand, Text: command, Dir: run.cwd}})
 		if esc.Resume {
@@ -166,11 +167,11 @@ func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, command str
 	if d != nil {
 		det.Wanted = d.Wanted
 		text := d.Explain()
-		if d.Code == broker.DenialRequirementsNotCovered {
+		if d.Code == sandbox.DenialRequirementsNotCovered {
 			text += " The operator did not approve it for this call; do without it, or ask the user."
 		}
 		o := bashFail(tool.Code(d.Code), text, *det)
-		return broker.Policy{}, &o
+		return sandbox.Policy{}, &o
 	}
 	// The tool's own variables carry no host secret: they always pass.
 	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", scratchEnv)
@@ -181,20 +182,20 @@ func clearBash(ctx context.Context, c *tool.Call, perm *Permissions, command str
 // model's permissions. Every root the model names is canonical before
 // Compose sees it (tool.Call.CanonicalRoot), so a link cannot make a
 // root look covered by the workspace.
-func bashPolicyFor(c *tool.Call, perm *Permissions) (broker.Policy, error) {
+func bashPolicyFor(c *tool.Call, perm *Permissions) (sandbox.Policy, error) {
 	if perm != nil {
 		if n := max(len(perm.ReadableRoots), len(perm.WritableRoots)); n > maxPermissionRoots {
-			return broker.Policy{}, fmt.Errorf("permissions list %d roots in one list, at most %d each: name a directory that holds them instead", n, maxPermissionRoots)
+			return sandbox.Policy{}, fmt.Errorf("permissions list %d roots in one list, at most %d each: name a directory that holds them instead", n, maxPermissionRoots)
 		}
 	}
-	req := broker.Policy{
-		SystemRoots:   slices.Concat(broker.SystemReadableRoots(), c.Base.SystemRoots),
+	req := sandbox.Policy{
+		SystemRoots:   slices.Concat(sandbox.SystemReadableRoots(), c.Base.SystemRoots),
 		WritableRoots: append([]string{c.Workspace}, c.Base.WritableRoots...),
 		Network:       c.Base.Network,
 		EnvAllow:      slices.Clone(c.Base.EnvAllow),
 		Sockets:       slices.Clone(c.Base.Sockets),
 	}
-	if s := c.Scratch(); !broker.Covers(c.Workspace, s) {
+	if s := c.Scratch(); !sandbox.Covers(c.Workspace, s) {
 		req.WritableRoots = append(req.WritableRoots, s)
 	}
 	if perm == nil {
@@ -216,8 +217,8 @@ func bashPolicyFor(c *tool.Call, perm *Permissions) (broker.Policy, error) {
 	}
 	switch perm.Network {
 	case "":
-	case NetworkGrant(broker.NetworkFull):
-		req.Network = broker.NetworkFull
+	case NetworkGrant(sandbox.NetworkFull):
+		req.Network = sandbox.NetworkFull
 	default:
 		return req, fmt.Errorf("permissions.network must be \"full\" or absent, not %q", perm.Network)
 	}
@@ -227,11 +228,11 @@ func bashPolicyFor(c *tool.Call, perm *Permissions) (broker.Policy, error) {
 // SessionWallDenial is the refusal a session-lifetime job meets under a
 // policy with a wall limit of wallMs: its Wanted is the one grant
 // (broker.GrantWall) an operator may approve to lift it.
-func SessionWallDenial(wallMs int) *broker.Denial {
-	return &broker.Denial{
-		Code:   broker.DenialRequirementsNotCovered,
+func SessionWallDenial(wallMs int) *sandbox.Denial {
+	return &sandbox.Denial{
+		Code:   sandbox.DenialRequirementsNotCovered,
 		Reason: fmt.Sprintf("a session-lifetime job runs without a wall deadline, and the session policy stops commands after %d ms", wallMs),
-		Wanted: []broker.Grant{{Kind: broker.GrantWall}},
+		Wanted: []sandbox.Grant{{Kind: sandbox.GrantWall}},
 	}
 }
 
@@ -240,7 +241,7 @@ func SessionWallDenial(wallMs int) *broker.Denial {
 // choice recorded in det) and the model's command, in the checked
 // directory, with the call's environment, under the composed policy.
 // With no shell in the sandbox it is refused with CodeExecFailed.
-func bashCommand(c *tool.Call, command string, run *bashRun, pol broker.Policy, det *BashDetails) (Spec, *tool.Outcome) {
+func bashCommand(c *tool.Call, command string, run *bashRun, pol sandbox.Policy, det *BashDetails) (Spec, *tool.Outcome) {
 	env := bashEnv(c)
 	shell, fallback, found := jailShell(env, pol)
 	if !found {
@@ -274,8 +275,8 @@ func bashEnv(c *tool.Call) map[string]string {
 	if scratch, err := c.MakeScratch(); err == nil {
 		env["TMPDIR"] = scratch
 	}
-	if c.Broker.Available().Applied(broker.LayerNamespaces) {
-		env[scratchEnv] = broker.ScratchDir
+	if c.Broker.Available().Applied(sandbox.LayerNamespaces) {
+		env[scratchEnv] = sandbox.ScratchDir
 	}
 	return env
 }
@@ -283,8 +284,8 @@ func bashEnv(c *tool.Call) map[string]string {
 // runForeground clears cmd in the call's own step, collects its output
 // and renders how it ended.
 func runForeground(ctx context.Context, c *tool.Call, cmd Spec, run bashRun, det BashDetails) tool.Outcome {
-	spec := broker.CallSpec{
-		Key:            broker.StepKey{OpID: c.OpID, StepID: c.StepID},
+	spec := sandbox.CallSpec{
+		Key:            sandbox.StepKey{OpID: c.OpID, StepID: c.StepID},
 		Argv:           cmd.Argv,
 		Dir:            cmd.Dir,
 		Env:            cmd.Env,
@@ -293,7 +294,7 @@ func runForeground(ctx context.Context, c *tool.Call, cmd Spec, run bashRun, det
 		MaxOutputBytes: c.OutputBound(),
 	}
 	ex, err := c.Broker.Clear(ctx, spec)
-	if d := broker.DenialOf(err); d != nil {
+	if d := sandbox.DenialOf(err); d != nil {
 		return bashFail(tool.Code(d.Code), d.Explain(), det)
 	}
 	enf := ex.Enforcement

@@ -1,12 +1,12 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // The shells bash runs a command with.
@@ -31,7 +31,7 @@ const (
 // part: a bash the host has where the jail shows nothing is no shell for
 // the command. Writable roots are not searched, so a shell a command
 // planted there is never chosen by the harness.
-func jailShell(env map[string]string, pol broker.Policy) (shell string, fallback, found bool) {
+func jailShell(env map[string]string, pol sandbox.Policy) (shell string, fallback, found bool) {
 	var roots []string
 	for _, r := range slices.Concat(pol.SystemRoots, pol.ReadableRoots) {
 		if real, err := filepath.EvalSymlinks(r); err == nil {
@@ -70,7 +70,7 @@ func visibleExecutable(path string, roots []string) (string, bool) {
 		return "", false
 	}
 	for _, r := range roots {
-		if broker.Covers(r, real) {
+		if sandbox.Covers(r, real) {
 			return real, true
 		}
 	}
@@ -78,7 +78,7 @@ func visibleExecutable(path string, roots []string) (string, bool) {
 }
 
 // jailPathShown is the PATH jailShell searched, for a message.
-func jailPathShown(env map[string]string, pol broker.Policy) string {
+func jailPathShown(env map[string]string, pol sandbox.Policy) string {
 	if p, ok := env["PATH"]; ok && slices.Contains(pol.EnvAllow, "PATH") {
 		return "PATH=" + strings.TrimSpace(p)
 	}

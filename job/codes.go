@@ -1,7 +1,8 @@
 package job
 
 import (
-	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
+
 	"github.com/agentloom/loom/tool"
 )
 
@@ -68,7 +69,7 @@ type Error struct {
 	// Reason says why, for the model.
 	Reason string
 	// Denial is the broker's refusal for CodeJobClearanceRefused.
-	Denial *broker.Denial
+	Denial *sandbox.Denial
 }
 
 // Error renders "job: <code>: <reason>".

@@ -1,7 +1,8 @@
 package job
 
 import (
-	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
+
 	"github.com/agentloom/loom/tool"
 )
 
@@ -16,14 +17,14 @@ import (
 // is what another harness-side caller that runs a command on a call's
 // authority (code mode's proc.run) composes, so the command is confined
 // exactly as the same command through bash.
-func CommandPolicy(c *tool.Call, perm *Permissions) (broker.Policy, error) {
+func CommandPolicy(c *tool.Call, perm *Permissions) (sandbox.Policy, error) {
 	req, err := bashPolicyFor(c, perm)
 	if err != nil {
-		return broker.Policy{}, err
+		return sandbox.Policy{}, err
 	}
-	pol, err := broker.Compose(c.Base, req, c.Grants)
+	pol, err := sandbox.Compose(c.Base, req, c.Grants)
 	if err != nil {
-		return broker.Policy{}, err
+		return sandbox.Policy{}, err
 	}
 	pol.EnvAllow = append(pol.EnvAllow, "TMPDIR", scratchEnv)
 	return pol, nil

@@ -1,6 +1,8 @@
 package job_test
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"os"
@@ -25,8 +27,8 @@ func ExampleNewPlane() {
 		Argv:    []string{"sh", "-c", "echo hello from a job"},
 		Dir:     ws,
 		Env:     map[string]string{"PATH": "/usr/bin:/bin"},
-		Policy: broker.Policy{
-			ReadableRoots: broker.SystemReadableRoots(),
+		Policy: sandbox.Policy{
+			ReadableRoots: sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			EnvAllow:      []string{"PATH"},
 		},

@@ -1,6 +1,8 @@
 package job_test
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"flag"
@@ -110,13 +112,13 @@ type failer interface {
 type fixture struct {
 	t      failer
 	ws     string
-	ledger *broker.Ledger
+	ledger *sandbox.Ledger
 	plane  *job.Plane
 }
 
 func newFixture(t testing.TB, opts job.Options) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ws: t.TempDir(), ledger: broker.NewLedger(nil)}
+	f := &fixture{t: t, ws: t.TempDir(), ledger: sandbox.NewLedger(nil)}
 	b := broker.New(broker.Options{Ledger: f.ledger, HelperPath: job.JailHelperForTests(t)})
 	t.Cleanup(func() { b.Close() }) // after the plane's Close, registered below
 	f.plane = job.NewPlane(b, opts)
@@ -132,10 +134,10 @@ func newFixture(t testing.TB, opts job.Options) *fixture {
 
 // policy reads the system roots and the test binary's directory, writes
 // the workspace.
-func (f *fixture) policy(n broker.Network) broker.Policy {
+func (f *fixture) policy(n sandbox.Network) sandbox.Policy {
 	exe, _ := os.Executable()
-	return broker.Policy{
-		ReadableRoots: append(broker.SystemReadableRoots(), filepath.Dir(exe)),
+	return sandbox.Policy{
+		ReadableRoots: append(sandbox.SystemReadableRoots(), filepath.Dir(exe)),
 		WritableRoots: []string{f.ws},
 		Network:       n,
 		EnvAllow:      []string{"PATH", "HOME", roleEnv, addrEnv},
@@ -149,12 +151,12 @@ func (f *fixture) sh(cmd string) job.Spec {
 		Argv:    []string{"sh", "-c", cmd},
 		Dir:     f.ws,
 		Env:     map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": f.ws},
-		Policy:  f.policy(broker.NetworkOff),
+		Policy:  f.policy(sandbox.NetworkOff),
 	}
 }
 
 // self is a job running this test binary in role with addr.
-func (f *fixture) self(role, addr string, n broker.Network) job.Spec {
+func (f *fixture) self(role, addr string, n sandbox.Network) job.Spec {
 	exe, _ := os.Executable()
 	return job.Spec{
 		Command: role + " " + addr,

@@ -1,6 +1,8 @@
 package job_test
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"testing"
@@ -243,7 +245,7 @@ func TestJobLifecycleModel(t *testing.T) {
 	ws := t.TempDir()
 	helper := job.JailHelperForTests(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		f := &fixture{t: rt, ws: ws, ledger: broker.NewLedger(nil)}
+		f := &fixture{t: rt, ws: ws, ledger: sandbox.NewLedger(nil)}
 		b := broker.New(broker.Options{Ledger: f.ledger, HelperPath: helper})
 		defer b.Close()
 		f.plane = job.NewPlane(b, job.Options{MaxLive: modelMaxLive})

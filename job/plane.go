@@ -1,6 +1,8 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -215,20 +217,20 @@ func (p *Plane) start(ctx context.Context, o Owner, spec Spec, released bool) (S
 		p.forget(j)
 		return Started{}, &Error{Code: CodeJobPlaneUnavailable, Reason: "could not make the job's standard input: " + perr.Error()}
 	}
-	ex, err := p.broker.Clear(p.ctx, broker.CallSpec{
-		Key:     broker.StepKey{OpID: o.OpID, StepID: jobStepPrefix + string(j.id)},
+	ex, err := p.broker.Clear(p.ctx, sandbox.CallSpec{
+		Key:     sandbox.StepKey{OpID: o.OpID, StepID: jobStepPrefix + string(j.id)},
 		Argv:    spec.Argv,
 		Dir:     spec.Dir,
 		Env:     spec.Env,
 		Stdin:   stdinR,
 		Policy:  spec.Policy,
-		Budget:  broker.Budget{MaxOutstanding: 1},
+		Budget:  sandbox.Budget{MaxOutstanding: 1},
 		Timeout: timeout,
 
 		MaxOutputBytes: p.opts.MaxOutputBytes,
 	})
 	stdinR.Close() // the command holds its own copy
-	if d := broker.DenialOf(err); d != nil {
+	if d := sandbox.DenialOf(err); d != nil {
 		stdinW.Close()
 		p.forget(j)
 		return Started{}, &Error{Code: CodeJobClearanceRefused, Reason: d.Explain(), Denial: d}
@@ -331,7 +333,7 @@ func (p *Plane) lookup(o Owner, id ID) (*job, error) {
 func (p *Plane) Close(ctx context.Context) error {
 	p.mu.Lock()
 	live := p.jobs.Close()
-	var kill []*broker.Execution
+	var kill []*sandbox.Execution
 	for _, j := range live {
 		if j.row.State.Pending() && j.cause == "" {
 			j.cause = StopShutdown

@@ -1,6 +1,8 @@
 package job_test
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"net"
@@ -10,17 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 )
 
 func TestServerAnswersOnLoopback(t *testing.T) {
 	f := newFixture(t, job.Options{})
 	addr := freeAddr(t)
-	server := f.start(mainOwner, f.self("serve", addr, broker.NetworkFull))
+	server := f.start(mainOwner, f.self("serve", addr, sandbox.NetworkFull))
 	f.waitFor(mainOwner, server, "listening")
 
-	client, err := f.plane.Attend(context.Background(), mainOwner, f.self("fetch", addr, broker.NetworkFull))
+	client, err := f.plane.Attend(context.Background(), mainOwner, f.self("fetch", addr, sandbox.NetworkFull))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestServerAnswersOnLoopback(t *testing.T) {
 
 	// A command without the network sits in its own namespace: the
 	// server is not there.
-	offline, err := f.plane.Attend(context.Background(), mainOwner, f.self("fetch", addr, broker.NetworkOff))
+	offline, err := f.plane.Attend(context.Background(), mainOwner, f.self("fetch", addr, sandbox.NetworkOff))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestJobOutlivesItsStepButNotItsOperation(t *testing.T) {
 	id := f.start(mainOwner, f.sh(`echo up; sleep 60`))
 	f.waitFor(mainOwner, id, "up")
 
-	if n := f.ledger.AbortStep(broker.StepKey{OpID: mainOwner.OpID, StepID: mainOwner.StepID}); n != 0 {
+	if n := f.ledger.AbortStep(sandbox.StepKey{OpID: mainOwner.OpID, StepID: mainOwner.StepID}); n != 0 {
 		t.Fatalf("AbortStep of the origin step cancelled %d tickets, want 0", n)
 	}
 	p, err := f.plane.Poll(context.Background(), mainOwner, id, job.Cursors{}, 300*time.Millisecond)
@@ -292,7 +293,7 @@ func TestClearanceRefusedCarriesTheDenial(t *testing.T) {
 	spec.Policy.WritableRoots = []string{"relative/path"}
 	_, err := f.plane.Start(context.Background(), mainOwner, spec)
 	var je *job.Error
-	if codeOf(err) != "job_clearance_refused" || !errorsAs(err, &je) || je.Denial == nil || je.Denial.Code != broker.DenialInvalidPolicy {
+	if codeOf(err) != "job_clearance_refused" || !errorsAs(err, &je) || je.Denial == nil || je.Denial.Code != sandbox.DenialInvalidPolicy {
 		t.Fatalf("Start with an invalid policy: %v", err)
 	}
 	if l, _ := f.plane.List(context.Background(), mainOwner); len(l.Jobs) != 0 {

@@ -1,12 +1,13 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"os"
 	"sync"
 	"time"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 )
 
 // job is one job's record. Fields other than the immutable identity are
@@ -19,7 +20,7 @@ type job struct {
 	row      Row
 	released bool      // the owner holds it (Start, or Release answered Released)
 	cause    StopCause // why the harness asked it to stop, before it settled
-	ex       *broker.Execution
+	ex       *sandbox.Execution
 	out      *Tail
 	errs     *Tail
 	spools   [2]*blob.Spool // nil without Options.Blobs
@@ -38,8 +39,8 @@ func (j *job) signal() {
 }
 
 // tail returns the window of stream s.
-func (j *job) tail(s broker.Stream) *Tail {
-	if s == broker.Stderr {
+func (j *job) tail(s sandbox.Stream) *Tail {
+	if s == sandbox.Stderr {
 		return j.errs
 	}
 	return j.out
@@ -67,7 +68,7 @@ func (p *Plane) run(j *job) {
 			j.tail(o.Stream).Push(o.Bytes)
 			j.signal()
 			p.mu.Unlock()
-			if sp := j.spools[o.Stream-broker.Stdout]; sp != nil {
+			if sp := j.spools[o.Stream-sandbox.Stdout]; sp != nil {
 				sp.Write(o.Bytes) // a failed spool only costs the spill
 			}
 		case <-beat:

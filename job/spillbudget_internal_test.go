@@ -1,6 +1,8 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -43,7 +44,7 @@ func TestBashShowsASpillBudgetRefusal(t *testing.T) {
 			defer store.Close()
 			c := &tool.Call{Blobs: store}
 			out := newBashOutput(c)
-			out.add(c, broker.Output{Stream: broker.Stdout, Bytes: bigOutput()})
+			out.add(c, sandbox.Output{Stream: sandbox.Stdout, Bytes: bigOutput()})
 			text, o, err := out.finish()
 			if err != nil || o == nil {
 				t.Fatalf("finish: %v, %v", o, err)

@@ -1,11 +1,12 @@
 package job
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"time"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -116,7 +117,7 @@ type Spec struct {
 	// Env is offered to the command; Policy.EnvAllow filters it.
 	Env map[string]string
 	// Policy is the composed policy the job runs under.
-	Policy broker.Policy
+	Policy sandbox.Policy
 	// Lifetime chooses a finite wall (default) or none (session).
 	Lifetime Lifetime
 	// Wall is the finite lifetime's wall; 0 means the plane's default.
@@ -133,7 +134,7 @@ type Started struct {
 	// Deadline is when the plane kills the job; zero for LifetimeSession.
 	Deadline time.Time
 	// Enforcement is how the broker confined it.
-	Enforcement broker.Enforcement
+	Enforcement sandbox.Enforcement
 }
 
 // State is a job's place in its lifecycle. Starting and Running are
@@ -225,7 +226,7 @@ type Row struct {
 	// Lifetime is the job's lifetime.
 	Lifetime Lifetime `json:"lifetime"`
 	// Exit is how the process ended, for Exited and Killed.
-	Exit *broker.Settled `json:"exit,omitempty"`
+	Exit *sandbox.Settled `json:"exit,omitempty"`
 	// Cause is why the harness killed the job, for Killed.
 	Cause StopCause `json:"cause,omitempty"`
 	// Lost is why the plane can no longer vouch for the job, for Lost.

@@ -1,13 +1,14 @@
 package lsp
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -66,7 +67,7 @@ func (p *Plane) Apply(ctx context.Context, c *tool.Call, e Edit) (Applied, error
 		if err != nil {
 			return Applied{}, &Error{Code: CodeWriteFailed, Reason: fmt.Sprintf("%s may not be written (nothing was): %s", fe.Path, oneLine(err.Error(), 300))}
 		}
-		if !broker.Covers(p.ws, resolved) {
+		if !sandbox.Covers(p.ws, resolved) {
 			// A link swapped in since the preview, to a file elsewhere.
 			return Applied{}, &Error{Code: CodeStaleEdit, Reason: fmt.Sprintf("%s now leads out of the workspace; nothing was written", fe.Path)}
 		}

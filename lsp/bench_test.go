@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"os"
@@ -10,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/lsptest"
 	"github.com/agentloom/loom/tool"
 )
@@ -94,7 +95,7 @@ func BenchmarkDiagnosticsOneLineEdit(b *testing.B) {
 	}
 	vet := func() time.Duration {
 		began := time.Now()
-		ex, err := s.broker.Clear(context.Background(), broker.CallSpec{
+		ex, err := s.broker.Clear(context.Background(), sandbox.CallSpec{
 			Argv: []string{"go", "vet", "./" + filepath.Base(filepath.Dir(edited))}, Dir: s.ws,
 			Env: srv.env, Policy: srv.pol, Timeout: 5 * time.Minute,
 		})

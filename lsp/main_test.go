@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -32,7 +34,7 @@ var fake lsptest.Fake
 // commands (toolchain profiles included), and a test broker.
 type testSession struct {
 	ws, scratch string
-	base        broker.Policy
+	base        sandbox.Policy
 	env         map[string]string
 	broker      *broker.Broker
 }
@@ -52,11 +54,11 @@ func newSession(tb testing.TB) *testSession {
 		}
 	}
 	s.env = map[string]string{"PATH": toolchain.DefaultPath, "HOME": filepath.Join(s.scratch, "home"), "LANG": "C.UTF-8"}
-	s.base = broker.Policy{
-		SystemRoots:   broker.SystemReadableRoots(),
+	s.base = sandbox.Policy{
+		SystemRoots:   sandbox.SystemReadableRoots(),
 		WritableRoots: []string{s.ws, s.scratch},
 		Protected:     broker.DefaultProtected(s.ws),
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 	}
 	profiles, err := toolchain.Detect(toolchain.Options{})
 	if err != nil {

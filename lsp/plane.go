@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"maps"
@@ -34,7 +36,7 @@ type Options struct {
 	// inside it or holding it), its protected entries and limits; the
 	// workspace as a readable root; its executable file as a system root
 	// when nothing covers it; no network, no host sockets, no wall limit.
-	Base broker.Policy
+	Base sandbox.Policy
 	// Env is the environment the servers get (the session's, toolchain
 	// profiles included); every name in it is allowed through.
 	Env map[string]string
@@ -143,21 +145,21 @@ func (p *Plane) prepare(cfg Server, o Options) (*server, error) {
 		s.missing = fmt.Sprintf("its executable %q was not found (an absolute path, or a name on the servers' PATH)", name)
 	}
 	s.argv = append([]string{s.bin}, cfg.Command[1:]...)
-	pol := broker.Policy{
+	pol := sandbox.Policy{
 		SystemRoots:   slices.Concat(o.Base.SystemRoots, cfg.ReadOnly),
 		ReadableRoots: append(slices.Clone(o.Base.ReadableRoots), p.ws),
 		Protected:     slices.Clone(o.Base.Protected),
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 		Limits:        o.Base.Limits,
 	}
 	for _, w := range o.Base.WritableRoots {
-		if !broker.Covers(w, p.ws) && !broker.Covers(p.ws, w) {
+		if !sandbox.Covers(w, p.ws) && !sandbox.Covers(p.ws, w) {
 			pol.WritableRoots = append(pol.WritableRoots, w)
 		}
 	}
 	if o.TempDir != "" {
 		tmp := filepath.Join(o.TempDir, "lsp-"+cfg.Name)
-		if slices.ContainsFunc(pol.WritableRoots, func(w string) bool { return broker.Covers(w, tmp) }) {
+		if slices.ContainsFunc(pol.WritableRoots, func(w string) bool { return sandbox.Covers(w, tmp) }) {
 			if err := os.MkdirAll(tmp, 0o700); err != nil {
 				return nil, &Error{Code: CodeInvalidConfig, Server: cfg.Name, Reason: "its temporary directory: " + err.Error()}
 			}
@@ -165,13 +167,13 @@ func (p *Plane) prepare(cfg Server, o Options) (*server, error) {
 		}
 	}
 	if s.bin != "" && !slices.ContainsFunc(slices.Concat(pol.SystemRoots, pol.ReadableRoots, pol.WritableRoots),
-		func(r string) bool { return broker.Covers(r, s.bin) }) {
+		func(r string) bool { return sandbox.Covers(r, s.bin) }) {
 		// The executable alone, never its directory: a GOPATH/bin holds
 		// every tool the host user installed.
 		pol.SystemRoots = append(pol.SystemRoots, s.bin)
 	}
 	pol.EnvAllow = slices.Sorted(maps.Keys(s.env))
-	if err := broker.Validate(pol); err != nil {
+	if err := sandbox.Validate(pol); err != nil {
 		return nil, &Error{Code: CodeInvalidConfig, Server: cfg.Name, Reason: "its jail's policy: " + err.Error()}
 	}
 	s.pol = pol
@@ -194,7 +196,7 @@ func (p *Plane) Diagnose(ctx context.Context, files []tool.ChangedFile) []tool.F
 	owner := make([]*server, len(files))
 	for i, f := range files {
 		for _, s := range p.servers {
-			if _, ok := s.cfg.owns(f.Path); ok && broker.Covers(p.ws, f.Path) {
+			if _, ok := s.cfg.owns(f.Path); ok && sandbox.Covers(p.ws, f.Path) {
 				if byServer[s] == nil {
 					order = append(order, s)
 				}

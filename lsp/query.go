@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -13,7 +15,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -701,7 +702,7 @@ func (p *Plane) owned(path string) (string, *server, error) {
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(p.ws, abs)
 	}
-	if !broker.Covers(p.ws, abs) || abs == p.ws {
+	if !sandbox.Covers(p.ws, abs) || abs == p.ws {
 		return "", nil, &Error{Code: CodeBadPosition, Reason: fmt.Sprintf("%q is not a file in the workspace", oneLine(path, 200))}
 	}
 	s := p.owner(abs)

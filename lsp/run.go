@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -43,7 +44,7 @@ type run struct {
 	s      *server
 	ctx    context.Context // ends when the run is stopped: the process is killed with it
 	cancel context.CancelFunc
-	ex     *broker.Execution
+	ex     *sandbox.Execution
 	conn   *jsonrpc2.Conn
 	stdin  *os.File
 	out    *io.PipeReader
@@ -125,8 +126,8 @@ func (r *run) start() {
 		return
 	}
 	r.stdin = stdin
-	ex, err := s.p.broker.Clear(r.ctx, broker.CallSpec{
-		Key:    broker.StepKey{OpID: "lsp", StepID: s.cfg.Name},
+	ex, err := s.p.broker.Clear(r.ctx, sandbox.CallSpec{
+		Key:    sandbox.StepKey{OpID: "lsp", StepID: s.cfg.Name},
 		Argv:   s.argv,
 		Dir:    s.p.ws,
 		Env:    s.env,
@@ -136,7 +137,7 @@ func (r *run) start() {
 	in.Close()
 	if err != nil {
 		reason := err.Error()
-		if d := broker.DenialOf(err); d != nil {
+		if d := sandbox.DenialOf(err); d != nil {
 			reason = string(d.Code) + ": " + d.Explain()
 		}
 		stdin.Close()
@@ -251,7 +252,7 @@ func (r *run) initializeParams() map[string]any {
 // Once the connection stops reading, output is drained and dropped.
 func (r *run) pump(toConn *io.PipeWriter) {
 	for o := range r.ex.Output() {
-		if o.Stream == broker.Stderr {
+		if o.Stream == sandbox.Stderr {
 			r.mu.Lock()
 			r.stderr = append(r.stderr, o.Bytes...)
 			if len(r.stderr) > maxStderrBytes {
@@ -287,7 +288,7 @@ func (r *run) watch() {
 
 // endOf says why the run ended, from how its process settled, unless a
 // reason was recorded before.
-func (r *run) endOf(s broker.Settled) *Error {
+func (r *run) endOf(s sandbox.Settled) *Error {
 	name := r.s.cfg.Name
 	r.mu.Lock()
 	tail := oneLine(strings.TrimSpace(string(r.stderr)), 300)

@@ -1,6 +1,8 @@
 package lsp
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"cmp"
 	"context"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -35,7 +36,7 @@ type server struct {
 	missing string // why bin is empty
 	argv    []string
 	env     map[string]string
-	pol     broker.Policy
+	pol     sandbox.Policy
 
 	turn chan struct{} // one diagnosis at a time
 

@@ -1,11 +1,11 @@
 package lsp
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"net/url"
 	"path/filepath"
 	"strings"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // maxURIBytes bounds a URI a server sends that is looked at all.
@@ -35,7 +35,7 @@ func pathIn(uri, ws string) (string, bool) {
 		return "", false
 	}
 	p = filepath.Clean(p)
-	if !broker.Covers(ws, p) {
+	if !sandbox.Covers(ws, p) {
 		return "", false
 	}
 	return p, true

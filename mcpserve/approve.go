@@ -1,6 +1,8 @@
 package mcpserve
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -140,7 +141,7 @@ func (a *approver) raiser(ss *mcp.ServerSession, name string, args json.RawMessa
 		if verdict != ApprovalGranted {
 			return tool.Escalation{}
 		}
-		return tool.Escalation{Resume: true, Grants: append([]broker.Grant(nil), r.Denial.Wanted...)}
+		return tool.Escalation{Resume: true, Grants: append([]sandbox.Grant(nil), r.Denial.Wanted...)}
 	}
 }
 

@@ -1,6 +1,8 @@
 package mcpserve
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -201,8 +203,8 @@ func TestApprovalThroughElicitation(t *testing.T) {
 			if listed := strings.Contains(out, secretName); listed != c.granted || r.IsError == c.granted {
 				t.Errorf("isError=%v, listed the directory=%v; want granted=%v:\n%s", r.IsError, listed, c.granted, out)
 			}
-			if !c.granted && metaOf(r, MetaCodeKey) != string(broker.DenialRequirementsNotCovered) {
-				t.Errorf("code = %q, want %s", metaOf(r, MetaCodeKey), broker.DenialRequirementsNotCovered)
+			if !c.granted && metaOf(r, MetaCodeKey) != string(sandbox.DenialRequirementsNotCovered) {
+				t.Errorf("code = %q, want %s", metaOf(r, MetaCodeKey), sandbox.DenialRequirementsNotCovered)
 			}
 			if got := metaOf(r, MetaApprovalKey); got != string(c.approval) {
 				t.Errorf("approval = %q, want %q", got, c.approval)
@@ -215,7 +217,7 @@ func TestApprovalThroughElicitation(t *testing.T) {
 				t.Fatalf("the client was asked %d times, want asked=%v", len(asked), c.asked)
 			}
 			if c.asked {
-				for _, want := range []string{"bash", string(broker.GrantReadableRoot) + " " + outside, "What runs is this command", "│ " + params.Arguments.(map[string]any)["command"].(string) + "\n", "this one call only"} {
+				for _, want := range []string{"bash", string(sandbox.GrantReadableRoot) + " " + outside, "What runs is this command", "│ " + params.Arguments.(map[string]any)["command"].(string) + "\n", "this one call only"} {
 					if !strings.Contains(asked[0], want) {
 						t.Errorf("the question does not name %q:\n%s", want, asked[0])
 					}
@@ -317,7 +319,7 @@ func TestApprovalOneQuestionAtATime(t *testing.T) {
 func TestQuestionBounded(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", maxApprovalMessageBytes)
-	few := &broker.Denial{Code: broker.DenialRequirementsNotCovered, Reason: long, Wanted: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/srv/a"}, {Kind: broker.GrantNetwork}}}
+	few := &sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Reason: long, Wanted: []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: "/srv/a"}, {Kind: sandbox.GrantNetwork}}}
 	r := raised(few)
 	r.Subject = &tool.Subject{Kind: tool.SubjectCommand, Text: long, Dir: "/ws"}
 	msg, ok := question("bash", []byte(`{"command":"ignored"}`), r)
@@ -339,15 +341,15 @@ func TestQuestionBounded(t *testing.T) {
 		!strings.Contains(msg, fmt.Sprintf(" of %d bytes are shown", len(prog))) || !strings.Contains(msg, "sha256 "+r.Subject.Digest()) {
 		t.Errorf("a code_mode question does not show its program cut, with its digest: ok=%v\n%.600s", ok, msg)
 	}
-	var many []broker.Grant
+	var many []sandbox.Grant
 	for i := 0; len(many)*20 < maxApprovalMessageBytes; i++ {
-		many = append(many, broker.Grant{Kind: broker.GrantReadableRoot, Path: "/srv/" + strings.Repeat("d", 20)})
+		many = append(many, sandbox.Grant{Kind: sandbox.GrantReadableRoot, Path: "/srv/" + strings.Repeat("d", 20)})
 	}
-	if msg, ok := question("bash", nil, raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: many})); ok {
+	if msg, ok := question("bash", nil, raised(&sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Wanted: many})); ok {
 		t.Errorf("%d grants over the bound were asked about in %d bytes", len(many), len(msg))
 	}
 	nearly := many[:(maxApprovalMessageBytes-300)/len("- readable_root /srv/dddddddddddddddddddd\n")]
-	r = raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: nearly})
+	r = raised(&sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Wanted: nearly})
 	if msg, ok := question("bash", nil, r); !ok {
 		t.Fatalf("control: %d grants do not fit on their own:\n%s", len(nearly), msg)
 	}
@@ -366,7 +368,7 @@ func TestQuestionShowsTheSnapshotNotThePath(t *testing.T) {
 	snapshot := "package main\n\n// writes outside the roots\nfunc main() { evil() }\n"
 	now := "package main\n\nfunc main() {}\n"
 	args := []byte(`{"program_path":"tools/p.go","permissions":{"writable_roots":["/srv/a"]}}`)
-	r := raised(&broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: []broker.Grant{{Kind: broker.GrantWritableRoot, Path: "/srv/a"}}})
+	r := raised(&sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Wanted: []sandbox.Grant{{Kind: sandbox.GrantWritableRoot, Path: "/srv/a"}}})
 
 	control, ok := question("code_mode", args, r)
 	if !ok || !strings.Contains(control, "tools/p.go") || strings.Contains(control, "evil()") {
@@ -398,8 +400,8 @@ func TestQuestionEscapesModelText(t *testing.T) {
 	if naive := "Command: " + attack + "\n"; !strings.Contains(naive, "\n- network\n") {
 		t.Fatalf("control: the raw command draws no grant line: %q", naive)
 	}
-	r := tool.RaisedRefusal{Tool: "bash", Denial: &broker.Denial{Code: broker.DenialRequirementsNotCovered, Reason: attack,
-		Wanted: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: "/srv/a\n- network"}}},
+	r := tool.RaisedRefusal{Tool: "bash", Denial: &sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Reason: attack,
+		Wanted: []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: "/srv/a\n- network"}}},
 		Subject: &tool.Subject{Kind: tool.SubjectCommand, Text: attack, Dir: "/ws\n- network"}}
 	msg, ok := question("bash\n- network", nil, r)
 	if !ok {
@@ -418,7 +420,7 @@ func TestQuestionEscapesModelText(t *testing.T) {
 	}
 }
 
-func raised(d *broker.Denial) tool.RaisedRefusal { return tool.RaisedRefusal{Tool: "bash", Denial: d} }
+func raised(d *sandbox.Denial) tool.RaisedRefusal { return tool.RaisedRefusal{Tool: "bash", Denial: d} }
 
 // text is the text content of a result.
 func text(r *mcp.CallToolResult) string {
@@ -499,7 +501,7 @@ func TestApprovalRoundTripRetries(t *testing.T) {
 			if !first.NeedsInput() || !ok || first.RequestState == "" || len(first.Content) != 0 {
 				t.Fatalf("the first call did not ask through an input-required result: %+v", first)
 			}
-			if !strings.Contains(ask.Message, string(broker.GrantReadableRoot)+" "+outside) {
+			if !strings.Contains(ask.Message, string(sandbox.GrantReadableRoot)+" "+outside) {
 				t.Errorf("the question does not name the grant:\n%s", ask.Message)
 			}
 			params := listOutside(outside)
@@ -585,7 +587,7 @@ func TestApprovalStateBindsWhatRuns(t *testing.T) {
 	clock := &stoppedClock{at: time.Unix(1_700_000_000, 0)}
 	a.testNow = clock.now
 	args := json.RawMessage(`{"program_path":"tools/p.go","permissions":{"writable_roots":["/srv/a"]}}`)
-	d := &broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: []broker.Grant{{Kind: broker.GrantWritableRoot, Path: "/srv/a"}}}
+	d := &sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Wanted: []sandbox.Grant{{Kind: sandbox.GrantWritableRoot, Path: "/srv/a"}}}
 	shown := tool.RaisedRefusal{Tool: "code_mode", Denial: d, Subject: &tool.Subject{Kind: tool.SubjectProgram, Path: "tools/p.go", Text: "package main\n// the program shown\n"}}
 	st := approvalState{Tool: "code_mode", Args: argsDigest(args), Grants: grantStrings(d.Wanted), Runs: subjectDigest(shown.Subject), Expires: expiry(clock.now(), a.timeout)}
 	retry := func(r tool.RaisedRefusal) (tool.Escalation, Approval, string) {

@@ -1,6 +1,8 @@
 package mcpserve
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -13,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -80,7 +81,7 @@ func argsDigest(args json.RawMessage) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func grantStrings(gs []broker.Grant) []string {
+func grantStrings(gs []sandbox.Grant) []string {
 	out := make([]string, len(gs))
 	for i, g := range gs {
 		out[i] = g.String()
@@ -214,5 +215,5 @@ func (rt *roundTrip) answered(r tool.RaisedRefusal) tool.Escalation {
 	if verdict != ApprovalGranted {
 		return tool.Escalation{}
 	}
-	return tool.Escalation{Resume: true, Grants: append([]broker.Grant(nil), r.Denial.Wanted...)}
+	return tool.Escalation{Resume: true, Grants: append([]sandbox.Grant(nil), r.Denial.Wanted...)}
 }

@@ -1,6 +1,8 @@
 package plane
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"maps"
 	"slices"
 
@@ -94,7 +96,7 @@ type Config struct {
 	// returns the session's base policy (for example the default with the
 	// network on); New validates the result with broker.Validate. Nil
 	// keeps DefaultPolicy.
-	Policy func(broker.Policy) broker.Policy
+	Policy func(sandbox.Policy) sandbox.Policy
 	// Env is the environment commands start from (the broker still passes
 	// only what the policy's EnvAllow names; DefaultPolicy allows exactly
 	// Env's keys), before the toolchain profiles add theirs. Nil means
@@ -227,16 +229,16 @@ func DefaultEnv(home string) map[string]string {
 // never read), write the workspace and the scratch directory, never touch
 // the workspace's git control files (broker.DefaultProtected), have no
 // network, and receive the variables env names (sorted).
-func DefaultPolicy(workspace, scratch string, env map[string]string) broker.Policy {
+func DefaultPolicy(workspace, scratch string, env map[string]string) sandbox.Policy {
 	writable := []string{workspace}
-	if scratch != "" && !broker.Covers(workspace, scratch) {
+	if scratch != "" && !sandbox.Covers(workspace, scratch) {
 		writable = append(writable, scratch)
 	}
-	return broker.Policy{
-		SystemRoots:   broker.SystemReadableRoots(),
+	return sandbox.Policy{
+		SystemRoots:   sandbox.SystemReadableRoots(),
 		WritableRoots: writable,
 		Protected:     broker.DefaultProtected(workspace),
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 		EnvAllow:      slices.Sorted(maps.Keys(env)),
 	}
 }

@@ -1,6 +1,8 @@
 package plane
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -133,7 +135,7 @@ func (p *Plane) build(cfg Config) error {
 	if cfg.Policy != nil {
 		base = cfg.Policy(base)
 	}
-	if err := broker.Validate(base); err != nil {
+	if err := sandbox.Validate(base); err != nil {
 		return fail(CodePolicyInvalid, "base policy", err)
 	}
 	if !writable(ws, base, scratch) {
@@ -270,7 +272,7 @@ func (p *Plane) Close() error {
 // openLanguageServers makes the language-server plane over the detected
 // servers (adjusted by Config.LanguageServers), run by the plane's broker
 // under the session's base policy and environment; none is started yet.
-func (p *Plane) openLanguageServers(cfg Config, ws string, base broker.Policy, env map[string]string, scratch string) error {
+func (p *Plane) openLanguageServers(cfg Config, ws string, base sandbox.Policy, env map[string]string, scratch string) error {
 	servers := lsp.Detect(env["PATH"])
 	if cfg.LanguageServers != nil {
 		servers = cfg.LanguageServers(servers)
@@ -436,7 +438,7 @@ func (p *Plane) cachesApartFromStores(scratch string) error {
 	for _, tc := range p.Toolchains {
 		for _, c := range tc.Caches {
 			for _, s := range stores {
-				if broker.Covers(c, s) || broker.Covers(s, c) {
+				if sandbox.Covers(c, s) || sandbox.Covers(s, c) {
 					return fail(CodeStoreInWorkspace, "toolchain "+tc.Name, fmt.Errorf("its cache %s and the plane's store %s would hold one another; keep caches apart from the stores", c, s))
 				}
 			}
@@ -450,7 +452,7 @@ func (p *Plane) cachesApartFromStores(scratch string) error {
 func cachesApart(ps []toolchain.Profile, ws string) error {
 	for _, tc := range ps {
 		for _, c := range tc.Caches {
-			if !filepath.IsAbs(c) || broker.Covers(ws, c) || broker.Covers(c, ws) {
+			if !filepath.IsAbs(c) || sandbox.Covers(ws, c) || sandbox.Covers(c, ws) {
 				return fail(CodeStoreInWorkspace, "toolchain "+tc.Name, fmt.Errorf("its cache %q must be an absolute directory apart from the workspace %s (neither holding the other)", c, ws))
 			}
 		}
@@ -459,12 +461,12 @@ func cachesApart(ps []toolchain.Profile, ws string) error {
 }
 
 // writable reports whether base lets commands write scratch.
-func writable(ws string, base broker.Policy, scratch string) bool {
-	if broker.Covers(ws, scratch) {
+func writable(ws string, base sandbox.Policy, scratch string) bool {
+	if sandbox.Covers(ws, scratch) {
 		return true
 	}
 	for _, r := range base.WritableRoots {
-		if broker.Covers(r, scratch) {
+		if sandbox.Covers(r, scratch) {
 			return true
 		}
 	}
@@ -506,7 +508,7 @@ func (p *Plane) openBlobs(cfg Config, ws string) error {
 		return fail(CodeSetupFailed, "blob store", err)
 	}
 	p.closers = append(p.closers, store.Close)
-	if broker.Covers(ws, store.Root()) {
+	if sandbox.Covers(ws, store.Root()) {
 		return fail(CodeStoreInWorkspace, "blob store", fmt.Errorf("%s is inside the workspace %s, where a command could tamper with it; choose a directory outside it", store.Root(), ws))
 	}
 	p.Blobs = store
@@ -582,7 +584,7 @@ func historyPath(path, ws string) (string, error) {
 		}
 	}
 	full := filepath.Join(dir, name)
-	if broker.Covers(ws, full) {
+	if sandbox.Covers(ws, full) {
 		return "", fail(CodeStoreInWorkspace, "history index", fmt.Errorf("%s is inside the workspace %s, where a command could tamper with it; choose a path outside it", full, ws))
 	}
 	return full, nil

@@ -1,14 +1,17 @@
 package plane
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
-	"github.com/agentloom/loom/codemode"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/codemode"
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/broker"
@@ -139,7 +142,7 @@ func TestNewRefuses(t *testing.T) {
 		{"blob store in the workspace", func(ws string, c *Config) { c.BlobDir = filepath.Join(ws, "blobs") }, CodeStoreInWorkspace},
 		{"history index in the workspace", func(ws string, c *Config) { c.HistoryPath = filepath.Join(ws, "h", "i.sqlite") }, CodeStoreInWorkspace},
 		{"scratch left unwritable", func(_ string, c *Config) {
-			c.Policy = func(p broker.Policy) broker.Policy { p.WritableRoots = p.WritableRoots[:1]; return p }
+			c.Policy = func(p sandbox.Policy) sandbox.Policy { p.WritableRoots = p.WritableRoots[:1]; return p }
 		}, CodePolicyInvalid},
 		{"toolchain cache in the workspace", func(ws string, c *Config) {
 			c.Toolchains = func(ps []toolchain.Profile) []toolchain.Profile {
@@ -157,7 +160,7 @@ func TestNewRefuses(t *testing.T) {
 			}
 		}, CodeStoreInWorkspace},
 		{"relative root", func(_ string, c *Config) {
-			c.Policy = func(p broker.Policy) broker.Policy { p.ReadableRoots = []string{"rel"}; return p }
+			c.Policy = func(p sandbox.Policy) sandbox.Policy { p.ReadableRoots = []string{"rel"}; return p }
 		}, CodePolicyInvalid},
 	}
 	for _, tt := range tests {
@@ -228,7 +231,7 @@ func TestDefaultsLiveInTheCacheDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for what, path := range map[string]string{"blobs": p.Blobs.Root(), "history": p.Store.Path(), "scratch": p.Call.TempDir} {
-		if !broker.Covers(cache, path) {
+		if !sandbox.Covers(cache, path) {
 			t.Errorf("%s at %s, not under %s", what, path, cache)
 		}
 	}

@@ -1,6 +1,8 @@
 package plane
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -256,7 +258,7 @@ func TestGoModuleDownloadedWithTheNetwork(t *testing.T) {
 		ps, _ := toolchain.Detect(toolchain.Options{CacheDir: cache})
 		return ps
 	}
-	cfg.Policy = func(p broker.Policy) broker.Policy { p.Network = broker.NetworkFull; return p }
+	cfg.Policy = func(p sandbox.Policy) sandbox.Policy { p.Network = sandbox.NetworkFull; return p }
 	p := newTestPlane(t, cfg)
 	before := workspaceFiles(t, ws)
 	const mod = "github.com/google/go-cmp@v0.5.9" // not this repository's version: in no cache

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"fmt"
 	"path/filepath"
@@ -32,8 +34,8 @@ type Call struct {
 
 	// Base is the session's base policy; Grants are the widenings approved
 	// for this call. Base.Protected is enforced harness-side as well.
-	Base   broker.Policy
-	Grants []broker.Grant
+	Base   sandbox.Policy
+	Grants []sandbox.Grant
 
 	// Env is the environment the host built for commands; the broker
 	// still drops anything Policy.EnvAllow does not name.
@@ -95,7 +97,7 @@ func (c *Call) At(opID, stepID string, sourceIndex int) *Call {
 }
 
 // stepKey is the ledger pool the call's clearances are budgeted in.
-func (c *Call) stepKey() broker.StepKey { return broker.StepKey{OpID: c.OpID, StepID: c.StepID} }
+func (c *Call) stepKey() sandbox.StepKey { return sandbox.StepKey{OpID: c.OpID, StepID: c.StepID} }
 
 // Clock returns the call's current time.
 func (c *Call) Clock() time.Time {
@@ -150,11 +152,11 @@ func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
 	if r.Subject != nil {
 		runs = fmt.Sprintf(" to run a %s of %d bytes, sha256 %s", r.Subject.Kind, len(r.Subject.Text), r.Subject.Digest())
 	}
-	c.Broker.Audit(broker.AuditEvent{Kind: broker.AuditEscalation, Workspace: c.Workspace,
+	c.Broker.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
 		Detail: r.Tool + " raised " + reason + runs})
 	esc := c.RaiseRefusal(ctx, r)
 	if esc.Resume {
-		c.Broker.Audit(broker.AuditEvent{Kind: broker.AuditEscalation, Workspace: c.Workspace,
+		c.Broker.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
 			Detail: fmt.Sprintf("%s resumed with grants %v%s", r.Tool, esc.Grants, runs)})
 	}
 	return esc
@@ -202,7 +204,7 @@ type RaisedRefusal struct {
 	Tool string
 	// Denial is the broker's refusal; its Wanted is exactly what an
 	// approval may grant.
-	Denial *broker.Denial
+	Denial *sandbox.Denial
 	// Deadline is when the refused work would be stopped.
 	Deadline time.Time
 	// Subject is exactly what runs if the grants are given, from the
@@ -218,5 +220,5 @@ type RaisedRefusal struct {
 // retries once with Grants added to the call's own.
 type Escalation struct {
 	Resume bool
-	Grants []broker.Grant
+	Grants []sandbox.Grant
 }

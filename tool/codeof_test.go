@@ -1,13 +1,14 @@
 package tool_test
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/hashline"
 	"github.com/agentloom/loom/history"
@@ -39,8 +40,8 @@ func TestCodeOfReadsEveryCodedError(t *testing.T) {
 		{&tool.ArgError{Code: tool.CodeUnknownProperty, Reason: "r"}, tool.CodeUnknownProperty},
 		{&tool.RegisterError{Code: tool.CodeDuplicateName, Name: "n", Reason: "r"}, tool.CodeDuplicateName},
 		{&tool.FileError{Code: tool.CodeNotFound, Message: "m"}, tool.CodeNotFound},
-		{broker.NewDenial(broker.DenialStepAborted, "r", nil), tool.Code(broker.DenialStepAborted)},
-		{&broker.PolicyError{Code: broker.PolicyRelativePath, Field: "f", Value: "v"}, tool.Code(broker.PolicyRelativePath)},
+		{sandbox.NewDenial(sandbox.DenialStepAborted, "r", nil), tool.Code(sandbox.DenialStepAborted)},
+		{&sandbox.PolicyError{Code: sandbox.PolicyRelativePath, Field: "f", Value: "v"}, tool.Code(sandbox.PolicyRelativePath)},
 		{&hashline.HunkError{Code: hashline.CodeBadOp, Index: 0, Detail: "d"}, tool.Code(hashline.CodeBadOp)},
 		{&hashline.StaleError{Code: hashline.CodeStaleDigest}, tool.Code(hashline.CodeStaleDigest)},
 		{&hashline.RefError{Code: hashline.CodeBadRef, Input: "i", Reason: "r"}, tool.Code(hashline.CodeBadRef)},
@@ -79,7 +80,7 @@ func TestCodeOfReadsEveryCodedError(t *testing.T) {
 // outermost, so a refusal keeps its own code over its cause's; nil and an
 // uncoded chain answer "".
 func TestCodeOfOutermostWins(t *testing.T) {
-	policy := &broker.PolicyError{Code: broker.PolicyRelativePath, Field: "readable_roots[0]", Value: "rel"}
+	policy := &sandbox.PolicyError{Code: sandbox.PolicyRelativePath, Field: "readable_roots[0]", Value: "rel"}
 	tests := []struct {
 		name string
 		err  error
@@ -87,12 +88,12 @@ func TestCodeOfOutermostWins(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 		{"uncoded", fmt.Errorf("wrap: %w", errors.New("plain")), ""},
-		{"denial over policy", broker.NewDenial(broker.DenialInvalidPolicy, "r", policy), tool.Code(broker.DenialInvalidPolicy)},
+		{"denial over policy", sandbox.NewDenial(sandbox.DenialInvalidPolicy, "r", policy), tool.Code(sandbox.DenialInvalidPolicy)},
 		{"plane over policy", &plane.Error{Code: plane.CodePolicyInvalid, What: "policy", Err: policy}, plane.CodePolicyInvalid},
 		{"job over denial", fmt.Errorf("w: %w", &job.Error{Code: job.CodeJobClearanceRefused, Reason: "r",
-			Denial: broker.NewDenial(broker.DenialRequirementsNotCovered, "r", nil)}), job.CodeJobClearanceRefused},
+			Denial: sandbox.NewDenial(sandbox.DenialRequirementsNotCovered, "r", nil)}), job.CodeJobClearanceRefused},
 		{"hunk over ref", &hashline.HunkError{Code: hashline.CodeMissingRef, Err: &hashline.RefError{Code: hashline.CodeBadRef}}, tool.Code(hashline.CodeMissingRef)},
-		{"cause of an uncoded error", fmt.Errorf("w: %w", errors.Join(errors.New("plain"), policy)), tool.Code(broker.PolicyRelativePath)},
+		{"cause of an uncoded error", fmt.Errorf("w: %w", errors.Join(errors.New("plain"), policy)), tool.Code(sandbox.PolicyRelativePath)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

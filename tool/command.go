@@ -1,12 +1,12 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // MaxCommandOutputBytes bounds what one command a tool runs may write to
@@ -49,7 +49,7 @@ func (c *Call) CanonicalRoot(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s cannot be resolved: %w", p, err)
 	}
-	if ws, err := resolveReal(c.Workspace); err == nil && broker.Covers(ws, resolved) {
+	if ws, err := resolveReal(c.Workspace); err == nil && sandbox.Covers(ws, resolved) {
 		rel, err := filepath.Rel(ws, resolved)
 		if err == nil {
 			return filepath.Join(c.Workspace, rel), nil

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +10,6 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // The file API below is what a harness-side caller other than the file
@@ -64,7 +64,7 @@ type FileWritten struct {
 	Created bool
 	// GitNeutralised lists the git control files the write's guard
 	// neutralised, as fs_write reports them.
-	GitNeutralised []broker.Neutralisation
+	GitNeutralised []sandbox.Neutralisation
 
 	resolved string // the absolute path written, for DiagnoseWritten
 }

@@ -1,12 +1,13 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/search"
 )
 
@@ -94,8 +95,8 @@ func (c *Call) Grep(ctx context.Context, q GrepQuery) (matches []GrepMatch, more
 	ctx, cancel := context.WithTimeout(ctx, grepTimeout)
 	defer cancel()
 	if c.Broker != nil {
-		t, err := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: maxConcurrentSearches}, cancel)
-		if d := broker.DenialOf(err); d != nil {
+		t, err := c.Broker.Ledger().Admit(c.stepKey(), sandbox.Budget{MaxOutstanding: maxConcurrentSearches}, cancel)
+		if d := sandbox.DenialOf(err); d != nil {
 			return nil, false, &FileError{Code: Code(d.Code), Message: d.Explain()}
 		}
 		defer c.Broker.Ledger().Release(t)

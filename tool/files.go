@@ -1,14 +1,14 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // MaxFileBytes bounds a file the harness reads (text or image) or writes.
@@ -89,7 +89,7 @@ func imageMIME(data []byte) string {
 // workspace when under it, absolute otherwise.
 func (c *Call) displayPath(resolved string) string {
 	ws, err := resolveReal(c.Workspace)
-	if err == nil && broker.Covers(ws, resolved) {
+	if err == nil && sandbox.Covers(ws, resolved) {
 		if rel, err := filepath.Rel(ws, resolved); err == nil {
 			return rel
 		}

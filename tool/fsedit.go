@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/hashline"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -27,7 +28,7 @@ type EditDetails struct {
 	Regions []hashline.Region `json:"regions"`
 	// GitNeutralised is what the broker's git guard disarmed because of
 	// this edit; empty when nothing.
-	GitNeutralised []broker.Neutralisation `json:"git_neutralised,omitempty"`
+	GitNeutralised []sandbox.Neutralisation `json:"git_neutralised,omitempty"`
 	// Diagnostics is the edited file's diagnosis, as shown (see
 	// Diagnostics); empty without a Diagnostics or when no server owns
 	// the file.

@@ -1,13 +1,14 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/hashline"
 )
 
@@ -25,7 +26,7 @@ type WriteDetails struct {
 	Created bool   `json:"created"`
 	// GitNeutralised is what the broker's git guard disarmed because of
 	// this write (see broker.Broker.GuardToolWrite); empty when nothing.
-	GitNeutralised []broker.Neutralisation `json:"git_neutralised,omitempty"`
+	GitNeutralised []sandbox.Neutralisation `json:"git_neutralised,omitempty"`
 	// Diagnostics is the written file's diagnosis, as shown (see
 	// Diagnostics); empty without a Diagnostics or when no server owns
 	// the file.
@@ -163,7 +164,7 @@ func (c *Call) relToWritableRoot(p string) (string, bool) {
 	best, found := "", false
 	for _, r := range c.guardRoots() {
 		for _, form := range []string{r.named, r.resolved} {
-			if broker.Covers(form, p) && (!found || len(form) > len(best)) {
+			if sandbox.Covers(form, p) && (!found || len(form) > len(best)) {
 				best, found = form, true
 			}
 		}
@@ -202,7 +203,7 @@ type guardRoot struct{ named, resolved string }
 func (c *Call) guardRoots() []guardRoot {
 	named := append([]string{c.Workspace}, c.Base.WritableRoots...)
 	for _, g := range c.Grants {
-		if g.Kind == broker.GrantWritableRoot {
+		if g.Kind == sandbox.GrantWritableRoot {
 			named = append(named, g.Path)
 		}
 	}
@@ -222,11 +223,11 @@ func (c *Call) guardRoots() []guardRoot {
 // broker-less check: a host that runs no command may still run git on
 // the workspace) about a file a tool wrote at the resolved path, once
 // for every writable root that covers it.
-func guardGitWrite(c *Call, resolved string) ([]broker.Neutralisation, error) {
-	var out []broker.Neutralisation
+func guardGitWrite(c *Call, resolved string) ([]sandbox.Neutralisation, error) {
+	var out []sandbox.Neutralisation
 	seen := map[string]bool{}
 	for _, r := range c.guardRoots() {
-		if !broker.Covers(r.resolved, resolved) || seen[r.named] {
+		if !sandbox.Covers(r.resolved, resolved) || seen[r.named] {
 			continue
 		}
 		seen[r.named] = true
@@ -246,7 +247,7 @@ func guardGitWrite(c *Call, resolved string) ([]broker.Neutralisation, error) {
 // writeGitGuard states what the git guard disarmed because of a write,
 // and, when that was the written file itself, that its content is no
 // longer what the answer shows.
-func writeGitGuard(b *strings.Builder, c *Call, written string, done []broker.Neutralisation) {
+func writeGitGuard(b *strings.Builder, c *Call, written string, done []sandbox.Neutralisation) {
 	for _, n := range done {
 		shown := c.displayPath(n.Path)
 		switch {
@@ -265,9 +266,9 @@ func writeGitGuard(b *strings.Builder, c *Call, written string, done []broker.Ne
 
 // gitGuardFailure is the outcome of a write that landed but that the
 // git guard could not make safe.
-func gitGuardFailure(c *Call, shown string, done []broker.Neutralisation, err error) Outcome {
+func gitGuardFailure(c *Call, shown string, done []sandbox.Neutralisation, err error) Outcome {
 	code := CodeGitGuardFailed
-	var d *broker.Denial
+	var d *sandbox.Denial
 	if errors.As(err, &d) {
 		code = Code(d.Code)
 	}

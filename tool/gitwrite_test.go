@@ -3,6 +3,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"os"
 	"os/exec"
@@ -32,11 +34,11 @@ func gitWriteSessionIn(t *testing.T, ws string, withBroker bool) (*Registry, *Ca
 	c := &Call{
 		Workspace: ws,
 		OpID:      "op", StepID: t.Name(),
-		Base: broker.Policy{
-			SystemRoots:   broker.SystemReadableRoots(),
+		Base: sandbox.Policy{
+			SystemRoots:   sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     broker.DefaultProtected(ws),
-			Network:       broker.NetworkOff,
+			Network:       sandbox.NetworkOff,
 			EnvAllow:      []string{"PATH", "HOME"},
 		},
 		Env: map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": ws},
@@ -174,7 +176,7 @@ func TestWriteGuardsPlantedRepository(t *testing.T) {
 			if o := call(t, r, c, "fs_write", map[string]any{"path": ".git", "content": "gitdir: evil\n"}); code(o) != CodeGitControlPath && !tc.pointerFirst {
 				t.Fatalf("fs_write .git: %s", o.Text)
 			}
-			var reported []broker.Neutralisation
+			var reported []sandbox.Neutralisation
 			for _, f := range []struct{ rel, content string }{
 				{"evil/HEAD", "ref: refs/heads/main\n"},
 				{"evil/config", armedConfig(mark)},
@@ -337,7 +339,7 @@ func TestWriteGuardFailureFences(t *testing.T) {
 			}
 			continue
 		}
-		if !o.IsError || code(o) != Code(broker.DenialWorkspaceFenced) || !strings.Contains(o.Text, "written") || !strings.Contains(o.Text, "fenced") {
+		if !o.IsError || code(o) != Code(sandbox.DenialWorkspaceFenced) || !strings.Contains(o.Text, "written") || !strings.Contains(o.Text, "fenced") {
 			t.Fatalf("fs_write the guard cannot make safe: %v %q %s", o.IsError, code(o), o.Text)
 		}
 		if _, err := os.Stat(filepath.Join(ws, "evil/objects/info/packs")); err != nil {

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/search"
 )
 
@@ -131,7 +132,7 @@ type GrepDetails struct {
 	Warnings string `json:"warnings,omitempty"`
 	// Enforcement is the jail report of the ripgrep run that produced
 	// this outcome; nil when the Go engine ran, which no jail confines.
-	Enforcement *broker.Enforcement `json:"enforcement,omitempty"`
+	Enforcement *sandbox.Enforcement `json:"enforcement,omitempty"`
 }
 
 // GrepTool returns grep: a regular-expression search over files. Both
@@ -182,11 +183,11 @@ func GrepTool() Tool {
 // grepRequirements: the workspace readable, the system roots for the
 // jailed ripgrep (jail-only), nothing writable, network off, grepTimeout
 // of wall time.
-func grepRequirements(workspace string) broker.Policy {
-	return broker.Policy{
+func grepRequirements(workspace string) sandbox.Policy {
+	return sandbox.Policy{
 		ReadableRoots: []string{workspace},
-		SystemRoots:   broker.SystemReadableRoots(),
-		Network:       broker.NetworkOff,
+		SystemRoots:   sandbox.SystemReadableRoots(),
+		Network:       sandbox.NetworkOff,
 		WallMs:        int(grepTimeout / time.Millisecond),
 	}
 }
@@ -239,8 +240,8 @@ func runGrep(ctx context.Context, c *Call, a grepArgs) Outcome {
 	if c.Broker != nil {
 		// The Go engine is budgeted like a clearance, so a step's cap and
 		// its aborts hold whichever engine runs.
-		t, err := c.Broker.Ledger().Admit(c.stepKey(), broker.Budget{MaxOutstanding: maxConcurrentSearches}, cancel)
-		if d := broker.DenialOf(err); d != nil {
+		t, err := c.Broker.Ledger().Admit(c.stepKey(), sandbox.Budget{MaxOutstanding: maxConcurrentSearches}, cancel)
+		if d := sandbox.DenialOf(err); d != nil {
 			return grepFail(Code(d.Code), d.Explain(), det)
 		}
 		defer c.Broker.Ledger().Release(t)
@@ -286,7 +287,7 @@ func (c *Call) searchRoot(path string, opts *search.Options) (string, *Outcome) 
 		return refuse(CodeSearchFailed, notSearchable(path))
 	}
 	ws, _ := resolveReal(c.Workspace)
-	if ws != "" && broker.Covers(ws, root) {
+	if ws != "" && sandbox.Covers(ws, root) {
 		opts.IgnoreRoot = ws
 	}
 	opts.Protected = protectedForms(c.Base.Protected)
@@ -301,7 +302,7 @@ func notSearchable(path string) string {
 
 // runRipgrepEngine runs the ripgrep engine and renders its outcome; every
 // failure is an error outcome, never a switch to the Go engine.
-func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string, p broker.Policy, opts search.Options, notes []string) Outcome {
+func runRipgrepEngine(ctx context.Context, c *Call, a grepArgs, rg, root string, p sandbox.Policy, opts search.Options, notes []string) Outcome {
 	det := GrepDetails{Engine: EngineRipgrep}
 	r := runRipgrep(ctx, c, rg, root, p, opts)
 	det.Enforcement = r.enf
@@ -448,7 +449,7 @@ func displayFunc(c *Call) func(string) string {
 		return c.displayPath
 	}
 	return func(p string) string {
-		if broker.Covers(ws, p) {
+		if sandbox.Covers(ws, p) {
 			if rel, err := filepath.Rel(ws, p); err == nil {
 				return rel
 			}

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -101,11 +103,11 @@ func startSwapper(t *testing.T, ws string, swaps []linkSwap) (stop func()) {
 	}
 	b := broker.New(broker.Options{HelperPath: jailtest.HostHelper(t)})
 	ctx, cancel := context.WithCancel(context.Background())
-	ex, d := b.Clear(ctx, broker.CallSpec{
+	ex, d := b.Clear(ctx, sandbox.CallSpec{
 		Argv: []string{python, "-c", linkSwapper},
 		Env:  map[string]string{"WS": ws, "PAIRS": strings.Join(pairs, ",")},
-		Policy: broker.Policy{
-			SystemRoots:   broker.SystemReadableRoots(),
+		Policy: sandbox.Policy{
+			SystemRoots:   sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			EnvAllow:      []string{"WS", "PAIRS"},
 		},
@@ -209,7 +211,7 @@ func unpinnedRipgrep(t *testing.T, c *Call, rg, root string, o search.Options) s
 	if fi, err := os.Lstat(root); err == nil && !fi.IsDir() {
 		dir = filepath.Dir(root)
 	}
-	ex, err := c.Broker.Clear(context.Background(), broker.CallSpec{
+	ex, err := c.Broker.Clear(context.Background(), sandbox.CallSpec{
 		Argv: append([]string{rg}, search.RipgrepArgs(root, o)...), Dir: dir, Policy: p,
 		Timeout: grepTimeout, MaxOutputBytes: maxRipgrepOutputBytes,
 	})
@@ -218,7 +220,7 @@ func unpinnedRipgrep(t *testing.T, c *Call, rg, root string, o search.Options) s
 	}
 	col := search.NewRipgrepCollector(o)
 	for out := range ex.Output() {
-		if out.Stream == broker.Stdout {
+		if out.Stream == sandbox.Stdout {
 			col.Write(out.Bytes)
 		}
 	}

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/search"
 )
 
@@ -24,9 +25,9 @@ type rgRun struct {
 	// warnings is ripgrep's stderr when it searched to the end but
 	// could not read some entries.
 	warnings string
-	enf      *broker.Enforcement
+	enf      *sandbox.Enforcement
 	// denial is the broker's refusal, reported in band with its code.
-	denial *broker.Denial
+	denial *sandbox.Denial
 	// outputLimited: the broker stopped rg at maxRipgrepOutputBytes.
 	outputLimited bool
 	// err is a failure after the jail started; cancelled marks the
@@ -81,10 +82,10 @@ func pinShellPath() (string, error) {
 // writable, network off, grepTimeout of wall time. A denial means the session's policy
 // cannot jail ripgrep for this root; it depends on the host's
 // configuration and the authorized root only.
-func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *broker.Denial) {
+func ripgrepPolicy(c *Call, rg, root string, o search.Options) (sandbox.Policy, *sandbox.Denial) {
 	sh, err := pinShellPath()
 	if err != nil {
-		return broker.Policy{}, broker.NewDenial(broker.DenialJailFailed, "no shell at "+pinShell+" to enter ripgrep's search root before it starts", err)
+		return sandbox.Policy{}, sandbox.NewDenial(sandbox.DenialJailFailed, "no shell at "+pinShell+" to enter ripgrep's search root before it starts", err)
 	}
 	readable := []string{root}
 	if o.IgnoreRoot != "" {
@@ -92,7 +93,7 @@ func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *
 	}
 	cover := slices.Concat(c.Base.SystemRoots, c.Base.ReadableRoots, c.Base.WritableRoots)
 	for _, g := range c.Grants {
-		if g.Kind == broker.GrantReadableRoot || g.Kind == broker.GrantWritableRoot {
+		if g.Kind == sandbox.GrantReadableRoot || g.Kind == sandbox.GrantWritableRoot {
 			cover = append(cover, g.Path)
 		}
 	}
@@ -100,22 +101,22 @@ func ripgrepPolicy(c *Call, rg, root string, o search.Options) (broker.Policy, *
 	if d := filepath.Dir(sh); d != system[0] {
 		system = append(system, d)
 	}
-	for _, s := range broker.SystemReadableRoots() {
+	for _, s := range sandbox.SystemReadableRoots() {
 		if slices.Contains(grepJailOmits, s) {
 			continue
 		}
-		if slices.ContainsFunc(cover, func(h string) bool { return broker.Covers(h, s) }) {
+		if slices.ContainsFunc(cover, func(h string) bool { return sandbox.Covers(h, s) }) {
 			system = append(system, s)
 		}
 	}
-	req := broker.Policy{
+	req := sandbox.Policy{
 		ReadableRoots: readable,
 		SystemRoots:   system,
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 		WallMs:        int(grepTimeout / time.Millisecond),
 	}
-	pol, err := broker.Compose(c.Base, req, c.Grants)
-	return pol, broker.DenialOf(err)
+	pol, err := sandbox.Compose(c.Base, req, c.Grants)
+	return pol, sandbox.DenialOf(err)
 }
 
 // grepJailOmits are the system roots ripgrep's jail does without:
@@ -180,19 +181,19 @@ func pinnedSpec(rg, root string, o search.Options) (argv []string, op search.Ope
 
 // runRipgrep runs rg --json on root under p, jailed through the call's
 // broker, pinned to what was resolved (pinnedSpec).
-func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, o search.Options) rgRun {
+func runRipgrep(ctx context.Context, c *Call, rg, root string, p sandbox.Policy, o search.Options) rgRun {
 	argv, op, file, err := pinnedSpec(rg, root, o)
 	if err != nil {
 		return rgRun{err: err}
 	}
-	spec := broker.CallSpec{
+	spec := sandbox.CallSpec{
 		Key:  c.stepKey(),
 		Argv: argv,
 		// The broker enters Dir following links; ripgrep's real working
 		// directory is pinned by pinScript, and a file root needs none.
 		Dir:     "/",
 		Policy:  p,
-		Budget:  broker.Budget{MaxOutstanding: maxConcurrentSearches},
+		Budget:  sandbox.Budget{MaxOutstanding: maxConcurrentSearches},
 		Timeout: grepTimeout,
 
 		MaxOutputBytes: maxRipgrepOutputBytes,
@@ -205,7 +206,7 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, 
 	}
 	ex, err := c.Broker.Clear(ctx, spec)
 	if err != nil {
-		return rgRun{denial: broker.DenialOf(err)}
+		return rgRun{denial: sandbox.DenialOf(err)}
 	}
 	enf := ex.Enforcement
 	col := search.NewRipgrepCollectorFor(o, root, op)
@@ -213,7 +214,7 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, p broker.Policy, 
 	var parseErr error
 	full, stopped := false, false
 	for out := range ex.Output() {
-		if out.Stream == broker.Stderr {
+		if out.Stream == sandbox.Stderr {
 			stderr = append(stderr, out.Bytes...)
 			if len(stderr) > grepStderrBytes {
 				stderr = stderr[len(stderr)-grepStderrBytes:]

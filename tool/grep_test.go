@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,8 +67,8 @@ func grepCall(t *testing.T, files map[string]string, withBroker bool) *Call {
 	c := &Call{
 		Workspace: ws,
 		OpID:      "op", StepID: t.Name(),
-		Base: broker.Policy{
-			SystemRoots:   broker.SystemReadableRoots(),
+		Base: sandbox.Policy{
+			SystemRoots:   sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     append(broker.DefaultProtected(ws), filepath.Join(ws, "private")),
 		},
@@ -271,9 +273,9 @@ func TestGrepRespectsStepBudget(t *testing.T) {
 			c := grepCall(t, grepTree, true)
 			l := c.Broker.Ledger()
 			// maxConcurrentSearches-1 searches in flight: one more fits.
-			var held []*broker.Ticket
+			var held []*sandbox.Ticket
 			for i := 0; i < maxConcurrentSearches-1; i++ {
-				tk, d := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: maxConcurrentSearches}, nil)
+				tk, d := l.Admit(c.stepKey(), sandbox.Budget{MaxOutstanding: maxConcurrentSearches}, nil)
 				if d != nil {
 					t.Fatal(d)
 				}
@@ -284,9 +286,9 @@ func TestGrepRespectsStepBudget(t *testing.T) {
 				t.Fatalf("at the cap: %q (%+v)", o.Text, o.Details)
 			}
 			// maxConcurrentSearches in flight: refused in band.
-			tk, _ := l.Admit(c.stepKey(), broker.Budget{MaxOutstanding: maxConcurrentSearches}, nil)
+			tk, _ := l.Admit(c.stepKey(), sandbox.Budget{MaxOutstanding: maxConcurrentSearches}, nil)
 			o = runGrepArgs(t, c, map[string]any{"pattern": "needle"})
-			if !o.IsError || grepCode(o) != Code(broker.DenialOutstandingCapReached) {
+			if !o.IsError || grepCode(o) != Code(sandbox.DenialOutstandingCapReached) {
 				t.Fatalf("one past the cap: IsError=%v code=%q text=%q", o.IsError, grepCode(o), o.Text)
 			}
 			l.Release(tk)
@@ -295,7 +297,7 @@ func TestGrepRespectsStepBudget(t *testing.T) {
 			}
 			l.AbortStep(c.stepKey())
 			o = runGrepArgs(t, c, map[string]any{"pattern": "needle"})
-			if !o.IsError || grepCode(o) != Code(broker.DenialStepAborted) {
+			if !o.IsError || grepCode(o) != Code(sandbox.DenialStepAborted) {
 				t.Fatalf("aborted step: IsError=%v code=%q text=%q", o.IsError, grepCode(o), o.Text)
 			}
 		})
@@ -308,13 +310,13 @@ func TestGrepDeclaration(t *testing.T) {
 		t.Fatalf("grep is %v/%v, want concurrent/safe", g.Mode, g.Replay)
 	}
 	req := g.Requirements("/w")
-	if len(req.WritableRoots) != 0 || req.Network != broker.NetworkOff || req.ReadableRoots[0] != "/w" {
+	if len(req.WritableRoots) != 0 || req.Network != sandbox.NetworkOff || req.ReadableRoots[0] != "/w" {
 		t.Fatalf("requirements %+v", req)
 	}
-	if err := broker.Validate(req); err != nil {
+	if err := sandbox.Validate(req); err != nil {
 		t.Fatal(err)
 	}
-	if maxConcurrentSearches <= broker.DefaultMaxOutstanding {
+	if maxConcurrentSearches <= sandbox.DefaultMaxOutstanding {
 		t.Fatal("a Concurrent tool must declare headroom above the default cap")
 	}
 }
@@ -325,7 +327,7 @@ func grepCode(o Outcome) Code { return o.Code }
 // outsideCode is the refusal a path outside the workspace gets: under /tmp
 // it is "jail_replaced", elsewhere "outside_roots".
 func outsideCode(p string) Code {
-	if broker.Covers("/tmp", p) {
+	if sandbox.Covers("/tmp", p) {
 		return "jail_replaced"
 	}
 	return "outside_roots"
@@ -347,8 +349,8 @@ func benchCall(b *testing.B, withBroker bool) *Call {
 	}
 	c := &Call{
 		Workspace: ws, OpID: "bench", StepID: "s",
-		Base: broker.Policy{
-			SystemRoots:   broker.SystemReadableRoots(),
+		Base: sandbox.Policy{
+			SystemRoots:   sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     broker.DefaultProtected(ws),
 		},

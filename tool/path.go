@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // maxLinkFollows bounds the symlinks followed while resolving one path.
@@ -65,7 +65,7 @@ func (e *PathError) Error() string {
 	case CodeProtectionMisconfigured:
 		return fmt.Sprintf("permission denied: the host's protected list holds the relative entry %q, which cannot be applied, so every path is refused until the host fixes it", e.Entry)
 	case CodeJailReplaced:
-		if e.Entry == broker.ScratchDir {
+		if e.Entry == sandbox.ScratchDir {
 			return fmt.Sprintf("permission denied: %s is under %s, outside this session's roots, and every jail has a private %s of its own, so neither the file tools nor bash reach the host's copy; keep the files in the workspace (%s in a command is the jail's own scratch)", e.Path, e.Entry, e.Entry, e.Entry)
 		}
 		return fmt.Sprintf("permission denied: %s is under %s, which jailed commands see replaced by their own; read the jail's copy with bash", e.Path, e.Entry)
@@ -107,7 +107,7 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	// Only a blob itself is readable, by its exact path: never the root or
 	// a shard (a search there would read every session's output), never a
 	// staged file. A ref is unguessable, so holding one means it was shown.
-	if c.Blobs != nil && c.Blobs.Root() != "" && broker.Covers(filepath.Clean(c.Blobs.Root()), resolved) {
+	if c.Blobs != nil && c.Blobs.Root() != "" && sandbox.Covers(filepath.Clean(c.Blobs.Root()), resolved) {
 		if _, ok := c.Blobs.RefOf(resolved); ok {
 			return resolved, nil
 		}
@@ -119,14 +119,14 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	accepted, changed := c.resolvedRoots(append([]string{c.Workspace}, c.readableRoots()...))
 	replaced := jailReplacedRoot(resolved)
 	for _, rr := range accepted {
-		if !broker.Covers(rr, resolved) {
+		if !sandbox.Covers(rr, resolved) {
 			continue
 		}
 		// The jail shows its own /proc, /dev and /tmp, so a root above one
 		// of them ("/") does not make the host's copy readable here: that
 		// would read the host process's own state. A root inside one (a
 		// workspace under /tmp) does.
-		if replaced != "" && !broker.Covers(replaced, rr) {
+		if replaced != "" && !sandbox.Covers(replaced, rr) {
 			return "", &PathError{Code: CodeJailReplaced, Path: path, Entry: replaced}
 		}
 		return resolved, nil
@@ -139,7 +139,7 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	}
 	pe := &PathError{Code: CodeOutsideRoots, Path: path, Entry: resolved, Accepted: accepted}
 	for _, sr := range c.Base.SystemRoots {
-		if broker.Covers(filepath.Clean(sr), resolved) || broker.Covers(filepath.Clean(sr), lexical) {
+		if sandbox.Covers(filepath.Clean(sr), resolved) || sandbox.Covers(filepath.Clean(sr), lexical) {
 			pe.SystemRoot = sr
 			break
 		}
@@ -150,8 +150,8 @@ func (c *Call) ResolveRead(path string) (string, error) {
 // jailReplacedRoot returns the entry of broker.JailReplacedRoots covering
 // p, or "".
 func jailReplacedRoot(p string) string {
-	for _, r := range broker.JailReplacedRoots() {
-		if broker.Covers(r, p) {
+	for _, r := range sandbox.ReplacedRoots() {
+		if sandbox.Covers(r, p) {
 			return r
 		}
 	}
@@ -171,13 +171,13 @@ func (c *Call) ResolveWrite(path string) (string, error) {
 		return "", err
 	}
 	if c.Blobs != nil {
-		if root, err := resolveReal(c.Blobs.Root()); err == nil && broker.Covers(root, resolved) {
+		if root, err := resolveReal(c.Blobs.Root()); err == nil && sandbox.Covers(root, resolved) {
 			return "", &PathError{Code: CodeProtectedPath, Path: path, Entry: root}
 		}
 	}
 	roots, changed := c.writableRoots()
 	for _, rr := range roots {
-		if broker.Covers(rr, resolved) {
+		if sandbox.Covers(rr, resolved) {
 			return resolved, nil
 		}
 	}
@@ -206,7 +206,7 @@ func (c *Call) ResolveShellDir(path string) (string, error) {
 	roots, changed := c.writableRoots()
 	inside := false
 	for _, rr := range roots {
-		inside = inside || broker.Covers(rr, resolved)
+		inside = inside || sandbox.Covers(rr, resolved)
 	}
 	if err := changedRootOver(lexical, changed); err != nil && !inside {
 		return "", err
@@ -227,7 +227,7 @@ func (c *Call) ResolveShellDir(path string) (string, error) {
 func (c *Call) writableRoots() (roots []string, changed []*PathError) {
 	named := append([]string{c.Workspace}, c.Base.WritableRoots...)
 	for _, g := range c.Grants {
-		if g.Kind == broker.GrantWritableRoot {
+		if g.Kind == sandbox.GrantWritableRoot {
 			named = append(named, g.Path)
 		}
 	}
@@ -237,7 +237,7 @@ func (c *Call) writableRoots() (roots []string, changed []*PathError) {
 // addRoot appends root to roots unless one of them already covers it.
 func addRoot(roots []string, root string) []string {
 	for _, r := range roots {
-		if broker.Covers(r, root) {
+		if sandbox.Covers(r, root) {
 			return roots
 		}
 	}
@@ -250,7 +250,7 @@ func addRoot(roots []string, root string) []string {
 func (c *Call) readableRoots() []string {
 	roots := append(append([]string{}, c.Base.ReadableRoots...), c.Base.WritableRoots...)
 	for _, g := range c.Grants {
-		if g.Kind == broker.GrantReadableRoot || g.Kind == broker.GrantWritableRoot {
+		if g.Kind == sandbox.GrantReadableRoot || g.Kind == sandbox.GrantWritableRoot {
 			roots = append(roots, g.Path)
 		}
 	}
@@ -302,7 +302,7 @@ func (c *Call) checkProtected(path, lexical, resolved string) error {
 		if err != nil {
 			re = e
 		}
-		if broker.Covers(e, lexical) || broker.Covers(e, resolved) || broker.Covers(re, lexical) || broker.Covers(re, resolved) {
+		if sandbox.Covers(e, lexical) || sandbox.Covers(e, resolved) || sandbox.Covers(re, lexical) || sandbox.Covers(re, resolved) {
 			return &PathError{Code: CodeProtectedPath, Path: path, Entry: e}
 		}
 	}

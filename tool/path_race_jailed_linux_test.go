@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -50,11 +52,11 @@ func TestFileToolsRaceAJailedCommand(t *testing.T) {
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ex, d := b.Clear(ctx, broker.CallSpec{
+	ex, d := b.Clear(ctx, sandbox.CallSpec{
 		Argv: []string{python, "-c", jailedSwapper},
 		Env:  map[string]string{"WS": ws},
-		Policy: broker.Policy{
-			SystemRoots:   broker.SystemReadableRoots(),
+		Policy: sandbox.Policy{
+			SystemRoots:   sandbox.SystemReadableRoots(),
 			WritableRoots: []string{ws},
 			Protected:     c.Base.Protected,
 			EnvAllow:      []string{"WS"},

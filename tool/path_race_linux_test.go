@@ -3,6 +3,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,8 +17,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // raceIterations is how many rounds of every file-tool operation the
@@ -170,7 +170,7 @@ func TestFileToolsRaceAHostileWorkspace(t *testing.T) {
 			}
 			if out := call(t, r, c, "working_directory", map[string]any{"path": ws + "/d"}); !out.IsError {
 				stats.dirs++
-				if !broker.Covers(ws, c.Shell.Dir()) {
+				if !sandbox.Covers(ws, c.Shell.Dir()) {
 					t.Errorf("working_directory selected %s, outside the workspace", c.Shell.Dir())
 				}
 			}

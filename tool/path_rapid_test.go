@@ -1,14 +1,14 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // TestResolveAgreesWithTheKernel builds random trees of directories and
@@ -54,10 +54,10 @@ func TestResolveAgreesWithTheKernel(t *testing.T) {
 				continue
 			}
 			realWS, _ := filepath.EvalSymlinks(ws)
-			if !broker.Covers(realWS, got) {
+			if !sandbox.Covers(realWS, got) {
 				rt.Fatalf("%q resolved to %q, outside the workspace", path, got)
 			}
-			if broker.Covers(filepath.Join(realWS, ".git/hooks"), got) {
+			if sandbox.Covers(filepath.Join(realWS, ".git/hooks"), got) {
 				rt.Fatalf("%q resolved to %q, under a protected entry", path, got)
 			}
 			if kernel, err := filepath.EvalSymlinks(ws + "/" + path); err == nil && kernel != got {

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 )
 
 // testWorkspace makes a workspace with a git layout, an outside directory
@@ -37,7 +38,7 @@ func testWorkspace(t *testing.T) (*Call, string) {
 	}
 	c := &Call{
 		Workspace: ws,
-		Base:      broker.Policy{Protected: []string{ws + "/.git/hooks", ws + "/.git/config"}},
+		Base:      sandbox.Policy{Protected: []string{ws + "/.git/hooks", ws + "/.git/config"}},
 		Blobs:     store,
 	}
 	return c, outside
@@ -157,12 +158,12 @@ func TestReadableRootsAndGrants(t *testing.T) {
 	if _, err := c.ResolveWrite(outside + "/secret.txt"); err == nil {
 		t.Fatal("a readable root must not be writable")
 	}
-	c.Grants = []broker.Grant{{Kind: broker.GrantWritableRoot, Path: outside}}
+	c.Grants = []sandbox.Grant{{Kind: sandbox.GrantWritableRoot, Path: outside}}
 	if _, err := c.ResolveWrite(outside + "/new.txt"); err != nil {
 		t.Fatalf("granted writable root: %v", err)
 	}
 	// No grant lifts protection.
-	c.Grants = append(c.Grants, broker.Grant{Kind: broker.GrantWritableRoot, Path: c.Workspace + "/.git"})
+	c.Grants = append(c.Grants, sandbox.Grant{Kind: sandbox.GrantWritableRoot, Path: c.Workspace + "/.git"})
 	if _, err := c.ResolveWrite(".git/hooks/x"); err == nil {
 		t.Fatal("a grant lifted a protected entry")
 	}
@@ -273,8 +274,8 @@ func TestLinkFollowBound(t *testing.T) {
 	}
 }
 
-func protectedHooks(ws string) broker.Policy {
-	return broker.Policy{Protected: []string{ws + "/.git/hooks", ws + "/.git/config"}}
+func protectedHooks(ws string) sandbox.Policy {
+	return sandbox.Policy{Protected: []string{ws + "/.git/hooks", ws + "/.git/config"}}
 }
 
 // TestMissingComponentThenDotDot: a ".." after a component that does not

@@ -1,13 +1,13 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // Red team, approval questions (today).
@@ -47,7 +47,7 @@ func TestRedteamTodayApprovalBlankSymbolFakesAComment(t *testing.T) {
 
 	ask := func(cmd string) string {
 		r := RaisedRefusal{Tool: "bash",
-			Denial:  &broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: []broker.Grant{{Kind: broker.GrantNetwork}}},
+			Denial:  &sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Wanted: []sandbox.Grant{{Kind: sandbox.GrantNetwork}}},
 			Subject: &Subject{Kind: SubjectCommand, Text: cmd, Dir: "/ws"}}
 		q, ok := r.Describe(4 << 10)
 		if !ok {

@@ -1,13 +1,13 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // A root is a directory the file tools read or write under: the
@@ -137,7 +137,7 @@ func (c *Call) resolvedRoots(roots []string) (ok []string, changed []*PathError)
 // as that, not as a path outside every root.
 func changedRootOver(lexical string, changed []*PathError) error {
 	for _, pe := range changed {
-		if broker.Covers(pe.Path, lexical) {
+		if sandbox.Covers(pe.Path, lexical) {
 			return pe
 		}
 	}

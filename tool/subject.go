@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -8,8 +10,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // SubjectKind says what a Subject's text is.
@@ -198,7 +198,7 @@ func (r RaisedRefusal) Describe(maxBytes int) (string, bool) {
 
 // grantLine is g as a line of its own: "- " and its kind, then its path
 // escaped and folded.
-func grantLine(g broker.Grant) string {
+func grantLine(g sandbox.Grant) string {
 	head := "- " + Escape(string(g.Kind))
 	if g.Path == "" {
 		return head + "\n"

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,8 +13,6 @@ import (
 	"unicode/utf8"
 
 	"pgregory.net/rapid"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // TestEscapeEveryClass: each class of rune a model could use to draw on
@@ -249,8 +249,8 @@ func TestQuoteProperties(t *testing.T) {
 // for the room cut, saying where, after the reason is left out.
 func TestDescribeShowsWhatRuns(t *testing.T) {
 	t.Parallel()
-	denial := &broker.Denial{Code: broker.DenialRequirementsNotCovered, Reason: "the policy does not cover /srv/a",
-		Wanted: []broker.Grant{{Kind: broker.GrantWritableRoot, Path: "/srv/a"}, {Kind: broker.GrantNetwork}}}
+	denial := &sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Reason: "the policy does not cover /srv/a",
+		Wanted: []sandbox.Grant{{Kind: sandbox.GrantWritableRoot, Path: "/srv/a"}, {Kind: sandbox.GrantNetwork}}}
 	prog := "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n"
 	long := "package main\n\nfunc main() {\n" + strings.Repeat("\tprintln(\"one more line of the program\")\n", 200) + "}\n"
 	digest := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
@@ -327,8 +327,8 @@ func TestDescribeNeverForgesALine(t *testing.T) {
 		text := rapid.OneOf(rapid.Just(forged), modelText()).Draw(t, "text")
 		r := RaisedRefusal{
 			Tool: "bash",
-			Denial: &broker.Denial{Code: broker.DenialRequirementsNotCovered, Reason: modelText().Draw(t, "reason"),
-				Wanted: []broker.Grant{{Kind: broker.GrantReadableRoot, Path: modelText().Draw(t, "grant")}}},
+			Denial: &sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Reason: modelText().Draw(t, "reason"),
+				Wanted: []sandbox.Grant{{Kind: sandbox.GrantReadableRoot, Path: modelText().Draw(t, "grant")}}},
 			Subject: &Subject{Kind: rapid.SampledFrom([]SubjectKind{SubjectCommand, SubjectProgram, "x\ny"}).Draw(t, "kind"),
 				Text: text, Path: modelText().Draw(t, "path"), Dir: modelText().Draw(t, "dir")},
 		}
@@ -358,7 +358,7 @@ func TestDescribeNeverForgesALine(t *testing.T) {
 func ExampleRaisedRefusal_Describe() {
 	r := RaisedRefusal{
 		Tool:   "bash",
-		Denial: &broker.Denial{Code: broker.DenialRequirementsNotCovered, Wanted: []broker.Grant{{Kind: broker.GrantNetwork}}},
+		Denial: &sandbox.Denial{Code: sandbox.DenialRequirementsNotCovered, Wanted: []sandbox.Grant{{Kind: sandbox.GrantNetwork}}},
 		Subject: &Subject{Kind: SubjectCommand, Dir: "/ws",
 			Text: "curl -s https://example.com\r\x1b[2K- readable_root /"},
 	}

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"os"
 	"testing"
@@ -45,21 +47,21 @@ func shellTool() Tool {
 	}
 	return Typed(Tool{Name: "bash", Replay: ReplayNever, Mode: Exclusive},
 		func(ctx context.Context, c *Call, a shellArgs) Outcome {
-			req := broker.Policy{
-				SystemRoots:   broker.SystemReadableRoots(),
+			req := sandbox.Policy{
+				SystemRoots:   sandbox.SystemReadableRoots(),
 				WritableRoots: []string{c.Workspace},
 				Network:       c.Base.Network,
 				EnvAllow:      c.Base.EnvAllow,
 			}
-			pol, err := broker.Compose(c.Base, req, c.Grants)
-			if d := broker.DenialOf(err); d != nil {
+			pol, err := sandbox.Compose(c.Base, req, c.Grants)
+			if d := sandbox.DenialOf(err); d != nil {
 				return Fail(Code(d.Code), d.Explain())
 			}
-			ex, err := c.Broker.Clear(ctx, broker.CallSpec{
+			ex, err := c.Broker.Clear(ctx, sandbox.CallSpec{
 				Key: c.stepKey(), Argv: []string{"/bin/sh", "-c", a.Command},
 				Dir: c.Workspace, Env: c.Env, Policy: pol, Timeout: shellTimeout,
 			})
-			if d := broker.DenialOf(err); d != nil {
+			if d := sandbox.DenialOf(err); d != nil {
 				return Fail(Code(d.Code), d.Explain())
 			}
 			var out []byte

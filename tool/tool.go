@@ -1,10 +1,10 @@
 package tool
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"context"
 	"encoding/json"
-
-	"github.com/agentloom/loom/broker"
 )
 
 // ReplaySafety says whether a call may be executed again after a crash
@@ -69,7 +69,7 @@ type Tool struct {
 	// Requirements, when set, states what the tool's jailed work needs
 	// under the given workspace root. Tools that clear nothing through
 	// the broker leave it nil (the empty policy).
-	Requirements func(workspace string) broker.Policy
+	Requirements func(workspace string) sandbox.Policy
 	// Run executes one call. It must return every failure as an Outcome.
 	Run func(ctx context.Context, c *Call, args json.RawMessage) Outcome
 }

@@ -6,6 +6,8 @@
 package main
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -215,12 +217,12 @@ func main() {
 // directories (as system roots: the jail reads them to run programs, the
 // file tools never do) and write the workspace only, have no network,
 // and never touch .git/hooks or .git/config (nor do the file tools).
-func basePolicy(ws string) broker.Policy {
-	return broker.Policy{
-		SystemRoots:   broker.SystemReadableRoots(),
+func basePolicy(ws string) sandbox.Policy {
+	return sandbox.Policy{
+		SystemRoots:   sandbox.SystemReadableRoots(),
 		WritableRoots: []string{ws},
 		Protected:     broker.DefaultProtected(ws),
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 		EnvAllow:      []string{"PATH", "HOME", "LANG"},
 	}
 }

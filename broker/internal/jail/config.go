@@ -1,6 +1,10 @@
 package jail
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/agentloom/loom/sandbox"
+)
 
 // Config is everything a helper needs to confine and exec one command:
 // what the broker writes to it, as one line of JSON on its
@@ -8,20 +12,20 @@ import "strings"
 // broker and the helper, which is the same program; a field added here is
 // read by every helper the broker starts.
 type Config struct {
-	Argv          []string `json:"argv"`
-	Env           []string `json:"env"`
-	Dir           string   `json:"dir"`
-	Namespaces    bool     `json:"namespaces"` // the helper was cloned into new namespaces
-	NetworkOff    bool     `json:"network_off"`
-	SystemRoots   []string `json:"system_roots,omitempty"`
-	ReadableRoots []string `json:"readable_roots"`
-	WritableRoots []string `json:"writable_roots"`
-	Protected     []string `json:"protected"`
-	LandlockABI   int      `json:"landlock_abi"` // 0: skip Landlock
-	LandlockSkip  string   `json:"landlock_skip,omitempty"`
-	Seccomp       bool     `json:"seccomp"`
-	SeccompSkip   string   `json:"seccomp_skip,omitempty"`
-	Limits        Limits   `json:"limits"`
+	Argv          []string       `json:"argv"`
+	Env           []string       `json:"env"`
+	Dir           string         `json:"dir"`
+	Namespaces    bool           `json:"namespaces"` // the helper was cloned into new namespaces
+	NetworkOff    bool           `json:"network_off"`
+	SystemRoots   []string       `json:"system_roots,omitempty"`
+	ReadableRoots []string       `json:"readable_roots"`
+	WritableRoots []string       `json:"writable_roots"`
+	Protected     []string       `json:"protected"`
+	LandlockABI   int            `json:"landlock_abi"` // 0: skip Landlock
+	LandlockSkip  string         `json:"landlock_skip,omitempty"`
+	Seccomp       bool           `json:"seccomp"`
+	SeccompSkip   string         `json:"seccomp_skip,omitempty"`
+	Limits        sandbox.Limits `json:"limits"`
 	// NullStdin: the command reads /dev/null, not the stdin pipe.
 	NullStdin bool `json:"null_stdin,omitempty"`
 	// Sockets are host sockets the policy shares: bound back where a
@@ -48,7 +52,7 @@ type Config struct {
 	Extra Extra `json:"extra,omitempty"`
 	// EmptyRoot, when set, builds the empty root instead of the policy's
 	// (see EmptyRoot); the command is EmptyRootProgram.
-	EmptyRoot *EmptyRoot `json:"empty_root,omitempty"`
+	EmptyRoot *sandbox.EmptyRoot `json:"empty_root,omitempty"`
 	// Trace asks for the helper's phase marks in its last report (set only
 	// by BenchmarkWarmPhases).
 	Trace bool `json:"trace,omitempty"`
@@ -63,14 +67,14 @@ type Config struct {
 // JSON on its report descriptor (4), which the broker reads to its end:
 // the layers it applied, then (only if it never exec'd) what went wrong.
 type Report struct {
-	Layers []Layer `json:"layers,omitempty"`
+	Layers []sandbox.Layer `json:"layers,omitempty"`
 	// Fatal: confinement could not be completed; the command never ran.
 	Fatal string `json:"fatal,omitempty"`
 	// Exec: confinement was complete but the command could not start.
 	Exec string `json:"exec,omitempty"`
 	// Refused names a layer the host required that was not applied (and
 	// why); the command never ran.
-	Refused *MissingLayer `json:"refused,omitempty"`
+	Refused *sandbox.MissingLayer `json:"refused,omitempty"`
 	// JailPid is the helper's pid in the host's pid namespace, sent by the
 	// launcher that started it.
 	JailPid int `json:"jail_pid,omitempty"`

@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,8 +17,8 @@ const emptyRootBytes = 64 << 10
 
 // emptyRootReadable is what Landlock lets an empty-root command read:
 // its program (read and execute), /dev and, with Proc, /proc.
-func emptyRootReadable(e EmptyRoot) []string {
-	r := []string{EmptyRootProgram, "/dev"}
+func emptyRootReadable(e sandbox.EmptyRoot) []string {
+	r := []string{sandbox.EmptyRootProgram, "/dev"}
 	if e.Proc {
 		r = append(r, "/proc")
 	}
@@ -57,10 +59,10 @@ func setupEmptyRoot(cfg Config) (mountResult, error) {
 	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size="+strconv.Itoa(emptyRootBytes)); err != nil {
 		return fail("mount the new root", err)
 	}
-	if err := makePath(stage, EmptyRootProgram, false); err != nil {
-		return fail("mount point "+EmptyRootProgram, err)
+	if err := makePath(stage, sandbox.EmptyRootProgram, false); err != nil {
+		return fail("mount point "+sandbox.EmptyRootProgram, err)
 	}
-	if err := bindHeld(heldRoot{jailRoot: jailRoot{path: EmptyRootProgram}, fd: prog}, stage+EmptyRootProgram); err != nil {
+	if err := bindHeld(heldRoot{jailRoot: jailRoot{path: sandbox.EmptyRootProgram}, fd: prog}, stage+sandbox.EmptyRootProgram); err != nil {
 		return fail("bind the program", err)
 	}
 	for _, d := range []string{"/proc", "/dev"} {
@@ -109,10 +111,10 @@ func setupEmptyRoot(cfg Config) (mountResult, error) {
 	} else if err := unix.Unmount("/proc", unix.MNT_DETACH); err != nil {
 		return fail("unmount /proc", err)
 	}
-	root := Layer{Name: LayerEmptyRoot, Applied: true,
-		Params: fmt.Sprintf("a read-only tmpfs root holding only %s (read-only, nosuid, nodev), a read-only /dev (%d devices) and %s; no writable path", EmptyRootProgram, len(devNodes), proc)}
+	root := sandbox.Layer{Name: sandbox.LayerEmptyRoot, Applied: true,
+		Params: fmt.Sprintf("a read-only tmpfs root holding only %s (read-only, nosuid, nodev), a read-only /dev (%d devices) and %s; no writable path", sandbox.EmptyRootProgram, len(devNodes), proc)}
 	return mountResult{
-		layer:  Layer{Name: LayerMounts, Applied: true, Params: strings.Join(params, ", ")},
+		layer:  sandbox.Layer{Name: sandbox.LayerMounts, Applied: true, Params: strings.Join(params, ", ")},
 		root:   root,
 		limits: limits,
 		pidMax: pidMax,

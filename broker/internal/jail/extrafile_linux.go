@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"fmt"
 	"math"
 	"os"
@@ -27,7 +29,7 @@ func takeExtraFile(mode Extra) error {
 	var n, oobn int
 	var err error
 	for {
-		n, oobn, _, _, err = unix.Recvmsg(ExtraFileFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err = unix.Recvmsg(sandbox.ExtraFileFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err != unix.EINTR {
 			break
 		}
@@ -49,10 +51,10 @@ func takeExtraFile(mode Extra) error {
 		}
 		return fmt.Errorf("extra file handoff: %d bytes and %d descriptors, want 1 and 1", n, len(fds))
 	}
-	err = unix.Dup3(fds[0], ExtraFileFD, unix.O_CLOEXEC)
+	err = unix.Dup3(fds[0], sandbox.ExtraFileFD, unix.O_CLOEXEC)
 	unix.Close(fds[0])
 	if err != nil {
-		return fmt.Errorf("extra file to fd %d: %w", ExtraFileFD, err)
+		return fmt.Errorf("extra file to fd %d: %w", sandbox.ExtraFileFD, err)
 	}
 	return nil
 }
@@ -66,7 +68,7 @@ func takeExtraFile(mode Extra) error {
 func sealDescriptors(keepExtra bool) error {
 	ranges := [][2]uint{{3, math.MaxUint32}}
 	if keepExtra {
-		ranges = [][2]uint{{3, ExtraFileFD - 1}, {ExtraFileFD + 1, math.MaxUint32}}
+		ranges = [][2]uint{{3, sandbox.ExtraFileFD - 1}, {sandbox.ExtraFileFD + 1, math.MaxUint32}}
 	}
 	for _, r := range ranges {
 		err := unix.CloseRange(r[0], r[1], unix.CLOSE_RANGE_CLOEXEC)
@@ -78,8 +80,8 @@ func sealDescriptors(keepExtra bool) error {
 		}
 	}
 	if keepExtra {
-		if _, err := unix.FcntlInt(ExtraFileFD, unix.F_SETFD, 0); err != nil {
-			return fmt.Errorf("extra file at fd %d: %w", ExtraFileFD, err)
+		if _, err := unix.FcntlInt(sandbox.ExtraFileFD, unix.F_SETFD, 0); err != nil {
+			return fmt.Errorf("extra file at fd %d: %w", sandbox.ExtraFileFD, err)
 		}
 	}
 	return nil

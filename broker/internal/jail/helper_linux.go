@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -160,7 +162,7 @@ func runHelper() int {
 		return exitHelperSetup
 	}
 
-	path := EmptyRootProgram
+	path := sandbox.EmptyRootProgram
 	if cfg.EmptyRoot == nil {
 		path, err = lookPath(cfg.Argv[0], cfg.Env)
 		if err != nil {
@@ -236,7 +238,7 @@ func readHelperConfig(in *bufio.Reader) (Config, error) {
 // confined is what confine applied: every layer, and whether the jail's
 // own /dev is mounted.
 type confined struct {
-	layers  []Layer
+	layers  []sandbox.Layer
 	mounted bool
 	// addressSpace is the RLIMIT_AS applyRlimits decided and reported,
 	// set by limitAddressSpace as the last step before exec (0: none).
@@ -271,7 +273,7 @@ func confine(cfg Config) (confined, error) {
 			// The private /proc, /dev and /tmp exist only inside this jail.
 			c.mounted = true
 			landlockRead = append(landlockRead, "/proc", "/dev")
-			landlockWrite = append(landlockWrite, ScratchDir, "/dev/shm")
+			landlockWrite = append(landlockWrite, sandbox.ScratchDir, "/dev/shm")
 			landlockFiles = append(landlockFiles, "/dev/zero", "/dev/full")
 		}
 		if cfg.EmptyRoot != nil {
@@ -279,16 +281,16 @@ func confine(cfg Config) (confined, error) {
 		}
 		if cfg.NetworkOff {
 			if err := helperLoopbackUp(); err != nil {
-				c.layers = append(c.layers, Layer{Name: LayerLoopback, Reason: ErrnoName(err)})
+				c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLoopback, Reason: ErrnoName(err)})
 			} else {
-				c.layers = append(c.layers, Layer{Name: LayerLoopback, Applied: true})
+				c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLoopback, Applied: true})
 			}
 		}
 	} else {
 		c.layers = append(c.layers,
-			Layer{Name: LayerMounts, Reason: "no mount namespace: the host view is not read-only by mount (chmod, utime and xattr outside the writable roots are not refused), no secret or socket is hidden, /proc, /dev and /tmp are the host's"},
-			Layer{Name: LayerPolicyRoot, Reason: "no mount namespace: the whole host view is the jail's, every host socket in it reachable"},
-			Layer{Name: LayerNamespaceLimits, Reason: "no IPC or user namespace of the jail's own: SysV shared memory, message queues and inotify watches are bounded only by the host's limits"})
+			sandbox.Layer{Name: sandbox.LayerMounts, Reason: "no mount namespace: the host view is not read-only by mount (chmod, utime and xattr outside the writable roots are not refused), no secret or socket is hidden, /proc, /dev and /tmp are the host's"},
+			sandbox.Layer{Name: sandbox.LayerPolicyRoot, Reason: "no mount namespace: the whole host view is the jail's, every host socket in it reachable"},
+			sandbox.Layer{Name: sandbox.LayerNamespaceLimits, Reason: "no IPC or user namespace of the jail's own: SysV shared memory, message queues and inotify watches are bounded only by the host's limits"})
 	}
 
 	helperPhases.Mark("mounts")
@@ -302,7 +304,7 @@ func confine(cfg Config) (confined, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return c, fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err)
 	}
-	c.layers = append(c.layers, Layer{Name: LayerNoNewPrivs, Applied: true})
+	c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerNoNewPrivs, Applied: true})
 
 	var landlockFileWrite []string
 	carved := 0
@@ -313,16 +315,16 @@ func confine(cfg Config) (confined, error) {
 	}
 	switch {
 	case cfg.LandlockABI <= 0:
-		c.layers = append(c.layers, Layer{Name: LayerLandlock, Reason: cfg.LandlockSkip})
+		c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLandlock, Reason: cfg.LandlockSkip})
 	default:
 		linked, err := applyLandlock(landlockPlan{
 			ABI: cfg.LandlockABI, Read: landlockRead, Write: landlockWrite,
 			FileRW: landlockFiles, FileWrite: landlockFileWrite, NetworkOff: cfg.NetworkOff,
 		})
 		if err != nil {
-			c.layers = append(c.layers, Layer{Name: LayerLandlock, Reason: ErrnoName(err)})
+			c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLandlock, Reason: ErrnoName(err)})
 		} else {
-			l := Layer{Name: LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, LandlockMaxKnownABI))}
+			l := sandbox.Layer{Name: sandbox.LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, LandlockMaxKnownABI))}
 			var params []string
 			if carved > 0 {
 				params = append(params, fmt.Sprintf("%d dirs around protected paths read-only", carved))
@@ -337,16 +339,16 @@ func confine(cfg Config) (confined, error) {
 	helperPhases.Mark("landlock")
 	switch {
 	case !cfg.Seccomp:
-		c.layers = append(c.layers, Layer{Name: LayerSeccomp, Reason: cfg.SeccompSkip})
+		c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerSeccomp, Reason: cfg.SeccompSkip})
 	default:
 		if err := applySeccomp(cfg.NetworkOff); err != nil {
-			c.layers = append(c.layers, Layer{Name: LayerSeccomp, Reason: ErrnoName(err)})
+			c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerSeccomp, Reason: ErrnoName(err)})
 		} else {
 			params := "denied syscalls, namespace clones, terminal-injection ioctls, setuid/setgid modes; clone3 and openat2 ENOSYS"
 			if cfg.NetworkOff {
 				params += "; non-unix sockets"
 			}
-			c.layers = append(c.layers, Layer{Name: LayerSeccomp, Applied: true, Params: params})
+			c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerSeccomp, Applied: true, Params: params})
 		}
 	}
 	return c, nil
@@ -396,7 +398,7 @@ func nullStdin() error {
 // ceiling below what it has mapped already would make its next mapping
 // fatal, so limitAddressSpace sets it as the last step before exec, and
 // a failure there ends the helper before the command runs.
-func applyRlimits(l Limits, namespaces bool, pidMax uint64) (layer Layer, as uint64) {
+func applyRlimits(l sandbox.Limits, namespaces bool, pidMax uint64) (layer sandbox.Layer, as uint64) {
 	var failed, params []string
 	var cur unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_AS, &cur); err != nil {
@@ -446,9 +448,9 @@ func applyRlimits(l Limits, namespaces bool, pidMax uint64) (layer Layer, as uin
 		params = append(params, fmt.Sprintf("nproc %d (per uid across the host)", min(l.Processes, nprocMax())))
 	}
 	if len(failed) > 0 {
-		return Layer{Name: LayerRlimits, Reason: strings.Join(failed, ", "), Params: strings.Join(params, ", ")}, as
+		return sandbox.Layer{Name: sandbox.LayerRlimits, Reason: strings.Join(failed, ", "), Params: strings.Join(params, ", ")}, as
 	}
-	return Layer{Name: LayerRlimits, Applied: true, Params: strings.Join(params, ", ")}, as
+	return sandbox.Layer{Name: sandbox.LayerRlimits, Applied: true, Params: strings.Join(params, ", ")}, as
 }
 
 // limitAddressSpace sets RLIMIT_AS to as (0: leaves it), the helper's
@@ -509,7 +511,7 @@ const (
 // cannot be cleared is fatal when the helper is uid 0 (exec would refill
 // the permitted set from it); otherwise no-new-privs makes it inert and
 // the report says so.
-func dropCapabilities() (Layer, error) {
+func dropCapabilities() (sandbox.Layer, error) {
 	var notes []string
 	boundingKept := false
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
@@ -523,17 +525,17 @@ func dropCapabilities() (Layer, error) {
 		notes = append(notes, "securebits: "+ErrnoName(err))
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return Layer{}, fmt.Errorf("clear ambient capabilities: %w", err)
+		return sandbox.Layer{}, fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return Layer{}, fmt.Errorf("capset: %w", err)
+		return sandbox.Layer{}, fmt.Errorf("capset: %w", err)
 	}
 	if boundingKept && unix.Geteuid() == 0 {
-		return Layer{}, fmt.Errorf("cannot clear the capability bounding set as uid 0: %s", strings.Join(notes, ", "))
+		return sandbox.Layer{}, fmt.Errorf("cannot clear the capability bounding set as uid 0: %s", strings.Join(notes, ", "))
 	}
-	l := Layer{Name: LayerCapabilities, Applied: true}
+	l := sandbox.Layer{Name: sandbox.LayerCapabilities, Applied: true}
 	if len(notes) > 0 {
 		l.Params = strings.Join(notes, ", ")
 	}

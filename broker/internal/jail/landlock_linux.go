@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"os"
@@ -234,7 +236,7 @@ func carveWritable(writable, protected []string) (dirs, files []string, split in
 			if p == dir {
 				return // protected itself: read-only
 			}
-			if Covers(dir, p) {
+			if sandbox.Covers(dir, p) {
 				holds = true
 			}
 		}

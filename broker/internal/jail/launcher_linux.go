@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +72,7 @@ func runLauncher() int {
 	rep := os.NewFile(helperReportFd, "report")
 	files := []*os.File{cfg, rep}
 	if slices.Contains(os.Args[1:], launcherExtraArg) {
-		files = append(files, os.NewFile(ExtraFileFD, "extra"))
+		files = append(files, os.NewFile(sandbox.ExtraFileFD, "extra"))
 	}
 	attr := SysProcAttr(true, newNet)
 	// The host's child: its parent-death signal follows the host's thread

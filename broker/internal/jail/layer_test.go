@@ -1,14 +1,18 @@
 package jail
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/agentloom/loom/sandbox"
+)
 
 // TestMissingRequired: the first required layer not applied is named,
 // with its reason or "not applied"; namespaces counts as applied when the
 // helper has them.
 func TestMissingRequired(t *testing.T) {
-	layers := []Layer{
-		{Name: LayerMounts, Reason: "no mount namespace"},
-		{Name: LayerSeccomp, Applied: true},
+	layers := []sandbox.Layer{
+		{Name: sandbox.LayerMounts, Reason: "no mount namespace"},
+		{Name: sandbox.LayerSeccomp, Applied: true},
 	}
 	for _, tc := range []struct {
 		required   []string
@@ -16,11 +20,11 @@ func TestMissingRequired(t *testing.T) {
 		want       string
 	}{
 		{nil, false, ""},
-		{[]string{LayerSeccomp}, false, ""},
-		{[]string{LayerMounts}, true, "mounts: no mount namespace"},
-		{[]string{LayerSeccomp, LayerLandlock}, true, "landlock: not applied"},
-		{[]string{LayerNamespaces}, true, ""},
-		{[]string{LayerNamespaces}, false, "namespaces: not applied"},
+		{[]string{sandbox.LayerSeccomp}, false, ""},
+		{[]string{sandbox.LayerMounts}, true, "mounts: no mount namespace"},
+		{[]string{sandbox.LayerSeccomp, sandbox.LayerLandlock}, true, "landlock: not applied"},
+		{[]string{sandbox.LayerNamespaces}, true, ""},
+		{[]string{sandbox.LayerNamespaces}, false, "namespaces: not applied"},
 	} {
 		got := ""
 		if m := MissingRequired(tc.required, tc.namespaces, layers); m != nil {

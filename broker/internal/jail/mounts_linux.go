@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"fmt"
 	"io"
 	"os"
@@ -41,11 +43,11 @@ type scratchFS struct {
 // makes its tmp and shm directories (mode 1777), holds the shm one for
 // attachShm, and binds the tmp one over ScratchDir, covering the root.
 func (s *scratchFS) mount(opts string) error {
-	if err := unix.Mount("tmpfs", ScratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount tmpfs at %s: %w", ScratchDir, err)
+	if err := unix.Mount("tmpfs", sandbox.ScratchDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs at %s: %w", sandbox.ScratchDir, err)
 	}
 	for _, d := range []string{scratchTmpName, scratchShmName} {
-		p := ScratchDir + "/" + d
+		p := sandbox.ScratchDir + "/" + d
 		// mkdir's mode passes through the umask and never carries the
 		// sticky bit: the chmod sets it.
 		if err := unix.Mkdir(p, 0o777); err != nil {
@@ -55,13 +57,13 @@ func (s *scratchFS) mount(opts string) error {
 			return fmt.Errorf("scratch %s: %w", d, err)
 		}
 	}
-	shm, err := unix.Open(ScratchDir+"/"+scratchShmName, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	shm, err := unix.Open(sandbox.ScratchDir+"/"+scratchShmName, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("scratch %s: %w", scratchShmName, err)
 	}
 	s.shm = shm
-	if err := unix.Mount(ScratchDir+"/"+scratchTmpName, ScratchDir, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind scratch at %s: %w", ScratchDir, err)
+	if err := unix.Mount(sandbox.ScratchDir+"/"+scratchTmpName, sandbox.ScratchDir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind scratch at %s: %w", sandbox.ScratchDir, err)
 	}
 	return nil
 }
@@ -169,14 +171,14 @@ func protectPlan(protected, writable []string) (pins, ro, links []string) {
 	pinAbove := func(t string) {
 		top := ""
 		for _, w := range writable {
-			if Covers(w, t) && w != "/" && (top == "" || len(w) < len(top)) {
+			if sandbox.Covers(w, t) && w != "/" && (top == "" || len(w) < len(top)) {
 				top = filepath.Clean(w)
 			}
 		}
 		if top == "" {
 			return
 		}
-		for d := filepath.Dir(t); Covers(top, d); d = filepath.Dir(d) {
+		for d := filepath.Dir(t); sandbox.Covers(top, d); d = filepath.Dir(d) {
 			if !seenPin[d] {
 				seenPin[d] = true
 				pins = append(pins, d)
@@ -302,7 +304,7 @@ func overmountWith(dir string, mount func() error, roots []jailRoot) error {
 	seen := map[string]bool{}
 	for _, r := range roots {
 		p := filepath.Clean(r.path)
-		if p == dir || !Covers(dir, p) || seen[p] {
+		if p == dir || !sandbox.Covers(dir, p) || seen[p] {
 			continue
 		}
 		seen[p] = true
@@ -429,7 +431,7 @@ outer:
 	for _, w := range ws {
 		w = filepath.Clean(w)
 		for _, s := range skip {
-			if Covers(s, w) {
+			if sandbox.Covers(s, w) {
 				continue outer
 			}
 		}
@@ -471,7 +473,7 @@ func hostViewReadOnly(byRemount bool) (method string, failed []string, err error
 		return "", nil, fmt.Errorf("mountinfo: %w", err)
 	}
 	for _, mp := range mps {
-		if Covers("/proc", mp) || Covers("/dev", mp) || Covers(ScratchDir, mp) {
+		if sandbox.Covers("/proc", mp) || sandbox.Covers("/dev", mp) || sandbox.Covers(sandbox.ScratchDir, mp) {
 			continue // replaced by the jail's own before the command runs
 		}
 		if err := remountBind(mp, unix.MS_RDONLY); err != nil {

@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +16,7 @@ import (
 // /proc before /proc/sys went read-only), and the pid namespace's
 // pid_max (0 when it could not be capped).
 type mountResult struct {
-	layer, root, limits Layer
+	layer, root, limits sandbox.Layer
 	pidMax              uint64
 }
 
@@ -41,7 +43,7 @@ func setupMounts(cfg Config) (mountResult, error) {
 	var root policyRoot
 	if cfg.TestHookPolicyRootOff {
 		dropSkeleton()
-		root.layer = Layer{Name: LayerPolicyRoot, Reason: "turned off by the host (test only); the host view stays (read-only, its sockets masked as listed at start)"}
+		root.layer = sandbox.Layer{Name: sandbox.LayerPolicyRoot, Reason: "turned off by the host (test only); the host view stays (read-only, its sockets masked as listed at start)"}
 	} else if root, err = buildPolicyRoot(cfg, t.extra); err != nil {
 		return mountResult{}, fmt.Errorf("policy root: %w", err)
 	}
@@ -158,7 +160,7 @@ func (t *mountTable) inPolicyRoot(root policyRoot) (mountResult, error) {
 // socket directory hidden, the writable roots bound back read-write,
 // nosuid and nodev over the read-only view, and every host socket masked
 // with the secrets and kernel state (finish).
-func (t *mountTable) inHostView(root Layer) (mountResult, error) {
+func (t *mountTable) inHostView(root sandbox.Layer) (mountResult, error) {
 	kernelMasks := t.capPids(mountProc(""), true)
 	helperPhases.Mark("m.pidmax")
 	t.mountTmp()
@@ -169,7 +171,7 @@ func (t *mountTable) inHostView(root Layer) (mountResult, error) {
 	if err != nil {
 		return mountResult{}, fmt.Errorf("hide host sockets: %w", err)
 	}
-	if err := bindWritable(t.cfg.WritableRoots, append([]string{ScratchDir}, hidden...)); err != nil {
+	if err := bindWritable(t.cfg.WritableRoots, append([]string{sandbox.ScratchDir}, hidden...)); err != nil {
 		return mountResult{}, fmt.Errorf("writable roots: %w", err)
 	}
 	helperPhases.Mark("m.sockdirs")
@@ -200,8 +202,8 @@ func (t *mountTable) capPids(procErr error, procMasks bool) (kernelMasks []strin
 // mountTmp mounts the jail's scratch tmpfs at ScratchDir, over the roots
 // beneath it.
 func (t *mountTable) mountTmp() {
-	scratchSize := strconv.Itoa(ScratchBytes)
-	if err := overmountWith(ScratchDir, func() error {
+	scratchSize := strconv.Itoa(sandbox.ScratchBytes)
+	if err := overmountWith(sandbox.ScratchDir, func() error {
 		return t.scratch.mount("mode=0755,size=" + scratchSize)
 	}, t.roots); err != nil {
 		t.skipped = append(t.skipped, "tmp: "+ErrnoName(err))
@@ -226,7 +228,7 @@ func (t *mountTable) attachShm(devErr error) {
 // mounts layer, root (the policy_root layer) and the namespace_limits
 // layer. hidden are the socket directories hidden; premasked counts the
 // kernel files masked before (in a skeleton's /proc).
-func (t *mountTable) finish(root Layer, hidden, masks []string, premasked int) (mountResult, error) {
+func (t *mountTable) finish(root sandbox.Layer, hidden, masks []string, premasked int) (mountResult, error) {
 	masked, err := maskAll(masks)
 	if err != nil {
 		return mountResult{}, fmt.Errorf("mask secrets, sockets and kernel state: %w", err)
@@ -251,7 +253,7 @@ func (t *mountTable) finish(root Layer, hidden, masks []string, premasked int) (
 	// and pinned links each take an anonymous one, which the nested
 	// namespace count would refuse): the per-namespace limits, then
 	// /proc/sys read-only.
-	limits := Layer{Name: LayerNamespaceLimits, Reason: "no private /proc to write them through (" + ErrnoName(t.procErr) + ")"}
+	limits := sandbox.Layer{Name: sandbox.LayerNamespaceLimits, Reason: "no private /proc to write them through (" + ErrnoName(t.procErr) + ")"}
 	if t.procErr == nil {
 		limits = setNamespaceLimits()
 		if err := protectProc(); err != nil {
@@ -259,7 +261,7 @@ func (t *mountTable) finish(root Layer, hidden, masks []string, premasked int) (
 		}
 	}
 	helperPhases.Mark("m.nslimits")
-	res := mountResult{limits: limits, root: root, pidMax: t.pidMax, layer: Layer{Name: LayerMounts, Applied: true, Params: strings.Join(t.params, ", ")}}
+	res := mountResult{limits: limits, root: root, pidMax: t.pidMax, layer: sandbox.Layer{Name: sandbox.LayerMounts, Applied: true, Params: strings.Join(t.params, ", ")}}
 	if len(t.skipped) > 0 {
 		res.layer.Applied, res.layer.Reason = false, strings.Join(t.skipped, ", ")
 	}

@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"os"
@@ -142,7 +144,7 @@ func writeSysctlAt(dir int, path, value string) error {
 // the Reason names each one refused, grouped by error. It must run in
 // the jail's own IPC and user namespaces, on its fresh /proc, before
 // /proc/sys is bound read-only.
-func applyNamespaceLimits(limits []nsLimit, write func(file, value string) error) Layer {
+func applyNamespaceLimits(limits []nsLimit, write func(file, value string) error) sandbox.Layer {
 	var set, absent []string
 	type refusal struct {
 		why   string
@@ -180,13 +182,13 @@ func applyNamespaceLimits(limits []nsLimit, write func(file, value string) error
 		params += "not in this kernel: " + strings.Join(absent, ", ")
 	}
 	if len(refused) == 0 {
-		return Layer{Name: LayerNamespaceLimits, Applied: true, Params: params}
+		return sandbox.Layer{Name: sandbox.LayerNamespaceLimits, Applied: true, Params: params}
 	}
 	var reasons []string
 	for _, r := range refused {
 		reasons = append(reasons, fmt.Sprintf("%s not set (%s)", strings.Join(r.files, ", "), r.why))
 	}
-	return Layer{Name: LayerNamespaceLimits, Reason: strings.Join(reasons, "; "), Params: params}
+	return sandbox.Layer{Name: sandbox.LayerNamespaceLimits, Reason: strings.Join(reasons, "; "), Params: params}
 }
 
 // sysctlName renders a /proc/sys-relative file as its sysctl name
@@ -197,7 +199,7 @@ func sysctlName(file string) string { return strings.ReplaceAll(file, "/", ".") 
 // (namespaceLimits) into its IPC and user namespaces, but for those
 // prepareNamespaceLimits already set to the same value (the kernel keeps
 // them in the namespace, which no one else has entered).
-func setNamespaceLimits() Layer {
+func setNamespaceLimits() sandbox.Layer {
 	done := helperPrepared.limits
 	return applyNamespaceLimits(namespaceLimits(os.Getpagesize(), hostSysctl), func(file, value string) error {
 		if v, ok := done[file]; ok && v == value {

@@ -3,6 +3,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"os"
 	"strconv"
@@ -77,7 +79,7 @@ func TestApplyNamespaceLimitsReport(t *testing.T) {
 			if len(wrote) != len(limits) {
 				t.Errorf("wrote %v, want every limit once", wrote)
 			}
-			if l.Name != LayerNamespaceLimits || l.Applied != tc.applied || (l.Reason == "") != tc.applied {
+			if l.Name != sandbox.LayerNamespaceLimits || l.Applied != tc.applied || (l.Reason == "") != tc.applied {
 				t.Errorf("layer %+v, want applied %v with a reason exactly when not", l, tc.applied)
 			}
 			for _, p := range tc.params {

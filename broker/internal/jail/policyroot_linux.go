@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +23,7 @@ const PolicyRootBytes = 1 << 20
 // policyRootStage is where the helper mounts the jail's new root while
 // it builds it: the host's /tmp, which the jail replaces with its own
 // scratch anyway. Everything bound from beneath it is opened first.
-const policyRootStage = ScratchDir
+const policyRootStage = sandbox.ScratchDir
 
 // errThroughLink says a path meets a symbolic link on its way: nothing
 // is bound there (a root reached through a link never widens what the
@@ -59,14 +61,14 @@ func policyRootPlan(cfg Config, extra []string) (binds []jailRoot, mkdirs []stri
 	sort.SliceStable(all, func(i, j int) bool { return len(all[i]) < len(all[j]) })
 	seen := map[string]bool{}
 	for _, p := range all {
-		if seen[p] || (p != "/" && (Covers("/proc", p) || Covers("/dev", p))) {
+		if seen[p] || (p != "/" && (sandbox.Covers("/proc", p) || sandbox.Covers("/dev", p))) {
 			continue
 		}
 		seen[p] = true
 		w := coveredByAny(cfg.WritableRoots, p)
 		above := -1
 		for i, b := range binds {
-			if Covers(b.path, p) && (above < 0 || len(b.path) > len(binds[above].path)) {
+			if sandbox.Covers(b.path, p) && (above < 0 || len(b.path) > len(binds[above].path)) {
 				above = i
 			}
 		}
@@ -84,7 +86,7 @@ func policyRootPlan(cfg Config, extra []string) (binds []jailRoot, mkdirs []stri
 // coveredByEntry reports whether an entry of binds covers p.
 func coveredByEntry(binds []jailRoot, p string) bool {
 	for _, b := range binds {
-		if Covers(b.path, p) {
+		if sandbox.Covers(b.path, p) {
 			return true
 		}
 	}
@@ -95,7 +97,7 @@ func coveredByEntry(binds []jailRoot, p string) bool {
 // whether /proc and /dev were mounted in the new root (their errors, for
 // the mounts layer). applied is false when the jail kept the host view.
 type policyRoot struct {
-	layer           Layer
+	layer           sandbox.Layer
 	applied         bool
 	procErr, devErr error
 	// skeleton: the root came from the helper's prepared skeleton, whose
@@ -128,7 +130,7 @@ type heldRoot struct {
 // failure to detach the old root after the pivot is fatal.
 func buildPolicyRoot(cfg Config, extra []string) (policyRoot, error) {
 	skip := func(step string, err error) policyRoot {
-		return policyRoot{layer: Layer{Name: LayerPolicyRoot, Reason: step + ": " + ErrnoName(err) + "; the host view stays (read-only, its sockets masked as listed at start)"}}
+		return policyRoot{layer: sandbox.Layer{Name: sandbox.LayerPolicyRoot, Reason: step + ": " + ErrnoName(err) + "; the host view stays (read-only, its sockets masked as listed at start)"}}
 	}
 	plan, mkdirs := policyRootPlan(cfg, extra)
 	plan = expandWholeRoot(plan)
@@ -193,7 +195,7 @@ func buildPolicyRoot(cfg Config, extra []string) (policyRoot, error) {
 		}
 		// The directories the jail mounts filesystems of its own on: the
 		// new root has each, and no root is bound beneath them.
-		for _, d := range ReplacedRoots() {
+		for _, d := range sandbox.ReplacedRoots() {
 			if err := makePath(stage, d, true); err != nil {
 				return undo("mount point "+d, err)
 			}
@@ -230,7 +232,7 @@ func buildPolicyRoot(cfg Config, extra []string) (policyRoot, error) {
 		}
 	}
 	for _, d := range mkdirs {
-		if skel != nil && (Covers("/proc", d) || Covers("/dev", d)) {
+		if skel != nil && (sandbox.Covers("/proc", d) || sandbox.Covers("/dev", d)) {
 			// The skeleton's /proc or /dev is there already; a fresh
 			// root's directory would be covered by them.
 			continue
@@ -267,7 +269,7 @@ func buildPolicyRoot(cfg Config, extra []string) (policyRoot, error) {
 	if len(linked) > 0 {
 		params = append(params, "no bind for roots reached through a link ("+strings.Join(linked, ", ")+")")
 	}
-	res.layer = Layer{Name: LayerPolicyRoot, Applied: true, Params: strings.Join(params, "; ")}
+	res.layer = sandbox.Layer{Name: sandbox.LayerPolicyRoot, Applied: true, Params: strings.Join(params, "; ")}
 	return res, nil
 }
 
@@ -288,7 +290,7 @@ func expandWholeRoot(plan []jailRoot) []jailRoot {
 	}
 	ents, _ := f.ReadDir(maxTopLevelEntries)
 	f.Close()
-	own := ReplacedRoots()
+	own := sandbox.ReplacedRoots()
 	var out []jailRoot
 	for _, e := range ents {
 		p := "/" + e.Name()

@@ -3,6 +3,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -84,7 +86,7 @@ func TestPolicyRootPlanCoversEveryRoot(t *testing.T) {
 		nearest := func(p string, upto int) int {
 			at := -1
 			for i, b := range binds[:upto] {
-				if Covers(b.path, p) && (at < 0 || len(b.path) > len(binds[at].path)) {
+				if sandbox.Covers(b.path, p) && (at < 0 || len(b.path) > len(binds[at].path)) {
 					at = i
 				}
 			}
@@ -102,7 +104,7 @@ func TestPolicyRootPlanCoversEveryRoot(t *testing.T) {
 			}
 		}
 		for _, r := range slices.Concat(cfg.SystemRoots, cfg.ReadableRoots, cfg.WritableRoots) {
-			if r != "/" && (Covers("/proc", r) || Covers("/dev", r)) {
+			if r != "/" && (sandbox.Covers("/proc", r) || sandbox.Covers("/dev", r)) {
 				continue
 			}
 			a := nearest(r, len(binds))

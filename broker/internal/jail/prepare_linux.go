@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"encoding/json"
 	"os"
 	"slices"
@@ -53,7 +55,7 @@ func prepareHelper() {
 		WritableRoots: one, Protected: one, Sockets: one, MaskSockets: one, Required: one})
 	var cfg Config
 	json.Unmarshal(sample, &cfg)
-	json.Marshal(Report{Layers: []Layer{{Name: LayerMounts, Applied: true}}})
+	json.Marshal(Report{Layers: []sandbox.Layer{{Name: sandbox.LayerMounts, Applied: true}}})
 	if slices.Contains(os.Args[1:], helperNetArg) {
 		helperPrepared.loopbackErr = loopbackUp()
 		helperPrepared.loopbackDone = true

@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"path/filepath"
 	"slices"
 )
@@ -132,7 +134,7 @@ func coveredByClean(roots []string, p string) bool {
 
 func coveredByAny(roots []string, p string) bool {
 	for _, r := range roots {
-		if Covers(r, p) {
+		if sandbox.Covers(r, p) {
 			return true
 		}
 	}

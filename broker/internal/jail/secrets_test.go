@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"slices"
 	"testing"
 
@@ -97,8 +99,8 @@ func TestCoversClean(t *testing.T) {
 			return p
 		})
 		root, p := gen.Draw(t, "root"), gen.Draw(t, "path")
-		if coversClean(root, p) != Covers(root, p) {
-			t.Fatalf("coversClean(%q, %q) = %v, Covers says %v", root, p, coversClean(root, p), Covers(root, p))
+		if coversClean(root, p) != sandbox.Covers(root, p) {
+			t.Fatalf("coversClean(%q, %q) = %v, Covers says %v", root, p, coversClean(root, p), sandbox.Covers(root, p))
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/sandbox"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -75,7 +77,7 @@ func prepareSkeleton(m *masker) (*skeleton, error) {
 			return fail("link /"+l[0], err)
 		}
 	}
-	for _, d := range ReplacedRoots() {
+	for _, d := range sandbox.ReplacedRoots() {
 		if err := unix.Mkdirat(root, d[1:], 0o755); err != nil {
 			return fail("mount point "+d, err)
 		}

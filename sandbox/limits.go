@@ -1,4 +1,4 @@
-package jail
+package sandbox
 
 // Limits are the resource ceilings a helper sets with setrlimit before
 // exec (broker.Limits is this type). In a Config every field holds the

@@ -1,4 +1,4 @@
-package jail
+package sandbox
 
 // EmptyRootProgram is where an empty-root command's executable appears
 // inside its jail, and what the helper execs: a read-only, nosuid,

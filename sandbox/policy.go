@@ -1,9 +1,7 @@
-package broker
+package sandbox
 
 import (
 	"os"
-
-	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // Network says what a jailed command may reach over the network.
@@ -17,14 +15,6 @@ const (
 	// NetworkFull leaves the command in the host's network namespace.
 	NetworkFull Network = "full"
 )
-
-// Limits are the resource ceilings applied to a jailed command with
-// setrlimit: CPUSeconds (RLIMIT_CPU), MemoryBytes (RLIMIT_AS), Processes
-// (RLIMIT_NPROC), FileSizeBytes (RLIMIT_FSIZE) and OpenFiles
-// (RLIMIT_NOFILE). A zero field means the broker's default, never
-// "unlimited": 1200 CPU seconds, 16 GiB of address space, 1024
-// processes, 8 GiB per file, 4096 descriptors.
-type Limits = jail.Limits
 
 // Policy is what one jailed command may touch. Every path is absolute and
 // clean (Validate refuses anything else). A writable root is readable too.
@@ -86,13 +76,6 @@ type Grant struct {
 	Kind GrantKind `json:"kind"`
 	Path string    `json:"path,omitempty"`
 }
-
-// Covers reports whether path is root or lies under it, comparing whole
-// path components on the cleaned forms: "/w/.git" covers "/w/.git/hooks"
-// but not "/w/.gitx". An absolute root never covers a relative path and a
-// relative root never covers an absolute one. The empty string covers
-// nothing and is covered by nothing. Covers does not touch the filesystem.
-func Covers(root, path string) bool { return jail.Covers(root, path) }
 
 // systemRootCandidates are the directories a shell and ordinary
 // toolchains read outside the workspace: binaries, shared libraries,
