@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentloom/loom/broker/internal/gitguard"
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/internal/gitguard"
 )
 
 // Bounds on warm helpers.

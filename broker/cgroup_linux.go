@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"cmp"
@@ -71,7 +72,7 @@ func openCgroupParent(path string) (*cgroupParent, error) {
 	}
 	fd, err := unix.Open(path, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open cgroup parent %s: %s", path, jail.ErrnoName(err))
+		return nil, fmt.Errorf("open cgroup parent %s: %s", path, errno.Name(err))
 	}
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(fd, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
@@ -89,7 +90,7 @@ func openCgroupParent(path string) (*cgroupParent, error) {
 			continue
 		}
 		if err := writeCgroupFile(fd, "cgroup.subtree_control", "+"+c); err != nil {
-			absent = append(absent, c+" not enabled for children: "+jail.ErrnoName(err))
+			absent = append(absent, c+" not enabled for children: "+errno.Name(err))
 		}
 	}
 	on := strings.Fields(readCgroupFile(fd, "cgroup.subtree_control"))
@@ -150,13 +151,13 @@ func (p *cgroupParent) child() *helperCgroup {
 	p.mu.Unlock()
 	c := &helperCgroup{parent: p, name: name, fd: -1}
 	if err := unix.Mkdirat(p.fd, name, 0o755); err != nil {
-		c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: fmt.Sprintf("mkdir %s/%s: %s", p.path, name, jail.ErrnoName(err))}
+		c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: fmt.Sprintf("mkdir %s/%s: %s", p.path, name, errno.Name(err))}
 		return c
 	}
 	fd, err := unix.Openat(p.fd, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		unix.Unlinkat(p.fd, name, unix.AT_REMOVEDIR)
-		c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: fmt.Sprintf("open %s/%s: %s", p.path, name, jail.ErrnoName(err))}
+		c.layer = sandbox.Layer{Name: sandbox.LayerCgroup, Reason: fmt.Sprintf("open %s/%s: %s", p.path, name, errno.Name(err))}
 		return c
 	}
 	c.fd = fd
@@ -186,7 +187,7 @@ func (c *helperCgroup) limit(l sandbox.Limits) {
 			return
 		}
 		if err := writeCgroupFile(c.fd, file, value); err != nil {
-			skipped = append(skipped, file+": "+jail.ErrnoName(err))
+			skipped = append(skipped, file+": "+errno.Name(err))
 			return
 		}
 		done = append(done, file+"="+value)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/broker/internal/gitguard/guardtest"
+	"github.com/agentloom/loom/internal/gitguard/guardtest"
 )
 
 // gitEscapeCases attacks repository-controlled execution a command

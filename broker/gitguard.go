@@ -5,9 +5,7 @@ import (
 
 	"github.com/agentloom/loom/sandbox"
 
-	"errors"
-
-	"github.com/agentloom/loom/broker/internal/gitguard"
+	"github.com/agentloom/loom/internal/gitguard"
 )
 
 // The git guard lives in internal/gitguard; this file is its face to
@@ -195,7 +193,7 @@ func (b *Broker) guardGit(p sandbox.Policy) (*gitguard.Hold, *sandbox.Denial) {
 	}
 	h, err := b.git.Enter(guarded, p.Protected)
 	if err != nil {
-		return nil, gitDenial(err)
+		return nil, gitguard.Refusal(err)
 	}
 	return h, nil
 }
@@ -207,7 +205,7 @@ func settleGit(h *gitguard.Hold, s *sandbox.Settled) {
 	for _, q := range created {
 		s.ProtectedCreated = append(s.ProtectedCreated, sandbox.Quarantine(q))
 	}
-	s.GitNeutralised = neutralisations(done)
+	s.GitNeutralised = done
 }
 
 // Unfence re-runs the git guard's full sweep of workspace (a writable
@@ -218,7 +216,7 @@ func settleGit(h *gitguard.Hold, s *sandbox.Settled) {
 // returns a *Denial with DenialWorkspaceFenced saying what remains.
 func (b *Broker) Unfence(workspace string) error {
 	if err := b.git.Unfence(workspace); err != nil {
-		return gitDenial(err)
+		return gitguard.Refusal(err)
 	}
 	return nil
 }
@@ -267,40 +265,14 @@ func (b *Broker) GitFenced(workspace string) string {
 // written file and every git directory containing it are acted on, and
 // a failure is reported but fences nothing, as nothing runs there.
 func (b *Broker) GuardToolWrite(root, path string) ([]sandbox.Neutralisation, error) {
-	var done []gitguard.Action
-	var err error
 	if b == nil {
-		done, err = gitguard.ToolWriteAlone(root, path)
-	} else {
-		done, err = b.git.ToolWrite(root, path)
+		return gitguard.ToolWriteAlone(root, path)
 	}
+	done, err := b.git.ToolWrite(root, path)
 	if err != nil {
-		return neutralisations(done), gitDenial(err)
+		return done, gitguard.Refusal(err)
 	}
-	return neutralisations(done), nil
-}
-
-// neutralisations reports what the guard did as hosts see it.
-func neutralisations(done []gitguard.Action) []sandbox.Neutralisation {
-	var out []sandbox.Neutralisation
-	for _, a := range done {
-		out = append(out, sandbox.Neutralisation(a))
-	}
-	return out
-}
-
-// gitDenial is the guard's refusal as a Denial: a fenced workspace, or
-// a request that names a path not beneath its root.
-func gitDenial(err error) *sandbox.Denial {
-	var e *gitguard.Error
-	switch {
-	case !errors.As(err, &e):
-		return sandbox.NewDenial(sandbox.DenialWorkspaceFenced, err.Error(), err)
-	case e.Fenced:
-		return sandbox.NewDenial(sandbox.DenialWorkspaceFenced, e.Msg, e.Err)
-	default:
-		return sandbox.NewDenial(sandbox.DenialInvalidPolicy, e.Msg, e.Err)
-	}
+	return done, nil
 }
 
 // gitAudit is one of the guard's events as hosts see it.

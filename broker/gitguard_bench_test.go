@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/broker/internal/gitguard/guardtest"
+	"github.com/agentloom/loom/internal/gitguard/guardtest"
 	"github.com/agentloom/loom/internal/jailtest"
 )
 

@@ -1,6 +1,6 @@
 package broker
 
-import "github.com/agentloom/loom/broker/internal/gitguard"
+import "github.com/agentloom/loom/internal/gitguard"
 
 // MaxGitDirtyDirs bounds how many changed directories the watcher keeps
 // for one writable root between sweeps; past it the root is swept whole,

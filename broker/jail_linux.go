@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"bufio"
@@ -108,19 +109,19 @@ func settle(st exitState, execErr string) sandbox.Settled {
 func availability(p probeResult) sandbox.Enforcement {
 	var e sandbox.Enforcement
 	if p.usernsErr != nil {
-		e.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Reason: jail.ErrnoName(p.usernsErr)})
+		e.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Reason: errno.Name(p.usernsErr)})
 	} else {
 		e.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Applied: true, Params: "user,mount,net,pid,ipc,uts"})
 	}
 	if p.landlockABI > 0 {
 		e.Add(sandbox.Layer{Name: sandbox.LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(p.landlockABI, jail.LandlockMaxKnownABI))})
 	} else {
-		e.Add(sandbox.Layer{Name: sandbox.LayerLandlock, Reason: jail.ErrnoName(p.landlockErr)})
+		e.Add(sandbox.Layer{Name: sandbox.LayerLandlock, Reason: errno.Name(p.landlockErr)})
 	}
 	if p.seccompErr == nil {
 		e.Add(sandbox.Layer{Name: sandbox.LayerSeccomp, Applied: true})
 	} else {
-		e.Add(sandbox.Layer{Name: sandbox.LayerSeccomp, Reason: jail.ErrnoName(p.seccompErr)})
+		e.Add(sandbox.Layer{Name: sandbox.LayerSeccomp, Reason: errno.Name(p.seccompErr)})
 	}
 	return e
 }
@@ -164,10 +165,10 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf sandbox.Enforcem
 	}
 	req.trace.Mark("sockets")
 	if req.probe.landlockABI <= 0 {
-		cfg.LandlockSkip = jail.ErrnoName(req.probe.landlockErr)
+		cfg.LandlockSkip = errno.Name(req.probe.landlockErr)
 	}
 	if req.probe.seccompErr != nil {
-		cfg.SeccompSkip = jail.ErrnoName(req.probe.seccompErr)
+		cfg.SeccompSkip = errno.Name(req.probe.seccompErr)
 	}
 	// Every command's policy is noted while it runs, with where it may
 	// write (a helper primed for another policy that read there is not
@@ -248,7 +249,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf sandbox.Enforcem
 	}
 	h, err := b.spawnHelperWith(f, stdinFile, req.extra, false)
 	if err != nil {
-		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, "start helper: "+jail.ErrnoName(jail.StartError(err)), err)
+		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, "start helper: "+errno.Name(jail.StartError(err)), err)
 	}
 	proc, enf, execErr, d, _ = b.configure(h, payload, req)
 	if proc != nil {
@@ -304,7 +305,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 		}
 		enf.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Applied: true, Params: detail})
 	} else {
-		enf.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Reason: jail.ErrnoName(req.probe.usernsErr)})
+		enf.Add(sandbox.Layer{Name: sandbox.LayerNamespaces, Reason: errno.Name(req.probe.usernsErr)})
 	}
 	layers, fatal, execErr, refused, reported := readHelperReport(h.rep, proc.setJailPid, req.trace)
 	req.trace.Mark("exec")

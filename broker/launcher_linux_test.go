@@ -8,14 +8,14 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/internal/errno"
 )
 
 // The probe through a launcher finds what the direct probe finds.
 func TestProbeThroughLauncher(t *testing.T) {
 	direct := probeLayers(selfExe, false)
 	launched := probeLayers(selfExe, true)
-	if (direct.usernsErr == nil) != (launched.usernsErr == nil) || jail.ErrnoName(direct.usernsErr) != jail.ErrnoName(launched.usernsErr) {
+	if (direct.usernsErr == nil) != (launched.usernsErr == nil) || errno.Name(direct.usernsErr) != errno.Name(launched.usernsErr) {
 		t.Fatalf("direct probe: %v; through a launcher: %v", direct.usernsErr, launched.usernsErr)
 	}
 }

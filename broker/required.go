@@ -1,12 +1,11 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"errors"
 	"slices"
-
-	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // errNoLandlockABI is the skip reason of a Landlock the probe found no
@@ -54,7 +53,7 @@ func unavailableLayer(required []string, p probeResult) *sandbox.MissingLayer {
 			err = p.seccompErr
 		}
 		if err != nil {
-			reason := jail.ErrnoName(err)
+			reason := errno.Name(err)
 			if name != sandbox.LayerNamespaces && p.usernsErr != nil && err == p.usernsErr {
 				reason = "no user namespace (" + reason + ")"
 			}

@@ -5,9 +5,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentloom/loom/internal/errno"
 	"golang.org/x/sys/unix"
-
-	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // usernsKnobs are the kernel settings that make an unprivileged clone
@@ -69,7 +68,7 @@ func usernsDiagnosis(err error, read func(string) ([]byte, error)) string {
 // name and, where a kernel setting explains it, what to do.
 func usernsReason(err error) string {
 	if d := usernsDiagnosis(err, os.ReadFile); d != "" {
-		return jail.ErrnoName(err) + ": " + d
+		return errno.Name(err) + ": " + d
 	}
-	return jail.ErrnoName(err)
+	return errno.Name(err)
 }

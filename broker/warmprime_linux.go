@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentloom/loom/broker/internal/gitguard"
+	"github.com/agentloom/loom/internal/gitguard"
 	"golang.org/x/sys/unix"
 
 	"github.com/agentloom/loom/broker/internal/jail"

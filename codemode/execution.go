@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/handles"
 	"github.com/agentloom/loom/tool"
 )
@@ -133,7 +132,7 @@ type execution struct {
 	call   *tool.Call // the launching call's copy, under the execution's step
 	// runner is the broker the launching call runs it on (nil: the
 	// Engine's), whose ledger teardown aborts the step in.
-	runner *broker.Broker
+	runner tool.Broker
 	cancel context.CancelFunc
 	ctx    context.Context
 	done   chan struct{} // closed once it ended

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/lsp"
 )
 
@@ -38,7 +39,7 @@ func TestLSPWithoutALanguageServerIsRefusedByVetting(t *testing.T) {
 func TestLSPCapabilitiesRefuseMalformedArguments(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
-	p, err := lsp.New(lsp.Options{Workspace: s.call.Workspace, Broker: s.call.Broker})
+	p, err := lsp.New(lsp.Options{Workspace: s.call.Workspace, Broker: s.call.Broker.(*broker.Broker)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func TestToolRefusals(t *testing.T) {
 func TestNoToolchainIsARefusal(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, nil)
-	eng, err := New(Options{Registry: s.reg, Broker: s.call.Broker, Builder: BuilderOptions{
+	eng, err := New(Options{Registry: s.reg, Broker: s.call.Broker.(*broker.Broker), Builder: BuilderOptions{
 		Toolchain: Toolchain{GOROOT: t.TempDir()}, CacheDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/blob"
-	"github.com/agentloom/loom/broker"
 )
 
 // Call carries every seam one tool call may touch. A host builds one per
@@ -50,7 +49,7 @@ type Call struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Broker runs jailed commands; nil means this host runs none.
-	Broker *broker.Broker
+	Broker Broker
 	// Blobs stores output that overflows; nil means overflow is refused.
 	Blobs *blob.Store
 	// MaxOutputBytes bounds what one command this call runs may write

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/search"
 	"github.com/agentloom/loom/internal/search/searchtest"
 )
@@ -28,7 +29,7 @@ func TestGrepRipgrepRefusesARootThatChangedAfterResolution(t *testing.T) {
 		"real/f.txt":                "needle\n",
 		"real/we ird $x;`id`/n.txt": "needle\n",
 	}, true)
-	defer c.Broker.Close()
+	defer c.Broker.(*broker.Broker).Close()
 	ws := c.Workspace
 	for link, target := range map[string]string{"l": "real", "lsub": "real/sub", "lf": "real/f.txt"} {
 		if err := os.Symlink(filepath.Join(ws, target), filepath.Join(ws, link)); err != nil {

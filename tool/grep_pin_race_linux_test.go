@@ -146,7 +146,7 @@ func TestGrepRipgrepNeverSearchesASwappedRoot(t *testing.T) {
 	searchtest.RequireRipgrep(t)
 	jt := findJailText(t)
 	c := grepCall(t, map[string]string{"d/g.txt": "harmless\n", "f.txt": "harmless\n"}, true)
-	defer c.Broker.Close()
+	defer c.Broker.(*broker.Broker).Close()
 	stop := startSwapper(t, c.Workspace, []linkSwap{{"d", ".dlink", jt.dir}, {"f.txt", ".flink", jt.file}})
 	type tally struct {
 		found, refused int
@@ -237,7 +237,7 @@ func TestGrepUnpinnedRipgrepFollowsASwappedRoot(t *testing.T) {
 	searchtest.RequireRipgrep(t)
 	jt := findJailText(t)
 	c := grepCall(t, map[string]string{"d/g.txt": "harmless\n", "f.txt": "harmless\n"}, true)
-	defer c.Broker.Close()
+	defer c.Broker.(*broker.Broker).Close()
 	rg := ripgrepPath(c)
 	ws := c.Workspace
 	o := search.Options{Pattern: jt.pattern(), IgnoreRoot: ws, Protected: protectedForms(c.Base.Protected)}
@@ -295,7 +295,7 @@ func TestGrepRipgrepWalkNeverReturnsALineItCannotConfirm(t *testing.T) {
 		files[fmt.Sprintf("d/a%03d/x.txt", i)] = "harmless\n"
 	}
 	c := grepCall(t, files, true)
-	defer c.Broker.Close()
+	defer c.Broker.(*broker.Broker).Close()
 	rg := ripgrepPath(c)
 	root := filepath.Join(c.Workspace, "d")
 	pattern := jt.pattern() + "|^" + regexp.QuoteMeta(etcLine) + "$"

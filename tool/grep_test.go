@@ -377,7 +377,7 @@ func BenchmarkGrep(b *testing.B) {
 	// The jail helper is a host program, not this test binary (see
 	// package jailtest), so the ripgrep engine costs what a host pays.
 	c.Broker = broker.New(broker.Options{HelperPath: jailtest.HostHelper(b)})
-	defer c.Broker.Close()
+	defer c.Broker.(*broker.Broker).Close()
 	goCall := *c
 	goCall.Broker = nil
 	r, err := NewRegistry(GrepTool())

@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"bufio"
@@ -154,7 +155,7 @@ func runHelper() int {
 	}
 	layers := c.layers
 	if err := unix.Chdir(cfg.Dir); err != nil {
-		report(Report{Layers: layers, Exec: fmt.Sprintf("chdir %s: %s", cfg.Dir, ErrnoName(err))})
+		report(Report{Layers: layers, Exec: fmt.Sprintf("chdir %s: %s", cfg.Dir, errno.Name(err))})
 		return exitHelperExec
 	}
 	if missing := MissingRequired(cfg.Required, cfg.Namespaces, layers); missing != nil {
@@ -185,7 +186,7 @@ func runHelper() int {
 		return exitHelperSetup
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
-	report(Report{Exec: fmt.Sprintf("exec %s: %s", cfg.Argv[0], ErrnoName(err))})
+	report(Report{Exec: fmt.Sprintf("exec %s: %s", cfg.Argv[0], errno.Name(err))})
 	return exitHelperExec
 }
 
@@ -281,7 +282,7 @@ func confine(cfg Config) (confined, error) {
 		}
 		if cfg.NetworkOff {
 			if err := helperLoopbackUp(); err != nil {
-				c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLoopback, Reason: ErrnoName(err)})
+				c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLoopback, Reason: errno.Name(err)})
 			} else {
 				c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLoopback, Applied: true})
 			}
@@ -322,7 +323,7 @@ func confine(cfg Config) (confined, error) {
 			FileRW: landlockFiles, FileWrite: landlockFileWrite, NetworkOff: cfg.NetworkOff,
 		})
 		if err != nil {
-			c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLandlock, Reason: ErrnoName(err)})
+			c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerLandlock, Reason: errno.Name(err)})
 		} else {
 			l := sandbox.Layer{Name: sandbox.LayerLandlock, Applied: true, Detail: fmt.Sprintf("abi %d", min(cfg.LandlockABI, LandlockMaxKnownABI))}
 			var params []string
@@ -342,7 +343,7 @@ func confine(cfg Config) (confined, error) {
 		c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerSeccomp, Reason: cfg.SeccompSkip})
 	default:
 		if err := applySeccomp(cfg.NetworkOff); err != nil {
-			c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerSeccomp, Reason: ErrnoName(err)})
+			c.layers = append(c.layers, sandbox.Layer{Name: sandbox.LayerSeccomp, Reason: errno.Name(err)})
 		} else {
 			params := "denied syscalls, namespace clones, terminal-injection ioctls, setuid/setgid modes; clone3 and openat2 ENOSYS"
 			if cfg.NetworkOff {
@@ -402,7 +403,7 @@ func applyRlimits(l sandbox.Limits, namespaces bool, pidMax uint64) (layer sandb
 	var failed, params []string
 	var cur unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_AS, &cur); err != nil {
-		failed = append(failed, "as: "+ErrnoName(err))
+		failed = append(failed, "as: "+errno.Name(err))
 	} else {
 		as = min(l.MemoryBytes, cur.Max)
 		params = append(params, fmt.Sprintf("as %d", as))
@@ -421,12 +422,12 @@ func applyRlimits(l sandbox.Limits, namespaces bool, pidMax uint64) (layer sandb
 	} {
 		var cur unix.Rlimit
 		if err := unix.Getrlimit(r.res, &cur); err != nil {
-			failed = append(failed, r.name+": "+ErrnoName(err))
+			failed = append(failed, r.name+": "+errno.Name(err))
 			continue
 		}
 		v := min(r.v, cur.Max)
 		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			failed = append(failed, r.name+": "+ErrnoName(err))
+			failed = append(failed, r.name+": "+errno.Name(err))
 			continue
 		}
 		if r.res == unix.RLIMIT_NPROC {
@@ -517,12 +518,12 @@ func dropCapabilities() (sandbox.Layer, error) {
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
 			boundingKept = true
-			notes = append(notes, "bounding: "+ErrnoName(err))
+			notes = append(notes, "bounding: "+errno.Name(err))
 			break
 		}
 	}
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, Securebits, 0, 0, 0); err != nil {
-		notes = append(notes, "securebits: "+ErrnoName(err))
+		notes = append(notes, "securebits: "+errno.Name(err))
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return sandbox.Layer{}, fmt.Errorf("clear ambient capabilities: %w", err)

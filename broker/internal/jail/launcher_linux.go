@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"encoding/json"
@@ -90,7 +91,7 @@ func runLauncher() int {
 		SysProcAttr: attr,
 	}
 	if err := cmd.Start(); err != nil {
-		b, _ := json.Marshal(Report{Fatal: "start jail: " + ErrnoName(StartError(err))})
+		b, _ := json.Marshal(Report{Fatal: "start jail: " + errno.Name(StartError(err))})
 		rep.Write(append(b, '\n'))
 		return exitHelperSetup
 	}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+
+	"github.com/agentloom/loom/internal/errno"
 )
 
 func TestLauncherProbeError(t *testing.T) {
@@ -23,8 +25,8 @@ func TestLauncherProbeError(t *testing.T) {
 		{"", errors.New("signal: killed"), "signal: killed"},
 	} {
 		got := launcherProbeError([]byte(tc.out), tc.err)
-		if ErrnoName(got) != tc.want {
-			t.Errorf("%q: %q, want %q", tc.out, ErrnoName(got), tc.want)
+		if errno.Name(got) != tc.want {
+			t.Errorf("%q: %q, want %q", tc.out, errno.Name(got), tc.want)
 		}
 	}
 	if !errors.Is(launcherProbeError([]byte("errno 1"), exitErr), syscall.EPERM) {

@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"fmt"
@@ -233,7 +234,7 @@ func protect(protected, writable []string) (int, []string, error) {
 	var unpinned []string
 	for _, l := range links {
 		if err := pinSymlink(l); err != nil {
-			unpinned = append(unpinned, l+": "+ErrnoName(err))
+			unpinned = append(unpinned, l+": "+errno.Name(err))
 		}
 	}
 	return len(ro) + len(links) - len(unpinned), unpinned, nil
@@ -477,7 +478,7 @@ func hostViewReadOnly(byRemount bool) (method string, failed []string, err error
 			continue // replaced by the jail's own before the command runs
 		}
 		if err := remountBind(mp, unix.MS_RDONLY); err != nil {
-			failed = append(failed, ErrnoName(err))
+			failed = append(failed, errno.Name(err))
 		}
 	}
 	return "remount", failed, nil

@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"fmt"
@@ -184,11 +185,11 @@ func (t *mountTable) inHostView(root sandbox.Layer) (mountResult, error) {
 func (t *mountTable) capPids(procErr error, procMasks bool) (kernelMasks []string) {
 	t.procErr = procErr
 	if procErr != nil {
-		t.skipped = append(t.skipped, "proc: "+ErrnoName(procErr))
+		t.skipped = append(t.skipped, "proc: "+errno.Name(procErr))
 		return nil
 	}
 	if err := limitPids(t.cfg.Limits.Processes); err != nil {
-		t.skipped = append(t.skipped, "pid_max: "+ErrnoName(err))
+		t.skipped = append(t.skipped, "pid_max: "+errno.Name(err))
 	} else {
 		t.pidMax = t.cfg.Limits.Processes + pidReserve + 1
 		t.params = append(t.params, fmt.Sprintf("pid_max %d", t.pidMax))
@@ -206,7 +207,7 @@ func (t *mountTable) mountTmp() {
 	if err := overmountWith(sandbox.ScratchDir, func() error {
 		return t.scratch.mount("mode=0755,size=" + scratchSize)
 	}, t.roots); err != nil {
-		t.skipped = append(t.skipped, "tmp: "+ErrnoName(err))
+		t.skipped = append(t.skipped, "tmp: "+errno.Name(err))
 	}
 }
 
@@ -214,9 +215,9 @@ func (t *mountTable) mountTmp() {
 // /dev, shows the scratch tmpfs at /dev/shm too.
 func (t *mountTable) attachShm(devErr error) {
 	if devErr != nil {
-		t.skipped = append(t.skipped, "dev: "+ErrnoName(devErr))
+		t.skipped = append(t.skipped, "dev: "+errno.Name(devErr))
 	} else if shared, err := t.scratch.attachShm(); err != nil {
-		t.skipped = append(t.skipped, "dev/shm: "+ErrnoName(err))
+		t.skipped = append(t.skipped, "dev/shm: "+errno.Name(err))
 	} else if shared {
 		t.params = append(t.params, "/tmp and /dev/shm share one scratch tmpfs")
 	}
@@ -253,7 +254,7 @@ func (t *mountTable) finish(root sandbox.Layer, hidden, masks []string, premaske
 	// and pinned links each take an anonymous one, which the nested
 	// namespace count would refuse): the per-namespace limits, then
 	// /proc/sys read-only.
-	limits := sandbox.Layer{Name: sandbox.LayerNamespaceLimits, Reason: "no private /proc to write them through (" + ErrnoName(t.procErr) + ")"}
+	limits := sandbox.Layer{Name: sandbox.LayerNamespaceLimits, Reason: "no private /proc to write them through (" + errno.Name(t.procErr) + ")"}
 	if t.procErr == nil {
 		limits = setNamespaceLimits()
 		if err := protectProc(); err != nil {

@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"errors"
@@ -161,7 +162,7 @@ func applyNamespaceLimits(limits []nsLimit, write func(file, value string) error
 			absent = append(absent, sysctlName(l.file))
 			continue
 		}
-		why := ErrnoName(err)
+		why := errno.Name(err)
 		if l.ipc && errors.Is(err, unix.EACCES) && os.Geteuid() != 0 {
 			why += ": only uid 0 of the jail's user namespace may set IPC limits, and an unprivileged host's identity map has none"
 		}

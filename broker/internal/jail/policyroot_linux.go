@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"github.com/agentloom/loom/internal/errno"
 	"github.com/agentloom/loom/sandbox"
 
 	"errors"
@@ -130,7 +131,7 @@ type heldRoot struct {
 // failure to detach the old root after the pivot is fatal.
 func buildPolicyRoot(cfg Config, extra []string) (policyRoot, error) {
 	skip := func(step string, err error) policyRoot {
-		return policyRoot{layer: sandbox.Layer{Name: sandbox.LayerPolicyRoot, Reason: step + ": " + ErrnoName(err) + "; the host view stays (read-only, its sockets masked as listed at start)"}}
+		return policyRoot{layer: sandbox.Layer{Name: sandbox.LayerPolicyRoot, Reason: step + ": " + errno.Name(err) + "; the host view stays (read-only, its sockets masked as listed at start)"}}
 	}
 	plan, mkdirs := policyRootPlan(cfg, extra)
 	plan = expandWholeRoot(plan)

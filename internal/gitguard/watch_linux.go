@@ -10,9 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/agentloom/loom/internal/errno"
 	"golang.org/x/sys/unix"
-
-	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // gitWatchMask is what the watcher asks inotify for on every directory
@@ -68,7 +67,7 @@ func (h *inotifyHub) start() error {
 	h.once.Do(func() {
 		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 		if err != nil {
-			h.err = fmt.Errorf("inotify_init1: %s", jail.ErrnoName(err))
+			h.err = fmt.Errorf("inotify_init1: %s", errno.Name(err))
 			return
 		}
 		h.fd, h.f = fd, os.NewFile(uintptr(fd), "inotify")
@@ -126,7 +125,7 @@ func (h *inotifyHub) drain() bool {
 			if err == nil {
 				err = fmt.Errorf("read returned %d", n)
 			}
-			h.readErr = fmt.Errorf("inotify read: %s", jail.ErrnoName(err))
+			h.readErr = fmt.Errorf("inotify read: %s", errno.Name(err))
 			h.fail(h.readErr)
 			return false
 		}
@@ -233,7 +232,7 @@ func (w *gitWatch) add(rel string, f *os.File) {
 	// kernel tells by the descriptor it answers.
 	wd, err := unix.InotifyAddWatch(hub.fd, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), gitWatchMask)
 	if err != nil {
-		w.broken(fmt.Errorf("inotify_add_watch %s: %s", rel, jail.ErrnoName(err)))
+		w.broken(fmt.Errorf("inotify_add_watch %s: %s", rel, errno.Name(err)))
 		return
 	}
 	w.mu.Lock()

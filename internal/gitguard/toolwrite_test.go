@@ -11,12 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/sandbox"
 	"pgregory.net/rapid"
 )
 
 // toolWrite writes rel as a harness-side tool does (outside any
 // command) and reports it to the guard.
-func (w *guardWorld) toolWrite(rel, s string) ([]Action, error) {
+func (w *guardWorld) toolWrite(rel, s string) ([]sandbox.Neutralisation, error) {
 	w.t.Helper()
 	w.write(rel, s)
 	return w.f.ToolWrite(w.ws, filepath.Join(w.ws, rel))

@@ -1,4 +1,4 @@
-package jail
+package errno
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestErrnoName(t *testing.T) {
+func TestName(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -18,8 +18,8 @@ func TestErrnoName(t *testing.T) {
 		{fmt.Errorf("landlock_add_rule /x: %w", unix.EACCES), "landlock_add_rule /x: EACCES"},
 		{errors.New("plain"), "plain"},
 	} {
-		if got := ErrnoName(tc.err); got != tc.want {
-			t.Errorf("ErrnoName(%v) = %q, want %q", tc.err, got, tc.want)
+		if got := Name(tc.err); got != tc.want {
+			t.Errorf("Name(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentloom/loom/broker/internal/gitguard/guardtest"
+	"github.com/agentloom/loom/internal/gitguard/guardtest"
 )
 
 // Red team, git guard allowlist (today).

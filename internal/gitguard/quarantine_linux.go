@@ -1,19 +1,16 @@
 package gitguard
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/agentloom/loom/internal/errno"
 	"golang.org/x/sys/unix"
-
-	"github.com/agentloom/loom/broker/internal/jail"
 )
 
 // quarantineAside renames path (which must have no symlink in any
@@ -27,7 +24,7 @@ func quarantineAside(path string) (string, error) {
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
-		return "", fmt.Errorf("open %s without following links: %s", dir, jail.ErrnoName(err))
+		return "", fmt.Errorf("open %s without following links: %s", dir, errno.Name(err))
 	}
 	defer unix.Close(fd)
 	aside, err := renameAsideFd(fd, name)
@@ -83,10 +80,10 @@ func renameAsideFds(from, to int, name string) (string, error) {
 		for _, fd := range slices.Compact([]int{from, to}) {
 			var st unix.Stat_t
 			if serr := unix.Fstat(fd, &st); serr != nil {
-				return "", fmt.Errorf("rename: %s; fstat: %s", jail.ErrnoName(err), jail.ErrnoName(serr))
+				return "", fmt.Errorf("rename: %s; fstat: %s", errno.Name(err), errno.Name(serr))
 			}
 			if cerr := unix.Fchmod(fd, st.Mode&0o7777|0o700); cerr != nil {
-				return "", fmt.Errorf("rename: %s; making the directory writable: %s", jail.ErrnoName(err), jail.ErrnoName(cerr))
+				return "", fmt.Errorf("rename: %s; making the directory writable: %s", errno.Name(err), errno.Name(cerr))
 			}
 			mode := st.Mode & 0o7777
 			restore = append(restore, func() { unix.Fchmod(fd, mode) })
@@ -97,7 +94,7 @@ func renameAsideFds(from, to int, name string) (string, error) {
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("rename: %s: %w", jail.ErrnoName(err), err)
+		return "", fmt.Errorf("rename: %s: %w", errno.Name(err), err)
 	}
 	return aside, nil
 }
@@ -126,19 +123,4 @@ func openChildDir(parent *os.File, name string) (*os.File, error) {
 func ownedByMe(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
-}
-
-// errnoName is err's text with its errno spelled as its name (EACCES),
-// where it has one.
-func errnoName(err error) string {
-	if err == nil {
-		return ""
-	}
-	var e unix.Errno
-	if errors.As(err, &e) {
-		if n := unix.ErrnoName(e); n != "" {
-			return strings.Replace(err.Error(), e.Error(), n, 1)
-		}
-	}
-	return err.Error()
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/broker/internal/gitguard/guardtest"
+	"github.com/agentloom/loom/internal/gitguard/guardtest"
 )
 
 // BenchmarkGuard measures what the guard costs a command on a

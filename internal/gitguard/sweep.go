@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/agentloom/loom/internal/pinnedfs"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Bounds on one sweep of a writable root for git control files.
@@ -110,7 +111,7 @@ type gitSweep struct {
 	visited map[string]bool
 	ptrSeen map[string]bool
 	dirs    int
-	done    []Action
+	done    []sandbox.Neutralisation
 	failed  []string
 }
 
@@ -658,7 +659,7 @@ func (s *gitSweep) config(rel string) {
 	// Not recorded as seen: a command still running may have renamed its
 	// own version over ours already, so the next pass reads it again.
 	delete(s.known, rel)
-	s.done = append(s.done, Action{Path: s.absPath(rel), Removed: removed})
+	s.done = append(s.done, sandbox.Neutralisation{Path: s.absPath(rel), Removed: removed})
 }
 
 // recordWorktrees notes the core.worktree values of a config the sweep
@@ -759,7 +760,7 @@ func (s *gitSweep) asideWith(rel, into, why string, rename func(name string) (st
 		return
 	}
 	delete(s.known, rel)
-	s.done = append(s.done, Action{Path: s.absPath(rel), MovedTo: s.absPath(path.Join(into, to))})
+	s.done = append(s.done, sandbox.Neutralisation{Path: s.absPath(rel), MovedTo: s.absPath(path.Join(into, to))})
 }
 
 // containerHolder returns the outermost known git directory in whose
@@ -784,7 +785,7 @@ func (s *gitSweep) fail(rel string, err error) {
 	delete(s.known, rel) // so the next pass tries again
 	msg := fmt.Sprintf("%s: %v", s.absPath(rel), err)
 	s.failed = append(s.failed, msg)
-	s.done = append(s.done, Action{Path: s.absPath(rel), Err: err.Error()})
+	s.done = append(s.done, sandbox.Neutralisation{Path: s.absPath(rel), Err: err.Error()})
 }
 
 func (s *gitSweep) absPath(rel string) string {

@@ -1,29 +1,14 @@
 package gitguard
 
-import "path/filepath"
+import (
+	"errors"
+
+	"github.com/agentloom/loom/sandbox"
+)
 
 // QuarantineSuffix marks where the guard moved a file aside:
 // <name><QuarantineSuffix>-<unix nanoseconds>.
 const QuarantineSuffix = ".loom-quarantine"
-
-// Action is one piece of repository-controlled execution the guard
-// disarmed in a writable root: the entries off the allowlist of inert
-// keys removed from a git config a command created or changed (or made
-// git use, or a core.worktree whose directory it re-aimed), or a hook,
-// pointer or config moved aside whole. The broker reports it as a
-// Neutralisation.
-type Action struct {
-	// Path is the file (absolute).
-	Path string
-	// Removed names the config entries taken out (dotted, as `git config
-	// --list` prints them, in file order); empty when the file was moved
-	// aside whole.
-	Removed []string
-	// MovedTo is where the file was moved aside, when it was.
-	MovedTo string
-	// Err says why it could not be done; the workspace is then fenced.
-	Err string
-}
 
 // Moved is a protected path that was missing when a command started and
 // that the command created, moved aside. The broker reports it as a
@@ -73,15 +58,17 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func fenced(msg string, err error) *Error { return &Error{Fenced: true, Msg: msg, Err: err} }
 
-// covers reports whether path is root or lies beneath it (both absolute
-// or both relative).
-func covers(root, path string) bool {
-	if root == "" || path == "" || filepath.IsAbs(root) != filepath.IsAbs(path) {
-		return false
+// Refusal is the guard's error as a Denial: a fenced workspace
+// (DenialWorkspaceFenced), or a request the guard cannot take, such as a
+// path outside its root (DenialInvalidPolicy).
+func Refusal(err error) *sandbox.Denial {
+	var e *Error
+	switch {
+	case !errors.As(err, &e):
+		return sandbox.NewDenial(sandbox.DenialWorkspaceFenced, err.Error(), err)
+	case e.Fenced:
+		return sandbox.NewDenial(sandbox.DenialWorkspaceFenced, e.Msg, e.Err)
+	default:
+		return sandbox.NewDenial(sandbox.DenialInvalidPolicy, e.Msg, e.Err)
 	}
-	root, path = filepath.Clean(root), filepath.Clean(path)
-	if root == path || root == string(filepath.Separator) {
-		return true
-	}
-	return len(path) > len(root) && path[len(root)] == filepath.Separator && path[:len(root)] == root
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestGitWorktreeInert: a core.worktree value is kept only where it
@@ -207,7 +209,7 @@ func TestGitGuardRemovesUnlistedKeysEverywhere(t *testing.T) {
 		if !strings.Contains(cfg, "name = a") || !strings.Contains(cfg, "bare = false") {
 			t.Errorf("%s lost an allowed entry:\n%s", f, cfg)
 		}
-		i := slices.IndexFunc(s.GitNeutralised, func(n Action) bool { return n.Path == filepath.Join(w.ws, f) })
+		i := slices.IndexFunc(s.GitNeutralised, func(n sandbox.Neutralisation) bool { return n.Path == filepath.Join(w.ws, f) })
 		if i < 0 {
 			t.Errorf("%s not reported: %+v", f, s.GitNeutralised)
 		} else if got := s.GitNeutralised[i].Removed; !slices.Equal(got, removed) {

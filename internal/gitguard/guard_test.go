@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/agentloom/loom/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -105,7 +106,7 @@ func asError(t testing.TB, err error) *Error {
 // settled is what a command's settlement reports of the guard, as the
 // broker's Settled holds it.
 type settled struct {
-	GitNeutralised   []Action
+	GitNeutralised   []sandbox.Neutralisation
 	ProtectedCreated []Moved
 }
 

@@ -1,4 +1,4 @@
-package jail
+package errno
 
 import (
 	"errors"
@@ -7,10 +7,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrnoName renders an error for a report: a bare errno as its symbolic
+// Name renders an error for a report: a bare errno as its symbolic
 // name ("EPERM"), a wrapped one with its text's errno message replaced by
 // the name ("landlock_add_rule /x: EACCES"), anything else as its text.
-func ErrnoName(err error) string {
+func Name(err error) string {
 	if err == nil {
 		return ""
 	}

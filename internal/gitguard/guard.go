@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // The git guard keeps a command from leaving repository-controlled
@@ -22,7 +24,7 @@ import (
 // .git file's target) config the command created or changed keeps only
 // the entries on the allowlist (allow.go) and hooks it created are
 // moved aside
-// (Action). Every pointer (.git file or link, commondir, a link
+// (sandbox.Neutralisation). Every pointer (.git file or link, commondir, a link
 // in modules/ or worktrees/) is read and resolved exactly as git does
 // on the host (pointer.go): the git directory it names is checked
 // wherever in the root it lies, and one a command wrote or re-aimed that
@@ -112,7 +114,7 @@ var errGitRootMoved = errors.New("the root moved")
 // settlement reports what happened while it ran.
 type gitLogged struct {
 	seq int64
-	n   *Action
+	n   *sandbox.Neutralisation
 	q   *Moved
 }
 
@@ -173,7 +175,7 @@ func (g *Hold) Abandon() {
 // Settle runs after the command's tree is gone and returns what the
 // guard did while it ran: the files it neutralised, and the protected
 // paths the command created that it moved aside.
-func (g *Hold) Settle() (neutralised []Action, created []Moved) {
+func (g *Hold) Settle() (neutralised []sandbox.Neutralisation, created []Moved) {
 	if g.off {
 		return nil, nil
 	}
@@ -233,7 +235,7 @@ func (g *Hold) Settle() (neutralised []Action, created []Moved) {
 
 func (g *Hold) rootOf(p string) *gitRoot {
 	for _, e := range g.roots {
-		if covers(e.r.abs, p) {
+		if sandbox.Covers(e.r.abs, p) {
 			return e.r
 		}
 	}
@@ -368,7 +370,7 @@ func (r *gitRoot) enter(protected, absent []string) (int64, error) {
 	}
 	r.active++
 	for _, a := range absent {
-		if covers(r.abs, a) {
+		if sandbox.Covers(r.abs, a) {
 			r.absent[a]++
 		}
 	}
@@ -581,7 +583,7 @@ func statErr(p string) error {
 	return err
 }
 
-func neutralisedDetail(n Action) string {
+func neutralisedDetail(n sandbox.Neutralisation) string {
 	switch {
 	case n.Err != "":
 		return "could not neutralise: " + n.Err
@@ -611,7 +613,7 @@ func (r *gitRoot) flushAudits() {
 // relUnder returns p relative to root, slash-separated, when p lies
 // strictly beneath root.
 func relUnder(root, p string) (string, bool) {
-	if !covers(root, p) {
+	if !sandbox.Covers(root, p) {
 		return "", false
 	}
 	rel, err := filepath.Rel(root, filepath.Clean(p))

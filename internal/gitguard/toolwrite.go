@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Tool writes and the git guard.
@@ -69,7 +71,7 @@ type gitToolWrite struct {
 // attributed. The result lists what was neutralised. When something
 // cannot be, the root is fenced and the error is a fenced *Error; a
 // path not beneath root is an *Error that is not.
-func (f *Fences) ToolWrite(root, path string) ([]Action, error) {
+func (f *Fences) ToolWrite(root, path string) ([]sandbox.Neutralisation, error) {
 	root, rel, err := toolWritten(root, path)
 	if err != nil {
 		return nil, err
@@ -97,7 +99,7 @@ func toolWritten(root, path string) (string, string, error) {
 }
 
 // toolWrite is ToolWrite on one root, under its lock.
-func (r *gitRoot) toolWrite(rel string) ([]Action, error) {
+func (r *gitRoot) toolWrite(rel string) ([]sandbox.Neutralisation, error) {
 	if err := r.pin(); err != nil {
 		r.fence(fmt.Sprintf("the git guard cannot open %s to check a file a tool wrote there (%v); call Broker.Unfence(%q) once it opens", r.abs, err, r.abs))
 		return nil, r.fenceError()
@@ -114,7 +116,7 @@ func (r *gitRoot) toolWrite(rel string) ([]Action, error) {
 	r.sweep.ancestors(rel)
 	r.sweep.tool, r.sweep.forced = nil, nil
 	r.finish(act)
-	var done []Action
+	var done []sandbox.Neutralisation
 	for _, l := range r.log {
 		if l.seq > first && l.n != nil {
 			done = append(done, *l.n)
@@ -238,7 +240,7 @@ func gitControlName(rel string) bool {
 // no memory of what came before. The written file and every git
 // directory containing it are acted on; a failure is reported but
 // fences nothing, as nothing runs there.
-func ToolWriteAlone(root, path string) ([]Action, error) {
+func ToolWriteAlone(root, path string) ([]sandbox.Neutralisation, error) {
 	root, rel, err := toolWritten(root, path)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,29 @@
+package tool
+
+import (
+	"context"
+
+	"github.com/agentloom/loom/sandbox"
+)
+
+// Broker is what the tools ask of the jail that runs commands for them:
+// clear one command, pool calls in their step's budget, say which layers
+// the jail applies, record a security event, and guard a file a tool
+// wrote against planted repository-controlled execution.
+//
+// *broker.Broker is the reference. A host may bring another jail; it
+// keeps the contracts the sandbox vocabulary states.
+type Broker interface {
+	// Clear runs spec in the jail, or refuses it with an error holding a
+	// *sandbox.Denial.
+	Clear(ctx context.Context, spec sandbox.CallSpec) (*sandbox.Execution, error)
+	// Ledger is the budget every clearance is pooled in.
+	Ledger() *sandbox.Ledger
+	// Available reports the layers a command would get now.
+	Available() sandbox.Enforcement
+	// Audit records a security-relevant event; it never blocks.
+	Audit(e sandbox.AuditEvent)
+	// GuardToolWrite disarms git configuration, hooks and pointers that
+	// a write to path beneath root made live, and lists what it did.
+	GuardToolWrite(root, path string) ([]sandbox.Neutralisation, error)
+}
