@@ -5,12 +5,15 @@
 //   - tool: the Tool record, Call, Outcome with its one failure Code, the
 //     Registry, path discipline, and the file tools fs_read, fs_write,
 //     fs_edit, working_directory and grep.
-//   - broker: sandbox policy, composition and grants, the budget ledger,
-//     and Clear, which runs one command in a kernel jail and reports every
-//     layer the kernel applied. Its internal packages: broker/internal/jail,
+//   - sandbox: the jail's vocabulary, pure: Policy, Grant and Compose,
+//     Denial, the budget ledger, CallSpec, Execution, Settled and the
+//     Enforcement report.
+//   - broker: the reference jail. Clear runs one command in a kernel jail
+//     and reports every layer the kernel applied; *broker.Broker is the
+//     tool.Broker the tools run commands through. broker/internal/jail is
 //     the code that runs in the re-executed helper process (mounts,
-//     Landlock, seccomp, rlimits), and broker/internal/gitguard, the git
-//     guard and its allowlist.
+//     Landlock, seccomp, rlimits); internal/gitguard is the git guard and
+//     its allowlist, which the file tools use without a broker too.
 //   - job: the Jobs seam, bash and the job_* tools, and a reference job
 //     plane over the broker.
 //   - history, history/sqlite: the History and Memory seams with
@@ -50,7 +53,7 @@
 //     compose its policy, admit it against the budget, start it in a
 //     jail. A command that was not cleared does not run.
 //   - Settle: the end of a cleared command or a job, with its exit status
-//     and what the broker did on the way out (broker.Settled). A
+//     and what the broker did on the way out (sandbox.Settled). A
 //     diagnosis that settled (tool.DiagnosticsSettled) is a language
 //     server's answer for the content written.
 //   - Attend: to start a command as a job the caller watches for a

@@ -17,14 +17,14 @@ import (
 // carry no code of their own, each with the reason. Every other exported
 // error type implements tool.CodedError.
 var uncodedErrors = map[string]string{
-	"broker/internal/jail.MissingLayer": "(broker.MissingLayer) the cause a DenialLayerRequired denial wraps; the denial carries the code",
+	"sandbox.MissingLayer": "the cause a DenialLayerRequired denial wraps; the denial carries the code",
 }
 
 // errorType is one type of the module that has an Error method, as the
 // walk saw it.
 type errorType struct {
 	// key is the package's directory, slash-separated and relative to the
-	// module root, a dot and the type's name: "broker.Denial".
+	// module root, a dot and the type's name: "sandbox.Denial".
 	key        string
 	exported   bool
 	internal   bool // its package is under an internal directory
@@ -175,7 +175,7 @@ func TestEveryCodedErrorHasErrorCode(t *testing.T) {
 			coded = append(coded, ty.key)
 		}
 	}
-	for _, want := range []string{"agent.Refusal", "broker.Denial", "codemode.channelFault", "codemode.VetError", "hashline.HunkError", "tool.PathError", "plane.Error"} {
+	for _, want := range []string{"agent.Refusal", "sandbox.Denial", "codemode.channelFault", "codemode.VetError", "hashline.HunkError", "tool.PathError", "plane.Error"} {
 		if !slices.Contains(coded, want) {
 			t.Errorf("the walk did not find the coded error %s (found %v)", want, coded)
 		}

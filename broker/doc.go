@@ -1,11 +1,13 @@
-// Package broker decides what a command may touch and runs it under that
-// decision.
+// Package broker is the reference jail: it runs one command under a
+// composed policy and reports how it was confined.
 //
-// It owns the policy vocabulary (Policy, Grant, Denial), composition of a
-// session's base policy with a tool's requirements and an operator's
-// grants (Compose), the budget ledger pooled per {operation, step}, and
-// Clear, which runs one argv inside the Linux jail and reports every
-// confinement layer as applied or skipped (Enforcement).
+// It owns Clear, which runs one argv inside the Linux jail and reports
+// every confinement layer as applied or skipped, host-wide admission, the
+// warm helpers, the git guard's watch over writable roots, and the audit
+// hook. The vocabulary it speaks (Policy, Grant, Compose, Denial, the
+// ledger, CallSpec, Execution, Settled, Enforcement) is package sandbox,
+// so code that only names policies or reads settlements need not link a
+// jail. *Broker implements tool.Broker.
 //
 // It does not own what a tool means by its command, how output is shown to
 // a model, or where output spills: those belong to packages tool and blob.
@@ -32,7 +34,8 @@
 //
 // Clear re-executes the running program (/proc/self/exe, or
 // Options.HelperPath) as a jail helper, recognised by this package's init
-// or by an explicit HelperMain call at the top of main. The helper builds
+// or by an explicit HelperMain call at the top of main. Only a program
+// that imports this package carries the helper and its init. The helper builds
 // the jail on the thread that will exec: namespaces, the policy's root
 // (or, with CallSpec.EmptyRoot, a root holding only the program),
 // protected binds, hidden sockets, masked secrets, namespace limits,
@@ -44,11 +47,9 @@
 // the helper side, everything that runs in the helper's process (and in
 // the launcher and probe it may be started through), is package
 // broker/internal/jail (its helper_linux.go in the order it runs). The
-// broker writes it a jail.Config and reads back its jail.Report; Layer,
-// MissingLayer, Limits and EmptyRoot are that package's types under
-// this package's names.
+// broker writes it a jail.Config and reads back its jail.Report.
 //
-// CallSpec.ExtraFile reaches the command at ExtraFileFD; nothing else
+// CallSpec.ExtraFile reaches the command at sandbox.ExtraFileFD; nothing else
 // but fds 0 to 2 does.
 //
 // # Warm helpers

@@ -59,7 +59,7 @@
 //     are required: where the kernel cannot apply one, nothing runs
 //     (CodeRunJailUnavailable names it).
 //     The Engine serves the program's capability calls over one socketpair
-//     at broker.ExtraFileFD (or the shared ring the program asks for on
+//     at sandbox.ExtraFileFD (or the shared ring the program asks for on
 //     it) until it exits, its wall deadline passes, the host's context
 //     ends or the channel faults; every path kills the process tree.
 //

@@ -26,7 +26,7 @@ type Permissions struct {
 	job.Permissions
 	// WallS, when present, must be 0: the program may start jobs for the
 	// session (job.StartForSession), with no wall deadline. Where the
-	// session policy has a wall, lifting it is the grant broker.GrantWall
+	// session policy has a wall, lifting it is the grant sandbox.GrantWall
 	// an operator approves; a sub-agent may not ask for it.
 	WallS *int `json:"wall_s,omitempty" jsonschema:"only 0: job.StartForSession, no wall deadline"`
 }

@@ -269,7 +269,7 @@ func preludeConst(t *testing.T, file, name string) string {
 }
 
 // TestChannelFD: the prelude's client opens the fd codemode hands the
-// program: cap/internal/client.ChannelFD must be broker.ExtraFileFD.
+// program: cap/internal/client.ChannelFD must be sandbox.ExtraFileFD.
 func TestChannelFD(t *testing.T) {
 	t.Parallel()
 	if found := preludeConst(t, "internal/client/client.go", "ChannelFD"); found != strconv.Itoa(sandbox.ExtraFileFD) {

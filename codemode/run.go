@@ -157,7 +157,7 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 
 // runSpec is the program's clearance: its binary alone in an empty root,
 // no network, no writable root, an environment of the Go runtime's
-// bounds only, its channel at broker.ExtraFileFD, every layer of
+// bounds only, its channel at sandbox.ExtraFileFD, every layer of
 // runRequiredLayers required.
 func runSpec(c *tool.Call, bin *Binary, within time.Duration, channel *os.File) sandbox.CallSpec {
 	env := map[string]string{"GOMAXPROCS": strconv.Itoa(min(maxRunProcs, runtime.NumCPU())), "GOMEMLIMIT": runMemoryLimit, "GOTRACEBACK": "single"}

@@ -73,7 +73,7 @@ type Permissions struct {
 // refusal that names what it would grant stays bounded.
 const maxPermissionRoots = 16
 
-// NetworkGrant is Permissions.Network: "full" (broker.NetworkFull) or
+// NetworkGrant is Permissions.Network: "full" (sandbox.NetworkFull) or
 // absent. Its own type so that its schema is an enum (PermissionsSchemas).
 type NetworkGrant string
 

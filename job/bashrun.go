@@ -227,7 +227,7 @@ func bashPolicyFor(c *tool.Call, perm *Permissions) (sandbox.Policy, error) {
 
 // SessionWallDenial is the refusal a session-lifetime job meets under a
 // policy with a wall limit of wallMs: its Wanted is the one grant
-// (broker.GrantWall) an operator may approve to lift it.
+// (sandbox.GrantWall) an operator may approve to lift it.
 func SessionWallDenial(wallMs int) *sandbox.Denial {
 	return &sandbox.Denial{
 		Code:   sandbox.DenialRequirementsNotCovered,

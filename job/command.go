@@ -11,7 +11,7 @@ import (
 // requirements and perm's, under the call's grants, plus the variables
 // bash always sets. Bash's requirements are the system roots, the
 // workspace and scratch writable, and the base network and environment
-// allowance. A shortfall is an error holding a *broker.Denial whose
+// allowance. A shortfall is an error holding a *sandbox.Denial whose
 // Wanted is what an operator may approve; nothing is raised to the host.
 // A root of perm that does not resolve is an error holding no denial. It
 // is what another harness-side caller that runs a command on a call's

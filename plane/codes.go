@@ -20,9 +20,9 @@ const (
 	// or a toolchain cache, which commands write, would hold a store or
 	// lie in one.
 	CodeStoreInWorkspace tool.Code = "store_in_workspace"
-	// CodePolicyInvalid: the session's base policy fails broker.Validate,
+	// CodePolicyInvalid: the session's base policy fails sandbox.Validate,
 	// or leaves the scratch directory unwritable; the chain holds the
-	// broker's *broker.PolicyError where it has one.
+	// broker's *sandbox.PolicyError where it has one.
 	CodePolicyInvalid tool.Code = "policy_invalid"
 	// CodeSetupFailed: a directory, the blob store, the history index or
 	// the registry could not be made; the chain holds the cause.

@@ -94,7 +94,7 @@ type Config struct {
 
 	// Policy, when set, is handed DefaultPolicy for this session and
 	// returns the session's base policy (for example the default with the
-	// network on); New validates the result with broker.Validate. Nil
+	// network on); New validates the result with sandbox.Validate. Nil
 	// keeps DefaultPolicy.
 	Policy func(sandbox.Policy) sandbox.Policy
 	// Env is the environment commands start from (the broker still passes
@@ -108,7 +108,7 @@ type Config struct {
 	// returns the ones to apply. A profile's variables are offered to
 	// commands (one Env already sets keeps Env's value), its read-only
 	// directories become system roots and its caches writable roots the
-	// git guard leaves alone (broker.Policy.Unguarded). A cache in the
+	// git guard leaves alone (sandbox.Policy.Unguarded). A cache in the
 	// workspace or one of the plane's stores, or holding one, fails New
 	// with CodeStoreInWorkspace. Nil applies the detected profiles; return
 	// nil to apply none.
@@ -225,7 +225,7 @@ func DefaultEnv(home string) map[string]string {
 
 // DefaultPolicy is the base policy a session gets unless Config.Policy
 // changes it: commands read the system directories a shell needs
-// (broker.SystemReadableRoots, as system roots, which the file tools
+// (sandbox.SystemReadableRoots, as system roots, which the file tools
 // never read), write the workspace and the scratch directory, never touch
 // the workspace's git control files (broker.DefaultProtected), have no
 // network, and receive the variables env names (sorted).

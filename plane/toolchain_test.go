@@ -220,7 +220,7 @@ func TestHostModuleCacheIsReadOnly(t *testing.T) {
 // TestSharedCachePlantFencesNoSession: what one session leaves in the
 // shared toolchain caches (a git directory nested deeper than the git
 // guard checks) does not fence another session's commands: the caches
-// are outside the guard (broker.Policy.Unguarded).
+// are outside the guard (sandbox.Policy.Unguarded).
 func TestSharedCachePlantFencesNoSession(t *testing.T) {
 	t.Parallel()
 	wsA, cfgA := testDirs(t)

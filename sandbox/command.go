@@ -61,7 +61,7 @@ type Settled struct {
 	ProtectedCreated []Quarantine     `json:"protected_created,omitempty"`
 	GitNeutralised   []Neutralisation `json:"git_neutralised,omitempty"` // repository-controlled execution the git guard disarmed in the writable roots; see Neutralisation
 	// OutputLimited: the command wrote more than its output bound
-	// (CallSpec.MaxOutputBytes, lowered by Options.MaxOutputBytes). The
+	// (CallSpec.MaxOutputBytes, lowered by the jail's own bound). The
 	// broker delivered exactly the bound (both streams together), dropped
 	// the rest and killed the tree at the first byte past it, as at a
 	// timeout; TimedOut and Cancelled stay false unless those happened
@@ -105,7 +105,7 @@ type CallSpec struct {
 	// MaxOutputBytes bounds what the command may write to stdout and
 	// stderr together; past the bound the broker stops its tree and the
 	// execution settles with OutputLimited (see there). Zero or less means
-	// 256 MiB, and Options.MaxOutputBytes lowers any value:
+	// 256 MiB, and a jail may lower any value (broker.Options.MaxOutputBytes):
 	// it is never unlimited.
 	MaxOutputBytes int64
 	// ExtraFile, when not nil, is handed to the command as descriptor
@@ -125,7 +125,7 @@ type CallSpec struct {
 	// list no roots and keep the network off.
 	EmptyRoot *EmptyRoot
 	// RequiredLayers names layers (Layer* names) this call will not run
-	// without, on top of Options.RequiredLayers: when the probe already
+	// without, on top of the jail's own (broker.Options.RequiredLayers): when the probe already
 	// says the kernel cannot apply one, Clear refuses before starting
 	// anything; otherwise the helper refuses before exec once it finds
 	// one not applied. Either way the refusal is DenialLayerRequired
@@ -135,8 +135,8 @@ type CallSpec struct {
 
 // Execution is a running command. Drain Output until it is closed, then
 // Wait; the command is killed at its deadline whatever the consumer does,
-// and output waits in a bounded queue (its size is the jail's: the
-// broker's is OutputQueueChunks).
+// and output waits in a bounded queue (its size is the jail's: broker's is
+// OutputQueueChunks).
 type Execution struct {
 	// Enforcement reports how the command is confined. It is final when
 	// Clear returns.

@@ -33,7 +33,7 @@ const (
 	// DenialJailFailed: the jail could not be set up for this command.
 	DenialJailFailed DenialCode = "jail_failed"
 	// DenialLayerRequired: a layer the host named in
-	// Options.RequiredLayers was not applied by the kernel, so the command
+	// broker.Options.RequiredLayers was not applied by the kernel, so the command
 	// was not run.
 	DenialLayerRequired DenialCode = "layer_required"
 	// DenialHostBusy: the host-wide bound on live commands (or on the

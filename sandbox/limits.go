@@ -1,9 +1,11 @@
 package sandbox
 
-// Limits are the resource ceilings a helper sets with setrlimit before
-// exec (broker.Limits is this type). In a Config every field holds the
-// value to set: the broker has already put its defaults in the zero
-// fields.
+// Limits are the resource ceilings applied to a jailed command with
+// setrlimit: CPUSeconds (RLIMIT_CPU), MemoryBytes (RLIMIT_AS), Processes
+// (RLIMIT_NPROC), FileSizeBytes (RLIMIT_FSIZE) and OpenFiles
+// (RLIMIT_NOFILE). A zero field means the jail's default, never
+// "unlimited" (the broker's: 1200 CPU seconds, 16 GiB of address space,
+// 1024 processes, 8 GiB per file, 4096 descriptors).
 type Limits struct {
 	CPUSeconds    uint64 `json:"cpu_seconds,omitempty"`
 	MemoryBytes   uint64 `json:"memory_bytes,omitempty"`

@@ -74,7 +74,7 @@ const (
 	// nothing can be trusted and every path is refused.
 	CodeProtectionMisconfigured Code = "protection_misconfigured"
 	// CodeJailReplaced: a read under a directory the jail replaces with
-	// its own (broker.JailReplacedRoots) outside the workspace and every
+	// its own (sandbox.ReplacedRoots) outside the workspace and every
 	// root inside it.
 	CodeJailReplaced Code = "jail_replaced"
 	// CodeBlobStore: a read in the blob store of anything but a blob (the

@@ -34,7 +34,7 @@ func (c *Call) OutputBound() int64 {
 // answered as what it resolves to (a link "rootfs -> /" answers "/"); one
 // that resolves inside is expressed under the workspace path as the host
 // wrote it, so base roots written the same way still cover it. It
-// authorizes nothing: broker.Compose decides what the root needs.
+// authorizes nothing: sandbox.Compose decides what the root needs.
 func (c *Call) CanonicalRoot(p string) (string, error) {
 	if p == "" || strings.ContainsRune(p, 0) {
 		return "", errors.New("a root must be non-empty and free of NUL bytes")

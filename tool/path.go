@@ -147,7 +147,7 @@ func (c *Call) ResolveRead(path string) (string, error) {
 	return "", pe
 }
 
-// jailReplacedRoot returns the entry of broker.JailReplacedRoots covering
+// jailReplacedRoot returns the entry of sandbox.ReplacedRoots covering
 // p, or "".
 func jailReplacedRoot(p string) string {
 	for _, r := range sandbox.ReplacedRoots() {

@@ -21,7 +21,7 @@ import (
 
 // The channel's framing: a 4-byte big-endian length N, then N bytes of
 // one msgpack map {v, id, kind, body}. The program's channel is
-// broker.ExtraFileFD; the prelude hard-codes the same number.
+// sandbox.ExtraFileFD; the prelude hard-codes the same number.
 const (
 	// MaxFrameBytes is the largest frame body either side accepts
 	// (16 MiB). A longer length prefix is a channel fault and nothing
