@@ -192,6 +192,12 @@ func (d *schemaDoc) rootType(name, doc string) *decl {
 		d.fillStruct(dc, m, props)
 		return dc
 	}
+	if noArguments(m) {
+		dc := d.t.newDecl(name, declStruct)
+		dc.doc = commentLines(doc, MaxDocBytes)
+		dc.done = true
+		return dc
+	}
 	t = d.typeOf(m, name+"Value")
 	if t.decl != nil && t.decl.kind == declStruct && !t.ptr {
 		dc := d.t.newDecl(name, declAlias)
@@ -210,6 +216,28 @@ func (d *schemaDoc) rootType(name, doc string) *decl {
 	}
 	dc.base = t.expr
 	return dc
+}
+
+// noArguments reports whether the root m admits only the empty object,
+// or leaves its properties undeclared without asking for others: no
+// properties, no additionalProperties schema (or true), no reference or
+// combination. Its type is the empty struct.
+func noArguments(m map[string]any) bool {
+	for _, k := range []string{"$ref", "enum", "const", "anyOf", "oneOf", "allOf", "patternProperties"} {
+		if _, ok := m[k]; ok {
+			return false
+		}
+	}
+	if props, _ := m["properties"].(map[string]any); len(props) > 0 {
+		return false
+	}
+	switch ap := m["additionalProperties"].(type) {
+	case map[string]any:
+		return false
+	case bool:
+		return !ap
+	}
+	return true
 }
 
 // appendNote appends note to doc as a paragraph of its own.
