@@ -63,6 +63,9 @@ const (
 	// CodeSourceTooLarge: the package's source would be over
 	// MaxSourceBytes; nothing is generated.
 	CodeSourceTooLarge tool.Code = "mcp_source_too_large"
+	// CodeGeneratorFault: the generated source does not parse, a bug of
+	// this package; nothing is generated.
+	CodeGeneratorFault tool.Code = "mcp_generator_fault"
 	// CodeArgumentsInvalid: a call's args are not {"arguments": a JSON
 	// object} (DecodeArguments).
 	CodeArgumentsInvalid tool.Code = "mcp_arguments_invalid"

@@ -216,12 +216,26 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("duplicates: refused %v, capabilities %v", p.Refused, p.Capabilities)
 	}
 	tools := make([]Tool, MaxTools+1)
+	var wide strings.Builder // 200 properties, each with a description of MaxDocBytes
+	wide.WriteString(`{"type":"object","properties":{`)
+	for i := range 200 {
+		if i > 0 {
+			wide.WriteString(",")
+		}
+		wide.WriteString(`"p` + strconv.Itoa(i) + `":{"type":"string","description":"` + strings.Repeat("d", MaxDocBytes) + `"}`)
+	}
+	wide.WriteString(`}}`)
+	var big []Tool
+	for i := range MaxSourceBytes / (200 * MaxDocBytes) {
+		big = append(big, Tool{Name: "t" + strconv.Itoa(i), InputSchema: []byte(wide.String())})
+	}
 	for _, c := range []struct {
 		server string
 		tools  []Tool
 		code   tool.Code
 	}{
 		{"srv", tools, CodeTooManyTools},
+		{"srv", big, CodeSourceTooLarge},
 		{"", nil, CodeServerNameInvalid},
 		{"日本", nil, CodeServerNameInvalid},
 	} {
