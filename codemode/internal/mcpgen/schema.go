@@ -129,8 +129,13 @@ func decodeSchema(raw json.RawMessage, which string) (map[string]any, *Error) {
 	if !ok {
 		return nil, &Error{Code: CodeSchemaInvalid, Message: "the " + which + " schema is not a JSON object"}
 	}
-	if types, _ := schemaTypes(m); len(types) > 0 && !(len(types) == 1 && types[0] == "object") {
+	types, null := schemaTypes(m)
+	if len(types) > 0 && !(len(types) == 1 && types[0] == "object") {
 		return nil, &Error{Code: CodeSchemaInvalid, Message: "the " + which + " schema's type is " + strings.Join(types, ", ") + ", not object: a tool's " + which + " is a JSON object"}
+	}
+	if null { // a tool's input and output are objects, never null
+		m["type"] = "object"
+		delete(m, "nullable")
 	}
 	return m, nil
 }

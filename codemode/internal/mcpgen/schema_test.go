@@ -156,12 +156,14 @@ func TestOutputTypes(t *testing.T) {
 		{Name: "typed", InputSchema: []byte(`{"type":"object","properties":{}}`), OutputSchema: []byte(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
 		{Name: "free", InputSchema: []byte(`{"type":"object","additionalProperties":{"type":"string"}}`), OutputSchema: []byte(`{"type":"object"}`)},
 		{Name: "plain"},
+		{Name: "null", OutputSchema: []byte(`{"type":["object","null"],"properties":{"n":{"type":"integer"}}}`)},
 	})
 	src := string(p.Source)
 	for _, s := range []string{
 		"func Typed(ctx context.Context, in TypedInput) (TypedOutput, error)", "type TypedInput struct{}", "N int64 `json:\"n\"`",
 		"func Free(ctx context.Context, in FreeInput) (FreeOutput, error)", "type FreeInput map[string]string", "type FreeOutput struct{}",
 		"func Plain(ctx context.Context, in PlainInput) (Result, error)", "type Result struct",
+		"func Null(ctx context.Context, in NullInput) (NullOutput, error)", "type NullOutput struct {",
 	} {
 		if !strings.Contains(src, s) {
 			t.Errorf("the source lacks %q:\n%s", s, src)
