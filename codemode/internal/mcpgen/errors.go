@@ -30,10 +30,11 @@ const (
 	MaxDocBytes = 1024
 	// MaxSourceBytes bounds the generated source.
 	MaxSourceBytes = 8 << 20
-	// MaxIdentBytes bounds an identifier made from a name, before the
-	// suffix that keeps it distinct.
-	MaxIdentBytes = 64
 )
+
+// maxIdentBytes bounds an identifier made from a name, before the suffix
+// that keeps it distinct.
+const maxIdentBytes = 64
 
 // The codes of an *Error. Each is a stable snake_case word.
 const (

@@ -57,12 +57,12 @@ func words(s string) []string {
 }
 
 // exportedIdent makes an exported Go identifier of s: its words, each
-// capitalised (an initialism all in capitals), at most MaxIdentBytes
+// capitalised (an initialism all in capitals), at most maxIdentBytes
 // long, "X" before a leading digit. It is fallback when s has no word.
 func exportedIdent(s, fallback string) string {
 	var b strings.Builder
 	for _, w := range words(s) {
-		if b.Len()+len(w) > MaxIdentBytes {
+		if b.Len()+len(w) > maxIdentBytes {
 			break
 		}
 		if initialisms[w] {

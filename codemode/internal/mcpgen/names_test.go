@@ -31,7 +31,7 @@ func TestExportedIdent(t *testing.T) {
 		if got := exportedIdent(c.in, "F"); got != c.want {
 			t.Errorf("exportedIdent(%q) = %q, want %q", c.in, got, c.want)
 		}
-		if got := exportedIdent(c.in, "F"); len(got) > MaxIdentBytes+1 {
+		if got := exportedIdent(c.in, "F"); len(got) > maxIdentBytes+1 {
 			t.Errorf("exportedIdent(%q) is %d bytes", c.in, len(got))
 		}
 	}
