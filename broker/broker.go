@@ -16,9 +16,9 @@ const (
 	// command waits for one before the broker retires it, when
 	// Options.WarmHelperIdle is zero.
 	defaultWarmHelperIdle = 30 * time.Second
-	// MaxWarmHelperIdle caps Options.WarmHelperIdle. A helper nobody
+	// maxWarmHelperIdle caps Options.WarmHelperIdle. A helper nobody
 	// configured leaves by itself a minute past it.
-	MaxWarmHelperIdle = jail.MaxWarmIdle
+	maxWarmHelperIdle = jail.MaxWarmIdle
 	// defaultWarmHelpers is how many helpers the broker keeps started
 	// ahead of the next commands when Options.WarmHelpers is zero: enough
 	// for a batch whose exclusive calls run one after another, or whose
@@ -55,7 +55,7 @@ type Options struct {
 	// warm helper holds no policy and has confined nothing until a
 	// command is handed to it, and each helper serves exactly one
 	// command. Zero means 30 s; values above
-	// MaxWarmHelperIdle are capped; a negative value turns prestarting
+	// maxWarmHelperIdle are capped; a negative value turns prestarting
 	// off, so every command starts its helper when it is cleared. Close
 	// discards every warm helper.
 	WarmHelperIdle time.Duration
@@ -95,7 +95,7 @@ type Options struct {
 	// command waits for, and is discarded to make room for one). A
 	// command over the bound waits, first come first served, within its
 	// own deadline (its context, Timeout, the policy's WallMs, the step's
-	// wall budget; at most MaxHostBusyWait) inside Clear, then is refused
+	// wall budget; at most maxHostBusyWait) inside Clear, then is refused
 	// with DenialHostBusy; its waiting counts against its Timeout. Zero
 	// or less
 	// means 32. The bound is per Broker: a host
@@ -180,7 +180,7 @@ type testHooks struct {
 	// policy ran since it was primed; primeMountsOff even when a mount of
 	// its priming was detached since.
 	noPrime, primeCheckOff, primeTaintOff, primeMountsOff bool
-	// hostBusyWait overrides MaxHostBusyWait.
+	// hostBusyWait overrides maxHostBusyWait.
 	hostBusyWait time.Duration
 	// socketsUnder, when set, narrows the host sockets every jail masks
 	// (and every priming records) to those under it, so that sockets
@@ -226,7 +226,7 @@ func (b *Broker) warmIdle() time.Duration {
 	case d < 0:
 		return 0
 	default:
-		return min(d, MaxWarmHelperIdle)
+		return min(d, maxWarmHelperIdle)
 	}
 }
 

@@ -13,23 +13,23 @@ import (
 )
 
 // Bounds on a running command's output plumbing. Host memory held for
-// one command's output is at most OutputQueueChunks*OutputChunkBytes per
+// one command's output is at most outputQueueChunks*outputChunkBytes per
 // stream plus one read buffer: a consumer slower than the command
 // back-pressures the command through its pipe instead.
 const (
-	// OutputChunkBytes is the largest Output.Bytes the broker delivers.
-	OutputChunkBytes = 32 << 10
-	// OutputQueueChunks is how many undelivered chunks may wait for the
+	// outputChunkBytes is the largest Output.Bytes the broker delivers.
+	outputChunkBytes = 32 << 10
+	// outputQueueChunks is how many undelivered chunks may wait for the
 	// consumer before the pipe readers stop reading.
-	OutputQueueChunks = 16
-	// OutputDrainGrace is how long, after the command exited, the broker
+	outputQueueChunks = 16
+	// outputDrainGrace is how long, after the command exited, the broker
 	// keeps reading its pipes when the pid namespace layer was skipped
 	// (a process that left the command's group may still hold them);
 	// output still unread then is dropped.
-	OutputDrainGrace = 2 * time.Second
-	// JailSetupTimeout bounds how long a helper may take to confine
+	outputDrainGrace = 2 * time.Second
+	// jailSetupTimeout bounds how long a helper may take to confine
 	// itself and exec before the broker kills it.
-	JailSetupTimeout = 10 * time.Second
+	jailSetupTimeout = 10 * time.Second
 )
 
 // Clear checks spec against its policy and budget and starts the command
@@ -62,7 +62,7 @@ func (b *Broker) Clear(ctx context.Context, spec sandbox.CallSpec) (*sandbox.Exe
 	}
 
 	kill := newKiller()
-	ex, feed := sandbox.NewExecution(OutputQueueChunks, func() { kill.fire(true) })
+	ex, feed := sandbox.NewExecution(outputQueueChunks, func() { kill.fire(true) })
 	phases := b.tracePhases(ex)
 	phases.Mark("clear")
 	ticket, err := b.ledger.Admit(spec.Key, spec.Budget, func() { kill.fire(true) })
@@ -127,7 +127,7 @@ func (b *Broker) Clear(ctx context.Context, spec sandbox.CallSpec) (*sandbox.Exe
 		// process in it is gone, so the pipes end by themselves. Without
 		// one, writers that escaped the group are cut off after a grace.
 		if !proc.pidNamespace {
-			grace := time.AfterFunc(OutputDrainGrace, func() {
+			grace := time.AfterFunc(outputDrainGrace, func() {
 				proc.stdout.SetReadDeadline(time.Now())
 				proc.stderr.SetReadDeadline(time.Now())
 			})
@@ -224,14 +224,14 @@ func (k *killer) watch(ctx context.Context, proc *jailProcess, deadline time.Tim
 
 // admitHost waits for the host-wide bounds (see Options.MaxLiveCommands
 // and Options.ScratchBudgetBytes) within the call's deadline, and at most
-// MaxHostBusyWait; a jail with a mount namespace reserves its scratch
+// maxHostBusyWait; a jail with a mount namespace reserves its scratch
 // too. The ledger's cancellation of the call ends the wait as well.
 func (b *Broker) admitHost(ctx context.Context, kill *killer, deadline time.Time, probe probeResult) (*hostLease, *sandbox.Denial) {
 	var scratch int64
 	if probe.usernsErr == nil {
 		scratch = jailScratchBytes
 	}
-	wait := MaxHostBusyWait
+	wait := maxHostBusyWait
 	if b.test.hostBusyWait > 0 {
 		wait = b.test.hostBusyWait
 	}

@@ -462,7 +462,7 @@ func TestProcSysReadOnly(t *testing.T) {
 }
 
 // TestClearSlowConsumerLosesNothing: a consumer that starts draining
-// after the command has exited (and after OutputDrainGrace) still gets
+// after the command has exited (and after outputDrainGrace) still gets
 // every byte, since the command waits on the bounded queue meanwhile.
 func TestClearSlowConsumerLosesNothing(t *testing.T) {
 	const n = 1 << 20
@@ -471,10 +471,10 @@ func TestClearSlowConsumerLosesNothing(t *testing.T) {
 	if d != nil {
 		t.Fatal(d)
 	}
-	time.Sleep(OutputDrainGrace + 500*time.Millisecond)
+	time.Sleep(outputDrainGrace + 500*time.Millisecond)
 	total := 0
 	for o := range ex.Output() {
-		if len(o.Bytes) > OutputChunkBytes {
+		if len(o.Bytes) > outputChunkBytes {
 			t.Fatalf("chunk of %d bytes", len(o.Bytes))
 		}
 		total += len(o.Bytes)

@@ -1283,7 +1283,7 @@ type escapeFlavour struct {
 func escapeFlavours() []escapeFlavour {
 	// The primed flavour's helpers wait as long as a broker lets them, so
 	// no helper is retired idle before a slow host hands it the probe.
-	return []escapeFlavour{{name: "warm"}, {name: "primed", idle: MaxWarmHelperIdle, primed: true}, {name: "cold-launched", idle: -1, launched: true}}
+	return []escapeFlavour{{name: "warm"}, {name: "primed", idle: maxWarmHelperIdle, primed: true}, {name: "cold-launched", idle: -1, launched: true}}
 }
 
 // warmUp runs one command on b under the suite's usual policy and waits

@@ -17,69 +17,28 @@ import (
 // command created: <path><QuarantineSuffix>-<unix nanoseconds>.
 const QuarantineSuffix = gitguard.QuarantineSuffix
 
-// Bounds on one sweep of a writable root for git control files.
-const (
-	// MaxGitSweepDirs bounds how many directories one full sweep of a
-	// writable root visits; a root with more cannot be vouched for, so its
-	// workspace is fenced (see DenialWorkspaceFenced) rather than
-	// half-checked.
-	MaxGitSweepDirs = gitguard.MaxSweepDirs
-	// MaxGitModuleDepth bounds how deep a sweep descends into a git
-	// directory's modules/ and worktrees/ (module names with slashes,
-	// nested submodules). A tree deeper than that cannot be vouched for:
-	// the sweep fails there, so the workspace is fenced rather than a git
-	// directory below the bound left unchecked.
-	MaxGitModuleDepth = gitguard.MaxModuleDepth
-)
-
-const (
-	// MaxSubmoduleDepth bounds how deep DefaultProtected descends into
-	// .git/modules (nested submodules and module names with slashes).
-	MaxSubmoduleDepth = gitguard.MaxSubmoduleDepth
-	// MaxProtectedGitDirs bounds how many git directories DefaultProtected
-	// inspects for one workspace (the worktree's, the common one, and
-	// every submodule's).
-	MaxProtectedGitDirs = gitguard.MaxProtectedGitDirs
-	// MaxGitConfigBytes bounds one git config file the broker reads
-	// (DefaultProtected looking for core.hooksPath and includes, the git
-	// guard neutralising one); a larger file is not read.
-	MaxGitConfigBytes = gitguard.MaxConfigBytes
-	// MaxGitIncludeDepth bounds how deeply included git config files are
-	// followed.
-	MaxGitIncludeDepth = gitguard.MaxIncludeDepth
-)
-
-// Bounds on DefaultProtected's walk.
-const (
-	// MaxProtectedWalkDirs bounds how many directories DefaultProtected
-	// opens while walking modules directories for submodules' git
-	// directories; past it the rest is not walked.
-	MaxProtectedWalkDirs = gitguard.MaxProtectedWalkDirs
-	// MaxProtectedDirEntries bounds how many entries of one modules
-	// directory DefaultProtected reads.
-	MaxProtectedDirEntries = gitguard.MaxProtectedDirEntries
-)
-
-// MaxGitToolWriteTaints bounds how many control-file paths written by
-// tools (files named config, config.worktree, commondir or .git, and
-// files in a directory named hooks) the guard of one writable root
-// remembers as the model's while no git directory holds them yet. Past
-// it, entries whose file is gone or was rewritten since are dropped;
-// when none is, the root is fenced (DenialWorkspaceFenced) rather than
-// forget one.
-const MaxGitToolWriteTaints = gitguard.MaxToolWriteTaints
-
-// GitGuardMarkerDirName is the directory, under the user cache
-// directory (os.UserCacheDir) or, when that cannot be created, under the
-// temporary directory with the uid appended, where the git guard keeps
-// one marker per writable root while a command runs there. A directory
-// that is a link or is not the broker's own (mode 0700) is refused.
-const GitGuardMarkerDirName = gitguard.MarkerDirName
-
-// MaxSafeGitNames bounds how many repository-chosen names SafeGitEnvFor
-// overrides; a workspace naming more is refused (an error), not half
-// covered.
-const MaxSafeGitNames = gitguard.MaxSafeNames
+// The git guard's bounds, which no host sets:
+//   - A sweep of a writable root visits at most 262,144 directories and
+//     descends at most 64 levels into a git directory's modules/ and
+//     worktrees/. Past either bound the workspace is fenced
+//     (DenialWorkspaceFenced), never half-checked.
+//   - DefaultProtected descends at most 8 levels of .git/modules, inspects
+//     at most 256 git directories, opens at most 4,096 directories and
+//     reads at most 4,096 entries of each.
+//   - A git config file over 1 MiB is not read (the guard moves it aside
+//     whole); included configs are followed 4 deep.
+//   - A root remembers at most 16,384 control-file paths tools wrote
+//     outside any git directory. Past it, entries whose file is gone or
+//     was rewritten are dropped; when none is, the root is fenced rather
+//     than forget one.
+//   - SafeGitEnvFor overrides at most 1,024 repository-chosen names; a
+//     workspace naming more is an error, never half covered.
+//   - The watcher keeps at most 65,536 changed directories between passes.
+//
+// While a command runs in a writable root, the guard keeps a marker for
+// it in loom-git-guard under the user cache directory (or the temporary
+// directory, with the uid appended). A link there, or a directory that is
+// not the broker's own (mode 0700), is refused.
 
 // DefaultProtected returns the paths of a workspace that must stay
 // read-only to a jailed command and out of reach of harness-side file
@@ -95,7 +54,7 @@ const MaxSafeGitNames = gitguard.MaxSafeNames
 //     that dir's entries and its commondir file, and, when it has one,
 //     the common directory's entries too;
 //   - submodules: every git directory under <gitdir>/modules (nested ones
-//     and names containing slashes included, to MaxSubmoduleDepth);
+//     and names containing slashes included, 8 levels deep);
 //   - a hooks directory or config that is a symlink: its resolved target
 //     as well;
 //   - core.hooksPath set in a protected config (husky and friends point
@@ -118,8 +77,7 @@ const MaxSafeGitNames = gitguard.MaxSafeNames
 // nothing of the host), and a git directory outside the workspace (a
 // pointer's, commondir's or .git link's target) has its own hooks,
 // configs and commondir listed but is never walked. The walk opens at
-// most MaxProtectedWalkDirs directories and reads at most
-// MaxProtectedDirEntries entries of each.
+// most 4,096 directories and reads at most 4,096 entries of each.
 //
 // The lexical <workspace>/.git/hooks and <workspace>/.git/config are
 // always listed; other paths need not exist (the jail binds only those
@@ -247,7 +205,7 @@ func (b *Broker) GitFenced(workspace string) string {
 //     passes do.
 //
 // A control file written outside any git directory is remembered (see
-// MaxGitToolWriteTaints) and acted on by whichever later pass, between
+// 16,384 paths) and acted on by whichever later pass, between
 // commands or during one, first finds a git directory around it, in
 // whatever order the rest of the repository appears.
 //

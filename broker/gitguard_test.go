@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/agentloom/loom/internal/gitguard"
 	"github.com/agentloom/loom/sandbox"
 
 	"fmt"
@@ -105,7 +106,7 @@ func TestGitGuardLeavesUnguardedRoots(t *testing.T) {
 		git(filepath.Join(root, "lib"), "config", "core.fsmonitor", "evil")
 	}
 	deep := filepath.Join(cache, "plant", ".git")
-	for i := range MaxGitModuleDepth + 2 {
+	for i := range gitguard.MaxModuleDepth + 2 {
 		deep = filepath.Join(deep, "modules", fmt.Sprint("n", i))
 	}
 	if err := os.MkdirAll(filepath.Join(deep, "objects"), 0o755); err != nil {

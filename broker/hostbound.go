@@ -26,10 +26,10 @@ const (
 	// physical memory divided by this, the size the kernel itself gives
 	// one tmpfs by default; never less than one jail's scratch.
 	defaultScratchBudgetDivisor = 2
-	// MaxHostBusyWait bounds how long a command waits for the host-wide
+	// maxHostBusyWait bounds how long a command waits for the host-wide
 	// bounds when its own deadline is later, or it has none (a session
 	// job): then it is refused with DenialHostBusy.
-	MaxHostBusyWait = 5 * time.Minute
+	maxHostBusyWait = 5 * time.Minute
 	// fallbackScratchBudgetBytes is the default scratch budget where the
 	// host's physical memory cannot be read.
 	fallbackScratchBudgetBytes = 8 << 30

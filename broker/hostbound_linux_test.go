@@ -224,7 +224,7 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 			t.Cleanup(cancel)
 			return ctx, nil
 		}, sandbox.DenialHostBusy},
-		{"no deadline: MaxHostBusyWait", func(s *sandbox.CallSpec) (context.Context, func()) {
+		{"no deadline: maxHostBusyWait", func(s *sandbox.CallSpec) (context.Context, func()) {
 			b.test.hostBusyWait = wait
 			t.Cleanup(func() { b.test.hostBusyWait = 0 })
 			return context.Background(), nil

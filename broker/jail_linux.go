@@ -23,11 +23,6 @@ import (
 // selfExe is the default helper executable: the running program.
 const selfExe = jail.SelfExe
 
-// MaxCarveEntries bounds how many directory entries a jail without a
-// mount namespace inspects, for one command, to keep protected paths out
-// of Landlock's writable rules; past it the remaining entries of a split
-// directory stay read-only (failing closed).
-const MaxCarveEntries = jail.MaxCarveEntries
 
 // pipeBufferBytes is the capacity of a Linux pipe by default: a write of
 // at most this much never blocks on an empty pipe.
@@ -266,7 +261,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	proc = h.proc
 	defer h.repR.Close()
 	b.limitHelperCgroup(proc, withDefaults(req.policy.Limits)) // before the command reaches the helper
-	setup := time.AfterFunc(JailSetupTimeout, proc.kill)
+	setup := time.AfterFunc(jailSetupTimeout, proc.kill)
 	defer setup.Stop()
 	if h.handoff != nil {
 		// Before the configuration, which tells the helper to take it.

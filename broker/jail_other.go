@@ -84,7 +84,7 @@ func (b *Broker) start(req jailRequest) (*jailProcess, sandbox.Enforcement, stri
 	}
 	cmd.Stdout = stdoutW
 	cmd.Stderr = stderrW
-	cmd.WaitDelay = OutputDrainGrace
+	cmd.WaitDelay = outputDrainGrace
 	err = cmd.Start()
 	stdoutW.Close()
 	stderrW.Close()

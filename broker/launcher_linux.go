@@ -78,9 +78,9 @@ func (h *waitingHelper) awaitPrepared() error {
 }
 
 // readLine reads one report line (at most maxLauncherLineBytes) that
-// comes before the helper's configuration, within JailSetupTimeout.
+// comes before the helper's configuration, within jailSetupTimeout.
 func (h *waitingHelper) readLine() (jail.Report, error) {
-	h.repR.SetReadDeadline(time.Now().Add(JailSetupTimeout))
+	h.repR.SetReadDeadline(time.Now().Add(jailSetupTimeout))
 	defer h.repR.SetReadDeadline(time.Time{})
 	line, err := h.rep.ReadSlice('\n')
 	if err != nil {

@@ -47,8 +47,8 @@ func (p *Plane) Apply(ctx context.Context, c *tool.Call, e Edit) (Applied, error
 	}
 	plans := make([]plannedFile, 0, len(e.Files))
 	seen := map[string]bool{}
-	if len(e.Files) > MaxEditFiles {
-		return Applied{}, &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the edit touches %d files; at most %d are applied", len(e.Files), MaxEditFiles)}
+	if len(e.Files) > maxEditFiles {
+		return Applied{}, &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the edit touches %d files; at most %d are applied", len(e.Files), maxEditFiles)}
 	}
 	changes := 0
 	for _, fe := range e.Files {
@@ -60,8 +60,8 @@ func (p *Plane) Apply(ctx context.Context, c *tool.Call, e Edit) (Applied, error
 			return Applied{}, &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the edit names %s twice", fe.Path)}
 		}
 		seen[rel] = true
-		if changes += len(fe.Changes); changes > MaxEditChanges {
-			return Applied{}, &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the edit has more than %d changes", MaxEditChanges)}
+		if changes += len(fe.Changes); changes > maxEditChanges {
+			return Applied{}, &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the edit has more than %d changes", maxEditChanges)}
 		}
 		resolved, err := c.ResolveWrite(rel)
 		if err != nil {

@@ -18,17 +18,17 @@ import (
 const (
 	// MaxMessageBytes bounds a message's Content-Length.
 	MaxMessageBytes = 16 << 20
-	// MaxHeaderLineBytes bounds one header line, its CRLF included.
-	MaxHeaderLineBytes = 1024
-	// MaxHeaders bounds the header lines before the empty line that ends
+	// maxHeaderLineBytes bounds one header line, its CRLF included.
+	maxHeaderLineBytes = 1024
+	// maxHeaders bounds the header lines before the empty line that ends
 	// them.
-	MaxHeaders = 8
-	// MaxJSONDepth bounds how deeply a message's JSON values nest.
-	MaxJSONDepth = 64
-	// MaxJSONValues bounds how many JSON values (objects, arrays, strings,
+	maxHeaders = 8
+	// maxJSONDepth bounds how deeply a message's JSON values nest.
+	maxJSONDepth = 64
+	// maxJSONValues bounds how many JSON values (objects, arrays, strings,
 	// numbers, literals) one message holds: what decoding it may allocate
 	// follows this count, not its byte length alone.
-	MaxJSONValues = 1 << 20
+	maxJSONValues = 1 << 20
 )
 
 // codec is the base protocol's framing (Content-Length headers, then a
@@ -63,7 +63,7 @@ func (codec) ReadObject(stream *bufio.Reader, v any) error {
 }
 
 // readMessage reads one message's header and body, checked against the
-// bounds; the body is valid JSON within MaxJSONDepth and MaxJSONValues.
+// bounds; the body is valid JSON within maxJSONDepth and maxJSONValues.
 func readMessage(r *bufio.Reader) ([]byte, error) {
 	length := -1
 	for n := 0; ; n++ {
@@ -74,8 +74,8 @@ func readMessage(r *bufio.Reader) ([]byte, error) {
 		if line == "" {
 			break
 		}
-		if n >= MaxHeaders {
-			return nil, protocolf("more than %d header lines", MaxHeaders)
+		if n >= maxHeaders {
+			return nil, protocolf("more than %d header lines", maxHeaders)
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
@@ -117,16 +117,16 @@ func readMessage(r *bufio.Reader) ([]byte, error) {
 }
 
 // readHeaderLine reads one header line without its CRLF, refusing one
-// longer than MaxHeaderLineBytes before it reads more. first marks the
+// longer than maxHeaderLineBytes before it reads more. first marks the
 // line a message starts with: an end of the stream there is io.EOF.
 func readHeaderLine(r *bufio.Reader, first bool) (string, error) {
 	var line []byte
 	for {
 		// ReadSlice returns at most the reader's buffer, without copying;
-		// what is kept is bounded by MaxHeaderLineBytes.
+		// what is kept is bounded by maxHeaderLineBytes.
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > MaxHeaderLineBytes {
-			return "", protocolf("header line longer than %d bytes", MaxHeaderLineBytes)
+		if len(line)+len(chunk) > maxHeaderLineBytes {
+			return "", protocolf("header line longer than %d bytes", maxHeaderLineBytes)
 		}
 		line = append(line, chunk...)
 		switch {
@@ -184,7 +184,7 @@ func utf8JSONRPC(v string) bool {
 }
 
 // checkJSON refuses a body that is not one valid JSON value, nests
-// deeper than MaxJSONDepth or holds more than MaxJSONValues values. It
+// deeper than maxJSONDepth or holds more than maxJSONValues values. It
 // allocates nothing per value.
 func checkJSON(b []byte) error {
 	if !json.Valid(b) {
@@ -210,8 +210,8 @@ func checkJSON(b []byte) error {
 		case '{', '[':
 			depth++
 			values++
-			if depth > MaxJSONDepth {
-				return protocolf("the message nests deeper than %d", MaxJSONDepth)
+			if depth > maxJSONDepth {
+				return protocolf("the message nests deeper than %d", maxJSONDepth)
 			}
 		case '}', ']':
 			depth--
@@ -222,8 +222,8 @@ func checkJSON(b []byte) error {
 				i++
 			}
 		}
-		if values > MaxJSONValues {
-			return protocolf("the message holds more than %d JSON values", MaxJSONValues)
+		if values > maxJSONValues {
+			return protocolf("the message holds more than %d JSON values", maxJSONValues)
 		}
 	}
 	return nil

@@ -64,13 +64,13 @@ func TestCodecAcceptsTheSpecificationsHeaders(t *testing.T) {
 }
 
 func TestCodecRefusesWhatBreaksTheFraming(t *testing.T) {
-	long := strings.Repeat("a", MaxHeaderLineBytes)
-	many := make([]string, MaxHeaders+1)
+	long := strings.Repeat("a", maxHeaderLineBytes)
+	many := make([]string, maxHeaders+1)
 	for i := range many {
 		many[i] = "Content-Type: application/vscode-jsonrpc"
 	}
-	deep := strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1)
-	values := "[" + strings.Repeat("0,", MaxJSONValues) + "0]"
+	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
+	values := "[" + strings.Repeat("0,", maxJSONValues) + "0]"
 	for _, tc := range []struct {
 		name, in, want string
 	}{
@@ -112,23 +112,23 @@ func TestCodecRefusesWhatBreaksTheFraming(t *testing.T) {
 }
 
 func TestCodecBoundsAtTheBound(t *testing.T) {
-	atDepth := strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth)
-	atValues := "[" + strings.Repeat("0,", MaxJSONValues-2) + "0]"
+	atDepth := strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)
+	atValues := "[" + strings.Repeat("0,", maxJSONValues-2) + "0]"
 	for name, body := range map[string]string{"depth": atDepth, "values": atValues} {
 		if _, err := readMessage(bufio.NewReader(strings.NewReader(frame(body)))); err != nil {
 			t.Errorf("a body at the %s bound: %v", name, err)
 		}
 	}
-	line := "Content-Length: 2" + strings.Repeat(" ", MaxHeaderLineBytes-len("Content-Length: 2")-2)
+	line := "Content-Length: 2" + strings.Repeat(" ", maxHeaderLineBytes-len("Content-Length: 2")-2)
 	if _, err := readMessage(bufio.NewReader(strings.NewReader(frame("{}", line)))); err != nil {
-		t.Errorf("a header line of exactly %d bytes: %v", MaxHeaderLineBytes, err)
+		t.Errorf("a header line of exactly %d bytes: %v", maxHeaderLineBytes, err)
 	}
 	many := []string{"Content-Length: 2"}
-	for len(many) < MaxHeaders {
+	for len(many) < maxHeaders {
 		many = append(many, "Content-Type: application/vscode-jsonrpc")
 	}
 	if _, err := readMessage(bufio.NewReader(strings.NewReader(frame("{}", many...)))); err != nil {
-		t.Errorf("%d header lines: %v", MaxHeaders, err)
+		t.Errorf("%d header lines: %v", maxHeaders, err)
 	}
 }
 
@@ -236,8 +236,8 @@ func FuzzReadMessage(f *testing.F) {
 }
 
 // FuzzDecodeDiagnostics: whatever list a publication carries, decoding
-// it never panics, keeps at most MaxKeptDiagnostics with messages within
-// MaxMessageKeptBytes, most severe first, and counts what it kept.
+// it never panics, keeps at most maxKeptDiagnostics with messages within
+// maxMessageKeptBytes, most severe first, and counts what it kept.
 func FuzzDecodeDiagnostics(f *testing.F) {
 	f.Add([]byte(`[{"range":{"start":{"line":3}},"severity":1,"message":"m","source":"s"}]`))
 	f.Add([]byte(`[1,"x",{"range":{"start":{"line":-1}}},{"severity":9},null]`))
@@ -248,7 +248,7 @@ func FuzzDecodeDiagnostics(f *testing.F) {
 			return
 		}
 		p := decodeDiagnostics(data)
-		if len(p.items) > MaxKeptDiagnostics {
+		if len(p.items) > maxKeptDiagnostics {
 			t.Fatalf("kept %d", len(p.items))
 		}
 		total := p.counts[0] + p.counts[1] + p.counts[2] + p.counts[3]
@@ -256,7 +256,7 @@ func FuzzDecodeDiagnostics(f *testing.F) {
 			t.Fatalf("kept %d of %d counted", len(p.items), total)
 		}
 		for i, d := range p.items {
-			if len(d.Message) > MaxMessageKeptBytes || d.Line < 1 {
+			if len(d.Message) > maxMessageKeptBytes || d.Line < 1 {
 				t.Fatalf("kept %+v", d)
 			}
 			if i > 0 && severityRank(p.items[i-1].Severity) > severityRank(d.Severity) {

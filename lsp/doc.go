@@ -15,7 +15,7 @@
 //     the first diagnosis that needs it, restarted after it ends (crashed,
 //     hung, broke the protocol) at most MaxRestarts times, each restart at
 //     the next diagnosis, then refused with CodeRestartsExhausted; Close
-//     shuts every one down (shutdown, exit, then a kill past StopTimeout).
+//     shuts every one down (shutdown, exit, then a kill past stopTimeout).
 //   - Diagnostics after a write (Plane.Diagnose, the tool.Diagnostics seam
 //     fs_write and fs_edit take): the server is first told what changed
 //     on disk since it last heard (a bounded scan of the workspace's
@@ -54,9 +54,9 @@
 //     digest, every change planned, before anything is written; a file
 //     changed since the preview refuses the whole edit (CodeStaleEdit).
 //   - The base protocol's framing (codec), with its bounds: Content-Length
-//     at most MaxMessageBytes, header lines at most MaxHeaderLineBytes and
-//     MaxHeaders of them, only Content-Length and a UTF-8 Content-Type
-//     accepted, bodies valid JSON within MaxJSONDepth and MaxJSONValues.
+//     at most MaxMessageBytes, header lines at most maxHeaderLineBytes and
+//     maxHeaders of them, only Content-Length and a UTF-8 Content-Type
+//     accepted, bodies valid JSON within maxJSONDepth and maxJSONValues.
 //     github.com/sourcegraph/jsonrpc2 correlates requests and responses
 //     over it.
 //
@@ -83,16 +83,16 @@
 //     (CodeProtocol). A publication is read only for a document a
 //     diagnosis waits on, only for the version it sent, and only when its
 //     URI is a file URI under the workspace; lists and counts are Loom's
-//     own (MaxKeptDiagnostics kept, every element counted), messages cut
-//     to MaxMessageKeptBytes; an operation's answer is decoded into
+//     own (maxKeptDiagnostics kept, every element counted), messages cut
+//     to maxMessageKeptBytes; an operation's answer is decoded into
 //     Loom's own small structs, element by element, ranges checked (no
 //     negative or huge line, no start after its end), every element
 //     counted and at most a bound kept; nothing a server sends makes the
 //     package panic, and nothing reaches the host's standard error.
-//   - A diagnosis never outlives its context (SettleWait without a
+//   - A diagnosis never outlives its context (settleWait without a
 //     deadline), never fails the write it follows, and says which of
 //     settled, unsettled or unavailable it is, with the server's name.
 //   - Host memory per server is bounded: one message (MaxMessageBytes)
-//     being read, the kept diagnostics, MaxOpenDocuments documents'
-//     versions (not their text), and a scan's records (MaxWatchedFiles).
+//     being read, the kept diagnostics, maxOpenDocuments documents'
+//     versions (not their text), and a scan's records (maxWatchedFiles).
 package lsp

@@ -9,8 +9,8 @@ type Code string
 // *Error carrying exactly one of them.
 const (
 	// CodeProtocol: the server broke the base protocol or one of its
-	// bounds (MaxMessageBytes, MaxHeaderLineBytes, MaxHeaders,
-	// MaxJSONDepth, MaxJSONValues); it was stopped.
+	// bounds (MaxMessageBytes, maxHeaderLineBytes, maxHeaders,
+	// maxJSONDepth, maxJSONValues); it was stopped.
 	CodeProtocol Code = "lsp_protocol_violation"
 	// CodeCrashed: the server's process ended, or could not start.
 	CodeCrashed Code = "lsp_server_crashed"

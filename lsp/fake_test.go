@@ -149,7 +149,7 @@ func TestAFloodIsCountedAndBounded(t *testing.T) {
 	if got.Status != tool.DiagnosticsSettled || got.Warnings != 5000 || got.Errors != 1 {
 		t.Fatalf("counts %+v", got)
 	}
-	if len(got.Items) != MaxKeptDiagnostics || got.Items[0].Message != "the one error" {
+	if len(got.Items) != maxKeptDiagnostics || got.Items[0].Message != "the one error" {
 		t.Errorf("kept %d, first %+v", len(got.Items), got.Items[0])
 	}
 }
@@ -343,7 +343,7 @@ func TestCloseShutsTheServersDown(t *testing.T) {
 	r := p.servers[0].run
 	began := time.Now()
 	p.Close()
-	if took := time.Since(began); took > StopTimeout+5*time.Second {
+	if took := time.Since(began); took > stopTimeout+5*time.Second {
 		t.Errorf("Close took %v", took)
 	}
 	select {

@@ -16,10 +16,10 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// SettleWait bounds how long Diagnose waits for the servers when its
+// settleWait bounds how long Diagnose waits for the servers when its
 // context has no deadline of its own (the file tools give it
 // tool.DiagnosticsWait).
-const SettleWait = 5 * time.Second
+const settleWait = 5 * time.Second
 
 // Options configure New.
 type Options struct {
@@ -181,14 +181,14 @@ func (p *Plane) prepare(cfg Server, o Options) (*server, error) {
 }
 
 // Diagnose tells each file's server of its new content and waits, until
-// ctx ends (SettleWait when ctx has no deadline), for the server's
+// ctx ends (settleWait when ctx has no deadline), for the server's
 // diagnostics of exactly that content: a publication carrying the
 // version Loom sent. Files no server owns have no entry. It implements
 // tool.Diagnostics.
 func (p *Plane) Diagnose(ctx context.Context, files []tool.ChangedFile) []tool.FileDiagnostics {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, SettleWait)
+		ctx, cancel = context.WithTimeout(ctx, settleWait)
 		defer cancel()
 	}
 	byServer := map[*server][]tool.ChangedFile{}
@@ -242,7 +242,7 @@ func (p *Plane) Servers() []Status {
 }
 
 // Close shuts every running server down (shutdown and exit, each within
-// StopTimeout, then killed) and refuses to start any again. It is safe to
+// stopTimeout, then killed) and refuses to start any again. It is safe to
 // call more than once.
 func (p *Plane) Close() error {
 	p.once.Do(func() {
@@ -259,12 +259,12 @@ func (p *Plane) startTimeout() time.Duration {
 	if p.test.startTimeout > 0 {
 		return p.test.startTimeout
 	}
-	return StartTimeout
+	return startTimeout
 }
 
 func (p *Plane) writeTimeout() time.Duration {
 	if p.test.writeTimeout > 0 {
 		return p.test.writeTimeout
 	}
-	return WriteTimeout
+	return writeTimeout
 }

@@ -12,11 +12,11 @@ import (
 // and counts are never trusted: Loom counts the elements itself and keeps
 // a bounded selection of them.
 const (
-	// MaxKeptDiagnostics bounds the findings kept of one publication: the
+	// maxKeptDiagnostics bounds the findings kept of one publication: the
 	// most severe, then the earliest.
-	MaxKeptDiagnostics = 64
-	// MaxMessageKeptBytes bounds one finding's message as kept.
-	MaxMessageKeptBytes = 1024
+	maxKeptDiagnostics = 64
+	// maxMessageKeptBytes bounds one finding's message as kept.
+	maxMessageKeptBytes = 1024
 	// maxSourceBytes bounds a finding's source as kept.
 	maxSourceBytes = 64
 	// maxLine is the largest 0-based line a finding may name.
@@ -59,8 +59,8 @@ func (p published) total() int { return p.counts[0] + p.counts[1] + p.counts[2] 
 var severities = [...]tool.Severity{tool.SeverityError, tool.SeverityWarning, tool.SeverityInformation, tool.SeverityHint}
 
 // decodeDiagnostics decodes a publication's list, totally: every element
-// is counted, at most MaxKeptDiagnostics are kept (the most severe, then
-// the earliest), messages are cut to MaxMessageKeptBytes, and an element
+// is counted, at most maxKeptDiagnostics are kept (the most severe, then
+// the earliest), messages are cut to maxMessageKeptBytes, and an element
 // that is not a readable diagnostic is dropped and counted as such.
 func decodeDiagnostics(raw json.RawMessage) published {
 	var out published
@@ -89,7 +89,7 @@ func decodeDiagnostics(raw json.RawMessage) published {
 		d := tool.Diagnostic{
 			Line:     int(w.Range.Start.Line) + 1,
 			Severity: severities[sev],
-			Message:  cut(w.Message, MaxMessageKeptBytes),
+			Message:  cut(w.Message, maxMessageKeptBytes),
 			Source:   cut(w.Source, maxSourceBytes),
 		}
 		out.keep(d)
@@ -98,7 +98,7 @@ func decodeDiagnostics(raw json.RawMessage) published {
 }
 
 // keep adds d to the kept findings, dropping the least severe, latest one
-// past MaxKeptDiagnostics.
+// past maxKeptDiagnostics.
 func (p *published) keep(d tool.Diagnostic) {
 	at, _ := slices.BinarySearchFunc(p.items, d, func(x, y tool.Diagnostic) int {
 		if r := severityRank(x.Severity) - severityRank(y.Severity); r != 0 {
@@ -109,12 +109,12 @@ func (p *published) keep(d tool.Diagnostic) {
 		}
 		return -1 // after every equal one: arrival order holds
 	})
-	if at >= MaxKeptDiagnostics {
+	if at >= maxKeptDiagnostics {
 		return
 	}
 	p.items = slices.Insert(p.items, at, d)
-	if len(p.items) > MaxKeptDiagnostics {
-		p.items = p.items[:MaxKeptDiagnostics]
+	if len(p.items) > maxKeptDiagnostics {
+		p.items = p.items[:maxKeptDiagnostics]
 	}
 }
 

@@ -24,25 +24,25 @@ const (
 	// MaxSites bounds the sites one answer lists; Sites.Total counts them
 	// all.
 	MaxSites = 200
-	// MaxActions bounds the code actions one answer lists; Actions.Total
+	// maxActions bounds the code actions one answer lists; Actions.Total
 	// counts them all.
-	MaxActions = 200
-	// MaxHoverBytes bounds a hover's text.
-	MaxHoverBytes = 8 << 10
-	// MaxSiteTextBytes bounds the line text a Site carries.
-	MaxSiteTextBytes = 200
-	// MaxEditFiles bounds the files one edit touches; a server's edit
+	maxActions = 200
+	// maxHoverBytes bounds a hover's text.
+	maxHoverBytes = 8 << 10
+	// maxSiteTextBytes bounds the line text a Site carries.
+	maxSiteTextBytes = 200
+	// maxEditFiles bounds the files one edit touches; a server's edit
 	// touching more is refused (CodeBadEdit).
-	MaxEditFiles = 200
-	// MaxEditChanges bounds the text changes of one edit, over all its
-	// files; past it, as past MaxEditFiles.
-	MaxEditChanges = 10_000
-	// MaxCandidates bounds the symbols a refusal of an ambiguous name
+	maxEditFiles = 200
+	// maxEditChanges bounds the text changes of one edit, over all its
+	// files; past it, as past maxEditFiles.
+	maxEditChanges = 10_000
+	// maxCandidates bounds the symbols a refusal of an ambiguous name
 	// lists.
-	MaxCandidates = 10
-	// QueryWait bounds a language operation when its context has no
+	maxCandidates = 10
+	// queryWait bounds a language operation when its context has no
 	// deadline of its own.
-	QueryWait = 30 * time.Second
+	queryWait = 30 * time.Second
 	// maxContextDiagnostics bounds the diagnostics a code-action request
 	// carries back to the server.
 	maxContextDiagnostics = 64
@@ -77,7 +77,7 @@ type Site struct {
 	Column int `json:"column"`
 	// Anchor is the line's hashline anchor, so a model can edit at it;
 	// Text is the line, trimmed, control characters escaped, cut to
-	// MaxSiteTextBytes. Both are empty when the file did not read (a
+	// maxSiteTextBytes. Both are empty when the file did not read (a
 	// link out of the workspace, too large) or has no such line.
 	Anchor string `json:"anchor,omitempty"`
 	Text   string `json:"text,omitempty"`
@@ -109,7 +109,7 @@ type Hover struct {
 	Server string `json:"server"`
 	Site   Site   `json:"site"`
 	// Text is the server's text (markdown, most servers), valid UTF-8,
-	// cut to MaxHoverBytes; empty when it has nothing to say.
+	// cut to maxHoverBytes; empty when it has nothing to say.
 	Text string `json:"text"`
 }
 
@@ -130,7 +130,7 @@ type Action struct {
 	Refused *Error `json:"refused,omitempty"`
 }
 
-// Actions is the code actions for one range, at most MaxActions.
+// Actions is the code actions for one range, at most maxActions.
 type Actions struct {
 	Server    string   `json:"server"`
 	Items     []Action `json:"items"`
@@ -407,7 +407,7 @@ func (p *Plane) CodeActions(ctx context.Context, path string, line, endLine int,
 	}
 	items, total, bad := decodeActions(raw)
 	out := Actions{Server: s.cfg.Name, Total: total, Malformed: bad, Items: []Action{}}
-	for _, w := range items[:min(len(items), MaxActions)] {
+	for _, w := range items[:min(len(items), maxActions)] {
 		a := Action{Title: oneLine(w.Title, maxNameBytes), Kind: oneLine(w.Kind, maxNameBytes), Preferred: w.IsPreferred}
 		if w.Disabled != nil {
 			a.Disabled = cmp.Or(oneLine(w.Disabled.Reason, maxNameBytes), "disabled")
@@ -605,7 +605,7 @@ func (p *Plane) place(ctx context.Context, f *files, at Position) (place, error)
 	case at.Ident != "":
 		i := strings.Index(line, at.Ident)
 		if i < 0 {
-			return place{}, &Error{Code: CodeBadPosition, Reason: fmt.Sprintf("line %d of %s does not hold %q; it reads: %s", at.Line, rel, oneLine(at.Ident, 100), oneLine(line, MaxSiteTextBytes))}
+			return place{}, &Error{Code: CodeBadPosition, Reason: fmt.Sprintf("line %d of %s does not hold %q; it reads: %s", at.Line, rel, oneLine(at.Ident, 100), oneLine(line, maxSiteTextBytes))}
 		}
 		ch = utf16Len(line[:i])
 	case at.Column > 0:
@@ -681,13 +681,13 @@ func (p *Plane) symbol(ctx context.Context, f *files, name string) (place, error
 		return place{}, &Error{Code: CodeSymbolNotFound, Reason: fmt.Sprintf("no symbol in the workspace is named %q", oneLine(name, 200))}
 	}
 	var list []string
-	for _, c := range cands[:min(len(cands), MaxCandidates)] {
+	for _, c := range cands[:min(len(cands), maxCandidates)] {
 		site := f.site(c.abs, c.l)
 		list = append(list, fmt.Sprintf("%s (%s %s:%d)", oneLine(c.q, maxNameBytes), site.Kind, site.Path, site.Line))
 	}
 	more := ""
-	if len(cands) > MaxCandidates {
-		more = fmt.Sprintf(" and %d more", len(cands)-MaxCandidates)
+	if len(cands) > maxCandidates {
+		more = fmt.Sprintf(" and %d more", len(cands)-maxCandidates)
 	}
 	return place{}, &Error{Code: CodeSymbolAmbiguous, Reason: fmt.Sprintf("%d symbols are named %q; qualify it, or give a path and line: %s%s", len(cands), oneLine(name, 200), strings.Join(list, "; "), more)}
 }
@@ -816,12 +816,12 @@ func isDecodeError(err error) bool {
 	return errors.As(err, &syntax) || errors.As(err, &typ)
 }
 
-// withWait gives ctx QueryWait when it has no deadline.
+// withWait gives ctx queryWait when it has no deadline.
 func withWait(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, QueryWait)
+	return context.WithTimeout(ctx, queryWait)
 }
 
 // unreadable is the error of a workspace file that did not read.

@@ -16,7 +16,7 @@ import (
 
 // A scan whose context ends stops within one batch of entries: a write's
 // deadline bounds the scan on its path. (It read every entry of a
-// workspace just under MaxScanEntries, whatever the deadline.)
+// workspace just under maxScanEntries, whatever the deadline.)
 func TestRedScanIgnoresTheDeadline(t *testing.T) {
 	ws := t.TempDir()
 	for d := 0; d < 4; d++ {
@@ -55,7 +55,7 @@ func TestRedScanIgnoresTheDeadline(t *testing.T) {
 	}
 }
 
-// One directory past MaxScanEntries: the scan reads it in batches and
+// One directory past maxScanEntries: the scan reads it in batches and
 // stops at the bound, without holding the whole directory.
 func TestRedScanReadsAWholeDirectoryFirst(t *testing.T) {
 	if testing.Short() {
@@ -83,12 +83,12 @@ func TestRedScanReadsAWholeDirectoryFirst(t *testing.T) {
 
 // A pull server that also publishes the version: once a document
 // settles, it holds no waiter (nor the publication in it), and a closed
-// document is forgotten, so the run holds at most MaxOpenDocuments
+// document is forgotten, so the run holds at most maxOpenDocuments
 // documents however many files it was told of.
 func TestRedRetainedPublications(t *testing.T) {
 	s := newSession(t)
 	p := s.plane(t, fakeConfig(t, "pull-retain"))
-	n := MaxOpenDocuments + 200
+	n := maxOpenDocuments + 200
 	for i := 0; i < n; i++ {
 		got := s.write(t, p, within(t, settleWithin), fmt.Sprint("f", i, ".txt"), "x\n")
 		if got.Status != tool.DiagnosticsSettled || got.Errors != 1 {
@@ -105,7 +105,7 @@ func TestRedRetainedPublications(t *testing.T) {
 	r.mu.Lock()
 	waits := len(r.waits)
 	r.mu.Unlock()
-	if held != 0 || waits != 0 || len(r.docs) > MaxOpenDocuments+1 {
+	if held != 0 || waits != 0 || len(r.docs) > maxOpenDocuments+1 {
 		t.Errorf("after %d files: %d documents, %d holding a waiter, %d waits registered", n, len(r.docs), held, waits)
 	}
 }
@@ -180,7 +180,7 @@ func TestRedScanFollowsASwappedLink(t *testing.T) {
 }
 
 // A server that reads its input slowly, but never so slowly that one write
-// passes WriteTimeout: a write due while the last is still pending stops
+// passes writeTimeout: a write due while the last is still pending stops
 // the run as hung, rather than queueing a goroutine that holds the
 // content, and Close does not wait on the pending writes.
 func TestRedSlowReaderQueuesGoroutines(t *testing.T) {
@@ -188,7 +188,7 @@ func TestRedSlowReaderQueuesGoroutines(t *testing.T) {
 	p := s.plane(t, fakeConfig(t, "trickle"))
 	s.write(t, p, within(t, 2*time.Second), "a.txt", "x\n")
 	before := runtime.NumGoroutine()
-	content := strings.Repeat("y", 12_000) // 6 s at 2 KB/s: under WriteTimeout
+	content := strings.Repeat("y", 12_000) // 6 s at 2 KB/s: under writeTimeout
 	for i := 0; i < 15; i++ {
 		got := s.write(t, p, within(t, 300*time.Millisecond), "a.txt", content)
 		if i%10 == 0 {

@@ -18,15 +18,15 @@ import (
 
 // Bounds on one server process.
 const (
-	// StartTimeout bounds a server's start, from its launch to its answer
+	// startTimeout bounds a server's start, from its launch to its answer
 	// to initialize; a server past it is stopped as hung.
-	StartTimeout = 30 * time.Second
-	// WriteTimeout bounds one write to a server's input: a server that
+	startTimeout = 30 * time.Second
+	// writeTimeout bounds one write to a server's input: a server that
 	// reads nothing of what it was sent for this long is stopped as hung.
-	WriteTimeout = 10 * time.Second
-	// StopTimeout bounds a server's clean shutdown (shutdown, then exit);
+	writeTimeout = 10 * time.Second
+	// stopTimeout bounds a server's clean shutdown (shutdown, then exit);
 	// past it, the server is killed.
-	StopTimeout = 2 * time.Second
+	stopTimeout = 2 * time.Second
 	// maxStderrBytes is how much of the end of a server's standard error
 	// is kept, to say why it ended.
 	maxStderrBytes = 2048
@@ -185,12 +185,12 @@ func (r *run) start() {
 }
 
 // lost stops a run whose connection failed under it, for why unless the
-// run ends within StopTimeout by itself: the process ended or broke the
+// run ends within stopTimeout by itself: the process ended or broke the
 // protocol, and watch records which, with its exit status.
 func (r *run) lost(why string) {
 	select {
 	case <-r.done:
-	case <-time.After(StopTimeout):
+	case <-time.After(stopTimeout):
 		r.stop(&Error{Code: CodeCrashed, Server: r.s.cfg.Name, Reason: why})
 	}
 }
@@ -373,7 +373,7 @@ func (r *run) notify(ctx context.Context, method string, params any) error {
 
 // send writes one message of Loom's (write) in the background, giving up
 // when ctx ends or the run ends; the write goes on, bounded by
-// WriteTimeout. At most one write is in flight per run: when the last one
+// writeTimeout. At most one write is in flight per run: when the last one
 // is still pending as the next is due, the server is not reading, and the
 // run is stopped as hung rather than a second write queued behind it.
 func (r *run) send(ctx context.Context, write func() error) error {
@@ -521,7 +521,7 @@ func (r *run) unwait(path string, w *waiter) {
 	r.mu.Unlock()
 }
 
-// shutdown asks the server to shut down and exit, within StopTimeout,
+// shutdown asks the server to shut down and exit, within stopTimeout,
 // then kills what is left; the run ends as closed.
 func (r *run) shutdown() {
 	r.mu.Lock()
@@ -537,7 +537,7 @@ func (r *run) shutdown() {
 		return
 	}
 	if !r.ended() {
-		ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		if r.call(ctx, "shutdown", nil, nil) == nil {
 			r.notify(ctx, "exit", nil)
 		}
@@ -552,7 +552,7 @@ func (r *run) shutdown() {
 }
 
 // pipes joins the server's output and input into the connection's one
-// stream. A write that the server does not read within WriteTimeout
+// stream. A write that the server does not read within writeTimeout
 // stops the run as hung.
 type pipes struct {
 	r   *io.PipeReader

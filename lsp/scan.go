@@ -11,13 +11,13 @@ import (
 // diagnoses (a command's edits, a generator's output), so the server
 // hears of it before it diagnoses a write.
 const (
-	// MaxScanEntries bounds the directory entries one scan visits. A
+	// maxScanEntries bounds the directory entries one scan visits. A
 	// workspace past it is not scanned at all: its server is told only of
 	// the files Loom writes, and Status says so.
-	MaxScanEntries = 200_000
-	// MaxWatchedFiles bounds the files one scan records (those a server
-	// owns or watches); past it, as past MaxScanEntries.
-	MaxWatchedFiles = 50_000
+	maxScanEntries = 200_000
+	// maxWatchedFiles bounds the files one scan records (those a server
+	// owns or watches); past it, as past maxScanEntries.
+	maxWatchedFiles = 50_000
 	// maxEventsPerNotice bounds the changes one
 	// workspace/didChangeWatchedFiles carries; more are sent in several.
 	maxEventsPerNotice = 1000

@@ -17,7 +17,7 @@ import (
 // each file is examined relative to its directory's, never by a path
 // resolved again. It reads each directory in batches of scanBatch
 // entries, counting as it goes, and gives up when ctx ends. ok is false
-// when the workspace is past MaxScanEntries or MaxWatchedFiles, could
+// when the workspace is past maxScanEntries or maxWatchedFiles, could
 // not be walked, or ctx ended.
 func scanWorkspace(ctx context.Context, ws string, want func(string) bool) (files map[string]stamp, ok bool) {
 	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -54,7 +54,7 @@ func (sc *scan) dir(f *os.File, p string) error {
 		batch, err := f.ReadDir(scanBatch)
 		for _, d := range batch {
 			sc.entries++
-			if sc.entries > MaxScanEntries {
+			if sc.entries > maxScanEntries {
 				return errTooLarge
 			}
 			name := d.Name()
@@ -78,7 +78,7 @@ func (sc *scan) dir(f *os.File, p string) error {
 				}
 				// As os.Lstat makes it, so it compares with statFile's.
 				sc.files[child] = stamp{size: st.Size, mtime: time.Unix(st.Mtim.Unix()), ino: uint64(st.Ino)}
-				if len(sc.files) > MaxWatchedFiles {
+				if len(sc.files) > maxWatchedFiles {
 					return errTooLarge
 				}
 			}

@@ -21,10 +21,10 @@ const (
 	// MaxRestarts+1 times it is not started again while its Plane lives
 	// (CodeRestartsExhausted).
 	MaxRestarts = 3
-	// MaxOpenDocuments bounds the documents one server holds open; past
+	// maxOpenDocuments bounds the documents one server holds open; past
 	// it the least recently diagnosed is closed (the server reads it from
 	// disk again).
-	MaxOpenDocuments = 32
+	maxOpenDocuments = 32
 )
 
 // server is one configured server of a Plane and its current
@@ -154,7 +154,7 @@ func (s *server) diagnose(ctx context.Context, files []tool.ChangedFile) []tool.
 		writing[f.Path] = true
 	}
 	// A send fails when the run ends (or is ending: a write past
-	// WriteTimeout stops it), or when ctx ends.
+	// writeTimeout stops it), or when ctx ends.
 	if err := s.sync(ctx, r, writing); err != nil {
 		return failed("the server had not read the changes on disk")
 	}
@@ -297,7 +297,7 @@ func (s *server) sync(ctx context.Context, r *run, writing map[string]bool) erro
 }
 
 // closeLeastRecent closes the least recently diagnosed documents past
-// MaxOpenDocuments, never one being written.
+// maxOpenDocuments, never one being written.
 func (s *server) closeLeastRecent(ctx context.Context, r *run, writing map[string]bool) error {
 	var open []string
 	for p, d := range r.docs {
@@ -305,11 +305,11 @@ func (s *server) closeLeastRecent(ctx context.Context, r *run, writing map[strin
 			open = append(open, p)
 		}
 	}
-	if len(open) <= MaxOpenDocuments {
+	if len(open) <= maxOpenDocuments {
 		return nil
 	}
 	slices.SortFunc(open, func(a, b string) int { return cmp.Compare(r.docs[a].used, r.docs[b].used) })
-	for _, p := range open[:len(open)-MaxOpenDocuments] {
+	for _, p := range open[:len(open)-maxOpenDocuments] {
 		if writing[p] {
 			continue
 		}
@@ -324,7 +324,7 @@ func (s *server) closeLeastRecent(ctx context.Context, r *run, writing map[strin
 
 // forget drops the document d of path as it is closed: the server keeps
 // no entry, nor waiter, of a closed document, so a run holds at most
-// MaxOpenDocuments (and those being written) however many files it was
+// maxOpenDocuments (and those being written) however many files it was
 // told of.
 func (r *run) forget(path string, d *document) {
 	d.open = false

@@ -197,7 +197,7 @@ func (f *files) site(abs string, l wireLoc) Site {
 		line := t.line(int(l.Range.Start.Line))
 		s.Column = runeColumn(line, l.Range.Start.Character)
 		s.Anchor = hashline.AnchorOf(line)
-		s.Text = oneLine(strings.TrimSpace(line), MaxSiteTextBytes)
+		s.Text = oneLine(strings.TrimSpace(line), maxSiteTextBytes)
 	}
 	return s
 }

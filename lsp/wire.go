@@ -263,7 +263,7 @@ func decodeCalls(raw json.RawMessage, incoming bool, ws string) wireLocs {
 }
 
 // decodeHover decodes a Hover's contents (a MarkedString, a list of
-// them, or MarkupContent) into text cut to MaxHoverBytes, valid UTF-8.
+// them, or MarkupContent) into text cut to maxHoverBytes, valid UTF-8.
 func decodeHover(raw json.RawMessage) string {
 	var h struct {
 		Contents json.RawMessage `json:"contents"`
@@ -292,7 +292,7 @@ func decodeHover(raw json.RawMessage) string {
 		eachElement(c, piece)
 	}
 	text := strings.ToValidUTF8(strings.Join(parts, "\n\n"), "\uFFFD")
-	return cut(strings.TrimSpace(text), MaxHoverBytes)
+	return cut(strings.TrimSpace(text), maxHoverBytes)
 }
 
 // wireTextEdit is an LSP TextEdit (or AnnotatedTextEdit).
@@ -336,13 +336,13 @@ func decodeWorkspaceEdit(raw json.RawMessage) (wireEdit, *Error) {
 			}
 		}
 		count += len(edits)
-		if count > MaxEditChanges {
-			return &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the server's edit has more than %d text edits", MaxEditChanges)}
+		if count > maxEditChanges {
+			return &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the server's edit has more than %d text edits", maxEditChanges)}
 		}
 		if _, seen := out.edits[uri]; !seen {
 			out.uris = append(out.uris, uri)
-			if len(out.uris) > MaxEditFiles {
-				return &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the server's edit touches more than %d files", MaxEditFiles)}
+			if len(out.uris) > maxEditFiles {
+				return &Error{Code: CodeBadEdit, Reason: fmt.Sprintf("the server's edit touches more than %d files", maxEditFiles)}
 			}
 		}
 		out.edits[uri] = append(out.edits[uri], edits...)

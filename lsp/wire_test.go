@@ -12,7 +12,7 @@ const fuzzWS = "/ws"
 // FuzzDecodeAnswers: whatever a server answers, decoding it as any
 // operation's answer never panics, keeps at most maxWireItems sites,
 // each with a sound range under the workspace, hover text within
-// MaxHoverBytes and valid UTF-8, and an edit within its bounds.
+// maxHoverBytes and valid UTF-8, and an edit within its bounds.
 func FuzzDecodeAnswers(f *testing.F) {
 	f.Add([]byte(`[{"uri":"file:///ws/a.go","range":{"start":{"line":1,"character":2},"end":{"line":1,"character":4}}}]`))
 	f.Add([]byte(`{"uri":"file:///etc/passwd","range":{"start":{"line":0,"character":0},"end":{"line":0,"character":0}}}`))
@@ -43,7 +43,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 				t.Fatalf("call item %+v", it)
 			}
 		}
-		if h := decodeHover(data); len(h) > MaxHoverBytes || !utf8.ValidString(h) {
+		if h := decodeHover(data); len(h) > maxHoverBytes || !utf8.ValidString(h) {
 			t.Fatalf("hover of %d bytes, valid %v", len(h), utf8.ValidString(h))
 		}
 		if e, err := decodeWorkspaceEdit(data); err == nil {
@@ -56,7 +56,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 					n++
 				}
 			}
-			if len(e.uris) > MaxEditFiles || n > MaxEditChanges || len(e.edits) != len(e.uris) {
+			if len(e.uris) > maxEditFiles || n > maxEditChanges || len(e.edits) != len(e.uris) {
 				t.Fatalf("an edit of %d files, %d changes", len(e.uris), n)
 			}
 		} else if err.Code != CodeBadEdit {

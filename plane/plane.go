@@ -252,7 +252,7 @@ func (p *Plane) Dispatcher() Dispatcher {
 // Close releases what New made, last made first: the programs code_mode
 // launched (torn down and reaped, within 10 s), the reference Agency
 // (aborting running children and waiting for their runners), the history
-// index, the language servers (each shut down within lsp.StopTimeout),
+// index, the language servers (each shut down within 2 s),
 // the job plane (killing what still runs, within 10 s), the blob store,
 // the broker's warm helper, and a scratch directory New created. What the host brought stays open. Close is safe to call more
 // than once and returns the first call's errors, joined.

@@ -1,6 +1,7 @@
 package plane
 
 import (
+	"github.com/agentloom/loom/internal/gitguard"
 	"github.com/agentloom/loom/sandbox"
 
 	"bufio"
@@ -14,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 )
@@ -232,7 +232,7 @@ func TestSharedCachePlantFencesNoSession(t *testing.T) {
 	}
 	cfgA.Toolchains, cfgB.Toolchains = profiles, profiles
 	a := newTestPlane(t, cfgA)
-	deep := `"$GOCACHE/plant/.git` + strings.Repeat("/modules/n", broker.MaxGitModuleDepth+2) + `"`
+	deep := `"$GOCACHE/plant/.git` + strings.Repeat("/modules/n", gitguard.MaxModuleDepth+2) + `"`
 	if o := bashIn(t, a, `mkdir -p `+deep+`/objects && echo 'ref: refs/heads/main' > `+deep+`/HEAD && echo planted`); o.IsError || !strings.Contains(o.Text, "planted") {
 		t.Fatalf("session A: %s", o.Text)
 	}

@@ -27,7 +27,7 @@ func (s Stream) String() string {
 	return "stdout"
 }
 
-// Output is one chunk of a command's output, at most OutputChunkBytes.
+// Output is one chunk of a command's output, at most 32 KiB from the broker.
 // Bytes is owned by the receiver.
 type Output struct {
 	Stream Stream
@@ -135,8 +135,8 @@ type CallSpec struct {
 
 // Execution is a running command. Drain Output until it is closed, then
 // Wait; the command is killed at its deadline whatever the consumer does,
-// and output waits in a bounded queue (its size is the jail's: broker's is
-// OutputQueueChunks).
+// and output waits in a bounded queue (its size is the jail's: the broker's holds
+// 16 chunks).
 type Execution struct {
 	// Enforcement reports how the command is confined. It is final when
 	// Clear returns.
