@@ -23,7 +23,6 @@ import (
 // selfExe is the default helper executable: the running program.
 const selfExe = jail.SelfExe
 
-
 // pipeBufferBytes is the capacity of a Linux pipe by default: a write of
 // at most this much never blocks on an empty pipe.
 const pipeBufferBytes = 64 << 10
