@@ -166,6 +166,10 @@ type BashDetails struct {
 	// ProtectedCreated lists protected paths the command created, which
 	// the broker moved aside.
 	ProtectedCreated []sandbox.Quarantine `json:"protected_created,omitempty"`
+	// GitNeutralised lists the repository-controlled execution (git
+	// config entries, hooks, pointers) the command planted and the git
+	// guard disarmed.
+	GitNeutralised []sandbox.Neutralisation `json:"git_neutralised,omitempty"`
 }
 
 // BashTool returns bash over jobs: run one shell command in the broker's

@@ -628,3 +628,27 @@ func TestBashScratchLinkedOut(t *testing.T) {
 		t.Errorf("the harness created the scratch directory outside the workspace: %s", o.Text)
 	}
 }
+
+// TestBashShowsWhatTheGitGuardDisarmed: a command that plants a git
+// config with a key git runs as a program hears that the guard took it
+// out, in the text and in the details.
+func TestBashShowsWhatTheGitGuardDisarmed(t *testing.T) {
+	c := bashCall(t, true)
+	script := "mkdir -p sub/.git/objects sub/.git/refs && echo 'ref: refs/heads/main' > sub/.git/HEAD && " +
+		"printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > sub/.git/config"
+	o, d := runBashArgs(t, c, map[string]any{"command": script})
+	if len(d.GitNeutralised) == 0 {
+		t.Fatalf("no neutralisation reported: %+v", o)
+	}
+	n := d.GitNeutralised[0]
+	if !strings.HasSuffix(n.Path, filepath.Join("sub", ".git", "config")) || !slices.Contains(n.Removed, "core.fsmonitor") {
+		t.Fatalf("neutralisation %+v, want core.fsmonitor removed from sub/.git/config", n)
+	}
+	if !strings.Contains(o.Text, "git guard removed core.fsmonitor from") {
+		t.Fatalf("the text does not say what the guard did:\n%s", o.Text)
+	}
+	cfg, err := os.ReadFile(filepath.Join(c.Workspace, "sub", ".git", "config"))
+	if err != nil || strings.Contains(string(cfg), "fsmonitor") {
+		t.Fatalf("the planted key is still there (%v): %q", err, cfg)
+	}
+}

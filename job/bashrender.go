@@ -17,6 +17,7 @@ func settle(det *BashDetails, s sandbox.Settled) {
 	det.ExitCode, det.Signal, det.TimedOut, det.Cancelled, det.Failed = s.ExitCode, s.Signal, s.TimedOut, s.Cancelled, s.Failed
 	det.DurationMs = s.Duration.Milliseconds()
 	det.ProtectedCreated = s.ProtectedCreated
+	det.GitNeutralised = s.GitNeutralised
 }
 
 // hostEnd is why the call's context ended (its cause: the host's
@@ -90,6 +91,7 @@ func renderSettled(notes []string, body string, s sandbox.Settled, timeout time.
 			fmt.Fprintf(&b, "warning: %s is protected; the command created it and it could not be moved aside: %s\n", q.Path, q.Err)
 		}
 	}
+	writeGitNeutralised(&b, s.GitNeutralised)
 	switch {
 	case code == "" || code == tool.CodeCancelled:
 	case goModuleUnreachable(stderrTail):
@@ -102,6 +104,21 @@ func renderSettled(notes []string, body string, s sandbox.Settled, timeout time.
 		return tool.Outcome{Text: b.String(), Details: det}
 	}
 	return bashFail(code, b.String(), det)
+}
+
+// writeGitNeutralised says what the git guard disarmed after the
+// command, one line each, so the model knows why a file it made changed.
+func writeGitNeutralised(b *strings.Builder, done []sandbox.Neutralisation) {
+	for _, n := range done {
+		switch {
+		case n.Err != "":
+			fmt.Fprintf(b, "warning: git guard could not neutralise %s: %s; the workspace is fenced\n", n.Path, n.Err)
+		case n.MovedTo != "":
+			fmt.Fprintf(b, "note: git guard moved %s aside to %s (git could run it)\n", n.Path, n.MovedTo)
+		default:
+			fmt.Fprintf(b, "note: git guard removed %s from %s (git could run a program from them)\n", strings.Join(n.Removed, ", "), n.Path)
+		}
+	}
 }
 
 // endedCode is the failure code of how a command ended, "" for a
