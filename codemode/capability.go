@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/lsp"
 )
 
 // A capability is one function a program may call over the channel. Its
@@ -57,18 +58,18 @@ var capabilities = []capability{
 	{name: "execution.ready", serve: (*seamHost).executionCall},
 	{name: "execution.register", serve: (*seamHost).executionCall, summary: summarize(strArg("endpoint"))},
 	{name: "execution.receive", serve: (*seamHost).executionCall, summary: summarize(strArg("endpoint"))},
-	{name: "lsp.definition", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
-	{name: "lsp.references", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
-	{name: "lsp.implementation", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
-	{name: "lsp.hover", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
-	{name: "lsp.document_symbols", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(strArg("path"))},
-	{name: "lsp.workspace_symbols", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(strArg("query"))},
-	{name: "lsp.incoming_calls", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
-	{name: "lsp.outgoing_calls", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: lspAt},
-	{name: "lsp.diagnostics", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(countArg("paths"))},
-	{name: "lsp.code_actions", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(strArg("path"), intArg("line"), intArg("end_line"))},
-	{name: "lsp.rename", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCall, summary: summarize(strArg("symbol"), strArg("path"), intArg("line"), strArg("ident"), strArg("new_name"))},
-	{name: "lsp.apply", authorizedBy: []string{"fs_edit"}, serve: (*seamHost).lspCall, summary: summarize(countArg("files"))},
+	{name: "lsp.definition", authorizedBy: []string{"fs_read"}, serve: lspSites((*lsp.Plane).Definition), summary: lspAt},
+	{name: "lsp.references", authorizedBy: []string{"fs_read"}, serve: lspSites((*lsp.Plane).References), summary: lspAt},
+	{name: "lsp.implementation", authorizedBy: []string{"fs_read"}, serve: lspSites((*lsp.Plane).Implementation), summary: lspAt},
+	{name: "lsp.hover", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspHover, summary: lspAt},
+	{name: "lsp.document_symbols", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspDocumentSymbols, summary: summarize(strArg("path"))},
+	{name: "lsp.workspace_symbols", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspWorkspaceSymbols, summary: summarize(strArg("query"))},
+	{name: "lsp.incoming_calls", authorizedBy: []string{"fs_read"}, serve: lspSites((*lsp.Plane).IncomingCalls), summary: lspAt},
+	{name: "lsp.outgoing_calls", authorizedBy: []string{"fs_read"}, serve: lspSites((*lsp.Plane).OutgoingCalls), summary: lspAt},
+	{name: "lsp.diagnostics", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspDiagnostics, summary: summarize(countArg("paths"))},
+	{name: "lsp.code_actions", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspCodeActions, summary: summarize(strArg("path"), intArg("line"), intArg("end_line"))},
+	{name: "lsp.rename", authorizedBy: []string{"fs_read"}, serve: (*seamHost).lspRename, summary: summarize(strArg("symbol"), strArg("path"), intArg("line"), strArg("ident"), strArg("new_name"))},
+	{name: "lsp.apply", authorizedBy: []string{"fs_edit"}, serve: (*seamHost).lspApply, summary: summarize(countArg("files"))},
 
 	{name: "notes.put", authorizedBy: []string{agent.NoteToolName}, serve: (*seamHost).notesCall, summary: summarize(strArg("key"))},
 	{name: "notes.get", authorizedBy: []string{agent.NotesToolName}, serve: (*seamHost).notesCall, summary: summarize(strArg("key"))},

@@ -15,142 +15,162 @@ import (
 // kinds one lsp.code_actions filters by.
 const maxLSPPaths = 64
 
-// lspCall serves every lsp.* capability: the language operations of
-// Options.LanguageServers, each answer a map cap/lsp reads.
-func (h *seamHost) lspCall(ctx context.Context, a *capArgs) (any, error) {
-	if h.lsp == nil { // unreachable: cap/lsp is offered only with a plane
-		return nil, &CapError{Code: tool.Code(lsp.CodeNoServer), Message: "this host runs no language server"}
+// The lsp.* capabilities serve the language operations of
+// Options.LanguageServers, each answer a map cap/lsp reads. cap/lsp is
+// offered only with a plane, so h.lsp is set whenever one is called.
+
+// lspSites serves a capability that answers sites of one position.
+func lspSites(op func(*lsp.Plane, context.Context, lsp.Position) (lsp.Sites, error)) func(*seamHost, context.Context, *capArgs) (any, error) {
+	return func(h *seamHost, ctx context.Context, a *capArgs) (any, error) {
+		at := lspPosition(a)
+		if err := a.done(); err != nil {
+			return nil, err
+		}
+		s, err := op(h.lsp, ctx, at)
+		if err != nil {
+			return nil, err
+		}
+		return sitesMap(s), nil
 	}
+}
+
+// lspHover serves lsp.hover.
+func (h *seamHost) lspHover(ctx context.Context, a *capArgs) (any, error) {
 	p := h.lsp
-	switch a.cap {
-	case "lsp.definition", "lsp.references", "lsp.implementation", "lsp.incoming_calls", "lsp.outgoing_calls":
-		at := lspPosition(a)
-		if err := a.done(); err != nil {
-			return nil, err
-		}
-		op := map[string]func(context.Context, lsp.Position) (lsp.Sites, error){
-			"lsp.definition": p.Definition, "lsp.references": p.References, "lsp.implementation": p.Implementation,
-			"lsp.incoming_calls": p.IncomingCalls, "lsp.outgoing_calls": p.OutgoingCalls,
-		}[a.cap]
-		s, err := op(ctx, at)
-		if err != nil {
-			return nil, err
-		}
-		return sitesMap(s), nil
-	case "lsp.hover":
-		at := lspPosition(a)
-		if err := a.done(); err != nil {
-			return nil, err
-		}
-		hv, err := p.Hover(ctx, at)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"server": hv.Server, "site": siteMap(hv.Site), "text": hv.Text}, nil
-	case "lsp.document_symbols":
-		path := a.str("path", true)
-		if err := a.done(); err != nil {
-			return nil, err
-		}
-		s, err := p.DocumentSymbols(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		return sitesMap(s), nil
-	case "lsp.workspace_symbols":
-		query := a.str("query", false)
-		if err := a.done(); err != nil {
-			return nil, err
-		}
-		s, err := p.WorkspaceSymbols(ctx, query)
-		if err != nil {
-			return nil, err
-		}
-		return sitesMap(s), nil
-	case "lsp.code_actions":
-		path := a.str("path", true)
-		line := int(a.integer("line", 0, 1, 1<<30))
-		end := int(a.integer("end_line", 0, 0, 1<<30))
-		kinds := a.strings("kinds", false)
-		if err := a.done(); err != nil {
-			return nil, err
-		}
-		if len(kinds) > maxLSPPaths {
-			return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("lsp.code_actions takes at most %d kinds (got %d)", maxLSPPaths, len(kinds))}
-		}
-		acts, err := p.CodeActions(ctx, path, line, end, kinds)
-		if err != nil {
-			return nil, err
-		}
-		items := make([]any, len(acts.Items))
-		for i, x := range acts.Items {
-			m := map[string]any{"title": x.Title, "kind": x.Kind, "preferred": x.Preferred, "command": x.Command, "disabled": x.Disabled, "refused": ""}
-			if x.Edit != nil {
-				m["edit"] = editMap(*x.Edit)
-			}
-			if x.Refused != nil {
-				m["refused"] = string(x.Refused.Code) + ": " + x.Refused.Error()
-			}
-			items[i] = m
-		}
-		return map[string]any{"server": acts.Server, "items": items, "total": acts.Total, "malformed": acts.Malformed}, nil
-	case "lsp.rename":
-		at := lspPosition(a)
-		name := a.str("new_name", true)
-		if err := a.done(); err != nil {
-			return nil, err
-		}
-		e, err := p.Rename(ctx, at, name)
-		if err != nil {
-			return nil, err
-		}
-		return editMap(e), nil
-	case "lsp.apply":
-		e := lspEdit(a)
-		if err := a.done(); err != nil {
-			return nil, err
-		}
-		ap, err := p.Apply(ctx, h.call, e)
-		if err != nil {
-			return nil, err
-		}
-		files := make([]any, len(ap.Files))
-		contents := map[string][]byte{}
-		for i, f := range ap.Files {
-			files[i] = map[string]any{"path": f.Path, "digest": f.Digest, "bytes": f.Bytes}
-			if now, err := h.call.ReadFile(f.Path); err == nil {
-				contents[filepath.Join(filepath.Clean(h.call.Workspace), filepath.FromSlash(f.Path))] = now.Content
-			}
-		}
-		return map[string]any{"files": files, "diagnostics": h.diagnosticsList(ap.Diagnostics, contents)}, nil
-	case "lsp.diagnostics":
-		paths := a.strings("paths", true)
-		if err := a.done(); err != nil {
-			return nil, err
-		}
-		if len(paths) == 0 || len(paths) > maxLSPPaths {
-			return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("lsp.diagnostics takes 1 to %d paths (got %d)", maxLSPPaths, len(paths))}
-		}
-		files := make([]tool.ChangedFile, 0, len(paths))
-		contents := map[string][]byte{}
-		for _, path := range paths {
-			abs, err := h.call.ResolveRead(path)
-			if err != nil {
-				return nil, forProgram(path, err)
-			}
-			f, err := h.call.ReadFile(abs)
-			if err != nil {
-				return nil, forProgram(path, err)
-			}
-			files = append(files, tool.ChangedFile{Path: abs, Content: f.Content})
-			contents[abs] = f.Content
-		}
-		dctx, cancel := context.WithTimeout(ctx, tool.DiagnosticsWait)
-		defer cancel()
-		return map[string]any{"files": h.diagnosticsList(p.Diagnose(dctx, files), contents)}, nil
+	at := lspPosition(a)
+	if err := a.done(); err != nil {
+		return nil, err
 	}
-	// Unreachable: the table names no other lsp.* capability.
-	return nil, &CapError{Code: codeUnknownCapability, Message: "no capability " + quoteArg(a.cap) + " in cap/lsp"}
+	hv, err := p.Hover(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"server": hv.Server, "site": siteMap(hv.Site), "text": hv.Text}, nil
+}
+
+// lspDocumentSymbols serves lsp.document_symbols.
+func (h *seamHost) lspDocumentSymbols(ctx context.Context, a *capArgs) (any, error) {
+	p := h.lsp
+	path := a.str("path", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	s, err := p.DocumentSymbols(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return sitesMap(s), nil
+}
+
+// lspWorkspaceSymbols serves lsp.workspace_symbols.
+func (h *seamHost) lspWorkspaceSymbols(ctx context.Context, a *capArgs) (any, error) {
+	p := h.lsp
+	query := a.str("query", false)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	s, err := p.WorkspaceSymbols(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return sitesMap(s), nil
+}
+
+// lspCodeActions serves lsp.code_actions.
+func (h *seamHost) lspCodeActions(ctx context.Context, a *capArgs) (any, error) {
+	p := h.lsp
+	path := a.str("path", true)
+	line := int(a.integer("line", 0, 1, 1<<30))
+	end := int(a.integer("end_line", 0, 0, 1<<30))
+	kinds := a.strings("kinds", false)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if len(kinds) > maxLSPPaths {
+		return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("lsp.code_actions takes at most %d kinds (got %d)", maxLSPPaths, len(kinds))}
+	}
+	acts, err := p.CodeActions(ctx, path, line, end, kinds)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]any, len(acts.Items))
+	for i, x := range acts.Items {
+		m := map[string]any{"title": x.Title, "kind": x.Kind, "preferred": x.Preferred, "command": x.Command, "disabled": x.Disabled, "refused": ""}
+		if x.Edit != nil {
+			m["edit"] = editMap(*x.Edit)
+		}
+		if x.Refused != nil {
+			m["refused"] = string(x.Refused.Code) + ": " + x.Refused.Error()
+		}
+		items[i] = m
+	}
+	return map[string]any{"server": acts.Server, "items": items, "total": acts.Total, "malformed": acts.Malformed}, nil
+}
+
+// lspRename serves lsp.rename.
+func (h *seamHost) lspRename(ctx context.Context, a *capArgs) (any, error) {
+	p := h.lsp
+	at := lspPosition(a)
+	name := a.str("new_name", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	e, err := p.Rename(ctx, at, name)
+	if err != nil {
+		return nil, err
+	}
+	return editMap(e), nil
+}
+
+// lspApply serves lsp.apply.
+func (h *seamHost) lspApply(ctx context.Context, a *capArgs) (any, error) {
+	p := h.lsp
+	e := lspEdit(a)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	ap, err := p.Apply(ctx, h.call, e)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]any, len(ap.Files))
+	contents := map[string][]byte{}
+	for i, f := range ap.Files {
+		files[i] = map[string]any{"path": f.Path, "digest": f.Digest, "bytes": f.Bytes}
+		if now, err := h.call.ReadFile(f.Path); err == nil {
+			contents[filepath.Join(filepath.Clean(h.call.Workspace), filepath.FromSlash(f.Path))] = now.Content
+		}
+	}
+	return map[string]any{"files": files, "diagnostics": h.diagnosticsList(ap.Diagnostics, contents)}, nil
+}
+
+// lspDiagnostics serves lsp.diagnostics.
+func (h *seamHost) lspDiagnostics(ctx context.Context, a *capArgs) (any, error) {
+	p := h.lsp
+	paths := a.strings("paths", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 || len(paths) > maxLSPPaths {
+		return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: fmt.Sprintf("lsp.diagnostics takes 1 to %d paths (got %d)", maxLSPPaths, len(paths))}
+	}
+	files := make([]tool.ChangedFile, 0, len(paths))
+	contents := map[string][]byte{}
+	for _, path := range paths {
+		abs, err := h.call.ResolveRead(path)
+		if err != nil {
+			return nil, forProgram(path, err)
+		}
+		f, err := h.call.ReadFile(abs)
+		if err != nil {
+			return nil, forProgram(path, err)
+		}
+		files = append(files, tool.ChangedFile{Path: abs, Content: f.Content})
+		contents[abs] = f.Content
+	}
+	dctx, cancel := context.WithTimeout(ctx, tool.DiagnosticsWait)
+	defer cancel()
+	return map[string]any{"files": h.diagnosticsList(p.Diagnose(dctx, files), contents)}, nil
 }
 
 // lspPosition decodes a position's arguments: path, line, column and

@@ -66,7 +66,7 @@ func TestLSPCapabilitiesRefuseMalformedArguments(t *testing.T) {
 		{"lsp.apply", map[string]any{"files": "a.go"}},
 		{"lsp.apply", map[string]any{"files": []any{map[string]any{"path": "a.go", "digest": "d", "changes": []any{"not a map"}}}}},
 	} {
-		_, err := h.lspCall(t.Context(), newCapArgs(tc.cap, tc.args))
+		_, err := lookupCapability(tc.cap).serve(h, t.Context(), newCapArgs(tc.cap, tc.args))
 		var ce *CapError
 		if !errors.As(err, &ce) || ce.Code != codeInvalidCapabilityArguments {
 			t.Errorf("%s %v: %v, want %s", tc.cap, tc.args, err, codeInvalidCapabilityArguments)
