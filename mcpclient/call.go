@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -340,10 +341,13 @@ func (c *Client) failed(ctx context.Context, r *run, name string, err error) *Er
 		return &Error{Code: CodeRequestFailed, Server: c.cfg.Name, Tool: name, Reason: fmt.Sprintf("the server refused the request (%d): %s", je.Code, oneLine(je.Message, 300))}
 	case ctx.Err() != nil:
 		return &Error{Code: CodeTimeout, Server: c.cfg.Name, Tool: name, Reason: "the server did not answer in time; it was told to cancel the call"}
-	case errors.Is(err, mcp.ErrConnectionClosed):
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.ErrClosedPipe):
+		// The connection went with the process: watch says how it ended.
 		select {
 		case <-r.done:
 		case <-time.After(StopTimeout):
+			r.stop(errorf(CodeCrashed, c.cfg.Name, "its connection was lost: %s", oneLine(err.Error(), 200)))
+			<-r.done
 		}
 		return c.withTool(c.endedErr(r), name)
 	}

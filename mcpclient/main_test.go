@@ -3,7 +3,7 @@ package mcpclient
 import (
 	"fmt"
 	"os"
-	"os/exec"
+	osexec "os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -51,7 +51,7 @@ func program(tb testing.TB, name, pkg string) string {
 		}
 		os.Chmod(b.dir, 0o755)
 		b.path = filepath.Join(b.dir, name)
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildvcs=false", "-o", b.path, pkg)
+		cmd := osexec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildvcs=false", "-o", b.path, pkg)
 		cmd.Dir = filepath.Join(filepath.Dir(here), "..")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
@@ -123,3 +123,6 @@ func (s *testSession) client(tb testing.TB, srv Server) *Client {
 	tb.Cleanup(func() { c.Close() })
 	return c
 }
+
+// exec is the command of bin, unjailed.
+func exec(bin string, args ...string) *osexec.Cmd { return osexec.Command(bin, args...) }

@@ -115,6 +115,11 @@ func (c *pipeConn) pump(ex *broker.Execution) {
 			c.Close()
 			return
 		}
+		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "notifications/tools/list_changed" {
+			// Marked as it is read, before any answer read after it is
+			// handed on: the SDK runs its handler later.
+			c.r.c.announced(nil)
+		}
 		select {
 		case c.incoming <- m:
 		case <-c.closed:

@@ -14,13 +14,16 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
 var (
 	dup     = flag.Bool("dup", false, "list a duplicate tool name")
-	changed = false
+	changed atomic.Bool
 	out     = bufio.NewWriter(os.Stdout)
+	outMu   sync.Mutex
 )
 
 type msg struct {
@@ -31,6 +34,8 @@ type msg struct {
 
 func send(v any) {
 	b, _ := json.Marshal(v)
+	outMu.Lock()
+	defer outMu.Unlock()
 	out.Write(b)
 	out.WriteByte('\n')
 	out.Flush()
@@ -46,7 +51,7 @@ func text(id json.RawMessage, s string) {
 
 func tools() []any {
 	echoSchema := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}
-	if changed {
+	if changed.Load() {
 		echoSchema = map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "integer"}}}
 	}
 	obj := map[string]any{"type": "object"}
@@ -93,7 +98,7 @@ func main() {
 		case "tools/list":
 			reply(m.ID, map[string]any{"tools": tools()})
 		case "tools/call":
-			call(m)
+			go call(m)
 		default:
 			if len(m.ID) > 0 {
 				send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
@@ -114,6 +119,8 @@ func call(m msg) {
 	case "big":
 		text(m.ID, strings.Repeat("0123456789abcdef\n", 200<<10/17))
 	case "huge_line":
+		outMu.Lock()
+		defer outMu.Unlock()
 		out.WriteString(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"`)
 		chunk := strings.Repeat("x", 1<<20)
 		for range 12 {
@@ -122,9 +129,13 @@ func call(m msg) {
 		out.WriteString("\"}]}}\n")
 		out.Flush()
 	case "garbage":
+		outMu.Lock()
+		defer outMu.Unlock()
 		out.WriteString("this is not json\n")
 		out.Flush()
 	case "batch":
+		outMu.Lock()
+		defer outMu.Unlock()
 		out.WriteString(`[{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[]}}]` + "\n")
 		out.Flush()
 	case "hang":
@@ -133,10 +144,10 @@ func call(m msg) {
 		fmt.Fprintln(os.Stderr, "fakeserver: dying mid-call")
 		os.Exit(3)
 	case "change":
-		changed = true
+		changed.Store(true)
 		text(m.ID, "changed, quietly")
 	case "change_announced":
-		changed = true
+		changed.Store(true)
 		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 		text(m.ID, "changed, announced")
 	case "refuse":
