@@ -70,7 +70,7 @@ type catalogue struct {
 	order    []string
 	refused  []*Error          // what the last listing refused
 	poisoned map[string]*Error // changed without announcement: refused while the Client lives
-	stale    bool              // notifications/tools/list_changed came since the last listing
+	heard    uint64            // the announcements heard when it was listed
 	relist   bool              // list again before the next call (a call was refused)
 	listed   bool
 }
@@ -83,7 +83,7 @@ func newCatalogue() *catalogue {
 // lists the tools again.
 func (c *Client) announced(*mcp.ClientSession) {
 	c.mu.Lock()
-	c.cat.stale = true
+	c.heard++
 	c.mu.Unlock()
 }
 
@@ -122,7 +122,8 @@ func (c *Client) list(ctx context.Context, r *run) *Error {
 	c.listMu.Lock()
 	defer c.listMu.Unlock()
 	c.mu.Lock()
-	announced, relist, first := c.cat.stale, c.cat.relist, !c.cat.listed
+	heard := c.heard
+	announced, relist, first := heard != c.cat.heard, c.cat.relist, !c.cat.listed
 	c.mu.Unlock()
 	if r.listed && !announced && !relist {
 		return nil
@@ -178,7 +179,7 @@ func (c *Client) list(ctx context.Context, r *run) *Error {
 			}
 		}
 	}
-	next.listed = true
+	next.listed, next.heard = true, heard
 	c.cat = next
 	r.listed = true
 	return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,9 +83,11 @@ type Client struct {
 	last   *Error
 	closed bool
 
-	// listMu serialises listings; cat is guarded by mu.
+	// listMu serialises listings; cat and heard (the count of
+	// notifications/tools/list_changed) are guarded by mu.
 	listMu sync.Mutex
 	cat    *catalogue
+	heard  uint64
 
 	// test holds test hooks: shorter bounds for a fake server's tests.
 	test struct {
@@ -267,10 +270,6 @@ func lookPath(name string, dirs []string) string {
 // Name returns the server's configured name.
 func (c *Client) Name() string { return c.cfg.Name }
 
-// Policy returns the policy a stdio server runs under (the zero Policy
-// for an HTTP server).
-func (c *Client) Policy() broker.Policy { return c.pol }
-
 // current returns the running incarnation, launching one when none runs
 // (counting it against MaxRestarts), or why none will.
 func (c *Client) current() (*run, *Error) {
@@ -388,6 +387,9 @@ type headerTransport struct {
 	headers map[string]string
 }
 
+// RoundTrip sends req with the headers, and bounds the response's body:
+// an event stream to MaxStreamBytes (the SDK bounds each event to
+// MaxMessageBytes), any other body to MaxMessageBytes.
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if len(t.headers) > 0 {
 		req = req.Clone(req.Context())
@@ -395,5 +397,37 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set(k, t.headers[k])
 		}
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	limit := int64(MaxMessageBytes)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		limit = MaxStreamBytes
+	}
+	resp.Body = &boundedBody{ReadCloser: resp.Body, bound: limit, left: limit}
+	return resp, nil
+}
+
+// MaxStreamBytes bounds what one stdio server writes over its life, and
+// one event stream of an HTTP server: past it, the server is stopped
+// (CodeProtocol) or the stream ended.
+const MaxStreamBytes = 1 << 30
+
+// boundedBody fails a read past its bound.
+type boundedBody struct {
+	io.ReadCloser
+	bound, left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the server's answer ran past %d bytes", b.bound)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

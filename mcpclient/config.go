@@ -21,9 +21,6 @@ const (
 	MaxConfigBytes = 1 << 20
 	// MaxServers bounds the servers of one configuration.
 	MaxServers = 64
-	// MaxServerNameBytes bounds a server's name, so that its tools'
-	// namespaced names (ToolName) keep room within 64 bytes.
-	MaxServerNameBytes = 32
 	// maxArgs bounds a stdio server's arguments, and maxEnv its
 	// variables and an HTTP server's headers.
 	maxArgs = 256
@@ -32,7 +29,8 @@ const (
 
 // ServerNamePattern is what a server's name must match: the characters a
 // model's tool name may hold (it becomes part of each tool's namespaced
-// name), at most MaxServerNameBytes.
+// name), at most 32 of them, so its tools' names keep room within 64
+// bytes.
 var ServerNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
 
 // Server configures one MCP server, by name: either a stdio command run

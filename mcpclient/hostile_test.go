@@ -255,7 +255,7 @@ func TestJailedServerConfined(t *testing.T) {
 	if err != nil || !strings.Contains(res.Text, "read: ok in the workspace") {
 		t.Fatalf("jailed read of the workspace: %+v, %v", res, err)
 	}
-	if pol := c.Policy(); len(pol.WritableRoots) != 1 || !strings.HasPrefix(pol.WritableRoots[0], s.scratch) {
+	if pol := c.pol; len(pol.WritableRoots) != 1 || !strings.HasPrefix(pol.WritableRoots[0], s.scratch) {
 		t.Errorf("writable roots %v, want its own directory only", pol.WritableRoots)
 	}
 
@@ -274,4 +274,21 @@ func TestJailedServerConfined(t *testing.T) {
 	if !strings.Contains(text, "read: ok s3cret") || !strings.Contains(text, "dial: ok") {
 		t.Fatalf("control probe: %s", text)
 	}
+}
+
+// TestDeafServer: a server that reads none of its input is stopped as
+// hung once a write waits past WriteTimeout.
+func TestDeafServer(t *testing.T) {
+	s := newSession(t)
+	before := runtime.NumGoroutine()
+	c := s.client(t, Server{Name: "fake", Command: fakeServer(t), Args: []string{"-deaf"}})
+	c.test.writeTimeout = time.Second
+	args, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", 1<<20)})
+	began := time.Now()
+	_, err := c.Call(context.Background(), "echo", args)
+	if codeOf(err) != CodeHung || time.Since(began) > 10*time.Second {
+		t.Fatalf("a deaf server: %v after %v", err, time.Since(began))
+	}
+	c.Close()
+	settleGoroutines(t, before+2)
 }

@@ -94,7 +94,7 @@ func TestProtocolInMemory(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		c.mu.Lock()
-		stale := c.cat.stale
+		stale := c.heard != c.cat.heard
 		c.mu.Unlock()
 		if stale || time.Now().After(deadline) {
 			break

@@ -91,6 +91,9 @@ func (r *run) start() {
 			Env:    c.env,
 			Stdin:  in,
 			Policy: c.pol,
+			// Over its life; the broker's default (256 MiB) would end a
+			// long session's server that answers large results.
+			MaxOutputBytes: MaxStreamBytes,
 		})
 		in.Close()
 		if err != nil {

@@ -17,8 +17,8 @@ import (
 // namespaced name would not is refused (CodeBadToolName).
 var ToolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// ToolPrefix begins every namespaced name.
-const ToolPrefix = "mcp__"
+// toolPrefix begins every namespaced name.
+const toolPrefix = "mcp__"
 
 // ToolName returns the name a server's tool is registered under:
 // mcp__<server>__<tool>, the form Claude Code gives MCP tools (and its
@@ -30,7 +30,7 @@ const ToolPrefix = "mcp__"
 // Claude Code's names reads them as it knows them. The price is five of
 // the 64 bytes a name may have (ToolNamePattern).
 func ToolName(server, tool string) string {
-	return ToolPrefix + server + "__" + tool
+	return toolPrefix + server + "__" + tool
 }
 
 // Details is the Details of a registered MCP tool's outcome.

@@ -21,6 +21,7 @@ import (
 
 var (
 	dup     = flag.Bool("dup", false, "list a duplicate tool name")
+	deaf    = flag.Bool("deaf", false, "read nothing more once the tools were listed")
 	changed atomic.Bool
 	out     = bufio.NewWriter(os.Stdout)
 	outMu   sync.Mutex
@@ -97,6 +98,9 @@ func main() {
 			reply(m.ID, map[string]any{})
 		case "tools/list":
 			reply(m.ID, map[string]any{"tools": tools()})
+			if *deaf {
+				time.Sleep(time.Hour)
+			}
 		case "tools/call":
 			go call(m)
 		default:
