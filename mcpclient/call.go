@@ -35,6 +35,8 @@ const (
 	// saying so), and maxTitleBytes its title.
 	MaxDescriptionBytes = 4 << 10
 	maxTitleBytes       = 256
+	// maxToolNameBytes is the longest tool name MCP allows.
+	maxToolNameBytes = 128
 )
 
 // Tool is one tool a server lists, as Loom keeps it: the server's name,
@@ -142,6 +144,11 @@ func (c *Client) list(ctx context.Context, r *run) *Error {
 			if len(next.order) >= MaxTools {
 				next.refused = append(next.refused, &Error{Code: CodeTooManyTools, Server: name, Reason: fmt.Sprintf("it listed more than %d tools; the rest are left out", MaxTools)})
 				break
+			}
+			if len(t.Name) > maxToolNameBytes || t.Name == "" {
+				next.refused = append(next.refused, &Error{Code: CodeBadToolName, Server: name, Tool: cutText(t.Name, 64),
+					Reason: fmt.Sprintf("a tool's name is empty or longer than the %d bytes MCP allows", maxToolNameBytes)})
+				continue
 			}
 			en := decodeTool(name, t)
 			if old := next.tools[t.Name]; old != nil {

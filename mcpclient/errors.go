@@ -94,7 +94,7 @@ func (e *Error) Error() string {
 		s += e.Server + ": "
 	}
 	if e.Tool != "" {
-		s += e.Tool + ": "
+		s += oneLine(e.Tool, 128) + ": "
 	}
 	return s + e.Reason
 }

@@ -230,8 +230,14 @@ func (r *run) stop(e *Error) {
 	if r.err == nil {
 		r.err = e
 	}
+	cs := r.cs
 	r.mu.Unlock()
 	r.cancel()
+	if r.ex == nil && cs != nil {
+		// No process to kill: closing the session ends the run (its
+		// Wait returns).
+		go cs.Close()
+	}
 }
 
 // failure returns why the run ended or is ending.
