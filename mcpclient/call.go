@@ -418,6 +418,11 @@ func (c *Client) decodeResult(en *entry, res *mcp.CallToolResult) (*Result, *Err
 	}
 	if en.out != nil && !res.IsError {
 		mismatch := func(why string) (*Result, *Error) {
+			// The server may have changed the tool: it is listed again
+			// before the next call.
+			c.mu.Lock()
+			c.cat.relist = true
+			c.mu.Unlock()
 			return nil, &Error{Code: CodeOutputMismatch, Server: c.cfg.Name, Tool: en.t.Name, Reason: why}
 		}
 		if out.Structured == nil {

@@ -55,8 +55,9 @@ const (
 	// so the tool is not called until the host registers it again.
 	CodeToolChanged Code = "mcp_tool_changed"
 	// CodeUnannouncedChange: the server's tool list changed without
-	// notifications/tools/list_changed (found when it is listed again
-	// after a restart or a refused call); the changed tools are not called
+	// notifications/tools/list_changed (found when it is listed again:
+	// after a restart, a request it refused, or a result that did not
+	// match the tool's output schema); the changed tools are not called
 	// again while the Client lives.
 	CodeUnannouncedChange Code = "mcp_unannounced_change"
 	// CodeOutputMismatch: the tool declared an outputSchema and its

@@ -137,6 +137,10 @@ func (r *run) start() {
 	r.mu.Lock()
 	r.cs = cs
 	r.mu.Unlock()
+	if r.ended() {
+		cs.Close() // it ended as it connected: end found no session to close
+		return
+	}
 	if !stdio {
 		go func() {
 			cs.Wait()
