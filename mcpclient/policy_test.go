@@ -22,8 +22,8 @@ func TestStdioPolicy(t *testing.T) {
 	}
 	o := Options{
 		Workspace: ws, TempDir: scratch, Broker: broker.New(broker.Options{}),
-		Base: broker.Policy{SystemRoots: broker.SystemReadableRoots(), WritableRoots: []string{ws, scratch}, Network: broker.NetworkOff},
-		Env:  map[string]string{"PATH": toolchain.DefaultPath, "LANG": "C.UTF-8", "SECRET_TOKEN": "x"},
+		Base:       broker.Policy{SystemRoots: broker.SystemReadableRoots(), WritableRoots: []string{ws, scratch}, Network: broker.NetworkOff},
+		Env:        map[string]string{"PATH": toolchain.DefaultPath, "LANG": "C.UTF-8", "SECRET_TOKEN": "x"},
 		Toolchains: []toolchain.Profile{{Name: "npm", Env: map[string]string{"npm_config_cache": cache}, Caches: []string{cache}}},
 	}
 	defer o.Broker.Close()
