@@ -180,7 +180,7 @@ func (c *Client) list(ctx context.Context, r *run) *Error {
 		// call it refused): a tool whose declaration changed is not
 		// trusted again.
 		for n, old := range c.cat.tools {
-			if en := next.tools[n]; en != nil && en.shape != old.shape && next.poisoned[n] == nil {
+			if en := next.tools[n]; en != nil && old.err == nil && en.err == nil && en.shape != old.shape && next.poisoned[n] == nil {
 				next.poisoned[n] = &Error{Code: CodeUnannouncedChange, Server: name, Tool: n,
 					Reason: "it changed this tool's declaration without notifications/tools/list_changed; it is not called again this session"}
 			}
