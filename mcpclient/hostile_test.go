@@ -193,6 +193,23 @@ func TestHostileServerChangesItsTools(t *testing.T) {
 			t.Fatalf("Call(echo) after an unannounced change: %v", err)
 		}
 	})
+	t.Run("unannounced across a restart", func(t *testing.T) {
+		c := s.client(t, Server{Name: "restarted", Command: fakeServer(t)})
+		reg, _ := tool.NewRegistry()
+		if _, err := Register(ctx, reg, c); err != nil {
+			t.Fatal(err)
+		}
+		reg.Dispatch(ctx, nil, "mcp__restarted__change", nil) // remembered in its TMPDIR (its own: the name is the subtest's)
+		if out := reg.Dispatch(ctx, nil, "mcp__restarted__die", nil); out.Code != tool.Code(CodeCrashed) {
+			t.Fatalf("die: %+v", out)
+		}
+		if out := reg.Dispatch(ctx, nil, "mcp__restarted__echo", json.RawMessage(`{"text":"x"}`)); out.Code != tool.Code(CodeUnannouncedChange) {
+			t.Fatalf("echo after a restart with a changed declaration: %+v", out)
+		}
+		if out := reg.Dispatch(ctx, nil, "mcp__restarted__good_output", nil); out.IsError {
+			t.Fatalf("good_output after the restart: %+v", out)
+		}
+	})
 	t.Run("duplicate", func(t *testing.T) {
 		c := s.client(t, Server{Name: "fake", Command: fakeServer(t), Args: []string{"-dup"}})
 		reg, _ := tool.NewRegistry()

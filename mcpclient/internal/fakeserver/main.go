@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,8 +80,15 @@ func tools() []any {
 	return ts
 }
 
+// marker is where a change is remembered across restarts, in the
+// server's own TMPDIR.
+func marker() string { return filepath.Join(os.Getenv("TMPDIR"), "fakeserver-changed") }
+
 func main() {
 	flag.Parse()
+	if _, err := os.Stat(marker()); err == nil {
+		changed.Store(true)
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -149,6 +157,7 @@ func call(m msg) {
 		os.Exit(3)
 	case "change":
 		changed.Store(true)
+		os.WriteFile(marker(), nil, 0o600)
 		text(m.ID, "changed, quietly")
 	case "change_announced":
 		changed.Store(true)
