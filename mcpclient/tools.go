@@ -21,14 +21,17 @@ var ToolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 const toolPrefix = "mcp__"
 
 // ToolName returns the name a server's tool is registered under:
-// mcp__<server>__<tool>, the form Claude Code gives MCP tools (and its
-// permission rules name). Hosts converge on <server>__<tool> (OpenAI's
-// Agents SDK, Cursor and others prefix the server the same way); Loom
-// keeps Claude Code's "mcp__" in front as well, so that an MCP tool can
-// never take the name of a built-in one (none holds "__"), a host's
-// allow-list can pick every MCP tool by prefix, and a model trained on
-// Claude Code's names reads them as it knows them. The price is five of
-// the 64 bytes a name may have (ToolNamePattern).
+// mcp__<server>__<tool>. Clients converge on prefixing the server's name:
+// Claude Code and the Claude Agent SDK name MCP tools
+// mcp__<server>__<tool> (and their permission rules match on it), other
+// agents prefix the server alone (<server>__<tool>, <server>_<tool>), and
+// some nothing, leaving collisions to the user. Loom takes Claude Code's
+// form: an MCP tool can never take the name of a built-in one (none
+// begins "mcp__"), a host's allow-list picks every MCP tool, or every tool
+// of one server, by prefix, and a model trained on Claude Code reads the
+// names as it knows them. The price is five of the 64 bytes a name may
+// have (ToolNamePattern); a tool whose name would pass them is refused,
+// never renamed, so no two tools are silently made one.
 func ToolName(server, tool string) string {
 	return toolPrefix + server + "__" + tool
 }
