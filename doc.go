@@ -28,6 +28,9 @@
 //     workspace only through the cap/... packages, each capability call
 //     served on the calling strand's authority.
 //   - mcpserve: serves a Registry to MCP clients over stdio.
+//   - mcpclient: the other way: MCP servers (the "mcpServers" JSON hosts
+//     share) as model tools, mcp__<server>__<tool>, a stdio server run
+//     jailed and everything it sends treated as hostile.
 //   - toolchain: what go, npm and pip need inside the jail (variables,
 //     read-only host directories, caches outside every workspace),
 //     detected on the host.

@@ -35,6 +35,8 @@ type PeerEntry struct {
 func rosterTool(agency Agency) tool.Tool {
 	return tool.Typed(tool.Tool{
 		Name:          RosterToolName,
+		Title:         "List sub-agents",
+		ReadOnly:      true,
 		Description:   "List the sub-agents you spawned and their descendants, each with its latest handle and state.",
 		PromptSnippet: "agent_roster: list your sub-agents",
 		Replay:        tool.ReplaySafe,

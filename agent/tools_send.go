@@ -34,7 +34,8 @@ type SendDetails struct {
 // under a new handle. ReplayNever: a replay would deliver twice.
 func sendTool(agency Agency) tool.Tool {
 	return tool.Typed(tool.Tool{
-		Name: SendToolName,
+		Name:  SendToolName,
+		Title: "Message a sub-agent",
 		Description: "Message a sub-agent you spawned or its descendant. A running one reads it next turn (your handle still " +
 			"names that run); a finished one starts a new run under a NEW handle to wait on (the old one keeps the earlier run). " +
 			fmt.Sprintf("At most %d bytes.", maxPromptBytes),

@@ -79,6 +79,7 @@ func spawnTool(agency Agency) tool.Tool {
 	}
 	return tool.Typed(tool.Tool{
 		Name:          SpawnToolName,
+		Title:         "Spawn a sub-agent",
 		Description:   desc,
 		PromptSnippet: "agent_spawn: start a sub-agent on a task and get a handle to wait on",
 		Replay:        tool.ReplaySafe,

@@ -37,7 +37,8 @@ func TodoTool(agency Agency) tool.Tool {
 		ops.Enum = append(ops.Enum, string(o))
 	}
 	return tool.Typed(tool.Tool{
-		Name: TodoToolName,
+		Name:  TodoToolName,
+		Title: "Update the todo board",
 		Description: fmt.Sprintf("Keep your task list: init replaces it with items, append adds items not listed, start makes "+
 			"task the active one, block takes a reason. One task is active at a time; with none, the first pending one is "+
 			"(never a blocked one). Texts equal but for case and spacing are one task; the answer names merged items. "+

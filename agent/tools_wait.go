@@ -65,7 +65,9 @@ func waitTool(agency Agency) tool.Tool {
 		maxWait = agency.MaxWaitMs()
 	}
 	return tool.Typed(tool.Tool{
-		Name: WaitToolName,
+		Name:     WaitToolName,
+		Title:    "Wait for sub-agents",
+		ReadOnly: true,
 		Description: fmt.Sprintf("Wait for sub-agent runs to end; read their reports. Pass all handles in one call (at most %d); "+
 			"they share one deadline, wait_ms (larger values are clamped). A run still going is reported pending: call again.",
 			MaxWaitHandles),

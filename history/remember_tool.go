@@ -57,6 +57,7 @@ func RememberTool(m Memory, session SessionOf) tool.Tool {
 	}
 	return tool.Typed(tool.Tool{
 		Name:          RememberToolName,
+		Title:         "Remember a fact",
 		Description:   rememberDescription,
 		PromptSnippet: "remember: leave a durable note for later sessions of this repository",
 		Replay:        tool.ReplayNever,

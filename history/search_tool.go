@@ -76,6 +76,8 @@ func SearchTool(h History, session SessionOf) tool.Tool {
 	}
 	return tool.Typed(tool.Tool{
 		Name:          SearchToolName,
+		Title:         "Search the history",
+		ReadOnly:      true,
 		Description:   searchDescription,
 		PromptSnippet: "history_search: search what this repository's sessions said before; read an entry; notes with kind=note",
 		Replay:        tool.ReplaySafe,

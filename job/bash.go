@@ -183,6 +183,7 @@ func BashTool(jobs Jobs) tool.Tool {
 	_, none := jobs.(noPlane)
 	return tool.Typed(tool.Tool{
 		Name:          "bash",
+		Title:         "Run a command",
 		Description:   bashDescription(!none),
 		PromptSnippet: fmt.Sprintf("bash: run a shell command in the sandbox (workspace writable, %d s default timeout)", int(defaultBashTimeout.Seconds())),
 		Replay:        tool.ReplayNever,

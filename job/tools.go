@@ -40,7 +40,9 @@ func pollTool(j Jobs) tool.Tool {
 	j = orNoPlane(j)
 	maxWait := j.MaxWait()
 	return tool.Typed(tool.Tool{
-		Name: PollToolName,
+		Name:     PollToolName,
+		Title:    "Poll a background job",
+		ReadOnly: true,
 		Description: fmt.Sprintf("Read a background job's new output and state, or, without job, list yours. Pass each poll's cursor "+
 			"back to read on; output past the job's window is reported dropped; an ended job names the file holding all of "+
 			"it. wait_ms waits for output or the end, at most %d ms (larger values are clamped).",
@@ -95,6 +97,7 @@ func killTool(j Jobs) tool.Tool {
 	j = orNoPlane(j)
 	return tool.Typed(tool.Tool{
 		Name:          KillToolName,
+		Title:         "Stop a background job",
 		Description:   "Stop a background job and everything it started; a job already ended is reported as it ended.",
 		PromptSnippet: "job_kill: stop a background job and everything it started",
 		Replay:        tool.ReplayNever,
@@ -122,7 +125,8 @@ type sendArgs struct {
 func sendTool(j Jobs) tool.Tool {
 	j = orNoPlane(j)
 	return tool.Typed(tool.Tool{
-		Name: SendToolName,
+		Name:  SendToolName,
+		Title: "Send input to a background job",
 		Description: fmt.Sprintf("Write to a background job's standard input, at most %d bytes per call; read the reply "+
 			"with job_poll.", maxSendBytes),
 		PromptSnippet: "job_send: write to a background job's standard input",

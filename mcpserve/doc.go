@@ -1,8 +1,11 @@
 // Package mcpserve serves a tool.Registry to Model Context Protocol
 // clients, with the official Go SDK (github.com/modelcontextprotocol/go-sdk).
 //
-// New lists every registered tool under its name, description and input
-// schema. A tools/call request becomes one Registry.Dispatch with a
+// New lists every registered tool under its name, title (tool.Tool.Title,
+// else its name spaced), description and input schema, with annotations
+// stated from its declaration: readOnlyHint from tool.Tool.ReadOnly,
+// idempotentHint for a read-only or ReplaySafe tool, the rest left to
+// MCP's defaults. A tools/call request becomes one Registry.Dispatch with a
 // tool.Call copied from the session template the host gave New, carrying
 // fresh coordinates: the template's strand (DefaultStrand if none), an
 // operation id "<prefix>/<n>" per request, step "1" and source index 0. Each

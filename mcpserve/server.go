@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -143,18 +144,39 @@ func New(reg *tool.Registry, session *tool.Call, o Options) (*Server, error) {
 	return s, nil
 }
 
-// describe is the MCP listing of t.
+// describe is the MCP listing of t, its annotations stated from its
+// declaration: readOnlyHint from ReadOnly; idempotentHint for a tool that
+// reads or may be re-executed without a second effect (ReplaySafe); the
+// title from Title (the name with its underscores as spaces when the
+// tool has none). destructiveHint and openWorldHint are left unstated,
+// so a client takes MCP's defaults (true, for a tool that is not
+// read-only): a declaration says nothing finer.
 func describe(t tool.Tool) *mcp.Tool {
+	title := title(t)
 	return &mcp.Tool{
 		Name:        t.Name,
+		Title:       title,
 		Description: t.Description,
 		InputSchema: t.Schema,
 		Annotations: &mcp.ToolAnnotations{
-			// A replay-safe tool may be re-executed without a second
-			// effect, which is what MCP calls idempotent.
-			IdempotentHint: t.Replay == tool.ReplaySafe,
+			Title:          title,
+			ReadOnlyHint:   t.ReadOnly,
+			IdempotentHint: t.ReadOnly || t.Replay == tool.ReplaySafe,
 		},
 	}
+}
+
+// title is the title t is listed with: its Title, else its name with
+// underscores as spaces and the first letter upper case.
+func title(t tool.Tool) string {
+	if t.Title != "" {
+		return t.Title
+	}
+	s := strings.ReplaceAll(t.Name, "_", " ")
+	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+		s = string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
 }
 
 // Tools returns the tools the server offers, in the registry's

@@ -13,6 +13,7 @@ import (
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/lsp"
+	"github.com/agentloom/loom/mcpclient"
 	"github.com/agentloom/loom/toolchain"
 )
 
@@ -132,6 +133,17 @@ type Config struct {
 	//		})
 	//	}
 	LanguageServers func([]lsp.Server) []lsp.Server
+	// MCPServers are Model Context Protocol servers whose tools the
+	// model gets (package mcpclient; mcpclient.ParseConfig reads the
+	// "mcpServers" JSON hosts share): each server's tools are registered
+	// as mcp__<server>__<tool>, after the families' tools. A stdio server
+	// runs jailed (the workspace read-only, no network, its own home and
+	// TMPDIR in the scratch directory, unless its Grant says more); New
+	// starts every server and lists its tools, at most
+	// mcpclient.StartTimeout each, side by side; a server that cannot be
+	// listed, and each tool left out, is said in Plane.MCPRefused and New
+	// goes on. Close shuts them down. Nil runs none.
+	MCPServers []mcpclient.Server
 	// Scratch is the session scratch directory commands see as TMPDIR
 	// (tool.Call.TempDir), created if missing and kept by Close. Empty
 	// means a fresh private directory under ScratchParent in the user

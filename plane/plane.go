@@ -23,6 +23,7 @@ import (
 	"github.com/agentloom/loom/history/sqlite"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/lsp"
+	"github.com/agentloom/loom/mcpclient"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 )
@@ -72,6 +73,10 @@ type Plane struct {
 	// when none is configured or FamilyFiles is left out. Close shuts
 	// them down.
 	LanguageServers *lsp.Plane
+	// MCP are the clients of Config.MCPServers, in its order; MCPRefused
+	// says each server that could not be listed and each tool left out.
+	MCP        []*mcpclient.Client
+	MCPRefused []*mcpclient.Error
 
 	mu      sync.Mutex
 	shells  map[string]*tool.Shell
@@ -204,6 +209,9 @@ func (p *Plane) build(cfg Config) error {
 	if p.Registry, err = tool.NewRegistry(tools...); err != nil {
 		return fail(CodeSetupFailed, "registry", err)
 	}
+	if err := p.openMCP(cfg, ws, base, env, scratch); err != nil {
+		return err
+	}
 	if govern != nil {
 		govern.Govern(p.Registry)
 	}
@@ -267,6 +275,44 @@ func (p *Plane) Close() error {
 		p.closed = errors.Join(errs...)
 	})
 	return p.closed
+}
+
+// openMCP makes a client of each of Config.MCPServers, lists their tools
+// side by side (each within mcpclient.StartTimeout) and registers them in
+// config order.
+func (p *Plane) openMCP(cfg Config, ws string, base broker.Policy, env map[string]string, scratch string) error {
+	o := mcpclient.Options{Workspace: ws, Broker: p.Broker, Base: base, Env: env, TempDir: scratch, Toolchains: p.Toolchains}
+	for _, s := range cfg.MCPServers {
+		c, err := mcpclient.New(s, o)
+		if err != nil {
+			return fail(CodeSetupFailed, "MCP server "+s.Name, err)
+		}
+		p.closers = append(p.closers, c.Close)
+		p.MCP = append(p.MCP, c)
+	}
+	var wg sync.WaitGroup
+	for _, c := range p.MCP {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), mcpclient.StartTimeout)
+			defer cancel()
+			c.Tools(ctx)
+		})
+	}
+	wg.Wait()
+	for _, c := range p.MCP {
+		ctx, cancel := context.WithTimeout(context.Background(), mcpclient.StartTimeout)
+		skipped, err := mcpclient.Register(ctx, p.Registry, c)
+		cancel()
+		var e *mcpclient.Error
+		switch {
+		case errors.As(err, &e):
+			p.MCPRefused = append(p.MCPRefused, e)
+		case err != nil:
+			return fail(CodeSetupFailed, "MCP server "+c.Name(), err)
+		}
+		p.MCPRefused = append(p.MCPRefused, skipped...)
+	}
+	return nil
 }
 
 // openLanguageServers makes the language-server plane over the detected

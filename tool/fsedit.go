@@ -66,6 +66,7 @@ func EditTool(d Diagnostics) Tool {
 	}
 	return Typed(Tool{
 		Name:          "fs_edit",
+		Title:         "Edit a file",
 		Description:   desc,
 		PromptSnippet: "fs_edit: change lines of a file by anchor",
 		Replay:        ReplaySafe,

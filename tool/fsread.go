@@ -81,6 +81,8 @@ func ReadTool(schemes ...Scheme) Tool {
 	}
 	return Typed(Tool{
 		Name:          "fs_read",
+		Title:         "Read a file",
+		ReadOnly:      true,
 		Description:   desc,
 		PromptSnippet: "fs_read: read a file as anchored lines (or an image)",
 		Replay:        ReplaySafe,

@@ -46,6 +46,7 @@ func WriteTool(d Diagnostics) Tool {
 	}
 	return Typed(Tool{
 		Name:          "fs_write",
+		Title:         "Write a file",
 		Description:   desc,
 		PromptSnippet: "fs_write: create or replace a whole file",
 		Replay:        ReplaySafe,

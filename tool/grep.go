@@ -164,7 +164,9 @@ type GrepDetails struct {
 // counted in GrepDetails.Unconfirmed and said in the text.
 func GrepTool() Tool {
 	return Typed(Tool{
-		Name: "grep",
+		Name:     "grep",
+		Title:    "Search files",
+		ReadOnly: true,
 		Description: fmt.Sprintf("Search files with an RE2 regular expression (pattern at most %d bytes, glob at most %d). "+
 			"Matches print as `path:line:text`, context as `path-line-text`. "+
 			"Hidden, .gitignored, .rgignored and binary files and protected paths are skipped unless `path` names them; "+

@@ -53,6 +53,9 @@ func (m ExecMode) String() string {
 type Tool struct {
 	// Name is what the model calls; unique within a Registry.
 	Name string
+	// Title is a short name for people (an MCP client shows it); empty
+	// means Name.
+	Title string
 	// Description is the model-facing documentation, including every bound
 	// the model needs to know.
 	Description string
@@ -62,6 +65,11 @@ type Tool struct {
 	// Schema is the JSON Schema of the arguments: an object of named
 	// properties. Typed derives it from the argument struct.
 	Schema json.RawMessage
+	// ReadOnly says the call changes nothing: it reads (files, the
+	// history, a job's output, the blackboard) and leaves everything as
+	// it found it, whatever its Replay (a poll's cursor is the caller's).
+	// MCP calls it readOnlyHint.
+	ReadOnly bool
 	// Replay says whether the call may be re-executed after a crash.
 	Replay ReplaySafety
 	// Mode says whether the call may share its batch.

@@ -24,7 +24,8 @@ type WorkdirDetails struct {
 // repeated after it landed would land somewhere else.
 func WorkdirTool() Tool {
 	return Typed(Tool{
-		Name: "working_directory",
+		Name:  "working_directory",
+		Title: "Change the shell directory",
 		Description: "Show where bash starts, the workspace root and TMPDIR (scratch kept between calls), or move the start " +
 			"with `path` (relative to it) to an existing directory under the workspace or a writable root. File tools " +
 			"resolve relative paths from the workspace root, not from here.",
