@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/toolchain"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,7 +41,7 @@ type Options struct {
 	// and readable roots, its protected entries and limits; never its
 	// writable roots (the session's scratch directory and caches are not
 	// a server's), nor its network.
-	Base broker.Policy
+	Base sandbox.Policy
 	// Env is the session's environment: a stdio server gets its PATH,
 	// LANG and TERM, nothing else of it.
 	Env map[string]string
@@ -73,7 +74,7 @@ type Client struct {
 	argv       []string
 	dir        string
 	env        map[string]string
-	pol        broker.Policy
+	pol        sandbox.Policy
 	httpClient *http.Client
 	sdk        *mcp.Client
 
@@ -102,7 +103,7 @@ type Client struct {
 // executable is not found is kept, and answers every request with
 // CodeServerNotFound. New fails with a *Error (CodeInvalidConfig) when s
 // cannot run: no broker or temporary directory for a stdio server, a
-// grant's path that is not absolute, a policy broker.Validate refuses.
+// grant's path that is not absolute, a policy sandbox.Validate refuses.
 func New(s Server, o Options) (*Client, error) {
 	bad := func(format string, args ...any) error {
 		return &Error{Code: CodeInvalidConfig, Server: s.Name, Reason: fmt.Sprintf(format, args...)}
@@ -140,7 +141,7 @@ func New(s Server, o Options) (*Client, error) {
 	if !filepath.IsAbs(o.Workspace) || !filepath.IsAbs(o.TempDir) {
 		return nil, bad("a stdio server needs an absolute workspace and temporary directory")
 	}
-	if broker.Covers(o.Workspace, o.TempDir) {
+	if sandbox.Covers(o.Workspace, o.TempDir) {
 		return nil, bad("its temporary directory %s lies in the workspace", o.TempDir)
 	}
 	if err := c.prepare(o); err != nil {
@@ -181,13 +182,13 @@ func (c *Client) prepare(o Options) error {
 	if env["PATH"] == "" {
 		env["PATH"] = toolchain.DefaultPath
 	}
-	pol := broker.Policy{
+	pol := sandbox.Policy{
 		SystemRoots:   slices.Clone(o.Base.SystemRoots),
 		ReadableRoots: slices.Clone(o.Base.ReadableRoots),
 		WritableRoots: []string{own},
 		Unguarded:     []string{own},
 		Protected:     slices.Clone(o.Base.Protected),
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 		Limits:        o.Base.Limits,
 	}
 	if s.Grant.WriteWorkspace {
@@ -196,7 +197,7 @@ func (c *Client) prepare(o Options) error {
 		pol.ReadableRoots = append(pol.ReadableRoots, ws)
 	}
 	if s.Grant.Network {
-		pol.Network = broker.NetworkFull
+		pol.Network = sandbox.NetworkFull
 	}
 	for _, p := range slices.Concat(s.Grant.ReadOnly, s.Grant.Writable) {
 		if !filepath.IsAbs(p) {
@@ -205,7 +206,7 @@ func (c *Client) prepare(o Options) error {
 	}
 	pol.SystemRoots = append(pol.SystemRoots, s.Grant.ReadOnly...)
 	for _, w := range s.Grant.Writable {
-		if !s.Grant.WriteWorkspace && (broker.Covers(ws, w) || broker.Covers(w, ws)) {
+		if !s.Grant.WriteWorkspace && (sandbox.Covers(ws, w) || sandbox.Covers(w, ws)) {
 			return bad("granted writable path %s overlaps the workspace, which it may only read", w)
 		}
 		pol.WritableRoots = append(pol.WritableRoots, w)
@@ -236,12 +237,12 @@ func (c *Client) prepare(o Options) error {
 		c.missing = fmt.Sprintf("its executable %q was not found (an absolute path, or a name on its PATH)", name)
 	}
 	if c.bin != "" && !slices.ContainsFunc(slices.Concat(pol.SystemRoots, pol.ReadableRoots, pol.WritableRoots),
-		func(r string) bool { return broker.Covers(r, c.bin) }) {
+		func(r string) bool { return sandbox.Covers(r, c.bin) }) {
 		// The executable alone, never its directory.
 		pol.SystemRoots = append(pol.SystemRoots, c.bin)
 	}
 	pol.EnvAllow = slices.Sorted(maps.Keys(env))
-	if err := broker.Validate(pol); err != nil {
+	if err := sandbox.Validate(pol); err != nil {
 		return bad("its jail's policy: %v", err)
 	}
 	c.argv = append([]string{c.bin}, s.Args...)

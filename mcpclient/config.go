@@ -68,7 +68,7 @@ type Server struct {
 // workspace read-only, no network, its own home and scratch directory
 // outside the workspace, nothing else writable.
 type Grant struct {
-	// Network turns the network on (broker.NetworkFull).
+	// Network turns the network on (sandbox.NetworkFull).
 	Network bool
 	// WriteWorkspace makes the workspace writable, as commands have it.
 	WriteWorkspace bool

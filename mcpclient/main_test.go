@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/toolchain"
 )
 
@@ -76,7 +77,7 @@ func loomServer(tb testing.TB) string {
 // environment a plane gives commands, and a test broker.
 type testSession struct {
 	ws, scratch, outside string
-	base                 broker.Policy
+	base                 sandbox.Policy
 	env                  map[string]string
 	profiles             []toolchain.Profile
 	broker               *broker.Broker
@@ -97,11 +98,11 @@ func newSession(tb testing.TB) *testSession {
 		}
 	}
 	s.env = map[string]string{"PATH": toolchain.DefaultPath, "HOME": filepath.Join(s.scratch, "home"), "LANG": "C.UTF-8"}
-	s.base = broker.Policy{
-		SystemRoots:   broker.SystemReadableRoots(),
+	s.base = sandbox.Policy{
+		SystemRoots:   sandbox.SystemReadableRoots(),
 		WritableRoots: []string{s.ws, s.scratch},
 		Protected:     broker.DefaultProtected(s.ws),
-		Network:       broker.NetworkOff,
+		Network:       sandbox.NetworkOff,
 	}
 	s.broker = broker.New(broker.Options{HelperPath: jailHelper.Path(tb)})
 	tb.Cleanup(func() { s.broker.Close() })

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/toolchain"
 )
 
@@ -22,7 +23,7 @@ func TestStdioPolicy(t *testing.T) {
 	}
 	o := Options{
 		Workspace: ws, TempDir: scratch, Broker: broker.New(broker.Options{}),
-		Base:       broker.Policy{SystemRoots: broker.SystemReadableRoots(), WritableRoots: []string{ws, scratch}, Network: broker.NetworkOff},
+		Base:       sandbox.Policy{SystemRoots: sandbox.SystemReadableRoots(), WritableRoots: []string{ws, scratch}, Network: sandbox.NetworkOff},
 		Env:        map[string]string{"PATH": toolchain.DefaultPath, "LANG": "C.UTF-8", "SECRET_TOKEN": "x"},
 		Toolchains: []toolchain.Profile{{Name: "npm", Env: map[string]string{"npm_config_cache": cache}, Caches: []string{cache}}},
 	}
@@ -35,7 +36,7 @@ func TestStdioPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := plain.pol
-	if p.Network != broker.NetworkOff || len(p.WritableRoots) != 1 || p.WritableRoots[0] != own+"plain" || !slices.Contains(p.ReadableRoots, ws) {
+	if p.Network != sandbox.NetworkOff || len(p.WritableRoots) != 1 || p.WritableRoots[0] != own+"plain" || !slices.Contains(p.ReadableRoots, ws) {
 		t.Errorf("plain policy %+v", p)
 	}
 	if _, ok := plain.env["SECRET_TOKEN"]; ok || plain.env["K"] != "v" || plain.env["HOME"] != own+"plain/home" || plain.env["TMPDIR"] != own+"plain/tmp" {
@@ -50,7 +51,7 @@ func TestStdioPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = npx.pol
-	if p.Network != broker.NetworkFull || !slices.Contains(p.WritableRoots, ws) || !slices.Contains(p.WritableRoots, cache) || npx.env["npm_config_cache"] != cache {
+	if p.Network != sandbox.NetworkFull || !slices.Contains(p.WritableRoots, ws) || !slices.Contains(p.WritableRoots, cache) || npx.env["npm_config_cache"] != cache {
 		t.Errorf("npx policy %+v, env %v", p, npx.env)
 	}
 

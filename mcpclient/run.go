@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,8 +42,8 @@ type run struct {
 	c      *Client
 	ctx    context.Context // ends when the run is stopped: the process is killed with it
 	cancel context.CancelFunc
-	ex     *broker.Execution // nil for an HTTP server
-	conn   *pipeConn         // nil for an HTTP server
+	ex     *sandbox.Execution // nil for an HTTP server
+	conn   *pipeConn          // nil for an HTTP server
 	cs     *mcp.ClientSession
 
 	ready     chan struct{} // closed once initialized, or when the run ended
@@ -84,8 +84,8 @@ func (r *run) start() {
 			r.end(errorf(CodeCrashed, name, "could not make its input pipe: %v", err))
 			return
 		}
-		ex, err := c.broker.Clear(r.ctx, broker.CallSpec{
-			Key:    broker.StepKey{OpID: "mcp", StepID: name},
+		ex, err := c.broker.Clear(r.ctx, sandbox.CallSpec{
+			Key:    sandbox.StepKey{OpID: "mcp", StepID: name},
 			Argv:   c.argv,
 			Dir:    c.dir,
 			Env:    c.env,
@@ -98,7 +98,7 @@ func (r *run) start() {
 		in.Close()
 		if err != nil {
 			reason := err.Error()
-			if d := broker.DenialOf(err); d != nil {
+			if d := sandbox.DenialOf(err); d != nil {
 				reason = string(d.Code) + ": " + d.Explain()
 			}
 			stdin.Close()
@@ -175,7 +175,7 @@ func (r *run) watch() {
 }
 
 // endOf says why the run ended, from how its process settled.
-func (r *run) endOf(s broker.Settled) *Error {
+func (r *run) endOf(s sandbox.Settled) *Error {
 	name := r.c.cfg.Name
 	r.mu.Lock()
 	tail := oneLine(strings.TrimSpace(string(r.stderr)), 300)

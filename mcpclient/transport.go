@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -100,7 +100,7 @@ func (c *pipeConn) Close() error {
 // JSON-RPC message (a batch included), stops the run (CodeProtocol).
 // Output keeps being drained, and dropped, once the connection ended, so
 // the execution settles.
-func (c *pipeConn) pump(ex *broker.Execution) {
+func (c *pipeConn) pump(ex *sandbox.Execution) {
 	var line []byte
 	broken := false
 	deliver := func(b []byte) {
@@ -126,7 +126,7 @@ func (c *pipeConn) pump(ex *broker.Execution) {
 		}
 	}
 	for o := range ex.Output() {
-		if o.Stream == broker.Stderr {
+		if o.Stream == sandbox.Stderr {
 			c.r.keepStderr(o.Bytes)
 			continue
 		}

@@ -280,7 +280,7 @@ func (p *Plane) Close() error {
 // openMCP makes a client of each of Config.MCPServers, lists their tools
 // side by side (each within mcpclient.StartTimeout) and registers them in
 // config order.
-func (p *Plane) openMCP(cfg Config, ws string, base broker.Policy, env map[string]string, scratch string) error {
+func (p *Plane) openMCP(cfg Config, ws string, base sandbox.Policy, env map[string]string, scratch string) error {
 	o := mcpclient.Options{Workspace: ws, Broker: p.Broker, Base: base, Env: env, TempDir: scratch, Toolchains: p.Toolchains}
 	for _, s := range cfg.MCPServers {
 		c, err := mcpclient.New(s, o)
