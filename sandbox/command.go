@@ -3,6 +3,7 @@ package sandbox
 import (
 	"io"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -146,6 +147,7 @@ type Execution struct {
 	done    chan struct{}
 	settled Settled
 	cancel  func()
+	once    sync.Once
 }
 
 // Output returns the command's output chunks in the order each stream
@@ -165,7 +167,11 @@ func (e *Execution) Wait() Settled {
 
 // Cancel kills the command's whole process tree; the execution settles
 // with Cancelled set (unless it had already settled).
-func (e *Execution) Cancel() { e.cancel() }
+func (e *Execution) Cancel() {
+	if e.cancel != nil {
+		e.cancel()
+	}
+}
 
 // Feed is a jail's end of an Execution: where it delivers the command's
 // output, and how it settles it.
@@ -184,9 +190,11 @@ func NewExecution(queue int, cancel func()) (*Execution, Feed) {
 func (f Feed) Output() chan<- Output { return f.e.out }
 
 // Settle records how the command ended, closes Output and then Done.
-// Call it exactly once, after the last send on Output.
+// Call it after the last send on Output; only the first call counts.
 func (f Feed) Settle(s Settled) {
-	f.e.settled = s
-	close(f.e.out)
-	close(f.e.done)
+	f.e.once.Do(func() {
+		f.e.settled = s
+		close(f.e.out)
+		close(f.e.done)
+	})
 }
