@@ -136,7 +136,7 @@ func (c *Call) Observe(t OutputTail) {
 // it answers Settle.
 //
 // Every raise, and every answer that resumes with grants, is handed to the
-// broker's audit hook (broker.Options.Audit) as an AuditEscalation naming
+// broker's audit hook (Broker.Audit) as an AuditEscalation naming
 // the tool, the grants and, when the refusal has a Subject, its kind,
 // size and SHA-256.
 func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
@@ -151,14 +151,22 @@ func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
 	if r.Subject != nil {
 		runs = fmt.Sprintf(" to run a %s of %d bytes, sha256 %s", r.Subject.Kind, len(r.Subject.Text), r.Subject.Digest())
 	}
-	c.Broker.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
+	c.audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
 		Detail: r.Tool + " raised " + reason + runs})
 	esc := c.RaiseRefusal(ctx, r)
 	if esc.Resume {
-		c.Broker.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
+		c.audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
 			Detail: fmt.Sprintf("%s resumed with grants %v%s", r.Tool, esc.Grants, runs)})
 	}
 	return esc
+}
+
+// audit hands e to the broker's audit hook; a call without a broker has
+// no audit trail.
+func (c *Call) audit(e sandbox.AuditEvent) {
+	if c.Broker != nil {
+		c.Broker.Audit(e)
+	}
 }
 
 // Shell is a strand's current shell directory, safe for concurrent use.
