@@ -52,7 +52,7 @@
 //   - Strand: one line of conversation with a model, the main one or a
 //     sub-agent's; a Call names its strand, and a sub-agent's strand name
 //     starts with tool.SubagentPrefix.
-//   - Clear: to run one command through the broker (broker.Broker.Clear):
+//   - Clear: to run one command through the jail (tool.Broker.Clear):
 //     compose its policy, admit it against the budget, start it in a
 //     jail. A command that was not cleared does not run.
 //   - Settle: the end of a cleared command or a job, with its exit status

@@ -37,11 +37,11 @@
 // or by an explicit HelperMain call at the top of main. Only a program
 // that imports this package carries the helper and its init. The helper builds
 // the jail on the thread that will exec: namespaces, the policy's root
-// (or, with CallSpec.EmptyRoot, a root holding only the program),
+// (or, with sandbox.CallSpec.EmptyRoot, a root holding only the program),
 // protected binds, hidden sockets, masked secrets, namespace limits,
 // rlimits, capabilities dropped, Landlock and seccomp. A layer
-// Options.RequiredLayers or CallSpec.RequiredLayers names that was not
-// applied refuses the command before exec (DenialLayerRequired). Outside
+// Options.RequiredLayers or sandbox.CallSpec.RequiredLayers names that was not
+// applied refuses the command before exec (sandbox.DenialLayerRequired). Outside
 // Linux nothing confines a command and Clear refuses unless
 // Options.AllowUnconfined. The host side of a jail is jail_linux.go;
 // the helper side, everything that runs in the helper's process (and in
@@ -49,7 +49,7 @@
 // broker/internal/jail (its helper_linux.go in the order it runs). The
 // broker writes it a jail.Config and reads back its jail.Report.
 //
-// CallSpec.ExtraFile reaches the command at sandbox.ExtraFileFD; nothing else
+// sandbox.CallSpec.ExtraFile reaches the command at sandbox.ExtraFileFD; nothing else
 // but fds 0 to 2 does.
 //
 // # Warm helpers
@@ -68,22 +68,22 @@
 // # What a command leaves behind
 //
 // A protected path a command created is moved aside once its tree is gone
-// (Settled.ProtectedCreated). The git guard (internal/gitguard) keeps
+// (sandbox.Settled.ProtectedCreated). The git guard (internal/gitguard) keeps
 // every git configuration a command writes in its writable roots to an
 // allowlist of inert keys and moves aside hooks and pointers it cannot
-// trust (Settled.GitNeutralised); GuardToolWrite does the same for a file a tool
+// trust (sandbox.Settled.GitNeutralised); GuardToolWrite does the same for a file a tool
 // wrote on a model's behalf. Where the guard cannot act, the workspace is
-// fenced (DenialWorkspaceFenced) until Broker.Unfence succeeds. A host
+// fenced (sandbox.DenialWorkspaceFenced) until Broker.Unfence succeeds. A host
 // runs its own git on a workspace an agent touched with SafeGitEnvFor.
 //
 // # Bounds
 //
-// One command's output is bounded (CallSpec.MaxOutputBytes, at most
+// One command's output is bounded (sandbox.CallSpec.MaxOutputBytes, at most
 // Options.MaxOutputBytes): at the bound the broker stops its tree and the
 // execution settles with OutputLimited. A Broker runs at most
 // Options.MaxLiveCommands at once and reserves each jail's scratch against
 // Options.ScratchBudgetBytes; a command over either bound waits in arrival
-// order within its deadline, then is refused with DenialHostBusy. With
+// order within its deadline, then is refused with sandbox.DenialHostBusy. With
 // Options.CgroupParent, each helper is born in a child cgroup bounded by
 // the policy's Limits.
 package broker

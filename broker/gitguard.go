@@ -204,8 +204,8 @@ func (b *Broker) GitFenced(workspace string) string {
 //   - while a command runs in the root, whatever changed, as its live
 //     passes do.
 //
-// A control file written outside any git directory is remembered (see
-// 16,384 paths) and acted on by whichever later pass, between
+// A control file written outside any git directory is remembered (up
+// to 16,384 paths per root) and acted on by whichever later pass, between
 // commands or during one, first finds a git directory around it, in
 // whatever order the rest of the repository appears.
 //
@@ -218,8 +218,8 @@ func (b *Broker) GitFenced(workspace string) string {
 // DenialWorkspaceFenced; a path not beneath root is a *Denial with
 // DenialInvalidPolicy.
 //
-// On a nil *Broker (a host that runs no commands, whose own git may
-// still meet the workspace) the same checks run without memory: the
+// On a nil *Broker the same checks run without memory, as
+// tool.GuardWriteAlone runs them: the
 // written file and every git directory containing it are acted on, and
 // a failure is reported but fences nothing, as nothing runs there.
 func (b *Broker) GuardToolWrite(root, path string) ([]sandbox.Neutralisation, error) {

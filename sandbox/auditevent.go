@@ -4,13 +4,13 @@ package sandbox
 type AuditKind string
 
 const (
-	// AuditQuarantine: the broker moved aside a protected path a command
+	// AuditQuarantine: the jail moved aside a protected path a command
 	// created (Path), or could not (Detail says why).
 	AuditQuarantine AuditKind = "quarantine"
-	// AuditNeutralised: the broker disarmed repository-controlled
+	// AuditNeutralised: the jail disarmed repository-controlled
 	// execution a command planted (a git key, a hooks path; Detail names it).
 	AuditNeutralised AuditKind = "neutralised"
-	// AuditFenced: the broker refuses further commands on a workspace
+	// AuditFenced: the jail refuses further commands on a workspace
 	// because a quarantine or neutralisation could not be done.
 	AuditFenced AuditKind = "fenced"
 	// AuditDegraded: a command ran with at least one confinement layer
@@ -21,7 +21,7 @@ const (
 	AuditEscalation AuditKind = "escalation"
 )
 
-// AuditEvent is one security-relevant thing the broker (or a tool through
+// AuditEvent is one security-relevant thing the jail (or a tool through
 // Broker.Audit) did or saw. Fields that do not apply are zero.
 type AuditEvent struct {
 	Kind AuditKind

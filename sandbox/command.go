@@ -28,7 +28,7 @@ func (s Stream) String() string {
 	return "stdout"
 }
 
-// Output is one chunk of a command's output, at most 32 KiB from the broker.
+// Output is one chunk of a command's output, at most 32 KiB from the jail.
 // Bytes is owned by the receiver.
 type Output struct {
 	Stream Stream
@@ -41,11 +41,11 @@ type Settled struct {
 	ExitCode int `json:"exit_code"`
 	// Signal names the signal that ended it ("killed"), or is empty.
 	Signal string `json:"signal,omitempty"`
-	// TimedOut: the broker killed the tree at the call's deadline (its
+	// TimedOut: the jail killed the tree at the call's deadline (its
 	// Timeout, the policy's WallMs, the step's wall budget, or the
 	// context's deadline).
 	TimedOut bool `json:"timed_out,omitempty"`
-	// Cancelled: the broker killed the tree because the caller's context
+	// Cancelled: the jail killed the tree because the caller's context
 	// was cancelled, Execution.Cancel was called, or the ledger cancelled
 	// the call (Cancel, AbortStep, AbortOperation).
 	Cancelled bool `json:"cancelled,omitempty"`
@@ -57,7 +57,7 @@ type Settled struct {
 	// ProtectedCreated lists protected paths that did not exist when the
 	// command started and did when it ended (a hooks directory a
 	// repository lacked, say). No mount can hold a missing path
-	// read-only, so the broker moves each aside once the command's tree
+	// read-only, so the jail moves each aside once the command's tree
 	// is gone, before anything outside the jail can run it.
 	ProtectedCreated []Quarantine     `json:"protected_created,omitempty"`
 	GitNeutralised   []Neutralisation `json:"git_neutralised,omitempty"` // repository-controlled execution the git guard disarmed in the writable roots; see Neutralisation
@@ -73,7 +73,7 @@ type Settled struct {
 // Quarantine is one protected path a command created.
 type Quarantine struct {
 	Path string `json:"path"`
-	// MovedTo is where the broker renamed it; empty when it could not.
+	// MovedTo is where the jail renamed it; empty when it could not.
 	MovedTo string `json:"moved_to,omitempty"`
 	// Err says why it could not be moved.
 	Err string `json:"err,omitempty"`
@@ -104,7 +104,7 @@ type CallSpec struct {
 	// policy's WallMs, the step's wall budget and ctx still apply).
 	Timeout time.Duration
 	// MaxOutputBytes bounds what the command may write to stdout and
-	// stderr together; past the bound the broker stops its tree and the
+	// stderr together; past the bound the jail stops its tree and the
 	// execution settles with OutputLimited (see there). Zero or less means
 	// 256 MiB, and a jail may lower any value (broker.Options.MaxOutputBytes):
 	// it is never unlimited.
@@ -136,7 +136,7 @@ type CallSpec struct {
 
 // Execution is a running command. Drain Output until it is closed, then
 // Wait; the command is killed at its deadline whatever the consumer does,
-// and output waits in a bounded queue (its size is the jail's: the broker's holds
+// and output waits in a bounded queue (its size is the jail's: the jail's holds
 // 16 chunks).
 type Execution struct {
 	// Enforcement reports how the command is confined. It is final when

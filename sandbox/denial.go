@@ -40,7 +40,7 @@ const (
 	// jails' scratch memory) stayed full until the call's deadline.
 	DenialHostBusy DenialCode = "host_busy"
 	// DenialWorkspaceFenced: an earlier command left something in this
-	// workspace the broker could not quarantine or neutralise; it runs
+	// workspace the jail could not quarantine or neutralise; it runs
 	// nothing more there until an operator clears it (the reason says how).
 	DenialWorkspaceFenced DenialCode = "workspace_fenced"
 )

@@ -1,6 +1,7 @@
 // Package sandbox is the vocabulary of a jail: what a command may touch,
 // what a caller asks for, and what came of it. It runs nothing and reads
-// no workspace; package broker is the jail that speaks it.
+// no workspace. Package broker is the reference jail that speaks it;
+// tool.Broker says what any other jail owes the tools.
 //
 // It owns:
 //   - Policy, the closed set of widenings an operator may approve

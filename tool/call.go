@@ -48,7 +48,10 @@ type Call struct {
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Broker runs jailed commands; nil means this host runs none.
+	// Broker runs jailed commands and guards writes. Nil (or a nil
+	// *broker.Broker) means this host runs no commands: the file tools
+	// still refuse paths under .git and guard each write alone
+	// (GuardWriteAlone).
 	Broker Broker
 	// Blobs stores output that overflows; nil means overflow is refused.
 	Blobs *blob.Store

@@ -3,17 +3,24 @@
 // fs_write, fs_edit, working_directory and grep.
 //
 // A host builds one Registry, registers the tools it offers, and hands
-// Registry.Dispatch to its model loop with a Call carrying the call's
-// identity (strand, operation, step, source index), its session context
-// (workspace, base policy and grants, environment, clock) and the
-// infrastructure every tool may share (broker, blob store, output
-// observer, escalation). A seam a tool needs beyond that (a job plane, an
-// agency, a history index) is handed to the tool's constructor in the
-// package that owns it: bash and the job tools in package job.
+// Registry.Dispatch to its model loop. Each call carries a Call: the
+// call's identity (strand, operation, step, source index), its session
+// context (workspace, base policy and grants, environment, clock) and
+// what every tool may share (the jail, blob store, output observer,
+// escalation). A seam a tool needs beyond that (a job plane, an agency, a
+// history index) is handed to the tool's constructor in the package that
+// owns it: bash and the job tools in package job. ExampleRegistry_Dispatch
+// is the smallest host.
+//
+// The jail is a seam too (Broker); this package links none. A host with
+// only the file tools (FileTools, plus GrepTool, which FileTools leaves
+// out) needs no Broker: a write is still refused under .git and guarded
+// alone (GuardWriteAlone), and grep searches in the host.
 //
 // This package owns the model's half of every tool: argument schemas and
 // decoding, clamps, path discipline for harness-side file access, and the
-// wording of every outcome. It does not own confinement (package broker),
+// wording of every outcome. It does not own confinement (packages sandbox
+// and broker),
 // content addressing (package blob), anchor arithmetic (package hashline)
 // or commands and jobs (package job).
 //

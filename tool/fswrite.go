@@ -1,7 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/internal/gitguard"
 	"github.com/agentloom/loom/sandbox"
 
 	"context"
@@ -244,20 +243,6 @@ func guardGitWrite(c *Call, resolved string) ([]sandbox.Neutralisation, error) {
 		}
 	}
 	return out, nil
-}
-
-// guardToolWrite asks b to guard a write to path beneath root. Without a
-// broker (a host that runs no commands, whose own git may still meet the
-// workspace) the same checks run with no memory of earlier passes.
-func guardToolWrite(b Broker, root, path string) ([]sandbox.Neutralisation, error) {
-	if b != nil {
-		return b.GuardToolWrite(root, path)
-	}
-	done, err := gitguard.ToolWriteAlone(root, path)
-	if err != nil {
-		return done, gitguard.Refusal(err)
-	}
-	return done, nil
 }
 
 // writeGitGuard states what the git guard disarmed because of a write,

@@ -166,6 +166,11 @@ func (r *Registry) dispatch(ctx context.Context, c *Call, name string, args json
 	if c == nil {
 		c = &Call{}
 	}
+	if c.Broker != nil && nilBroker(c.Broker) {
+		cc := *c
+		cc.Broker = nil
+		c = &cc
+	}
 	if holds != nil && !holds(ctx, c.Strand, name) {
 		return r.notHeld(ctx, holds, c.Strand, name)
 	}
