@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,13 +127,34 @@ func mcpSession(t *testing.T, ws string, args ...string) (cs *mcp.ClientSession,
 // out, and why.
 func TestMCPConfigFlag(t *testing.T) {
 	fake := fakeServer(t)
-	ws, _ := dirs(t)
+	ws, outside := dirs(t)
+	granted := t.TempDir()
+	for path, body := range map[string]string{filepath.Join(outside, "secret"): "s3cret", filepath.Join(granted, "data"): "granted data"} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	cfg := writeConfig(t, map[string]any{"mcpServers": map[string]any{
 		"fake":    map[string]any{"command": fake},
+		"net":     map[string]any{"command": fake},
 		"missing": map[string]any{"command": "/nonexistent/mcp-server"},
 		"off":     map[string]any{"command": fake, "disabled": true},
 	}})
-	cs, stop := mcpSession(t, ws, "-mcp-config", cfg)
+	cs, stop := mcpSession(t, ws, "-mcp-config", cfg, "-mcp-read", granted, "-mcp-network", "net")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tools, err := cs.ListTools(ctx, nil)
@@ -157,14 +179,29 @@ func TestMCPConfigFlag(t *testing.T) {
 	if err != nil || r.IsError || !strings.Contains(text(r), "through loom") {
 		t.Errorf("mcp__fake__echo: %v %+v", err, r)
 	}
-	// The fake's probe, in its jail: the workspace is read-only to it.
-	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__fake__probe", Arguments: map[string]any{"read": filepath.Join(ws, "nothing")}})
-	if err != nil {
-		t.Errorf("mcp__fake__probe: %v", err)
+	// The fake's probe, in its jail: -mcp-read's directory is readable to
+	// every server, a directory outside the roots to none; the network
+	// only to the server -mcp-network names.
+	probe := func(server, read string) string {
+		t.Helper()
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__" + server + "__probe", Arguments: map[string]any{"read": read, "dial": ln.Addr().String()}})
+		if err != nil {
+			t.Fatalf("%s's probe: %v", server, err)
+		}
+		return text(r)
+	}
+	if got := probe("fake", filepath.Join(granted, "data")); !strings.Contains(got, "read: ok granted data") || strings.Contains(got, "dial: ok") {
+		t.Errorf("fake (no network, -mcp-read granted): %s", got)
+	}
+	if got := probe("fake", filepath.Join(outside, "secret")); strings.Contains(got, "s3cret") {
+		t.Errorf("fake read outside the roots: %s", got)
+	}
+	if got := probe("net", filepath.Join(granted, "data")); !strings.Contains(got, "dial: ok") {
+		t.Errorf("net (-mcp-network net): %s", got)
 	}
 	stderr := stop()
 	for _, want := range []string{
-		"mcpserver: MCP servers: fake (",
+		"mcpserver: MCP servers: fake (14 tools, mcp__fake__*), net (14 tools, mcp__net__*)",
 		"mcp__fake__*)",
 		"mcpserver: MCP server missing refused (mcp_server_not_found)",
 		`mcpserver: MCP server fake: tool "not_object" left out (mcp_bad_input_schema)`,
