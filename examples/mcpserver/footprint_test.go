@@ -46,7 +46,8 @@ type taskCall struct {
 // cap/mcp/<server>, is one program making the same calls: its declared
 // bytes code_mode's declaration and what the model reads of
 // cap/mcp/<server>, its sent bytes the program's, its received bytes the
-// program's output; TestMCPFootprint prints both sides of one task.
+// program's output. Add it as codeModeFootprint(ctx, p, servers, task)
+// returning a footprint, and its rows beside these in TestMCPFootprint.
 func directFootprint(ctx context.Context, p *plane.Plane, servers []string, task []taskCall) (footprint, error) {
 	var f footprint
 	for _, t := range p.Registry.Registered() {
