@@ -231,15 +231,15 @@ func mcpServers(p *plane.Plane) []string {
 	names := p.Registry.Names()
 	var started []string
 	for _, c := range p.MCP {
-		if failed[c.Name()] {
-			continue
-		}
 		prefix := mcpclient.ToolName(c.Name(), "")
 		n := 0
 		for _, name := range names {
 			if strings.HasPrefix(name, prefix) {
 				n++
 			}
+		}
+		if n == 0 && failed[c.Name()] {
+			continue // it could not be listed
 		}
 		started = append(started, fmt.Sprintf("%s (%d tools, %s*)", c.Name(), n, prefix))
 	}
