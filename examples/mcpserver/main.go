@@ -46,6 +46,20 @@
 // $GOBIN or in $GOPATH/bin (detected, never required), run jailed with
 // the workspace read-only and started at the first write of a Go file.
 // The server says at start which language servers it found.
+//
+// -mcp-config names a JSON file in the form every MCP host reads (Claude
+// Desktop, Claude Code, Cursor): {"mcpServers": {"<name>": {"command":
+// ..., "args": [...], "env": {...}} or {"url": ...}}}. Each server's tools
+// are served beside the plane's, named mcp__<name>__<tool>. A stdio
+// server runs in the jail (package mcpclient): the workspace read-only,
+// its own home and TMPDIR in the scratch directory, no network, none of
+// the server's environment but PATH, LANG and TERM; npm's cache when its
+// command is node or npx. The file widens no jail: only this command
+// line does, -mcp-read giving every stdio server a further read-only
+// directory (a server installed with npm install --prefix, say) and
+// -mcp-network a named server the network. The server says at start
+// which MCP servers it started, with their tools, and why any was
+// refused.
 package main
 
 import (
@@ -57,12 +71,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/mcpclient"
 	"github.com/agentloom/loom/mcpserve"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
@@ -91,6 +107,22 @@ func run(args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.scratch, "scratch", "", "the scratch directory commands see as TMPDIR, kept on exit (default: a fresh directory under <user cache>/loom/scratch, removed on exit)")
 	fs.BoolVar(&cfg.allowUnconfined, "allow-unconfined", false, "run commands even when this host offers no confinement layer at all")
 	fs.BoolVar(&cfg.warm, "warm", true, "build code_mode's toolchain archives at start (once per toolchain, cached under <user cache>/loom/codemode), not at the first program")
+	fs.StringVar(&cfg.mcpConfig, "mcp-config", "", `a JSON file of MCP servers whose tools are served too, as mcp__<server>__<tool>: {"mcpServers": {"<name>": {"command": "...", "args": [...], "env": {...}} or {"url": "..."}}}, the form Claude Desktop, Claude Code and Cursor read; stdio servers run jailed`)
+	fs.Func("mcp-read", "a directory every stdio MCP server may read (its interpreter's packages, say), never write; repeatable", func(v string) error {
+		if !filepath.IsAbs(v) {
+			return fmt.Errorf("%q is not an absolute path", v)
+		}
+		dir, err := filepath.EvalSymlinks(v)
+		if err != nil {
+			return err
+		}
+		cfg.mcpRead = append(cfg.mcpRead, dir)
+		return nil
+	})
+	fs.Func("mcp-network", "the name of a stdio MCP server that may reach the network (all are jailed without it); repeatable", func(v string) error {
+		cfg.mcpNetwork = append(cfg.mcpNetwork, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,6 +139,9 @@ func run(args []string, stderr io.Writer) error {
 	defer p.Close()
 	fmt.Fprintln(stderr, "mcpserver:", toolchains(p))
 	fmt.Fprintln(stderr, "mcpserver:", languageServers(p))
+	for _, line := range mcpServers(p) {
+		fmt.Fprintln(stderr, "mcpserver:", line)
+	}
 	srv, err := mcpserve.New(p.Registry, p.Call, mcpserve.Options{
 		Name:                   "loom",
 		Instructions:           instructions(p),
@@ -131,7 +166,16 @@ func run(args []string, stderr io.Writer) error {
 // instructions are the server instructions a client may show its model.
 func instructions(p *plane.Plane) string {
 	return "Tools over the workspace " + p.Call.Workspace + ". Read files with fs_read before editing them with fs_edit. " +
-		"Commands and code_mode programs run in a jail; bash's and code_mode's permissions are asked of the user, for that one call."
+		"Commands and code_mode programs run in a jail; bash's and code_mode's permissions are asked of the user, for that one call." +
+		mcpNote(p)
+}
+
+// mcpNote tells the model where the MCP servers' tools are, when any run.
+func mcpNote(p *plane.Plane) string {
+	if len(p.MCP) == 0 {
+		return ""
+	}
+	return " Tools named mcp__<server>__<tool> are those of the MCP server <server>, run jailed with the workspace read-only."
 }
 
 // toolchains says which toolchain profiles commands get.
@@ -171,12 +215,94 @@ func languageServers(p *plane.Plane) string {
 	return "language servers, started at the first write of a file they own: " + strings.Join(found, ", ")
 }
 
+// mcpServers says which MCP servers run and how many tools each gave,
+// then each server refused and each tool left out, with why; nothing
+// when -mcp-config names none.
+func mcpServers(p *plane.Plane) []string {
+	if len(p.MCP) == 0 {
+		return nil
+	}
+	failed := map[string]bool{}
+	for _, e := range p.MCPRefused {
+		if e.Tool == "" {
+			failed[e.Server] = true
+		}
+	}
+	names := p.Registry.Names()
+	var started []string
+	for _, c := range p.MCP {
+		prefix := mcpclient.ToolName(c.Name(), "")
+		n := 0
+		for _, name := range names {
+			if strings.HasPrefix(name, prefix) {
+				n++
+			}
+		}
+		if n == 0 && failed[c.Name()] {
+			continue // it could not be listed
+		}
+		started = append(started, fmt.Sprintf("%s (%d tools, %s*)", c.Name(), n, prefix))
+	}
+	var out []string
+	if len(started) > 0 {
+		out = append(out, "MCP servers: "+strings.Join(started, ", "))
+	} else {
+		out = append(out, "MCP servers: none started")
+	}
+	for _, e := range p.MCPRefused {
+		if e.Tool == "" {
+			out = append(out, fmt.Sprintf("MCP server %s refused (%s): %s", e.Server, e.Code, e.Reason))
+		} else {
+			out = append(out, fmt.Sprintf("MCP server %s: tool %q left out (%s): %s", e.Server, e.Tool, e.Code, e.Reason))
+		}
+	}
+	return out
+}
+
+// mcpConfig reads the -mcp-config file, and grants its stdio servers
+// what -mcp-read and -mcp-network say: the file never widens a jail.
+func mcpConfig(cfg config) ([]mcpclient.Server, error) {
+	if cfg.mcpConfig == "" {
+		if len(cfg.mcpRead) > 0 || len(cfg.mcpNetwork) > 0 {
+			return nil, errors.New("-mcp-read and -mcp-network need -mcp-config")
+		}
+		return nil, nil
+	}
+	f, err := os.Open(cfg.mcpConfig)
+	if err != nil {
+		return nil, fmt.Errorf("-mcp-config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, mcpclient.MaxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("-mcp-config: %w", err)
+	}
+	servers, err := mcpclient.ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("-mcp-config %s: %w", cfg.mcpConfig, err)
+	}
+	for _, n := range cfg.mcpNetwork {
+		if !slices.ContainsFunc(servers, func(s mcpclient.Server) bool { return s.Name == n && s.Stdio() }) {
+			return nil, fmt.Errorf("-mcp-network %q: %s names no such stdio server", n, cfg.mcpConfig)
+		}
+	}
+	for i := range servers {
+		if servers[i].Stdio() {
+			servers[i].Grant.ReadOnly = slices.Clone(cfg.mcpRead)
+			servers[i].Grant.Network = slices.Contains(cfg.mcpNetwork, servers[i].Name)
+		}
+	}
+	return servers, nil
+}
+
 // config is what the flags choose.
 type config struct {
 	workspace, blobs, history, scratch string
 	blobsMaxMiB, blobsSessionMiB       int64
 	allowUnconfined                    bool
 	warm                               bool
+	mcpConfig                          string
+	mcpRead, mcpNetwork                []string
 }
 
 // maxBudgetMiB bounds the blob budget flags (1 PiB), so a budget in
@@ -193,6 +319,10 @@ const maxBudgetMiB = 1 << 30
 // under any other strand (a host bug) is refused before it runs.
 func newPlane(cfg config) (*plane.Plane, error) {
 	ws, err := workspaceOf(cfg.workspace)
+	if err != nil {
+		return nil, err
+	}
+	servers, err := mcpConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +344,7 @@ func newPlane(cfg config) (*plane.Plane, error) {
 		BlobOptions:   blob.Options{MaxBytes: cfg.blobsMaxMiB << 20, SessionBytes: cfg.blobsSessionMiB << 20},
 		HistoryPath:   cfg.history,
 		BrokerOptions: broker.Options{AllowUnconfined: cfg.allowUnconfined},
+		MCPServers:    servers,
 	})
 	if err != nil {
 		if tool.CodeOf(err) == plane.CodeStoreInWorkspace {

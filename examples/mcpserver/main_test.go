@@ -63,6 +63,9 @@ func TestMain(m *testing.M) {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
+	if fakePath != "" {
+		os.RemoveAll(filepath.Dir(fakePath))
+	}
 	os.Exit(code)
 }
 
