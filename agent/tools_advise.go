@@ -93,7 +93,7 @@ type Ack struct {
 	Kind AckKind
 	// How names the door of AckDelivered and AckWoke.
 	How string
-	// Nudges is how many nudges a AckWoke drained (at least 1).
+	// Nudges is how many nudges an AckWoke drained (at least 1).
 	Nudges int
 	// Reason says why a verdict was AckDowngraded or AckDropped; required for
 	// those two.
