@@ -246,3 +246,35 @@ func TestProposalQueue(t *testing.T) {
 		t.Errorf("configuration without one: %v", err)
 	}
 }
+
+// maxHostSurfaceBytes bounds what advise, context_remaining and propose
+// together cost the model in description and schema, the configuration
+// named by a path of maxHostSurfacePath bytes. They are an opt-in family
+// (plane.FamilyHost), outside the default plane's budget.
+const (
+	maxHostSurfaceBytes = 1536
+	maxHostSurfacePath  = 100
+)
+
+func TestHostToolsSurface(t *testing.T) {
+	path := "/" + strings.Repeat("c", maxHostSurfacePath-1)
+	total := 0
+	for _, tl := range []tool.Tool{AdviseTool(nil), ContextTool(nil), ProposeTool(&proposals{config: path})} {
+		total += len(tl.Description) + len(tl.Schema)
+		t.Logf("%-18s description %4d + schema %4d", tl.Name, len(tl.Description), len(tl.Schema))
+	}
+	if total > maxHostSurfaceBytes {
+		t.Errorf("the host tools cost %d bytes, past %d", total, maxHostSurfaceBytes)
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(ProposeTool(&proposals{config: path}).Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for name := range schema.Properties {
+		if name != "target" && name != "content" && name != "reason" {
+			t.Errorf("propose takes %q; it names its file by target only", name)
+		}
+	}
+}

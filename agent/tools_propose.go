@@ -117,7 +117,7 @@ func ProposeTool(p Proposals) tool.Tool {
 		config = p.Configuration()
 	}
 	targets := []any{string(TargetRules)}
-	desc := fmt.Sprintf("Propose a change to the host's rules file for review: content is the whole new file (at most %d bytes), "+
+	desc := fmt.Sprintf("Propose a change to the rules the host gave you, for its review: content is the whole new text (at most %d bytes), "+
 		"reason says why (at most %d). Nothing changes until the host accepts it; at most %d wait.",
 		MaxProposalBytes, MaxProposalReasonBytes, MaxProposalsQueued)
 	if config != "" {
