@@ -158,6 +158,10 @@ var adviseDescription = fmt.Sprintf("Give the primary agent you watch your verdi
 	"nudge (text it reads when it next stops) or block (text that interrupts it now). Text at most %d bytes. The answer "+
 	"says what happened: a block may be downgraded to a nudge, repeated advice is dropped.", MaxAdviceBytes)
 
+// cooldowner is an Advice that states its block cooldown (Guard does),
+// which advise's description then names.
+type cooldowner interface{ Cooldown() time.Duration }
+
 // AdviseTool returns advise over a: an advisor strand's whole outward
 // surface. The verdict and its text are decoded as one pair
 // (DecodeVerdict) and judged for the calling strand (tool.Call.Strand);
@@ -166,12 +170,17 @@ var adviseDescription = fmt.Sprintf("Give the primary agent you watch your verdi
 // (a replay would say the same thing twice, or burn a cooldown the first
 // call paid for) and Exclusive (two verdicts racing for one window would
 // make which was downgraded a matter of scheduling). A nil a refuses
-// every call with CodeAdviceUnavailable.
+// every call with CodeAdviceUnavailable. When a has a Cooldown method
+// (as Guard has), the description states the cooldown.
 func AdviseTool(a Advice) tool.Tool {
+	desc := adviseDescription
+	if cd, ok := a.(cooldowner); ok && cd.Cooldown() > 0 {
+		desc += fmt.Sprintf(" A block within %s of the last one that reached the primary is downgraded.", cd.Cooldown())
+	}
 	return tool.Typed(tool.Tool{
 		Name:          AdviseToolName,
 		Title:         "Advise the primary",
-		Description:   adviseDescription,
+		Description:   desc,
 		PromptSnippet: "advise: tell the primary agent quiet, nudge or block",
 		Replay:        tool.ReplayNever,
 		Mode:          tool.Exclusive,

@@ -210,6 +210,12 @@ func TestAdviseDeclaration(t *testing.T) {
 	if !strings.Contains(tl.Description, fmt.Sprint(MaxAdviceBytes)) || !strings.Contains(string(tl.Schema), fmt.Sprint(MaxAdviceBytes)) {
 		t.Errorf("the bound is not stated: %s %s", tl.Description, tl.Schema)
 	}
+	if strings.Contains(tl.Description, "within") {
+		t.Errorf("a seam stating no cooldown gets one described: %s", tl.Description)
+	}
+	if d := AdviseTool(NewGuard(&door{}, watches, 90*time.Second)).Description; !strings.Contains(d, "within 1m30s") {
+		t.Errorf("the guard's cooldown is not stated: %s", d)
+	}
 }
 
 // TestGuardMatchesModel: under any sequence of verdicts from two advisors

@@ -259,7 +259,7 @@ const (
 func TestHostToolsSurface(t *testing.T) {
 	path := "/" + strings.Repeat("c", maxHostSurfacePath-1)
 	total := 0
-	for _, tl := range []tool.Tool{AdviseTool(nil), ContextTool(nil), ProposeTool(&proposals{config: path})} {
+	for _, tl := range []tool.Tool{AdviseTool(NewGuard(nil, nil, 0)), ContextTool(nil), ProposeTool(&proposals{config: path})} {
 		total += len(tl.Description) + len(tl.Schema)
 		t.Logf("%-18s description %4d + schema %4d", tl.Name, len(tl.Description), len(tl.Schema))
 	}
