@@ -202,7 +202,7 @@ func AdviseTool(a Advice) tool.Tool {
 			}
 			return refusalOutcome(AdviseToolName, err)
 		}
-		return tool.Success(RenderAck(v, ack)).WithDetails(AdviseDetails{
+		return tool.Success(renderAck(v, ack)).WithDetails(AdviseDetails{
 			Verdict: v.Kind, Ack: ack.Kind, How: ack.How, Nudges: ack.Nudges, Reason: ack.Reason})
 	},
 		tool.TypeSchema{Type: reflect.TypeFor[VerdictKind](), Schema: &jsonschema.Schema{Type: "string",
@@ -211,10 +211,10 @@ func AdviseTool(a Advice) tool.Tool {
 			Description: fmt.Sprintf("for nudge and block only, at most %d bytes", MaxAdviceBytes)}})
 }
 
-// RenderAck is the text advise answers for verdict v acknowledged by a.
+// renderAck is the text advise answers for verdict v acknowledged by a.
 // Only AckDelivered and AckWoke say the primary got the advice; a AckDowngraded
 // block says the primary was not stopped.
-func RenderAck(v Verdict, a Ack) string {
+func renderAck(v Verdict, a Ack) string {
 	switch a.Kind {
 	case AckDelivered:
 		return fmt.Sprintf("Your %s was delivered to the primary%s.", v.Kind, by(a.How))

@@ -101,7 +101,7 @@ func TestAdviseRenderAck(t *testing.T) {
 		{Verdict{Kind: Quiet}, Ack{Kind: AckAcknowledged}, []string{"quiet was acknowledged", "nothing was sent"}},
 	} {
 		t.Run(string(tc.a.Kind), func(t *testing.T) {
-			got := RenderAck(tc.v, tc.a)
+			got := renderAck(tc.v, tc.a)
 			for _, w := range tc.wants {
 				if !strings.Contains(got, w) {
 					t.Errorf("%q lacks %q", got, w)

@@ -84,12 +84,12 @@ func ContextTool(g Gauge) tool.Tool {
 			}
 			return refusalOutcome(ContextToolName, err)
 		}
-		return tool.Success(RenderContext(r)).WithDetails(r)
+		return tool.Success(renderContext(r)).WithDetails(r)
 	})
 }
 
-// RenderContext is the text context_remaining answers for r.
-func RenderContext(r ContextReport) string {
+// renderContext is the text context_remaining answers for r.
+func renderContext(r ContextReport) string {
 	checkpoint := "compaction is off"
 	if r.Boundary.At > 0 {
 		checkpoint = fmt.Sprintf("the host compacts at %d tokens, keeping the newest %d", r.Boundary.At, r.Boundary.KeepRecent)

@@ -41,7 +41,7 @@ func TestContextRemainingRender(t *testing.T) {
 			[]string{"1200 of 1000 tokens in use, 0 left"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := RenderContext(tc.r)
+			got := renderContext(tc.r)
 			for _, w := range tc.wants {
 				if !strings.Contains(got, w) {
 					t.Errorf("%q lacks %q", got, w)
