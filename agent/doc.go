@@ -6,6 +6,28 @@
 // crosses the seam, and Reference, an in-process Agency a host may use as
 // is (NewAgency).
 //
+// Beside them sit three tools over seams only a host can fill, each with
+// a reference a host may take:
+//
+//   - advise (AdviseTool over Advice): an advisor strand's whole outward
+//     surface. A verdict (quiet, nudge with text, block with text) is
+//     decoded as one pair (DecodeVerdict) and answered with what the host
+//     did with it (Ack), never a bare acknowledgement. Guard is the
+//     reference emission guard: a block within DefaultBlockCooldown of
+//     the last one is downgraded to a nudge, repeated advice is dropped.
+//   - context_remaining (ContextTool over Gauge): the calling strand's
+//     window, context size, tokens in use as the host's threshold counts
+//     them, next checkpoint (Boundary) and notes written.
+//   - propose (ProposeTool over Proposals): a queued change to the
+//     host's rules or configuration file, with no path argument.
+//     ProposalQueue is the reference queue a host reviews (List, Accept,
+//     Reject), in memory for a session.
+//
+// They sit here because they are a strand's dealings with its host, as
+// the others are its dealings with its children: the strand is the
+// call's, and notes are this package's. The plane registers them only
+// when a host opts in (plane.FamilyHost).
+//
 // # What it owns
 //
 //   - The name and handle grammar. A child's strand name is minted as

@@ -95,3 +95,48 @@ func (r *Refusal) ErrorCode() string { return string(r.Code) }
 func refuse(code tool.Code, format string, args ...any) error {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
+
+// The codes of advise, context_remaining and propose (tool.Code values,
+// declared once in the module).
+const (
+	// CodeAdviceUnavailable: the host offers no Advice seam, or it failed
+	// or answered an acknowledgement outside the vocabulary.
+	CodeAdviceUnavailable tool.Code = "advice_unavailable"
+	// CodeUnknownVerdict: a verdict that is not quiet, nudge or block.
+	CodeUnknownVerdict tool.Code = "unknown_verdict"
+	// CodeAdviceWithoutText: a nudge or a block with nothing to say.
+	CodeAdviceWithoutText tool.Code = "advice_without_text"
+	// CodeQuietWithText: a quiet verdict carrying text; quiet says
+	// nothing.
+	CodeQuietWithText tool.Code = "quiet_with_text"
+	// CodeAdviceTooLong: advice text longer than MaxAdviceBytes, or not
+	// UTF-8.
+	CodeAdviceTooLong tool.Code = "advice_too_long"
+	// CodeContextUnavailable: the host offers no Gauge, or it failed or
+	// answered a report that breaks ContextReport's rules.
+	CodeContextUnavailable tool.Code = "context_unavailable"
+	// CodeProposalsUnavailable: the host offers no Proposals seam, or it
+	// failed.
+	CodeProposalsUnavailable tool.Code = "proposals_unavailable"
+	// CodeProposalOutOfBounds: a proposal whose content is empty or
+	// longer than MaxProposalBytes, whose reason is blank or longer than
+	// MaxProposalReasonBytes, or either not UTF-8.
+	CodeProposalOutOfBounds tool.Code = "proposal_out_of_bounds"
+	// CodeNoConfiguration: a proposal to the configuration of a host that
+	// names none.
+	CodeNoConfiguration tool.Code = "no_configuration"
+	// CodeProposalQueueFull: MaxProposalsQueued proposals already wait
+	// for review.
+	CodeProposalQueueFull tool.Code = "proposal_queue_full"
+	// CodeProposalUnchanged: a proposal whose content is what the file
+	// already holds.
+	CodeProposalUnchanged tool.Code = "proposal_unchanged"
+	// CodeProposalInvalid: the host's check of the proposed content
+	// against its file refused it.
+	CodeProposalInvalid tool.Code = "proposal_invalid"
+	// CodeUnknownProposal: a review naming no pending proposal.
+	CodeUnknownProposal tool.Code = "unknown_proposal"
+	// CodeProposalStale: an accept of a proposal whose file changed
+	// since it was proposed; propose again over the new file.
+	CodeProposalStale tool.Code = "proposal_stale"
+)

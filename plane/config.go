@@ -41,8 +41,16 @@ const (
 	// families through the registry's holds (codemode's package doc lists
 	// which tool authorizes which capability).
 	FamilyCodeMode
+	// FamilyHost is advise, context_remaining and propose, each
+	// registered when the Config brings its seam (Advice, Gauge,
+	// Proposals), after FamilyAgents and before code_mode. It is opt-in:
+	// AllFamilies leaves it out, so a host names it
+	// (AllFamilies|FamilyHost), and the default plane's description stays
+	// within its budget.
+	FamilyHost
 
-	// AllFamilies is every family: what a zero Config.Families means.
+	// AllFamilies is every family a zero Config.Families means: all but
+	// the opt-in FamilyHost.
 	AllFamilies = FamilyFiles | FamilyGrep | FamilyShell | FamilyHistory | FamilyAgents | FamilyCodeMode
 )
 
@@ -209,6 +217,15 @@ type Config struct {
 	Runner agent.Runner
 	// AgentOptions configure the reference Agency.
 	AgentOptions agent.Options
+
+	// Advice, Gauge and Proposals are the seams behind FamilyHost's
+	// advise, context_remaining and propose, owned by the host; each
+	// tool is registered only when its seam is set (agent.Guard,
+	// agent.ProposalQueue are references a host may take). They are
+	// ignored without FamilyHost.
+	Advice    agent.Advice
+	Gauge     agent.Gauge
+	Proposals agent.Proposals
 
 	// CodeMode configures code_mode's hermetic build (toolchain, cache
 	// directory and bound, warm-up progress); its Broker is the plane's.

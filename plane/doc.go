@@ -8,7 +8,10 @@
 // FamilyCodeMode, Plane.CodeMode). A host takes it whole (New(Config{Workspace:
 // dir})) or in part (Config.Families), and brings its own implementation
 // of any seam instead of the reference (Config.Jobs, Config.History,
-// Config.Memory, Config.Agency, Config.Broker, Config.Blobs).
+// Config.Memory, Config.Agency, Config.Broker, Config.Blobs). One family
+// is opt-in, left out of the zero Families: FamilyHost, the tools over
+// seams only a host can fill (advise, context_remaining and propose over
+// Config.Advice, Config.Gauge and Config.Proposals).
 //
 // Beside the registry it holds the batch dispatcher (Dispatcher): a host
 // hands it one model turn's tool calls and gets the outcomes back in

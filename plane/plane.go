@@ -38,7 +38,8 @@ const closeWait = 10 * time.Second
 type Plane struct {
 	// Registry holds every tool of the configured families, in the order
 	// FamilyFiles, FamilyGrep, FamilyShell, FamilyHistory, FamilyAgents,
-	// FamilyCodeMode (each family in the order its package lists it).
+	// FamilyHost, FamilyCodeMode (each family in the order its package
+	// lists it).
 	Registry *tool.Registry
 	// Call is the root strand's session template: workspace, strand,
 	// base policy, environment, scratch directory, shell directory,
@@ -205,6 +206,9 @@ func (p *Plane) build(cfg Config) error {
 		} else {
 			tools = append(tools, agent.Tools(p.Agency)...)
 		}
+	}
+	if fam.Has(FamilyHost) {
+		tools = append(tools, hostTools(cfg)...)
 	}
 	if p.Registry, err = tool.NewRegistry(tools...); err != nil {
 		return fail(CodeSetupFailed, "registry", err)
@@ -634,4 +638,20 @@ func historyPath(path, ws string) (string, error) {
 		return "", fail(CodeStoreInWorkspace, "history index", fmt.Errorf("%s is inside the workspace %s, where a command could tamper with it; choose a path outside it", full, ws))
 	}
 	return full, nil
+}
+
+// hostTools returns FamilyHost's tools whose seams cfg brings: advise,
+// context_remaining, propose.
+func hostTools(cfg Config) []tool.Tool {
+	var tools []tool.Tool
+	if cfg.Advice != nil {
+		tools = append(tools, agent.AdviseTool(cfg.Advice))
+	}
+	if cfg.Gauge != nil {
+		tools = append(tools, agent.ContextTool(cfg.Gauge))
+	}
+	if cfg.Proposals != nil {
+		tools = append(tools, agent.ProposeTool(cfg.Proposals))
+	}
+	return tools
 }

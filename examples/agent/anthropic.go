@@ -65,7 +65,8 @@ func (a *Anthropic) Next(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	var reply Reply
+	reply := Reply{Usage: Usage{Input: int(msg.Usage.InputTokens), CacheCreation: int(msg.Usage.CacheCreationInputTokens),
+		CacheRead: int(msg.Usage.CacheReadInputTokens), Output: int(msg.Usage.OutputTokens)}}
 	var texts []string
 	for _, b := range msg.Content {
 		switch b.Type {

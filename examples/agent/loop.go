@@ -55,7 +55,24 @@ const (
 type Reply struct {
 	Text  string
 	Calls []plane.ToolCall
+	// Usage is what the provider counted for the call.
+	Usage Usage
 }
+
+// Usage is the tokens one model call counted: the prompt it read (fresh,
+// written to the cache and read from it) and the reply it wrote.
+type Usage struct {
+	Input, CacheCreation, CacheRead, Output int
+}
+
+// InUse is the tokens the strand's context holds once the reply is
+// added: everything the call read and wrote. It is the one number the
+// loop both acts on and tells the model (context_remaining).
+func (u Usage) InUse() int { return u.Input + u.CacheCreation + u.CacheRead + u.Output }
+
+// ContextWindow is the context window, in tokens, the loop reports for
+// every strand (DefaultModel's).
+const ContextWindow = 200_000
 
 // DefaultMaxSteps bounds the model calls of one run when Loop.MaxSteps is
 // zero or less.
@@ -84,6 +101,9 @@ type Loop struct {
 	Log io.Writer
 
 	logMu sync.Mutex
+	// usage is each strand's last reply's Usage, under usageMu.
+	usageMu sync.Mutex
+	usage   map[string]Usage
 }
 
 // ErrStepLimit is returned by Run when the model is still calling tools
@@ -108,6 +128,7 @@ func (l *Loop) Run(ctx context.Context, c *tool.Call, system, prompt string, too
 		if err != nil {
 			return "", fmt.Errorf("%s %s: %w", c.Strand, step, err)
 		}
+		l.recordUsage(c.Strand, reply.Usage)
 		req.Messages = append(req.Messages, Message{Role: Assistant, Text: reply.Text, Calls: reply.Calls})
 		l.index(ctx, c, step+"/text", KindMessage, string(Assistant), reply.Text)
 		for i, call := range reply.Calls {
@@ -141,6 +162,35 @@ func (l *Loop) Runner() agent.Runner {
 	return agent.RunnerFunc(func(ctx context.Context, t agent.Turn) (string, error) {
 		return l.Run(ctx, l.Plane.CallFor(t.Strand, t.Operation), t.Notice, t.Prompt, t.Tools, t.Inbox)
 	})
+}
+
+func (l *Loop) recordUsage(strand string, u Usage) {
+	l.usageMu.Lock()
+	defer l.usageMu.Unlock()
+	if l.usage == nil {
+		l.usage = map[string]Usage{}
+	}
+	l.usage[strand] = u
+}
+
+// Report implements agent.Gauge, context_remaining's seam, from the
+// usage the provider reported for strand's last reply: the loop never
+// compacts, so every strand is in its first window with no checkpoint.
+// Notes counts the strand's notes on the Agency's blackboard (at most
+// agent.MaxNotesListed are counted).
+func (l *Loop) Report(ctx context.Context, strand string) (agent.ContextReport, error) {
+	l.usageMu.Lock()
+	u := l.usage[strand]
+	l.usageMu.Unlock()
+	r := agent.ContextReport{Window: 1, Size: ContextWindow, Used: u.InUse()}
+	if l.Plane != nil && l.Plane.Agency != nil {
+		page, err := l.Plane.Agency.Notes(ctx, agent.Caller{Strand: strand}, agent.NotesNamespace+strand+"/")
+		if err != nil {
+			return agent.ContextReport{}, err
+		}
+		r.Notes = len(page.Notes)
+	}
+	return r, nil
 }
 
 // toolsFor returns the registered tools a strand holding names may call,

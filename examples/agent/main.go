@@ -3,8 +3,9 @@
 // workspace. The model's tool calls of one turn run as one batch with
 // their coordinates (Concurrent tools side by side, Exclusive ones
 // alone), results and images go back, the conversation is indexed in the
-// history as it goes (history_search finds it), and sub-agents run the
-// same loop with their own tools.
+// history as it goes (history_search finds it), context_remaining
+// answers from the token usage the API reports (the loop is the plane's
+// agent.Gauge), and sub-agents run the same loop with their own tools.
 //
 //	ANTHROPIC_API_KEY=... go run ./examples/agent "add a test for Parse"
 //
@@ -103,6 +104,10 @@ func run(ctx context.Context, cfg config) (string, error) {
 	pc := cfg.plane
 	pc.Workspace = cfg.workspace
 	pc.Runner = loop.Runner() // first called once the model spawns, after New
+	pc.Gauge = loop           // context_remaining answers from the usage the loop receives
+	if pc.Families == 0 {
+		pc.Families = plane.AllFamilies | plane.FamilyHost
+	}
 	p, err := plane.New(pc)
 	if err != nil {
 		return "", err

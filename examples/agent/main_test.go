@@ -106,6 +106,9 @@ type replay struct {
 	seq     int
 	served  map[string]int
 	calls   map[string][]string // the tool_use ids of each conversation's last reply
+	// usage, when set, is the usage of reply n (from 0) of conversation
+	// key; otherwise 10 tokens in and 10 out.
+	usage func(key string, n int) map[string]any
 }
 
 func (r *replay) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
@@ -185,11 +188,15 @@ func (r *replay) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	r.mu.Lock()
 	r.calls[key] = ids
 	r.mu.Unlock()
+	usage := map[string]any{"input_tokens": 10, "output_tokens": 10}
+	if r.usage != nil {
+		usage = r.usage(key, n)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"id": msgID, "type": "message", "role": "assistant", "model": req.Model,
 		"content": content, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 10, "output_tokens": 10},
+		"usage": usage,
 	})
 }
 
@@ -399,6 +406,7 @@ func checkRootTools(t *testing.T, req wireRequest) {
 		[]tool.Tool{history.SearchTool(nil, nil), history.RememberTool(nil, nil)}, agent.Tools(nil)) {
 		want = append(want, tl.Name)
 	}
+	want = append(want, agent.ContextToolName) // FamilyHost: the loop is its Gauge
 	want = append(want, codemode.ToolName)
 	var got []string
 	for _, tl := range req.Tools {
