@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,6 +157,10 @@ func newMCPSet(servers []MCPServer, reg *tool.Registry, std []string) *mcpSet {
 		gen, err := mcpgen.Generate(name, in)
 		if err != nil {
 			refuse(name, path, tool.CodeOf(err), err.Error())
+			continue
+		}
+		if reason := vetGenerated(gen.Name, gen.Source); reason != "" {
+			refuse(name, path, mcpgen.CodeGeneratorFault, reason)
 			continue
 		}
 		for _, r := range gen.Refused {
@@ -466,4 +473,37 @@ func (e *Engine) vetted(p *Program, err error) (*Program, error) {
 		ve.withheld = e.mcp.withheld
 	}
 	return p, err
+}
+
+// generatedImports are the only imports a generated package may have.
+var generatedImports = []string{"context", "encoding/json", preludeModule + "/internal/client"}
+
+// vetGenerated checks a generated package's source as vetting checks a
+// program, though mcpgen writes it from a server's hostile tool list: it
+// parses as the package name, imports only generatedImports, and holds
+// no comment the compiler honours (//go:…, //line). The reason, or "".
+// (A "+build" line is harmless here: the compiler, called directly,
+// reads no build constraint.)
+func vetGenerated(name string, src []byte) string {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name+".go", src, parser.ParseComments)
+	switch {
+	case err != nil:
+		return "the generated source does not parse: " + err.Error()
+	case f.Name.Name != name:
+		return "the generated package is named " + f.Name.Name
+	}
+	for _, spec := range f.Imports {
+		if p, err := strconv.Unquote(spec.Path.Value); err != nil || !slices.Contains(generatedImports, p) {
+			return "the generated source imports " + spec.Path.Value
+		}
+	}
+	for _, g := range f.Comments {
+		for _, c := range g.List {
+			if r := commentRule(c.Text); r == ruleDirectiveComment || r == ruleLineDirective {
+				return fmt.Sprintf("the generated source holds a compiler directive (%s) at %s", r, fset.Position(c.Pos()))
+			}
+		}
+	}
+	return ""
 }

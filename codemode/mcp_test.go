@@ -337,3 +337,40 @@ func TestMCPProgramCallsAJailedServer(t *testing.T) {
 		t.Errorf("stdout %q", res.Stdout)
 	}
 }
+
+// TestMCPPackageIsDeterministicAndVetted: the same tools in another
+// order give the same source and digest (so the same binary key); a
+// description holding directive-like lines still gives a package that
+// passes vetGenerated, which refuses a real directive; an unknown mcp.*
+// capability is refused naming the package.
+func TestMCPPackageIsDeterministicAndVetted(t *testing.T) {
+	t.Parallel()
+	reg, err := tool.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []MCPTool{fakeTool("d", "b", "//go:linkname x runtime.x\n//line evil.go:1\n+build ignore"), fakeTool("d", "a", "first"), fakeTool("d", "c", "*/ /*go:x */")}
+	f1 := &fakeMCP{name: "d", tools: tools}
+	f2 := &fakeMCP{name: "d", tools: []MCPTool{tools[2], tools[0], tools[1]}}
+	registerModelTools(t, reg, f1)
+	s1, s2 := newMCPSet([]MCPServer{f1}, reg, nil), newMCPSet([]MCPServer{f2}, reg, nil)
+	if len(s1.pkgs) != 1 || len(s2.pkgs) != 1 {
+		t.Fatalf("left out: %+v %+v", s1.refused, s2.refused)
+	}
+	g1, g2 := s1.imported([]string{"cap/mcp/d"}), s2.imported([]string{"cap/mcp/d"})
+	if sourceDigest(g1) != sourceDigest(g2) || string(g1[0].src) != string(g2[0].src) {
+		t.Error("the same tools in another order gave another package")
+	}
+	if r := vetGenerated("d", append(append([]byte(nil), g1[0].src...), "\n//go:linkname y runtime.y\n"...)); !strings.Contains(r, ruleDirectiveComment) {
+		t.Errorf("vetGenerated let a directive through: %q", r)
+	}
+	h := &seamHost{seam: Seam{Name: "workspace", Packages: []string{"cap/mcp/d"}}, mcp: s1, reg: reg, call: &tool.Call{Strand: "main"}}
+	_, err = h.route(t.Context(), "mcp.d.nope", map[string]any{})
+	var ce *CapError
+	if !errors.As(err, &ce) || ce.Code != codeUnknownCapability || !strings.Contains(ce.Message, "cap/mcp/d offers no such tool") {
+		t.Errorf("mcp.d.nope: %v", err)
+	}
+	if _, err := h.route(t.Context(), "mcp.d.a", map[string]any{"arguments": []byte(`{"text":"x"}`)}); err != nil {
+		t.Errorf("mcp.d.a: %v", err)
+	}
+}

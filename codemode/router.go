@@ -99,6 +99,9 @@ func (h *seamHost) summary(cap string, m map[string]any) string {
 
 // unknownCapability refuses cap, naming what the seam offers.
 func (h *seamHost) unknownCapability(cap string) error {
+	if strings.HasPrefix(cap, mcpCapPrefix) {
+		return &CapError{Code: codeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam: %s offers no such tool (fs_read cap://%s lists its functions)", quoteArg(cap), h.seam.Name, capPackagePath(cap), strings.TrimPrefix(capPackagePath(cap), preludeModule+"/"))}
+	}
 	return &CapError{Code: codeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
 }
 
