@@ -61,4 +61,9 @@ func main() {
 		!strings.Contains(o.Text, "func Echo(ctx context.Context, in EchoInput) (Result, error)") {
 		t.Errorf("fs_read cap://mcp/fake:\n%s", o.Text)
 	}
+	q, _ := json.Marshal(map[string]string{"path": "cap://mcp?q=echoes"})
+	if o := p.Registry.Dispatch(t.Context(), p.Call.At("op-3", "step-1", 0), "fs_read", q); o.IsError ||
+		!strings.Contains(o.Text, "cap/mcp/fake.Echo") {
+		t.Errorf("fs_read cap://mcp?q=echoes:\n%s", o.Text)
+	}
 }
