@@ -387,6 +387,7 @@ func (b *builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 	if reason := checkStatic(built); reason != "" {
 		return nil, &BuildError{Diagnostics: "the linked program was refused: " + reason, Enforcement: bin.Enforcement}
 	}
+	b.keepGenerated(root.dir, p.generated)
 	kept, err := b.cache.publishBinary(bin.Key, built, bin.Edits)
 	if err != nil {
 		return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot keep the binary", Err: err}

@@ -147,7 +147,8 @@
 // seam; a server whose name gives another's package name, that cannot be
 // listed, or none of whose tools the Registry registers, is left out and
 // vetting refuses its import saying why. The package is compiled, in the
-// build jail, only into a program that imports it: every other build is
+// build jail, only into a program that imports it, and kept (by archive
+// key, path and source) for the next such program: every other build is
 // unchanged. Its capabilities are rows looked up after the table's, by
 // the "mcp." prefix; a call is gated by the tool's model tool, bounded to
 // 30 s (mcpCallTimeout, then call_timeout), recorded with the server and

@@ -123,6 +123,17 @@ func TestMCPProgramCallsAnInProcessServer(t *testing.T) {
 	if len(res.Record.Calls) != 3 || res.Record.Calls[0].Cap != "mcp.fake.echo" || res.Record.Calls[0].Summary != `server="fake" tool="echo"` {
 		t.Errorf("call record: %+v", res.Record.Calls)
 	}
+	// The compiled package is kept for the next program importing it.
+	b, err := s.eng.buildStage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(b.generatedArchive(s.eng.mcp.imported([]string{"cap/mcp/fake"})[0])); err != nil {
+		t.Errorf("the compiled package was not kept: %v", err)
+	}
+	if res := s.mustRun(t, mainWith([]string{"context", "fmt", "cap/mcp/fake"}, `fmt.Println(fake.Echo(context.Background(), fake.EchoInput{}))`)); !strings.Contains(res.Stdout, "echo {}") {
+		t.Errorf("a program built on the kept package: %q", res.Stdout)
+	}
 }
 
 // TestMCPCallIsBoundedPerCall: a tool that does not answer is cut at the
