@@ -339,7 +339,7 @@ func (b *builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin := &Binary{Key: b.binaryKey(p.Source), Seam: Seam{Name: p.Seam.Name, Packages: slices.Clone(p.Seam.Packages)}}
+	bin := &Binary{Key: b.programKey(p), Seam: Seam{Name: p.Seam.Name, Packages: slices.Clone(p.Seam.Packages)}}
 	if !warm {
 		bin.Waited = time.Since(start)
 	}
@@ -363,7 +363,7 @@ func (b *builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 		b.onRoot(root.dir)
 	}
 
-	enf, err := b.compileAndLink(ctx, arch, root.dir, p.Source)
+	enf, err := b.compileAndLink(ctx, arch, root.dir, p.Source, p.generated)
 	bin.Enforcement = enf
 	var be *BuildError
 	if errors.As(err, &be) {
@@ -371,7 +371,7 @@ func (b *builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 		if !ok {
 			return nil, err
 		}
-		enf2, err2 := b.compileAndLink(ctx, arch, root.dir, fixed)
+		enf2, err2 := b.compileAndLink(ctx, arch, root.dir, fixed, p.generated)
 		if err2 != nil {
 			if errors.As(err2, new(*BuildError)) {
 				return nil, be // the model sees its own program's errors
@@ -387,6 +387,7 @@ func (b *builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 	if reason := checkStatic(built); reason != "" {
 		return nil, &BuildError{Diagnostics: "the linked program was refused: " + reason, Enforcement: bin.Enforcement}
 	}
+	b.keepGenerated(root.dir, p.generated)
 	kept, err := b.cache.publishBinary(bin.Key, built, bin.Edits)
 	if err != nil {
 		return nil, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot keep the binary", Err: err}
@@ -415,17 +416,22 @@ func (b *builder) buildPolicy(arch *archives, root string) sandbox.Policy {
 }
 
 // compileAndLink writes src as the root's programFileName and runs the
-// compiler and the linker in one jail call.
-func (b *builder) compileAndLink(ctx context.Context, arch *archives, root string, src []byte) (sandbox.Enforcement, error) {
+// compiler and the linker in one jail call, first compiling the
+// generated packages the program imports (none: the plain build).
+func (b *builder) compileAndLink(ctx context.Context, arch *archives, root string, src []byte, generated []generatedSource) (sandbox.Enforcement, error) {
 	for _, stale := range []string{programFileName, "main.a", binaryName} {
 		os.Remove(filepath.Join(root, stale))
 	}
 	if err := os.WriteFile(filepath.Join(root, programFileName), src, 0o600); err != nil {
 		return sandbox.Enforcement{}, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot write the program", Err: err}
 	}
+	argv, err := b.buildArgv(arch, root, generated)
+	if err != nil {
+		return sandbox.Enforcement{}, &BuilderError{Code: CodeBuildUnavailable, Reason: "cannot write the generated packages", Err: err}
+	}
 	ex, err := b.opts.brk.Clear(ctx, sandbox.CallSpec{
 		Key:            b.step,
-		Argv:           []string{"/bin/sh", "-c", buildScript, "build", b.tc.compileBinary(), b.tc.linkBinary(), arch.compileCfg, arch.linkCfg, root},
+		Argv:           argv,
 		Dir:            root,
 		Env:            map[string]string{"GOROOT": b.tc.GOROOT, "HOME": root, "TMPDIR": root, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"},
 		Policy:         b.buildPolicy(arch, root),

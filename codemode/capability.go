@@ -28,11 +28,9 @@ type capability struct {
 	summary func(m map[string]any) []string
 }
 
-// pkg is the capability's package as a program imports it ("cap/fs").
-func (c *capability) pkg() string {
-	p, _, _ := strings.Cut(c.name, ".")
-	return preludeModule + "/" + p
-}
+// pkg is the capability's package as a program imports it ("cap/fs",
+// "cap/mcp/github" for "mcp.github.create_issue").
+func (c *capability) pkg() string { return capPackagePath(c.name) }
 
 // capabilities declares every capability, in the order capabilityNames
 // lists them: the workspace seam's own packages (cap/lsp's read-only
@@ -205,7 +203,11 @@ func argvArg(m map[string]any) string {
 // summary is the call record's redacted summary of a call: what it is
 // about, never a payload. An unknown capability has none.
 func summary(cap string, m map[string]any) string {
-	c := lookupCapability(cap)
+	return summaryOf(lookupCapability(cap), m)
+}
+
+// summaryOf is the summary of a call of c (nil: none).
+func summaryOf(c *capability, m map[string]any) string {
 	if c == nil || c.summary == nil {
 		return ""
 	}

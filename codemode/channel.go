@@ -224,7 +224,7 @@ func (ch *channel) call(f wire.Frame, size int64) error {
 		ch.mu.Unlock()
 		return &channelFault{Reason: fmt.Sprintf("cap_call id %d is already in flight", f.ID)}
 	}
-	ref := ch.rec.begin(cc.Cap, func() string { return summary(cc.Cap, cc.Args) })
+	ref := ch.rec.begin(cc.Cap, func() string { return ch.rec.summary(cc.Cap, cc.Args) })
 	if ch.ending || ch.unanswered >= maxCallsInFlight || ch.held+size > maxInFlightBytes {
 		var e *CapError
 		switch {

@@ -108,8 +108,17 @@ const (
 	// codeSpawnCeiling: the execution reached its spawn ceiling
 	// (Options.SpawnCeiling, defaultSpawnCeiling); waiting frees no slot.
 	codeSpawnCeiling tool.Code = "spawn_ceiling"
-	// codeCallTimeout: one capability call ran past maxCallTimeout.
+	// codeCallTimeout: one capability call ran past maxCallTimeout, or
+	// an MCP tool's call past mcpCallTimeout.
 	codeCallTimeout tool.Code = "call_timeout"
+	// codeMCPPackageClash: two MCP servers' names give one package name;
+	// the later server is left out.
+	codeMCPPackageClash tool.Code = "mcp_package_clash"
+	// codeMCPToolUnauthorized: an MCP tool no model tool authorizes (or a
+	// server none of whose tools is registered) is left out.
+	codeMCPToolUnauthorized tool.Code = "mcp_tool_unauthorized"
+	// codeMCPFailed: an MCP server failed without a code of its own.
+	codeMCPFailed tool.Code = "mcp_failed"
 	// codeTooManyCalls: the program already has maxCallsInFlight calls
 	// unanswered, or their frames hold maxInFlightBytes.
 	codeTooManyCalls tool.Code = "too_many_calls"

@@ -2,8 +2,9 @@
 // tool call per turn. The program loops, branches and fans out with
 // goroutines, and reaches the workspace only through the capability
 // packages it imports (cap/fs, cap/search, cap/proc, cap/kv, cap/report,
-// cap/job, cap/notes, cap/lsp, cap/execution). The host serves each call on the
-// calling strand's authority. Engine.Execute takes one Request (source,
+// cap/job, cap/notes, cap/lsp, cap/execution, and cap/mcp/<name> for each
+// configured MCP server). The host serves each call on the calling
+// strand's authority. Engine.Execute takes one Request (source,
 // seam, wall deadline, permissions) through every stage.
 //
 // # Seams
@@ -108,7 +109,9 @@
 //     strand.notes by agent_notes;
 //   - strand.spawn by agent_spawn, strand.send by agent_send, strand.wait
 //     by agent_wait, strand.roster by agent_roster, strand.map by both
-//     agent_spawn and agent_wait.
+//     agent_spawn and agent_wait;
+//   - each mcp.<package>.<function> by the model tool calling that MCP
+//     tool directly (MCPTool.ModelTool, mcp__<server>__<tool>).
 //
 // Reads, searches, kv.*, report.emit and cap/execution are open to any
 // strand that holds code_mode. A gated capability is served through the
@@ -132,6 +135,28 @@
 // run jail are never widened. Execution.Widening (Details.Grants) says
 // which grants composed, or which way none did, beside the enforcement
 // reports and never inside them. A sub-agent may not declare wall_s.
+//
+// # MCP servers
+//
+// Each of Options.MCPServers is the package cap/mcp/<name> (name: the
+// server's name, letters and digits lower-cased), one function per tool,
+// typed from its schemas (package codemode/internal/mcpgen). New lists
+// the tools and generates the package once; the same tools give the same
+// source, so the same binary key. The package is vetted (its name, its
+// three imports, no compiler directive) and offered on the workspace
+// seam; a server whose name gives another's package name, that cannot be
+// listed, or none of whose tools the Registry registers, is left out and
+// vetting refuses its import saying why. The package is compiled, in the
+// build jail, only into a program that imports it, and kept (by archive
+// key, path and source) for the next such program: every other build is
+// unchanged. Its capabilities are rows looked up after the table's, by
+// the "mcp." prefix; a call is gated by the tool's model tool, bounded to
+// 30 s (mcpCallTimeout, then call_timeout), recorded with the server and
+// tool, and a tool reporting failure is mcp_tool_error. The description
+// names each server with its tool count only; fs_read cap://mcp lists
+// them and what was left out, cap://mcp/<name> shows a package's API and
+// cap://mcp?q=<words> finds tools by name and description
+// (Engine.ReadMCP).
 //
 // # Background executions
 //

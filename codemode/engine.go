@@ -63,6 +63,16 @@ type Options struct {
 	// Nil means no cap/lsp: New leaves it out of every seam, and vetting
 	// refuses its import saying why.
 	LanguageServers *lsp.Plane
+	// MCPServers are MCP servers a program calls as cap/mcp/<name>, one
+	// function per tool (see MCPServer). New lists each server's tools
+	// (at most 30 s each) and generates its package, offered on the
+	// workspace seam (and on a given seam listing it); a server whose
+	// package name another's took, that cannot be listed, or none of whose
+	// tools the Registry registers, is left out, and vetting refuses its
+	// import saying why. A program may call a tool only when its strand
+	// holds the tool's MCPTool.ModelTool; each call is bounded to 30 s.
+	// Nil means no cap/mcp/... package.
+	MCPServers []MCPServer
 	// Notify, when set, is told when a launched program ends on its own
 	// (not by its owner's cancel, nor at Close). It is called from the
 	// execution's own goroutine with no lock held and must not block for
@@ -78,6 +88,7 @@ type Options struct {
 // failure at New. Safe for concurrent use.
 type Engine struct {
 	opts  Options
+	mcp   *mcpSet // nil: no MCP packages
 	kv    *kvStore
 	execs *executions
 
@@ -91,8 +102,14 @@ func New(o Options) (*Engine, error) {
 	if o.Registry == nil || o.Broker == nil {
 		return nil, errors.New("codemode: Options.Registry and Options.Broker are required")
 	}
+	var mcp *mcpSet
+	if len(o.MCPServers) > 0 {
+		mcp = newMCPSet(o.MCPServers, o.Registry, o.Builder.StdPackages)
+	}
 	if len(o.Seams) == 0 {
-		o.Seams = []Seam{offered(WorkspaceSeam(), o.Registry, o.Agency, o.LanguageServers != nil)}
+		ws := offered(WorkspaceSeam(), o.Registry, o.Agency, o.LanguageServers != nil)
+		ws.Packages = append(ws.Packages, mcp.paths()...)
+		o.Seams = []Seam{ws}
 		if orch := offered(OrchestrationSeam(), o.Registry, o.Agency, o.LanguageServers != nil); slices.Contains(orch.Packages, "cap/strand") {
 			o.Seams = append(o.Seams, orch)
 		}
@@ -109,10 +126,11 @@ func New(o Options) (*Engine, error) {
 		// servers': WorkspaceSeam() lists them for the Engines that have
 		// them.
 		o.Seams[i].Packages = slices.DeleteFunc(slices.Clone(s.Packages), func(p string) bool {
-			return (o.Agency == nil && p == "cap/notes") || (o.LanguageServers == nil && p == "cap/lsp")
+			return (o.Agency == nil && p == "cap/notes") || (o.LanguageServers == nil && p == "cap/lsp") ||
+				(isMCPPath(p) && !slices.Contains(mcp.paths(), p))
 		})
 	}
-	e := &Engine{opts: o, kv: newKVStore(), execs: newExecutions(func(k sandbox.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
+	e := &Engine{opts: o, mcp: mcp, kv: newKVStore(), execs: newExecutions(func(k sandbox.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
 	return e, nil
 }
 
@@ -199,7 +217,7 @@ func (e *Engine) Warm(ctx context.Context) error {
 }
 
 // Vet checks src against the Engine's default seam, as VetOn does.
-func (e *Engine) Vet(src []byte) (*Program, error) { return vet(src, e.opts.Seams[0]) }
+func (e *Engine) Vet(src []byte) (*Program, error) { return e.vetted(vet(src, e.opts.Seams[0])) }
 
 // VetOn checks src, one Go file the harness names main.go, against the
 // served seam called seam ("" is the default). It returns the vetted
@@ -237,7 +255,7 @@ func (e *Engine) VetOn(src []byte, seam string) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return vet(src, s)
+	return e.vetted(vet(src, s))
 }
 
 // Build compiles a vetted program into a static binary in the build
@@ -292,7 +310,7 @@ func (e *Engine) runAs(ctx context.Context, c *tool.Call, bin *Binary, within ti
 // the permit composePermissions settled (nil: no permissions declared).
 func (e *Engine) newSeamHost(c *tool.Call, seam Seam, pm *permit) *seamHost {
 	return &seamHost{seam: seam, call: c, reg: e.opts.Registry, jobs: e.opts.Jobs, kv: e.kv, proc: newProcRunner(pm.roots()),
-		permit: pm, agency: e.opts.Agency, diag: e.opts.Diagnostics, lsp: e.opts.LanguageServers, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
+		permit: pm, agency: e.opts.Agency, diag: e.opts.Diagnostics, lsp: e.opts.LanguageServers, mcp: e.mcp, adm: admissions{spawnCeiling: e.opts.SpawnCeiling}}
 }
 
 // effectiveWithin is a run's wall deadline for within: defaultWithin for

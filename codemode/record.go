@@ -68,6 +68,17 @@ type recorder struct {
 	open    map[int]time.Time // entry index → arrival, for calls in flight
 	pending int               // calls in flight past the itemised ones
 	now     func() time.Time
+	// summarize is the summary of a call (nil: summary's, the table's
+	// rows only).
+	summarize func(cap string, m map[string]any) string
+}
+
+// summary is the call record's summary of a call of cap.
+func (r *recorder) summary(cap string, m map[string]any) string {
+	if r.summarize != nil {
+		return r.summarize(cap, m)
+	}
+	return summary(cap, m)
 }
 
 func newRecorder(now func() time.Time) *recorder {

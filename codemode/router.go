@@ -56,6 +56,7 @@ type seamHost struct {
 	agency agent.Agency     // nil: no strand.* or notes.*
 	diag   tool.Diagnostics // nil: fs.write and fs.edit answer no diagnostics
 	lsp    *lsp.Plane       // nil: no lsp.*
+	mcp    *mcpSet          // nil: no mcp.*
 	adm    admissions
 	// permit is what the permissions composed before the start settled
 	// (nil: none declared).
@@ -72,7 +73,7 @@ type seamHost struct {
 // route serves one capability call. The error is a *CapError (or a
 // tool.FileError, a job refusal) carrying a code.
 func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any, error) {
-	c := lookupCapability(cap)
+	c := h.lookup(cap)
 	if c == nil || !h.seam.offers(cap) {
 		return nil, h.unknownCapability(cap)
 	}
@@ -82,8 +83,25 @@ func (h *seamHost) route(ctx context.Context, cap string, m map[string]any) (any
 	return c.serve(h, ctx, newCapArgs(cap, m))
 }
 
+// lookup is the row of cap: the table's, else an MCP package's; nil
+// for none.
+func (h *seamHost) lookup(cap string) *capability {
+	if c := lookupCapability(cap); c != nil {
+		return c
+	}
+	return h.mcp.row(cap)
+}
+
+// summary is the call record's summary of a call of cap, as summary's.
+func (h *seamHost) summary(cap string, m map[string]any) string {
+	return summaryOf(h.lookup(cap), m)
+}
+
 // unknownCapability refuses cap, naming what the seam offers.
 func (h *seamHost) unknownCapability(cap string) error {
+	if strings.HasPrefix(cap, mcpCapPrefix) {
+		return &CapError{Code: codeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam: %s offers no such tool (fs_read cap://%s lists its functions)", quoteArg(cap), h.seam.Name, capPackagePath(cap), strings.TrimPrefix(capPackagePath(cap), preludeModule+"/"))}
+	}
 	return &CapError{Code: codeUnknownCapability, Message: fmt.Sprintf("no capability %s on the %s seam; it offers %s", quoteArg(cap), h.seam.Name, strings.Join(h.seam.capabilities(), ", "))}
 }
 

@@ -115,6 +115,7 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 		return nil, runRefusal(err)
 	}
 	rec := newRecorder(time.Now)
+	rec.summarize = h.summary
 	ch := newChannel(ctx, hostEnd, h.route, rec)
 	faulted := make(chan error, 1)
 	go func() {

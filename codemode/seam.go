@@ -2,7 +2,6 @@ package codemode
 
 import (
 	"slices"
-	"strings"
 )
 
 // Seam is what one kind of program may import: the audited standard
@@ -57,8 +56,7 @@ func OrchestrationSeam() Seam {
 // ("fs.read" is cap/fs's): the router serves a call only then, whatever
 // the binary sends.
 func (s Seam) offers(cap string) bool {
-	pkg, _, _ := strings.Cut(cap, ".")
-	return slices.Contains(s.Packages, preludeModule+"/"+pkg)
+	return slices.Contains(s.Packages, capPackagePath(cap))
 }
 
 // capabilities is every capability the seam's packages serve, in

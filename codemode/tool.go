@@ -104,10 +104,13 @@ const lspPointer = `import "cap/lsp"` + "\n" +
 func (e *Engine) description() string {
 	union := e.unionSeam()
 	withLSP := slices.Contains(union.Packages, "cap/lsp")
-	union.Packages = slices.DeleteFunc(union.Packages, func(p string) bool { return p == "cap/lsp" })
+	union.Packages = slices.DeleteFunc(union.Packages, func(p string) bool { return p == "cap/lsp" || isMCPPath(p) })
 	api, err := describeSeam(embeddedPrelude(), union)
 	if withLSP && err == nil {
 		api += "\n" + lspPointer
+	}
+	if err == nil {
+		api += e.mcp.description()
 	}
 	if err != nil {
 		api = "(the API could not be rendered: " + err.Error() + "; read it with fs_read cap://)"

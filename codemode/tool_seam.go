@@ -60,18 +60,19 @@ func (e *Engine) unionSeam() Seam {
 // seam adds.
 func (e *Engine) importsText(std []string) string {
 	stdText := "the standard packages " + groupedPaths(std)
-	if len(e.opts.Seams) == 1 {
-		return "Imports: " + strings.Join(e.opts.Seams[0].Packages, ", ") + ", and " + stdText + ".\n"
+	seams := e.seamsLessMCP()
+	if len(seams) == 1 {
+		return "Imports: " + strings.Join(seams[0].Packages, ", ") + ", and " + stdText + ".\n"
 	}
 	var shared []string
-	for _, p := range e.opts.Seams[0].Packages {
-		if !slices.ContainsFunc(e.opts.Seams, func(s Seam) bool { return !slices.Contains(s.Packages, p) }) {
+	for _, p := range seams[0].Packages {
+		if !slices.ContainsFunc(seams, func(s Seam) bool { return !slices.Contains(s.Packages, p) }) {
 			shared = append(shared, p)
 		}
 	}
 	var b strings.Builder
 	b.WriteString("Imports on every seam: " + strings.Join(append(slices.Clone(shared), stdText), ", ") + ". ")
-	for i, s := range e.opts.Seams {
+	for i, s := range seams {
 		var extra []string
 		for _, p := range s.Packages {
 			if !slices.Contains(shared, p) {
@@ -86,6 +87,16 @@ func (e *Engine) importsText(std []string) string {
 	}
 	b.WriteString("Pick one with seam.\n")
 	return b.String()
+}
+
+// seamsLessMCP is the served seams less the MCP packages, which the
+// description lists apart (mcpSet.description), with their tool counts.
+func (e *Engine) seamsLessMCP() []Seam {
+	out := e.Seams()
+	for i := range out {
+		out[i].Packages = slices.DeleteFunc(out[i].Packages, isMCPPath)
+	}
+	return out
 }
 
 // agentBoundsText states the ceilings of cap/strand and cap/notes when a

@@ -121,6 +121,9 @@ type VetError struct {
 	Parse string
 	// seam names the seam in the rendering.
 	seam string
+	// withheld says why an MCP package path is not offered (nil: the
+	// generic reason).
+	withheld func(path string) string
 }
 
 // Code is CodeVetRefused.
@@ -154,7 +157,7 @@ func (e *VetError) Error() string {
 		if v.Rule == ruleImportNotAllowed {
 			if reason, ok := importDenial(v.Construct); ok {
 				b.WriteString(" (denied: " + reason + ")")
-			} else if reason, ok := importWithheld(v.Construct); ok {
+			} else if reason, ok := e.importWithheld(v.Construct); ok {
 				b.WriteString(" (not offered: " + reason + ")")
 			}
 		}
@@ -207,8 +210,8 @@ var withheldPackages = map[string]string{
 
 // importWithheld recovers the path from an import construct vet wrote
 // and reports why a seam leaves it out, if it is a package only some
-// hosts offer.
-func importWithheld(construct string) (string, bool) {
+// hosts offer: cap/lsp, or an MCP server's package.
+func (e *VetError) importWithheld(construct string) (string, bool) {
 	i := strings.IndexByte(construct, '"')
 	if i < 0 {
 		return "", false
@@ -216,6 +219,12 @@ func importWithheld(construct string) (string, bool) {
 	p, err := strconv.Unquote(construct[i:])
 	if err != nil {
 		return "", false
+	}
+	if isMCPPath(p) {
+		if e.withheld != nil {
+			return e.withheld(p), true
+		}
+		return (*mcpSet)(nil).withheld(p), true
 	}
 	reason, ok := withheldPackages[p]
 	return reason, ok
@@ -231,8 +240,10 @@ type Program struct {
 	Imports []string
 	// Seam is the seam the program was vetted against.
 	Seam Seam
-	fset *token.FileSet
-	file *ast.File
+	// generated are the MCP packages it imports, built with it.
+	generated []generatedSource
+	fset      *token.FileSet
+	file      *ast.File
 }
 
 // Digest is the hex SHA-256 of Source.

@@ -150,7 +150,11 @@ type Config struct {
 	// starts every server and lists its tools, at most
 	// mcpclient.StartTimeout each, side by side; a server that cannot be
 	// listed, and each tool left out, is said in Plane.MCPRefused and New
-	// goes on. Close shuts them down. Nil runs none.
+	// goes on. With FamilyCodeMode a program calls them too, each server
+	// the package cap/mcp/<name> (codemode.Options.MCPServers), a tool only
+	// when the strand may call its mcp__<server>__<tool> directly; fs_read
+	// cap://mcp lists, documents and searches them. Close shuts them down.
+	// Nil runs none.
 	MCPServers []mcpclient.Server
 	// Scratch is the session scratch directory commands see as TMPDIR
 	// (tool.Call.TempDir), created if missing and kept by Close. Empty

@@ -167,7 +167,7 @@ func (p *Plane) build(cfg Config) error {
 		schemes = append(schemes, job.Scheme(p.Jobs))
 	}
 	if fam.Has(FamilyCodeMode) {
-		schemes = append(schemes, codemode.Scheme(schemeSeam(fam.Has(FamilyAgents) && (cfg.Agency != nil || cfg.Runner != nil))))
+		schemes = append(schemes, p.withMCP(codemode.Scheme(schemeSeam(fam.Has(FamilyAgents) && (cfg.Agency != nil || cfg.Runner != nil)))))
 	}
 	if fam.Has(FamilyFiles) {
 		var diag tool.Diagnostics
@@ -345,7 +345,8 @@ func (p *Plane) openLanguageServers(cfg Config, ws string, base sandbox.Policy, 
 // for, and the archives built, at the first program or when the host
 // calls CodeMode.Warm (in the background, at start).
 func (p *Plane) openCodeMode(cfg Config) error {
-	opts := codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode, Notify: cfg.CodeModeNotify}
+	opts := codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode, Notify: cfg.CodeModeNotify,
+		MCPServers: p.mcpServers()}
 	if p.LanguageServers != nil {
 		opts.Diagnostics = p.LanguageServers
 		opts.LanguageServers = p.LanguageServers
