@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/agentloom/loom/sandbox"
 )
@@ -26,4 +27,17 @@ type Broker interface {
 	// GuardToolWrite disarms git configuration, hooks and pointers that
 	// a write to path beneath root made live, and lists what it did.
 	GuardToolWrite(root, path string) ([]sandbox.Neutralisation, error)
+}
+
+// jailOf is b, or nil when b holds a nil pointer (a host's nil
+// *broker.Broker assigned to Call.Broker): such a Call runs no commands,
+// as one whose Broker is nil.
+func jailOf(b Broker) Broker {
+	if b == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(b); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return b
 }

@@ -48,7 +48,8 @@ type Call struct {
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Broker runs jailed commands; nil means this host runs none.
+	// Broker runs jailed commands; nil (or a nil pointer, such as a nil
+	// *broker.Broker) means this host runs none.
 	Broker Broker
 	// Blobs stores output that overflows; nil means overflow is refused.
 	Blobs *blob.Store
@@ -151,11 +152,14 @@ func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
 	if r.Subject != nil {
 		runs = fmt.Sprintf(" to run a %s of %d bytes, sha256 %s", r.Subject.Kind, len(r.Subject.Text), r.Subject.Digest())
 	}
-	c.Broker.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
-		Detail: r.Tool + " raised " + reason + runs})
+	b := jailOf(c.Broker)
+	if b != nil {
+		b.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
+			Detail: r.Tool + " raised " + reason + runs})
+	}
 	esc := c.RaiseRefusal(ctx, r)
-	if esc.Resume {
-		c.Broker.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
+	if esc.Resume && b != nil {
+		b.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
 			Detail: fmt.Sprintf("%s resumed with grants %v%s", r.Tool, esc.Grants, runs)})
 	}
 	return esc

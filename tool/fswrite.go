@@ -250,7 +250,7 @@ func guardGitWrite(c *Call, resolved string) ([]sandbox.Neutralisation, error) {
 // broker (a host that runs no commands, whose own git may still meet the
 // workspace) the same checks run with no memory of earlier passes.
 func guardToolWrite(b Broker, root, path string) ([]sandbox.Neutralisation, error) {
-	if b != nil {
+	if b = jailOf(b); b != nil {
 		return b.GuardToolWrite(root, path)
 	}
 	done, err := gitguard.ToolWriteAlone(root, path)
@@ -290,7 +290,7 @@ func gitGuardFailure(c *Call, shown string, done []sandbox.Neutralisation, err e
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s was written, but the git guard could not make it safe for the host's git: %v\n", shown, err)
-	if c.Broker != nil {
+	if jailOf(c.Broker) != nil {
 		b.WriteString("The workspace is fenced: no command runs there until the host repairs what is named and lifts the fence.\n")
 	} else {
 		b.WriteString("The workspace is to be treated as fenced: the host must not run git there until what is named is repaired.\n")
