@@ -107,6 +107,9 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 		spec.Stdin = bytes.NewReader(stdin)
 	}
 	x, err := c.Broker.Clear(ctx, spec)
+	if err == nil && x == nil {
+		err = errNoExecution
+	}
 	if d := sandbox.DenialOf(err); d != nil {
 		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain()}
 	} else if err != nil {

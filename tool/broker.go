@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"reflect"
 
 	"github.com/agentloom/loom/sandbox"
@@ -16,7 +17,8 @@ import (
 // keeps the contracts the sandbox vocabulary states.
 type Broker interface {
 	// Clear runs spec in the jail, or refuses it with an error holding a
-	// *sandbox.Denial.
+	// *sandbox.Denial. A nil error comes with a non-nil Execution (made
+	// by sandbox.NewExecution); the tools take one without as jail_failed.
 	Clear(ctx context.Context, spec sandbox.CallSpec) (*sandbox.Execution, error)
 	// Ledger is the budget every clearance is pooled in.
 	Ledger() *sandbox.Ledger
@@ -28,6 +30,11 @@ type Broker interface {
 	// a write to path beneath root made live, and lists what it did.
 	GuardToolWrite(root, path string) ([]sandbox.Neutralisation, error)
 }
+
+// errNoExecution is a jail's Clear that returned neither an Execution
+// nor an error: the tools fail closed on it (sandbox.DenialOf makes it
+// jail_failed).
+var errNoExecution = errors.New("the jail returned no execution and no error")
 
 // jailOf is b, or nil when b holds a nil pointer (a host's nil
 // *broker.Broker assigned to Call.Broker): such a Call runs no commands,

@@ -4,6 +4,7 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,4 +71,48 @@ func TestTypedNilBrokerIsNoBroker(t *testing.T) {
 	}
 	c.RaiseRefusal = func(context.Context, RaisedRefusal) Escalation { return Escalation{} }
 	c.Raise(context.Background(), RaisedRefusal{Tool: "t"})
+}
+
+// brokenJail is a host's own jail whose Clear breaks its contract: it
+// fails with an error that holds no *sandbox.Denial, or returns neither
+// an Execution nor an error.
+type brokenJail struct {
+	ledger *sandbox.Ledger
+	err    error
+}
+
+func (j *brokenJail) Clear(context.Context, sandbox.CallSpec) (*sandbox.Execution, error) {
+	return nil, j.err
+}
+func (j *brokenJail) Ledger() *sandbox.Ledger        { return j.ledger }
+func (j *brokenJail) Available() sandbox.Enforcement { return sandbox.Enforcement{} }
+func (j *brokenJail) Audit(sandbox.AuditEvent)       {}
+func (j *brokenJail) GuardToolWrite(root, path string) ([]sandbox.Neutralisation, error) {
+	return nil, nil
+}
+
+// TestGrepOnABrokenJailFails: when a host's jail fails ripgrep's
+// clearance with an error that holds no Denial, or returns no
+// Execution, grep says the search failed (jail_failed); it never
+// answers "no matches" for a search that did not run, nor panics.
+func TestGrepOnABrokenJailFails(t *testing.T) {
+	t.Parallel()
+	if ripgrepPath(&Call{Broker: &brokenJail{}}) == "" {
+		t.Skip("ripgrep is not installed")
+	}
+	g, err := NewRegistry(GrepTool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, jerr := range []error{errors.New("the jail broke"), nil} {
+		_, c := gitWriteSession(t, false)
+		c.Broker = &brokenJail{ledger: sandbox.NewLedger(nil), err: jerr}
+		if err := os.WriteFile(filepath.Join(c.Workspace, "a.txt"), []byte("needle\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := call(t, g, c, "grep", map[string]any{"pattern": "needle"})
+		if !o.IsError || o.Code != Code(sandbox.DenialJailFailed) {
+			t.Errorf("Clear error %v: grep = %s %q, want a %s failure", jerr, o.Code, o.Text, sandbox.DenialJailFailed)
+		}
+	}
 }
