@@ -64,7 +64,7 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	if err := checkArgv(argv, stdin); err != nil {
 		return nil, err
 	}
-	if c.Broker == nil {
+	if noBroker(c.Broker) {
 		return nil, &CapError{Code: tool.CodeNoBroker, Message: "this host has no broker, so proc.run cannot run a command"}
 	}
 	wd := c.Dir()
