@@ -137,7 +137,8 @@ func (c *Call) Observe(t OutputTail) {
 // it answers Settle.
 //
 // Every raise, and every answer that resumes with grants, is handed to the
-// broker's audit hook (broker.Options.Audit) as an AuditEscalation naming
+// call's broker (Broker.Audit; *broker.Broker passes it to
+// broker.Options.Audit), when it has one, as an AuditEscalation naming
 // the tool, the grants and, when the refusal has a Subject, its kind,
 // size and SHA-256.
 func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
