@@ -223,10 +223,13 @@ func (b *Broker) GitFenced(workspace string) string {
 // written file and every git directory containing it are acted on, and
 // a failure is reported but fences nothing, as nothing runs there.
 func (b *Broker) GuardToolWrite(root, path string) ([]sandbox.Neutralisation, error) {
+	var done []sandbox.Neutralisation
+	var err error
 	if b == nil {
-		return gitguard.ToolWriteAlone(root, path)
+		done, err = gitguard.ToolWriteAlone(root, path)
+	} else {
+		done, err = b.git.ToolWrite(root, path)
 	}
-	done, err := b.git.ToolWrite(root, path)
 	if err != nil {
 		return done, gitguard.Refusal(err)
 	}

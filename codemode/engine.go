@@ -292,7 +292,7 @@ func (e *Engine) Run(ctx context.Context, c *tool.Call, bin *Binary, within time
 // execution x (nil: a foreground run).
 func (e *Engine) runAs(ctx context.Context, c *tool.Call, bin *Binary, within time.Duration, pm *permit, x *execution) (*RunResult, error) {
 	within = effectiveWithin(within)
-	if c.Broker == nil {
+	if noBroker(c.Broker) {
 		c = withBroker(c, e.opts.Broker)
 	}
 	served := *c
@@ -320,6 +320,16 @@ func effectiveWithin(within time.Duration) time.Duration {
 		within = defaultWithin
 	}
 	return min(within, maxWithin)
+}
+
+// noBroker reports whether a call brings no broker of its own: none, or
+// a nil *broker.Broker (a host's nil variable in the interface).
+func noBroker(b tool.Broker) bool {
+	if b == nil {
+		return true
+	}
+	bb, ok := b.(*broker.Broker)
+	return ok && bb == nil
 }
 
 func withBroker(c *tool.Call, b *broker.Broker) *tool.Call {
@@ -421,7 +431,7 @@ func (e *Engine) prepare(ctx context.Context, c *tool.Call, r Request) (*Executi
 	}
 	x.Binary = bin
 	within := effectiveWithin(r.Within)
-	if c.Broker == nil {
+	if noBroker(c.Broker) {
 		c = withBroker(c, e.opts.Broker)
 	}
 	if pm, err = composePermissions(ctx, c, r.Permissions, within, programSubject(p, r.SourcePath)); err != nil {

@@ -185,10 +185,14 @@ func (t *executions) reserve(c *tool.Call) (*execution, error) {
 		served.StepID = c.StepID + executionStepPrefix + t.epoch + "-" + strconv.FormatUint(n, 10)
 		served.RaiseRefusal, served.ObserveOutput = nil, nil
 		ctx, cancel := context.WithCancel(t.ctx)
+		var runner tool.Broker
+		if !noBroker(c.Broker) {
+			runner = c.Broker
+		}
 		return &execution{
 			handle: handle,
 			owner:  c.Strand, key: sandbox.StepKey{OpID: served.OpID, StepID: served.StepID},
-			call: &served, runner: c.Broker, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+			call: &served, runner: runner, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 			state: ExecutionRunning, started: t.now(), inbox: map[string][][]byte{}, changed: make(chan struct{}),
 		}
 	})

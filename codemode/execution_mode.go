@@ -156,7 +156,7 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []st
 	}
 	within, bin := st.within, pre.Binary
 	x.call.Grants = st.call.Grants
-	if x.call.Broker == nil {
+	if noBroker(x.call.Broker) {
 		x.call.Broker = st.call.Broker
 	}
 	x.built = time.Since(start)

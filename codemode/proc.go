@@ -64,7 +64,7 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 	if err := checkArgv(argv, stdin); err != nil {
 		return nil, err
 	}
-	if c.Broker == nil {
+	if noBroker(c.Broker) {
 		return nil, &CapError{Code: tool.CodeNoBroker, Message: "this host has no broker, so proc.run cannot run a command"}
 	}
 	wd := c.Dir()
@@ -107,6 +107,9 @@ func (p *procRunner) run(ctx context.Context, c *tool.Call, a *capArgs) (any, er
 		spec.Stdin = bytes.NewReader(stdin)
 	}
 	x, err := c.Broker.Clear(ctx, spec)
+	if err == nil && x == nil {
+		err = errNoExecution
+	}
 	if d := sandbox.DenialOf(err); d != nil {
 		return nil, &CapError{Code: tool.Code(d.Code), Message: "" + d.Explain()}
 	} else if err != nil {

@@ -85,6 +85,9 @@ type RunResult struct {
 var (
 	errWallDeadline = errors.New("the program's wall deadline passed")
 	errFault        = errors.New("the program's channel faulted")
+	// errNoExecution: the call's jail returned neither an Execution nor
+	// an error; a run fails closed on it (jail_failed).
+	errNoExecution = errors.New("the jail returned no execution and no error")
 )
 
 // runProgram runs bin in the run jail under c's step, serving its capability
@@ -111,6 +114,9 @@ func runProgramArgs(ctx context.Context, c *tool.Call, bin *Binary, within time.
 	start := time.Now()
 	x, err := c.Broker.Clear(ctx, spec)
 	guestEnd.Close()
+	if err == nil && x == nil {
+		err = errNoExecution
+	}
 	if err != nil {
 		return nil, runRefusal(err)
 	}

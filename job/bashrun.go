@@ -13,6 +13,10 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
+// errNoExecution: the call's jail returned neither an Execution nor an
+// error; bash fails closed on it (jail_failed).
+var errNoExecution = errors.New("the jail returned no execution and no error")
+
 // bashRun is what bash's argument check settles before anything runs.
 type bashRun struct {
 	mode     string
@@ -294,6 +298,9 @@ func runForeground(ctx context.Context, c *tool.Call, cmd Spec, run bashRun, det
 		MaxOutputBytes: c.OutputBound(),
 	}
 	ex, err := c.Broker.Clear(ctx, spec)
+	if err == nil && ex == nil {
+		err = errNoExecution
+	}
 	if d := sandbox.DenialOf(err); d != nil {
 		return bashFail(tool.Code(d.Code), d.Explain(), det)
 	}

@@ -136,8 +136,10 @@ type CallSpec struct {
 
 // Execution is a running command. Drain Output until it is closed, then
 // Wait; the command is killed at its deadline whatever the consumer does,
-// and output waits in a bounded queue (its size is the jail's: the jail's holds
-// 16 chunks).
+// and output waits in a bounded queue (its size is the jail's: the broker's holds
+// 16 chunks). A jail makes one with NewExecution; the zero Execution is
+// a command that never ran (no output, settled with ExitCodeNotExecuted
+// and Failed saying so), so a consumer never waits on one forever.
 type Execution struct {
 	// Enforcement reports how the command is confined. It is final when
 	// Clear returns.
@@ -153,17 +155,36 @@ type Execution struct {
 // Output returns the command's output chunks in the order each stream
 // produced them. It is closed once both streams ended, before Wait
 // returns.
-func (e *Execution) Output() <-chan Output { return e.out }
+func (e *Execution) Output() <-chan Output {
+	if e.out == nil {
+		return noOutput
+	}
+	return e.out
+}
 
 // Done is closed once the execution settled.
-func (e *Execution) Done() <-chan struct{} { return e.done }
+func (e *Execution) Done() <-chan struct{} {
+	if e.done == nil {
+		return settledAlready
+	}
+	return e.done
+}
 
 // Wait blocks until the execution settled and returns how. Call it after
 // Output is closed (or from another goroutine than the one draining).
 func (e *Execution) Wait() Settled {
+	if e.done == nil {
+		return Settled{ExitCode: ExitCodeNotExecuted, Failed: "the jail returned an Execution it did not make with NewExecution"}
+	}
 	<-e.done
 	return e.settled
 }
+
+// noOutput and settledAlready are the zero Execution's closed channels.
+var (
+	noOutput       = func() chan Output { c := make(chan Output); close(c); return c }()
+	settledAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+)
 
 // Cancel kills the command's whole process tree; the execution settles
 // with Cancelled set (unless it had already settled).

@@ -41,3 +41,18 @@ func TestExecutionWithoutCancel(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+// TestZeroExecution: an Execution a jail did not make with NewExecution
+// has no output and is settled as never run, so a consumer draining it
+// and waiting returns at once.
+func TestZeroExecution(t *testing.T) {
+	var ex Execution
+	for range ex.Output() {
+		t.Fatal("output from a zero Execution")
+	}
+	<-ex.Done()
+	if s := ex.Wait(); s.ExitCode != ExitCodeNotExecuted || s.Failed == "" {
+		t.Fatalf("%+v", s)
+	}
+	ex.Cancel()
+}

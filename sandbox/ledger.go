@@ -56,6 +56,9 @@ func (t *Ticket) Deadline() time.Time { return t.deadline }
 // the abort must outlive the step's tickets); Forget drops an operation's
 // records once the host is done with it, and a host that never calls it
 // holds one record per step for the ledger's lifetime.
+//
+// The zero value is an empty ledger reading time from time.Now, as
+// NewLedger(nil) returns.
 type Ledger struct {
 	now func() time.Time
 
@@ -94,9 +97,14 @@ func (l *Ledger) Admit(key StepKey, b Budget, cancel func()) (*Ticket, error) {
 	if limit <= 0 {
 		limit = DefaultMaxOutstanding
 	}
-	now := l.now()
+	now := time.Now
+	if l.now != nil {
+		now = l.now
+	}
+	at := now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.init()
 	st := l.steps[key]
 	if l.abortedOp[key.OpID] || (st != nil && st.aborted) {
 		return nil, &Denial{Code: DenialStepAborted, Reason: fmt.Sprintf("step %q of operation %q was aborted", key.StepID, key.OpID)}
@@ -104,11 +112,11 @@ func (l *Ledger) Admit(key StepKey, b Budget, cancel func()) (*Ticket, error) {
 	if st == nil {
 		st = &stepState{outstanding: map[*Ticket]struct{}{}}
 		if b.Wall > 0 {
-			st.deadline = now.Add(b.Wall)
+			st.deadline = at.Add(b.Wall)
 		}
 		l.steps[key] = st
 	}
-	if !st.deadline.IsZero() && !now.Before(st.deadline) {
+	if !st.deadline.IsZero() && !at.Before(st.deadline) {
 		return nil, &Denial{Code: DenialBudgetExpired, Reason: fmt.Sprintf("step %q of operation %q passed its wall deadline %s", key.StepID, key.OpID, st.deadline.Format(time.RFC3339Nano))}
 	}
 	if len(st.outstanding) >= limit {
@@ -168,6 +176,7 @@ func (l *Ledger) markCancelled(t *Ticket) func() {
 // (those already cancelled are not counted again).
 func (l *Ledger) AbortStep(key StepKey) int {
 	l.mu.Lock()
+	l.init()
 	st := l.steps[key]
 	if st == nil {
 		st = &stepState{outstanding: map[*Ticket]struct{}{}}
@@ -184,6 +193,7 @@ func (l *Ledger) AbortStep(key StepKey) int {
 // including steps not yet seen. It returns how many tickets it cancelled.
 func (l *Ledger) AbortOperation(opID string) int {
 	l.mu.Lock()
+	l.init()
 	l.abortedOp[opID] = true
 	var fs []func()
 	for k, st := range l.steps {
@@ -194,6 +204,16 @@ func (l *Ledger) AbortOperation(opID string) int {
 	}
 	l.mu.Unlock()
 	return runAll(fs)
+}
+
+// init makes the maps of a zero Ledger. l.mu held.
+func (l *Ledger) init() {
+	if l.steps == nil {
+		l.steps = map[StepKey]*stepState{}
+	}
+	if l.abortedOp == nil {
+		l.abortedOp = map[string]bool{}
+	}
 }
 
 func (l *Ledger) cancelAll(st *stepState) []func() {

@@ -389,3 +389,33 @@ func TestLedgerConcurrent(t *testing.T) {
 		t.Fatal("no cancel func ran")
 	}
 }
+
+// TestZeroLedger: a jail's zero Ledger admits, aborts and forgets as
+// NewLedger(nil)'s does, and never panics on its empty maps.
+func TestZeroLedger(t *testing.T) {
+	var l Ledger
+	k := StepKey{OpID: "op", StepID: "s"}
+	if n := l.Outstanding(k); n != 0 {
+		t.Fatalf("Outstanding = %d", n)
+	}
+	tk, err := l.Admit(k, Budget{Wall: time.Hour}, nil)
+	if err != nil || l.Outstanding(k) != 1 {
+		t.Fatalf("Admit: %v, outstanding %d", err, l.Outstanding(k))
+	}
+	if tk.Deadline().IsZero() {
+		t.Error("a Wall budget gave no deadline")
+	}
+	if n := l.AbortStep(k); n != 1 {
+		t.Errorf("AbortStep cancelled %d", n)
+	}
+	l.Release(tk)
+	var z Ledger
+	z.AbortOperation("op")
+	if _, err := z.Admit(k, Budget{}, nil); DenialOf(err) == nil || DenialOf(err).Code != DenialStepAborted {
+		t.Errorf("Admit after AbortOperation: %v", err)
+	}
+	z.Forget("op")
+	var f Ledger
+	f.Forget("op")
+	f.AbortStep(k)
+}

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"reflect"
 
 	"github.com/agentloom/loom/internal/gitguard"
@@ -37,7 +38,8 @@ import (
 //     guard of its own delegates to GuardWriteAlone.
 type Broker interface {
 	// Clear runs spec in the jail, or refuses it with an error holding a
-	// *sandbox.Denial.
+	// *sandbox.Denial. A nil error comes with a non-nil Execution (made
+	// by sandbox.NewExecution); the tools take one without as jail_failed.
 	Clear(ctx context.Context, spec sandbox.CallSpec) (*sandbox.Execution, error)
 	// Ledger is the budget every clearance is pooled in.
 	Ledger() *sandbox.Ledger
@@ -69,15 +71,26 @@ func GuardWriteAlone(root, path string) ([]sandbox.Neutralisation, error) {
 // guardToolWrite asks b to guard a write to path beneath root, or guards
 // it alone without a broker.
 func guardToolWrite(b Broker, root, path string) ([]sandbox.Neutralisation, error) {
-	if b != nil {
+	if b = jailOf(b); b != nil {
 		return b.GuardToolWrite(root, path)
 	}
 	return GuardWriteAlone(root, path)
 }
 
-// nilBroker reports whether b holds a nil pointer: a Call whose Broker
-// is a nil *broker.Broker has no broker.
-func nilBroker(b Broker) bool {
-	v := reflect.ValueOf(b)
-	return v.Kind() == reflect.Pointer && v.IsNil()
+// errNoExecution is a jail's Clear that returned neither an Execution
+// nor an error: the tools fail closed on it (sandbox.DenialOf makes it
+// jail_failed).
+var errNoExecution = errors.New("the jail returned no execution and no error")
+
+// jailOf is b, or nil when b holds a nil pointer (a host's nil
+// *broker.Broker assigned to Call.Broker): such a Call runs no commands,
+// as one whose Broker is nil.
+func jailOf(b Broker) Broker {
+	if b == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(b); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return b
 }

@@ -49,9 +49,9 @@ type Call struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Broker runs jailed commands and guards writes. Nil (or a nil
-	// *broker.Broker) means this host runs no commands: the file tools
-	// still refuse paths under .git and guard each write alone
-	// (GuardWriteAlone).
+	// pointer, such as a nil *broker.Broker) means this host runs no
+	// commands: the file tools still refuse paths under .git and guard
+	// each write alone (GuardWriteAlone).
 	Broker Broker
 	// Blobs stores output that overflows; nil means overflow is refused.
 	Blobs *blob.Store
@@ -139,7 +139,8 @@ func (c *Call) Observe(t OutputTail) {
 // it answers Settle.
 //
 // Every raise, and every answer that resumes with grants, is handed to the
-// broker's audit hook (Broker.Audit) as an AuditEscalation naming
+// call's broker (Broker.Audit; *broker.Broker passes it to
+// broker.Options.Audit), when it has one, as an AuditEscalation naming
 // the tool, the grants and, when the refusal has a Subject, its kind,
 // size and SHA-256.
 func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
@@ -154,11 +155,14 @@ func (c *Call) Raise(ctx context.Context, r RaisedRefusal) Escalation {
 	if r.Subject != nil {
 		runs = fmt.Sprintf(" to run a %s of %d bytes, sha256 %s", r.Subject.Kind, len(r.Subject.Text), r.Subject.Digest())
 	}
-	c.audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
-		Detail: r.Tool + " raised " + reason + runs})
+	b := jailOf(c.Broker)
+	if b != nil {
+		b.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
+			Detail: r.Tool + " raised " + reason + runs})
+	}
 	esc := c.RaiseRefusal(ctx, r)
-	if esc.Resume {
-		c.audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
+	if esc.Resume && b != nil {
+		b.Audit(sandbox.AuditEvent{Kind: sandbox.AuditEscalation, Workspace: c.Workspace,
 			Detail: fmt.Sprintf("%s resumed with grants %v%s", r.Tool, esc.Grants, runs)})
 	}
 	return esc

@@ -53,23 +53,3 @@ func TestRaiseIsAudited(t *testing.T) {
 		t.Error("a call without a broker lost its escalation's answer")
 	}
 }
-
-// TestTypedNilBrokerIsNoBroker: a Call whose Broker is a nil
-// *broker.Broker is dispatched as a call with no broker: grep, fs_write
-// and a raise answer without panicking.
-func TestTypedNilBrokerIsNoBroker(t *testing.T) {
-	t.Parallel()
-	ws := t.TempDir()
-	var b *broker.Broker
-	c := &Call{Workspace: ws, Broker: b, Base: sandbox.Policy{ReadableRoots: []string{ws}, WritableRoots: []string{ws}}}
-	r, err := NewRegistry(append(FileTools(), GrepTool())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := r.Dispatch(t.Context(), c, "fs_write", []byte(`{"path":"a.txt","content":"hello\n"}`)); o.IsError {
-		t.Fatalf("fs_write: %s: %s", o.Code, o.Text)
-	}
-	if o := r.Dispatch(t.Context(), c, "grep", []byte(`{"pattern":"hello"}`)); o.Code == CodeToolPanicked {
-		t.Fatalf("grep panicked: %s", o.Text)
-	}
-}

@@ -94,12 +94,12 @@ func (c *Call) Grep(ctx context.Context, q GrepQuery) (matches []GrepMatch, more
 	}
 	ctx, cancel := context.WithTimeout(ctx, grepTimeout)
 	defer cancel()
-	if c.Broker != nil {
-		t, err := c.Broker.Ledger().Admit(c.stepKey(), sandbox.Budget{MaxOutstanding: maxConcurrentSearches}, cancel)
+	if b := jailOf(c.Broker); b != nil {
+		t, err := b.Ledger().Admit(c.stepKey(), sandbox.Budget{MaxOutstanding: maxConcurrentSearches}, cancel)
 		if d := sandbox.DenialOf(err); d != nil {
 			return nil, false, &FileError{Code: Code(d.Code), Message: d.Explain()}
 		}
-		defer c.Broker.Ledger().Release(t)
+		defer b.Ledger().Release(t)
 	}
 	res, err := search.Go(ctx, root, opts)
 	if err := searchError(path, err); err != nil {

@@ -275,7 +275,7 @@ func gitGuardFailure(c *Call, shown string, done []sandbox.Neutralisation, err e
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s was written, but the git guard could not make it safe for the host's git: %v\n", shown, err)
-	if c.Broker != nil {
+	if jailOf(c.Broker) != nil {
 		b.WriteString("The workspace is fenced: no command runs there until the host repairs what is named and lifts the fence.\n")
 	} else {
 		b.WriteString("The workspace is to be treated as fenced: the host must not run git there until what is named is repaired.\n")

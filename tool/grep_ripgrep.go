@@ -205,6 +205,9 @@ func runRipgrep(ctx context.Context, c *Call, rg, root string, p sandbox.Policy,
 		spec.Stdin = struct{ io.Reader }{file}
 	}
 	ex, err := c.Broker.Clear(ctx, spec)
+	if err == nil && ex == nil {
+		err = errNoExecution
+	}
 	if err != nil {
 		return rgRun{denial: sandbox.DenialOf(err)}
 	}

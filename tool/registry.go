@@ -166,7 +166,8 @@ func (r *Registry) dispatch(ctx context.Context, c *Call, name string, args json
 	if c == nil {
 		c = &Call{}
 	}
-	if c.Broker != nil && nilBroker(c.Broker) {
+	if c.Broker != nil && jailOf(c.Broker) == nil {
+		// A nil pointer in Broker runs no commands: every tool sees nil.
 		cc := *c
 		cc.Broker = nil
 		c = &cc

@@ -6,9 +6,11 @@
 //
 // The broker drives it: Fences.Enter before each command and
 // Hold.Settle once the command's tree is gone (or Hold.Abandon when it
-// never ran), Fences.ToolWrite (or ToolWriteAlone) after a harness-side
-// tool wrote a file, Fences.Unfence and Fences.Fenced for a fenced
+// never ran), Fences.ToolWrite after a harness-side tool wrote a file,
+// Fences.Unfence and Fences.Fenced for a fenced
 // workspace, Stamps for a primed helper's re-validation. Protected lists
 // a workspace's paths a jail keeps read-only, and SafeEnv and SafeEnvFor
-// are the environment for the host's own git.
+// are the environment for the host's own git. Package tool runs
+// ToolWriteAlone after a write when its call has no broker, and Refusal
+// turns the guard's errors into the jail's denials for both.
 package gitguard
