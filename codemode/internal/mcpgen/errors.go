@@ -42,8 +42,9 @@ const (
 	// MaxServerNameBytes, not UTF-8, or holds no ASCII letter or digit to
 	// name a package with.
 	CodeServerNameInvalid tool.Code = "mcp_server_name_invalid"
-	// CodeTooManyTools: the server lists more than MaxTools tools.
-	CodeTooManyTools tool.Code = "mcp_too_many_tools"
+	// CodeTooManyTools: the server lists more than MaxTools tools, more
+	// than one generated package holds.
+	CodeTooManyTools tool.Code = "mcp_package_too_many_tools"
 	// CodeToolNameInvalid: a tool's name is empty, over MaxToolNameBytes
 	// or not UTF-8; the tool is left out.
 	CodeToolNameInvalid tool.Code = "mcp_tool_name_invalid"
