@@ -54,6 +54,7 @@ func Go(ctx context.Context, root string, o Options) (Result, error) {
 	s := &goSearch{re: re, o: o, ctx: ctx, invalid: newInvalidMatcher(o)}
 	if m := s.invalid; m != nil {
 		s.pre = newPrefilter(m.tree)
+		s.nonASCII = s.pre == nil && needsNonASCII(m.tree)
 	}
 	files, err := listFiles(ctx, root, o, &s.stopped)
 	if err != nil {
@@ -254,11 +255,14 @@ func isProtected(protected []string, p string) bool {
 }
 
 type goSearch struct {
-	re      *regexp.Regexp
-	pre     *prefilter      // nil: no literal is required of a match
-	invalid *invalidMatcher // matches lines holding invalid UTF-8
-	o       Options
-	ctx     context.Context
+	re  *regexp.Regexp
+	pre *prefilter // nil: no literal is required of a match
+	// nonASCII: with no prefilter, every match holds a byte at or
+	// above 0x80 (needsNonASCII), so only lines holding one are matched.
+	nonASCII bool
+	invalid  *invalidMatcher // matches lines holding invalid UTF-8
+	o        Options
+	ctx      context.Context
 
 	matches atomic.Int64
 	stopped atomic.Bool
@@ -331,8 +335,9 @@ func (s *goSearch) file(job fileJob, buf []byte) ([]Hit, []byte) {
 }
 
 // scan finds the matching lines of data. With a prefilter, only the
-// lines holding one of its literals are matched, each on its own; without
-// one, the whole buffer is searched first, so a file without a match
+// lines holding one of its literals are matched, each on its own, and
+// likewise, for a pattern every match of which holds a non-ASCII byte,
+// only the lines holding one; otherwise the whole buffer is searched first, so a file without a match
 // costs one regexp pass, and each candidate line is then confirmed on its
 // own, since a match of the whole buffer may span lines where no single
 // line matches.
@@ -350,6 +355,10 @@ func (s *goSearch) scan(path string, data []byte) []Hit {
 		var off int
 		if s.pre != nil {
 			if off = s.pre.next(data, pos, cache); off < 0 {
+				break
+			}
+		} else if s.nonASCII {
+			if off = indexNonASCII(data, pos); off < 0 {
 				break
 			}
 		} else {
