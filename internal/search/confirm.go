@@ -187,3 +187,19 @@ func (c *confirmer) dirOf(p string) (*pinnedDir, string) {
 	}
 	return d, parts[len(parts)-1]
 }
+
+// splitLines returns up to n lines of data (without terminators kept by
+// lineText's trimming: each element ends before its '\n').
+func splitLines(data []byte, n int) [][]byte {
+	var out [][]byte
+	for len(out) < n && len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			out = append(out, data)
+			break
+		}
+		out = append(out, data[:i])
+		data = data[i+1:]
+	}
+	return out
+}
