@@ -79,8 +79,16 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 	skip, spans, digest := scan(content)
 	n := len(spans)
 	ps := make([]placed, len(hunks))
+	// One backing array holds every hunk's lines.
+	total := 0
+	for _, h := range hunks {
+		total += countPieces(h.Lines)
+	}
+	all := make([]string, 0, total)
 	for i, h := range hunks {
-		p := placed{index: i, lines: pieces(h.Lines)}
+		from := len(all)
+		all = appendPieces(all, h.Lines)
+		p := placed{index: i, lines: all[from:len(all):len(all)]}
 		switch h.Op {
 		case OpReplace:
 			end := h.Start.Line
@@ -139,25 +147,27 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 // match content, or nil.
 func staleRefs(content []byte, spans []span, digest uint64, hunks []Hunk) error {
 	var stale []StaleRef
-	seen := make(map[Ref]bool)
+	var seen map[Ref]bool // the stale refs listed, made at the first
 	check := func(r *Ref) {
 		if r == nil || seen[*r] {
 			return
 		}
+		var cur *Line
+		if r.Line <= len(spans) {
+			sp := spans[r.Line-1]
+			text := content[sp.start:sp.textEnd]
+			var a [AnchorLen]byte
+			putAnchor(a[:], sum64(text))
+			if string(a[:]) == r.Anchor {
+				return
+			}
+			cur = &Line{Number: r.Line, Anchor: string(a[:]), Text: string(text)}
+		}
+		if seen == nil {
+			seen = make(map[Ref]bool)
+		}
 		seen[*r] = true
-		if r.Line > len(spans) {
-			stale = append(stale, StaleRef{Ref: *r})
-			return
-		}
-		sp := spans[r.Line-1]
-		text := content[sp.start:sp.textEnd]
-		h := sum64(text)
-		var a [AnchorLen]byte
-		putAnchor(a[:], h)
-		if string(a[:]) == r.Anchor {
-			return
-		}
-		stale = append(stale, StaleRef{Ref: *r, Current: &Line{Number: r.Line, Anchor: string(a[:]), Text: string(text)}})
+		stale = append(stale, StaleRef{Ref: *r, Current: cur})
 	}
 	for _, h := range hunks {
 		check(h.Start)
