@@ -81,15 +81,15 @@ func benchEdit(b *testing.B, maxBytes int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		text, _, _ := RenderRegions(applied.Lines, applied.Regions, DefaultFreshContext, maxBytes)
+		text, _, _ := RenderRegionsOf(applied.Content, applied.Regions, DefaultFreshContext, maxBytes)
 		if text == "" {
 			b.Fatal("no fresh anchors rendered")
 		}
 	}
 }
 
-// BenchmarkEdit199Hunks648KB is NewPlan + Apply + RenderRegions with the
-// fresh-anchor cap an edit tool uses.
+// BenchmarkEdit199Hunks648KB is NewPlan + Apply + RenderRegionsOf with
+// the fresh-anchor cap, as the edit tool (fs_edit) runs them.
 func BenchmarkEdit199Hunks648KB(b *testing.B) { benchEdit(b, MaxFreshAnchorBytes) }
 
 // BenchmarkEdit199Hunks648KBUncapped renders every region, the worst case.
