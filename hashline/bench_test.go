@@ -95,6 +95,33 @@ func BenchmarkEdit199Hunks648KB(b *testing.B) { benchEdit(b, MaxFreshAnchorBytes
 // BenchmarkEdit199Hunks648KBUncapped renders every region, the worst case.
 func BenchmarkEdit199Hunks648KBUncapped(b *testing.B) { benchEdit(b, 0) }
 
+// bench199HunksJSON is bench199Hunks as a model sends them: a JSON array.
+func bench199HunksJSON(b *testing.B, content []byte) []byte {
+	hunks := bench199Hunks(content)
+	for i := range hunks {
+		if hunks[i].Lines == nil {
+			hunks[i].Lines = []string{} // a deletion: "lines": [], never null
+		}
+	}
+	raw, err := json.Marshal(hunks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+// BenchmarkDecodeHunks199 decodes the 199 hunks' JSON.
+func BenchmarkDecodeHunks199(b *testing.B) {
+	raw := bench199HunksJSON(b, benchSource())
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if hunks, err := DecodeHunks(raw); err != nil || len(hunks) != 199 {
+			b.Fatalf("%d hunks: %v", len(hunks), err)
+		}
+	}
+}
+
 // applyProgram is the process BenchmarkEditProcess199Hunks648KB times: it
 // reads a content and a JSON array of hunks, plans and applies them, and
 // writes the post-image, as an edit tool would minus its policy.
@@ -191,15 +218,7 @@ func BenchmarkEditProcess199Hunks648KB(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := range hunks {
-		if hunks[i].Lines == nil {
-			hunks[i].Lines = []string{} // a deletion: "lines": [], never null
-		}
-	}
-	raw, err := json.Marshal(hunks)
-	if err != nil {
-		b.Fatal(err)
-	}
+	raw := bench199HunksJSON(b, content)
 	path := func(name string) string { return filepath.Join(dir, name) }
 	for name, data := range map[string][]byte{"in.go": content, "want.go": applied.Content, "hunks.json": raw} {
 		if err := os.WriteFile(path(name), data, 0o644); err != nil {

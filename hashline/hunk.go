@@ -198,6 +198,18 @@ func refField(h Hunk) string {
 // *HunkError. DecodeHunks never panics, whatever data holds.
 func DecodeHunks(data []byte) ([]Hunk, error) {
 	trimmed := bytes.TrimSpace(data)
+	if hunks, ok := decodePlain(trimmed); ok {
+		if err := ValidateHunks(hunks); err != nil {
+			return nil, err
+		}
+		return hunks, nil
+	}
+	return decodeGeneral(trimmed)
+}
+
+// decodeGeneral is DecodeHunks for any input, trimmed: it decodes with
+// encoding/json, field by field, and says what is wrong.
+func decodeGeneral(trimmed []byte) ([]Hunk, error) {
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		return nil, &HunkError{Code: CodeBadJSON, Index: -1, Detail: "must be a JSON array of hunk objects"}
 	}
