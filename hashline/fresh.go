@@ -21,7 +21,7 @@ const RegionSeparator = "...\n"
 
 // RenderRegions renders the lines around each region so a caller can plan its
 // next edit without reading the file again. lines must be a whole-file
-// annotation (lines[i].Number == i+1), normally Applied.Lines; it is sliced,
+// annotation (lines[i].Number == i+1), such as Annotate's; it is sliced,
 // never re-annotated, and rendered with RenderLines, so the text is
 // byte-identical to a read of the same lines.
 //
