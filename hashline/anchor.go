@@ -29,6 +29,20 @@ func fnvAdd[T ~string | ~[]byte](h uint64, s T) uint64 {
 	return h
 }
 
+// sum64Pair is sum64(a), sum64(b), hashing both in one loop: the two
+// multiply chains are independent, so together they take about the time
+// of the longer one alone.
+func sum64Pair(a, b []byte) (ha, hb uint64) {
+	ha, hb = fnvOffset64, fnvOffset64
+	n := min(len(a), len(b))
+	x, y := a[:n], b[:n]
+	for i := range x {
+		ha = (ha ^ uint64(x[i])) * fnvPrime64
+		hb = (hb ^ uint64(y[i])) * fnvPrime64
+	}
+	return fnvAdd(ha, a[n:]), fnvAdd(hb, b[n:])
+}
+
 // putAnchor writes the anchor form of h (its top 32 bits as 8 lowercase hex
 // digits, i.e. the first 8 characters of "%016x") into dst[:AnchorLen].
 func putAnchor(dst []byte, h uint64) {

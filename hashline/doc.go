@@ -21,10 +21,10 @@
 //     follows what they show, not how many lines the content has.
 //   - Editing: DecodeHunks and ValidateHunks check hunks without the
 //     content; NewPlan checks them against it (overlaps, stale refs);
-//     Plan.Apply produces the post-image, its digest, its annotation
-//     (computed once) and the region each hunk landed on; RenderRegions
-//     renders those regions with context, merged and capped, from that one
-//     annotation.
+//     Plan.Apply produces the post-image, its digest, its line count and
+//     the region each hunk landed on, annotating nothing; RenderRegionsOf
+//     renders those regions with context, merged and capped, annotating
+//     only the lines it shows.
 //
 // # What it refuses to own
 //
@@ -51,7 +51,7 @@
 //   - ViewOf(content, offset, limit, 0) is Window(Annotate(content),
 //     offset, limit), and RenderRegionsOf(content, ...) is
 //     RenderRegions(Annotate(content), ...), byte for byte.
-//   - Applied.Lines equals Annotate(Applied.Content), and RenderRegions
-//     renders slices of it with RenderLines, so fresh anchors are
+//   - Applied.LineCount is LineCount(Applied.Content), and the fresh
+//     anchors RenderRegionsOf renders from Applied.Content are
 //     byte-identical to what a new read would show.
 package hashline

@@ -49,7 +49,7 @@ func ExampleNewPlan() {
 	}
 	fmt.Printf("%s", applied.Content)
 	fmt.Println("regions:", applied.Regions)
-	fresh, complete, _ := hashline.RenderRegions(applied.Lines, applied.Regions, 0, hashline.MaxFreshAnchorBytes)
+	fresh, complete, _ := hashline.RenderRegionsOf(applied.Content, applied.Regions, 0, hashline.MaxFreshAnchorBytes)
 	fmt.Print(fresh)
 	fmt.Println("complete:", complete)
 

@@ -21,7 +21,7 @@ const RegionSeparator = "...\n"
 
 // RenderRegions renders the lines around each region so a caller can plan its
 // next edit without reading the file again. lines must be a whole-file
-// annotation (lines[i].Number == i+1), normally Applied.Lines; it is sliced,
+// annotation (lines[i].Number == i+1), such as Annotate's; it is sliced,
 // never re-annotated, and rendered with RenderLines, so the text is
 // byte-identical to a read of the same lines.
 //
@@ -98,6 +98,9 @@ func RenderRegionsOf(content []byte, regions []Region, context, maxBytes int) (t
 	total := countLines(content)
 	blocks := mergeRegions(total, regions, min(max(context, 0), total))
 	var out []byte
+	if maxBytes > 0 {
+		out = make([]byte, 0, min(maxBytes, 64<<10))
+	}
 	pos, line := bomLen(content), 1 // line number `line` starts at pos
 	for k, b := range blocks {
 		pos = lineStart(content, pos, b.Start-line+1)
@@ -116,7 +119,7 @@ func RenderRegionsOf(content []byte, regions []Region, context, maxBytes int) (t
 		if k > 0 {
 			out = append(out, RegionSeparator...)
 		}
-		out = appendLines(out, annotateRange(content, pos, m.textEnd, b.Start, m.lines))
+		out = appendRange(out, content, pos, m.textEnd, b.Start, m.lines)
 		pos, line = m.next, b.End+1
 	}
 	return string(out), true, 0

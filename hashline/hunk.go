@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 )
@@ -67,21 +68,55 @@ func isHunkField(name string) bool {
 
 // pieces cuts a hunk's Lines into the lines it writes (see Hunk).
 func pieces(elems []string) []string {
-	out := make([]string, 0, len(elems))
+	return appendPieces(make([]string, 0, countPieces(elems)), elems)
+}
+
+// appendPieces appends the pieces of elems to out.
+func appendPieces(out []string, elems []string) []string {
+	for _, p := range eachPiece(elems) {
+		out = append(out, p)
+	}
+	return out
+}
+
+// countPieces is len(pieces(elems)), counted without cutting.
+func countPieces(elems []string) int {
+	n := 0
 	for _, e := range elems {
-		for {
-			i := strings.IndexByte(e, '\n')
-			if i < 0 {
-				out = append(out, strings.TrimSuffix(e, "\r"))
-				break
-			}
-			out = append(out, strings.TrimSuffix(e[:i], "\r"))
-			if e = e[i+1:]; e == "" {
-				break
+		n += strings.Count(e, "\n")
+		if e == "" || e[len(e)-1] != '\n' {
+			n++ // the text after the last LF (or the whole element)
+		}
+	}
+	return n
+}
+
+// eachPiece yields the pieces of elems with their 0-based index: each
+// element cut at its LFs, each piece without a trailing CR, and no empty
+// piece after an element's final LF.
+func eachPiece(elems []string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		j := 0
+		for _, e := range elems {
+			for {
+				i := strings.IndexByte(e, '\n')
+				if i < 0 {
+					if !yield(j, strings.TrimSuffix(e, "\r")) {
+						return
+					}
+					j++
+					break
+				}
+				if !yield(j, strings.TrimSuffix(e[:i], "\r")) {
+					return
+				}
+				j++
+				if e = e[i+1:]; e == "" {
+					break
+				}
 			}
 		}
 	}
-	return out
 }
 
 // ValidateHunks checks everything about hunks that does not depend on the
@@ -117,7 +152,7 @@ func validateHunk(i int, h Hunk) error {
 			return &HunkError{Code: CodeMissingRef, Index: i, Field: "start",
 				Detail: fmt.Sprintf("%s needs start (\"line:anchor\")", h.Op)}
 		}
-		if err := h.Start.validate(h.Start.String()); err != nil {
+		if err := h.Start.check(); err != nil {
 			return &HunkError{Code: CodeBadRef, Index: i, Field: "start", Detail: "bad ref", Err: err}
 		}
 		if h.End != nil {
@@ -125,7 +160,7 @@ func validateHunk(i int, h Hunk) error {
 				return &HunkError{Code: CodeUnexpectedRef, Index: i, Field: "end",
 					Detail: fmt.Sprintf("%s takes only start; end is for replace", h.Op)}
 			}
-			if err := h.End.validate(h.End.String()); err != nil {
+			if err := h.End.check(); err != nil {
 				return &HunkError{Code: CodeBadRef, Index: i, Field: "end", Detail: "bad ref", Err: err}
 			}
 			if h.End.Line < h.Start.Line {
@@ -134,12 +169,11 @@ func validateHunk(i int, h Hunk) error {
 			}
 		}
 	}
-	ps := pieces(h.Lines)
-	if h.Op != OpReplace && len(ps) == 0 {
+	if h.Op != OpReplace && countPieces(h.Lines) == 0 {
 		return &HunkError{Code: CodeEmptyLines, Index: i, Field: "lines",
 			Detail: fmt.Sprintf("%s with no lines changes nothing; give the lines to add", h.Op)}
 	}
-	for j, p := range ps {
+	for j, p := range eachPiece(h.Lines) {
 		if HasDisplayPrefix(p) {
 			return &HunkError{Code: CodeDisplayPrefix, Index: i, Field: "lines",
 				Detail: fmt.Sprintf("line %d starts with a display prefix (%q); lines are file text: drop the \"N:anchor|\" part", j+1, truncate(p, maxQuoted))}
@@ -164,6 +198,18 @@ func refField(h Hunk) string {
 // *HunkError. DecodeHunks never panics, whatever data holds.
 func DecodeHunks(data []byte) ([]Hunk, error) {
 	trimmed := bytes.TrimSpace(data)
+	if hunks, ok := decodePlain(trimmed); ok {
+		if err := ValidateHunks(hunks); err != nil {
+			return nil, err
+		}
+		return hunks, nil
+	}
+	return decodeGeneral(trimmed)
+}
+
+// decodeGeneral is DecodeHunks for any input, trimmed: it decodes with
+// encoding/json, field by field, and says what is wrong.
+func decodeGeneral(trimmed []byte) ([]Hunk, error) {
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		return nil, &HunkError{Code: CodeBadJSON, Index: -1, Detail: "must be a JSON array of hunk objects"}
 	}

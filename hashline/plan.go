@@ -12,6 +12,8 @@ import (
 // what makes a replayed edit unable to apply twice.
 type Plan struct {
 	digest string
+	hash   uint64   // the digest's hash
+	size   int      // and length
 	hunks  []placed // sorted by position
 	first  gap      // gap 0: just after the byte-order mark, if any
 	last   gap      // gap n: the end of the content
@@ -54,9 +56,10 @@ type Applied struct {
 	Content []byte
 	// Digest is Digest(Content), the digest the next plan binds to.
 	Digest string
-	// Lines is Annotate(Content), computed once; slice it rather than
-	// annotating again.
-	Lines []Line
+	// LineCount is the number of lines of Content: LineCount(Content).
+	// Apply annotates nothing; RenderRegionsOf renders the lines around
+	// Regions from Content, annotating only those.
+	LineCount int
 	// Regions[i] is where hunk i (in the order given to NewPlan) landed.
 	Regions []Region
 }
@@ -79,8 +82,16 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 	skip, spans, digest := scan(content)
 	n := len(spans)
 	ps := make([]placed, len(hunks))
+	// One backing array holds every hunk's lines.
+	total := 0
+	for _, h := range hunks {
+		total += countPieces(h.Lines)
+	}
+	all := make([]string, 0, total)
 	for i, h := range hunks {
-		p := placed{index: i, lines: pieces(h.Lines)}
+		from := len(all)
+		all = appendPieces(all, h.Lines)
+		p := placed{index: i, lines: all[from:len(all):len(all)]}
 		switch h.Op {
 		case OpReplace:
 			end := h.Start.Line
@@ -127,6 +138,8 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 	}
 	return &Plan{
 		digest:       formatDigest(digest, len(content)),
+		hash:         digest,
+		size:         len(content),
 		hunks:        ps,
 		first:        gapAt(0),
 		last:         gapAt(n),
@@ -139,25 +152,27 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 // match content, or nil.
 func staleRefs(content []byte, spans []span, digest uint64, hunks []Hunk) error {
 	var stale []StaleRef
-	seen := make(map[Ref]bool)
+	var seen map[Ref]bool // the stale refs listed, made at the first
 	check := func(r *Ref) {
 		if r == nil || seen[*r] {
 			return
 		}
+		var cur *Line
+		if r.Line <= len(spans) {
+			sp := spans[r.Line-1]
+			text := content[sp.start:sp.textEnd]
+			var a [AnchorLen]byte
+			putAnchor(a[:], sum64(text))
+			if string(a[:]) == r.Anchor {
+				return
+			}
+			cur = &Line{Number: r.Line, Anchor: string(a[:]), Text: string(text)}
+		}
+		if seen == nil {
+			seen = make(map[Ref]bool)
+		}
 		seen[*r] = true
-		if r.Line > len(spans) {
-			stale = append(stale, StaleRef{Ref: *r})
-			return
-		}
-		sp := spans[r.Line-1]
-		text := content[sp.start:sp.textEnd]
-		h := sum64(text)
-		var a [AnchorLen]byte
-		putAnchor(a[:], h)
-		if string(a[:]) == r.Anchor {
-			return
-		}
-		stale = append(stale, StaleRef{Ref: *r, Current: &Line{Number: r.Line, Anchor: string(a[:]), Text: string(text)}})
+		stale = append(stale, StaleRef{Ref: *r, Current: cur})
 	}
 	for _, h := range hunks {
 		check(h.Start)
@@ -188,7 +203,7 @@ func CheckDigest(content []byte, want string) error {
 // any other content (a different digest) is refused with a *StaleError of
 // code CodeStaleDigest, so applying a plan to its own result never applies it
 // twice. Apply runs in time linear in the size of content plus the size of
-// the hunks.
+// the hunks: one pass hashes content and the post-image together.
 //
 // Bytes are preserved exactly: lines no hunk removed keep their bytes and
 // their own line break (LF or CRLF), a byte-order mark stays, and written
@@ -198,11 +213,13 @@ func CheckDigest(content []byte, want string) error {
 // the line rules: a last line ending in "\r" without a break that gets lines
 // written after it reads afterwards as a CRLF line without that "\r".
 func (p *Plan) Apply(content []byte) (Applied, error) {
-	if err := CheckDigest(content, p.digest); err != nil {
-		return Applied{}, err
+	if len(content) != p.size {
+		// Another length is another digest.
+		return Applied{}, CheckDigest(content, p.digest)
 	}
-	// Equal digests mean equal lengths, so every offset the plan recorded is
-	// inside content.
+	// Equal lengths put every offset the plan recorded inside content, so
+	// the post-image is built first and content is hashed beside it, in
+	// one pass; a content with another hash is refused all the same.
 	size := len(content) + len(p.eol)
 	for _, h := range p.hunks {
 		for _, l := range h.lines {
@@ -226,8 +243,11 @@ func (p *Plan) Apply(content []byte) (Applied, error) {
 	if p.noFinalBreak && w.lines > 0 && !w.lastEmpty {
 		w.out = w.out[:len(w.out)-w.lastBreak]
 	}
-	lines, digest := annotate(w.out)
-	return Applied{Content: w.out, Digest: formatDigest(digest, len(w.out)), Lines: lines, Regions: regions}, nil
+	in, out := sum64Pair(content, w.out)
+	if in != p.hash {
+		return Applied{}, &StaleError{Code: CodeStaleDigest, Want: p.digest, Current: formatDigest(in, len(content)), Lines: countLines(content)}
+	}
+	return Applied{Content: w.out, Digest: formatDigest(out, len(w.out)), LineCount: countLines(w.out), Regions: regions}, nil
 }
 
 // dominantBreak is the line break written lines get: CRLF when more lines end

@@ -3,6 +3,7 @@ package hashline
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,8 +27,8 @@ func applyOK(t *testing.T, content string, hunks []Hunk) Applied {
 	if got.Digest != Digest(got.Content) {
 		t.Errorf("Applied.Digest %s, Digest(Content) %s", got.Digest, Digest(got.Content))
 	}
-	if diff := cmp.Diff(Annotate(got.Content), got.Lines); diff != "" {
-		t.Errorf("Applied.Lines differ from Annotate(Content) (-fresh +applied):\n%s", diff)
+	if n := len(Annotate(got.Content)); got.LineCount != n {
+		t.Errorf("Applied.LineCount %d, Annotate(Content) has %d lines", got.LineCount, n)
 	}
 	return got
 }
@@ -343,6 +344,35 @@ func TestPlanIsSafeToShare(t *testing.T) {
 	for range cap(results) {
 		if got := <-results; string(got) != "a\nB\nc\n" {
 			t.Errorf("concurrent Apply = %q", got)
+		}
+	}
+}
+
+// TestNewPlanHashesALargeContentAside: from parallelHashBytes on, scan
+// hashes on a goroutine of its own while it cuts lines; the plan is the
+// same: bound to the content's digest, its lines where they are.
+func TestNewPlanHashesALargeContentAside(t *testing.T) {
+	for _, c := range []string{
+		bom + strings.Repeat("line\r\n", parallelHashBytes/6+1) + "last",
+		strings.Repeat("x", parallelHashBytes) + "\n",
+	} {
+		content := []byte(c)
+		lines := Annotate(content)
+		n := len(lines)
+		plan, err := NewPlan(content, []Hunk{{Op: OpReplace, Start: &Ref{Line: n, Anchor: lines[n-1].Anchor}, Lines: []string{"new"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Digest() != Digest(content) {
+			t.Fatalf("plan digest %s, content digest %s", plan.Digest(), Digest(content))
+		}
+		applied, err := plan.Apply(content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := Annotate(applied.Content)
+		if len(got) != n || got[n-1].Text != "new" || n > 1 && got[0].Text != lines[0].Text {
+			t.Fatalf("post-image has %d lines, the last %q", len(got), got[len(got)-1].Text)
 		}
 	}
 }

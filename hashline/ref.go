@@ -65,6 +65,15 @@ func ParseRef(s string) (Ref, error) {
 	return r, nil
 }
 
+// check is validate with r's String as the input, rendered only when r
+// is refused.
+func (r Ref) check() error {
+	if r.Line >= 1 && isAnchor(r.Anchor) {
+		return nil
+	}
+	return r.validate(r.String())
+}
+
 // validate checks the parts of r; input is what the caller wrote, for the
 // message.
 func (r Ref) validate(input string) error {

@@ -2,6 +2,7 @@ package hashline
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -141,6 +142,25 @@ func annotateRange(content []byte, first, textEnd, number, n int) []Line {
 		lines[i].Anchor = as[AnchorLen*i : AnchorLen*(i+1)]
 	}
 	return lines
+}
+
+// appendRange appends to out what appendLines(out, annotateRange(content,
+// first, textEnd, number, n)) appends, annotating nothing.
+func appendRange(out, content []byte, first, textEnd, number, n int) []byte {
+	s := content[first:textEnd]
+	var anchor [AnchorLen]byte
+	for i, pos := 0, 0; i < n; i++ {
+		te, end := lineBounds(s, pos, bytes.IndexByte(s[pos:], '\n'))
+		putAnchor(anchor[:], sum64(s[pos:te]))
+		out = strconv.AppendInt(out, int64(number+i), 10)
+		out = append(out, ':')
+		out = append(out, anchor[:]...)
+		out = append(out, '|')
+		out = append(out, s[pos:te]...)
+		out = append(out, '\n')
+		pos = end
+	}
+	return out
 }
 
 // longView is the view of line number whose text is content[start:textEnd]

@@ -143,7 +143,7 @@ func runEdit(ctx context.Context, c *Call, a editArgs, d Diagnostics) Outcome {
 	fmt.Fprintf(&b, "digest: %s\n", applied.Digest)
 	writeNotes(&b, res)
 	writeGitGuard(&b, c, path, guarded)
-	writeFreshAnchors(&b, shown, applied.Content, len(applied.Lines), applied.Regions)
+	writeFreshAnchors(&b, shown, applied.Content, applied.LineCount, applied.Regions)
 	det := EditDetails{Path: shown, Digest: applied.Digest, Hunks: len(a.Hunks), Regions: applied.Regions, GitNeutralised: guarded}
 	if d != nil {
 		det.Diagnostics = writeDiagnostics(&b, c, diagnose(ctx, d, []ChangedFile{{Path: path, Content: applied.Content}}), map[string][]byte{path: applied.Content})

@@ -365,15 +365,53 @@ func benchCall(b *testing.B, withBroker bool) *Call {
 // BenchmarkGrep compares, on the same generated tree of searchtest.Files
 // files: plain rg run directly (the baseline), the ripgrep engine (rg
 // --json jailed through the broker, parsed and rendered) and the pure-Go
-// engine, both through the grep tool. Each iteration runs all three in
-// turn, so the baseline shares the machine's state with what it is
-// compared to, with a model's turn (untimed) after the jailed run; the
-// benchmark reports each median (ms) and the engines' median ratios to
-// plain rg (x-rg).
+// engine, both through the grep tool (see benchGrepEngines).
 func BenchmarkGrep(b *testing.B) {
 	searchtest.RequireRipgrep(b)
-	raw, _ := json.Marshal(map[string]any{"pattern": "needle[A-Z]+", "max_results": MaxGrepResults})
 	c := benchCall(b, true)
+	benchGrepEngines(b, c, ".", "needle[A-Z]+", searchtest.Files/10)
+}
+
+// BenchmarkGrepOnGoSource times the grep tool on the Go source tree
+// ($GOROOT/src) with the patterns the engines are held to against plain
+// rg: an alternation of literals, and a pattern with no literal every
+// match holds (see benchGrepEngines). Run it with
+//
+//	go test -run '^$' -bench GrepOnGoSource -benchtime 15x ./tool/
+func BenchmarkGrepOnGoSource(b *testing.B) {
+	searchtest.RequireRipgrep(b)
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatalf("go env GOROOT: %v", err)
+	}
+	src, err := filepath.EvalSymlinks(filepath.Join(strings.TrimSpace(string(out)), "src"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range []struct{ name, pattern string }{
+		{"alternation", `TODO|FIXME`},
+		{"no_literal", `[^\x00-\x7F]{4}`},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			c := benchCall(b, true)
+			c.Base.ReadableRoots = []string{src}
+			benchGrepEngines(b, c, src, p.pattern, -1)
+		})
+	}
+}
+
+// benchGrepEngines times, in each iteration and in turn, plain rg -n on
+// path (the baseline, its output read), the ripgrep engine (rg --json
+// jailed through c's broker, parsed, confirmed and rendered) and the
+// pure-Go engine, both through the grep tool with max_results at
+// MaxGrepResults, so the baseline shares the machine's state with what
+// it is compared to, with a model's turn (untimed) after the jailed
+// run. Both engines must find want matching lines (any count, the same
+// for both, when want < 0). It reports each median (ms) and the
+// engines' median ratios to plain rg (x-rg).
+func benchGrepEngines(b *testing.B, c *Call, path, pattern string, want int) {
+	b.Helper()
+	raw, _ := json.Marshal(map[string]any{"pattern": pattern, "path": path, "max_results": MaxGrepResults})
 	// The jail helper is a host program, not this test binary (see
 	// package jailtest), so the ripgrep engine costs what a host pays.
 	c.Broker = broker.New(broker.Options{HelperPath: jailtest.HostHelper(b)})
@@ -386,8 +424,12 @@ func BenchmarkGrep(b *testing.B) {
 	}
 	grep := func(c *Call, engine string) {
 		o := r.Dispatch(context.Background(), c, "grep", raw)
-		if d, _ := o.Details.(GrepDetails); o.IsError || d.Engine != engine || d.Matches != searchtest.Files/10 {
+		d, _ := o.Details.(GrepDetails)
+		if o.IsError || d.Engine != engine || d.Matches == 0 || want >= 0 && d.Matches != want {
 			b.Fatalf("engine %q matches %d: %s", d.Engine, d.Matches, o.Text[:min(len(o.Text), 300)])
+		}
+		if want < 0 {
+			want = d.Matches
 		}
 	}
 	grep(c, EngineRipgrep) // the one-time layer probe, untimed
@@ -397,10 +439,14 @@ func BenchmarkGrep(b *testing.B) {
 		f()
 		*into = append(*into, time.Since(t))
 	}
+	root := path
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(c.Workspace, root)
+	}
 	b.ResetTimer()
 	for b.Loop() {
 		timed(&plain, func() {
-			cmd := exec.Command("rg", "-n", "needle[A-Z]+", c.Workspace)
+			cmd := exec.Command("rg", "-n", pattern, root)
 			if out, err := cmd.Output(); err != nil || len(out) == 0 {
 				b.Fatalf("rg: %v", err)
 			}

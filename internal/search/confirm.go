@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -33,23 +32,25 @@ func Confirm(ctx context.Context, root string, res Result, maxMatches, context i
 	for {
 		shown, _ := Bound(res.Hits, maxMatches, context)
 		var todo []string
+		at := map[string][]int{} // the indexes into res.Hits of each file to read
 		for _, h := range shown {
-			if !done[h.Path] && !slices.Contains(todo, h.Path) {
+			if _, listed := at[h.Path]; !done[h.Path] && !listed {
 				todo = append(todo, h.Path)
+				at[h.Path] = nil
 			}
 		}
 		if len(todo) == 0 {
 			return res
 		}
+		for i, h := range res.Hits {
+			if idx, listed := at[h.Path]; listed {
+				at[h.Path] = append(idx, i)
+			}
+		}
 		bad := map[int]bool{} // indexes into res.Hits
 		for _, p := range todo {
 			done[p] = true
-			var idx []int
-			for i, h := range res.Hits {
-				if h.Path == p {
-					idx = append(idx, i)
-				}
-			}
+			idx := at[p]
 			lines := c.lines(ctx, p, res.Hits[idx[len(idx)-1]].Line)
 			for _, i := range idx {
 				h := res.Hits[i]
@@ -107,6 +108,9 @@ type confirmer struct {
 	file string     // the file root's name, or ""
 	err  bool       // the root could not be opened
 	dirs map[string]*pinnedDir
+	// buf and split hold the last file read and its lines.
+	buf   []byte
+	split [][]byte
 }
 
 func (c *confirmer) close() {
@@ -121,7 +125,8 @@ func (c *confirmer) close() {
 }
 
 // lines returns the first n lines of the file p (each without its
-// newline), or fewer (none when it cannot be read as Confirm reads).
+// newline), or fewer (none when it cannot be read as Confirm reads). They
+// lie in c's buffers, which the next call reuses.
 func (c *confirmer) lines(ctx context.Context, p string, n int) [][]byte {
 	if ctx.Err() != nil {
 		return nil
@@ -130,11 +135,13 @@ func (c *confirmer) lines(ctx context.Context, p string, n int) [][]byte {
 	if dir == nil {
 		return nil
 	}
-	data, err := dir.readLines(name, nil, MaxFileBytes, n)
+	data, err := dir.readLines(name, c.buf[:0], MaxFileBytes, n)
+	c.buf = data
 	if err != nil && err != errTooLarge {
 		return nil
 	}
-	out := splitLines(data, n)
+	out := appendLines(c.split[:0], data, n)
+	c.split = out
 	if err == errTooLarge && len(out) > 0 && !bytes.HasSuffix(data, newline) {
 		// Cut at the bound before its end: the last line does not count.
 		out = out[:len(out)-1]
@@ -186,4 +193,19 @@ func (c *confirmer) dirOf(p string) (*pinnedDir, string) {
 		d = next
 	}
 	return d, parts[len(parts)-1]
+}
+
+// appendLines appends up to n lines of data to out, each without its
+// '\n' (lineText trims a '\r' before it).
+func appendLines(out [][]byte, data []byte, n int) [][]byte {
+	for k := 0; k < n && len(data) > 0; k++ {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			out = append(out, data)
+			break
+		}
+		out = append(out, data[:i])
+		data = data[i+1:]
+	}
+	return out
 }

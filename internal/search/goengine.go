@@ -54,6 +54,7 @@ func Go(ctx context.Context, root string, o Options) (Result, error) {
 	s := &goSearch{re: re, o: o, ctx: ctx, invalid: newInvalidMatcher(o)}
 	if m := s.invalid; m != nil {
 		s.pre = newPrefilter(m.tree)
+		s.nonASCII = s.pre == nil && needsNonASCII(m.tree)
 	}
 	files, err := listFiles(ctx, root, o, &s.stopped)
 	if err != nil {
@@ -254,11 +255,14 @@ func isProtected(protected []string, p string) bool {
 }
 
 type goSearch struct {
-	re      *regexp.Regexp
-	pre     *prefilter      // nil: no literal is required of a match
-	invalid *invalidMatcher // matches lines holding invalid UTF-8
-	o       Options
-	ctx     context.Context
+	re  *regexp.Regexp
+	pre *prefilter // nil: no literal is required of a match
+	// nonASCII: with no prefilter, every match holds a byte at or
+	// above 0x80 (needsNonASCII), so only lines holding one are matched.
+	nonASCII bool
+	invalid  *invalidMatcher // matches lines holding invalid UTF-8
+	o        Options
+	ctx      context.Context
 
 	matches atomic.Int64
 	stopped atomic.Bool
@@ -331,17 +335,19 @@ func (s *goSearch) file(job fileJob, buf []byte) ([]Hit, []byte) {
 }
 
 // scan finds the matching lines of data. With a prefilter, only the
-// lines holding one of its literals are matched, each on its own; without
-// one, the whole buffer is searched first, so a file without a match
-// costs one regexp pass, and each candidate line is then confirmed on its
-// own, since a match of the whole buffer may span lines where no single
-// line matches.
+// lines holding one of its literals are matched, each on its own, and
+// likewise, for a pattern every match of which holds a non-ASCII byte,
+// only the lines holding one; otherwise the whole buffer is searched
+// first, so a file without a match costs one regexp pass, and each
+// candidate line is then confirmed on its own, since a match of the
+// whole buffer may span lines where no single line matches.
 func (s *goSearch) scan(path string, data []byte) []Hit {
-	var matchLines []int  // 0-based line indexes
+	var matched []lineSpan
 	line, counted := 0, 0 // newlines in data[:counted]
+	var cacheArr [maxNeedles]int
 	var cache []int
 	if s.pre != nil {
-		cache = make([]int, len(s.pre.needles))
+		cache = cacheArr[:len(s.pre.needles)]
 		for i := range cache {
 			cache[i] = -2
 		}
@@ -350,6 +356,10 @@ func (s *goSearch) scan(path string, data []byte) []Hit {
 		var off int
 		if s.pre != nil {
 			if off = s.pre.next(data, pos, cache); off < 0 {
+				break
+			}
+		} else if s.nonASCII {
+			if off = indexNonASCII(data, pos); off < 0 {
 				break
 			}
 		} else {
@@ -374,15 +384,19 @@ func (s *goSearch) scan(path string, data []byte) []Hit {
 				s.stopped.Store(true)
 				break
 			}
-			matchLines = append(matchLines, line)
+			matched = append(matched, lineSpan{line: line, start: start})
 		}
 		pos = end + 1
 	}
-	if len(matchLines) == 0 {
+	if len(matched) == 0 {
 		return nil
 	}
-	return s.hits(path, data, matchLines)
+	return s.hits(path, data, matched)
 }
+
+// lineSpan is a line of a file: its 0-based index and the offset where
+// it starts.
+type lineSpan struct{ line, start int }
 
 // lineMatch reports whether one line (without its terminator) matches,
 // with ripgrep's meaning where it holds invalid UTF-8.
@@ -395,39 +409,40 @@ func (s *goSearch) lineMatch(line []byte) bool {
 
 var newline = []byte{'\n'}
 
-// hits renders matches and their context windows.
-func (s *goSearch) hits(path string, data []byte, matchLines []int) []Hit {
+// hits renders matches (in order) and their context windows, finding
+// the context lines from each match's offset, so only the lines shown
+// are split off data.
+func (s *goSearch) hits(path string, data []byte, matched []lineSpan) []Hit {
 	c := s.o.Context
-	lines := splitLines(data, matchLines[len(matchLines)-1]+c+1)
-	isMatch := make(map[int]bool, len(matchLines))
-	for _, m := range matchLines {
-		isMatch[m] = true
-	}
-	var out []Hit
-	next := 0 // first line not yet emitted
-	for _, m := range matchLines {
-		from := max(m-c, next)
-		to := min(m+c, len(lines)-1)
-		for l := from; l <= to; l++ {
-			out = append(out, Hit{Path: path, Line: l + 1, Text: lineText(lines[l]), Match: isMatch[l]})
+	out := make([]Hit, 0, len(matched))
+	next, nextStart := 0, 0 // the first line not yet emitted, and its offset
+	k := 0                  // the first match not below the line emitted
+	for _, m := range matched {
+		from := max(m.line-c, next)
+		if from > m.line+c {
+			continue // emitted as context of an earlier match
 		}
-		next = max(next, to+1)
-	}
-	return out
-}
-
-// splitLines returns up to n lines of data (without terminators kept by
-// lineText's trimming: each element ends before its '\n').
-func splitLines(data []byte, n int) [][]byte {
-	var out [][]byte
-	for len(out) < n && len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			out = append(out, data)
-			break
+		start := nextStart
+		if from != next {
+			// Back from the match to the first line of its window.
+			start = m.start
+			for l := m.line; l > from; l-- {
+				start = bytes.LastIndexByte(data[:start-1], '\n') + 1
+			}
 		}
-		out = append(out, data[:i])
-		data = data[i+1:]
+		for l := from; l <= m.line+c && start < len(data); l++ {
+			end := len(data)
+			if nl := bytes.IndexByte(data[start:], '\n'); nl >= 0 {
+				end = start + nl
+			}
+			for k < len(matched) && matched[k].line < l {
+				k++
+			}
+			isMatch := k < len(matched) && matched[k].line == l
+			out = append(out, Hit{Path: path, Line: l + 1, Text: lineText(data[start:end]), Match: isMatch})
+			next, start = l+1, end+1
+			nextStart = start
+		}
 	}
 	return out
 }

@@ -121,6 +121,11 @@ func (d *pinnedDir) read(name string, buf []byte, limit, lines int) ([]byte, err
 		return buf[:0], errTooLarge
 	}
 	buf = buf[:0]
+	if lines == 0 && st.Size > 0 {
+		// Room for the whole file as fstat saw it, in one allocation
+		// rather than growth by copying.
+		buf = slices.Grow(buf, int(st.Size))
+	}
 	seen := 0 // newlines read, when counting lines
 	for {
 		if len(buf) == cap(buf) {

@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/bits"
 	"regexp/syntax"
 	"unicode"
@@ -422,4 +423,87 @@ func (p *prefilter) next(data []byte, from int, cache []int) int {
 		}
 	}
 	return best
+}
+
+// needsNonASCII reports whether every match of re (as Compile parses
+// it) holds a byte outside ASCII: a non-ASCII literal rune with no ASCII
+// case form, or a class of non-ASCII code points only, that every match
+// passes through. A line of ASCII bytes alone then never matches, and a
+// line holding invalid UTF-8 always holds such a byte, so searching for
+// bytes at or above 0x80 finds every line that can match.
+func needsNonASCII(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpNoMatch:
+		return true
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if nonASCIIRune(r, re.Flags&syntax.FoldCase != 0) {
+				return true
+			}
+		}
+	case syntax.OpCharClass:
+		// The ranges are sorted, and case folding is already in them.
+		return len(re.Rune) == 0 || re.Rune[0] >= utf8.RuneSelf
+	case syntax.OpCapture, syntax.OpPlus:
+		return needsNonASCII(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min >= 1 && needsNonASCII(re.Sub[0])
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if needsNonASCII(sub) {
+				return true
+			}
+		}
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if !needsNonASCII(sub) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// nonASCIIRune reports whether a literal rune (with its case forms
+// when fold is set) matches only non-ASCII text.
+func nonASCIIRune(r rune, fold bool) bool {
+	if r < utf8.RuneSelf {
+		return false
+	}
+	if fold {
+		for g := unicode.SimpleFold(r); g != r; g = unicode.SimpleFold(g) {
+			if g < utf8.RuneSelf {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// indexNonASCII returns the position of the first byte at or after from
+// that is 0x80 or above, or -1. It reads eight bytes at a time.
+func indexNonASCII(data []byte, from int) int {
+	const high = 0x8080808080808080
+	i := from
+	for ; i+32 <= len(data); i += 32 {
+		a := binary.LittleEndian.Uint64(data[i:])
+		b := binary.LittleEndian.Uint64(data[i+8:])
+		c := binary.LittleEndian.Uint64(data[i+16:])
+		d := binary.LittleEndian.Uint64(data[i+24:])
+		if (a|b|c|d)&high != 0 {
+			break
+		}
+	}
+	for ; i+8 <= len(data); i += 8 {
+		if w := binary.LittleEndian.Uint64(data[i:]) & high; w != 0 {
+			return i + bits.TrailingZeros64(w)/8
+		}
+	}
+	for ; i < len(data); i++ {
+		if data[i] >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return -1
 }

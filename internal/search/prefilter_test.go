@@ -1,9 +1,13 @@
 package search
 
 import (
+	"bytes"
+	"context"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"pgregory.net/rapid"
 )
@@ -166,6 +170,94 @@ func TestAnchoredNeedleIndex(t *testing.T) {
 			if got := n.index(data, from); got != want {
 				t.Fatalf("needle %v in %q from %d: index %d, want %d", q, data, from, got, want)
 			}
+		}
+	})
+}
+
+// nonASCIIAtoms build the patterns the non-ASCII scan properties draw:
+// classes and literals outside ASCII (some with ASCII case forms: the
+// Kelvin sign and the long s), and ASCII atoms around them.
+var nonASCIIAtoms = []string{`[^\x00-\x7F]`, `[^\x00-\x7F]{2}`, `[^\x00-\x7F]+`, "é", "(?i:é)", "\u212a", "(?i:\u212a)", "ſ", `\p{Greek}`, `[é-ü]`, "(é|ü)", "(é|a)", "a", "[ab]", ".", `\w`, "a*", "x?", "^", "$", `\b`, `[^a]`, `\x{FFFD}`, "é*"}
+
+// nonASCIIAlphabet is what the contents are made of: ASCII, valid
+// non-ASCII text, a real U+FFFD, invalid bytes, line ends.
+var nonASCIIAlphabet = []string{"a", "b", "x", " ", "é", "É", "ü", "α", "k", "K", "\u212a", "s", "ſ", "\uFFFD", "\xff", "\xc3", "\x80", "\n", "\r\n", "ab"}
+
+// TestNonASCIIScanAgreesWithLines: for every pattern needsNonASCII
+// holds of, the Go engine's scan, which matches only the lines holding a
+// byte at or above 0x80, finds exactly the lines that matching every
+// line on its own finds. Control: such patterns were drawn, and lines
+// matched.
+func TestNonASCIIScanAgreesWithLines(t *testing.T) {
+	t.Parallel()
+	fast, matched := 0, 0
+	rapid.Check(t, func(t *rapid.T) {
+		p := strings.Join(rapid.SliceOfN(rapid.SampledFrom(nonASCIIAtoms), 1, 4).Draw(t, "atoms"), "")
+		if rapid.Bool().Draw(t, "alternate") {
+			p += "|" + strings.Join(rapid.SliceOfN(rapid.SampledFrom(nonASCIIAtoms), 1, 3).Draw(t, "alt"), "")
+		}
+		o := Options{Pattern: p, CaseInsensitive: rapid.Bool().Draw(t, "ci")}
+		re, err := Compile(o)
+		if err != nil {
+			t.Skip("not a pattern")
+		}
+		s := &goSearch{re: re, o: o, ctx: context.Background(), invalid: newInvalidMatcher(o)}
+		if s.nonASCII = needsNonASCII(s.invalid.tree); !s.nonASCII {
+			return
+		}
+		fast++
+		data := []byte(strings.Join(rapid.SliceOfN(rapid.SampledFrom(nonASCIIAlphabet), 0, 40).Draw(t, "content"), ""))
+		var want []int
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if i == bytes.Count(data, []byte("\n")) && len(line) == 0 {
+				break // past the final newline: not a line
+			}
+			if !bytes.ContainsFunc(line, func(r rune) bool { return r >= utf8.RuneSelf }) && re.Match(line) {
+				t.Fatalf("pattern %q (case-insensitive %v) matches the ASCII line %q", o.Pattern, o.CaseInsensitive, line)
+			}
+			if s.lineMatch(line) {
+				want = append(want, i+1)
+			}
+		}
+		var got []int
+		for _, h := range s.scan("f", data) {
+			if h.Match {
+				got = append(got, h.Line)
+			}
+		}
+		matched += len(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("pattern %q (case-insensitive %v) over %q: scan found lines %v, line by line %v", o.Pattern, o.CaseInsensitive, data, got, want)
+		}
+	})
+	if fast == 0 || matched == 0 {
+		t.Fatalf("%d patterns took the non-ASCII scan, finding %d lines: the property tested nothing", fast, matched)
+	}
+}
+
+// TestIndexNonASCII: indexNonASCII finds the first byte at or above
+// 0x80 from any position, as a byte-by-byte search does, across the
+// boundaries of the words it reads.
+func TestIndexNonASCII(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		data := rapid.SliceOfN(rapid.SampledFrom([]byte{'a', '\n', 0x7f, 0x80, 0xc3, 0xff}), 0, 100).Draw(t, "data")
+		// Mostly ASCII, so the word loops run.
+		for i := range data {
+			if rapid.IntRange(0, 9).Draw(t, "ascii") > 0 {
+				data[i] = 'a'
+			}
+		}
+		from := rapid.IntRange(0, len(data)).Draw(t, "from")
+		want := -1
+		for i := from; i < len(data); i++ {
+			if data[i] >= 0x80 {
+				want = i
+				break
+			}
+		}
+		if got := indexNonASCII(data, from); got != want {
+			t.Fatalf("indexNonASCII(%q, %d) = %d, want %d", data, from, got, want)
 		}
 	})
 }
