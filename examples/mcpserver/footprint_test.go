@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +85,95 @@ func directFootprint(ctx context.Context, p *plane.Plane, servers []string, task
 		}
 	}
 	return f, nil
+}
+
+// codeModeFootprint is the code-mode side of the comparison: the model
+// is sent code_mode's declaration and reads the cap/mcp/<server> pages
+// of the named servers once (fs_read cap://mcp/<server>), then writes one
+// program that makes footprintTask's ten calls and prints what it needs
+// of their answers. It fails when the program fails.
+func codeModeFootprint(ctx context.Context, p *plane.Plane, servers []string, ws string) (footprint, error) {
+	var f footprint
+	for _, t := range p.Registry.Registered() {
+		if t.Name == "code_mode" {
+			f.declared += len(t.Name) + len(t.Description) + len(t.Schema)
+		}
+	}
+	for _, s := range servers {
+		f.tools++
+		o := p.Registry.Dispatch(ctx, p.Call, "fs_read", []byte(`{"path":"cap://mcp/`+s+`"}`))
+		if o.IsError {
+			return f, fmt.Errorf("cap://mcp/%s: %s", s, o.Text)
+		}
+		f.declared += len(o.Text)
+	}
+	args, err := json.Marshal(map[string]any{"program": footprintProgram(ws), "within_ms": 300000})
+	if err != nil {
+		return f, err
+	}
+	f.sent = len("code_mode") + len(args)
+	o := p.Registry.Dispatch(ctx, p.Call.At("op-footprint", "step-2", 0), "code_mode", args)
+	if o.IsError {
+		return f, fmt.Errorf("code_mode: %s: %s", o.Code, o.Text)
+	}
+	// The answer's call record counts the program's capability calls.
+	if m := regexp.MustCompile(`calls: (\d+) \((\d+) ok\)`).FindStringSubmatch(o.Text); m != nil && m[1] == m[2] {
+		f.calls, _ = strconv.Atoi(m[1])
+	}
+	f.received = len(o.Text)
+	return f, nil
+}
+
+// footprintProgram makes footprintTask's ten calls from one program and
+// prints a line of each answer, as a model would write it.
+func footprintProgram(ws string) string {
+	return `package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"cap/mcp/everything"
+	"cap/mcp/files"
+)
+
+func main() {
+	ctx := context.Background()
+	ws := ` + fmt.Sprintf("%q", ws) + `
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	dirs, err := files.ListAllowedDirectories(ctx, files.ListAllowedDirectoriesInput{})
+	must(err)
+	tree, err := files.DirectoryTree(ctx, files.DirectoryTreeInput{Path: ws})
+	must(err)
+	found, err := files.SearchFiles(ctx, files.SearchFilesInput{Path: ws, Pattern: "**/*.go"})
+	must(err)
+	main, err := files.ReadTextFile(ctx, files.ReadTextFileInput{Path: ws + "/main.go"})
+	must(err)
+	both, err := files.ReadMultipleFiles(ctx, files.ReadMultipleFilesInput{Paths: []string{ws + "/go.mod", ws + "/README.md"}})
+	must(err)
+	info, err := files.GetFileInfo(ctx, files.GetFileInfoInput{Path: ws + "/main.go"})
+	must(err)
+	echo, err := everything.Echo(ctx, everything.EchoInput{Message: "build passed"})
+	must(err)
+	sum, err := everything.GetSum(ctx, everything.GetSumInput{A: 1234, B: 5678})
+	must(err)
+	weather, err := everything.GetStructuredContent(ctx, everything.GetStructuredContentInput{Location: everything.GetStructuredContentInputLocationChicago})
+	must(err)
+	img, err := everything.GetTinyImage(ctx, everything.GetTinyImageInput{})
+	must(err)
+	fmt.Println("allowed:", strings.TrimSpace(dirs.Content))
+	fmt.Println("tree bytes:", len(tree.Content), "go files:", strings.Count(found.Content, ".go"))
+	fmt.Println("main.go lines:", strings.Count(main.Content, "\n"))
+	fmt.Println("module:", strings.Contains(both.Content, "module example.com/hello"))
+	fmt.Println("main.go info lines:", strings.Count(info.Content, "\n")+1)
+	fmt.Println(echo.Text, "|", sum.Text, "|", fmt.Sprint(weather), "| image text bytes:", len(img.Text))
+}
+`
 }
 
 // footprintTask is ten calls a model might make over a small Go module:
@@ -164,6 +255,14 @@ func TestMCPFootprint(t *testing.T) {
 		t.Fatalf("the task: %+v", f)
 	}
 	row("direct tools: both, the 10-call task", f)
+	cm, err := codeModeFootprint(ctx, p, []string{"everything", "files"}, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.calls < 10 {
+		t.Fatalf("the program made %d calls, all ok, want 10: %+v", cm.calls, cm)
+	}
+	row("code mode: both packages' API pages read once, one program making the 10 calls", cm)
 	t.Logf("bytes a model is sent and writes (≈tok: bytes/4)\n| | tools | declared | calls | sent by the model | received by the model |\n|---|---|---|---|---|---|\n%s",
 		strings.Join(rows, "\n"))
 }
