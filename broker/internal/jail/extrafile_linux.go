@@ -37,8 +37,9 @@ func takeExtraFile(mode Extra) error {
 }
 
 // takeStdinFile, in the helper, receives the command's stdin over the
-// handoff socket at ExtraFileFD and puts it at fd 0, in place of the
-// broker's stdin pipe. It fails unless exactly one descriptor arrived.
+// handoff socket at ExtraFileFD and puts it at fd 0, blocking, in place
+// of the broker's stdin pipe. It fails unless exactly one descriptor
+// arrived.
 func takeStdinFile() error {
 	fd, err := receiveHandoff("stdin")
 	if err != nil {
@@ -48,6 +49,11 @@ func takeStdinFile() error {
 	unix.Close(fd)
 	if err != nil {
 		return fmt.Errorf("stdin to fd 0: %w", err)
+	}
+	// Blocking, as os/exec makes a file it starts a helper with (the
+	// broker's end of a pipe is non-blocking for its poller).
+	if err := unix.SetNonblock(0, false); err != nil {
+		return fmt.Errorf("stdin blocking: %w", err)
 	}
 	return nil
 }
