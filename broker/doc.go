@@ -56,10 +56,12 @@
 //
 // A Broker keeps a pool of Options.WarmHelpers helpers started ahead, each
 // retired after Options.WarmHelperIdle, so a command pays configuration,
-// confinement and exec only. A warm helper may be primed with the last
-// command's policy; it then serves only a command with that very policy,
-// and only once the broker has re-validated everything priming read from
-// the host; otherwise it is retired. Warm helpers count against
+// confinement and exec only. A warm helper may be primed with the policy
+// of one of the last few commands; it then serves only a command with
+// that very policy, and only once the broker has re-validated everything
+// priming read from the host; otherwise it is retired. A command's stdin
+// file (a job's pipe) and extra file reach a warm helper over its
+// handoff socket. Warm helpers count against
 // Options.MaxLiveCommands. Close discards them. Helpers started ahead, and
 // every helper of a host resident above 64 MiB, are started through a
 // small launcher process, so a command's cost does not grow with the

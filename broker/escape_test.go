@@ -853,7 +853,7 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 	switch {
 	case jailed && bs.f.primed:
 		var primed bool
-		r, primed = runPrimed(t, b, e, p, timeout, c.script)
+		r, primed = runPrimed(t, b, e, p, timeout, c.script, bs.f.mixed)
 		if !primed {
 			// Re-validation retired the priming: something on the host
 			// changed what it read (another program's socket, say). The
@@ -887,19 +887,40 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 // broker retire the priming and confine the command afresh, by design: a
 // primed helper is never handed a command whose host view changed, so
 // the checks cannot be turned off here without handing one a
-// configuration it refuses. primed says whether a primed helper served
-// the script.
-func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p sandbox.Policy, timeout time.Duration, script string) (r result, primed bool) {
+// configuration it refuses. With mixed, a command under a sibling
+// policy (p with one more readable root, as a call granted more has) runs
+// on the same workspace first, so the pool primes helpers for both
+// policies, and the script's stdin is a file (a pipe at its end, as a
+// job's is), handed to the helper over its handoff socket. primed says
+// whether a primed helper served the script.
+func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p sandbox.Policy, timeout time.Duration, script string, mixed bool) (r result, primed bool) {
 	t.Helper()
 	b.test.tracePhases = true
+	if mixed {
+		sibling := p
+		sibling.ReadableRoots = append(slices.Clone(p.ReadableRoots), t.TempDir())
+		if r := runIn(t, b, e, sibling, timeout, "true"); r.settled.ExitCode != 0 {
+			t.Fatalf("sibling policy's command: %+v %s", r.settled, r.stderr)
+		}
+	}
 	if r := runIn(t, b, e, p, timeout, "true"); r.settled.ExitCode != 0 {
 		t.Fatalf("priming command: %+v %s", r.settled, r.stderr)
 	}
 	waitPrimed(t, b)
-	ex, d := b.Clear(context.Background(), sandbox.CallSpec{
+	spec := sandbox.CallSpec{
 		Key: sandbox.StepKey{OpID: "escape", StepID: t.Name()}, Argv: []string{"sh", "-c", script},
 		Dir: e.ws, Env: e.vars(), Policy: p, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: timeout,
-	})
+	}
+	if mixed {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		defer pr.Close()
+		spec.Stdin = pr
+	}
+	ex, d := b.Clear(context.Background(), spec)
 	if d != nil {
 		t.Fatalf("Clear: %v", d)
 	}
@@ -913,7 +934,7 @@ func runPrimed(t *testing.T, b *Broker, e *escapeEnv, p sandbox.Policy, timeout 
 const primedWaitLimit = 2 * time.Minute
 
 // waitPrimed waits until b's pool holds a primed helper (primed for the
-// last command's policy: a case's broker runs one) and its filler has
+// last command's policy, whatever other policies it primes for) and its filler has
 // stopped, or the filler stopped with the pool full and none primed (the
 // host changed what priming read), or primedWaitLimit passed: the case
 // then runs on whatever the pool offers.
@@ -922,7 +943,10 @@ func waitPrimed(t *testing.T, b *Broker) {
 	limit := time.Now().Add(primedWaitLimit)
 	for {
 		b.pool.mu.Lock()
-		primed := slices.ContainsFunc(b.pool.ready, func(h *waitingHelper) bool { return h.prime != nil })
+		primed := slices.ContainsFunc(b.pool.ready, func(h *waitingHelper) bool {
+			last := b.pool.primes.sources[h.flavour]
+			return h.prime != nil && len(last) > 0 && h.prime.key == last[0].key
+		})
 		ready, filling, err := len(b.pool.ready), b.pool.filling, b.pool.err
 		b.pool.mu.Unlock()
 		switch {
@@ -1277,13 +1301,17 @@ type escapeFlavour struct {
 	// own policy (one command under it ran first), as a batch's next
 	// command is (see runPrimed).
 	primed bool
+	// mixed: with primed, the pool is primed for a sibling policy on the
+	// same workspace too, and the run's stdin is a file (see runPrimed).
+	mixed bool
 }
 
 // escapeFlavours are the helper starts the suite runs every case on.
 func escapeFlavours() []escapeFlavour {
 	// The primed flavour's helpers wait as long as a broker lets them, so
 	// no helper is retired idle before a slow host hands it the probe.
-	return []escapeFlavour{{name: "warm"}, {name: "primed", idle: maxWarmHelperIdle, primed: true}, {name: "cold-launched", idle: -1, launched: true}}
+	return []escapeFlavour{{name: "warm"}, {name: "primed", idle: maxWarmHelperIdle, primed: true},
+		{name: "primed-mixed", idle: maxWarmHelperIdle, primed: true, mixed: true}, {name: "cold-launched", idle: -1, launched: true}}
 }
 
 // warmUp runs one command on b under the suite's usual policy and waits

@@ -184,9 +184,10 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf sandbox.Enforcem
 		proc.mu.Unlock()
 	}()
 	// encode is the configuration for a helper that holds mode at
-	// ExtraFileFD.
-	encode := func(mode jail.Extra) ([]byte, *sandbox.Denial) {
-		cfg.Extra = mode
+	// ExtraFileFD and, with stdinHandoff, is handed the command's stdin
+	// file there first.
+	encode := func(mode jail.Extra, stdinHandoff bool) ([]byte, *sandbox.Denial) {
+		cfg.Extra, cfg.StdinHandoff = mode, stdinHandoff
 		payload, err := json.Marshal(cfg)
 		if err != nil {
 			return nil, sandbox.NewDenial(sandbox.DenialJailFailed, "encode helper config: "+err.Error(), err)
@@ -196,48 +197,47 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf sandbox.Enforcem
 	f := flavour{namespaces: namespaces, newNet: namespaces && networkOff}
 	b.notePrimeSource(f, cfg)
 	// A command whose stdin is a file gets that file as its fd 0, as
-	// os/exec does; only a helper started for it can hold it. A warm
-	// helper takes the extra file over its handoff socket.
+	// os/exec does: a helper started for it inherits it there, a warm
+	// helper takes it over its handoff socket, as it takes the extra
+	// file (a job's stdin pipe among them).
 	stdinFile, _ := req.stdin.(*os.File)
-	if stdinFile == nil {
-		h := b.takeWarm(f, key)
-		if h != nil && h.prime != nil && !b.primedFor(h, cfg) {
-			// Something its priming read changed, or may have: it is
-			// retired, and so are the others primed before the change.
-			b.discard(h)
-			h = b.takeWarm(f, "")
-		}
-		req.trace.Mark("taken")
-		if h != nil {
-			if req.extra != nil && h.handoff == nil {
-				b.discard(h) // no way to hand it the file
-			} else {
-				mode := jail.ExtraNone
-				if req.extra != nil {
-					mode = jail.ExtraHandoff
-				}
-				payload, d := encode(mode)
-				if d != nil {
-					b.discard(h)
-					return nil, enf, "", d
-				}
-				proc, enf, execErr, d, silent := b.configure(h, payload, req)
-				if !silent {
-					if proc != nil {
-						proc.prestartNext = sync.OnceFunc(func() { b.prewarm(f) })
-					}
-					return proc, enf, execErr, d
-				}
-				// The warm helper died before it could say anything (killed
-				// from outside, say): nothing ran, so a fresh helper may try.
+	h := b.takeWarm(f, key)
+	if h != nil && h.prime != nil && !b.primedFor(h, cfg) {
+		// Something its priming read changed, or may have: it is
+		// retired, and so are the others primed before the change.
+		b.discard(h)
+		h = b.takeWarm(f, "")
+	}
+	req.trace.Mark("taken")
+	if h != nil {
+		if (req.extra != nil || stdinFile != nil) && h.handoff == nil {
+			b.discard(h) // no way to hand it the file
+		} else {
+			mode := jail.ExtraNone
+			if req.extra != nil {
+				mode = jail.ExtraHandoff
 			}
+			payload, d := encode(mode, stdinFile != nil)
+			if d != nil {
+				b.discard(h)
+				return nil, enf, "", d
+			}
+			proc, enf, execErr, d, silent := b.configure(h, payload, req)
+			if !silent {
+				if proc != nil {
+					proc.prestartNext = sync.OnceFunc(func() { b.prewarm(f) })
+				}
+				return proc, enf, execErr, d
+			}
+			// The warm helper died before it could say anything (killed
+			// from outside, say): nothing ran, so a fresh helper may try.
 		}
 	}
 	mode := jail.ExtraNone
 	if req.extra != nil {
 		mode = jail.ExtraInherited
 	}
-	payload, d := encode(mode)
+	payload, d := encode(mode, false)
 	if d != nil {
 		return nil, enf, "", d
 	}
@@ -262,10 +262,17 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	b.limitHelperCgroup(proc, withDefaults(req.policy.Limits)) // before the command reaches the helper
 	setup := time.AfterFunc(jailSetupTimeout, proc.kill)
 	defer setup.Stop()
+	// A warm helper is handed the command's stdin file, when it has one,
+	// and then its extra file, in that order, before the configuration
+	// that tells it to take them.
+	stdinFile, _ := req.stdin.(*os.File)
+	handedStdin := h.handoff != nil && stdinFile != nil
 	if h.handoff != nil {
-		// Before the configuration, which tells the helper to take it.
+		if handedStdin {
+			sendExtraFile(h.handoff, stdinFile) // an error means the helper is gone; its report says so
+		}
 		if req.extra != nil {
-			sendExtraFile(h.handoff, req.extra) // an error means the helper is gone; its report says so
+			sendExtraFile(h.handoff, req.extra)
 		}
 		h.handoff.Close()
 	}
@@ -281,7 +288,7 @@ func (b *Broker) configure(h *waitingHelper, payload []byte, req jailRequest) (p
 	}
 	switch {
 	case h.stdinW == nil: // the command's own file is its fd 0
-	case req.stdin == nil:
+	case req.stdin == nil, handedStdin: // /dev/null, or the file handed over
 		h.stdinW.Close()
 	default:
 		go func() {

@@ -222,3 +222,45 @@ func TestRedteamPrimedHomeAddedToPasswdAfterPrimingIsMasked(t *testing.T) {
 		return primedWorld{p: p, change: addUser, probe: "cat " + filepath.Join(home, ".netrc") + "; echo done"}
 	}, "HOMESECRET", "the .netrc of a home added to /etc/passwd after priming")
 }
+
+// TestRedteamPrimedOtherPolicyInTheWorkspaceRelinksASecret: a command of
+// another policy writing only within the primed policy's workspace (it
+// does not taint the primed helpers) detaches a secret's mask of theirs
+// and puts the secret back as the same inode (a hard link), which no
+// identity check sees; the re-validation at the handover does (the
+// workspace's watches, the mount check), so no primed helper serves the
+// next command and the secret stays masked. The control turns the
+// re-validation off and shows the secret.
+func TestRedteamPrimedOtherPolicyInTheWorkspaceRelinksASecret(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		ws := gitWorkspace(t)
+		home := filepath.Join(ws, "home")
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".netrc"), []byte("SECRET\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := testPolicy(ws)
+		env := map[string]string{"HOME": home} // its secrets masked
+		b := primedBroker(t, p, env, func(b *Broker) { b.test.primeCheckOff = control })
+		// Another policy on the same workspace, its HOME elsewhere (so
+		// the workspace's .netrc is not masked for it), of another broker.
+		other, ob := testPolicy(ws), newTestBroker(t, Options{WarmHelperIdle: -1})
+		other.ReadableRoots = append(slices.Clone(other.ReadableRoots), t.TempDir())
+		ob.test.tracePhases = true
+		if out, s, _, _ := primedRun(t, ob, other, nil, "sh", "-c", "cd home && ln .netrc x && rm .netrc && ln x .netrc && rm x"); s.ExitCode != 0 {
+			t.Fatalf("the other policy's command: %q %+v", out, s)
+		}
+		out, _, _, primed := primedRun(t, b, p, env, "sh", "-c", "cat \"$HOME/.netrc\"")
+		if control {
+			if !primed || !strings.Contains(out, "SECRET") {
+				t.Fatalf("control: primed %v, %q: the test cannot tell", primed, out)
+			}
+			continue
+		}
+		if primed || strings.Contains(out, "SECRET") {
+			t.Fatalf("after another policy's command: primed %v, %q", primed, out)
+		}
+	}
+}

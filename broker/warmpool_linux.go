@@ -10,10 +10,10 @@ import (
 // now (a host that changed its uid since must not run a command as the
 // old one): the oldest primed for policy key (see jail.PrimeKey), else the
 // oldest holding no policy; nil when there is none. Helpers failing the
-// first two, and helpers primed for a policy other than the one the
+// first two, and helpers primed for a policy that is not one the
 // flavour's helpers are primed for now (a stale priming), are discarded
-// on the way; one primed for that policy while the command's is another
-// stays for the commands it fits. When the command finds no helper but
+// on the way; one primed for such a policy while the command's is
+// another stays for the commands it fits. When the command finds no helper but
 // passed over primed ones, the pool keeps one helper of the flavour
 // unprimed from then on (primeBook.reserve). The caller holds its own
 // share of the host-wide bounds, so the helper's is returned.
@@ -23,9 +23,8 @@ func (b *Broker) takeWarm(f flavour, key string) *waitingHelper {
 	who := currentIdentity()
 	for {
 		p.mu.Lock()
-		current := p.primes.sourceKey[f]
 		i := slices.IndexFunc(p.ready, func(h *waitingHelper) bool {
-			return h.flavour == f && h.prime != nil && (h.prime.key == key || h.prime.key != current)
+			return h.flavour == f && h.prime != nil && (h.prime.key == key || !p.primes.recent(f, h.prime.key))
 		})
 		if i < 0 {
 			i = slices.IndexFunc(p.ready, func(h *waitingHelper) bool { return h.flavour == f && h.prime == nil })

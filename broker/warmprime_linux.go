@@ -21,15 +21,17 @@ import (
 
 // Primed helpers.
 //
-// Commands cleared back to back usually carry the same policy. A warm
-// helper may therefore be primed, while it waits, with the policy of the
-// last command of its flavour: it builds that policy's mounts and applies
-// its rlimits, capabilities, no-new-privs, Landlock and seccomp
-// (the helper's confine), exactly as it would for a command, and then waits for its
-// command. Landlock and seccomp cannot be undone, so a primed helper can
-// only ever serve that exact policy (jail.PrimeKey); a helper primed for a
-// policy the pool no longer primes for is retired when a command of its
-// flavour comes (takeWarm), never reused.
+// Commands cleared back to back usually carry one of a few policies (the
+// plane's bash, a sub-agent's, a call granted more). A warm helper may
+// therefore be primed, while it waits, with the policy of a recent
+// command of its flavour (one of the last maxPrimedPolicies, the one the
+// fewest ready helpers are primed for): it builds that policy's mounts
+// and applies its rlimits, capabilities, no-new-privs, Landlock and
+// seccomp (the helper's confine), exactly as it would for a command, and
+// then waits for its command. Landlock and seccomp cannot be undone, so a
+// primed helper can only ever serve that exact policy (jail.PrimeKey); a
+// helper primed for a policy the pool no longer primes for is retired
+// when a command of its flavour comes (takeWarm), never reused.
 //
 // What priming read from the host may have changed by the time the
 // command comes, so the broker hands a primed helper a command only when
@@ -48,11 +50,14 @@ import (
 //     every protected path, every secret it would mask, the resolver
 //     file, the socket directories, the host root's top-level links — is
 //     the same at the handover as before priming (pathPrint);
-//   - no command with another policy, of any Broker in the process, was
-//     running while the helper was primed or started since (such a
-//     command could have changed a path priming read and put the same
-//     inode back, a hard link, say; one with this policy can change only
-//     the writable roots, which the watches cover);
+//   - no command with another policy, of any Broker in the process, that
+//     may write outside the primed policy's writable roots was running
+//     while the helper was primed or started since (such a command could
+//     have changed a path priming read and put the same inode back, a
+//     hard link, say; one with this policy, or with another whose
+//     writable roots lie within these, can change only the writable
+//     roots, where every path priming read is covered by the watches and
+//     the checks below, as against any host process);
 //   - every mount priming made is still in the helper's table (a host
 //     process removing a path a mask or bind sits on detaches it, even
 //     when the path is made again with its old inode number).
@@ -64,20 +69,40 @@ import (
 // is the priming's and /etc/passwd (which names the other homes) has
 // the same stamp.
 
+// maxPrimedPolicies is how many policies, per flavour, the warm pool
+// primes helpers for: the most recent ones.
+const maxPrimedPolicies = 3
+
 // primeBook is the warm pool's record of priming (under warmPool.mu).
 type primeBook struct {
-	// source is, per flavour, the priming configuration (Prime set, no
-	// command) of the last command of that flavour that could be primed
-	// for.
-	source map[flavour]jail.Config
-	// sourceKey is jail.PrimeKey of source, per flavour.
-	sourceKey map[flavour]string
+	// sources are, per flavour, the priming configurations of the last
+	// maxPrimedPolicies distinct policies of that flavour's commands
+	// that could be primed for, the most recent first.
+	sources map[flavour][]primeSource
 	// reserve: a command of the flavour found only helpers primed for
 	// another policy; from then on one helper of it stays unprimed.
 	reserve map[flavour]bool
 	// failed is, per flavour, the key of the last policy priming failed
 	// for: it is not primed for again.
 	failed map[flavour]string
+}
+
+// primeSource is a priming configuration (Prime set, no command) and its
+// jail.PrimeKey.
+type primeSource struct {
+	cfg jail.Config
+	key string
+}
+
+// recent says whether key is one of the policies flavour f's helpers are
+// primed for now.
+func (pb *primeBook) recent(f flavour, key string) bool {
+	return slices.ContainsFunc(pb.sources[f], func(s primeSource) bool { return s.key == key })
+}
+
+// drop stops priming flavour f's helpers for key.
+func (pb *primeBook) drop(f flavour, key string) {
+	pb.sources[f] = slices.DeleteFunc(pb.sources[f], func(s primeSource) bool { return s.key == key })
 }
 
 // primeLedger is the process's record, across every Broker in it, of the
@@ -94,10 +119,13 @@ var primeLedger struct {
 
 // primeRecord is what the broker knows of a primed helper's priming.
 type primeRecord struct {
-	key     string
-	sockets []string         // the host sockets the priming masked
-	watches []gitguard.Stamp // each writable root's git watch before priming
-	print   []pathIdent
+	key string
+	// writable is where a command of the primed policy may write
+	// (writableReach of its writable roots), which its watches cover.
+	writable []string
+	sockets  []string         // the host sockets the priming masked
+	watches  []gitguard.Stamp // each writable root's git watch before priming
+	print    []pathIdent
 	// wds are the printWatch descriptors of the directories of print's
 	// paths and their ancestors, wdEvents their event count before print
 	// was taken, and watched says they cover every one of them.
@@ -145,26 +173,26 @@ func (b *Broker) notePrimeSource(f flavour, cfg jail.Config) {
 		src.Env = []string{"HOME=" + h}
 	}
 	src.Trace, src.NullStdin, src.Extra, src.Prime = false, false, jail.ExtraNone, true
+	key := string(jail.PrimeKey(src))
 	p := &b.pool
 	p.mu.Lock()
-	if key := string(jail.PrimeKey(src)); p.primes.failed[f] == key {
-		delete(p.primes.source, f) // helpers of the flavour stay unprimed
-		delete(p.primes.sourceKey, f)
-		p.mu.Unlock()
-		return
+	defer p.mu.Unlock()
+	if p.primes.sources == nil {
+		p.primes.sources = map[flavour][]primeSource{}
 	}
-	if p.primes.source == nil {
-		p.primes.source, p.primes.sourceKey = map[flavour]jail.Config{}, map[flavour]string{}
+	p.primes.drop(f, key)
+	if p.primes.failed[f] == key {
+		return // not primed for again
 	}
-	p.primes.source[f] = src
-	p.primes.sourceKey[f] = string(jail.PrimeKey(src))
-	p.mu.Unlock()
+	recent := append([]primeSource{{src, key}}, p.primes.sources[f]...)
+	p.primes.sources[f] = recent[:min(len(recent), maxPrimedPolicies)]
 }
 
 // noteStart records that a command with policy key, writing (at most)
 // under writable, starts in some Broker of the process: every primed
 // helper of another policy whose priming depended on a path within
-// writable (or whose paths are not known yet) is tainted. It returns
+// writable (or whose paths are not known yet) is tainted, unless writable
+// lies within that policy's own writable roots (confinedTo). It returns
 // what to call once the command's tree is gone.
 func noteStart(key string, writable []string) (done func()) {
 	w := writableReach(writable)
@@ -172,7 +200,7 @@ func noteStart(key string, writable []string) (done func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for r := range l.open {
-		if r.key != key && (r.reach == nil || reaches(w, r.reach)) {
+		if r.key != key && !confinedTo(w, r.writable) && (r.reach == nil || reaches(w, r.reach)) {
 			r.tainted = true
 		}
 	}
@@ -226,12 +254,29 @@ func reaches(writable, paths []string) bool {
 	return false
 }
 
+// confinedTo says whether every path of writable (a writableReach) lies
+// within a root of roots (another): a command writing there can change
+// only what a command of the policy with roots could, which is what a
+// primed helper's watches and checks are built to see.
+func confinedTo(writable, roots []string) bool {
+	if len(writable) == 0 || len(roots) == 0 {
+		return false
+	}
+	for _, w := range writable {
+		if !slices.ContainsFunc(roots, func(r string) bool { return sandbox.Covers(r, w) }) {
+			return false
+		}
+	}
+	return true
+}
+
 // othersLiveLocked says whether a command with a policy other than rec's
 // runs in the process and may write where rec's priming read (any such
-// command, while rec's paths are not known); primeLedger.mu is held.
+// command, while rec's paths are not known), outside rec's own writable
+// roots; primeLedger.mu is held.
 func othersLiveLocked(rec *primeRecord) bool {
 	for k, c := range primeLedger.live {
-		if k != rec.key && c.n > 0 && (rec.reach == nil || reaches(c.writable, rec.reach)) {
+		if k != rec.key && c.n > 0 && !confinedTo(c.writable, rec.writable) && (rec.reach == nil || reaches(c.writable, rec.reach)) {
 			return true
 		}
 	}
@@ -297,18 +342,36 @@ func primeReach(print []pathIdent) []string {
 }
 
 // prime primes the warm helper h, just started and prepared, for the
-// last command of its flavour, if there is one. It returns an error
+// recent policy of its flavour the fewest ready helpers are primed for
+// (the most recent among equals), if there is one. It returns an error
 // only when h tried and failed (it is then unusable and the caller
 // discards it); a helper that was not primed stays as it was.
 func (b *Broker) prime(h *waitingHelper) error {
 	p := &b.pool
 	p.mu.Lock()
-	src, ok := p.primes.source[h.flavour]
-	rec := &primeRecord{key: p.primes.sourceKey[h.flavour]}
+	var src jail.Config
+	var rec *primeRecord
+	fewest := -1
+	for _, s := range p.primes.sources[h.flavour] {
+		n := 0
+		for _, r := range p.ready {
+			if r.flavour == h.flavour && r.prime != nil && r.prime.key == s.key {
+				n++
+			}
+		}
+		if fewest < 0 || n < fewest {
+			src, rec, fewest = s.cfg, &primeRecord{key: s.key}, n
+		}
+	}
+	ok := rec != nil
 	unprimed := slices.ContainsFunc(p.ready, func(r *waitingHelper) bool { return r.flavour == h.flavour && r.prime == nil })
 	reserved := p.primes.reserve[h.flavour] && !unprimed
 	p.mu.Unlock()
-	if !ok || reserved || !openPrime(rec) {
+	if !ok || reserved {
+		return nil
+	}
+	rec.writable = writableReach(src.WritableRoots)
+	if !openPrime(rec) {
 		return nil
 	}
 	forget := func() { closePrime(rec) }
@@ -357,10 +420,7 @@ func (b *Broker) prime(h *waitingHelper) error {
 			p.primes.failed = map[flavour]string{}
 		}
 		p.primes.failed[h.flavour] = rec.key
-		if p.primes.sourceKey[h.flavour] == rec.key {
-			delete(p.primes.source, h.flavour)
-			delete(p.primes.sourceKey, h.flavour)
-		}
+		p.primes.drop(h.flavour, rec.key)
 		p.mu.Unlock()
 		return err
 	}

@@ -318,3 +318,80 @@ func TestPrimedHelperTakesTheExtraFile(t *testing.T) {
 		t.Fatalf("read %q from the extra file", buf[:n])
 	}
 }
+
+// TestPrimedHelperTakesTheStdinFile: a primed helper receives the
+// command's stdin file (a job's pipe) as its fd 0, and the caller's copy
+// may close at once.
+func TestPrimedHelperTakesTheStdinFile(t *testing.T) {
+	ws := gitWorkspace(t)
+	p := testPolicy(ws)
+	b := primedBroker(t, p, nil, nil)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := b.Clear(context.Background(), sandbox.CallSpec{Argv: []string{"sh", "-c", "cat; ls /proc/self/fd >&2"}, Policy: p, Stdin: pr,
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Budget: sandbox.Budget{MaxOutstanding: 1}, Timeout: 20 * time.Second})
+	pr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw.Write([]byte("streamed\n"))
+	pw.Close()
+	var out, errs strings.Builder
+	for o := range ex.Output() {
+		if o.Stream == sandbox.Stdout {
+			out.Write(o.Bytes)
+		} else {
+			errs.Write(o.Bytes)
+		}
+	}
+	if s := ex.Wait(); s.ExitCode != 0 {
+		t.Fatalf("%+v %s", s, errs.String())
+	}
+	if !slices.ContainsFunc(b.phasesOf(ex), func(m jail.PhaseMark) bool { return m.Name == jail.PrimedCommandMark }) {
+		t.Fatal("not served by a primed helper")
+	}
+	if out.String() != "streamed\n" {
+		t.Fatalf("stdin gave %q", out.String())
+	}
+	// ls's own directory fd aside, the command holds its three streams.
+	if fds := strings.Fields(errs.String()); len(fds) > 4 || !slices.Equal(fds[:3], []string{"0", "1", "2"}) {
+		t.Fatalf("the command holds descriptors %q", fds)
+	}
+}
+
+// TestPrimedPoolServesRecentPolicies: commands of two policies on one
+// workspace, one after another, are each served by a helper primed for
+// their own policy, and each is confined by it.
+func TestPrimedPoolServesRecentPolicies(t *testing.T) {
+	ws := gitWorkspace(t)
+	p1 := testPolicy(ws)
+	p1.Protected = DefaultProtected(ws)
+	p2 := p1
+	extra := t.TempDir()
+	if err := os.WriteFile(filepath.Join(extra, "granted"), []byte("GRANTED\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p2.ReadableRoots = append(slices.Clone(p2.ReadableRoots), extra)
+	b := primedBroker(t, p1, nil, nil)
+	primedRun(t, b, p2, nil, "true")
+	served := map[int]int{}
+	for i := range 6 {
+		waitPool(t, b, defaultWarmHelpers)
+		p := []sandbox.Policy{p1, p2}[i%2]
+		out, s, _, primed := primedRun(t, b, p, nil, "sh", "-c", "cat "+extra+"/granted; echo x > "+ws+"/.git/config && echo wrote")
+		if strings.Contains(out, "wrote") {
+			t.Fatalf("policy %d wrote its protected path: %q %+v", i%2+1, out, s)
+		}
+		if got := strings.Contains(out, "GRANTED"); got != (i%2 == 1) {
+			t.Fatalf("policy %d read the extra root: %v, %q", i%2+1, got, out)
+		}
+		if primed {
+			served[i%2]++
+		}
+	}
+	if served[0] == 0 || served[1] == 0 {
+		t.Fatalf("primed helpers served %v of each policy's 3 commands", served)
+	}
+}

@@ -28,6 +28,11 @@ type Config struct {
 	Limits        sandbox.Limits `json:"limits"`
 	// NullStdin: the command reads /dev/null, not the stdin pipe.
 	NullStdin bool `json:"null_stdin,omitempty"`
+	// StdinHandoff: the command's stdin is a file of the broker's that
+	// arrives over the handoff socket at ExtraFileFD (before any extra
+	// file) and replaces fd 0, as a helper started for the command
+	// inherits it there.
+	StdinHandoff bool `json:"stdin_handoff,omitempty"`
 	// Sockets are host sockets the policy shares: bound back where a
 	// hidden directory covers them, never masked.
 	Sockets []string `json:"sockets,omitempty"`

@@ -24,6 +24,44 @@ func takeExtraFile(mode Extra) error {
 	if mode != ExtraHandoff {
 		return nil
 	}
+	fd, err := receiveHandoff("extra file")
+	if err != nil {
+		return err
+	}
+	err = unix.Dup3(fd, sandbox.ExtraFileFD, unix.O_CLOEXEC)
+	unix.Close(fd)
+	if err != nil {
+		return fmt.Errorf("extra file to fd %d: %w", sandbox.ExtraFileFD, err)
+	}
+	return nil
+}
+
+// takeStdinFile, in the helper, receives the command's stdin over the
+// handoff socket at ExtraFileFD and puts it at fd 0, blocking, in place
+// of the broker's stdin pipe. It fails unless exactly one descriptor
+// arrived.
+func takeStdinFile() error {
+	fd, err := receiveHandoff("stdin")
+	if err != nil {
+		return err
+	}
+	err = unix.Dup3(fd, 0, 0)
+	unix.Close(fd)
+	if err != nil {
+		return fmt.Errorf("stdin to fd 0: %w", err)
+	}
+	// Blocking, as os/exec makes a file it starts a helper with (the
+	// broker's end of a pipe is non-blocking for its poller).
+	if err := unix.SetNonblock(0, false); err != nil {
+		return fmt.Errorf("stdin blocking: %w", err)
+	}
+	return nil
+}
+
+// receiveHandoff receives one message of one byte and one descriptor
+// (close-on-exec) on the handoff socket at ExtraFileFD; what is named
+// in its errors.
+func receiveHandoff(what string) (int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4*maxHandoffRights))
 	var n, oobn int
@@ -35,7 +73,7 @@ func takeExtraFile(mode Extra) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("extra file handoff: %w", err)
+		return -1, fmt.Errorf("%s handoff: %w", what, err)
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
@@ -49,14 +87,9 @@ func takeExtraFile(mode Extra) error {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return fmt.Errorf("extra file handoff: %d bytes and %d descriptors, want 1 and 1", n, len(fds))
+		return -1, fmt.Errorf("%s handoff: %d bytes and %d descriptors, want 1 and 1", what, n, len(fds))
 	}
-	err = unix.Dup3(fds[0], sandbox.ExtraFileFD, unix.O_CLOEXEC)
-	unix.Close(fds[0])
-	if err != nil {
-		return fmt.Errorf("extra file to fd %d: %w", sandbox.ExtraFileFD, err)
-	}
-	return nil
+	return fds[0], nil
 }
 
 // sealDescriptors, the helper's last step before exec, marks every

@@ -191,8 +191,14 @@ func runHelper() int {
 }
 
 // takeCommandFiles puts the command's own descriptors in place: its
+// stdin when it is handed off (first: it comes first on the socket), its
 // extra file, and /dev/null as stdin when it asks for it.
 func takeCommandFiles(cfg Config) error {
+	if cfg.StdinHandoff {
+		if err := takeStdinFile(); err != nil {
+			return err
+		}
+	}
 	if err := takeExtraFile(cfg.Extra); err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func HostPaths(cfg Config) []string {
 func PrimeKey(cfg Config) []byte {
 	k := cfg
 	k.Argv, k.Env, k.MaskSockets = nil, nil, nil
-	k.Trace, k.NullStdin, k.Prime, k.Extra = false, false, false, ExtraNone
+	k.Trace, k.NullStdin, k.StdinHandoff, k.Prime, k.Extra = false, false, false, false, ExtraNone
 	b, _ := json.Marshal(k)
 	return b
 }
