@@ -96,7 +96,7 @@ func TestHostProcess(t *testing.T) {
 			return true
 		}
 		for i := range hostNotes {
-			if !remember(historytest.NumberedNote(1000*(id+1)+i)) {
+			if !remember(historytest.NumberedNote(1000*(id+1) + i)) {
 				return
 			}
 			if i < sharedNotes && !remember(historytest.NumberedNote(i)) {
@@ -216,4 +216,3 @@ func TestManyHosts(t *testing.T) {
 		t.Errorf("paging saw %d entries, want %d", len(seen), entries)
 	}
 }
-
