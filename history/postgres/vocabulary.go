@@ -107,10 +107,12 @@ func (s *Store) substringPlan(ctx context.Context, p history.WordsQuery) (histor
 	return out, true, nil
 }
 
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
 // vocabularyContaining answers the newest maxSubstringWords vocabulary
 // words containing piece (folded).
 func (s *Store) vocabularyContaining(ctx context.Context, piece string) ([]string, error) {
-	like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(piece) + "%"
+	like := "%" + likeEscaper.Replace(piece) + "%"
 	rows, err := s.pool.Query(ctx, `SELECT word FROM vocabulary WHERE word LIKE $1 ORDER BY id DESC LIMIT $2`, like, maxSubstringWords)
 	if err != nil {
 		return nil, err

@@ -101,8 +101,13 @@ func fold(w string) string {
 
 // quoteLexeme renders w in tsvector and tsquery input syntax.
 func quoteLexeme(w string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(w) + "'"
+	if strings.ContainsAny(w, `'\`) {
+		w = lexemeEscaper.Replace(w)
+	}
+	return "'" + w + "'"
 }
+
+var lexemeEscaper = strings.NewReplacer(`\`, `\\`, `'`, `''`)
 
 // vector renders the word index value of text in tsvector input syntax:
 // every word with its positions.
