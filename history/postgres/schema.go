@@ -45,6 +45,12 @@ func migrateCreate(ctx context.Context, tx pgx.Tx, o Options) error {
 		)`,
 		`CREATE INDEX entries_by_session ON entries(session, seq)`,
 		`CREATE INDEX entries_words ON entries USING gin(words)`,
+		// Ten times the default statistics keep 10,000 lexemes with their
+		// frequencies, so the planner tells a rare word (read through the
+		// GIN index) from a common one (read newest first by seq until
+		// the limit); with the default, a rare word is guessed common and
+		// a search walks most of the table.
+		`ALTER TABLE entries ALTER COLUMN words SET STATISTICS 1000`,
 		fmt.Sprintf(`CREATE INDEX entries_notes ON entries(role, md5(text)) WHERE kind = '%s'`, history.KindNote),
 		`CREATE TABLE settings(name text PRIMARY KEY, value bigint NOT NULL)`,
 		`INSERT INTO settings(name, value) VALUES('notes', 0)`,
