@@ -16,7 +16,9 @@
 // lexemes, so neither the server's locale nor its text-search parser
 // changes what a query means. The substring fallback is a vocabulary of
 // indexed words under a pg_trgm GIN index, as in the SQLite index. Raw
-// queries are read as FTS5 syntax (raw.go states the subset). The schema
+// queries are read as the FTS5 syntax of one column: words, quoted
+// phrases, trailing stars, AND, OR, NOT, parentheses, '+' and the column
+// filter "text:"; NEAR, '^' and other columns are refused. The schema
 // is versioned in its schema_version table and migrated under an
 // advisory lock.
 //
