@@ -52,6 +52,7 @@ func TestHistoryLinksNoSQLite(t *testing.T) {
 	}{
 		{"github.com/agentloom/loom/history", false},
 		{"github.com/agentloom/loom/history/sqlite", true},
+		{"github.com/agentloom/loom/history/postgres", false},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			t.Parallel()

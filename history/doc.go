@@ -23,7 +23,8 @@
 // on the pure-Go modernc.org/sqlite driver. It lives in a package of its
 // own, so a host that brings its own index and imports history for its
 // tools links no SQLite driver (a test holds go list -deps of this package
-// free of it). A PostgreSQL index will sit beside it.
+// free of it). Package history/postgres is the index many hosts share,
+// on PostgreSQL; package historytest is the conformance suite both run.
 //
 // The tools own the model's half: schemas, the limit and around clamps,
 // the empty-query rule, the snippet bound, and the fence. The clamps are

@@ -202,8 +202,19 @@ type Config struct {
 	Memory  history.Memory
 	// HistoryPath is the reference index's file. Empty means the
 	// workspace's file under HistoryParent in the user cache directory.
-	// It must lie outside the workspace.
+	// It must lie outside the workspace. Ignored when HistoryURL is set.
 	HistoryPath string
+	// HistoryURL, when set, serves History and Memory (those left nil)
+	// from the PostgreSQL index (history/postgres) in the database at
+	// this libpq URL instead of a SQLite file, so many hosts share one
+	// history and one note ceiling; Plane.PostgresStore exposes it for
+	// indexing. Empty means the SQLite file at HistoryPath.
+	HistoryURL string
+	// HistorySchema is the PostgreSQL schema of the index at HistoryURL.
+	// Empty means "workspace_" and the workspace's 16 hex characters, as
+	// a history file is named; hosts sharing a history whose workspaces
+	// lie at different paths name one schema here.
+	HistorySchema string
 	// SessionOf tells history_search and remember which session a call
 	// belongs to. Nil means history.StrandSession.
 	SessionOf history.SessionOf

@@ -20,6 +20,7 @@ import (
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/history/postgres"
 	"github.com/agentloom/loom/history/sqlite"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/lsp"
@@ -56,6 +57,9 @@ type Plane struct {
 	// finds only what was indexed); nil when the host brought both
 	// History and Memory, or left FamilyHistory out.
 	Store *sqlite.Store
+	// PostgresStore is the PostgreSQL index New opened instead of Store
+	// when Config.HistoryURL is set; the host feeds it the same way.
+	PostgresStore *postgres.Store
 	// Agency is the seam behind FamilyAgents: the host's, or the
 	// reference agent.Reference New made; nil without FamilyAgents.
 	Agency agent.Agency
@@ -590,6 +594,9 @@ func (p *Plane) openHistory(cfg Config, ws string) (history.History, history.Mem
 	h, m := cfg.History, cfg.Memory
 	if h != nil && m != nil {
 		return h, m, nil
+	}
+	if cfg.HistoryURL != "" {
+		return p.openPostgresHistory(cfg, ws)
 	}
 	path, err := historyPath(cfg.HistoryPath, ws)
 	if err != nil {

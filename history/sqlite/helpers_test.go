@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -72,4 +73,10 @@ func numberedNote(i int) history.Note {
 	n := testNote()
 	n.Text = fmt.Sprintf("%s (note %d)", n.Text, i)
 	return n
+}
+
+// run calls tl with args given as JSON.
+func run(t *testing.T, tl tool.Tool, c *tool.Call, args string) tool.Outcome {
+	t.Helper()
+	return tl.Run(context.Background(), c, json.RawMessage(args))
 }
