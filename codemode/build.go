@@ -142,8 +142,9 @@ type Binary struct {
 	Edits []Repair
 	// Enforcement is the build jail's report.
 	Enforcement sandbox.Enforcement
-	// Waited is how long the build waited for the warm-up; it does not
-	// count against an execution's within_ms.
+	// Waited is how long the build waited for its archives (a warm-up,
+	// or the entry of its imports); it does not count against an
+	// execution's within_ms.
 	Waited time.Duration
 	// Seam is the seam the program was vetted on: a run serves its
 	// capabilities and no others (a zero Seam, none).
