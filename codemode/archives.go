@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -137,6 +140,141 @@ func isInternal(p string) bool {
 	return false
 }
 
+// archiveFlight is one entry of a program's import set: being built
+// until done is closed, then arch or err.
+type archiveFlight struct {
+	done chan struct{}
+	arch *archives
+	err  error
+}
+
+// archivesFor returns archives p can be built against, and ready when
+// they were at hand without building or loading anything: the whole
+// allowlist's entry once a warm-up made it ready or another builder
+// published it; else the entry of p's imports alone (those on the
+// allowlist; the compile importcfg lists just them, so it stays the
+// allowlist), built on first use as Warm builds, without the cross-
+// process lock (publication by rename makes a duplicate harmless).
+// Its key is archiveKey's over that import set, so a later program
+// importing the same packages reuses it, and its packages compiled once
+// into the shared GOCACHE serve every other entry. One build of an
+// entry runs at a time per builder, detached from ctx and bounded by
+// warmTimeout; callers wait for it within their own ctx. A failure is
+// not kept: the next call tries again.
+func (b *builder) archivesFor(ctx context.Context, p *Program) (arch *archives, ready bool, err error) {
+	b.warmMu.Lock()
+	if b.arch != nil {
+		a := b.arch
+		b.warmMu.Unlock()
+		return a, true, nil
+	}
+	b.warmMu.Unlock()
+	if a, ok := loadArchives(b.cache.path(cacheArchives, b.archiveKey), b.archiveKey); ok {
+		b.warmMu.Lock()
+		if b.arch == nil {
+			b.arch = a
+		}
+		b.warmMu.Unlock()
+		return a, false, nil
+	}
+	std, prelude := b.importsOf(p)
+	key := archiveKey(b.tc, b.digest, std, prelude)
+	b.warmMu.Lock()
+	f := b.flights[key]
+	switch {
+	case f != nil && f.arch != nil:
+		b.warmMu.Unlock()
+		return f.arch, true, nil
+	case f == nil:
+		f = &archiveFlight{done: make(chan struct{})}
+		if b.flights == nil {
+			b.flights = map[string]*archiveFlight{}
+		}
+		b.flights[key] = f
+		go b.runFlight(context.WithoutCancel(ctx), f, key, slices.Concat(std, prelude))
+	}
+	b.warmMu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	if f.err != nil {
+		return nil, false, f.err
+	}
+	return f.arch, false, nil
+}
+
+// runFlight builds (or loads) the entry of one import set.
+func (b *builder) runFlight(ctx context.Context, f *archiveFlight, key string, want []string) {
+	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	a, ok := loadArchives(b.cache.path(cacheArchives, key), key)
+	var err error
+	if !ok {
+		start := time.Now()
+		b.progress("codemode: building archives for the program's %d imports with %s", len(want), b.tc.Version)
+		if a, err = b.buildArchives(ctx, key, want); err == nil {
+			b.progress("codemode: archives ready in %s", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	b.warmMu.Lock()
+	if err != nil {
+		f.err = &BuilderError{Code: CodeBuildUnavailable, Reason: "the archives could not be built", Err: err}
+		delete(b.flights, key) // the next caller tries again
+	} else {
+		f.arch = a
+	}
+	b.warmMu.Unlock()
+	close(f.done)
+}
+
+// importsOf is p's imports on the builder's allowlist, standard and
+// prelude apart, each sorted: p.Imports when vetting set them, else
+// those its source's import declarations name (a source that does not
+// parse names what parsed, and its build fails on its own errors).
+func (b *builder) importsOf(p *Program) (std, prelude []string) {
+	imports := p.Imports
+	if imports == nil {
+		f, _ := parser.ParseFile(token.NewFileSet(), programFileName, p.Source, parser.ImportsOnly)
+		if f != nil {
+			for _, im := range f.Imports {
+				if path, err := strconv.Unquote(im.Path.Value); err == nil {
+					imports = append(imports, path)
+				}
+			}
+		}
+	}
+	for _, path := range sortedSet(imports) {
+		switch {
+		case isInternal(path):
+		case slices.Contains(b.std, path):
+			std = append(std, path)
+		case slices.Contains(b.prelude, path):
+			prelude = append(prelude, path)
+		}
+	}
+	// A generated cap/mcp package is compiled beside the program: what it
+	// imports (the prelude's client among them) must be in the entry too.
+	for _, g := range p.generated {
+		f, _ := parser.ParseFile(token.NewFileSet(), "gen.go", g.src, parser.ImportsOnly)
+		if f == nil {
+			continue
+		}
+		for _, im := range f.Imports {
+			path, err := strconv.Unquote(im.Path.Value)
+			switch {
+			case err != nil:
+			case slices.Contains(b.std, path):
+				std = append(std, path)
+			case slices.Contains(b.prelude, path):
+				prelude = append(prelude, path)
+			}
+		}
+	}
+	return sortedSet(std), sortedSet(prelude)
+}
+
 // loadArchives returns the published entry at dir, or ok false when
 // there is none (or it is incomplete, which publication by rename
 // rules out short of tampering).
@@ -168,14 +306,18 @@ type listedPackage struct {
 	Error      *struct{ Err string }
 }
 
-// buildArchives builds the entry for key under the cache's lock:
-// copies the prelude into a stage module, runs `go list -export -deps`
-// for the std allowlist and the prelude packages with the go command's
-// environment built from nothing, links (or copies) each export archive
-// into the stage, writes the two importcfgs with the entry's final paths
-// and renames the stage into place.
-func (b *builder) buildArchives(ctx context.Context) (*archives, error) {
-	final := b.cache.path(cacheArchives, b.archiveKey)
+// buildArchives builds the entry for key, whose importable packages are
+// want (standard and prelude packages; internal ones are linked, never
+// importable): copies the prelude into a stage module, runs `go list
+// -export -deps` for want and the runtime with the go command's
+// environment built from nothing (the go command compiles them in
+// parallel, each package once into the cache's shared GOCACHE, so an
+// entry reuses what an earlier one compiled), links (or copies) each
+// export archive into the stage, writes the two importcfgs with the
+// entry's final paths and renames the stage into place. An entry another
+// builder published first wins.
+func (b *builder) buildArchives(ctx context.Context, key string, want []string) (*archives, error) {
+	final := b.cache.path(cacheArchives, key)
 	stage, err := b.cache.newScratch("arc")
 	if err != nil {
 		return nil, err
@@ -189,8 +331,9 @@ func (b *builder) buildArchives(ctx context.Context) (*archives, error) {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, err
 	}
-	want := append(slices.Clone(b.std), b.prelude...)
+	// The runtime is every binary's, though no program imports it.
 	args := append([]string{"list", "-trimpath", "-export", "-deps", "-json=ImportPath,Export,Standard,DepOnly,Incomplete,Error", "--"}, want...)
+	args = append(args, "runtime")
 	cmd := exec.CommandContext(ctx, b.tc.goBinary(), args...)
 	cmd.Dir = mod
 	cmd.Env = b.goCommandEnv(tmp)
@@ -220,7 +363,7 @@ func (b *builder) buildArchives(ctx context.Context) (*archives, error) {
 		return nil, err
 	}
 	var link, compile bytes.Buffer
-	m := archiveManifest{Format: archiveFormat, Key: b.archiveKey, Toolchain: b.tc.Version, GOROOT: b.tc.GOROOT}
+	m := archiveManifest{Format: archiveFormat, Key: key, Toolchain: b.tc.Version, GOROOT: b.tc.GOROOT}
 	finalFile := map[string]string{}
 	for i, p := range pkgs {
 		if p.Export == "" {
@@ -265,7 +408,7 @@ func (b *builder) buildArchives(ctx context.Context) (*archives, error) {
 	if err := os.Rename(stage.dir, final); err != nil && !isExist(err) {
 		return nil, err
 	}
-	a, ok := loadArchives(final, b.archiveKey)
+	a, ok := loadArchives(final, key)
 	if !ok {
 		return nil, errors.New("the published archive entry is unreadable")
 	}

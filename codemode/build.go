@@ -109,7 +109,8 @@ type builder struct {
 	cache      *cache
 	std        []string // sorted, deduplicated
 	prelude    []string // sorted, deduplicated
-	archiveKey string
+	archiveKey string   // the whole allowlist's entry (Warm's)
+	digest     string   // the prelude's (digestPrelude)
 	maxBytes   int64
 	slots      chan struct{}
 	step       sandbox.StepKey
@@ -118,6 +119,11 @@ type builder struct {
 	warmDone chan struct{} // closed when the running warm-up ends; nil when none ran
 	warmErr  error
 	arch     *archives // set once a warm-up succeeded
+
+	// flights are the entries for programs' import sets (see
+	// archivesFor), by key: one build of each at a time, kept once
+	// made. Guarded by warmMu.
+	flights map[string]*archiveFlight
 
 	onRoot func(dir string) // tests: told each build root once it exists
 }
@@ -136,8 +142,9 @@ type Binary struct {
 	Edits []Repair
 	// Enforcement is the build jail's report.
 	Enforcement sandbox.Enforcement
-	// Waited is how long the build waited for the warm-up; it does not
-	// count against an execution's within_ms.
+	// Waited is how long the build waited for its archives (a warm-up,
+	// or the entry of its imports); it does not count against an
+	// execution's within_ms.
 	Waited time.Duration
 	// Seam is the seam the program was vetted on: a run serves its
 	// capabilities and no others (a zero Seam, none).
@@ -213,6 +220,7 @@ func newBuilder(o BuilderOptions) (*builder, error) {
 	if b.maxBytes <= 0 {
 		b.maxBytes = defaultMaxCacheBytes
 	}
+	b.digest = digest
 	b.archiveKey = archiveKey(tc, digest, b.std, b.prelude)
 	return b, nil
 }
@@ -226,9 +234,11 @@ func sortedSet(s []string) []string {
 // Toolchain returns the toolchain the builder compiles with.
 func (b *builder) Toolchain() Toolchain { return b.tc }
 
-// Warm makes the archives ready: at once when this or another process
-// published them, else it builds them under the cache directory's
-// cross-process lock. One warm-up runs at a time per builder, detached
+// Warm makes the archives of the whole allowlist ready: at once when
+// this or another process published them, else it builds them under the
+// cache directory's cross-process lock. A host need not call it: a
+// build without them builds only what its program imports (see
+// archivesFor). One warm-up runs at a time per builder, detached
 // from ctx and bounded by warmTimeout; concurrent callers wait for it
 // within their own ctx. After a success Warm returns nil at once; after
 // a failure the next call tries again.
@@ -306,7 +316,7 @@ func (b *builder) prepareArchives(ctx context.Context) (*archives, error) {
 	}
 	start := time.Now()
 	b.progress("codemode: building archives for %d packages with %s (once per toolchain and prelude)", len(b.std)+len(b.prelude), b.tc.Version)
-	a, err := b.buildArchives(ctx)
+	a, err := b.buildArchives(ctx, b.archiveKey, append(slices.Clone(b.std), b.prelude...))
 	if err != nil {
 		return nil, err
 	}
@@ -332,15 +342,12 @@ func (b *builder) binaryKey(src []byte) string {
 // removed on every path.
 func (b *builder) Build(ctx context.Context, p *Program) (*Binary, error) {
 	start := time.Now()
-	b.warmMu.Lock()
-	warm := b.arch != nil
-	b.warmMu.Unlock()
-	arch, err := b.warm(ctx)
+	arch, ready, err := b.archivesFor(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	bin := &Binary{Key: b.programKey(p), Seam: Seam{Name: p.Seam.Name, Packages: slices.Clone(p.Seam.Packages)}}
-	if !warm {
+	if !ready {
 		bin.Waited = time.Since(start)
 	}
 	if path, edits, ok := b.cache.keptBinary(bin.Key); ok {

@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/broker"
 )
 
 // benchSerial makes every benchmarked source unique across the
@@ -101,4 +104,65 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkFirstCall interleaves the first code_mode call of an Engine
+// on an empty cache directory (warm-up, vet, jailed build and jailed
+// run of a fmt program, the whole allowlist and the embedded prelude
+// offered) with the first bare hermetic go build of the same file on an
+// empty GOCACHE, each in temporary directories of its own, alternating
+// which goes first; it reports both medians, the children's CPU of
+// each (what the test process reaped: the go command and its compiles;
+// jailed work is counted by the broker's helper, not here) and their
+// ratio (the goal: at most 1). It is slow: -benchtime 2x or 3x.
+func BenchmarkFirstCall(b *testing.B) {
+	s := newSession(b, nil)
+	tc, err := findToolchain(b.Context(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	childCPU := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	ours := func(src string) (time.Duration, time.Duration) {
+		dir := b.TempDir()
+		eng, err := New(Options{Registry: s.reg, Broker: s.call.Broker.(*broker.Broker), Jobs: s.jobs, Builder: BuilderOptions{CacheDir: dir}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu, start := childCPU(), time.Now()
+		x, err := eng.Execute(b.Context(), s.call, Request{Source: []byte(src)})
+		if err != nil || x.Run.Code != "" || x.Binary.Cached {
+			b.Fatalf("the first call failed: %v %+v", err, x)
+		}
+		return time.Since(start), childCPU() - cpu
+	}
+	goBuild := func(src string) (time.Duration, time.Duration) {
+		cpu := childCPU()
+		d := bareGoBuild(b, tc)(src) // a directory and GOCACHE of its own
+		return d, childCPU() - cpu
+	}
+	var a, g, ac, gc []time.Duration
+	for i := 0; b.Loop(); i++ {
+		src := benchSource()
+		run := func(f func(string) (time.Duration, time.Duration), wall, cpu *[]time.Duration) {
+			w, c := f(src)
+			*wall, *cpu = append(*wall, w), append(*cpu, c)
+		}
+		if i%2 == 0 {
+			run(ours, &a, &ac)
+			run(goBuild, &g, &gc)
+		} else {
+			run(goBuild, &g, &gc)
+			run(ours, &a, &ac)
+		}
+	}
+	ma, mg := median(a), median(g)
+	b.ReportMetric(ma.Seconds(), "first-call-s")
+	b.ReportMetric(mg.Seconds(), "gobuild-s")
+	b.ReportMetric(median(ac).Seconds(), "first-call-cpu-s")
+	b.ReportMetric(median(gc).Seconds(), "gobuild-cpu-s")
+	b.ReportMetric(float64(ma)/float64(mg), "ratio")
 }

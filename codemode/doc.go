@@ -48,8 +48,10 @@
 //   - Build (Engine.Build) compiles and links the program in one broker
 //     jail (network off, only the build root writable). It calls the
 //     toolchain's compile and link directly, against archives built once
-//     per toolchain and prelude, with a compile importcfg that is itself
-//     the allowlist. The result must be a static executable, and is kept
+//     per toolchain, prelude and import set (on first use, the program's
+//     imports and their dependencies alone; Engine.Warm builds the whole
+//     allowlist's up front), with a compile importcfg that is itself the
+//     allowlist. The result must be a static executable, and is kept
 //     by content hash so a resubmission skips the build. A failure whose
 //     every error is an unused import, variable or label is repaired once.
 //   - Run (Engine.Run) runs the binary alone in an empty-root jail:

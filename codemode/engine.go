@@ -205,9 +205,10 @@ func (e *Engine) buildStage() (*builder, error) {
 	return e.builder, e.err
 }
 
-// Warm finds the toolchain and builds the archives, if not done yet; a
-// host calls it in the background at start so the first program does
-// not pay for it. Calls made meanwhile wait for it.
+// Warm finds the toolchain and builds the archives of the whole
+// allowlist, if not done yet, for a host that prefers to pay for them up
+// front (in the background at start). Without it, a build builds the
+// archives of its program's imports alone on first use.
 func (e *Engine) Warm(ctx context.Context) error {
 	b, err := e.buildStage()
 	if err != nil {
@@ -260,7 +261,8 @@ func (e *Engine) VetOn(src []byte, seam string) (*Program, error) {
 
 // Build compiles a vetted program into a static binary in the build
 // jail (network off, only the build root writable), against archives
-// built once per toolchain (Warm). A binary is kept by content hash: the
+// built once per toolchain: the whole allowlist's once Warm made them,
+// else those of the program's imports, built on first use. A binary is kept by content hash: the
 // same program again runs no build (Binary.Cached). A program whose every
 // error is an unused import, variable or label is repaired once and
 // rebuilt once (Binary.Edits). A program the toolchain refuses is a

@@ -1,5 +1,7 @@
 package transport
 
+import "time"
+
 // Test hooks for the external tests (package transport_test), which use
 // transporttest and so cannot be in this package.
 
@@ -13,3 +15,14 @@ func RingMappedOf(c *Conn) bool {
 	defer c.mu.Unlock()
 	return c.ring.Load().mem != nil
 }
+
+// SetRingHooks sets c's test hooks: spinning is called on each look of
+// a spinning ring read that found nothing, sleeping just before a ring
+// read waits for the doorbell.
+func SetRingHooks(c *Conn, spinning, sleeping func()) {
+	c.test.spinning, c.test.sleeping = spinning, sleeping
+}
+
+// SpinCalmOf reports whether c's ring reads are kept from spinning
+// because one lost its CPU spinning.
+func SpinCalmOf(c *Conn) bool { return time.Now().UnixNano() < c.calmUntil.Load() }

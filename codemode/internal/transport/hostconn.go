@@ -60,6 +60,9 @@ type Conn struct {
 	// spin says the last read found its data within readSpin, so the
 	// next one asks again before it sleeps.
 	spin atomic.Bool
+	// calmUntil is when a ring read may spin again after one lost its
+	// CPU spinning (see spinBackoff), unix nanoseconds; 0 for now.
+	calmUntil atomic.Int64
 
 	// ring, once the program asked for one (see ShareRing), carries the
 	// channel's bytes; fd then carries only doorbells.
@@ -71,6 +74,16 @@ type Conn struct {
 	// execution rather than go on serving a program its answers cannot
 	// reach.
 	fault atomic.Pointer[wire.FrameError]
+
+	// test holds test hooks; nil hooks are not called.
+	test struct {
+		// spinning is called on each look of a spinning ring read that
+		// found nothing, before it reads the clock.
+		spinning func()
+		// sleeping is called by a ring read that marked itself asleep and
+		// found nothing, just before it waits for the doorbell.
+		sleeping func()
+	}
 }
 
 // errWriteTimeout is a write that ran past its deadline.

@@ -70,14 +70,34 @@ func (c *Conn) sendWithRights(p, rights []byte) error {
 	}
 }
 
+// spinGap is the longest pause between two looks of a spinning ring
+// read that still counts as running: a look is a load, a time.Now and
+// now and then a sched_yield, well under a microsecond each on a CPU of
+// its own. A longer pause means the reader lost its CPU (another thread
+// wanted it, or the yield handed it over): the host is loaded, and a
+// spinner then only takes the CPU the program needs to answer, while a
+// sleeper woken by the doorbell is the socket path's cost.
+const spinGap = 10 * time.Microsecond
+
+// spinBackoff is how long a ring read that lost its CPU while spinning
+// keeps every later read from spinning: they mark themselves asleep and
+// wait for the doorbell at once, as the socket path does. One spin per
+// backoff tries again, so an idle host gets its spinning back.
+const spinBackoff = 50 * time.Millisecond
+
 // readRing is Read on the ring: it takes what the program wrote, asks
-// again for up to readSpin while frames come quickly, and otherwise marks
-// itself asleep and sleeps in read(2) until the program rings, its end
-// closes (io.EOF once the ring is empty) or Close is called.
+// again for up to readSpin while frames come quickly and spinning pays,
+// and otherwise marks itself asleep and sleeps in read(2) until the
+// program rings, its end closes (io.EOF once the ring is empty) or Close
+// is called. Spinning stops at once when the reader finds it lost its
+// CPU between two looks (spinGap), and stays off for spinBackoff: on a
+// loaded host a read costs what the socket's does, never a spinner's
+// lost time slices.
 func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 	start := time.Now()
+	last := start
 	polls := 0
-	spin := c.spin.Load()
+	spin := c.spin.Load() && start.UnixNano() >= c.calmUntil.Load()
 	for {
 		if fe := c.fault.Load(); fe != nil {
 			return 0, fe
@@ -87,17 +107,34 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 			c.spin.Store(time.Since(start) < readSpin)
 			return n, err
 		}
-		if spin && time.Since(start) < readSpin {
-			if polls++; polls%SpinPollsPerYield == 0 {
-				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		if spin {
+			if c.test.spinning != nil {
+				c.test.spinning()
 			}
-			continue
+			now := time.Now()
+			switch {
+			case now.Sub(last) > spinGap:
+				// Descheduled mid-spin: the program likely was too.
+				c.calmUntil.Store(now.Add(spinBackoff).UnixNano())
+				spin = false
+			case now.Sub(start) < readSpin:
+				last = now
+				if polls++; polls%SpinPollsPerYield == 0 {
+					unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+				}
+				continue
+			default:
+				spin = false
+			}
 		}
 		r.sleeping(true)
 		if n, err := r.take(p); n > 0 || err != nil {
 			r.sleeping(false)
 			c.spin.Store(false)
 			return n, err
+		}
+		if c.test.sleeping != nil {
+			c.test.sleeping()
 		}
 		if err := c.awaitDoorbell(); err != nil {
 			r.sleeping(false)
@@ -111,7 +148,6 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 			}
 			return 0, err
 		}
-		spin = false
 	}
 }
 

@@ -35,6 +35,14 @@ const (
 	// host's position for each time it yields the CPU (codemode's
 	// constant of the same name).
 	spinPollsPerYield = 32
+	// spinGap is the longest pause between two looks of a spinning read
+	// that still counts as running; a longer one means the read lost its
+	// CPU, so spinning only takes the CPU the host needs (codemode's
+	// constant of the same name).
+	spinGap = 10 * time.Microsecond
+	// spinBackoff is how long reads sleep for the doorbell at once after
+	// one lost its CPU spinning (codemode's constant of the same name).
+	spinBackoff = 50 * time.Millisecond
 	// maxRingAnswerBytes bounds the host's ring answer.
 	maxRingAnswerBytes = 1 << 10
 )
@@ -48,9 +56,10 @@ type ring struct {
 	mem      []byte
 	up, down []byte // the two rings' data
 	size     uint64
-	upPos    uint64 // bytes written to the host
-	downPos  uint64 // bytes read from the host
-	spin     bool   // the last read found its data within readSpin
+	upPos    uint64    // bytes written to the host
+	downPos  uint64    // bytes read from the host
+	spin     bool      // the last read found its data within readSpin
+	calm     time.Time // no read spins before it: one lost its CPU spinning
 }
 
 // askRing asks the host for a ring pair on fd, before any other frame,
@@ -156,27 +165,40 @@ func unixRights(oob []byte) []int {
 func (r *ring) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
 
 // Read takes what the host wrote, up to len(p). While answers come
-// quickly it asks again for up to readSpin before it sleeps; to sleep it
-// marks itself asleep and waits in read(2) for the host's doorbell.
+// quickly it asks again for up to readSpin before it sleeps, unless a
+// read lost its CPU spinning within spinBackoff (the machine is loaded:
+// spinning then only takes the CPU the host needs); to sleep it marks
+// itself asleep and waits in read(2) for the host's doorbell.
 func (r *ring) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	start := time.Now()
+	last := start
 	polls := 0
-	spin := r.spin
+	spin := r.spin && !start.Before(r.calm)
 	for {
 		n, err := r.take(p)
 		if n > 0 || err != nil {
 			r.spin = time.Since(start) < readSpin
 			return n, err
 		}
-		if spin && time.Since(start) < readSpin {
-			// Let a host reader waiting for this CPU have it.
-			if polls++; polls%spinPollsPerYield == 0 {
-				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		if spin {
+			now := time.Now()
+			switch {
+			case now.Sub(last) > spinGap:
+				r.calm = now.Add(spinBackoff)
+				spin = false
+			case now.Sub(start) < readSpin:
+				last = now
+				// Let a host reader waiting for this CPU have it.
+				if polls++; polls%spinPollsPerYield == 0 {
+					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+				}
+				continue
+			default:
+				spin = false
 			}
-			continue
 		}
 		atomic.StoreUint64(r.word(progAsleep), 1)
 		if n, err := r.take(p); n > 0 || err != nil {
@@ -197,7 +219,6 @@ func (r *ring) Read(p []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		spin = false
 	}
 }
 

@@ -1,0 +1,155 @@
+package transport_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentloom/loom/codemode/internal/transport"
+	"github.com/agentloom/loom/codemode/internal/transport/transporttest"
+)
+
+// hostRead reads once from host in a goroutine and hands back what it
+// read (or the error).
+func hostRead(host *transport.Conn) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, err := host.Read(buf)
+		if err != nil {
+			out <- "error: " + err.Error()
+			return
+		}
+		out <- string(buf[:n])
+	}()
+	return out
+}
+
+// publish writes b to the host's ring as the program's writer does,
+// ringing when the host sleeps.
+func publish(rg *transporttest.Guest, b string) {
+	copy(rg.UpData()[rg.Up%transport.RingBytes:], b)
+	rg.Up += uint64(len(b))
+	rg.Publish(rg.Up)
+}
+
+// primeSpin makes host's next ring read spin: a read that finds its
+// bytes at once.
+func primeSpin(t *testing.T, host *transport.Conn, rg *transporttest.Guest) {
+	t.Helper()
+	publish(rg, "p")
+	if got := <-hostRead(host); got != "p" {
+		t.Fatalf("the priming read got %q", got)
+	}
+}
+
+// expect fails the test unless read hands back want; the bound only
+// turns a deadlock into a failure.
+func expect(t *testing.T, read <-chan string, want string) {
+	t.Helper()
+	select {
+	case got := <-read:
+		if got != want {
+			t.Fatalf("the host read %q, want %q", got, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the host's read is stranded: a deadlock")
+	}
+}
+
+// TestRingReadNeverStrandsADescheduledEnd: whichever end stops running
+// at whichever step of the ring's sleep handshake (the test holds it
+// there on a channel, as a descheduled thread is held), the host's read
+// gets the program's bytes once both run again: a spinner gives up and
+// sleeps, a sleeper is rung, and a mark set while the other end was
+// away is seen by the look that follows it.
+func TestRingReadNeverStrandsADescheduledEnd(t *testing.T) {
+	t.Parallel()
+	t.Run("program_away_while_the_host_spins", func(t *testing.T) {
+		t.Parallel()
+		host, rg := transporttest.Grant(t)
+		primeSpin(t, host, rg)
+		asleep := make(chan struct{})
+		var once sync.Once
+		var spun bool
+		transport.SetRingHooks(host, func() { spun = true }, func() { once.Do(func() { close(asleep) }) })
+		read := hostRead(host)
+		<-asleep // the program runs again only once the host gave up
+		publish(rg, "a")
+		expect(t, read, "a")
+		if !spun {
+			t.Error("the primed read never spun: the probe did not test giving up")
+		}
+	})
+	t.Run("host_away_mid_spin", func(t *testing.T) {
+		t.Parallel()
+		host, rg := transporttest.Grant(t)
+		primeSpin(t, host, rg)
+		away, back := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		transport.SetRingHooks(host, func() {
+			once.Do(func() { close(away); <-back })
+		}, nil)
+		read := hostRead(host)
+		<-away
+		publish(rg, "b") // the host is not asleep: no doorbell
+		close(back)
+		expect(t, read, "b")
+	})
+	t.Run("host_away_between_its_mark_and_its_sleep", func(t *testing.T) {
+		t.Parallel()
+		host, rg := transporttest.Grant(t)
+		away, back := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		transport.SetRingHooks(host, nil, func() { once.Do(func() { close(away); <-back }) })
+		read := hostRead(host)
+		<-away
+		publish(rg, "c") // sees the mark and rings before the host sleeps
+		close(back)
+		expect(t, read, "c")
+	})
+	t.Run("program_away_between_its_publish_and_its_look_at_the_mark", func(t *testing.T) {
+		t.Parallel()
+		host, rg := transporttest.Grant(t)
+		// The program's head moves; it stops before looking at the host's
+		// mark, so it never rings.
+		copy(rg.UpData(), "d")
+		rg.Up = 1
+		rg.Store(transport.RingUpHead, rg.Up)
+		slept := false
+		transport.SetRingHooks(host, nil, func() { slept = true })
+		expect(t, hostRead(host), "d")
+		if slept {
+			t.Error("the host slept though the program's bytes were published before its mark's look")
+		}
+	})
+	t.Run("calm_reads_sleep_at_once_and_are_rung", func(t *testing.T) {
+		t.Parallel()
+		host, rg := transporttest.Grant(t)
+		primeSpin(t, host, rg)
+		away := make(chan struct{})
+		var once sync.Once
+		// The first look loses a millisecond, far past spinGap, as a
+		// descheduled reader does: the read gives up spinning and sleeps.
+		transport.SetRingHooks(host, func() { once.Do(func() { close(away); time.Sleep(time.Millisecond) }) }, nil)
+		read := hostRead(host)
+		<-away
+		publish(rg, "e")
+		expect(t, read, "e")
+		if !transport.SpinCalmOf(host) {
+			t.Error("a spin that lost its CPU left later reads spinning")
+		}
+		primeSpin(t, host, rg)
+		asleep := make(chan struct{})
+		var spun bool
+		var once2 sync.Once
+		transport.SetRingHooks(host, func() { spun = true }, func() { once2.Do(func() { close(asleep) }) })
+		read = hostRead(host)
+		<-asleep
+		publish(rg, "f")
+		expect(t, read, "f")
+		if spun {
+			t.Error("a read spun within the backoff after a spin lost its CPU")
+		}
+	})
+}
