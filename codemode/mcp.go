@@ -1,12 +1,15 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"slices"
@@ -348,7 +351,7 @@ func (e *Engine) ReadMCP(uri string) (tool.Outcome, bool) {
 	if p == nil {
 		return tool.Fail(CodeUnknownCapPackage, e.mcp.withheld(path)), true
 	}
-	tree := overlayFS{base: embeddedPrelude(), dir: strings.TrimPrefix(path, preludeModule+"/"), name: p.gen.Name + ".go", src: p.gen.Source}
+	tree := overlayFS{base: embeddedPrelude(), dir: strings.TrimPrefix(path, preludeModule+"/"), name: p.gen.Name + ".go", src: compactAPI(p.gen.Source)}
 	text, err := capDoc(tree, path, offered)
 	if err != nil {
 		return describeOutcome(err), true
@@ -506,4 +509,55 @@ func vetGenerated(name string, src []byte) string {
 		}
 	}
 	return ""
+}
+
+// compactAPI is a generated package's source as its API page shows it:
+// the same declarations without the struct tags a program never writes
+// and without the doc lines that only restate a type's role ("is the
+// input of", "is one of the constants"), so a model reads the tools'
+// own words and little else. src itself is what programs build against;
+// a source that does not parse is shown as it is.
+func compactAPI(src []byte) []byte {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "api.go", src, parser.ParseComments)
+	if err != nil {
+		return src
+	}
+	boilerplate := func(g *ast.CommentGroup) bool {
+		if g == nil {
+			return false
+		}
+		t := g.Text()
+		for _, s := range []string{" is the input of ", " is one of the constants ", "The values of ", " is the structured content of "} {
+			if strings.Contains(t, s) {
+				return true
+			}
+		}
+		return false
+	}
+	var dropped []*ast.CommentGroup
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Field:
+			n.Tag = nil
+		case *ast.GenDecl:
+			if boilerplate(n.Doc) {
+				dropped = append(dropped, n.Doc)
+				n.Doc = nil
+			}
+			for _, sp := range n.Specs {
+				if ts, ok := sp.(*ast.TypeSpec); ok && boilerplate(ts.Doc) {
+					dropped = append(dropped, ts.Doc)
+					ts.Doc = nil
+				}
+			}
+		}
+		return true
+	})
+	f.Comments = slices.DeleteFunc(f.Comments, func(g *ast.CommentGroup) bool { return slices.Contains(dropped, g) })
+	var b bytes.Buffer
+	if err := format.Node(&b, fset, f); err != nil {
+		return src
+	}
+	return b.Bytes()
 }

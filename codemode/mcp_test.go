@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/codemode/internal/mcpgen"
 	"github.com/agentloom/loom/mcpclient"
 	"github.com/agentloom/loom/tool"
 )
@@ -383,5 +384,31 @@ func TestMCPPackageIsDeterministicAndVetted(t *testing.T) {
 	}
 	if _, err := h.route(t.Context(), "mcp.d.a", map[string]any{"arguments": []byte(`{"text":"x"}`)}); err != nil {
 		t.Errorf("mcp.d.a: %v", err)
+	}
+}
+
+// TestMCPAPIPageIsCompact: the API page of a generated package shows the
+// tools' own words without struct tags or the generator's role lines,
+// while the source programs build against keeps its tags.
+func TestMCPAPIPageIsCompact(t *testing.T) {
+	t.Parallel()
+	pkg, err := mcpgen.Generate("fake", []mcpgen.Tool{{Name: "echo", Description: "Echoes back the input",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"Message to echo"}},"required":["message"]}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(compactAPI(pkg.Source))
+	for _, gone := range []string{`json:"message"`, "is the input of"} {
+		if strings.Contains(page, gone) {
+			t.Errorf("the page still holds %q:\n%s", gone, page)
+		}
+	}
+	for _, kept := range []string{"Message to echo", "Message string", "Echoes back the input", "func Echo("} {
+		if !strings.Contains(page, kept) {
+			t.Errorf("the page lost %q:\n%s", kept, page)
+		}
+	}
+	if !strings.Contains(string(pkg.Source), `json:"message"`) {
+		t.Error("the generated source lost its tags")
 	}
 }
