@@ -1,12 +1,12 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestDegradedRunIsAudited: a command run with a layer skipped reaches

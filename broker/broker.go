@@ -1,13 +1,12 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"sync"
 	"time"
 
 	"github.com/agentloom/loom/broker/internal/jail"
 	"github.com/agentloom/loom/internal/gitguard"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Bounds on warm helpers.

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bufio"
 	"context"
 	"errors"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/agentloom/loom/broker/internal/jail"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 	"golang.org/x/sys/unix"
 )
 

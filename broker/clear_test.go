@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"fmt"
 	"os"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/sandbox"
 	"pgregory.net/rapid"
 )
 

@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestDenialOf: a wrapped denial is found as it is, a nil error has

@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 func TestDenialRendering(t *testing.T) {

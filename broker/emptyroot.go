@@ -1,9 +1,9 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"path/filepath"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // checkEmptyRoot refuses an empty-root spec that asks for anything the

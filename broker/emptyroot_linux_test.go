@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"net"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestEmptyRootHoldsAnUnvettedProgram runs a static Go program that

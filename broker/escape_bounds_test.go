@@ -3,11 +3,11 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // boundEscapeCases attacks output and host-wide bounds.

@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"os/exec"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/internal/gitguard/guardtest"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // gitEscapeCases attacks repository-controlled execution a command

@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bufio"
 	"context"
 	"fmt"
@@ -21,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/sandbox"
 	"golang.org/x/sys/unix"
 )
 

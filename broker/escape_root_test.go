@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // The policy_root layer: the jail's root holds the policy's roots only,

@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -24,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // The escape suite: every case is a probe that must fail inside the jail,

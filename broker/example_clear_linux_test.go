@@ -1,8 +1,6 @@
 package broker_test
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Clear runs one command in the jail: the workspace writable, the system

@@ -1,13 +1,12 @@
 package broker_test
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // A tool asks for more than the session gives; the denial's Wanted is

@@ -3,13 +3,13 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bufio"
 	"context"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // BenchmarkExtraFile times an empty-root run of the static probe that

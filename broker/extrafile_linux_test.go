@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bufio"
 	"os"
 	"os/exec"
@@ -14,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // socketPair returns the two ends of a unix stream socketpair, closed

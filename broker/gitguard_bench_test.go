@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"sort"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/agentloom/loom/internal/gitguard/guardtest"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // BenchmarkGitGuard measures what the git guard costs a command on a

@@ -1,13 +1,13 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Host-wide bounds on the commands one Broker runs at once (see

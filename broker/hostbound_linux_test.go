@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"fmt"
 	"sync"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 	"golang.org/x/sys/unix"
 )
 

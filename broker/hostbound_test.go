@@ -1,14 +1,14 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // admitted reports whether w has been admitted (without waiting).

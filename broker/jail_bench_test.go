@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os/exec"
 	"sort"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // BenchmarkTrue compares `true` run plainly with exec.Command and run

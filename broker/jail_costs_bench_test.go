@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"os/exec"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/agentloom/loom/broker/internal/jail"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // costBench is the workspace, bubblewrap command and helper the cost

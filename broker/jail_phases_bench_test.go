@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/agentloom/loom/broker/internal/jail"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // BenchmarkWarmPhases runs BenchmarkBatch's warm-pool batches (batchCommands

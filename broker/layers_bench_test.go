@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"sort"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // BenchmarkHostViewReadOnly compares the two ways the jail makes the

@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"os"
 	"sync"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // outputBound counts the bytes a command's two streams deliver against

@@ -1,13 +1,13 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // clearBounded clears a shell script with an output bound and collects

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // probeResult is what the kernel offers, asked directly once per Broker.

@@ -3,12 +3,12 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestRequiredLayerUnavailableRefuses: a layer a call requires

@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // usedSkeleton reports whether the execution's helper built its root

@@ -1,14 +1,14 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bufio"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // maxUnixTableBytes bounds how much of /proc/self/net/unix the broker

@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"os/exec"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // staticProbe builds testdata/staticprobe, a static Go program

@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bytes"
 	"context"
 	"flag"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestWarmSlotStateMachine drives one broker, its warm pool of a random

@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 func TestWarmHelpersOption(t *testing.T) {

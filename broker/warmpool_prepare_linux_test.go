@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"os/exec"
@@ -13,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // A network-off jail's lo is up (its fresh namespace's lo has ::1 only

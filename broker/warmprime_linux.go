@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -17,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Primed helpers.

@@ -3,8 +3,6 @@
 package broker
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"net"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker/internal/jail"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // primedRun clears argv under p with env on b (which traces phases) and

@@ -1,8 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bytes"
 	"context"
 	"debug/elf"
@@ -14,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/go-cmp/cmp"
 )

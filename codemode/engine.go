@@ -1,8 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/lsp"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

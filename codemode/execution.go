@@ -1,8 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/internal/handles"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

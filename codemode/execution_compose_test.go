@@ -1,8 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"path/filepath"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

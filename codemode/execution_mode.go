@@ -1,8 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )

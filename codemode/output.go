@@ -1,13 +1,12 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"fmt"
 	"strings"
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

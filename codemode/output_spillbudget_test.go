@@ -1,13 +1,12 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

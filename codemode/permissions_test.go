@@ -1,8 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

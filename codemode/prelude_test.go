@@ -1,8 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"go/ast"
 	"go/doc"
 	"go/parser"
@@ -20,6 +18,7 @@ import (
 	"testing/fstest"
 
 	"github.com/agentloom/loom/codemode/internal/transport"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // buildWithPrelude lays the embedded prelude out as the module "cap" in

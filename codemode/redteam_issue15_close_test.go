@@ -1,14 +1,13 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

@@ -1,11 +1,11 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"testing"
 	"time"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestRedteamLaunchThatNeverRanComposedNoGrant: a launched program whose

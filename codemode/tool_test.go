@@ -1,8 +1,6 @@
 package codemode
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

@@ -1,8 +1,6 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"fmt"
 	"reflect"
@@ -11,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

@@ -3,8 +3,6 @@
 package job_test
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"os"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

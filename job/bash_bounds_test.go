@@ -3,8 +3,6 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

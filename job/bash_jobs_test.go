@@ -1,8 +1,6 @@
 package job_test
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"os"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

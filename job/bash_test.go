@@ -3,8 +3,6 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

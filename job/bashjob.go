@@ -1,14 +1,13 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

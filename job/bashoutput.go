@@ -1,12 +1,11 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"fmt"
 	"regexp"
 
 	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

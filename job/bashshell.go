@@ -1,12 +1,12 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // The shells bash runs a command with.

@@ -2,7 +2,6 @@ package job
 
 import (
 	"github.com/agentloom/loom/sandbox"
-
 	"github.com/agentloom/loom/tool"
 )
 

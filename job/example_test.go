@@ -1,8 +1,6 @@
 package job_test
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

@@ -1,8 +1,6 @@
 package job_test
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"fmt"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // modelMaxLive is the per-strand ceiling the lifecycle model runs with:

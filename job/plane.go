@@ -1,8 +1,6 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +12,7 @@ import (
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/handles"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

@@ -1,8 +1,6 @@
 package job_test
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"fmt"
 	"net"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 )
 
 func TestServerAnswersOnLoopback(t *testing.T) {

@@ -1,13 +1,12 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"os"
 	"sync"
 	"time"
 
 	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // job is one job's record. Fields other than the immutable identity are

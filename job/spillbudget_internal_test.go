@@ -1,8 +1,6 @@
 package job
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

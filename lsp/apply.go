@@ -1,14 +1,13 @@
 package lsp
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

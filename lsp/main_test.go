@@ -1,8 +1,6 @@
 package lsp
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/internal/lsptest"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 )

@@ -1,8 +1,6 @@
 package lsp
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"fmt"
 	"maps"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

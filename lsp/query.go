@@ -1,8 +1,6 @@
 package lsp
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"cmp"
 	"context"
 	"encoding/json"
@@ -15,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 	"github.com/sourcegraph/jsonrpc2"
 )

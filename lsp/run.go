@@ -1,8 +1,6 @@
 package lsp
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Bounds on one server process.

@@ -1,8 +1,6 @@
 package lsp
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"cmp"
 	"context"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

@@ -1,11 +1,11 @@
 package lsp
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"net/url"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // maxURIBytes bounds a URI a server sends that is looked at all.

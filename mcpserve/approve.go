@@ -1,8 +1,6 @@
 package mcpserve
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

@@ -1,8 +1,6 @@
 package mcpserve
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -18,6 +16,7 @@ import (
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/plane"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

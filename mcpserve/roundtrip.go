@@ -1,8 +1,6 @@
 package mcpserve
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -15,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

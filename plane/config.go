@@ -1,8 +1,6 @@
 package plane
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"maps"
 	"slices"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/lsp"
 	"github.com/agentloom/loom/mcpclient"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/toolchain"
 )
 

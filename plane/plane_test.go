@@ -1,8 +1,6 @@
 package plane
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 	"github.com/google/go-cmp/cmp"

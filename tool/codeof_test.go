@@ -1,8 +1,6 @@
 package tool_test
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"fmt"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/mcpserve"
 	"github.com/agentloom/loom/plane"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/todo"
 	"github.com/agentloom/loom/tool"
 )

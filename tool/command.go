@@ -1,12 +1,12 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // MaxCommandOutputBytes bounds what one command a tool runs may write to

@@ -1,14 +1,13 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestRaiseIsAudited: every raise and every resuming answer reaches the

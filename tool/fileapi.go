@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // The file API below is what a harness-side caller other than the file

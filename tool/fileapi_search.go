@@ -1,14 +1,13 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 
 	"github.com/agentloom/loom/internal/search"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Glob lists the regular files under path (a directory or file under a

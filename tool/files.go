@@ -1,14 +1,14 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // MaxFileBytes bounds a file the harness reads (text or image) or writes.

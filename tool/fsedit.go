@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentloom/loom/hashline"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

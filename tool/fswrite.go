@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentloom/loom/hashline"
+	"github.com/agentloom/loom/sandbox"
 )
 
 type writeArgs struct {

@@ -3,8 +3,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"os"
 	"os/exec"
@@ -14,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/agentloom/loom/broker"
+	"github.com/agentloom/loom/sandbox"
 	"golang.org/x/sys/unix"
 )
 

@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/internal/search"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Bounds of the grep tool.

@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/internal/search"
 	"github.com/agentloom/loom/internal/search/searchtest"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // grepPinRaceIterations is how many grep calls per root kind (directory,

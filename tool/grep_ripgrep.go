@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/internal/search"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // rgRun is how a jailed ripgrep search went. Whatever happened, enf is

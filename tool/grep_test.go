@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/internal/search"
 	"github.com/agentloom/loom/internal/search/searchtest"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/google/go-cmp/cmp"
 )
 

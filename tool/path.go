@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // maxLinkFollows bounds the symlinks followed while resolving one path.

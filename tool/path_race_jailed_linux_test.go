@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"os"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/internal/jailtest"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // jailedRaceIterations is how many rounds of file-tool calls run against

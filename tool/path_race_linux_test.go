@@ -3,8 +3,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // raceIterations is how many rounds of every file-tool operation the

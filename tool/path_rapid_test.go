@@ -1,14 +1,14 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestResolveAgreesWithTheKernel builds random trees of directories and

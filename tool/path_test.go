@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentloom/loom/blob"
+	"github.com/agentloom/loom/sandbox"
 )
 
 // testWorkspace makes a workspace with a git layout, an outside directory

@@ -1,13 +1,13 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // Red team, approval questions (today).

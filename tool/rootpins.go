@@ -1,13 +1,13 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // A root is a directory the file tools read or write under: the

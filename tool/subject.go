@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // SubjectKind says what a Subject's text is.

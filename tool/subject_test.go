@@ -1,8 +1,6 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestEscapeEveryClass: each class of rune a model could use to draw on

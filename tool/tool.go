@@ -1,10 +1,10 @@
 package tool
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"context"
 	"encoding/json"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // ReplaySafety says whether a call may be executed again after a crash

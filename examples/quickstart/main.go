@@ -6,8 +6,6 @@
 package main
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,6 +20,7 @@ import (
 	"github.com/agentloom/loom/broker"
 	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
 )
 

@@ -1,13 +1,13 @@
 package jail
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"fmt"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // emptyRootBytes sizes the tmpfs that becomes an empty-root jail's root:

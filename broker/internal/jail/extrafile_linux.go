@@ -1,14 +1,14 @@
 package jail
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"fmt"
 	"math"
 	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // maxHandoffRights bounds the descriptors one handoff message may carry;

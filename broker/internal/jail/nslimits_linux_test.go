@@ -3,8 +3,6 @@
 package jail
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"os"
 	"strconv"
@@ -13,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // TestApplyNamespaceLimitsReport: the layer is applied only when every

@@ -3,8 +3,6 @@
 package jail
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 func TestPolicyRootPlan(t *testing.T) {

@@ -1,11 +1,11 @@
 package jail
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"encoding/json"
 	"os"
 	"slices"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // helperPrepared is what prepareHelper did before the configuration

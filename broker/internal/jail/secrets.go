@@ -1,10 +1,10 @@
 package jail
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"path/filepath"
 	"slices"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // systemSecrets are the host files a jailed command never reads, even

@@ -1,12 +1,12 @@
 package jail
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 func TestSecretTargets(t *testing.T) {

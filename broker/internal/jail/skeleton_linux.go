@@ -1,8 +1,6 @@
 package jail
 
 import (
-	"github.com/agentloom/loom/sandbox"
-
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentloom/loom/sandbox"
 )
 
 // helperStageArg follows helperArg0 (and helperNetArg) in the argv of a
