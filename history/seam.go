@@ -2,6 +2,8 @@ package history
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -161,3 +163,49 @@ const (
 	// word it keeps in its vocabulary.
 	MinSubstringRunes = 3
 )
+
+// Check refuses, with a *Refusal coded CodeIndexRefused, a query that
+// breaks a bound or names an unknown syntax or scope. Every index runs it
+// before it searches.
+func (q Query) Check() error {
+	switch {
+	case strings.TrimSpace(q.Text) == "":
+		return &Refusal{Code: CodeIndexRefused, Message: "the query is blank"}
+	case len(q.Text) > MaxQueryBytes:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("the query is %d bytes; at most %d are accepted", len(q.Text), MaxQueryBytes)}
+	case q.Syntax != "" && q.Syntax != Words && q.Syntax != Raw:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("syntax %q is not words or raw", q.Syntax)}
+	case q.Scope != "" && q.Scope != Repository && q.Scope != Session:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("scope %q is not repository or session", q.Scope)}
+	case q.Scope == Session && q.Session == "":
+		return &Refusal{Code: CodeIndexRefused, Message: "a session-scope search needs the calling session"}
+	case len(q.Kind) > MaxKindBytes:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("the kind is %d bytes; at most %d are accepted", len(q.Kind), MaxKindBytes)}
+	case q.Before < 0:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("before must be a positive position, not %d", q.Before)}
+	}
+	return nil
+}
+
+// Check refuses, with a *Refusal coded CodeIndexRefused naming the
+// entry, an entry an index must not store: an empty Session, ID or Kind,
+// the reserved Kind KindNote, or a field over its bound (MaxIDBytes,
+// MaxKindBytes, MaxEntryTextBytes). Every index runs it before it
+// stores.
+func (e Entry) Check() error {
+	switch {
+	case e.Session == "" || len(e.Session) > MaxIDBytes:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("entry %.64q: the session id must be 1 to %d bytes", e.ID, MaxIDBytes)}
+	case e.ID == "" || len(e.ID) > MaxIDBytes:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("an entry of session %.64q: the entry id must be 1 to %d bytes", e.Session, MaxIDBytes)}
+	case e.Kind == "" || len(e.Kind) > MaxKindBytes:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("entry %.64q: the kind must be 1 to %d bytes", e.ID, MaxKindBytes)}
+	case e.Kind == KindNote:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("entry %.64q: kind %q is reserved for notes stored through Remember", e.ID, KindNote)}
+	case len(e.Role) > MaxKindBytes:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("entry %.64q: the role must be at most %d bytes", e.ID, MaxKindBytes)}
+	case len(e.Text) > MaxEntryTextBytes:
+		return &Refusal{Code: CodeIndexRefused, Message: fmt.Sprintf("entry %.64q: the text is %d bytes; at most %d are indexed", e.ID, len(e.Text), MaxEntryTextBytes)}
+	}
+	return nil
+}

@@ -71,22 +71,13 @@ func (s *Store) IndexBatch(ctx context.Context, entries []history.Entry) (int, e
 	return n, err
 }
 
-// checkEntry refuses an entry that breaks a bound.
+// checkEntry refuses an entry that breaks a bound (Entry.Check) or that
+// PostgreSQL text cannot hold.
 func checkEntry(e *history.Entry) error {
-	switch {
-	case e.Session == "" || len(e.Session) > history.MaxIDBytes:
-		return refuse(history.CodeIndexRefused, "entry %.64q: the session id must be 1 to %d bytes", e.ID, history.MaxIDBytes)
-	case e.ID == "" || len(e.ID) > history.MaxIDBytes:
-		return refuse(history.CodeIndexRefused, "an entry of session %.64q: the entry id must be 1 to %d bytes", e.Session, history.MaxIDBytes)
-	case e.Kind == "" || len(e.Kind) > history.MaxKindBytes:
-		return refuse(history.CodeIndexRefused, "entry %.64q: the kind must be 1 to %d bytes", e.ID, history.MaxKindBytes)
-	case e.Kind == history.KindNote:
-		return refuse(history.CodeIndexRefused, "entry %.64q: kind %q is reserved for notes stored through Remember", e.ID, history.KindNote)
-	case len(e.Role) > history.MaxKindBytes:
-		return refuse(history.CodeIndexRefused, "entry %.64q: the role must be at most %d bytes", e.ID, history.MaxKindBytes)
-	case len(e.Text) > history.MaxEntryTextBytes:
-		return refuse(history.CodeIndexRefused, "entry %.64q: the text is %d bytes; at most %d are indexed", e.ID, len(e.Text), history.MaxEntryTextBytes)
-	case !storable(e.Session) || !storable(e.ID) || !storable(e.Kind) || !storable(e.Role):
+	if err := e.Check(); err != nil {
+		return err
+	}
+	if !storable(e.Session) || !storable(e.ID) || !storable(e.Kind) || !storable(e.Role) {
 		return refuse(history.CodeIndexRefused, "entry %.64q: the session, id, kind and role must be valid UTF-8 without NUL bytes", e.ID)
 	}
 	return nil

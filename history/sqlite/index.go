@@ -38,7 +38,7 @@ func (s *Store) IndexBatch(ctx context.Context, entries []history.Entry) (int, e
 		return 0, refuse(history.CodeIndexRefused, "a batch holds at most %d entries, not %d", MaxBatchEntries, len(entries))
 	}
 	for i := range entries {
-		if err := checkEntry(&entries[i]); err != nil {
+		if err := entries[i].Check(); err != nil {
 			return 0, err
 		}
 	}
@@ -49,25 +49,6 @@ func (s *Store) IndexBatch(ctx context.Context, entries []history.Entry) (int, e
 	return s.write(ctx, history.CodeIndexBusy, history.CodeIndexUnavailable, "indexing", func(tx *sql.Tx) (int, error) {
 		return s.insertEntries(ctx, tx, entries, now)
 	})
-}
-
-// checkEntry refuses an entry that breaks a bound.
-func checkEntry(e *history.Entry) error {
-	switch {
-	case e.Session == "" || len(e.Session) > history.MaxIDBytes:
-		return refuse(history.CodeIndexRefused, "entry %.64q: the session id must be 1 to %d bytes", e.ID, history.MaxIDBytes)
-	case e.ID == "" || len(e.ID) > history.MaxIDBytes:
-		return refuse(history.CodeIndexRefused, "an entry of session %.64q: the entry id must be 1 to %d bytes", e.Session, history.MaxIDBytes)
-	case e.Kind == "" || len(e.Kind) > history.MaxKindBytes:
-		return refuse(history.CodeIndexRefused, "entry %.64q: the kind must be 1 to %d bytes", e.ID, history.MaxKindBytes)
-	case e.Kind == history.KindNote:
-		return refuse(history.CodeIndexRefused, "entry %.64q: kind %q is reserved for notes stored through Remember", e.ID, history.KindNote)
-	case len(e.Role) > history.MaxKindBytes:
-		return refuse(history.CodeIndexRefused, "entry %.64q: the role must be at most %d bytes", e.ID, history.MaxKindBytes)
-	case len(e.Text) > history.MaxEntryTextBytes:
-		return refuse(history.CodeIndexRefused, "entry %.64q: the text is %d bytes; at most %d are indexed", e.ID, len(e.Text), history.MaxEntryTextBytes)
-	}
-	return nil
 }
 
 // write runs fn in one immediate transaction on the writer, serialised

@@ -22,7 +22,7 @@ func (s *Store) Search(ctx context.Context, q history.Query) ([]history.Hit, err
 	if err := s.check(history.CodeIndexUnavailable); err != nil {
 		return nil, err
 	}
-	if err := checkQuery(q); err != nil {
+	if err := q.Check(); err != nil {
 		return nil, err
 	}
 	limit := clampInt(q.Limit, history.MinLimit, history.MaxLimit)
@@ -46,28 +46,6 @@ func (s *Store) Search(ctx context.Context, q history.Query) ([]history.Hit, err
 		hits[i].Substring = true
 	}
 	return hits, err
-}
-
-// checkQuery refuses a query that breaks a bound or names an unknown
-// syntax or scope.
-func checkQuery(q history.Query) error {
-	switch {
-	case strings.TrimSpace(q.Text) == "":
-		return refuse(history.CodeIndexRefused, "the query is blank")
-	case len(q.Text) > history.MaxQueryBytes:
-		return refuse(history.CodeIndexRefused, "the query is %d bytes; at most %d are accepted", len(q.Text), history.MaxQueryBytes)
-	case q.Syntax != "" && q.Syntax != history.Words && q.Syntax != history.Raw:
-		return refuse(history.CodeIndexRefused, "syntax %q is not words or raw", q.Syntax)
-	case q.Scope != "" && q.Scope != history.Repository && q.Scope != history.Session:
-		return refuse(history.CodeIndexRefused, "scope %q is not repository or session", q.Scope)
-	case q.Scope == history.Session && q.Session == "":
-		return refuse(history.CodeIndexRefused, "a session-scope search needs the calling session")
-	case len(q.Kind) > history.MaxKindBytes:
-		return refuse(history.CodeIndexRefused, "the kind is %d bytes; at most %d are accepted", len(q.Kind), history.MaxKindBytes)
-	case q.Before < 0:
-		return refuse(history.CodeIndexRefused, "before must be a positive position, not %d", q.Before)
-	}
-	return nil
 }
 
 // match runs one MATCH against an FTS5 table keyed by entries.seq.
