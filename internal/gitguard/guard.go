@@ -102,6 +102,13 @@ type gitRoot struct {
 	seq      int64
 	log      []gitLogged
 	absent   map[string]int // absolute absent protected paths → running commands that listed them
+	// protects counts, per protected path (relative), the running
+	// commands whose policy protects it; existing holds those that
+	// existed when a command entered. Only a path every running command
+	// protects is read-only to all of them, so only such a path is
+	// skipped by the sweep and ignored by the watch.
+	protects map[string]int
+	existing map[string]bool
 	audits   []Event
 	skipSeen map[string]bool
 }
@@ -129,8 +136,9 @@ type Hold struct {
 }
 
 type gitEntry struct {
-	r      *gitRoot
-	since  int64
+	r         *gitRoot
+	since     int64
+	protected []string // the protected paths (relative) this command's policy holds read-only here
 	events uint64 // the watch's change count when the command entered
 }
 
@@ -147,13 +155,13 @@ func (f *Fences) Enter(writable, protected []string) (*Hold, error) {
 	}
 	for _, w := range writable {
 		r := f.rootFor(filepath.Clean(w))
-		since, err := r.enter(protected, g.absent)
+		since, mine, err := r.enter(protected, g.absent)
 		r.flushAudits()
 		if err != nil {
 			g.Abandon()
 			return nil, err
 		}
-		e := gitEntry{r: r, since: since}
+		e := gitEntry{r: r, since: since, protected: mine}
 		if r.watch != nil {
 			e.events, _ = r.watch.count()
 		}
@@ -166,7 +174,7 @@ func (f *Fences) Enter(writable, protected []string) (*Hold, error) {
 func (g *Hold) Abandon() {
 	for _, e := range g.roots {
 		e.r.mu.Lock()
-		e.r.leave(g.absent)
+		e.r.leave(g.absent, e.protected)
 		e.r.mu.Unlock()
 	}
 	g.roots = nil
@@ -225,7 +233,7 @@ func (g *Hold) Settle() (neutralised []sandbox.Neutralisation, created []Moved) 
 				neutralised = append(neutralised, *l.n)
 			}
 		}
-		r.leave(g.absent)
+		r.leave(g.absent, e.protected)
 		r.mu.Unlock()
 		r.flushAudits()
 	}
@@ -303,47 +311,52 @@ func (f *Fences) rootFor(abs string) *gitRoot {
 	}
 	r := f.roots[abs]
 	if r == nil {
-		r = &gitRoot{f: f, abs: abs, absent: map[string]int{}, skipSeen: map[string]bool{}}
+		r = &gitRoot{f: f, abs: abs, absent: map[string]int{}, skipSeen: map[string]bool{},
+			protects: map[string]int{}, existing: map[string]bool{}}
 		f.roots[abs] = r
 	}
 	return r
 }
 
 // enter registers a command about to run with this root writable and
-// returns the log position it starts at.
-func (r *gitRoot) enter(protected, absent []string) (int64, error) {
+// returns the log position it starts at and the protected paths
+// (relative) its policy holds read-only here.
+func (r *gitRoot) enter(protected, absent []string) (since int64, mine []string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fenced != "" {
-		return 0, r.fenceError()
+		return 0, nil, r.fenceError()
 	}
 	if err := r.pin(); errors.Is(err, errGitRootMoved) {
 		r.fenced = fmt.Sprintf("the writable root %s now resolves to another place than %s, where it resolved when the git guard began: "+
 			"something replaced it or a directory above it with a link, so the guard checks nothing there and no command runs until the host restores it and calls Unfence (%v)", r.abs, r.resolved, err)
-		return 0, r.fenceError()
+		return 0, nil, r.fenceError()
 	} else if err != nil {
 		// Nothing to guard: the jail will refuse a missing root.
-		return r.seq, nil
+		return r.seq, nil, nil
 	}
-	if r.active == 0 {
-		// Only the policies of the commands running now say what is
-		// read-only in a jail.
-		clear(r.sweep.skip)
-	}
-	var existing []string
 	for _, pr := range protected {
-		if rel, ok := relUnder(r.abs, pr); ok {
-			r.sweep.skip[rel] = true
-			if !slices.Contains(absent, pr) {
-				existing = append(existing, rel)
-			}
+		if rel, ok := relUnder(r.abs, pr); ok && !slices.Contains(mine, rel) {
+			mine = append(mine, rel)
+			r.existing[rel] = !slices.Contains(absent, pr)
 		}
 	}
-	since := r.seq
+	// Only the policies of the commands running now, this one among
+	// them, say what is read-only in every jail.
+	r.countProtects(mine, 1)
+	r.protectedByAll(r.active + 1)
+	defer func() {
+		if err != nil {
+			r.countProtects(mine, -1)
+			r.protectedByAll(r.active)
+			mine = nil
+		}
+	}()
+	since = r.seq
 	if !r.started {
 		r.start()
 		if r.fenced != "" {
-			return 0, r.fenceError()
+			return 0, nil, r.fenceError()
 		}
 	} else if r.active == 0 {
 		// Between commands, what changed was the host's own doing: the
@@ -357,14 +370,9 @@ func (r *gitRoot) enter(protected, absent []string) (int64, error) {
 		r.sweep.ownedPointers()
 		r.finish(false)
 	}
-	if r.watch != nil {
-		for _, rel := range existing {
-			r.watch.protect(rel)
-		}
-	}
 	if r.active == 0 {
 		if err := r.f.setMarker(r.abs); err != nil {
-			return 0, fenced(fmt.Sprintf(
+			return 0, nil, fenced(fmt.Sprintf(
 				"the git guard cannot record that a command runs in %s (%v), so a host crash could leave it unchecked; make the user cache directory writable", r.abs, err), err)
 		}
 	}
@@ -374,7 +382,7 @@ func (r *gitRoot) enter(protected, absent []string) (int64, error) {
 			r.absent[a]++
 		}
 	}
-	return since, nil
+	return since, mine, nil
 }
 
 // pin opens the root when it is not open yet, or again when no command
@@ -452,8 +460,39 @@ func (r *gitRoot) start() {
 	r.sweepAll(crashed)
 }
 
+// countProtects adds d to the count of running commands protecting
+// each of rels.
+func (r *gitRoot) countProtects(rels []string, d int) {
+	for _, rel := range rels {
+		if r.protects[rel] += d; r.protects[rel] <= 0 {
+			delete(r.protects, rel)
+			delete(r.existing, rel)
+		}
+	}
+}
+
+// protectedByAll makes the sweep skip, and the watch ignore in-place
+// writes to, exactly the protected paths all active running commands
+// protect: a path another running command may write is guarded as any.
+func (r *gitRoot) protectedByAll(active int) {
+	clear(r.sweep.skip)
+	ignore := map[string]bool{}
+	for rel, n := range r.protects {
+		if active > 0 && n >= active {
+			r.sweep.skip[rel] = true
+			if r.existing[rel] {
+				ignore[rel] = true
+			}
+		}
+	}
+	if r.watch != nil {
+		r.watch.protect(ignore)
+	}
+}
+
 // leave undoes enter once the command is done (or never ran).
-func (r *gitRoot) leave(absent []string) {
+func (r *gitRoot) leave(absent, mine []string) {
+	r.countProtects(mine, -1)
 	for _, a := range absent {
 		if n := r.absent[a]; n > 1 {
 			r.absent[a] = n - 1
@@ -461,7 +500,9 @@ func (r *gitRoot) leave(absent []string) {
 			delete(r.absent, a)
 		}
 	}
-	if r.active--; r.active <= 0 {
+	if r.active--; r.active > 0 {
+		r.protectedByAll(r.active)
+	} else {
 		r.active = 0
 		r.log = nil
 		if r.fenced == "" {

@@ -66,7 +66,7 @@ func ownedByMe(fs.FileInfo) bool { return true }
 
 func (w *gitWatch) count() (uint64, bool) { return 0, false }
 
-func (w *gitWatch) protect(string) {}
+func (w *gitWatch) protect(map[string]bool) {}
 
 func (w *gitWatch) retire() {}
 

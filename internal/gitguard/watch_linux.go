@@ -366,10 +366,11 @@ func (w *gitWatch) retire() {
 	w.mu.Unlock()
 }
 
-// protect tells the watch that rel is a protected path (see ignore).
-func (w *gitWatch) protect(rel string) {
+// protect tells the watch which paths are protected for every running
+// command (see ignore), replacing what it was told before.
+func (w *gitWatch) protect(rels map[string]bool) {
 	w.mu.Lock()
-	w.ignore[rel] = true
+	w.ignore = rels
 	w.mu.Unlock()
 }
 
