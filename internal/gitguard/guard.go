@@ -139,7 +139,7 @@ type gitEntry struct {
 	r         *gitRoot
 	since     int64
 	protected []string // the protected paths (relative) this command's policy holds read-only here
-	events uint64 // the watch's change count when the command entered
+	events    uint64   // the watch's change count when the command entered
 }
 
 // Enter prepares the guard for a command that may write the roots
