@@ -305,7 +305,10 @@ func (c *Client) ready(ctx context.Context) (*run, *Error) {
 	case <-ctx.Done():
 		return nil, errorf(CodeTimeout, c.cfg.Name, "it was still starting when the call's time ran out")
 	}
-	if r.ended() {
+	r.mu.Lock()
+	connected := r.cs != nil
+	r.mu.Unlock()
+	if r.ended() || !connected {
 		return nil, c.endedErr(r)
 	}
 	return r, nil

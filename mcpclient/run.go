@@ -221,8 +221,10 @@ func (r *run) end(e *Error) {
 		if cs != nil {
 			go cs.Close() // returns at once: its connection is gone
 		}
-		r.readyOnce.Do(func() { close(r.ready) })
+		// done closes before ready: a caller woken by ready sees the
+		// run ended, never a run without a session.
 		close(r.done)
+		r.readyOnce.Do(func() { close(r.ready) })
 		r.c.ended(r)
 	})
 }
@@ -284,7 +286,7 @@ func (r *run) shutdown() {
 		cs.Close()
 	}
 	r.cancel()
-	if r.ex != nil || r.cs == nil {
+	if r.ex != nil || cs == nil {
 		<-r.done
 	} else {
 		r.end(r.failure())
