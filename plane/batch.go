@@ -39,9 +39,15 @@ type Dispatcher struct {
 	// Registry holds the tools; a nil Registry answers every call as an
 	// unknown tool.
 	Registry *tool.Registry
-	// MaxParallel bounds the calls running at once. Zero or less means
-	// DefaultMaxParallel.
+	// MaxParallel bounds the calls of one batch running at once. Zero or
+	// less means DefaultMaxParallel.
 	MaxParallel int
+	// Fence, when set, is shared by every batch and single call of the
+	// session: a strand's Exclusive call then runs alone among all of
+	// that strand's calls dispatched through it, not only within its
+	// batch. Nil fences each batch alone. Plane.Dispatcher sets the
+	// plane's.
+	Fence *Fence
 }
 
 // Dispatch runs calls as one batch, step stepID of operation opID, each
@@ -53,6 +59,9 @@ type Dispatcher struct {
 // alone: every call before it has ended before it starts, and no call
 // after it starts until it has ended. A name the registry does not know is
 // scheduled as Concurrent and answered by the registry's refusal.
+//
+// With a Fence, each call also waits its turn among the strand's calls
+// dispatched elsewhere (see Fence).
 //
 // Once ctx ends, calls not yet started are answered without running, with
 // tool.CodeCancelled; calls already running see the cancellation through
@@ -76,7 +85,7 @@ func (d Dispatcher) Dispatch(ctx context.Context, c *tool.Call, opID, stepID str
 	for i, tc := range calls {
 		if d.exclusive(tc.Name) {
 			wg.Wait() // everything before it has ended
-			results[i].Outcome = d.one(ctx, c.At(opID, stepID, i), tc)
+			results[i].Outcome = d.fenced(ctx, c.At(opID, stepID, i), tc, true)
 			continue
 		}
 		select {
@@ -89,11 +98,39 @@ func (d Dispatcher) Dispatch(ctx context.Context, c *tool.Call, opID, stepID str
 		go func(i int, tc ToolCall) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i].Outcome = d.one(ctx, c.At(opID, stepID, i), tc)
+			results[i].Outcome = d.fenced(ctx, c.At(opID, stepID, i), tc, false)
 		}(i, tc)
 	}
 	wg.Wait()
 	return results
+}
+
+// DispatchOne runs one call, at position index of step stepID of
+// operation opID, with a copy of c at those coordinates, and returns its
+// Result: what a framework that schedules calls itself (one goroutine per
+// call, say) dispatches each call with. The call holds d's Fence as a
+// batch's call does, so an Exclusive tool never runs beside another call
+// of its strand however the framework schedules them; without a Fence it
+// is not fenced at all. It never panics, and answers tool.CodeCancelled
+// without running when ctx ends before the call's turn comes.
+func (d Dispatcher) DispatchOne(ctx context.Context, c *tool.Call, opID, stepID string, index int, tc ToolCall) Result {
+	if c == nil {
+		c = &tool.Call{}
+	}
+	return Result{ID: tc.ID, Name: tc.Name, Outcome: d.fenced(ctx, c.At(opID, stepID, index), tc, d.exclusive(tc.Name))}
+}
+
+// fenced dispatches a single call once d's Fence lets it run.
+func (d Dispatcher) fenced(ctx context.Context, c *tool.Call, tc ToolCall, exclusive bool) tool.Outcome {
+	if d.Fence == nil {
+		return d.one(ctx, c, tc)
+	}
+	leave, err := d.Fence.enter(ctx, c.Strand, exclusive)
+	if err != nil {
+		return d.one(ctx, c, tc) // ctx ended: answered without running
+	}
+	defer leave()
+	return d.one(ctx, c, tc)
 }
 
 // exclusive reports whether the tool named name must run alone.

@@ -18,7 +18,10 @@
 // order, each dispatched with its coordinates (operation, step, and its
 // position in the batch as source index), Concurrent calls run in
 // parallel and Exclusive calls fencing the batch, so no host
-// re-implements that scheduling.
+// re-implements that scheduling. A framework that runs each call on its
+// own goroutine dispatches them one at a time (Dispatcher.DispatchOne)
+// through the plane's Fence, which keeps a strand's Exclusive calls
+// alone across batches and single calls.
 //
 // What it owns: the defaults a session needs before a model runs a
 // command (DefaultPolicy, DefaultEnv, a session scratch directory outside
@@ -43,5 +46,6 @@
 //     package's codes; errors.As finds it, and its chain holds the cause.
 //   - Dispatcher.Dispatch is total: it returns exactly one Result per
 //     call, in the order given, never panics and never returns a Go error;
-//     an Exclusive call never overlaps another call of its batch.
+//     an Exclusive call never overlaps another call of its batch, nor,
+//     through Plane.Dispatcher's Fence, another call of its strand.
 package plane

@@ -82,6 +82,7 @@ type Plane struct {
 	MCP        []*mcpclient.Client
 	MCPRefused []*mcpclient.Error
 
+	fence   Fence
 	mu      sync.Mutex
 	shells  map[string]*tool.Shell
 	closers []func() error
@@ -258,10 +259,11 @@ func (p *Plane) CallFor(strand, opID string) *tool.Call {
 	return c
 }
 
-// Dispatcher returns the batch dispatcher over the plane's registry,
-// bounded by MaxParallel.
+// Dispatcher returns the dispatcher over the plane's registry, bounded
+// by MaxParallel and holding the plane's Fence: every batch and single
+// call dispatched through it keeps each strand's Exclusive calls alone.
 func (p *Plane) Dispatcher() Dispatcher {
-	return Dispatcher{Registry: p.Registry, MaxParallel: p.MaxParallel}
+	return Dispatcher{Registry: p.Registry, MaxParallel: p.MaxParallel, Fence: &p.fence}
 }
 
 // Close releases what New made, last made first: the programs code_mode
