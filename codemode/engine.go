@@ -37,9 +37,10 @@ type Options struct {
 	// authorizes when New is called: without bash and the job tools, a
 	// program is offered neither cap/proc nor cap/job; without an Agency,
 	// neither cap/strand nor cap/notes. So the description and vetting
-	// offer only what a program could use. Given seams are taken as they
-	// are, but without an Agency New leaves cap/notes out and refuses a
-	// seam offering cap/strand.
+	// offer only what a program could use. Given seams are offered the
+	// same way, but a given seam offering cap/strand without an Agency
+	// is refused. The MCP packages (MCPServers) join every seam that
+	// offers cap/fs, and no other unless it lists them.
 	Seams []Seam
 	// Agency serves cap/strand and cap/notes, through the closures the
 	// agent_* tools call; nil means no orchestration seam and no
@@ -106,9 +107,7 @@ func New(o Options) (*Engine, error) {
 		mcp = newMCPSet(o.MCPServers, o.Registry, o.Builder.StdPackages)
 	}
 	if len(o.Seams) == 0 {
-		ws := offered(WorkspaceSeam(), o.Registry, o.Agency, o.LanguageServers != nil)
-		ws.Packages = append(ws.Packages, mcp.paths()...)
-		o.Seams = []Seam{ws}
+		o.Seams = []Seam{WorkspaceSeam()}
 		if orch := offered(OrchestrationSeam(), o.Registry, o.Agency, o.LanguageServers != nil); slices.Contains(orch.Packages, "cap/strand") {
 			o.Seams = append(o.Seams, orch)
 		}
@@ -121,16 +120,32 @@ func New(o Options) (*Engine, error) {
 		if o.Agency == nil && slices.Contains(s.Packages, "cap/strand") {
 			return nil, fmt.Errorf("codemode: Options.Seams[%d] (%q) offers cap/strand, which only an Engine with an Agency serves", i, s.Name)
 		}
-		// cap/notes is the Agency's too, and cap/lsp the language
-		// servers': WorkspaceSeam() lists them for the Engines that have
-		// them.
-		o.Seams[i].Packages = slices.DeleteFunc(slices.Clone(s.Packages), func(p string) bool {
-			return (o.Agency == nil && p == "cap/notes") || (o.LanguageServers == nil && p == "cap/lsp") ||
-				(isMCPPath(p) && !slices.Contains(mcp.paths(), p))
-		})
+		o.Seams[i] = offeredWithMCP(s, o, mcp.paths())
 	}
 	e := &Engine{opts: o, mcp: mcp, kv: newKVStore(), execs: newExecutions(func(k sandbox.StepKey) { o.Broker.Ledger().AbortStep(k) }, o.Notify)}
 	return e, nil
+}
+
+// offeredWithMCP is s offered as a default seam is (see offered), with
+// the MCP packages it lists that are configured and, when it offers
+// cap/fs, every configured one.
+func offeredWithMCP(s Seam, o Options, mcpPaths []string) Seam {
+	var listed []string
+	s.Packages = slices.DeleteFunc(slices.Clone(s.Packages), func(p string) bool {
+		if isMCPPath(p) {
+			if slices.Contains(mcpPaths, p) {
+				listed = append(listed, p)
+			}
+			return true
+		}
+		return false
+	})
+	s = offered(s, o.Registry, o.Agency, o.LanguageServers != nil)
+	if slices.Contains(s.Packages, "cap/fs") {
+		listed = mcpPaths
+	}
+	s.Packages = append(s.Packages, listed...)
+	return s
 }
 
 // offered is s less the packages whose every capability is authorized by

@@ -52,6 +52,21 @@ func OrchestrationSeam() Seam {
 	}
 }
 
+// CombinedSeamName is the Name of CombinedSeam.
+const CombinedSeamName = "workspace+orchestration"
+
+// CombinedSeam is the seam of one program that both works on the
+// workspace and directs sub-agents: WorkspaceSeam's packages and
+// cap/strand. It gives up the orchestration seam's guarantee (a program
+// that spawns reaches no disk or process), so an Engine offers it only
+// when a host names it. Each call returns a fresh value.
+func CombinedSeam() Seam {
+	s := WorkspaceSeam()
+	s.Name = CombinedSeamName
+	s.Packages = append(s.Packages, "cap/strand")
+	return s
+}
+
 // offers reports whether the seam lists the capability package of cap
 // ("fs.read" is cap/fs's): the router serves a call only then, whatever
 // the binary sends.

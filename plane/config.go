@@ -252,6 +252,14 @@ type Config struct {
 	// launched ends on its own (codemode.Options.Notify), as
 	// JobOptions.Notify is told of jobs.
 	CodeModeNotify func(codemode.ExecutionNotice)
+	// CodeModeSeams are the seams code_mode offers, the first the
+	// default (codemode.Options.Seams, each offered less the packages
+	// none of the plane's tools authorize). Nil means the workspace
+	// seam, then, with FamilyAgents, the orchestration seam, each
+	// program on one. A program that both acts on the workspace and
+	// directs sub-agents runs on codemode.CombinedSeam(), which needs
+	// FamilyAgents.
+	CodeModeSeams []codemode.Seam
 
 	// MaxParallel bounds how many calls of one batch the plane's
 	// Dispatcher runs at once. Zero or less means DefaultMaxParallel.

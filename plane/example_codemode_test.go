@@ -254,3 +254,70 @@ func main() {
 	// invalid_arguments
 	// vet_refused
 }
+
+// One program that both directs sub-agents and works on the files runs
+// on codemode.CombinedSeam, which the host names in Config.CodeModeSeams:
+// here it asks a sub-agent for a count and writes what came back.
+func Example_codeModeCombined() {
+	root, cfg, err := exampleDirs()
+	defer os.RemoveAll(root)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var p *plane.Plane
+	cfg.Runner = agent.RunnerFunc(func(ctx context.Context, t agent.Turn) (string, error) {
+		value, _ := json.Marshal(map[string]any{"words": len(t.Prompt)})
+		args, _ := json.Marshal(map[string]any{"key": agent.ResultNoteKey, "value": json.RawMessage(value)})
+		if out := p.Registry.Dispatch(ctx, p.CallFor(t.Strand, t.Operation).At(t.Operation, "step-1", 0), agent.NoteToolName, args); out.IsError {
+			return "", errors.New(out.Text)
+		}
+		return "counted", nil
+	})
+	cfg.Families = plane.FamilyFiles | plane.FamilyAgents | plane.FamilyCodeMode
+	cfg.CodeModeSeams = []codemode.Seam{codemode.CombinedSeam()}
+	if p, err = plane.New(cfg); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	fmt.Println("seams:", p.CodeMode.Seams()[0].Name)
+	const countAndWrite = `package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cap/fs"
+	"cap/strand"
+)
+
+func main() {
+	ctx := context.Background()
+	contract := ` + "`" + `{"type":"object","properties":{"words":{"type":"integer"}}}` + "`" + `
+	rs, err := strand.Map(ctx, []strand.Item{{Purpose: "count", Prompt: "abc"}}, strand.Options{Result: contract}, 30*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := fs.Write(ctx, "count.json", rs[0].Outcome.Result); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("wrote", string(rs[0].Outcome.Result))
+}
+`
+	out := codeMode(context.Background(), p, p.Call, "step-1", map[string]any{"program": countAndWrite})
+	if d, ok := out.Details.(codemode.Details); ok && d.Run != nil {
+		fmt.Print(out.Text[:int(d.StdoutBytes)])
+	} else {
+		fmt.Println(out.Code, out.Text)
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.Workspace, "count.json"))
+	fmt.Printf("%s %v\n", b, err)
+	// Output:
+	// seams: workspace+orchestration
+	// wrote {"words":3}
+	// {"words":3} <nil>
+}

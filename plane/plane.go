@@ -351,7 +351,7 @@ func (p *Plane) openLanguageServers(cfg Config, ws string, base sandbox.Policy, 
 // calls CodeMode.Warm (in the background, at start).
 func (p *Plane) openCodeMode(cfg Config) error {
 	opts := codemode.Options{Registry: p.Registry, Broker: p.Broker, Jobs: p.Jobs, Agency: p.Agency, Builder: cfg.CodeMode, Notify: cfg.CodeModeNotify,
-		MCPServers: p.mcpServers()}
+		MCPServers: p.mcpServers(), Seams: cfg.CodeModeSeams}
 	if p.LanguageServers != nil {
 		opts.Diagnostics = p.LanguageServers
 		opts.LanguageServers = p.LanguageServers
