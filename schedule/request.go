@@ -222,3 +222,47 @@ func once(at, now time.Time, l Limits) (Timing, error) {
 	}
 	return Timing{Kind: Once, At: at}, nil
 }
+
+// Check refuses a Request that Decode under l could not have answered:
+// what a seam applies before it admits one, since the bounds are its
+// own. Times are judged against r.At, the clock Decode read.
+func (r Request) Check(l Limits) error {
+	l = l.Normalized()
+	life := l.MaxLifetime
+	switch r.Timing.Kind {
+	case Interval:
+		if r.Timing.Every < l.MinInterval || r.Timing.Every > life || r.Timing.Every%time.Second != 0 {
+			return Refuse(CodeIntervalOutOfBounds, "the interval %s is outside %s to %s", r.Timing.Every, l.MinInterval, life)
+		}
+	case Cron:
+		if _, err := ParseCron(r.Timing.Expr, r.Timing.Offset); err != nil {
+			return err
+		}
+		if r.Timing.Offset%time.Minute != 0 || r.Timing.Offset > 14*time.Hour || r.Timing.Offset < -12*time.Hour {
+			return Refuse(CodeBadUTCOffset, "the offset %s is not whole minutes within -12:00 to +14:00", r.Timing.Offset)
+		}
+	case Once:
+		if !r.Timing.At.After(r.At) {
+			return Refuse(CodeAtInPast, "the one-shot at %s is not after %s", r.Timing.At.UTC().Format(time.RFC3339), r.At.UTC().Format(time.RFC3339))
+		}
+		if r.Timing.At.Sub(r.At) > life {
+			return Refuse(CodeTooFarAhead, "the one-shot is more than %s ahead", life)
+		}
+		if r.MaxFires > 1 {
+			return Refuse(CodeMaxFiresOutOfBounds, "a one-shot fires once; max_fires is %d", r.MaxFires)
+		}
+	default:
+		return Refuse(CodeOneTiming, "the timing kind %s is not interval, cron or once", quote(string(r.Timing.Kind)))
+	}
+	switch {
+	case r.MaxFires < 0 || r.MaxFires > l.MaxFires:
+		return Refuse(CodeMaxFiresOutOfBounds, "max_fires is %d; at most %d", r.MaxFires, l.MaxFires)
+	case r.Expires.Sub(r.At) > life || !r.Expires.After(r.At):
+		return Refuse(CodeExpiryOutOfBounds, "the schedule expires %s after it was asked; at most %s", r.Expires.Sub(r.At), life)
+	case strings.TrimSpace(r.Message) == "" || len(r.Message) > MaxMessageBytes || !utf8.ValidString(r.Message):
+		return Refuse(CodeMessageOutOfBounds, "message is %d bytes; 1 to %d bytes of UTF-8", len(r.Message), MaxMessageBytes)
+	case !Admits(r.Strand, r.Target):
+		return Refuse(agent.CodeNotDescendant, "target %s is neither %s nor a strand it spawned", quote(r.Target), quote(r.Strand))
+	}
+	return nil
+}

@@ -209,5 +209,8 @@ func FuzzDecode(f *testing.F) {
 		if next.IsZero() || !next.After(now) || next.After(r.Expires) || r.MaxFires < 0 {
 			t.Fatalf("admitted %+v: next %v, expires %v", s, next, r.Expires)
 		}
+		if err := r.Check(Limits{}); err != nil {
+			t.Fatalf("Decode admitted %+v, which Check refuses: %v", s, err)
+		}
 	})
 }
