@@ -293,3 +293,35 @@ func TestFiresKeepTheirBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestRunFiresAndStopsAtClose: Run delivers what is due and returns nil
+// once the Scheduler is closed.
+func TestRunFiresAndStopsAtClose(t *testing.T) {
+	c := &clock{now: start}
+	got := make(chan Fire, 1)
+	s, err := Open(filepath.Join(t.TempDir(), "s.sqlite"), Options{Now: c.Now, Fire: func(_ context.Context, f Fire) { got <- f }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := create(t, s, c, "main", schedule.Spec{InSeconds: 30, Message: "m"})
+	c.advance(time.Minute)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	select {
+	case f := <-got:
+		if f.ID != cr.ID || !f.Last {
+			t.Errorf("fire %+v", f)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run delivered nothing")
+	}
+	s.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run after Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return after Close")
+	}
+}
