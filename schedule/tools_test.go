@@ -231,3 +231,38 @@ func TestListIsBounded(t *testing.T) {
 		t.Errorf("text is %d bytes: %.300q", len(o.Text), o.Text)
 	}
 }
+
+// TestToolsRefuseBadInputWithOneCode: a value of the wrong type in any
+// property, an unknown property and a non-object are refused in band
+// with one code, and never reach the seam.
+func TestToolsRefuseBadInputWithOneCode(t *testing.T) {
+	f := &fakeSchedules{}
+	r := registry(t, f)
+	for _, tl := range Tools(f) {
+		var schema struct {
+			Properties map[string]struct {
+				Type string `json:"type"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(tl.Schema, &schema); err != nil {
+			t.Fatal(err)
+		}
+		bad := []string{`[1]`, `"x"`, `{"no_such_property":1}`}
+		for name, p := range schema.Properties {
+			wrong := `{"x":1}`
+			if p.Type == "object" {
+				wrong = `"x"`
+			}
+			bad = append(bad, fmt.Sprintf(`{%q:%s}`, name, wrong))
+		}
+		for _, args := range bad {
+			o := r.Dispatch(context.Background(), call("main"), tl.Name, json.RawMessage(args))
+			if !o.IsError || o.Code == "" || len(o.Text) > 4<<10 {
+				t.Errorf("%s %s: %+v", tl.Name, args, o)
+			}
+		}
+	}
+	if len(f.got) != 0 {
+		t.Errorf("bad input reached the seam %d times", len(f.got))
+	}
+}
