@@ -75,3 +75,30 @@ func TestScheduleToolsAreOptIn(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeModeOffersScheduleWithItsTools: code mode's workspace seam
+// offers cap/schedule exactly when the plane registers the schedule
+// tools, and cap:// lists it then (the index lists every package).
+func TestCodeModeOffersScheduleWithItsTools(t *testing.T) {
+	t.Parallel()
+	for _, with := range []bool{false, true} {
+		_, cfg := testDirs(t)
+		cfg.Families = FamilyFiles | FamilyCodeMode | FamilyHost
+		if with {
+			sch, err := sqlite.Open(filepath.Join(filepath.Dir(filepath.Dir(cfg.HistoryPath)), "schedules.sqlite"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sch.Close() })
+			cfg.Schedules = sch
+		}
+		p := newTestPlane(t, cfg)
+		if got := slices.Contains(p.CodeMode.Seams()[0].Packages, "cap/schedule"); got != with {
+			t.Errorf("with schedules %v: the workspace seam offers %v", with, p.CodeMode.Seams()[0].Packages)
+		}
+		index := p.Registry.Dispatch(context.Background(), p.Call.At("op", "s", 0), "fs_read", []byte(`{"path":"cap://"}`))
+		if with && !strings.Contains(index.Text, "cap/schedule") {
+			t.Errorf("with schedules %v, cap:// lists:\n%s", with, index.Text)
+		}
+	}
+}
