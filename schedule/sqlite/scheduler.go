@@ -256,7 +256,7 @@ func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Cr
 			return err
 		}
 		if live >= s.o.Limits.MaxLive {
-			return schedule.Refuse(schedule.CodeScheduleLimit, "%s already holds %d live schedules, the most allowed; cancel one first", strconv.Quote(r.Target), live)
+			return schedule.Refuse(schedule.CodeScheduleLimit, "%s already holds %d live schedules, the most allowed; cancel one first", strconv.Quote(clip(r.Target)), live)
 		}
 		var at int64
 		if r.Timing.Kind == schedule.Once {
