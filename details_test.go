@@ -9,6 +9,7 @@ import (
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/schedule"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -21,6 +22,7 @@ var detailsTypes = []any{
 	agent.RosterDetails{}, agent.TodoDetails{}, agent.RefusalDetails{},
 	history.SearchDetails{}, history.RememberDetails{},
 	codemode.Details{}, codemode.ExecutionDetails{},
+	schedule.CreateDetails{}, schedule.ListDetails{}, schedule.Cancelled{}, schedule.RefusalDetails{},
 }
 
 // TestDetailsAreSnakeCase: every field a program reads in Details, at

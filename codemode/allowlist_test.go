@@ -306,7 +306,7 @@ func TestSeamAllowlist(t *testing.T) {
 	if ws.Name != "workspace" {
 		t.Fatalf("WorkspaceSeam().Name = %q", ws.Name)
 	}
-	wantCaps := []string{"cap/execution", "cap/fs", "cap/job", "cap/kv", "cap/lsp", "cap/notes", "cap/proc", "cap/report", "cap/search"}
+	wantCaps := []string{"cap/execution", "cap/fs", "cap/job", "cap/kv", "cap/lsp", "cap/notes", "cap/proc", "cap/report", "cap/schedule", "cap/search"}
 	if got := slices.Sorted(slices.Values(ws.Packages)); !slices.Equal(got, wantCaps) {
 		t.Fatalf("WorkspaceSeam().Packages = %v, want %v", got, wantCaps)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/lsp"
+	"github.com/agentloom/loom/schedule"
 )
 
 // A capability is one function a program may call over the channel. Its
@@ -48,6 +49,9 @@ var capabilities = []capability{
 	{name: "kv.set", serve: (*seamHost).kvSet, summary: summarize(strArg("key"), sizeArg("value"))},
 	{name: "kv.delete", serve: (*seamHost).kvDelete, summary: summarize(strArg("key"))},
 	{name: "report.emit", serve: (*seamHost).emit, summary: summarize(strArg("name"), sizeArg("content"))},
+	{name: "schedule.create", authorizedBy: []string{schedule.CreateToolName}, serve: (*seamHost).scheduleCall, summary: summarize(strArg("target"))},
+	{name: "schedule.list", authorizedBy: []string{schedule.ListToolName}, serve: (*seamHost).scheduleCall},
+	{name: "schedule.cancel", authorizedBy: []string{schedule.CancelToolName}, serve: (*seamHost).scheduleCall, summary: summarize(strArg("id"))},
 	{name: "job.start", authorizedBy: []string{"bash"}, serve: (*seamHost).jobCall, summary: summarize(strArg("command"))},
 	{name: "job.poll", authorizedBy: []string{"job_poll"}, serve: (*seamHost).jobCall, summary: summarize(strArg("handle"))},
 	{name: "job.list", authorizedBy: []string{"job_poll"}, serve: (*seamHost).jobCall},

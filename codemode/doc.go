@@ -2,8 +2,8 @@
 // tool call per turn. The program loops, branches and fans out with
 // goroutines, and reaches the workspace only through the capability
 // packages it imports (cap/fs, cap/search, cap/proc, cap/kv, cap/report,
-// cap/job, cap/notes, cap/lsp, cap/execution, and cap/mcp/<name> for each
-// configured MCP server). The host serves each call on the calling
+// cap/job, cap/notes, cap/lsp, cap/execution, cap/schedule, and
+// cap/mcp/<name> for each configured MCP server). The host serves each call on the calling
 // strand's authority. Engine.Execute takes one Request (source,
 // seam, wall deadline, permissions) through every stage.
 //
@@ -112,6 +112,11 @@
 //   - strand.spawn by agent_spawn, strand.send by agent_send, strand.wait
 //     by agent_wait, strand.roster by agent_roster, strand.map by both
 //     agent_spawn and agent_wait;
+//   - schedule.create by schedule_create, schedule.list by
+//     schedule_list, schedule.cancel by schedule_cancel, served through
+//     those tools (the host's schedule.Schedules behind them) after the
+//     router refuses a request without exactly one timing; cap/schedule
+//     is offered only where the registry registers them;
 //   - each mcp.<package>.<function> by the model tool calling that MCP
 //     tool directly (MCPTool.ModelTool, mcp__<server>__<tool>).
 //

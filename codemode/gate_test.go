@@ -12,7 +12,8 @@ func TestEveryCapabilityIsGatedOrOpenOnPurpose(t *testing.T) {
 		"kv.get": true, "kv.set": true, "kv.delete": true, "report.emit": true,
 		"execution.ready": true, "execution.register": true, "execution.receive": true}
 	want := map[string]string{"proc.run": "bash", "job.start": "bash", "job.poll": "job_poll", "job.list": "job_poll",
-		"job.send": "job_send", "job.kill": "job_kill", "fs.write": "fs_write", "fs.edit": "fs_edit", "lsp.apply": "fs_edit"}
+		"job.send": "job_send", "job.kill": "job_kill", "fs.write": "fs_write", "fs.edit": "fs_edit", "lsp.apply": "fs_edit",
+		"schedule.create": "schedule_create", "schedule.list": "schedule_list", "schedule.cancel": "schedule_cancel"}
 	for _, c := range []string{"definition", "references", "implementation", "hover", "document_symbols", "workspace_symbols",
 		"incoming_calls", "outgoing_calls", "diagnostics", "code_actions", "rename"} {
 		want["lsp."+c] = "fs_read" // a language server reads the workspace as fs_read does

@@ -75,6 +75,8 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 				if pkg == "cap/strand" || pkg == "cap/notes" {
 					// The packages over the Agency run with a scripted one.
 					s, _ = newAgentSession(t, agent.Options{}, 0)
+				} else if pkg == "cap/schedule" {
+					s, _ = newScheduleSession(t)
 				} else {
 					s = newSession(t, map[string]string{
 						"go.mod":       "module example.com/demo\n\ngo 1.26\n",

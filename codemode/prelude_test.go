@@ -94,7 +94,7 @@ func TestPreludeHasNoGoMod(t *testing.T) {
 // included, and a fresh slice each call.
 func TestPreludePackages(t *testing.T) {
 	t.Parallel()
-	want := []string{"cap/execution", "cap/fs", "cap/internal/client", "cap/internal/wire", "cap/job", "cap/kv", "cap/lsp", "cap/notes", "cap/proc", "cap/report", "cap/search", "cap/strand"}
+	want := []string{"cap/execution", "cap/fs", "cap/internal/client", "cap/internal/wire", "cap/job", "cap/kv", "cap/lsp", "cap/notes", "cap/proc", "cap/report", "cap/schedule", "cap/search", "cap/strand"}
 	got := embeddedPreludePackages()
 	if !slices.Equal(got, want) {
 		t.Fatalf("embeddedPreludePackages() = %q, want %q", got, want)

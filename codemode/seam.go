@@ -27,12 +27,13 @@ const WorkspaceSeamName = "workspace"
 // background jobs (cap/job). It also offers the session's durable notes
 // (cap/notes, served only by an Engine with an Agency), the language
 // servers' operations (cap/lsp, served only by an Engine with
-// LanguageServers) and a launched program's input (cap/execution).
-// Each call returns a fresh value.
+// LanguageServers), a launched program's input (cap/execution) and
+// scheduled messages (cap/schedule, offered only where the registry
+// registers the schedule tools). Each call returns a fresh value.
 func WorkspaceSeam() Seam {
 	return Seam{
 		Name:     WorkspaceSeamName,
-		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job", "cap/notes", "cap/lsp", "cap/execution"},
+		Packages: []string{"cap/fs", "cap/search", "cap/proc", "cap/kv", "cap/report", "cap/job", "cap/notes", "cap/lsp", "cap/execution", "cap/schedule"},
 	}
 }
 

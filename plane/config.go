@@ -13,6 +13,7 @@ import (
 	"github.com/agentloom/loom/lsp"
 	"github.com/agentloom/loom/mcpclient"
 	"github.com/agentloom/loom/sandbox"
+	"github.com/agentloom/loom/schedule"
 	"github.com/agentloom/loom/toolchain"
 )
 
@@ -40,9 +41,10 @@ const (
 	// families through the registry's holds (codemode's package doc lists
 	// which tool authorizes which capability).
 	FamilyCodeMode
-	// FamilyHost is advise, context_remaining and propose, each
+	// FamilyHost is advise, context_remaining, propose and the schedule
+	// tools (schedule_create, schedule_list, schedule_cancel), each
 	// registered when the Config brings its seam (Advice, Gauge,
-	// Proposals), after FamilyAgents and before code_mode. It is opt-in:
+	// Proposals, Schedules), after FamilyAgents and before code_mode. It is opt-in:
 	// AllFamilies leaves it out, so a host names it
 	// (AllFamilies|FamilyHost), and the default plane's description stays
 	// within its budget.
@@ -240,6 +242,11 @@ type Config struct {
 	Advice    agent.Advice
 	Gauge     agent.Gauge
 	Proposals agent.Proposals
+	// Schedules is the seam behind FamilyHost's schedule tools, owned by
+	// the host (package schedule/sqlite's Scheduler is the reference,
+	// kept beside the history index, outside the workspace). The three
+	// tools come together or not at all. Ignored without FamilyHost.
+	Schedules schedule.Schedules
 
 	// CodeMode configures code_mode's hermetic build (toolchain, cache
 	// directory and bound, warm-up progress); its Broker is the plane's.

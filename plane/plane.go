@@ -24,6 +24,7 @@ import (
 	"github.com/agentloom/loom/lsp"
 	"github.com/agentloom/loom/mcpclient"
 	"github.com/agentloom/loom/sandbox"
+	"github.com/agentloom/loom/schedule"
 	"github.com/agentloom/loom/tool"
 	"github.com/agentloom/loom/toolchain"
 )
@@ -650,7 +651,7 @@ func historyPath(path, ws string) (string, error) {
 }
 
 // hostTools returns FamilyHost's tools whose seams cfg brings: advise,
-// context_remaining, propose.
+// context_remaining, propose, and the schedule tools.
 func hostTools(cfg Config) []tool.Tool {
 	var tools []tool.Tool
 	if cfg.Advice != nil {
@@ -661,6 +662,9 @@ func hostTools(cfg Config) []tool.Tool {
 	}
 	if cfg.Proposals != nil {
 		tools = append(tools, agent.ProposeTool(cfg.Proposals))
+	}
+	if cfg.Schedules != nil {
+		tools = append(tools, schedule.Tools(cfg.Schedules)...)
 	}
 	return tools
 }
