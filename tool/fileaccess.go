@@ -49,6 +49,8 @@ const (
 	declined
 	// grantedShort: the host resumed without a grant covering the target.
 	grantedShort
+	// neverAsked: the target is one no file tool asks for (mayAsk).
+	neverAsked
 )
 
 // askAccess asks the host for access to the target of arg, which the
@@ -69,13 +71,13 @@ func (c *Call) askAccess(ctx context.Context, toolName, arg string, want access,
 	if err := c.checkProtected(arg, lexical, target); err != nil {
 		return "", err
 	}
-	if !c.mayAsk(lexical, target, want) {
-		return "", refused
-	}
 	answered := func(a accessAnswer) error {
 		p := *pe
 		p.answer = a
 		return &p
+	}
+	if !c.mayAsk(lexical, target, want) {
+		return "", answered(neverAsked)
 	}
 	if c.RaiseRefusal == nil {
 		return "", answered(noOneToAsk)

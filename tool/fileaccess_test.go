@@ -112,7 +112,7 @@ func TestFileToolsAskForTheirTarget(t *testing.T) {
 					}
 					return outside + "/cfg", ""
 				}},
-			{name: "another repository's git directory", answer: approve, code: CodeOutsideRoots,
+			{name: "another repository's git directory", answer: approve, code: CodeOutsideRoots, says: "never ask",
 				setup: func(c *Call, outside string) (string, string) {
 					os.MkdirAll(outside+"/repo/.git", 0o755)
 					os.WriteFile(outside+"/repo/.git/HEAD", []byte(old), 0o644)
@@ -259,7 +259,7 @@ func TestFileToolsNeverAskForAGitControlFile(t *testing.T) {
 	rec := &raises{answer: approve}
 	c.RaiseRefusal = rec.hook
 	for _, p := range []string{outside + "/config", outside + "/hooks/pre-commit", outside + "/commondir"} {
-		if out := call(t, r, c, "fs_write", map[string]any{"path": p, "content": "x"}); out.Code != CodeOutsideRoots {
+		if out := call(t, r, c, "fs_write", map[string]any{"path": p, "content": "x"}); out.Code != CodeOutsideRoots || !strings.Contains(out.Text, "never ask") {
 			t.Errorf("%s: %s %q", p, out.Code, out.Text)
 		}
 		if _, err := os.Lstat(p); err == nil {
@@ -429,5 +429,22 @@ func TestRedteamFileApprovalMeetsASwap(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFileToolsNeverAskToWriteProcOrDev: a write under /proc or /dev
+// is refused without a raise, saying so.
+func TestFileToolsNeverAskToWriteProcOrDev(t *testing.T) {
+	t.Parallel()
+	r, c := fileRegistry(t)
+	rec := &raises{answer: approve}
+	c.RaiseRefusal = rec.hook
+	for _, p := range []string{"/proc/self/comm", "/dev/null"} {
+		if out := call(t, r, c, "fs_write", map[string]any{"path": p, "content": "x"}); out.Code != CodeOutsideRoots || !strings.Contains(out.Text, "/proc or /dev") {
+			t.Errorf("%s: %s %q", p, out.Code, out.Text)
+		}
+	}
+	if n := len(rec.all()); n != 0 {
+		t.Fatalf("raised %d times", n)
 	}
 }

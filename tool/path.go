@@ -99,11 +99,13 @@ func (e *PathError) remedy() string {
 		return fmt.Sprintf("The operator was asked to let this call %s exactly this file and did not approve it; nothing was %s. Do without it, or ask the user", verb, done)
 	case grantedShort:
 		return fmt.Sprintf("The operator answered without granting %s access to this file, so nothing was done; ask the user", verb)
+	case neverAsked:
+		return fmt.Sprintf("The file tools never ask to %s a path inside a git directory, a file git takes as its own, the harness's own state, /proc or /dev, so no operator was asked; do without it, or ask the user", verb)
 	}
 	if e.Write {
-		return "Write under those roots instead; fs_write and fs_edit ask the operator for a file outside them themselves where this host lets them, and where this host offers bash, a command may ask for another directory with permissions.writable_roots, which the operator decides"
+		return "Write under those roots instead; fs_write and fs_edit ask the operator for a file outside the session's roots themselves where this host lets them, and where this host offers bash, a command may ask for another directory with permissions.writable_roots, which the operator decides"
 	}
-	return "fs_read asks the operator for a file outside them itself where this host lets it, and where this host offers bash, a command may ask for another directory with permissions.readable_roots, which the operator decides"
+	return "fs_read asks the operator for a file outside the session's roots itself where this host lets it, and where this host offers bash, a command may ask for another directory with permissions.readable_roots, which the operator decides"
 }
 
 // rootList renders roots for a refusal.
