@@ -651,3 +651,43 @@ func TestBashShowsWhatTheGitGuardDisarmed(t *testing.T) {
 		t.Fatalf("the planted key is still there (%v): %q", err, cfg)
 	}
 }
+
+// TestBashSaysWhyAPathIsMissingOrBusy: a command reading a host file
+// outside every root fails with ENOENT in its jail and is told why and
+// how to ask for it; replacing the protected .git/config fails as busy
+// and is told it is protected. Controls: with the file's directory
+// approved through permissions.readable_roots the same command reads
+// it, and a file missing inside the workspace gets no such line.
+func TestBashSaysWhyAPathIsMissingOrBusy(t *testing.T) {
+	c := bashCall(t, true)
+	if !c.Broker.Available().Applied(sandbox.LayerNamespaces) {
+		t.Skip("the jail applies no mount namespace here, so it hides no path")
+	}
+	outside := nonTmpDir(t)
+	f := filepath.Join(outside, "notes.txt")
+	os.WriteFile(f, []byte("HOST NOTES\n"), 0o644)
+	o, _ := runBashArgs(t, c, map[string]any{"command": "cat " + f})
+	if !o.IsError || !strings.Contains(o.Text, "hint: "+f+" is outside every directory") || !strings.Contains(o.Text, "ask the user") {
+		t.Fatalf("missing host file, no one to ask: %s", o.Text)
+	}
+	c.RaiseRefusal = func(_ context.Context, r tool.RaisedRefusal) tool.Escalation {
+		return tool.Escalation{Resume: true, Grants: r.Denial.Wanted}
+	}
+	o, _ = runBashArgs(t, c, map[string]any{"command": "cat " + f})
+	if !o.IsError || !strings.Contains(o.Text, "hint: "+f+" is outside every directory") || !strings.Contains(o.Text, "readable_roots") {
+		t.Fatalf("missing host file: %s", o.Text)
+	}
+	if o, _ := runBashArgs(t, c, map[string]any{"command": "cat " + f, "permissions": map[string]any{"readable_roots": []string{f}}}); o.IsError || !strings.Contains(o.Text, "HOST NOTES") {
+		t.Fatalf("control: approved, the command should read it: %s", o.Text)
+	}
+	if o, _ := runBashArgs(t, c, map[string]any{"command": "cat " + filepath.Join(c.Workspace, "absent")}); !o.IsError || strings.Contains(o.Text, "hint: "+c.Workspace) {
+		t.Fatalf("control: a file missing in the workspace: %s", o.Text)
+	}
+	o, _ = runBashArgs(t, c, map[string]any{"command": "printf '[x]\\n' > .git/c2 && mv .git/c2 .git/config"})
+	if !o.IsError || !strings.Contains(o.Text, "busy") {
+		t.Skipf("replacing a protected file did not fail as busy here: %s", o.Text)
+	}
+	if !strings.Contains(o.Text, "hint: "+filepath.Join(c.Workspace, ".git", "config")+" is protected") {
+		t.Fatalf("busy protected config: %s", o.Text)
+	}
+}

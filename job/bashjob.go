@@ -130,7 +130,7 @@ func renderWatched(w watched, run bashRun, host error, enf sandbox.Enforcement, 
 	case w.Missed:
 		body += fmt.Sprintf("\n[only part of the output is shown: %d bytes in all, and this host keeps no overflow store]\n", det.Bytes)
 	}
-	return renderSettled(run.notes, body, watchedSettled(w.Final.Row), run.timeout, host, w.Stderr, enf, det)
+	return renderSettled(run, body, watchedSettled(w.Final.Row), host, w.Stderr, enf, det)
 }
 
 // watchedSettled is how a watched job ended, as a foreground run reports

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/agentloom/loom/sandbox"
 	"github.com/agentloom/loom/tool"
@@ -30,12 +29,14 @@ func hostEnd(ctx context.Context) error {
 
 // renderSettled renders a command that ended, run in the foreground or
 // watched to its end as a job: notes, output, how it ended, protected
-// paths it created, a permission hint when stderr suggests one, and the
-// sandbox line. host is why the call's context ended (hostEnd): a
+// paths it created, a permission hint when stderr suggests one, a line
+// for each path it names that the jail hides or protects (hiddenHints,
+// under run's policy), and the sandbox line. host is why the call's context ended (hostEnd): a
 // command killed then was ended by the host (its deadline or its
 // cancellation), not by timeout_ms, and is reported so, coded
 // tool.CodeCancelled.
-func renderSettled(notes []string, body string, s sandbox.Settled, timeout time.Duration, host error, stderrTail []byte, enf sandbox.Enforcement, det BashDetails) tool.Outcome {
+func renderSettled(run bashRun, body string, s sandbox.Settled, host error, stderrTail []byte, enf sandbox.Enforcement, det BashDetails) tool.Outcome {
+	notes, timeout := run.notes, run.timeout
 	byHost := host != nil && (s.TimedOut || s.Cancelled) && !s.OutputLimited && s.Failed == ""
 	if byHost {
 		s.TimedOut, s.Cancelled = false, true
@@ -97,6 +98,9 @@ func renderSettled(notes []string, body string, s sandbox.Settled, timeout time.
 		b.WriteString(goModuleHint(stderrTail))
 	case permissionError(stderrTail):
 		b.WriteString(permissionHint(stderrTail))
+	}
+	if code != "" && code != tool.CodeCancelled {
+		b.WriteString(hiddenHints(stderrTail, run.policy, run.cwd, enf.Applied(sandbox.LayerNamespaces), run.asks))
 	}
 	b.WriteString(enf.String())
 	if code == "" {

@@ -24,6 +24,10 @@ type bashRun struct {
 	timeout  time.Duration
 	cwd      string
 	notes    []string
+	// policy is the composed policy the command runs under; asks says
+	// whether the call can ask an operator for more.
+	policy sandbox.Policy
+	asks   bool
 }
 
 // runBash is one bash call, in four steps: the arguments are checked,
@@ -40,6 +44,7 @@ func runBash(ctx context.Context, c *tool.Call, jobs Jobs, a bashArgs) tool.Outc
 	if fail != nil {
 		return *fail
 	}
+	run.policy, run.asks = pol, c.RaiseRefusal != nil
 	cmd, fail := bashCommand(c, a.Command, &run, pol, &det)
 	if fail != nil {
 		return *fail
@@ -320,5 +325,5 @@ func runForeground(ctx context.Context, c *tool.Call, cmd Spec, run bashRun, det
 		return bashFail(tool.CodeSpillFailed, fmt.Sprintf("the command's output (%d bytes) could not be stored: %v", out.total, err), det)
 	}
 	det.Overflow = overflow
-	return renderSettled(run.notes, body, s, run.timeout, hostEnd(ctx), out.stderrTail, enf, det)
+	return renderSettled(run, body, s, hostEnd(ctx), out.stderrTail, enf, det)
 }

@@ -218,19 +218,24 @@ type RaisedRefusal struct {
 	// Denial is the broker's refusal; its Wanted is exactly what an
 	// approval may grant.
 	Denial *sandbox.Denial
-	// Deadline is when the refused work would be stopped.
+	// Deadline is when the refused work would be stopped; zero when it
+	// has none (the file tools).
 	Deadline time.Time
-	// Subject is exactly what runs if the grants are given, from the
-	// tool's own snapshot taken before the raise: bash's command and
-	// directory, code_mode's program as it was read and built. Show it,
-	// never a path the arguments name: a file can change between the
-	// read and the answer. Nil means the tool names nothing it runs.
+	// Subject is exactly what runs (or lands) if the grants are given,
+	// from the tool's own snapshot taken before the raise: bash's command
+	// and directory, code_mode's program as it was read and built,
+	// fs_write's content and the file it replaces. Show it, never a path
+	// the arguments name: a file can change between the read and the
+	// answer. Nil means the tool names nothing it runs (fs_read and
+	// fs_edit, whose Denial names the one file they want).
 	Subject *Subject
 }
 
 // Escalation is the host's answer to a RaisedRefusal. The zero value
 // settles: the refusal stands and the tool reports it in band. Resume
-// retries once with Grants added to the call's own.
+// retries once with Grants added to the call's own; a file tool goes on
+// with the one file it asked for when Grants cover it, and with nothing
+// more.
 type Escalation struct {
 	Resume bool
 	Grants []sandbox.Grant

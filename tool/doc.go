@@ -37,6 +37,11 @@
 //     Call.ResolveWrite): symlinks resolved component by component, the
 //     result contained in the workspace (or a readable root, for reads),
 //     protected entries refused on the lexical and the resolved form.
+//   - A file tool whose target lies outside those roots asks the host for
+//     exactly that file through Call.Raise, at most once per call and
+//     never for a protected entry; an approval lets that call alone open
+//     that file, and joins neither the call's grants nor the session's
+//     pins (fileaccess.go).
 //   - File writes stage a temporary file beside the target and rename it
 //     into place, so a reader sees the old file or the new one, never part.
 //

@@ -92,7 +92,9 @@ func runEdit(ctx context.Context, c *Call, a editArgs, d Diagnostics) Outcome {
 	}
 	path, err := c.ResolveWrite(a.Path)
 	if err != nil {
-		return pathFailure(err)
+		if path, err = c.askAccess(ctx, "fs_edit", a.Path, accessWrite, err, nil); err != nil {
+			return pathFailure(err)
+		}
 	}
 	if o, refused := refuseGitControl(c, a.Path, path); refused {
 		return o

@@ -111,13 +111,15 @@ func schemeList(byName map[string]Scheme) string {
 	return strings.Join(names, ", ")
 }
 
-func runRead(_ context.Context, c *Call, a readArgs) Outcome {
+func runRead(ctx context.Context, c *Call, a readArgs) Outcome {
 	if a.Offset < 0 || a.Limit < 0 {
 		return Fail(CodeInvalidWindow, fmt.Sprintf("offset and limit must not be negative (got offset=%d, limit=%d); offset starts at 1", a.Offset, a.Limit))
 	}
 	path, err := c.ResolveRead(a.Path)
 	if err != nil {
-		return pathFailure(err)
+		if path, err = c.askAccess(ctx, "fs_read", a.Path, accessRead, err, nil); err != nil {
+			return pathFailure(err)
+		}
 	}
 	data, err := readRegular(path)
 	if err != nil {

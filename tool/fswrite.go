@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -56,16 +57,27 @@ func runWrite(ctx context.Context, c *Call, a writeArgs, d Diagnostics) Outcome 
 	if len(a.Content) > MaxFileBytes {
 		return Fail(CodeFileTooLarge, fmt.Sprintf("content is %d bytes; at most %d bytes (%d MiB) are written", len(a.Content), MaxFileBytes, MaxFileBytes>>20))
 	}
+	// A file outside the roots is written only with the operator's
+	// approval of exactly it, shown the content that lands; its directory
+	// must exist, since the approval covers the file alone.
+	parents := true
 	path, err := c.ResolveWrite(a.Path)
 	if err != nil {
-		return pathFailure(err)
+		subject := &Subject{Kind: SubjectContent, Text: a.Content}
+		if path, err = c.askAccess(ctx, "fs_write", a.Path, accessWrite, err, subject); err != nil {
+			return pathFailure(err)
+		}
+		parents = false
 	}
 	if o, refused := refuseGitControl(c, a.Path, path); refused {
 		return o
 	}
 	data := []byte(a.Content)
-	res, err := writeWhole(path, data, true)
+	res, err := writeWhole(path, data, parents)
 	if err != nil {
+		if !parents && errors.Is(err, fs.ErrNotExist) {
+			return Fail(CodeWriteFailed, fmt.Sprintf("%s: %v (%s); the approval covers this file alone, so its directory must exist already", a.Path, err, res.changed(c)))
+		}
 		return writeFailure(c, a.Path, res, err)
 	}
 	created := res.Created

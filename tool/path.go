@@ -35,6 +35,10 @@ type PathError struct {
 	// the writable ones.
 	Write bool
 	Err   error // an underlying filesystem error, if any
+
+	// answer is how a file tool's request for the path was settled
+	// (askAccess); it chooses the remedy the text names.
+	answer accessAnswer
 }
 
 // ErrorCode returns e.Code as a string (see CodedError).
@@ -44,13 +48,13 @@ func (e *PathError) Error() string {
 	switch e.Code {
 	case CodeOutsideRoots:
 		if e.Write {
-			return fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every writable root; the file tools write only under %s. Write there instead, or, where this host offers bash, run the command that needs the other directory with permissions.writable_roots, which the operator decides", e.Path, e.Entry, rootList(e.Accepted))
+			return fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every writable root; the file tools write only under %s. %s", e.Path, e.Entry, rootList(e.Accepted), e.remedy())
 		}
 		msg := fmt.Sprintf("permission denied: %s resolves to %s, outside the workspace and every readable root; the file tools read only under %s", e.Path, e.Entry, rootList(e.Accepted))
 		if e.SystemRoot != "" {
-			msg += fmt.Sprintf(". %s is a system root: jailed commands read it to run programs, and the file tools never do", e.SystemRoot)
+			msg += fmt.Sprintf(". %s is a system root: jailed commands read it to run programs, and the file tools never do without an approval", e.SystemRoot)
 		}
-		return msg + ". Where this host offers bash, a command may ask the operator for another directory with permissions.readable_roots"
+		return msg + ". " + e.remedy()
 	case CodeOutsideWritableRoots:
 		return fmt.Sprintf("%s resolves to %s, which is not a directory bash could run in: a shell directory must lie under the workspace or another writable root (%s)", e.Path, e.Entry, rootList(e.Accepted))
 	case CodeNotADirectory:
@@ -66,7 +70,7 @@ func (e *PathError) Error() string {
 		return fmt.Sprintf("permission denied: the host's protected list holds the relative entry %q, which cannot be applied, so every path is refused until the host fixes it", e.Entry)
 	case CodeJailReplaced:
 		if e.Entry == sandbox.ScratchDir {
-			return fmt.Sprintf("permission denied: %s is under %s, outside this session's roots, and every jail has a private %s of its own, so neither the file tools nor bash reach the host's copy; keep the files in the workspace (%s in a command is the jail's own scratch)", e.Path, e.Entry, e.Entry, e.Entry)
+			return fmt.Sprintf("permission denied: %s is under %s, outside this session's roots. Every jailed command has a private %s of its own, so a command sees the host's copy only where it names it in permissions.readable_roots and the operator approves. %s", e.Path, e.Entry, e.Entry, e.remedy())
 		}
 		return fmt.Sprintf("permission denied: %s is under %s, which jailed commands see replaced by their own; read the jail's copy with bash", e.Path, e.Entry)
 	case CodeBlobStore:
@@ -79,6 +83,29 @@ func (e *PathError) Error() string {
 		}
 		return fmt.Sprintf("invalid path %q", e.Path)
 	}
+}
+
+// remedy is the sentence of an outside_roots or jail_replaced refusal
+// naming what would give access, by how the host answered (answer).
+func (e *PathError) remedy() string {
+	field, kind, verb, done := "permissions.readable_roots", "readable", "read", "read"
+	if e.Write {
+		field, kind, verb, done = "permissions.writable_roots", "writable", "write", "written"
+	}
+	switch e.answer {
+	case noOneToAsk:
+		return fmt.Sprintf("This host has no operator to approve more access, so neither the file tools nor a bash command's %s can be granted it; ask the user to add a directory holding it to the session's %s roots, or do without it", field, kind)
+	case declined:
+		return fmt.Sprintf("The operator was asked to let this call %s exactly this file and did not approve it; nothing was %s. Do without it, or ask the user", verb, done)
+	case grantedShort:
+		return fmt.Sprintf("The operator answered without granting %s access to this file, so nothing was done; ask the user", verb)
+	case neverAsked:
+		return fmt.Sprintf("The file tools never ask to %s a path inside a git directory, a file git takes as its own, the harness's own state, /proc or /dev, so no operator was asked; do without it, or ask the user", verb)
+	}
+	if e.Write {
+		return "Write under those roots instead; fs_write and fs_edit ask the operator for a file outside the session's roots themselves where this host lets them, and where this host offers bash, a command may ask for another directory with permissions.writable_roots, which the operator decides"
+	}
+	return "fs_read asks the operator for a file outside the session's roots itself where this host lets it, and where this host offers bash, a command may ask for another directory with permissions.readable_roots, which the operator decides"
 }
 
 // rootList renders roots for a refusal.

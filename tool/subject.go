@@ -25,6 +25,9 @@ const (
 	// built and run; Path is the file it was read from ("" when the call
 	// gave it inline).
 	SubjectProgram SubjectKind = "program"
+	// SubjectContent: Text is the whole content a file tool writes;
+	// Path is the file it replaces or creates.
+	SubjectContent SubjectKind = "content"
 )
 
 // Subject is what a raised refusal's grants would act on, as the tool
@@ -37,8 +40,8 @@ type Subject struct {
 	// Text is the exact command line or source that runs.
 	Text string
 	// Path is the file a program was read from, as the file tools show
-	// it (relative to the workspace when under it); "" for an inline
-	// program or a command.
+	// it (relative to the workspace when under it), or the file content
+	// is written to (absolute); "" for an inline program or a command.
 	Path string
 	// Dir is the directory a command runs in; "" for a program.
 	Dir string
@@ -248,6 +251,9 @@ func (s *Subject) parts() (head, where, label string) {
 			"The program (this text runs, whatever the file holds now):\n"
 	case s.Kind == SubjectProgram:
 		return "What runs is this program " + size + ", given inline:\n", "", ""
+	case s.Kind == SubjectContent:
+		return "What is written is this content " + size + ", to the file:\n", s.Path,
+			"The content (this text lands, whatever the file holds now):\n"
 	}
 	head = "What runs (" + Escape(string(s.Kind)) + ", " + size[1:] + ":\n"
 	switch {

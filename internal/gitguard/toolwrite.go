@@ -135,7 +135,7 @@ func (r *gitRoot) toolWrite(rel string) ([]sandbox.Neutralisation, error) {
 // gitSweep.tainted), fencing the root when the bound is reached.
 func (r *gitRoot) taint(rel string) {
 	s := r.sweep
-	if !gitControlName(rel) {
+	if !ControlName(rel) {
 		return
 	}
 	fi, err := s.root.Lstat(rel)
@@ -224,10 +224,10 @@ func (s *gitSweep) taintedIn(dir string) bool {
 	return false
 }
 
-// gitControlName reports whether a file at rel is one git can take as a
-// control file that runs or re-aims something, wherever it lies: a
-// config, a pointer, or a hook.
-func gitControlName(rel string) bool {
+// ControlName reports whether a file at rel (slash-separated) is one
+// git can take as a control file that runs or re-aims something,
+// wherever it lies: a config, a pointer, or a hook.
+func ControlName(rel string) bool {
 	switch strings.ToLower(path.Base(rel)) {
 	case "config", "config.worktree", "commondir", ".git":
 		return true
@@ -251,7 +251,7 @@ func ToolWriteAlone(root, path string) ([]sandbox.Neutralisation, error) {
 	}
 	defer rt.Close()
 	s := newGitSweep(rt, root)
-	if gitControlName(rel) {
+	if ControlName(rel) {
 		if fi, err := rt.Lstat(rel); err == nil {
 			s.tainted[rel] = fingerprintOf(fi)
 		} else if !errors.Is(err, os.ErrNotExist) {
