@@ -379,13 +379,13 @@ func recordLine(r CallRecord) string {
 
 // Why a stage has no enforcement report, as sandboxLine says it.
 const (
-	buildCached  = "cached, no build ran"
-	buildVetted  = "not run (vetting refused the program)"
+	buildCached = "cached, no build ran"
+	buildVetted = "not run (vetting refused the program)"
 	// buildIncomplete: refused before the build, or the build did not
 	// finish (a toolchain or jail failure, a cancel).
 	buildIncomplete = "no report (no build finished)"
-	runNotStaged = "did not start"
-	runByJoin    = "shown by join"
+	runNotStaged    = "did not start"
+	runByJoin       = "shown by join"
 )
 
 // stageReport is one jailed stage for sandboxLine: its report, or why it
