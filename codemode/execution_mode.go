@@ -151,6 +151,7 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []st
 	pre, st, err := e.prepare(ctx, c, r)
 	if err != nil {
 		e.execs.drop(x)
+		e.checkRefusal(ctx, err)
 		return render(pre, err, notes, time.Since(start))
 	}
 	within, bin := st.within, pre.Binary

@@ -149,8 +149,8 @@ func (e *Engine) description() string {
 
 // compilerGuidance is the description's sentence on failures: what the
 // build repairs itself, and how to repair the rest.
-const compilerGuidance = "Every compile error fails the build, except unused imports, variables and labels: those are repaired and the edits listed. " +
-	"On a compile error, fix the lines it names and keep the rest; on a run-time failure, fix the program and run it again rather than moving its checks to other tools. "
+const compilerGuidance = "Unused imports, variables and labels are repaired. " +
+	"On a compile error fix the named lines, keep the rest; on a run-time failure fix and rerun it, don't move its checks to other tools. "
 
 func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool.Outcome {
 	if o, answered := e.interact(ctx, c, a); answered {
@@ -170,6 +170,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 	}
 	start := time.Now()
 	x, err := e.Execute(ctx, c, r)
+	e.checkRefusal(ctx, err)
 	return render(x, err, notes, time.Since(start))
 }
 
@@ -259,9 +260,9 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 			}
 		case errors.As(err, &ve):
 			build.none = buildVetted
-			b.WriteString(err.Error() + "\n")
+			b.WriteString(strings.TrimRight(err.Error(), "\n") + "\n")
 		default:
-			b.WriteString(err.Error() + "\n")
+			b.WriteString(strings.TrimRight(err.Error(), "\n") + "\n")
 		}
 		if x != nil && x.Widening.State != GrantsNone {
 			b.WriteString(x.Widening.String() + "\n")
