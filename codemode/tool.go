@@ -454,22 +454,35 @@ func layerNames(e sandbox.Enforcement) string {
 	return s
 }
 
-// capPackageRef matches a qualified use of a capability package in a
-// compiler diagnostic ("undefined: fs.ReadFile").
-var capPackageRef = regexp.MustCompile(`\b(fs|search|proc|kv|report|job|notes|strand|execution)\.[A-Z]`)
+// capPackageRef matches a qualified exported name in a compiler
+// diagnostic ("undefined: fs.ReadFile").
+var capPackageRef = regexp.MustCompile(`\b([a-z][a-z0-9]*)\.[A-Z]`)
 
+// isCapPackage reports whether name is a capability package of the
+// prelude (cap/<name>, per capExports).
+func isCapPackage(name string) bool {
+	_, ok := capExports()[preludeModule+"/"+name]
+	return ok
+}
+
+// pointerFromText points at the API of the first capability package
+// diag qualifies a name with; "" when it qualifies none.
 func pointerFromText(diag string) string {
-	if m := capPackageRef.FindStringSubmatch(diag); m != nil {
-		return pointer(m[1])
+	for _, m := range capPackageRef.FindAllStringSubmatch(diag, maxSuggestLines) {
+		if isCapPackage(m[1]) {
+			return pointer(m[1])
+		}
 	}
 	return ""
 }
 
+// pointerFromRecord points at the API of the first capability package
+// whose call failed (not at a ceiling, which reading the API does not
+// lift); "" when none did.
 func pointerFromRecord(r CallRecord) string {
 	for _, e := range r.Calls {
 		if e.Status == CallFailed && e.Code != codeAdmissionCeiling && e.Code != codeSpawnCeiling {
-			pkg, _, _ := strings.Cut(e.Cap, ".")
-			if slices.Contains([]string{"fs", "search", "proc", "kv", "report", "job", "notes", "strand", "execution"}, pkg) {
+			if pkg, _, _ := strings.Cut(e.Cap, "."); isCapPackage(pkg) {
 				return pointer(pkg)
 			}
 		}

@@ -29,6 +29,10 @@ const (
 	// toolchain's archives of the program's allowed imports (which its
 	// build will need anyway) before it answers without the type check.
 	typeCheckWait = 20 * time.Second
+	// maxTypeCheckDepth bounds the syntax tree's depth a type check
+	// takes (go/types recurses along it); a deeper program is not
+	// type-checked.
+	maxTypeCheckDepth = 512
 	// typeCheckTimeout bounds how long a vet refusal waits for go/types;
 	// past it, it answers without the type check.
 	typeCheckTimeout = 5 * time.Second
@@ -49,15 +53,17 @@ func (e *Engine) checkRefusal(ctx context.Context, err error) {
 
 // typeCheckRefused type-checks the program ve refused, with the imports
 // vetting refused stubbed, and keeps what it found in ve.Compile, so one
-// answer carries both the refusal and the compile errors. It runs go/types
-// on the host over the parsed source against the builder's archives of
-// the program's allowed imports: nothing of the program runs. One check
-// runs at a time per Engine (its builder); a source that did not parse, a dot import of
-// a refused path, no toolchain, archives not ready within typeCheckWait,
-// an unreadable archive, another check still running or a check past
-// typeCheckTimeout each leave ve.Compile "" (ve.TypeChecked false).
+// answer carries both the refusal and the compile errors. It runs
+// go/types on the host over the parsed source against the builder's
+// archives of the program's allowed imports: nothing of the program
+// runs. One check runs at a time per Engine (its builder). Each of these
+// leaves ve.Compile "" and ve.TypeChecked false: a source that did not
+// parse, a dot import of a refused path, a tree deeper than
+// maxTypeCheckDepth, no toolchain, archives not ready within
+// typeCheckWait, an unreadable archive, another check still running, a
+// check past typeCheckTimeout.
 func (e *Engine) typeCheckRefused(ctx context.Context, ve *VetError) {
-	if ve.file == nil || ve.dotRefused() {
+	if ve.file == nil || ve.dotRefused() || deeperThan(ve.file, maxTypeCheckDepth) {
 		return
 	}
 	b, err := e.buildStage()
@@ -115,6 +121,23 @@ func (e *Engine) typeCheckRefused(ctx context.Context, ve *VetError) {
 		text += s + "\n"
 	}
 	ve.Compile = truncateUTF8(text, maxTypeCheckBytes)
+}
+
+// deeperThan reports whether f's syntax tree nests more than limit
+// nodes deep.
+func deeperThan(f *ast.File, limit int) bool {
+	depth, deep := 0, false
+	ast.Inspect(f, func(n ast.Node) bool {
+		if n == nil {
+			depth--
+			return false
+		}
+		if depth++; depth > limit {
+			deep = true
+		}
+		return !deep
+	})
+	return deep
 }
 
 // typeCheckResult is what checkStubbed found: ok false when the check

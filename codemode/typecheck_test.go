@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"go/ast"
 	"go/importer"
 	"go/parser"
 	"go/token"
@@ -133,5 +134,25 @@ func TestVetRefusalCarriesTheCompileErrors(t *testing.T) {
 	o = s.dispatch(t, map[string]any{"program": "package main\n\nimport \"os\"\n\nfunc main() { os.Exit(1 }\n"})
 	if strings.Contains(o.Text, "Type-checked") {
 		t.Errorf("a source that does not parse was type-checked:\n%s", o.Text)
+	}
+}
+
+// TestDeeperThan: the depth guard counts nesting, not size.
+func TestDeeperThan(t *testing.T) {
+	t.Parallel()
+	parse := func(src string) *ast.File {
+		f, err := parser.ParseFile(token.NewFileSet(), programFileName, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	wide := "package main\n\nfunc main() {\n" + strings.Repeat("\t_ = 1 + 2\n", 2000) + "}\n"
+	deep := "package main\n\nvar x = " + strings.Repeat("(", maxTypeCheckDepth) + "1" + strings.Repeat(")", maxTypeCheckDepth) + "\n\nfunc main() {}\n"
+	if deeperThan(parse(wide), maxTypeCheckDepth) {
+		t.Error("a wide, shallow program counts as deep")
+	}
+	if !deeperThan(parse(deep), maxTypeCheckDepth) {
+		t.Error("a deeply nested program does not count as deep")
 	}
 }
