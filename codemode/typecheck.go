@@ -96,7 +96,10 @@ func (e *Engine) typeCheckRefused(ctx context.Context, ve *VetError) {
 				done <- typeCheckResult{}
 			}
 		}()
-		done <- checkStubbed(ve.fset, ve.file, gcImporter(ve.fset, files), ve.refusedImport)
+		// A generated cap/mcp package is compiled beside a program, never
+		// kept in the archives: stubbed too.
+		stubbed := func(p string) bool { return ve.refusedImport(p) || isMCPPath(p) }
+		done <- checkStubbed(ve.fset, ve.file, gcImporter(ve.fset, files), stubbed)
 	}()
 	timer := time.NewTimer(typeCheckTimeout)
 	defer timer.Stop()
