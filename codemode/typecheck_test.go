@@ -113,7 +113,7 @@ func TestVetRefusalCarriesTheCompileErrors(t *testing.T) {
 	}
 	for _, want := range []string{
 		"import_not_allowed: import \"os\"",
-		"the program also has these compile errors",
+		"Type-checked (refused imports stubbed), the program also has these compile errors",
 		"main.go:11:14: cannot use strings.ToUpper(\"x\")",
 		"main.go:12:14: undefined: proc.Start",
 		"hint (line 12): Start is in cap/job, not cap/proc",
@@ -154,5 +154,43 @@ func TestDeeperThan(t *testing.T) {
 	}
 	if !deeperThan(parse(deep), maxTypeCheckDepth) {
 		t.Error("a deeply nested program does not count as deep")
+	}
+}
+
+// TestVetErrorRendersTheTypeCheck: the refusal's text carries what the
+// type check found, says when it found nothing, and says nothing when it
+// did not run; it stays bounded.
+func TestVetErrorRendersTheTypeCheck(t *testing.T) {
+	t.Parallel()
+	base := func() *VetError {
+		return &VetError{Violations: []Violation{{Rule: ruleImportNotAllowed, Construct: `import "os"`, Line: 3, Column: 8}}, Allowlist: []string{"fmt"}}
+	}
+	unchecked := base()
+	clean := base()
+	clean.TypeChecked = true
+	found := base()
+	found.TypeChecked, found.Compile = true, "main.go:5:2: undefined: x\n"
+	huge := base()
+	for range 2 * maxViolationsShown {
+		huge.Violations = append(huge.Violations, Violation{Rule: ruleDirectiveComment, Construct: strings.Repeat("x", maxConstructBytes), Line: 9, Column: 1})
+	}
+	huge.TypeChecked, huge.Compile = true, truncateUTF8(strings.Repeat("main.go:5:2: undefined: x\n", 1000), maxTypeCheckBytes)
+	for _, c := range []struct {
+		name     string
+		e        *VetError
+		has, not string
+	}{
+		{"unchecked", unchecked, "allowed imports", "Type-checked"},
+		{"clean", clean, "the program has no other compile error", "also has"},
+		{"found", found, "also has these compile errors; fix them in the same edit:\nmain.go:5:2: undefined: x\n", "no other"},
+		{"huge", huge, "also has these compile errors", "no other"},
+	} {
+		got := c.e.Error()
+		if !strings.Contains(got, c.has) || strings.Contains(got, c.not) {
+			t.Errorf("%s: want %q and not %q:\n%s", c.name, c.has, c.not, got)
+		}
+		if len(got) > maxVetErrorBytes+maxTypeCheckBytes+256 {
+			t.Errorf("%s: %d bytes", c.name, len(got))
+		}
 	}
 }

@@ -192,9 +192,9 @@ func (e *VetError) Error() string {
 	out := truncateUTF8(b.String(), maxVetErrorBytes)
 	switch {
 	case e.Compile != "":
-		out = strings.TrimRight(out, "\n") + "\nType-checked with those imports stubbed, the program also has these compile errors; fix them in the same edit:\n" + e.Compile
+		out = strings.TrimRight(out, "\n") + "\nType-checked (refused imports stubbed), the program also has these compile errors; fix them in the same edit:\n" + e.Compile
 	case e.TypeChecked:
-		out = strings.TrimRight(out, "\n") + "\nType-checked with those imports stubbed, the program has no other compile error.\n"
+		out = strings.TrimRight(out, "\n") + "\nType-checked (refused imports stubbed), the program has no other compile error.\n"
 	}
 	return out
 }
@@ -289,7 +289,6 @@ func vet(src []byte, seam Seam) (*Program, error) {
 		})
 		return &VetError{Violations: vs, Allowlist: allow, Parse: excerpt, seam: seam.Name}
 	}
-
 	if len(src) > maxSourceBytes {
 		return nil, refuse([]Violation{{
 			Rule:      ruleSourceTooLarge,
