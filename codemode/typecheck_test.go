@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"context"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -129,6 +130,28 @@ func TestVetRefusalCarriesTheCompileErrors(t *testing.T) {
 	o = s.dispatch(t, map[string]any{"program": "package main\n\nimport \"os\"\n\nfunc main() { os.Exit(1) }\n"})
 	if !strings.Contains(o.Text, "the program has no other compile error") {
 		t.Errorf("a refusal with nothing else wrong does not say so:\n%s", o.Text)
+	}
+	// One check at a time: while another holds the builder's slot (as
+	// one past its bound does until it ends), a refusal is answered
+	// unchecked; once the slot is free it is checked again.
+	b, err := s.eng.buildStage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.eng.Vet([]byte("package main\n\nimport \"os\"\n\nfunc main() { os.Exit(1) }\n"))
+	busy, ok := err.(*VetError)
+	if !ok {
+		t.Fatalf("%v", err)
+	}
+	b.checking <- struct{}{}
+	s.eng.typeCheckRefused(context.Background(), busy)
+	<-b.checking
+	if busy.TypeChecked {
+		t.Error("a refusal was type-checked while another check held the slot")
+	}
+	s.eng.typeCheckRefused(context.Background(), busy)
+	if !busy.TypeChecked {
+		t.Error("the control: a refusal was not type-checked with the slot free")
 	}
 	// A source that does not parse is not type-checked.
 	o = s.dispatch(t, map[string]any{"program": "package main\n\nimport \"os\"\n\nfunc main() { os.Exit(1 }\n"})
