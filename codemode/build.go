@@ -124,6 +124,10 @@ type builder struct {
 	// made. Guarded by warmMu.
 	flights map[string]*archiveFlight
 
+	// checking holds the one type check of a refused program running
+	// (typeCheckRefused); a check past its bound keeps it until it ends.
+	checking chan struct{}
+
 	onRoot func(dir string) // tests: told each build root once it exists
 }
 
@@ -213,7 +217,7 @@ func newBuilder(o BuilderOptions) (*builder, error) {
 	b := &builder{
 		opts: o, tc: tc, cache: c,
 		std: sortedSet(std), prelude: sortedSet(prelude),
-		maxBytes: o.MaxCacheBytes, slots: make(chan struct{}, maxConcurrentBuilds),
+		maxBytes: o.MaxCacheBytes, slots: make(chan struct{}, maxConcurrentBuilds), checking: make(chan struct{}, 1),
 		step: sandbox.StepKey{OpID: buildStepOp, StepID: fmt.Sprintf("build/%d", builderSerial.Add(1))},
 	}
 	if b.maxBytes <= 0 {

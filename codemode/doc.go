@@ -45,6 +45,10 @@
 //     reach no file, process or environment, plus the seam's cap
 //     packages), every comment the compiler would honour (//go:…,
 //     //line), build constraints, cgo and functions without a body.
+//     The code_mode tool then type-checks a refused program that parsed
+//     (go/types on the host, against the archives of its allowed
+//     imports, the refused ones stubbed; one at a time, bounded in wall
+//     time), so one answer carries the refusal and the compile errors.
 //   - Build (Engine.Build) compiles and links the program in one broker
 //     jail (network off, only the build root writable). It calls the
 //     toolchain's compile and link directly, against archives built once
@@ -210,8 +214,12 @@
 // # Invariants
 //
 //   - No model-influenced code runs in the host's process: vetting,
-//     building and describing parse source; compile and link run in the
-//     build jail; the program runs in the run jail.
+//     building and describing parse source, and a refused program is
+//     only type-checked; compile and link run in the build jail; the
+//     program runs in the run jail.
+//   - Every result ends with the enforcement line: each jailed stage's
+//     layers by name, DEGRADED when one was skipped, or why a stage has
+//     no report (Details holds the full reports).
 //   - Every bound is a named constant, stated in the tool's description
 //     where the model needs it.
 //   - Every failure is in band with a stable code (codes.go): a

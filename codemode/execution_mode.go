@@ -151,6 +151,7 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []st
 	pre, st, err := e.prepare(ctx, c, r)
 	if err != nil {
 		e.execs.drop(x)
+		e.checkRefusal(ctx, err)
 		return render(pre, err, notes, time.Since(start))
 	}
 	within, bin := st.within, pre.Binary
@@ -166,7 +167,7 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []st
 		pre.Widening = st.permit.widening(res != nil)
 		return res, err
 	}); err != nil {
-		return capFailure(err)
+		return render(pre, err, notes, time.Since(start))
 	}
 	d := ExecutionDetails{ExecutionStatus: e.execs.status(x), Edits: bin.Edits, Cached: bin.Cached}
 	if !bin.Cached {
@@ -181,7 +182,7 @@ func (e *Engine) launch(ctx context.Context, c *tool.Call, r Request, notes []st
 	if len(bin.Edits) > 0 {
 		b.WriteString("repaired before building: " + repairsText(bin.Edits) + "\n")
 	}
-	b.WriteString(strings.TrimSuffix(sandboxLine(d.Build, nil), "did not start") + "shown by join")
+	b.WriteString(sandboxLine(stageReport{enf: d.Build, none: buildCached}, stageReport{none: runByJoin}))
 	return tool.Outcome{Text: b.String(), Details: d}
 }
 

@@ -70,6 +70,17 @@ type Details struct {
 	// Grants is which grants the program's capability calls composed, or
 	// which way none did: beside the enforcement reports, never inside.
 	Grants Widening `json:"grants"`
+	// LastFailedCommand is the program's last proc.run command that
+	// exited non-zero or timed out; nil when none did or it did not run.
+	LastFailedCommand *FailedCommand `json:"last_failed_command,omitempty"`
+}
+
+// FailedCommand is a proc.run command that exited non-zero or timed out:
+// its argv joined by spaces (at most 160 bytes, then "…") and the last
+// 2 KiB of its stderr.
+type FailedCommand struct {
+	Command    string `json:"command"`
+	StderrTail string `json:"stderr_tail,omitempty"`
 }
 
 // Tool returns the code_mode tool: run one program through vet, build
@@ -121,7 +132,8 @@ func (e *Engine) description() string {
 	fmt.Fprintf(&b, "Its stdout is the result (past %d KiB: head, tail and where the rest is kept; past %d MiB of output it is stopped); a panic fails showing stderr (println writes there). ", blob.OverflowThreshold>>10, tool.MaxCommandOutputBytes>>20)
 	fmt.Fprintf(&b, "Calls are safe from goroutines (at most %d unanswered), each ends within %d s, the run within within_ms. ", maxCallsInFlight, int(maxCallTimeout.Seconds()))
 	b.WriteString(modeDescription())
-	b.WriteString("A failed call is a *<pkg>.Error: switch on its Code. Unused imports and variables are repaired. ")
+	b.WriteString("A failed call is a *<pkg>.Error: switch on its Code. ")
+	b.WriteString(compilerGuidance)
 	b.WriteString(e.boundsText())
 	b.WriteString(e.agentBoundsText())
 	fmt.Fprintf(&b, "Source at most %d KiB. Time zones need import _ \"time/tzdata\". In the API below ctx is a context.Context; fs_read cap:// shows each package's docs.\n", maxSourceBytes>>10)
@@ -134,6 +146,11 @@ func (e *Engine) description() string {
 	b.WriteString("\n" + e.examplesText())
 	return b.String()
 }
+
+// compilerGuidance is the description's sentence on failures: what the
+// build repairs itself, and how to repair the rest.
+const compilerGuidance = "Unused imports, variables and labels are repaired. " +
+	"On a compile error fix the named lines, keep the rest; on a run-time failure fix and rerun it, don't move its checks to other tools. "
 
 func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool.Outcome {
 	if o, answered := e.interact(ctx, c, a); answered {
@@ -153,6 +170,7 @@ func (e *Engine) runTool(ctx context.Context, c *tool.Call, a codeModeArgs) tool
 	}
 	start := time.Now()
 	x, err := e.Execute(ctx, c, r)
+	e.checkRefusal(ctx, err)
 	return render(x, err, notes, time.Since(start))
 }
 
@@ -198,7 +216,9 @@ func programSource(c *tool.Call, a codeModeArgs) ([]byte, string, *tool.Outcome)
 	return refuse(CodeNoProgram, "give the program inline (program: one Go file, package main with func main()) or as a workspace file (program_path)")
 }
 
-// render turns an execution into the tool's outcome.
+// render turns an execution into the tool's outcome. Every outcome, a
+// refusal at any stage included, ends with the enforcement line
+// (sandboxLine).
 func render(x *Execution, err error, notes []string, took time.Duration) tool.Outcome {
 	var d Details
 	var b strings.Builder
@@ -208,33 +228,47 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	if x != nil {
 		d.Grants = x.Widening
 	}
+	build := stageReport{none: buildIncomplete}
 	if x != nil && x.Binary != nil {
 		bin := x.Binary
 		d.Edits, d.Cached, d.WaitedMs = bin.Edits, bin.Cached, bin.Waited.Milliseconds()
+		build.none = buildCached
 		if !bin.Cached {
 			enf := bin.Enforcement
 			d.Build = &enf
 		}
 	}
+	if x != nil && x.Run != nil && x.Run.lastFailure != "" {
+		d.LastFailedCommand = &FailedCommand{Command: x.Run.lastFailure, StderrTail: x.Run.lastStderr}
+	}
 	if err != nil {
 		code := stageCode(err)
 		var be *BuildError
-		if errors.As(err, &be) {
+		var ve *VetError
+		switch {
+		case errors.As(err, &be):
 			enf := be.Enforcement
 			d.Build = &enf
 			b.WriteString("BuildRejected: the program did not compile, so nothing ran. The toolchain said:\n" + be.Diagnostics + "\n")
+			if x != nil && x.Program != nil {
+				for _, s := range suggestions(be.Diagnostics, programImports(x.Program.file), x.Program.Seam.Packages) {
+					b.WriteString(s + "\n")
+				}
+			}
 			if p := pointerFromText(be.Diagnostics); p != "" {
 				b.WriteString(p + "\n")
 			}
-			if x != nil && x.Widening.State != GrantsNone {
-				b.WriteString(x.Widening.String() + "\n")
-			}
-			return failed(code, &b, d)
+		case errors.As(err, &ve):
+			build.none = buildVetted
+			b.WriteString(strings.TrimRight(err.Error(), "\n") + "\n")
+		default:
+			b.WriteString(strings.TrimRight(err.Error(), "\n") + "\n")
 		}
-		b.WriteString(err.Error())
 		if x != nil && x.Widening.State != GrantsNone {
-			b.WriteString("\n" + x.Widening.String())
+			b.WriteString(x.Widening.String() + "\n")
 		}
+		build.enf = d.Build
+		b.WriteString(sandboxLine(build, stageReport{none: runNotStaged}))
 		return failed(code, &b, d)
 	}
 	r := x.Run
@@ -271,7 +305,8 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	if !x.joined {
 		fmt.Fprintf(&b, "%s\n", recordLine(r.Record))
 	}
-	b.WriteString(sandboxLine(d.Build, d.Run) + "\n")
+	build.enf = d.Build
+	b.WriteString(sandboxLine(build, stageReport{enf: d.Run}) + "\n")
 	b.WriteString(x.Widening.String() + "\n")
 	if p := pointerFromRecord(r.Record); p != "" {
 		b.WriteString(p + "\n")
@@ -343,34 +378,111 @@ func recordLine(r CallRecord) string {
 	return s
 }
 
-// sandboxLine is the compact report of both stages, each exactly as its
-// enforcement report says (never a layer the kernel did not apply).
-func sandboxLine(build, run *sandbox.Enforcement) string {
-	stage := func(e *sandbox.Enforcement, none string) string {
-		if e == nil {
-			return none
-		}
-		return strings.TrimPrefix(e.String(), "sandbox: ")
-	}
-	return "sandbox: build: " + stage(build, "cached, no build ran") + " | run: " + stage(run, "did not start")
+// Why a stage has no enforcement report, as sandboxLine says it.
+const (
+	buildCached = "cached, no build ran"
+	buildVetted = "not run (vetting refused the program)"
+	// buildIncomplete: refused before the build, or the build did not
+	// finish (a toolchain or jail failure, a cancel).
+	buildIncomplete = "no report (no build finished)"
+	runNotStaged    = "did not start"
+	runByJoin       = "shown by join"
+)
+
+// stageReport is one jailed stage for sandboxLine: its report, or why it
+// has none.
+type stageReport struct {
+	enf  *sandbox.Enforcement
+	none string
 }
 
-// capPackageRef matches a qualified use of a capability package in a
-// compiler diagnostic ("undefined: fs.ReadFile").
-var capPackageRef = regexp.MustCompile(`\b(fs|search|proc|kv|report|job|notes|strand|execution)\.[A-Z]`)
+// sandboxLine is the compact, model-facing enforcement line of both
+// stages, on every result: each report's layers by name only (applied,
+// then, when degraded, "DEGRADED" and the skipped ones; Detail, Params and
+// reasons stay in the full reports of Details). Two reports that read the
+// same are stated once ("sandbox: build and run: ..."). A stage without a
+// report says why in its own words and is never merged, so the line never
+// claims a jail that was not applied.
+func sandboxLine(build, run stageReport) string {
+	b, r := build.text(), run.text()
+	if build.enf != nil && run.enf != nil && b == r {
+		return "sandbox: build and run: " + b + degradedHint(build.enf)
+	}
+	hint := degradedHint(build.enf)
+	if hint == "" {
+		hint = degradedHint(run.enf)
+	}
+	return "sandbox: build: " + b + " | run: " + r + hint
+}
 
-func pointerFromText(diag string) string {
-	if m := capPackageRef.FindStringSubmatch(diag); m != nil {
-		return pointer(m[1])
+func (s stageReport) text() string {
+	if s.enf == nil {
+		return s.none
+	}
+	return layerNames(*s.enf)
+}
+
+// degradedHint points at the full report when e is degraded.
+func degradedHint(e *sandbox.Enforcement) string {
+	if e != nil && e.Degraded {
+		return " (reasons in details)"
 	}
 	return ""
 }
 
+// layerNames renders e by layer name only: "a, b applied", then
+// "; DEGRADED" and ", skipped: c, d" when it is degraded.
+func layerNames(e sandbox.Enforcement) string {
+	var applied, skipped []string
+	for _, l := range e.Layers {
+		if l.Applied {
+			applied = append(applied, l.Name)
+		} else {
+			skipped = append(skipped, l.Name)
+		}
+	}
+	s := "nothing applied"
+	if len(applied) > 0 {
+		s = strings.Join(applied, ", ") + " applied"
+	}
+	if e.Degraded || len(skipped) > 0 {
+		s += "; DEGRADED"
+		if len(skipped) > 0 {
+			s += ", skipped: " + strings.Join(skipped, ", ")
+		}
+	}
+	return s
+}
+
+// capPackageRef matches a qualified exported name in a compiler
+// diagnostic ("undefined: fs.ReadFile").
+var capPackageRef = regexp.MustCompile(`\b([a-z][a-z0-9]*)\.[A-Z]`)
+
+// isCapPackage reports whether name is a capability package of the
+// prelude (cap/<name>, per capExports).
+func isCapPackage(name string) bool {
+	_, ok := capExports()[preludeModule+"/"+name]
+	return ok
+}
+
+// pointerFromText points at the API of the first capability package
+// diag qualifies a name with; "" when it qualifies none.
+func pointerFromText(diag string) string {
+	for _, m := range capPackageRef.FindAllStringSubmatch(diag, maxSuggestLines) {
+		if isCapPackage(m[1]) {
+			return pointer(m[1])
+		}
+	}
+	return ""
+}
+
+// pointerFromRecord points at the API of the first capability package
+// whose call failed (not at a ceiling, which reading the API does not
+// lift); "" when none did.
 func pointerFromRecord(r CallRecord) string {
 	for _, e := range r.Calls {
 		if e.Status == CallFailed && e.Code != codeAdmissionCeiling && e.Code != codeSpawnCeiling {
-			pkg, _, _ := strings.Cut(e.Cap, ".")
-			if slices.Contains([]string{"fs", "search", "proc", "kv", "report", "job", "notes", "strand", "execution"}, pkg) {
+			if pkg, _, _ := strings.Cut(e.Cap, "."); isCapPackage(pkg) {
 				return pointer(pkg)
 			}
 		}

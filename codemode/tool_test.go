@@ -17,7 +17,7 @@ import (
 
 // TestAnswerFitsTheOutcomeBound: the largest answer code_mode states it
 // gives, from its own bounds (the stdout shown inline, the diagnostics,
-// the vet refusal, the itemised call record and the artifacts, plus an
+// the vet refusal and its type check, the itemised call record and the artifacts, plus an
 // allowance for the lines around them), fits tool.MaxOutcomeBytes, so
 // Dispatch's structural bound never cuts it. A bound raised here without
 // the outcome bound fails.
@@ -26,7 +26,7 @@ func TestAnswerFitsTheOutcomeBound(t *testing.T) {
 	// listed entry's key, state and JSON punctuation (as the root
 	// package's TestBoundAboveEveryFamilysMaximum counts them).
 	const frame, item = 16 << 10, 512
-	n := blob.OverflowThreshold + maxDiagnosticBytes + maxVetErrorBytes +
+	n := blob.OverflowThreshold + maxDiagnosticBytes + maxVetErrorBytes + maxTypeCheckBytes +
 		maxRecordedCalls*(maxCallSummaryBytes+item) + maxEmits*item + frame
 	if n > tool.MaxOutcomeBytes {
 		t.Errorf("code_mode answers up to %d bytes, over tool.MaxOutcomeBytes (%d)", n, tool.MaxOutcomeBytes)
@@ -49,7 +49,7 @@ func TestSurfaceBudget(t *testing.T) {
 	if n := len(tl.Description) + len(tl.Schema); n > maxSurfaceBytes {
 		t.Fatalf("code_mode costs %d bytes of description and schema; the budget is %d", n, maxSurfaceBytes)
 	}
-	for _, want := range []string{"cap/fs", "func fs.Read(", "strings", recipeSurvey, recipeCheck, "fs_read cap://"} {
+	for _, want := range []string{"cap/fs", "func fs.Read(", "strings", recipeSurvey, recipeCheck, "fs_read cap://", compilerGuidance} {
 		if !strings.Contains(tl.Description, want) {
 			t.Errorf("the description lacks %q", want)
 		}

@@ -119,8 +119,22 @@ type VetError struct {
 	// Parse is the caret excerpt of the first parse error, or "" if the
 	// source parsed.
 	Parse string
+	// Compile is what type-checking the refused program found, the
+	// imports vetting refused stubbed (their names unchecked): the
+	// compile errors as the compiler writes them ("main.go:L:C: ..."), at
+	// most 32 itemised, and hints naming where an undefined capability
+	// name is; at most 8 KiB. The code_mode tool fills it; "" when
+	// TypeChecked is false or nothing was found.
+	Compile string
+	// TypeChecked says the type check ran to its end: a source that
+	// parsed, with the toolchain's archives at hand.
+	TypeChecked bool
 	// seam names the seam in the rendering.
 	seam string
+	// fset and file are the parsed source (nil when it did not parse),
+	// for the type check.
+	fset *token.FileSet
+	file *ast.File
 	// withheld says why an MCP package path is not offered (nil: the
 	// generic reason).
 	withheld func(path string) string
@@ -135,7 +149,9 @@ func (e *VetError) ErrorCode() string { return string(e.Code()) }
 
 // Error renders every violation (at most 32 itemised, the rest counted)
 // with its rule, construct and line:column, why a denied import is
-// denied, the caret excerpt, and the allowlist. It is at most 16 KiB.
+// denied, the caret excerpt, and the allowlist, in at most 16 KiB; then
+// what the type check found (Compile, at most 8 KiB more) or that it
+// found nothing.
 func (e *VetError) Error() string {
 	var b strings.Builder
 	n := len(e.Violations)
@@ -173,7 +189,14 @@ func (e *VetError) Error() string {
 		}
 		fmt.Fprintf(&b, "allowed imports (%s seam): %s", name, strings.Join(e.Allowlist, ", "))
 	}
-	return truncateUTF8(b.String(), maxVetErrorBytes)
+	out := truncateUTF8(b.String(), maxVetErrorBytes)
+	switch {
+	case e.Compile != "":
+		out = strings.TrimRight(out, "\n") + "\nType-checked (refused imports stubbed), the program also has these compile errors; fix them in the same edit:\n" + e.Compile
+	case e.TypeChecked:
+		out = strings.TrimRight(out, "\n") + "\nType-checked (refused imports stubbed), the program has no other compile error.\n"
+	}
+	return out
 }
 
 // refusesAnImport reports whether a violation is about an import, the
@@ -257,7 +280,7 @@ func (p *Program) Digest() string {
 // panics, never reads anything but src, and is safe for concurrent use.
 func vet(src []byte, seam Seam) (*Program, error) {
 	allow := seam.Allowlist()
-	refuse := func(vs []Violation, excerpt string) error {
+	refuse := func(vs []Violation, excerpt string) *VetError {
 		slices.SortStableFunc(vs, func(a, b Violation) int {
 			if a.Line != b.Line {
 				return a.Line - b.Line
@@ -316,7 +339,11 @@ func vet(src []byte, seam Seam) (*Program, error) {
 		vs = append(vs, declViolations(fset, file)...)
 	}
 	if len(vs) > 0 {
-		return nil, refuse(vs, excerpt)
+		ve := refuse(vs, excerpt)
+		if parsed {
+			ve.fset, ve.file = fset, file
+		}
+		return nil, ve
 	}
 	slices.Sort(imports)
 	return &Program{
