@@ -54,8 +54,8 @@ func NewToolset(d plane.Dispatcher, c *tool.Call) *Toolset {
 	return &Toolset{Dispatcher: d, Call: c, turns: &turns{}}
 }
 
-// Tools returns one eino.EnhancedInvokableTool per tool the strand may
-// call, in registration order: its result carries the outcome's images
+// Tools returns one of eino's EnhancedInvokableTools (a Tool) per tool
+// the strand may call, in registration order: its result carries the outcome's images
 // beside its text.
 func (s *Toolset) Tools(ctx context.Context) []einotool.BaseTool {
 	var out []einotool.BaseTool
@@ -65,7 +65,7 @@ func (s *Toolset) Tools(ctx context.Context) []einotool.BaseTool {
 	return out
 }
 
-// TextTools is Tools as eino.InvokableTools, for a host whose graph wants
+// TextTools is Tools as eino's InvokableTools (TextTool), for a host whose graph wants
 // text results: an outcome's images are left out, and its text says how
 // many.
 func (s *Toolset) TextTools(ctx context.Context) []einotool.BaseTool {
@@ -87,7 +87,7 @@ func (s *Toolset) Config(ctx context.Context) compose.ToolsNodeConfig {
 // the model reads the registry's refusal (unknown_tool, or tool_not_held
 // for a tool the strand does not hold). It never returns an error.
 func (s *Toolset) Unknown(ctx context.Context, name, input string) (string, error) {
-	return Text(s.dispatch(ctx, name, input)), nil
+	return modelText(s.dispatch(ctx, name, input)), nil
 }
 
 // offered lists the registered tools the strand may call.
@@ -142,8 +142,8 @@ func (s *Toolset) dispatch(ctx context.Context, name, args string) tool.Outcome 
 	return r.Outcome
 }
 
-// Tool is one Loom tool as an eino.EnhancedInvokableTool. It never
-// returns an error: every failure is an outcome the model reads (Text).
+// Tool is one Loom tool as eino's EnhancedInvokableTool. It never
+// returns an error: every failure is an outcome the model reads.
 type Tool struct {
 	set *Toolset
 	def tool.Tool
@@ -160,7 +160,7 @@ func (t *Tool) Info(context.Context) (*schema.ToolInfo, error) {
 }
 
 // InvokableRun dispatches the call and returns its outcome as a text part
-// (Text) followed by one image part per image.
+// (see the package doc) followed by one image part per image.
 func (t *Tool) InvokableRun(ctx context.Context, arg *schema.ToolArgument, _ ...einotool.Option) (*schema.ToolResult, error) {
 	args := ""
 	if arg != nil {
@@ -169,7 +169,7 @@ func (t *Tool) InvokableRun(ctx context.Context, arg *schema.ToolArgument, _ ...
 	o := t.set.dispatch(ctx, t.def.Name, args)
 	res := &schema.ToolResult{}
 	if o.Text != "" || o.IsError || len(o.Images) == 0 {
-		res.Parts = append(res.Parts, schema.ToolOutputPart{Type: schema.ToolPartTypeText, Text: Text(tool.Outcome{Text: o.Text, IsError: o.IsError, Code: o.Code})})
+		res.Parts = append(res.Parts, schema.ToolOutputPart{Type: schema.ToolPartTypeText, Text: modelText(tool.Outcome{Text: o.Text, IsError: o.IsError, Code: o.Code})})
 	}
 	for _, img := range o.Images {
 		data := base64.StdEncoding.EncodeToString(img.Data)
@@ -180,24 +180,23 @@ func (t *Tool) InvokableRun(ctx context.Context, arg *schema.ToolArgument, _ ...
 	return res, nil
 }
 
-// TextTool is one Loom tool as an eino.InvokableTool: Tool with a text
+// TextTool is one Loom tool as eino's InvokableTool: Tool with a text
 // result.
 type TextTool struct{ Tool }
 
-// InvokableRun dispatches the call and returns Text of its outcome. It
-// never returns an error.
+// InvokableRun dispatches the call and returns its outcome's text (see
+// the package doc), images counted, not shown. It never returns an error.
 func (t *TextTool) InvokableRun(ctx context.Context, args string, _ ...einotool.Option) (string, error) {
-	return Text(t.set.dispatch(ctx, t.def.Name, args)), nil
+	return modelText(t.set.dispatch(ctx, t.def.Name, args)), nil
 }
 
-// Text is what the model reads of an outcome where eino carries text
-// alone. eino's tool messages have no error flag (and a tool's error
+// modelText is what the model reads of an outcome where eino carries
+// text alone. eino's tool messages have no error flag (and a tool's error
 // aborts the graph), so an error outcome's text begins with a line
-// "error: <code>" naming its tool.Code. Images, when there are any, are
-// counted in a last line: Tool's result carries them as image parts, a
-// TextTool's leaves them out. An outcome with neither text nor images
-// reads "(no output)".
-func Text(o tool.Outcome) string {
+// "error: <code>" naming its tool.Code. Images given to it are counted
+// in a last line (Tool passes none: its result carries them as image
+// parts). An outcome with neither text nor images reads "(no output)".
+func modelText(o tool.Outcome) string {
 	var b strings.Builder
 	if o.IsError {
 		fmt.Fprintf(&b, "error: %s\n", o.Code)
