@@ -1,0 +1,271 @@
+package loomeino_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	einotool "github.com/cloudwego/eino/components/tool"
+	"github.com/cloudwego/eino/compose"
+	"github.com/cloudwego/eino/flow/agent/react"
+	"github.com/cloudwego/eino/schema"
+
+	"github.com/agentloom/loom/adapter/loomeino"
+	"github.com/agentloom/loom/plane"
+	"github.com/agentloom/loom/tool"
+)
+
+var objectSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+
+// overlap watches calls run: it records a call that ran beside an
+// Exclusive one, and where each call sat.
+type overlap struct {
+	mu        sync.Mutex
+	running   int
+	exclusive int
+	beside    []string
+	sites     map[string]string
+}
+
+// probe is a tool of mode that registers with o while it runs for one
+// (fake) second.
+func (o *overlap) probe(name string, mode tool.ExecMode) tool.Tool {
+	return tool.Tool{Name: name, Description: "probe " + name, Schema: objectSchema, Mode: mode,
+		Run: func(ctx context.Context, c *tool.Call, args json.RawMessage) tool.Outcome {
+			o.mu.Lock()
+			if o.exclusive > 0 || (mode == tool.Exclusive && o.running > 0) {
+				o.beside = append(o.beside, name)
+			}
+			o.running++
+			if mode == tool.Exclusive {
+				o.exclusive++
+			}
+			if o.sites == nil {
+				o.sites = map[string]string{}
+			}
+			o.sites[name] = c.OpID + "/" + c.StepID + "/" + string(rune('0'+c.SourceIndex))
+			o.mu.Unlock()
+			time.Sleep(time.Second)
+			o.mu.Lock()
+			o.running--
+			if mode == tool.Exclusive {
+				o.exclusive--
+			}
+			o.mu.Unlock()
+			return tool.Success(name + " done")
+		}}
+}
+
+// naiveTool is what the adapter must not be: a tool that dispatches
+// through the registry alone, bypassing the plane's Fence.
+type naiveTool struct {
+	reg  *tool.Registry
+	name string
+}
+
+func (n naiveTool) Info(context.Context) (*schema.ToolInfo, error) {
+	return &schema.ToolInfo{Name: n.name, Desc: n.name}, nil
+}
+
+func (n naiveTool) InvokableRun(ctx context.Context, args string, _ ...einotool.Option) (string, error) {
+	return n.reg.Dispatch(ctx, &tool.Call{Strand: "main"}, n.name, json.RawMessage(args)).Text, nil
+}
+
+// fenceRun has eino's ReAct agent run one turn of three calls, an
+// Exclusive one between two Concurrent ones, with the tools tools makes,
+// and returns what o saw. eino's tools node runs the three in parallel.
+func fenceRun(t *testing.T, tools func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool)) *overlap {
+	o := &overlap{}
+	synctest.Test(t, func(t *testing.T) {
+		reg, err := tool.NewRegistry(o.probe("read_a", tool.Concurrent), o.probe("edit", tool.Exclusive), o.probe("read_b", tool.Concurrent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := plane.Dispatcher{Registry: reg, Fence: &plane.Fence{}}
+		set, list := tools(d, &tool.Call{Strand: "main", OpID: "op-1"})
+		m := newScripted(map[string]turnFunc{"go": func(msgs []*schema.Message, n int) (*schema.Message, error) {
+			if n == 0 {
+				return calls("c", "read_a", `{}`, "edit", `{}`, "read_b", `{}`), nil
+			}
+			return schema.AssistantMessage("finished", nil), nil
+		}})
+		cfg := &react.AgentConfig{ToolCallingModel: m, ToolsConfig: compose.ToolsNodeConfig{Tools: list}}
+		if set != nil {
+			cfg.ToolCallingModel = set.Model(m)
+		}
+		a, err := react.NewAgent(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := a.Generate(t.Context(), []*schema.Message{schema.UserMessage("go")})
+		if err != nil || out.Content != "finished" {
+			t.Fatalf("Generate: %v, %v", out, err)
+		}
+	})
+	return o
+}
+
+func TestExclusiveCallRunsAloneInEinosParallelToolsNode(t *testing.T) {
+	o := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
+		set := loomeino.NewToolset(d, c)
+		return set, set.Tools(t.Context())
+	})
+	if len(o.beside) > 0 {
+		t.Errorf("calls ran beside the Exclusive edit: %v", o.beside)
+	}
+	want := map[string]string{"read_a": "op-1/step-1/0", "edit": "op-1/step-1/1", "read_b": "op-1/step-1/2"}
+	for name, site := range want {
+		if o.sites[name] != site {
+			t.Errorf("%s dispatched at %q, want %q", name, o.sites[name], site)
+		}
+	}
+}
+
+// The control: the same turn through tools that bypass DispatchOne runs
+// the edit beside the reads, so the test above can fail.
+func TestNaiveToolsRunExclusiveCallBesideOthers(t *testing.T) {
+	o := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
+		var list []einotool.BaseTool
+		for _, n := range d.Registry.Names() {
+			list = append(list, naiveTool{reg: d.Registry, name: n})
+		}
+		return nil, list
+	})
+	if len(o.beside) == 0 {
+		t.Errorf("the naive tools kept the edit alone; the fence test could not fail")
+	}
+}
+
+// Without Model, a call's step is its tool-call ID.
+func TestCoordinatesWithoutModelAreTheCallID(t *testing.T) {
+	o := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
+		return nil, (&loomeino.Toolset{Dispatcher: d, Call: c}).TextTools(t.Context())
+	})
+	if len(o.beside) > 0 {
+		t.Errorf("calls ran beside the Exclusive edit: %v", o.beside)
+	}
+	if o.sites["edit"] != "op-1/c-1/0" {
+		t.Errorf("edit dispatched at %q, want op-1/c-1/0", o.sites["edit"])
+	}
+}
+
+var png = []byte("\x89PNG\r\n\x1a\nfake")
+
+// outcomeTools answers each call with a fixed outcome.
+func outcomeTools(t *testing.T) *tool.Registry {
+	t.Helper()
+	fixed := func(name string, o tool.Outcome) tool.Tool {
+		return tool.Tool{Name: name, Schema: objectSchema, Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome { return o }}
+	}
+	reg, err := tool.NewRegistry(
+		fixed("ok", tool.Success("all good")),
+		fixed("fails", tool.Fail(tool.CodeNotFound, "no such file: a.txt; list the directory first")),
+		fixed("picture", tool.Outcome{Text: "one image", Images: []tool.Image{{MIME: "image/png", Data: png}}}),
+		fixed("only_picture", tool.Outcome{Images: []tool.Image{{MIME: "image/png", Data: png}, {MIME: "image/png", Data: png}}}),
+		fixed("silent", tool.Outcome{}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// image is one image part of a tool message.
+type image struct{ mime, data string }
+
+func TestOutcomesReachTheModel(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString(png)
+	tests := []struct {
+		name, call string
+		text       string // Tools' text
+		images     []image
+		textOnly   string // TextTools' text
+	}{
+		{name: "success", call: "ok", text: "all good", textOnly: "all good"},
+		{name: "error flag and code", call: "fails",
+			text:     "error: not_found\nno such file: a.txt; list the directory first",
+			textOnly: "error: not_found\nno such file: a.txt; list the directory first"},
+		{name: "image", call: "picture", text: "one image", images: []image{{"image/png", b64}},
+			textOnly: "one image\n(1 image(s) left out: this tool's results carry text only)"},
+		{name: "images alone", call: "only_picture", images: []image{{"image/png", b64}, {"image/png", b64}},
+			textOnly: "(2 image(s) left out: this tool's results carry text only)"},
+		{name: "empty", call: "silent", text: "(no output)", textOnly: "(no output)"},
+		{name: "unknown tool in band", call: "nope",
+			text:     "error: unknown_tool\nunknown tool \"nope\"; available tools: fails, ok, only_picture, picture, silent",
+			textOnly: "error: unknown_tool\nunknown tool \"nope\"; available tools: fails, ok, only_picture, picture, silent"},
+	}
+	set := loomeino.NewToolset(plane.Dispatcher{Registry: outcomeTools(t), Fence: &plane.Fence{}}, &tool.Call{Strand: "main", OpID: "op-1"})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, textOnly := range []bool{false, true} {
+				cfg := set.Config(t.Context())
+				if textOnly {
+					cfg.Tools = set.TextTools(t.Context())
+				}
+				node, err := compose.NewToolNode(t.Context(), &cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				msgs, err := node.Invoke(t.Context(), calls("c", tt.call, `{}`))
+				if err != nil {
+					t.Fatalf("Invoke: %v", err)
+				}
+				m := msgs[0]
+				var imgs []image
+				for _, p := range m.UserInputMultiContent {
+					if p.Type == schema.ChatMessagePartTypeImageURL {
+						imgs = append(imgs, image{p.Image.MIMEType, *p.Image.Base64Data})
+					}
+				}
+				want, wantImgs := tt.text, tt.images
+				if textOnly || tt.call == "nope" {
+					want, wantImgs = tt.textOnly, nil
+				}
+				if got := resultText(m); got != want {
+					t.Errorf("text only %v: text %q, want %q", textOnly, got, want)
+				}
+				if !slices.Equal(imgs, wantImgs) {
+					t.Errorf("text only %v: images %v, want %v", textOnly, imgs, wantImgs)
+				}
+			}
+		})
+	}
+}
+
+// A gated registry: a strand is offered only what it holds, and a call
+// to a tool it does not hold is refused in band.
+func TestOnlyHeldToolsAreOffered(t *testing.T) {
+	reg := outcomeTools(t)
+	reg.SetHolds(func(_ context.Context, strand, name string) bool { return name != "fails" })
+	set := loomeino.NewToolset(plane.Dispatcher{Registry: reg, Fence: &plane.Fence{}}, &tool.Call{Strand: "sub:main/x-1", OpID: "op-1"})
+	set.Only = []string{"ok", "fails", "picture"}
+	var names []string
+	for _, bt := range set.Tools(t.Context()) {
+		info, err := bt.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, info.Name)
+	}
+	if want := []string{"ok", "picture"}; !slices.Equal(names, want) {
+		t.Errorf("offered %v, want %v", names, want)
+	}
+	cfg := set.Config(t.Context())
+	node, err := compose.NewToolNode(t.Context(), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := node.Invoke(t.Context(), calls("c", "fails", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(msgs[0]); !strings.HasPrefix(got, "error: tool_not_held\n") {
+		t.Errorf("a call to a tool not held reads %q", got)
+	}
+}
