@@ -9,7 +9,9 @@
 //
 //	ANTHROPIC_API_KEY=... go run ./examples/agent "add a test for Parse"
 //
-// Flags: -workspace (default: the current directory), -model, -max-steps,
+// Flags: -workspace (default: the current directory), -provider
+// (anthropic or openai; default: the one whose API key is set, so
+// OPENAI_API_KEY=... runs the OpenAI Responses API), -model, -max-steps,
 // -quiet (no per-call log on standard error). Commands run in the
 // broker's kernel jail: they write only the workspace and a session
 // scratch directory, never its git hooks or config, and have no network.
@@ -48,6 +50,7 @@ func main() {
 // config is one run: the task and where and how to run it.
 type config struct {
 	task      string
+	provider  string // ProviderAnthropic or ProviderOpenAI
 	workspace string
 	model     string
 	maxSteps  int
@@ -66,7 +69,8 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	cfg := config{log: stderr}
 	fs.StringVar(&cfg.workspace, "workspace", ".", "the directory the tools work in")
-	fs.StringVar(&cfg.model, "model", string(DefaultModel), "the Anthropic model")
+	fs.StringVar(&cfg.provider, "provider", "", "the model API, anthropic or openai (default: the one whose API key is set)")
+	fs.StringVar(&cfg.model, "model", "", "the model (default: "+string(DefaultModel)+" or "+DefaultOpenAIModel+")")
 	fs.IntVar(&cfg.maxSteps, "max-steps", DefaultMaxSteps, "the most model calls of one run")
 	quiet := fs.Bool("quiet", false, "do not log each tool call on standard error")
 	fs.Usage = func() {
@@ -84,7 +88,7 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *quiet {
 		cfg.log = nil
 	}
-	cfg.apiKey = getenv(APIKeyEnv)
+	cfg.provider, cfg.apiKey = pickProvider(cfg.provider, getenv)
 	answer, err := run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
@@ -97,10 +101,11 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 // run assembles the plane over the workspace, runs the task on the main
 // strand and returns the model's final answer.
 func run(ctx context.Context, cfg config) (string, error) {
-	if cfg.apiKey == "" {
-		return "", errNoKey
+	provider, err := newProvider(cfg)
+	if err != nil {
+		return "", err
 	}
-	loop := &Loop{Provider: NewAnthropic(cfg.apiKey, cfg.baseURL, cfg.model), MaxSteps: cfg.maxSteps, Log: cfg.log}
+	loop := &Loop{Provider: provider, MaxSteps: cfg.maxSteps, Log: cfg.log}
 	pc := cfg.plane
 	pc.Workspace = cfg.workspace
 	pc.Runner = loop.Runner() // first called once the model spawns, after New

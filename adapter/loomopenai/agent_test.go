@@ -1,0 +1,153 @@
+package loomopenai_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentloom/loom/adapter/loomopenai"
+	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/plane"
+	"github.com/agentloom/loom/tool"
+)
+
+const (
+	task        = "Write the note, look around, and delegate the check."
+	childPrompt = "Child: read notes/a.txt and report its second line."
+	childReport = "child-report: the second line is world"
+	finalAnswer = "All done."
+)
+
+// newPlane returns a plane with the file and agent families over a fresh
+// workspace holding pixel.png, its sub-agents run by a.
+func newPlane(t *testing.T, a *loomopenai.Agent) (*plane.Plane, []byte) {
+	t.Helper()
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: 255, A: 255})
+	var pngData bytes.Buffer
+	png.Encode(&pngData, img)
+	if err := os.WriteFile(filepath.Join(ws, "pixel.png"), pngData.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := plane.New(plane.Config{
+		Workspace:   ws,
+		Families:    plane.FamilyFiles | plane.FamilyAgents,
+		Runner:      a.Runner(),
+		BlobDir:     filepath.Join(root, "blobs"),
+		HistoryPath: filepath.Join(root, "history.sqlite"),
+		Scratch:     filepath.Join(root, "scratch"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	a.Plane = p
+	return p, pngData.Bytes()
+}
+
+// TestAgentRunsThePlane runs a scripted parent model over the plane's
+// file and agent tools: an Exclusive write, an error outcome, an unknown
+// tool, an image, then a child spawned through agent_spawn that runs its
+// own Responses loop over the one tool it holds and reports back.
+func TestAgentRunsThePlane(t *testing.T) {
+	var pngData []byte
+	var handle string
+	parent := []step{
+		func(t *testing.T, x exchange) []map[string]any {
+			if !slices.Contains(x.toolNames(), "fs_write") || !slices.Contains(x.toolNames(), agent.SpawnToolName) {
+				t.Errorf("the parent is offered %v", x.toolNames())
+			}
+			for _, tl := range x.req.Tools {
+				var schema struct{ Type string }
+				if tl.Type != "function" || tl.Description == "" || tl.Strict == nil || *tl.Strict ||
+					json.Unmarshal(tl.Parameters, &schema) != nil || schema.Type != "object" {
+					t.Errorf("tool %s: type %q, strict %v, parameters %s", tl.Name, tl.Type, tl.Strict, tl.Parameters)
+				}
+			}
+			if x.req.Instructions != "You are the parent." {
+				t.Errorf("instructions %q", x.req.Instructions)
+			}
+			return []map[string]any{say("Writing."),
+				call("w1", "fs_write", map[string]any{"path": "notes/a.txt", "content": "hello\nworld\n"}),
+				call("r1", "fs_read", map[string]any{"path": "missing.txt"}),
+				call("u1", "no_such_tool", map[string]any{}),
+				call("i1", "fs_read", map[string]any{"path": "pixel.png"})}
+		},
+		func(t *testing.T, x exchange) []map[string]any {
+			x.expect(t, "w1", "", "notes/a.txt")
+			x.expect(t, "r1", "error "+string(tool.CodeNotFound)+": ", "missing.txt")
+			x.expect(t, "u1", "error "+string(tool.CodeUnknownTool)+": ", "no_such_tool")
+			if o := x.outputs["i1"]; len(o.images) != 1 || o.images[0] != "data:image/png;base64,"+base64.StdEncoding.EncodeToString(pngData) {
+				t.Errorf("image output: %+v", o)
+			}
+			return []map[string]any{call("s1", agent.SpawnToolName, map[string]any{"purpose": "check the file", "prompt": childPrompt, "tools": []string{"fs_read"}})}
+		},
+		func(t *testing.T, x exchange) []map[string]any {
+			sp := x.expect(t, "s1", "")
+			handle = strings.TrimRight(regexp.MustCompile(`sub:main/\S+#run-1`).FindString(sp.text), ".,;)\"'")
+			return []map[string]any{call("a1", agent.WaitToolName, map[string]any{"handles": []string{handle}, "wait_ms": 60000})}
+		},
+		func(t *testing.T, x exchange) []map[string]any {
+			x.expect(t, "a1", "", childReport)
+			return []map[string]any{say(finalAnswer)}
+		},
+	}
+	child := []step{
+		func(t *testing.T, x exchange) []map[string]any {
+			if !strings.Contains(x.req.Instructions, "You are sub-agent sub:main/") {
+				t.Errorf("the child's instructions are not its notice: %q", x.req.Instructions)
+			}
+			if want := []string{agent.NoteToolName, agent.SendToolName, "fs_read"}; !slices.Equal(x.toolNames(), want) {
+				t.Errorf("the child is offered %v, want %v", x.toolNames(), want)
+			}
+			// fs_write is not the child's: the governed registry refuses it.
+			return []map[string]any{call("c1", "fs_read", map[string]any{"path": "notes/a.txt"}),
+				call("c2", "fs_write", map[string]any{"path": "escaped.txt", "content": "x"})}
+		},
+		func(t *testing.T, x exchange) []map[string]any {
+			x.expect(t, "c1", "", "|world")
+			x.expect(t, "c2", "error "+string(tool.CodeToolNotHeld)+": ")
+			return []map[string]any{say(childReport)}
+		},
+	}
+	a := &loomopenai.Agent{Client: newServer(t, map[string][]step{task: parent, childPrompt: child}), Model: "gpt-test"}
+	p, data := newPlane(t, a)
+	pngData = data
+	answer, err := a.Run(context.Background(), p.CallFor(p.Call.Strand, "op-1"), "You are the parent.", task, nil)
+	if err != nil || answer != finalAnswer {
+		t.Fatalf("run: %q, %v", answer, err)
+	}
+	if _, err := os.Stat(filepath.Join(p.Call.Workspace, "escaped.txt")); err == nil {
+		t.Errorf("the child ran a tool it does not hold")
+	}
+}
+
+// TestAgentStepLimit: a model that never stops calling tools ends the run
+// with ErrStepLimit after MaxSteps model calls.
+func TestAgentStepLimit(t *testing.T) {
+	again := func(t *testing.T, x exchange) []map[string]any {
+		return []map[string]any{call(fmt.Sprintf("l%d", len(x.outputs)), "fs_read", map[string]any{"path": "pixel.png"})}
+	}
+	a := &loomopenai.Agent{Client: newServer(t, map[string][]step{task: {again, again}}), Model: "gpt-test", MaxSteps: 2}
+	p, _ := newPlane(t, a)
+	if _, err := a.Run(context.Background(), p.CallFor(p.Call.Strand, "op-1"), "", task, nil); !errors.Is(err, loomopenai.ErrStepLimit) {
+		t.Fatalf("run: %v, want ErrStepLimit", err)
+	}
+}
