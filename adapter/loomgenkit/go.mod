@@ -4,6 +4,8 @@ go 1.26.0
 
 require github.com/agentloom/loom v0.0.0-00010101000000-000000000000
 
+require github.com/robfig/cron/v3 v3.0.1 // indirect
+
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
