@@ -2,6 +2,7 @@ package loom_test
 
 import (
 	"go/build"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -51,5 +52,31 @@ func TestVocabularyLinksNoJail(t *testing.T) {
 	}
 	if !slices.ContainsFunc(moduleDeps(t, module+"/plane"), jail) {
 		t.Error("the control failed: plane does not link broker, so this test cannot tell")
+	}
+}
+
+// TestCoreRequiresNoFramework: the frameworks the adapters translate to
+// stay out of what a host importing the core gets in its go.sum. The
+// control is an adapter's own go.mod, which names its framework.
+func TestCoreRequiresNoFramework(t *testing.T) {
+	frameworks := []string{"github.com/cloudwego/eino", "github.com/firebase/genkit", "github.com/openai/openai-go", "github.com/anthropics/anthropic-sdk-go"}
+	requires := func(file string) []string {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found []string
+		for _, f := range frameworks {
+			if strings.Contains(string(b), f) {
+				found = append(found, f)
+			}
+		}
+		return found
+	}
+	if got := requires("go.mod"); len(got) > 0 {
+		t.Errorf("the core module requires %v", got)
+	}
+	if got := requires("adapter/loomeino/go.mod"); !slices.Contains(got, "github.com/cloudwego/eino") {
+		t.Errorf("control: the eino adapter's go.mod names %v", got)
 	}
 }
