@@ -64,6 +64,22 @@
 // are not modelled: an "@suffix" on a handle is read and ignored. The
 // agent tools ask the broker for nothing.
 //
+// # Continuation
+//
+// agent_send to a child whose run ended starts a new run of the same
+// strand. The child must answer knowing what it did, and a Runner handed
+// only the new message could not, so Turn carries the strand's earlier
+// runs (Turn.Earlier): each run's prompt, the messages it drained and
+// its report, newest runs first kept under MaxEarlierBytes, with the
+// count of older ones left out. The Agency carries them because it is
+// the one party that already records every run (the ledger holds each
+// prompt and report to answer agent_wait): a host that forgot a
+// strand, restarted, or runs children on another machine still gives a
+// continued child its past, and a test can hold the contract without a
+// host. The record is the conversation's skeleton, not its tool calls: a
+// host that keeps whole transcripts keyed by Turn.Strand (examples/agent
+// does) shows those instead and falls back on Earlier when it has none.
+//
 // # Invariants
 //
 //   - Identity comes from the call, never from arguments: CallerOf builds

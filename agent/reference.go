@@ -111,6 +111,8 @@ func (s *strand) holds(name string) bool {
 // run is one operation of a strand.
 type run struct {
 	op       string
+	prompt   string // what started the run, then what it drained
+	cut      bool   // prompt was cut to maxExchangeBytes
 	deadline time.Time
 	state    State
 	report   string
