@@ -197,7 +197,7 @@ func (l *Loop) Runner() agent.Runner {
 		if earlier == nil {
 			prompt = earlierText(t) + prompt
 		}
-		text, msgs, err := l.converse(ctx, l.Plane.CallFor(t.Strand, t.Operation), t.Notice, earlier, prompt, t.Tools, t.Inbox)
+		text, msgs, err := l.converse(ctx, l.Plane.CallFor(t.Strand, t.Operation), t.Notice+l.notesIndex(ctx), earlier, prompt, t.Tools, t.Inbox)
 		l.transcriptsMu.Lock()
 		if l.transcripts == nil {
 			l.transcripts = map[string][]Message{}
@@ -274,6 +274,31 @@ func (l *Loop) toolsFor(names []string) []tool.Tool {
 		}
 	}
 	return out
+}
+
+// notesIndex is the index of the memory notes stored so far
+// (history.IndexNotes, at most history.MaxNotesIndexBytes), set apart
+// from what precedes it, or "" when none is stored or the plane keeps no
+// notes. Every run starts with it in its system prompt, so a strand knows
+// what earlier sessions remembered. A failure is logged and the run goes
+// on without it.
+func (l *Loop) notesIndex(ctx context.Context) string {
+	var lister history.NoteLister
+	switch {
+	case l.Plane.Store != nil:
+		lister = l.Plane.Store
+	case l.Plane.PostgresStore != nil:
+		lister = l.Plane.PostgresStore
+	}
+	idx, err := history.IndexNotes(ctx, lister)
+	if err != nil {
+		l.logf("notes index: %v\n", err)
+		return ""
+	}
+	if idx.Text == "" {
+		return ""
+	}
+	return "\n" + idx.Text
 }
 
 // index adds one entry to the plane's history index, when it has one.

@@ -115,7 +115,7 @@ func run(ctx context.Context, cfg config) (string, error) {
 	defer p.Close()
 	loop.Plane = p
 	c := p.CallFor(p.Call.Strand, "op-1")
-	return loop.Run(ctx, c, systemPrompt(p), cfg.task, nil, nil)
+	return loop.Run(ctx, c, systemPrompt(p)+loop.notesIndex(ctx), cfg.task, nil, nil)
 }
 
 // systemPrompt tells the main strand where it works and lists the tool
