@@ -56,6 +56,9 @@ func runWrite(ctx context.Context, c *Call, a writeArgs, d Diagnostics) Outcome 
 	if len(a.Content) > MaxFileBytes {
 		return Fail(CodeFileTooLarge, fmt.Sprintf("content is %d bytes; at most %d bytes (%d MiB) are written", len(a.Content), MaxFileBytes, MaxFileBytes>>20))
 	}
+	if o, refused := refuseSchemeWrite("fs_write", a.Path); refused {
+		return o
+	}
 	path, err := c.ResolveWrite(a.Path)
 	if err != nil {
 		return pathFailure(err)
