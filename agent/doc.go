@@ -41,6 +41,10 @@
 //     (NoResultAsked, valid, missing, mismatched) beside the prose report.
 //   - The todo tool and where each strand's board lives (Agency.Todos,
 //     under compare-and-set); the board's rules are package todo's.
+//   - The note:// views of the blackboard (ReadNoteView; NoteScheme
+//     serves them through fs_read, read-only, to a strand holding
+//     agent_notes): a listing of keys and sizes, or one note's value as
+//     indented JSON, a large one spilled to the call's blob store.
 //   - The model's half of each tool: schemas (derived from the argument
 //     structs), clamps, wording, and in-band refusals with stable codes.
 //   - The agent vocabulary's codes: tool.Code constants (CodeDepthCap,
@@ -94,8 +98,12 @@
 //     calls; a run past its deadline is aborted (AbortBudgetExpired); a
 //     run's undetached children are aborted when it ends
 //     (AbortParentFinished).
-//   - Notes are write-once and bounded (MaxNoteBytes each, 256 per strand);
-//     the todo cell is updated by compare-and-set with bounded retries.
+//   - Notes are write-once and bounded: MaxNoteBytes (16 KiB) from
+//     agent_note and for a result note, MaxProgramNoteBytes (1 MiB) from
+//     a code_mode program, 256 notes and 16 MiB per strand. The agent
+//     tools never carry a value over MaxNoteBytes: agent_notes shows its
+//     size and the note:// path that reads it. The todo cell is updated
+//     by compare-and-set with bounded retries.
 //   - A strand runs only the tools it holds, once the host ties its
 //     registry to the Agency (Reference.Govern). A child's set is fixed at
 //     spawn, never more than its parent holds. A call by a strand that

@@ -6,6 +6,9 @@
 // history as it goes (history_search finds it), context_remaining
 // answers from the token usage the API reports (the loop is the plane's
 // agent.Gauge), and sub-agents run the same loop with their own tools.
+// Every run starts with the notes index (history.IndexNotes) in its
+// system prompt, and a sub-agent continued with agent_send goes on from
+// its whole transcript.
 //
 //	ANTHROPIC_API_KEY=... go run ./examples/agent "add a test for Parse"
 //
