@@ -108,8 +108,7 @@ func parentOf(key string) string {
 func NoteScheme(agency Agency) tool.Scheme {
 	return tool.Scheme{
 		Name: strings.TrimSuffix(NoteSchemePrefix, "://"),
-		Describe: fmt.Sprintf("`%s` lists the blackboard's notes and `%s<key>` shows one's JSON value, read-only (up to %d MiB, written by code_mode programs).",
-			NoteSchemePrefix, NoteSchemePrefix, MaxProgramNoteBytes>>20),
+		Describe: fmt.Sprintf("`%s` lists the blackboard's notes and `%s<key>` shows one's JSON, read-only.", NoteSchemePrefix, NoteSchemePrefix),
 		Read: func(ctx context.Context, c *tool.Call, uri string) tool.Outcome {
 			if agency != nil {
 				if err := agency.Holds(ctx, CallerOf(c), NotesToolName); err != nil {
