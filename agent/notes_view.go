@@ -107,7 +107,7 @@ func parentOf(key string) string {
 // with tool.CodeSpillFailed without a store).
 func NoteScheme(agency Agency) tool.Scheme {
 	return tool.Scheme{
-		Name: strings.TrimSuffix(NoteSchemePrefix, "://"),
+		Name:     strings.TrimSuffix(NoteSchemePrefix, "://"),
 		Describe: fmt.Sprintf("`%s` lists the blackboard's notes and `%s<key>` shows one's JSON, read-only.", NoteSchemePrefix, NoteSchemePrefix),
 		Read: func(ctx context.Context, c *tool.Call, uri string) tool.Outcome {
 			if agency != nil {

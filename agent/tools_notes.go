@@ -40,7 +40,7 @@ func NoteTool(agency Agency) tool.Tool {
 		Mode:          tool.Concurrent,
 	}, guard(agency, NoteToolName, func(ctx context.Context, c *tool.Call, a noteArgs) tool.Outcome {
 		if len(a.Value) > MaxNoteBytes {
-			return tool.Fail(CodeNoteTooLarge, fmt.Sprintf("the note is %d bytes; agent_note writes at most %d (%d KiB): store a summary, or write a larger value from a code_mode program (cap/notes, up to %d MiB)",
+			return refusalOutcome(NoteToolName, refuse(CodeNoteTooLarge, "the note is %d bytes; agent_note writes at most %d (%d KiB): store a summary, or write a larger value from a code_mode program (cap/notes, up to %d MiB)",
 				len(a.Value), MaxNoteBytes, MaxNoteBytes>>10, MaxProgramNoteBytes>>20))
 		}
 		n, err := agency.Note(ctx, CallerOf(c), a.Key, a.Value)
