@@ -74,15 +74,17 @@
 // strand. The child must answer knowing what it did, and a Runner handed
 // only the new message could not, so Turn carries the strand's earlier
 // runs (Turn.Earlier): each run's prompt, the messages it drained and
-// its report, newest runs first kept under MaxEarlierBytes, with the
-// count of older ones left out. The Agency carries them because it is
-// the one party that already records every run (the ledger holds each
-// prompt and report to answer agent_wait): a host that forgot a
-// strand, restarted, or runs children on another machine still gives a
-// continued child its past, and a test can hold the contract without a
-// host. The record is the conversation's skeleton, not its tool calls: a
-// host that keeps whole transcripts keyed by Turn.Strand (examples/agent
-// does) shows those instead and falls back on Earlier when it has none.
+// its report, oldest first, as many of the newest as fit in
+// MaxEarlierBytes, with the count of older ones left out. The Agency
+// carries them, rather than the Runner contract telling every host to
+// keep them, because it is the one party that already records every run
+// (the ledger keeps each report to answer agent_wait): a host that forgot
+// a strand, restarted, or runs children elsewhere still gives a
+// continued child its past, and the contract is held by this package's
+// tests rather than by each host's care. The record is the
+// conversation's skeleton, not its tool calls: a host that keeps whole
+// transcripts keyed by Turn.Strand (examples/agent does) shows those
+// instead and falls back on Earlier when it has none.
 //
 // # Invariants
 //

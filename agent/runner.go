@@ -25,8 +25,9 @@ type Turn struct {
 	// continuation (agent_send to a strand whose run ended) shows them to
 	// the model before Prompt, so the child answers knowing what it did.
 	// It holds the newest runs whose prompts and reports fit in
-	// MaxEarlierBytes, each field cut to maxExchangeBytes; EarlierOmitted
-	// counts the older runs left out. Empty on a spawn's first run.
+	// MaxEarlierBytes, each prompt and report cut to 16 KiB;
+	// EarlierOmitted counts the older runs left out. Empty on a spawn's
+	// first run.
 	Earlier []Exchange
 	// EarlierOmitted is how many earlier runs, oldest first, Earlier
 	// leaves out.
@@ -61,7 +62,7 @@ type Exchange struct {
 	Report string
 	// State is how the run ended.
 	State State
-	// Cut is true when Prompt or Report was cut to maxExchangeBytes.
+	// Cut is true when Prompt or Report was cut to its 16 KiB.
 	Cut bool
 }
 
@@ -77,11 +78,12 @@ const (
 // Runner runs one child turn (a model with its tools, until it gives a
 // final answer) and returns that final text. It must honour ctx: its
 // deadline is the run's budget. A continued strand's earlier runs come in
-// Turn.Earlier; a Runner that keeps its own transcripts (keyed by
-// Turn.Strand, with the tool calls in them) may show those instead. A Runner is called from its own goroutine
-// and must be safe for concurrent use. The host dispatches the child's
-// tool calls with a tool.Call whose Strand is Turn.Strand and whose OpID
-// is Turn.Operation.
+// Turn.Earlier, and the Runner shows them to the model; one that keeps
+// its own transcripts (keyed by Turn.Strand, tool calls included) may
+// show those instead. A Runner is called from its own goroutine and must
+// be safe for concurrent use. The host dispatches the child's tool calls
+// with a tool.Call whose Strand is Turn.Strand and whose OpID is
+// Turn.Operation.
 type Runner interface {
 	Run(ctx context.Context, t Turn) (string, error)
 }
