@@ -41,6 +41,10 @@
 //     (NoResultAsked, valid, missing, mismatched) beside the prose report.
 //   - The todo tool and where each strand's board lives (Agency.Todos,
 //     under compare-and-set); the board's rules are package todo's.
+//   - The note:// views of the blackboard (ReadNoteView; NoteScheme
+//     serves them through fs_read, read-only, to a strand holding
+//     agent_notes): a listing of keys and sizes, or one note's value as
+//     indented JSON, a large one spilled to the call's blob store.
 //   - The model's half of each tool: schemas (derived from the argument
 //     structs), clamps, wording, and in-band refusals with stable codes.
 //   - The agent vocabulary's codes: tool.Code constants (CodeDepthCap,
@@ -64,6 +68,24 @@
 // are not modelled: an "@suffix" on a handle is read and ignored. The
 // agent tools ask the broker for nothing.
 //
+// # Continuation
+//
+// agent_send to a child whose run ended starts a new run of the same
+// strand. The child must answer knowing what it did, and a Runner handed
+// only the new message could not, so Turn carries the strand's earlier
+// runs (Turn.Earlier): each run's prompt, the messages it drained and
+// its report, oldest first, as many of the newest as fit in
+// MaxEarlierBytes, with the count of older ones left out. The Agency
+// carries them, rather than the Runner contract telling every host to
+// keep them, because it is the one party that already records every run
+// (the ledger keeps each report to answer agent_wait): a host that forgot
+// a strand, restarted, or runs children elsewhere still gives a
+// continued child its past, and the contract is held by this package's
+// tests rather than by each host's care. The record is the
+// conversation's skeleton, not its tool calls: a host that keeps whole
+// transcripts keyed by Turn.Strand (examples/agent does) shows those
+// instead and falls back on Earlier when it has none.
+//
 // # Invariants
 //
 //   - Identity comes from the call, never from arguments: CallerOf builds
@@ -78,8 +100,12 @@
 //     calls; a run past its deadline is aborted (AbortBudgetExpired); a
 //     run's undetached children are aborted when it ends
 //     (AbortParentFinished).
-//   - Notes are write-once and bounded (MaxNoteBytes each, 256 per strand);
-//     the todo cell is updated by compare-and-set with bounded retries.
+//   - Notes are write-once and bounded: MaxNoteBytes (16 KiB) from
+//     agent_note and for a result note, MaxProgramNoteBytes (1 MiB) from
+//     a code_mode program, 256 notes and 16 MiB per strand. The agent
+//     tools never carry a value over MaxNoteBytes: agent_notes shows its
+//     size and the note:// path that reads it. The todo cell is updated
+//     by compare-and-set with bounded retries.
 //   - A strand runs only the tools it holds, once the host ties its
 //     registry to the Agency (Reference.Govern). A child's set is fixed at
 //     spawn, never more than its parent holds. A call by a strand that

@@ -30,8 +30,18 @@ const (
 	MaxWaitHandles = 16
 	// maxInboxMessages bounds the messages queued for one strand.
 	maxInboxMessages = 64
-	// MaxNoteBytes bounds one note's JSON value.
+	// MaxNoteBytes bounds one note's JSON value as agent_note writes it
+	// and as the agent tools show it (agent_notes, agent_wait), and any
+	// strand's result note (ResultNoteKey) however written.
 	MaxNoteBytes = 16 << 10
+	// MaxProgramNoteBytes bounds one note's JSON value as a code-mode
+	// program writes it (cap/notes), and so any note an Agency stores. A
+	// value over MaxNoteBytes is shown by agent_notes as its size and the
+	// note:// path fs_read reads it at.
+	MaxProgramNoteBytes = 1 << 20
+	// maxStrandNoteBytes bounds the bytes of the notes one strand writes
+	// in all.
+	maxStrandNoteBytes = 16 << 20
 	// maxNoteKeyBytes bounds a note's relative key.
 	maxNoteKeyBytes = 128
 	// maxNotesPerStrand bounds the notes one strand may write.

@@ -24,17 +24,18 @@ type Reference struct {
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	closed   bool
-	strands  map[string]*strand
-	sites    map[CallSite]string // the child each call site minted
-	order    []string            // strand names in creation order
-	kids     map[string][]string // child names per parent, in creation order
-	live     int                 // running runs in the session
-	children map[string]int      // running children per parent strand
-	notes    map[string]noteEntry
-	written  map[string]int // notes written per strand
-	todos    map[string]*todoCell
+	mu           sync.Mutex
+	closed       bool
+	strands      map[string]*strand
+	sites        map[CallSite]string // the child each call site minted
+	order        []string            // strand names in creation order
+	kids         map[string][]string // child names per parent, in creation order
+	live         int                 // running runs in the session
+	children     map[string]int      // running children per parent strand
+	notes        map[string]noteEntry
+	written      map[string]int // notes written per strand
+	writtenBytes map[string]int // note bytes written per strand
+	todos        map[string]*todoCell
 }
 
 var _ Agency = (*Reference)(nil)
@@ -46,17 +47,18 @@ var _ Agency = (*Reference)(nil)
 func NewAgency(runner Runner, opts Options) *Reference {
 	base, cancel := context.WithCancelCause(context.Background())
 	return &Reference{
-		runner:   runner,
-		opts:     opts.withDefaults(),
-		base:     base,
-		cancel:   cancel,
-		strands:  map[string]*strand{},
-		sites:    map[CallSite]string{},
-		children: map[string]int{},
-		kids:     map[string][]string{},
-		notes:    map[string]noteEntry{},
-		written:  map[string]int{},
-		todos:    map[string]*todoCell{},
+		runner:       runner,
+		opts:         opts.withDefaults(),
+		base:         base,
+		cancel:       cancel,
+		strands:      map[string]*strand{},
+		sites:        map[CallSite]string{},
+		children:     map[string]int{},
+		kids:         map[string][]string{},
+		notes:        map[string]noteEntry{},
+		written:      map[string]int{},
+		writtenBytes: map[string]int{},
+		todos:        map[string]*todoCell{},
 	}
 }
 
@@ -111,6 +113,8 @@ func (s *strand) holds(name string) bool {
 // run is one operation of a strand.
 type run struct {
 	op       string
+	prompt   string // what started the run, then what it drained
+	cut      bool   // prompt was cut to maxExchangeBytes
 	deadline time.Time
 	state    State
 	report   string

@@ -52,8 +52,8 @@ func (a *Reference) Note(ctx context.Context, c Caller, key string, value json.R
 	if !validNoteKey(key) {
 		return Note{}, refuse(CodeBadNoteKey, "note key %s must be segments of letters, digits, '.', '_' or '-' joined by '/', at most %d bytes, and not %q", quote(key), maxNoteKeyBytes, todoNoteKey)
 	}
-	if len(value) > MaxNoteBytes {
-		return Note{}, refuse(CodeNoteTooLarge, "the note is %d bytes, more than %d; store a summary", len(value), MaxNoteBytes)
+	if len(value) > MaxProgramNoteBytes {
+		return Note{}, refuse(CodeNoteTooLarge, "the note is %d bytes, more than %d (%d MiB); store a summary", len(value), MaxProgramNoteBytes, MaxProgramNoteBytes>>20)
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, value); err != nil || compact.Len() == 0 {
@@ -66,6 +66,9 @@ func (a *Reference) Note(ctx context.Context, c Caller, key string, value json.R
 	}
 	full := NoteKey(c.Strand, key)
 	v := json.RawMessage(compact.Bytes())
+	if key == ResultNoteKey && len(v) > MaxNoteBytes {
+		return Note{}, refuse(CodeNoteTooLarge, "a result note is at most %d bytes (%d KiB), and this one is %d; record a summary and put the rest under another key", MaxNoteBytes, MaxNoteBytes>>10, len(v))
+	}
 	if old, ok := a.notes[full]; ok {
 		if bytes.Equal(old.value, v) {
 			return Note{Key: full, Value: old.value}, nil
@@ -75,8 +78,12 @@ func (a *Reference) Note(ctx context.Context, c Caller, key string, value json.R
 	if a.written[c.Strand] >= maxNotesPerStrand {
 		return Note{}, refuse(CodeNoteLimit, "%q has written %d notes, the most allowed", c.Strand, maxNotesPerStrand)
 	}
+	if a.writtenBytes[c.Strand]+len(v) > maxStrandNoteBytes {
+		return Note{}, refuse(CodeNoteLimit, "%q has written %d bytes of notes; with this one's %d that passes the %d MiB allowed", c.Strand, a.writtenBytes[c.Strand], len(v), maxStrandNoteBytes>>20)
+	}
 	a.notes[full] = noteEntry{value: v}
 	a.written[c.Strand]++
+	a.writtenBytes[c.Strand] += len(v)
 	return Note{Key: full, Value: v}, nil
 }
 

@@ -188,6 +188,7 @@ func (a *Reference) startLocked(s *strand, prompt string, budget time.Duration) 
 	deadline := time.Now().Add(budget)
 	ctx, abort := context.WithCancelCause(a.base)
 	ctx, stop := context.WithDeadlineCause(ctx, deadline, abortCause{AbortBudgetExpired})
+	earlier, omitted := earlierOf(s.runs)
 	r := &run{
 		op:       fmt.Sprintf("run-%d", len(s.runs)+1),
 		deadline: deadline,
@@ -195,12 +196,13 @@ func (a *Reference) startLocked(s *strand, prompt string, budget time.Duration) 
 		abort:    abort,
 		done:     make(chan struct{}),
 	}
+	r.prompt, r.cut = truncate(prompt, maxExchangeBytes)
 	s.runs = append(s.runs, r)
 	a.live++
 	a.children[s.parent]++
 	turn := Turn{
 		Strand: s.name, Operation: r.op, Parent: s.parent, Purpose: s.purpose,
-		Prompt: prompt, Tools: slices.Clone(s.tools), Model: s.model, Notice: notice(s),
+		Prompt: prompt, Earlier: earlier, EarlierOmitted: omitted, Tools: slices.Clone(s.tools), Model: s.model, Notice: notice(s),
 		Result: s.schema, Deadline: deadline, Inbox: func() []string { return a.drain(s) },
 	}
 	a.wg.Add(1)
@@ -241,12 +243,37 @@ func (a *Reference) call(ctx context.Context, t Turn) (string, error) {
 	}
 }
 
+// drain hands the runner s's inbox and records the messages on the
+// running run, where a later continuation's Turn.Earlier shows them.
 func (a *Reference) drain(s *strand) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	m := s.inbox
 	s.inbox = nil
+	if r := s.latest(); len(m) > 0 && r.state == Running && !r.cut {
+		r.prompt, r.cut = truncate(r.prompt+"\n\n"+strings.Join(m, "\n\n"), maxExchangeBytes)
+	}
 	return m
+}
+
+// earlierOf is Turn.Earlier of a run following runs (all ended): the
+// newest runs whose prompts and reports fit in MaxEarlierBytes, oldest
+// first, and how many older ones it leaves out.
+func earlierOf(runs []*run) ([]Exchange, int) {
+	var out []Exchange
+	total := 0
+	i := len(runs) - 1
+	for ; i >= 0; i-- {
+		r := runs[i]
+		report, cut := truncate(r.report, maxExchangeBytes)
+		if total+len(r.prompt)+len(report) > MaxEarlierBytes {
+			break
+		}
+		total += len(r.prompt) + len(report)
+		out = append(out, Exchange{Operation: r.op, Prompt: r.prompt, Report: report, State: r.state, Cut: cut || r.cut})
+	}
+	slices.Reverse(out)
+	return out, i + 1
 }
 
 // finish records a run's end, judges its result and reaps its children.

@@ -506,11 +506,13 @@ func TestNotes(t *testing.T) {
 	if _, err := a.Note(bg, c, strings.Repeat("k", maxNoteKeyBytes), json.RawMessage(`1`)); err != nil {
 		t.Errorf("key at the bound: %v", err)
 	}
-	fits := json.RawMessage(`"` + strings.Repeat("x", MaxNoteBytes-2) + `"`)
+	// The Agency's bound is a program's (MaxProgramNoteBytes); agent_note's
+	// smaller one is the tool's (TestNoteBounds).
+	fits := json.RawMessage(`"` + strings.Repeat("x", MaxProgramNoteBytes-2) + `"`)
 	if _, err := a.Note(bg, c, "big", fits); err != nil {
 		t.Errorf("note at the bound: %v", err)
 	}
-	over := json.RawMessage(`"` + strings.Repeat("x", MaxNoteBytes-1) + `"`)
+	over := json.RawMessage(`"` + strings.Repeat("x", MaxProgramNoteBytes-1) + `"`)
 	if _, err := a.Note(bg, c, "bigger", over); codeOf(err) != CodeNoteTooLarge {
 		t.Errorf("note past the bound: %v", err)
 	}

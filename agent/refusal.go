@@ -48,13 +48,18 @@ const (
 	CodeUnknownSpawnTool tool.Code = "unknown_spawn_tool"
 	// CodeBadNoteKey: a note key outside the key grammar.
 	CodeBadNoteKey tool.Code = "bad_note_key"
-	// CodeNoteTooLarge: a note value larger than MaxNoteBytes, or not JSON.
+	// CodeNoteTooLarge: a note value larger than its bound (MaxNoteBytes
+	// from agent_note or for a result note, MaxProgramNoteBytes from a
+	// program), or not JSON.
 	CodeNoteTooLarge tool.Code = "note_too_large"
+	// CodeNoteNotFound: a note:// read (ReadNoteView) of a key no note
+	// is written under.
+	CodeNoteNotFound tool.Code = "note_not_found"
 	// CodeNoteExists: a write to a key already holding a different value;
 	// notes are write-once.
 	CodeNoteExists tool.Code = "note_exists"
 	// CodeNoteLimit: a strand that already wrote the most notes the
-	// Agency allows (256 in the reference Agency).
+	// Agency allows (256, or 16 MiB in all, in the reference Agency).
 	CodeNoteLimit tool.Code = "note_limit"
 	// CodeWaitTooLong: a wait longer than the published MaxWaitMs, or
 	// negative.

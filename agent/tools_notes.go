@@ -39,6 +39,10 @@ func NoteTool(agency Agency) tool.Tool {
 		Replay:        tool.ReplaySafe,
 		Mode:          tool.Concurrent,
 	}, guard(agency, NoteToolName, func(ctx context.Context, c *tool.Call, a noteArgs) tool.Outcome {
+		if len(a.Value) > MaxNoteBytes {
+			return refusalOutcome(NoteToolName, refuse(CodeNoteTooLarge, "the note is %d bytes; agent_note writes at most %d (%d KiB): store a summary, or write a larger value from a code_mode program (cap/notes, up to %d MiB)",
+				len(a.Value), MaxNoteBytes, MaxNoteBytes>>10, MaxProgramNoteBytes>>20))
+		}
 		n, err := agency.Note(ctx, CallerOf(c), a.Key, a.Value)
 		if err != nil {
 			return refusalOutcome(NoteToolName, err)
@@ -60,7 +64,8 @@ type notesArgs struct {
 
 // NotesDetails is the Details of agent_notes. The outcome's text shows
 // at most 64 KiB of notes and counts the ones it leaves out; Notes holds
-// every returned value whole.
+// every returned value of at most MaxNoteBytes whole, and of a larger one
+// (a program's) only its size.
 type NotesDetails struct {
 	// Notes are the matching entries in key order, at most
 	// MaxNotesListed.
@@ -73,8 +78,14 @@ type NotesDetails struct {
 type NoteEntry struct {
 	// Key is the full key, "agent/{strand}/{relative key}".
 	Key string `json:"key"`
-	// Value is the note's JSON value.
+	// Value is the note's JSON value, or null when it is over
+	// MaxNoteBytes (Elided).
 	Value json.RawMessage `json:"value" jsonschema:"any JSON value"`
+	// Bytes is the size of the value.
+	Bytes int `json:"bytes"`
+	// Elided is true when the value is over MaxNoteBytes and left out;
+	// fs_read note://{Key} reads it.
+	Elided bool `json:"elided,omitempty"`
 }
 
 // NotesTool returns agent_notes: read the session blackboard by key
@@ -107,8 +118,13 @@ func NotesTool(agency Agency) tool.Tool {
 		}
 		elided := 0
 		for _, n := range page.Notes {
-			d.Notes = append(d.Notes, NoteEntry{Key: n.Key, Value: n.Value})
+			e := NoteEntry{Key: n.Key, Value: n.Value, Bytes: len(n.Value)}
 			line := fmt.Sprintf("\n%s = %s", n.Key, n.Value)
+			if len(n.Value) > MaxNoteBytes {
+				e.Value, e.Elided = nil, true
+				line = fmt.Sprintf("\n%s = (%d bytes, over the %d KiB shown here: read it with fs_read %s%s)", n.Key, len(n.Value), MaxNoteBytes>>10, NoteSchemePrefix, n.Key)
+			}
+			d.Notes = append(d.Notes, e)
 			if b.Len()+len(line) > maxNotesTextBytes {
 				elided++
 				continue

@@ -76,6 +76,7 @@ var capabilities = []capability{
 	{name: "notes.put", authorizedBy: []string{agent.NoteToolName}, serve: (*seamHost).notesCall, summary: summarize(strArg("key"))},
 	{name: "notes.get", authorizedBy: []string{agent.NotesToolName}, serve: (*seamHost).notesCall, summary: summarize(strArg("key"))},
 	{name: "notes.list", authorizedBy: []string{agent.NotesToolName}, serve: (*seamHost).notesCall, summary: summarize(strArg("prefix"))},
+	{name: "notes.read", authorizedBy: []string{agent.NotesToolName}, serve: (*seamHost).notesCall, summary: summarize(strArg("path"))},
 
 	{name: "strand.spawn", authorizedBy: []string{agent.SpawnToolName}, serve: (*seamHost).strandCall, summary: summarize(strArg("purpose"))},
 	{name: "strand.send", authorizedBy: []string{agent.SendToolName}, serve: (*seamHost).strandCall, summary: summarize(strArg("to"))},

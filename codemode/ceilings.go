@@ -20,7 +20,7 @@ const (
 	// strand.note and notes.put share it.
 	maxNoteWrites = 256
 	// maxNoteReads is the note reads one execution may make:
-	// strand.notes, notes.get and notes.list share it.
+	// strand.notes, notes.get, notes.list and notes.read share it.
 	maxNoteReads = 64
 	// maxEmits is the report.emit calls one execution may make.
 	maxEmits = 64
@@ -90,7 +90,7 @@ func ceilingError(kind admission, cap string, n int) error {
 	case admitNoteWrite:
 		what = "note writes (strand.note and notes.put together)"
 	case admitNoteRead:
-		what = "note reads (strand.notes, notes.get and notes.list together)"
+		what = "note reads (strand.notes, notes.get, notes.list and notes.read together)"
 	}
 	return &CapError{Code: code, Message: fmt.Sprintf("%s reached its ceiling of %d %s for this execution; waiting frees no slot, so do without it or submit a new program", cap, n, what)}
 }

@@ -111,8 +111,8 @@
 //     only by an Engine with Options.LanguageServers;
 //   - proc.run and job.start by bash; job.poll and job.list by job_poll,
 //     job.send by job_send, job.kill by job_kill;
-//   - notes.put and strand.note by agent_note; notes.get, notes.list and
-//     strand.notes by agent_notes;
+//   - notes.put and strand.note by agent_note; notes.get, notes.list,
+//     notes.read and strand.notes by agent_notes;
 //   - strand.spawn by agent_spawn, strand.send by agent_send, strand.wait
 //     by agent_wait, strand.roster by agent_roster, strand.map by both
 //     agent_spawn and agent_wait;

@@ -573,7 +573,8 @@ func TestStrandMapReportsEachItem(t *testing.T) {
 	}
 }
 
-// TestNoteValuesAreBounded: a note value past agent.MaxNoteBytes, or not
+// TestNoteValuesAreBounded: a program's note value past
+// agent.MaxProgramNoteBytes (1 MiB, not agent_note's 16 KiB), or not
 // JSON, is refused before the Agency is asked and counts against no
 // ceiling; one at the bound is written.
 func TestNoteValuesAreBounded(t *testing.T) {
@@ -585,7 +586,7 @@ func TestNoteValuesAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &seamHost{seam: WorkspaceSeam(), call: &tool.Call{Strand: "main", OpID: "op", StepID: "step"}, reg: reg, agency: agency}
-	at := []byte(`"` + strings.Repeat("x", agent.MaxNoteBytes-2) + `"`)
+	at := []byte(`"` + strings.Repeat("x", agent.MaxProgramNoteBytes-2) + `"`)
 	var ce *CapError
 	for _, c := range []struct {
 		key   string

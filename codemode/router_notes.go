@@ -9,10 +9,21 @@ import (
 	"github.com/agentloom/loom/agent"
 )
 
+// maxNoteListBytes bounds the values one notes.list or strand.notes
+// answer carries in all: the notes past it are left out and the answer
+// says truncated, as when more match than agent.MaxNotesListed. It keeps
+// a page of program notes (each up to agent.MaxProgramNoteBytes) well
+// inside the channel's frame.
+const maxNoteListBytes = 8 << 20
+
 // notesCall serves strand.note, strand.notes and cap/notes (put, get,
-// list) onto the Agency's note closures, the ones agent_note and
-// agent_notes call. Writes share one tally (maxNoteWrites), reads
-// another (maxNoteReads). None of them asks the broker for anything.
+// list, read) onto the Agency's note closures, the ones agent_note and
+// agent_notes call. A program's note value is bounded by
+// agent.MaxProgramNoteBytes (1 MiB), apart from agent_note's
+// agent.MaxNoteBytes (16 KiB): a program may keep a larger analysis,
+// which the agent tools show only by size. Writes share one tally
+// (maxNoteWrites), reads another (maxNoteReads). None of them asks the
+// broker for anything.
 func (h *seamHost) notesCall(ctx context.Context, a *capArgs) (any, error) {
 	cap := a.cap
 	if h.agency == nil {
@@ -25,22 +36,25 @@ func (h *seamHost) notesCall(ctx context.Context, a *capArgs) (any, error) {
 		res, err = h.notePut(ctx, cap, a)
 	case "notes.get":
 		res, err = h.noteGet(ctx, a)
+	case "notes.read":
+		res, err = h.noteRead(ctx, a)
 	default:
 		res, err = h.noteList(ctx, cap, a)
 	}
 	return res, fromAgency(err)
 }
 
-// notePut writes one note: a JSON value of at most agent.MaxNoteBytes
-// under the caller's own "agent/{strand}/" namespace, write-once.
+// notePut writes one note: a JSON value of at most
+// agent.MaxProgramNoteBytes under the caller's own "agent/{strand}/"
+// namespace, write-once.
 func (h *seamHost) notePut(ctx context.Context, cap string, a *capArgs) (any, error) {
 	key, value := a.str("key", true), a.bytes("value", true)
 	if err := a.done(); err != nil {
 		return nil, err
 	}
 	switch {
-	case len(value) > agent.MaxNoteBytes:
-		return nil, &CapError{Code: agent.CodeNoteTooLarge, Message: fmt.Sprintf("%s value is %d bytes; a note is at most %d (%d KiB): store a summary", cap, len(value), agent.MaxNoteBytes, agent.MaxNoteBytes>>10)}
+	case len(value) > agent.MaxProgramNoteBytes:
+		return nil, &CapError{Code: agent.CodeNoteTooLarge, Message: fmt.Sprintf("%s value is %d bytes; a program's note is at most %d (%d MiB): store a summary, or the whole in a file", cap, len(value), agent.MaxProgramNoteBytes, agent.MaxProgramNoteBytes>>20)}
 	case !json.Valid(value):
 		return nil, &CapError{Code: codeInvalidCapabilityArguments, Message: cap + " value is not one JSON value; a note holds JSON (quote a string: \"\\\"text\\\"\")"}
 	}
@@ -80,7 +94,8 @@ func (h *seamHost) noteGet(ctx context.Context, a *capArgs) (any, error) {
 }
 
 // noteList reads the session's notes whose full key starts with prefix,
-// in key order, at most agent.MaxNotesListed.
+// in key order, at most agent.MaxNotesListed and maxNoteListBytes of
+// values.
 func (h *seamHost) noteList(ctx context.Context, cap string, a *capArgs) (any, error) {
 	prefix := a.str("prefix", false)
 	if err := a.done(); err != nil {
@@ -96,9 +111,45 @@ func (h *seamHost) noteList(ctx context.Context, cap string, a *capArgs) (any, e
 	if err != nil {
 		return nil, err
 	}
-	list := make([]any, len(page.Notes))
-	for i, n := range page.Notes {
-		list[i] = map[string]any{"key": n.Key, "value": []byte(n.Value)}
+	list := make([]any, 0, len(page.Notes))
+	total, truncated := 0, page.Truncated
+	for _, n := range page.Notes {
+		if total+len(n.Value) > maxNoteListBytes {
+			truncated = true
+			break
+		}
+		total += len(n.Value)
+		list = append(list, map[string]any{"key": n.Key, "value": []byte(n.Value)})
 	}
-	return map[string]any{"notes": list, "truncated": page.Truncated}, nil
+	return map[string]any{"notes": list, "truncated": truncated}, nil
+}
+
+// noteRead answers a note:// view (agent.ReadNoteView) as serialized
+// JSON, without passing the path through the filesystem router: a
+// note's value indented, or for a path ending in "/" the listing
+// {"prefix", "notes": [{"key", "bytes"}], "truncated"}. A path without
+// the note:// scheme is read as one.
+func (h *seamHost) noteRead(ctx context.Context, a *capArgs) (any, error) {
+	path := a.str("path", true)
+	if err := a.done(); err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(path, agent.NoteSchemePrefix) {
+		path = agent.NoteSchemePrefix + path
+	}
+	if _, err := h.adm.admit(admitNoteRead, "notes.read"); err != nil {
+		return nil, err
+	}
+	v, err := agent.ReadNoteView(ctx, h.agency, h.caller(), path)
+	if err != nil {
+		return nil, err
+	}
+	if v.Key != "" {
+		return map[string]any{"json": []byte(v.Value)}, nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"json": b}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -103,7 +104,7 @@ func (e *Engine) seamsLessMCP() []Seam {
 // served seam offers them, and nothing otherwise.
 func (e *Engine) agentBoundsText() string {
 	union := e.unionSeam().Packages
-	notes := fmt.Sprintf("%d note writes and %d note reads", maxNoteWrites, maxNoteReads)
+	notes := fmt.Sprintf("%d note writes (each at most %d MiB) and %d note reads", maxNoteWrites, agent.MaxProgramNoteBytes>>20, maxNoteReads)
 	switch {
 	case slices.Contains(union, "cap/strand"):
 		spawns := (&admissions{spawnCeiling: e.opts.SpawnCeiling}).ceiling(admitSpawn)

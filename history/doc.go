@@ -1,7 +1,7 @@
 // Package history gives a model a memory of what it and earlier sessions in
 // the same repository wrote, and one door for leaving durable notes.
 //
-// It owns two seams a host fills, and the model-facing tools over them:
+// It owns the seams a host fills, and the model-facing tools over them:
 //
 //   - History: full-text search over indexed session entries (Search), a
 //     browse of the calling session's newest entries (Recent), and a read of
@@ -13,6 +13,13 @@
 //     that reads memory back: notes are indexed entries of kind "note" and
 //     are found with history_search kind=note, so there is no second read
 //     path to poison.
+//   - NoteLister: the stored notes' headings, newest first. IndexNotes
+//     renders them as the notes index a host shows a model at the start
+//     of every run (examples/agent puts it in the system prompt): title,
+//     kind and description of the newest notes, fenced as quoted data,
+//     at most MaxNotesIndexBytes, saying how many older ones it leaves
+//     out. It is the model's way to know what is remembered; the text of
+//     a note is still found only with history_search.
 //
 // Beside the seams it owns their vocabulary: the Query, Hit, Entry and
 // Note types and their bounds, the words syntax (ParseWords), the note

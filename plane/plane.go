@@ -165,8 +165,20 @@ func (p *Plane) build(cfg Config) error {
 		p.MaxParallel = DefaultMaxParallel
 	}
 
+	var govern *agent.Reference
+	if fam.Has(FamilyAgents) {
+		p.Agency = cfg.Agency
+		if p.Agency == nil {
+			govern = agent.NewAgency(cfg.Runner, cfg.AgentOptions)
+			p.Agency = govern
+			p.closers = append(p.closers, govern.Close)
+		}
+	}
 	var tools []tool.Tool
 	var schemes []tool.Scheme
+	if fam.Has(FamilyAgents) && (cfg.Agency != nil || cfg.Runner != nil) {
+		schemes = append(schemes, agent.NoteScheme(p.Agency))
+	}
 	if fam.Has(FamilyShell) {
 		p.openJobs(cfg)
 		schemes = append(schemes, job.Scheme(p.Jobs))
@@ -198,14 +210,7 @@ func (p *Plane) build(cfg Config) error {
 		}
 		tools = append(tools, history.SearchTool(h, cfg.SessionOf), history.RememberTool(m, cfg.SessionOf))
 	}
-	var govern *agent.Reference
 	if fam.Has(FamilyAgents) {
-		p.Agency = cfg.Agency
-		if p.Agency == nil {
-			govern = agent.NewAgency(cfg.Runner, cfg.AgentOptions)
-			p.Agency = govern
-			p.closers = append(p.closers, govern.Close)
-		}
 		if cfg.Agency == nil && cfg.Runner == nil {
 			tools = append(tools, agent.TodoTool(p.Agency))
 		} else {

@@ -120,6 +120,10 @@ const (
 	// CodeUnknownScheme: a scheme:// path of a namespace the host does
 	// not serve.
 	CodeUnknownScheme Code = "unknown_scheme"
+	// CodeReadOnlyNamespace: fs_write or fs_edit named a scheme:// path
+	// (job://, note://, cap://, ...): those are views fs_read serves, and
+	// nothing writes them; nothing was written.
+	CodeReadOnlyNamespace Code = "read_only_namespace"
 	// CodeIsADirectory: a read named a directory.
 	CodeIsADirectory Code = "is_a_directory"
 	// CodeReadFailed: any other read failure.

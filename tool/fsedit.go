@@ -76,6 +76,9 @@ func EditTool(d Diagnostics) Tool {
 }
 
 func runEdit(ctx context.Context, c *Call, a editArgs, d Diagnostics) Outcome {
+	if o, refused := refuseSchemeWrite("fs_edit", a.Path); refused {
+		return o
+	}
 	// Display prefixes are refused before anything else: they mean the
 	// model pasted rendered text, whatever the file now holds.
 	for i, h := range a.Hunks {

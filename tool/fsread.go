@@ -88,7 +88,7 @@ func ReadTool(schemes ...Scheme) Tool {
 		Replay:        ReplaySafe,
 		Mode:          Concurrent,
 	}, func(ctx context.Context, c *Call, a readArgs) Outcome {
-		if name, _, ok := strings.Cut(a.Path, "://"); ok && !strings.Contains(name, "/") {
+		if name, ok := schemeOf(a.Path); ok {
 			s, known := byName[name]
 			if !known || s.Read == nil {
 				return Fail(CodeUnknownScheme, fmt.Sprintf("%s is not a namespace this host serves; served: %s", quoted(name+"://"), schemeList(byName)))

@@ -57,6 +57,9 @@ func runWrite(ctx context.Context, c *Call, a writeArgs, d Diagnostics) Outcome 
 	if len(a.Content) > MaxFileBytes {
 		return Fail(CodeFileTooLarge, fmt.Sprintf("content is %d bytes; at most %d bytes (%d MiB) are written", len(a.Content), MaxFileBytes, MaxFileBytes>>20))
 	}
+	if o, refused := refuseSchemeWrite("fs_write", a.Path); refused {
+		return o
+	}
 	// A file outside the roots is written only with the operator's
 	// approval of exactly it, shown the content that lands; its directory
 	// must exist, since the approval covers the file alone.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -104,6 +105,11 @@ type Loop struct {
 	// usage is each strand's last reply's Usage, under usageMu.
 	usageMu sync.Mutex
 	usage   map[string]Usage
+	// transcripts is each sub-agent's conversation as its last run left
+	// it, under transcriptsMu: a continuation (agent_send after the run
+	// ended) goes on from it.
+	transcriptsMu sync.Mutex
+	transcripts   map[string][]Message
 }
 
 // ErrStepLimit is returned by Run when the model is still calling tools
@@ -115,7 +121,15 @@ var ErrStepLimit = errors.New("the model kept calling tools past the step limit"
 // holds (nil: every registered tool), inbox (optional) drains messages
 // sent to it between steps. It returns the model's final text.
 func (l *Loop) Run(ctx context.Context, c *tool.Call, system, prompt string, tools []string, inbox func() []string) (string, error) {
-	req := Request{System: system, Tools: l.toolsFor(tools), Messages: []Message{{Role: User, Text: prompt}}}
+	text, _, err := l.converse(ctx, c, system, nil, prompt, tools, inbox)
+	return text, err
+}
+
+// converse runs one turn as Run does, going on from the conversation
+// earlier (nil: a new one), and answers the conversation as the turn
+// left it.
+func (l *Loop) converse(ctx context.Context, c *tool.Call, system string, earlier []Message, prompt string, tools []string, inbox func() []string) (string, []Message, error) {
+	req := Request{System: system, Tools: l.toolsFor(tools), Messages: continued(earlier, prompt)}
 	l.index(ctx, c, "prompt", KindMessage, string(User), prompt)
 	max := l.MaxSteps
 	if max <= 0 {
@@ -126,7 +140,7 @@ func (l *Loop) Run(ctx context.Context, c *tool.Call, system, prompt string, too
 		step := fmt.Sprintf("step-%d", n)
 		reply, err := l.Provider.Next(ctx, req)
 		if err != nil {
-			return "", fmt.Errorf("%s %s: %w", c.Strand, step, err)
+			return "", req.Messages, fmt.Errorf("%s %s: %w", c.Strand, step, err)
 		}
 		l.recordUsage(c.Strand, reply.Usage)
 		req.Messages = append(req.Messages, Message{Role: Assistant, Text: reply.Text, Calls: reply.Calls})
@@ -135,7 +149,7 @@ func (l *Loop) Run(ctx context.Context, c *tool.Call, system, prompt string, too
 			l.index(ctx, c, fmt.Sprintf("%s/call-%d", step, i), KindToolCall, string(Assistant), call.Name+" "+string(call.Args))
 		}
 		if len(reply.Calls) == 0 {
-			return reply.Text, nil
+			return reply.Text, req.Messages, nil
 		}
 		results := dispatcher.Dispatch(ctx, c, c.OpID, step, reply.Calls)
 		terminate := false
@@ -150,18 +164,67 @@ func (l *Loop) Run(ctx context.Context, c *tool.Call, system, prompt string, too
 		}
 		req.Messages = append(req.Messages, next)
 		if terminate {
-			return reply.Text, nil
+			return reply.Text, req.Messages, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %w (%d)", c.Strand, ErrStepLimit, max)
+	return "", req.Messages, fmt.Errorf("%s: %w (%d)", c.Strand, ErrStepLimit, max)
+}
+
+// continued is the conversation earlier followed by prompt as a user
+// message, merged into earlier's last message when that is a user's (a
+// run that failed after sending results).
+func continued(earlier []Message, prompt string) []Message {
+	msgs := slices.Clone(earlier)
+	if n := len(msgs); n > 0 && msgs[n-1].Role == User {
+		msgs[n-1].Text = strings.TrimSpace(msgs[n-1].Text + "\n\n" + prompt)
+		return msgs
+	}
+	return append(msgs, Message{Role: User, Text: prompt})
 }
 
 // Runner returns the loop as the reference Agency's Runner: each child
-// runs its own loop with its own tools and call coordinates.
+// runs its own loop with its own tools and call coordinates. A continued
+// child goes on from its whole transcript, which the loop keeps per
+// strand for the session; a child the loop has no transcript of (a host
+// restarted over a durable Agency) is shown the Agency's record of its
+// earlier runs (agent.Turn.Earlier) before the new message.
 func (l *Loop) Runner() agent.Runner {
 	return agent.RunnerFunc(func(ctx context.Context, t agent.Turn) (string, error) {
-		return l.Run(ctx, l.Plane.CallFor(t.Strand, t.Operation), t.Notice, t.Prompt, t.Tools, t.Inbox)
+		l.transcriptsMu.Lock()
+		earlier := l.transcripts[t.Strand]
+		l.transcriptsMu.Unlock()
+		prompt := t.Prompt
+		if earlier == nil {
+			prompt = earlierText(t) + prompt
+		}
+		text, msgs, err := l.converse(ctx, l.Plane.CallFor(t.Strand, t.Operation), t.Notice+l.notesIndex(ctx), earlier, prompt, t.Tools, t.Inbox)
+		l.transcriptsMu.Lock()
+		if l.transcripts == nil {
+			l.transcripts = map[string][]Message{}
+		}
+		l.transcripts[t.Strand] = msgs
+		l.transcriptsMu.Unlock()
+		return text, err
 	})
+}
+
+// earlierText renders the Agency's record of t's earlier runs ahead of
+// its prompt, or "" for a first run.
+func earlierText(t agent.Turn) string {
+	if len(t.Earlier) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Your earlier runs, oldest first")
+	if t.EarlierOmitted > 0 {
+		fmt.Fprintf(&b, " (%d older ones left out)", t.EarlierOmitted)
+	}
+	b.WriteString(":\n")
+	for _, e := range t.Earlier {
+		fmt.Fprintf(&b, "\n[%s, %s] asked:\n%s\nyou reported:\n%s\n", e.Operation, e.State, e.Prompt, e.Report)
+	}
+	b.WriteString("\nNow:\n")
+	return b.String()
 }
 
 func (l *Loop) recordUsage(strand string, u Usage) {
@@ -211,6 +274,31 @@ func (l *Loop) toolsFor(names []string) []tool.Tool {
 		}
 	}
 	return out
+}
+
+// notesIndex is the index of the memory notes stored so far
+// (history.IndexNotes, at most history.MaxNotesIndexBytes), set apart
+// from what precedes it, or "" when none is stored or the plane keeps no
+// notes. Every run starts with it in its system prompt, so a strand knows
+// what earlier sessions remembered. A failure is logged and the run goes
+// on without it.
+func (l *Loop) notesIndex(ctx context.Context) string {
+	var lister history.NoteLister
+	switch {
+	case l.Plane.Store != nil:
+		lister = l.Plane.Store
+	case l.Plane.PostgresStore != nil:
+		lister = l.Plane.PostgresStore
+	}
+	idx, err := history.IndexNotes(ctx, lister)
+	if err != nil {
+		l.logf("notes index: %v\n", err)
+		return ""
+	}
+	if idx.Text == "" {
+		return ""
+	}
+	return "\n" + idx.Text
 }
 
 // index adds one entry to the plane's history index, when it has one.

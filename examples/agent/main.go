@@ -6,6 +6,9 @@
 // history as it goes (history_search finds it), context_remaining
 // answers from the token usage the API reports (the loop is the plane's
 // agent.Gauge), and sub-agents run the same loop with their own tools.
+// Every run starts with the notes index (history.IndexNotes) in its
+// system prompt, and a sub-agent continued with agent_send goes on from
+// its whole transcript.
 //
 //	ANTHROPIC_API_KEY=... go run ./examples/agent "add a test for Parse"
 //
@@ -120,7 +123,7 @@ func run(ctx context.Context, cfg config) (string, error) {
 	defer p.Close()
 	loop.Plane = p
 	c := p.CallFor(p.Call.Strand, "op-1")
-	return loop.Run(ctx, c, systemPrompt(p), cfg.task, nil, nil)
+	return loop.Run(ctx, c, systemPrompt(p)+loop.notesIndex(ctx), cfg.task, nil, nil)
 }
 
 // systemPrompt tells the main strand where it works and lists the tool

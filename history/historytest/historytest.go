@@ -35,6 +35,7 @@ import (
 type Index interface {
 	history.History
 	history.Memory
+	history.NoteLister
 	// IndexBatch indexes entries in one transaction and answers how many
 	// were new.
 	IndexBatch(ctx context.Context, entries []history.Entry) (int, error)
@@ -77,6 +78,7 @@ func Run(t *testing.T, open Open) {
 		{"EndedContextIsCancelledNotBusy", endedContextIsCancelled},
 		{"RememberIsSearchableAsNote", rememberIsSearchableAsNote},
 		{"RememberCeiling", rememberCeiling},
+		{"NoteHeadingsNewestFirst", noteHeadingsNewestFirst},
 		{"RememberIdenticalNoteIsAlreadyStored", rememberIdenticalNote},
 		{"RememberIdenticalNoteAtTheCeiling", rememberIdenticalNoteAtTheCeiling},
 		{"RememberToolSaysAlreadyStored", rememberToolSaysAlreadyStored},
@@ -488,6 +490,44 @@ func rememberIsSearchableAsNote(t *testing.T, open Open) {
 	if hits, _ := s.Search(ctx, history.Query{Text: "xxxxxx", Limit: 10}); len(hits) != 0 {
 		t.Errorf("secret is searchable by substring: %v", hits)
 	}
+}
+
+// NoteHeadings answers the notes' headings newest first, never other
+// entries, at most the limit asked, and the notes index renders them.
+func noteHeadingsNewestFirst(t *testing.T, open Open) {
+	s := open(t, Options{})
+	ctx := context.Background()
+	mustIndex(t, s, Entry("s1", "e1", "Not a note\nat all"))
+	kinds := []history.NoteKind{history.Fact, history.Decision, history.Feedback}
+	for i, k := range kinds {
+		n := Note()
+		n.Title, n.Description, n.Kind, n.Time = fmt.Sprintf("note %d", i), fmt.Sprintf("about %d", i), k, Day0
+		if _, err := s.Remember(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs, err := s.NoteHeadings(ctx, history.MaxNotes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range hs {
+		got = append(got, fmt.Sprintf("%s|%s|%s|%s|%s", h.Title, h.Description, h.Kind, h.Session, h.Time.Format(time.DateOnly)))
+	}
+	want := []string{"note 2|about 2|feedback|s1|2026-11-30", "note 1|about 1|decision|s1|2026-11-30", "note 0|about 0|fact|s1|2026-11-30"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("headings (-want +got)\n%s", diff)
+	}
+	if hs, err := s.NoteHeadings(ctx, 1); err != nil || len(hs) != 1 || hs[0].Title != "note 2" {
+		t.Fatalf("limit 1: %+v, %v", hs, err)
+	}
+	idx, err := history.IndexNotes(ctx, s)
+	if err != nil || len(idx.Shown) != 3 || idx.Omitted != 0 || !strings.Contains(idx.Text, "[feedback] note 2: about 2") {
+		t.Fatalf("index %+v, %v", idx, err)
+	}
+	s.Close()
+	_, err = s.NoteHeadings(ctx, 1)
+	WantCode(t, err, history.CodeMemoryUnavailable)
 }
 
 // The ceiling counts distinct notes and is durable: a second handle on

@@ -81,3 +81,33 @@ func (s *Store) Notes(ctx context.Context) (int, error) {
 	err := s.pool.QueryRow(ctx, `SELECT value FROM settings WHERE name = 'notes'`).Scan(&n)
 	return n, classify(ctx, err, history.CodeMemoryBusy, history.CodeMemoryUnavailable, "counting notes")
 }
+
+// headingChars is how much of a note's stored text NoteHeadings reads, in
+// characters: more than its title and description lines can hold.
+const headingChars = 300
+
+// NoteHeadings implements history.NoteLister: the stored notes' headings,
+// newest first, at most limit (clamped to [0, history.MaxNotes]). The
+// kind is written into the query so PostgreSQL can use the partial index
+// entries_notes.
+func (s *Store) NoteHeadings(ctx context.Context, limit int) ([]history.NoteHeading, error) {
+	if err := s.check(history.CodeMemoryUnavailable); err != nil {
+		return nil, err
+	}
+	q := fmt.Sprintf(`SELECT session, role, at, left(text, %d) FROM entries WHERE kind = '%s' ORDER BY seq DESC LIMIT $1`, headingChars, history.KindNote)
+	rows, err := s.pool.Query(ctx, q, clampInt(limit, 0, history.MaxNotes))
+	if err != nil {
+		return nil, classify(ctx, err, history.CodeMemoryBusy, history.CodeMemoryUnavailable, "listing notes")
+	}
+	defer rows.Close()
+	hs := []history.NoteHeading{}
+	for rows.Next() {
+		var session, role, text string
+		var at int64
+		if err := rows.Scan(&session, &role, &at, &text); err != nil {
+			return nil, classify(ctx, err, history.CodeMemoryBusy, history.CodeMemoryUnavailable, "listing notes")
+		}
+		hs = append(hs, history.HeadingOf(session, role, text, time.UnixMilli(at)))
+	}
+	return hs, classify(ctx, rows.Err(), history.CodeMemoryBusy, history.CodeMemoryUnavailable, "listing notes")
+}

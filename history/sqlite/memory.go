@@ -79,3 +79,37 @@ func (s *Store) Notes(ctx context.Context) (int, error) {
 	err := s.readers.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = 'notes'`).Scan(&n)
 	return n, classify(err, history.CodeMemoryBusy, history.CodeMemoryUnavailable, "", "counting notes")
 }
+
+// headingChars is how much of a note's stored text NoteHeadings reads, in
+// characters: more than its title and description lines can hold.
+const headingChars = 300
+
+// NoteHeadings implements history.NoteLister: the stored notes' headings,
+// newest first, at most limit (clamped to [0, history.MaxNotes]). It reads
+// the notes through the partial index entries_notes, so its cost is the
+// notes', not the whole history's.
+func (s *Store) NoteHeadings(ctx context.Context, limit int) ([]history.NoteHeading, error) {
+	if err := s.check(history.CodeMemoryUnavailable); err != nil {
+		return nil, err
+	}
+	limit = clampInt(limit, 0, history.MaxNotes)
+	rows, err := s.readers.QueryContext(ctx, noteHeadings, limit)
+	if err != nil {
+		return nil, classify(err, history.CodeMemoryBusy, history.CodeMemoryUnavailable, "", "listing notes")
+	}
+	defer rows.Close()
+	hs := []history.NoteHeading{}
+	for rows.Next() {
+		var session, role, text string
+		var at int64
+		if err := rows.Scan(&session, &role, &at, &text); err != nil {
+			return nil, classify(err, history.CodeMemoryBusy, history.CodeMemoryUnavailable, "", "listing notes")
+		}
+		hs = append(hs, history.HeadingOf(session, role, text, time.UnixMilli(at)))
+	}
+	return hs, classify(rows.Err(), history.CodeMemoryBusy, history.CodeMemoryUnavailable, "", "listing notes")
+}
+
+// noteHeadings lists the notes newest first. The kind is written into the
+// query so SQLite can use the partial index entries_notes.
+var noteHeadings = fmt.Sprintf(`SELECT session, role, at, substr(text, 1, %d) FROM entries INDEXED BY entries_notes WHERE kind = '%s' ORDER BY seq DESC LIMIT ?`, headingChars, history.KindNote)

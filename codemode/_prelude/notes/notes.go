@@ -3,8 +3,10 @@
 // (what agent_note and agent_notes read and write). You write only under
 // your own namespace, "agent/{your strand}/"; you read anyone's. Keys are
 // write-once: writing the same value again succeeds, a different one
-// fails with "note_exists". A value is one JSON document of bounded size
-// ("note_too_large"). Writing needs the agent_note tool, reading
+// fails with "note_exists". A value is one JSON document of at most 1 MiB
+// ("note_too_large"); agent_notes shows a value over 16 KiB only by its
+// size, so keep what another agent must read at a glance small. Read
+// serves the read-only note:// views as JSON. Writing needs the agent_note tool, reading
 // agent_notes ("tool_not_held" without them). The host counts writes and
 // reads per program ("admission_ceiling"; waiting frees no slot).
 //
@@ -90,4 +92,21 @@ func List(ctx context.Context, prefix string) (notes []Note, truncated bool, err
 	r.Maps("notes", func(f *client.Fields) { notes = append(notes, Note{Key: f.Str("key"), Value: f.Bytes("value")}) })
 	truncated = r.Bool("truncated")
 	return notes, truncated, r.Err(name)
+}
+
+// Read reads a note:// view as JSON (the path may leave out "note://"):
+// "note://agent/{strand}/{key}" is that note's value, indented, and a
+// path ending in "/" (or "note://" alone) lists the notes under it as
+// {"prefix": ..., "notes": [{"key": ..., "bytes": ...}], "truncated": ...},
+// without their values. A key no note is written under fails with
+// "note_not_found". It counts as a note read.
+func Read(ctx context.Context, path string) (view []byte, err error) {
+	const name = "notes.read"
+	m, err := client.Call(ctx, name, map[string]any{"path": path})
+	if err != nil {
+		return nil, err
+	}
+	r := client.Read(m)
+	view = r.Bytes("json")
+	return view, r.Err(name)
 }
