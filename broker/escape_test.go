@@ -1246,12 +1246,14 @@ func TestEscapeSuite(t *testing.T) {
 		t.Fatalf("escape suite has %d cases, want at least 30", len(cases))
 	}
 	root := os.Geteuid() == 0
-	// Each case runs on a helper prestarted for it (warm: the default)
-	// and on one started for the command alone, through a launcher as a
-	// large host starts it (cold-launched). The flavours run one after
-	// the other; within one, a case that measures the whole test process
-	// (serial) runs alone first, then the others in parallel, each on
-	// brokers and in a world of its own.
+	// Each case runs on a helper prestarted for it (warm: the default),
+	// on one primed with its policy (primed, primed-mixed), and on one
+	// started for the command alone, through a launcher as a large host
+	// starts it (cold-launched). A case that measures or changes the
+	// whole test process (serial) and every case of a primed flavour run
+	// alone, one flavour after the other; then the other cases of every
+	// unprimed flavour run in parallel, each on brokers and in a world of
+	// its own.
 	for _, f := range escapeFlavours() {
 		t.Run(f.name, func(t *testing.T) {
 			// A host program as the helper (newTestBroker): the test
@@ -1286,6 +1288,13 @@ func TestEscapeSuite(t *testing.T) {
 						t.Errorf("control failed: the probe does not succeed with the layer absent, so the case proves nothing")
 					}
 				})
+			}
+			if !f.primed {
+				// Its serial cases ran: its parallel ones wait for the
+				// primed flavours, then run beside the other unprimed
+				// flavours' (subtests that call t.Parallel start once the
+				// flavour's function returns).
+				t.Parallel()
 			}
 		})
 	}
