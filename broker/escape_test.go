@@ -859,7 +859,7 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 			// probe ran on a helper confined afresh and its result counts
 			// as any other flavour's; how often priming survives is
 			// BenchmarkPrimedHandover's to measure.
-			t.Logf("re-validation retired the priming on this host; a helper confined afresh served the probe")
+			t.Logf("%s on this host; a helper confined afresh served the probe", primingRetired)
 		}
 	case jailed:
 		r = runIn(t, b, e, p, timeout, c.script)
@@ -877,6 +877,10 @@ func runEscape(t *testing.T, bs *escapeBrokers, c escapeCase, jailed bool) bool 
 	}
 	return got
 }
+
+// primingRetired begins what a primed case logs when its command was not
+// served by the primed helper.
+const primingRetired = "re-validation retired the priming"
 
 // runPrimed runs script as runIn does, on a helper primed with p where
 // the host allows it: one command under p runs first, the pool's filler
@@ -1250,12 +1254,22 @@ func TestEscapeSuite(t *testing.T) {
 	// on one primed with its policy (primed, primed-mixed), and on one
 	// started for the command alone, through a launcher as a large host
 	// starts it (cold-launched). A case that measures or changes the
-	// whole test process (serial) and every case of a primed flavour run
-	// alone, one flavour after the other; then the other cases of every
-	// unprimed flavour run in parallel, each on brokers and in a world of
-	// its own.
+	// whole test process (serial) runs alone, one flavour after the
+	// other; then the other cases of every unprimed flavour run in
+	// parallel, each on brokers and in a world of its own, beside each
+	// primed flavour, which runs its cases one at a time in a process of
+	// its own (ownProcess).
 	for _, f := range escapeFlavours() {
 		t.Run(f.name, func(t *testing.T) {
+			if ownProcess(f) {
+				t.Parallel()
+				exe, err := os.Executable()
+				if err != nil {
+					t.Fatal(err)
+				}
+				runEscapeFlavour(t, exec.Command(exe), f, []string{"TestEscapeSuite"}, os.Environ(), testHelper(t))
+				return
+			}
 			// A host program as the helper (newTestBroker): the test
 			// binary is a slow one, under -race especially, and a helper
 			// runs no Go code worth race-checking (one goroutine, then
@@ -1290,10 +1304,10 @@ func TestEscapeSuite(t *testing.T) {
 				})
 			}
 			if !f.primed {
-				// Its serial cases ran: its parallel ones wait for the
-				// primed flavours, then run beside the other unprimed
-				// flavours' (subtests that call t.Parallel start once the
-				// flavour's function returns).
+				// Its serial cases ran: its parallel ones run once every
+				// flavour's serial cases did, beside the other flavours'
+				// (subtests that call t.Parallel start once the flavour's
+				// function returns).
 				t.Parallel()
 			}
 		})
