@@ -2,10 +2,13 @@ package broker
 
 import (
 	"flag"
-	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,62 +17,88 @@ import (
 
 // escapeFlavourEnv, set to the name of one of the escape suite's
 // flavours, says the test process is that flavour's own: TestEscapeSuite
-// runs the flavour there rather than in a process of its own.
+// runs that flavour, and only it, there. Unset, TestEscapeSuite runs
+// every flavour in a process of its own, all at once. A flavour that
+// ran beside another in one process would share with it what is the
+// process's: its heap and environment, which a serial case measures or
+// changes while no other case runs, and the record of the commands every
+// Broker of the process runs, through which a command of another policy
+// taints a primed flavour's priming under way (its cases run one at a
+// time for that).
 const escapeFlavourEnv = "LOOM_TEST_ESCAPE_FLAVOUR"
 
-// ownProcess says whether TestEscapeSuite runs flavour f in a process of
-// its own: a primed flavour does, unless this process is f's own. A
-// primed flavour's cases run one at a time, since a command of another
-// policy started by any Broker of the process taints a priming under
-// way; in a process of its own the flavour runs beside the others.
-func ownProcess(f escapeFlavour) bool {
-	return f.primed && os.Getenv(escapeFlavourEnv) != f.name
+// flavourRun is one escape flavour's own process: the tests it runs
+// (the escape suite, and for one flavour of the unprivileged re-run the
+// tests it adds) and what became of it.
+type flavourRun struct {
+	f     escapeFlavour
+	tests []string
+	out   []byte
+	err   error
 }
 
-// runEscapeFlavour re-runs this test binary as cmd's credentials say,
-// with its run pattern for tests whose subtest f it selects (the escape
-// suite's flavour, and, in tests, the only other tests it runs), as f's
-// own process, and fails t unless every test it ran passed. env is the
-// process's environment, to which escapeFlavourEnv and the package's
-// helper (jailtest.HelperEnv) are added; helper is that helper's path.
-// The case lines of its verbose output are logged, and how many of its
-// primed cases had their priming retired (by the host, or by another
-// process's commands).
-func runEscapeFlavour(t *testing.T, cmd *exec.Cmd, f escapeFlavour, tests []string, env []string, helper string) {
+// runEscapeFlavours starts, all at once, a process of this test binary
+// for each of runs (each made by cmd, running its flavour as its own: its
+// run pattern selects its tests and flavour, escapeFlavourEnv names the
+// flavour, jailtest.HelperEnv the package's helper, and env is the rest
+// of its environment), waits for them, and then, in a subtest named for
+// each flavour, logs the case lines of its verbose output and how many
+// of its primed cases had their priming retired (by the host, or by
+// another process's commands), and fails unless every test it ran
+// passed.
+func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, env []string, helper string) {
 	t.Helper()
-	args := []string{"-test.run", "^(" + strings.Join(tests, "|") + ")$/^" + regexp.QuoteMeta(f.name) + "$" + caseLevel(), "-test.v", "-test.count=1"}
-	if s := flag.Lookup("test.skip"); s != nil && s.Value.String() != "" {
-		args = append(args, "-test.skip", s.Value.String())
-	}
-	if d, ok := t.Deadline(); ok {
-		args = append(args, "-test.timeout", (time.Until(d) * 9 / 10).Round(time.Second).String())
-	}
-	cmd.Args = append(cmd.Args, args...)
-	cmd.Env = append(env, escapeFlavourEnv+"="+f.name, jailtest.HelperEnv+"="+helper)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the %s flavour's run failed: %v\n%s", f.name, err, out)
-	}
-	retired := 0
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "sandbox:") || strings.HasPrefix(strings.TrimSpace(line), "--- ") {
-			t.Log(strings.TrimSpace(line))
+	var wg sync.WaitGroup
+	for i := range runs {
+		r := &runs[i]
+		args := []string{"-test.run", "^(" + strings.Join(r.tests, "|") + ")$/^" + regexp.QuoteMeta(r.f.name) + "$" + caseLevel(), "-test.v", "-test.count=1"}
+		// The flavours' processes run beside one another, so each runs
+		// as many parallel cases as go test's default gives one, or as
+		// -test.parallel asked for.
+		parallel := parallelAsked
+		if parallel == "" {
+			parallel = strconv.Itoa(runtime.GOMAXPROCS(0))
 		}
-		if strings.Contains(line, primingRetired) {
-			retired++
+		args = append(args, "-test.parallel", parallel)
+		if s := flag.Lookup("test.skip"); s != nil && s.Value.String() != "" {
+			args = append(args, "-test.skip", s.Value.String())
 		}
-	}
-	if f.primed {
-		t.Logf("re-validation retired the priming of %d cases", retired)
-	}
-	for _, name := range tests {
-		w := "--- PASS: " + name + " "
-		if !strings.Contains(string(out), w) {
-			t.Fatalf("the %s flavour's run did not pass (no %q):\n%s", f.name, strings.TrimSpace(w), out)
+		if d, ok := t.Deadline(); ok {
+			args = append(args, "-test.timeout", (time.Until(d) * 9 / 10).Round(time.Second).String())
 		}
+		c := cmd()
+		c.Args = append(c.Args, args...)
+		c.Env = append(slices.Clip(env), escapeFlavourEnv+"="+r.f.name, jailtest.HelperEnv+"="+helper)
+		wg.Go(func() { r.out, r.err = c.CombinedOutput() })
 	}
-	if w := "--- PASS: TestEscapeSuite/" + f.name + " "; !strings.Contains(string(out), w) {
-		t.Fatalf("the %s flavour's run did not pass (no %q):\n%s", f.name, strings.TrimSpace(w), out)
+	wg.Wait()
+	for _, r := range runs {
+		t.Run(r.f.name, func(t *testing.T) {
+			if r.err != nil {
+				t.Fatalf("the %s flavour's run failed: %v\n%s", r.f.name, r.err, r.out)
+			}
+			retired := 0
+			for _, line := range strings.Split(string(r.out), "\n") {
+				if strings.Contains(line, "sandbox:") || strings.HasPrefix(strings.TrimSpace(line), "--- ") {
+					t.Log(strings.TrimSpace(line))
+				}
+				if strings.Contains(line, primingRetired) {
+					retired++
+				}
+			}
+			if r.f.primed {
+				t.Logf("re-validation retired the priming of %d cases", retired)
+			}
+			want := []string{"--- PASS: TestEscapeSuite/" + r.f.name + " "}
+			for _, name := range r.tests {
+				want = append(want, "--- PASS: "+name+" ")
+			}
+			for _, w := range want {
+				if !strings.Contains(string(r.out), w) {
+					t.Fatalf("the %s flavour's run did not pass (no %q):\n%s", r.f.name, strings.TrimSpace(w), r.out)
+				}
+			}
+		})
 	}
 }
 

@@ -1244,6 +1244,25 @@ func runClosedStdout(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 }
 
 func TestEscapeSuite(t *testing.T) {
+	own := os.Getenv(escapeFlavourEnv)
+	if own == "" {
+		t.Parallel()
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs []flavourRun
+		for _, f := range escapeFlavours() {
+			runs = append(runs, flavourRun{f: f, tests: []string{"TestEscapeSuite"}})
+		}
+		runEscapeFlavours(t, runs, func() *exec.Cmd { return exec.Command(exe) }, os.Environ(), testHelper(t))
+		return
+	}
+	i := slices.IndexFunc(escapeFlavours(), func(f escapeFlavour) bool { return f.name == own })
+	if i < 0 {
+		t.Fatalf("%s=%s names no flavour of the escape suite", escapeFlavourEnv, own)
+	}
+	f := escapeFlavours()[i]
 	t.Setenv(hostSecretName, hostSecretValue)
 	cases := escapeCases()
 	if len(cases) < 30 {
@@ -1253,65 +1272,46 @@ func TestEscapeSuite(t *testing.T) {
 	// Each case runs on a helper prestarted for it (warm: the default),
 	// on one primed with its policy (primed, primed-mixed), and on one
 	// started for the command alone, through a launcher as a large host
-	// starts it (cold-launched). A case that measures or changes the
-	// whole test process (serial) runs alone, one flavour after the
-	// other; then the other cases of every unprimed flavour run in
-	// parallel, each on brokers and in a world of its own, beside each
-	// primed flavour, which runs its cases one at a time in a process of
-	// its own (ownProcess).
-	for _, f := range escapeFlavours() {
-		t.Run(f.name, func(t *testing.T) {
-			if ownProcess(f) {
-				t.Parallel()
-				exe, err := os.Executable()
-				if err != nil {
-					t.Fatal(err)
+	// starts it (cold-launched), each flavour in a process of its own
+	// (escapeFlavourEnv). Within one, a case that measures or changes the
+	// whole test process (serial) runs alone first, then the others in
+	// parallel, each on brokers and in a world of its own; a primed
+	// flavour runs every case alone.
+	t.Run(f.name, func(t *testing.T) {
+		// A host program as the helper (newTestBroker): the test
+		// binary is a slow one, under -race especially, and a helper
+		// runs no Go code worth race-checking (one goroutine, then
+		// exec).
+		fb := newTestBroker(t, Options{WarmHelperIdle: f.idle})
+		if f.launched {
+			fb.test.launchAboveRSS = -1
+		}
+		t.Logf("%s", fb.Available())
+		probe := fb.probed()
+		for _, c := range cases {
+			if c.rootControl && !root {
+				continue // the unprivileged run covers the cases whose control a non-root user can show
+			}
+			t.Run(c.name, func(t *testing.T) {
+				// Primed cases run one at a time: a command of another
+				// policy running meanwhile (another case's) may taint
+				// a priming, and the case would then run unprimed.
+				if !c.serial && !f.primed {
+					t.Parallel()
 				}
-				runEscapeFlavour(t, exec.Command(exe), f, []string{"TestEscapeSuite"}, os.Environ(), testHelper(t))
-				return
-			}
-			// A host program as the helper (newTestBroker): the test
-			// binary is a slow one, under -race especially, and a helper
-			// runs no Go code worth race-checking (one goroutine, then
-			// exec).
-			fb := newTestBroker(t, Options{WarmHelperIdle: f.idle})
-			if f.launched {
-				fb.test.launchAboveRSS = -1
-			}
-			t.Logf("%s", fb.Available())
-			probe := fb.probed()
-			for _, c := range cases {
-				if c.rootControl && !root {
-					continue // the unprivileged run covers the cases whose control a non-root user can show
+				bs := newEscapeBrokers(t, f, probe)
+				if f.idle >= 0 && !f.primed {
+					warmUp(t, bs.jail)
 				}
-				t.Run(c.name, func(t *testing.T) {
-					// Primed cases run one at a time: a command of another
-					// policy running meanwhile (another case's) may taint
-					// a priming, and the case would then run unprimed.
-					if !c.serial && !f.primed {
-						t.Parallel()
-					}
-					bs := newEscapeBrokers(t, f, probe)
-					if f.idle >= 0 && !f.primed {
-						warmUp(t, bs.jail)
-					}
-					if runEscape(t, bs, c, true) {
-						t.Errorf("ESCAPED: the probe succeeded inside the jail")
-					}
-					if !runEscape(t, bs, c, false) {
-						t.Errorf("control failed: the probe does not succeed with the layer absent, so the case proves nothing")
-					}
-				})
-			}
-			if !f.primed {
-				// Its serial cases ran: its parallel ones run once every
-				// flavour's serial cases did, beside the other flavours'
-				// (subtests that call t.Parallel start once the flavour's
-				// function returns).
-				t.Parallel()
-			}
-		})
-	}
+				if runEscape(t, bs, c, true) {
+					t.Errorf("ESCAPED: the probe succeeded inside the jail")
+				}
+				if !runEscape(t, bs, c, false) {
+					t.Errorf("control failed: the probe does not succeed with the layer absent, so the case proves nothing")
+				}
+			})
+		}
+	})
 }
 
 // escapeFlavour is one way the suite's helpers are started.

@@ -40,6 +40,9 @@ const leftBehindGrace = 5 * time.Second
 // mostly idle while the tests queued.
 const parallelPerCPU = 4
 
+// parallelAsked is the -test.parallel the command line gave, if any.
+var parallelAsked string
+
 // TestMain runs the package's tests as a child subreaper, so that a
 // process a test orphans (a control's grandchild whose shell was
 // killed, say) is reparented to this process rather than to init, and
@@ -62,9 +65,12 @@ func runTests(m *testing.M) int {
 		os.Setenv("GORACE", raceExitSleep) // before any test runs
 	}
 	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "test.parallel" {
+			parallelAsked = f.Value.String()
+		}
+	})
+	if parallelAsked == "" {
 		flag.Set("test.parallel", strconv.Itoa(parallelPerCPU*runtime.GOMAXPROCS(0)))
 	}
 	code := m.Run()

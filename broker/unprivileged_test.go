@@ -75,23 +75,20 @@ func TestUnprivileged(t *testing.T) {
 	if !full {
 		t.Logf("the unprivileged escape suite leaves out the %s flavour (set %s to run every flavour)", unprivilegedLeftOut, UnprivilegedFullEnv)
 	}
-	for i, f := range escapeFlavours() {
+	var runs []flavourRun
+	for _, f := range escapeFlavours() {
 		if !full && f.name == unprivilegedLeftOut {
 			continue
 		}
-		tests := []string{"TestEscapeSuite"}
-		if i == 0 {
-			tests = append(tests, "TestClearEcho", "TestUnprivileged")
-		}
-		t.Run(f.name, func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.Command(copyExe)
-			cmd.Dir = dir
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID}}
-			env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp", "GORACE=" + os.Getenv("GORACE")}
-			runEscapeFlavour(t, cmd, f, tests, env, helper)
-		})
+		runs = append(runs, flavourRun{f: f, tests: []string{"TestEscapeSuite"}})
 	}
+	runs[0].tests = append(runs[0].tests, "TestClearEcho", "TestUnprivileged")
+	runEscapeFlavours(t, runs, func() *exec.Cmd {
+		cmd := exec.Command(copyExe)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID}}
+		return cmd
+	}, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp", "GORACE=" + os.Getenv("GORACE")}, helper)
 }
 
 // copyExecutable copies the program at src to dst, executable by all.
