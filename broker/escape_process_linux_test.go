@@ -2,6 +2,8 @@ package broker
 
 import (
 	"flag"
+	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -27,14 +29,55 @@ import (
 // time for that).
 const escapeFlavourEnv = "LOOM_TEST_ESCAPE_FLAVOUR"
 
-// flavourRun is one escape flavour's own process: the tests it runs
+// escapeShardEnv, set in a flavour's own process (escapeFlavourEnv) to
+// "i/n", says the process runs the i-th (from 0) of n shards of the
+// flavour's cases: those whose index in escapeCases is i modulo n.
+const escapeShardEnv = "LOOM_TEST_ESCAPE_SHARD"
+
+// flavourRun is one process of an escape flavour: the tests it runs
 // (the escape suite, and for one flavour of the unprivileged re-run the
-// tests it adds) and what became of it.
+// tests it adds), the shard of the flavour's cases it runs, and what
+// became of it.
 type flavourRun struct {
-	f     escapeFlavour
-	tests []string
-	out   []byte
-	err   error
+	f             escapeFlavour
+	shard, shards int
+	tests         []string
+	out           []byte
+	err           error
+}
+
+// name is the run's subtest name: its flavour's, and its shard's.
+func (r flavourRun) name() string {
+	if r.shards <= 1 {
+		return r.f.name
+	}
+	return fmt.Sprintf("%s-%dof%d", r.f.name, r.shard+1, r.shards)
+}
+
+// flavourRuns are the processes that run flavours fs: one for each
+// shard of each.
+func flavourRuns(fs []escapeFlavour) []flavourRun {
+	var runs []flavourRun
+	for _, f := range fs {
+		n := max(f.shards, 1)
+		for i := range n {
+			runs = append(runs, flavourRun{f: f, shard: i, shards: n, tests: []string{"TestEscapeSuite"}})
+		}
+	}
+	return runs
+}
+
+// escapeShard is the shard of its flavour's cases this process runs
+// (escapeShardEnv): i of n, or 0 of 1 when unset.
+func escapeShard(t *testing.T) (i, n int) {
+	v := os.Getenv(escapeShardEnv)
+	if v == "" {
+		return 0, 1
+	}
+	if _, err := fmt.Sscanf(v, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
+		t.Fatalf("%s=%q is not a shard i/n", escapeShardEnv, v)
+	}
+	return i, n
 }
 
 // runEscapeFlavours starts, all at once, a process of this test binary
@@ -51,6 +94,9 @@ func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, en
 	var wg sync.WaitGroup
 	for i := range runs {
 		r := &runs[i]
+		if !runSelects(r.name()) {
+			continue // its subtest will not run
+		}
 		args := []string{"-test.run", "^(" + strings.Join(r.tests, "|") + ")$/^" + regexp.QuoteMeta(r.f.name) + "$" + caseLevel(), "-test.v", "-test.count=1"}
 		// The flavours' processes run beside one another, so each runs
 		// as many parallel cases as go test's default gives one, or as
@@ -68,26 +114,30 @@ func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, en
 		}
 		c := cmd()
 		c.Args = append(c.Args, args...)
-		c.Env = append(slices.Clip(env), escapeFlavourEnv+"="+r.f.name, jailtest.HelperEnv+"="+helper)
+		c.Env = append(slices.Clip(env), escapeFlavourEnv+"="+r.f.name, fmt.Sprintf("%s=%d/%d", escapeShardEnv, r.shard, max(r.shards, 1)), jailtest.HelperEnv+"="+helper)
 		wg.Go(func() { r.out, r.err = c.CombinedOutput() })
 	}
 	wg.Wait()
 	for _, r := range runs {
-		t.Run(r.f.name, func(t *testing.T) {
+		t.Run(r.name(), func(t *testing.T) {
 			if r.err != nil {
-				t.Fatalf("the %s flavour's run failed: %v\n%s", r.f.name, r.err, r.out)
+				t.Fatalf("the %s run failed: %v\n%s", r.name(), r.err, r.out)
 			}
-			retired := 0
+			retired, unprimed := 0, 0
 			for _, line := range strings.Split(string(r.out), "\n") {
 				if strings.Contains(line, "sandbox:") || strings.HasPrefix(strings.TrimSpace(line), "--- ") {
 					t.Log(strings.TrimSpace(line))
 				}
 				if strings.Contains(line, primingRetired) {
-					retired++
+					if strings.Contains(line, "no primed helper served") {
+						unprimed++
+					} else {
+						retired++
+					}
 				}
 			}
 			if r.f.primed {
-				t.Logf("re-validation retired the priming of %d cases", retired)
+				t.Logf("re-validation retired the priming %d times; %d cases were never served by a primed helper", retired, unprimed)
 			}
 			want := []string{"--- PASS: TestEscapeSuite/" + r.f.name + " "}
 			for _, name := range r.tests {
@@ -95,7 +145,7 @@ func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, en
 			}
 			for _, w := range want {
 				if !strings.Contains(string(r.out), w) {
-					t.Fatalf("the %s flavour's run did not pass (no %q):\n%s", r.f.name, strings.TrimSpace(w), r.out)
+					t.Fatalf("the %s run did not pass (no %q):\n%s", r.name(), strings.TrimSpace(w), r.out)
 				}
 			}
 		})
@@ -107,9 +157,31 @@ func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, en
 // so a flavour's own process runs only the cases asked for; empty when
 // there is none, or when the pattern's top level has alternatives.
 func caseLevel() string {
+	if l := runLevels(); len(l) > 2 {
+		return "/" + strings.Join(l[2:], "/")
+	}
+	return ""
+}
+
+// runSelects says whether this process's -test.run pattern may select a
+// subtest named name of the test running: false only when the pattern's
+// second level is a regular expression that does not match name.
+func runSelects(name string) bool {
+	l := runLevels()
+	if len(l) < 2 {
+		return true
+	}
+	re, err := regexp.Compile(l[1])
+	return err != nil || re.MatchString(name)
+}
+
+// runLevels splits this process's -test.run pattern into its levels, at
+// each slash outside brackets and parentheses, as go test does; nil
+// when the pattern is empty or its top level has alternatives.
+func runLevels() []string {
 	r := flag.Lookup("test.run")
-	if r == nil {
-		return ""
+	if r == nil || r.Value.String() == "" {
+		return nil
 	}
 	s := r.Value.String()
 	var levels []string
@@ -132,7 +204,7 @@ func caseLevel() string {
 			i++
 		case '|':
 			if brackets == 0 && parens == 0 {
-				return ""
+				return nil
 			}
 		case '/':
 			if brackets == 0 && parens == 0 {
@@ -141,9 +213,5 @@ func caseLevel() string {
 			}
 		}
 	}
-	levels = append(levels, s)
-	if len(levels) < 3 {
-		return ""
-	}
-	return "/" + strings.Join(levels[2:], "/")
+	return append(levels, s)
 }

@@ -75,13 +75,13 @@ func TestUnprivileged(t *testing.T) {
 	if !full {
 		t.Logf("the unprivileged escape suite leaves out the %s flavour (set %s to run every flavour)", unprivilegedLeftOut, UnprivilegedFullEnv)
 	}
-	var runs []flavourRun
+	var fs []escapeFlavour
 	for _, f := range escapeFlavours() {
-		if !full && f.name == unprivilegedLeftOut {
-			continue
+		if full || f.name != unprivilegedLeftOut {
+			fs = append(fs, f)
 		}
-		runs = append(runs, flavourRun{f: f, tests: []string{"TestEscapeSuite"}})
 	}
+	runs := flavourRuns(fs)
 	runs[0].tests = append(runs[0].tests, "TestClearEcho", "TestUnprivileged")
 	runEscapeFlavours(t, runs, func() *exec.Cmd {
 		cmd := exec.Command(copyExe)
