@@ -2,8 +2,6 @@ package broker
 
 import (
 	"flag"
-	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -20,7 +18,8 @@ import (
 // escapeFlavourEnv, set to the name of one of the escape suite's
 // flavours, says the test process is that flavour's own: TestEscapeSuite
 // runs that flavour, and only it, there. Unset, TestEscapeSuite runs
-// every flavour in a process of its own, all at once. A flavour that
+// every flavour in a process of its own, all at once (primed ones one
+// after the other: primedProcess). A flavour that
 // ran beside another in one process would share with it what is the
 // process's: its heap and environment, which a serial case measures or
 // changes while no other case runs, and the record of the commands every
@@ -29,59 +28,35 @@ import (
 // time for that).
 const escapeFlavourEnv = "LOOM_TEST_ESCAPE_FLAVOUR"
 
-// escapeShardEnv, set in a flavour's own process (escapeFlavourEnv) to
-// "i/n", says the process runs the i-th (from 0) of n shards of the
-// flavour's cases: those whose index in escapeCases is i modulo n.
-const escapeShardEnv = "LOOM_TEST_ESCAPE_SHARD"
-
-// flavourRun is one process of an escape flavour: the tests it runs
+// flavourRun is one escape flavour's own process: the tests it runs
 // (the escape suite, and for one flavour of the unprivileged re-run the
-// tests it adds), the shard of the flavour's cases it runs, and what
-// became of it.
+// tests it adds) and what became of it.
 type flavourRun struct {
-	f             escapeFlavour
-	shard, shards int
-	tests         []string
-	out           []byte
-	err           error
+	f     escapeFlavour
+	tests []string
+	out   []byte
+	err   error
 }
 
-// name is the run's subtest name: its flavour's, and its shard's.
-func (r flavourRun) name() string {
-	if r.shards <= 1 {
-		return r.f.name
-	}
-	return fmt.Sprintf("%s-%dof%d", r.f.name, r.shard+1, r.shards)
-}
-
-// flavourRuns are the processes that run flavours fs: one for each
-// shard of each.
+// flavourRuns are the processes that run flavours fs, one each.
 func flavourRuns(fs []escapeFlavour) []flavourRun {
 	var runs []flavourRun
 	for _, f := range fs {
-		n := max(f.shards, 1)
-		for i := range n {
-			runs = append(runs, flavourRun{f: f, shard: i, shards: n, tests: []string{"TestEscapeSuite"}})
-		}
+		runs = append(runs, flavourRun{f: f, tests: []string{"TestEscapeSuite"}})
 	}
 	return runs
 }
 
-// escapeShard is the shard of its flavour's cases this process runs
-// (escapeShardEnv): i of n, or 0 of 1 when unset.
-func escapeShard(t *testing.T) (i, n int) {
-	v := os.Getenv(escapeShardEnv)
-	if v == "" {
-		return 0, 1
-	}
-	if _, err := fmt.Sscanf(v, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
-		t.Fatalf("%s=%q is not a shard i/n", escapeShardEnv, v)
-	}
-	return i, n
-}
+// primedProcess is held by the process of a primed flavour (of either
+// TestEscapeSuite or TestUnprivileged) while it runs: two at once taint
+// each other's primings (each binds and removes host sockets in some
+// cases, which a priming under way in the other masked or did not), so
+// they run one after the other, beside everything else.
+var primedProcess sync.Mutex
 
-// runEscapeFlavours starts, all at once, a process of this test binary
-// for each of runs (each made by cmd, running its flavour as its own: its
+// runEscapeFlavours starts, all at once (those of primed flavours one
+// at a time: primedProcess), a process of this test binary for each of
+// runs (each made by cmd, running its flavour as its own: its
 // run pattern selects its tests and flavour, escapeFlavourEnv names the
 // flavour, jailtest.HelperEnv the package's helper, and env is the rest
 // of its environment), waits for them, and then, in a subtest named for
@@ -94,7 +69,7 @@ func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, en
 	var wg sync.WaitGroup
 	for i := range runs {
 		r := &runs[i]
-		if !runSelects(r.name()) {
+		if !runSelects(r.f.name) {
 			continue // its subtest will not run
 		}
 		args := []string{"-test.run", "^(" + strings.Join(r.tests, "|") + ")$/^" + regexp.QuoteMeta(r.f.name) + "$" + caseLevel(), "-test.v", "-test.count=1"}
@@ -114,14 +89,20 @@ func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, en
 		}
 		c := cmd()
 		c.Args = append(c.Args, args...)
-		c.Env = append(slices.Clip(env), escapeFlavourEnv+"="+r.f.name, fmt.Sprintf("%s=%d/%d", escapeShardEnv, r.shard, max(r.shards, 1)), jailtest.HelperEnv+"="+helper)
-		wg.Go(func() { r.out, r.err = c.CombinedOutput() })
+		c.Env = append(slices.Clip(env), escapeFlavourEnv+"="+r.f.name, jailtest.HelperEnv+"="+helper)
+		wg.Go(func() {
+			if r.f.primed {
+				primedProcess.Lock()
+				defer primedProcess.Unlock()
+			}
+			r.out, r.err = c.CombinedOutput()
+		})
 	}
 	wg.Wait()
 	for _, r := range runs {
-		t.Run(r.name(), func(t *testing.T) {
+		t.Run(r.f.name, func(t *testing.T) {
 			if r.err != nil {
-				t.Fatalf("the %s run failed: %v\n%s", r.name(), r.err, r.out)
+				t.Fatalf("the %s run failed: %v\n%s", r.f.name, r.err, r.out)
 			}
 			retired, unprimed := 0, 0
 			for _, line := range strings.Split(string(r.out), "\n") {
@@ -145,7 +126,7 @@ func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, en
 			}
 			for _, w := range want {
 				if !strings.Contains(string(r.out), w) {
-					t.Fatalf("the %s run did not pass (no %q):\n%s", r.name(), strings.TrimSpace(w), r.out)
+					t.Fatalf("the %s run did not pass (no %q):\n%s", r.f.name, strings.TrimSpace(w), r.out)
 				}
 			}
 		})

@@ -1270,7 +1270,6 @@ func TestEscapeSuite(t *testing.T) {
 	if len(cases) < 30 {
 		t.Fatalf("escape suite has %d cases, want at least 30", len(cases))
 	}
-	shard, shards := escapeShard(t)
 	root := os.Geteuid() == 0
 	// Each case runs on a helper prestarted for it (warm: the default),
 	// on one primed with its policy (primed, primed-mixed), and on one
@@ -1291,10 +1290,7 @@ func TestEscapeSuite(t *testing.T) {
 		}
 		t.Logf("%s", fb.Available())
 		probe := fb.probed()
-		for i, c := range cases {
-			if i%shards != shard {
-				continue // another process runs it
-			}
+		for _, c := range cases {
 			if c.rootControl && !root {
 				continue // the unprivileged run covers the cases whose control a non-root user can show
 			}
@@ -1342,22 +1338,14 @@ type escapeFlavour struct {
 	// mixed: with primed, the pool is primed for a sibling policy on the
 	// same workspace too, and the run's stdin is a file (see runPrimed).
 	mixed bool
-	// shards is how many processes the flavour's cases are split
-	// between (escapeShardEnv); zero means one. A primed flavour runs its
-	// cases one at a time, so more processes shorten it.
-	shards int
 }
-
-// primedShards is how many processes a primed flavour's cases are split
-// between.
-const primedShards = 2
 
 // escapeFlavours are the helper starts the suite runs every case on.
 func escapeFlavours() []escapeFlavour {
 	// The primed flavour's helpers wait as long as a broker lets them, so
 	// no helper is retired idle before a slow host hands it the probe.
-	return []escapeFlavour{{name: "warm"}, {name: "primed", idle: maxWarmHelperIdle, primed: true, shards: primedShards},
-		{name: "primed-mixed", idle: maxWarmHelperIdle, primed: true, mixed: true, shards: primedShards}, {name: "cold-launched", idle: -1, launched: true}}
+	return []escapeFlavour{{name: "warm"}, {name: "primed", idle: maxWarmHelperIdle, primed: true},
+		{name: "primed-mixed", idle: maxWarmHelperIdle, primed: true, mixed: true}, {name: "cold-launched", idle: -1, launched: true}}
 }
 
 // warmUp runs one command on b under the suite's usual policy and waits
