@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"flag"
 	"os/exec"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,13 +21,12 @@ import (
 // flavours, says the test process is that flavour's own: TestEscapeSuite
 // runs that flavour, and only it, there. Unset, TestEscapeSuite runs
 // every flavour in a process of its own, all at once (primed ones one
-// after the other: primedProcess). A flavour that
-// ran beside another in one process would share with it what is the
-// process's: its heap and environment, which a serial case measures or
-// changes while no other case runs, and the record of the commands every
-// Broker of the process runs, through which a command of another policy
-// taints a primed flavour's priming under way (its cases run one at a
-// time for that).
+// after the other: escapeProcesses). A flavour that ran beside another in
+// one process would share with it what is the process's: its heap and
+// environment, which a serial case measures or changes while no other
+// case runs, and the record of the commands every Broker of the process
+// runs, through which a command of another policy taints a primed
+// flavour's priming under way (its cases run one at a time for that).
 const escapeFlavourEnv = "LOOM_TEST_ESCAPE_FLAVOUR"
 
 // flavourRun is one escape flavour's own process: the tests it runs
@@ -47,23 +48,65 @@ func flavourRuns(fs []escapeFlavour) []flavourRun {
 	return runs
 }
 
-// primedProcess is held by the process of a primed flavour (of either
-// TestEscapeSuite or TestUnprivileged) while it runs: two at once taint
-// each other's primings (each binds and removes host sockets in some
-// cases, which a priming under way in the other masked or did not), so
-// they run one after the other, beside everything else.
-var primedProcess sync.Mutex
+// escapeProcesses orders the processes of the escape flavours (of
+// TestEscapeSuite and TestUnprivileged alike): those of unprimed
+// flavours run together, and a primed flavour's runs alone, once none
+// of the others is running. Two primed flavours' processes at once, or
+// one beside an unprimed one, retire each other's primings (their cases
+// bind and remove host sockets, which a priming under way in the other
+// did not see or masked), so the primed flavours' cases would often run
+// on helpers confined afresh. An unprimed process that comes while a
+// primed one waits runs first.
+var escapeProcesses struct {
+	mu       sync.Mutex
+	changed  *sync.Cond
+	unprimed int  // running
+	primed   bool // one is running
+}
 
-// runEscapeFlavours starts, all at once (those of primed flavours one
-// at a time: primedProcess), a process of this test binary for each of
-// runs (each made by cmd, running its flavour as its own: its
-// run pattern selects its tests and flavour, escapeFlavourEnv names the
-// flavour, jailtest.HelperEnv the package's helper, and env is the rest
-// of its environment), waits for them, and then, in a subtest named for
-// each flavour, logs the case lines of its verbose output and how many
-// of its primed cases had their priming retired (by the host, or by
-// another process's commands), and fails unless every test it ran
-// passed.
+// enterEscapeProcess waits until a process of a flavour primed or not
+// may run (see escapeProcesses) and returns what to call once it ended.
+func enterEscapeProcess(primed bool) (leave func()) {
+	p := &escapeProcesses
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = sync.NewCond(&p.mu)
+	}
+	for p.primed || primed && p.unprimed > 0 {
+		p.changed.Wait()
+	}
+	if primed {
+		p.primed = true
+	} else {
+		p.unprimed++
+	}
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if primed {
+			p.primed = false
+		} else {
+			p.unprimed--
+		}
+		p.changed.Broadcast()
+	}
+}
+
+// textBusyWait bounds how long a flavour's process is started again
+// while the kernel refuses to run its binary as busy: a copy of the test
+// binary just written (TestUnprivileged) is, until every child another
+// goroutine forked meanwhile, holding its write descriptor, has exec'd.
+const textBusyWait = 30 * time.Second
+
+// runEscapeFlavours starts, as escapeProcesses lets it, a process of
+// this test binary for each of runs (each made by cmd, running its
+// flavour as its own: its run pattern selects its tests and flavour,
+// escapeFlavourEnv names the flavour, jailtest.HelperEnv the package's
+// helper, and env is the rest of its environment), waits for them, and
+// then, in a subtest named for each flavour, logs the case lines of its
+// verbose output and how often re-validation retired a priming, and
+// fails unless every test it ran passed.
 func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, env []string, helper string) {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -84,18 +127,20 @@ func runEscapeFlavours(t *testing.T, runs []flavourRun, cmd func() *exec.Cmd, en
 		if s := flag.Lookup("test.skip"); s != nil && s.Value.String() != "" {
 			args = append(args, "-test.skip", s.Value.String())
 		}
-		if d, ok := t.Deadline(); ok {
-			args = append(args, "-test.timeout", (time.Until(d) * 9 / 10).Round(time.Second).String())
-		}
-		c := cmd()
-		c.Args = append(c.Args, args...)
-		c.Env = append(slices.Clip(env), escapeFlavourEnv+"="+r.f.name, jailtest.HelperEnv+"="+helper)
 		wg.Go(func() {
-			if r.f.primed {
-				primedProcess.Lock()
-				defer primedProcess.Unlock()
+			defer enterEscapeProcess(r.f.primed)()
+			if d, ok := t.Deadline(); ok {
+				args = append(args, "-test.timeout", (time.Until(d) * 9 / 10).Round(time.Second).String())
 			}
-			r.out, r.err = c.CombinedOutput()
+			for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+				c := cmd()
+				c.Args = append(c.Args, args...)
+				c.Env = append(slices.Clip(env), escapeFlavourEnv+"="+r.f.name, jailtest.HelperEnv+"="+helper)
+				r.out, r.err = c.CombinedOutput()
+				if !errors.Is(r.err, syscall.ETXTBSY) || time.Since(start) > textBusyWait {
+					return
+				}
+			}
 		})
 	}
 	wg.Wait()
