@@ -464,6 +464,7 @@ func TestProcSysReadOnly(t *testing.T) {
 // after the command has exited (and after outputDrainGrace) still gets
 // every byte, since the command waits on the bounded queue meanwhile.
 func TestClearSlowConsumerLosesNothing(t *testing.T) {
+	t.Parallel()
 	const n = 1 << 20
 	ex, d := newTestBroker(t, Options{}).Clear(context.Background(), sandbox.CallSpec{Argv: []string{"head", "-c", fmt.Sprint(n), "/dev/zero"},
 		Policy: testPolicy(t.TempDir()), Env: map[string]string{"PATH": "/usr/bin:/bin"}})

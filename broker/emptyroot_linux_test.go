@@ -138,6 +138,7 @@ func TestEmptyRootShowsOnlyTheProgram(t *testing.T) {
 // a small RLIMIT_AS (Limits.MemoryBytes) and fails to allocate past it;
 // the same allocation under a larger bound succeeds (the control).
 func TestEmptyRootAddressSpaceLimit(t *testing.T) {
+	t.Parallel()
 	prog := staticProbe(t, t.TempDir())
 	b := newTestBroker(t, Options{WarmHelperIdle: -1})
 	const small, large, alloc = 512 << 20, 4 << 30, "768"

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/internal/jailtest"
 	"github.com/agentloom/loom/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -87,7 +86,7 @@ func concurrentSleeps(b *Broker, n int) (errs []string) {
 // ones included) are alive at once. The control, bounded to 64, shows
 // the counter sees more than 4 when nothing holds them back.
 func TestHostBoundConcurrentClears(t *testing.T) {
-	helper := jailtest.HostHelper(t)
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		maxLive  int
@@ -100,7 +99,8 @@ func TestHostBoundConcurrentClears(t *testing.T) {
 		{"control", 64, -1, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newTestBroker(t, Options{MaxLiveCommands: tc.maxLive, WarmHelperIdle: tc.idle, HelperPath: helper})
+			t.Parallel() // each counts its own broker's helpers
+			b := newTestBroker(t, Options{MaxLiveCommands: tc.maxLive, WarmHelperIdle: tc.idle})
 			if tc.launched {
 				b.test.launchAboveRSS = -1
 			}

@@ -4,10 +4,12 @@ package broker
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,11 +33,22 @@ const raceExitSleep = "atexit_sleep_ms=0"
 // alive as left behind.
 const leftBehindGrace = 5 * time.Second
 
+// parallelPerCPU is how many of the package's parallel tests run at
+// once per CPU unless -test.parallel says otherwise: a jail test spends
+// most of its time waiting for jailed processes (a timeout to pass, a
+// helper to start), so go test's default of one per CPU left the CPUs
+// mostly idle while the tests queued.
+const parallelPerCPU = 4
+
+// parallelAsked is the -test.parallel the command line gave, if any.
+var parallelAsked string
+
 // TestMain runs the package's tests as a child subreaper, so that a
 // process a test orphans (a control's grandchild whose shell was
 // killed, say) is reparented to this process rather than to init, and
 // fails the run, naming them, when any descendant outlives the tests.
-// Run as an escape probe (probeEnv set), it is the probe instead.
+// It runs parallelPerCPU parallel tests per CPU at once unless
+// -test.parallel is given. Run as an escape probe (probeEnv set), it is the probe instead.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(probeEnv); mode != "" {
 		os.Exit(runProbe(mode, os.Getenv("ARG")))
@@ -50,6 +63,15 @@ func runTests(m *testing.M) int {
 	}
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", raceExitSleep) // before any test runs
+	}
+	flag.Parse()
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "test.parallel" {
+			parallelAsked = f.Value.String()
+		}
+	})
+	if parallelAsked == "" {
+		flag.Set("test.parallel", strconv.Itoa(parallelPerCPU*runtime.GOMAXPROCS(0)))
 	}
 	code := m.Run()
 	testHelperCleanup()

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/agentloom/loom/internal/jailtest"
 )
 
 // unprivilegedUID is the uid (and gid) the suite re-runs itself as when
@@ -28,17 +26,22 @@ const unprivilegedUID = 65534
 // which the root run covers.
 const UnprivilegedFullEnv = "LOOM_TEST_UNPRIVILEGED_FULL"
 
-// unprivilegedLeftOut is the -test.skip pattern of the flavours the
-// unprivileged re-run leaves out without UnprivilegedFullEnv.
-const unprivilegedLeftOut = "^TestEscapeSuite$/^cold-launched$"
+// unprivilegedLeftOut is the escape suite's flavour the unprivileged
+// re-run leaves out without UnprivilegedFullEnv.
+const unprivilegedLeftOut = "cold-launched"
 
 // TestUnprivileged runs the jail tests as an ordinary user. Started as
-// root, it copies this test binary somewhere nobody can execute it and
-// re-runs TestClearEcho and the escape suite (minus the cases whose
-// control needs root, and, unless UnprivilegedFullEnv is set, the
-// cold-launched flavour) as uid 65534. Started unprivileged, it is already
-// that run and checks a jailed command confines the same way.
+// root, it copies this test binary and the package's host-built helper
+// where uid 65534 can execute them and re-runs, as that user, the escape
+// suite (minus the cases whose control needs root, and, unless
+// UnprivilegedFullEnv is set, the cold-launched flavour), one re-run per
+// helper flavour, all at once: each is a process of its own, so one
+// flavour's commands never taint another's priming, and the re-run of
+// the first flavour runs TestClearEcho and TestUnprivileged too. Started
+// unprivileged, it is already such a re-run and checks a jailed command
+// confines the same way.
 func TestUnprivileged(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		b := newTestBroker(t, Options{})
 		r := run(t, b, testPolicy(t.TempDir()), 0, "sh", "-c", "id -u; grep ^CapEff /proc/self/status")
@@ -56,45 +59,36 @@ func TestUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	copyExe := filepath.Join(dir, "broker.test")
 	copyExecutable(t, exe, copyExe)
-	// The helper the escape suite uses is built here: nobody has no Go
-	// build cache to build it with.
+	// The helper the escape suite uses is the package's own, copied
+	// beside the binary: uid 65534 has no Go build cache to build one
+	// with.
 	helper := filepath.Join(dir, "host-helper")
-	copyExecutable(t, jailtest.HostHelper(t), helper)
+	copyExecutable(t, testHelper(t), helper)
 
-	args := []string{"-test.run", "^(TestClearEcho|TestEscapeSuite|TestUnprivileged)$", "-test.v", "-test.count=1"}
 	full := os.Getenv(UnprivilegedFullEnv) != ""
 	if !full {
-		args = append(args, "-test.skip", unprivilegedLeftOut)
-		t.Logf("the unprivileged escape suite leaves out %s (set %s to run every flavour)", unprivilegedLeftOut, UnprivilegedFullEnv)
+		t.Logf("the unprivileged escape suite leaves out the %s flavour (set %s to run every flavour)", unprivilegedLeftOut, UnprivilegedFullEnv)
 	}
-	cmd := exec.Command(copyExe, args...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp", jailtest.HelperEnv + "=" + helper, "GORACE=" + os.Getenv("GORACE")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("unprivileged run failed: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "sandbox:") || strings.HasPrefix(strings.TrimSpace(line), "--- ") {
-			t.Log(strings.TrimSpace(line))
+	var fs []escapeFlavour
+	for _, f := range escapeFlavours() {
+		if full || f.name != unprivilegedLeftOut {
+			fs = append(fs, f)
 		}
 	}
-	want := []string{"--- PASS: TestEscapeSuite ", "--- PASS: TestEscapeSuite/warm "}
-	if full {
-		want = append(want, "--- PASS: TestEscapeSuite/cold-launched ")
-	}
-	for _, w := range want {
-		if !strings.Contains(string(out), w) {
-			t.Fatalf("the unprivileged escape suite did not pass (no %q):\n%s", strings.TrimSpace(w), out)
-		}
-	}
+	runs := flavourRuns(fs)
+	runs[0].tests = append(runs[0].tests, "TestClearEcho", "TestUnprivileged")
+	runEscapeFlavours(t, runs, func() *exec.Cmd {
+		cmd := exec.Command(copyExe)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID}}
+		return cmd
+	}, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp", "GORACE=" + os.Getenv("GORACE")}, helper)
 }
 
 // copyExecutable copies the program at src to dst, executable by all.

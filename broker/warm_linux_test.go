@@ -270,6 +270,7 @@ func TestClearStdin(t *testing.T) {
 }
 
 func TestWarmHelpersUnderConcurrentClears(t *testing.T) {
+	t.Parallel()
 	for _, launched := range []bool{false, true} {
 		t.Run(fmt.Sprint("launched=", launched), func(t *testing.T) { concurrentClears(t, launched) })
 	}

@@ -26,10 +26,26 @@ import (
 // Close, against a model that says only what must hold: every command
 // runs and reports the namespaces of its flavour, a closed broker
 // prestarts nothing, and once the broker is closed every helper process
-// it ever started is gone.
+// it ever started is gone. The sequences are split between
+// warmModelRuns parallel subtests, each checking its share on brokers of
+// its own.
 func TestWarmSlotStateMachine(t *testing.T) {
 	helper := testHelper(t)
-	defer fewerChecks(warmModelChecks)()
+	// Restored once every subtest ran: nothing else in the package runs
+	// beside this test (it is not parallel), so the lowered flag is read
+	// by its subtests alone.
+	t.Cleanup(fewerChecks(warmModelChecks / warmModelRuns))
+	for i := range warmModelRuns {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			checkWarmSlots(t, helper)
+		})
+	}
+}
+
+// checkWarmSlots checks the warm-slot model's sequences (see
+// TestWarmSlotStateMachine) on the host-built helper.
+func checkWarmSlots(t *testing.T, helper string) {
 	rapid.Check(t, func(rt *rapid.T) {
 		const idle = 30 * time.Millisecond
 		b := New(Options{HelperPath: helper, WarmHelperIdle: idle, WarmHelpers: rapid.IntRange(0, 3).Draw(rt, "pool")})
@@ -158,8 +174,13 @@ func TestWarmSlotStateMachine(t *testing.T) {
 }
 
 // warmModelChecks is how many sequences the warm-slot model runs unless
-// -rapid.checks says otherwise: each starts dozens of real jails.
+// -rapid.checks says otherwise (it then sets each subtest's): each
+// starts dozens of real jails.
 const warmModelChecks = 20
+
+// warmModelRuns is how many parallel subtests share the warm-slot
+// model's sequences; it divides warmModelChecks.
+const warmModelRuns = 4
 
 // fewerChecks lowers rapid's number of checks to n for one test, unless
 // the command line set it, and returns what restores it.
