@@ -1,15 +1,12 @@
 package codemode
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/format"
 	"go/parser"
 	"go/token"
 	"slices"
@@ -322,7 +319,8 @@ func (s *mcpSet) description() string {
 //   - "cap://mcp" lists each server's package, its tool count, and the
 //     servers and tools left out with why;
 //   - "cap://mcp/<name>" (or "cap://cap/mcp/<name>") shows the package's
-//     documented API, as cap://fs does, at most 64 KiB;
+//     API page (mcpgen.Package.API: signatures, the types they name with
+//     their fields' JSON names, optionality and docs), at most 64 KiB;
 //   - "cap://mcp?q=<words>" finds tools whose name, title or description
 //     hold every word (case-insensitive), at most 20, each with its
 //     package, function and description's first line.
@@ -346,17 +344,11 @@ func (e *Engine) ReadMCP(uri string) (tool.Outcome, bool) {
 		return tool.Outcome{}, false
 	}
 	path := preludeModule + "/" + rest
-	offered := e.mcp.paths()
 	p := e.mcp.byPath[path]
 	if p == nil {
 		return tool.Fail(CodeUnknownCapPackage, e.mcp.withheld(path)), true
 	}
-	tree := overlayFS{base: embeddedPrelude(), dir: strings.TrimPrefix(path, preludeModule+"/"), name: p.gen.Name + ".go", src: compactAPI(p.gen.Source)}
-	text, err := capDoc(tree, path, offered)
-	if err != nil {
-		return describeOutcome(err), true
-	}
-	return tool.Success(text), true
+	return tool.Success(boundDoc(string(p.gen.API), maxCapDocBytes)), true
 }
 
 // index is cap://mcp.
@@ -509,55 +501,4 @@ func vetGenerated(name string, src []byte) string {
 		}
 	}
 	return ""
-}
-
-// compactAPI is a generated package's source as its API page shows it:
-// the same declarations without the struct tags a program never writes
-// and without the doc lines that only restate a type's role ("is the
-// input of", "is one of the constants"), so a model reads the tools'
-// own words and little else. src itself is what programs build against;
-// a source that does not parse is shown as it is.
-func compactAPI(src []byte) []byte {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "api.go", src, parser.ParseComments)
-	if err != nil {
-		return src
-	}
-	boilerplate := func(g *ast.CommentGroup) bool {
-		if g == nil {
-			return false
-		}
-		t := g.Text()
-		for _, s := range []string{" is the input of ", " is one of the constants ", "The values of ", " is the structured content of "} {
-			if strings.Contains(t, s) {
-				return true
-			}
-		}
-		return false
-	}
-	var dropped []*ast.CommentGroup
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.Field:
-			n.Tag = nil
-		case *ast.GenDecl:
-			if boilerplate(n.Doc) {
-				dropped = append(dropped, n.Doc)
-				n.Doc = nil
-			}
-			for _, sp := range n.Specs {
-				if ts, ok := sp.(*ast.TypeSpec); ok && boilerplate(ts.Doc) {
-					dropped = append(dropped, ts.Doc)
-					ts.Doc = nil
-				}
-			}
-		}
-		return true
-	})
-	f.Comments = slices.DeleteFunc(f.Comments, func(g *ast.CommentGroup) bool { return slices.Contains(dropped, g) })
-	var b bytes.Buffer
-	if err := format.Node(&b, fset, f); err != nil {
-		return src
-	}
-	return b.Bytes()
 }

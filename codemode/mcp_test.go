@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentloom/loom/codemode/internal/mcpgen"
 	"github.com/agentloom/loom/mcpclient"
 	"github.com/agentloom/loom/tool"
 )
@@ -387,28 +386,36 @@ func TestMCPPackageIsDeterministicAndVetted(t *testing.T) {
 	}
 }
 
-// TestMCPAPIPageIsCompact: the API page of a generated package shows the
-// tools' own words without struct tags or the generator's role lines,
-// while the source programs build against keeps its tags.
+// TestMCPAPIPageIsCompact: the API page fs_read cap://mcp/<name> shows
+// is the generated package's compact API (its signature, its fields'
+// JSON names where not the field's own lower-cased, "optional" on an
+// optional field that is not a pointer, the tools' own words), without
+// the source's struct tags or the generator's role lines, while the
+// source programs build against keeps its tags.
 func TestMCPAPIPageIsCompact(t *testing.T) {
 	t.Parallel()
-	pkg, err := mcpgen.Generate("fake", []mcpgen.Tool{{Name: "echo", Description: "Echoes back the input",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"Message to echo"}},"required":["message"]}`)}})
-	if err != nil {
-		t.Fatal(err)
+	f := &fakeMCP{name: "fake", tools: []MCPTool{{Name: "echo", Description: "Echoes back the input", ModelTool: "mcp__fake__echo",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"Message to echo"},"times":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"user_id":{"type":"string"}},"required":["message","user_id"]}`)}}}
+	s := newSession(t, nil)
+	registerModelTools(t, s.reg, f)
+	s.withMCP(t, f)
+	out, ok := s.eng.ReadMCP("cap://mcp/fake")
+	if !ok || out.IsError {
+		t.Fatalf("cap://mcp/fake: %v %s", ok, out.Text)
 	}
-	page := string(compactAPI(pkg.Source))
-	for _, gone := range []string{`json:"message"`, "is the input of"} {
+	page := out.Text
+	for _, gone := range []string{`json:"message"`, "is the input of", "func call("} {
 		if strings.Contains(page, gone) {
 			t.Errorf("the page still holds %q:\n%s", gone, page)
 		}
 	}
-	for _, kept := range []string{"Message to echo", "Message string", "Echoes back the input", "func Echo("} {
+	for _, kept := range []string{"\tMessage string // Message to echo\n", "\tTimes *int64\n", "\tTags []string // optional\n", "\tUserID string // user_id\n", "Echoes back the input",
+		"func Echo(ctx context.Context, in EchoInput) (Result, error)", "type Result struct", "type Error struct"} {
 		if !strings.Contains(page, kept) {
 			t.Errorf("the page lost %q:\n%s", kept, page)
 		}
 	}
-	if !strings.Contains(string(pkg.Source), `json:"message"`) {
+	if src := string(s.eng.mcp.pkgs[0].gen.Source); !strings.Contains(src, `json:"message"`) {
 		t.Error("the generated source lost its tags")
 	}
 }

@@ -106,8 +106,7 @@ func (r *run) start() {
 			return
 		}
 		r.ex = ex
-		r.conn = newPipeConn(r, stdin)
-		go r.conn.pump(ex)
+		r.conn = newPipeConn(r, stdin, ex)
 		go r.watch()
 		t = pipeTransport{r.conn}
 	} else {
@@ -171,6 +170,7 @@ func (r *run) watch() {
 	r.ex.Cancel()
 	r.conn.Close()
 	settled := r.ex.Wait()
+	<-r.conn.ended // the end of its standard error is kept
 	r.end(r.endOf(settled))
 }
 

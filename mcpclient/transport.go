@@ -29,19 +29,33 @@ type pipeTransport struct{ conn *pipeConn }
 // Connect returns the run's connection.
 func (t pipeTransport) Connect(context.Context) (mcp.Connection, error) { return t.conn, nil }
 
-// pipeConn is one run's connection. Its reader takes the execution's
-// output (pump), its writer the input pipe.
+// pipeConn is one run's connection. Its reader splits and decodes the
+// execution's output as the SDK reads (Read), with no goroutine between;
+// its writer is the input pipe.
 type pipeConn struct {
-	r        *run
-	stdin    *os.File
-	incoming chan jsonrpc.Message // one decoded message at a time
-	closed   chan struct{}
-	once     sync.Once
-	writeMu  sync.Mutex
+	r      *run
+	stdin  *os.File
+	out    <-chan sandbox.Output // the execution's output
+	closed chan struct{}
+	once   sync.Once
+	// ended is closed once out is closed and every chunk read of it is
+	// accounted for (its standard error's end kept).
+	ended   chan struct{}
+	endOnce sync.Once
+
+	writeMu sync.Mutex
+
+	// readMu guards what Read holds between calls: the rest of the last
+	// chunk read, the start of a line not yet whole, and whether the
+	// server broke the protocol.
+	readMu sync.Mutex
+	rest   []byte
+	line   []byte
+	broken bool
 }
 
-func newPipeConn(r *run, stdin *os.File) *pipeConn {
-	return &pipeConn{r: r, stdin: stdin, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+func newPipeConn(r *run, stdin *os.File, ex *sandbox.Execution) *pipeConn {
+	return &pipeConn{r: r, stdin: stdin, out: ex.Output(), closed: make(chan struct{}), ended: make(chan struct{})}
 }
 
 // SessionID is empty: a stdio session has none.
@@ -49,15 +63,103 @@ func (c *pipeConn) SessionID() string { return "" }
 
 // Read returns the next message the server sent, or an error once the
 // connection ended (its output ended, it broke the protocol, or Close).
+// It reads the execution's output itself: each line, decoded as one
+// JSON-RPC message, is handed to the SDK by the goroutine that waits
+// for it. The standard error's end is kept as it comes. A line past
+// MaxMessageBytes, or one that is not one JSON-RPC message (a batch
+// included), stops the run (CodeProtocol).
 func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
-	case m := <-c.incoming:
-		return m, nil
-	case <-c.closed:
+	case <-c.closed: // drain may hold readMu until the output ends
 		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
 	}
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	for {
+		if c.broken {
+			return nil, io.EOF
+		}
+		if m, ok := c.next(); ok {
+			if m != nil {
+				return m, nil
+			}
+			continue
+		}
+		select {
+		case <-c.closed:
+			return nil, io.EOF
+		default:
+		}
+		select {
+		case o, ok := <-c.out:
+			if !ok {
+				c.endOnce.Do(func() { close(c.ended) })
+				c.Close()
+				return nil, io.EOF
+			}
+			if o.Stream == sandbox.Stderr {
+				c.r.keepStderr(o.Bytes)
+				continue
+			}
+			c.rest = o.Bytes
+		case <-c.closed:
+			return nil, io.EOF
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// next takes the next whole line of what Read holds: ok false when none
+// is whole yet; a nil message for a blank line, or for one that broke
+// the protocol (the run is then stopped and c.broken set).
+func (c *pipeConn) next() (m jsonrpc.Message, ok bool) {
+	if len(c.rest) == 0 {
+		return nil, false
+	}
+	i := bytes.IndexByte(c.rest, '\n')
+	part := c.rest
+	if i >= 0 {
+		part = c.rest[:i]
+	}
+	if len(c.line)+len(part) > MaxMessageBytes {
+		c.fail(errorf(CodeProtocol, c.r.c.cfg.Name, "it sent a line longer than %d bytes", MaxMessageBytes))
+		return nil, true
+	}
+	if i < 0 {
+		c.line = append(c.line, part...)
+		c.rest = nil
+		return nil, false
+	}
+	c.rest = c.rest[i+1:]
+	whole := part
+	if len(c.line) > 0 {
+		whole = append(c.line, part...)
+		c.line = nil
+	}
+	whole = bytes.TrimRight(whole, "\r")
+	if len(bytes.TrimSpace(whole)) == 0 {
+		return nil, true
+	}
+	m, err := decodeLine(whole)
+	if err != nil {
+		c.fail(errorf(CodeProtocol, c.r.c.cfg.Name, "it sent a line that is not one JSON-RPC message: %s", oneLine(err.Error(), 200)))
+		return nil, true
+	}
+	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "notifications/tools/list_changed" {
+		// Marked as it is read, before any answer read after it is
+		// handed on: the SDK runs its handler later.
+		c.r.c.announced(nil)
+	}
+	return m, true
+}
+
+// fail stops the run for e, a broken protocol: nothing more is read.
+func (c *pipeConn) fail(e *Error) {
+	c.broken, c.rest, c.line = true, nil, nil
+	c.r.stop(e)
+	c.Close()
 }
 
 // Write sends one message as one line. A server that reads none of it
@@ -85,82 +187,39 @@ func (c *pipeConn) Write(ctx context.Context, m jsonrpc.Message) error {
 }
 
 // Close ends the connection: the server's input is closed (the way MCP
-// asks a stdio server to exit), and Read returns.
+// asks a stdio server to exit), and Read returns. The execution's output
+// keeps being drained, its standard error's end kept and the rest
+// dropped, so the execution settles.
 func (c *pipeConn) Close() error {
 	c.once.Do(func() {
 		close(c.closed)
 		c.stdin.Close()
+		go c.drain()
 	})
 	return nil
 }
 
-// pump splits the execution's standard output into lines, each decoded
-// as one JSON-RPC message and handed to Read, and keeps the end of its
-// standard error. A line past MaxMessageBytes, or one that is not one
-// JSON-RPC message (a batch included), stops the run (CodeProtocol).
-// Output keeps being drained, and dropped, once the connection ended, so
-// the execution settles.
-func (c *pipeConn) pump(ex *sandbox.Execution) {
-	var line []byte
-	broken := false
-	deliver := func(b []byte) {
-		b = bytes.TrimRight(b, "\r")
-		if len(bytes.TrimSpace(b)) == 0 {
-			return
-		}
-		m, err := decodeLine(b)
-		if err != nil {
-			broken = true
-			c.r.stop(errorf(CodeProtocol, c.r.c.cfg.Name, "it sent a line that is not one JSON-RPC message: %s", oneLine(err.Error(), 200)))
-			c.Close()
-			return
-		}
-		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "notifications/tools/list_changed" {
-			// Marked as it is read, before any answer read after it is
-			// handed on: the SDK runs its handler later.
-			c.r.c.announced(nil)
-		}
+// drain reads the execution's output to its end once the connection is
+// closed, keeping the end of its standard error; it takes over from Read
+// (readMu), so one reader at a time takes the output and every chunk
+// read is accounted for once ended closes.
+func (c *pipeConn) drain() {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	for {
 		select {
-		case c.incoming <- m:
-		case <-c.closed:
+		case o, ok := <-c.out:
+			if !ok {
+				c.endOnce.Do(func() { close(c.ended) })
+				return
+			}
+			if o.Stream == sandbox.Stderr {
+				c.r.keepStderr(o.Bytes)
+			}
+		case <-c.ended:
+			return
 		}
 	}
-	for o := range ex.Output() {
-		if o.Stream == sandbox.Stderr {
-			c.r.keepStderr(o.Bytes)
-			continue
-		}
-		if broken {
-			continue
-		}
-		b := o.Bytes
-		for len(b) > 0 && !broken {
-			i := bytes.IndexByte(b, '\n')
-			part := b
-			if i >= 0 {
-				part = b[:i]
-			}
-			if len(line)+len(part) > MaxMessageBytes {
-				broken = true
-				c.r.stop(errorf(CodeProtocol, c.r.c.cfg.Name, "it sent a line longer than %d bytes", MaxMessageBytes))
-				c.Close()
-				break
-			}
-			if i < 0 {
-				line = append(line, part...)
-				break
-			}
-			if len(line) == 0 {
-				deliver(part)
-			} else {
-				line = append(line, part...)
-				deliver(line)
-				line = nil
-			}
-			b = b[i+1:]
-		}
-	}
-	c.Close()
 }
 
 // decodeLine decodes one line as one JSON-RPC message; a batch (an

@@ -204,7 +204,8 @@ var footprintModule = map[string]string{
 // TestMCPFootprint reports, scripted and with no model, what
 // server-everything and server-filesystem cost a model as direct tools:
 // their declarations, each server alone and both, and footprintTask's ten
-// calls both ways.
+// calls both ways; and each server's API page beside its declarations,
+// failing when the page is the larger.
 //
 //	go test -run TestMCPFootprint -v ./examples/mcpserver/
 func TestMCPFootprint(t *testing.T) {
@@ -255,6 +256,24 @@ func TestMCPFootprint(t *testing.T) {
 		t.Fatalf("the task: %+v", f)
 	}
 	row("direct tools: both, the 10-call task", f)
+	// Each server's API page against its own tools' declarations: the
+	// page (signatures, fields, docs, and the output types a declaration
+	// does not even carry) is no larger.
+	var pages []string
+	for _, s := range []string{"everything", "files"} {
+		d, err := directFootprint(ctx, p, []string{s}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := p.Registry.Dispatch(ctx, p.Call, "fs_read", []byte(`{"path":"cap://mcp/`+s+`"}`))
+		if o.IsError {
+			t.Fatalf("cap://mcp/%s: %s", s, o.Text)
+		}
+		pages = append(pages, fmt.Sprintf("| %s | %d | %d (≈%d tok) | %d (≈%d tok) |", s, d.tools, d.declared, d.declared/4, len(o.Text), len(o.Text)/4))
+		if len(o.Text) > d.declared {
+			t.Errorf("cap://mcp/%s is %d bytes, larger than the %d of its tools' declarations:\n%s", s, len(o.Text), d.declared, o.Text)
+		}
+	}
 	cm, err := codeModeFootprint(ctx, p, []string{"everything", "files"}, ws)
 	if err != nil {
 		t.Fatal(err)
@@ -265,4 +284,6 @@ func TestMCPFootprint(t *testing.T) {
 	row("code mode: both packages' API pages read once, one program making the 10 calls", cm)
 	t.Logf("bytes a model is sent and writes (≈tok: bytes/4)\n| | tools | declared | calls | sent by the model | received by the model |\n|---|---|---|---|---|---|\n%s",
 		strings.Join(rows, "\n"))
+	t.Logf("each server's API page against its tools' declarations\n| server | tools | declarations | fs_read cap://mcp/<server> |\n|---|---|---|---|\n%s",
+		strings.Join(pages, "\n"))
 }

@@ -152,6 +152,9 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		if !bytes.Equal(a.Source, b.Source) {
 			t.Fatalf("shuffled tools gave other bytes:\n%s\n----\n%s", a.Source, b.Source)
 		}
+		if !bytes.Equal(a.API, b.API) {
+			t.Fatalf("shuffled tools gave another API page:\n%s\n----\n%s", a.API, b.API)
+		}
 		if !slices.Equal(a.Capabilities, b.Capabilities) || len(a.Refused) != len(b.Refused) {
 			t.Fatalf("shuffled tools gave other capabilities: %v / %v", a.Capabilities, b.Capabilities)
 		}

@@ -21,6 +21,18 @@
 // output schema returns Result: its structured content decoded into a
 // map[string]any (nil when it sent none) and its text.
 //
+// # The API page
+//
+// Package.API is what a model reads of the package (fs_read
+// cap://mcp/<server>): each function's signature under its tool's own
+// description, then the types it names, each struct field on one line
+// with its JSON name (unsaid when it is the field's own with the first
+// letter lower-cased), whether it is optional, and its doc. It holds no
+// struct tags, no generator's lines and no function bodies, so it is
+// smaller than the source and, on real servers, than the tools' own
+// JSON Schemas; it is rendered from the same generation, so it is as
+// deterministic.
+//
 // # The calling convention
 //
 // Each tool is one capability, named "mcp.<package>.<function>": the

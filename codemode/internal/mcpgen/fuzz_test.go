@@ -1,15 +1,18 @@
 package mcpgen
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzGenerate feeds arbitrary schemas, tool names and server names:
 // Generate never panics, and either refuses the server with a coded
 // *Error, or returns a package that passes the vetting and the type
-// check, every tool it left out refused with a code.
+// check, every tool it left out refused with a code, and whose API page
+// is UTF-8, no larger than its source and shows every function.
 func FuzzGenerate(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`,
@@ -47,6 +50,14 @@ func FuzzGenerate(f *testing.F) {
 		}
 		if len(p.Source) > MaxSourceBytes {
 			t.Fatalf("the source is %d bytes", len(p.Source))
+		}
+		if len(p.API) > len(p.Source) || !utf8.Valid(p.API) {
+			t.Fatalf("the API page is %d bytes (the source %d), or not UTF-8:\n%s", len(p.API), len(p.Source), p.API)
+		}
+		for _, c := range p.Capabilities {
+			if !bytes.Contains(p.API, []byte("func "+c.Func+"(ctx context.Context, in ")) {
+				t.Fatalf("the API page does not show %s:\n%s", c.Func, p.API)
+			}
 		}
 		if err := vetGenerated(p.Source); err != nil {
 			t.Fatalf("vetting: %v\n%s", err, p.Source)

@@ -42,6 +42,12 @@ type Package struct {
 	Capabilities []Capability
 	// Refused are the tools left out, each with why, sorted by tool name.
 	Refused []*Error
+	// API is the package's API page, what a model reads before calling
+	// it: each function's signature, its tool's own words and the types
+	// it names, with their fields' JSON names, whether each is optional
+	// and its doc on one line; no larger than Source, and as
+	// deterministic.
+	API []byte
 }
 
 // Capability is one capability a generated package calls: the tool it
@@ -165,6 +171,7 @@ func Generate(server string, tools []Tool) (*Package, error) {
 		return nil, err
 	}
 	p.Source = src
+	p.API = g.page(server)
 	return p, nil
 }
 

@@ -52,9 +52,12 @@ const (
 
 // decl is one named type the package declares.
 type decl struct {
-	name   string
-	kind   int
-	doc    []string
+	name string
+	kind int
+	doc  []string
+	// desc is the schema's own description on one line, and the note on
+	// its type, for the API page; "" when none.
+	desc   string
 	fields []field     // declStruct
 	base   string      // declEnum, declOther, declAlias: the underlying type
 	consts []enumConst // declEnum
@@ -189,24 +192,25 @@ func description(m map[string]any) string {
 // struct when it has properties, else a map type.
 func (d *schemaDoc) rootType(name, doc string) *decl {
 	m := d.root.(map[string]any)
+	desc := oneLine(description(m), MaxDocBytes)
 	var t goType
 	if props, ok := structProps(m); ok {
 		dc := d.t.newDecl(name, declStruct)
-		dc.doc = commentLines(doc, MaxDocBytes)
+		dc.doc, dc.desc = commentLines(doc, MaxDocBytes), desc
 		d.refs["#"] = &goType{expr: dc.name, decl: dc}
 		d.fillStruct(dc, m, props)
 		return dc
 	}
 	if noArguments(m) {
 		dc := d.t.newDecl(name, declStruct)
-		dc.doc = commentLines(doc, MaxDocBytes)
+		dc.doc, dc.desc = commentLines(doc, MaxDocBytes), desc
 		dc.done = true
 		return dc
 	}
 	t = d.typeOf(m, name+"Value")
 	if t.decl != nil && t.decl.kind == declStruct && !t.ptr {
 		dc := d.t.newDecl(name, declAlias)
-		dc.doc = commentLines(doc, MaxDocBytes)
+		dc.doc, dc.desc = commentLines(doc, MaxDocBytes), desc
 		dc.base = t.expr
 		return dc
 	}
@@ -215,9 +219,10 @@ func (d *schemaDoc) rootType(name, doc string) *decl {
 		t.expr = "map[string]any"
 	}
 	dc := d.t.newDecl(name, declOther)
-	dc.doc = commentLines(doc, MaxDocBytes)
+	dc.doc, dc.desc = commentLines(doc, MaxDocBytes), desc
 	if t.note != "" {
 		dc.doc = appendNote(dc.doc, t.note)
+		dc.desc = strings.TrimSpace(desc + " " + t.note)
 	}
 	dc.base = t.expr
 	return dc
@@ -555,6 +560,7 @@ func (d *schemaDoc) ref(ref, name string) goType {
 		if props, ok := structProps(m); ok {
 			dc := d.t.newDecl(name, declStruct)
 			dc.doc = commentLines(description(m), MaxDocBytes)
+			dc.desc = oneLine(description(m), MaxDocBytes)
 			t := goType{expr: dc.name, decl: dc}
 			d.refs[ref] = &t
 			d.fillStruct(dc, m, props)
