@@ -3,14 +3,17 @@ package loom_test
 import (
 	"context"
 	"fmt"
-	"github.com/agentloom/loom/codemode"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/codemode"
 	"github.com/agentloom/loom/history"
 	"github.com/agentloom/loom/job"
+	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -41,6 +44,37 @@ func referenceTools(t *testing.T) *tool.Registry {
 	return r
 }
 
+// defaultPlaneTools is the registry plane.New assembles with a zero
+// Config but the workspace: what a host that takes the defaults offers,
+// fs_read's namespaces (job://, cap://, note://) included.
+func defaultPlaneTools(t *testing.T) *tool.Registry { return planeTools(t, nil) }
+
+// agentPlaneTools is the default plane with a Runner: every agent tool,
+// and fs_read's note:// namespace.
+func agentPlaneTools(t *testing.T) *tool.Registry {
+	return planeTools(t, agent.RunnerFunc(func(context.Context, agent.Turn) (string, error) { return "", nil }))
+}
+
+func planeTools(t *testing.T, runner agent.Runner) *tool.Registry {
+	t.Helper()
+	root, err := os.MkdirTemp("/var/tmp", "loom-surface-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	ws := filepath.Join(root, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := plane.New(plane.Config{Workspace: ws, BlobDir: filepath.Join(root, "blobs"),
+		HistoryPath: filepath.Join(root, "history.sqlite"), Scratch: filepath.Join(root, "scratch"), Runner: runner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p.Registry
+}
+
 // TestToolSurfaceFitsItsBudget: the model-facing surface of every family
 // together stays within maxSurfaceBytes, with no seam and over the
 // reference seams; past it, the test names what each tool costs so the
@@ -49,9 +83,13 @@ func TestToolSurfaceFitsItsBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		r    func(*testing.T) *tool.Registry
+		min  int // tools at least, so a family left out is noticed
 	}{
-		{"no seams", everyTool},
-		{"reference seams", referenceTools},
+		{"no seams", everyTool, 18},
+		{"reference seams", referenceTools, 18},
+		// No Runner: of the agent tools only todo.
+		{"the default plane", defaultPlaneTools, 13},
+		{"the default plane with a Runner", agentPlaneTools, 19},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.r(t)
@@ -66,7 +104,7 @@ func TestToolSurfaceFitsItsBudget(t *testing.T) {
 				total += d + s
 				fmt.Fprintf(&b, "%-18s %5d = description %5d + schema %5d\n", name, d+s, d, s)
 			}
-			if len(r.Names()) < 18 {
+			if len(r.Names()) < tc.min {
 				t.Fatalf("only %d tools measured: %v", len(r.Names()), r.Names())
 			}
 			if total > maxSurfaceBytes {

@@ -108,7 +108,7 @@ func parentOf(key string) string {
 func NoteScheme(agency Agency) tool.Scheme {
 	return tool.Scheme{
 		Name:     strings.TrimSuffix(NoteSchemePrefix, "://"),
-		Describe: fmt.Sprintf("`%s` lists the blackboard's notes and `%s<key>` shows one's JSON, read-only.", NoteSchemePrefix, NoteSchemePrefix),
+		Describe: fmt.Sprintf("`%s` lists the blackboard's notes; `%s<key>` shows one.", NoteSchemePrefix, NoteSchemePrefix),
 		Read: func(ctx context.Context, c *tool.Call, uri string) tool.Outcome {
 			if agency != nil {
 				if err := agency.Holds(ctx, CallerOf(c), NotesToolName); err != nil {

@@ -20,7 +20,7 @@ func TestDescriptionNumbersComeFromConstants(t *testing.T) {
 	a := NewAgency(echo, Options{MaxWait: maxWaitMs * time.Millisecond})
 	defer a.Close()
 	states := map[string][]int{
-		SpawnToolName:  {maxPurposeBytes, maxPromptBytes, maxWaitMs},
+		SpawnToolName:  {maxPurposeBytes, maxPromptBytes},
 		SendToolName:   {maxPromptBytes},
 		WaitToolName:   {maxWaitMs, MaxWaitHandles},
 		NoteToolName:   {MaxNoteBytes, maxNotesPerStrand},

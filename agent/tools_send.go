@@ -37,7 +37,7 @@ func sendTool(agency Agency) tool.Tool {
 		Name:  SendToolName,
 		Title: "Message a sub-agent",
 		Description: "Message a sub-agent you spawned or its descendant. A running one reads it next turn (your handle still " +
-			"names that run); a finished one starts a new run under a NEW handle to wait on (the old one keeps the earlier run). " +
+			"names that run); a finished one starts a new run under a NEW handle to wait on. " +
 			fmt.Sprintf("At most %d bytes.", maxPromptBytes),
 		PromptSnippet: "agent_send: message or continue a sub-agent",
 		Replay:        tool.ReplayNever,

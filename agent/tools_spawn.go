@@ -59,17 +59,13 @@ type SpawnDetails struct {
 // refused here, before the agency is asked.
 func spawnTool(agency Agency) tool.Tool {
 	var models []string
-	maxWait := 0
 	if agency != nil {
-		models, maxWait = agency.ModelNames(), agency.MaxWaitMs()
+		models = agency.ModelNames()
 	}
 	desc := "Start a sub-agent on one task, in parallel; it answers with a handle at once. Its final message is its " +
 		"report: collect it with agent_wait, instruct it with agent_send, read its notes with agent_notes. With " +
 		"result_schema it must also record a matching object (agent_note key \"result\"), which agent_wait checks. " +
 		fmt.Sprintf("purpose at most %d bytes, prompt at most %d.", maxPurposeBytes, maxPromptBytes)
-	if maxWait > 0 {
-		desc += fmt.Sprintf(" A wait lasts at most %d ms.", maxWait)
-	}
 	modelSchema := &jsonschema.Schema{Type: "string", Description: "omit: no model choice here"}
 	if len(models) > 0 {
 		modelSchema = &jsonschema.Schema{Type: "string", Description: "omit for the host's choice"}

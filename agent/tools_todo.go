@@ -41,7 +41,7 @@ func TodoTool(agency Agency) tool.Tool {
 		Title: "Update the todo board",
 		Description: fmt.Sprintf("Keep your task list: init replaces it with items, append adds items not listed, start makes "+
 			"task the active one, block takes a reason. One task is active at a time; with none, the first pending one is "+
-			"(never a blocked one). Texts equal but for case and spacing are one task; the answer names merged items. "+
+			"(never a blocked one). "+
 			"At most %d tasks of %d bytes, %d items per call.",
 			todo.MaxTasks, todo.MaxTextBytes, todo.MaxItems),
 		PromptSnippet: "todo: keep your task list",

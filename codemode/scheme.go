@@ -115,7 +115,7 @@ func Scheme(s Seam) tool.Scheme {
 	offered := capPackagesOf(s)
 	return tool.Scheme{
 		Name:     strings.TrimSuffix(capSchemePrefix, "://"),
-		Describe: "`cap://` lists the capability packages a code_mode program may import and `cap://<package>` (e.g. `cap://fs`) shows one's full documented API.",
+		Describe: "`cap://` lists code_mode's packages; `cap://<package>` (e.g. `cap://fs`) shows one's API.",
 		Read: func(_ context.Context, _ *tool.Call, uri string) tool.Outcome {
 			return readCap(embeddedPrelude(), s.Name, offered, uri)
 		},

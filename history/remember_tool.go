@@ -31,12 +31,10 @@ type (
 )
 
 var (
-	titleSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("at most %d characters", maxTitleChars)}
-	descriptionSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("when it matters, at most %d characters", maxDescriptionChars)}
-	noteTextSchema = &jsonschema.Schema{Type: "string",
-		Description: fmt.Sprintf("at most %d characters", maxNoteChars)}
+	// The bounds are stated once, in the description.
+	titleSchema       = &jsonschema.Schema{Type: "string"}
+	descriptionSchema = &jsonschema.Schema{Type: "string", Description: "when it matters"}
+	noteTextSchema    = &jsonschema.Schema{Type: "string"}
 )
 
 var noteKindSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Feedback), string(Fact), string(Decision)}}

@@ -43,13 +43,9 @@ func TestRememberToolDeclaration(t *testing.T) {
 		}
 	}
 	props := schemaProperties(t, tl)
-	for p, bound := range map[string]string{
-		"title":       fmt.Sprintf("at most %d characters", maxTitleChars),
-		"description": fmt.Sprintf("at most %d characters", maxDescriptionChars),
-		"note":        fmt.Sprintf("at most %d characters", maxNoteChars),
-	} {
-		if props[p].Type != "string" || !strings.Contains(props[p].Description, bound) {
-			t.Errorf("schema of %s is %+v, want a string stating %q", p, props[p], bound)
+	for _, p := range []string{"title", "description", "note"} {
+		if props[p].Type != "string" {
+			t.Errorf("schema of %s is %+v, want a string", p, props[p])
 		}
 	}
 }

@@ -55,10 +55,9 @@ type hitLimit int
 type neighbours int
 
 var (
-	limitSchema = &jsonschema.Schema{Type: "integer",
-		Description: fmt.Sprintf("hits: %d to %d, default %d", MinLimit, MaxLimit, defaultLimit)}
-	aroundSchema = &jsonschema.Schema{Type: "integer",
-		Description: fmt.Sprintf("read: 0 to %d neighbours each side", MaxAround)}
+	// The bounds are in the description, once.
+	limitSchema  = &jsonschema.Schema{Type: "integer"}
+	aroundSchema = &jsonschema.Schema{Type: "integer"}
 	syntaxSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(Words), string(Raw)}}
 	scopeSchema  = &jsonschema.Schema{Type: "string", Enum: []any{string(Repository), string(Session)}}
 	actionSchema = &jsonschema.Schema{Type: "string", Enum: []any{string(actionSearch), string(actionRead)}}
@@ -93,14 +92,14 @@ func SearchTool(h History, session SessionOf) tool.Tool {
 }
 
 var searchDescription = fmt.Sprintf(
-	"Search this repository's full-text history (what models, users and tools wrote in every session) and "+
+	"Search this repository's history (what models, users and tools wrote in every session) and "+
 		"remembered notes (kind=note); hits are quoted data, newest first.\n"+
-		"- words (default): each word must appear whole, any case, NO stemming (test* for a prefix); OR for alternatives; "+
-		"quotes and operators are text. With no whole-word hit, words of %d+ characters match inside longer words (and CJK).\n"+
-		"- syntax=raw: FTS5 (\"a phrase\", AND, OR, NOT, NEAR(), prefix*).\n"+
-		"- limit %d to %d (default %d), zero the default, larger values clamped; before=<seq> pages older; query at "+
-		"most %d bytes and %d words; scope repository (default) or session (yours; a blank query lists your newest entries).\n"+
-		"- action search (default) or read: entry (session default yours) whole as JSON, around=0..%d neighbours each side; reads over %d bytes spill to a file.",
+		"- words (default): whole words, any case, NO stemming (test* for a prefix), OR for alternatives, quotes and "+
+		"operators are text; with no whole-word hit, %d+ characters match inside words (and CJK). "+
+		"syntax=raw: FTS5 (\"a phrase\", AND, OR, NOT, NEAR(), prefix*).\n"+
+		"- limit %d to %d (default %d, clamped); before=<seq> pages older; query at most %d bytes, %d words; "+
+		"scope repository (default) or session (yours; a blank query lists your newest).\n"+
+		"- action=read: entry (session default yours) whole as JSON, around=0..%d neighbours; over %d bytes spills to a file.",
 	MinSubstringRunes, MinLimit, MaxLimit, defaultLimit, MaxQueryBytes, maxQueryTerms, MaxAround, blob.OverflowThreshold)
 
 func runSearch(ctx context.Context, c *tool.Call, h History, session string, a searchArgs) tool.Outcome {

@@ -202,7 +202,7 @@ func bashDescription(plane bool) string {
 	if !plane {
 		jobs = "This host runs no background jobs: commands run in the call; mode background is refused."
 	}
-	return fmt.Sprintf("Run a command with %s -c in a sandbox (%s -c where it has no %s; the answer says so), returning "+
+	return fmt.Sprintf("Run a command with %s -c in a sandbox (%s -c without %s), returning "+
 		"its combined output, exit code and sandbox report. It may write the workspace and writable roots, read system "+
 		"directories, use the session's network; .git/hooks and .git/config are read-only. A command over %d KiB or with "+
 		"a NUL byte is refused: fs_write a script and run it. `timeout_ms` defaults to %d, at most %d (clamped); then the "+

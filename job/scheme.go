@@ -52,7 +52,7 @@ func Scheme(j Jobs) tool.Scheme {
 	j = orNoPlane(j)
 	return tool.Scheme{
 		Name:     strings.TrimSuffix(schemePrefix, "://"),
-		Describe: "`job://` lists your background jobs and `job://<handle>` shows one's state and recent output without advancing anything.",
+		Describe: "`job://` lists your jobs; `job://<handle>` shows one without advancing it.",
 		Read: func(ctx context.Context, c *tool.Call, uri string) tool.Outcome {
 			return readURI(ctx, j, c, uri)
 		},

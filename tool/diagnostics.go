@@ -137,8 +137,8 @@ func (f FileDiagnostics) total() int { return f.Errors + f.Warnings + f.Infos + 
 // describeDiagnostics is what fs_write and fs_edit add to their
 // description when they have a Diagnostics.
 func describeDiagnostics() string {
-	return fmt.Sprintf(" After the file lands, a language server's diagnostics for it follow: errors first, at most %d, "+
-		"each with its line's `N:anchor`; \"clean\" when it settled with none, \"unsettled\" when it had not within %d ms.",
+	return fmt.Sprintf(" Then a language server's diagnostics for it: errors first, at most %d, each at its `N:anchor`; "+
+		"\"clean\" if none, \"unsettled\" if not settled within %d ms.",
 		MaxDiagnosticsShown, DiagnosticsWait.Milliseconds())
 }
 
