@@ -249,7 +249,7 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 		case errors.As(err, &be):
 			enf := be.Enforcement
 			d.Build = &enf
-			b.WriteString("BuildRejected: the program did not compile, so nothing ran. The toolchain said:\n" + be.Diagnostics + "\n")
+			b.WriteString("program did not compile, so nothing ran (build_rejected); the toolchain said:\n" + be.Diagnostics + "\n")
 			if x != nil && x.Program != nil {
 				for _, s := range suggestions(be.Diagnostics, programImports(x.Program.file), x.Program.Seam.Packages) {
 					b.WriteString(s + "\n")

@@ -182,7 +182,8 @@ func TestDeeperThan(t *testing.T) {
 
 // TestVetErrorRendersTheTypeCheck: the refusal's text carries what the
 // type check found, says when it found nothing, and says nothing when it
-// did not run; it stays bounded.
+// did not run; it mentions stubs only when it refused an import; it stays
+// bounded.
 func TestVetErrorRendersTheTypeCheck(t *testing.T) {
 	t.Parallel()
 	base := func() *VetError {
@@ -193,6 +194,7 @@ func TestVetErrorRendersTheTypeCheck(t *testing.T) {
 	clean.TypeChecked = true
 	found := base()
 	found.TypeChecked, found.Compile = true, "main.go:5:2: undefined: x\n"
+	noImport := &VetError{Violations: []Violation{{Rule: rulePackageNotMain, Construct: "package foo", Line: 1, Column: 9}}, Allowlist: []string{"fmt"}, TypeChecked: true}
 	huge := base()
 	for range 2 * maxViolationsShown {
 		huge.Violations = append(huge.Violations, Violation{Rule: ruleDirectiveComment, Construct: strings.Repeat("x", maxConstructBytes), Line: 9, Column: 1})
@@ -204,7 +206,8 @@ func TestVetErrorRendersTheTypeCheck(t *testing.T) {
 		has, not string
 	}{
 		{"unchecked", unchecked, "allowed imports", "Type-checked"},
-		{"clean", clean, "the program has no other compile error", "also has"},
+		{"clean", clean, "Type-checked (refused imports stubbed), the program has no other compile error", "also has"},
+		{"no import refused", noImport, "Type-checked, the program has no other compile error", "stubbed"},
 		{"found", found, "also has these compile errors; fix them in the same edit:\nmain.go:5:2: undefined: x\n", "no other"},
 		{"huge", huge, "also has these compile errors", "no other"},
 	} {

@@ -170,6 +170,9 @@ func (e *VetError) Error() string {
 			fmt.Fprintf(&b, "%s:%d:%d: ", programFileName, v.Line, v.Column)
 		}
 		fmt.Fprintf(&b, "%s: %s", v.Rule, v.Construct)
+		if v.Rule == rulePackageNotMain {
+			b.WriteString(" (a program is package main)")
+		}
 		if v.Rule == ruleImportNotAllowed {
 			if reason, ok := importDenial(v.Construct); ok {
 				b.WriteString(" (denied: " + reason + ")")
@@ -192,11 +195,20 @@ func (e *VetError) Error() string {
 	out := truncateUTF8(b.String(), maxVetErrorBytes)
 	switch {
 	case e.Compile != "":
-		out = strings.TrimRight(out, "\n") + "\nType-checked (refused imports stubbed), the program also has these compile errors; fix them in the same edit:\n" + e.Compile
+		out = strings.TrimRight(out, "\n") + "\nType-checked" + e.stubbed() + ", the program also has these compile errors; fix them in the same edit:\n" + e.Compile
 	case e.TypeChecked:
-		out = strings.TrimRight(out, "\n") + "\nType-checked (refused imports stubbed), the program has no other compile error.\n"
+		out = strings.TrimRight(out, "\n") + "\nType-checked" + e.stubbed() + ", the program has no other compile error.\n"
 	}
 	return out
+}
+
+// stubbed is what the type check's note says of refused imports: that
+// they were stubbed, when vetting refused one.
+func (e *VetError) stubbed() string {
+	if e.refusesAnImport() {
+		return " (refused imports stubbed)"
+	}
+	return ""
 }
 
 // refusesAnImport reports whether a violation is about an import, the

@@ -17,8 +17,8 @@ import (
 const (
 	// DefaultMaxTokens bounds one reply.
 	DefaultMaxTokens = 8192
-	// DefaultMaxIterations bounds one run's model replies.
-	DefaultMaxIterations = 50
+	// DefaultMaxTurns bounds one run's model replies.
+	DefaultMaxTurns = 50
 )
 
 // errEnded stops the request that would follow a batch holding an
@@ -45,10 +45,10 @@ type Runner struct {
 	Model anthropic.Model
 	// MaxTokens bounds one reply; zero or less means DefaultMaxTokens.
 	MaxTokens int64
-	// MaxIterations bounds one run's replies; zero or less means
-	// DefaultMaxIterations. A run still calling tools then ends with
-	// the last reply's text.
-	MaxIterations int
+	// MaxTurns bounds one run's replies (the tool runner's
+	// MaxIterations); zero or less means DefaultMaxTurns. A run still
+	// calling tools then ends with the last reply's text.
+	MaxTurns int
 }
 
 // Run runs one child turn and returns its report.
@@ -68,7 +68,7 @@ func (r *Runner) Run(ctx context.Context, t agent.Turn) (string, error) {
 			MaxTokens: r.MaxTokens,
 			Messages:  []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock(t.Prompt))},
 		},
-		MaxIterations: r.MaxIterations,
+		MaxIterations: r.MaxTurns,
 	}
 	if t.Model != "" {
 		params.Model = anthropic.Model(t.Model)
@@ -77,7 +77,7 @@ func (r *Runner) Run(ctx context.Context, t agent.Turn) (string, error) {
 		params.MaxTokens = DefaultMaxTokens
 	}
 	if params.MaxIterations <= 0 {
-		params.MaxIterations = DefaultMaxIterations
+		params.MaxIterations = DefaultMaxTurns
 	}
 	if t.Notice != "" {
 		params.System = []anthropic.BetaTextBlockParam{{Text: t.Notice}}

@@ -37,7 +37,7 @@ type Agent struct {
 // the strand's call template (Plane.CallFor), system its system message
 // (none when empty), prompt its first message.
 func (a *Agent) Run(ctx context.Context, c *tool.Call, system, prompt string) (string, error) {
-	ts, err := NewToolset(ctx, a.Plane.Dispatcher(), a.Plane.Registry, c)
+	ts, err := NewToolset(ctx, a.Plane.Dispatcher(), c)
 	if err != nil {
 		return "", err
 	}

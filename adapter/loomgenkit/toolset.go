@@ -62,11 +62,12 @@ type pendingCall struct {
 	claimed   bool
 }
 
-// NewToolset returns the Toolset of strand c.Strand: the tools of reg
-// that strand holds (Registry.Holds), in registration order, dispatched
-// through d with copies of c. It fails only on a schema that is not a
+// NewToolset returns the Toolset of strand c.Strand: the tools of
+// d.Registry that strand holds (Registry.Holds), in registration order,
+// dispatched through d with copies of c. It fails only on a schema that is not a
 // JSON object, which a Registry never holds.
-func NewToolset(ctx context.Context, d plane.Dispatcher, reg *tool.Registry, c *tool.Call) (*Toolset, error) {
+func NewToolset(ctx context.Context, d plane.Dispatcher, c *tool.Call) (*Toolset, error) {
+	reg := d.Registry
 	s := &Toolset{d: d, c: c, schemas: map[string]map[string]any{}, renamed: map[string]string{}}
 	for _, t := range reg.Registered() {
 		if !reg.Holds(ctx, c.Strand, t.Name) {

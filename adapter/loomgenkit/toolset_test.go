@@ -106,7 +106,7 @@ func generate(t *testing.T, d plane.Dispatcher, names ...string) {
 			return []*ai.Part{ai.NewTextPart("done")}
 		},
 	}})
-	ts, err := loomgenkit.NewToolset(context.Background(), d, d.Registry, &tool.Call{Strand: "main", OpID: "op-1"})
+	ts, err := loomgenkit.NewToolset(context.Background(), d, &tool.Call{Strand: "main", OpID: "op-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,13 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// DefaultMaxSteps bounds the model calls of one run when Agent.MaxSteps
+// DefaultMaxTurns bounds the model calls of one run when Agent.MaxTurns
 // is zero or less.
-const DefaultMaxSteps = 50
+const DefaultMaxTurns = 50
 
-// ErrStepLimit is returned by Run when the model still calls tools after
-// MaxSteps model calls.
-var ErrStepLimit = errors.New("loomopenai: the model kept calling tools past the step limit")
+// ErrTurnLimit is returned by Run when the model still calls tools after
+// MaxTurns model calls.
+var ErrTurnLimit = errors.New("loomopenai: the model kept calling tools past the turn limit")
 
 // Agent is a Responses API tool loop over a Plane: it asks the model for
 // the next output, dispatches its function calls through the plane and
@@ -36,9 +36,9 @@ type Agent struct {
 	// Plane dispatches the calls; it may be set after plane.New, before
 	// the first run.
 	Plane *plane.Plane
-	// MaxSteps bounds one run's model calls; zero or less means
-	// DefaultMaxSteps.
-	MaxSteps int
+	// MaxTurns bounds one run's model calls; zero or less means
+	// DefaultMaxTurns.
+	MaxTurns int
 }
 
 // Run runs one strand's turn and returns the model's final text: c is
@@ -53,9 +53,9 @@ func (a *Agent) Run(ctx context.Context, c *tool.Call, instructions, prompt stri
 		return "", err
 	}
 	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(prompt, responses.EasyInputMessageRoleUser)}
-	max := a.MaxSteps
+	max := a.MaxTurns
 	if max <= 0 {
-		max = DefaultMaxSteps
+		max = DefaultMaxTurns
 	}
 	d := a.Plane.Dispatcher()
 	for n := 1; n <= max; n++ {
@@ -84,7 +84,7 @@ func (a *Agent) Run(ctx context.Context, c *tool.Call, instructions, prompt stri
 			}
 		}
 	}
-	return "", fmt.Errorf("%s: %w (%d)", c.Strand, ErrStepLimit, max)
+	return "", fmt.Errorf("%s: %w (%d)", c.Strand, ErrTurnLimit, max)
 }
 
 // Runner returns a as the plane's sub-agent Runner (plane.Config.Runner):

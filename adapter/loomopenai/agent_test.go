@@ -139,15 +139,15 @@ func TestAgentRunsThePlane(t *testing.T) {
 	}
 }
 
-// TestAgentStepLimit: a model that never stops calling tools ends the run
-// with ErrStepLimit after MaxSteps model calls.
-func TestAgentStepLimit(t *testing.T) {
+// TestAgentTurnLimit: a model that never stops calling tools ends the run
+// with ErrTurnLimit after MaxTurns model calls.
+func TestAgentTurnLimit(t *testing.T) {
 	again := func(t *testing.T, x exchange) []map[string]any {
 		return []map[string]any{call(fmt.Sprintf("l%d", len(x.outputs)), "fs_read", map[string]any{"path": "pixel.png"})}
 	}
-	a := &loomopenai.Agent{Client: newServer(t, map[string][]step{task: {again, again}}), Model: "gpt-test", MaxSteps: 2}
+	a := &loomopenai.Agent{Client: newServer(t, map[string][]step{task: {again, again}}), Model: "gpt-test", MaxTurns: 2}
 	p, _ := newPlane(t, a)
-	if _, err := a.Run(context.Background(), p.CallFor(p.Call.Strand, "op-1"), "", task, nil); !errors.Is(err, loomopenai.ErrStepLimit) {
-		t.Fatalf("run: %v, want ErrStepLimit", err)
+	if _, err := a.Run(context.Background(), p.CallFor(p.Call.Strand, "op-1"), "", task, nil); !errors.Is(err, loomopenai.ErrTurnLimit) {
+		t.Fatalf("run: %v, want ErrTurnLimit", err)
 	}
 }
