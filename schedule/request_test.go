@@ -238,3 +238,27 @@ func TestRedteamCronIsBounded(t *testing.T) {
 		t.Errorf("the refusal is %d bytes", len(err.Error()))
 	}
 }
+
+// TestRedteamTargetIsANameAStrandCouldHave: a descendant target was
+// only a prefix match, so one of megabytes, one holding terminal escapes
+// (handed raw to the host's Fire and its logs), or one naming no child
+// ("sub:main/") was admitted. Control: a minted descendant's name is.
+func TestRedteamTargetIsANameAStrandCouldHave(t *testing.T) {
+	for _, tt := range []struct {
+		target string
+		want   bool
+	}{
+		{"sub:main/a-1", true},
+		{"sub:main/a-1/b-2", true},
+		{"sub:main/", false},
+		{"sub:main/a-1/", false},
+		{"sub:main/a\x1b]0;owned\x07", false},
+		{"sub:main/a\nfire 1 of 9 to main", false},
+		{"sub:main/\xff", false},
+		{"sub:main/" + strings.Repeat("a", 1<<20), false},
+	} {
+		if got := Admits("main", tt.target); got != tt.want {
+			t.Errorf("Admits(main, %.40q) = %v, want %v", tt.target, got, tt.want)
+		}
+	}
+}
