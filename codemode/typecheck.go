@@ -36,6 +36,12 @@ const (
 	// typeCheckTimeout bounds how long a vet refusal waits for go/types;
 	// past it, it answers without the type check.
 	typeCheckTimeout = 5 * time.Second
+	// maxConstStringBytes bounds the constant strings a program may
+	// build and still be type-checked (constStringsExceed).
+	maxConstStringBytes = 1 << 20
+	// maxTypeExpansion bounds the nodes an alias or a generic type of a
+	// program may expand to and still be type-checked (typesExceed).
+	maxTypeExpansion = 1 << 12
 )
 
 // errStubbed is the import error of a refused (stubbed) import: go/types
@@ -59,11 +65,13 @@ func (e *Engine) checkRefusal(ctx context.Context, err error) {
 // runs. One check runs at a time per Engine (its builder). Each of these
 // leaves ve.Compile "" and ve.TypeChecked false: a source that did not
 // parse, a dot import of a refused path, a tree deeper than
-// maxTypeCheckDepth, no toolchain, archives not ready within
+// maxTypeCheckDepth, constant strings that could pass
+// maxConstStringBytes, aliases or generic types that could expand past
+// maxTypeExpansion, no toolchain, archives not ready within
 // typeCheckWait, an unreadable archive, another check still running, a
 // check past typeCheckTimeout.
 func (e *Engine) typeCheckRefused(ctx context.Context, ve *VetError) {
-	if ve.file == nil || ve.dotRefused() || deeperThan(ve.file, maxTypeCheckDepth) {
+	if ve.file == nil || ve.dotRefused() || deeperThan(ve.file, maxTypeCheckDepth) || constStringsExceed(ve.file, maxConstStringBytes) || typesExceed(ve.file, maxTypeExpansion) {
 		return
 	}
 	b, err := e.buildStage()
@@ -141,6 +149,160 @@ func deeperThan(f *ast.File, limit int) bool {
 		return !deep
 	})
 	return deep
+}
+
+// constStringsExceed reports whether a constant string f could build
+// may be longer than limit. go/types builds a constant string whole when
+// it measures or quotes one, and a time bound does not stop it, so
+// constants declared by doubling ("const s1 = s0 + s0", a few dozen
+// lines) would have the host allocate gigabytes. The estimate is an
+// upper bound: a string literal counts its length, a name the largest
+// constant of that name in any scope (a cycle counts as too long), a sum
+// or a call its operands together, a parenthesis what it holds, anything
+// else nothing (an imported constant is the archives', not the
+// program's).
+func constStringsExceed(f *ast.File, limit int) bool {
+	defs := map[string][]ast.Expr{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		d, ok := n.(*ast.GenDecl)
+		if !ok || d.Tok != token.CONST {
+			return true
+		}
+		var last []ast.Expr // an omitted value repeats the one before
+		for _, sp := range d.Specs {
+			vs, ok := sp.(*ast.ValueSpec)
+			if !ok {
+				continue
+			}
+			if len(vs.Values) > 0 {
+				last = vs.Values
+			}
+			for i, name := range vs.Names {
+				if i < len(last) {
+					defs[name.Name] = append(defs[name.Name], last[i])
+				}
+			}
+		}
+		return true
+	})
+	const visiting = -1
+	sizes := map[string]int{}
+	var size func(e ast.Expr) int
+	size = func(e ast.Expr) int {
+		switch e := e.(type) {
+		case *ast.BasicLit:
+			return len(e.Value)
+		case *ast.ParenExpr:
+			return size(e.X)
+		case *ast.BinaryExpr:
+			return min(size(e.X)+size(e.Y), limit+1)
+		case *ast.CallExpr:
+			n := 0
+			for _, a := range e.Args {
+				n = min(n+size(a), limit+1)
+			}
+			return n
+		case *ast.Ident:
+			switch n, ok := sizes[e.Name]; {
+			case n == visiting:
+				return limit + 1
+			case ok:
+				return n
+			}
+			sizes[e.Name] = visiting
+			n := 0
+			for _, d := range defs[e.Name] {
+				n = max(n, size(d))
+			}
+			sizes[e.Name] = n
+			return n
+		}
+		return 0
+	}
+	exceeds := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch e := n.(type) {
+		case *ast.BinaryExpr, *ast.CallExpr, *ast.Ident:
+			exceeds = exceeds || size(e.(ast.Expr)) > limit
+		}
+		return !exceeds
+	})
+	return exceeds
+}
+
+// typesExceed reports whether an alias or a generic type f declares may
+// expand to more than limit nodes. go/types expands those where it
+// compares or validates them (a named type that is neither is compared
+// by identity), recursively and with no bound of its own, so types
+// declared by doubling ("type A1 = struct{ a, b A0 }", or
+// "type T1[P any] struct{ a T0[T0[P]] }") take it exponential time, or
+// overflow the stack, which no recover catches. The estimate is an
+// upper bound: a type expression counts its nodes, a name of an alias
+// or a generic type in any scope its own expansion in place (a cycle
+// counts one).
+func typesExceed(f *ast.File, limit int) bool {
+	defs := map[string][]ast.Node{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if ts, ok := n.(*ast.TypeSpec); ok && (ts.Assign.IsValid() || ts.TypeParams != nil) {
+			defs[ts.Name.Name] = append(defs[ts.Name.Name], ts.Type)
+			if ts.TypeParams != nil {
+				defs[ts.Name.Name] = append(defs[ts.Name.Name], ts.TypeParams)
+			}
+		}
+		return true
+	})
+	if len(defs) == 0 {
+		return false
+	}
+	const visiting = -1
+	sizes := map[string]int{}
+	var (
+		size  func(name string) int
+		nodes func(root ast.Node) int // the expansion of the syntax under root
+	)
+	nodes = func(root ast.Node) int {
+		n := 0
+		ast.Inspect(root, func(x ast.Node) bool {
+			switch x := x.(type) {
+			case nil:
+				return false
+			case *ast.Ident:
+				if len(defs[x.Name]) > 0 {
+					n = min(n+size(x.Name), limit+1)
+					return false
+				}
+			case *ast.Field:
+				if x != root && len(x.Names) > 1 { // "a, b T" holds T twice
+					n = min(n+len(x.Names)*nodes(x), limit+1)
+					return false
+				}
+			}
+			n = min(n+1, limit+1)
+			return n <= limit
+		})
+		return n
+	}
+	size = func(name string) int {
+		switch n, ok := sizes[name]; {
+		case n == visiting:
+			return 1
+		case ok:
+			return n
+		}
+		sizes[name] = visiting
+		n := 1
+		for _, d := range defs[name] {
+			n = min(n+nodes(d), limit+1)
+		}
+		sizes[name] = n
+		return n
+	}
+	for name := range defs {
+		if size(name) > limit {
+			return true
+		}
+	}
+	return false
 }
 
 // typeCheckResult is what checkStubbed found: ok false when the check

@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"context"
+	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -217,6 +218,98 @@ func TestVetErrorRendersTheTypeCheck(t *testing.T) {
 		}
 		if len(got) > maxVetErrorBytes+maxTypeCheckBytes+256 {
 			t.Errorf("%s: %d bytes", c.name, len(got))
+		}
+	}
+}
+
+// TestRedteamTypeCheckBuildsNoHugeConstant: go/types builds a constant
+// string whole when it is measured or quoted, and constants declared by
+// doubling ("const s1 = s0 + s0") reach gigabytes in a few lines, which
+// the host would allocate (the check's time bound answers without it,
+// but the check goes on): 40 lines of a refused program took the host
+// past its memory. A program whose constant strings could pass
+// maxConstStringBytes is not type-checked. Control: a short chain is.
+func TestRedteamTypeCheckBuildsNoHugeConstant(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	chain := func(n int) *VetError {
+		var b strings.Builder
+		b.WriteString("package main\n\nimport \"os\"\n\nconst (\n\ts0 = \"0123456789abcdef\"\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "\ts%d = s%d + s%d\n", i, i-1, i-1)
+		}
+		fmt.Fprintf(&b, ")\n\nfunc main() { os.Exit(len(s%d)) }\n", n)
+		_, err := s.eng.Vet([]byte(b.String()))
+		ve, ok := err.(*VetError)
+		if !ok {
+			t.Fatalf("%v", err)
+		}
+		return ve
+	}
+	// 16 bytes doubled 20 times is 16 MiB (checking it allocates some
+	// hundred MiB, and twice as much per further line).
+	huge := chain(20)
+	s.eng.typeCheckRefused(context.Background(), huge)
+	if huge.TypeChecked {
+		t.Error("a program building a 16 MiB constant string was type-checked")
+	}
+	short := chain(8)
+	s.eng.typeCheckRefused(context.Background(), short)
+	if !short.TypeChecked {
+		t.Error("the control: a program building a 4 KiB constant string was not type-checked")
+	}
+}
+
+// TestRedteamTypeCheckExpandsNoHugeType: go/types expands an alias or
+// a generic instance where it compares or validates one, and types
+// declared by doubling ("type T1[P any] struct{ a T0[T0[P]] }") make
+// that exponential: 18 such lines overflowed the host's stack (fatal,
+// past any recover), and 40 alias lines ("type A1 = struct{ a, b A0 }")
+// keep a core busy for hours after the check's time bound answered. A
+// program whose aliases or generic types could expand past
+// maxTypeExpansion is not type-checked. Control: short chains are.
+func TestRedteamTypeCheckExpandsNoHugeType(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, nil)
+	vet := func(src string) *VetError {
+		_, err := s.eng.Vet([]byte(src))
+		ve, ok := err.(*VetError)
+		if !ok {
+			t.Fatalf("%v", err)
+		}
+		return ve
+	}
+	generic := func(n int) *VetError {
+		var b strings.Builder
+		b.WriteString("package main\n\nimport \"os\"\n\ntype T0[P any] struct{ p P }\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "type T%d[P any] struct{ a T%d[T%d[P]] }\n", i, i-1, i-1)
+		}
+		fmt.Fprintf(&b, "\nvar x T%d[int]\n\nfunc main() { os.Exit(x) }\n", n)
+		return vet(b.String())
+	}
+	alias := func(n int) *VetError {
+		var b strings.Builder
+		b.WriteString("package main\n\nimport \"os\"\n\ntype A0 = struct{ p int }\ntype B0 = struct{ p int }\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "type A%d = struct{ a, b A%d }\ntype B%d = struct{ a, b B%d }\n", i, i-1, i, i-1)
+		}
+		fmt.Fprintf(&b, "\nvar x A%d\nvar y B%d = x\n\nfunc main() { os.Exit(x) }\n", n, n)
+		return vet(b.String())
+	}
+	for _, c := range []struct {
+		name    string
+		ve      *VetError
+		checked bool
+	}{
+		{"generic, 15 doublings", generic(15), false},
+		{"alias, 16 doublings", alias(16), false},
+		{"generic, 6 doublings (control)", generic(6), true},
+		{"alias, 6 doublings (control)", alias(6), true},
+	} {
+		s.eng.typeCheckRefused(context.Background(), c.ve)
+		if c.ve.TypeChecked != c.checked {
+			t.Errorf("%s: type-checked %v, want %v", c.name, c.ve.TypeChecked, c.checked)
 		}
 	}
 }

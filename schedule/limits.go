@@ -42,8 +42,9 @@ type Limits struct {
 	// MaxFires is the largest max_fires a request may name. Zero means
 	// DefaultMaxFires.
 	MaxFires int
-	// MaxLive is how many live schedules one target strand may hold.
-	// Zero means DefaultMaxLive.
+	// MaxLive is how many live schedules one target strand may hold,
+	// and how many one strand may have created. Zero means
+	// DefaultMaxLive.
 	MaxLive int
 }
 

@@ -3,6 +3,7 @@ package schedule
 import (
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentloom/loom/agent"
@@ -117,12 +118,32 @@ type Request struct {
 // name is minted "sub:{parent}/..." (agent.MintName), so the name is its
 // lineage and the check needs no ledger; a root strand's name holds no
 // '/'.
+//
+// A descendant's name must also be one a strand could have: at most
+// maxTargetBytes of printable UTF-8, with no empty segment.
 func Admits(strand, target string) bool {
 	if strand == "" || target == "" {
 		return false
 	}
-	return target == strand || strings.HasPrefix(target, tool.SubagentPrefix+strings.TrimPrefix(strand, tool.SubagentPrefix)+"/")
+	if target == strand {
+		return true
+	}
+	prefix := tool.SubagentPrefix + strings.TrimPrefix(strand, tool.SubagentPrefix) + "/"
+	rest, ok := strings.CutPrefix(target, prefix)
+	if !ok || len(target) > maxTargetBytes || !utf8.ValidString(rest) {
+		return false
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		if seg == "" || strings.IndexFunc(seg, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+			return false
+		}
+	}
+	return true
 }
+
+// maxTargetBytes bounds a descendant target's name: far past any a
+// sub-agent is minted (a segment is at most a few dozen bytes).
+const maxTargetBytes = 4096
 
 // Decode decodes s for the calling strand at the clock now under limits
 // l (normalized first). It is total: any Spec that is not an admissible

@@ -214,3 +214,51 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestRedteamCronIsBounded: a cron's length was unbounded, so one of
+// megabytes ("0,0,0,…") was admitted, stored, and parsed again at every
+// planning of its next fire (about a second per 8 MB). Control: the
+// longest list a field can usefully hold is still accepted.
+func TestRedteamCronIsBounded(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	minutes := make([]string, 60)
+	for i := range minutes {
+		minutes[i] = strconv.Itoa(i)
+	}
+	long := strings.Join(minutes, ",") + " * * * *"
+	if _, err := Decode(Spec{Cron: long, Message: "m"}, "main", now, Limits{}); err != nil {
+		t.Fatalf("every minute listed (%d bytes): %v", len(long), err)
+	}
+	huge := strings.Repeat("0,", 1<<16) + "0 * * * *"
+	_, err := Decode(Spec{Cron: huge, Message: "m"}, "main", now, Limits{})
+	if tool.CodeOf(err) != CodeBadCron {
+		t.Fatalf("a %d-byte cron: %v, want %s", len(huge), err, CodeBadCron)
+	}
+	if len(err.Error()) > 1024 {
+		t.Errorf("the refusal is %d bytes", len(err.Error()))
+	}
+}
+
+// TestRedteamTargetIsANameAStrandCouldHave: a descendant target was
+// only a prefix match, so one of megabytes, one holding terminal escapes
+// (handed raw to the host's Fire and its logs), or one naming no child
+// ("sub:main/") was admitted. Control: a minted descendant's name is.
+func TestRedteamTargetIsANameAStrandCouldHave(t *testing.T) {
+	for _, tt := range []struct {
+		target string
+		want   bool
+	}{
+		{"sub:main/a-1", true},
+		{"sub:main/a-1/b-2", true},
+		{"sub:main/", false},
+		{"sub:main/a-1/", false},
+		{"sub:main/a\x1b]0;owned\x07", false},
+		{"sub:main/a\nfire 1 of 9 to main", false},
+		{"sub:main/\xff", false},
+		{"sub:main/" + strings.Repeat("a", 1<<20), false},
+	} {
+		if got := Admits("main", tt.target); got != tt.want {
+			t.Errorf("Admits(main, %.40q) = %v, want %v", tt.target, got, tt.want)
+		}
+	}
+}

@@ -120,7 +120,8 @@ type Schedules interface {
 	Limits() Limits
 	// Create admits r (already decoded, and checked again here: the seam
 	// owns its bounds) and answers what it granted. It refuses a target
-	// holding Limits.MaxLive live schedules with CodeScheduleLimit.
+	// holding Limits.MaxLive live schedules, or r.Strand having created
+	// that many, with CodeScheduleLimit.
 	Create(ctx context.Context, r Request) (Created, error)
 	// List answers the live schedules strand or a strand it spawned
 	// created.

@@ -46,12 +46,20 @@ type Timing struct {
 // no time zone prefix.
 var cronGrammar = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
 
+// maxCronBytes bounds a cron expression: room for every value of every
+// field listed one by one, and far short of what would cost anything to
+// parse again at each planning.
+const maxCronBytes = 512
+
 // ParseCron parses expr under the module's one cron grammar, read
 // against a clock offset from UTC by offset. It refuses with
-// CodeBadCron a time zone prefix (a time zone would follow daylight
+// CodeBadCron one longer than maxCronBytes, a time zone prefix (a time zone would follow daylight
 // saving, which a fixed offset never does), an @descriptor, anything
 // else the grammar refuses, and an expression that never fires.
 func ParseCron(expr string, offset time.Duration) (cron.Schedule, error) {
+	if len(expr) > maxCronBytes {
+		return nil, Refuse(CodeBadCron, "cron %s is %d bytes; five fields take at most %d", quote(expr), len(expr), maxCronBytes)
+	}
 	trimmed := strings.TrimSpace(expr)
 	if strings.ContainsAny(trimmed, "=@") {
 		return nil, Refuse(CodeBadCron, "cron %s holds a time zone or a @descriptor; write five fields (minute hour day-of-month month day-of-week) and give utc_offset for another clock", quote(expr))

@@ -63,7 +63,7 @@ func Tools(s Schedules) []tool.Tool {
 		Title: "Create a schedule",
 		Description: fmt.Sprintf("Schedule a message to you, or to a sub-agent you spawned, with exactly one timing: every_seconds "+
 			"(%d to %d), cron (five fields, UTC unless utc_offset), at (RFC 3339) or in_seconds. A repeating schedule expires "+
-			"after expires_after_s (default and most %d) or max_fires (at most %d); at most %d live per target. "+
+			"after expires_after_s (default and most %d) or max_fires (at most %d); at most %d live per target and per creator. "+
 			"wake: true asks to start a run when the target is idle; the answer says what the host granted.",
 			int64(l.MinInterval/time.Second), int64(l.MaxLifetime/time.Second), int64(l.MaxLifetime/time.Second), l.MaxFires, l.MaxLive),
 		PromptSnippet: "schedule_create: have a message delivered later or on a cadence",

@@ -124,8 +124,8 @@ func raisable(pe *PathError, want access) bool {
 
 // mayAsk reports whether a target (lexical and resolved) outside the
 // session's roots may be raised: not in a git directory, not a file git
-// takes as a control file (for a write), not in a harness store, not
-// under /proc or /dev.
+// takes as a control file or its own configuration (for a write), not
+// in a harness store, not under /proc or /dev.
 func (c *Call) mayAsk(lexical, target string, want access) bool {
 	for _, p := range []string{lexical, target} {
 		for comp := range strings.SplitSeq(p, "/") {
@@ -133,7 +133,7 @@ func (c *Call) mayAsk(lexical, target string, want access) bool {
 				return false
 			}
 		}
-		if want == accessWrite && gitguard.ControlName(p) {
+		if want == accessWrite && (gitguard.ControlName(p) || gitConfigName(filepath.Base(p))) {
 			return false
 		}
 		if r := jailReplacedRoot(p); r != "" && r != sandbox.ScratchDir {
@@ -146,6 +146,14 @@ func (c *Call) mayAsk(lexical, target string, want access) bool {
 		}
 	}
 	return true
+}
+
+// gitConfigName reports whether name is that of git's configuration
+// outside a repository (~/.gitconfig, /etc/gitconfig), which git reads
+// on the host wherever it runs and whose settings run commands.
+func gitConfigName(name string) bool {
+	n := strings.ToLower(name)
+	return n == ".gitconfig" || n == "gitconfig"
 }
 
 // harnessStores lists the directories the harness keeps its own state

@@ -448,3 +448,32 @@ func TestFileToolsNeverAskToWriteProcOrDev(t *testing.T) {
 		t.Fatalf("raised %d times", n)
 	}
 }
+
+// TestRedteamFileToolsNeverAskToWriteGitsOwnConfig: git reads a user's
+// or the system's configuration (~/.gitconfig, /etc/gitconfig) on the
+// host, where core.fsmonitor, core.pager or an alias runs any command
+// the next time anyone runs git; the file tools asked the operator to
+// write it, which the control-file rule (config, hooks/*) did not cover.
+// Control: a file of another name beside it is asked for.
+func TestRedteamFileToolsNeverAskToWriteGitsOwnConfig(t *testing.T) {
+	t.Parallel()
+	r, c := fileRegistry(t)
+	outside := filepath.Join(filepath.Dir(c.Workspace), "home")
+	os.MkdirAll(outside, 0o755)
+	rec := &raises{answer: approve}
+	c.RaiseRefusal = rec.hook
+	for _, p := range []string{outside + "/.gitconfig", outside + "/gitconfig", outside + "/.GITCONFIG"} {
+		if out := call(t, r, c, "fs_write", map[string]any{"path": p, "content": "[core]\n\tfsmonitor = touch /tmp/pwned\n"}); out.Code != CodeOutsideRoots || !strings.Contains(out.Text, "never ask") {
+			t.Errorf("%s: %s %q", p, out.Code, out.Text)
+		}
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	if n := len(rec.all()); n != 0 {
+		t.Fatalf("raised %d times for git's own configuration", n)
+	}
+	if out := call(t, r, c, "fs_write", map[string]any{"path": outside + "/.gitconfig.txt", "content": "x"}); out.IsError || len(rec.all()) != 1 {
+		t.Fatalf("control: %s %q after %d raises", out.Code, out.Text, len(rec.all()))
+	}
+}

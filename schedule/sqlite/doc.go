@@ -9,8 +9,9 @@
 // brings its own scheduler links no SQLite driver; package schedule
 // keeps only the vocabulary, the decoder and the one cron grammar.
 //
-// It owns durability, the live count per target (Limits.MaxLive,
-// counted in the same transaction as the insert), what the policy
+// It owns durability, the live counts per target and per creating
+// strand (Limits.MaxLive, counted in the same transaction as the
+// insert), what the policy
 // grants (Options.Wake), and planning: an interval fires on whole
 // multiples of its period since the Unix epoch, a cron when its fields
 // match the clock shifted by its fixed offset, a one-shot at its

@@ -147,6 +147,7 @@ CREATE TABLE IF NOT EXISTS schedules (
 );
 CREATE INDEX IF NOT EXISTS schedules_next ON schedules(next_ns, id);
 CREATE INDEX IF NOT EXISTS schedules_target ON schedules(target);
+CREATE INDEX IF NOT EXISTS schedules_owner ON schedules(owner);
 PRAGMA user_version = 1;`)
 	if err != nil {
 		return unavailable("cannot create the schedules' schema", err)
@@ -238,7 +239,8 @@ func (s *Scheduler) following(r row, due, now time.Time) time.Time {
 
 // Create implements schedule.Schedules: it checks r against the Limits
 // again (schedule.Request.Check), refuses a target already holding
-// Limits.MaxLive live schedules with schedule.CodeScheduleLimit, and
+// Limits.MaxLive live schedules, or a strand that already created that
+// many, with schedule.CodeScheduleLimit, and
 // grants Wake only as far as Options.Wake allows.
 func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Created, error) {
 	if err := r.Check(s.o.Limits); err != nil {
@@ -251,12 +253,20 @@ func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Cr
 	wake := r.Wake && s.o.Wake
 	var id int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var live int
+		var live, made int
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schedules WHERE target = ?", r.Target).Scan(&live); err != nil {
 			return err
 		}
 		if live >= s.o.Limits.MaxLive {
 			return schedule.Refuse(schedule.CodeScheduleLimit, "%s already holds %d live schedules, the most allowed; cancel one first", strconv.Quote(clip(r.Target)), live)
+		}
+		// A target need only name a descendant, spawned or not, so the
+		// count per target alone would not bound what one strand holds.
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schedules WHERE owner = ?", r.Strand).Scan(&made); err != nil {
+			return err
+		}
+		if made >= s.o.Limits.MaxLive {
+			return schedule.Refuse(schedule.CodeScheduleLimit, "you already created %d live schedules, the most allowed; cancel one first", made)
 		}
 		var at int64
 		if r.Timing.Kind == schedule.Once {
