@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	historypg "github.com/agentloom/loom/history/postgres"
 	"github.com/agentloom/loom/history/postgres/postgrestest"
 	"github.com/agentloom/loom/schedule"
 	"github.com/agentloom/loom/schedule/scheduletest"
@@ -89,5 +90,33 @@ func TestOpenPoolSharesTheHostsPool(t *testing.T) {
 	}
 	if _, err := s.List(context.Background(), "main"); tool.CodeOf(err) != schedule.CodeSchedulesUnavailable {
 		t.Errorf("after Close: %v", err)
+	}
+}
+
+// TestBesideTheHistory: the schedules may share the schema of a
+// history/postgres index; neither's tables or version disturb the other.
+func TestBesideTheHistory(t *testing.T) {
+	url := postgrestest.URL(t)
+	schema := postgrestest.Schema(t, url)
+	ctx := context.Background()
+	h, err := historypg.Open(ctx, url, historypg.Options{Schema: schema, NoSubstrings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	c := scheduletest.NewClock(scheduletest.Start)
+	s := openTest(t, Options{Schema: schema, Now: c.Now})
+	scheduletest.Create(t, s, c.Now(), "main", schedule.Spec{InSeconds: 60, Message: "m"})
+	h.Close()
+	if h, err = historypg.Open(ctx, url, historypg.Options{Schema: schema}); err != nil {
+		t.Fatalf("the history reopened beside the schedules: %v", err)
+	}
+	s.Close()
+	if s, err = Open(ctx, url, Options{Schema: schema}); err != nil {
+		t.Fatalf("the schedules reopened beside the history: %v", err)
+	}
+	defer s.Close()
+	if ls, err := s.List(ctx, "main"); err != nil || len(ls.Schedules) != 1 {
+		t.Errorf("listed %+v, %v", ls, err)
 	}
 }

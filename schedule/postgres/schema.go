@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentloom/loom/schedule"
@@ -82,12 +84,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, $2)`, int32(migrateClass), key)
 	q := func(table string) string { return pgx.Identifier{schema, table}.Sanitize() }
-	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{schema}.Sanitize(),
-		`CREATE TABLE IF NOT EXISTS ` + q("schedule_version") + `(version int PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())`}
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return fail(err, "creating the schema")
-		}
+	// The schema may be created at this moment by a history index
+	// opening it under its own lock: losing that race is no failure.
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil && !created(err) {
+		return fail(err, "creating the schema")
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+q("schedule_version")+`(version int PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fail(err, "creating the schema")
 	}
 	for {
 		var v int
@@ -110,6 +113,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			return fail(err, "migrating the schema")
 		}
 	}
+}
+
+// created reports whether err says another session created the schema
+// first (duplicate_schema, or unique_violation on the catalogue).
+func created(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42P06" || pe.Code == "23505")
 }
 
 // schemaKey is the second key of the schema's advisory locks: FNV-1a of

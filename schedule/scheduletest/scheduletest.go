@@ -110,21 +110,21 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// Fires records what a store delivered, safe for concurrent use.
-type Fires struct {
+// fires records what a store delivered, safe for concurrent use.
+type fires struct {
 	mu  sync.Mutex
 	got []Fire
 }
 
-// Record is an Options.Fire.
-func (f *Fires) Record(_ context.Context, x Fire) {
+// record is an Options.Fire.
+func (f *fires) record(_ context.Context, x Fire) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, x)
 }
 
-// List answers the fires recorded so far, in delivery order.
-func (f *Fires) List() []Fire {
+// list answers the fires recorded so far, in delivery order.
+func (f *fires) list() []Fire {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Fire(nil), f.got...)
@@ -133,9 +133,9 @@ func (f *Fires) List() []Fire {
 // Start is the instant the suite's clocks start at.
 var Start = time.Date(2026, 12, 7, 19, 30, 0, 0, time.UTC)
 
-func openWith(t *testing.T, open Open, c *Clock, f *Fires, o Options) Scheduler {
+func openWith(t *testing.T, open Open, c *Clock, f *fires, o Options) Scheduler {
 	t.Helper()
-	o.Now, o.Fire = c.Now, f.Record
+	o.Now, o.Fire = c.Now, f.record
 	s := open(t, o)
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -169,7 +169,7 @@ func tick(t testing.TB, s Scheduler) int {
 // delivered again by the reopened store, and the next one is.
 func restartDoesNotFireTwice(t *testing.T, open Open) {
 	c := NewClock(Start)
-	f := &Fires{}
+	f := &fires{}
 	s := openWith(t, open, c, f, Options{})
 	cr := Create(t, s, c.Now(), "main", schedule.Spec{EverySeconds: 600, MaxFires: 3, Message: "check"})
 	if tick(t, s) != 0 {
@@ -177,20 +177,20 @@ func restartDoesNotFireTwice(t *testing.T, open Open) {
 	}
 	c.Advance(10 * time.Minute) // 19:40, the first multiple of 600 s after 19:30
 	if tick(t, s) != 1 {
-		t.Fatalf("fires %v", f.List())
+		t.Fatalf("fires %v", f.list())
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = openWith(t, open, c, f, Options{Again: s})
 	if n := tick(t, s); n != 0 {
-		t.Fatalf("the reopened store fired %d again: %v", n, f.List())
+		t.Fatalf("the reopened store fired %d again: %v", n, f.list())
 	}
 	c.Advance(10 * time.Minute)
 	if tick(t, s) != 1 {
 		t.Fatal("the next fire did not happen after the restart")
 	}
-	got := f.List()
+	got := f.list()
 	if len(got) != 2 || got[0].N != 1 || got[1].N != 2 || got[0].ID != cr.ID || !got[1].Due.Equal(Start.Add(20*time.Minute)) || got[1].Last {
 		t.Fatalf("fires %+v", got)
 	}
@@ -198,7 +198,7 @@ func restartDoesNotFireTwice(t *testing.T, open Open) {
 	tick(t, s)
 	c.Advance(time.Hour)
 	tick(t, s)
-	if got := f.List(); len(got) != 3 || !got[2].Last {
+	if got := f.list(); len(got) != 3 || !got[2].Last {
 		t.Fatalf("max_fires 3: %+v", got)
 	}
 	if ls, _ := s.List(context.Background(), "main"); len(ls.Schedules) != 0 {
@@ -210,7 +210,7 @@ func restartDoesNotFireTwice(t *testing.T, open Open) {
 // the host was down fires once, late, then keeps its cadence.
 func restartAfterDowntimeCoalesces(t *testing.T, open Open) {
 	c := NewClock(Start)
-	f := &Fires{}
+	f := &fires{}
 	s := openWith(t, open, c, f, Options{})
 	Create(t, s, c.Now(), "main", schedule.Spec{Cron: "*/5 * * * *", Message: "poll"})
 	s.Close()
@@ -223,7 +223,7 @@ func restartAfterDowntimeCoalesces(t *testing.T, open Open) {
 	if err != nil || !ok || !next.Equal(time.Date(2026, 12, 7, 20, 35, 0, 0, time.UTC)) {
 		t.Fatalf("next %v %v %v", next, ok, err)
 	}
-	if got := f.List(); !got[0].Due.Equal(Start.Add(5 * time.Minute)) {
+	if got := f.list(); !got[0].Due.Equal(Start.Add(5 * time.Minute)) {
 		t.Errorf("due %v", got[0].Due)
 	}
 }
@@ -231,7 +231,7 @@ func restartAfterDowntimeCoalesces(t *testing.T, open Open) {
 func createGrantsWhatThePolicyAllows(t *testing.T, open Open) {
 	for _, policy := range []schedule.Wake{schedule.SteersOnly, schedule.WakesIdle} {
 		c := NewClock(Start)
-		s := openWith(t, open, c, &Fires{}, Options{Wake: policy})
+		s := openWith(t, open, c, &fires{}, Options{Wake: policy})
 		asked := Create(t, s, c.Now(), "main", schedule.Spec{InSeconds: 60, Wake: true, Message: "m"})
 		unasked := Create(t, s, c.Now(), "main", schedule.Spec{InSeconds: 60, Message: "m"})
 		if asked.Wake != policy || unasked.Wake != schedule.SteersOnly {
@@ -243,7 +243,7 @@ func createGrantsWhatThePolicyAllows(t *testing.T, open Open) {
 
 func liveLimitVisibilityAndCancel(t *testing.T, open Open) {
 	c := NewClock(Start)
-	s := openWith(t, open, c, &Fires{}, Options{Limits: schedule.Limits{MaxLive: 2}})
+	s := openWith(t, open, c, &fires{}, Options{Limits: schedule.Limits{MaxLive: 2}})
 	ctx := context.Background()
 	child := "sub:main/a-1"
 	mine := Create(t, s, c.Now(), "main", schedule.Spec{EverySeconds: 60, Message: "m"})
@@ -293,7 +293,7 @@ func liveLimitVisibilityAndCancel(t *testing.T, open Open) {
 func firesKeepTheirBounds(t *testing.T, open Open) {
 	rapid.Check(t, func(rt *rapid.T) {
 		c := NewClock(Start.Add(time.Duration(rapid.IntRange(0, 3600).Draw(rt, "offset")) * time.Second))
-		f := &Fires{}
+		f := &fires{}
 		o := Options{Limits: schedule.Limits{MinInterval: time.Duration(rapid.SampledFrom([]int{60, 300}).Draw(rt, "min_interval")) * time.Second}}
 		s := openWith(t, open, c, f, o)
 		defer func() { s.Close() }()
@@ -343,7 +343,7 @@ func firesKeepTheirBounds(t *testing.T, open Open) {
 			}
 			now := c.Now()
 			byID := map[string][]Fire{}
-			for _, x := range f.List() {
+			for _, x := range f.list() {
 				byID[x.ID] = append(byID[x.ID], x)
 			}
 			for id, xs := range byID {
