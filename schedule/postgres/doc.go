@@ -3,9 +3,9 @@
 // schedule/sqlite (both run package scheduletest), for hosts that share
 // one database: many Schedulers, in many processes on many hosts, may
 // open one schema, and each fire is delivered by exactly one of them.
-// A host opens it with Open (a URL) or OpenPool (its own pool, such as
-// the one its history uses), hands the Scheduler to schedule.Tools, and
-// runs Run (or calls Tick from its own loop).
+// A host opens it with Open (a URL) or OpenPool (a pool the host keeps
+// for its own queries), hands the Scheduler to schedule.Tools, and runs
+// Run (or calls Tick from its own loop).
 //
 // It owns durability, the live count per target (Limits.MaxLive,
 // counted under a lock on the target in the same transaction as the

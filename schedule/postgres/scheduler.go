@@ -145,8 +145,8 @@ func Open(ctx context.Context, url string, o Options) (*Scheduler, error) {
 	return s, nil
 }
 
-// OpenPool is Open on a pool the host keeps, such as the one beside its
-// history: it creates and migrates the schema as Open does, names every
+// OpenPool is Open on a pool the host keeps for its own queries: it
+// creates and migrates the schema as Open does, names every
 // table with its schema (the pool's search_path does not matter), and
 // its Close leaves the pool open.
 func OpenPool(ctx context.Context, pool *pgxpool.Pool, o Options) (*Scheduler, error) {
