@@ -1,9 +1,20 @@
-package sqlite
+// Package scheduletest is the conformance suite of the schedule seam:
+// the behaviour every durable scheduler (schedule/sqlite,
+// schedule/postgres) shows through schedule.Schedules and its firing
+// methods, run by each package's tests against its own store.
+//
+// It covers what a policy grants, the live limit, who sees and cancels
+// what, a closed scheduler, restarts that never fire twice, missed fires
+// delivered once and late, Run, and a property over any schedules and
+// any advance of the clock with restarts between: no fire early, none
+// at or after expiry, never past max_fires, a one-shot once, cron fires
+// at least MinInterval apart. What only one store has (its files, its
+// schema, its hosts) stays in that store's tests.
+package scheduletest
 
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,71 +25,138 @@ import (
 	"github.com/agentloom/loom/tool"
 )
 
-// clock is an injected clock.
-type clock struct {
+// Scheduler is what the suite drives: the seam, and the firing and
+// closing every store offers.
+type Scheduler interface {
+	schedule.Schedules
+	// Tick delivers every fire due at the clock and answers how many.
+	Tick(ctx context.Context) (int, error)
+	// NextDue answers the soonest fire; false when there is none.
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	// Run ticks whenever a fire falls due until ctx ends or Close.
+	Run(ctx context.Context) error
+	// Close closes this handle; the schedules outlive it.
+	Close() error
+}
+
+// Fire is one delivered fire, as the store's callback reported it.
+type Fire struct {
+	ID, Owner, Target, Message string
+	Wake                       schedule.Wake
+	Due                        time.Time
+	N                          int
+	Last                       bool
+}
+
+// Options is what a test asks of Open.
+type Options struct {
+	// Limits and Wake are the store's Options fields of those names.
+	Limits schedule.Limits
+	Wake   schedule.Wake
+	// Now is the injected clock.
+	Now func() time.Time
+	// Fire receives every fire the store delivers.
+	Fire func(context.Context, Fire)
+	// Again, when set, asks for a new handle on the schedules Again
+	// handles (a host restarting would open them so), not fresh ones.
+	// Again may be closed already.
+	Again Scheduler
+}
+
+// Open opens a scheduler for one test: on fresh, empty schedules unless
+// o.Again is set. The suite closes what it opens; closing twice must be
+// harmless, and the store's cleanup is the constructor's.
+type Open func(t *testing.T, o Options) Scheduler
+
+// Run runs the suite against the schedulers open opens, one subtest
+// per behaviour.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open Open)
+	}{
+		{"RestartDoesNotFireTwice", restartDoesNotFireTwice},
+		{"RestartAfterDowntimeCoalesces", restartAfterDowntimeCoalesces},
+		{"CreateGrantsWhatThePolicyAllows", createGrantsWhatThePolicyAllows},
+		{"LiveLimitVisibilityAndCancel", liveLimitVisibilityAndCancel},
+		{"FiresKeepTheirBounds", firesKeepTheirBounds},
+		{"RunFiresAndStopsAtClose", runFiresAndStopsAtClose},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
+	}
+}
+
+// Clock is an injected clock, safe for concurrent use.
+type Clock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func (c *clock) Now() time.Time {
+// NewClock is a clock reading at.
+func NewClock(at time.Time) *Clock { return &Clock{now: at} }
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *clock) advance(d time.Duration) {
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
 
-// fires records what Options.Fire heard.
+// fires records what a store delivered, safe for concurrent use.
 type fires struct {
 	mu  sync.Mutex
 	got []Fire
 }
 
-func (f *fires) fire(_ context.Context, x Fire) {
+// record is an Options.Fire.
+func (f *fires) record(_ context.Context, x Fire) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, x)
 }
 
+// list answers the fires recorded so far, in delivery order.
 func (f *fires) list() []Fire {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Fire(nil), f.got...)
 }
 
-var start = time.Date(2026, 12, 7, 19, 30, 0, 0, time.UTC)
+// Start is the instant the suite's clocks start at.
+var Start = time.Date(2026, 12, 7, 19, 30, 0, 0, time.UTC)
 
-func open(t interface {
-	Helper()
-	Fatal(...any)
-}, path string, c *clock, f *fires, o Options) *Scheduler {
+func openWith(t *testing.T, open Open, c *Clock, f *fires, o Options) Scheduler {
 	t.Helper()
-	o.Now, o.Fire = c.Now, f.fire
-	s, err := Open(path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o.Now, o.Fire = c.Now, f.record
+	s := open(t, o)
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
-func create(t testing.TB, s *Scheduler, c *clock, strand string, spec schedule.Spec) schedule.Created {
-	t.Helper()
-	r, err := schedule.Decode(spec, strand, c.Now(), s.Limits())
+// Create decodes spec for strand at the clock and creates it on s,
+// failing tb on any refusal.
+func Create(tb testing.TB, s schedule.Schedules, now time.Time, strand string, spec schedule.Spec) schedule.Created {
+	tb.Helper()
+	r, err := schedule.Decode(spec, strand, now, s.Limits())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	cr, err := s.Create(context.Background(), r)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return cr
 }
 
-func tick(t testing.TB, s *Scheduler) int {
+func tick(t testing.TB, s Scheduler) int {
 	t.Helper()
 	n, err := s.Tick(context.Background())
 	if err != nil {
@@ -87,40 +165,38 @@ func tick(t testing.TB, s *Scheduler) int {
 	return n
 }
 
-// TestRestartDoesNotFireTwice: a fire delivered before a close is not
-// delivered again by the reopened file, and the next one is.
-func TestRestartDoesNotFireTwice(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "schedules.sqlite")
-	c := &clock{now: start}
+// restartDoesNotFireTwice: a fire delivered before a close is not
+// delivered again by the reopened store, and the next one is.
+func restartDoesNotFireTwice(t *testing.T, open Open) {
+	c := NewClock(Start)
 	f := &fires{}
-	s := open(t, path, c, f, Options{})
-	cr := create(t, s, c, "main", schedule.Spec{EverySeconds: 600, MaxFires: 3, Message: "check"})
+	s := openWith(t, open, c, f, Options{})
+	cr := Create(t, s, c.Now(), "main", schedule.Spec{EverySeconds: 600, MaxFires: 3, Message: "check"})
 	if tick(t, s) != 0 {
 		t.Fatal("fired before its time")
 	}
-	c.advance(10 * time.Minute) // 19:40, the first multiple of 600 s after 19:30
+	c.Advance(10 * time.Minute) // 19:40, the first multiple of 600 s after 19:30
 	if tick(t, s) != 1 {
 		t.Fatalf("fires %v", f.list())
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = open(t, path, c, f, Options{})
-	defer s.Close()
+	s = openWith(t, open, c, f, Options{Again: s})
 	if n := tick(t, s); n != 0 {
-		t.Fatalf("the reopened file fired %d again: %v", n, f.list())
+		t.Fatalf("the reopened store fired %d again: %v", n, f.list())
 	}
-	c.advance(10 * time.Minute)
+	c.Advance(10 * time.Minute)
 	if tick(t, s) != 1 {
 		t.Fatal("the next fire did not happen after the restart")
 	}
 	got := f.list()
-	if len(got) != 2 || got[0].N != 1 || got[1].N != 2 || got[0].ID != cr.ID || !got[1].Due.Equal(start.Add(20*time.Minute)) || got[1].Last {
+	if len(got) != 2 || got[0].N != 1 || got[1].N != 2 || got[0].ID != cr.ID || !got[1].Due.Equal(Start.Add(20*time.Minute)) || got[1].Last {
 		t.Fatalf("fires %+v", got)
 	}
-	c.advance(10 * time.Minute)
+	c.Advance(10 * time.Minute)
 	tick(t, s)
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	tick(t, s)
 	if got := f.list(); len(got) != 3 || !got[2].Last {
 		t.Fatalf("max_fires 3: %+v", got)
@@ -130,18 +206,16 @@ func TestRestartDoesNotFireTwice(t *testing.T) {
 	}
 }
 
-// TestRestartAfterDowntimeCoalesces: a schedule whose fires fell due
-// while the host was down fires once, late, then keeps its cadence.
-func TestRestartAfterDowntimeCoalesces(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "schedules.sqlite")
-	c := &clock{now: start}
+// restartAfterDowntimeCoalesces: a schedule whose fires fell due while
+// the host was down fires once, late, then keeps its cadence.
+func restartAfterDowntimeCoalesces(t *testing.T, open Open) {
+	c := NewClock(Start)
 	f := &fires{}
-	s := open(t, path, c, f, Options{})
-	create(t, s, c, "main", schedule.Spec{Cron: "*/5 * * * *", Message: "poll"})
+	s := openWith(t, open, c, f, Options{})
+	Create(t, s, c.Now(), "main", schedule.Spec{Cron: "*/5 * * * *", Message: "poll"})
 	s.Close()
-	c.advance(time.Hour + 2*time.Minute) // 20:32
-	s = open(t, path, c, f, Options{})
-	defer s.Close()
+	c.Advance(time.Hour + 2*time.Minute) // 20:32
+	s = openWith(t, open, c, f, Options{Again: s})
 	if n := tick(t, s); n != 1 {
 		t.Fatalf("%d fires after downtime", n)
 	}
@@ -149,17 +223,17 @@ func TestRestartAfterDowntimeCoalesces(t *testing.T) {
 	if err != nil || !ok || !next.Equal(time.Date(2026, 12, 7, 20, 35, 0, 0, time.UTC)) {
 		t.Fatalf("next %v %v %v", next, ok, err)
 	}
-	if got := f.list(); !got[0].Due.Equal(start.Add(5 * time.Minute)) {
+	if got := f.list(); !got[0].Due.Equal(Start.Add(5 * time.Minute)) {
 		t.Errorf("due %v", got[0].Due)
 	}
 }
 
-func TestCreateGrantsWhatThePolicyAllows(t *testing.T) {
+func createGrantsWhatThePolicyAllows(t *testing.T, open Open) {
 	for _, policy := range []schedule.Wake{schedule.SteersOnly, schedule.WakesIdle} {
-		c := &clock{now: start}
-		s := open(t, filepath.Join(t.TempDir(), "s.sqlite"), c, &fires{}, Options{Wake: policy})
-		asked := create(t, s, c, "main", schedule.Spec{InSeconds: 60, Wake: true, Message: "m"})
-		unasked := create(t, s, c, "main", schedule.Spec{InSeconds: 60, Message: "m"})
+		c := NewClock(Start)
+		s := openWith(t, open, c, &fires{}, Options{Wake: policy})
+		asked := Create(t, s, c.Now(), "main", schedule.Spec{InSeconds: 60, Wake: true, Message: "m"})
+		unasked := Create(t, s, c.Now(), "main", schedule.Spec{InSeconds: 60, Message: "m"})
 		if asked.Wake != policy || unasked.Wake != schedule.SteersOnly {
 			t.Errorf("policy %v: asked %v, unasked %v", policy, asked.Wake, unasked.Wake)
 		}
@@ -167,15 +241,14 @@ func TestCreateGrantsWhatThePolicyAllows(t *testing.T) {
 	}
 }
 
-func TestLiveLimitVisibilityAndCancel(t *testing.T) {
-	c := &clock{now: start}
-	s := open(t, filepath.Join(t.TempDir(), "s.sqlite"), c, &fires{}, Options{Limits: schedule.Limits{MaxLive: 2}})
-	defer s.Close()
+func liveLimitVisibilityAndCancel(t *testing.T, open Open) {
+	c := NewClock(Start)
+	s := openWith(t, open, c, &fires{}, Options{Limits: schedule.Limits{MaxLive: 2}})
 	ctx := context.Background()
 	child := "sub:main/a-1"
-	mine := create(t, s, c, "main", schedule.Spec{EverySeconds: 60, Message: "m"})
-	onChild := create(t, s, c, "main", schedule.Spec{EverySeconds: 60, Message: "m", Target: child})
-	byChild := create(t, s, c, child, schedule.Spec{EverySeconds: 120, Message: "m"})
+	mine := Create(t, s, c.Now(), "main", schedule.Spec{EverySeconds: 60, Message: "m"})
+	onChild := Create(t, s, c.Now(), "main", schedule.Spec{EverySeconds: 60, Message: "m", Target: child})
+	byChild := Create(t, s, c.Now(), child, schedule.Spec{EverySeconds: 120, Message: "m"})
 	r, _ := schedule.Decode(schedule.Spec{EverySeconds: 60, Message: "m", Target: child}, "main", c.Now(), s.Limits())
 	if _, err := s.Create(ctx, r); tool.CodeOf(err) != schedule.CodeScheduleLimit {
 		t.Errorf("third on the child: %v", err)
@@ -212,21 +285,17 @@ func TestLiveLimitVisibilityAndCancel(t *testing.T) {
 	}
 }
 
-// TestFiresKeepTheirBounds: under any schedules and any advance of the
+// firesKeepTheirBounds: under any schedules and any advance of the
 // clock, with restarts between, no fire comes before its time, none at
 // or after its expiry, never more than max_fires, a one-shot once, two
 // fires of one schedule at least MinInterval apart, and none is
 // delivered twice.
-func TestFiresKeepTheirBounds(t *testing.T) {
-	dir := t.TempDir()
-	runs := 0
+func firesKeepTheirBounds(t *testing.T, open Open) {
 	rapid.Check(t, func(rt *rapid.T) {
-		runs++
-		path := filepath.Join(dir, fmt.Sprint(runs, ".sqlite"))
-		c := &clock{now: start.Add(time.Duration(rapid.IntRange(0, 3600).Draw(rt, "offset")) * time.Second)}
+		c := NewClock(Start.Add(time.Duration(rapid.IntRange(0, 3600).Draw(rt, "offset")) * time.Second))
 		f := &fires{}
 		o := Options{Limits: schedule.Limits{MinInterval: time.Duration(rapid.SampledFrom([]int{60, 300}).Draw(rt, "min_interval")) * time.Second}}
-		s := open(rt, path, c, f, o)
+		s := openWith(t, open, c, f, o)
 		defer func() { s.Close() }()
 		type plan struct {
 			r        schedule.Request
@@ -263,10 +332,11 @@ func TestFiresKeepTheirBounds(t *testing.T) {
 			if rapid.Bool().Draw(rt, fmt.Sprint("large", i)) {
 				most = 6 * 3600
 			}
-			c.advance(time.Duration(rapid.Int64Range(0, most).Draw(rt, fmt.Sprint("advance", i))) * time.Second)
+			c.Advance(time.Duration(rapid.Int64Range(0, most).Draw(rt, fmt.Sprint("advance", i))) * time.Second)
 			if rapid.Bool().Draw(rt, fmt.Sprint("restart", i)) {
 				s.Close()
-				s = open(rt, path, c, f, o)
+				o.Again = s
+				s = openWith(t, open, c, f, o)
 			}
 			if _, err := s.Tick(context.Background()); err != nil {
 				rt.Fatal(err)
@@ -294,17 +364,15 @@ func TestFiresKeepTheirBounds(t *testing.T) {
 	})
 }
 
-// TestRunFiresAndStopsAtClose: Run delivers what is due and returns nil
+// runFiresAndStopsAtClose: Run delivers what is due and returns nil
 // once the Scheduler is closed.
-func TestRunFiresAndStopsAtClose(t *testing.T) {
-	c := &clock{now: start}
+func runFiresAndStopsAtClose(t *testing.T, open Open) {
+	c := NewClock(Start)
 	got := make(chan Fire, 1)
-	s, err := Open(filepath.Join(t.TempDir(), "s.sqlite"), Options{Now: c.Now, Fire: func(_ context.Context, f Fire) { got <- f }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr := create(t, s, c, "main", schedule.Spec{InSeconds: 30, Message: "m"})
-	c.advance(time.Minute)
+	s := open(t, Options{Now: c.Now, Fire: func(_ context.Context, f Fire) { got <- f }})
+	t.Cleanup(func() { s.Close() })
+	cr := Create(t, s, c.Now(), "main", schedule.Spec{InSeconds: 30, Message: "m"})
+	c.Advance(time.Minute)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
 	select {
