@@ -108,7 +108,7 @@ func (e *Engine) agentBoundsText() string {
 	switch {
 	case slices.Contains(union, "cap/strand"):
 		spawns := (&admissions{spawnCeiling: e.opts.SpawnCeiling}).ceiling(admitSpawn)
-		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s (strand's and notes' together); a wait at most %d s. Each strand and notes call needs the agent_ tool it stands for. ", spawns, maxMapItems, maxSends, notes, int(strandWaitBound(e.opts.Agency).Seconds()))
+		return fmt.Sprintf("Per run: %d spawns (a Map item is one; %d per Map), %d sends, %s; a wait at most %d s. Each strand and notes call needs its agent_ tool. ", spawns, maxMapItems, maxSends, notes, int(strandWaitBound(e.opts.Agency).Seconds()))
 	case slices.Contains(union, "cap/notes"):
 		return "Per run: " + notes + "; notes calls need agent_note or agent_notes. "
 	}
