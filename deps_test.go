@@ -45,7 +45,7 @@ func moduleDeps(t *testing.T, pkg string) []string {
 // which assembles the reference jail, does link it.
 func TestVocabularyLinksNoJail(t *testing.T) {
 	jail := func(p string) bool { return p == module+"/broker" || strings.HasPrefix(p, module+"/broker/") }
-	for _, pkg := range []string{"tool", "hashline", "blob", "sandbox", "history", "agent", "todo", "mcpserve", "schedule", "schedule/sqlite"} {
+	for _, pkg := range []string{"tool", "hashline", "blob", "sandbox", "history", "agent", "todo", "mcpserve", "schedule", "schedule/sqlite", "schedule/postgres", "history/postgres"} {
 		if deps := moduleDeps(t, module+"/"+pkg); slices.ContainsFunc(deps, jail) {
 			t.Errorf("%s links the jail: %v", pkg, slices.DeleteFunc(deps, func(p string) bool { return !jail(p) }))
 		}
