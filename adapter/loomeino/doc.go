@@ -15,9 +15,9 @@
 // # What the model sees
 //
 // eino's tool messages carry no error flag, and a tool that returns an
-// error aborts the graph. So a tool here never returns an error: an
-// error outcome reads "error: <code>" on its first line, its tool.Code,
-// then its text. Tool (an EnhancedInvokableTool) answers with a
+// error aborts the graph. So a tool here never returns an error: the
+// model reads an error outcome as its text prefixed by "error <code>: ",
+// its tool.Code, as under openai-go and Genkit. Tool (an EnhancedInvokableTool) answers with a
 // text part and one image part per image; TextTool (an InvokableTool)
 // leaves images out and says how many. A call to a name the toolset does
 // not offer is answered in band with the registry's refusal
