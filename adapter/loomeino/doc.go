@@ -24,6 +24,12 @@
 // (Toolset.Unknown, set by Toolset.Config). An outcome's Details are not
 // shown, as with every provider.
 //
+// # The turn limit
+//
+// Runner.MaxTurns bounds a run's model replies. When the last allowed
+// reply still calls tools, those calls are not run and Run returns a
+// *TurnLimitError (code turn_limit), as in every Loom adapter.
+//
 // # Coordinates
 //
 // The run is the operation (Toolset.Call.OpID, Turn.Operation for a

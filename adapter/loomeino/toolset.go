@@ -231,10 +231,11 @@ type site struct {
 	index int
 }
 
-// record numbers the turn that produced msg and places its calls.
-func (t *turns) record(msg *schema.Message) {
+// record numbers the turn that produced msg, places its calls and
+// returns its number.
+func (t *turns) record(msg *schema.Message) int {
 	if t == nil || msg == nil {
-		return
+		return 0
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -247,6 +248,7 @@ func (t *turns) record(msg *schema.Message) {
 			t.sites[c.ID] = site{step: fmt.Sprintf("step-%d", t.n), index: i}
 		}
 	}
+	return t.n
 }
 
 // site returns where the call id sits, when its turn was recorded.
