@@ -171,7 +171,6 @@ func TestRunnerTurnLimit(t *testing.T) {
 				}}); err != nil {
 				t.Fatal(err)
 			}
-			a.Plane = p
 			_, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Prompt: task})
 			var limit *loomopenai.TurnLimitError
 			if got := errors.As(err, &limit); got != tt.wantErr {
