@@ -1,7 +1,9 @@
 // Package loomeino hands Loom's tool plane to cloudwego/eino: a strand's
 // tools as eino tools (Toolset), and a sub-agent Runner that runs each
 // child with eino's own ReAct agent (Runner), so the whole plane,
-// agent_spawn included, works inside eino.
+// agent_spawn included, works inside eino. Where the other adapters'
+// Runners take a Client, this one's Model is a function returning the
+// eino chat model of a turn: an eino model is its own client.
 //
 // # What it owns
 //
@@ -28,7 +30,8 @@
 //
 // Runner.MaxTurns bounds a run's model replies. When the last allowed
 // reply still calls tools, those calls are not run and Run returns a
-// *TurnLimitError (code turn_limit), as in every Loom adapter.
+// *TurnLimitError (code turn_limit), as in every Loom adapter. A host
+// running its own ReAct agent over a Toolset sets eino's MaxStep itself.
 //
 // # Coordinates
 //
