@@ -24,6 +24,13 @@
 // hold) is answered by the SDK itself, in band: is_error with
 // "Error: Tool '<name>' not found". An outcome's Details are not shown.
 //
+// # The turn limit
+//
+// Runner.MaxTurns bounds a run's model replies. When the last allowed
+// reply still calls tools, those calls are not run and Run returns a
+// *TurnLimitError (code turn_limit), as in every Loom adapter, where the
+// SDK's runner would run them and end with that reply.
+//
 // # Coordinates
 //
 // The run is the operation (Toolset.Call.OpID, Turn.Operation for a

@@ -3,12 +3,14 @@ package loomanthropic_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -205,5 +207,51 @@ func TestToolDefinitionIsTheRegistrySchema(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("%s input_schema (-registry +sent):\n%s", w.Name, d)
 		}
+	}
+}
+
+// A run whose model still calls tools in its last allowed reply ends with
+// a *TurnLimitError, coded turn_limit, and that reply's calls are not run;
+// a model that answers in its last reply (the control) ends normally.
+func TestRunnerTurnLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		answerAt int // the reply (from 1) that answers without calls
+		wantErr  bool
+	}{
+		{name: "still calling at the limit", answerAt: 3, wantErr: true},
+		{name: "answers at the limit", answerAt: 2, wantErr: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
+			var probed atomic.Int32
+			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: objectSchema,
+				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
+					probed.Add(1)
+					return tool.Success("probed")
+				}}); err != nil {
+				t.Fatal(err)
+			}
+			var replies atomic.Int32
+			api := newFakeAPI(t, map[string]replyFunc{"work": func(x exchange) ([]map[string]any, error) {
+				replies.Add(1)
+				if x.n+1 >= tt.answerAt {
+					return []map[string]any{text("done")}, nil
+				}
+				return []map[string]any{use(fmt.Sprintf("l%d", x.n), "probe", map[string]any{})}, nil
+			}})
+			runner := &loomanthropic.Runner{Plane: p, Client: api.client(t), Model: "test-model", MaxTurns: 2}
+			_, err := runner.Run(t.Context(), agent.Turn{Strand: plane.DefaultStrand, Operation: "op-1", Prompt: "work", Tools: []string{"probe"}})
+			var limit *loomanthropic.TurnLimitError
+			if got := errors.As(err, &limit); got != tt.wantErr {
+				t.Fatalf("Run error = %v; want a TurnLimitError: %v", err, tt.wantErr)
+			}
+			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != loomanthropic.CodeTurnLimit) {
+				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), loomanthropic.CodeTurnLimit)
+			}
+			if replies.Load() != 2 || probed.Load() != 1 {
+				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())
+			}
+		})
 	}
 }

@@ -65,6 +65,6 @@ func Example() {
 	fmt.Println(out.Content)
 	// Output:
 	// call-0: created notes.txt (5 bytes, 1 lines)
-	// call-1: error: not_found
+	// call-1: error not_found: missing.txt does not exist; check the path (relative paths start at the workspace root) or create it with fs_write
 	// noted
 }

@@ -3,6 +3,7 @@ package loomeino
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/cloudwego/eino/components/model"
@@ -11,7 +12,27 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/plane"
+	"github.com/agentloom/loom/tool"
 )
+
+// CodeTurnLimit is the code of a TurnLimitError.
+const CodeTurnLimit tool.Code = "turn_limit"
+
+// TurnLimitError is the error of a run whose model still called tools in
+// the last of its MaxTurns replies. Those calls are not run.
+type TurnLimitError struct {
+	// Strand is the strand whose run stopped.
+	Strand string
+	// MaxTurns is the limit it reached.
+	MaxTurns int
+}
+
+func (e *TurnLimitError) Error() string {
+	return fmt.Sprintf("loomeino: %s: the model still called tools after %d turns (%s); raise Runner.MaxTurns or ask for a smaller task", e.Strand, e.MaxTurns, CodeTurnLimit)
+}
+
+// ErrorCode returns CodeTurnLimit (see tool.CodedError).
+func (e *TurnLimitError) ErrorCode() string { return string(CodeTurnLimit) }
 
 // DefaultMaxTurns bounds a sub-agent's model turns when Runner.MaxTurns is
 // zero or less.
@@ -27,18 +48,30 @@ func (s *Toolset) Model(m model.ToolCallingChatModel) model.ToolCallingChatModel
 	return &stepModel{m: m, turns: s.turns}
 }
 
-// stepModel is a chat model whose replies are numbered as steps.
+// stepModel is a chat model whose replies are numbered as steps. With
+// limit set, a reply numbered limit.MaxTurns or later that calls tools
+// is refused with limit.
 type stepModel struct {
 	m     model.ToolCallingChatModel
 	turns *turns
+	limit *TurnLimitError
 }
 
 func (s *stepModel) Generate(ctx context.Context, in []*schema.Message, opts ...model.Option) (*schema.Message, error) {
 	msg, err := s.m.Generate(ctx, in, opts...)
-	if err == nil {
-		s.turns.record(msg)
+	if err != nil {
+		return nil, err
 	}
-	return msg, err
+	return msg, s.record(msg)
+}
+
+// record places msg's calls and refuses a reply past the limit.
+func (s *stepModel) record(msg *schema.Message) error {
+	n := s.turns.record(msg)
+	if s.limit != nil && msg != nil && n >= s.limit.MaxTurns && len(msg.ToolCalls) > 0 {
+		return s.limit
+	}
+	return nil
 }
 
 // Stream gathers the reply before handing it on, so its calls are placed
@@ -52,7 +85,9 @@ func (s *stepModel) Stream(ctx context.Context, in []*schema.Message, opts ...mo
 	if err != nil {
 		return nil, err
 	}
-	s.turns.record(msg)
+	if err := s.record(msg); err != nil {
+		return nil, err
+	}
 	return schema.StreamReaderFromArray([]*schema.Message{msg}), nil
 }
 
@@ -61,7 +96,7 @@ func (s *stepModel) WithTools(tools []*schema.ToolInfo) (model.ToolCallingChatMo
 	if err != nil {
 		return nil, err
 	}
-	return &stepModel{m: m, turns: s.turns}, nil
+	return &stepModel{m: m, turns: s.turns, limit: s.limit}, nil
 }
 
 // Runner is an agent.Runner that runs each sub-agent's turn with eino's
@@ -79,8 +114,9 @@ type Runner struct {
 	// Model returns the chat model of a turn whose Turn.Model is name
 	// ("" leaves the choice to the host).
 	Model func(ctx context.Context, name string) (model.ToolCallingChatModel, error)
-	// MaxTurns bounds one run's model turns; zero or less means
-	// DefaultMaxTurns.
+	// MaxTurns bounds one run's model replies; zero or less means
+	// DefaultMaxTurns. When the last reply still calls tools, those
+	// calls are not run and Run returns a *TurnLimitError.
 	MaxTurns int
 }
 
@@ -99,12 +135,13 @@ func (r *Runner) Run(ctx context.Context, t agent.Turn) (string, error) {
 	if turns <= 0 {
 		turns = DefaultMaxTurns
 	}
+	limit := &TurnLimitError{Strand: t.Strand, MaxTurns: turns}
 	cfg := &react.AgentConfig{
-		ToolCallingModel: set.Model(m),
+		ToolCallingModel: &stepModel{m: m, turns: set.turns, limit: limit},
 		ToolsConfig:      set.Config(ctx),
 		// eino counts each model turn and each batch of tool calls as a
-		// step of its graph.
-		MaxStep: 2*turns + 1,
+		// step of its graph; the model's limit ends the run first.
+		MaxStep: 2*turns + 2,
 	}
 	if t.Inbox != nil {
 		cfg.MessageRewriter = func(_ context.Context, msgs []*schema.Message) []*schema.Message {
@@ -124,6 +161,9 @@ func (r *Runner) Run(ctx context.Context, t agent.Turn) (string, error) {
 	}
 	msgs = append(msgs, schema.UserMessage(t.Prompt))
 	out, err := a.Generate(ctx, msgs)
+	if errors.As(err, &limit) {
+		return "", limit
+	}
 	if err != nil {
 		return "", err
 	}

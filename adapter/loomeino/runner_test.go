@@ -3,6 +3,7 @@ package loomeino_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -183,5 +184,56 @@ func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
 		Tools: []string{"finish"}, Inbox: func() []string { in := inbox; inbox = nil; return in }})
 	if err != nil || report != "final words" {
 		t.Errorf("Run = %q, %v; want the terminating outcome's text", report, err)
+	}
+}
+
+// A run whose model still calls tools in its last allowed reply ends with
+// a *TurnLimitError, coded turn_limit, and that reply's calls are not run;
+// a model that answers in its last reply (the control) ends normally.
+func TestRunnerTurnLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		answerAt   int // the reply (from 1) that answers without calls
+		wantErr    bool
+		wantCalled int
+	}{
+		{name: "still calling at the limit", answerAt: 3, wantErr: true, wantCalled: 1},
+		{name: "answers at the limit", answerAt: 2, wantErr: false, wantCalled: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
+			var mu sync.Mutex
+			called := 0
+			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: objectSchema,
+				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
+					mu.Lock()
+					called++
+					mu.Unlock()
+					return tool.Success("probed")
+				}}); err != nil {
+				t.Fatal(err)
+			}
+			replies := 0
+			m := newScripted(map[string]turnFunc{"work": func(_ []*schema.Message, n int) (*schema.Message, error) {
+				replies++
+				if n+1 >= tt.answerAt {
+					return schema.AssistantMessage("done", nil), nil
+				}
+				return calls(fmt.Sprintf("c%d", n), "probe", `{}`), nil
+			}})
+			runner := &loomeino.Runner{Plane: p, MaxTurns: 2,
+				Model: func(context.Context, string) (model.ToolCallingChatModel, error) { return m, nil }}
+			_, err := runner.Run(t.Context(), agent.Turn{Strand: plane.DefaultStrand, Operation: "op-1", Prompt: "work", Tools: []string{"probe"}})
+			var limit *loomeino.TurnLimitError
+			if got := errors.As(err, &limit); got != tt.wantErr {
+				t.Fatalf("Run error = %v; want a TurnLimitError: %v", err, tt.wantErr)
+			}
+			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != loomeino.CodeTurnLimit) {
+				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), loomeino.CodeTurnLimit)
+			}
+			if replies != 2 || called != tt.wantCalled {
+				t.Errorf("model replies = %d, probe calls = %d; want 2 and %d", replies, called, tt.wantCalled)
+			}
+		})
 	}
 }

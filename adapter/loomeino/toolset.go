@@ -192,14 +192,17 @@ func (t *TextTool) InvokableRun(ctx context.Context, args string, _ ...einotool.
 
 // modelText is what the model reads of an outcome where eino carries
 // text alone. eino's tool messages have no error flag (and a tool's error
-// aborts the graph), so an error outcome's text begins with a line
-// "error: <code>" naming its tool.Code. Images given to it are counted
+// aborts the graph), so an error outcome's text begins "error <code>: ",
+// its tool.Code ("error: " when it has none). Images given to it are counted
 // in a last line (Tool passes none: its result carries them as image
 // parts). An outcome with neither text nor images reads "(no output)".
 func modelText(o tool.Outcome) string {
 	var b strings.Builder
-	if o.IsError {
-		fmt.Fprintf(&b, "error: %s\n", o.Code)
+	switch {
+	case o.IsError && o.Code != "":
+		fmt.Fprintf(&b, "error %s: ", o.Code)
+	case o.IsError:
+		b.WriteString("error: ")
 	}
 	b.WriteString(o.Text)
 	if n := len(o.Images); n > 0 {
@@ -228,10 +231,11 @@ type site struct {
 	index int
 }
 
-// record numbers the turn that produced msg and places its calls.
-func (t *turns) record(msg *schema.Message) {
+// record numbers the turn that produced msg, places its calls and
+// returns its number.
+func (t *turns) record(msg *schema.Message) int {
 	if t == nil || msg == nil {
-		return
+		return 0
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -244,6 +248,7 @@ func (t *turns) record(msg *schema.Message) {
 			t.sites[c.ID] = site{step: fmt.Sprintf("step-%d", t.n), index: i}
 		}
 	}
+	return t.n
 }
 
 // site returns where the call id sits, when its turn was recorded.

@@ -189,16 +189,16 @@ func TestOutcomesReachTheModel(t *testing.T) {
 	}{
 		{name: "success", call: "ok", text: "all good", textOnly: "all good"},
 		{name: "error flag and code", call: "fails",
-			text:     "error: not_found\nno such file: a.txt; list the directory first",
-			textOnly: "error: not_found\nno such file: a.txt; list the directory first"},
+			text:     "error not_found: no such file: a.txt; list the directory first",
+			textOnly: "error not_found: no such file: a.txt; list the directory first"},
 		{name: "image", call: "picture", text: "one image", images: []image{{"image/png", b64}},
 			textOnly: "one image\n(1 image(s) left out: this tool's results carry text only)"},
 		{name: "images alone", call: "only_picture", images: []image{{"image/png", b64}, {"image/png", b64}},
 			textOnly: "(2 image(s) left out: this tool's results carry text only)"},
 		{name: "empty", call: "silent", text: "(no output)", textOnly: "(no output)"},
 		{name: "unknown tool in band", call: "nope",
-			text:     "error: unknown_tool\nunknown tool \"nope\"; available tools: fails, ok, only_picture, picture, silent",
-			textOnly: "error: unknown_tool\nunknown tool \"nope\"; available tools: fails, ok, only_picture, picture, silent"},
+			text:     "error unknown_tool: unknown tool \"nope\"; available tools: fails, ok, only_picture, picture, silent",
+			textOnly: "error unknown_tool: unknown tool \"nope\"; available tools: fails, ok, only_picture, picture, silent"},
 	}
 	set := loomeino.NewToolset(plane.Dispatcher{Registry: outcomeTools(t), Fence: &plane.Fence{}}, &tool.Call{Strand: "main", OpID: "op-1"})
 	for _, tt := range tests {
@@ -265,7 +265,7 @@ func TestOnlyHeldToolsAreOffered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resultText(msgs[0]); !strings.HasPrefix(got, "error: tool_not_held\n") {
+	if got := resultText(msgs[0]); !strings.HasPrefix(got, "error tool_not_held: ") {
 		t.Errorf("a call to a tool not held reads %q", got)
 	}
 }

@@ -21,8 +21,8 @@ import (
 // reads the conversation again. The model is never offered it.
 const UnknownToolName = "loom_unknown_tool"
 
-// EmptyOutput stands in for an outcome with neither text nor images.
-const EmptyOutput = "(no output)"
+// emptyOutput stands in for an outcome with neither text nor images.
+const emptyOutput = "(no output)"
 
 // originalName is the part metadata key holding the name the model wrote
 // for a call renamed to UnknownToolName.
@@ -30,9 +30,9 @@ const originalName = "loomName"
 
 // Toolset is one strand's Loom tools as Genkit tools, for the Generate
 // calls of one run: pass GenerateOptions to genkit.Generate. Its tools
-// dispatch through a plane.Dispatcher with DispatchOne, so however
-// Genkit schedules a turn's calls (each on its own goroutine), an
-// Exclusive tool runs alone among its strand's calls.
+// dispatch through Dispatcher with DispatchOne, so however Genkit
+// schedules a turn's calls (each on its own goroutine), an Exclusive
+// tool runs alone among its strand's calls.
 //
 // Its middleware, wrapping the model, gives the model each tool's Loom
 // schema (the Genkit tools themselves take any input, so Genkit never
@@ -40,14 +40,25 @@ const originalName = "loomName"
 // names through UnknownToolName, and numbers the model's turns: turn n
 // is step "step-n" of the call template's operation, a call's index its
 // position among the turn's tool requests, its ID the request's Ref (set
-// to "<step>/<index>" when the model gave none).
+// to "<step>/<index>" when the model gave none). Its fields must not
+// change once it is used.
 type Toolset struct {
-	d       plane.Dispatcher
-	c       *tool.Call
-	tools   []ai.ToolRef
-	schemas map[string]map[string]any // by offered tool name
+	// Dispatcher runs the calls; Plane.Dispatcher() holds the plane's
+	// Fence. Its Registry gives the tools' names, descriptions and
+	// schemas.
+	Dispatcher plane.Dispatcher
+	// Call is the strand's template, Plane.CallFor(strand, opID).
+	Call *tool.Call
+	// Only, when non-nil, narrows the tools offered to these names (a
+	// sub-agent's Turn.Tools). Either way a tool is offered only while
+	// the strand holds it (tool.Registry.Holds).
+	Only []string
+
+	limit *TurnLimitError // set by Runner: a reply past it that calls tools is refused
 
 	mu      sync.Mutex
+	tools   []ai.ToolRef
+	schemas map[string]map[string]any // by offered tool name
 	step    int
 	pending []pendingCall     // the current turn's tool requests
 	renamed map[string]string // original names of renamed calls, by Ref
@@ -62,32 +73,54 @@ type pendingCall struct {
 	claimed   bool
 }
 
-// NewToolset returns the Toolset of strand c.Strand: the tools of
-// d.Registry that strand holds (Registry.Holds), in registration order,
-// dispatched through d with copies of c. It fails only on a schema that is not a
-// JSON object, which a Registry never holds.
-func NewToolset(ctx context.Context, d plane.Dispatcher, c *tool.Call) (*Toolset, error) {
-	reg := d.Registry
-	s := &Toolset{d: d, c: c, schemas: map[string]map[string]any{}, renamed: map[string]string{}}
-	for _, t := range reg.Registered() {
-		if !reg.Holds(ctx, c.Strand, t.Name) {
-			continue
-		}
-		var schema map[string]any
-		if err := json.Unmarshal(t.Schema, &schema); err != nil || schema == nil {
-			return nil, fmt.Errorf("loomgenkit: tool %s: the schema is not a JSON object: %s", t.Name, t.Schema)
-		}
-		s.schemas[t.Name] = schema
-		s.tools = append(s.tools, s.tool(t.Name, t.Description, false))
-	}
-	s.tools = append(s.tools, s.tool(UnknownToolName, "", true))
-	return s, nil
+// NewToolset returns the toolset of the strand c names, for the run
+// c.OpID, dispatched through d.
+func NewToolset(d plane.Dispatcher, c *tool.Call) *Toolset {
+	return &Toolset{Dispatcher: d, Call: c, renamed: map[string]string{}}
 }
 
 // GenerateOptions are the options that give a Generate call the
-// Toolset: its tools and its middleware.
-func (s *Toolset) GenerateOptions() []ai.GenerateOption {
-	return []ai.GenerateOption{ai.WithTools(s.tools...), ai.WithMiddleware(s.middleware)}
+// Toolset: one Genkit tool per tool the strand may call, in registration
+// order, and its middleware. It fails only on a schema that is not a
+// JSON object, which a Registry never holds.
+func (s *Toolset) GenerateOptions(ctx context.Context) ([]ai.GenerateOption, error) {
+	schemas := map[string]map[string]any{}
+	var tools []ai.ToolRef
+	if r := s.Dispatcher.Registry; r != nil {
+		var only map[string]bool
+		if s.Only != nil {
+			only = map[string]bool{}
+			for _, n := range s.Only {
+				only[n] = true
+			}
+		}
+		for _, t := range r.Registered() {
+			if (only != nil && !only[t.Name]) || !r.Holds(ctx, s.strand(), t.Name) {
+				continue
+			}
+			var schema map[string]any
+			if err := json.Unmarshal(t.Schema, &schema); err != nil || schema == nil {
+				return nil, fmt.Errorf("loomgenkit: tool %s: the schema is not a JSON object: %s", t.Name, t.Schema)
+			}
+			schemas[t.Name] = schema
+			tools = append(tools, s.tool(t.Name, t.Description, false))
+		}
+	}
+	tools = append(tools, s.tool(UnknownToolName, "", true))
+	s.mu.Lock()
+	s.schemas, s.tools = schemas, tools
+	if s.renamed == nil {
+		s.renamed = map[string]string{}
+	}
+	s.mu.Unlock()
+	return []ai.GenerateOption{ai.WithTools(tools...), ai.WithMiddleware(s.middleware)}, nil
+}
+
+func (s *Toolset) strand() string {
+	if s.Call == nil {
+		return ""
+	}
+	return s.Call.Strand
 }
 
 // tool is the Genkit tool named name, answering through the plane.
@@ -98,8 +131,12 @@ func (s *Toolset) tool(name, description string, unknown bool) ai.Tool {
 			args = []byte("{}")
 		}
 		step, index, ref, called := s.claim(name, string(args), unknown)
-		res := s.d.DispatchOne(tc, s.c, s.c.OpID, step, index, plane.ToolCall{ID: ref, Name: called, Args: args})
-		return Response(res.Outcome), nil
+		opID := ""
+		if s.Call != nil {
+			opID = s.Call.OpID
+		}
+		res := s.Dispatcher.DispatchOne(tc, s.Call, opID, step, index, plane.ToolCall{ID: ref, Name: called, Args: args})
+		return response(res.Outcome), nil
 	})
 }
 
@@ -126,8 +163,11 @@ func (s *Toolset) middleware(next ai.ModelFunc) ai.ModelFunc {
 	return func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 		r := *req
 		r.Tools = nil
+		s.mu.Lock()
+		schemas := s.schemas
+		s.mu.Unlock()
 		for _, def := range req.Tools {
-			schema, ok := s.schemas[def.Name]
+			schema, ok := schemas[def.Name]
 			if !ok {
 				continue // UnknownToolName, and tools the host added itself
 			}
@@ -136,22 +176,25 @@ func (s *Toolset) middleware(next ai.ModelFunc) ai.ModelFunc {
 			r.Tools = append(r.Tools, &d)
 		}
 		for _, def := range req.Tools {
-			if _, ok := s.schemas[def.Name]; !ok && def.Name != UnknownToolName {
+			if _, ok := schemas[def.Name]; !ok && def.Name != UnknownToolName {
 				r.Tools = append(r.Tools, def)
 			}
 		}
 		r.Messages = s.restore(req.Messages)
 		resp, err := next(ctx, &r, cb)
 		if err == nil && resp != nil && resp.Message != nil {
-			s.begin(resp.Message)
+			if n := s.begin(resp.Message); s.limit != nil && n >= s.limit.MaxTurns && len(resp.ToolRequests()) > 0 {
+				return nil, s.limit
+			}
 		}
 		return resp, err
 	}
 }
 
 // begin starts the next step with the tool requests of msg, renaming
-// those of a name the Toolset does not offer to UnknownToolName.
-func (s *Toolset) begin(msg *ai.Message) {
+// those of a name the Toolset does not offer to UnknownToolName, and
+// returns the step's number.
+func (s *Toolset) begin(msg *ai.Message) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.step++
@@ -180,6 +223,7 @@ func (s *Toolset) begin(msg *ai.Message) {
 		}
 		s.pending = append(s.pending, pc)
 	}
+	return s.step
 }
 
 // restore returns msgs with every renamed call and its response named as
@@ -228,14 +272,14 @@ func (s *Toolset) restore(msgs []*ai.Message) []*ai.Message {
 	return out
 }
 
-// Response is o as a Genkit tool response. Genkit's tool responses have
+// response is o as a Genkit tool response. Genkit's tool responses have
 // no error flag: an error outcome's Output text starts with
-// "error <code>: " (ErrorText). Images follow as media parts, each a
+// "error <code>: " (errorText). Images follow as media parts, each a
 // base64 data URL.
-func Response(o tool.Outcome) *ai.MultipartToolResponse {
-	text := ErrorText(o)
+func response(o tool.Outcome) *ai.MultipartToolResponse {
+	text := errorText(o)
 	if text == "" && len(o.Images) == 0 {
-		text = EmptyOutput
+		text = emptyOutput
 	}
 	r := &ai.MultipartToolResponse{Output: text}
 	for _, img := range o.Images {
@@ -244,9 +288,9 @@ func Response(o tool.Outcome) *ai.MultipartToolResponse {
 	return r
 }
 
-// ErrorText is the text the model reads for o: o.Text, prefixed by
-// "error <code>: " when o is an error.
-func ErrorText(o tool.Outcome) string {
+// errorText is the text the model reads for o: o.Text, prefixed by
+// "error <code>: " when o is an error ("error: " when it has no code).
+func errorText(o tool.Outcome) string {
 	if !o.IsError {
 		return o.Text
 	}

@@ -106,11 +106,11 @@ func generate(t *testing.T, d plane.Dispatcher, names ...string) {
 			return []*ai.Part{ai.NewTextPart("done")}
 		},
 	}})
-	ts, err := loomgenkit.NewToolset(context.Background(), d, &tool.Call{Strand: "main", OpID: "op-1"})
+	tools, err := loomgenkit.NewToolset(d, &tool.Call{Strand: "main", OpID: "op-1"}).GenerateOptions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]ai.GenerateOption{ai.WithModelName(model), ai.WithPrompt(prompt)}, ts.GenerateOptions()...)
+	opts := append([]ai.GenerateOption{ai.WithModelName(model), ai.WithPrompt(prompt)}, tools...)
 	if resp, err := genkit.Generate(context.Background(), g, opts...); err != nil || resp.Text() != "done" {
 		t.Fatalf("generate: %v", err)
 	}
@@ -141,38 +141,5 @@ func TestToolsetFencesExclusive(t *testing.T) {
 	generate(t, plane.Dispatcher{Registry: control.registry(t)}, names...)
 	if len(control.overlaps) == 0 {
 		t.Error("the control saw no overlap: Genkit ran the calls one by one, so this test cannot tell")
-	}
-}
-
-// TestResponse: what the model reads of each kind of outcome.
-func TestResponse(t *testing.T) {
-	png := tool.Image{MIME: "image/png", Data: []byte("\x89PNG")}
-	tests := []struct {
-		name    string
-		outcome tool.Outcome
-		output  string
-		media   []string
-	}{
-		{"text", tool.Success("done"), "done", nil},
-		{"empty", tool.Outcome{}, loomgenkit.EmptyOutput, nil},
-		{"error keeps its code", tool.Fail(tool.CodeNotFound, "no such file"), "error not_found: no such file", nil},
-		{"error without a code", tool.Outcome{IsError: true, Text: "broken"}, "error: broken", nil},
-		{"image", tool.Outcome{Text: "a picture", Images: []tool.Image{png}}, "a picture", []string{"data:image/png;base64,iVBORw=="}},
-		{"image alone", tool.Outcome{Images: []tool.Image{png}}, "", []string{"data:image/png;base64,iVBORw=="}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := loomgenkit.Response(tt.outcome)
-			var media []string
-			for _, p := range r.Content {
-				if !p.IsMedia() || p.ContentType != "image/png" {
-					t.Errorf("part %s", mustJSON(p))
-				}
-				media = append(media, p.Text)
-			}
-			if r.Output != tt.output || !slices.Equal(media, tt.media) {
-				t.Errorf("response %s, want output %q and media %q", mustJSON(r), tt.output, tt.media)
-			}
-		})
 	}
 }

@@ -1,25 +1,38 @@
-// Package loomopenai runs Loom's tool plane under the OpenAI Responses
-// API (github.com/openai/openai-go/v3).
+// Package loomopenai hands Loom's tool plane to the OpenAI Responses API
+// (github.com/openai/openai-go/v3): a strand's tools as Responses
+// function tools (Toolset), and a Runner that runs a strand as a tool
+// loop over them, so the whole plane, agent_spawn included, works under
+// the Responses API.
 //
-// It owns the conversion both ways and a tool loop: FunctionTools turns
-// Loom's tool definitions (name, description, JSON Schema) into function
-// tools; Dispatch turns a response's function calls into plane
-// dispatches and their outcomes into function_call_output items; Agent
-// runs the loop, and its Runner runs every sub-agent (agent_spawn) as
-// its own loop over the tools the child holds, so the whole plane works
-// under the Responses API.
+// # What it owns
 //
-// What the model sees. A function_call_output has no error flag: an
-// error outcome's text starts with "error <code>: " (the outcome's
-// tool.Code), then the text naming the cause and the fix. Images travel
-// as input_image parts (base64 data URLs) after the text. An unknown
-// tool, or one the strand does not hold, is answered in band like any
-// other error. Outcomes are already bounded by the registry.
-//
-// Coordinates. The run is the operation (the call template's OpID), each
-// model turn a step ("step-1", "step-2", ...), and a call's index its
-// position among the turn's function calls; its call_id is the
-// plane.ToolCall's ID. A turn's calls run as one plane batch through
-// Plane.Dispatcher: Concurrent tools side by side, an Exclusive tool
+// Only the translation, and a tool loop: openai-go has none of its own,
+// so Runner is the loop a host runs its own strand with, as well as the
+// plane's sub-agent Runner. Tool definitions come from the plane's
+// registry (name, description, JSON Schema); scheduling stays the
+// plane's: a response's calls run as one plane batch through
+// plane.Dispatcher, Concurrent tools side by side, an Exclusive tool
 // (bash, fs_edit, fs_write) alone among all of its strand's calls.
+// Outcomes are the registry's, already bounded.
+//
+// # What the model sees
+//
+// A function_call_output has no error flag: the model reads an error
+// outcome as its text prefixed by "error <code>: ", its tool.Code, as
+// under eino and Genkit. Images travel as input_image parts (base64 data
+// URLs) after the text. An unknown tool, or one the strand does not
+// hold, is answered in band like any other error.
+//
+// # The turn limit
+//
+// Runner.MaxTurns bounds a run's model replies. When the last allowed
+// reply still calls tools, those calls are not run and Run returns a
+// *TurnLimitError (code turn_limit), as in every Loom adapter.
+//
+// # Coordinates
+//
+// The run is the operation (Toolset.Call.OpID, Turn.Operation for a
+// run of Runner), the Nth response handed to Toolset.Dispatch is step
+// "step-N", and a call's index its position among the response's
+// function calls; its call_id is the plane.ToolCall's ID.
 package loomopenai

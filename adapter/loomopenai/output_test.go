@@ -1,17 +1,16 @@
-package loomopenai_test
+package loomopenai
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/agentloom/loom/adapter/loomopenai"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
 
-// TestOutput: what the model reads of each kind of outcome, on the wire.
-func TestOutput(t *testing.T) {
+// TestFunctionOutput: what the model reads of each kind of outcome, on the wire.
+func TestFunctionOutput(t *testing.T) {
 	png := tool.Image{MIME: "image/png", Data: []byte("\x89PNG")}
 	tests := []struct {
 		name    string
@@ -19,7 +18,7 @@ func TestOutput(t *testing.T) {
 		want    string // the JSON of the item's output
 	}{
 		{"text", tool.Success("done"), `"done"`},
-		{"empty", tool.Outcome{}, `"` + loomopenai.EmptyOutput + `"`},
+		{"empty", tool.Outcome{}, `"` + emptyOutput + `"`},
 		{"error keeps its code", tool.Fail(tool.CodeNotFound, "no such file: a.txt"), `"error not_found: no such file: a.txt"`},
 		{"error without a code", tool.Outcome{IsError: true, Text: "broken"}, `"error: broken"`},
 		{"image", tool.Outcome{Text: "a picture", Images: []tool.Image{png}},
@@ -30,7 +29,7 @@ func TestOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			raw, err := json.Marshal(loomopenai.Output(plane.Result{ID: "call_7", Name: "x", Outcome: tt.outcome}))
+			raw, err := json.Marshal(functionOutput(plane.Result{ID: "call_7", Name: "x", Outcome: tt.outcome}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +52,7 @@ func TestOutput(t *testing.T) {
 // declares them, and a schema that is not an object refused.
 func TestFunctionTools(t *testing.T) {
 	schema := `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`
-	got, err := loomopenai.FunctionTools([]tool.Tool{{Name: "fs_read", Description: "Reads a file.", Schema: json.RawMessage(schema)}})
+	got, err := functionTools([]tool.Tool{{Name: "fs_read", Description: "Reads a file.", Schema: json.RawMessage(schema)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +64,7 @@ func TestFunctionTools(t *testing.T) {
 	if gs, ws := mustJSON(g), mustJSON(w); gs != ws {
 		t.Errorf("tools %s, want %s", gs, ws)
 	}
-	if _, err := loomopenai.FunctionTools([]tool.Tool{{Name: "bad", Schema: json.RawMessage(`[1]`)}}); err == nil {
+	if _, err := functionTools([]tool.Tool{{Name: "bad", Schema: json.RawMessage(`[1]`)}}); err == nil {
 		t.Error("a schema that is not an object was taken")
 	}
 }

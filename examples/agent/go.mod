@@ -54,9 +54,4 @@ require (
 
 replace github.com/agentloom/loom => ../..
 
-require (
-	github.com/agentloom/loom/adapter/loomopenai v0.0.0-00010101000000-000000000000
-	github.com/openai/openai-go/v3 v3.105.0
-)
-
-replace github.com/agentloom/loom/adapter/loomopenai => ../../adapter/loomopenai
+require github.com/openai/openai-go/v3 v3.105.0

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/agentloom/loom/adapter/loomopenai"
+	"github.com/agentloom/loom/plane"
+	"github.com/agentloom/loom/tool"
 )
 
 // DefaultOpenAIModel is the OpenAI model asked when -model names none.
@@ -16,9 +19,11 @@ const DefaultOpenAIModel = "gpt-5"
 
 // OpenAI is the Provider over the OpenAI Responses API. The conversation
 // is sent whole each call (nothing is stored on the server); tool
-// definitions, function calls and their outputs are converted by
-// loomopenai, so an error outcome reads "error <code>: ..." (the API has
-// no error flag) and images travel as input_image parts.
+// definitions, function calls and their outputs are converted here as
+// loomopenai converts them, so an error outcome reads "error <code>: ..."
+// (the API has no error flag) and images travel as input_image parts.
+// (loomopenai.Runner is the whole loop; this example keeps its own, one
+// loop for either provider.)
 type OpenAI struct {
 	client openai.Client
 	model  string
@@ -36,7 +41,7 @@ func NewOpenAI(apiKey, baseURL, model string) *OpenAI {
 
 // Next implements Provider: one POST /v1/responses.
 func (o *OpenAI) Next(ctx context.Context, req Request) (Reply, error) {
-	tools, err := loomopenai.FunctionTools(req.Tools)
+	tools, err := functionTools(req.Tools)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -56,7 +61,7 @@ func (o *OpenAI) Next(ctx context.Context, req Request) (Reply, error) {
 	cached := int(resp.Usage.InputTokensDetails.CachedTokens)
 	return Reply{
 		Text:  resp.OutputText(),
-		Calls: loomopenai.Calls(resp.Output),
+		Calls: functionCalls(resp.Output),
 		Usage: Usage{Input: int(resp.Usage.InputTokens) - cached, CacheRead: cached, Output: int(resp.Usage.OutputTokens)},
 	}, nil
 }
@@ -81,11 +86,75 @@ func inputItems(msgs []Message) responses.ResponseInputParam {
 			continue
 		}
 		for _, r := range m.Results {
-			items = append(items, loomopenai.Output(r))
+			items = append(items, functionOutput(r))
 		}
 		if m.Text != "" {
 			items = append(items, responses.ResponseInputItemParamOfMessage(m.Text, responses.EasyInputMessageRoleUser))
 		}
 	}
 	return items
+}
+
+// functionTools returns tools as Responses function tools, strict mode
+// off: Loom's schemas have optional properties, which it refuses.
+func functionTools(tools []tool.Tool) ([]responses.ToolUnionParam, error) {
+	out := make([]responses.ToolUnionParam, 0, len(tools))
+	for _, t := range tools {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Schema, &schema); err != nil || schema == nil {
+			return nil, fmt.Errorf("tool %s: the schema is not a JSON object: %s", t.Name, t.Schema)
+		}
+		fn := responses.FunctionToolParam{Name: t.Name, Parameters: schema, Strict: openai.Bool(false)}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		out = append(out, responses.ToolUnionParam{OfFunction: &fn})
+	}
+	return out, nil
+}
+
+// functionCalls returns the function calls of a response's output, in
+// the order the model wrote them, each identified by its call_id.
+func functionCalls(output []responses.ResponseOutputItemUnion) []plane.ToolCall {
+	var calls []plane.ToolCall
+	for _, item := range output {
+		if item.Type == "function_call" {
+			fc := item.AsFunctionCall()
+			calls = append(calls, plane.ToolCall{ID: fc.CallID, Name: fc.Name, Args: json.RawMessage(fc.Arguments)})
+		}
+	}
+	return calls
+}
+
+// functionOutput returns r as a function_call_output item answering
+// r.ID: an error outcome's text prefixed by "error <code>: ", then one
+// input_image part per image.
+func functionOutput(r plane.Result) responses.ResponseInputItemUnionParam {
+	o := r.Outcome
+	text := o.Text
+	switch {
+	case o.IsError && o.Code != "":
+		text = "error " + string(o.Code) + ": " + text
+	case o.IsError:
+		text = "error: " + text
+	}
+	if text == "" && len(o.Images) == 0 {
+		text = "(no output)"
+	}
+	var item responses.ResponseInputItemUnionParam
+	if len(o.Images) == 0 {
+		item = responses.ResponseInputItemParamOfFunctionCallOutput(text)
+	} else {
+		var parts responses.ResponseFunctionCallOutputItemListParam
+		if text != "" {
+			parts = append(parts, responses.ResponseFunctionCallOutputItemUnionParam{OfInputText: &responses.ResponseInputTextContentParam{Text: text}})
+		}
+		for _, img := range o.Images {
+			url := "data:" + img.MIME + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
+			parts = append(parts, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{ImageURL: openai.String(url)}})
+		}
+		item = responses.ResponseInputItemParamOfFunctionCallOutput(parts)
+	}
+	item.OfFunctionCallOutput.CallID = openai.String(r.ID)
+	return item
 }

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentloom/loom/adapter/loomopenai"
@@ -32,7 +33,7 @@ const (
 
 // newPlane returns a plane with the file and agent families over a fresh
 // workspace holding pixel.png, its sub-agents run by a.
-func newPlane(t *testing.T, a *loomopenai.Agent) (*plane.Plane, []byte) {
+func newPlane(t *testing.T, a *loomopenai.Runner) (*plane.Plane, []byte) {
 	t.Helper()
 	root := t.TempDir()
 	ws := filepath.Join(root, "ws")
@@ -49,7 +50,7 @@ func newPlane(t *testing.T, a *loomopenai.Agent) (*plane.Plane, []byte) {
 	p, err := plane.New(plane.Config{
 		Workspace:   ws,
 		Families:    plane.FamilyFiles | plane.FamilyAgents,
-		Runner:      a.Runner(),
+		Runner:      a,
 		BlobDir:     filepath.Join(root, "blobs"),
 		HistoryPath: filepath.Join(root, "history.sqlite"),
 		Scratch:     filepath.Join(root, "scratch"),
@@ -127,10 +128,10 @@ func TestAgentRunsThePlane(t *testing.T) {
 			return []map[string]any{say(childReport)}
 		},
 	}
-	a := &loomopenai.Agent{Client: newServer(t, map[string][]step{task: parent, childPrompt: child}), Model: "gpt-test"}
+	a := &loomopenai.Runner{Client: newServer(t, map[string][]step{task: parent, childPrompt: child}), Model: "gpt-test"}
 	p, data := newPlane(t, a)
 	pngData = data
-	answer, err := a.Run(context.Background(), p.CallFor(p.Call.Strand, "op-1"), "You are the parent.", task, nil)
+	answer, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Notice: "You are the parent.", Prompt: task})
 	if err != nil || answer != finalAnswer {
 		t.Fatalf("run: %q, %v", answer, err)
 	}
@@ -139,15 +140,48 @@ func TestAgentRunsThePlane(t *testing.T) {
 	}
 }
 
-// TestAgentTurnLimit: a model that never stops calling tools ends the run
-// with ErrTurnLimit after MaxTurns model calls.
-func TestAgentTurnLimit(t *testing.T) {
-	again := func(t *testing.T, x exchange) []map[string]any {
-		return []map[string]any{call(fmt.Sprintf("l%d", len(x.outputs)), "fs_read", map[string]any{"path": "pixel.png"})}
-	}
-	a := &loomopenai.Agent{Client: newServer(t, map[string][]step{task: {again, again}}), Model: "gpt-test", MaxTurns: 2}
-	p, _ := newPlane(t, a)
-	if _, err := a.Run(context.Background(), p.CallFor(p.Call.Strand, "op-1"), "", task, nil); !errors.Is(err, loomopenai.ErrTurnLimit) {
-		t.Fatalf("run: %v, want ErrTurnLimit", err)
+// TestRunnerTurnLimit: a run whose model still calls tools in its last
+// allowed reply ends with a *TurnLimitError, coded turn_limit, and that
+// reply's calls are not run; a model that answers in its last reply (the
+// control) ends normally.
+func TestRunnerTurnLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		answerAt int // the reply (from 1) that answers without calls
+		wantErr  bool
+	}{
+		{name: "still calling at the limit", answerAt: 3, wantErr: true},
+		{name: "answers at the limit", answerAt: 2, wantErr: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var replies, probed atomic.Int32
+			reply := func(t *testing.T, x exchange) []map[string]any {
+				n := int(replies.Add(1))
+				if n >= tt.answerAt {
+					return []map[string]any{say(finalAnswer)}
+				}
+				return []map[string]any{call(fmt.Sprintf("l%d", n), "probe", map[string]any{})}
+			}
+			a := &loomopenai.Runner{Client: newServer(t, map[string][]step{task: {reply, reply, reply}}), Model: "gpt-test", MaxTurns: 2}
+			p, _ := newPlane(t, a)
+			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: json.RawMessage(`{"type":"object"}`),
+				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
+					probed.Add(1)
+					return tool.Success("probed")
+				}}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Prompt: task})
+			var limit *loomopenai.TurnLimitError
+			if got := errors.As(err, &limit); got != tt.wantErr {
+				t.Fatalf("Run error = %v; want a TurnLimitError: %v", err, tt.wantErr)
+			}
+			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != loomopenai.CodeTurnLimit) {
+				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), loomopenai.CodeTurnLimit)
+			}
+			if replies.Load() != 2 || probed.Load() != 1 {
+				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -13,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/firebase/genkit/go/ai"
@@ -32,7 +35,7 @@ const (
 
 // newPlane returns a plane with the file and agent families over a fresh
 // workspace holding pixel.png, its sub-agents run by a.
-func newPlane(t *testing.T, a *loomgenkit.Agent) (*plane.Plane, []byte) {
+func newPlane(t *testing.T, a *loomgenkit.Runner) (*plane.Plane, []byte) {
 	t.Helper()
 	root := t.TempDir()
 	ws := filepath.Join(root, "ws")
@@ -49,7 +52,7 @@ func newPlane(t *testing.T, a *loomgenkit.Agent) (*plane.Plane, []byte) {
 	p, err := plane.New(plane.Config{
 		Workspace:   ws,
 		Families:    plane.FamilyFiles | plane.FamilyAgents,
-		Runner:      a.Runner(),
+		Runner:      a,
 		BlobDir:     filepath.Join(root, "blobs"),
 		HistoryPath: filepath.Join(root, "history.sqlite"),
 		Scratch:     filepath.Join(root, "scratch"),
@@ -147,17 +150,64 @@ func TestAgentRunsThePlane(t *testing.T) {
 		},
 	}
 	g, model := newModel(t, map[string][]step{task: parent, childPrompt: child})
-	a := &loomgenkit.Agent{Genkit: g, Model: model}
+	a := &loomgenkit.Runner{Genkit: g, Model: model}
 	p, data := newPlane(t, a)
 	pngData = data
 	if fr, ok := p.Registry.Lookup("fs_read"); ok {
 		fsReadSchema = fr.Schema
 	}
-	answer, err := a.Run(context.Background(), p.CallFor(p.Call.Strand, "op-1"), "You are the parent.", task)
+	answer, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Notice: "You are the parent.", Prompt: task})
 	if err != nil || answer != finalAnswer {
 		t.Fatalf("run: %q, %v", answer, err)
 	}
 	if _, err := os.Stat(filepath.Join(p.Call.Workspace, "escaped.txt")); err == nil {
 		t.Errorf("the child ran a tool it does not hold")
+	}
+}
+
+// TestRunnerTurnLimit: a run whose model still calls tools in its last
+// allowed reply ends with a *TurnLimitError, coded turn_limit, and that
+// reply's calls are not run; a model that answers in its last reply (the
+// control) ends normally.
+func TestRunnerTurnLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		answerAt int // the reply (from 1) that answers without calls
+		wantErr  bool
+	}{
+		{name: "still calling at the limit", answerAt: 3, wantErr: true},
+		{name: "answers at the limit", answerAt: 2, wantErr: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var replies, probed atomic.Int32
+			reply := func(t *testing.T, x exchange) []*ai.Part {
+				n := int(replies.Add(1))
+				if n >= tt.answerAt {
+					return []*ai.Part{ai.NewTextPart(finalAnswer)}
+				}
+				return []*ai.Part{request(fmt.Sprintf("l%d", n), "probe", map[string]any{})}
+			}
+			g, model := newModel(t, map[string][]step{task: {reply, reply, reply}})
+			a := &loomgenkit.Runner{Genkit: g, Model: model, MaxTurns: 2}
+			p, _ := newPlane(t, a)
+			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: json.RawMessage(`{"type":"object"}`),
+				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
+					probed.Add(1)
+					return tool.Success("probed")
+				}}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Prompt: task})
+			var limit *loomgenkit.TurnLimitError
+			if got := errors.As(err, &limit); got != tt.wantErr {
+				t.Fatalf("Run error = %v; want a TurnLimitError: %v", err, tt.wantErr)
+			}
+			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != loomgenkit.CodeTurnLimit) {
+				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), loomgenkit.CodeTurnLimit)
+			}
+			if replies.Load() != 2 || probed.Load() != 1 {
+				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())
+			}
+		})
 	}
 }

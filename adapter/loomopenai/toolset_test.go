@@ -108,7 +108,12 @@ func TestDispatchFencesExclusive(t *testing.T) {
 	p := newProbes(len(names))
 	d := plane.Dispatcher{Registry: p.registry(t), Fence: &plane.Fence{}}
 	c := &tool.Call{Strand: "main", OpID: "op-1"}
-	items := loomopenai.Dispatch(context.Background(), d, c, "step-1", outputOf(t, names...))
+	var items []responses.ResponseInputItemUnionParam
+	for _, it := range loomopenai.NewToolset(d, c).Dispatch(context.Background(), outputOf(t, names...)) {
+		if it.OfFunctionCallOutput != nil {
+			items = append(items, it)
+		}
+	}
 	if len(items) != len(names) {
 		t.Fatalf("%d outputs for %d calls", len(items), len(names))
 	}
@@ -127,11 +132,11 @@ func TestDispatchFencesExclusive(t *testing.T) {
 	control := newProbes(len(names))
 	reg := control.registry(t)
 	var wg sync.WaitGroup
-	for _, tc := range loomopenai.Calls(outputOf(t, names...)) {
+	for i, n := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reg.Dispatch(context.Background(), c, tc.Name, tc.Args)
+			reg.Dispatch(context.Background(), c, n, json.RawMessage(fmt.Sprintf(`{"key":"%s-%d"}`, n, i)))
 		}()
 	}
 	wg.Wait()
