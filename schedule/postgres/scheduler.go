@@ -34,10 +34,11 @@ const (
 	maxSleep = time.Minute
 	// lockClass is the first key of the advisory locks this package
 	// takes (history/postgres uses the two before it); the second is a
-	// hash of the schema name, or of the schema and a target.
+	// hash of the schema name, or of the schema and a target or owner.
 	lockClass    = 0x4c6f6f6d + 2
 	migrateClass = lockClass
 	targetClass  = lockClass + 1
+	ownerClass   = lockClass + 2
 )
 
 // Fire is one fire of a schedule, handed to Options.Fire after it is
@@ -259,9 +260,9 @@ func (s *Scheduler) following(r row, due, now time.Time) time.Time {
 
 // Create implements schedule.Schedules: it checks r against the Limits
 // again (schedule.Request.Check), refuses a target already holding
-// Limits.MaxLive live schedules with schedule.CodeScheduleLimit (counted
-// under a lock on the target, so hosts creating at once cannot pass
-// it), and grants Wake only as far as Options.Wake allows.
+// Limits.MaxLive live schedules, or a strand that created as many, with
+// schedule.CodeScheduleLimit (counted under locks on the target and the
+// strand, so hosts creating at once cannot pass it), and grants Wake only as far as Options.Wake allows.
 func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Created, error) {
 	if err := r.Check(s.o.Limits); err != nil {
 		return schedule.Created{}, err
@@ -282,6 +283,19 @@ func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Cr
 		}
 		if live >= s.o.Limits.MaxLive {
 			return schedule.Refuse(schedule.CodeScheduleLimit, "%s already holds %d live schedules, the most allowed; cancel one first", strconv.Quote(clip(r.Target)), live)
+		}
+		// A target need only name a descendant, spawned or not, so the
+		// count per target alone would not bound what one strand holds.
+		// The owner's lock is taken after the target's, never before.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(ownerClass), s.schema+"/"+r.Strand); err != nil {
+			return err
+		}
+		var made int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+s.table+" WHERE owner = $1", r.Strand).Scan(&made); err != nil {
+			return err
+		}
+		if made >= s.o.Limits.MaxLive {
+			return schedule.Refuse(schedule.CodeScheduleLimit, "you already created %d live schedules, the most allowed; cancel one first", made)
 		}
 		var at int64
 		if r.Timing.Kind == schedule.Once {

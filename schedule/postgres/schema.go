@@ -29,7 +29,8 @@ var migrations = []migration{
 }
 
 // migrateCreate creates the version-1 schema: the schedules, with their
-// next fire indexed for Tick and their target for the live count. Times
+// next fire indexed for Tick, their target and owner for the live
+// counts. Times
 // are Unix nanoseconds of the host's clock.
 func migrateCreate(ctx context.Context, tx pgx.Tx, q func(string) string) error {
 	stmts := []string{
@@ -52,6 +53,7 @@ func migrateCreate(ctx context.Context, tx pgx.Tx, q func(string) string) error 
 		)`,
 		`CREATE INDEX schedules_next ON ` + q("schedules") + `(next_ns, id)`,
 		`CREATE INDEX schedules_target ON ` + q("schedules") + `(target)`,
+		`CREATE INDEX schedules_owner ON ` + q("schedules") + `(owner)`,
 	}
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {

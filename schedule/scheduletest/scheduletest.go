@@ -81,6 +81,7 @@ func Run(t *testing.T, open Open) {
 		{"LiveLimitVisibilityAndCancel", liveLimitVisibilityAndCancel},
 		{"FiresKeepTheirBounds", firesKeepTheirBounds},
 		{"RunFiresAndStopsAtClose", runFiresAndStopsAtClose},
+		{"OneStrandCannotSpreadPastTheLiveLimit", oneStrandCannotSpreadPastTheLiveLimit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -394,21 +395,20 @@ func runFiresAndStopsAtClose(t *testing.T, open Open) {
 	}
 }
 
-// TestRedteamOneStrandCannotSpreadPastTheLiveLimit: the live limit is per
-// target, and a target need only name a descendant, spawned or not, so
-// a strand (a code-mode program loops cheaply) minting fresh descendant
-// names held unbounded schedules in the host's store, each firing. The
+// oneStrandCannotSpreadPastTheLiveLimit: the live limit is per target,
+// and a target need only name a descendant, spawned or not, so a strand
+// (a code-mode program loops cheaply) minting fresh descendant names
+// would hold unbounded schedules in the host's store, each firing. The
 // strand that creates them is bounded too. Control: the first MaxLive
 // land, and another strand still creates its own.
-func TestRedteamOneStrandCannotSpreadPastTheLiveLimit(t *testing.T) {
-	c := &clock{now: start}
-	s := open(t, filepath.Join(t.TempDir(), "s.sqlite"), c, &fires{}, Options{Limits: schedule.Limits{MaxLive: 2}})
-	defer s.Close()
+func oneStrandCannotSpreadPastTheLiveLimit(t *testing.T, open Open) {
+	c := NewClock(Start)
+	s := openWith(t, open, c, &fires{}, Options{Limits: schedule.Limits{MaxLive: 2}})
 	spec := func(target string) schedule.Spec {
 		return schedule.Spec{EverySeconds: 60, Message: "m", Target: target}
 	}
-	create(t, s, c, "main", spec("sub:main/x-1"))
-	create(t, s, c, "main", spec("sub:main/x-2"))
+	Create(t, s, c.Now(), "main", spec("sub:main/x-1"))
+	Create(t, s, c.Now(), "main", spec("sub:main/x-2"))
 	r, err := schedule.Decode(spec("sub:main/x-3"), "main", c.Now(), s.Limits())
 	if err != nil {
 		t.Fatal(err)
@@ -416,5 +416,5 @@ func TestRedteamOneStrandCannotSpreadPastTheLiveLimit(t *testing.T) {
 	if _, err := s.Create(context.Background(), r); tool.CodeOf(err) != schedule.CodeScheduleLimit {
 		t.Errorf("a third schedule by main on a fresh descendant name: %v, want %s", err, schedule.CodeScheduleLimit)
 	}
-	create(t, s, c, "other", spec(""))
+	Create(t, s, c.Now(), "other", spec(""))
 }
