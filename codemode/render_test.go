@@ -189,3 +189,55 @@ func TestRenderSuggestsWhereANameIs(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderPointsOnceBeforeTheTrailer: the pointer at a package's API
+// comes once, right before the grants and enforcement lines (nothing but
+// the grants line between it and the enforcement line), whether a
+// build failed or a run had a failed call; a call a policy refused (a
+// protected path, a ceiling) gets none, since the API docs do not lift
+// it, and the first call the docs help with is the one pointed at.
+func TestRenderPointsOnceBeforeTheTrailer(t *testing.T) {
+	t.Parallel()
+	run := enforced(nsLayer, emptyRoot)
+	failedCalls := func(calls ...CallEntry) *Execution {
+		return &Execution{Binary: &Binary{Cached: true}, Run: &RunResult{Code: CodeRunFailed, Exit: 1, Enforcement: *run, Record: CallRecord{Total: len(calls), Failed: len(calls), Calls: calls}}}
+	}
+	call := func(cap string, code tool.Code) CallEntry { return CallEntry{Cap: cap, Status: CallFailed, Code: code} }
+	for _, c := range []struct {
+		name string
+		x    *Execution
+		err  error
+		want string
+	}{
+		{"build", &Execution{}, &BuildError{Diagnostics: "main.go:5:9: undefined: fs.Reed\n", Enforcement: *enforced(nsLayer)}, pointer("fs")},
+		{"misuse", failedCalls(call("fs.read", tool.CodeInvalidArguments)), nil, pointer("fs")},
+		{"protected", failedCalls(call("fs.write", tool.CodeProtectedPath)), nil, ""},
+		{"outside", failedCalls(call("fs.read", tool.CodeOutsideRoots)), nil, ""},
+		{"ceiling", failedCalls(call("proc.run", codeAdmissionCeiling)), nil, ""},
+		{"policy then misuse", failedCalls(call("fs.write", tool.CodeProtectedPath), call("proc.run", tool.CodeInvalidArguments)), nil, pointer("proc")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := render(c.x, c.err, nil, 0)
+			if c.want == "" {
+				if strings.Contains(o.Text, "fs_read cap://") {
+					t.Fatalf("a policy refusal points at the API:\n%s", o.Text)
+				}
+				return
+			}
+			if n := strings.Count(o.Text, "fs_read cap://"); n != 1 {
+				t.Fatalf("%d pointers, want 1:\n%s", n, o.Text)
+			}
+			p, s := strings.Index(o.Text, c.want), strings.Index(o.Text, "sandbox: ")
+			if p < 0 || s < 0 || p > s {
+				t.Fatalf("pointer %q not before the enforcement line:\n%s", c.want, o.Text)
+			}
+			if g := strings.Index(o.Text, "grants:"); g >= 0 && g < p {
+				t.Fatalf("pointer after the grants line:\n%s", o.Text)
+			}
+			between := strings.TrimSpace(o.Text[p+len(c.want) : s])
+			if between != "" && !strings.HasPrefix(between, "grants: ") || strings.Contains(between, "\n") {
+				t.Fatalf("%q between the pointer and the enforcement line:\n%s", between, o.Text)
+			}
+		})
+	}
+}
