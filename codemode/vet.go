@@ -305,6 +305,8 @@ func (e *VetError) importReason(construct string, listed bool) (string, bool) {
 		s := "not offered: no capability package " + p + " on the " + e.seamName() + " seam"
 		if near := nearestPackage(name, offered); near != "" {
 			s += "; did you mean " + near + "?"
+		} else if !listed {
+			s += "."
 		}
 		switch {
 		case listed:

@@ -349,6 +349,9 @@ func TestVetNamesTheCapPackages(t *testing.T) {
 				t.Errorf("%s: rendering does not name %s:\n%s", c.path, p, msg)
 			}
 		}
+		if !strings.Contains(msg, "seam. It offers ") && !strings.Contains(msg, "? It offers ") {
+			t.Errorf("%s: the offered packages are not a sentence of their own:\n%s", c.path, msg)
+		}
 		guess := "did you mean " + c.want + "?"
 		if c.want == "" {
 			guess = "did you mean"
