@@ -220,9 +220,10 @@
 //     building and describing parse source, and a refused program is
 //     only type-checked; compile and link run in the build jail; the
 //     program runs in the run jail.
-//   - Every result ends with the enforcement line: each jailed stage's
-//     layers by name, DEGRADED when one was skipped, or why a stage has
-//     no report (Details holds the full reports). A pointer at a cap
+//   - Every result ends with the enforcement line (a run's, then its
+//     grants line): each jailed stage's layers by name, DEGRADED when
+//     one was skipped, or why a stage has no report (Details holds the
+//     full reports). A pointer at a cap
 //     package's API (fs_read cap://<pkg>) comes once, right before the
 //     grants and enforcement lines, and only for a compile error or a
 //     failed call the API docs help with, never a policy refusal.

@@ -218,11 +218,12 @@ func programSource(c *tool.Call, a codeModeArgs) ([]byte, string, *tool.Outcome)
 }
 
 // render turns an execution into the tool's outcome. Every outcome, a
-// refusal at any stage included, ends with the same trailer: the grants
-// line (on a refusal, only when grants were asked for), then the
-// enforcement line (sandboxLine). The pointer at a capability package's
-// API, when the failure is one its docs help with, comes once, right
-// before the trailer.
+// refusal at any stage included, ends with its trailer: the enforcement
+// line (sandboxLine) and the grants line (a run's last line; on a
+// refusal it comes before the enforcement line, and only when grants
+// were asked for). The pointer at a capability package's API, when the
+// failure is one its docs help with, comes once, right before the
+// trailer.
 func render(x *Execution, err error, notes []string, took time.Duration) tool.Outcome {
 	var d Details
 	var b strings.Builder
@@ -310,9 +311,9 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 		fmt.Fprintf(&b, "%s\n", recordLine(r.Record))
 	}
 	writePointer(&b, pointerFromRecord(r.Record))
-	b.WriteString(x.Widening.String() + "\n")
 	build.enf = d.Build
 	b.WriteString(sandboxLine(build, stageReport{enf: d.Run}) + "\n")
+	b.WriteString(x.Widening.String() + "\n")
 	if r.Code == "" {
 		return tool.Outcome{Text: b.String(), Details: d}
 	}
