@@ -45,7 +45,10 @@
 //     reach no file, process or environment, plus the seam's cap
 //     packages), every comment the compiler would honour (//go:…,
 //     //line), build constraints, cgo and functions without a body.
-//     The code_mode tool then type-checks a refused program that parsed
+//     A refused import says how to repair it: why it is denied, why the
+//     seam leaves it out, or for an unknown cap/ package the seam's ones
+//     and the nearest; the allowlist is listed only for an import none
+//     of these covers. The code_mode tool then type-checks a refused program that parsed
 //     (go/types on the host, against the archives of its allowed
 //     imports, the refused ones stubbed; one at a time, bounded in wall
 //     time), so one answer carries the refusal and the compile errors.
@@ -217,9 +220,13 @@
 //     building and describing parse source, and a refused program is
 //     only type-checked; compile and link run in the build jail; the
 //     program runs in the run jail.
-//   - Every result ends with the enforcement line: each jailed stage's
-//     layers by name, DEGRADED when one was skipped, or why a stage has
-//     no report (Details holds the full reports).
+//   - Every result ends with the enforcement line (a run's, then its
+//     grants line): each jailed stage's layers by name, DEGRADED when
+//     one was skipped, or why a stage has no report (Details holds the
+//     full reports). A pointer at a cap
+//     package's API (fs_read cap://<pkg>) comes once, right before the
+//     grants and enforcement lines, and only for a compile error or a
+//     failed call the API docs help with, never a policy refusal.
 //   - Every bound is a named constant, stated in the tool's description
 //     where the model needs it.
 //   - Every failure is in band with a stable code (codes.go): a

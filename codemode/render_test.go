@@ -189,3 +189,60 @@ func TestRenderSuggestsWhereANameIs(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderPointsOnceBeforeTheTrailer: the pointer at a package's API
+// comes once, right before the trailer (the grants and enforcement
+// lines, nothing else after it), whether a
+// build failed or a run had a failed call; a call a policy refused (a
+// protected path, a ceiling) gets none, since the API docs do not lift
+// it, and the first call the docs help with is the one pointed at.
+func TestRenderPointsOnceBeforeTheTrailer(t *testing.T) {
+	t.Parallel()
+	run := enforced(nsLayer, emptyRoot)
+	failedCalls := func(calls ...CallEntry) *Execution {
+		return &Execution{Binary: &Binary{Cached: true}, Run: &RunResult{Code: CodeRunFailed, Exit: 1, Enforcement: *run, Record: CallRecord{Total: len(calls), Failed: len(calls), Calls: calls}}}
+	}
+	call := func(cap string, code tool.Code) CallEntry { return CallEntry{Cap: cap, Status: CallFailed, Code: code} }
+	for _, c := range []struct {
+		name string
+		x    *Execution
+		err  error
+		want string
+	}{
+		{"build", &Execution{}, &BuildError{Diagnostics: "main.go:5:9: undefined: fs.Reed\n", Enforcement: *enforced(nsLayer)}, pointer("fs")},
+		{"misuse", failedCalls(call("fs.read", tool.CodeInvalidArguments)), nil, pointer("fs")},
+		{"protected", failedCalls(call("fs.write", tool.CodeProtectedPath)), nil, ""},
+		{"outside", failedCalls(call("fs.read", tool.CodeOutsideRoots)), nil, ""},
+		{"ceiling", failedCalls(call("proc.run", codeAdmissionCeiling)), nil, ""},
+		{"policy then misuse", failedCalls(call("fs.write", tool.CodeProtectedPath), call("proc.run", tool.CodeInvalidArguments)), nil, pointer("proc")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := render(c.x, c.err, nil, 0)
+			if c.want == "" {
+				if strings.Contains(o.Text, "fs_read cap://") {
+					t.Fatalf("a policy refusal points at the API:\n%s", o.Text)
+				}
+				return
+			}
+			if n := strings.Count(o.Text, "fs_read cap://"); n != 1 {
+				t.Fatalf("%d pointers, want 1:\n%s", n, o.Text)
+			}
+			p := strings.Index(o.Text, c.want)
+			if p < 0 {
+				t.Fatalf("no pointer %q:\n%s", c.want, o.Text)
+			}
+			// After the pointer's line: the trailer, and nothing else.
+			rest := strings.Split(strings.TrimSpace(o.Text[p+len(c.want):]), "\n")
+			sawSandbox := false
+			for _, l := range rest {
+				sawSandbox = sawSandbox || strings.HasPrefix(l, "sandbox: ")
+				if !strings.HasPrefix(l, "sandbox: ") && !strings.HasPrefix(l, "grants: ") {
+					t.Fatalf("%q after the pointer:\n%s", l, o.Text)
+				}
+			}
+			if !sawSandbox || len(rest) > 2 {
+				t.Fatalf("the pointer is not right before the trailer:\n%s", o.Text)
+			}
+		})
+	}
+}

@@ -284,3 +284,31 @@ func editDistance(a, b string, limit int) int {
 	}
 	return min(prev[len(b)], limit)
 }
+
+// nearestPackage is the capability package of offered (import paths) the
+// unknown name (a path without its "cap/") most likely meant, or "": one
+// within maxSuggestEdits of it (and fewer than its length), one whose name is a prefix of it or has
+// it as a prefix ("exec" for cap/execution), or one with the same first
+// letter within half its length plus one edits ("file" for cap/fs). The
+// fewest edits win; ties keep the first of offered.
+func nearestPackage(name string, offered []string) string {
+	name = strings.ToLower(name)
+	if name == "" || len(name) > maxSuggestNameBytes {
+		return ""
+	}
+	best, bestD := "", maxSuggestNameBytes+1
+	for _, p := range offered {
+		cand := strings.ToLower(strings.TrimPrefix(p, preludeModule+"/"))
+		if cand == "" {
+			continue
+		}
+		d := editDistance(name, cand, maxSuggestNameBytes+1)
+		near := (d <= maxSuggestEdits && d < len(name)) ||
+			strings.HasPrefix(name, cand) || strings.HasPrefix(cand, name) ||
+			(name[0] == cand[0] && d <= len(name)/2+1)
+		if near && d < bestD {
+			best, bestD = p, d
+		}
+	}
+	return best
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/blob"
 	"github.com/agentloom/loom/job"
 	"github.com/agentloom/loom/sandbox"
@@ -217,8 +218,12 @@ func programSource(c *tool.Call, a codeModeArgs) ([]byte, string, *tool.Outcome)
 }
 
 // render turns an execution into the tool's outcome. Every outcome, a
-// refusal at any stage included, ends with the enforcement line
-// (sandboxLine).
+// refusal at any stage included, ends with its trailer: the enforcement
+// line (sandboxLine) and the grants line (a run's last line; on a
+// refusal it comes before the enforcement line, and only when grants
+// were asked for). The pointer at a capability package's API, when the
+// failure is one its docs help with, comes once, right before the
+// trailer.
 func render(x *Execution, err error, notes []string, took time.Duration) tool.Outcome {
 	var d Details
 	var b strings.Builder
@@ -243,6 +248,7 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	}
 	if err != nil {
 		code := stageCode(err)
+		ptr := ""
 		var be *BuildError
 		var ve *VetError
 		switch {
@@ -255,15 +261,14 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 					b.WriteString(s + "\n")
 				}
 			}
-			if p := pointerFromText(be.Diagnostics); p != "" {
-				b.WriteString(p + "\n")
-			}
+			ptr = pointerFromText(be.Diagnostics)
 		case errors.As(err, &ve):
 			build.none = buildVetted
 			b.WriteString(strings.TrimRight(err.Error(), "\n") + "\n")
 		default:
 			b.WriteString(strings.TrimRight(err.Error(), "\n") + "\n")
 		}
+		writePointer(&b, ptr)
 		if x != nil && x.Widening.State != GrantsNone {
 			b.WriteString(x.Widening.String() + "\n")
 		}
@@ -305,12 +310,10 @@ func render(x *Execution, err error, notes []string, took time.Duration) tool.Ou
 	if !x.joined {
 		fmt.Fprintf(&b, "%s\n", recordLine(r.Record))
 	}
+	writePointer(&b, pointerFromRecord(r.Record))
 	build.enf = d.Build
 	b.WriteString(sandboxLine(build, stageReport{enf: d.Run}) + "\n")
 	b.WriteString(x.Widening.String() + "\n")
-	if p := pointerFromRecord(r.Record); p != "" {
-		b.WriteString(p + "\n")
-	}
 	if r.Code == "" {
 		return tool.Outcome{Text: b.String(), Details: d}
 	}
@@ -477,17 +480,45 @@ func pointerFromText(diag string) string {
 }
 
 // pointerFromRecord points at the API of the first capability package
-// whose call failed (not at a ceiling, which reading the API does not
-// lift); "" when none did.
+// whose call failed other than by a policy refusal (policyRefusals),
+// which reading the API does not lift; "" when none did.
 func pointerFromRecord(r CallRecord) string {
 	for _, e := range r.Calls {
-		if e.Status == CallFailed && e.Code != codeAdmissionCeiling && e.Code != codeSpawnCeiling {
+		if e.Status == CallFailed && !policyRefusals[e.Code] {
 			if pkg, _, _ := strings.Cut(e.Cap, "."); isCapPackage(pkg) {
 				return pointer(pkg)
 			}
 		}
 	}
 	return ""
+}
+
+// policyRefusals are the call failures that a policy, a grant or a
+// ceiling decided, not the program's use of the API: a call failing so
+// gets no pointer at the API.
+var policyRefusals = map[tool.Code]bool{
+	codeAdmissionCeiling:          true,
+	codeSpawnCeiling:              true,
+	codeTooManyCalls:              true,
+	codeMCPToolUnauthorized:       true,
+	tool.CodeProtectedPath:        true,
+	tool.CodePermissionDenied:     true,
+	tool.CodeOutsideRoots:         true,
+	tool.CodeOutsideWritableRoots: true,
+	tool.CodeGitControlPath:       true,
+	job.CodeJobCeilingReached:     true,
+	job.CodeJobClearanceRefused:   true,
+	job.CodeLifetimeRefused:       true,
+	agent.CodeDepthCap:            true,
+	agent.CodeFanOut:              true,
+	agent.CodeSessionStrands:      true,
+}
+
+// writePointer writes p on its own line, if any.
+func writePointer(b *strings.Builder, p string) {
+	if p != "" {
+		b.WriteString(p + "\n")
+	}
 }
 
 func pointer(pkg string) string {

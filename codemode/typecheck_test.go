@@ -206,7 +206,7 @@ func TestVetErrorRendersTheTypeCheck(t *testing.T) {
 		e        *VetError
 		has, not string
 	}{
-		{"unchecked", unchecked, "allowed imports", "Type-checked"},
+		{"unchecked", unchecked, "(denied: opens paths", "Type-checked"},
 		{"clean", clean, "Type-checked (refused imports stubbed), the program has no other compile error", "also has"},
 		{"no import refused", noImport, "Type-checked, the program has no other compile error", "stubbed"},
 		{"found", found, "also has these compile errors; fix them in the same edit:\nmain.go:5:2: undefined: x\n", "no other"},

@@ -148,8 +148,11 @@ func (e *VetError) Code() tool.Code { return CodeVetRefused }
 func (e *VetError) ErrorCode() string { return string(e.Code()) }
 
 // Error renders every violation (at most 32 itemised, the rest counted)
-// with its rule, construct and line:column, why a denied import is
-// denied, the caret excerpt, and the allowlist, in at most 16 KiB; then
+// with its rule, construct and line:column, why a refused import is
+// refused (its denial, why the seam leaves it out, or for an unknown
+// capability package the seam's ones and the nearest), the caret
+// excerpt, and the allowlist when some refused import has no such
+// reason, in at most 16 KiB; then
 // what the type check found (Compile, at most 8 KiB more) or that it
 // found nothing.
 func (e *VetError) Error() string {
@@ -160,6 +163,7 @@ func (e *VetError) Error() string {
 		b.WriteString("s")
 	}
 	b.WriteString("\n")
+	listed := e.needsAllowlist()
 	for i, v := range e.Violations {
 		if i == maxViolationsShown {
 			fmt.Fprintf(&b, "  ... and %d more\n", n-maxViolationsShown)
@@ -174,10 +178,8 @@ func (e *VetError) Error() string {
 			b.WriteString(" (a program is package main)")
 		}
 		if v.Rule == ruleImportNotAllowed {
-			if reason, ok := importDenial(v.Construct); ok {
-				b.WriteString(" (denied: " + reason + ")")
-			} else if reason, ok := e.importWithheld(v.Construct); ok {
-				b.WriteString(" (not offered: " + reason + ")")
+			if reason, ok := e.importReason(v.Construct, listed); ok {
+				b.WriteString(" (" + reason + ")")
 			}
 		}
 		b.WriteString("\n")
@@ -185,12 +187,9 @@ func (e *VetError) Error() string {
 	if e.Parse != "" {
 		b.WriteString(e.Parse)
 	}
-	if e.refusesAnImport() {
-		name := e.seam
-		if name == "" {
-			name = "this"
-		}
-		fmt.Fprintf(&b, "allowed imports (%s seam): %s", name, strings.Join(e.Allowlist, ", "))
+	if listed {
+		fmt.Fprintf(&b, "allowed imports (%s seam): %s (fs_read cap:// describes them), and the standard packages %s\n",
+			e.seamName(), strings.Join(e.capPackages(), ", "), groupedPaths(e.stdPackages()))
 	}
 	out := truncateUTF8(b.String(), maxVetErrorBytes)
 	switch {
@@ -211,8 +210,7 @@ func (e *VetError) stubbed() string {
 	return ""
 }
 
-// refusesAnImport reports whether a violation is about an import, the
-// only kind the allowlist helps to repair.
+// refusesAnImport reports whether a violation is about an import.
 func (e *VetError) refusesAnImport() bool {
 	for _, v := range e.Violations {
 		switch v.Rule {
@@ -223,9 +221,55 @@ func (e *VetError) refusesAnImport() bool {
 	return false
 }
 
-// importDenial recovers the path from an import construct vet wrote
-// (`import "p"` or `import name "p"`) and reports its denial, if any.
-func importDenial(construct string) (string, bool) {
+// needsAllowlist reports whether some refused import has no reason of its
+// own (importReason): only then does the rendering list what may be
+// imported. A denied, withheld or misspelt capability import already names
+// its repair.
+func (e *VetError) needsAllowlist() bool {
+	for _, v := range e.Violations {
+		if v.Rule != ruleImportNotAllowed {
+			continue
+		}
+		if _, ok := e.importReason(v.Construct, false); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *VetError) seamName() string {
+	if e.seam == "" {
+		return "this"
+	}
+	return e.seam
+}
+
+// capPackages is the capability packages of the allowlist (MCP packages
+// left out: fs_read cap://mcp lists them), in order.
+func (e *VetError) capPackages() []string {
+	var out []string
+	for _, p := range e.Allowlist {
+		if strings.HasPrefix(p, preludeModule+"/") && !isMCPPath(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// stdPackages is the allowlist's standard packages, in order.
+func (e *VetError) stdPackages() []string {
+	var out []string
+	for _, p := range e.Allowlist {
+		if !strings.HasPrefix(p, preludeModule+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// importPath recovers the path from an import construct vet wrote
+// (`import "p"` or `import name "p"`).
+func importPath(construct string) (string, bool) {
 	i := strings.IndexByte(construct, '"')
 	if i < 0 {
 		return "", false
@@ -234,7 +278,46 @@ func importDenial(construct string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return denialOf(p)
+	return p, true
+}
+
+// importReason is why a refused import construct is refused, when that
+// reason names its repair: its denial ("denied: ..."), why the seam leaves
+// it out ("not offered: ..."), or for an unknown capability package the
+// ones the seam offers and the nearest of them ("not offered: no
+// capability package cap/file on the workspace seam; did you mean
+// cap/fs? It offers ..."; the offered ones left out when listed says the
+// rendering lists them anyway). ok is false for any other path, whose
+// repair is the allowlist.
+func (e *VetError) importReason(construct string, listed bool) (string, bool) {
+	p, ok := importPath(construct)
+	if !ok {
+		return "", false
+	}
+	if reason, ok := denialOf(p); ok {
+		return "denied: " + reason, true
+	}
+	if reason, ok := e.importWithheld(p); ok {
+		return "not offered: " + reason, true
+	}
+	if name, ok := strings.CutPrefix(p, preludeModule+"/"); ok {
+		offered := e.capPackages()
+		s := "not offered: no capability package " + p + " on the " + e.seamName() + " seam"
+		if near := nearestPackage(name, offered); near != "" {
+			s += "; did you mean " + near + "?"
+		} else if !listed {
+			s += "."
+		}
+		switch {
+		case listed:
+		case len(offered) == 0:
+			s += " It offers none."
+		default:
+			s += " It offers " + strings.Join(offered, ", ") + " (fs_read cap:// describes them)."
+		}
+		return s, true
+	}
+	return "", false
 }
 
 // withheldPackages says why a seam may leave out a capability package
@@ -243,18 +326,10 @@ var withheldPackages = map[string]string{
 	"cap/lsp": "cap/lsp is offered only when the host runs a language server for the workspace, and this host runs none; its calls also need the fs_read tool",
 }
 
-// importWithheld recovers the path from an import construct vet wrote
-// and reports why a seam leaves it out, if it is a package only some
-// hosts offer: cap/lsp, or an MCP server's package.
-func (e *VetError) importWithheld(construct string) (string, bool) {
-	i := strings.IndexByte(construct, '"')
-	if i < 0 {
-		return "", false
-	}
-	p, err := strconv.Unquote(construct[i:])
-	if err != nil {
-		return "", false
-	}
+// importWithheld reports why a seam leaves out the import path p, if it
+// is a package only some hosts offer: cap/lsp, or an MCP server's
+// package.
+func (e *VetError) importWithheld(p string) (string, bool) {
 	if isMCPPath(p) {
 		if e.withheld != nil {
 			return e.withheld(p), true

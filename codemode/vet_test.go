@@ -103,10 +103,15 @@ func TestVetViolationPositions(t *testing.T) {
 			t.Errorf("rendering lacks %q:\n%s", line, msg)
 		}
 	}
-	for _, s := range []string{"7 violations", "vet_refused", "(denied: opens paths", "allowed imports (workspace seam): bufio, bytes, cap/execution, cap/fs", "cap/search"} {
+	for _, s := range []string{"7 violations", "vet_refused", "(denied: opens paths", "(denied: the prelude's plumbing"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("rendering lacks %q:\n%s", s, msg)
 		}
+	}
+	// Both refused imports are denied with a reason naming the repair,
+	// so the allowlist is not listed.
+	if strings.Contains(msg, "allowed imports") {
+		t.Errorf("denied imports only, yet the allowlist is listed:\n%s", msg)
 	}
 }
 
@@ -274,16 +279,88 @@ func TestTruncateUTF8(t *testing.T) {
 	}
 }
 
-// TestVetNamesTheAllowlistOnlyForImports: the allowlist helps repair an
-// import and nothing else, so a refusal without one leaves it out.
-func TestVetNamesTheAllowlistOnlyForImports(t *testing.T) {
+// TestVetNamesTheAllowlistOnlyWhenNeeded: the allowlist helps repair an
+// import no reason covers and nothing else, so a refusal without one
+// (a parse error, a denied import, a withheld or misspelt capability
+// package, which name their own repair) leaves it out; an unknown path
+// gets it, the capability packages by name and the standard ones
+// grouped.
+func TestVetNamesTheAllowlistOnlyWhenNeeded(t *testing.T) {
 	t.Parallel()
-	_, err := vet([]byte("package main\n\nfunc main() { x := }\n"), WorkspaceSeam())
-	if err == nil || strings.Contains(err.Error(), "allowed imports") {
-		t.Fatalf("a parse error lists the allowlist:\n%v", err)
+	for _, c := range []struct {
+		name, src string
+		listed    bool
+		has       string
+	}{
+		{"parse error", "package main\n\nfunc main() { x := }\n", false, "parse_error"},
+		{"denied", "package main\n\nimport \"os\"\n\nfunc main() { os.Exit(0) }\n", false, "files go through cap/fs"},
+		{"cap typo", "package main\n\nimport \"cap/file\"\n\nfunc main() { file.Read() }\n", false, "did you mean cap/fs?"},
+		{"withheld", "package main\n\nimport \"cap/mcp/x\"\n\nfunc main() {}\n", false, "not offered"},
+		{"unknown", "package main\n\nimport \"github.com/pkg/errors\"\n\nfunc main() {}\n", true,
+			"allowed imports (workspace seam): cap/execution, cap/fs, cap/job"},
+		{"unknown beside denied", "package main\n\nimport (\n\t\"os\"\n\t\"example.com/x\"\n)\n\nfunc main() {}\n", true,
+			"(fs_read cap:// describes them), and the standard packages bufio bytes cmp compress/{bzip2,"},
+	} {
+		_, err := vet([]byte(c.src), WorkspaceSeam())
+		if err == nil {
+			t.Fatalf("%s: accepted", c.name)
+		}
+		msg := err.Error()
+		if got := strings.Contains(msg, "allowed imports"); got != c.listed {
+			t.Errorf("%s: allowlist listed %v, want %v:\n%s", c.name, got, c.listed, msg)
+		}
+		if !strings.Contains(msg, c.has) {
+			t.Errorf("%s: rendering lacks %q:\n%s", c.name, c.has, msg)
+		}
 	}
-	_, err = vet([]byte("package main\n\nimport \"os\"\n\nfunc main() { os.Exit(0) }\n"), WorkspaceSeam())
-	if err == nil || !strings.Contains(err.Error(), "allowed imports") {
-		t.Fatalf("an import refusal does not list the allowlist:\n%v", err)
+}
+
+// TestVetNamesTheCapPackages: an unknown cap/ import names the seam's
+// capability packages and the nearest of them, by edit distance or
+// prefix; a name near none gets the list without a guess.
+func TestVetNamesTheCapPackages(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		path, seam, want string
+	}{
+		{"cap/file", WorkspaceSeamName, "cap/fs"},
+		{"cap/exec", WorkspaceSeamName, "cap/execution"},
+		{"cap/process", WorkspaceSeamName, "cap/proc"},
+		{"cap/note", WorkspaceSeamName, "cap/notes"},
+		{"cap/strands", OrchestrationSeamName, "cap/strand"},
+		{"cap/zzzzzzzz", WorkspaceSeamName, ""},
+		{"cap/fs", OrchestrationSeamName, ""},
+	} {
+		seam := WorkspaceSeam()
+		if c.seam == OrchestrationSeamName {
+			seam = OrchestrationSeam()
+		}
+		_, err := vet([]byte("package main\n\nimport _ \""+c.path+"\"\n\nfunc main() {}\n"), seam)
+		if err == nil {
+			t.Fatalf("%s: accepted", c.path)
+		}
+		msg := err.Error()
+		head := "(not offered: no capability package " + c.path + " on the " + c.seam + " seam"
+		if !strings.Contains(msg, head) {
+			t.Errorf("%s: rendering lacks %q:\n%s", c.path, head, msg)
+		}
+		for _, p := range seam.Packages {
+			if !strings.Contains(msg, p) {
+				t.Errorf("%s: rendering does not name %s:\n%s", c.path, p, msg)
+			}
+		}
+		if !strings.Contains(msg, "seam. It offers ") && !strings.Contains(msg, "? It offers ") {
+			t.Errorf("%s: the offered packages are not a sentence of their own:\n%s", c.path, msg)
+		}
+		guess := "did you mean " + c.want + "?"
+		if c.want == "" {
+			guess = "did you mean"
+		}
+		if got := strings.Contains(msg, guess); got != (c.want != "") {
+			t.Errorf("%s: %q present %v:\n%s", c.path, guess, got, msg)
+		}
+		if strings.Contains(msg, "allowed imports") {
+			t.Errorf("%s: the allowlist is listed:\n%s", c.path, msg)
+		}
 	}
 }
