@@ -28,7 +28,7 @@
 //
 // Runner.MaxTurns bounds a run's model replies. When the last allowed
 // reply still calls tools, those calls are not run and Run returns a
-// *TurnLimitError (code turn_limit), as in every Loom adapter, where the
+// *agent.TurnLimitError (code turn_limit), as in every Loom adapter, where the
 // SDK's runner would run them and end with that reply.
 //
 // # Coordinates

@@ -3,7 +3,6 @@ package loomanthropic
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -12,27 +11,7 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/plane"
-	"github.com/agentloom/loom/tool"
 )
-
-// CodeTurnLimit is the code of a TurnLimitError.
-const CodeTurnLimit tool.Code = "turn_limit"
-
-// TurnLimitError is the error of a run whose model still called tools in
-// the last of its MaxTurns replies. Those calls are not run.
-type TurnLimitError struct {
-	// Strand is the strand whose run stopped.
-	Strand string
-	// MaxTurns is the limit it reached.
-	MaxTurns int
-}
-
-func (e *TurnLimitError) Error() string {
-	return fmt.Sprintf("loomanthropic: %s: the model still called tools after %d turns (%s); raise Runner.MaxTurns or ask for a smaller task", e.Strand, e.MaxTurns, CodeTurnLimit)
-}
-
-// ErrorCode returns CodeTurnLimit (see tool.CodedError).
-func (e *TurnLimitError) ErrorCode() string { return string(CodeTurnLimit) }
 
 // The defaults a zero Runner field means.
 const (
@@ -69,7 +48,7 @@ type Runner struct {
 	// MaxTurns bounds one run's replies (the tool runner's
 	// MaxIterations); zero or less means DefaultMaxTurns. When the last
 	// reply still calls tools, those calls are not run and Run returns a
-	// *TurnLimitError.
+	// *agent.TurnLimitError.
 	MaxTurns int
 }
 
@@ -129,7 +108,7 @@ func (r *Runner) Run(ctx context.Context, t agent.Turn) (string, error) {
 		}
 		if runner.IterationCount() >= params.MaxIterations && len(toolUses(msg)) > 0 {
 			// The runner would run this reply's calls, then stop.
-			return "", &TurnLimitError{Strand: t.Strand, MaxTurns: params.MaxIterations}
+			return "", &agent.TurnLimitError{Strand: t.Strand, MaxTurns: params.MaxIterations}
 		}
 		if t.Inbox != nil && len(toolUses(msg)) > 0 {
 			if in := t.Inbox(); len(in) > 0 {

@@ -211,7 +211,7 @@ func TestToolDefinitionIsTheRegistrySchema(t *testing.T) {
 }
 
 // A run whose model still calls tools in its last allowed reply ends with
-// a *TurnLimitError, coded turn_limit, and that reply's calls are not run;
+// a *agent.TurnLimitError, coded turn_limit, and that reply's calls are not run;
 // a model that answers in its last reply (the control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
 	for _, tt := range []struct {
@@ -242,12 +242,12 @@ func TestRunnerTurnLimit(t *testing.T) {
 			}})
 			runner := &loomanthropic.Runner{Plane: p, Client: api.client(t), Model: "test-model", MaxTurns: 2}
 			_, err := runner.Run(t.Context(), agent.Turn{Strand: plane.DefaultStrand, Operation: "op-1", Prompt: "work", Tools: []string{"probe"}})
-			var limit *loomanthropic.TurnLimitError
+			var limit *agent.TurnLimitError
 			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a TurnLimitError: %v", err, tt.wantErr)
+				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
 			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != loomanthropic.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), loomanthropic.CodeTurnLimit)
+			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
+				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
 			}
 			if replies.Load() != 2 || probed.Load() != 1 {
 				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())

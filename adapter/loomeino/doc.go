@@ -30,7 +30,7 @@
 //
 // Runner.MaxTurns bounds a run's model replies. When the last allowed
 // reply still calls tools, those calls are not run and Run returns a
-// *TurnLimitError (code turn_limit), as in every Loom adapter. A host
+// *agent.TurnLimitError (code turn_limit), as in every Loom adapter. A host
 // running its own ReAct agent over a Toolset sets eino's MaxStep itself.
 //
 // # Coordinates

@@ -3,7 +3,6 @@ package loomeino
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/cloudwego/eino/components/model"
@@ -12,27 +11,7 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/plane"
-	"github.com/agentloom/loom/tool"
 )
-
-// CodeTurnLimit is the code of a TurnLimitError.
-const CodeTurnLimit tool.Code = "turn_limit"
-
-// TurnLimitError is the error of a run whose model still called tools in
-// the last of its MaxTurns replies. Those calls are not run.
-type TurnLimitError struct {
-	// Strand is the strand whose run stopped.
-	Strand string
-	// MaxTurns is the limit it reached.
-	MaxTurns int
-}
-
-func (e *TurnLimitError) Error() string {
-	return fmt.Sprintf("loomeino: %s: the model still called tools after %d turns (%s); raise Runner.MaxTurns or ask for a smaller task", e.Strand, e.MaxTurns, CodeTurnLimit)
-}
-
-// ErrorCode returns CodeTurnLimit (see tool.CodedError).
-func (e *TurnLimitError) ErrorCode() string { return string(CodeTurnLimit) }
 
 // DefaultMaxTurns bounds a sub-agent's model turns when Runner.MaxTurns is
 // zero or less.
@@ -54,7 +33,7 @@ func (s *Toolset) Model(m model.ToolCallingChatModel) model.ToolCallingChatModel
 type stepModel struct {
 	m     model.ToolCallingChatModel
 	turns *turns
-	limit *TurnLimitError
+	limit *agent.TurnLimitError
 }
 
 func (s *stepModel) Generate(ctx context.Context, in []*schema.Message, opts ...model.Option) (*schema.Message, error) {
@@ -116,7 +95,7 @@ type Runner struct {
 	Model func(ctx context.Context, name string) (model.ToolCallingChatModel, error)
 	// MaxTurns bounds one run's model replies; zero or less means
 	// DefaultMaxTurns. When the last reply still calls tools, those
-	// calls are not run and Run returns a *TurnLimitError.
+	// calls are not run and Run returns a *agent.TurnLimitError.
 	MaxTurns int
 }
 
@@ -135,7 +114,7 @@ func (r *Runner) Run(ctx context.Context, t agent.Turn) (string, error) {
 	if turns <= 0 {
 		turns = DefaultMaxTurns
 	}
-	limit := &TurnLimitError{Strand: t.Strand, MaxTurns: turns}
+	limit := &agent.TurnLimitError{Strand: t.Strand, MaxTurns: turns}
 	cfg := &react.AgentConfig{
 		ToolCallingModel: &stepModel{m: m, turns: set.turns, limit: limit},
 		ToolsConfig:      set.Config(ctx),

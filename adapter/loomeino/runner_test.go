@@ -188,7 +188,7 @@ func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
 }
 
 // A run whose model still calls tools in its last allowed reply ends with
-// a *TurnLimitError, coded turn_limit, and that reply's calls are not run;
+// a *agent.TurnLimitError, coded turn_limit, and that reply's calls are not run;
 // a model that answers in its last reply (the control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
 	for _, tt := range []struct {
@@ -224,12 +224,12 @@ func TestRunnerTurnLimit(t *testing.T) {
 			runner := &loomeino.Runner{Plane: p, MaxTurns: 2,
 				Model: func(context.Context, string) (model.ToolCallingChatModel, error) { return m, nil }}
 			_, err := runner.Run(t.Context(), agent.Turn{Strand: plane.DefaultStrand, Operation: "op-1", Prompt: "work", Tools: []string{"probe"}})
-			var limit *loomeino.TurnLimitError
+			var limit *agent.TurnLimitError
 			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a TurnLimitError: %v", err, tt.wantErr)
+				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
 			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != loomeino.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), loomeino.CodeTurnLimit)
+			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
+				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
 			}
 			if replies != 2 || called != tt.wantCalled {
 				t.Errorf("model replies = %d, probe calls = %d; want 2 and %d", replies, called, tt.wantCalled)

@@ -34,7 +34,7 @@
 //
 // Runner.MaxTurns bounds a run's model replies. When the last allowed
 // reply still calls tools, those calls are not run and Run returns a
-// *TurnLimitError (code turn_limit), as in every Loom adapter: the
+// *agent.TurnLimitError (code turn_limit), as in every Loom adapter: the
 // Toolset's middleware refuses that reply before Genkit's own limit
 // (which fails one reply later, with Genkit's error) is reached.
 //

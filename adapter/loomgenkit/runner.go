@@ -10,31 +10,11 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/plane"
-	"github.com/agentloom/loom/tool"
 )
 
 // DefaultMaxTurns bounds a run's model replies when Runner.MaxTurns is
 // zero or less.
 const DefaultMaxTurns = 50
-
-// CodeTurnLimit is the code of a TurnLimitError.
-const CodeTurnLimit tool.Code = "turn_limit"
-
-// TurnLimitError is the error of a run whose model still called tools in
-// the last of its MaxTurns replies. Those calls are not run.
-type TurnLimitError struct {
-	// Strand is the strand whose run stopped.
-	Strand string
-	// MaxTurns is the limit it reached.
-	MaxTurns int
-}
-
-func (e *TurnLimitError) Error() string {
-	return fmt.Sprintf("loomgenkit: %s: the model still called tools after %d turns (%s); raise Runner.MaxTurns or ask for a smaller task", e.Strand, e.MaxTurns, CodeTurnLimit)
-}
-
-// ErrorCode returns CodeTurnLimit (see tool.CodedError).
-func (e *TurnLimitError) ErrorCode() string { return string(CodeTurnLimit) }
 
 // Runner is an agent.Runner that runs each turn as one genkit.Generate
 // call, Genkit's own tool loop, over the strand's tools (a Toolset):
@@ -59,7 +39,7 @@ type Runner struct {
 	Model string
 	// MaxTurns bounds one run's model replies; zero or less means
 	// DefaultMaxTurns. When the last reply still calls tools, those
-	// calls are not run and Run returns a *TurnLimitError.
+	// calls are not run and Run returns a *agent.TurnLimitError.
 	MaxTurns int
 }
 
@@ -75,7 +55,7 @@ func (r *Runner) Run(ctx context.Context, t agent.Turn) (string, error) {
 	}
 	set := NewToolset(r.Plane.Dispatcher(), r.Plane.CallFor(t.Strand, t.Operation))
 	set.Only = t.Tools
-	set.limit = &TurnLimitError{Strand: t.Strand, MaxTurns: max}
+	set.limit = &agent.TurnLimitError{Strand: t.Strand, MaxTurns: max}
 	tools, err := set.GenerateOptions(ctx)
 	if err != nil {
 		return "", err

@@ -166,7 +166,7 @@ func TestAgentRunsThePlane(t *testing.T) {
 }
 
 // TestRunnerTurnLimit: a run whose model still calls tools in its last
-// allowed reply ends with a *TurnLimitError, coded turn_limit, and that
+// allowed reply ends with a *agent.TurnLimitError, coded turn_limit, and that
 // reply's calls are not run; a model that answers in its last reply (the
 // control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
@@ -198,12 +198,12 @@ func TestRunnerTurnLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Prompt: task})
-			var limit *loomgenkit.TurnLimitError
+			var limit *agent.TurnLimitError
 			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a TurnLimitError: %v", err, tt.wantErr)
+				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
 			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != loomgenkit.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), loomgenkit.CodeTurnLimit)
+			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
+				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
 			}
 			if replies.Load() != 2 || probed.Load() != 1 {
 				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/firebase/genkit/go/ai"
 
+	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
@@ -54,7 +55,7 @@ type Toolset struct {
 	// the strand holds it (tool.Registry.Holds).
 	Only []string
 
-	limit *TurnLimitError // set by Runner: a reply past it that calls tools is refused
+	limit *agent.TurnLimitError // set by Runner: a reply past it that calls tools is refused
 
 	mu      sync.Mutex
 	tools   []ai.ToolRef

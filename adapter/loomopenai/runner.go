@@ -11,31 +11,11 @@ import (
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/plane"
-	"github.com/agentloom/loom/tool"
 )
 
 // DefaultMaxTurns bounds a run's model replies when Runner.MaxTurns is
 // zero or less.
 const DefaultMaxTurns = 50
-
-// CodeTurnLimit is the code of a TurnLimitError.
-const CodeTurnLimit tool.Code = "turn_limit"
-
-// TurnLimitError is the error of a run whose model still called tools in
-// the last of its MaxTurns replies. Those calls are not run.
-type TurnLimitError struct {
-	// Strand is the strand whose run stopped.
-	Strand string
-	// MaxTurns is the limit it reached.
-	MaxTurns int
-}
-
-func (e *TurnLimitError) Error() string {
-	return fmt.Sprintf("loomopenai: %s: the model still called tools after %d turns (%s); raise Runner.MaxTurns or ask for a smaller task", e.Strand, e.MaxTurns, CodeTurnLimit)
-}
-
-// ErrorCode returns CodeTurnLimit (see tool.CodedError).
-func (e *TurnLimitError) ErrorCode() string { return string(CodeTurnLimit) }
 
 // Runner is an agent.Runner that runs each turn as a Responses API tool
 // loop over the strand's tools (a Toolset): it asks the model for the
@@ -61,7 +41,7 @@ type Runner struct {
 	Model string
 	// MaxTurns bounds one run's model replies; zero or less means
 	// DefaultMaxTurns. When the last reply still calls tools, those
-	// calls are not run and Run returns a *TurnLimitError.
+	// calls are not run and Run returns a *agent.TurnLimitError.
 	MaxTurns int
 }
 
@@ -101,7 +81,7 @@ func (r *Runner) Run(ctx context.Context, t agent.Turn) (string, error) {
 			return "", fmt.Errorf("loomopenai: %s step-%d: %w", t.Strand, n, err)
 		}
 		if n >= max && len(calls(resp.Output)) > 0 {
-			return "", &TurnLimitError{Strand: t.Strand, MaxTurns: max}
+			return "", &agent.TurnLimitError{Strand: t.Strand, MaxTurns: max}
 		}
 		items := set.Dispatch(ctx, resp.Output)
 		if items == nil {
