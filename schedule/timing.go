@@ -156,3 +156,27 @@ func (t Timing) Next(after time.Time) time.Time {
 	}
 	return time.Time{}
 }
+
+// FireAfter is when a schedule of timing t, expiring at expires and
+// fired fires times of at most maxFires (zero: no bound), fires next
+// after a fire due at due that is delivered at now. Missed fires are
+// coalesced: a schedule behind its clock fires once, late, then keeps
+// its cadence from now. A cron fire is at least minInterval after the
+// last; none is at or after the expiry. Zero means none follows. Every
+// durable store fires by this rule.
+func FireAfter(t Timing, expires time.Time, maxFires, fires int, due, now time.Time, minInterval time.Duration) time.Time {
+	if t.Kind == Once || (maxFires > 0 && fires >= maxFires) {
+		return time.Time{}
+	}
+	after := now
+	if t.Kind == Cron {
+		if gap := due.Add(minInterval - time.Second); gap.After(after) {
+			after = gap
+		}
+	}
+	next := t.Next(after)
+	if next.IsZero() || !next.Before(expires) {
+		return time.Time{}
+	}
+	return next
+}

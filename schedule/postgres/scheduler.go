@@ -236,26 +236,10 @@ func parseID(id string) (int64, bool) {
 	return n, err == nil && strings.HasPrefix(id, "sch-") && n > 0
 }
 
-// following is the fire of r after one due at due, read at now: missed
-// fires are coalesced (a schedule behind its clock fires once, late,
-// then keeps its cadence from now), a cron fire is at least
-// Limits.MinInterval after the last, and no fire is at or after the
-// expiry. Zero means none follows.
+// following is the fire of r after one due at due, delivered at now
+// (schedule.FireAfter).
 func (s *Scheduler) following(r row, due, now time.Time) time.Time {
-	if r.timing.Kind == schedule.Once || (r.maxFires > 0 && r.fires >= r.maxFires) {
-		return time.Time{}
-	}
-	after := now
-	if r.timing.Kind == schedule.Cron {
-		if gap := due.Add(s.o.Limits.MinInterval - time.Second); gap.After(after) {
-			after = gap
-		}
-	}
-	next := r.timing.Next(after)
-	if next.IsZero() || !next.Before(r.expires) {
-		return time.Time{}
-	}
-	return next
+	return schedule.FireAfter(r.timing, r.expires, r.maxFires, r.fires, due, now, s.o.Limits.MinInterval)
 }
 
 // Create implements schedule.Schedules: it checks r against the Limits
