@@ -207,33 +207,35 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 	const wait = 50 * time.Millisecond
 	for _, tc := range []struct {
 		name string
-		spec func(*sandbox.CallSpec) (ctx context.Context, during func())
+		// spec is handed the subtest: what it changes is undone when
+		// that case ends, not when the whole test does.
+		spec func(*testing.T, *sandbox.CallSpec) (ctx context.Context, during func())
 		want sandbox.DenialCode
 	}{
-		{"timeout", func(s *sandbox.CallSpec) (context.Context, func()) {
+		{"timeout", func(t *testing.T, s *sandbox.CallSpec) (context.Context, func()) {
 			s.Timeout = wait
 			return context.Background(), nil
 		}, sandbox.DenialHostBusy},
-		{"policy wall", func(s *sandbox.CallSpec) (context.Context, func()) {
+		{"policy wall", func(t *testing.T, s *sandbox.CallSpec) (context.Context, func()) {
 			s.Policy.WallMs = int(wait / time.Millisecond)
 			return context.Background(), nil
 		}, sandbox.DenialHostBusy},
-		{"context deadline", func(s *sandbox.CallSpec) (context.Context, func()) {
+		{"context deadline", func(t *testing.T, s *sandbox.CallSpec) (context.Context, func()) {
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			t.Cleanup(cancel)
 			return ctx, nil
 		}, sandbox.DenialHostBusy},
-		{"no deadline: maxHostBusyWait", func(s *sandbox.CallSpec) (context.Context, func()) {
+		{"no deadline: maxHostBusyWait", func(t *testing.T, s *sandbox.CallSpec) (context.Context, func()) {
 			b.test.hostBusyWait = wait
 			t.Cleanup(func() { b.test.hostBusyWait = 0 })
 			return context.Background(), nil
 		}, sandbox.DenialHostBusy},
-		{"context cancelled", func(s *sandbox.CallSpec) (context.Context, func()) {
+		{"context cancelled", func(t *testing.T, s *sandbox.CallSpec) (context.Context, func()) {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			return ctx, cancel
 		}, sandbox.DenialStepAborted},
-		{"step aborted", func(s *sandbox.CallSpec) (context.Context, func()) {
+		{"step aborted", func(t *testing.T, s *sandbox.CallSpec) (context.Context, func()) {
 			return context.Background(), func() { b.Ledger().AbortStep(s.Key) }
 		}, sandbox.DenialStepAborted},
 	} {
@@ -244,7 +246,7 @@ func TestHostBoundDeadlineRefuses(t *testing.T) {
 			}
 			// Before the context: its deadline counts from when it is made.
 			start := time.Now()
-			ctx, during := tc.spec(&spec)
+			ctx, during := tc.spec(t, &spec)
 			if during != nil {
 				go func() {
 					<-queued
