@@ -127,9 +127,9 @@ func TestAboutStubbed(t *testing.T) {
 // the one answer carries the refusal, the compile errors and the hints;
 // a program with nothing else wrong says so.
 func TestVetRefusalCarriesTheCompileErrors(t *testing.T) {
-	slotTests.Lock()
-	defer slotTests.Unlock()
 	t.Parallel()
+	slotTests.Lock() // after Parallel: a parallel test waits in Parallel for the serial ones
+	defer slotTests.Unlock()
 	s := newSession(t, nil)
 	// The archives of the allowed imports are made by a build (a cold
 	// cache can take longer than a refusal waits for them).
@@ -257,9 +257,9 @@ func TestVetErrorRendersTheTypeCheck(t *testing.T) {
 // past its memory. A program whose constant strings could pass
 // maxConstStringBytes is not type-checked. Control: a short chain is.
 func TestRedteamTypeCheckBuildsNoHugeConstant(t *testing.T) {
-	slotTests.Lock()
-	defer slotTests.Unlock()
 	t.Parallel()
+	slotTests.Lock() // after Parallel: a parallel test waits in Parallel for the serial ones
+	defer slotTests.Unlock()
 	s := newSession(t, nil)
 	chain := func(n int) *VetError {
 		var b strings.Builder
@@ -298,9 +298,9 @@ func TestRedteamTypeCheckBuildsNoHugeConstant(t *testing.T) {
 // program whose aliases or generic types could expand past
 // maxTypeExpansion is not type-checked. Control: short chains are.
 func TestRedteamTypeCheckExpandsNoHugeType(t *testing.T) {
-	slotTests.Lock()
-	defer slotTests.Unlock()
 	t.Parallel()
+	slotTests.Lock() // after Parallel: a parallel test waits in Parallel for the serial ones
+	defer slotTests.Unlock()
 	s := newSession(t, nil)
 	vet := func(src string) *VetError {
 		_, err := s.eng.Vet([]byte(src))
