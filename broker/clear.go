@@ -110,8 +110,8 @@ func (b *Broker) Clear(ctx context.Context, spec sandbox.CallSpec) (*sandbox.Exe
 	bound := newOutputBound(b.maxOutputBytes(spec), kill.outputLimit)
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go pump(&readers, proc.stdout, sandbox.Stdout, feed.Output(), bound)
-	go pump(&readers, proc.stderr, sandbox.Stderr, feed.Output(), bound)
+	go pump(&readers, proc.stdout, sandbox.Stdout, feed, bound)
+	go pump(&readers, proc.stderr, sandbox.Stderr, feed, bound)
 
 	go kill.watch(ctx, proc, deadline)
 

@@ -66,17 +66,17 @@ func (b *Broker) maxOutputBytes(spec sandbox.CallSpec) int64 {
 	return n
 }
 
-// pump copies one pipe into out in chunks of at most outputChunkBytes,
+// pump copies one pipe into feed in chunks of at most outputChunkBytes,
 // delivering only what bound admits. Past the bound it keeps reading (and
 // drops what it reads) until the pipe ends, so the command's last writers
 // never block on a full pipe while its tree is being killed.
-func pump(wg *sync.WaitGroup, r *os.File, s sandbox.Stream, out chan<- sandbox.Output, bound *outputBound) {
+func pump(wg *sync.WaitGroup, r *os.File, s sandbox.Stream, feed sandbox.Feed, bound *outputBound) {
 	defer wg.Done()
 	buf := make([]byte, outputChunkBytes)
 	for {
 		n, err := r.Read(buf)
 		if k := bound.take(n); k > 0 {
-			out <- sandbox.Output{Stream: s, Bytes: append([]byte(nil), buf[:k]...)}
+			feed.Send(sandbox.Output{Stream: s, Bytes: append([]byte(nil), buf[:k]...)})
 		}
 		if err != nil {
 			return

@@ -150,6 +150,12 @@ type Execution struct {
 	settled Settled
 	cancel  func()
 	once    sync.Once
+
+	// sending is held (shared) by every Send in flight; Settle takes it
+	// alone to close out, after closing settling so blocked Sends give up.
+	sending  sync.RWMutex
+	settling chan struct{}
+	closed   bool
 }
 
 // Output returns the command's output chunks in the order each stream
@@ -203,18 +209,47 @@ type Feed struct{ e *Execution }
 // delivers through. Cancel on the Execution calls cancel. Enforcement is
 // the caller's to fill before handing the Execution out.
 func NewExecution(queue int, cancel func()) (*Execution, Feed) {
-	e := &Execution{out: make(chan Output, max(queue, 0)), done: make(chan struct{}), cancel: cancel}
+	e := &Execution{
+		out: make(chan Output, max(queue, 0)), done: make(chan struct{}),
+		settling: make(chan struct{}), cancel: cancel,
+	}
 	return e, Feed{e}
 }
 
-// Output is the queue the command's chunks go to. Only Settle closes it.
-func (f Feed) Output() chan<- Output { return f.e.out }
+// Send delivers one output chunk, waiting while the queue is full. It
+// reports false, delivering nothing, once Settle has been called (a chunk
+// sent while Settle runs may go either way) or on the zero Feed. It is
+// safe from any goroutine, before or after Settle.
+func (f Feed) Send(o Output) bool {
+	if f.e == nil {
+		return false
+	}
+	f.e.sending.RLock()
+	defer f.e.sending.RUnlock()
+	if f.e.closed {
+		return false
+	}
+	select {
+	case f.e.out <- o:
+		return true
+	case <-f.e.settling:
+		return false
+	}
+}
 
-// Settle records how the command ended, closes Output and then Done.
-// Call it after the last send on Output; only the first call counts.
+// Settle records how the command ended, closes Output and then Done. A
+// Send still waiting gives up; only the first call counts; the zero Feed
+// ignores it.
 func (f Feed) Settle(s Settled) {
+	if f.e == nil {
+		return
+	}
 	f.e.once.Do(func() {
+		close(f.e.settling)
+		f.e.sending.Lock()
+		defer f.e.sending.Unlock()
 		f.e.settled = s
+		f.e.closed = true
 		close(f.e.out)
 		close(f.e.done)
 	})

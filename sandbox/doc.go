@@ -27,5 +27,6 @@
 //   - Covers compares whole path components on cleaned forms and never
 //     touches the filesystem.
 //   - Every Execution settles exactly once; Output closes before Done.
+//     A Feed never panics: a Send after Settle reports false.
 //   - The package imports nothing but the standard library.
 package sandbox
