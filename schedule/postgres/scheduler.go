@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentloom/loom/schedule"
+	"github.com/agentloom/loom/schedule/internal/waker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -29,9 +30,6 @@ const (
 	// maxBatch bounds the fires one transaction of Tick claims; Tick
 	// goes on until nothing is due.
 	maxBatch = 256
-	// maxSleep bounds how long Run waits before it looks again, so a
-	// clock that jumps, or a schedule another host created, is noticed.
-	maxSleep = time.Minute
 	// lockClass is the first key of the advisory locks this package
 	// takes (history/postgres uses the two before it); the second is a
 	// hash of the schema name, or of the schema and a target or owner.
@@ -100,9 +98,9 @@ type Scheduler struct {
 	schema string
 	table  string // the schedules table, qualified
 	o      Options
-	kick   chan struct{}
+	wake   *waker.Waker
 
-	mu     sync.Mutex // guards closed and kick
+	mu     sync.Mutex // guards closed
 	closed bool
 
 	// test holds hooks for this package's tests.
@@ -167,7 +165,7 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, o Options) (*Scheduler, e
 	if err := migrate(ctx, pool, o.Schema); err != nil {
 		return nil, err
 	}
-	return &Scheduler{pool: pool, schema: o.Schema, table: pgx.Identifier{o.Schema, "schedules"}.Sanitize(), o: o, kick: make(chan struct{}, 1)}, nil
+	return &Scheduler{pool: pool, schema: o.Schema, table: pgx.Identifier{o.Schema, "schedules"}.Sanitize(), o: o, wake: waker.New()}, nil
 }
 
 // Close closes the Scheduler, and its connections when Open opened
@@ -180,7 +178,7 @@ func (s *Scheduler) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.kick)
+	s.wake.Close()
 	if s.owned {
 		s.pool.Close()
 	}
@@ -293,7 +291,7 @@ func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Cr
 	if err != nil {
 		return schedule.Created{}, err
 	}
-	s.poke()
+	s.wake.Poke()
 	rw := row{id: id, target: r.Target, timing: r.Timing, expires: r.Expires}
 	return schedule.Created{ID: rw.idText(), Target: r.Target, Wake: wake, Cadence: rw.cadence(), Next: first, MaxFires: r.MaxFires}, nil
 }
@@ -462,38 +460,7 @@ func (s *Scheduler) NextDue(ctx context.Context) (time.Time, bool, error) {
 // Scheduler's Create adds a schedule; one another host created is seen
 // within that minute. A Tick that fails is tried again after that wait.
 func (s *Scheduler) Run(ctx context.Context) error {
-	for {
-		s.Tick(ctx)
-		wait := maxSleep
-		if next, ok, err := s.NextDue(ctx); err == nil && ok {
-			wait = min(max(next.Sub(s.o.Now()), 0), maxSleep)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case _, ok := <-s.kick:
-			t.Stop()
-			if !ok {
-				return nil
-			}
-		case <-t.C:
-		}
-	}
-}
-
-// poke tells Run to look again.
-func (s *Scheduler) poke() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	return s.wake.Run(ctx, s.o.Now, func(ctx context.Context) { s.Tick(ctx) }, s.NextDue)
 }
 
 func (s *Scheduler) open() error {

@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
 	"github.com/agentloom/loom/schedule"
+	"github.com/agentloom/loom/schedule/internal/waker"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -22,10 +23,6 @@ const schemaVersion = 1
 // maxBatch bounds the fires one transaction of Tick claims; Tick goes on
 // until nothing is due.
 const maxBatch = 256
-
-// maxSleep bounds how long Run waits before it looks again, so a clock
-// that jumps is noticed.
-const maxSleep = time.Minute
 
 // defaultBusyTimeout is how long a call waits for another writer.
 const defaultBusyTimeout = 5 * time.Second
@@ -77,7 +74,7 @@ type Scheduler struct {
 	path string
 	db   *sql.DB
 	o    Options
-	kick chan struct{}
+	wake *waker.Waker
 
 	mu     sync.Mutex // serialises writes in this process
 	closed bool
@@ -108,7 +105,7 @@ func Open(path string, o Options) (*Scheduler, error) {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
-	s := &Scheduler{path: path, db: db, o: o, kick: make(chan struct{}, 1)}
+	s := &Scheduler{path: path, db: db, o: o, wake: waker.New()}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, err
@@ -164,7 +161,7 @@ func (s *Scheduler) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.kick)
+	s.wake.Close()
 	return s.db.Close()
 }
 
@@ -269,7 +266,7 @@ func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Cr
 	if err != nil {
 		return schedule.Created{}, err
 	}
-	s.poke()
+	s.wake.Poke()
 	rw := row{id: id, target: r.Target, timing: r.Timing, expires: r.Expires}
 	return schedule.Created{ID: rw.idText(), Target: r.Target, Wake: wake, Cadence: rw.cadence(), Next: first, MaxFires: r.MaxFires}, nil
 }
@@ -430,38 +427,7 @@ func (s *Scheduler) NextDue(ctx context.Context) (time.Time, bool, error) {
 // most a minute at a time, and looks again at once when Create adds a
 // schedule. A Tick that fails is tried again after that wait.
 func (s *Scheduler) Run(ctx context.Context) error {
-	for {
-		s.Tick(ctx)
-		wait := maxSleep
-		if next, ok, err := s.NextDue(ctx); err == nil && ok {
-			wait = min(max(next.Sub(s.o.Now()), 0), maxSleep)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case _, ok := <-s.kick:
-			t.Stop()
-			if !ok {
-				return nil
-			}
-		case <-t.C:
-		}
-	}
-}
-
-// poke tells Run to look again.
-func (s *Scheduler) poke() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	return s.wake.Run(ctx, s.o.Now, func(ctx context.Context) { s.Tick(ctx) }, s.NextDue)
 }
 
 func (s *Scheduler) open() error {

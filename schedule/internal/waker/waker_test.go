@@ -1,0 +1,82 @@
+package waker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestRun: in a bubble's fake time, Run ticks once at start, again when
+// the next fire falls due, again on a Poke long before the next fire, at
+// most MaxSleep apart however far off the next fire is or when nextDue
+// fails, and ends with nil on Close.
+func TestRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var ticks []time.Duration
+		due, hasDue, failing := start.Add(10*time.Second), true, false
+		w := New()
+		done := make(chan error, 1)
+		go func() {
+			done <- w.Run(context.Background(), time.Now,
+				func(context.Context) {
+					ticks = append(ticks, time.Since(start))
+					if hasDue && !time.Now().Before(due) {
+						hasDue = false // fired
+					}
+				},
+				func(context.Context) (time.Time, bool, error) {
+					if failing {
+						return time.Time{}, false, errors.New("database gone")
+					}
+					return due, hasDue, nil
+				})
+		}()
+		synctest.Wait()
+		time.Sleep(10 * time.Second) // the fire falls due
+		synctest.Wait()
+		due, hasDue = start.Add(time.Hour), true
+		time.Sleep(time.Second)
+		w.Poke() // a schedule created, due in an hour
+		synctest.Wait()
+		time.Sleep(MaxSleep) // one look a MaxSleep later all the same
+		synctest.Wait()
+		failing = true
+		time.Sleep(MaxSleep) // nextDue fails: likewise
+		synctest.Wait()
+		w.Close()
+		if err := <-done; err != nil {
+			t.Fatalf("Run after Close: %v", err)
+		}
+		w.Poke() // after Close: nothing, no panic
+		w.Close()
+		want := []time.Duration{0, 10 * time.Second, 11 * time.Second, 11*time.Second + MaxSleep, 11*time.Second + 2*MaxSleep}
+		if len(ticks) != len(want) {
+			t.Fatalf("ticks at %v, want %v", ticks, want)
+		}
+		for i := range want {
+			if ticks[i] != want[i] {
+				t.Fatalf("ticks at %v, want %v", ticks, want)
+			}
+		}
+	})
+}
+
+// TestRunEndsWithContext: a cancelled ctx ends Run with its error.
+func TestRunEndsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- New().Run(ctx, time.Now, func(context.Context) {},
+				func(context.Context) (time.Time, bool, error) { return time.Time{}, false, nil })
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v, want context.Canceled", err)
+		}
+	})
+}
