@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"github.com/agentloom/loom/tool"
@@ -103,6 +104,23 @@ func (d Dispatcher) Dispatch(ctx context.Context, c *tool.Call, opID, stepID str
 	}
 	wg.Wait()
 	return results
+}
+
+// Offered returns the tools to offer the model of strand, in
+// registration order: those the strand holds (tool.Registry.Holds),
+// narrowed to the names in only when only is not nil. Nil without a
+// Registry.
+func (d Dispatcher) Offered(ctx context.Context, strand string, only []string) []tool.Tool {
+	if d.Registry == nil {
+		return nil
+	}
+	var out []tool.Tool
+	for _, t := range d.Registry.Registered() {
+		if (only == nil || slices.Contains(only, t.Name)) && d.Registry.Holds(ctx, strand, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // DispatchOne runs one call, at position index of step stepID of

@@ -383,3 +383,45 @@ func TestDispatchNeverPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestOffered: the tools offered a strand are those it holds, in
+// registration order, narrowed by only when only is not nil; an empty
+// only offers nothing, and a Dispatcher without a Registry offers nil.
+func TestOffered(t *testing.T) {
+	var tools []tool.Tool
+	for _, n := range []string{"c", "a", "b"} {
+		tools = append(tools, tool.Tool{Name: n, Description: n, Schema: json.RawMessage(`{"type":"object"}`),
+			Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome { return tool.Success("") }})
+	}
+	reg, err := tool.NewRegistry(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.SetHolds(func(_ context.Context, strand, name string) bool { return strand == "root" || name != "b" })
+	d := Dispatcher{Registry: reg}
+	names := func(ts []tool.Tool) string {
+		var s []string
+		for _, t := range ts {
+			s = append(s, t.Name)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, tc := range []struct {
+		strand string
+		only   []string
+		want   string
+	}{
+		{"root", nil, "c,a,b"},
+		{"sub:child", nil, "c,a"},
+		{"root", []string{"b", "c", "zzz"}, "c,b"},
+		{"sub:child", []string{"b"}, ""},
+		{"root", []string{}, ""},
+	} {
+		if got := names(d.Offered(context.Background(), tc.strand, tc.only)); got != tc.want {
+			t.Errorf("Offered(%q, %q) = %q, want %q", tc.strand, tc.only, got, tc.want)
+		}
+	}
+	if got := (Dispatcher{}).Offered(context.Background(), "root", nil); got != nil {
+		t.Errorf("no Registry: %v", got)
+	}
+}

@@ -634,3 +634,22 @@ func TestBoundTextProperties(t *testing.T) {
 		}
 	})
 }
+
+// TestModelText: an outcome reads as its text, an error's after
+// "error <code>: ", or "error: " when it has no code.
+func TestModelText(t *testing.T) {
+	for _, tc := range []struct {
+		o    Outcome
+		want string
+	}{
+		{Success("ok"), "ok"},
+		{Outcome{}, ""},
+		{Fail(CodeInvalidArguments, "path is required"), "error invalid_arguments: path is required"},
+		{Outcome{IsError: true, Text: "no code"}, "error: no code"},
+		{Outcome{Code: CodeInvalidArguments, Text: "a code without IsError is no error"}, "a code without IsError is no error"},
+	} {
+		if got := tc.o.ModelText(); got != tc.want {
+			t.Errorf("%+v.ModelText() = %q, want %q", tc.o, got, tc.want)
+		}
+	}
+}

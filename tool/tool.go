@@ -154,6 +154,20 @@ func Fail(code Code, text string) Outcome {
 	return Outcome{Text: text, IsError: true, Code: code}
 }
 
+// ModelText is the text a model reads for o where its API carries no
+// error flag: o.Text, after "error <code>: " when o is an error
+// ("error: " when it has no code). Adapters and hosts use it so every
+// model reads failures one way.
+func (o Outcome) ModelText() string {
+	switch {
+	case !o.IsError:
+		return o.Text
+	case o.Code == "":
+		return "error: " + o.Text
+	}
+	return "error " + string(o.Code) + ": " + o.Text
+}
+
 // WithDetails returns o with Details replaced by d.
 func (o Outcome) WithDetails(d any) Outcome {
 	o.Details = d

@@ -80,26 +80,12 @@ func (s *Toolset) Bind(t Turns) {
 // registration order, each defined by the registry's name, description
 // and JSON Schema. It fails only on a schema that is not a JSON object.
 func (s *Toolset) Tools(ctx context.Context) ([]anthropic.BetaTool, error) {
-	r := s.Dispatcher.Registry
-	if r == nil {
-		return nil, nil
-	}
-	var only map[string]bool
-	if s.Only != nil {
-		only = map[string]bool{}
-		for _, n := range s.Only {
-			only[n] = true
-		}
-	}
 	strand := ""
 	if s.Call != nil {
 		strand = s.Call.Strand
 	}
 	var out []anthropic.BetaTool
-	for _, t := range r.Registered() {
-		if (only != nil && !only[t.Name]) || !r.Holds(ctx, strand, t.Name) {
-			continue
-		}
+	for _, t := range s.Dispatcher.Offered(ctx, strand, s.Only) {
 		in, err := inputSchema(t.Schema)
 		if err != nil {
 			return nil, fmt.Errorf("loomanthropic: tool %s: %w", t.Name, err)

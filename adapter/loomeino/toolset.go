@@ -92,24 +92,7 @@ func (s *Toolset) Unknown(ctx context.Context, name, input string) (string, erro
 
 // offered lists the registered tools the strand may call.
 func (s *Toolset) offered(ctx context.Context) []tool.Tool {
-	r := s.Dispatcher.Registry
-	if r == nil {
-		return nil
-	}
-	var only map[string]bool
-	if s.Only != nil {
-		only = map[string]bool{}
-		for _, n := range s.Only {
-			only[n] = true
-		}
-	}
-	var out []tool.Tool
-	for _, t := range r.Registered() {
-		if (only == nil || only[t.Name]) && r.Holds(ctx, s.strand(), t.Name) {
-			out = append(out, t)
-		}
-	}
-	return out
+	return s.Dispatcher.Offered(ctx, s.strand(), s.Only)
 }
 
 func (s *Toolset) strand() string {
@@ -198,13 +181,7 @@ func (t *TextTool) InvokableRun(ctx context.Context, args string, _ ...einotool.
 // parts). An outcome with neither text nor images reads "(no output)".
 func modelText(o tool.Outcome) string {
 	var b strings.Builder
-	switch {
-	case o.IsError && o.Code != "":
-		fmt.Fprintf(&b, "error %s: ", o.Code)
-	case o.IsError:
-		b.WriteString("error: ")
-	}
-	b.WriteString(o.Text)
+	b.WriteString(o.ModelText())
 	if n := len(o.Images); n > 0 {
 		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 			b.WriteString("\n")

@@ -87,25 +87,13 @@ func NewToolset(d plane.Dispatcher, c *tool.Call) *Toolset {
 func (s *Toolset) GenerateOptions(ctx context.Context) ([]ai.GenerateOption, error) {
 	schemas := map[string]map[string]any{}
 	var tools []ai.ToolRef
-	if r := s.Dispatcher.Registry; r != nil {
-		var only map[string]bool
-		if s.Only != nil {
-			only = map[string]bool{}
-			for _, n := range s.Only {
-				only[n] = true
-			}
+	for _, t := range s.Dispatcher.Offered(ctx, s.strand(), s.Only) {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Schema, &schema); err != nil || schema == nil {
+			return nil, fmt.Errorf("loomgenkit: tool %s: the schema is not a JSON object: %s", t.Name, t.Schema)
 		}
-		for _, t := range r.Registered() {
-			if (only != nil && !only[t.Name]) || !r.Holds(ctx, s.strand(), t.Name) {
-				continue
-			}
-			var schema map[string]any
-			if err := json.Unmarshal(t.Schema, &schema); err != nil || schema == nil {
-				return nil, fmt.Errorf("loomgenkit: tool %s: the schema is not a JSON object: %s", t.Name, t.Schema)
-			}
-			schemas[t.Name] = schema
-			tools = append(tools, s.tool(t.Name, t.Description, false))
-		}
+		schemas[t.Name] = schema
+		tools = append(tools, s.tool(t.Name, t.Description, false))
 	}
 	tools = append(tools, s.tool(UnknownToolName, "", true))
 	s.mu.Lock()
@@ -275,10 +263,10 @@ func (s *Toolset) restore(msgs []*ai.Message) []*ai.Message {
 
 // response is o as a Genkit tool response. Genkit's tool responses have
 // no error flag: an error outcome's Output text starts with
-// "error <code>: " (errorText). Images follow as media parts, each a
+// "error <code>: " (tool.Outcome.ModelText). Images follow as media parts, each a
 // base64 data URL.
 func response(o tool.Outcome) *ai.MultipartToolResponse {
-	text := errorText(o)
+	text := o.ModelText()
 	if text == "" && len(o.Images) == 0 {
 		text = emptyOutput
 	}
@@ -287,16 +275,4 @@ func response(o tool.Outcome) *ai.MultipartToolResponse {
 		r.Content = append(r.Content, ai.NewMediaPart(img.MIME, "data:"+img.MIME+";base64,"+base64.StdEncoding.EncodeToString(img.Data)))
 	}
 	return r
-}
-
-// errorText is the text the model reads for o: o.Text, prefixed by
-// "error <code>: " when o is an error ("error: " when it has no code).
-func errorText(o tool.Outcome) string {
-	if !o.IsError {
-		return o.Text
-	}
-	if o.Code == "" {
-		return "error: " + o.Text
-	}
-	return "error " + string(o.Code) + ": " + o.Text
 }

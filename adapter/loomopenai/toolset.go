@@ -55,24 +55,7 @@ func NewToolset(d plane.Dispatcher, c *tool.Call) *Toolset {
 // optional properties, which strict mode refuses. It fails only on a
 // schema that is not a JSON object, which a Registry never holds.
 func (s *Toolset) Tools(ctx context.Context) ([]responses.ToolUnionParam, error) {
-	r := s.Dispatcher.Registry
-	if r == nil {
-		return nil, nil
-	}
-	var only map[string]bool
-	if s.Only != nil {
-		only = map[string]bool{}
-		for _, n := range s.Only {
-			only[n] = true
-		}
-	}
-	var held []tool.Tool
-	for _, t := range r.Registered() {
-		if (only == nil || only[t.Name]) && r.Holds(ctx, s.strand(), t.Name) {
-			held = append(held, t)
-		}
-	}
-	return functionTools(held)
+	return functionTools(s.Dispatcher.Offered(ctx, s.strand(), s.Only))
 }
 
 // Dispatch runs the function calls of one response's output as the
@@ -165,10 +148,10 @@ func replay(output []responses.ResponseOutputItemUnion) []responses.ResponseInpu
 
 // functionOutput returns r as a function_call_output item answering
 // r.ID. The Responses API has no error flag: an error outcome's text
-// starts with "error <code>: " (errorText). Images follow the text as
+// starts with "error <code>: " (tool.Outcome.ModelText). Images follow the text as
 // input_image parts, each a base64 data URL.
 func functionOutput(r plane.Result) responses.ResponseInputItemUnionParam {
-	text := errorText(r.Outcome)
+	text := r.Outcome.ModelText()
 	if text == "" && len(r.Outcome.Images) == 0 {
 		text = emptyOutput
 	}
@@ -188,17 +171,4 @@ func functionOutput(r plane.Result) responses.ResponseInputItemUnionParam {
 	}
 	item.OfFunctionCallOutput.CallID = openai.String(r.ID)
 	return item
-}
-
-// errorText is the text the model reads for o: o.Text, prefixed by
-// "error <code>: " when o is an error ("error: " when it has no code),
-// since a function_call_output carries no error flag.
-func errorText(o tool.Outcome) string {
-	if !o.IsError {
-		return o.Text
-	}
-	if o.Code == "" {
-		return "error: " + o.Text
-	}
-	return "error " + string(o.Code) + ": " + o.Text
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/agentloom/loom/codemode"
 	"image"
 	"image/color"
 	"image/png"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentloom/loom/codemode"
 
 	"github.com/agentloom/loom/agent"
 	"github.com/agentloom/loom/broker"

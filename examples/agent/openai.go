@@ -131,13 +131,7 @@ func functionCalls(output []responses.ResponseOutputItemUnion) []plane.ToolCall 
 // input_image part per image.
 func functionOutput(r plane.Result) responses.ResponseInputItemUnionParam {
 	o := r.Outcome
-	text := o.Text
-	switch {
-	case o.IsError && o.Code != "":
-		text = "error " + string(o.Code) + ": " + text
-	case o.IsError:
-		text = "error: " + text
-	}
+	text := o.ModelText()
 	if text == "" && len(o.Images) == 0 {
 		text = "(no output)"
 	}
