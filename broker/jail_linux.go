@@ -242,6 +242,7 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf sandbox.Enforcem
 		return nil, enf, "", d
 	}
 	h, err := b.spawnHelperWith(f, stdinFile, req.extra, false)
+	req.trace.Mark("spawned")
 	if err != nil {
 		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, "start helper: "+errno.Name(jail.StartError(err)), err)
 	}
