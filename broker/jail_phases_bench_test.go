@@ -27,9 +27,14 @@ import (
 // handover, "config" the helper's wake-up, the m.* and r.* marks the mount
 // steps, "exec" the report's end (the command exec'd), "reaped" the
 // command's run and reaping, "settled" the settlement. It also reports
-// the whole (total-µs). The cold sub-benchmark runs the same with
-// prestarting off (Options.WarmHelperIdle < 0): each command's helper is
-// started for it, by the broker itself, and "taken" includes that start.
+// the whole (total-µs) and Clear-to-settlement as the caller sees it
+// (wall-µs), and logs the phases in the order they happen. The cold
+// sub-benchmark runs the same with prestarting off
+// (Options.WarmHelperIdle < 0): each command's helper is started for it
+// right after admission ("spawned": the fork and exec of the helper, as
+// the broker waits for it), "started" is the helper's own start up to
+// its first Go code (its runtime and package inits), "p.loopback" and
+// "prepared" what it prepares before reading its configuration.
 func BenchmarkWarmPhases(b *testing.B) {
 	b.Run("warm", func(b *testing.B) { benchPhases(b, 0) })
 	b.Run("cold", func(b *testing.B) { benchPhases(b, -1) })
