@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentloom/loom/broker/internal/jail"
 	"github.com/agentloom/loom/internal/jailtest"
@@ -86,9 +89,15 @@ type costVariant struct {
 
 // interleave times each variant b.N times, the variants interleaved in
 // rotating order, and reports each one's median (<name>-ms) and its ratio
-// to the last variant's median (<name>/<last>).
+// to the last variant's median (<name>/<last>). It also reports each
+// one's median CPU time (<name>-cpu-ms: user and system time of this
+// process and of the children reaped during the run, so the broker, its
+// helper and the command, or bubblewrap and its children), which a busy
+// host disturbs far less than wall time, and that median's ratio to the
+// last variant's (<name>/<last>-cpu).
 func interleave(b *testing.B, vs []costVariant) {
 	samples := make([][]time.Duration, len(vs))
+	cpu := make([][]time.Duration, len(vs))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := range vs {
@@ -100,23 +109,49 @@ func interleave(b *testing.B, vs []costVariant) {
 				}
 			}
 			b.StartTimer()
+			cpu0 := cpuTime()
 			start := time.Now()
 			vs[v].run()
 			samples[v] = append(samples[v], time.Since(start))
+			cpu[v] = append(cpu[v], cpuTime()-cpu0)
 		}
 	}
 	b.StopTimer()
 	med := make([]float64, len(vs))
+	medCPU := make([]float64, len(vs))
 	for v := range vs {
-		s := slices.Clone(samples[v])
-		slices.Sort(s)
-		med[v] = float64(s[len(s)/2]) / float64(time.Millisecond)
+		med[v] = median(samples[v])
+		medCPU[v] = median(cpu[v])
 		b.ReportMetric(med[v], vs[v].name+"-ms")
+		b.ReportMetric(medCPU[v], vs[v].name+"-cpu-ms")
 	}
 	last := len(vs) - 1
 	for v := range last {
 		b.ReportMetric(med[v]/med[last], vs[v].name+"/"+vs[last].name)
+		if medCPU[last] > 0 {
+			b.ReportMetric(medCPU[v]/medCPU[last], vs[v].name+"/"+vs[last].name+"-cpu")
+		}
 	}
+}
+
+// median is the median of d in milliseconds.
+func median(d []time.Duration) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[len(s)/2]) / float64(time.Millisecond)
+}
+
+// cpuTime is the user and system time this process and its reaped
+// children have used so far.
+func cpuTime() time.Duration {
+	var total time.Duration
+	for _, who := range []int{unix.RUSAGE_SELF, unix.RUSAGE_CHILDREN} {
+		var ru unix.Rusage
+		if unix.Getrusage(who, &ru) == nil {
+			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return total
 }
 
 // BenchmarkMixedPolicy clears `true` on one workspace under three
@@ -179,13 +214,23 @@ func BenchmarkMixedPolicy(b *testing.B) {
 //     started for its command;
 //   - cold-launched: the same through a launcher, as a large host
 //     starts every helper;
-//   - ns-floor: `true` started straight into the jail's fresh namespaces
-//     and reaped, nothing else;
+//   - cold-late: cold with the helper started after the git guard and
+//     the socket scan (before spawnEarly), not beside them;
+//   - go-floor: the smallest Go helper there can be, started into the
+//     jail's fresh namespaces: a static Go program that only execs
+//     `true` (what any Go helper pays before it confines anything: the
+//     namespaces, a Go program's exec and runtime start, the exec of the
+//     command), reaped;
+//   - ns-floor: `true` started straight into the jail's fresh
+//     namespaces and reaped, nothing else;
 //   - bwrap: bubblewrap with BenchmarkBatch's flags.
 //
-// It reports medians (<variant>-ms) and ratios to bubblewrap.
+// It reports medians (<variant>-ms), ratios to bubblewrap, and the CPU
+// each takes (see interleave). cold less go-floor is what confining
+// costs; BenchmarkWarmPhases/cold splits it into phases.
 func BenchmarkCold(b *testing.B) {
 	c := newCostBench(b)
+	floor := buildExecFloor(b)
 	p := testPolicy(c.ws)
 	p.Protected = DefaultProtected(c.ws)
 	cold := New(Options{HelperPath: c.helper, WarmHelperIdle: -1})
@@ -193,18 +238,69 @@ func BenchmarkCold(b *testing.B) {
 	launched := New(Options{HelperPath: c.helper, WarmHelperIdle: -1})
 	defer launched.Close()
 	launched.test.launchAboveRSS = -1
+	late := New(Options{HelperPath: c.helper, WarmHelperIdle: -1})
+	defer late.Close()
+	late.test.spawnLate = true
 	clearTrue(b, cold, p) // the layer probes, untimed
 	clearTrue(b, launched, p)
-	interleave(b, []costVariant{
-		{"cold", nil, func() { clearTrue(b, cold, p) }},
-		{"cold-launched", nil, func() { clearTrue(b, launched, p) }},
-		{"ns-floor", nil, func() {
-			cmd := exec.Command("true")
-			cmd.SysProcAttr = jail.SysProcAttr(true, true)
+	clearTrue(b, late, p)
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	inNamespaces := func(path string, args ...string) func() {
+		return func() {
+			cmd := &exec.Cmd{Path: path, Args: append([]string{filepath.Base(path)}, args...),
+				Env: jail.ProcessEnv(), SysProcAttr: jail.SysProcAttr(true, true)}
 			if err := cmd.Run(); err != nil {
 				b.Fatal(err)
 			}
-		}},
+		}
+	}
+	interleave(b, []costVariant{
+		{"cold", nil, func() { clearTrue(b, cold, p) }},
+		{"cold-launched", nil, func() { clearTrue(b, launched, p) }},
+		{"cold-late", nil, func() { clearTrue(b, late, p) }},
+		{"go-floor", nil, inNamespaces(floor, truePath)},
+		{"ns-floor", nil, inNamespaces(truePath)},
 		{"bwrap", nil, func() { c.runBwrap(b) }},
 	})
+}
+
+// execFloorProgram is go-floor's program: it execs its arguments and
+// nothing else.
+const execFloorProgram = `package main
+
+import (
+	"os"
+	"syscall"
+)
+
+func main() {
+	syscall.Exec(os.Args[1], os.Args[1:], nil)
+	os.Exit(127)
+}
+`
+
+// buildExecFloor builds execFloorProgram, statically linked like a host
+// helper, into b's temporary directory (a module of its own, needing no
+// download) and returns its path; it skips where it cannot.
+func buildExecFloor(b *testing.B) string {
+	dir := b.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module execfloor\n\ngo 1.21\n",
+		"main.go": execFloorProgram,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "execfloor")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Skipf("cannot build the go-floor program: %v\n%s", err, msg)
+	}
+	return out
 }

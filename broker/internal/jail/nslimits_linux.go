@@ -202,15 +202,75 @@ func sysctlName(file string) string { return strings.ReplaceAll(file, "/", ".") 
 // them in the namespace, which no one else has entered).
 func setNamespaceLimits() sandbox.Layer {
 	done := helperPrepared.limits
-	return applyNamespaceLimits(namespaceLimits(os.Getpagesize(), hostSysctl), func(file, value string) error {
+	dirs := sysctlDirs{}
+	defer dirs.close()
+	return applyNamespaceLimits(namespaceLimits(os.Getpagesize(), dirs.read), func(file, value string) error {
 		if v, ok := done[file]; ok && v == value {
 			return nil
 		}
 		if held, err := writeLate(file, value); held {
 			return err
 		}
-		return writeSysctl(file, value)
+		return dirs.write(file, value)
 	})
+}
+
+// sysctlDirs holds the directories of /proc/sys that setNamespaceLimits
+// reads and writes in, each opened once (O_PATH, no link followed), so
+// each file is a one-name lookup instead of a walk from /proc: a cold
+// helper writes some twenty of them. A directory that cannot be opened
+// is walked to as before, which fails or succeeds as the walk would.
+type sysctlDirs map[string]int
+
+// at returns the fd of dir (relative to /proc/sys), or AT_FDCWD and
+// dir's full path when it cannot be opened.
+func (d sysctlDirs) at(dir string) (int, string) {
+	fd, ok := d[dir]
+	if !ok {
+		var err error
+		fd, err = unix.Open(procSysDir+dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fd = -1
+		}
+		d[dir] = fd
+	}
+	if fd < 0 {
+		return unix.AT_FDCWD, procSysDir + dir + "/"
+	}
+	return fd, ""
+}
+
+// read is hostSysctl through d.
+func (d sysctlDirs) read(file string) uint64 {
+	dir, name := splitSysctl(file)
+	fd, prefix := d.at(dir)
+	return hostSysctlAt(fd, prefix+name)
+}
+
+// write is writeSysctl through d.
+func (d sysctlDirs) write(file, value string) error {
+	dir, name := splitSysctl(file)
+	fd, prefix := d.at(dir)
+	return writeSysctlAt(fd, prefix+name, value)
+}
+
+// close closes every directory d opened.
+func (d sysctlDirs) close() {
+	for _, fd := range d {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// splitSysctl splits a /proc/sys-relative file into its directory and
+// its name ("kernel/shmmax": "kernel", "shmmax").
+func splitSysctl(file string) (dir, name string) {
+	i := strings.LastIndexByte(file, '/')
+	if i < 0 {
+		return ".", file
+	}
+	return file[:i], file[i+1:]
 }
 
 // lateLimitFile is the one ceiling prepareNamespaceLimits leaves to

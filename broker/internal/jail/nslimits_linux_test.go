@@ -173,3 +173,25 @@ func TestWriteSysctlRefusesLinks(t *testing.T) {
 		t.Fatalf("writeSysctl through /proc/self/cwd: %v, want ELOOP", err)
 	}
 }
+
+// TestSysctlDirs: reading through the held directories gives what a
+// walk from /proc gives (a file that is there, and, as a control, one
+// that is not), and writing through them still refuses a link.
+func TestSysctlDirs(t *testing.T) {
+	d := sysctlDirs{}
+	defer d.close()
+	for _, f := range []string{"fs/inotify/max_user_watches", "kernel/pid_max", "kernel/no_such_knob"} {
+		if got, want := d.read(f), hostSysctl(f); got != want {
+			t.Errorf("read %s: %d, want %d", f, got, want)
+		}
+	}
+	if d.read("kernel/pid_max") == 0 {
+		t.Error("kernel/pid_max read as 0")
+	}
+	if d.read("kernel/no_such_knob") != 0 {
+		t.Error("a missing knob read as non-zero")
+	}
+	if err := d.write("../self/cwd", "1"); !errors.Is(err, unix.ELOOP) {
+		t.Fatalf("write through /proc/self/cwd: %v, want ELOOP", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/agentloom/loom/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // helperPrepared is what prepareHelper did before the configuration
@@ -28,9 +29,8 @@ var helperPrepared struct {
 // prepareHelper does, before a helper reads its configuration, the work
 // that no command's policy decides, so a warm helper spends it while it
 // waits instead of in its command's latency:
-//   - it runs the JSON decoder over a configuration with every field set
-//     and the encoder over a report, so the codecs' per-type caches, which
-//     a type's first decode and encode build, are ready;
+//   - unless its configuration is waiting already (a helper started for
+//     its command), it warms the JSON codecs (warmCodecs);
 //   - in a network namespace of its own (helperNetArg), it brings lo up,
 //     which every command of that flavour gets: its network is off, and
 //     the namespace holds nothing but lo;
@@ -50,15 +50,14 @@ var helperPrepared struct {
 // any: the top-level links and device nodes, which buildPolicyRoot checks
 // again when the command comes.
 func prepareHelper() {
-	one := []string{"/"}
-	sample, _ := json.Marshal(Config{Argv: one, Env: one, SystemRoots: one, ReadableRoots: one,
-		WritableRoots: one, Protected: one, Sockets: one, MaskSockets: one, Required: one})
-	var cfg Config
-	json.Unmarshal(sample, &cfg)
-	json.Marshal(Report{Layers: []sandbox.Layer{{Name: sandbox.LayerMounts, Applied: true}}})
+	if !configWaiting() {
+		warmCodecs()
+		helperPhases.Mark("p.codecs")
+	}
 	if slices.Contains(os.Args[1:], helperNetArg) {
 		helperPrepared.loopbackErr = loopbackUp()
 		helperPrepared.loopbackDone = true
+		helperPhases.Mark("p.loopback")
 	}
 	// An error leaves the masker empty: maskAll tries again and reports it.
 	helperPrepared.masker.standins()
@@ -68,6 +67,33 @@ func prepareHelper() {
 			helperPhases.Mark(SkeletonMadeMark)
 		}
 	}
+}
+
+// warmCodecs runs the JSON decoder over a configuration with every field
+// set and the encoder over a report, so the codecs' per-type caches are
+// built before the configuration comes.
+func warmCodecs() {
+	one := []string{"/"}
+	sample, _ := json.Marshal(Config{Argv: one, Env: one, SystemRoots: one, ReadableRoots: one,
+		WritableRoots: one, Protected: one, Sockets: one, MaskSockets: one, Required: one})
+	var cfg Config
+	json.Unmarshal(sample, &cfg)
+	json.Marshal(Report{Layers: []sandbox.Layer{{Name: sandbox.LayerMounts, Applied: true}}})
+}
+
+// configWaiting reports whether the configuration fd is readable now: a
+// helper started for its command finds it so (the broker writes it as
+// soon as the helper exists), and warming the codecs ahead would only
+// add to the command's latency (the first decode builds what the decoder
+// needs, and the configuration's encoder is never used).
+func configWaiting() bool { return readableNow(helperConfigFd) }
+
+// readableNow reports whether fd is readable (data, or the other end
+// closed) without waiting.
+func readableNow(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
 }
 
 // helperLoopbackUp brings lo up in the jail's network namespace, or says
