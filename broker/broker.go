@@ -168,10 +168,6 @@ type testHooks struct {
 	// launchAboveRSS overrides largeHostRSS: negative means always start
 	// helpers through a launcher.
 	launchAboveRSS int64
-	// spawnLate starts a cold command's helper where it was started
-	// before spawnEarly (after the guard and the socket scan), for
-	// BenchmarkCold's comparison.
-	spawnLate bool
 	// tracePhases makes every Execution keep its phase marks (see
 	// jail.PhaseMark), for BenchmarkWarmPhases; phases holds them
 	// (*Execution → *jail.PhaseLog).

@@ -214,8 +214,6 @@ func BenchmarkMixedPolicy(b *testing.B) {
 //     started for its command;
 //   - cold-launched: the same through a launcher, as a large host
 //     starts every helper;
-//   - cold-late: cold with the helper started after the git guard and
-//     the socket scan (before spawnEarly), not beside them;
 //   - go-floor: the smallest Go helper there can be, started into the
 //     jail's fresh namespaces: a static Go program that only execs
 //     `true` (what any Go helper pays before it confines anything: the
@@ -238,12 +236,8 @@ func BenchmarkCold(b *testing.B) {
 	launched := New(Options{HelperPath: c.helper, WarmHelperIdle: -1})
 	defer launched.Close()
 	launched.test.launchAboveRSS = -1
-	late := New(Options{HelperPath: c.helper, WarmHelperIdle: -1})
-	defer late.Close()
-	late.test.spawnLate = true
 	clearTrue(b, cold, p) // the layer probes, untimed
 	clearTrue(b, launched, p)
-	clearTrue(b, late, p)
 	truePath, err := exec.LookPath("true")
 	if err != nil {
 		b.Fatal(err)
@@ -260,7 +254,6 @@ func BenchmarkCold(b *testing.B) {
 	interleave(b, []costVariant{
 		{"cold", nil, func() { clearTrue(b, cold, p) }},
 		{"cold-launched", nil, func() { clearTrue(b, launched, p) }},
-		{"cold-late", nil, func() { clearTrue(b, late, p) }},
 		{"go-floor", nil, inNamespaces(floor, truePath)},
 		{"ns-floor", nil, inNamespaces(truePath)},
 		{"bwrap", nil, func() { c.runBwrap(b) }},

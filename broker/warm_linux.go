@@ -215,7 +215,7 @@ type earlyHelper struct {
 func (b *Broker) spawnEarly(spec sandbox.CallSpec, probe probeResult) *earlyHelper {
 	namespaces := probe.usernsErr == nil
 	f := flavour{namespaces: namespaces, newNet: namespaces && spec.Policy.Network != sandbox.NetworkFull}
-	if b.test.spawnLate || b.warmReady(f) {
+	if b.warmReady(f) {
 		return nil
 	}
 	stdinFile, _ := spec.Stdin.(*os.File)
