@@ -76,17 +76,9 @@ func (b *Broker) Clear(ctx context.Context, spec sandbox.CallSpec) (*sandbox.Exe
 	}
 
 	phases.Mark("admitted")
-	// Where no helper is ready, one starts now, while the broker guards
-	// the workspace and lists the sockets to mask: it reads nothing of
-	// the command until start sends its configuration.
-	early := b.spawnEarly(spec, probe)
-	if early != nil {
-		phases.Mark("spawned")
-	}
 	dir := workDir(spec)
 	guard, d := b.guardGit(spec.Policy)
 	if d != nil {
-		b.discardEarly(early)
 		lease.release()
 		b.ledger.Release(ticket)
 		return nil, d
@@ -95,7 +87,7 @@ func (b *Broker) Clear(ctx context.Context, spec sandbox.CallSpec) (*sandbox.Exe
 		argv: spec.Argv, env: buildEnv(spec.Env, spec.Policy.EnvAllow), dir: dir,
 		policy: spec.Policy, stdin: spec.Stdin, probe: probe,
 		extra: spec.ExtraFile, emptyRoot: spec.EmptyRoot, required: required,
-		trace: phases, early: early,
+		trace: phases,
 	})
 	if d != nil {
 		guard.Abandon()

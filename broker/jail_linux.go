@@ -201,20 +201,12 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf sandbox.Enforcem
 	// helper takes it over its handoff socket, as it takes the extra
 	// file (a job's stdin pipe among them).
 	stdinFile, _ := req.stdin.(*os.File)
-	early := req.early
-	if early != nil && early.f != f {
-		b.discardEarly(early) // not the helper this command needs
-		early = nil
-	}
-	var h *waitingHelper
-	if early == nil {
-		h = b.takeWarm(f, key)
-		if h != nil && h.prime != nil && !b.primedFor(h, cfg) {
-			// Something its priming read changed, or may have: it is
-			// retired, and so are the others primed before the change.
-			b.discard(h)
-			h = b.takeWarm(f, "")
-		}
+	h := b.takeWarm(f, key)
+	if h != nil && h.prime != nil && !b.primedFor(h, cfg) {
+		// Something its priming read changed, or may have: it is
+		// retired, and so are the others primed before the change.
+		b.discard(h)
+		h = b.takeWarm(f, "")
 	}
 	req.trace.Mark("taken")
 	if h != nil {
@@ -247,16 +239,10 @@ func (b *Broker) start(req jailRequest) (proc *jailProcess, enf sandbox.Enforcem
 	}
 	payload, d := encode(mode, false)
 	if d != nil {
-		b.discardEarly(early)
 		return nil, enf, "", d
 	}
-	var err error
-	if early != nil {
-		h, err = early.h, early.err
-	} else {
-		h, err = b.spawnHelperWith(f, stdinFile, req.extra, false)
-		req.trace.Mark("spawned")
-	}
+	h, err := b.spawnHelperWith(f, stdinFile, req.extra, false)
+	req.trace.Mark("spawned")
 	if err != nil {
 		return nil, enf, "", sandbox.NewDenial(sandbox.DenialJailFailed, "start helper: "+errno.Name(jail.StartError(err)), err)
 	}

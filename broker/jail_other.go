@@ -104,13 +104,6 @@ func (b *Broker) start(req jailRequest) (*jailProcess, sandbox.Enforcement, stri
 // waitingHelper exists only where helpers do: on Linux.
 type waitingHelper struct{}
 
-// earlyHelper exists only where helpers do: on Linux.
-type earlyHelper struct{}
-
-func (b *Broker) spawnEarly(sandbox.CallSpec, probeResult) *earlyHelper { return nil }
-
-func (b *Broker) discardEarly(*earlyHelper) {}
-
 // primeBook exists only where helpers do: on Linux.
 type primeBook struct{}
 

@@ -38,9 +38,6 @@ type jailRequest struct {
 	required  []string
 	// trace takes the start's phase marks, or is nil.
 	trace *jail.PhaseLog
-	// early is the helper started for this command before Clear's own
-	// checks (see spawnEarly), or nil; start uses it or discards it.
-	early *earlyHelper
 }
 
 // jailProcess is a started helper (and, after exec, the command).

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"time"
 
 	"github.com/agentloom/loom/broker/internal/jail"
-	"github.com/agentloom/loom/sandbox"
 )
 
 // flavour is what a helper must be started with, before anything about
@@ -193,51 +191,6 @@ func (b *Broker) spawnHelperWith(f flavour, stdin, extra *os.File, warm bool) (*
 		b.test.onSpawn(pid, warm)
 	}
 	return h, nil
-}
-
-// earlyHelper is a helper started for its command before Clear's own
-// checks of the command were done (see spawnEarly): the helper, or why
-// it could not be started, and its flavour.
-type earlyHelper struct {
-	f   flavour
-	h   *waitingHelper
-	err error
-}
-
-// spawnEarly starts the helper for spec's command at once when no
-// helper of its flavour is ready, so the helper's start (a process and
-// its runtime) overlaps the broker's remaining work before the
-// configuration (the git guard, the host's socket table); it returns nil
-// when one is ready (start takes it then). The helper only prepares
-// what no policy decides until start sends it its configuration, and a
-// command refused meanwhile discards it (discardEarly). Spawn errors
-// wait in the result, so a refusal of the command still comes first.
-func (b *Broker) spawnEarly(spec sandbox.CallSpec, probe probeResult) *earlyHelper {
-	namespaces := probe.usernsErr == nil
-	f := flavour{namespaces: namespaces, newNet: namespaces && spec.Policy.Network != sandbox.NetworkFull}
-	if b.warmReady(f) {
-		return nil
-	}
-	stdinFile, _ := spec.Stdin.(*os.File)
-	h, err := b.spawnHelperWith(f, stdinFile, spec.ExtraFile, false)
-	return &earlyHelper{f: f, h: h, err: err}
-}
-
-// discardEarly discards the helper spawnEarly started, if it started
-// one (nil-safe).
-func (b *Broker) discardEarly(e *earlyHelper) {
-	if e != nil && e.h != nil {
-		b.discard(e.h)
-		e.h = nil
-	}
-}
-
-// warmReady reports whether the pool holds a ready helper of flavour f.
-func (b *Broker) warmReady(f flavour) bool {
-	p := &b.pool
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.ContainsFunc(p.ready, func(h *waitingHelper) bool { return h.flavour == f })
 }
 
 // discard kills a helper that will never be configured and reaps it in
