@@ -31,7 +31,7 @@ import (
 // (wall-µs), and logs the phases in the order they happen. The cold
 // sub-benchmark runs the same with prestarting off
 // (Options.WarmHelperIdle < 0): each command's helper is started for it
-// right after admission ("spawned": the fork and exec of the helper, as
+// after the git guard ("spawned": the fork and exec of the helper, as
 // the broker waits for it), "started" is the helper's own start up to
 // its first Go code (its runtime and package inits), "p.loopback" and
 // "prepared" what it prepares before reading its configuration.
