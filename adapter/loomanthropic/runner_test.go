@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,28 +17,10 @@ import (
 
 	"github.com/agentloom/loom/adapter/loomanthropic"
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
-
-// newPlane returns a plane over a fresh workspace, closed with the test.
-func newPlane(t *testing.T, cfg plane.Config) *plane.Plane {
-	t.Helper()
-	root := t.TempDir()
-	cfg.Workspace = filepath.Join(root, "ws")
-	cfg.BlobDir = filepath.Join(root, "blobs")
-	cfg.HistoryPath = filepath.Join(root, "history.sqlite")
-	cfg.Scratch = filepath.Join(root, "scratch")
-	if err := mkdir(cfg.Workspace); err != nil {
-		t.Fatal(err)
-	}
-	p, err := plane.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
 
 var handleRE = regexp.MustCompile(`handle: (\S+)`)
 
@@ -48,7 +29,7 @@ var handleRE = regexp.MustCompile(`handle: (\S+)`)
 // tool; the parent waits and reads the child's report.
 func TestSpawnedChildRunsInTheSDKsToolRunner(t *testing.T) {
 	runner := &loomanthropic.Runner{Model: "test-model"}
-	p := newPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
 	var mu sync.Mutex
 	var probed []string
 	if err := p.Registry.Register(tool.Tool{Name: "probe", Description: "probe", Schema: objectSchema,
@@ -129,7 +110,7 @@ func TestSpawnedChildRunsInTheSDKsToolRunner(t *testing.T) {
 // (Terminate) ends it, with no request after its batch, its text the
 // report.
 func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
-	p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
 	if err := p.Registry.Register(tool.Tool{Name: "finish", Schema: objectSchema,
 		Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
 			return tool.Outcome{Text: "final words", Terminate: true}
@@ -169,7 +150,7 @@ func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
 // Every tool of the default plane reaches the API with the registry's
 // own schema as its input_schema.
 func TestToolDefinitionIsTheRegistrySchema(t *testing.T) {
-	p := newPlane(t, plane.Config{})
+	p := adaptertest.NewPlane(t, plane.Config{})
 	var sent []wireTool
 	api := newFakeAPI(t, map[string]replyFunc{"hi": func(x exchange) ([]map[string]any, error) {
 		return []map[string]any{text("hello")}, nil
@@ -223,7 +204,7 @@ func TestRunnerTurnLimit(t *testing.T) {
 		{name: "answers at the limit", answerAt: 2, wantErr: false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
+			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
 			var probed atomic.Int32
 			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: objectSchema,
 				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {

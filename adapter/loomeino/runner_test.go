@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,28 +18,10 @@ import (
 
 	"github.com/agentloom/loom/adapter/loomeino"
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
-
-// newPlane returns a plane over a fresh workspace, closed with the test.
-func newPlane(t *testing.T, cfg plane.Config) *plane.Plane {
-	t.Helper()
-	root := t.TempDir()
-	cfg.Workspace = filepath.Join(root, "ws")
-	cfg.BlobDir = filepath.Join(root, "blobs")
-	cfg.HistoryPath = filepath.Join(root, "history.sqlite")
-	cfg.Scratch = filepath.Join(root, "scratch")
-	if err := mkdir(cfg.Workspace); err != nil {
-		t.Fatal(err)
-	}
-	p, err := plane.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
 
 var handleRE = regexp.MustCompile(`handle: (\S+)`)
 
@@ -49,7 +30,7 @@ var handleRE = regexp.MustCompile(`handle: (\S+)`)
 // and reads the child's report.
 func TestSpawnedChildRunsInEino(t *testing.T) {
 	runner := &loomeino.Runner{}
-	p := newPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
 	var mu sync.Mutex
 	var probed []string
 	if err := p.Registry.Register(tool.Tool{Name: "probe", Description: "probe", Schema: objectSchema,
@@ -120,7 +101,7 @@ func TestSpawnedChildRunsInEino(t *testing.T) {
 // Every tool of the default plane reaches eino with the registry's own
 // schema.
 func TestToolInfoIsTheRegistrySchema(t *testing.T) {
-	p := newPlane(t, plane.Config{})
+	p := adaptertest.NewPlane(t, plane.Config{})
 	set := loomeino.NewToolset(p.Dispatcher(), p.CallFor(plane.DefaultStrand, "op-1"))
 	tools := set.Tools(t.Context())
 	if len(tools) != len(p.Registry.Registered()) || len(tools) < 10 {
@@ -161,7 +142,7 @@ func TestToolInfoIsTheRegistrySchema(t *testing.T) {
 // it with that outcome's text as the report.
 func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
 	runner := &loomeino.Runner{}
-	p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
 	if err := p.Registry.Register(tool.Tool{Name: "finish", Schema: objectSchema,
 		Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
 			return tool.Outcome{Text: "final words", Terminate: true}
@@ -201,7 +182,7 @@ func TestRunnerTurnLimit(t *testing.T) {
 		{name: "answers at the limit", answerAt: 2, wantErr: false, wantCalled: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
+			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
 			var mu sync.Mutex
 			called := 0
 			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: objectSchema,

@@ -1,15 +1,11 @@
 package loomopenai_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +16,7 @@ import (
 
 	"github.com/agentloom/loom/adapter/loomopenai"
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
@@ -30,38 +27,6 @@ const (
 	childReport = "child-report: the second line is world"
 	finalAnswer = "All done."
 )
-
-// newPlane returns a plane with the file and agent families over a fresh
-// workspace holding pixel.png, its sub-agents run by a.
-func newPlane(t *testing.T, a *loomopenai.Runner) (*plane.Plane, []byte) {
-	t.Helper()
-	root := t.TempDir()
-	ws := filepath.Join(root, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
-	img.Set(0, 0, color.RGBA{R: 255, A: 255})
-	var pngData bytes.Buffer
-	png.Encode(&pngData, img)
-	if err := os.WriteFile(filepath.Join(ws, "pixel.png"), pngData.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := plane.New(plane.Config{
-		Workspace:   ws,
-		Families:    plane.FamilyFiles | plane.FamilyAgents,
-		Runner:      a,
-		BlobDir:     filepath.Join(root, "blobs"),
-		HistoryPath: filepath.Join(root, "history.sqlite"),
-		Scratch:     filepath.Join(root, "scratch"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	a.Plane = p
-	return p, pngData.Bytes()
-}
 
 // TestAgentRunsThePlane runs a scripted parent model over the plane's
 // file and agent tools: an Exclusive write, an error outcome, an unknown
@@ -129,8 +94,10 @@ func TestAgentRunsThePlane(t *testing.T) {
 		},
 	}
 	a := &loomopenai.Runner{Client: newServer(t, map[string][]step{task: parent, childPrompt: child}), Model: "gpt-test"}
-	p, data := newPlane(t, a)
-	pngData = data
+	pngData = adaptertest.Pixel()
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: a},
+		adaptertest.File{Name: "pixel.png", Data: pngData})
+	a.Plane = p
 	answer, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Notice: "You are the parent.", Prompt: task})
 	if err != nil || answer != finalAnswer {
 		t.Fatalf("run: %q, %v", answer, err)
@@ -163,7 +130,8 @@ func TestRunnerTurnLimit(t *testing.T) {
 				return []map[string]any{call(fmt.Sprintf("l%d", n), "probe", map[string]any{})}
 			}
 			a := &loomopenai.Runner{Client: newServer(t, map[string][]step{task: {reply, reply, reply}}), Model: "gpt-test", MaxTurns: 2}
-			p, _ := newPlane(t, a)
+			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: a})
+			a.Plane = p
 			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: json.RawMessage(`{"type":"object"}`),
 				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
 					probed.Add(1)
