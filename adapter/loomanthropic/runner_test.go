@@ -3,12 +3,10 @@ package loomanthropic_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -30,15 +28,8 @@ var handleRE = regexp.MustCompile(`handle: (\S+)`)
 func TestSpawnedChildRunsInTheSDKsToolRunner(t *testing.T) {
 	runner := &loomanthropic.Runner{Model: "test-model"}
 	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
-	var mu sync.Mutex
-	var probed []string
-	if err := p.Registry.Register(tool.Tool{Name: "probe", Description: "probe", Schema: objectSchema,
-		Run: func(ctx context.Context, c *tool.Call, _ json.RawMessage) tool.Outcome {
-			mu.Lock()
-			probed = append(probed, fmt.Sprintf("%s@%s/%d", c.Strand, c.StepID, c.SourceIndex))
-			mu.Unlock()
-			return tool.Success("probe ran for " + c.Strand)
-		}}); err != nil {
+	var probe adaptertest.Recorder
+	if err := p.Registry.Register(probe.Tool()); err != nil {
 		t.Fatal(err)
 	}
 	var parentSaw string
@@ -94,7 +85,7 @@ func TestSpawnedChildRunsInTheSDKsToolRunner(t *testing.T) {
 	if out.Content[0].Text != "parent done" {
 		t.Errorf("parent answered %+v", out.Content)
 	}
-	if len(probed) != 1 || !strings.HasPrefix(probed[0], "sub:main/probe-") || !strings.HasSuffix(probed[0], "@step-1/0") {
+	if probed := probe.Calls(); len(probed) != 1 || !strings.HasPrefix(probed[0], "sub:main/probe-") || !strings.HasSuffix(probed[0], "@step-1/0") {
 		t.Errorf("probe ran as %v, want once by the child at step-1/0", probed)
 	}
 	if !strings.Contains(parentSaw, "report:\nchild report: probe ran for sub:main/probe-") {
@@ -195,44 +186,24 @@ func TestToolDefinitionIsTheRegistrySchema(t *testing.T) {
 // a *agent.TurnLimitError, coded turn_limit, and that reply's calls are not run;
 // a model that answers in its last reply (the control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		answerAt int // the reply (from 1) that answers without calls
-		wantErr  bool
-	}{
-		{name: "still calling at the limit", answerAt: 3, wantErr: true},
-		{name: "answers at the limit", answerAt: 2, wantErr: false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range adaptertest.TurnLimitCases {
+		t.Run(tt.Name, func(t *testing.T) {
 			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
-			var probed atomic.Int32
-			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: objectSchema,
-				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
-					probed.Add(1)
-					return tool.Success("probed")
-				}}); err != nil {
+			var probe adaptertest.Recorder
+			if err := p.Registry.Register(probe.Tool()); err != nil {
 				t.Fatal(err)
 			}
 			var replies atomic.Int32
 			api := newFakeAPI(t, map[string]replyFunc{"work": func(x exchange) ([]map[string]any, error) {
 				replies.Add(1)
-				if x.n+1 >= tt.answerAt {
+				if x.n+1 >= tt.AnswerAt {
 					return []map[string]any{text("done")}, nil
 				}
 				return []map[string]any{use(fmt.Sprintf("l%d", x.n), "probe", map[string]any{})}, nil
 			}})
-			runner := &loomanthropic.Runner{Plane: p, Client: api.client(t), Model: "test-model", MaxTurns: 2}
+			runner := &loomanthropic.Runner{Plane: p, Client: api.client(t), Model: "test-model", MaxTurns: adaptertest.TurnLimit}
 			_, err := runner.Run(t.Context(), agent.Turn{Strand: plane.DefaultStrand, Operation: "op-1", Prompt: "work", Tools: []string{"probe"}})
-			var limit *agent.TurnLimitError
-			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
-			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
-			}
-			if replies.Load() != 2 || probed.Load() != 1 {
-				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())
-			}
+			tt.Check(t, err, int(replies.Load()), len(probe.Calls()))
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -137,45 +136,26 @@ func TestAgentRunsThePlane(t *testing.T) {
 // reply's calls are not run; a model that answers in its last reply (the
 // control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		answerAt int // the reply (from 1) that answers without calls
-		wantErr  bool
-	}{
-		{name: "still calling at the limit", answerAt: 3, wantErr: true},
-		{name: "answers at the limit", answerAt: 2, wantErr: false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var replies, probed atomic.Int32
+	for _, tt := range adaptertest.TurnLimitCases {
+		t.Run(tt.Name, func(t *testing.T) {
+			var replies atomic.Int32
 			reply := func(t *testing.T, x exchange) []*ai.Part {
 				n := int(replies.Add(1))
-				if n >= tt.answerAt {
+				if n >= tt.AnswerAt {
 					return []*ai.Part{ai.NewTextPart(finalAnswer)}
 				}
 				return []*ai.Part{request(fmt.Sprintf("l%d", n), "probe", map[string]any{})}
 			}
 			g, model := newModel(t, map[string][]step{task: {reply, reply, reply}})
-			a := &loomgenkit.Runner{Genkit: g, Model: model, MaxTurns: 2}
+			a := &loomgenkit.Runner{Genkit: g, Model: model, MaxTurns: adaptertest.TurnLimit}
 			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: a})
 			a.Plane = p
-			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: json.RawMessage(`{"type":"object"}`),
-				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
-					probed.Add(1)
-					return tool.Success("probed")
-				}}); err != nil {
+			var probe adaptertest.Recorder
+			if err := p.Registry.Register(probe.Tool()); err != nil {
 				t.Fatal(err)
 			}
 			_, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Prompt: task})
-			var limit *agent.TurnLimitError
-			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
-			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
-			}
-			if replies.Load() != 2 || probed.Load() != 1 {
-				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())
-			}
+			tt.Check(t, err, int(replies.Load()), len(probe.Calls()))
 		})
 	}
 }
