@@ -22,13 +22,14 @@ import (
 // Toolset the plane's Fence.
 func generate(t *testing.T, p *adaptertest.Probes, fenced bool, names ...string) {
 	t.Helper()
-	// Genkit's Init registers for signals from a goroutine outside any
-	// bubble, so the model is defined before the bubble starts.
 	const prompt = "probe"
 	var parts []*ai.Part
 	for i, n := range names {
 		parts = append(parts, request(fmt.Sprintf("p%d", i), n, map[string]any{"key": fmt.Sprintf("%s-%d", n, i)}))
 	}
+	// Genkit's Init calls signal.NotifyContext, whose channel the
+	// runtime's signal goroutine, outside any bubble, selects on: a
+	// channel made in a bubble must not be, so Genkit starts before it.
 	g, model := newModel(t, map[string][]step{prompt: {
 		func(t *testing.T, x exchange) []*ai.Part { return parts },
 		func(t *testing.T, x exchange) []*ai.Part {
