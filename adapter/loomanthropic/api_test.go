@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 
@@ -251,5 +250,3 @@ func (x exchange) result(id string) (result, error) {
 	}
 	return r, nil
 }
-
-func mkdir(dir string) error { return os.MkdirAll(dir, 0o755) }

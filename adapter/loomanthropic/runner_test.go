@@ -3,13 +3,10 @@ package loomanthropic_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,28 +15,10 @@ import (
 
 	"github.com/agentloom/loom/adapter/loomanthropic"
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
-
-// newPlane returns a plane over a fresh workspace, closed with the test.
-func newPlane(t *testing.T, cfg plane.Config) *plane.Plane {
-	t.Helper()
-	root := t.TempDir()
-	cfg.Workspace = filepath.Join(root, "ws")
-	cfg.BlobDir = filepath.Join(root, "blobs")
-	cfg.HistoryPath = filepath.Join(root, "history.sqlite")
-	cfg.Scratch = filepath.Join(root, "scratch")
-	if err := mkdir(cfg.Workspace); err != nil {
-		t.Fatal(err)
-	}
-	p, err := plane.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
 
 var handleRE = regexp.MustCompile(`handle: (\S+)`)
 
@@ -48,16 +27,9 @@ var handleRE = regexp.MustCompile(`handle: (\S+)`)
 // tool; the parent waits and reads the child's report.
 func TestSpawnedChildRunsInTheSDKsToolRunner(t *testing.T) {
 	runner := &loomanthropic.Runner{Model: "test-model"}
-	p := newPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
-	var mu sync.Mutex
-	var probed []string
-	if err := p.Registry.Register(tool.Tool{Name: "probe", Description: "probe", Schema: objectSchema,
-		Run: func(ctx context.Context, c *tool.Call, _ json.RawMessage) tool.Outcome {
-			mu.Lock()
-			probed = append(probed, fmt.Sprintf("%s@%s/%d", c.Strand, c.StepID, c.SourceIndex))
-			mu.Unlock()
-			return tool.Success("probe ran for " + c.Strand)
-		}}); err != nil {
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
+	var probe adaptertest.Recorder
+	if err := p.Registry.Register(probe.Tool()); err != nil {
 		t.Fatal(err)
 	}
 	var parentSaw string
@@ -113,7 +85,7 @@ func TestSpawnedChildRunsInTheSDKsToolRunner(t *testing.T) {
 	if out.Content[0].Text != "parent done" {
 		t.Errorf("parent answered %+v", out.Content)
 	}
-	if len(probed) != 1 || !strings.HasPrefix(probed[0], "sub:main/probe-") || !strings.HasSuffix(probed[0], "@step-1/0") {
+	if probed := probe.Calls(); len(probed) != 1 || !strings.HasPrefix(probed[0], "sub:main/probe-") || !strings.HasSuffix(probed[0], "@step-1/0") {
 		t.Errorf("probe ran as %v, want once by the child at step-1/0", probed)
 	}
 	if !strings.Contains(parentSaw, "report:\nchild report: probe ran for sub:main/probe-") {
@@ -129,7 +101,7 @@ func TestSpawnedChildRunsInTheSDKsToolRunner(t *testing.T) {
 // (Terminate) ends it, with no request after its batch, its text the
 // report.
 func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
-	p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
 	if err := p.Registry.Register(tool.Tool{Name: "finish", Schema: objectSchema,
 		Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
 			return tool.Outcome{Text: "final words", Terminate: true}
@@ -169,7 +141,7 @@ func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
 // Every tool of the default plane reaches the API with the registry's
 // own schema as its input_schema.
 func TestToolDefinitionIsTheRegistrySchema(t *testing.T) {
-	p := newPlane(t, plane.Config{})
+	p := adaptertest.NewPlane(t, plane.Config{})
 	var sent []wireTool
 	api := newFakeAPI(t, map[string]replyFunc{"hi": func(x exchange) ([]map[string]any, error) {
 		return []map[string]any{text("hello")}, nil
@@ -214,44 +186,24 @@ func TestToolDefinitionIsTheRegistrySchema(t *testing.T) {
 // a *agent.TurnLimitError, coded turn_limit, and that reply's calls are not run;
 // a model that answers in its last reply (the control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		answerAt int // the reply (from 1) that answers without calls
-		wantErr  bool
-	}{
-		{name: "still calling at the limit", answerAt: 3, wantErr: true},
-		{name: "answers at the limit", answerAt: 2, wantErr: false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
-			var probed atomic.Int32
-			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: objectSchema,
-				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
-					probed.Add(1)
-					return tool.Success("probed")
-				}}); err != nil {
+	for _, tt := range adaptertest.TurnLimitCases {
+		t.Run(tt.Name, func(t *testing.T) {
+			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
+			var probe adaptertest.Recorder
+			if err := p.Registry.Register(probe.Tool()); err != nil {
 				t.Fatal(err)
 			}
 			var replies atomic.Int32
 			api := newFakeAPI(t, map[string]replyFunc{"work": func(x exchange) ([]map[string]any, error) {
 				replies.Add(1)
-				if x.n+1 >= tt.answerAt {
+				if x.n+1 >= tt.AnswerAt {
 					return []map[string]any{text("done")}, nil
 				}
 				return []map[string]any{use(fmt.Sprintf("l%d", x.n), "probe", map[string]any{})}, nil
 			}})
-			runner := &loomanthropic.Runner{Plane: p, Client: api.client(t), Model: "test-model", MaxTurns: 2}
+			runner := &loomanthropic.Runner{Plane: p, Client: api.client(t), Model: "test-model", MaxTurns: adaptertest.TurnLimit}
 			_, err := runner.Run(t.Context(), agent.Turn{Strand: plane.DefaultStrand, Operation: "op-1", Prompt: "work", Tools: []string{"probe"}})
-			var limit *agent.TurnLimitError
-			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
-			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
-			}
-			if replies.Load() != 2 || probed.Load() != 1 {
-				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())
-			}
+			tt.Check(t, err, int(replies.Load()), len(probe.Calls()))
 		})
 	}
 }

@@ -5,59 +5,21 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/agentloom/loom/adapter/loomanthropic"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
 
 var objectSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
-
-// overlap watches calls run: it records a call that ran beside an
-// Exclusive one, and where each call sat.
-type overlap struct {
-	mu        sync.Mutex
-	running   int
-	exclusive int
-	beside    []string
-	sites     map[string]string
-}
-
-// probe is a tool of mode that registers with o while it runs for one
-// (fake) second.
-func (o *overlap) probe(name string, mode tool.ExecMode) tool.Tool {
-	return tool.Tool{Name: name, Description: "probe " + name, Schema: objectSchema, Mode: mode,
-		Run: func(ctx context.Context, c *tool.Call, args json.RawMessage) tool.Outcome {
-			o.mu.Lock()
-			if o.exclusive > 0 || (mode == tool.Exclusive && o.running > 0) {
-				o.beside = append(o.beside, name)
-			}
-			o.running++
-			if mode == tool.Exclusive {
-				o.exclusive++
-			}
-			if o.sites == nil {
-				o.sites = map[string]string{}
-			}
-			o.sites[name+string(args)] = fmt.Sprintf("%s/%s/%d", c.OpID, c.StepID, c.SourceIndex)
-			o.mu.Unlock()
-			time.Sleep(time.Second)
-			o.mu.Lock()
-			o.running--
-			if mode == tool.Exclusive {
-				o.exclusive--
-			}
-			o.mu.Unlock()
-			return tool.Success(name + " done")
-		}}
-}
 
 // naiveTool is what the adapter must not be: a tool that dispatches
 // through the registry alone, bypassing the plane's Fence.
@@ -76,22 +38,20 @@ func (n naiveTool) Execute(ctx context.Context, input json.RawMessage) ([]anthro
 	return []anthropic.BetaToolResultBlockParamContentUnion{{OfText: &anthropic.BetaTextBlockParam{Text: o.Text}}}, nil
 }
 
-// fenceRun has the SDK's tool runner run two turns: an Exclusive call
-// between two Concurrent ones, then the same calls again, with the tools
-// tools makes; the runner executes each turn's calls in parallel.
-func fenceRun(t *testing.T, tools func(d plane.Dispatcher, c *tool.Call) (*loomanthropic.Toolset, []anthropic.BetaTool)) *overlap {
-	o := &overlap{}
+// fenceRun has the SDK's tool runner run, in a synctest bubble, two
+// turns: an Exclusive call between two Concurrent ones, then the same
+// calls again, with the tools tools makes; the runner executes each
+// turn's calls in parallel. It returns what the probes saw.
+func fenceRun(t *testing.T, tools func(d plane.Dispatcher, c *tool.Call) (*loomanthropic.Toolset, []anthropic.BetaTool)) *adaptertest.Probes {
+	p := adaptertest.NewProbes(3)
 	synctest.Test(t, func(t *testing.T) {
-		reg, err := tool.NewRegistry(o.probe("read_a", tool.Concurrent), o.probe("edit", tool.Exclusive), o.probe("read_b", tool.Concurrent))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := plane.Dispatcher{Registry: reg, Fence: &plane.Fence{}}
+		d := plane.Dispatcher{Registry: p.Registry(t), Fence: &plane.Fence{}}
 		set, list := tools(d, &tool.Call{Strand: "main", OpID: "op-1"})
 		api := newFakeAPI(t, map[string]replyFunc{"go": func(x exchange) ([]map[string]any, error) {
 			if x.n < 2 {
-				return []map[string]any{use(fmt.Sprint("a", x.n), "read_a", map[string]any{"n": x.n}), use(fmt.Sprint("e", x.n), "edit", map[string]any{"n": x.n}),
-					use(fmt.Sprint("b", x.n), "read_b", map[string]any{"n": x.n})}, nil
+				key := func(k string) map[string]any { return map[string]any{"key": fmt.Sprint(k, x.n)} }
+				return []map[string]any{use(fmt.Sprint("a", x.n), "shared", key("a")), use(fmt.Sprint("e", x.n), "alone", key("e")),
+					use(fmt.Sprint("b", x.n), "shared", key("b"))}, nil
 			}
 			return []map[string]any{text("finished")}, nil
 		}})
@@ -106,11 +66,11 @@ func fenceRun(t *testing.T, tools func(d plane.Dispatcher, c *tool.Call) (*looma
 			t.Fatalf("RunToCompletion: %v, %v", msg, err)
 		}
 	})
-	return o
+	return p
 }
 
 func TestExclusiveCallRunsAloneInTheSDKsParallelToolRunner(t *testing.T) {
-	o := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomanthropic.Toolset, []anthropic.BetaTool) {
+	p := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomanthropic.Toolset, []anthropic.BetaTool) {
 		set := loomanthropic.NewToolset(d, c)
 		tools, err := set.Tools(t.Context())
 		if err != nil {
@@ -118,32 +78,30 @@ func TestExclusiveCallRunsAloneInTheSDKsParallelToolRunner(t *testing.T) {
 		}
 		return set, tools
 	})
-	if len(o.beside) > 0 {
-		t.Errorf("calls ran beside the Exclusive edit: %v", o.beside)
+	if o := p.Overlaps(); len(o) > 0 {
+		t.Errorf("calls ran beside the Exclusive call: %v", o)
 	}
 	want := map[string]string{
-		`read_a{"n":0}`: "op-1/step-1/0", `edit{"n":0}`: "op-1/step-1/1", `read_b{"n":0}`: "op-1/step-1/2",
-		`read_a{"n":1}`: "op-1/step-2/0", `edit{"n":1}`: "op-1/step-2/1", `read_b{"n":1}`: "op-1/step-2/2",
+		"a0": "op-1/step-1/0", "e0": "op-1/step-1/1", "b0": "op-1/step-1/2",
+		"a1": "op-1/step-2/0", "e1": "op-1/step-2/1", "b1": "op-1/step-2/2",
 	}
-	for call, site := range want {
-		if o.sites[call] != site {
-			t.Errorf("%s dispatched at %q, want %q", call, o.sites[call], site)
-		}
+	if got := p.Coords(); !maps.Equal(got, want) {
+		t.Errorf("calls dispatched at %v, want %v", got, want)
 	}
 }
 
 // The control: the same turns through tools that bypass DispatchOne run
-// the edit beside the reads, so the test above can fail.
+// the Exclusive call beside the others, so the test above can fail.
 func TestNaiveToolsRunExclusiveCallBesideOthers(t *testing.T) {
-	o := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomanthropic.Toolset, []anthropic.BetaTool) {
+	p := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomanthropic.Toolset, []anthropic.BetaTool) {
 		var list []anthropic.BetaTool
 		for _, n := range d.Registry.Names() {
 			list = append(list, naiveTool{reg: d.Registry, name: n})
 		}
 		return nil, list
 	})
-	if len(o.beside) == 0 {
-		t.Errorf("the naive tools kept the edit alone; the fence test could not fail")
+	if len(p.Overlaps()) == 0 {
+		t.Errorf("the naive tools kept the Exclusive call alone; the fence test could not fail")
 	}
 }
 

@@ -3,13 +3,10 @@ package loomeino_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cloudwego/eino/components/model"
@@ -19,28 +16,10 @@ import (
 
 	"github.com/agentloom/loom/adapter/loomeino"
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
-
-// newPlane returns a plane over a fresh workspace, closed with the test.
-func newPlane(t *testing.T, cfg plane.Config) *plane.Plane {
-	t.Helper()
-	root := t.TempDir()
-	cfg.Workspace = filepath.Join(root, "ws")
-	cfg.BlobDir = filepath.Join(root, "blobs")
-	cfg.HistoryPath = filepath.Join(root, "history.sqlite")
-	cfg.Scratch = filepath.Join(root, "scratch")
-	if err := mkdir(cfg.Workspace); err != nil {
-		t.Fatal(err)
-	}
-	p, err := plane.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
 
 var handleRE = regexp.MustCompile(`handle: (\S+)`)
 
@@ -49,16 +28,9 @@ var handleRE = regexp.MustCompile(`handle: (\S+)`)
 // and reads the child's report.
 func TestSpawnedChildRunsInEino(t *testing.T) {
 	runner := &loomeino.Runner{}
-	p := newPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
-	var mu sync.Mutex
-	var probed []string
-	if err := p.Registry.Register(tool.Tool{Name: "probe", Description: "probe", Schema: objectSchema,
-		Run: func(ctx context.Context, c *tool.Call, _ json.RawMessage) tool.Outcome {
-			mu.Lock()
-			probed = append(probed, fmt.Sprintf("%s@%s/%d", c.Strand, c.StepID, c.SourceIndex))
-			mu.Unlock()
-			return tool.Success("probe ran for " + c.Strand)
-		}}); err != nil {
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: runner})
+	var probe adaptertest.Recorder
+	if err := p.Registry.Register(probe.Tool()); err != nil {
 		t.Fatal(err)
 	}
 	var parentSaw string
@@ -103,7 +75,7 @@ func TestSpawnedChildRunsInEino(t *testing.T) {
 	if out.Content != "parent done" {
 		t.Errorf("parent answered %q", out.Content)
 	}
-	if len(probed) != 1 || !strings.HasPrefix(probed[0], "sub:main/probe-") || !strings.HasSuffix(probed[0], "@step-1/0") {
+	if probed := probe.Calls(); len(probed) != 1 || !strings.HasPrefix(probed[0], "sub:main/probe-") || !strings.HasSuffix(probed[0], "@step-1/0") {
 		t.Errorf("probe ran as %v, want once by the child at step-1/0", probed)
 	}
 	if !strings.Contains(parentSaw, "report:\nchild report: probe ran for sub:main/probe-") {
@@ -120,7 +92,7 @@ func TestSpawnedChildRunsInEino(t *testing.T) {
 // Every tool of the default plane reaches eino with the registry's own
 // schema.
 func TestToolInfoIsTheRegistrySchema(t *testing.T) {
-	p := newPlane(t, plane.Config{})
+	p := adaptertest.NewPlane(t, plane.Config{})
 	set := loomeino.NewToolset(p.Dispatcher(), p.CallFor(plane.DefaultStrand, "op-1"))
 	tools := set.Tools(t.Context())
 	if len(tools) != len(p.Registry.Registered()) || len(tools) < 10 {
@@ -161,7 +133,7 @@ func TestToolInfoIsTheRegistrySchema(t *testing.T) {
 // it with that outcome's text as the report.
 func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
 	runner := &loomeino.Runner{}
-	p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
 	if err := p.Registry.Register(tool.Tool{Name: "finish", Schema: objectSchema,
 		Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
 			return tool.Outcome{Text: "final words", Terminate: true}
@@ -191,49 +163,25 @@ func TestRunnerDrainsInboxAndEndsOnTerminate(t *testing.T) {
 // a *agent.TurnLimitError, coded turn_limit, and that reply's calls are not run;
 // a model that answers in its last reply (the control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
-	for _, tt := range []struct {
-		name       string
-		answerAt   int // the reply (from 1) that answers without calls
-		wantErr    bool
-		wantCalled int
-	}{
-		{name: "still calling at the limit", answerAt: 3, wantErr: true, wantCalled: 1},
-		{name: "answers at the limit", answerAt: 2, wantErr: false, wantCalled: 1},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			p := newPlane(t, plane.Config{Families: plane.FamilyFiles})
-			var mu sync.Mutex
-			called := 0
-			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: objectSchema,
-				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
-					mu.Lock()
-					called++
-					mu.Unlock()
-					return tool.Success("probed")
-				}}); err != nil {
+	for _, tt := range adaptertest.TurnLimitCases {
+		t.Run(tt.Name, func(t *testing.T) {
+			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles})
+			var probe adaptertest.Recorder
+			if err := p.Registry.Register(probe.Tool()); err != nil {
 				t.Fatal(err)
 			}
 			replies := 0
 			m := newScripted(map[string]turnFunc{"work": func(_ []*schema.Message, n int) (*schema.Message, error) {
 				replies++
-				if n+1 >= tt.answerAt {
+				if n+1 >= tt.AnswerAt {
 					return schema.AssistantMessage("done", nil), nil
 				}
 				return calls(fmt.Sprintf("c%d", n), "probe", `{}`), nil
 			}})
-			runner := &loomeino.Runner{Plane: p, MaxTurns: 2,
+			runner := &loomeino.Runner{Plane: p, MaxTurns: adaptertest.TurnLimit,
 				Model: func(context.Context, string) (model.ToolCallingChatModel, error) { return m, nil }}
 			_, err := runner.Run(t.Context(), agent.Turn{Strand: plane.DefaultStrand, Operation: "op-1", Prompt: "work", Tools: []string{"probe"}})
-			var limit *agent.TurnLimitError
-			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
-			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
-			}
-			if replies != 2 || called != tt.wantCalled {
-				t.Errorf("model replies = %d, probe calls = %d; want 2 and %d", replies, called, tt.wantCalled)
-			}
+			tt.Check(t, err, replies, len(probe.Calls()))
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -113,5 +112,3 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
-
-func mkdir(dir string) error { return os.MkdirAll(dir, 0o755) }

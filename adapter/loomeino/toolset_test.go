@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	einotool "github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/compose"
@@ -17,50 +16,12 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/agentloom/loom/adapter/loomeino"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
 
 var objectSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
-
-// overlap watches calls run: it records a call that ran beside an
-// Exclusive one, and where each call sat.
-type overlap struct {
-	mu        sync.Mutex
-	running   int
-	exclusive int
-	beside    []string
-	sites     map[string]string
-}
-
-// probe is a tool of mode that registers with o while it runs for one
-// (fake) second.
-func (o *overlap) probe(name string, mode tool.ExecMode) tool.Tool {
-	return tool.Tool{Name: name, Description: "probe " + name, Schema: objectSchema, Mode: mode,
-		Run: func(ctx context.Context, c *tool.Call, args json.RawMessage) tool.Outcome {
-			o.mu.Lock()
-			if o.exclusive > 0 || (mode == tool.Exclusive && o.running > 0) {
-				o.beside = append(o.beside, name)
-			}
-			o.running++
-			if mode == tool.Exclusive {
-				o.exclusive++
-			}
-			if o.sites == nil {
-				o.sites = map[string]string{}
-			}
-			o.sites[name] = c.OpID + "/" + c.StepID + "/" + string(rune('0'+c.SourceIndex))
-			o.mu.Unlock()
-			time.Sleep(time.Second)
-			o.mu.Lock()
-			o.running--
-			if mode == tool.Exclusive {
-				o.exclusive--
-			}
-			o.mu.Unlock()
-			return tool.Success(name + " done")
-		}}
-}
 
 // naiveTool is what the adapter must not be: a tool that dispatches
 // through the registry alone, bypassing the plane's Fence.
@@ -77,21 +38,18 @@ func (n naiveTool) InvokableRun(ctx context.Context, args string, _ ...einotool.
 	return n.reg.Dispatch(ctx, &tool.Call{Strand: "main"}, n.name, json.RawMessage(args)).Text, nil
 }
 
-// fenceRun has eino's ReAct agent run one turn of three calls, an
-// Exclusive one between two Concurrent ones, with the tools tools makes,
-// and returns what o saw. eino's tools node runs the three in parallel.
-func fenceRun(t *testing.T, tools func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool)) *overlap {
-	o := &overlap{}
+// fenceRun has eino's ReAct agent run, in a synctest bubble, one turn
+// of three calls, an Exclusive one between two Concurrent ones, with the
+// tools tools makes, and returns what the probes saw. eino's tools node
+// runs the three in parallel.
+func fenceRun(t *testing.T, tools func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool)) *adaptertest.Probes {
+	p := adaptertest.NewProbes(3)
 	synctest.Test(t, func(t *testing.T) {
-		reg, err := tool.NewRegistry(o.probe("read_a", tool.Concurrent), o.probe("edit", tool.Exclusive), o.probe("read_b", tool.Concurrent))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := plane.Dispatcher{Registry: reg, Fence: &plane.Fence{}}
+		d := plane.Dispatcher{Registry: p.Registry(t), Fence: &plane.Fence{}}
 		set, list := tools(d, &tool.Call{Strand: "main", OpID: "op-1"})
 		m := newScripted(map[string]turnFunc{"go": func(msgs []*schema.Message, n int) (*schema.Message, error) {
 			if n == 0 {
-				return calls("c", "read_a", `{}`, "edit", `{}`, "read_b", `{}`), nil
+				return calls("c", "shared", `{"key":"a"}`, "alone", `{"key":"e"}`, "shared", `{"key":"b"}`), nil
 			}
 			return schema.AssistantMessage("finished", nil), nil
 		}})
@@ -108,50 +66,48 @@ func fenceRun(t *testing.T, tools func(d plane.Dispatcher, c *tool.Call) (*loome
 			t.Fatalf("Generate: %v, %v", out, err)
 		}
 	})
-	return o
+	return p
 }
 
 func TestExclusiveCallRunsAloneInEinosParallelToolsNode(t *testing.T) {
-	o := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
+	p := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
 		set := loomeino.NewToolset(d, c)
 		return set, set.Tools(t.Context())
 	})
-	if len(o.beside) > 0 {
-		t.Errorf("calls ran beside the Exclusive edit: %v", o.beside)
+	if o := p.Overlaps(); len(o) > 0 {
+		t.Errorf("calls ran beside the Exclusive call: %v", o)
 	}
-	want := map[string]string{"read_a": "op-1/step-1/0", "edit": "op-1/step-1/1", "read_b": "op-1/step-1/2"}
-	for name, site := range want {
-		if o.sites[name] != site {
-			t.Errorf("%s dispatched at %q, want %q", name, o.sites[name], site)
-		}
+	want := map[string]string{"a": "op-1/step-1/0", "e": "op-1/step-1/1", "b": "op-1/step-1/2"}
+	if got := p.Coords(); !maps.Equal(got, want) {
+		t.Errorf("calls dispatched at %v, want %v", got, want)
 	}
 }
 
 // The control: the same turn through tools that bypass DispatchOne runs
-// the edit beside the reads, so the test above can fail.
+// the Exclusive call beside the others, so the test above can fail.
 func TestNaiveToolsRunExclusiveCallBesideOthers(t *testing.T) {
-	o := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
+	p := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
 		var list []einotool.BaseTool
 		for _, n := range d.Registry.Names() {
 			list = append(list, naiveTool{reg: d.Registry, name: n})
 		}
 		return nil, list
 	})
-	if len(o.beside) == 0 {
-		t.Errorf("the naive tools kept the edit alone; the fence test could not fail")
+	if len(p.Overlaps()) == 0 {
+		t.Errorf("the naive tools kept the Exclusive call alone; the fence test could not fail")
 	}
 }
 
 // Without Model, a call's step is its tool-call ID.
 func TestCoordinatesWithoutModelAreTheCallID(t *testing.T) {
-	o := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
+	p := fenceRun(t, func(d plane.Dispatcher, c *tool.Call) (*loomeino.Toolset, []einotool.BaseTool) {
 		return nil, (&loomeino.Toolset{Dispatcher: d, Call: c}).TextTools(t.Context())
 	})
-	if len(o.beside) > 0 {
-		t.Errorf("calls ran beside the Exclusive edit: %v", o.beside)
+	if o := p.Overlaps(); len(o) > 0 {
+		t.Errorf("calls ran beside the Exclusive call: %v", o)
 	}
-	if o.sites["edit"] != "op-1/c-1/0" {
-		t.Errorf("edit dispatched at %q, want op-1/c-1/0", o.sites["edit"])
+	if got := p.Coords()["e"]; got != "op-1/c-1/0" {
+		t.Errorf("the Exclusive call dispatched at %q, want op-1/c-1/0", got)
 	}
 }
 

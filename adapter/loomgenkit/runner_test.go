@@ -1,15 +1,10 @@
 package loomgenkit_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,6 +17,7 @@ import (
 
 	"github.com/agentloom/loom/adapter/loomgenkit"
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
@@ -32,38 +28,6 @@ const (
 	childReport = "child-report: the second line is world"
 	finalAnswer = "All done."
 )
-
-// newPlane returns a plane with the file and agent families over a fresh
-// workspace holding pixel.png, its sub-agents run by a.
-func newPlane(t *testing.T, a *loomgenkit.Runner) (*plane.Plane, []byte) {
-	t.Helper()
-	root := t.TempDir()
-	ws := filepath.Join(root, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
-	img.Set(0, 0, color.RGBA{R: 255, A: 255})
-	var pngData bytes.Buffer
-	png.Encode(&pngData, img)
-	if err := os.WriteFile(filepath.Join(ws, "pixel.png"), pngData.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := plane.New(plane.Config{
-		Workspace:   ws,
-		Families:    plane.FamilyFiles | plane.FamilyAgents,
-		Runner:      a,
-		BlobDir:     filepath.Join(root, "blobs"),
-		HistoryPath: filepath.Join(root, "history.sqlite"),
-		Scratch:     filepath.Join(root, "scratch"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	a.Plane = p
-	return p, pngData.Bytes()
-}
 
 // TestAgentRunsThePlane runs a scripted parent model in Genkit's tool
 // loop over the plane's file and agent tools: definitions with Loom's
@@ -151,8 +115,10 @@ func TestAgentRunsThePlane(t *testing.T) {
 	}
 	g, model := newModel(t, map[string][]step{task: parent, childPrompt: child})
 	a := &loomgenkit.Runner{Genkit: g, Model: model}
-	p, data := newPlane(t, a)
-	pngData = data
+	pngData = adaptertest.Pixel()
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: a},
+		adaptertest.File{Name: "pixel.png", Data: pngData})
+	a.Plane = p
 	if fr, ok := p.Registry.Lookup("fs_read"); ok {
 		fsReadSchema = fr.Schema
 	}
@@ -170,44 +136,26 @@ func TestAgentRunsThePlane(t *testing.T) {
 // reply's calls are not run; a model that answers in its last reply (the
 // control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		answerAt int // the reply (from 1) that answers without calls
-		wantErr  bool
-	}{
-		{name: "still calling at the limit", answerAt: 3, wantErr: true},
-		{name: "answers at the limit", answerAt: 2, wantErr: false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var replies, probed atomic.Int32
+	for _, tt := range adaptertest.TurnLimitCases {
+		t.Run(tt.Name, func(t *testing.T) {
+			var replies atomic.Int32
 			reply := func(t *testing.T, x exchange) []*ai.Part {
 				n := int(replies.Add(1))
-				if n >= tt.answerAt {
+				if n >= tt.AnswerAt {
 					return []*ai.Part{ai.NewTextPart(finalAnswer)}
 				}
 				return []*ai.Part{request(fmt.Sprintf("l%d", n), "probe", map[string]any{})}
 			}
 			g, model := newModel(t, map[string][]step{task: {reply, reply, reply}})
-			a := &loomgenkit.Runner{Genkit: g, Model: model, MaxTurns: 2}
-			p, _ := newPlane(t, a)
-			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: json.RawMessage(`{"type":"object"}`),
-				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
-					probed.Add(1)
-					return tool.Success("probed")
-				}}); err != nil {
+			a := &loomgenkit.Runner{Genkit: g, Model: model, MaxTurns: adaptertest.TurnLimit}
+			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: a})
+			a.Plane = p
+			var probe adaptertest.Recorder
+			if err := p.Registry.Register(probe.Tool()); err != nil {
 				t.Fatal(err)
 			}
 			_, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Prompt: task})
-			var limit *agent.TurnLimitError
-			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
-			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
-			}
-			if replies.Load() != 2 || probed.Load() != 1 {
-				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())
-			}
+			tt.Check(t, err, int(replies.Load()), len(probe.Calls()))
 		})
 	}
 }

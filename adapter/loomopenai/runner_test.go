@@ -1,15 +1,10 @@
 package loomopenai_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +15,7 @@ import (
 
 	"github.com/agentloom/loom/adapter/loomopenai"
 	"github.com/agentloom/loom/agent"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
@@ -30,38 +26,6 @@ const (
 	childReport = "child-report: the second line is world"
 	finalAnswer = "All done."
 )
-
-// newPlane returns a plane with the file and agent families over a fresh
-// workspace holding pixel.png, its sub-agents run by a.
-func newPlane(t *testing.T, a *loomopenai.Runner) (*plane.Plane, []byte) {
-	t.Helper()
-	root := t.TempDir()
-	ws := filepath.Join(root, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
-	img.Set(0, 0, color.RGBA{R: 255, A: 255})
-	var pngData bytes.Buffer
-	png.Encode(&pngData, img)
-	if err := os.WriteFile(filepath.Join(ws, "pixel.png"), pngData.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := plane.New(plane.Config{
-		Workspace:   ws,
-		Families:    plane.FamilyFiles | plane.FamilyAgents,
-		Runner:      a,
-		BlobDir:     filepath.Join(root, "blobs"),
-		HistoryPath: filepath.Join(root, "history.sqlite"),
-		Scratch:     filepath.Join(root, "scratch"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	a.Plane = p
-	return p, pngData.Bytes()
-}
 
 // TestAgentRunsThePlane runs a scripted parent model over the plane's
 // file and agent tools: an Exclusive write, an error outcome, an unknown
@@ -129,8 +93,10 @@ func TestAgentRunsThePlane(t *testing.T) {
 		},
 	}
 	a := &loomopenai.Runner{Client: newServer(t, map[string][]step{task: parent, childPrompt: child}), Model: "gpt-test"}
-	p, data := newPlane(t, a)
-	pngData = data
+	pngData = adaptertest.Pixel()
+	p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: a},
+		adaptertest.File{Name: "pixel.png", Data: pngData})
+	a.Plane = p
 	answer, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Notice: "You are the parent.", Prompt: task})
 	if err != nil || answer != finalAnswer {
 		t.Fatalf("run: %q, %v", answer, err)
@@ -145,43 +111,25 @@ func TestAgentRunsThePlane(t *testing.T) {
 // reply's calls are not run; a model that answers in its last reply (the
 // control) ends normally.
 func TestRunnerTurnLimit(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		answerAt int // the reply (from 1) that answers without calls
-		wantErr  bool
-	}{
-		{name: "still calling at the limit", answerAt: 3, wantErr: true},
-		{name: "answers at the limit", answerAt: 2, wantErr: false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var replies, probed atomic.Int32
+	for _, tt := range adaptertest.TurnLimitCases {
+		t.Run(tt.Name, func(t *testing.T) {
+			var replies atomic.Int32
 			reply := func(t *testing.T, x exchange) []map[string]any {
 				n := int(replies.Add(1))
-				if n >= tt.answerAt {
+				if n >= tt.AnswerAt {
 					return []map[string]any{say(finalAnswer)}
 				}
 				return []map[string]any{call(fmt.Sprintf("l%d", n), "probe", map[string]any{})}
 			}
-			a := &loomopenai.Runner{Client: newServer(t, map[string][]step{task: {reply, reply, reply}}), Model: "gpt-test", MaxTurns: 2}
-			p, _ := newPlane(t, a)
-			if err := p.Registry.Register(tool.Tool{Name: "probe", Schema: json.RawMessage(`{"type":"object"}`),
-				Run: func(context.Context, *tool.Call, json.RawMessage) tool.Outcome {
-					probed.Add(1)
-					return tool.Success("probed")
-				}}); err != nil {
+			a := &loomopenai.Runner{Client: newServer(t, map[string][]step{task: {reply, reply, reply}}), Model: "gpt-test", MaxTurns: adaptertest.TurnLimit}
+			p := adaptertest.NewPlane(t, plane.Config{Families: plane.FamilyFiles | plane.FamilyAgents, Runner: a})
+			a.Plane = p
+			var probe adaptertest.Recorder
+			if err := p.Registry.Register(probe.Tool()); err != nil {
 				t.Fatal(err)
 			}
 			_, err := a.Run(context.Background(), agent.Turn{Strand: p.Call.Strand, Operation: "op-1", Prompt: task})
-			var limit *agent.TurnLimitError
-			if got := errors.As(err, &limit); got != tt.wantErr {
-				t.Fatalf("Run error = %v; want a agent.TurnLimitError: %v", err, tt.wantErr)
-			}
-			if tt.wantErr && (limit.MaxTurns != 2 || tool.CodeOf(err) != agent.CodeTurnLimit) {
-				t.Errorf("error = %+v (code %q); want MaxTurns 2, code %s", limit, tool.CodeOf(err), agent.CodeTurnLimit)
-			}
-			if replies.Load() != 2 || probed.Load() != 1 {
-				t.Errorf("model replies = %d, probe calls = %d; want 2 and 1", replies.Load(), probed.Load())
-			}
+			tt.Check(t, err, int(replies.Load()), len(probe.Calls()))
 		})
 	}
 }

@@ -1,87 +1,19 @@
 package loomopenai_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentloom/loom/adapter/loomopenai"
+	"github.com/agentloom/loom/internal/adaptertest"
 	"github.com/agentloom/loom/plane"
 	"github.com/agentloom/loom/tool"
 )
-
-// probes are tools that record who runs beside whom. Each call waits,
-// once started, until every call of the turn has started or patience
-// runs out, so calls that may overlap do overlap; patience only bounds
-// how long a correctly fenced call waits, no assertion reads a time.
-type probes struct {
-	mu       sync.Mutex
-	total    int
-	started  int
-	running  map[string]bool
-	overlaps []string // "x beside y" for each Exclusive call that had company
-	together int      // how often a Concurrent call started beside another
-	all      chan struct{}
-}
-
-const patience = 300 * time.Millisecond
-
-func newProbes(total int) *probes {
-	return &probes{total: total, running: map[string]bool{}, all: make(chan struct{})}
-}
-
-func (p *probes) registry(t *testing.T) *tool.Registry {
-	t.Helper()
-	type args struct {
-		Key string `json:"key"`
-	}
-	run := func(exclusive bool) func(context.Context, *tool.Call, args) tool.Outcome {
-		return func(ctx context.Context, c *tool.Call, a args) tool.Outcome {
-			p.enter(a.Key, exclusive)
-			select {
-			case <-p.all:
-			case <-time.After(patience):
-			}
-			p.leave(a.Key)
-			return tool.Success(a.Key)
-		}
-	}
-	reg, err := tool.NewRegistry(
-		tool.Typed(tool.Tool{Name: "shared", Mode: tool.Concurrent}, run(false)),
-		tool.Typed(tool.Tool{Name: "alone", Mode: tool.Exclusive}, run(true)),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
-
-func (p *probes) enter(key string, exclusive bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for other := range p.running {
-		if exclusive || p.running[other] {
-			p.overlaps = append(p.overlaps, fmt.Sprintf("%s beside %s", key, other))
-		} else {
-			p.together++
-		}
-	}
-	p.running[key] = exclusive
-	if p.started++; p.started == p.total {
-		close(p.all)
-	}
-}
-
-func (p *probes) leave(key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.running, key)
-}
 
 // outputOf is a response's output holding one function call per name.
 func outputOf(t *testing.T, names ...string) []responses.ResponseOutputItemUnion {
@@ -103,44 +35,48 @@ func outputOf(t *testing.T, names ...string) []responses.ResponseOutputItemUnion
 // control dispatches the same calls each on its own goroutine straight
 // through the registry, as an adapter bypassing the plane would: the
 // probes then see the Exclusive call in company, so the test can fail.
+// Both run in a synctest bubble, the Toolset's Dispatch driven directly
+// (no client, no network), so the probes' patience passes in fake time.
 func TestDispatchFencesExclusive(t *testing.T) {
 	names := []string{"shared", "shared", "alone", "shared"}
-	p := newProbes(len(names))
-	d := plane.Dispatcher{Registry: p.registry(t), Fence: &plane.Fence{}}
 	c := &tool.Call{Strand: "main", OpID: "op-1"}
-	var items []responses.ResponseInputItemUnionParam
-	for _, it := range loomopenai.NewToolset(d, c).Dispatch(context.Background(), outputOf(t, names...)) {
-		if it.OfFunctionCallOutput != nil {
-			items = append(items, it)
+	p := adaptertest.NewProbes(len(names))
+	synctest.Test(t, func(t *testing.T) {
+		d := plane.Dispatcher{Registry: p.Registry(t), Fence: &plane.Fence{}}
+		var items []responses.ResponseInputItemUnionParam
+		for _, it := range loomopenai.NewToolset(d, c).Dispatch(t.Context(), outputOf(t, names...)) {
+			if it.OfFunctionCallOutput != nil {
+				items = append(items, it)
+			}
 		}
-	}
-	if len(items) != len(names) {
-		t.Fatalf("%d outputs for %d calls", len(items), len(names))
-	}
-	for i, it := range items {
-		if o := it.OfFunctionCallOutput; o == nil || o.CallID.Value != fmt.Sprintf("c%d", i) || o.Output.OfString.Value != fmt.Sprintf("%s-%d", names[i], i) {
-			t.Errorf("output %d: %+v", i, it.OfFunctionCallOutput)
+		if len(items) != len(names) {
+			t.Fatalf("%d outputs for %d calls", len(items), len(names))
 		}
+		for i, it := range items {
+			if o := it.OfFunctionCallOutput; o == nil || o.CallID.Value != fmt.Sprintf("c%d", i) || o.Output.OfString.Value != fmt.Sprintf("%s-%d", names[i], i) {
+				t.Errorf("output %d: %+v", i, it.OfFunctionCallOutput)
+			}
+		}
+	})
+	if o := p.Overlaps(); len(o) > 0 {
+		t.Errorf("an Exclusive call ran in company: %v", o)
 	}
-	if len(p.overlaps) > 0 {
-		t.Errorf("an Exclusive call ran in company: %v", p.overlaps)
-	}
-	if p.together == 0 {
+	if p.Together() == 0 {
 		t.Error("no two Concurrent calls ran side by side")
 	}
 
-	control := newProbes(len(names))
-	reg := control.registry(t)
-	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reg.Dispatch(context.Background(), c, n, json.RawMessage(fmt.Sprintf(`{"key":"%s-%d"}`, n, i)))
-		}()
-	}
-	wg.Wait()
-	if len(control.overlaps) == 0 {
+	control := adaptertest.NewProbes(len(names))
+	synctest.Test(t, func(t *testing.T) {
+		reg := control.Registry(t)
+		var wg sync.WaitGroup
+		for i, n := range names {
+			wg.Go(func() {
+				reg.Dispatch(t.Context(), c, n, json.RawMessage(fmt.Sprintf(`{"key":"%s-%d"}`, n, i)))
+			})
+		}
+		wg.Wait()
+	})
+	if len(control.Overlaps()) == 0 {
 		t.Error("the control saw no overlap: the probes cannot tell a fenced dispatch from a bypass")
 	}
 }
