@@ -61,8 +61,12 @@ type Conn struct {
 	// next one asks again before it sleeps.
 	spin atomic.Bool
 	// calmUntil is when a ring read may spin again after one lost its
-	// CPU spinning (see spinBackoff), unix nanoseconds; 0 for now.
+	// CPU spinning, unix nanoseconds; 0 for now. calm is the length of
+	// the last such wait (see nextSpinBackoff), and paid counts the ring
+	// reads that spun without losing their CPU since it was set.
 	calmUntil atomic.Int64
+	calm      atomic.Int64
+	paid      atomic.Int64
 
 	// ring, once the program asked for one (see ShareRing), carries the
 	// channel's bytes; fd then carries only doorbells.

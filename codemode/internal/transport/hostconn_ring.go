@@ -79,20 +79,39 @@ func (c *Conn) sendWithRights(p, rights []byte) error {
 // sleeper woken by the doorbell is the socket path's cost.
 const spinGap = 10 * time.Microsecond
 
-// spinBackoff is how long a ring read that lost its CPU while spinning
-// keeps every later read from spinning: they mark themselves asleep and
-// wait for the doorbell at once, as the socket path does. One spin per
-// backoff tries again, so an idle host gets its spinning back.
-const spinBackoff = 50 * time.Millisecond
+// The backoff of a ring read that lost its CPU spinning: every later
+// read marks itself asleep and waits for the doorbell at once, as the
+// socket path does, for a while (the calm); the first read after it
+// spins again, so an idle host gets its spinning back. The calm is
+// minSpinBackoff when the reads spun at least spinPaidReads times
+// without losing their CPU since the last loss (a rare descheduling: a
+// quiet host keeps spinning, which beats the socket), and otherwise
+// twice the last one, up to spinBackoff (a loaded host soon spins only
+// once per spinBackoff, and then pays what the socket does).
+const (
+	minSpinBackoff = time.Millisecond
+	spinBackoff    = 50 * time.Millisecond
+	spinPaidReads  = 1024
+)
+
+// nextSpinBackoff is the calm a read that lost its CPU spinning sets,
+// after last (0 for none yet) and paid reads that spun without losing
+// it since.
+func nextSpinBackoff(last time.Duration, paid int64) time.Duration {
+	if paid >= spinPaidReads || last < minSpinBackoff {
+		return minSpinBackoff
+	}
+	return min(2*last, spinBackoff)
+}
 
 // readRing is Read on the ring: it takes what the program wrote, asks
 // again for up to readSpin while frames come quickly and spinning pays,
 // and otherwise marks itself asleep and sleeps in read(2) until the
 // program rings, its end closes (io.EOF once the ring is empty) or Close
 // is called. Spinning stops at once when the reader finds it lost its
-// CPU between two looks (spinGap), and stays off for spinBackoff: on a
-// loaded host a read costs what the socket's does, never a spinner's
-// lost time slices.
+// CPU between two looks (spinGap), and stays off for a calm
+// (nextSpinBackoff): on a loaded host a read costs what the socket's
+// does, never a spinner's lost time slices.
 func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 	start := time.Now()
 	last := start
@@ -104,6 +123,9 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 		}
 		n, err := r.take(p)
 		if n > 0 || err != nil {
+			if spin {
+				c.paid.Add(1)
+			}
 			c.spin.Store(time.Since(start) < readSpin)
 			return n, err
 		}
@@ -115,7 +137,9 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 			switch {
 			case now.Sub(last) > spinGap:
 				// Descheduled mid-spin: the program likely was too.
-				c.calmUntil.Store(now.Add(spinBackoff).UnixNano())
+				calm := nextSpinBackoff(time.Duration(c.calm.Load()), c.paid.Swap(0))
+				c.calm.Store(int64(calm))
+				c.calmUntil.Store(now.Add(calm).UnixNano())
 				spin = false
 			case now.Sub(start) < readSpin:
 				last = now
@@ -124,6 +148,7 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 				}
 				continue
 			default:
+				c.paid.Add(1)
 				spin = false
 			}
 		}

@@ -123,10 +123,30 @@ func TestRingReadNeverStrandsADescheduledEnd(t *testing.T) {
 			t.Error("the host slept though the program's bytes were published before its mark's look")
 		}
 	})
+	t.Run("a_rare_loss_calms_briefly", func(t *testing.T) {
+		t.Parallel()
+		host, rg := transporttest.Grant(t)
+		primeSpin(t, host, rg)
+		// Spinning paid since the last, long, calm.
+		transport.SetSpinHistory(host, transport.SpinBackoff, transport.SpinPaidReads)
+		away := make(chan struct{})
+		var once sync.Once
+		transport.SetRingHooks(host, func() { once.Do(func() { close(away); time.Sleep(time.Millisecond) }) }, nil)
+		read := hostRead(host)
+		<-away
+		publish(rg, "g")
+		expect(t, read, "g")
+		if got := transport.SpinCalmForOf(host); got != transport.MinSpinBackoff {
+			t.Errorf("a loss after %d reads spun calmed reads for %v, want %v", transport.SpinPaidReads, got, transport.MinSpinBackoff)
+		}
+	})
 	t.Run("calm_reads_sleep_at_once_and_are_rung", func(t *testing.T) {
 		t.Parallel()
 		host, rg := transporttest.Grant(t)
 		primeSpin(t, host, rg)
+		// A loaded host's history: its last calm was the longest and no
+		// read spun since, so this loss keeps reads calm for spinBackoff.
+		transport.SetSpinHistory(host, transport.SpinBackoff, 0)
 		away := make(chan struct{})
 		var once sync.Once
 		// The first look loses a millisecond, far past spinGap, as a
@@ -138,6 +158,9 @@ func TestRingReadNeverStrandsADescheduledEnd(t *testing.T) {
 		expect(t, read, "e")
 		if !transport.SpinCalmOf(host) {
 			t.Error("a spin that lost its CPU left later reads spinning")
+		}
+		if got := transport.SpinCalmForOf(host); got != transport.SpinBackoff {
+			t.Errorf("a loss on a loaded host calmed reads for %v, want %v", got, transport.SpinBackoff)
 		}
 		primeSpin(t, host, rg)
 		asleep := make(chan struct{})
@@ -152,4 +175,32 @@ func TestRingReadNeverStrandsADescheduledEnd(t *testing.T) {
 			t.Error("a read spun within the backoff after a spin lost its CPU")
 		}
 	})
+}
+
+// TestSpinBackoffIsShortWhenSpinningPaid: a read that loses its CPU
+// spinning keeps later reads calm for minSpinBackoff when spinning had
+// paid since the last loss (or there was none), so a quiet host that is
+// descheduled now and then keeps spinning; each loss that follows soon
+// after the last doubles the calm, up to spinBackoff.
+func TestSpinBackoffIsShortWhenSpinningPaid(t *testing.T) {
+	t.Parallel()
+	minB, maxB, paid := transport.MinSpinBackoff, transport.SpinBackoff, int64(transport.SpinPaidReads)
+	for _, c := range []struct {
+		name string
+		last time.Duration
+		paid int64
+		want time.Duration
+	}{
+		{"first_loss", 0, 0, minB},
+		{"first_loss_after_paid_spins", 0, paid, minB},
+		{"loss_soon_after_the_last", minB, 3, 2 * minB},
+		{"loss_soon_after_a_long_calm", maxB / 2, paid - 1, maxB},
+		{"never_past_the_bound", maxB, 0, maxB},
+		{"rare_loss_after_a_long_calm", maxB, paid, minB},
+		{"rare_loss", 4 * minB, paid + 100, minB},
+	} {
+		if got := transport.NextSpinBackoff(c.last, c.paid); got != c.want {
+			t.Errorf("%s: nextSpinBackoff(%v, %d) = %v, want %v", c.name, c.last, c.paid, got, c.want)
+		}
+	}
 }
