@@ -1,6 +1,10 @@
 package transport
 
-import "time"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // Test hooks for the external tests (package transport_test), which use
 // transporttest and so cannot be in this package.
@@ -48,3 +52,15 @@ const (
 	SpinBackoff    = spinBackoff
 	SpinPaidReads  = spinPaidReads
 )
+
+// AsleepOf reports whether a ring read of c waits for the doorbell or a
+// nudge.
+func AsleepOf(c *Conn) bool { return c.asleep.Load() }
+
+// NudgePendingOf takes c's pending nudge, reporting whether there was
+// one.
+func NudgePendingOf(c *Conn) bool {
+	var count [8]byte
+	n, _ := unix.Read(c.nudge, count[:])
+	return n == 8
+}

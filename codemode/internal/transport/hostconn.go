@@ -79,6 +79,13 @@ type Conn struct {
 	// reach.
 	fault atomic.Pointer[wire.FrameError]
 
+	// nudge, once the channel moved onto a ring, is an eventfd a ring
+	// read asleep for the doorbell also waits on (see Nudge); -1 before.
+	// asleep is set while a ring read waits for either: the host's own
+	// word, never the ring's, which the program may forge.
+	nudge  int
+	asleep atomic.Bool
+
 	// test holds test hooks; nil hooks are not called.
 	test struct {
 		// spinning is called on each look of a spinning ring read that
@@ -118,6 +125,9 @@ func (c *Conn) release() {
 func (c *Conn) closeFD() error {
 	if r := c.ring.Load(); r != nil {
 		r.unmap()
+	}
+	if c.nudge >= 0 {
+		unix.Close(c.nudge)
 	}
 	return unix.Close(c.fd)
 }
@@ -278,7 +288,7 @@ func Pair() (*Conn, *os.File, error) {
 // socket whose other end the program holds; the Conn owns fd from then
 // on (Close closes it).
 func NewConn(fd int) *Conn {
-	return &Conn{fd: fd}
+	return &Conn{fd: fd, nudge: -1}
 }
 
 // OnRing reports whether the channel moved onto a ring (ShareRing

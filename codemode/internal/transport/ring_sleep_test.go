@@ -204,3 +204,65 @@ func TestSpinBackoffIsShortWhenSpinningPaid(t *testing.T) {
 		}
 	}
 }
+
+// TestNudgedReadTakesBytesPublishedWithoutADoorbell: a ring read asleep
+// for the doorbell that is nudged (an answer the program waits for was
+// just written) spins again, its asleep mark cleared, so the program's
+// next bytes reach it with no doorbell rung. Without the nudge the read
+// would sleep on: the bytes are published only from inside its spin.
+func TestNudgedReadTakesBytesPublishedWithoutADoorbell(t *testing.T) {
+	t.Parallel()
+	host, rg := transporttest.Grant(t)
+	asleep := make(chan struct{})
+	var once sync.Once
+	published, marked := false, false
+	transport.SetRingHooks(host, func() {
+		if !published {
+			// The program's next call, sent as its writer does: it rings
+			// only when it finds the host's mark set.
+			published = true
+			marked = rg.Load(transport.RingHostAsleep) != 0
+			copy(rg.UpData(), "n")
+			rg.Up = 1
+			rg.Store(transport.RingUpHead, rg.Up)
+		}
+	}, func() { once.Do(func() { close(asleep) }) })
+	read := hostRead(host)
+	<-asleep
+	for !transport.AsleepOf(host) {
+		time.Sleep(10 * time.Microsecond)
+	}
+	host.Nudge()
+	expect(t, read, "n")
+	if marked {
+		t.Error("the nudged read left its asleep mark set while it spun: the program would ring")
+	}
+}
+
+// TestNudgeWithoutASleepingReadIsANoOp: with no ring read asleep a
+// nudge leaves nothing behind to wake the next one spuriously; on the
+// socket it does nothing at all.
+func TestNudgeWithoutASleepingReadIsANoOp(t *testing.T) {
+	t.Parallel()
+	host, rg := transporttest.Grant(t)
+	primeSpin(t, host, rg)
+	host.Nudge()
+	if transport.NudgePendingOf(host) {
+		t.Error("a nudge with no read asleep was left pending")
+	}
+	// A read asleep meanwhile takes the nudge (it spins, then sleeps
+	// again and is rung).
+	asleep := make(chan struct{})
+	var once sync.Once
+	transport.SetRingHooks(host, nil, func() { once.Do(func() { close(asleep) }) })
+	read := hostRead(host)
+	<-asleep
+	for !transport.AsleepOf(host) {
+		time.Sleep(10 * time.Microsecond)
+	}
+	host.Nudge()
+	publish(rg, "q")
+	expect(t, read, "q")
+	sock, _ := transporttest.Ends(t)
+	sock.Nudge()
+}
