@@ -261,6 +261,7 @@ func (ch *channel) call(f wire.Frame, size int64) error {
 		ch.serveCall(ctx, f.ID, p, cc, ref, true)
 		return nil
 	}
+	ch.conn.ArmNudge() // its answer nudges the serve loop (see answer)
 	go ch.serveCall(ctx, f.ID, p, cc, ref, false)
 	// The call starts on this thread now, and the serve loop's next read
 	// waits its turn: the serve loop would otherwise sleep in read(2)

@@ -80,10 +80,12 @@ type Conn struct {
 	fault atomic.Pointer[wire.FrameError]
 
 	// nudge, once the channel moved onto a ring, is an eventfd a ring
-	// read asleep for the doorbell also waits on (see Nudge); -1 before.
-	// asleep is set while a ring read waits for either: the host's own
-	// word, never the ring's, which the program may forge.
+	// read asleep for the doorbell also waits on while armed (see
+	// ArmNudge); -1 before. asleep is set while a ring read waits for
+	// either: the host's own word, never the ring's, which the program
+	// may forge.
 	nudge  int
+	armed  atomic.Bool
 	asleep atomic.Bool
 
 	// test holds test hooks; nil hooks are not called.

@@ -58,6 +58,11 @@ func (c *Conn) ShareRing(r *Ring, memfd int, answer []byte) error {
 	return nil
 }
 
+// ArmNudge says an answer the program will wait for is outstanding: a
+// ring read that sleeps from now until the next Nudge waits for the
+// nudge too (one more system call per sleep, so only while armed).
+func (c *Conn) ArmNudge() { c.armed.Store(true) }
+
 // Nudge tells a ring read asleep for the program's doorbell that an
 // answer the program waits for was just written: the read wakes and
 // spins once, from now, for up to readSpin (stopping at once when it
@@ -65,8 +70,9 @@ func (c *Conn) ShareRing(r *Ring, memfd int, answer []byte) error {
 // answer often brings within microseconds, finds the host running and
 // the program need not ring and wait for it to wake: the host's wake-up
 // runs beside the program's instead of after it. It does nothing on the
-// socket or when no read sleeps.
+// socket or when no read sleeps, and disarms (see ArmNudge).
 func (c *Conn) Nudge() {
+	c.armed.Store(false)
 	if !c.asleep.Load() || !c.acquire() {
 		return
 	}
@@ -210,11 +216,11 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 }
 
 // awaitDoorbell sleeps until the program writes on the socket, which
-// must be doorbells only: anything else is a fault; or until Nudge is
-// called (nudged, and the socket left unread). io.EOF when the
+// must be doorbells only: anything else is a fault; or, while armed,
+// until Nudge is called (nudged, and the socket left unread). io.EOF when the
 // program's end closed or Close was called.
 func (c *Conn) awaitDoorbell() (nudged bool, err error) {
-	if c.nudge >= 0 {
+	if c.nudge >= 0 && c.armed.Load() {
 		fds := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN}, {Fd: int32(c.nudge), Events: unix.POLLIN}}
 		c.asleep.Store(true)
 		for {

@@ -227,6 +227,7 @@ func TestNudgedReadTakesBytesPublishedWithoutADoorbell(t *testing.T) {
 			rg.Store(transport.RingUpHead, rg.Up)
 		}
 	}, func() { once.Do(func() { close(asleep) }) })
+	host.ArmNudge()
 	read := hostRead(host)
 	<-asleep
 	for !transport.AsleepOf(host) {
@@ -239,30 +240,42 @@ func TestNudgedReadTakesBytesPublishedWithoutADoorbell(t *testing.T) {
 	}
 }
 
-// TestNudgeWithoutASleepingReadIsANoOp: with no ring read asleep a
-// nudge leaves nothing behind to wake the next one spuriously; on the
-// socket it does nothing at all.
-func TestNudgeWithoutASleepingReadIsANoOp(t *testing.T) {
+// TestNudgeWithoutAnArmedSleepingReadIsANoOp: with no ring read asleep
+// a nudge leaves nothing behind to wake the next one spuriously; a read
+// that went to sleep unarmed waits for the doorbell alone and is not
+// nudged; on the socket a nudge does nothing at all.
+func TestNudgeWithoutAnArmedSleepingReadIsANoOp(t *testing.T) {
 	t.Parallel()
 	host, rg := transporttest.Grant(t)
 	primeSpin(t, host, rg)
+	host.ArmNudge()
 	host.Nudge()
 	if transport.NudgePendingOf(host) {
 		t.Error("a nudge with no read asleep was left pending")
 	}
-	// A read asleep meanwhile takes the nudge (it spins, then sleeps
-	// again and is rung).
-	asleep := make(chan struct{})
-	var once sync.Once
-	transport.SetRingHooks(host, nil, func() { once.Do(func() { close(asleep) }) })
-	read := hostRead(host)
-	<-asleep
-	for !transport.AsleepOf(host) {
-		time.Sleep(10 * time.Microsecond)
+	for _, armed := range []bool{false, true} {
+		asleep := make(chan struct{})
+		var once sync.Once
+		transport.SetRingHooks(host, nil, func() { once.Do(func() { close(asleep) }) })
+		if armed {
+			host.ArmNudge()
+		}
+		read := hostRead(host)
+		<-asleep
+		if armed {
+			for !transport.AsleepOf(host) {
+				time.Sleep(10 * time.Microsecond)
+			}
+		}
+		host.Nudge()
+		if !armed && transport.NudgePendingOf(host) {
+			t.Error("an unarmed read asleep was nudged")
+		}
+		// The control (armed): the read takes the nudge, spins, sleeps
+		// again and is rung.
+		publish(rg, "q")
+		expect(t, read, "q")
 	}
-	host.Nudge()
-	publish(rg, "q")
-	expect(t, read, "q")
 	sock, _ := transporttest.Ends(t)
 	sock.Nudge()
 }
