@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -260,7 +261,15 @@ func (ch *channel) call(f wire.Frame, size int64) error {
 		ch.serveCall(ctx, f.ID, p, cc, ref, true)
 		return nil
 	}
+	ch.conn.ArmNudge() // its answer nudges the serve loop (see answer)
 	go ch.serveCall(ctx, f.ID, p, cc, ref, false)
+	// The call starts on this thread now, and the serve loop's next read
+	// waits its turn: the serve loop would otherwise sleep in read(2)
+	// holding its processor while another thread is woken to take the
+	// call, a wake-up on every routed call's path (tens of microseconds
+	// of a call to an MCP server on a loaded host). A call that does not
+	// soon block leaves the serve loop to another processor.
+	runtime.Gosched()
 	return nil
 }
 
@@ -375,6 +384,18 @@ func (ch *channel) answer(id uint64, res any, err error, release func(), held bo
 	}
 	if !held || ch.out.Len() >= answerBatchBytes {
 		ch.writeOut()
+	}
+	if release != nil && !held {
+		// A routed call's answer: when it was the last one unanswered the
+		// program likely waits for it to send its next call, which the
+		// serve loop, asleep since it routed this one, then need not be
+		// rung awake for.
+		ch.mu.Lock()
+		last := ch.unanswered == 0
+		ch.mu.Unlock()
+		if last {
+			ch.conn.Nudge()
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package transport
 
-import "time"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // Test hooks for the external tests (package transport_test), which use
 // transporttest and so cannot be in this package.
@@ -26,3 +30,37 @@ func SetRingHooks(c *Conn, spinning, sleeping func()) {
 // SpinCalmOf reports whether c's ring reads are kept from spinning
 // because one lost its CPU spinning.
 func SpinCalmOf(c *Conn) bool { return time.Now().UnixNano() < c.calmUntil.Load() }
+
+// SetSpinHistory sets what c's next ring read that loses its CPU
+// spinning reads to choose its calm: the last calm and the reads that
+// spun without losing it since (see nextSpinBackoff).
+func SetSpinHistory(c *Conn, last time.Duration, paid int64) {
+	c.calm.Store(int64(last))
+	c.paid.Store(paid)
+}
+
+// SpinCalmForOf is the length of the calm c's last loss of its CPU
+// while spinning set.
+func SpinCalmForOf(c *Conn) time.Duration { return time.Duration(c.calm.Load()) }
+
+// NextSpinBackoff is nextSpinBackoff, for its table test.
+var NextSpinBackoff = nextSpinBackoff
+
+// The backoff's bounds, for its table test.
+const (
+	MinSpinBackoff = minSpinBackoff
+	SpinBackoff    = spinBackoff
+	SpinPaidReads  = spinPaidReads
+)
+
+// AsleepOf reports whether a ring read of c waits for the doorbell or a
+// nudge.
+func AsleepOf(c *Conn) bool { return c.asleep.Load() }
+
+// NudgePendingOf takes c's pending nudge, reporting whether there was
+// one.
+func NudgePendingOf(c *Conn) bool {
+	var count [8]byte
+	n, _ := unix.Read(c.nudge, count[:])
+	return n == 8
+}

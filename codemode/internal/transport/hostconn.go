@@ -61,8 +61,12 @@ type Conn struct {
 	// next one asks again before it sleeps.
 	spin atomic.Bool
 	// calmUntil is when a ring read may spin again after one lost its
-	// CPU spinning (see spinBackoff), unix nanoseconds; 0 for now.
+	// CPU spinning, unix nanoseconds; 0 for now. calm is the length of
+	// the last such wait (see nextSpinBackoff), and paid counts the ring
+	// reads that spun without losing their CPU since it was set.
 	calmUntil atomic.Int64
+	calm      atomic.Int64
+	paid      atomic.Int64
 
 	// ring, once the program asked for one (see ShareRing), carries the
 	// channel's bytes; fd then carries only doorbells.
@@ -74,6 +78,15 @@ type Conn struct {
 	// execution rather than go on serving a program its answers cannot
 	// reach.
 	fault atomic.Pointer[wire.FrameError]
+
+	// nudge, once the channel moved onto a ring, is an eventfd a ring
+	// read asleep for the doorbell also waits on while armed (see
+	// ArmNudge); -1 before. asleep is set while a ring read waits for
+	// either: the host's own word, never the ring's, which the program
+	// may forge.
+	nudge  int
+	armed  atomic.Bool
+	asleep atomic.Bool
 
 	// test holds test hooks; nil hooks are not called.
 	test struct {
@@ -114,6 +127,9 @@ func (c *Conn) release() {
 func (c *Conn) closeFD() error {
 	if r := c.ring.Load(); r != nil {
 		r.unmap()
+	}
+	if c.nudge >= 0 {
+		unix.Close(c.nudge)
 	}
 	return unix.Close(c.fd)
 }
@@ -274,7 +290,7 @@ func Pair() (*Conn, *os.File, error) {
 // socket whose other end the program holds; the Conn owns fd from then
 // on (Close closes it).
 func NewConn(fd int) *Conn {
-	return &Conn{fd: fd}
+	return &Conn{fd: fd, nudge: -1}
 }
 
 // OnRing reports whether the channel moved onto a ring (ShareRing

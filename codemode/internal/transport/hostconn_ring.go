@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -42,12 +43,43 @@ func (c *Conn) ShareRing(r *Ring, memfd int, answer []byte) error {
 		return net.ErrClosed
 	}
 	defer c.release()
+	nudge, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		r.unmap()
+		return fmt.Errorf("creating the shared ring's nudge: %w", err)
+	}
 	if err := c.sendWithRights(answer, unix.UnixRights(memfd)); err != nil {
+		unix.Close(nudge)
 		r.unmap()
 		return err
 	}
+	c.nudge = nudge
 	c.ring.Store(r)
 	return nil
+}
+
+// ArmNudge says an answer the program will wait for is outstanding: a
+// ring read that sleeps from now until the next Nudge waits for the
+// nudge too (one more system call per sleep, so only while armed).
+func (c *Conn) ArmNudge() { c.armed.Store(true) }
+
+// Nudge tells a ring read asleep for the program's doorbell that an
+// answer the program waits for was just written: the read wakes and
+// spins once, from now, for up to readSpin (stopping at once when it
+// loses its CPU, spinGap), so the program's next frame, which that
+// answer often brings within microseconds, finds the host running and
+// the program need not ring and wait for it to wake: the host's wake-up
+// runs beside the program's instead of after it. It does nothing on the
+// socket or when no read sleeps, and disarms (see ArmNudge).
+func (c *Conn) Nudge() {
+	c.armed.Store(false)
+	if !c.asleep.Load() || !c.acquire() {
+		return
+	}
+	defer c.release()
+	var one [8]byte // the eventfd's counter: a uint64 in the host's byte order
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, _ = unix.Write(c.nudge, one[:])
 }
 
 // sendWithRights writes all of p, the rights riding on its first byte.
@@ -79,23 +111,42 @@ func (c *Conn) sendWithRights(p, rights []byte) error {
 // sleeper woken by the doorbell is the socket path's cost.
 const spinGap = 10 * time.Microsecond
 
-// spinBackoff is how long a ring read that lost its CPU while spinning
-// keeps every later read from spinning: they mark themselves asleep and
-// wait for the doorbell at once, as the socket path does. One spin per
-// backoff tries again, so an idle host gets its spinning back.
-const spinBackoff = 50 * time.Millisecond
+// The backoff of a ring read that lost its CPU spinning: every later
+// read marks itself asleep and waits for the doorbell at once, as the
+// socket path does, for a while (the calm); the first read after it
+// spins again, so an idle host gets its spinning back. The calm is
+// minSpinBackoff when the reads spun at least spinPaidReads times
+// without losing their CPU since the last loss (a rare descheduling: a
+// quiet host keeps spinning, which beats the socket), and otherwise
+// twice the last one, up to spinBackoff (a loaded host soon spins only
+// once per spinBackoff, and then pays what the socket does).
+const (
+	minSpinBackoff = time.Millisecond
+	spinBackoff    = 50 * time.Millisecond
+	spinPaidReads  = 1024
+)
+
+// nextSpinBackoff is the calm a read that lost its CPU spinning sets,
+// after last (0 for none yet) and paid reads that spun without losing
+// it since.
+func nextSpinBackoff(last time.Duration, paid int64) time.Duration {
+	if paid >= spinPaidReads || last < minSpinBackoff {
+		return minSpinBackoff
+	}
+	return min(2*last, spinBackoff)
+}
 
 // readRing is Read on the ring: it takes what the program wrote, asks
 // again for up to readSpin while frames come quickly and spinning pays,
 // and otherwise marks itself asleep and sleeps in read(2) until the
 // program rings, its end closes (io.EOF once the ring is empty) or Close
 // is called. Spinning stops at once when the reader finds it lost its
-// CPU between two looks (spinGap), and stays off for spinBackoff: on a
-// loaded host a read costs what the socket's does, never a spinner's
-// lost time slices.
+// CPU between two looks (spinGap), and stays off for a calm
+// (nextSpinBackoff): on a loaded host a read costs what the socket's
+// does, never a spinner's lost time slices.
 func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
-	start := time.Now()
-	last := start
+	begin := time.Now()
+	start, last := begin, begin // start: of this spin
 	polls := 0
 	spin := c.spin.Load() && start.UnixNano() >= c.calmUntil.Load()
 	for {
@@ -104,7 +155,10 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 		}
 		n, err := r.take(p)
 		if n > 0 || err != nil {
-			c.spin.Store(time.Since(start) < readSpin)
+			if spin {
+				c.paid.Add(1)
+			}
+			c.spin.Store(time.Since(begin) < readSpin)
 			return n, err
 		}
 		if spin {
@@ -115,7 +169,9 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 			switch {
 			case now.Sub(last) > spinGap:
 				// Descheduled mid-spin: the program likely was too.
-				c.calmUntil.Store(now.Add(spinBackoff).UnixNano())
+				calm := nextSpinBackoff(time.Duration(c.calm.Load()), c.paid.Swap(0))
+				c.calm.Store(int64(calm))
+				c.calmUntil.Store(now.Add(calm).UnixNano())
 				spin = false
 			case now.Sub(start) < readSpin:
 				last = now
@@ -124,6 +180,7 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 				}
 				continue
 			default:
+				c.paid.Add(1)
 				spin = false
 			}
 		}
@@ -136,7 +193,14 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 		if c.test.sleeping != nil {
 			c.test.sleeping()
 		}
-		if err := c.awaitDoorbell(); err != nil {
+		nudged, err := c.awaitDoorbell()
+		if nudged {
+			r.sleeping(false)
+			start, last, polls = time.Now(), time.Now(), 0
+			spin = true
+			continue
+		}
+		if err != nil {
 			r.sleeping(false)
 			if fe := c.fault.Load(); fe != nil {
 				return 0, fe
@@ -152,9 +216,37 @@ func (c *Conn) readRing(r *Ring, p []byte) (int, error) {
 }
 
 // awaitDoorbell sleeps until the program writes on the socket, which
-// must be doorbells only: anything else is a fault. io.EOF when the
+// must be doorbells only: anything else is a fault; or, while armed,
+// until Nudge is called (nudged, and the socket left unread). io.EOF when the
 // program's end closed or Close was called.
-func (c *Conn) awaitDoorbell() error {
+func (c *Conn) awaitDoorbell() (nudged bool, err error) {
+	if c.nudge >= 0 && c.armed.Load() {
+		fds := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN}, {Fd: int32(c.nudge), Events: unix.POLLIN}}
+		c.asleep.Store(true)
+		for {
+			_, err = unix.Poll(fds, -1)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		c.asleep.Store(false)
+		if err != nil {
+			return false, fmt.Errorf("waiting for the program: %w", err)
+		}
+		if fds[1].Revents != 0 {
+			var count [8]byte
+			_, _ = unix.Read(c.nudge, count[:])
+			if fds[0].Revents == 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, c.readDoorbells()
+}
+
+// readDoorbells reads the doorbells the program wrote, sleeping until
+// it writes one.
+func (c *Conn) readDoorbells() error {
 	var bells [doorbellReadBytes]byte
 	for {
 		n, err := unix.Read(c.fd, bells[:])

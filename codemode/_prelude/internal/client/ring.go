@@ -40,9 +40,14 @@ const (
 	// CPU, so spinning only takes the CPU the host needs (codemode's
 	// constant of the same name).
 	spinGap = 10 * time.Microsecond
-	// spinBackoff is how long reads sleep for the doorbell at once after
-	// one lost its CPU spinning (codemode's constant of the same name).
-	spinBackoff = 50 * time.Millisecond
+	// After a read lost its CPU spinning, reads sleep for the doorbell
+	// at once for a calm: minSpinBackoff when spinPaidReads reads spun
+	// without losing it since the last loss, else twice the last calm up
+	// to spinBackoff (codemode's constants and nextSpinBackoff of the
+	// same names).
+	minSpinBackoff = time.Millisecond
+	spinBackoff    = 50 * time.Millisecond
+	spinPaidReads  = 1024
 	// maxRingAnswerBytes bounds the host's ring answer.
 	maxRingAnswerBytes = 1 << 10
 )
@@ -56,10 +61,12 @@ type ring struct {
 	mem      []byte
 	up, down []byte // the two rings' data
 	size     uint64
-	upPos    uint64    // bytes written to the host
-	downPos  uint64    // bytes read from the host
-	spin     bool      // the last read found its data within readSpin
-	calm     time.Time // no read spins before it: one lost its CPU spinning
+	upPos    uint64        // bytes written to the host
+	downPos  uint64        // bytes read from the host
+	spin     bool          // the last read found its data within readSpin
+	calm     time.Time     // no read spins before it: one lost its CPU spinning
+	calmFor  time.Duration // the last calm's length
+	paid     int           // reads that spun without losing the CPU since it was set
 }
 
 // askRing asks the host for a ring pair on fd, before any other frame,
@@ -166,8 +173,8 @@ func (r *ring) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[of
 
 // Read takes what the host wrote, up to len(p). While answers come
 // quickly it asks again for up to readSpin before it sleeps, unless a
-// read lost its CPU spinning within spinBackoff (the machine is loaded:
-// spinning then only takes the CPU the host needs); to sleep it marks
+// read lost its CPU spinning within the calm that set (the machine is
+// loaded: spinning then only takes the CPU the host needs); to sleep it marks
 // itself asleep and waits in read(2) for the host's doorbell.
 func (r *ring) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -180,6 +187,9 @@ func (r *ring) Read(p []byte) (int, error) {
 	for {
 		n, err := r.take(p)
 		if n > 0 || err != nil {
+			if spin {
+				r.paid++
+			}
 			r.spin = time.Since(start) < readSpin
 			return n, err
 		}
@@ -187,7 +197,12 @@ func (r *ring) Read(p []byte) (int, error) {
 			now := time.Now()
 			switch {
 			case now.Sub(last) > spinGap:
-				r.calm = now.Add(spinBackoff)
+				if r.paid >= spinPaidReads || r.calmFor < minSpinBackoff {
+					r.calmFor = minSpinBackoff
+				} else {
+					r.calmFor = min(2*r.calmFor, spinBackoff)
+				}
+				r.calm, r.paid = now.Add(r.calmFor), 0
 				spin = false
 			case now.Sub(start) < readSpin:
 				last = now
@@ -197,6 +212,7 @@ func (r *ring) Read(p []byte) (int, error) {
 				}
 				continue
 			default:
+				r.paid++
 				spin = false
 			}
 		}
