@@ -34,7 +34,13 @@ const maxWarmOutputBytes = 16 << 10
 // archiveFormat names the layout of an archive entry and the compile and
 // link flags its binaries are built with; changing either changes it, so
 // no entry or kept binary of another layout is ever reused.
-const archiveFormat = "codemode-archives-v1"
+const archiveFormat = "codemode-archives-v2"
+
+// archiveGCFlags are the compiler flags of every archive's package (and
+// the program's, see buildScript): no DWARF, which the linker's -w drops
+// anyway, so no compile spends time generating it (go build, which links
+// with the same -s -w, compiles it all the same).
+const archiveGCFlags = "-dwarf=false"
 
 // refusedUnsafe is where the compile importcfg maps "unsafe": no package
 // file has that path, so a program importing unsafe fails to compile.
@@ -332,7 +338,7 @@ func (b *builder) buildArchives(ctx context.Context, key string, want []string) 
 		return nil, err
 	}
 	// The runtime is every binary's, though no program imports it.
-	args := append([]string{"list", "-trimpath", "-export", "-deps", "-json=ImportPath,Export,Standard,DepOnly,Incomplete,Error", "--"}, want...)
+	args := append([]string{"list", "-trimpath", "-gcflags=all=" + archiveGCFlags, "-export", "-deps", "-json=ImportPath,Export,Standard,DepOnly,Incomplete,Error", "--"}, want...)
 	args = append(args, "runtime")
 	cmd := exec.CommandContext(ctx, b.tc.goBinary(), args...)
 	cmd.Dir = mod
