@@ -34,7 +34,13 @@ const maxWarmOutputBytes = 16 << 10
 // archiveFormat names the layout of an archive entry and the compile and
 // link flags its binaries are built with; changing either changes it, so
 // no entry or kept binary of another layout is ever reused.
-const archiveFormat = "codemode-archives-v1"
+const archiveFormat = "codemode-archives-v2"
+
+// archiveGCFlags are the compiler flags of every archive's package (and
+// the program's, see buildScript): no DWARF, which the linker's -w drops
+// anyway, so no compile spends time generating it (go build, which links
+// with the same -s -w, compiles it all the same).
+const archiveGCFlags = "-dwarf=false"
 
 // refusedUnsafe is where the compile importcfg maps "unsafe": no package
 // file has that path, so a program importing unsafe fails to compile.
@@ -299,6 +305,10 @@ func loadArchives(dir, key string) (*archives, bool) {
 // listedPackage is what the go command's `list -json` says of a package.
 type listedPackage struct {
 	ImportPath string
+	Imports    []string
+	Dir        string
+	GoFiles    []string
+	SFiles     []string
 	Export     string
 	Standard   bool
 	DepOnly    bool
@@ -308,11 +318,13 @@ type listedPackage struct {
 
 // buildArchives builds the entry for key, whose importable packages are
 // want (standard and prelude packages; internal ones are linked, never
-// importable): copies the prelude into a stage module, runs `go list
-// -export -deps` for want and the runtime with the go command's
-// environment built from nothing (the go command compiles them in
-// parallel, each package once into the cache's shared GOCACHE, so an
-// entry reuses what an earlier one compiled), links (or copies) each
+// importable): copies the prelude into a stage module, plans the build
+// (planArchives: want, the runtime and their dependencies, critical path
+// first), runs `go list -export -deps` over the plan with the go
+// command's environment built from nothing (the go command compiles them
+// in parallel in the plan's order, each package once into the cache's
+// shared GOCACHE, so an entry reuses what an earlier one compiled, and
+// without DWARF: archiveGCFlags), links (or copies) each
 // export archive into the stage, writes the two importcfgs with the
 // entry's final paths and renames the stage into place. An entry another
 // builder published first wins.
@@ -331,12 +343,17 @@ func (b *builder) buildArchives(ctx context.Context, key string, want []string) 
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, err
 	}
-	// The runtime is every binary's, though no program imports it.
-	args := append([]string{"list", "-trimpath", "-export", "-deps", "-json=ImportPath,Export,Standard,DepOnly,Incomplete,Error", "--"}, want...)
-	args = append(args, "runtime")
+	// The runtime is every binary's, though no program imports it. The
+	// plan lists it, want and every dependency, critical path first.
+	env := b.goCommandEnv(tmp)
+	order, err := b.planArchives(ctx, mod, env, want)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"list", "-trimpath", "-gcflags=all=" + archiveGCFlags, "-export", "-deps", "-json=ImportPath,Export,Standard,DepOnly,Incomplete,Error", "--"}, order...)
 	cmd := exec.CommandContext(ctx, b.tc.goBinary(), args...)
 	cmd.Dir = mod
-	cmd.Env = b.goCommandEnv(tmp)
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &boundedWriter{w: &stderr, left: maxWarmOutputBytes}
 	out, err := cmd.Output()

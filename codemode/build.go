@@ -64,8 +64,9 @@ var builderSerial atomic.Int64
 // (the working directory): $1 compile, $2 link, $3 the compile
 // importcfg, $4 the link importcfg, $5 the build root (trimmed from
 // positions). -e reports every error; -complete refuses a body-less
-// function; -d refuses a dynamic executable.
-const buildScript = `"$1" -complete -importcfg "$3" -p main -pack -trimpath="$5" -o main.a -e ` + programFileName + ` && "$2" -s -w -d -buildmode=exe -importcfg "$4" -o ` + binaryName + ` main.a`
+// function; -d refuses a dynamic executable; archiveGCFlags as the
+// archives were compiled.
+const buildScript = `"$1" ` + archiveGCFlags + ` -complete -importcfg "$3" -p main -pack -trimpath="$5" -o main.a -e ` + programFileName + ` && "$2" -s -w -d -buildmode=exe -importcfg "$4" -o ` + binaryName + ` main.a`
 
 // BuilderOptions configure an Engine's hermetic build (Options.Builder),
 // which runs in jails of the Engine's Broker. Every zero value is

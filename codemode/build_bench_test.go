@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -54,7 +55,8 @@ func BenchmarkBuild(b *testing.B) {
 // bareGoBuild returns a bare hermetic `go build -trimpath
 // -buildvcs=false -ldflags='-s -w'` of one source with toolchain tc, in a
 // directory and GOCACHE of its own and an environment built from
-// nothing, timing each build.
+// nothing, timing each build. A failure fails b (Error, so either side
+// of BenchmarkFirstCallSideBySide may call it).
 func bareGoBuild(b *testing.B, tc Toolchain) func(src string) time.Duration {
 	dir := b.TempDir()
 	env := []string{
@@ -64,13 +66,14 @@ func bareGoBuild(b *testing.B, tc Toolchain) func(src string) time.Duration {
 	return func(src string) time.Duration {
 		file := filepath.Join(dir, "main.go")
 		if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return 0
 		}
 		cmd := exec.Command(tc.goBinary(), "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", filepath.Join(dir, "out"), "main.go")
 		cmd.Dir, cmd.Env = dir, env
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
+			b.Errorf("go build: %v\n%s", err, out)
 		}
 		return time.Since(start)
 	}
@@ -116,40 +119,19 @@ func median(ds []time.Duration) time.Duration {
 // jailed work is counted by the broker's helper, not here) and their
 // ratio (the goal: at most 1). It is slow: -benchtime 2x or 3x.
 func BenchmarkFirstCall(b *testing.B) {
-	s := newSession(b, nil)
-	tc, err := findToolchain(b.Context(), "")
-	if err != nil {
-		b.Fatal(err)
-	}
+	ours, goBuild := firstCalls(b)
 	childCPU := func() time.Duration {
 		var ru syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	ours := func(src string) (time.Duration, time.Duration) {
-		dir := b.TempDir()
-		eng, err := New(Options{Registry: s.reg, Broker: s.call.Broker.(*broker.Broker), Jobs: s.jobs, Builder: BuilderOptions{CacheDir: dir}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cpu, start := childCPU(), time.Now()
-		x, err := eng.Execute(b.Context(), s.call, Request{Source: []byte(src)})
-		if err != nil || x.Run.Code != "" || x.Binary.Cached {
-			b.Fatalf("the first call failed: %v %+v", err, x)
-		}
-		return time.Since(start), childCPU() - cpu
-	}
-	goBuild := func(src string) (time.Duration, time.Duration) {
-		cpu := childCPU()
-		d := bareGoBuild(b, tc)(src) // a directory and GOCACHE of its own
-		return d, childCPU() - cpu
-	}
 	var a, g, ac, gc []time.Duration
 	for i := 0; b.Loop(); i++ {
 		src := benchSource()
-		run := func(f func(string) (time.Duration, time.Duration), wall, cpu *[]time.Duration) {
-			w, c := f(src)
-			*wall, *cpu = append(*wall, w), append(*cpu, c)
+		run := func(f func(string) time.Duration, wall, cpu *[]time.Duration) {
+			c := childCPU()
+			*wall = append(*wall, f(src))
+			*cpu = append(*cpu, childCPU()-c)
 		}
 		if i%2 == 0 {
 			run(ours, &a, &ac)
@@ -165,4 +147,60 @@ func BenchmarkFirstCall(b *testing.B) {
 	b.ReportMetric(median(ac).Seconds(), "first-call-cpu-s")
 	b.ReportMetric(median(gc).Seconds(), "gobuild-cpu-s")
 	b.ReportMetric(float64(ma)/float64(mg), "ratio")
+}
+
+// BenchmarkFirstCallSideBySide starts the first code_mode call and the
+// first bare go build of the same file (as BenchmarkFirstCall makes
+// them, each on an empty cache) at the same instant, so both meet the
+// same load: on a host whose load swings within a build's time, one
+// after the other measures the swing more than the two. It reports both
+// medians and the median of the per-pair ratios (the goal: at most 1).
+// It is slow: -benchtime 2x or 3x.
+func BenchmarkFirstCallSideBySide(b *testing.B) {
+	ours, goBuild := firstCalls(b)
+	var a, g []time.Duration
+	var ratios []float64
+	for b.Loop() {
+		src := benchSource()
+		var wa, wg time.Duration
+		var wg2 sync.WaitGroup
+		wg2.Go(func() { wa = ours(src) })
+		wg2.Go(func() { wg = goBuild(src) })
+		wg2.Wait()
+		a, g = append(a, wa), append(g, wg)
+		ratios = append(ratios, float64(wa)/float64(wg))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(median(a).Seconds(), "first-call-s")
+	b.ReportMetric(median(g).Seconds(), "gobuild-s")
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+}
+
+// firstCalls returns the two sides of the first-call benchmarks: the
+// first code_mode call of a new Engine on an empty cache directory, and
+// the first bare hermetic go build on an empty GOCACHE, each timing one
+// source. Either may run beside the other.
+func firstCalls(b *testing.B) (ours, goBuild func(src string) time.Duration) {
+	s := newSession(b, nil)
+	tc, err := findToolchain(b.Context(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ours = func(src string) time.Duration {
+		eng, err := New(Options{Registry: s.reg, Broker: s.call.Broker.(*broker.Broker), Jobs: s.jobs, Builder: BuilderOptions{CacheDir: b.TempDir()}})
+		if err != nil {
+			b.Error(err)
+			return 0
+		}
+		start := time.Now()
+		x, err := eng.Execute(b.Context(), s.call, Request{Source: []byte(src)})
+		if err != nil || x.Run.Code != "" || x.Binary.Cached {
+			b.Errorf("the first call failed: %v %+v", err, x)
+		}
+		return time.Since(start)
+	}
+	goBuild = func(src string) time.Duration {
+		return bareGoBuild(b, tc)(src) // a directory and GOCACHE of its own
+	}
+	return ours, goBuild
 }

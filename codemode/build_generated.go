@@ -60,7 +60,7 @@ func (b *builder) buildArgv(arch *archives, root string, generated []generatedSo
 			if err := os.WriteFile(filepath.Join(root, src), g.src, 0o600); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(&steps, `"$1" -complete -importcfg "$4" -p %s -pack -trimpath="$5" -o %s %s && `, g.path, obj, src)
+			fmt.Fprintf(&steps, `"$1" `+archiveGCFlags+` -complete -importcfg "$4" -p %s -pack -trimpath="$5" -o %s %s && `, g.path, obj, src)
 		}
 		compileCfg, linkCfg = filepath.Join(root, "compile.cfg"), filepath.Join(root, "link.cfg")
 		for dst, src := range map[string]string{compileCfg: arch.compileCfg, linkCfg: arch.linkCfg} {
