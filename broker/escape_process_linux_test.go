@@ -319,22 +319,39 @@ func runLevels() []string {
 // it starts lives there: its unix socket table, which the broker reads
 // for the host sockets to mask, lists only the sockets bound in that
 // namespace. A pathname socket is still reached through the file system
-// from any namespace, as the jail's masks assume. The thread is never
-// given back to the runtime: it ends with its goroutine. It needs
+// from any namespace, as the jail's masks assume. The thread then moves
+// back to this process's namespace and returns to the runtime: it must
+// not end, since a helper some test started from it before dies with it
+// (a helper's parent-death signal follows the thread that forked it);
+// when it cannot move back, it stays locked and parked. It needs
 // CAP_SYS_ADMIN and CAP_NET_ADMIN (root).
 func ownNetwork(start func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread leaves the host's namespace
+		runtime.LockOSThread()
+		host, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("this thread's network namespace: %w", err)
+			return
+		}
+		defer host.Close()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("a network namespace for an escape flavour's process: %w", err)
 			return
 		}
-		if err := loopbackUp(); err != nil {
-			errc <- fmt.Errorf("the loopback of an escape flavour's network namespace: %w", err)
-			return
+		if err = loopbackUp(); err != nil {
+			err = fmt.Errorf("the loopback of an escape flavour's network namespace: %w", err)
+		} else {
+			err = start()
 		}
-		errc <- start()
+		if back := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); back != nil {
+			errc <- errors.Join(err, fmt.Errorf("moving back to the host's network namespace: %w", back))
+			select {} // parked for good: neither ended nor handed back in another namespace
+		}
+		runtime.UnlockOSThread()
+		errc <- err
 	}()
 	return <-errc
 }
