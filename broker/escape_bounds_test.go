@@ -71,7 +71,13 @@ func runConcurrentPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) 
 	var c liveCounter
 	c.watch(bb)
 	defer c.close()
-	errs := concurrentSleeps(bb, escapeLiveCommands)
+	// The commands hold their slots until the bound is reached, or,
+	// in the control, passed.
+	hold := escapeLiveBound
+	if !jailed {
+		hold = escapeLiveBound + 1
+	}
+	errs := concurrentHolds(bb, escapeLiveCommands, &c, hold)
 	bb.Close()
 	for _, err := range errs {
 		t.Errorf("a command under the bound failed: %s", err)
