@@ -61,6 +61,7 @@ const (
 // Both brokers start helpers as the suite's broker does.
 func runConcurrentPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) bool {
 	opts := b.opts
+	opts.WarmHelpers = 0 // the default pool, whose helpers the bound counts too
 	opts.MaxLiveCommands = escapeLiveBound
 	if !jailed {
 		opts.MaxLiveCommands = 64
@@ -71,7 +72,13 @@ func runConcurrentPastBound(t *testing.T, b *Broker, e *escapeEnv, jailed bool) 
 	var c liveCounter
 	c.watch(bb)
 	defer c.close()
-	errs := concurrentSleeps(bb, escapeLiveCommands)
+	// The commands hold their slots until the bound is reached, or,
+	// in the control, passed.
+	hold := escapeLiveBound
+	if !jailed {
+		hold = escapeLiveBound + 1
+	}
+	errs := concurrentHolds(bb, escapeLiveCommands, &c, hold)
 	bb.Close()
 	for _, err := range errs {
 		t.Errorf("a command under the bound failed: %s", err)

@@ -82,7 +82,12 @@ func newEscapeBrokers(t *testing.T, f escapeFlavour, probe probeResult) *escapeB
 
 // broker is a broker of bs's flavour with the given WarmHelperIdle.
 func (bs *escapeBrokers) broker(idle time.Duration) *Broker {
-	b := withProbe(bs.t, Options{WarmHelperIdle: idle}, bs.probe)
+	b := withProbe(bs.t, Options{WarmHelperIdle: idle, WarmHelpers: bs.f.helpers}, bs.probe)
+	// Priming is the primed flavours'. Left on in the warm flavour, the
+	// warm-up's command primed the pool for its own policy, so a case's
+	// command (another policy) found no helper it could take and started
+	// one cold (TestEscapeWarmFlavourIsServedWarm).
+	b.test.noPrime = !bs.f.primed
 	if bs.f.launched {
 		b.test.launchAboveRSS = -1
 	}
@@ -1290,9 +1295,13 @@ func TestEscapeSuite(t *testing.T) {
 		}
 		t.Logf("%s", fb.Available())
 		probe := fb.probed()
-		for _, c := range cases {
+		shard := os.Getenv(escapeShardEnv)
+		for k, c := range cases {
 			if c.rootControl && !root {
 				continue // the unprivileged run covers the cases whose control a non-root user can show
+			}
+			if !inShard(k, shard) {
+				continue // another process of this flavour runs it
 			}
 			t.Run(c.name, func(t *testing.T) {
 				// Primed cases run one at a time: a command of another
@@ -1328,9 +1337,13 @@ func TestEscapeSuite(t *testing.T) {
 
 // escapeFlavour is one way the suite's helpers are started.
 type escapeFlavour struct {
-	name     string
-	idle     time.Duration // Options.WarmHelperIdle: negative for none
-	launched bool          // through a launcher, as a large host starts them
+	name string
+	idle time.Duration // Options.WarmHelperIdle: negative for none
+	// helpers is Options.WarmHelpers: zero for the default pool. A case
+	// runs one command on a warm helper; the rest of a default pool
+	// would be started, and discarded, for nothing.
+	helpers  int
+	launched bool // through a launcher, as a large host starts them
 	// primed: the case's jailed run is offered a helper primed with its
 	// own policy (one command under it ran first), as a batch's next
 	// command is (see runPrimed).
@@ -1344,8 +1357,55 @@ type escapeFlavour struct {
 func escapeFlavours() []escapeFlavour {
 	// The primed flavour's helpers wait as long as a broker lets them, so
 	// no helper is retired idle before a slow host hands it the probe.
-	return []escapeFlavour{{name: "warm"}, {name: "primed", idle: maxWarmHelperIdle, primed: true},
+	return []escapeFlavour{{name: "warm", helpers: 1}, {name: "primed", idle: maxWarmHelperIdle, primed: true},
 		{name: "primed-mixed", idle: maxWarmHelperIdle, primed: true, mixed: true}, {name: "cold-launched", idle: -1, launched: true}}
+}
+
+// TestEscapeWarmFlavourIsServedWarm: after warmUp, a case's command on
+// a broker of the warm flavour is handed the helper the pool prestarted:
+// no helper is spawned for it. The control, with priming left on, shows
+// the spawn hook sees the cold start that happens when the pool's
+// helpers were primed for the warm-up's policy.
+func TestEscapeWarmFlavourIsServedWarm(t *testing.T) {
+	t.Parallel()
+	f := escapeFlavours()[slices.IndexFunc(escapeFlavours(), func(f escapeFlavour) bool { return f.name == "warm" })]
+	probe := newTestBroker(t, Options{}).probed()
+	for _, primeOn := range []bool{false, true} {
+		t.Run(fmt.Sprint("priming=", primeOn), func(t *testing.T) {
+			bs := newEscapeBrokers(t, f, probe)
+			b := bs.jail
+			if primeOn {
+				b.test.noPrime = false
+			}
+			var cold atomic.Int32
+			b.test.onSpawn = func(_ int, warm bool) {
+				if !warm {
+					cold.Add(1)
+				}
+			}
+			warmUp(t, b)
+			if primeOn {
+				b.pool.mu.Lock()
+				primed := slices.ContainsFunc(b.pool.ready, func(h *waitingHelper) bool { return h.prime != nil })
+				b.pool.mu.Unlock()
+				if !primed {
+					t.Skip("no helper was primed on this host, so the control has nothing to show")
+				}
+			}
+			before := cold.Load()
+			e := newEscapeEnv(t)
+			if r := runIn(t, b, e, e.policy(), 20*time.Second, "true"); r.settled.ExitCode != 0 {
+				t.Fatalf("the case's command: %+v %s", r.settled, r.stderr)
+			}
+			started := cold.Load() - before
+			if !primeOn && started != 0 {
+				t.Fatalf("a helper was started cold for the case's command after warmUp: the warm flavour runs its cases cold")
+			}
+			if primeOn && started == 0 {
+				t.Fatalf("control: with priming on, the case's command found a warm helper, so the spawn hook shows nothing")
+			}
+		})
+	}
 }
 
 // warmUp runs one command on b under the suite's usual policy and waits

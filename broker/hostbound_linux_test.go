@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,9 @@ type liveCounter struct {
 	mu   sync.Mutex
 	fds  []int
 	peak int
+	// want and reached: reached is closed once peak is at least want.
+	want    int
+	reached chan struct{}
 }
 
 // watch makes c count b's helpers.
@@ -36,6 +41,24 @@ func (c *liveCounter) watch(b *Broker) {
 			}
 		}
 		c.peak = max(c.peak, live)
+		c.notifyLocked()
+	}
+}
+
+// atLeast returns a channel closed once c has seen n helpers alive at
+// once.
+func (c *liveCounter) atLeast(n int) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.want, c.reached = n, make(chan struct{})
+	c.notifyLocked()
+	return c.reached
+}
+
+func (c *liveCounter) notifyLocked() {
+	if c.reached != nil && c.peak >= c.want {
+		close(c.reached)
+		c.reached = nil
 	}
 }
 
@@ -54,19 +77,57 @@ func (c *liveCounter) close() {
 	c.fds = nil
 }
 
-// concurrentSleeps clears n short commands at once on b and returns every
-// refusal or wrong result.
-func concurrentSleeps(b *Broker, n int) (errs []string) {
+// holdLimit bounds how long concurrentHolds' commands hold their slots
+// waiting for the count they were asked to reach: past it they are let
+// go and the caller's assertion on the peak decides. It measures
+// nothing: helpers start in milliseconds.
+const holdLimit = 90 * time.Second
+
+// concurrentHolds clears n commands at once on b, each of which holds
+// its slot (opening a FIFO, which blocks until a writer has it open)
+// until c has counted hold helpers alive at once, or holdLimit passed,
+// and then prints its name; it returns every refusal or wrong result.
+// Holding replaces a fixed sleep: on a loaded host a command's sleep
+// could end before the next helper had started, so no count was ever
+// reached.
+func concurrentHolds(b *Broker, n int, c *liveCounter, hold int) (errs []string) {
+	dir, err := os.MkdirTemp("", "loom-hold-")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	fifo := filepath.Join(dir, "release")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		return []string{err.Error()}
+	}
+	reached := c.atLeast(hold)
+	released := make(chan *os.File, 1)
+	go func() {
+		select {
+		case <-reached:
+		case <-time.After(holdLimit):
+		}
+		// Read-write never blocks, and holds a writer open for every
+		// command's open, now and later, until concurrentHolds returns.
+		f, _ := os.OpenFile(fifo, os.O_RDWR, 0)
+		released <- f
+	}()
+	defer func() {
+		if f := <-released; f != nil {
+			f.Close()
+		}
+	}()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	p := testPolicy("/tmp")
 	p.WritableRoots = nil
+	p.ReadableRoots = append(p.ReadableRoots, dir)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			want := fmt.Sprintf("c%d", i)
-			r, d := tryRun(b, want, p, 2*time.Minute, "sh", "-c", "sleep 0.2; echo "+want)
+			r, d := tryRun(b, want, p, 2*holdLimit, "sh", "-c", ": <"+fifo+"; echo "+want)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -108,7 +169,9 @@ func TestHostBoundConcurrentClears(t *testing.T) {
 			var c liveCounter
 			c.watch(b)
 			defer c.close()
-			errs := concurrentSleeps(b, 40)
+			// The commands hold their slots until the count a passing
+			// run shows is reached: the bound, or past 4 for the control.
+			errs := concurrentHolds(b, 40, &c, min(tc.maxLive, 5))
 			b.Close()
 			for _, e := range errs {
 				t.Error(e)

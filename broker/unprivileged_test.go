@@ -92,8 +92,15 @@ func TestUnprivileged(t *testing.T) {
 }
 
 // copyExecutable copies the program at src to dst, executable by all.
+// It holds syscall.ForkLock while dst is open for writing, so no child
+// this process forks meanwhile (a parallel test's helper or flavour
+// process) inherits the write descriptor: until such a child exec'd,
+// the kernel refused to run dst (ETXTBSY), and a flavour process whose
+// probe met that ran every case without namespaces.
 func copyExecutable(t *testing.T, src, dst string) {
 	t.Helper()
+	syscall.ForkLock.Lock()
+	defer syscall.ForkLock.Unlock()
 	in, err := os.Open(src)
 	if err != nil {
 		t.Fatal(err)
