@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -115,6 +116,15 @@ type benchIndex struct {
 	// write-ahead log beside it (SQLite's -wal file; PostgreSQL's is the
 	// cluster's, not the schema's, and answered 0).
 	disk func() (db, wal int64)
+	// parts answers the bytes of each table and index, largest first,
+	// logged so a figure can be traced to what holds it.
+	parts func() []part
+}
+
+// part is one table or index and its bytes on disk.
+type part struct {
+	name  string
+	bytes int64
 }
 
 // BenchmarkIndexes builds the same log in the SQLite and the PostgreSQL
@@ -141,7 +151,7 @@ func BenchmarkIndexes(b *testing.B) {
 				return fi.Size()
 			}
 			return size(path), size(path+"-wal") + size(path+"-shm")
-		}})
+		}, func() []part { return sqliteParts(b, path) }})
 	})
 	b.Run("postgres", func(b *testing.B) {
 		s := openTest(b, Options{})
@@ -162,7 +172,7 @@ func BenchmarkIndexes(b *testing.B) {
 				b.Fatal(err)
 			}
 			return total, 0
-		}})
+		}, func() []part { return s.parts(b) }})
 	})
 }
 
@@ -181,6 +191,9 @@ func runIndexBench(b *testing.B, n int, ix benchIndex) {
 		index += time.Since(t0)
 	}
 	disk, wal := ix.disk()
+	for _, p := range ix.parts() {
+		b.Logf("%-32s %12d bytes %6.3f× text", p.name, p.bytes, float64(p.bytes)/float64(text))
+	}
 	q := newLogCorpus(7)
 	queries := make([]string, benchQueries)
 	for i := range queries {
@@ -210,4 +223,50 @@ func runIndexBench(b *testing.B, n int, ix benchIndex) {
 	b.ReportMetric(float64(disk)/float64(text), "disk/text")
 	b.ReportMetric(float64(wal)/float64(text), "wal/text")
 	b.ReportMetric(float64(text)/float64(n), "text-bytes/entry")
+}
+
+// sqliteParts answers the bytes of each table and index of the SQLite
+// database at path (FTS5 shadow tables included), from dbstat.
+func sqliteParts(b *testing.B, path string) []part {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var out []part
+	for rows.Next() {
+		var p part
+		if err := rows.Scan(&p.name, &p.bytes); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// parts answers the bytes of each table (its heap and TOAST) and index
+// of the schema.
+func (s *Store) parts(b *testing.B) []part {
+	rows, err := s.pool.Query(context.Background(), `SELECT c.relname || CASE c.relkind WHEN 'r' THEN ' (heap+toast)' ELSE '' END,
+			CASE c.relkind WHEN 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'i') ORDER BY 2 DESC`, s.Schema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var out []part
+	for rows.Next() {
+		var p part
+		if err := rows.Scan(&p.name, &p.bytes); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
 }

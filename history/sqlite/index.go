@@ -95,7 +95,7 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history
 		defer gather.Wait()
 	}
 	var last int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&last); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entry_rows`).Scan(&last); err != nil {
 		return 0, err
 	}
 	var full *sql.Stmt
@@ -114,7 +114,11 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history
 			if at.IsZero() {
 				at = now
 			}
-			args = append(args, e.Session, e.ID, e.Kind, e.Role, at.UnixMilli(), e.Text)
+			var text any = e.Text
+			if e.Kind != history.KindNote {
+				text = storedText(e.Text)
+			}
+			args = append(args, e.Session, e.ID, e.Kind, e.Role, at.UnixMilli(), text)
 		}
 		var res sql.Result
 		var err error
@@ -152,7 +156,7 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history
 
 func insertSQL(rows int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT OR IGNORE INTO entries(session, entry, kind, role, at, text) VALUES `)
+	b.WriteString(`INSERT OR IGNORE INTO entry_rows(session, entry, kind, role, at, text) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteByte(',')
