@@ -179,16 +179,17 @@ func BenchmarkIndexes(b *testing.B) {
 func runIndexBench(b *testing.B, n int, ix benchIndex) {
 	ctx := context.Background()
 	c := newLogCorpus(1)
-	var index time.Duration
+	var index, cpu time.Duration
 	text := 0
 	for start := 0; start < n; start += benchBatch {
 		es, bytes := c.batch(start, min(benchBatch, n-start))
 		text += bytes
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		if _, err := ix.IndexBatch(ctx, es); err != nil {
 			b.Fatal(err)
 		}
 		index += time.Since(t0)
+		cpu += cpuTime() - c0
 	}
 	disk, wal := ix.disk()
 	for _, p := range ix.parts() {
@@ -220,6 +221,10 @@ func runIndexBench(b *testing.B, n int, ix benchIndex) {
 	b.ReportMetric(ms(0.99), "p99-ms")
 	b.ReportMetric(float64(hits)/float64(len(lat)), "hits/op")
 	b.ReportMetric(float64(n)/index.Seconds(), "ingest-entries/s")
+	// Per CPU-second of this process, which does not depend on what else
+	// the machine runs: all of SQLite's work, only the client's share of
+	// PostgreSQL's.
+	b.ReportMetric(float64(n)/cpu.Seconds(), "ingest-entries/cpu-s")
 	b.ReportMetric(float64(disk)/float64(text), "disk/text")
 	b.ReportMetric(float64(wal)/float64(text), "wal/text")
 	b.ReportMetric(float64(text)/float64(n), "text-bytes/entry")
@@ -269,4 +274,123 @@ func (s *Store) parts(b *testing.B) []part {
 		out = append(out, p)
 	}
 	return out
+}
+
+// BenchmarkFloors measures what the indexes cannot go below: the same log
+// (LOOM_BENCH_HISTORY_ENTRIES entries, batches of 2,000, one transaction
+// each) stored with nothing but the text, and with nothing but the word
+// index, in ingest entries/s and bytes per text byte. SQLite's word index
+// alone is a contentless FTS5 table declared and tuned as the store's;
+// PostgreSQL's is a table of the tsvector column (positions included, as
+// phrases need) under GIN, the vectors computed before the clock starts.
+// Run it with -benchtime=1x.
+func BenchmarkFloors(b *testing.B) {
+	n := benchEntries(b)
+	c := newLogCorpus(1)
+	var batches [][]history.Entry
+	text := 0
+	for start := 0; start < n; start += benchBatch {
+		es, bytes := c.batch(start, min(benchBatch, n-start))
+		batches = append(batches, es)
+		text += bytes
+	}
+	report := func(b *testing.B, took, cpu time.Duration, disk int64) {
+		b.ReportMetric(float64(n)/took.Seconds(), "ingest-entries/s")
+		b.ReportMetric(float64(n)/cpu.Seconds(), "ingest-entries/cpu-s")
+		b.ReportMetric(float64(disk)/float64(text), "disk/text")
+	}
+	for _, tc := range []struct{ name, create, insert string }{
+		{"sqlite-text-only", `CREATE TABLE t(text TEXT NOT NULL)`, `INSERT INTO t(rowid, text) VALUES(?, ?)`},
+		{"sqlite-fts5-only", `CREATE VIRTUAL TABLE t USING fts5(text, content='', columnsize=0, tokenize='unicode61 remove_diacritics 2');
+			INSERT INTO t(t, rank) VALUES('hashsize', 16777216); INSERT INTO t(t, rank) VALUES('automerge', 8)`, `INSERT INTO t(rowid, text) VALUES(?, ?)`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				path := filepath.Join(b.TempDir(), "floor.db")
+				db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, q := range strings.Split(tc.create, ";") {
+					if _, err := db.Exec(q); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t0, c0 := time.Now(), cpuTime()
+				seq := 0
+				for _, es := range batches {
+					tx, err := db.Begin()
+					if err != nil {
+						b.Fatal(err)
+					}
+					st, err := tx.Prepare(tc.insert)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, e := range es {
+						seq++
+						if _, err := st.Exec(seq, e.Text); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := tx.Commit(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				took, cpu := time.Since(t0), cpuTime()-c0
+				if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+					b.Fatal(err)
+				}
+				db.Close()
+				fi, err := os.Stat(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				report(b, took, cpu, fi.Size())
+			}
+		})
+	}
+	for _, tc := range []struct{ name, create string }{
+		{"postgres-text-only", `CREATE TABLE floor(text text NOT NULL)`},
+		{"postgres-gin-only", `CREATE TABLE floor(words tsvector NOT NULL); CREATE INDEX floor_words ON floor USING gin(words)`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := openTest(b, Options{NoSubstrings: true})
+			ctx := context.Background()
+			for b.Loop() {
+				if _, err := s.pool.Exec(ctx, `DROP TABLE IF EXISTS floor; `+tc.create); err != nil {
+					b.Fatal(err)
+				}
+				insert := `INSERT INTO floor(text) SELECT unnest($1::text[])`
+				if strings.Contains(tc.create, "tsvector") {
+					insert = `INSERT INTO floor(words) SELECT unnest($1::text[])::tsvector`
+				}
+				values := make([][]string, len(batches))
+				for i, es := range batches {
+					for _, e := range es {
+						if strings.Contains(tc.create, "tsvector") {
+							values[i] = append(values[i], vector(e.Text))
+						} else {
+							values[i] = append(values[i], e.Text)
+						}
+					}
+				}
+				t0, c0 := time.Now(), cpuTime()
+				for _, v := range values {
+					if _, err := s.pool.Exec(ctx, insert, v); err != nil {
+						b.Fatal(err)
+					}
+				}
+				took, cpu := time.Since(t0), cpuTime()-c0
+				if _, err := s.pool.Exec(ctx, `VACUUM ANALYZE floor`); err != nil {
+					b.Fatal(err)
+				}
+				var disk int64
+				if err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size('floor')`).Scan(&disk); err != nil {
+					b.Fatal(err)
+				}
+				report(b, took, cpu, disk)
+			}
+		})
+	}
 }
