@@ -34,8 +34,9 @@ const (
 	// background checkpointer that falls behind. Far above SQLite's default
 	// of 1000, so an index page rewritten by several commits is copied
 	// back once. The WAL file keeps its high-water mark, about this many
-	// pages plus one batch.
-	walCheckpointPages = 32768
+	// pages plus one batch: 128 MiB of pageBytes pages (32 MiB in a
+	// database created with 4 KiB pages by an earlier version).
+	walCheckpointPages = 8192
 	// mmapBytes is how much of the file each connection maps into memory
 	// rather than reading it through system calls.
 	mmapBytes = 256 << 20
