@@ -56,7 +56,8 @@ func (s *Store) Remember(ctx context.Context, n history.Note) (history.Remembere
 			Text:    text,
 			Time:    n.Time,
 		}
-		return s.insertEntries(ctx, tx, []history.Entry{e}, n.Time)
+		es := []history.Entry{e}
+		return s.insertEntries(ctx, tx, es, storedTexts(es), n.Time)
 	})
 	if err != nil {
 		return history.Remembered{}, err
