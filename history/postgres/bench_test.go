@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -115,6 +116,15 @@ type benchIndex struct {
 	// write-ahead log beside it (SQLite's -wal file; PostgreSQL's is the
 	// cluster's, not the schema's, and answered 0).
 	disk func() (db, wal int64)
+	// parts answers the bytes of each table and index, largest first,
+	// logged so a figure can be traced to what holds it.
+	parts func() []part
+}
+
+// part is one table or index and its bytes on disk.
+type part struct {
+	name  string
+	bytes int64
 }
 
 // BenchmarkIndexes builds the same log in the SQLite and the PostgreSQL
@@ -141,7 +151,7 @@ func BenchmarkIndexes(b *testing.B) {
 				return fi.Size()
 			}
 			return size(path), size(path+"-wal") + size(path+"-shm")
-		}})
+		}, func() []part { return sqliteParts(b, path) }})
 	})
 	b.Run("postgres", func(b *testing.B) {
 		s := openTest(b, Options{})
@@ -162,25 +172,29 @@ func BenchmarkIndexes(b *testing.B) {
 				b.Fatal(err)
 			}
 			return total, 0
-		}})
+		}, func() []part { return s.parts(b) }})
 	})
 }
 
 func runIndexBench(b *testing.B, n int, ix benchIndex) {
 	ctx := context.Background()
 	c := newLogCorpus(1)
-	var index time.Duration
+	var index, cpu time.Duration
 	text := 0
 	for start := 0; start < n; start += benchBatch {
 		es, bytes := c.batch(start, min(benchBatch, n-start))
 		text += bytes
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		if _, err := ix.IndexBatch(ctx, es); err != nil {
 			b.Fatal(err)
 		}
 		index += time.Since(t0)
+		cpu += cpuTime() - c0
 	}
 	disk, wal := ix.disk()
+	for _, p := range ix.parts() {
+		b.Logf("%-32s %12d bytes %6.3f× text", p.name, p.bytes, float64(p.bytes)/float64(text))
+	}
 	q := newLogCorpus(7)
 	queries := make([]string, benchQueries)
 	for i := range queries {
@@ -207,7 +221,176 @@ func runIndexBench(b *testing.B, n int, ix benchIndex) {
 	b.ReportMetric(ms(0.99), "p99-ms")
 	b.ReportMetric(float64(hits)/float64(len(lat)), "hits/op")
 	b.ReportMetric(float64(n)/index.Seconds(), "ingest-entries/s")
+	// Per CPU-second of this process, which does not depend on what else
+	// the machine runs: all of SQLite's work, only the client's share of
+	// PostgreSQL's.
+	b.ReportMetric(float64(n)/cpu.Seconds(), "ingest-entries/cpu-s")
 	b.ReportMetric(float64(disk)/float64(text), "disk/text")
 	b.ReportMetric(float64(wal)/float64(text), "wal/text")
 	b.ReportMetric(float64(text)/float64(n), "text-bytes/entry")
+}
+
+// sqliteParts answers the bytes of each table and index of the SQLite
+// database at path (FTS5 shadow tables included), from dbstat.
+func sqliteParts(b *testing.B, path string) []part {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var out []part
+	for rows.Next() {
+		var p part
+		if err := rows.Scan(&p.name, &p.bytes); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// parts answers the bytes of each table (its heap and TOAST) and index
+// of the schema.
+func (s *Store) parts(b *testing.B) []part {
+	rows, err := s.pool.Query(context.Background(), `SELECT c.relname || CASE c.relkind WHEN 'r' THEN ' (heap+toast)' ELSE '' END,
+			CASE c.relkind WHEN 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'i') ORDER BY 2 DESC`, s.Schema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var out []part
+	for rows.Next() {
+		var p part
+		if err := rows.Scan(&p.name, &p.bytes); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// BenchmarkFloors measures what the indexes cannot go below: the same log
+// (LOOM_BENCH_HISTORY_ENTRIES entries, batches of 2,000, one transaction
+// each) stored with nothing but the text, and with nothing but the word
+// index, in ingest entries/s and bytes per text byte. SQLite's word index
+// alone is a contentless FTS5 table declared and tuned as the store's;
+// PostgreSQL's is a table of the tsvector column (positions included, as
+// phrases need) under GIN, the vectors computed before the clock starts.
+// Run it with -benchtime=1x.
+func BenchmarkFloors(b *testing.B) {
+	n := benchEntries(b)
+	c := newLogCorpus(1)
+	var batches [][]history.Entry
+	text := 0
+	for start := 0; start < n; start += benchBatch {
+		es, bytes := c.batch(start, min(benchBatch, n-start))
+		batches = append(batches, es)
+		text += bytes
+	}
+	report := func(b *testing.B, took, cpu time.Duration, disk int64) {
+		b.ReportMetric(float64(n)/took.Seconds(), "ingest-entries/s")
+		b.ReportMetric(float64(n)/cpu.Seconds(), "ingest-entries/cpu-s")
+		b.ReportMetric(float64(disk)/float64(text), "disk/text")
+	}
+	for _, tc := range []struct{ name, create, insert string }{
+		{"sqlite-text-only", `CREATE TABLE t(text TEXT NOT NULL)`, `INSERT INTO t(rowid, text) VALUES(?, ?)`},
+		{"sqlite-fts5-only", `CREATE VIRTUAL TABLE t USING fts5(text, content='', columnsize=0, tokenize='unicode61 remove_diacritics 2');
+			INSERT INTO t(t, rank) VALUES('hashsize', 16777216); INSERT INTO t(t, rank) VALUES('automerge', 8)`, `INSERT INTO t(rowid, text) VALUES(?, ?)`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				path := filepath.Join(b.TempDir(), "floor.db")
+				db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, q := range strings.Split(tc.create, ";") {
+					if _, err := db.Exec(q); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t0, c0 := time.Now(), cpuTime()
+				seq := 0
+				for _, es := range batches {
+					tx, err := db.Begin()
+					if err != nil {
+						b.Fatal(err)
+					}
+					st, err := tx.Prepare(tc.insert)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, e := range es {
+						seq++
+						if _, err := st.Exec(seq, e.Text); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := tx.Commit(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				took, cpu := time.Since(t0), cpuTime()-c0
+				if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+					b.Fatal(err)
+				}
+				db.Close()
+				fi, err := os.Stat(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				report(b, took, cpu, fi.Size())
+			}
+		})
+	}
+	for _, tc := range []struct{ name, create string }{
+		{"postgres-text-only", `CREATE TABLE floor(text text NOT NULL)`},
+		{"postgres-gin-only", `CREATE TABLE floor(words tsvector NOT NULL); CREATE INDEX floor_words ON floor USING gin(words)`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := openTest(b, Options{NoSubstrings: true})
+			ctx := context.Background()
+			for b.Loop() {
+				if _, err := s.pool.Exec(ctx, `DROP TABLE IF EXISTS floor; `+tc.create); err != nil {
+					b.Fatal(err)
+				}
+				insert := `INSERT INTO floor(text) SELECT unnest($1::text[])`
+				if strings.Contains(tc.create, "tsvector") {
+					insert = `INSERT INTO floor(words) SELECT unnest($1::text[])::tsvector`
+				}
+				values := make([][]string, len(batches))
+				for i, es := range batches {
+					for _, e := range es {
+						if strings.Contains(tc.create, "tsvector") {
+							values[i] = append(values[i], vector(e.Text))
+						} else {
+							values[i] = append(values[i], e.Text)
+						}
+					}
+				}
+				t0, c0 := time.Now(), cpuTime()
+				for _, v := range values {
+					if _, err := s.pool.Exec(ctx, insert, v); err != nil {
+						b.Fatal(err)
+					}
+				}
+				took, cpu := time.Since(t0), cpuTime()-c0
+				if _, err := s.pool.Exec(ctx, `VACUUM ANALYZE floor`); err != nil {
+					b.Fatal(err)
+				}
+				var disk int64
+				if err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size('floor')`).Scan(&disk); err != nil {
+					b.Fatal(err)
+				}
+				report(b, took, cpu, disk)
+			}
+		})
+	}
 }

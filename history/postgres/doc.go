@@ -18,9 +18,10 @@
 // indexed words under a pg_trgm GIN index, as in the SQLite index. Raw
 // queries are read as the FTS5 syntax of one column: words, quoted
 // phrases, trailing stars, AND, OR, NOT, parentheses, '+' and the column
-// filter "text:"; NEAR, '^' and other columns are refused. The schema
-// is versioned in its schema_version table and migrated under an
-// advisory lock.
+// filter "text:"; NEAR, '^' and other columns are refused. An entry's
+// text is stored DEFLATE-compressed (the column packed) when that saves
+// an eighth, compressed and inflated in Go. The schema is versioned in
+// its schema_version table and migrated under an advisory lock.
 //
 // It owns durability, concurrency across hosts, the translation of both
 // query syntaxes into tsquery, the note counter behind history.MaxNotes,

@@ -21,12 +21,12 @@ const rowsPerInsert = 1000
 // insertEntries is the INSERT of one chunk: the chunk's entries not yet
 // indexed, each (session, entry) once (its first occurrence), numbered
 // after $1 in batch order.
-const insertEntriesSQL = `INSERT INTO entries(seq, session, entry, kind, role, at, text, words)
-SELECT $1::bigint + row_number() OVER (ORDER BY ord), session, entry, kind, role, at, text, words::tsvector
+const insertEntriesSQL = `INSERT INTO entries(seq, session, entry, kind, role, at, text, packed, words)
+SELECT $1::bigint + row_number() OVER (ORDER BY ord), session, entry, kind, role, at, text, packed, words::tsvector
 FROM (
 	SELECT DISTINCT ON (u.session, u.entry) u.*
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[])
-		WITH ORDINALITY AS u(session, entry, kind, role, at, text, words, ord)
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::bytea[], $9::text[])
+		WITH ORDINALITY AS u(session, entry, kind, role, at, text, packed, words, ord)
 	WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.session = u.session AND e.entry = u.entry)
 	ORDER BY u.session, u.entry, u.ord
 ) fresh`
@@ -96,17 +96,21 @@ func storableText(text string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// rowSet is a batch as the INSERT's arrays, with its vocabulary words.
+// rowSet is a batch as the INSERT's arrays. text holds each entry's
+// text as indexed; stored, what the column text keeps ("" when packed
+// holds the text compressed).
 type rowSet struct {
-	session, entry, kind, role, text, words []string
-	at                                      []int64
+	session, entry, kind, role, text, stored, words []string
+	packed                                          [][]byte
+	at                                              []int64
 }
 
-// prepareRows builds the arrays of entries, tokenizing on all cores:
-// the tokenizing is most of an ingest's CPU.
+// prepareRows builds the arrays of entries, tokenizing and compressing on
+// all cores: they are most of an ingest's CPU.
 func prepareRows(entries []history.Entry, now time.Time) rowSet {
 	n := len(entries)
-	r := rowSet{make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int64, n)}
+	r := rowSet{session: make([]string, n), entry: make([]string, n), kind: make([]string, n), role: make([]string, n),
+		text: make([]string, n), stored: make([]string, n), words: make([]string, n), packed: make([][]byte, n), at: make([]int64, n)}
 	fill := func(i int) {
 		e := &entries[i]
 		at := e.Time
@@ -116,6 +120,12 @@ func prepareRows(entries []history.Entry, now time.Time) rowSet {
 		text := storableText(e.Text)
 		r.session[i], r.entry[i], r.kind[i], r.role[i], r.at[i], r.text[i] = e.Session, e.ID, e.Kind, e.Role, at.UnixMilli(), text
 		r.words[i] = vector(text)
+		r.stored[i] = text
+		if e.Kind != history.KindNote {
+			if r.packed[i] = pack(text); r.packed[i] != nil {
+				r.stored[i] = ""
+			}
+		}
 	}
 	if n < 64 {
 		for i := range n {
@@ -155,7 +165,7 @@ func (s *Store) insertEntries(ctx context.Context, tx pgx.Tx, r rowSet, stored *
 	for lo := 0; lo < len(r.text); lo += rowsPerInsert {
 		hi := min(lo+rowsPerInsert, len(r.text))
 		tag, err := tx.Exec(ctx, insertEntriesSQL, last+int64(added),
-			r.session[lo:hi], r.entry[lo:hi], r.kind[lo:hi], r.role[lo:hi], r.at[lo:hi], r.text[lo:hi], r.words[lo:hi])
+			r.session[lo:hi], r.entry[lo:hi], r.kind[lo:hi], r.role[lo:hi], r.at[lo:hi], r.stored[lo:hi], r.packed[lo:hi], r.words[lo:hi])
 		if err != nil {
 			return 0, err
 		}

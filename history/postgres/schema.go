@@ -14,7 +14,7 @@ import (
 // schema's. Opening an index migrates it up to this version under an
 // advisory lock, so hosts opening one schema at once migrate it once; a
 // newer schema is refused.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // migration moves the schema from version i to i+1 inside tx.
 type migration func(ctx context.Context, tx pgx.Tx, o Options) error
@@ -22,6 +22,7 @@ type migration func(ctx context.Context, tx pgx.Tx, o Options) error
 // migrations[i] migrates version i to i+1.
 var migrations = []migration{
 	migrateCreate,
+	migratePacked,
 }
 
 // migrateCreate creates the version-1 schema: the entries table (the
@@ -66,6 +67,16 @@ func migrateCreate(ctx context.Context, tx pgx.Tx, o Options) error {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return fmt.Errorf("schema v1: %w", err)
 		}
+	}
+	return nil
+}
+
+// migratePacked (version 2) adds the column packed, which holds an
+// entry's text compressed when that saves (see pack). Rows stored before
+// keep their text; adding a column without a default rewrites nothing.
+func migratePacked(ctx context.Context, tx pgx.Tx, _ Options) error {
+	if _, err := tx.Exec(ctx, `ALTER TABLE entries ADD COLUMN packed bytea`); err != nil {
+		return fmt.Errorf("schema v2: %w", err)
 	}
 	return nil
 }

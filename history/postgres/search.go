@@ -69,7 +69,7 @@ func planMatcher(q history.WordsQuery) *matcher {
 // each hit's snippet from (the first 64 KiB of) its text.
 func (s *Store) match(ctx context.Context, expr string, m *matcher, q history.Query, limit int) ([]history.Hit, error) {
 	var b strings.Builder
-	b.WriteString(`SELECT seq, session, entry, kind, role, at, left(text, ` + strconv.Itoa(snippetFetchLen) + `) FROM entries WHERE words @@ $1::tsquery`)
+	b.WriteString(`SELECT seq, session, entry, kind, role, at, left(text, ` + strconv.Itoa(snippetFetchLen) + `), packed FROM entries WHERE words @@ $1::tsquery`)
 	args := []any{expr}
 	if q.Kind != "" {
 		args = append(args, q.Kind)
@@ -89,7 +89,7 @@ func (s *Store) match(ctx context.Context, expr string, m *matcher, q history.Qu
 	if err != nil {
 		return nil, classify(ctx, err, history.CodeIndexBusy, history.CodeIndexUnavailable, "searching")
 	}
-	return scanHits(ctx, rows, func(text string) string { return snippet(text, m) })
+	return scanHits(ctx, rows, func(text string) string { return snippet(leftChars(text, snippetFetchLen), m) })
 }
 
 // Recent answers the newest entries of session, newest first.
@@ -103,15 +103,17 @@ func (s *Store) Recent(ctx context.Context, session string, limit int) ([]histor
 	if !storable(session) {
 		return []history.Hit{}, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, session, entry, kind, role, at, left(text, $1)
+	rows, err := s.pool.Query(ctx, `SELECT seq, session, entry, kind, role, at, left(text, $1), packed
 		FROM entries WHERE session = $2 ORDER BY seq DESC LIMIT $3`,
 		history.MaxSnippetBytes, session, clampInt(limit, history.MinLimit, history.MaxLimit))
 	if err != nil {
 		return nil, classify(ctx, err, history.CodeIndexBusy, history.CodeIndexUnavailable, "browsing")
 	}
-	return scanHits(ctx, rows, func(text string) string { return text })
+	return scanHits(ctx, rows, func(text string) string { return leftChars(text, history.MaxSnippetBytes) })
 }
 
+// scanHits reads hits whose last two columns are a row's text (or its
+// start) and packed, and cuts each snippet from the text with cut.
 func scanHits(ctx context.Context, rows pgx.Rows, cut func(string) string) ([]history.Hit, error) {
 	defer rows.Close()
 	hits := []history.Hit{}
@@ -119,7 +121,12 @@ func scanHits(ctx context.Context, rows pgx.Rows, cut func(string) string) ([]hi
 		var h history.Hit
 		var at int64
 		var text string
-		if err := rows.Scan(&h.Seq, &h.Session, &h.Entry, &h.Kind, &h.Role, &at, &text); err != nil {
+		var packed []byte
+		err := rows.Scan(&h.Seq, &h.Session, &h.Entry, &h.Kind, &h.Role, &at, &text, &packed)
+		if err == nil {
+			text, err = unpack(text, packed)
+		}
+		if err != nil {
 			return nil, classify(ctx, err, history.CodeIndexBusy, history.CodeIndexUnavailable, "reading hits")
 		}
 		h.Time = time.UnixMilli(at).UTC()
@@ -144,10 +151,10 @@ func (s *Store) Read(ctx context.Context, session, entry string, around int) ([]
 	}
 	rows, err := s.pool.Query(ctx, `WITH target AS (SELECT seq FROM entries WHERE session = $1 AND entry = $2)
 		SELECT * FROM (
-			(SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text FROM entries e, target
+			(SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, e.packed FROM entries e, target
 				WHERE e.session = $1 AND e.seq < target.seq ORDER BY e.seq DESC LIMIT $3)
-			UNION ALL SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text FROM entries e, target WHERE e.seq = target.seq
-			UNION ALL (SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text FROM entries e, target
+			UNION ALL SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, e.packed FROM entries e, target WHERE e.seq = target.seq
+			UNION ALL (SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, e.packed FROM entries e, target
 				WHERE e.session = $1 AND e.seq > target.seq ORDER BY e.seq LIMIT $3)
 		) around ORDER BY seq`, session, entry, around)
 	if err != nil {
@@ -158,7 +165,12 @@ func (s *Store) Read(ctx context.Context, session, entry string, around int) ([]
 	for rows.Next() {
 		var e history.Entry
 		var at, seq int64
-		if err := rows.Scan(&seq, &e.Session, &e.ID, &e.Kind, &e.Role, &at, &e.Text); err != nil {
+		var packed []byte
+		err := rows.Scan(&seq, &e.Session, &e.ID, &e.Kind, &e.Role, &at, &e.Text, &packed)
+		if err == nil {
+			e.Text, err = unpack(e.Text, packed)
+		}
+		if err != nil {
 			return nil, classify(ctx, err, history.CodeIndexBusy, history.CodeIndexUnavailable, "reading")
 		}
 		e.Time = time.UnixMilli(at).UTC()

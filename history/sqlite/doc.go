@@ -10,7 +10,11 @@
 // connections. Words are indexed by FTS5 (unicode61, no stemming). An
 // optional trigram index over the vocabulary of indexed words is the
 // substring fallback; it also finds pieces of CJK runs, which the word
-// index keeps whole. The schema is versioned with PRAGMA user_version. A
+// index keeps whole. An entry's text is stored DEFLATE-compressed when
+// that saves an eighth; the view entries, which FTS5 reads, inflates it
+// through an SQL function this package registers with the driver, so the
+// file is read through this package. The schema is versioned with PRAGMA
+// user_version. A
 // background checkpointer copies the WAL of batched ingest back into the
 // database file on its own connection while the writer goes on.
 //

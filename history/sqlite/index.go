@@ -46,9 +46,41 @@ func (s *Store) IndexBatch(ctx context.Context, entries []history.Entry) (int, e
 		return 0, nil
 	}
 	now := time.Now()
+	stored := storedTexts(entries)
 	return s.write(ctx, history.CodeIndexBusy, history.CodeIndexUnavailable, "indexing", func(tx *sql.Tx) (int, error) {
-		return s.insertEntries(ctx, tx, entries, now)
+		return s.insertEntries(ctx, tx, entries, stored, now)
 	})
+}
+
+// storedTexts answers the stored form of each entry's text (see
+// storedText), compressing on all cores before the write lock is taken.
+// A note's text is stored as it is.
+func storedTexts(entries []history.Entry) []any {
+	out := make([]any, len(entries))
+	fill := func(i int) {
+		if entries[i].Kind == history.KindNote {
+			out[i] = entries[i].Text
+		} else {
+			out[i] = storedText(entries[i].Text)
+		}
+	}
+	if len(entries) < 64 {
+		for i := range entries {
+			fill(i)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	const parts = 4
+	for p := range parts {
+		wg.Go(func() {
+			for i := p; i < len(entries); i += parts {
+				fill(i)
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // write runs fn in one immediate transaction on the writer, serialised
@@ -81,13 +113,14 @@ func (s *Store) write(ctx context.Context, busy, unavailable tool.Code, what str
 	return n, nil
 }
 
-// insertEntries stores entries (skipping known ones), feeds every row the
+// insertEntries stores entries (skipping known ones), their texts as
+// stored (storedTexts), feeds every row the
 // transaction added to the word index in one statement, which is far
 // cheaper than a trigger per row, and adds their words to the vocabulary.
 // It runs under s.mu, inside write. The batch's new vocabulary words are
 // gathered on another goroutine while SQLite stores the entries; s.known
 // changes only after fn returns, so that goroutine's reads of it are safe.
-func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history.Entry, now time.Time) (int, error) {
+func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history.Entry, stored []any, now time.Time) (int, error) {
 	var words []any
 	var gather sync.WaitGroup
 	if s.substrings {
@@ -95,7 +128,7 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history
 		defer gather.Wait()
 	}
 	var last int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&last); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entry_rows`).Scan(&last); err != nil {
 		return 0, err
 	}
 	var full *sql.Stmt
@@ -109,12 +142,12 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history
 	for start := 0; start < len(entries); start += rowsPerInsert {
 		chunk := entries[start:min(start+rowsPerInsert, len(entries))]
 		args = args[:0]
-		for _, e := range chunk {
+		for i, e := range chunk {
 			at := e.Time
 			if at.IsZero() {
 				at = now
 			}
-			args = append(args, e.Session, e.ID, e.Kind, e.Role, at.UnixMilli(), e.Text)
+			args = append(args, e.Session, e.ID, e.Kind, e.Role, at.UnixMilli(), stored[start+i])
 		}
 		var res sql.Result
 		var err error
@@ -152,7 +185,7 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, entries []history
 
 func insertSQL(rows int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT OR IGNORE INTO entries(session, entry, kind, role, at, text) VALUES `)
+	b.WriteString(`INSERT OR IGNORE INTO entry_rows(session, entry, kind, role, at, text) VALUES `)
 	for i := range rows {
 		if i > 0 {
 			b.WriteByte(',')

@@ -56,7 +56,8 @@ func (s *Store) Remember(ctx context.Context, n history.Note) (history.Remembere
 			Text:    text,
 			Time:    n.Time,
 		}
-		return s.insertEntries(ctx, tx, []history.Entry{e}, n.Time)
+		es := []history.Entry{e}
+		return s.insertEntries(ctx, tx, es, storedTexts(es), n.Time)
 	})
 	if err != nil {
 		return history.Remembered{}, err
@@ -67,7 +68,7 @@ func (s *Store) Remember(ctx context.Context, n history.Note) (history.Remembere
 // findNote finds a stored note by kind and text. The note kind is written
 // into the query, not bound, so SQLite can prove the partial index
 // entries_notes covers it.
-var findNote = fmt.Sprintf(`SELECT 1 FROM entries WHERE kind = '%s' AND role = ? AND text = ? LIMIT 1`, history.KindNote)
+var findNote = fmt.Sprintf(`SELECT 1 FROM entry_rows WHERE kind = '%s' AND role = ? AND text = ? LIMIT 1`, history.KindNote)
 
 // Notes answers how many notes the store holds: the count history.MaxNotes
 // bounds.
@@ -112,4 +113,4 @@ func (s *Store) NoteHeadings(ctx context.Context, limit int) ([]history.NoteHead
 
 // noteHeadings lists the notes newest first. The kind is written into the
 // query so SQLite can use the partial index entries_notes.
-var noteHeadings = fmt.Sprintf(`SELECT session, role, at, substr(text, 1, %d) FROM entries INDEXED BY entries_notes WHERE kind = '%s' ORDER BY seq DESC LIMIT ?`, headingChars, history.KindNote)
+var noteHeadings = fmt.Sprintf(`SELECT session, role, at, substr(text, 1, %d) FROM entry_rows INDEXED BY entries_notes WHERE kind = '%s' ORDER BY seq DESC LIMIT ?`, headingChars, history.KindNote)

@@ -11,7 +11,7 @@ import (
 // schemaVersion is the schema this library writes, kept in PRAGMA
 // user_version. Opening a database migrates it up to this version, one
 // step per transaction; a newer database is refused.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // migration moves the schema from version i to i+1 inside tx.
 type migration func(ctx context.Context, tx *sql.Tx, o Options) error
@@ -20,6 +20,7 @@ type migration func(ctx context.Context, tx *sql.Tx, o Options) error
 var migrations = []migration{
 	migrateCreate,
 	migrateNoteIndex,
+	migrateCompressedText,
 }
 
 // migrateCreate creates the version-1 schema: the entries table (the
@@ -68,6 +69,23 @@ func migrateNoteIndex(ctx context.Context, tx *sql.Tx, _ Options) error {
 	q := fmt.Sprintf(`CREATE INDEX entries_notes ON entries(role, text) WHERE kind = '%s'`, history.KindNote)
 	if _, err := tx.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("schema v2: %w", err)
+	}
+	return nil
+}
+
+// migrateCompressedText (version 3) lets entry texts be stored
+// compressed (see storedText): the table becomes entry_rows, and entries
+// is a view showing every text as indexed, which the word index, declared
+// with content='entries', reads from then on. Texts stored before stay as
+// they are, so the step rewrites nothing.
+func migrateCompressedText(ctx context.Context, tx *sql.Tx, _ Options) error {
+	for _, q := range []string{
+		`ALTER TABLE entries RENAME TO entry_rows`,
+		`CREATE VIEW entries AS SELECT seq, session, entry, kind, role, at, ` + textFunc + `(text) AS text FROM entry_rows`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("schema v3: %w", err)
+		}
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func (s *Store) Search(ctx context.Context, q history.Query) ([]history.Hit, err
 func (s *Store) match(ctx context.Context, table, expr string, q history.Query, limit int, refusedSQL tool.Code) ([]history.Hit, error) {
 	var b strings.Builder
 	b.WriteString(`SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, snippet(` + table + `, 0, '**', '**', '…', ` + itoa(snippetTokens) + `)
-		FROM ` + table + ` JOIN entries e ON e.seq = ` + table + `.rowid
+		FROM ` + table + ` JOIN entry_rows e ON e.seq = ` + table + `.rowid
 		WHERE ` + table + ` MATCH ?`)
 	args := []any{expr}
 	if q.Kind != "" {
@@ -84,8 +84,8 @@ func (s *Store) Recent(ctx context.Context, session string, limit int) ([]histor
 	if session == "" || len(session) > history.MaxIDBytes {
 		return nil, refuse(history.CodeIndexRefused, "browsing needs the calling session (1 to %d bytes)", history.MaxIDBytes)
 	}
-	rows, err := s.readers.QueryContext(ctx, `SELECT seq, session, entry, kind, role, at, substr(text, 1, ?)
-		FROM entries WHERE session = ? ORDER BY seq DESC LIMIT ?`,
+	rows, err := s.readers.QueryContext(ctx, `SELECT seq, session, entry, kind, role, at, substr(`+textFunc+`(text), 1, ?)
+		FROM entry_rows WHERE session = ? ORDER BY seq DESC LIMIT ?`,
 		history.MaxSnippetBytes, session, clampInt(limit, history.MinLimit, history.MaxLimit))
 	if err != nil {
 		return nil, classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "browsing")
@@ -120,7 +120,7 @@ func (s *Store) Read(ctx context.Context, session, entry string, around int) ([]
 	}
 	around = clampInt(around, 0, history.MaxAround)
 	var seq int64
-	err := s.readers.QueryRowContext(ctx, `SELECT seq FROM entries WHERE session = ? AND entry = ?`, session, entry).Scan(&seq)
+	err := s.readers.QueryRowContext(ctx, `SELECT seq FROM entry_rows WHERE session = ? AND entry = ?`, session, entry).Scan(&seq)
 	if err == sql.ErrNoRows {
 		return nil, refuse(history.CodeIndexRefused, "no entry %.80q in session %.80q; check the IDs", entry, session)
 	}

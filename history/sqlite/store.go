@@ -34,11 +34,17 @@ const (
 	// background checkpointer that falls behind. Far above SQLite's default
 	// of 1000, so an index page rewritten by several commits is copied
 	// back once. The WAL file keeps its high-water mark, about this many
-	// pages plus one batch.
-	walCheckpointPages = 32768
+	// pages plus one batch: 128 MiB of pageBytes pages (32 MiB in a
+	// database created with 4 KiB pages by an earlier version).
+	walCheckpointPages = 8192
 	// mmapBytes is how much of the file each connection maps into memory
 	// rather than reading it through system calls.
 	mmapBytes = 256 << 20
+	// pageBytes is the page size of a new database. Pages four times
+	// SQLite's default hold a few more entries each, and a text that
+	// spills onto overflow pages less often, so the file is smaller; an
+	// existing database keeps the page size it was created with.
+	pageBytes = 16 << 10
 	// indexHashBytes is FTS5's in-memory buffer per index before a segment
 	// is flushed; bigger batches merge less.
 	indexHashBytes = 16 << 20
@@ -109,6 +115,9 @@ func Open(path string, o Options) (*Store, error) {
 		return nil, refuse(history.CodeIndexUnavailable, "the index path %q must be a plain file path", path)
 	}
 	ms := o.busyTimeout().Milliseconds()
+	if err := create(path, ms); err != nil {
+		return nil, err
+	}
 	common := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)", path, ms)
 	writer, err := sql.Open("sqlite", common+fmt.Sprintf("&_txlock=immediate&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)&_pragma=mmap_size(%d)", writerCacheKiB, walCheckpointPages, mmapBytes))
 	if err != nil {
@@ -142,6 +151,25 @@ func Open(path string, o Options) (*Store, error) {
 		return nil, &history.Refusal{Code: history.CodeIndexUnavailable, Message: "cannot open the checkpoint connection", Err: err}
 	}
 	return s, nil
+}
+
+// create gives a new database file its page size, which only a new file
+// can take, and turns on WAL, which fixes it. The driver applies the
+// connection string's pragmas in alphabetical order, journal_mode before
+// page_size, so this is its own connection. On an existing database both
+// pragmas change nothing.
+func create(path string, busyMillis int64) error {
+	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)", path, busyMillis))
+	if err != nil {
+		return &history.Refusal{Code: history.CodeIndexUnavailable, Message: "cannot open the index", Err: err}
+	}
+	defer db.Close()
+	for _, q := range []string{fmt.Sprintf(`PRAGMA page_size = %d`, pageBytes), `PRAGMA journal_mode = WAL`} {
+		if _, err := db.Exec(q); err != nil {
+			return classify(err, history.CodeIndexBusy, history.CodeIndexUnavailable, "", "creating the index")
+		}
+	}
+	return nil
 }
 
 // Close closes the database. Calls after Close are refused
