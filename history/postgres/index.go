@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentloom/loom/history/internal/packed"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentloom/loom/history"
@@ -122,7 +124,7 @@ func prepareRows(entries []history.Entry, now time.Time) rowSet {
 		r.words[i] = vector(text)
 		r.stored[i] = text
 		if e.Kind != history.KindNote {
-			if r.packed[i] = pack(text); r.packed[i] != nil {
+			if r.packed[i] = packed.Pack(text); r.packed[i] != nil {
 				r.stored[i] = ""
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/history/internal/packed"
+
 	"github.com/jackc/pgx/v5"
 	"pgregory.net/rapid"
 
@@ -18,7 +20,7 @@ import (
 func TestPackRoundTrips(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		text := rapid.OneOf(rapid.String(), rapid.StringMatching(`(word[0-9]{1,3} ){10,200}`)).Draw(t, "text")
-		p := pack(text)
+		p := packed.Pack(text)
 		if p == nil {
 			return
 		}

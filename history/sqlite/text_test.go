@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentloom/loom/history/internal/packed"
+
 	"pgregory.net/rapid"
 
 	"github.com/agentloom/loom/history"
@@ -30,9 +32,9 @@ func TestStoredTextRoundTrips(t *testing.T) {
 			if len(v) > len(text)-len(text)/8 {
 				t.Fatalf("compressed %d bytes to %d, saving less than an eighth", len(text), len(v))
 			}
-			got, err := inflate(v)
+			got, err := packed.Unpack(v)
 			if err != nil || got != text {
-				t.Fatalf("inflate: %q, %v; want %q", got, err, text)
+				t.Fatalf("Unpack: %q, %v; want %q", got, err, text)
 			}
 		default:
 			t.Fatalf("storedText answered %T", v)

@@ -1,0 +1,60 @@
+package packed
+
+import (
+	"bytes"
+	"compress/flate"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentloom/loom/history"
+	"pgregory.net/rapid"
+)
+
+// TestRoundTrip: every text Pack compresses unpacks to itself, and Pack
+// only answers bytes that save at least an eighth.
+func TestRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		text := rapid.OneOf(rapid.String(), rapid.StringMatching(`(ab|cd|ef ){0,400}`)).Draw(t, "text")
+		p := Pack(text)
+		if p == nil {
+			return
+		}
+		if len(text) < MinBytes || len(p) > len(text)-len(text)/8 {
+			t.Fatalf("Pack answered %d bytes for %d of text", len(p), len(text))
+		}
+		got, err := Unpack(p)
+		if err != nil || got != text {
+			t.Fatalf("Unpack: %q, %v; want %q", got, err, text)
+		}
+	})
+}
+
+// TestUnpackBounds: a stored text that inflates to exactly the longest
+// entry text unpacks; one byte more is refused ErrTooLong (a DEFLATE
+// bomb does not allocate what it would inflate to); bytes that are no
+// DEFLATE stream are an error.
+func TestUnpackBounds(t *testing.T) {
+	deflate := func(n int) []byte {
+		var buf bytes.Buffer
+		w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+		chunk := bytes.Repeat([]byte("a"), 64<<10)
+		for ; n > 0; n -= len(chunk) {
+			w.Write(chunk[:min(n, len(chunk))])
+		}
+		w.Close()
+		return buf.Bytes()
+	}
+	if got, err := Unpack(deflate(history.MaxEntryTextBytes)); err != nil || len(got) != history.MaxEntryTextBytes {
+		t.Fatalf("at the bound: %d bytes, %v", len(got), err)
+	}
+	if _, err := Unpack(deflate(history.MaxEntryTextBytes + 1)); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("one past the bound: %v, want ErrTooLong", err)
+	}
+	if _, err := Unpack(deflate(64 << 20)); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("a bomb: %v, want ErrTooLong", err)
+	}
+	if _, err := Unpack([]byte(strings.Repeat("\xff", 64))); err == nil {
+		t.Fatal("garbage unpacked")
+	}
+}
