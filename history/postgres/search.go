@@ -69,7 +69,7 @@ func planMatcher(q history.WordsQuery) *matcher {
 // each hit's snippet from (the first 64 KiB of) its text.
 func (s *Store) match(ctx context.Context, expr string, m *matcher, q history.Query, limit int) ([]history.Hit, error) {
 	var b strings.Builder
-	b.WriteString(`SELECT seq, session, entry, kind, role, at, left(text, ` + strconv.Itoa(snippetFetchLen) + `), packed FROM entries WHERE words @@ $1::tsquery`)
+	b.WriteString(`SELECT seq, session, entry, kind, role, at, left(text, ` + strconv.Itoa(snippetFetchLen) + `), ` + packedColumn("packed") + ` FROM entries WHERE words @@ $1::tsquery`)
 	args := []any{expr}
 	if q.Kind != "" {
 		args = append(args, q.Kind)
@@ -103,7 +103,7 @@ func (s *Store) Recent(ctx context.Context, session string, limit int) ([]histor
 	if !storable(session) {
 		return []history.Hit{}, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, session, entry, kind, role, at, left(text, $1), packed
+	rows, err := s.pool.Query(ctx, `SELECT seq, session, entry, kind, role, at, left(text, $1), `+packedColumn("packed")+`
 		FROM entries WHERE session = $2 ORDER BY seq DESC LIMIT $3`,
 		history.MaxSnippetBytes, session, clampInt(limit, history.MinLimit, history.MaxLimit))
 	if err != nil {
@@ -151,10 +151,10 @@ func (s *Store) Read(ctx context.Context, session, entry string, around int) ([]
 	}
 	rows, err := s.pool.Query(ctx, `WITH target AS (SELECT seq FROM entries WHERE session = $1 AND entry = $2)
 		SELECT * FROM (
-			(SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, e.packed FROM entries e, target
+			(SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, `+packedColumn("e.packed")+` FROM entries e, target
 				WHERE e.session = $1 AND e.seq < target.seq ORDER BY e.seq DESC LIMIT $3)
-			UNION ALL SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, e.packed FROM entries e, target WHERE e.seq = target.seq
-			UNION ALL (SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, e.packed FROM entries e, target
+			UNION ALL SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, `+packedColumn("e.packed")+` FROM entries e, target WHERE e.seq = target.seq
+			UNION ALL (SELECT e.seq, e.session, e.entry, e.kind, e.role, e.at, e.text, `+packedColumn("e.packed")+` FROM entries e, target
 				WHERE e.session = $1 AND e.seq > target.seq ORDER BY e.seq LIMIT $3)
 		) around ORDER BY seq`, session, entry, around)
 	if err != nil {

@@ -1,6 +1,11 @@
 package postgres
 
-import "github.com/agentloom/loom/history/internal/packed"
+import (
+	"strconv"
+
+	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/history/internal/packed"
+)
 
 // Stored texts. From schema version 2 an entry's text is kept either in
 // the column text as it is, or, when that saves at least an eighth,
@@ -16,6 +21,19 @@ func unpack(text string, p []byte) (string, error) {
 		return text, nil
 	}
 	return packed.Unpack(p)
+}
+
+// maxPackedBytes bounds what a read takes of a row's column packed. pack
+// keeps a compressed text only when it saves an eighth, so no text of at
+// most history.MaxEntryTextBytes packs to this many bytes: a longer
+// column is damaged, and its first bytes are enough for unpack to refuse
+// it, without the server sending (and the host holding) the rest.
+const maxPackedBytes = history.MaxEntryTextBytes
+
+// packedColumn is the SQL reading col, a packed column, up to
+// maxPackedBytes.
+func packedColumn(col string) string {
+	return "substring(" + col + " from 1 for " + strconv.Itoa(maxPackedBytes) + ")"
 }
 
 // leftChars answers the first n characters of s, as PostgreSQL's left()

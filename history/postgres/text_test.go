@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -142,3 +143,39 @@ func TestPackedMigration(t *testing.T) {
 }
 
 func second(_ int, err error) error { return err }
+
+// A damaged or hostile row's packed column is read from the server only
+// as far as a packed text of the longest entry text can reach: a search,
+// Recent and Read hitting a row whose packed holds 48 MiB allocate a
+// small part of that, and refuse the row. The control is a plain row of
+// the same session, which reads back.
+func TestPackedColumnReadBounded(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	historytest.WantCode(t, s.Index(ctx, historytest.Entry("s", "plain", "a plain zebra")), "")
+	const hostile = 48 << 20
+	if _, err := s.pool.Exec(ctx, `INSERT INTO entries(seq, session, entry, kind, role, at, text, packed, words)
+		VALUES(2, 's', 'bomb', 'message', 'assistant', 0, '', decode(repeat('ff', $1), 'hex'), 'zebra'::tsvector)`, hostile); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Read(ctx, "s", "plain", 0)
+	if err != nil || len(got) != 1 || got[0].Text != "a plain zebra" {
+		t.Fatalf("control: Read of the plain row: %+v, %v", got, err)
+	}
+	for name, call := range map[string]func() error{
+		"Search": func() error { _, err := s.Search(ctx, history.Query{Text: "zebra", Limit: 10}); return err },
+		"Recent": func() error { _, err := s.Recent(ctx, "s", 10); return err },
+		"Read":   func() error { _, err := s.Read(ctx, "s", "bomb", 0); return err },
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := call()
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("%s: a hostile packed column was read as a text", name)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > hostile/4 {
+			t.Errorf("%s allocated %d bytes for a row whose packed holds %d", name, n, hostile)
+		}
+	}
+}

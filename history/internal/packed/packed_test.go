@@ -58,3 +58,18 @@ func TestUnpackBounds(t *testing.T) {
 		t.Fatal("garbage unpacked")
 	}
 }
+
+// FuzzUnpack: whatever a stored text holds, Unpack answers a text of at
+// most history.MaxEntryTextBytes or an error, never a panic; what Pack
+// made (the seeds) unpacks.
+func FuzzUnpack(f *testing.F) {
+	f.Add(Pack(strings.Repeat("a stored text ", 20)))
+	f.Add([]byte{})
+	f.Add([]byte("\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, stored []byte) {
+		text, err := Unpack(stored)
+		if err == nil && len(text) > history.MaxEntryTextBytes {
+			t.Fatalf("Unpack answered %d bytes", len(text))
+		}
+	})
+}
