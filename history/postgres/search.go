@@ -123,9 +123,7 @@ func scanHits(ctx context.Context, rows pgx.Rows, cut func(string) string) ([]hi
 		var text string
 		var packed []byte
 		err := rows.Scan(&h.Seq, &h.Session, &h.Entry, &h.Kind, &h.Role, &at, &text, &packed)
-		if err == nil {
-			text, err = unpack(text, packed)
-		}
+		text = unpack(text, packed)
 		if err != nil {
 			return nil, classify(ctx, err, history.CodeIndexBusy, history.CodeIndexUnavailable, "reading hits")
 		}
@@ -167,9 +165,7 @@ func (s *Store) Read(ctx context.Context, session, entry string, around int) ([]
 		var at, seq int64
 		var packed []byte
 		err := rows.Scan(&seq, &e.Session, &e.ID, &e.Kind, &e.Role, &at, &e.Text, &packed)
-		if err == nil {
-			e.Text, err = unpack(e.Text, packed)
-		}
+		e.Text = unpack(e.Text, packed)
 		if err != nil {
 			return nil, classify(ctx, err, history.CodeIndexBusy, history.CodeIndexUnavailable, "reading")
 		}

@@ -15,19 +15,19 @@ import (
 // index entries_notes compares their text.
 
 // unpack answers the text of a row: text itself, or packed inflated when
-// the row holds it compressed.
-func unpack(text string, p []byte) (string, error) {
+// the row holds it compressed (packed.Damaged when it does not unpack).
+func unpack(text string, p []byte) string {
 	if p == nil {
-		return text, nil
+		return text
 	}
-	return packed.Unpack(p)
+	return packed.Text(p)
 }
 
 // maxPackedBytes bounds what a read takes of a row's column packed. pack
 // keeps a compressed text only when it saves an eighth, so no text of at
 // most history.MaxEntryTextBytes packs to this many bytes: a longer
-// column is damaged, and its first bytes are enough for unpack to refuse
-// it, without the server sending (and the host holding) the rest.
+// column is damaged, and its first bytes are enough for unpack to find it
+// damaged, without the server sending (and the host holding) the rest.
 const maxPackedBytes = history.MaxEntryTextBytes
 
 // packedColumn is the SQL reading col, a packed column, up to

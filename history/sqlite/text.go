@@ -16,14 +16,15 @@ import (
 // the original text. Notes are never compressed: the partial index
 // entries_notes compares their text as stored.
 
-// textFunc is the SQL function answering a stored text as indexed.
+// textFunc is the SQL function answering a stored text as indexed
+// (packed.Damaged for one that does not unpack).
 const textFunc = "loom_text"
 
 func init() {
 	driver.MustRegisterDeterministicScalarFunction(textFunc, 1, func(_ *driver.FunctionContext, args []sqldriver.Value) (sqldriver.Value, error) {
 		switch v := args[0].(type) {
 		case []byte:
-			return packed.Unpack(v)
+			return packed.Text(v), nil
 		default:
 			return v, nil
 		}

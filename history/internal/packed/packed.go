@@ -71,3 +71,17 @@ func Unpack(stored []byte) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// Damaged stands in for a stored text Unpack refuses, so one damaged row
+// does not fail every search, listing and read that meets it.
+const Damaged = "[this entry's stored text is damaged and cannot be read]"
+
+// Text answers the text Pack compressed into stored, or Damaged when
+// Unpack refuses it.
+func Text(stored []byte) string {
+	text, err := Unpack(stored)
+	if err != nil {
+		return Damaged
+	}
+	return text
+}

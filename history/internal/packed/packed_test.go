@@ -57,6 +57,15 @@ func TestUnpackBounds(t *testing.T) {
 	if _, err := Unpack([]byte(strings.Repeat("\xff", 64))); err == nil {
 		t.Fatal("garbage unpacked")
 	}
+	if got := Text([]byte(strings.Repeat("\xff", 64))); got != Damaged {
+		t.Fatalf("Text of garbage: %q, want Damaged", got)
+	}
+	if got := Text(deflate(history.MaxEntryTextBytes + 1)); got != Damaged {
+		t.Fatalf("Text past the bound: %d bytes, want Damaged", len(got))
+	}
+	if got := Text(Pack(strings.Repeat("readable ", 40))); got != strings.Repeat("readable ", 40) {
+		t.Fatalf("Text of a packed text: %q", got)
+	}
 }
 
 // FuzzUnpack: whatever a stored text holds, Unpack answers a text of at
