@@ -129,22 +129,7 @@ func prepareRows(entries []history.Entry, now time.Time) rowSet {
 			}
 		}
 	}
-	if n < 64 {
-		for i := range n {
-			fill(i)
-		}
-		return r
-	}
-	var wg sync.WaitGroup
-	const parts = 4
-	for p := range parts {
-		wg.Go(func() {
-			for i := p; i < n; i += parts {
-				fill(i)
-			}
-		})
-	}
-	wg.Wait()
+	packed.Each(n, fill)
 	return r
 }
 

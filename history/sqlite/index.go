@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentloom/loom/history"
+	"github.com/agentloom/loom/history/internal/packed"
 	"github.com/agentloom/loom/tool"
 )
 
@@ -64,22 +65,7 @@ func storedTexts(entries []history.Entry) []any {
 			out[i] = storedText(entries[i].Text)
 		}
 	}
-	if len(entries) < 64 {
-		for i := range entries {
-			fill(i)
-		}
-		return out
-	}
-	var wg sync.WaitGroup
-	const parts = 4
-	for p := range parts {
-		wg.Go(func() {
-			for i := p; i < len(entries); i += parts {
-				fill(i)
-			}
-		})
-	}
-	wg.Wait()
+	packed.Each(len(entries), fill)
 	return out
 }
 

@@ -47,6 +47,29 @@ func Pack(text string) []byte {
 	return buf.Bytes()
 }
 
+// Each calls fill(i) for every i below n, spread over a few goroutines
+// when n is large enough for that to pay (packing a batch's texts on
+// the host's cores before a store takes its write lock). It returns once
+// every call has.
+func Each(n int, fill func(i int)) {
+	const parts, minParallel = 4, 64
+	if n < minParallel {
+		for i := range n {
+			fill(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			for i := p; i < n; i += parts {
+				fill(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // ErrTooLong is Unpack's error for a stored text that inflates past
 // history.MaxEntryTextBytes.
 var ErrTooLong = errors.New("a stored text inflates past the longest entry text")

@@ -82,3 +82,18 @@ func FuzzUnpack(f *testing.F) {
 		}
 	})
 }
+
+// TestEach: fill runs exactly once for every index below n, whether n is
+// below or above the parallel threshold (run under -race).
+func TestEach(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 300).Draw(t, "n")
+		counts := make([]int, n)
+		Each(n, func(i int) { counts[i]++ })
+		for i, c := range counts {
+			if c != 1 {
+				t.Fatalf("index %d filled %d times", i, c)
+			}
+		}
+	})
+}
