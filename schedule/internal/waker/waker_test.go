@@ -3,6 +3,7 @@ package waker
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,19 +16,25 @@ import (
 func TestRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
+		var mu sync.Mutex // the loop's goroutine and the test share the state below
 		var ticks []time.Duration
 		due, hasDue, failing := start.Add(10*time.Second), true, false
+		set := func(f func()) { mu.Lock(); defer mu.Unlock(); f() }
 		w := New()
 		done := make(chan error, 1)
 		go func() {
 			done <- w.Run(context.Background(), time.Now,
 				func(context.Context) {
+					mu.Lock()
+					defer mu.Unlock()
 					ticks = append(ticks, time.Since(start))
 					if hasDue && !time.Now().Before(due) {
 						hasDue = false // fired
 					}
 				},
 				func(context.Context) (time.Time, bool, error) {
+					mu.Lock()
+					defer mu.Unlock()
 					if failing {
 						return time.Time{}, false, errors.New("database gone")
 					}
@@ -37,13 +44,13 @@ func TestRun(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(10 * time.Second) // the fire falls due
 		synctest.Wait()
-		due, hasDue = start.Add(time.Hour), true
+		set(func() { due, hasDue = start.Add(time.Hour), true })
 		time.Sleep(time.Second)
 		w.Poke() // a schedule created, due in an hour
 		synctest.Wait()
 		time.Sleep(MaxSleep) // one look a MaxSleep later all the same
 		synctest.Wait()
-		failing = true
+		set(func() { failing = true })
 		time.Sleep(MaxSleep) // nextDue fails: likewise
 		synctest.Wait()
 		w.Close()
@@ -52,6 +59,8 @@ func TestRun(t *testing.T) {
 		}
 		w.Poke() // after Close: nothing, no panic
 		w.Close()
+		mu.Lock()
+		defer mu.Unlock()
 		want := []time.Duration{0, 10 * time.Second, 11 * time.Second, 11*time.Second + MaxSleep, 11*time.Second + 2*MaxSleep}
 		if len(ticks) != len(want) {
 			t.Fatalf("ticks at %v, want %v", ticks, want)
