@@ -107,7 +107,8 @@ func (d Dispatcher) Dispatch(ctx context.Context, c *tool.Call, opID, stepID str
 }
 
 // Offered returns the tools to offer the model of strand, in
-// registration order: those the strand holds (tool.Registry.Holds),
+// registration order: those the strand holds (tool.Registry.Holds; in a
+// registry without a holds gate, every strand holds every tool),
 // narrowed to the names in only when only is not nil. Nil without a
 // Registry.
 func (d Dispatcher) Offered(ctx context.Context, strand string, only []string) []tool.Tool {

@@ -155,9 +155,9 @@ func Fail(code Code, text string) Outcome {
 }
 
 // ModelText is the text a model reads for o where its API carries no
-// error flag: o.Text, after "error <code>: " when o is an error
-// ("error: " when it has no code). Adapters and hosts use it so every
-// model reads failures one way.
+// error flag: o.Text, prefixed with "error <code>: " when o is an error
+// ("error: " when it has no code). Images are not in it. Adapters and
+// hosts use it so every model reads failures one way.
 func (o Outcome) ModelText() string {
 	switch {
 	case !o.IsError:
