@@ -48,8 +48,14 @@ func TestRedteamLaunchThatNeverRanComposedNoGrant(t *testing.T) {
 	grants := s.call.Grants
 	s.call = s.call.At(s.call.OpID+"-running", "step", 0)
 	s.call.Grants = grants
-	h = s.launched(t, "main", src)
-	o = s.dispatch(t, map[string]any{"mode": "join", "handle": h, "wait_ms": 60_000})
+	// (Its binary is cached and it does nothing: the launch may already
+	// read as exited.)
+	o = s.dispatchAs(t, "main", map[string]any{"mode": "launch", "program": src})
+	ld, ok := o.Details.(ExecutionDetails)
+	if o.IsError || !ok || ld.Handle == "" {
+		t.Fatalf("control: launch: %s: %s", o.Code, o.Text)
+	}
+	o = s.dispatch(t, map[string]any{"mode": "join", "handle": ld.Handle, "wait_ms": 60_000})
 	if d, ok := o.Details.(Details); !ok || o.IsError || d.Run == nil || d.Grants.State != GrantsComposed {
 		t.Errorf("control: a launch that ran: %T %s:\n%s", o.Details, o.Code, o.Text)
 	}
