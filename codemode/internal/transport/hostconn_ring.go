@@ -103,13 +103,17 @@ func (c *Conn) sendWithRights(p, rights []byte) error {
 }
 
 // spinGap is the longest pause between two looks of a spinning ring
-// read that still counts as running: a look is a load, a time.Now and
-// now and then a sched_yield, well under a microsecond each on a CPU of
-// its own. A longer pause means the reader lost its CPU (another thread
-// wanted it, or the yield handed it over): the host is loaded, and a
-// spinner then only takes the CPU the program needs to answer, while a
-// sleeper woken by the doorbell is the socket path's cost.
-const spinGap = 10 * time.Microsecond
+// read that still counts as running. A look takes well under a
+// microsecond, but a reader that keeps its CPU is still paused by
+// interrupts and by the hypervisor: on an idle 2-core VM, a spinning
+// loop meets about 600 pauses a second of 10–200 µs, and at a 10 µs
+// threshold each one cost a calm of a millisecond, so most idle round
+// trips went through the doorbell. A reader that lost its CPU to
+// another thread waits a scheduler slice, a millisecond or more: the
+// host is loaded, and a spinner then only takes the CPU the program
+// needs to answer, while a sleeper woken by the doorbell is the socket
+// path's cost.
+const spinGap = 200 * time.Microsecond
 
 // The backoff of a ring read that lost its CPU spinning: every later
 // read marks itself asleep and waits for the doorbell at once, as the

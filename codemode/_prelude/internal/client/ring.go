@@ -36,10 +36,12 @@ const (
 	// constant of the same name).
 	spinPollsPerYield = 32
 	// spinGap is the longest pause between two looks of a spinning read
-	// that still counts as running; a longer one means the read lost its
-	// CPU, so spinning only takes the CPU the host needs (codemode's
-	// constant of the same name).
-	spinGap = 10 * time.Microsecond
+	// that still counts as running: interrupts and the hypervisor pause
+	// a running reader for up to a few hundred microseconds, while one
+	// that lost its CPU waits a scheduler slice. A longer pause means
+	// the latter, so spinning only takes the CPU the host needs
+	// (codemode's constant of the same name).
+	spinGap = 200 * time.Microsecond
 	// After a read lost its CPU spinning, reads sleep for the doorbell
 	// at once for a calm: minSpinBackoff when spinPaidReads reads spun
 	// without losing it since the last loss, else twice the last calm up
