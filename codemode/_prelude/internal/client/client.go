@@ -120,10 +120,13 @@ func Call(ctx context.Context, capName string, args map[string]any) (map[string]
 
 // readSpin is how long the leader's read that finds nothing asks again
 // before it sleeps in read(2), while answers come quickly: a loop of
-// cheap calls (kv, small reads) then never pays a sleep and a wake-up
+// cheap calls (kv, small reads, a tool of an MCP server on the host,
+// which answers in 100–200 µs) then never pays a sleep and a wake-up
 // per answer, and a slow call costs at most this much CPU before the
-// read sleeps. The host's reader does the same (codemode's readSpin).
-const readSpin = 50 * time.Microsecond
+// read sleeps; reads stop spinning once one waited longer. The host's
+// reader waits for the program's next call, which comes sooner, and
+// spins less (codemode's readSpin).
+const readSpin = 300 * time.Microsecond
 
 // fdReader reads the channel's blocking descriptor. Only the leader
 // reads, one read at a time.
