@@ -27,31 +27,46 @@ type costBench struct {
 	helper    string
 }
 
-// newCostBench makes a workspace with a .git and checks bubblewrap runs
-// with the flags BenchmarkBatch compares against (read-only host, the
-// workspace read-write and its .git read-only, its own /dev, pid and
-// network namespaces, /proc); it skips, saying why, where it cannot.
+// newCostBench makes a workspace (newCostWorkspace) and checks
+// bubblewrap runs with the flags BenchmarkBatch compares against
+// (codexBwrapArgs); it skips, saying why, where it cannot.
 func newCostBench(b *testing.B) *costBench {
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Skipf("bwrap is not installed: %v", err)
 	}
-	ws := b.TempDir()
-	for _, d := range []string{".git/hooks", ".git/objects"} {
-		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	args := []string{"--new-session", "--die-with-parent", "--ro-bind", "/", "/", "--bind", ws, ws,
-		"--ro-bind", ws + "/.git", ws + "/.git", "--dev", "/dev", "--unshare-pid", "--proc", "/proc",
-		"--unshare-net", "--", "true"}
+	ws := newCostWorkspace(b)
+	args := codexBwrapArgs(ws, "true")
 	if out, err := exec.Command(bwrap, args...).CombinedOutput(); err != nil {
 		b.Skipf("bwrap cannot create its namespaces here: %v: %s", err, out)
 	}
 	return &costBench{ws: ws, bwrap: bwrap, bwrapArgs: args, helper: jailtest.HostHelper(b)}
+}
+
+// newCostWorkspace makes a workspace with a .git (hooks, objects and a
+// config) in tb's temporary directory.
+func newCostWorkspace(tb testing.TB) string {
+	ws := tb.TempDir()
+	for _, d := range []string{".git/hooks", ".git/objects"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return ws
+}
+
+// codexBwrapArgs are bubblewrap's arguments for running argv with
+// Codex's flags, the ones BenchmarkBatch compares against: read-only
+// host, the workspace ws read-write and its .git read-only, its own
+// /dev, pid and network namespaces, /proc.
+func codexBwrapArgs(ws string, argv ...string) []string {
+	args := []string{"--new-session", "--die-with-parent", "--ro-bind", "/", "/", "--bind", ws, ws,
+		"--ro-bind", ws + "/.git", ws + "/.git", "--dev", "/dev", "--unshare-pid", "--proc", "/proc",
+		"--unshare-net", "--"}
+	return append(args, argv...)
 }
 
 // runBwrap runs `true` under bubblewrap.
@@ -94,8 +109,9 @@ type costVariant struct {
 // process and of the children reaped during the run, so the broker, its
 // helper and the command, or bubblewrap and its children), which a busy
 // host disturbs far less than wall time, and that median's ratio to the
-// last variant's (<name>/<last>-cpu).
-func interleave(b *testing.B, vs []costVariant) {
+// last variant's (<name>/<last>-cpu). It returns the medians, wall and
+// CPU, in milliseconds, one per variant, for other ratios.
+func interleave(b *testing.B, vs []costVariant) (med, medCPU []float64) {
 	samples := make([][]time.Duration, len(vs))
 	cpu := make([][]time.Duration, len(vs))
 	b.ResetTimer()
@@ -117,8 +133,8 @@ func interleave(b *testing.B, vs []costVariant) {
 		}
 	}
 	b.StopTimer()
-	med := make([]float64, len(vs))
-	medCPU := make([]float64, len(vs))
+	med = make([]float64, len(vs))
+	medCPU = make([]float64, len(vs))
 	for v := range vs {
 		med[v] = median(samples[v])
 		medCPU[v] = median(cpu[v])
@@ -132,6 +148,7 @@ func interleave(b *testing.B, vs []costVariant) {
 			b.ReportMetric(medCPU[v]/medCPU[last], vs[v].name+"/"+vs[last].name+"-cpu")
 		}
 	}
+	return med, medCPU
 }
 
 // median is the median of d in milliseconds.
@@ -221,11 +238,19 @@ func BenchmarkMixedPolicy(b *testing.B) {
 //     command), reaped;
 //   - ns-floor: `true` started straight into the jail's fresh
 //     namespaces and reaped, nothing else;
+//   - bwrap-matched: bubblewrap confining `true` as the jail confines it
+//     under cold's policy, as far as its flags can (bwrapMatched: the
+//     policy's root, /proc, /dev, /tmp, the protected paths, the masked
+//     secrets and kernel files, the jail's namespaces and seccomp
+//     filter); Landlock, the namespace-limit sysctls, pid_max, the
+//     rlimits and the locked securebits have no bubblewrap flag and are
+//     left out;
 //   - bwrap: bubblewrap with BenchmarkBatch's flags.
 //
 // It reports medians (<variant>-ms), ratios to bubblewrap, and the CPU
-// each takes (see interleave). cold less go-floor is what confining
-// costs; BenchmarkWarmPhases/cold splits it into phases.
+// each takes (see interleave); cold/bwrap-matched is cold's median over
+// bwrap-matched's, from the same medians. cold less go-floor is what
+// confining costs; BenchmarkWarmPhases/cold splits it into phases.
 func BenchmarkCold(b *testing.B) {
 	c := newCostBench(b)
 	floor := buildExecFloor(b)
@@ -242,6 +267,10 @@ func BenchmarkCold(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	matched := newBwrapMatched(b, c.bwrap, p, c.ws, []string{"PATH=/usr/bin:/bin"}, cold.maskedSockets(nil), "true")
+	if err := matched.run(); err != nil {
+		b.Skipf("bwrap cannot apply the jail's confinement here: %v", err)
+	}
 	inNamespaces := func(path string, args ...string) func() {
 		return func() {
 			cmd := &exec.Cmd{Path: path, Args: append([]string{filepath.Base(path)}, args...),
@@ -251,13 +280,23 @@ func BenchmarkCold(b *testing.B) {
 			}
 		}
 	}
-	interleave(b, []costVariant{
+	med, medCPU := interleave(b, []costVariant{
 		{"cold", nil, func() { clearTrue(b, cold, p) }},
 		{"cold-launched", nil, func() { clearTrue(b, launched, p) }},
 		{"go-floor", nil, inNamespaces(floor, truePath)},
 		{"ns-floor", nil, inNamespaces(truePath)},
+		{"bwrap-matched", nil, func() {
+			if err := matched.run(); err != nil {
+				b.Fatal(err)
+			}
+		}},
 		{"bwrap", nil, func() { c.runBwrap(b) }},
 	})
+	const coldRow, matchedRow = 0, 4
+	b.ReportMetric(med[coldRow]/med[matchedRow], "cold/bwrap-matched")
+	if medCPU[matchedRow] > 0 {
+		b.ReportMetric(medCPU[coldRow]/medCPU[matchedRow], "cold/bwrap-matched-cpu")
+	}
 }
 
 // execFloorProgram is go-floor's program: it execs its arguments and

@@ -240,3 +240,13 @@ func sysMaskTargets(visible []string) []string {
 	}
 	return out
 }
+
+// MaskTargets returns the paths the jail masks for a command whose
+// roots are visible and whose HOME is home, before it checks which
+// exist: the secrets (secretTargets, against the homes of the host's
+// /etc/passwd), the host's firmware state under /sys a root shows and
+// the kernel-wide files of its /proc. The host's sockets are not among
+// them (the broker lists those).
+func MaskTargets(visible []string, home string) []string {
+	return slices.Concat(secretTargets(visible, hostHomes(home), globPaths), sysMaskTargets(visible), procMasked)
+}

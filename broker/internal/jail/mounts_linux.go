@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,9 @@ import (
 // the sockets it shares (Config.Sockets) and the resolver configuration
 // /etc/resolv.conf points at are bound back.
 var hostSocketDirs = []string{"/run", "/var/run"}
+
+// HostSocketDirs returns a copy of hostSocketDirs.
+func HostSocketDirs() []string { return slices.Clone(hostSocketDirs) }
 
 // shmDir is where POSIX shared memory (shm_open, sem_open) lives.
 const shmDir = "/dev/shm"
