@@ -26,9 +26,9 @@ import (
 //     the host root's top-level links and binds of the policy's roots
 //     only (read-only, writable roots read-write, nosuid and nodev), a
 //     read-only bind of the file /etc/resolv.conf resolves to;
-//   - a fresh /proc (bubblewrap binds /proc/sys, sysrq-trigger, irq and
-//     bus read-only itself; /proc/fs is bound read-only here), a fresh
-//     /dev, a tmpfs at /tmp and at /dev/shm (the jail's share one);
+//   - a fresh /proc, its parts that configure the kernel read-only (sys,
+//     sysrq-trigger, irq, bus, fs), a fresh /dev, a tmpfs at /tmp and at
+//     /dev/shm (the jail's share one);
 //   - the host socket directories a root covers hidden under a tmpfs, the
 //     roots beneath them bound back;
 //   - the protected paths read-only, the directories above them within a
@@ -89,8 +89,16 @@ func newBwrapMatched(tb testing.TB, bwrap string, p sandbox.Policy, dir string, 
 	a = append(a, "--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.Itoa(sandbox.ScratchBytes), "--tmpfs", sandbox.ScratchDir,
 		"--size", strconv.Itoa(sandbox.ScratchBytes), "--tmpfs", "/dev/shm")
-	if _, err := os.Lstat("/proc/fs"); err == nil {
-		a = append(a, "--ro-bind", "/proc/fs", "/proc/fs")
+	// The parts of /proc that configure the kernel, read-only as the
+	// jail binds them: bubblewrap binds /proc/irq and /proc/bus so itself,
+	// but skips /proc/sys and /proc/sysrq-trigger where access(2) says
+	// they are not writable (it says so for uid 0 too), and never binds
+	// /proc/fs. The host's are bound: what a sysctl file shows follows
+	// the namespaces of the process reading it, not the procfs.
+	for _, pr := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/fs"} {
+		if _, err := os.Lstat(pr); err == nil {
+			a = append(a, "--ro-bind", pr, pr)
+		}
 	}
 
 	// The roots, as policyRootPlan orders and prunes them.
@@ -219,9 +227,14 @@ func newBwrapMatched(tb testing.TB, bwrap string, p sandbox.Policy, dir string, 
 		a = append(a, "--ro-bind", pr, pr)
 	}
 
-	// The masks: what the jail's mount table masks for these roots, and
-	// the host sockets the new root can name.
-	masks := jail.MaskTargets(visible, envValueOf(env, "HOME"))
+	// The masks: what the jail's mount table masks for these roots (for
+	// every root, where no Landlock confines reads), and the host sockets
+	// the new root can name.
+	maskVisible := visible
+	if abi, _ := jail.LandlockABI(); abi <= 0 {
+		maskVisible = []string{"/"}
+	}
+	masks := jail.MaskTargets(maskVisible, envValueOf(env, "HOME"))
 	for _, s := range sockets {
 		if coveredByAnyRoot(visible, s) || coveredByAnyRoot(p.Sockets, s) {
 			masks = append(masks, s)
@@ -306,11 +319,12 @@ func envValueOf(env []string, name string) string {
 
 // TestBwrapMatchedConfines runs a script under BenchmarkCold's
 // bwrap-matched row and checks it applies what it claims: a masked
-// secret and a masked kernel file read empty, the host's /run, /root and
-// /tmp entries are absent, the network is only loopback, the workspace
-// is writable but its protected git config is not, and the seccomp
-// filter refuses a setuid chmod. The control: the same script under
-// BenchmarkCold's bwrap row (Codex's flags) fails those checks.
+// secret and a masked kernel file read empty, /proc/sys is read-only,
+// the host's /run, /root and /tmp entries are absent, the network is
+// only loopback, the workspace is writable but its protected git config
+// is not, and the seccomp filter refuses a setuid chmod. The control:
+// the same script under BenchmarkCold's bwrap row (Codex's flags) fails
+// the checks of what those flags do not do.
 func TestBwrapMatchedConfines(t *testing.T) {
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -336,6 +350,7 @@ func TestBwrapMatchedConfines(t *testing.T) {
 	checks := []struct{ name, script string }{
 		{"secret masked", `out=$(cat ` + secret + `) && [ -z "$out" ]`},
 		{"kernel keys masked", `[ ! -e /proc/keys ] || { out=$(cat /proc/keys) && [ -z "$out" ]; }`},
+		{"/proc/sys read-only", `awk '$5 == "/proc/sys" && $6 ~ /^ro/ { f = 1 } END { exit !f }' /proc/self/mountinfo`},
 		{"/run hidden", `[ ! -e /run ] || [ -z "$(ls -A /run)" ]`},
 		{"/root absent", `[ ! -e /root ]`},
 		{"host /tmp hidden", `[ ! -e ` + probe.Name() + ` ]`},
@@ -382,7 +397,7 @@ func TestBwrapMatchedConfines(t *testing.T) {
 	for i, c := range checks {
 		want := "ok"
 		switch c.name {
-		case "secret masked", "/run hidden", "/root absent", "host /tmp hidden", "seccomp refuses setuid", "kernel keys masked":
+		case "secret masked", "/proc/sys read-only", "/run hidden", "/root absent", "host /tmp hidden", "seccomp refuses setuid", "kernel keys masked":
 			want = "FAIL"
 		}
 		if c.name == "kernel keys masked" && plainResults[i] == "ok" {
