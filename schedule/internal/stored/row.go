@@ -77,7 +77,8 @@ func (r Row) AtNS() int64 {
 func FormatID(n int64) string { return idPrefix + strconv.FormatInt(n, 10) }
 
 // ParseID reads an id FormatID wrote: "sch-" and a positive base-10
-// int64. It answers false for anything else.
+// int64, as strconv.ParseInt reads it (so "sch-007" is 7). It answers
+// false for anything else.
 func ParseID(id string) (int64, bool) {
 	n, err := strconv.ParseInt(strings.TrimPrefix(id, idPrefix), 10, 64)
 	return n, err == nil && strings.HasPrefix(id, idPrefix) && n > 0
