@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentloom/loom/schedule"
+	"github.com/agentloom/loom/schedule/internal/stored"
 	"github.com/agentloom/loom/schedule/internal/waker"
 	"github.com/agentloom/loom/tool"
 )
@@ -133,7 +133,7 @@ func Open(ctx context.Context, url string, o Options) (*Scheduler, error) {
 	cfg.ConnConfig.RuntimeParams["application_name"] = "loom-schedule"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, unavailable("cannot open the database", err)
+		return nil, stored.Unavailable("cannot open the database", err)
 	}
 	s, err := OpenPool(ctx, pool, o)
 	if err != nil {
@@ -191,71 +191,17 @@ func (s *Scheduler) Schema() string { return s.schema }
 // Limits implements schedule.Schedules.
 func (s *Scheduler) Limits() schedule.Limits { return s.o.Limits }
 
-// row is one stored schedule.
-type row struct {
-	id                     int64
-	owner, target, message string
-	timing                 schedule.Timing
-	expires, created, next time.Time
-	maxFires, fires        int
-	wake                   schedule.Wake
-}
-
-const rowColumns = "id, owner, target, kind, every_s, cron, offset_s, at_ns, expires_ns, max_fires, fires, wake, message, created_ns, next_ns"
-
-func scanRow(sc interface{ Scan(...any) error }) (row, error) {
-	var (
-		r                                 row
-		kind, expr                        string
-		every, offset, at, exp, cre, next int64
-		maxFires, fires                   int32
-		wake                              bool
-	)
-	if err := sc.Scan(&r.id, &r.owner, &r.target, &kind, &every, &expr, &offset, &at, &exp, &maxFires, &fires, &wake, &r.message, &cre, &next); err != nil {
-		return row{}, err
-	}
-	r.maxFires, r.fires = int(maxFires), int(fires)
-	r.wake = schedule.Wake(wake)
-	r.timing = schedule.Timing{Kind: schedule.TimingKind(kind), Every: time.Duration(every) * time.Second, Expr: expr, Offset: time.Duration(offset) * time.Second}
-	if at != 0 {
-		r.timing.At = time.Unix(0, at).UTC()
-	}
-	r.expires, r.created, r.next = time.Unix(0, exp).UTC(), time.Unix(0, cre).UTC(), time.Unix(0, next).UTC()
-	return r, nil
-}
-
-func (r row) idText() string { return "sch-" + strconv.FormatInt(r.id, 10) }
-
-func (r row) cadence() schedule.Cadence { return schedule.CadenceOf(r.timing, r.expires) }
-
-// parseID reads "sch-{n}".
-func parseID(id string) (int64, bool) {
-	n, err := strconv.ParseInt(strings.TrimPrefix(id, "sch-"), 10, 64)
-	return n, err == nil && strings.HasPrefix(id, "sch-") && n > 0
-}
-
-// following is the fire of r after one due at due, delivered at now
-// (schedule.FireAfter).
-func (s *Scheduler) following(r row, due, now time.Time) time.Time {
-	return schedule.FireAfter(r.timing, r.expires, r.maxFires, r.fires, due, now, s.o.Limits.MinInterval)
-}
-
 // Create implements schedule.Schedules: it checks r against the Limits
 // again (schedule.Request.Check), refuses a target already holding
 // Limits.MaxLive live schedules, or a strand that created as many, with
 // schedule.CodeScheduleLimit (counted under locks on the target and the
 // strand, so hosts creating at once cannot pass it), and grants Wake only as far as Options.Wake allows.
 func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Created, error) {
-	if err := r.Check(s.o.Limits); err != nil {
+	nr, err := stored.Admit(r, s.o.Limits, s.o.Wake)
+	if err != nil {
 		return schedule.Created{}, err
 	}
-	first := r.Timing.Next(r.At)
-	if first.IsZero() || (r.Timing.Kind != schedule.Once && !first.Before(r.Expires)) {
-		return schedule.Created{}, schedule.Refuse(schedule.CodeExpiryOutOfBounds, "the schedule would expire before it first fires")
-	}
-	wake := r.Wake && s.o.Wake
-	var id int64
-	err := s.write(ctx, "creating the schedule", func(tx pgx.Tx) error {
+	err = s.write(ctx, "creating the schedule", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, int32(targetClass), s.schema+"/"+r.Target); err != nil {
 			return err
 		}
@@ -264,7 +210,7 @@ func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Cr
 			return err
 		}
 		if live >= s.o.Limits.MaxLive {
-			return schedule.Refuse(schedule.CodeScheduleLimit, "%s already holds %d live schedules, the most allowed; cancel one first", strconv.Quote(clip(r.Target)), live)
+			return stored.TargetFull(r.Target, live)
 		}
 		// A target need only name a descendant, spawned or not, so the
 		// count per target alone would not bound what one strand holds.
@@ -277,23 +223,18 @@ func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Cr
 			return err
 		}
 		if made >= s.o.Limits.MaxLive {
-			return schedule.Refuse(schedule.CodeScheduleLimit, "you already created %d live schedules, the most allowed; cancel one first", made)
-		}
-		var at int64
-		if r.Timing.Kind == schedule.Once {
-			at = r.Timing.At.UnixNano()
+			return stored.OwnerFull(made)
 		}
 		return tx.QueryRow(ctx, `INSERT INTO `+s.table+` (owner, target, kind, every_s, cron, offset_s, at_ns, expires_ns, max_fires, wake, message, created_ns, next_ns)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
-			r.Strand, r.Target, string(r.Timing.Kind), int64(r.Timing.Every/time.Second), r.Timing.Expr, int64(r.Timing.Offset/time.Second), at,
-			r.Expires.UnixNano(), int32(r.MaxFires), bool(wake), r.Message, s.o.Now().UnixNano(), first.UnixNano()).Scan(&id)
+			nr.Owner, nr.Target, string(nr.Timing.Kind), int64(nr.Timing.Every/time.Second), nr.Timing.Expr, int64(nr.Timing.Offset/time.Second), nr.AtNS(),
+			nr.Expires.UnixNano(), int32(nr.MaxFires), bool(nr.Wake), nr.Message, s.o.Now().UnixNano(), nr.Next.UnixNano()).Scan(&nr.ID)
 	})
 	if err != nil {
 		return schedule.Created{}, err
 	}
 	s.wake.Poke()
-	rw := row{id: id, target: r.Target, timing: r.Timing, expires: r.Expires}
-	return schedule.Created{ID: rw.idText(), Target: r.Target, Wake: wake, Cadence: rw.cadence(), Next: first, MaxFires: r.MaxFires}, nil
+	return nr.Admitted(), nil
 }
 
 // visible is the WHERE clause of the schedules strand may see, with its
@@ -317,18 +258,17 @@ func (s *Scheduler) List(ctx context.Context, strand string) (schedule.Listed, e
 		if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+s.table+" WHERE "+where, args...).Scan(&total); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE "+where+" ORDER BY next_ns, id LIMIT $3", append(args, schedule.MaxListed)...)
+		rows, err := tx.Query(ctx, "SELECT "+stored.Columns+" FROM "+s.table+" WHERE "+where+" ORDER BY next_ns, id LIMIT $3", append(args, schedule.MaxListed)...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanRow(rows)
+			r, err := stored.Scan(rows)
 			if err != nil {
 				return err
 			}
-			ls.Schedules = append(ls.Schedules, schedule.Row{ID: r.idText(), Owner: r.owner, Target: r.target, Wake: r.wake, Cadence: r.cadence(),
-				Next: r.next, Fires: r.fires, MaxFires: r.maxFires, Message: r.message})
+			ls.Schedules = append(ls.Schedules, r.Listed())
 		}
 		if err := rows.Err(); err != nil {
 			return err
@@ -346,8 +286,8 @@ func (s *Scheduler) List(ctx context.Context, strand string) (schedule.Listed, e
 // host is recording waits for it; if that was the last fire, the id is
 // no longer live.
 func (s *Scheduler) Cancel(ctx context.Context, strand, id string) (schedule.Cancelled, error) {
-	n, ok := parseID(id)
-	unknown := schedule.Refuse(schedule.CodeUnknownSchedule, "no live schedule %s that you or a sub-agent of yours created; schedule_list shows them", strconv.Quote(clip(id)))
+	n, ok := stored.ParseID(id)
+	unknown := stored.Unknown(id)
 	if !ok {
 		return schedule.Cancelled{}, unknown
 	}
@@ -377,22 +317,7 @@ func (s *Scheduler) Cancel(ctx context.Context, strand, id string) (schedule.Can
 // across all hosts: a host that dies between the commit and the
 // callback loses that fire, and no host repeats it.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		fires, err := s.claim(ctx, s.o.Now().UTC())
-		if err != nil {
-			return total, err
-		}
-		for _, f := range fires {
-			if s.o.Fire != nil {
-				s.o.Fire(ctx, f)
-			}
-		}
-		total += len(fires)
-		if len(fires) < maxBatch {
-			return total, nil
-		}
-	}
+	return waker.Drain(ctx, maxBatch, func(ctx context.Context) ([]Fire, error) { return s.claim(ctx, s.o.Now().UTC()) }, s.o.Fire)
 }
 
 // claim records the fires due at now, at most maxBatch, in one
@@ -405,11 +330,11 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time) ([]Fire, error) {
 	}
 	err := s.write(ctx, "firing the schedules", func(tx pgx.Tx) error {
 		fires = fires[:0]
-		rows, err := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE next_ns <= $1 ORDER BY next_ns, id LIMIT $2"+lock, now.UnixNano(), maxBatch)
+		rows, err := tx.Query(ctx, "SELECT "+stored.Columns+" FROM "+s.table+" WHERE next_ns <= $1 ORDER BY next_ns, id LIMIT $2"+lock, now.UnixNano(), maxBatch)
 		if err != nil {
 			return err
 		}
-		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) { return scanRow(r) })
+		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (stored.Row, error) { return stored.Scan(r) })
 		if err != nil {
 			return err
 		}
@@ -417,17 +342,16 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time) ([]Fire, error) {
 			s.test.selected()
 		}
 		for _, r := range due {
-			r.fires++
-			next := s.following(r, r.next, now)
+			next := r.Fire(now, s.o.Limits.MinInterval)
 			if next.IsZero() {
-				_, err = tx.Exec(ctx, "DELETE FROM "+s.table+" WHERE id = $1", r.id)
+				_, err = tx.Exec(ctx, "DELETE FROM "+s.table+" WHERE id = $1", r.ID)
 			} else {
-				_, err = tx.Exec(ctx, "UPDATE "+s.table+" SET fires = $1, next_ns = $2 WHERE id = $3", int32(r.fires), next.UnixNano(), r.id)
+				_, err = tx.Exec(ctx, "UPDATE "+s.table+" SET fires = $1, next_ns = $2 WHERE id = $3", int32(r.Fires), next.UnixNano(), r.ID)
 			}
 			if err != nil {
 				return err
 			}
-			fires = append(fires, Fire{ID: r.idText(), Owner: r.owner, Target: r.target, Message: r.message, Wake: r.wake, Due: r.next, N: r.fires, Last: next.IsZero()})
+			fires = append(fires, Fire{ID: stored.FormatID(r.ID), Owner: r.Owner, Target: r.Target, Message: r.Message, Wake: r.Wake, Due: r.Next, N: r.Fires, Last: next.IsZero()})
 		}
 		return nil
 	})
@@ -467,7 +391,7 @@ func (s *Scheduler) open() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return schedule.Refuse(schedule.CodeSchedulesUnavailable, "the scheduler is closed")
+		return stored.Closed()
 	}
 	return nil
 }
@@ -496,7 +420,7 @@ func classify(ctx context.Context, err error, what string) error {
 	case errors.As(err, &r):
 		return err
 	case ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return &schedule.Refusal{Code: tool.CodeCancelled, Reason: "the call's context ended before the schedules answered", Err: err}
+		return stored.Cancelled(err)
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -505,17 +429,5 @@ func classify(ctx context.Context, err error, what string) error {
 			return &schedule.Refusal{Code: schedule.CodeSchedulesUnavailable, Reason: what + ": another host held the schedules past the busy timeout; send the same call again", Err: err}
 		}
 	}
-	return unavailable(what+" failed", err)
-}
-
-func unavailable(what string, err error) error {
-	return &schedule.Refusal{Code: schedule.CodeSchedulesUnavailable, Reason: what + ": " + clip(err.Error()), Err: err}
-}
-
-// clip cuts s for a refusal.
-func clip(s string) string {
-	if len(s) <= tool.MaxQuotedBytes {
-		return s
-	}
-	return strings.ToValidUTF8(s[:tool.MaxQuotedBytes], "") + "…"
+	return stored.Unavailable(what+" failed", err)
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
 	"github.com/agentloom/loom/schedule"
+	"github.com/agentloom/loom/schedule/internal/stored"
 	"github.com/agentloom/loom/schedule/internal/waker"
 	"github.com/agentloom/loom/tool"
 )
@@ -100,7 +100,7 @@ func Open(path string, o Options) (*Scheduler, error) {
 	}
 	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate", path, busy.Milliseconds()))
 	if err != nil {
-		return nil, unavailable("cannot open the schedules", err)
+		return nil, stored.Unavailable("cannot open the schedules", err)
 	}
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
@@ -116,7 +116,7 @@ func Open(path string, o Options) (*Scheduler, error) {
 func (s *Scheduler) migrate(ctx context.Context) error {
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return unavailable("cannot read the schedules' schema", err)
+		return stored.Unavailable("cannot read the schedules' schema", err)
 	}
 	switch {
 	case v == schemaVersion:
@@ -147,7 +147,7 @@ CREATE INDEX IF NOT EXISTS schedules_target ON schedules(target);
 CREATE INDEX IF NOT EXISTS schedules_owner ON schedules(owner);
 PRAGMA user_version = 1;`)
 	if err != nil {
-		return unavailable("cannot create the schedules' schema", err)
+		return stored.Unavailable("cannot create the schedules' schema", err)
 	}
 	return nil
 }
@@ -171,75 +171,23 @@ func (s *Scheduler) Path() string { return s.path }
 // Limits implements schedule.Schedules.
 func (s *Scheduler) Limits() schedule.Limits { return s.o.Limits }
 
-// row is one stored schedule.
-type row struct {
-	id                     int64
-	owner, target, message string
-	timing                 schedule.Timing
-	expires, created, next time.Time
-	maxFires, fires        int
-	wake                   schedule.Wake
-}
-
-const rowColumns = "id, owner, target, kind, every_s, cron, offset_s, at_ns, expires_ns, max_fires, fires, wake, message, created_ns, next_ns"
-
-func scanRow(sc interface{ Scan(...any) error }) (row, error) {
-	var (
-		r                                 row
-		kind, expr                        string
-		every, offset, at, exp, cre, next int64
-		wake                              bool
-	)
-	if err := sc.Scan(&r.id, &r.owner, &r.target, &kind, &every, &expr, &offset, &at, &exp, &r.maxFires, &r.fires, &wake, &r.message, &cre, &next); err != nil {
-		return row{}, err
-	}
-	r.wake = schedule.Wake(wake)
-	r.timing = schedule.Timing{Kind: schedule.TimingKind(kind), Every: time.Duration(every) * time.Second, Expr: expr, Offset: time.Duration(offset) * time.Second}
-	if at != 0 {
-		r.timing.At = time.Unix(0, at).UTC()
-	}
-	r.expires, r.created, r.next = time.Unix(0, exp).UTC(), time.Unix(0, cre).UTC(), time.Unix(0, next).UTC()
-	return r, nil
-}
-
-func (r row) idText() string { return "sch-" + strconv.FormatInt(r.id, 10) }
-
-func (r row) cadence() schedule.Cadence { return schedule.CadenceOf(r.timing, r.expires) }
-
-// parseID reads "sch-{n}".
-func parseID(id string) (int64, bool) {
-	n, err := strconv.ParseInt(strings.TrimPrefix(id, "sch-"), 10, 64)
-	return n, err == nil && strings.HasPrefix(id, "sch-") && n > 0
-}
-
-// following is the fire of r after one due at due, delivered at now
-// (schedule.FireAfter).
-func (s *Scheduler) following(r row, due, now time.Time) time.Time {
-	return schedule.FireAfter(r.timing, r.expires, r.maxFires, r.fires, due, now, s.o.Limits.MinInterval)
-}
-
 // Create implements schedule.Schedules: it checks r against the Limits
 // again (schedule.Request.Check), refuses a target already holding
 // Limits.MaxLive live schedules, or a strand that already created that
 // many, with schedule.CodeScheduleLimit, and
 // grants Wake only as far as Options.Wake allows.
 func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Created, error) {
-	if err := r.Check(s.o.Limits); err != nil {
+	nr, err := stored.Admit(r, s.o.Limits, s.o.Wake)
+	if err != nil {
 		return schedule.Created{}, err
 	}
-	first := r.Timing.Next(r.At)
-	if first.IsZero() || (r.Timing.Kind != schedule.Once && !first.Before(r.Expires)) {
-		return schedule.Created{}, schedule.Refuse(schedule.CodeExpiryOutOfBounds, "the schedule would expire before it first fires")
-	}
-	wake := r.Wake && s.o.Wake
-	var id int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var live, made int
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schedules WHERE target = ?", r.Target).Scan(&live); err != nil {
 			return err
 		}
 		if live >= s.o.Limits.MaxLive {
-			return schedule.Refuse(schedule.CodeScheduleLimit, "%s already holds %d live schedules, the most allowed; cancel one first", strconv.Quote(clip(r.Target)), live)
+			return stored.TargetFull(r.Target, live)
 		}
 		// A target need only name a descendant, spawned or not, so the
 		// count per target alone would not bound what one strand holds.
@@ -247,28 +195,23 @@ func (s *Scheduler) Create(ctx context.Context, r schedule.Request) (schedule.Cr
 			return err
 		}
 		if made >= s.o.Limits.MaxLive {
-			return schedule.Refuse(schedule.CodeScheduleLimit, "you already created %d live schedules, the most allowed; cancel one first", made)
-		}
-		var at int64
-		if r.Timing.Kind == schedule.Once {
-			at = r.Timing.At.UnixNano()
+			return stored.OwnerFull(made)
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO schedules (owner, target, kind, every_s, cron, offset_s, at_ns, expires_ns, max_fires, wake, message, created_ns, next_ns)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Strand, r.Target, string(r.Timing.Kind), int64(r.Timing.Every/time.Second), r.Timing.Expr, int64(r.Timing.Offset/time.Second), at,
-			r.Expires.UnixNano(), r.MaxFires, bool(wake), r.Message, s.o.Now().UnixNano(), first.UnixNano())
+			nr.Owner, nr.Target, string(nr.Timing.Kind), int64(nr.Timing.Every/time.Second), nr.Timing.Expr, int64(nr.Timing.Offset/time.Second), nr.AtNS(),
+			nr.Expires.UnixNano(), nr.MaxFires, bool(nr.Wake), nr.Message, s.o.Now().UnixNano(), nr.Next.UnixNano())
 		if err != nil {
 			return err
 		}
-		id, err = res.LastInsertId()
+		nr.ID, err = res.LastInsertId()
 		return err
 	})
 	if err != nil {
 		return schedule.Created{}, err
 	}
 	s.wake.Poke()
-	rw := row{id: id, target: r.Target, timing: r.Timing, expires: r.Expires}
-	return schedule.Created{ID: rw.idText(), Target: r.Target, Wake: wake, Cadence: rw.cadence(), Next: first, MaxFires: r.MaxFires}, nil
+	return nr.Admitted(), nil
 }
 
 // visible is the WHERE clause of the schedules strand may see: those it
@@ -289,19 +232,18 @@ func (s *Scheduler) List(ctx context.Context, strand string) (schedule.Listed, e
 	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM schedules WHERE "+where, args...).Scan(&total); err != nil {
 		return schedule.Listed{}, classify(err)
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT "+rowColumns+" FROM schedules WHERE "+where+" ORDER BY next_ns, id LIMIT ?", append(args, schedule.MaxListed)...)
+	rows, err := s.db.QueryContext(ctx, "SELECT "+stored.Columns+" FROM schedules WHERE "+where+" ORDER BY next_ns, id LIMIT ?", append(args, schedule.MaxListed)...)
 	if err != nil {
 		return schedule.Listed{}, classify(err)
 	}
 	defer rows.Close()
 	ls := schedule.Listed{Schedules: []schedule.Row{}}
 	for rows.Next() {
-		r, err := scanRow(rows)
+		r, err := stored.Scan(rows)
 		if err != nil {
 			return schedule.Listed{}, classify(err)
 		}
-		ls.Schedules = append(ls.Schedules, schedule.Row{ID: r.idText(), Owner: r.owner, Target: r.target, Wake: r.wake, Cadence: r.cadence(),
-			Next: r.next, Fires: r.fires, MaxFires: r.maxFires, Message: r.message})
+		ls.Schedules = append(ls.Schedules, r.Listed())
 	}
 	if err := rows.Err(); err != nil {
 		return schedule.Listed{}, classify(err)
@@ -312,8 +254,8 @@ func (s *Scheduler) List(ctx context.Context, strand string) (schedule.Listed, e
 
 // Cancel implements schedule.Schedules.
 func (s *Scheduler) Cancel(ctx context.Context, strand, id string) (schedule.Cancelled, error) {
-	n, ok := parseID(id)
-	unknown := schedule.Refuse(schedule.CodeUnknownSchedule, "no live schedule %s that you or a sub-agent of yours created; schedule_list shows them", strconv.Quote(clip(id)))
+	n, ok := stored.ParseID(id)
+	unknown := stored.Unknown(id)
 	if !ok {
 		return schedule.Cancelled{}, unknown
 	}
@@ -344,22 +286,7 @@ func (s *Scheduler) Cancel(ctx context.Context, strand, id string) (schedule.Can
 // delivered at most once: a process that dies between the commit and
 // the callback loses that fire, and a reopened file never repeats it.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		fires, err := s.claim(ctx, s.o.Now().UTC())
-		if err != nil {
-			return total, err
-		}
-		for _, f := range fires {
-			if s.o.Fire != nil {
-				s.o.Fire(ctx, f)
-			}
-		}
-		total += len(fires)
-		if len(fires) < maxBatch {
-			return total, nil
-		}
-	}
+	return waker.Drain(ctx, maxBatch, func(ctx context.Context) ([]Fire, error) { return s.claim(ctx, s.o.Now().UTC()) }, s.o.Fire)
 }
 
 // claim records the fires due at now, at most maxBatch, in one
@@ -367,13 +294,13 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 func (s *Scheduler) claim(ctx context.Context, now time.Time) ([]Fire, error) {
 	var fires []Fire
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT "+rowColumns+" FROM schedules WHERE next_ns <= ? ORDER BY next_ns, id LIMIT ?", now.UnixNano(), maxBatch)
+		rows, err := tx.QueryContext(ctx, "SELECT "+stored.Columns+" FROM schedules WHERE next_ns <= ? ORDER BY next_ns, id LIMIT ?", now.UnixNano(), maxBatch)
 		if err != nil {
 			return err
 		}
-		var due []row
+		var due []stored.Row
 		for rows.Next() {
-			r, err := scanRow(rows)
+			r, err := stored.Scan(rows)
 			if err != nil {
 				rows.Close()
 				return err
@@ -385,17 +312,16 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time) ([]Fire, error) {
 			return err
 		}
 		for _, r := range due {
-			r.fires++
-			next := s.following(r, r.next, now)
+			next := r.Fire(now, s.o.Limits.MinInterval)
 			if next.IsZero() {
-				_, err = tx.ExecContext(ctx, "DELETE FROM schedules WHERE id = ?", r.id)
+				_, err = tx.ExecContext(ctx, "DELETE FROM schedules WHERE id = ?", r.ID)
 			} else {
-				_, err = tx.ExecContext(ctx, "UPDATE schedules SET fires = ?, next_ns = ? WHERE id = ?", r.fires, next.UnixNano(), r.id)
+				_, err = tx.ExecContext(ctx, "UPDATE schedules SET fires = ?, next_ns = ? WHERE id = ?", r.Fires, next.UnixNano(), r.ID)
 			}
 			if err != nil {
 				return err
 			}
-			fires = append(fires, Fire{ID: r.idText(), Owner: r.owner, Target: r.target, Message: r.message, Wake: r.wake, Due: r.next, N: r.fires, Last: next.IsZero()})
+			fires = append(fires, Fire{ID: stored.FormatID(r.ID), Owner: r.Owner, Target: r.Target, Message: r.Message, Wake: r.Wake, Due: r.Next, N: r.Fires, Last: next.IsZero()})
 		}
 		return nil
 	})
@@ -434,7 +360,7 @@ func (s *Scheduler) open() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return schedule.Refuse(schedule.CodeSchedulesUnavailable, "the scheduler is closed")
+		return stored.Closed()
 	}
 	return nil
 }
@@ -444,7 +370,7 @@ func (s *Scheduler) write(ctx context.Context, f func(*sql.Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return schedule.Refuse(schedule.CodeSchedulesUnavailable, "the scheduler is closed")
+		return stored.Closed()
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -466,19 +392,7 @@ func classify(err error) error {
 	case errors.As(err, &r):
 		return err
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return &schedule.Refusal{Code: tool.CodeCancelled, Reason: "the call's context ended before the schedules answered", Err: err}
+		return stored.Cancelled(err)
 	}
-	return unavailable("the schedules file failed", err)
-}
-
-func unavailable(what string, err error) error {
-	return &schedule.Refusal{Code: schedule.CodeSchedulesUnavailable, Reason: what + ": " + clip(err.Error()), Err: err}
-}
-
-// clip cuts s for a refusal.
-func clip(s string) string {
-	if len(s) <= tool.MaxQuotedBytes {
-		return s
-	}
-	return strings.ToValidUTF8(s[:tool.MaxQuotedBytes], "") + "…"
+	return stored.Unavailable("the schedules file failed", err)
 }

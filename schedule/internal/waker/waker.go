@@ -1,6 +1,7 @@
 // Package waker is the firing loop the durable schedulers share: fire
-// what is due, sleep until the next fire (never longer than MaxSleep, so
-// a clock that jumps is noticed), wake early when poked, end when closed.
+// what is due (Drain, in bounded batches), sleep until the next fire
+// (never longer than MaxSleep, so a clock that jumps is noticed), wake
+// early when poked, end when closed.
 package waker
 
 import (
@@ -69,6 +70,30 @@ func (w *Waker) Run(ctx context.Context, now func() time.Time, tick func(context
 				return nil
 			}
 		case <-t.C:
+		}
+	}
+}
+
+// Drain fires what is due, a batch at a time: it calls claim, hands
+// each fire claim answered to deliver in order (a nil deliver drops
+// them), and calls claim again while it answers batch fires or more.
+// It answers how many fires claim answered, and claim's error with the
+// count before it.
+func Drain[F any](ctx context.Context, batch int, claim func(context.Context) ([]F, error), deliver func(context.Context, F)) (int, error) {
+	total := 0
+	for {
+		fires, err := claim(ctx)
+		if err != nil {
+			return total, err
+		}
+		for _, f := range fires {
+			if deliver != nil {
+				deliver(ctx, f)
+			}
+		}
+		total += len(fires)
+		if len(fires) < batch {
+			return total, nil
 		}
 	}
 }

@@ -3,6 +3,7 @@ package waker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -88,4 +89,57 @@ func TestRunEndsWithContext(t *testing.T) {
 			t.Fatalf("Run: %v, want context.Canceled", err)
 		}
 	})
+}
+
+// TestDrain: Drain claims again while a claim fills its batch, hands
+// each fire on in order, counts them, drops them when deliver is nil,
+// and stops at a failing claim with the count before it.
+func TestDrain(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		batches [][]int // what each claim answers, in turn
+		fail    int     // the claim (from 1) that fails; 0: none
+		nilFire bool
+		claims  int
+		total   int
+	}{
+		{"nothing due", [][]int{{}}, 0, false, 1, 0},
+		{"one short batch", [][]int{{1, 2}}, 0, false, 1, 2},
+		{"full batches then a short one", [][]int{{1, 2, 3}, {4, 5, 6}, {7}}, 0, false, 3, 7},
+		{"full batches then none", [][]int{{1, 2, 3}, {}}, 0, false, 2, 3},
+		{"a claim fails", [][]int{{1, 2, 3}, {4, 5, 6}}, 2, false, 2, 3},
+		{"nil deliver drops", [][]int{{1, 2, 3}, {4}}, 0, true, 2, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			claims := 0
+			var got, want []int
+			for _, b := range tt.batches {
+				want = append(want, b...)
+			}
+			want = want[:tt.total] // the fires claims answered before any failed
+			claim := func(context.Context) ([]int, error) {
+				claims++
+				if claims == tt.fail {
+					return nil, boom
+				}
+				return tt.batches[claims-1], nil
+			}
+			deliver := func(_ context.Context, f int) { got = append(got, f) }
+			if tt.nilFire {
+				deliver, want = nil, nil
+			}
+			total, err := Drain(context.Background(), 3, claim, deliver)
+			if (tt.fail != 0) != (err == boom) {
+				t.Errorf("Drain: %v", err)
+			}
+			if total != tt.total || claims != tt.claims {
+				t.Errorf("Drain = %d after %d claims; want %d after %d", total, claims, tt.total, tt.claims)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("delivered %v; want %v", got, want)
+			}
+		})
+	}
 }
