@@ -12,10 +12,8 @@
 // Guarantees:
 //   - Scan reads back what the stores write: a one-shot's instant (at_ns
 //     0 means none), whole seconds of a period or offset, times in UTC.
-//   - ParseID answers true only for "sch-" and a positive base-10 int64
-//     (a sign or leading zeros read as strconv.ParseInt reads them), and
-//     reads back every id FormatID writes for a positive key; it never
-//     panics.
+//   - ParseID answers true exactly for the ids FormatID writes for a
+//     positive key, and reads each back; it never panics.
 //   - Admit answers no row whose first fire is zero, and none but a
 //     one-shot whose first fire is at or after its expiry; the row's Wake
 //     is at most the grant.

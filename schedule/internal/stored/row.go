@@ -76,12 +76,12 @@ func (r Row) AtNS() int64 {
 // FormatID is the id of the schedule with key n: "sch-{n}".
 func FormatID(n int64) string { return idPrefix + strconv.FormatInt(n, 10) }
 
-// ParseID reads an id FormatID wrote: "sch-" and a positive base-10
-// int64, as strconv.ParseInt reads it (so "sch-007" is 7). It answers
-// false for anything else.
+// ParseID reads an id FormatID wrote for a positive key, and only
+// that: "sch-007" and "sch-+5" are no ids (each schedule has one
+// spelling). It answers false for anything else.
 func ParseID(id string) (int64, bool) {
 	n, err := strconv.ParseInt(strings.TrimPrefix(id, idPrefix), 10, 64)
-	return n, err == nil && strings.HasPrefix(id, idPrefix) && n > 0
+	return n, err == nil && n > 0 && FormatID(n) == id
 }
 
 // Cadence is r's timing as schedule.CadenceOf states it.
