@@ -200,6 +200,38 @@ func TestRedteamRingNudgesExtendAReadByOneSpin(t *testing.T) {
 	}
 }
 
+// TestRedteamRingStaleNudgeCostsOneSpin: a Nudge that finds a read
+// asleep just as the doorbell wakes it leaves its count on the eventfd
+// for the next armed sleep, which wakes at once and spins: one spin
+// more, after which the read, still armed, sleeps until a real nudge or
+// the doorbell. A stale count never becomes a loop of spins. The control
+// is the real nudge that follows, which the count sees.
+func TestRedteamRingStaleNudgeCostsOneSpin(t *testing.T) {
+	t.Parallel()
+	host, rg := transporttest.Grant(t)
+	var s spinCounts
+	s.hook(host)
+	transport.LeaveNudge(host)
+	transport.LeaveNudge(host)
+	host.ArmNudge()
+	read := hostRead(host)
+	s.waitSleeps(t, 2) // the stale nudge's spin, then a sleep armed again
+	for !transport.AsleepOf(host) {
+		time.Sleep(10 * time.Microsecond)
+	}
+	time.Sleep(time.Millisecond) // room for a loop to show itself
+	if n := s.sleeps.Load(); n != 2 {
+		t.Fatalf("a stale nudge made the read sleep %d times, want 2 (one spin)", n)
+	}
+	host.Nudge()
+	s.waitSleeps(t, 3)
+	publish(rg, "x")
+	expect(t, read, "x")
+	if n := s.sleeps.Load(); n != 3 {
+		t.Errorf("control: a stale then a real nudge made the read sleep %d times, want 3", n)
+	}
+}
+
 // TestRedteamRingCalmHoldsAgainstAPromptProgram: once a spin lost its
 // CPU, reads sleep at once for the calm however promptly the program
 // publishes: here it publishes the instant the host marks itself
