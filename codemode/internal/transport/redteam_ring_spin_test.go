@@ -68,7 +68,7 @@ func drained(t *testing.T, host *transport.Conn, rg *transporttest.Guest) {
 // TestRedteamRingDoorbellsNeverRestartASpin: doorbells with nothing
 // published behind them wake a sleeping read, which reads up to
 // doorbellReadBytes of them at once and sleeps again without one more
-// look: a flood costs the host a read per KiB at least, never a spin.
+// look: a flood costs the host at most a wake per KiB, never a spin.
 // The doorbells come while the read sleeps, or were rung (the program
 // forged the host's asleep mark) while it spun and wait for its sleep.
 // The control nudges an armed read after its first sleep: that read
