@@ -32,7 +32,9 @@ const writePollSlice = 10 * time.Millisecond
 // takes between reading one answer and sending its next call, so a loop
 // of calls seldom pays a sleep and a wake-up, and a program busy
 // elsewhere costs the host at most this much of one CPU before the read
-// sleeps.
+// sleeps. A program that sends a byte within every readSpin keeps its
+// channel's read spinning for as long as it does: one CPU at most, as a
+// tight loop of calls also costs.
 const readSpin = 50 * time.Microsecond
 
 // Conn is the host's end of a capability channel: a blocking

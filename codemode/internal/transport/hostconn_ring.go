@@ -108,11 +108,13 @@ func (c *Conn) sendWithRights(p, rights []byte) error {
 // interrupts and by the hypervisor: on an idle 2-core VM, a spinning
 // loop meets about 600 pauses a second of 10–200 µs, and at a 10 µs
 // threshold each one cost a calm of a millisecond, so most idle round
-// trips went through the doorbell. A reader that lost its CPU to
-// another thread waits a scheduler slice, a millisecond or more: the
-// host is loaded, and a spinner then only takes the CPU the program
-// needs to answer, while a sleeper woken by the doorbell is the socket
-// path's cost.
+// trips went through the doorbell. A reader that lost its CPU to a
+// thread that keeps it waits a scheduler slice, from a few hundred
+// microseconds to milliseconds: the host is loaded, and a spinner then
+// only takes the CPU the program needs to answer, while a sleeper woken
+// by the doorbell is the socket path's cost. A thread that runs for less
+// than spinGap before it blocks goes unseen, and the reader spins on
+// (still at most readSpin a read).
 const spinGap = 200 * time.Microsecond
 
 // The backoff of a ring read that lost its CPU spinning: every later
