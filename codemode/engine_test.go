@@ -26,21 +26,38 @@ var (
 	e2eOnce     sync.Once
 	e2eCacheDir string
 	e2eBroker   *broker.Broker
+	e2eErr      error
 )
 
 // e2eShared returns the cache directory and broker every end-to-end
-// engine shares, so the archives are built once per test binary.
+// engine shares. The directory's archives of e2eStd and the embedded
+// prelude (every end-to-end engine's allowlist) are warmed once per test
+// binary, before any engine builds, so no session builds archives of
+// its own.
 func e2eShared(tb testing.TB) (string, *broker.Broker) {
 	tb.Helper()
 	e2eOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "loom-codemode-e2e-")
 		if err != nil {
-			tb.Fatal(err)
+			e2eErr = err
+			return
 		}
 		e2eCacheDir = dir
 		e2eBroker = broker.New(broker.Options{HelperPath: jailHelper.Path(tb)})
 		testCleanups = append(testCleanups, func() { e2eBroker.Close(); os.RemoveAll(dir) })
+		if e2eErr = linkGoCache(dir); e2eErr != nil {
+			return
+		}
+		b, err := newBuilder(BuilderOptions{CacheDir: dir, StdPackages: e2eStd, brk: e2eBroker})
+		if err != nil {
+			e2eErr = err
+			return
+		}
+		e2eErr = b.Warm(context.Background())
 	})
+	if e2eErr != nil {
+		tb.Fatalf("the end-to-end cache: %v", e2eErr)
+	}
 	return e2eCacheDir, e2eBroker
 }
 
