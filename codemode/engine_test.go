@@ -2,6 +2,8 @@ package codemode
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,6 +126,82 @@ func newSession(t testing.TB, files map[string]string) *session {
 	return &session{eng: eng, call: c, ws: ws, reg: reg, jobs: jobs}
 }
 
+var (
+	goBuildCacheOnce sync.Once
+	goBuildCacheHome string // a HOME whose .cache/go-build holds the standard packages
+	goBuildCacheErr  error
+)
+
+// seedGoBuildCache gives s's workspace (the HOME of its commands) a go
+// build cache holding the standard packages that vetting and testing a
+// module of package main compile, as a developer's machine has: the
+// go command fills it once per test binary, on the host, in a module of
+// other sources (so no result of the workspace's own package is in it)
+// under a session's environment, and each workspace gets hard links to
+// its files. A program's go vet or go test then compiles the
+// workspace's packages alone instead of the standard library each.
+func seedGoBuildCache(t *testing.T, s *session) {
+	t.Helper()
+	goBuildCacheOnce.Do(func() {
+		home, err := os.MkdirTemp("/var/tmp", "loom-codemode-gohome-")
+		if err != nil {
+			goBuildCacheErr = err
+			return
+		}
+		goBuildCacheHome = home
+		testCleanups = append(testCleanups, func() { os.RemoveAll(home) })
+		for name, src := range map[string]string{
+			"go.mod":       "module example.com/warm\n\ngo 1.26\n",
+			"main.go":      "package main\n\nfunc main() {}\n",
+			"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {}\n",
+		} {
+			if goBuildCacheErr = os.WriteFile(filepath.Join(home, name), []byte(src), 0o644); goBuildCacheErr != nil {
+				return
+			}
+		}
+		// What go vet and go test compile besides the module's own
+		// packages, compiled as they compile it, with nothing linked or run.
+		gobin := "go" // the go command a session's PATH finds, as its programs' commands do
+		for _, d := range filepath.SplitList(s.call.Env["PATH"]) {
+			if fi, err := os.Stat(filepath.Join(d, "go")); err == nil && fi.Mode().IsRegular() {
+				gobin = filepath.Join(d, "go")
+				break
+			}
+		}
+		cmd := exec.Command(gobin, "list", "-export", "-deps", "-test", "./...")
+		cmd.Dir = home
+		cmd.Env = []string{"HOME=" + home}
+		for k, v := range s.call.Env {
+			if k != "HOME" {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			goBuildCacheErr = fmt.Errorf("go list -export: %v\n%s", err, out)
+		}
+	})
+	if goBuildCacheErr != nil {
+		t.Fatalf("the warm go build cache: %v", goBuildCacheErr)
+	}
+	from, to := filepath.Join(goBuildCacheHome, ".cache", "go-build"), filepath.Join(s.ws, ".cache", "go-build")
+	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		return linkOrCopy(p, filepath.Join(to, rel))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // exec runs src through every stage.
 func (s *session) exec(t *testing.T, src string, within time.Duration) (*Execution, error) {
 	t.Helper()
@@ -173,6 +251,7 @@ func TestRecipesRun(t *testing.T) {
 			s := newSession(t, files)
 			if name == "checks.go" {
 				gitInit(t, s.ws)
+				seedGoBuildCache(t, s) // after the commit: the cache is not the workspace's history
 			}
 			res := s.mustRun(t, string(src))
 			for _, w := range says {

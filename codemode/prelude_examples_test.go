@@ -6,12 +6,8 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -111,76 +107,6 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-var (
-	goBuildCacheOnce sync.Once
-	goBuildCacheHome string // a HOME whose .cache/go-build holds the standard packages
-	goBuildCacheErr  error
-)
-
-// seedGoBuildCache gives s's workspace (the HOME of its commands) a go
-// build cache holding the standard packages that vetting and testing a
-// module of package main compile, as a developer's machine has: the
-// go command fills it once per test binary, on the host, in a module of
-// other sources (so no result of the workspace's own package is in it)
-// under a session's environment, and each workspace gets hard links to
-// its files. The examples' go vet and go test then compile the
-// workspace's package alone instead of the standard library each.
-func seedGoBuildCache(t *testing.T, s *session) {
-	t.Helper()
-	goBuildCacheOnce.Do(func() {
-		home, err := os.MkdirTemp("/var/tmp", "loom-codemode-gohome-")
-		if err != nil {
-			goBuildCacheErr = err
-			return
-		}
-		goBuildCacheHome = home
-		testCleanups = append(testCleanups, func() { os.RemoveAll(home) })
-		for name, src := range map[string]string{
-			"go.mod":       "module example.com/warm\n\ngo 1.26\n",
-			"main.go":      "package main\n\nfunc main() {}\n",
-			"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {}\n",
-		} {
-			if goBuildCacheErr = os.WriteFile(filepath.Join(home, name), []byte(src), 0o644); goBuildCacheErr != nil {
-				return
-			}
-		}
-		for _, args := range [][]string{{"vet", "./..."}, {"test", "./..."}} {
-			cmd := exec.Command("go", args...)
-			cmd.Dir = home
-			cmd.Env = []string{"HOME=" + home}
-			for k, v := range s.call.Env {
-				if k != "HOME" {
-					cmd.Env = append(cmd.Env, k+"="+v)
-				}
-			}
-			if out, err := cmd.CombinedOutput(); err != nil {
-				goBuildCacheErr = fmt.Errorf("go %v: %v\n%s", args, err, out)
-				return
-			}
-		}
-	})
-	if goBuildCacheErr != nil {
-		t.Fatalf("the warm go build cache: %v", goBuildCacheErr)
-	}
-	from, to := filepath.Join(goBuildCacheHome, ".cache", "go-build"), filepath.Join(s.ws, ".cache", "go-build")
-	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(from, p)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		return linkOrCopy(p, filepath.Join(to, rel))
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
