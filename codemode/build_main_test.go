@@ -130,7 +130,9 @@ var (
 func shared(tb testing.TB) *builder {
 	tb.Helper()
 	sharedOnce.Do(func() {
-		e2eShared(tb)
+		if sharedErr = e2eSetUp(tb); sharedErr != nil {
+			return
+		}
 		sharedDir, sharedErr = os.MkdirTemp("", "loom-codemode-cache-")
 		if sharedErr != nil {
 			return

@@ -40,6 +40,15 @@ var (
 // its own.
 func e2eShared(tb testing.TB) (string, *broker.Broker) {
 	tb.Helper()
+	if err := e2eSetUp(tb); err != nil {
+		tb.Fatalf("the end-to-end cache: %v", err)
+	}
+	return e2eCacheDir, e2eBroker
+}
+
+// e2eSetUp makes and warms e2eShared's cache directory and broker once,
+// and returns what went wrong if that failed.
+func e2eSetUp(tb testing.TB) error {
 	e2eOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "loom-codemode-e2e-")
 		if err != nil {
@@ -66,10 +75,7 @@ func e2eShared(tb testing.TB) (string, *broker.Broker) {
 		}
 		e2eErr = b.Warm(context.Background())
 	})
-	if e2eErr != nil {
-		tb.Fatalf("the end-to-end cache: %v", e2eErr)
-	}
-	return e2eCacheDir, e2eBroker
+	return e2eErr
 }
 
 // session is one end-to-end host: a workspace, the tools a host offers
