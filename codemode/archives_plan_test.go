@@ -12,6 +12,7 @@ import (
 // every package after its imports, ignores imports outside the set and
 // lists each package once.
 func TestCriticalPathOrder(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		pkgs []plannedPackage
@@ -78,6 +79,7 @@ func TestCriticalPathOrder(t *testing.T) {
 // it, every package after the packages of the set it imports, and first
 // a package heading a costliest chain.
 func TestCriticalPathOrderProperties(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(0, 40).Draw(t, "n")
 		pkgs := make([]plannedPackage, n)

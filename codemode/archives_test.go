@@ -22,15 +22,23 @@ import (
 // imports; a later program importing the same packages reuses the entry
 // (content-addressed by its import set) and builds nothing; another
 // import set gets an entry of its own; and Warm still builds the whole
-// allowlist's entry, which every build uses from then on.
+// allowlist's entry, which every build uses from then on. (The cache
+// directory starts with no archive entry; its GOCACHE is the test
+// binary's, which the shared builder's warm-up filled, so the standard
+// packages are not compiled again.)
 func TestFirstBuildCompilesOnlyItsImports(t *testing.T) {
 	t.Parallel()
+	shared(t)
+	dir := t.TempDir()
+	if err := linkGoCache(dir); err != nil {
+		t.Fatal(err)
+	}
 	brk := broker.New(broker.Options{HelperPath: jailHelper.Path(t)})
 	t.Cleanup(func() { brk.Close() })
 	var mu sync.Mutex
 	var progress bytes.Buffer
 	b, err := newBuilder(BuilderOptions{
-		CacheDir: t.TempDir(), brk: brk, testPrelude: os.DirFS(fakePrelude()),
+		CacheDir: dir, brk: brk, testPrelude: os.DirFS(fakePrelude()),
 		StdPackages: []string{"errors", "fmt", "strings"},
 		Progress:    func(s string) { mu.Lock(); progress.WriteString(s + "\n"); mu.Unlock() },
 	})

@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if sharedDir != "" {
 		os.RemoveAll(sharedDir)
 	}
+	if goCacheDir != "" {
+		os.RemoveAll(goCacheDir)
+	}
 	os.Exit(code)
 }
 
@@ -90,6 +93,28 @@ var testStd = []string{"errors", "fmt", "strings"}
 func fakePrelude() string { return filepath.Join("testdata", "fakeprelude") }
 
 var (
+	goCacheOnce sync.Once
+	goCacheDir  string // the GOCACHE every test cache directory links to
+	goCacheErr  error
+)
+
+// linkGoCache makes dir's private GOCACHE (dir/gocache, before any
+// builder opens dir) a link to the one GOCACHE of the test binary, so a
+// standard package is compiled once per test binary, not once per test
+// cache directory. The archive entries and kept binaries stay dir's own:
+// a cache directory so linked holds no archive entry until a builder
+// over it builds one.
+func linkGoCache(dir string) error {
+	goCacheOnce.Do(func() {
+		goCacheDir, goCacheErr = os.MkdirTemp("", "loom-codemode-gocache-")
+	})
+	if goCacheErr != nil {
+		return goCacheErr
+	}
+	return os.Symlink(goCacheDir, filepath.Join(dir, cacheGoCache))
+}
+
+var (
 	sharedOnce    sync.Once
 	sharedDir     string // the cache directory every shared builder uses
 	sharedBrk     *broker.Broker
@@ -99,12 +124,20 @@ var (
 
 // shared returns the package's one warmed builder over a cache
 // directory every test may add kept binaries to (archives are built
-// once per test binary).
+// once per test binary). It warms after the end-to-end archives (see
+// e2eShared), whose standard packages it then finds compiled in the
+// shared GOCACHE.
 func shared(tb testing.TB) *builder {
 	tb.Helper()
 	sharedOnce.Do(func() {
+		if sharedErr = e2eSetUp(tb); sharedErr != nil {
+			return
+		}
 		sharedDir, sharedErr = os.MkdirTemp("", "loom-codemode-cache-")
 		if sharedErr != nil {
+			return
+		}
+		if sharedErr = linkGoCache(sharedDir); sharedErr != nil {
 			return
 		}
 		sharedBrk = broker.New(broker.Options{HelperPath: jailHelper.Path(tb)})

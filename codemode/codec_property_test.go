@@ -148,6 +148,7 @@ func genValue(t *rapid.T, depth int) any {
 // and ReadFrame; and on arbitrary bytes both decoders accept the same
 // inputs, to the same values.
 func TestCodecsAgree(t *testing.T) {
+	t.Parallel()
 	peer := startEcho(t)
 	t.Run("values", func(t *testing.T) {
 		rapid.Check(t, func(t *rapid.T) {

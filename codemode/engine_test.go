@@ -2,11 +2,15 @@ package codemode
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,22 +30,52 @@ var (
 	e2eOnce     sync.Once
 	e2eCacheDir string
 	e2eBroker   *broker.Broker
+	e2eErr      error
 )
 
 // e2eShared returns the cache directory and broker every end-to-end
-// engine shares, so the archives are built once per test binary.
+// engine shares. The directory's archives of e2eStd and the embedded
+// prelude (every end-to-end engine's allowlist) are warmed once per test
+// binary, before any engine builds, so no session builds archives of
+// its own.
 func e2eShared(tb testing.TB) (string, *broker.Broker) {
 	tb.Helper()
+	if err := e2eSetUp(tb); err != nil {
+		tb.Fatalf("the end-to-end cache: %v", err)
+	}
+	return e2eCacheDir, e2eBroker
+}
+
+// e2eSetUp makes and warms e2eShared's cache directory and broker once,
+// and returns what went wrong if that failed.
+func e2eSetUp(tb testing.TB) error {
 	e2eOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "loom-codemode-e2e-")
 		if err != nil {
-			tb.Fatal(err)
+			e2eErr = err
+			return
 		}
 		e2eCacheDir = dir
 		e2eBroker = broker.New(broker.Options{HelperPath: jailHelper.Path(tb)})
 		testCleanups = append(testCleanups, func() { e2eBroker.Close(); os.RemoveAll(dir) })
+		if e2eErr = linkGoCache(dir); e2eErr != nil {
+			return
+		}
+		if flag.Lookup("test.run").Value.String() == "" {
+			// The whole package runs, so tests that seed the go build
+			// cache will: fill it beside the archives' warm-up, whose
+			// critical path leaves a core idle. (Chosen tests fill it
+			// when one first needs it.)
+			warmGoBuildCache()
+		}
+		b, err := newBuilder(BuilderOptions{CacheDir: dir, StdPackages: e2eStd, brk: e2eBroker})
+		if err != nil {
+			e2eErr = err
+			return
+		}
+		e2eErr = b.Warm(context.Background())
 	})
-	return e2eCacheDir, e2eBroker
+	return e2eErr
 }
 
 // session is one end-to-end host: a workspace, the tools a host offers
@@ -82,7 +116,7 @@ func newSession(t testing.TB, files map[string]string) *session {
 		t.Fatal(err)
 	}
 	scratch := filepath.Join(root, "scratch")
-	env := map[string]string{"PATH": "/usr/local/go/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"}
+	env := sessionEnv(ws)
 	jobs := job.NewPlane(b, job.Options{})
 	t.Cleanup(func() { jobs.Close(context.Background()) })
 	reg, err := tool.NewRegistry(append([]tool.Tool{tool.ReadTool(), tool.WriteTool(nil), tool.EditTool(nil), tool.GrepTool(), job.BashTool(jobs)}, job.Tools(jobs)...)...)
@@ -105,6 +139,114 @@ func newSession(t testing.TB, files map[string]string) *session {
 		t.Fatal(err)
 	}
 	return &session{eng: eng, call: c, ws: ws, reg: reg, jobs: jobs}
+}
+
+// sessionEnv is the environment of a session's commands, HOME being
+// its workspace.
+func sessionEnv(ws string) map[string]string {
+	return map[string]string{"PATH": "/usr/local/go/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"}
+}
+
+// goBuildCache is the go build cache seedGoBuildCache hands out: a HOME
+// whose .cache/go-build the go command fills once per test binary.
+var goBuildCache struct {
+	once sync.Once
+	done chan struct{} // closed once home is filled, or err
+	home string
+	err  error
+}
+
+// warmGoBuildCache starts filling goBuildCache, if not yet started: on
+// the host, in a module of other sources than any workspace's (so no
+// result of a workspace's own package is in it), with the go command a
+// session's PATH finds, under a session's environment, as go vet and go
+// test compile (go list -export -deps -test: the standard packages
+// compiled, nothing linked or run). TestMain stops and removes it.
+func warmGoBuildCache() {
+	goBuildCache.once.Do(func() {
+		done := make(chan struct{})
+		goBuildCache.done = done
+		ctx, cancel := context.WithCancel(context.Background())
+		testCleanups = append(testCleanups, func() {
+			cancel()
+			<-done
+			if goBuildCache.home != "" {
+				os.RemoveAll(goBuildCache.home)
+			}
+		})
+		go func() {
+			defer close(done)
+			goBuildCache.home, goBuildCache.err = fillGoBuildCache(ctx)
+		}()
+	})
+}
+
+// fillGoBuildCache makes the HOME of warmGoBuildCache.
+func fillGoBuildCache(ctx context.Context) (string, error) {
+	home, err := os.MkdirTemp("/var/tmp", "loom-codemode-gohome-")
+	if err != nil {
+		return "", err
+	}
+	for name, src := range map[string]string{
+		"go.mod":       "module example.com/warm\n\ngo 1.26\n",
+		"main.go":      "package main\n\nfunc main() {}\n",
+		"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(home, name), []byte(src), 0o644); err != nil {
+			return home, err
+		}
+	}
+	env := sessionEnv(home)
+	gobin := "go"
+	for _, d := range filepath.SplitList(env["PATH"]) {
+		if fi, err := os.Stat(filepath.Join(d, "go")); err == nil && fi.Mode().IsRegular() {
+			gobin = filepath.Join(d, "go")
+			break
+		}
+	}
+	cmd := exec.CommandContext(ctx, gobin, "list", "-export", "-deps", "-test", "./...")
+	cmd.Dir = home
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	// Stopped, the go command and the compilers it runs end together.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return home, fmt.Errorf("go list -export: %v\n%s", err, out)
+	}
+	return home, nil
+}
+
+// seedGoBuildCache gives s's workspace (the HOME of its commands) the
+// warm go build cache of warmGoBuildCache, as a developer's machine has
+// one: hard links to its files, once it is filled. A program's go vet or
+// go test then compiles the workspace's packages alone instead of the
+// standard library each.
+func seedGoBuildCache(t *testing.T, s *session) {
+	t.Helper()
+	warmGoBuildCache()
+	<-goBuildCache.done
+	if goBuildCache.err != nil {
+		t.Fatalf("the warm go build cache: %v", goBuildCache.err)
+	}
+	from, to := filepath.Join(goBuildCache.home, ".cache", "go-build"), filepath.Join(s.ws, ".cache", "go-build")
+	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		return linkOrCopy(p, filepath.Join(to, rel))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // exec runs src through every stage.
@@ -156,6 +298,7 @@ func TestRecipesRun(t *testing.T) {
 			s := newSession(t, files)
 			if name == "checks.go" {
 				gitInit(t, s.ws)
+				seedGoBuildCache(t, s) // after the commit: the cache is not the workspace's history
 			}
 			res := s.mustRun(t, string(src))
 			for _, w := range says {

@@ -15,6 +15,7 @@ import (
 // it was not kept and why, not a spill failure; the control, under the
 // default budget, names the blob.
 func TestProgramStdoutShowsASpillBudgetRefusal(t *testing.T) {
+	t.Parallel()
 	stdout := []byte("first\n" + strings.Repeat(strings.Repeat("x", 99)+"\n", 2048) + "last\n")
 	for _, tt := range []struct {
 		name string

@@ -273,6 +273,7 @@ func wantLines(g int) []string {
 // a cancelled call and its late answer, a call on an ended context, and
 // the outcome frame failing pending and later calls.
 func TestPreludeClient(t *testing.T) {
+	t.Parallel()
 	bin := buildClientProbe(t)
 	t.Run("main", func(t *testing.T) {
 		var maxInFlight int

@@ -83,6 +83,7 @@ func TestPreludeDocExamplesRun(t *testing.T) {
 						"main.go":      "package main\n\nfunc main() { println(\"Hello\") }\n",
 						"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestMain2(t *testing.T) {}\n",
 					})
+					seedGoBuildCache(t, s)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), exampleWithin+time.Minute)
 				defer cancel()

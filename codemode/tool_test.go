@@ -22,6 +22,7 @@ import (
 // Dispatch's structural bound never cuts it. A bound raised here without
 // the outcome bound fails.
 func TestAnswerFitsTheOutcomeBound(t *testing.T) {
+	t.Parallel()
 	// frame allows for an answer's headlines and notes; item for one
 	// listed entry's key, state and JSON punctuation (as the root
 	// package's TestBoundAboveEveryFamilysMaximum counts them).
