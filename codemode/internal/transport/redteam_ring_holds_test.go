@@ -190,20 +190,7 @@ func TestRedteamRingDescriptorsSentWithDoorbellsAreNotKept(t *testing.T) {
 		}
 	}
 	unix.Close(p[0])
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, err := unix.IoctlGetInt(transport.FDOf(host), unix.SIOCINQ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 && rg.Load(transport.RingHostAsleep) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the host left %d doorbell bytes unread", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	drained(t, host, rg)
 	if n := count(); n != 1 {
 		t.Fatalf("%d descriptors of the pipe are open after the host read %d doorbells carrying %d of them; want 1 (the test's own)", n, sent, 2*sent)
 	}
