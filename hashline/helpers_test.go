@@ -14,6 +14,15 @@ func refTo(content string, n int) *Ref {
 	return &Ref{Line: n, Anchor: "00000000"}
 }
 
+// scanAll is scan keeping every line's span.
+func scanAll(content []byte) *lineIndex {
+	wanted := make([]int, countLines(content))
+	for i := range wanted {
+		wanted[i] = i + 1
+	}
+	return scan(content, wanted)
+}
+
 // fataler is what rejoin needs of a *testing.T or a *rapid.T.
 type fataler interface {
 	Helper()
@@ -25,7 +34,11 @@ type fataler interface {
 func rejoin(t fataler, content []byte) []byte {
 	t.Helper()
 	lines := Annotate(content)
-	bomLen, spans, digest := scan(content)
+	x := scanAll(content)
+	bomLen, spans, digest := x.skip, x.spans, x.digest
+	if x.n != len(spans) || x.n != countLines(content) {
+		t.Fatalf("scan counted %d lines, kept %d spans, countLines %d", x.n, len(spans), countLines(content))
+	}
 	if got, want := formatDigest(digest, len(content)), Digest(content); got != want {
 		t.Fatalf("scan digest %s, Digest %s", got, want)
 	}

@@ -2,6 +2,7 @@ package hashline
 
 import (
 	"bytes"
+	"slices"
 )
 
 // bom is the UTF-8 byte-order mark. When a content starts with it, it belongs
@@ -48,32 +49,69 @@ func bomLen(content []byte) int {
 	return 0
 }
 
-// scan cuts content into lines (see lineBounds) and computes its digest
+// lineIndex is what a plan needs of a content's lines: how many there
+// are, how they break, and the spans of the lines it names, never one
+// span per line (a plan reads a few lines of a file it may hold whole).
+type lineIndex struct {
+	skip   int    // the byte-order mark's length
+	n      int    // lines (a final LF does not start another)
+	crlf   int    // lines ending in CRLF
+	lf     int    // lines ending in a lone LF
+	last   span   // line n's span, when n > 0
+	wanted []int  // the named line numbers, ascending, unique
+	spans  []span // spans[i] is line wanted[i]'s, when it exists
+	digest uint64 // the content's hash (sum64)
+}
+
+// span returns line i's span (1-based); ok is false when there is no
+// line i or it was not named.
+func (x *lineIndex) span(i int) (span, bool) {
+	if i == x.n && i > 0 {
+		return x.last, true
+	}
+	k, found := slices.BinarySearch(x.wanted, i)
+	if !found || k >= len(x.spans) {
+		return span{}, false
+	}
+	return x.spans[k], true
+}
+
+// scan cuts content into lines (see lineBounds), keeping the spans of
+// the lines wanted names (ascending, unique), and computes its digest
 // hash. A final LF does not start another line, so empty content (or a
 // lone byte-order mark) has no lines. The hash is a serial chain of
 // multiplies, the cutting a vectorised search: for a content of at least
 // parallelHashBytes the hash runs on a goroutine of its own meanwhile.
-func scan(content []byte) (skip int, spans []span, digest uint64) {
+func scan(content []byte, wanted []int) *lineIndex {
+	x := &lineIndex{skip: bomLen(content), wanted: wanted, spans: make([]span, 0, len(wanted))}
 	var hashed chan uint64
 	if len(content) >= parallelHashBytes {
 		hashed = make(chan uint64, 1)
 		go func() { hashed <- sum64(content) }()
 	} else {
-		digest = sum64(content)
+		x.digest = sum64(content)
 	}
-	skip = bomLen(content)
-	if len(content) > skip {
-		spans = make([]span, 0, bytes.Count(content[skip:], []byte{'\n'})+1)
-		for pos := skip; pos < len(content); {
-			textEnd, end := lineBounds(content, pos, bytes.IndexByte(content[pos:], '\n'))
-			spans = append(spans, span{pos, textEnd, end})
-			pos = end
+	next := 0 // wanted[next] is the next line to keep
+	for pos := x.skip; pos < len(content); {
+		textEnd, end := lineBounds(content, pos, bytes.IndexByte(content[pos:], '\n'))
+		x.n++
+		switch end - textEnd {
+		case 2:
+			x.crlf++
+		case 1:
+			x.lf++
 		}
+		x.last = span{pos, textEnd, end}
+		if next < len(wanted) && wanted[next] == x.n {
+			x.spans = append(x.spans, x.last)
+			next++
+		}
+		pos = end
 	}
 	if hashed != nil {
-		digest = <-hashed
+		x.digest = <-hashed
 	}
-	return skip, spans, digest
+	return x
 }
 
 // parallelHashBytes is the size from which scan hashes a content on a

@@ -79,8 +79,8 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 	if err := ValidateHunks(hunks); err != nil {
 		return nil, err
 	}
-	skip, spans, digest := scan(content)
-	n := len(spans)
+	x := scan(content, namedLines(hunks))
+	n := x.n
 	ps := make([]placed, len(hunks))
 	// One backing array holds every hunk's lines.
 	total := 0
@@ -123,34 +123,55 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 				Detail: fmt.Sprintf("overlaps hunk %d; hunks must not touch the same lines or insert at the same place: merge them into one hunk", first)}
 		}
 	}
-	if err := staleRefs(content, spans, digest, hunks); err != nil {
+	if err := staleRefs(content, x, hunks); err != nil {
 		return nil, err
 	}
 	gapAt := func(g int) gap {
 		if g == 0 {
-			return gap{off: skip}
+			return gap{off: x.skip}
 		}
-		sp := spans[g-1]
+		sp, _ := x.span(g) // every ref named an existing line: g <= n
 		return gap{line: g, off: sp.end, prevBreak: sp.end - sp.textEnd, prevEmpty: sp.textEnd == sp.start}
 	}
 	for k := range ps {
 		ps[k].lo, ps[k].hi = gapAt(ps[k].lo.line), gapAt(ps[k].hi.line)
 	}
 	return &Plan{
-		digest:       formatDigest(digest, len(content)),
-		hash:         digest,
+		digest:       formatDigest(x.digest, len(content)),
+		hash:         x.digest,
 		size:         len(content),
 		hunks:        ps,
 		first:        gapAt(0),
 		last:         gapAt(n),
-		eol:          dominantBreak(spans),
-		noFinalBreak: n > 0 && spans[n-1].end == spans[n-1].textEnd,
+		eol:          dominantBreak(x.crlf, x.lf),
+		noFinalBreak: n > 0 && x.last.end == x.last.textEnd,
 	}, nil
+}
+
+// namedLines returns the line numbers NewPlan reads of the content,
+// ascending and unique: each ref's line, and the line before each
+// hunk's start, whose end is where the hunk's place begins.
+func namedLines(hunks []Hunk) []int {
+	lines := make([]int, 0, 3*len(hunks))
+	for _, h := range hunks {
+		if h.Start != nil {
+			lines = append(lines, h.Start.Line-1, h.Start.Line)
+		}
+		if h.End != nil {
+			lines = append(lines, h.End.Line)
+		}
+	}
+	slices.Sort(lines)
+	lines = slices.Compact(lines)
+	for len(lines) > 0 && lines[0] < 1 {
+		lines = lines[1:]
+	}
+	return lines
 }
 
 // staleRefs returns a *StaleError listing every ref of hunks that does not
 // match content, or nil.
-func staleRefs(content []byte, spans []span, digest uint64, hunks []Hunk) error {
+func staleRefs(content []byte, x *lineIndex, hunks []Hunk) error {
 	var stale []StaleRef
 	var seen map[Ref]bool // the stale refs listed, made at the first
 	check := func(r *Ref) {
@@ -158,8 +179,7 @@ func staleRefs(content []byte, spans []span, digest uint64, hunks []Hunk) error 
 			return
 		}
 		var cur *Line
-		if r.Line <= len(spans) {
-			sp := spans[r.Line-1]
+		if sp, ok := x.span(r.Line); ok {
 			text := content[sp.start:sp.textEnd]
 			var a [AnchorLen]byte
 			putAnchor(a[:], sum64(text))
@@ -181,7 +201,7 @@ func staleRefs(content []byte, spans []span, digest uint64, hunks []Hunk) error 
 	if stale == nil {
 		return nil
 	}
-	return &StaleError{Code: CodeStaleAnchor, Current: formatDigest(digest, len(content)), Lines: len(spans), Stale: stale}
+	return &StaleError{Code: CodeStaleAnchor, Current: formatDigest(x.digest, len(content)), Lines: x.n, Stale: stale}
 }
 
 // Digest returns the digest of the content p was made from; Apply accepts
@@ -251,17 +271,8 @@ func (p *Plan) Apply(content []byte) (Applied, error) {
 }
 
 // dominantBreak is the line break written lines get: CRLF when more lines end
-// in CRLF than in LF, otherwise LF (also when no line has a break).
-func dominantBreak(spans []span) string {
-	crlf, lf := 0, 0
-	for _, sp := range spans {
-		switch sp.end - sp.textEnd {
-		case 2:
-			crlf++
-		case 1:
-			lf++
-		}
-	}
+// in CRLF (crlf) than in LF (lf), otherwise LF (also when no line has a break).
+func dominantBreak(crlf, lf int) string {
 	if crlf > lf {
 		return "\r\n"
 	}

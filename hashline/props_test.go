@@ -300,8 +300,9 @@ func TestPropUntouchedLinesKeepTheirBytes(t *testing.T) {
 		s := genScenario.Draw(rt, "scenario")
 		_, applied := mustApply(rt, s)
 		pre, post := s.content, applied.Content
-		preBOM, preSpans, _ := scan(pre)
-		postBOM, postSpans, _ := scan(post)
+		preX, postX := scanAll(pre), scanAll(post)
+		preBOM, preSpans := preX.skip, preX.spans
+		postBOM, postSpans := postX.skip, postX.spans
 		if !bytes.Equal(pre[:preBOM], post[:postBOM]) {
 			rt.Fatalf("byte-order mark changed: %q -> %q", pre[:preBOM], post[:postBOM])
 		}
@@ -326,13 +327,39 @@ func TestPropUntouchedLinesKeepTheirBytes(t *testing.T) {
 				rt.Fatalf("final break missing=%v, want %v (pre %q post %q)", postNoFinal, wantNoFinal, pre, post)
 			}
 		}
-		eol := dominantBreak(preSpans)
+		eol := dominantBreak(preX.crlf, preX.lf)
 		for i, r := range applied.Regions {
 			for line := r.Start; line <= r.End; line++ {
 				sp := postSpans[line-1]
 				if got := brk(post, sp); got != eol && !(line == m && got == "") {
 					rt.Fatalf("hunk %d line %d break %q, want %q", i, line, got, eol)
 				}
+			}
+		}
+	})
+}
+
+// TestPropScanKeepsTheNamedLines: scan keeps exactly the spans of the
+// named lines that exist, as a scan keeping every line finds them, and
+// counts the lines and their breaks the same whatever it keeps.
+func TestPropScanKeepsTheNamedLines(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		content := []byte(rapid.StringOfN(rapid.SampledFrom([]rune{'a', 'b', '\r', '\n', '\uFEFF'}), 0, 60, -1).Draw(rt, "content"))
+		named := rapid.SliceOfDistinct(rapid.IntRange(1, 70), rapid.ID[int]).Draw(rt, "named")
+		slices.Sort(named)
+		all, x := scanAll(content), scan(content, named)
+		if x.n != all.n || x.crlf != all.crlf || x.lf != all.lf || x.skip != all.skip || x.digest != all.digest {
+			rt.Fatalf("scan of named lines %+v, of all %+v", x, all)
+		}
+		for _, i := range named {
+			sp, ok := x.span(i)
+			if ok != (i <= all.n) || ok && sp != all.spans[i-1] {
+				rt.Fatalf("line %d: %+v, %v; all lines: %d", i, sp, ok, all.n)
+			}
+		}
+		if all.n > 0 {
+			if sp, ok := x.span(all.n); !ok || sp != all.spans[all.n-1] {
+				rt.Fatalf("the last line %d: %+v, %v", all.n, sp, ok)
 			}
 		}
 	})
