@@ -50,8 +50,8 @@ func bomLen(content []byte) int {
 }
 
 // lineIndex is what a plan needs of a content's lines: how many there
-// are, how they break, and the spans of the lines it names, never one
-// span per line (a plan reads a few lines of a file it may hold whole).
+// are, how they break, and the spans of the lines its hunks name and of
+// the last line, never one span per line.
 type lineIndex struct {
 	skip   int    // the byte-order mark's length
 	n      int    // lines (a final LF does not start another)
@@ -64,7 +64,7 @@ type lineIndex struct {
 }
 
 // span returns line i's span (1-based); ok is false when there is no
-// line i or it was not named.
+// line i or it was neither named nor the last.
 func (x *lineIndex) span(i int) (span, bool) {
 	if i == x.n && i > 0 {
 		return x.last, true

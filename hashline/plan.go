@@ -130,7 +130,9 @@ func NewPlan(content []byte, hunks []Hunk) (*Plan, error) {
 		if g == 0 {
 			return gap{off: x.skip}
 		}
-		sp, _ := x.span(g) // every ref named an existing line: g <= n
+		// g is a named line (a start's, the one before it, an end's) or
+		// n, and staleRefs refused every ref past n: line g is kept.
+		sp, _ := x.span(g)
 		return gap{line: g, off: sp.end, prevBreak: sp.end - sp.textEnd, prevEmpty: sp.textEnd == sp.start}
 	}
 	for k := range ps {

@@ -123,7 +123,8 @@ func Call(ctx context.Context, capName string, args map[string]any) (map[string]
 // cheap calls (kv, small reads, a tool of an MCP server on the host,
 // which answers in 100–200 µs) then never pays a sleep and a wake-up
 // per answer, and a slow call costs at most this much CPU before the
-// read sleeps; reads stop spinning once one waited longer. The host's
+// read sleeps; after a read that waited longer, the next one sleeps at
+// once, until a read finds its data within readSpin again. The host's
 // reader waits for the program's next call, which comes sooner, and
 // spins less (codemode's readSpin).
 const readSpin = 300 * time.Microsecond
