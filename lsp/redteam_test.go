@@ -120,9 +120,10 @@ func TestRedScanBlocksOnASwappedFIFO(t *testing.T) {
 	if err := unix.Mkfifo(f, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	defer close(stop)
+	stop, swapped := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-swapped }() // no swap races the cleanup
 	go func() {
+		defer close(swapped)
 		for {
 			select {
 			case <-stop:
@@ -157,9 +158,15 @@ func TestRedScanFollowsASwappedLink(t *testing.T) {
 	os.WriteFile(filepath.Join(out, "sub", "passwd"), nil, 0o644)
 	os.WriteFile(filepath.Join(out, "passwd"), nil, 0o644)
 	os.Symlink(out, l)
-	stop := make(chan struct{})
-	defer close(stop)
+	stop, swapped := make(chan struct{}), make(chan struct{})
+	defer func() {
+		// The swapper ends before the temporary directories are removed:
+		// a swap racing their removal fails the cleanup.
+		close(stop)
+		<-swapped
+	}()
 	go func() {
+		defer close(swapped)
 		for {
 			select {
 			case <-stop:
