@@ -350,30 +350,10 @@ func (b *builder) buildArchives(ctx context.Context, key string, want []string) 
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"list", "-trimpath", "-gcflags=all=" + archiveGCFlags, "-export", "-deps", "-json=ImportPath,Export,Standard,DepOnly,Incomplete,Error", "--"}, order...)
-	cmd := exec.CommandContext(ctx, b.tc.goBinary(), args...)
-	cmd.Dir = mod
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &boundedWriter{w: &stderr, left: maxWarmOutputBytes}
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("go list -export: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	pkgs, err := decodeListed(out)
+	args := append([]string{"-trimpath", "-gcflags=all=" + archiveGCFlags, "-export", "-deps", "-json=ImportPath,Export,Standard,DepOnly,Incomplete,Error", "--"}, order...)
+	pkgs, err := b.goList(ctx, mod, env, "go list -export", args)
 	if err != nil {
 		return nil, err
-	}
-	byPath := map[string]listedPackage{}
-	for _, p := range pkgs {
-		if p.Error != nil || p.Incomplete {
-			msg := "incomplete"
-			if p.Error != nil {
-				msg = p.Error.Err
-			}
-			return nil, fmt.Errorf("go list: package %s: %s", p.ImportPath, msg)
-		}
-		byPath[p.ImportPath] = p
 	}
 	pkgDir := filepath.Join(stage.dir, archivePkgDir)
 	if err := os.Mkdir(pkgDir, 0o700); err != nil {
@@ -485,6 +465,34 @@ func writePreludeModule(dir string, fsys fs.FS) error {
 	}
 	gomod := fmt.Sprintf("module %s\n\ngo 1.%d\n", preludeModule, minGoMinor)
 	return os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o600)
+}
+
+// goList runs the go command's list with args in dir under env (what
+// names the run in its error) and returns the packages it printed; a
+// package it lists with an error, or incomplete, fails the whole.
+func (b *builder) goList(ctx context.Context, dir string, env []string, what string, args []string) ([]listedPackage, error) {
+	cmd := exec.CommandContext(ctx, b.tc.goBinary(), append([]string{"list"}, args...)...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &boundedWriter{w: &stderr, left: maxWarmOutputBytes}
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", what, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	pkgs, err := decodeListed(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pkgs {
+		if p.Error != nil || p.Incomplete {
+			msg := "incomplete"
+			if p.Error != nil {
+				msg = p.Error.Err
+			}
+			return nil, fmt.Errorf("go list: package %s: %s", p.ImportPath, msg)
+		}
+	}
+	return pkgs, nil
 }
 
 // decodeListed decodes the go command's stream of JSON objects.

@@ -1,11 +1,8 @@
 package codemode
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -103,29 +100,13 @@ func criticalPathOrder(pkgs []plannedPackage) []string {
 // side branches, where its own order (a depth-first walk of the imports)
 // lets side branches hold both slots while the chain waits.
 func (b *builder) planArchives(ctx context.Context, mod string, env, want []string) ([]string, error) {
-	args := append([]string{"list", "-deps", "-json=ImportPath,Imports,Dir,GoFiles,SFiles,Incomplete,Error", "--"}, want...)
-	args = append(args, "runtime")
-	cmd := exec.CommandContext(ctx, b.tc.goBinary(), args...)
-	cmd.Dir, cmd.Env = mod, env
-	var stderr bytes.Buffer
-	cmd.Stderr = &boundedWriter{w: &stderr, left: maxWarmOutputBytes}
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("go list -deps: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	listed, err := decodeListed(out)
+	args := append([]string{"-deps", "-json=ImportPath,Imports,Dir,GoFiles,SFiles,Incomplete,Error", "--"}, want...)
+	listed, err := b.goList(ctx, mod, env, "go list -deps", append(args, "runtime"))
 	if err != nil {
 		return nil, err
 	}
 	pkgs := make([]plannedPackage, 0, len(listed))
 	for _, p := range listed {
-		if p.Error != nil || p.Incomplete {
-			msg := "incomplete"
-			if p.Error != nil {
-				msg = p.Error.Err
-			}
-			return nil, fmt.Errorf("go list: package %s: %s", p.ImportPath, msg)
-		}
 		pp := plannedPackage{Path: p.ImportPath, Imports: p.Imports}
 		for _, f := range slices.Concat(p.GoFiles, p.SFiles) {
 			if fi, err := os.Stat(filepath.Join(p.Dir, f)); err == nil {
