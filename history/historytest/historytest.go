@@ -3,7 +3,8 @@
 // through history.History and history.Memory, run by each package's
 // tests against its own index.
 //
-// It covers words and raw syntax, kinds, paging, scope, Recent and Read,
+// It covers words and raw syntax, kinds, paging, scope, Recent and Read
+// (a long text read back whole, however the index keeps it),
 // the bounds and refusals of queries and entries, idempotent indexing,
 // note redaction, identical notes, the lifetime ceiling (also across a
 // second handle), CJK and substring search, a closed index, an ended
@@ -74,6 +75,7 @@ func Run(t *testing.T, open Open) {
 		{"IndexRefusals", indexRefusals},
 		{"IndexIsIdempotent", indexIsIdempotent},
 		{"RecentAndRead", recentAndRead},
+		{"LongTextReadsWhole", longTextReadsWhole},
 		{"ClosedIndexIsUnavailable", closedIndexIsUnavailable},
 		{"EndedContextIsCancelledNotBusy", endedContextIsCancelled},
 		{"RememberIsSearchableAsNote", rememberIsSearchableAsNote},
@@ -117,6 +119,31 @@ func mustIndex(t testing.TB, ix Index, entries ...history.Entry) {
 	t.Helper()
 	if _, err := ix.IndexBatch(context.Background(), entries); err != nil {
 		t.Fatalf("IndexBatch: %v", err)
+	}
+}
+
+// LongText is an entry text long and repetitive enough that a store may
+// keep it compressed (history/sqlite and history/postgres do).
+var LongText = strings.Repeat("the quick brown fox jumps over the lazy dog ", 40) + "zebra"
+
+// longTextReadsWhole: LongText, indexed beside a short entry, reads
+// back whole through Read, is found and snippeted by Search, and shows
+// in Recent, however the store keeps it.
+func longTextReadsWhole(t *testing.T, open Open) {
+	ix := open(t, Options{})
+	ctx := context.Background()
+	mustIndex(t, ix, Entry("s", "long", LongText), Entry("s", "short", "a short zebra"))
+	got, err := ix.Read(ctx, "s", "long", 0)
+	if err != nil || len(got) != 1 || got[0].Text != LongText {
+		t.Fatalf("Read: %v, %v", got, err)
+	}
+	hits, err := ix.Search(ctx, history.Query{Text: "zebra", Limit: 10})
+	if err != nil || len(hits) != 2 || !strings.Contains(hits[1].Snippet, "**zebra**") {
+		t.Fatalf("Search: %+v, %v", hits, err)
+	}
+	recent, err := ix.Recent(ctx, "s", 10)
+	if err != nil || len(recent) != 2 || !strings.HasPrefix(LongText, strings.TrimSuffix(recent[1].Snippet, "…")) {
+		t.Fatalf("Recent: %+v, %v", recent, err)
 	}
 }
 
