@@ -122,9 +122,11 @@ func mustIndex(t testing.TB, ix Index, entries ...history.Entry) {
 	}
 }
 
-// LongText is an entry text long and repetitive enough that a store may
-// keep it compressed (history/sqlite and history/postgres do).
-var LongText = strings.Repeat("the quick brown fox jumps over the lazy dog ", 40) + "zebra"
+// LongText returns an entry text long and repetitive enough that a
+// store may keep it compressed (history/sqlite and history/postgres do).
+func LongText() string {
+	return strings.Repeat("the quick brown fox jumps over the lazy dog ", 40) + "zebra"
+}
 
 // longTextReadsWhole: LongText, indexed beside a short entry, reads
 // back whole through Read, is found and snippeted by Search, and shows
@@ -132,9 +134,10 @@ var LongText = strings.Repeat("the quick brown fox jumps over the lazy dog ", 40
 func longTextReadsWhole(t *testing.T, open Open) {
 	ix := open(t, Options{})
 	ctx := context.Background()
-	mustIndex(t, ix, Entry("s", "long", LongText), Entry("s", "short", "a short zebra"))
+	long := LongText()
+	mustIndex(t, ix, Entry("s", "long", long), Entry("s", "short", "a short zebra"))
 	got, err := ix.Read(ctx, "s", "long", 0)
-	if err != nil || len(got) != 1 || got[0].Text != LongText {
+	if err != nil || len(got) != 1 || got[0].Text != long {
 		t.Fatalf("Read: %v, %v", got, err)
 	}
 	hits, err := ix.Search(ctx, history.Query{Text: "zebra", Limit: 10})
@@ -142,7 +145,7 @@ func longTextReadsWhole(t *testing.T, open Open) {
 		t.Fatalf("Search: %+v, %v", hits, err)
 	}
 	recent, err := ix.Recent(ctx, "s", 10)
-	if err != nil || len(recent) != 2 || !strings.HasPrefix(LongText, strings.TrimSuffix(recent[1].Snippet, "…")) {
+	if err != nil || len(recent) != 2 || !strings.HasPrefix(long, strings.TrimSuffix(recent[1].Snippet, "…")) {
 		t.Fatalf("Recent: %+v, %v", recent, err)
 	}
 }

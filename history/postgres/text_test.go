@@ -53,7 +53,7 @@ func TestLeftChars(t *testing.T) {
 func TestEntryTextIsStoredPacked(t *testing.T) {
 	s := openTest(t, Options{})
 	ctx := context.Background()
-	historytest.WantCode(t, second(s.IndexBatch(ctx, []history.Entry{historytest.Entry("s", "long", historytest.LongText), historytest.Entry("s", "short", "a short zebra")})), "")
+	historytest.WantCode(t, second(s.IndexBatch(ctx, []history.Entry{historytest.Entry("s", "long", historytest.LongText()), historytest.Entry("s", "short", "a short zebra")})), "")
 	if _, err := s.Remember(ctx, history.Note{Title: "T", Description: "D", Text: "a note", Kind: history.Fact, Session: "notes"}); err != nil {
 		t.Fatal(err)
 	}

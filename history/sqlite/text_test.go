@@ -50,7 +50,7 @@ func TestStoredTextRoundTrips(t *testing.T) {
 func TestEntryTextIsStoredCompressed(t *testing.T) {
 	s := openTest(t, Options{})
 	ctx := context.Background()
-	mustIndex(t, s, entry("s", "long", historytest.LongText), entry("s", "short", "a short zebra"))
+	mustIndex(t, s, entry("s", "long", historytest.LongText()), entry("s", "short", "a short zebra"))
 	if _, err := s.Remember(ctx, testNote()); err != nil {
 		t.Fatal(err)
 	}
