@@ -84,6 +84,7 @@ type session struct {
 	eng  *Engine
 	call *tool.Call
 	ws   string
+	home string // its commands' HOME, beside the workspace, never in it
 	reg  *tool.Registry
 	jobs *job.Plane
 }
@@ -115,8 +116,11 @@ func newSession(t testing.TB, files map[string]string) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scratch := filepath.Join(root, "scratch")
-	env := sessionEnv(ws)
+	scratch, home := filepath.Join(root, "scratch"), filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := sessionEnv(home)
 	jobs := job.NewPlane(b, job.Options{})
 	t.Cleanup(func() { jobs.Close(context.Background()) })
 	reg, err := tool.NewRegistry(append([]tool.Tool{tool.ReadTool(), tool.WriteTool(nil), tool.EditTool(nil), tool.GrepTool(), job.BashTool(jobs)}, job.Tools(jobs)...)...)
@@ -127,7 +131,7 @@ func newSession(t testing.TB, files map[string]string) *session {
 		Workspace: ws, Strand: "main", Env: env, TempDir: scratch, Broker: b, Blobs: blobs,
 		Base: sandbox.Policy{
 			SystemRoots:   append(sandbox.SystemReadableRoots(), "/usr/local/go"),
-			WritableRoots: []string{ws, scratch},
+			WritableRoots: []string{ws, scratch, home},
 			Protected:     broker.DefaultProtected(ws),
 			Network:       sandbox.NetworkOff,
 			EnvAllow:      []string{"PATH", "HOME", "LANG"},
@@ -138,13 +142,13 @@ func newSession(t testing.TB, files map[string]string) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &session{eng: eng, call: c, ws: ws, reg: reg, jobs: jobs}
+	return &session{eng: eng, call: c, ws: ws, home: home, reg: reg, jobs: jobs}
 }
 
 // sessionEnv is the environment of a session's commands, HOME being
-// its workspace.
-func sessionEnv(ws string) map[string]string {
-	return map[string]string{"PATH": "/usr/local/go/bin:/usr/bin:/bin", "HOME": ws, "LANG": "C.UTF-8"}
+// home.
+func sessionEnv(home string) map[string]string {
+	return map[string]string{"PATH": "/usr/local/go/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"}
 }
 
 // goBuildCache is the go build cache seedGoBuildCache hands out: a HOME
@@ -218,7 +222,7 @@ func fillGoBuildCache(ctx context.Context) (string, error) {
 	return home, nil
 }
 
-// seedGoBuildCache gives s's workspace (the HOME of its commands) the
+// seedGoBuildCache gives s's commands' HOME (beside its workspace) the
 // warm go build cache of warmGoBuildCache, as a developer's machine has
 // one: hard links to its files, once it is filled. A program's go vet or
 // go test then compiles the workspace's packages alone instead of the
@@ -230,7 +234,7 @@ func seedGoBuildCache(t *testing.T, s *session) {
 	if goBuildCache.err != nil {
 		t.Fatalf("the warm go build cache: %v", goBuildCache.err)
 	}
-	from, to := filepath.Join(goBuildCache.home, ".cache", "go-build"), filepath.Join(s.ws, ".cache", "go-build")
+	from, to := filepath.Join(goBuildCache.home, ".cache", "go-build"), filepath.Join(s.home, ".cache", "go-build")
 	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -298,7 +302,7 @@ func TestRecipesRun(t *testing.T) {
 			s := newSession(t, files)
 			if name == "checks.go" {
 				gitInit(t, s.ws)
-				seedGoBuildCache(t, s) // after the commit: the cache is not the workspace's history
+				seedGoBuildCache(t, s)
 			}
 			res := s.mustRun(t, string(src))
 			for _, w := range says {
